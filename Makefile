@@ -1,0 +1,34 @@
+# Two entry points (see README): `make demo` and `make test`. Each creates .venv and installs
+# PowerZoo with every extra on first use; later runs reuse it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# The CPU build of torch; an unpinned `torch` would pull several GB of CUDA wheels.
+TORCH ?= torch==2.13.0
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/powerzoo demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check powerzoo tests benchmarks
+
+test: lint
+	$(BIN)/pytest -n 2 -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/throughput.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

@@ -1,0 +1,1 @@
+"""Generic adapters from tasks to Gymnasium / vector envs, and wrappers."""

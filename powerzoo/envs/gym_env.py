@@ -1,0 +1,89 @@
+"""Gymnasium adapter: any single-agent task as a ``gymnasium.Env`` (the runner with B = 1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from powerzoo.envs.runner import TaskRunner
+from powerzoo.tasks.base import Task
+
+__all__ = ["PowerZooEnv", "scalar_info"]
+
+
+def scalar_info(info: dict[str, Any], row: int = 0) -> dict[str, Any]:
+    """Row ``row`` of a batched info dict: [B] arrays become Python scalars, [B, k] arrays [k]."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if isinstance(value, np.ndarray):
+            if value.ndim == 1:
+                item = value[row]
+                out[key] = str(item) if value.dtype.kind == "M" else item.item()
+            else:
+                out[key] = value[row]
+        else:
+            out[key] = value
+    return out
+
+
+class PowerZooEnv(gym.Env):
+    """A PowerZoo task as a Gymnasium env, in physical units.
+
+    Observation and action spaces are the task's (``spec.observation`` / ``spec.action``);
+    use :func:`powerzoo.rl.make_env` for normalisation, forecasts and the other wrappers.
+    ``reset(seed=..., options={"day_id": k})`` starts on day ``k`` of the split;
+    ``reset(day_id=k)`` is accepted as a shortcut.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, task: Task) -> None:
+        if task.spec.agent_mode != "single":
+            raise ValueError(
+                f"{task.spec.task_id} is a multi-agent task; use framework='pettingzoo' or 'auto'"
+            )
+        self.task = task
+        self.task_spec = task.spec
+        self.runner = TaskRunner(task, num_envs=1)
+        low, high = self.task_spec.observation.bounds()
+        self.observation_space = gym.spaces.Box(low, high, dtype=np.float32)
+        a_low, a_high = self.task_spec.action.bounds()
+        self.action_space = gym.spaces.Box(a_low, a_high, dtype=np.float32)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None, day_id: int | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        if seed is not None or self.runner.state is None:
+            self.runner.rng = self.np_random  # one generator: seeded by Gymnasium's reset(seed=)
+        options = dict(options or {})
+        if day_id is not None:
+            options["day_id"] = day_id
+        unknown = set(options) - {"day_id"}
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; valid: day_id")
+        obs = self.runner.reset(options.get("day_id"))
+        return obs[0], scalar_info(self.runner.reset_info())
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.runner.step(action)
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), scalar_info(info)
+
+    # ---- task metadata ----------------------------------------------------------------------
+    def constraint_names(self) -> tuple[str, ...]:
+        """Order of ``info["constraint_costs"]``."""
+        return self.task_spec.constraint_names
+
+    def reward_term_names(self) -> tuple[str, ...]:
+        """Order of ``info["reward_terms"]``."""
+        return self.task_spec.reward_terms
+
+    def observation_fields(self) -> tuple[str, ...]:
+        """Names of the observation entries, in order."""
+        return self.task_spec.observation.names
+
+    def forecast(self, horizon: int) -> np.ndarray:
+        """Perfect forecast of the task's exogenous series for the next ``horizon`` steps."""
+        return self.task.forecast(self.runner.state, horizon)[0]

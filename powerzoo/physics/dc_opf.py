@@ -1,0 +1,238 @@
+"""DC optimal power flow (the dispatch oracle) on HiGHS, plus cheap batched evaluators.
+
+PTDF formulation (the reference bus balances the system)::
+
+    min_p   sum_g c2_g p_g^2 + c1_g p_g + c0_g   (+ penalty * sum_l s_l  if soft limits)
+    s.t.    sum_g p_g = sum_i d_i                                   (dual: lambda)
+            -k F_l - s_l <= PTDF_l (C_g p - d) <= k F_l + s_l       (dual: mu_l)
+            pmin_g <= p_g <= pmax_g,  s_l >= 0
+
+with ``k = line_limit_scale``.  Linear costs give an LP (dual simplex); quadratic costs are
+solved exactly as a convex QP by HiGHS (which also returns duals).  Locational marginal
+prices are the derivative of the optimal cost w.r.t. the demand at each bus:
+``lmp_i = lambda + sum_l mu_l PTDF_{l,i}``: the energy component ``lambda`` (price at the
+reference bus) plus the congestion component.  highspy is imported lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from powerzoo.physics.cases import NetworkCase
+from powerzoo.physics.dc_power_flow import (
+    dc_power_flow,
+    gen_bus_matrix,
+    line_overload_mw,
+    ptdf_matrix,
+)
+
+__all__ = ["DCOPFResult", "dispatch_cost", "line_overload_mw", "solve_dc_opf"]
+
+_DROP_TOL = 1e-10  # |PTDF * C_g| entries below this are dropped from the constraint matrix
+
+
+@dataclass(frozen=True)
+class DCOPFResult:
+    """DC-OPF solution.  For a 1-D load input the leading batch dim ``B`` is absent
+    (``cost_per_h`` is a float and ``status`` a str); otherwise arrays lead with ``B`` and
+    ``status`` is an array of str.  Infeasible / failed rows are NaN.
+    """
+
+    cost_per_h: np.ndarray | float  # [B] generation cost incl. c0 (no slack penalty)
+    objective_per_h: np.ndarray | float  # [B] cost_per_h + soft-limit penalty
+    gen_p_mw: np.ndarray  # [B, n_gen]
+    branch_flow_mw: np.ndarray  # [B, n_branch]
+    lmp_per_mwh: np.ndarray  # [B, n_bus]
+    lmp_energy_per_mwh: np.ndarray | float  # [B] (= LMP at the reference bus)
+    lmp_congestion_per_mwh: np.ndarray  # [B, n_bus]
+    branch_mu_per_mwh: np.ndarray  # [B, n_branch] flow-limit shadow price (signed, 0 if slack)
+    line_slack_mw: np.ndarray  # [B, n_branch] soft-limit violation (0 for hard limits)
+    status: np.ndarray | str  # [B] HiGHS model status, lower case ("optimal", "infeasible")
+
+    @property
+    def success(self) -> bool:
+        """True if every solve is optimal."""
+        return bool(np.all(np.asarray(self.status) == "optimal"))
+
+
+def dispatch_cost(case: NetworkCase, gen_p_mw: np.ndarray) -> np.ndarray:
+    """Generation cost [$/h] of dispatch ``[B, n_gen]`` (or ``[n_gen]``) -> ``[B]`` (or 0-d).
+
+    ``sum_g c2 p^2 + c1 p + c0`` over in-service units; no LP is solved.
+    """
+    p = np.asarray(gen_p_mw, dtype=float)
+    if p.shape[-1] != case.n_gen:
+        raise ValueError(f"gen_p_mw last dim {p.shape[-1]} != n_gen {case.n_gen}")
+    on = case.gen_in_service
+    c2 = np.where(on, case.gen_c2_per_mw2h, 0.0)
+    c1 = np.where(on, case.gen_c1_per_mwh, 0.0)
+    c0 = float(np.sum(case.gen_c0_per_h[on]))
+    return (p * p) @ c2 + p @ c1 + c0
+
+
+def solve_dc_opf(
+    case: NetworkCase,
+    load_mw: np.ndarray | None = None,
+    line_limit_scale: float = 1.0,
+    soft_line_penalty: float | None = None,
+) -> DCOPFResult:
+    """Solve the DC-OPF for bus demand ``load_mw`` ``[n_bus]`` or ``[B, n_bus]`` [MW].
+
+    ``load_mw=None`` uses the case's base demand.  ``line_limit_scale`` multiplies every
+    finite branch rating.  ``soft_line_penalty`` [$/MWh] turns the flow limits into soft
+    limits whose violation (``line_slack_mw``) is penalised at that price; ``None`` keeps
+    them hard.  Batched input solves one problem per row (warm-started), so this is an
+    oracle, not a step-path function.
+    """
+    import highspy
+
+    if line_limit_scale <= 0:
+        raise ValueError("line_limit_scale must be > 0")
+    if soft_line_penalty is not None and soft_line_penalty < 0:
+        raise ValueError("soft_line_penalty must be >= 0 (or None for hard limits)")
+    load = case.bus_pd_mw if load_mw is None else np.asarray(load_mw, dtype=float)
+    single = load.ndim == 1
+    load2d = np.atleast_2d(load)
+    if load2d.ndim != 2 or load2d.shape[1] != case.n_bus:
+        raise ValueError(f"load_mw must be [n_bus] or [B, n_bus], n_bus={case.n_bus}")
+    n_batch = load2d.shape[0]
+    n_gen, n_branch, n_bus = case.n_gen, case.n_branch, case.n_bus
+    soft = soft_line_penalty is not None
+
+    ptdf = ptdf_matrix(case)
+    c_g = gen_bus_matrix(case)  # [n_gen, n_bus]
+    limited = np.flatnonzero(np.isfinite(case.branch_rate_a_mw) & case.branch_in_service)
+    n_lim = limited.size
+    ptdf_lim = ptdf[limited]  # [n_lim, n_bus]
+    a_flow = ptdf_lim @ c_g.T  # [n_lim, n_gen]
+    a_flow[np.abs(a_flow) < _DROP_TOL] = 0.0
+    f_max = case.branch_rate_a_mw[limited] * line_limit_scale
+
+    # --- columns: gen outputs, then (soft) one slack per limited branch
+    on = case.gen_in_service
+    n_col = n_gen + (n_lim if soft else 0)
+    col_cost = np.concatenate(
+        [np.where(on, case.gen_c1_per_mwh, 0.0), np.full(n_col - n_gen, soft_line_penalty or 0.0)]
+    )
+    col_lower = np.concatenate([np.where(on, case.gen_pmin_mw, 0.0), np.zeros(n_col - n_gen)])
+    col_upper = np.concatenate(
+        [np.where(on, case.gen_pmax_mw, 0.0), np.full(n_col - n_gen, np.inf)]
+    )
+
+    # --- rows: balance, then flow rows (hard: one ranged row; soft: upper row, lower row)
+    balance = np.concatenate([on.astype(float), np.zeros(n_col - n_gen)])[None, :]
+    if soft:
+        eye = np.eye(n_lim)
+        rows = [balance, np.hstack([a_flow, -eye]), np.hstack([a_flow, eye])]
+    else:
+        rows = [balance, a_flow]
+    a_dense = np.vstack(rows)
+    n_row = a_dense.shape[0]
+
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_ = n_col
+    lp.num_row_ = n_row
+    lp.col_cost_ = col_cost
+    lp.col_lower_ = np.where(np.isinf(col_lower), -inf, col_lower)
+    lp.col_upper_ = np.where(np.isinf(col_upper), inf, col_upper)
+    lp.row_lower_ = np.zeros(n_row)
+    lp.row_upper_ = np.zeros(n_row)
+    a_csc = a_dense.T  # column j of A = row j of A^T
+    nz_rows, nz_cols = np.nonzero(a_csc)  # sorted by column of A, then row of A
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.searchsorted(nz_rows, np.arange(n_col + 1)).astype(np.int32)
+    lp.a_matrix_.index_ = nz_cols.astype(np.int32)
+    lp.a_matrix_.value_ = a_csc[nz_rows, nz_cols]
+    lp.a_matrix_.num_col_ = n_col
+    lp.a_matrix_.num_row_ = n_row
+
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.passModel(lp)
+    c2 = np.where(on, case.gen_c2_per_mw2h, 0.0)
+    quad = np.flatnonzero(c2 != 0.0)
+    if quad.size:
+        if np.any(c2 < 0):
+            raise ValueError(f"{case.name}: negative quadratic cost (non-convex)")
+        hess = highspy.HighsHessian()
+        hess.dim_ = n_col
+        hess.format_ = highspy.HessianFormat.kTriangular
+        diag = np.zeros(n_col)
+        diag[:n_gen] = 2.0 * c2  # HiGHS minimises 0.5 x'Qx + c'x
+        nz = np.flatnonzero(diag)
+        hess.start_ = np.searchsorted(nz, np.arange(n_col + 1)).astype(np.int32)
+        hess.index_ = nz.astype(np.int32)
+        hess.value_ = diag[nz]
+        highs.passHessian(hess)
+
+    gen_p = np.full((n_batch, n_gen), np.nan)
+    lmp_energy = np.full(n_batch, np.nan)
+    mu = np.full((n_batch, n_branch), np.nan)
+    slack = np.zeros((n_batch, n_branch))
+    status = np.empty(n_batch, dtype=object)
+    row_idx = np.arange(n_row, dtype=np.int32)
+    for k in range(n_batch):
+        d = load2d[k]
+        # flow = A p - PTDF d must lie in [-F, F]  <=>  A p in [PTDF d - F, PTDF d + F]
+        offset = ptdf_lim @ d
+        total = np.array([d.sum()])
+        if soft:  # rows: A p - s <= F + offset;  A p + s >= -F + offset
+            lo = np.concatenate([total, np.full(n_lim, -inf), offset - f_max])
+            up = np.concatenate([total, offset + f_max, np.full(n_lim, inf)])
+        else:
+            lo = np.concatenate([total, offset - f_max])
+            up = np.concatenate([total, offset + f_max])
+        highs.changeRowsBounds(n_row, row_idx, lo, up)
+        highs.run()
+        model_status = highs.getModelStatus()
+        text = highs.modelStatusToString(model_status).lower()
+        status[k] = text
+        if model_status != highspy.HighsModelStatus.kOptimal:
+            continue
+        sol = highs.getSolution()
+        x = np.asarray(sol.col_value)
+        y = np.asarray(sol.row_dual)
+        gen_p[k] = x[:n_gen]
+        lmp_energy[k] = y[0]
+        mu_k = np.zeros(n_branch)
+        mu_k[limited] = y[1 : 1 + n_lim] + (y[1 + n_lim :] if soft else 0.0)
+        mu[k] = mu_k
+        if soft:
+            slack[k, limited] = x[n_gen:]
+
+    # HiGHS row duals are d(objective)/d(row bound); every flow-row bound moves by
+    # PTDF_{l,i} per MW of demand at bus i, the balance row by 1 -> lmp = y_bal + PTDF' mu
+    congestion = mu[:, limited] @ ptdf_lim if n_lim else np.zeros((n_batch, n_bus))
+    lmp = lmp_energy[:, None] + congestion
+    flows = dc_power_flow(case, gen_p @ c_g - load2d)
+    cost = dispatch_cost(case, gen_p)
+    penalty = (soft_line_penalty or 0.0) * slack.sum(axis=1)
+    status_arr = status.astype(str)
+    if single:
+        return DCOPFResult(
+            cost_per_h=float(cost[0]),
+            objective_per_h=float(cost[0] + penalty[0]),
+            gen_p_mw=gen_p[0],
+            branch_flow_mw=flows[0],
+            lmp_per_mwh=lmp[0],
+            lmp_energy_per_mwh=float(lmp_energy[0]),
+            lmp_congestion_per_mwh=congestion[0],
+            branch_mu_per_mwh=mu[0],
+            line_slack_mw=slack[0],
+            status=str(status_arr[0]),
+        )
+    return DCOPFResult(
+        cost_per_h=cost,
+        objective_per_h=cost + penalty,
+        gen_p_mw=gen_p,
+        branch_flow_mw=flows,
+        lmp_per_mwh=lmp,
+        lmp_energy_per_mwh=lmp_energy,
+        lmp_congestion_per_mwh=congestion,
+        branch_mu_per_mwh=mu,
+        line_slack_mw=slack,
+        status=status_arr,
+    )

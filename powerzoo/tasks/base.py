@@ -1,0 +1,143 @@
+"""The batched task contract.
+
+A task is parameters (fixed at construction: ratings, profiles, the split's start days) plus
+three functions over a leading batch dimension ``B``:
+
+* ``reset(rng, day_id[B]) -> state``: start episodes on days ``day_id`` of the split;
+* ``observe(state) -> obs[B, obs_dim]`` in physical units (``spec.observation`` order);
+* ``step(state, action[B, act_dim], rng) -> (state, StepOutput)`` with a physical action
+  already inside the action bounds.
+
+State is a small dataclass of arrays with leading axis ``B`` (no per-env objects), so the
+adapters can batch, slice and merge it generically. Tasks never see Gymnasium or PettingZoo.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from powerzoo.data import calendar
+from powerzoo.data.profiles import Profiles, get_profiles
+from powerzoo.tasks.spec import TaskSpec
+
+__all__ = ["Task", "StepOutput", "merge_state", "index_state"]
+
+
+@dataclasses.dataclass
+class StepOutput:
+    """What a task step returns besides the new state; arrays have leading axis ``B``."""
+
+    reward: np.ndarray  # [B] the objective, weighted sum of reward_terms
+    reward_terms: np.ndarray  # [B, n_terms] in spec.reward_terms order
+    constraint_costs: np.ndarray  # [B, n_constraints] >= 0, spec.constraint_names order
+    terminated: np.ndarray  # [B] bool, real terminal events only
+    action_applied: np.ndarray  # [B, act_dim] physical action after the physics' own limits
+    info: dict[str, np.ndarray]  # task-specific per-step quantities, each [B] or [B, k]
+
+
+def merge_state(state: Any, mask: np.ndarray, fresh: Any) -> Any:
+    """Return ``state`` with rows where ``mask`` is true taken from ``fresh`` (same batch size)."""
+    values = {}
+    for field in dataclasses.fields(state):
+        old, new = getattr(state, field.name), getattr(fresh, field.name)
+        m = mask.reshape((-1,) + (1,) * (old.ndim - 1))
+        values[field.name] = np.where(m, new, old)
+    return type(state)(**values)
+
+
+def index_state(state: Any, rows: np.ndarray | slice) -> Any:
+    """Rows ``rows`` of a batched state."""
+    return type(state)(**{f.name: getattr(state, f.name)[rows] for f in dataclasses.fields(state)})
+
+
+class Task(abc.ABC):
+    """Base class of every task: holds the spec, the split's profiles and start days.
+
+    Subclasses implement :meth:`make_spec` (a classmethod, so the registry can describe a task
+    without building it) and the batched model methods below.
+    """
+
+    def __init__(self, spec: TaskSpec, split: str = "train") -> None:
+        self.spec = spec
+        calendar.check_split(split, spec.splits)
+        self.split = split
+        self.profiles: Profiles = get_profiles(calendar.scenario_of_split(split), self.spec.step_minutes)
+        self.split_days: np.ndarray = calendar.split_day_indices(split)
+
+    @classmethod
+    @abc.abstractmethod
+    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
+        """The task's spec for the given task parameters (defaults when none are given)."""
+
+    # ---- split handling -------------------------------------------------------------------
+    @property
+    def n_days(self) -> int:
+        """Number of days an episode of this split can start on."""
+        return int(self.split_days.size)
+
+    def check_day_id(self, day_id: np.ndarray) -> np.ndarray:
+        """Validate day indices within the split; raise ``ValueError`` when out of range."""
+        day_id = np.asarray(day_id)
+        if day_id.dtype.kind not in "iu":
+            raise ValueError(f"day_id must be an integer, got {day_id!r}")
+        if np.any(day_id < 0) or np.any(day_id >= self.n_days):
+            raise ValueError(
+                f"day_id {day_id.tolist()} out of range for split '{self.split}' of "
+                f"{self.spec.task_id}: valid 0..{self.n_days - 1}"
+            )
+        return day_id.astype(np.int64)
+
+    def calendar_day(self, day_id: np.ndarray) -> np.ndarray:
+        """Day-of-year index of split day ``day_id``."""
+        return self.split_days[day_id]
+
+    # ---- the batched model ----------------------------------------------------------------
+    @abc.abstractmethod
+    def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> Any:
+        """Initial state for episodes starting on split days ``day_id`` [B]."""
+
+    @abc.abstractmethod
+    def observe(self, state: Any) -> np.ndarray:
+        """Observation [B, obs_dim] in physical units."""
+
+    @abc.abstractmethod
+    def step(self, state: Any, action: np.ndarray, rng: np.random.Generator) -> tuple[Any, StepOutput]:
+        """Advance one step under physical actions [B, act_dim] within bounds."""
+
+    @abc.abstractmethod
+    def time_index(self, state: Any) -> np.ndarray:
+        """Steps elapsed in the episode [B] (the adapters truncate at ``spec.horizon``)."""
+
+    @abc.abstractmethod
+    def episode_day(self, state: Any) -> np.ndarray:
+        """Split day index [B] each episode started on."""
+
+    # ---- exogenous look-ahead (forecast wrapper) ------------------------------------------
+    def forecast(self, state: Any, horizon: int) -> np.ndarray:
+        """Next ``horizon`` values of each ``spec.forecast_series`` [B, n_series * horizon].
+
+        Perfect forecasts of the exogenous series for steps ``t+1 .. t+horizon`` (series-major).
+        """
+        day = self.calendar_day(self.episode_day(state))
+        t = self.time_index(state) + 1
+        parts = [self.profiles.window(name, day, t, horizon) for name in self.spec.forecast_series]
+        return np.concatenate(parts, axis=1) if parts else np.zeros((day.size, 0))
+
+    def forecast_range(self, horizon: int, nominal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds (or nominal range) of each forecast entry, from the matching observation field."""
+        lo, hi = self.spec.observation.nominal() if nominal else self.spec.observation.bounds()
+        idx = [self.spec.observation.names.index(n) for n in self.spec.forecast_series]
+        return np.repeat(lo[idx], horizon), np.repeat(hi[idx], horizon)
+
+    # ---- baselines (optional) -------------------------------------------------------------
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """Physical action [B, act_dim] of the task's rule-based controller from observations."""
+        raise NotImplementedError(f"{self.spec.task_id} defines no rule-based policy")
+
+    def oracle_plan(self, state: Any) -> np.ndarray:
+        """Perfect-foresight physical actions [B, horizon, act_dim] from an initial state."""
+        raise NotImplementedError(f"{self.spec.task_id} defines no oracle")

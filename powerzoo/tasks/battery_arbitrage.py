@@ -1,0 +1,214 @@
+"""``battery_arbitrage``: one grid-scale battery buying and selling energy at a market price.
+
+Model
+-----
+* Parameters: a 100 MWh / 25 MW battery (4 h), charge and discharge efficiency 0.95 each,
+  SOC bounds [0.1, 0.9], start SOC 0.5, degradation cost 2 $/MWh of throughput. Price taker on
+  the day's price profile (:mod:`powerzoo.data.profiles`), 48 steps of 30 minutes.
+* Action: power setpoint ``p_mw`` in [-25, 25] MW, + = discharge (sell), - = charge (buy).
+  A request the SOC cannot serve is cut to the feasible power (:func:`battery_step`).
+* Reward, settled at the price of the step the action is taken in (observed before acting):
+  ``price * p_discharge * dt - price * p_charge * dt - degradation_cost * |p| * dt`` ($).
+  ``info["reward_terms"]`` holds the three signed terms ``[discharge_revenue, charge_payment,
+  degradation]`` (the last two <= 0 for positive prices); the reward is their sum.
+* Cost: ``soc_violation`` (MWh, storage side) = energy asked beyond the SOC bounds.
+* Observation: ``[soc, price_per_mwh, price_avg_24h_per_mwh, hour_sin, hour_cos,
+  time_remaining]``; ``price_avg_24h_per_mwh`` is the trailing 24 h mean price.
+* Baselines: random; rule-based (charge as hard as the SOC allows when the price is 10 % below
+  its trailing 24 h mean, discharge when 10 % above); oracle (perfect-foresight LP over the day, HiGHS).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from powerzoo.data import calendar
+from powerzoo.devices.battery import BatteryParams, battery_step, feasible_power_mw
+from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.spec import TaskSpec, VectorSpec
+
+__all__ = ["BatteryArbitrage", "BatteryArbitrageState"]
+
+HORIZON = 48
+STEP_MINUTES = 30
+PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
+RULE_BAND = 0.10  # rule-based controller acts when the price is 10 % off its 24 h mean
+
+
+@dataclasses.dataclass
+class BatteryArbitrageState:
+    """Batched state: every field is an array [B]."""
+
+    day_id: np.ndarray  # split day index the episode started on (int64)
+    t: np.ndarray  # steps elapsed (int64)
+    soc: np.ndarray  # state of charge (fraction of capacity)
+
+
+class BatteryArbitrage(Task):
+    """Battery arbitrage against a day-ahead-shaped price (single agent, 30 min x 48)."""
+
+    task_id = "battery_arbitrage"
+
+    def __init__(self, split: str = "train", *, initial_soc: float = 0.5, **battery_kwargs: Any) -> None:
+        super().__init__(self.make_spec(**battery_kwargs), split)
+        self.battery = _battery_params(battery_kwargs)
+        if not self.battery.soc_min <= initial_soc <= self.battery.soc_max:
+            raise ValueError(
+                f"initial_soc must lie in [{self.battery.soc_min}, {self.battery.soc_max}], got {initial_soc}"
+            )
+        self.initial_soc = float(initial_soc)
+        price = self.profiles.series["price_per_mwh"]
+        steps = self.profiles.steps_per_day
+        # trailing mean of the previous 24 h (the wrap-around day supplies 1 January's past)
+        padded = np.concatenate([price[-2 * steps : -steps], price])
+        csum = np.concatenate([[0.0], np.cumsum(padded)])
+        self._price_avg = (csum[steps:] - csum[:-steps])[: price.size] / steps
+        self._price = price
+
+    # ---- spec -------------------------------------------------------------------------------
+    @classmethod
+    def make_spec(cls, **battery_kwargs: Any) -> TaskSpec:
+        battery = _battery_params(battery_kwargs)
+        p = battery.power_max_mw
+        return TaskSpec(
+            task_id=cls.task_id,
+            description=(
+                f"One {battery.energy_capacity_mwh:g} MWh / {p:g} MW battery buys and sells energy at a "
+                "market price (price taker) over one day; reward is arbitrage profit net of degradation."
+            ),
+            agents=("agent",),
+            observation=VectorSpec(
+                names=("soc", "price_per_mwh", "price_avg_24h_per_mwh", "hour_sin", "hour_cos", "time_remaining"),
+                units=("fraction", "$/MWh", "$/MWh", "-", "-", "fraction of horizon"),
+                low=(0.0, PRICE_FLOOR, PRICE_FLOOR, -1.0, -1.0, 0.0),
+                high=(1.0, PRICE_CAP, PRICE_CAP, 1.0, 1.0, 1.0),
+                nominal_low=(0.0, 0.0, 0.0, -1.0, -1.0, 0.0),
+                nominal_high=(1.0, 150.0, 150.0, 1.0, 1.0, 1.0),
+            ),
+            action=VectorSpec(names=("p_mw",), units=("MW (+ discharge)",), low=(-p,), high=(p,)),
+            horizon=HORIZON,
+            step_minutes=STEP_MINUTES,
+            splits=calendar.BASE_SPLITS + calendar.STRESS_SPLITS,
+            reward_terms=("discharge_revenue", "charge_payment", "degradation"),
+            reward_doc="price * discharged MWh - price * charged MWh - degradation $/MWh * throughput MWh ($)",
+            constraint_names=("soc_violation",),
+            constraint_units=("MWh",),
+            selected_constraints=("soc_violation",),
+            cost_thresholds={"soc_violation": 1.0},
+            baselines=("random", "rule_based", "oracle"),
+            forecast_series=("price_per_mwh",),
+            reward_presets={"profit": {}, "penalized": {"soc_violation": 100.0}},
+            gym_id="powerzoo/BatteryArbitrage-v0",
+        )
+
+    # ---- batched model ----------------------------------------------------------------------
+    def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> BatteryArbitrageState:
+        day_id = self.check_day_id(day_id)
+        return BatteryArbitrageState(
+            day_id=day_id,
+            t=np.zeros_like(day_id),
+            soc=np.full(day_id.shape, self.initial_soc),
+        )
+
+    def _flat_index(self, state: BatteryArbitrageState) -> np.ndarray:
+        return self.split_days[state.day_id] * self.profiles.steps_per_day + state.t
+
+    def observe(self, state: BatteryArbitrageState) -> np.ndarray:
+        idx = self._flat_index(state)
+        phase = 2.0 * np.pi * (state.t % self.profiles.steps_per_day) / self.profiles.steps_per_day
+        obs = np.empty((state.soc.size, 6), dtype=np.float32)
+        obs[:, 0] = state.soc
+        obs[:, 1] = self._price[idx]
+        obs[:, 2] = self._price_avg[idx]
+        obs[:, 3] = np.sin(phase)
+        obs[:, 4] = np.cos(phase)
+        obs[:, 5] = 1.0 - state.t / HORIZON
+        return obs
+
+    def step(
+        self, state: BatteryArbitrageState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[BatteryArbitrageState, StepOutput]:
+        dt_h = self.spec.dt_h
+        price = self._price[self._flat_index(state)]
+        result = battery_step(self.battery, state.soc, action[:, 0], dt_h)
+        degradation = -self.battery.degradation_cost_per_mwh * (result.charge_mwh + result.discharge_mwh)
+        terms = np.stack([price * result.discharge_mwh, -price * result.charge_mwh, degradation], axis=1)
+        new_state = BatteryArbitrageState(day_id=state.day_id, t=state.t + 1, soc=result.soc)
+        out = StepOutput(
+            reward=terms.sum(axis=1),
+            reward_terms=terms,
+            constraint_costs=result.soc_violation_mwh[:, None],
+            terminated=np.zeros(state.soc.size, dtype=bool),
+            action_applied=result.p_mw[:, None],
+            info={
+                "price_per_mwh": price,
+                "soc": result.soc,
+                "p_mw": result.p_mw,
+                "charge_mwh": result.charge_mwh,
+                "discharge_mwh": result.discharge_mwh,
+            },
+        )
+        return new_state, out
+
+    def time_index(self, state: BatteryArbitrageState) -> np.ndarray:
+        return state.t
+
+    def episode_day(self, state: BatteryArbitrageState) -> np.ndarray:
+        return state.day_id
+
+    # ---- baselines --------------------------------------------------------------------------
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when > 1.1 x."""
+        soc, price, avg = obs[:, 0], obs[:, 1], obs[:, 2]
+        p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)
+        cheap, dear = price < (1 - RULE_BAND) * avg, price > (1 + RULE_BAND) * avg
+        return np.where(cheap, -p_ch_max, np.where(dear, p_dis_max, 0.0))[:, None]
+
+    def oracle_plan(self, state: BatteryArbitrageState) -> np.ndarray:
+        """Profit-maximising power schedule [B, H, 1] with perfect price foresight (LP, HiGHS)."""
+        plans = np.zeros((state.soc.size, HORIZON, 1))
+        for row in range(state.soc.size):
+            day = self.split_days[state.day_id[row]]
+            t0 = int(state.t[row])
+            prices = self._price[day * self.profiles.steps_per_day + np.arange(t0, HORIZON)]
+            plans[row, t0:, 0] = _solve_arbitrage_lp(self.battery, prices, float(state.soc[row]), self.spec.dt_h)
+        return plans
+
+
+def _battery_params(kwargs: dict[str, Any]) -> BatteryParams:
+    valid = {f.name for f in dataclasses.fields(BatteryParams)}
+    unknown = set(kwargs) - valid
+    if unknown:
+        raise TypeError(
+            f"battery_arbitrage got unknown parameter(s) {sorted(unknown)}; valid: initial_soc, {', '.join(sorted(valid))}"
+        )
+    return BatteryParams(**kwargs)
+
+
+def _solve_arbitrage_lp(battery: BatteryParams, price: np.ndarray, soc0: float, dt_h: float) -> np.ndarray:
+    """Maximise sum_t price_t (d_t - c_t) dt - deg (d_t + c_t) dt subject to the energy balance.
+
+    Variables ``[c_0..c_{H-1}, d_0..d_{H-1}]`` (charge / discharge MW >= 0); the stored energy
+    ``e_t = e_0 + sum_{s<t} (eta_c c_s - d_s / eta_d) dt`` must stay within the SOC bounds.
+    Prices are positive in PowerZoo's data, so charging and discharging at once never pays and
+    the net schedule ``d - c`` is what the env can apply.
+    """
+    from scipy.optimize import linprog
+
+    h = price.size
+    cap = battery.energy_capacity_mwh
+    deg = battery.degradation_cost_per_mwh
+    cost = np.concatenate([(price + deg) * dt_h, (-price + deg) * dt_h])  # minimise -profit
+    lower_tri = np.tril(np.ones((h, h)))
+    energy = np.hstack([battery.charge_efficiency * dt_h * lower_tri, -dt_h / battery.discharge_efficiency * lower_tri])
+    e0 = soc0 * cap
+    a_ub = np.vstack([energy, -energy])
+    b_ub = np.concatenate([np.full(h, battery.soc_max * cap - e0), np.full(h, e0 - battery.soc_min * cap)])
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(0.0, battery.power_max_mw)] * (2 * h), method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"arbitrage LP failed: {res.message}")
+    charge, discharge = res.x[:h], res.x[h:]
+    return discharge - charge

@@ -1,0 +1,117 @@
+"""Declarative description of a task: everything an adapter, a trainer or a reader needs to know.
+
+A :class:`TaskSpec` is data only. The generic adapters in :mod:`powerzoo.envs` build spaces,
+info keys, normalisation and CMDP costs from it, so they never need to know which task they
+are running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import numpy as np
+
+__all__ = ["VectorSpec", "TaskSpec"]
+
+
+@dataclasses.dataclass(frozen=True)
+class VectorSpec:
+    """A named real vector (observation or action) with bounds and units.
+
+    ``low`` / ``high`` are the space bounds (may be infinite for unbounded quantities such as
+    prices); ``nominal_low`` / ``nominal_high`` are finite typical ranges used to scale the
+    vector to about [-1, 1] when ``normalize=True``. For actions both pairs coincide.
+    """
+
+    names: tuple[str, ...]
+    units: tuple[str, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    nominal_low: tuple[float, ...] | None = None
+    nominal_high: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        for field in ("units", "low", "high"):
+            if len(getattr(self, field)) != n:
+                raise ValueError(f"VectorSpec.{field} has {len(getattr(self, field))} entries, names has {n}")
+        if self.nominal_low is None:
+            object.__setattr__(self, "nominal_low", self.low)
+        if self.nominal_high is None:
+            object.__setattr__(self, "nominal_high", self.high)
+        if not (np.all(np.isfinite(self.nominal_low)) and np.all(np.isfinite(self.nominal_high))):
+            raise ValueError(f"nominal ranges of {self.names} must be finite")
+
+    @property
+    def dim(self) -> int:
+        return len(self.names)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Space bounds as float32 arrays."""
+        return np.asarray(self.low, np.float32), np.asarray(self.high, np.float32)
+
+    def nominal(self) -> tuple[np.ndarray, np.ndarray]:
+        """Nominal (finite) range as float64 arrays."""
+        return np.asarray(self.nominal_low, np.float64), np.asarray(self.nominal_high, np.float64)
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [
+            {"name": n, "unit": u, "low": lo, "high": hi}
+            for n, u, lo, hi in zip(self.names, self.units, self.low, self.high, strict=True)
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """Static description of a task (see SPEC section 3 for the meaning of each field).
+
+    Costs are non-negative and in physical units, in the fixed order ``constraint_names``.
+    ``selected_constraints`` define the task's CMDP, with per-episode budgets in
+    ``cost_thresholds`` (same units, summed over an episode).
+    """
+
+    task_id: str
+    description: str
+    agents: tuple[str, ...]
+    observation: VectorSpec
+    action: VectorSpec
+    horizon: int
+    step_minutes: int
+    splits: tuple[str, ...]
+    reward_terms: tuple[str, ...]
+    reward_doc: str
+    constraint_names: tuple[str, ...]
+    constraint_units: tuple[str, ...]
+    selected_constraints: tuple[str, ...]
+    cost_thresholds: dict[str, float]
+    baselines: tuple[str, ...]
+    forecast_series: tuple[str, ...] = ()
+    reward_presets: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    obs_modes: tuple[str, ...] = ()
+    termination_doc: str = "never terminates early; episodes are truncated at the horizon"
+    gamma: float = 0.99
+    gym_id: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.selected_constraints) - set(self.constraint_names)
+        if unknown:
+            raise ValueError(f"{self.task_id}: selected constraints {sorted(unknown)} not in constraint_names")
+        if set(self.cost_thresholds) != set(self.selected_constraints):
+            raise ValueError(f"{self.task_id}: cost_thresholds must cover exactly the selected constraints")
+        if len(self.constraint_units) != len(self.constraint_names):
+            raise ValueError(f"{self.task_id}: one unit per constraint needed")
+
+    @property
+    def agent_mode(self) -> str:
+        return "single" if len(self.agents) == 1 else "multi"
+
+    @property
+    def dt_h(self) -> float:
+        return self.step_minutes / 60.0
+
+    @functools.cached_property
+    def selected_index(self) -> np.ndarray:
+        """Positions of the selected constraints inside ``constraint_names``."""
+        return np.asarray([self.constraint_names.index(n) for n in self.selected_constraints], np.int64)

@@ -1,0 +1,98 @@
+"""Data layer: offline, deterministic, calendar-indexed profiles and date splits."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from powerzoo.data import BASE_SPLITS, STRESS_SPLITS, get_profiles, split_day_indices
+from powerzoo.data.calendar import N_DAYS, day_types
+
+
+def test_base_splits_are_disjoint_and_cover_the_year():
+    days = {s: set(split_day_indices(s).tolist()) for s in BASE_SPLITS}
+    assert not days["train"] & days["val"]
+    assert not days["train"] & days["test"]
+    assert not days["val"] & days["test"]
+    assert set().union(*days.values()) == set(range(N_DAYS))
+    assert [len(days[s]) for s in BASE_SPLITS] == [240, 48, 77]
+
+
+def test_every_split_spans_all_twelve_months():
+    from powerzoo.data.calendar import DATES
+
+    for split in BASE_SPLITS:
+        months = set(DATES[split_day_indices(split)].astype("datetime64[M]").tolist())
+        assert len(months) == 12, split
+
+
+def test_stress_splits_start_on_test_days():
+    for split in STRESS_SPLITS:
+        np.testing.assert_array_equal(split_day_indices(split), split_day_indices("test"))
+
+
+def test_unknown_split_lists_valid_ones():
+    with pytest.raises(ValueError, match="unknown split 'tets'; valid: train, val, test"):
+        split_day_indices("tets")
+
+
+def test_profiles_have_realistic_ranges():
+    p = get_profiles("base", 30)
+    s = p.series
+    assert set(s) == {"demand_pu", "price_per_mwh", "pv_cf", "wind_cf", "temp_c"}
+    assert all(v.size == (N_DAYS + 1) * 48 for v in s.values())
+    # PV capacity factor is a real fraction, not stuck at 0 or 1 (SPEC pitfall)
+    assert 0.10 < s["pv_cf"].mean() < 0.25
+    assert s["pv_cf"].min() == 0.0 and 0.6 < s["pv_cf"].max() <= 1.0
+    noon = p.at("pv_cf", np.arange(N_DAYS), np.full(N_DAYS, 24))
+    midnight = p.at("pv_cf", np.arange(N_DAYS), np.zeros(N_DAYS, dtype=int))
+    assert noon.mean() > 0.3 and midnight.max() == 0.0
+    assert s["demand_pu"].max() <= 1.0 + 1e-12 and s["demand_pu"].min() > 0.2
+    assert s["price_per_mwh"].min() >= 5.0 and 30 < s["price_per_mwh"].mean() < 60
+    # Greensboro TMY: cold winters, hot summers
+    temp_by_day = s["temp_c"][: N_DAYS * 48].reshape(N_DAYS, 48).mean(axis=1)
+    assert temp_by_day[:31].mean() < 8 < 22 < temp_by_day[181:212].mean()
+
+
+def test_daily_episodes_differ():
+    p = get_profiles("base", 30)
+    days = np.stack([p.day("price_per_mwh", d) for d in range(N_DAYS)])
+    assert len({tuple(np.round(d, 6)) for d in days}) == N_DAYS
+
+
+def test_weekends_have_lower_demand_than_weekdays():
+    p = get_profiles("base", 30)
+    daily = p.series["demand_pu"][: N_DAYS * 48].reshape(N_DAYS, 48).mean(axis=1)
+    kinds = day_types()
+    assert daily[kinds == 2].mean() < daily[kinds == 0].mean()
+
+
+def test_stress_scenarios_shift_inputs_in_the_documented_direction():
+    base, heat = get_profiles("base", 30).series, get_profiles("heatwave", 30).series
+    np.testing.assert_allclose(heat["temp_c"], base["temp_c"] + 7.0)
+    assert heat["demand_pu"].mean() > base["demand_pu"].mean()
+    low = get_profiles("low_renewable", 30).series
+    np.testing.assert_allclose(low["pv_cf"], 0.4 * base["pv_cf"])
+    spike = get_profiles("price_spike", 30).series
+    assert spike["price_per_mwh"].max() > 3 * base["price_per_mwh"].max()
+    stress = get_profiles("load_stress", 30).series
+    np.testing.assert_allclose(stress["demand_pu"], 1.15 * base["demand_pu"])
+
+
+def test_step_length_averaging_preserves_means():
+    fine, coarse = get_profiles("base", 5), get_profiles("base", 30)
+    np.testing.assert_allclose(fine.series["price_per_mwh"].mean(), coarse.series["price_per_mwh"].mean(), rtol=1e-9)
+
+
+def test_profiles_are_identical_across_processes():
+    code = "from powerzoo.data import get_profiles; import hashlib; print(hashlib.sha256(get_profiles('base', 30).series['price_per_mwh'].tobytes()).hexdigest())"
+    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    assert len(digests) == 1
+
+
+def test_bad_scenario_and_step_length_raise():
+    with pytest.raises(ValueError, match="unknown scenario"):
+        get_profiles("monsoon", 30)
+    with pytest.raises(ValueError, match="multiple of 5"):
+        get_profiles("base", 7)

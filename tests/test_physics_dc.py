@@ -1,0 +1,338 @@
+"""Tests for the DC physics layer (cases, PTDF power flow, DC-OPF).
+
+Reference values are MATPOWER's (R. D. Zimmerman, C. E. Murillo-Sanchez, R. J. Thomas,
+"MATPOWER: Steady-State Operations, Planning and Analysis Tools for Power Systems Research
+and Education", IEEE Trans. Power Systems 26(1), 2011): ``rundcopf`` results for the
+``case5`` (PJM 5-bus, F. Li and R. Bo, "Small test systems for power system economic
+studies", IEEE PES GM 2010), ``case14`` and ``case118`` data files.  Power-flow results are
+cross-checked against pandapower's ``rundcpp`` on the same networks.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from powerzoo.physics.cases import CASE_NAMES, NetworkCase, load_case
+from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
+from powerzoo.physics.dc_power_flow import (
+    bus_injection_mw,
+    dc_power_flow,
+    gen_bus_matrix,
+    ptdf_matrix,
+)
+
+pytest.importorskip("pandapower")
+pytest.importorskip("highspy")
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@functools.cache
+def _pp_net(name: str):
+    import pandapower.networks as pn
+
+    return getattr(pn, name)()
+
+
+def _toy_case(from_bus, to_bus, x_pu, slack_bus=0) -> NetworkCase:
+    """Minimal synthetic case (one 0-cost generator at the slack, no load)."""
+    n_bus = int(max(max(from_bus), max(to_bus))) + 1
+    n_branch = len(from_bus)
+    return NetworkCase(
+        name="toy",
+        base_mva=100.0,
+        bus_id=np.arange(n_bus),
+        slack_bus=slack_bus,
+        bus_pd_mw=np.zeros(n_bus),
+        branch_from_bus=np.asarray(from_bus),
+        branch_to_bus=np.asarray(to_bus),
+        branch_x_pu=np.asarray(x_pu, dtype=float),
+        branch_tap=np.ones(n_branch),
+        branch_rate_a_mw=np.full(n_branch, np.inf),
+        branch_in_service=np.ones(n_branch, dtype=bool),
+        branch_is_trafo=np.zeros(n_branch, dtype=bool),
+        branch_element=np.arange(n_branch),
+        gen_bus=np.array([slack_bus]),
+        gen_pmin_mw=np.zeros(1),
+        gen_pmax_mw=np.full(1, 100.0),
+        gen_c2_per_mw2h=np.zeros(1),
+        gen_c1_per_mwh=np.zeros(1),
+        gen_c0_per_h=np.zeros(1),
+        gen_in_service=np.ones(1, dtype=bool),
+        gen_element_type=np.array(["ext_grid"]),
+        gen_element=np.zeros(1, dtype=int),
+        load_bus=np.zeros(0, dtype=int),
+        load_p_mw=np.zeros(0),
+    )
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def test_load_case_unknown_name_lists_valid_names():
+    with pytest.raises(ValueError) as info:
+        load_case("case9999")
+    for name in CASE_NAMES:
+        assert name in str(info.value)
+
+
+def test_load_case_is_cached_and_read_only():
+    case = load_case("case5")
+    assert load_case("CASE5") is case
+    with pytest.raises(ValueError):
+        case.gen_pmax_mw[0] = 1.0
+
+
+def test_case5_matches_matpower_case5():
+    # MATPOWER case5.m (PJM 5-bus): gens at buses 1,1,3,4,5; linear costs 14,15,30,40,10;
+    # Pmax 40,170,520,200,600; loads 300/300/400 MW at buses 2,3,4; bus 4 is the reference;
+    # RATE_A 400 (1-2) and 240 (4-5), 0 (= unlimited) elsewhere.
+    case = load_case("case5")
+    assert (case.n_bus, case.n_branch, case.n_gen) == (5, 6, 5)
+    assert case.base_mva == 100.0
+    assert case.slack_bus == 3
+    np.testing.assert_array_equal(case.gen_bus, [0, 0, 2, 3, 4])
+    np.testing.assert_array_equal(case.gen_c1_per_mwh, [14, 15, 30, 40, 10])
+    np.testing.assert_array_equal(case.gen_c2_per_mw2h, 0.0)
+    np.testing.assert_array_equal(case.gen_c0_per_h, 0.0)
+    np.testing.assert_array_equal(case.gen_pmax_mw, [40, 170, 520, 200, 600])
+    np.testing.assert_array_equal(case.gen_pmin_mw, 0.0)
+    np.testing.assert_array_equal(case.bus_pd_mw, [0, 300, 300, 400, 0])
+    assert case.total_load_mw == 1000.0
+    np.testing.assert_array_equal(case.branch_from_bus, [0, 0, 0, 1, 2, 3])
+    np.testing.assert_array_equal(case.branch_to_bus, [1, 3, 4, 2, 3, 4])
+    np.testing.assert_array_equal(case.branch_rate_a_mw, [400, np.inf, np.inf, np.inf, np.inf, 240])
+    np.testing.assert_allclose(
+        case.branch_x_pu, [0.0281, 0.0304, 0.0064, 0.0108, 0.0297, 0.0297], rtol=1e-12
+    )
+
+
+def test_case118_dimensions():
+    # MATPOWER case118.m: 118 buses, 186 branches, 54 generators, 4242 MW load, ref bus 69
+    case = load_case("case118")
+    assert (case.n_bus, case.n_branch, case.n_gen) == (118, 186, 54)
+    assert case.total_load_mw == pytest.approx(4242.0)
+    assert case.slack_bus == 68
+    assert case.is_quadratic
+    assert int(case.branch_is_trafo.sum()) == 13
+
+
+# --------------------------------------------------------------------------- PTDF / flows
+
+
+def test_ptdf_radial_chain():
+    # 0 - 1 - 2 chain, slack 0: all power injected at bus j flows back through every branch
+    # between j and the slack, whatever the reactances.
+    case = _toy_case([0, 1], [1, 2], [0.1, 0.3])
+    ptdf = ptdf_matrix(case)
+    np.testing.assert_allclose(ptdf, [[0.0, -1.0, -1.0], [0.0, 0.0, -1.0]], atol=1e-12)
+
+
+def test_ptdf_triangle_equal_reactance():
+    # triangle 0-1, 1-2, 2-0 with equal x; inject at 1, withdraw at slack 0: 2/3 goes
+    # directly 1->0, 1/3 goes 1->2->0.
+    case = _toy_case([0, 1, 2], [1, 2, 0], [0.2, 0.2, 0.2])
+    ptdf = ptdf_matrix(case)
+    np.testing.assert_allclose(ptdf[:, 0], 0.0)
+    np.testing.assert_allclose(ptdf[:, 1], [-2 / 3, 1 / 3, 1 / 3], atol=1e-12)
+    np.testing.assert_allclose(ptdf[:, 2], [-1 / 3, -1 / 3, 2 / 3], atol=1e-12)
+    assert ptdf_matrix(case) is ptdf  # cached
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_ptdf_kcl_and_slack_column(name):
+    case = load_case(name)
+    ptdf = ptdf_matrix(case)
+    assert ptdf.shape == (case.n_branch, case.n_bus)
+    np.testing.assert_array_equal(ptdf[:, case.slack_bus], 0.0)
+    # Kirchhoff current law: for balanced injections, the net branch outflow of every bus
+    # equals its injection.
+    rng = np.random.default_rng(1)
+    p = rng.normal(size=(4, case.n_bus)) * 50.0
+    p[:, case.slack_bus] -= p.sum(axis=1)
+    flow = dc_power_flow(case, p)
+    incidence = np.zeros((case.n_branch, case.n_bus))
+    incidence[np.arange(case.n_branch), case.branch_from_bus] = 1.0
+    incidence[np.arange(case.n_branch), case.branch_to_bus] = -1.0
+    np.testing.assert_allclose(flow @ incidence, p, atol=1e-8)
+
+
+def test_batched_flows_match_per_row():
+    case = load_case("case118")
+    rng = np.random.default_rng(2)
+    p = rng.normal(size=(64, case.n_bus)) * 30.0
+    flows = dc_power_flow(case, p)
+    assert flows.shape == (64, case.n_branch)
+    rows = np.stack([dc_power_flow(case, row) for row in p])
+    assert rows.shape == (64, case.n_branch)
+    np.testing.assert_allclose(flows, rows, rtol=0, atol=1e-10)
+    gen_p = rng.uniform(case.gen_pmin_mw, case.gen_pmax_mw, size=(64, case.n_gen))
+    inj = bus_injection_mw(case, gen_p)
+    assert inj.shape == (64, case.n_bus)
+    np.testing.assert_allclose(inj[3], gen_p[3] @ gen_bus_matrix(case) - case.bus_pd_mw)
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_dc_power_flow_matches_pandapower_rundcpp(name):
+    import pandapower as pp
+
+    case = load_case(name)
+    net = _pp_net(name)
+    pos = {int(b): i for i, b in enumerate(case.bus_id)}
+    rng = np.random.default_rng(3)
+    tol_mw = 1e-6 * case.base_mva  # 1e-6 p.u.
+    for _ in range(2):
+        # random dispatch / demand; the ext_grid (slack) absorbs the mismatch
+        for table in ("gen", "sgen"):
+            if len(net[table]):
+                net[table]["p_mw"] = rng.uniform(0.0, 1.0, len(net[table])) * net[table].max_p_mw
+        net.load["p_mw"] = rng.uniform(0.0, 200.0, len(net.load))
+        # "pi" trafo model = MATPOWER's branch model (what the case arrays use)
+        pp.rundcpp(net, trafo_model="pi", calculate_voltage_angles=True)
+
+        p_inj = np.zeros(case.n_bus)
+        for table, sign in (("gen", 1.0), ("sgen", 1.0), ("load", -1.0)):
+            df = net[table]
+            if not len(df):
+                continue
+            np.add.at(p_inj, [pos[int(b)] for b in df.bus], sign * df.p_mw * df.scaling)
+        flows = dc_power_flow(case, p_inj)
+        ref = np.empty(case.n_branch)
+        trafo = case.branch_is_trafo
+        ref[~trafo] = net.res_line.p_from_mw.loc[case.branch_element[~trafo]].to_numpy()
+        ref[trafo] = net.res_trafo.p_hv_mw.loc[case.branch_element[trafo]].to_numpy()
+        np.testing.assert_allclose(flows, ref, rtol=0, atol=tol_mw)
+
+        # same flows through the generator ordering of the case
+        gen_p = np.array(
+            [
+                0.0 if et == "ext_grid" else float(net[et].at[el, "p_mw"])
+                for et, el in zip(case.gen_element_type, case.gen_element, strict=True)
+            ]
+        )
+        load = np.zeros(case.n_bus)
+        np.add.at(load, [pos[int(b)] for b in net.load.bus], net.load.p_mw * net.load.scaling)
+        flows2 = dc_power_flow(case, bus_injection_mw(case, gen_p[None], load[None]))
+        np.testing.assert_allclose(flows2[0], ref, rtol=0, atol=tol_mw)
+        # slack output = mismatch
+        assert net.res_ext_grid.p_mw.sum() == pytest.approx(load.sum() - gen_p.sum(), abs=1e-6)
+
+
+# --------------------------------------------------------------------------- DC-OPF
+
+
+def test_case5_dc_opf_matches_matpower():
+    # MATPOWER rundcopf('case5'): objective 17479.90 $/hr; Pg = 40, 170, 323.49, 0, 466.51;
+    # lambda_P = 16.98, 26.38, 30.00, 39.94, 10.00 $/MWh (branch 4-5 at its 240 MW limit).
+    case = load_case("case5")
+    res = solve_dc_opf(case)
+    assert res.status == "optimal"
+    assert res.cost_per_h == pytest.approx(17479.90, abs=0.01)
+    np.testing.assert_allclose(res.gen_p_mw, [40.0, 170.0, 323.49, 0.0, 466.51], atol=0.01)
+    np.testing.assert_allclose(res.lmp_per_mwh, [16.98, 26.38, 30.00, 39.94, 10.00], atol=0.01)
+    # energy component = price at the reference bus (bus 4); congestion there is zero
+    assert res.lmp_energy_per_mwh == pytest.approx(res.lmp_per_mwh[case.slack_bus])
+    assert res.lmp_congestion_per_mwh[case.slack_bus] == pytest.approx(0.0, abs=1e-9)
+    assert abs(res.branch_flow_mw[5]) == pytest.approx(240.0, abs=1e-6)
+    assert np.all(line_overload_mw(case, res.branch_flow_mw) <= 1e-6)
+    assert float(dispatch_cost(case, res.gen_p_mw)) == pytest.approx(res.cost_per_h)
+
+
+def test_case14_dc_opf_matches_matpower():
+    # MATPOWER rundcopf('case14'): objective 7642.59 $/hr (quadratic costs, no congestion)
+    res = solve_dc_opf(load_case("case14"))
+    assert res.status == "optimal"
+    assert res.cost_per_h == pytest.approx(7642.59, abs=0.01)
+    np.testing.assert_allclose(res.lmp_per_mwh, res.lmp_per_mwh[0], atol=1e-6)
+
+
+def test_case118_dc_opf_matches_matpower():
+    # MATPOWER rundcopf('case118') at the base load of 4242 MW: objective 125947.88 $/hr
+    case = load_case("case118")
+    res = solve_dc_opf(case)
+    assert res.status == "optimal"
+    assert res.cost_per_h == pytest.approx(125947.88, abs=0.05)
+    assert res.gen_p_mw.sum() == pytest.approx(4242.0, abs=1e-6)
+    assert float(dispatch_cost(case, res.gen_p_mw)) == pytest.approx(res.cost_per_h)
+
+
+def test_lmp_equals_finite_difference_of_cost_under_congestion():
+    # congested QP: LMP_i must equal d(cost)/d(demand_i)
+    case = load_case("case118")
+    scale = 0.02
+    base = solve_dc_opf(case, line_limit_scale=scale)
+    assert base.status == "optimal"
+    assert np.count_nonzero(np.abs(base.branch_mu_per_mwh) > 1e-6) >= 2
+    assert np.ptp(base.lmp_per_mwh) > 5.0
+    eps = 1e-4
+    buses = np.argsort(base.lmp_per_mwh)[[0, 1, 50, 116, 117]]
+    loads = np.repeat(case.bus_pd_mw[None], len(buses), axis=0)
+    loads[np.arange(len(buses)), buses] += eps
+    bumped = solve_dc_opf(case, loads, line_limit_scale=scale)
+    fd = (bumped.cost_per_h - base.cost_per_h) / eps
+    np.testing.assert_allclose(fd, base.lmp_per_mwh[buses], atol=1e-3)
+
+
+def test_batched_opf_matches_single_and_flags_infeasible():
+    case = load_case("case5")
+    rng = np.random.default_rng(4)
+    loads = case.bus_pd_mw * rng.uniform(0.6, 1.1, size=(6, case.n_bus))
+    loads[2] *= 10.0  # 10 GW > 1530 MW capacity: infeasible
+    res = solve_dc_opf(case, loads)
+    assert res.gen_p_mw.shape == (6, case.n_gen)
+    assert res.lmp_per_mwh.shape == (6, case.n_bus)
+    assert res.branch_flow_mw.shape == (6, case.n_branch)
+    assert res.status[2] == "infeasible" and not res.success
+    assert np.isnan(res.cost_per_h[2]) and np.all(np.isnan(res.gen_p_mw[2]))
+    for k in (0, 1, 3, 4, 5):
+        single = solve_dc_opf(case, loads[k])
+        assert res.status[k] == "optimal"
+        assert res.cost_per_h[k] == pytest.approx(single.cost_per_h, abs=1e-6)
+        np.testing.assert_allclose(res.lmp_per_mwh[k], single.lmp_per_mwh, atol=1e-6)
+    np.testing.assert_allclose(
+        dispatch_cost(case, res.gen_p_mw[[0, 1]]), res.cost_per_h[[0, 1]], rtol=1e-12
+    )
+
+
+def test_soft_line_limits():
+    case = load_case("case5")
+    hard = solve_dc_opf(case, line_limit_scale=0.5)
+    expensive = solve_dc_opf(case, line_limit_scale=0.5, soft_line_penalty=1e4)
+    assert expensive.cost_per_h == pytest.approx(hard.cost_per_h, abs=1e-6)
+    np.testing.assert_allclose(expensive.line_slack_mw, 0.0, atol=1e-9)
+    cheap = solve_dc_opf(case, line_limit_scale=0.5, soft_line_penalty=20.0)
+    assert cheap.status == "optimal"
+    assert cheap.line_slack_mw.sum() > 1.0
+    assert cheap.cost_per_h < hard.cost_per_h
+    assert cheap.objective_per_h == pytest.approx(
+        cheap.cost_per_h + 20.0 * cheap.line_slack_mw.sum(), abs=1e-6
+    )
+    overload = line_overload_mw(case, cheap.branch_flow_mw, line_limit_scale=0.5)
+    np.testing.assert_allclose(overload, cheap.line_slack_mw, atol=1e-6)
+    assert cheap.objective_per_h <= hard.cost_per_h + 1e-6
+
+
+def test_dispatch_cost_and_overload_batched():
+    case = load_case("case118")
+    rng = np.random.default_rng(5)
+    gen_p = rng.uniform(case.gen_pmin_mw, case.gen_pmax_mw, size=(32, case.n_gen))
+    cost = dispatch_cost(case, gen_p)
+    assert cost.shape == (32,)
+    expected = (
+        case.gen_c2_per_mw2h * gen_p[7] ** 2 + case.gen_c1_per_mwh * gen_p[7] + case.gen_c0_per_h
+    ).sum()
+    assert cost[7] == pytest.approx(expected)
+    flows = dc_power_flow(case, bus_injection_mw(case, gen_p))
+    over = line_overload_mw(case, flows, line_limit_scale=0.01)
+    assert over.shape == (32, case.n_branch)
+    np.testing.assert_allclose(over, np.maximum(np.abs(flows) - 0.01 * case.branch_rate_a_mw, 0.0))
+    assert np.all(line_overload_mw(load_case("case5"), np.full((2, 6), 1e6))[:, 1:5] == 0.0)
