@@ -20,20 +20,32 @@ t0 = time.perf_counter(); import powerzoo; import_s = time.perf_counter() - t0
 import numpy as np
 from powerzoo.rl import make_env
 t0 = time.perf_counter()
-env = make_env(task, num_envs=None if mode == "single" else num_envs, seed=0)
+import warnings; warnings.simplefilter("ignore")
+from powerzoo.tasks import task_spec
+fw = "pettingzoo" if task_spec(task).agent_mode == "multi" else "gymnasium"
+env = make_env(task, framework=fw, num_envs=None if mode == "single" else num_envs, seed=0)
 build_s = time.perf_counter() - t0
 rng = np.random.default_rng(0)
-space = env.action_space
-low, high = space.low, space.high
+multi = hasattr(env, "possible_agents")
 n_per_call = 1 if mode == "single" else num_envs
-batch = 256
-steps = calls = 0
+if multi:
+    agents = env.possible_agents
+    spaces = {a: env.action_space(a) for a in agents}
+    def sample(k):
+        return [{a: rng.uniform(s.low, s.high, size=s.shape).astype(np.float32) for a, s in spaces.items()} for _ in range(k)]
+    done = lambda te, tr: (not env.agents) if mode == "single" else False
+else:
+    space = env.action_space
+    def sample(k):
+        return rng.uniform(space.low, space.high, size=(k,) + space.low.shape).astype(np.float32)
+    done = lambda te, tr: mode == "single" and (te or tr)
+batch = 64
+calls = 0
 t0 = time.perf_counter()
 while time.perf_counter() - t0 < seconds:
-    actions = rng.uniform(low, high, size=(batch,) + low.shape).astype(np.float32)
-    for a in actions:
+    for a in sample(batch):
         _, _, term, trunc, _ = env.step(a)
-        if mode == "single" and (term or trunc):
+        if done(term, trunc):
             env.reset()
     calls += batch
 elapsed = time.perf_counter() - t0
@@ -58,7 +70,7 @@ def main() -> None:
     from powerzoo.tasks import list_tasks
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="*", default=None, help="tasks to measure (default: all single-agent)")
+    parser.add_argument("--tasks", nargs="*", default=None, help="tasks to measure (default: all registered)")
     parser.add_argument("--num-envs", type=int, default=1024)
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args()

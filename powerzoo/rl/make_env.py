@@ -118,7 +118,7 @@ def make_env(
         if args["obs_mode"] is not None:
             raise ValueError(f"{name} is single-agent and has no observation modes; got obs_mode={args['obs_mode']!r}")
     else:
-        raise NotImplementedError(f"multi-agent adapters are not available yet for {name}")
+        return _make_multi_agent_env(name, args, task_kwargs)
 
     task_obj = make_task(name, args["split"], **task_kwargs)
     if args["num_envs"] is not None:
@@ -145,5 +145,30 @@ def make_env(
     if args["seed"] is not None:
         env.action_space.seed(args["seed"])
         env.observation_space.seed(args["seed"])
+        env.reset(seed=args["seed"])
+    return env
+
+
+def _make_multi_agent_env(name: str, args: dict[str, Any], task_kwargs: dict[str, Any]) -> Any:
+    """PettingZoo Parallel env, ``auto`` dict env, or the native multi-agent vector env."""
+    from powerzoo.envs import multi_agent as ma
+
+    if args["framework"] == "gymnasium":
+        raise ValueError(f"{name} is a multi-agent task; use framework='pettingzoo' or 'auto'")
+    for option in ("forecast_horizon", "safe_rl", "reward", "cost_threshold"):
+        if args[option] not in (None, False):
+            raise ValueError(f"{option} is not supported on multi-agent tasks yet (got {args[option]!r})")
+    get_task_class(name).make_spec(**task_kwargs).observation_spec(args["obs_mode"])  # validates obs_mode
+    task_obj = make_task(name, args["split"], **task_kwargs)
+    kwargs = {"obs_mode": args["obs_mode"], "normalize": args["normalize"]}
+    if args["num_envs"] is not None:
+        env: Any = ma.PowerZooMultiAgentVectorEnv(task_obj, args["num_envs"], **kwargs)
+    elif args["framework"] == "pettingzoo":
+        env = ma.PowerZooParallelEnv(task_obj, **kwargs)
+    else:
+        env = ma.PowerZooDictEnv(task_obj, **kwargs)
+    if args["seed"] is not None:
+        for agent in env.possible_agents:
+            env.action_space(agent).seed(args["seed"] + env.possible_agents.index(agent))
         env.reset(seed=args["seed"])
     return env

@@ -15,6 +15,9 @@ __all__ = ["list_tasks", "get_task_class", "make_task", "task_spec", "info", "de
 # name -> "module:Class"; modules are imported only when a task is used (fast `import powerzoo`)
 _TASKS: dict[str, str] = {
     "battery_arbitrage": "powerzoo.tasks.battery_arbitrage:BatteryArbitrage",
+    "marl_opf": "powerzoo.tasks.economic_dispatch:MarlOpf",
+    "opf_118": "powerzoo.tasks.economic_dispatch:Opf118",
+    "opf_118_7d": "powerzoo.tasks.economic_dispatch:Opf118Week",
 }
 
 _BASELINES_FILE = Path(__file__).resolve().parent.parent / "benchmarks" / "baselines.json"

@@ -90,6 +90,11 @@ class TaskSpec:
     forecast_series: tuple[str, ...] = ()
     reward_presets: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     obs_modes: tuple[str, ...] = ()
+    # multi-agent tasks: per-agent observation layout of each mode; ``observation`` is the
+    # default mode's layout and ``action`` the joint action (agent-major, equal dims per agent)
+    obs_mode_specs: dict[str, VectorSpec] = dataclasses.field(default_factory=dict)
+    default_obs_mode: str | None = None
+    shared_reward: bool = True
     termination_doc: str = "never terminates early; episodes are truncated at the horizon"
     gamma: float = 0.99
     gym_id: str | None = None
@@ -102,10 +107,30 @@ class TaskSpec:
             raise ValueError(f"{self.task_id}: cost_thresholds must cover exactly the selected constraints")
         if len(self.constraint_units) != len(self.constraint_names):
             raise ValueError(f"{self.task_id}: one unit per constraint needed")
+        if self.action.dim % len(self.agents):
+            raise ValueError(f"{self.task_id}: joint action dim {self.action.dim} not divisible by the agent count")
 
     @property
     def agent_mode(self) -> str:
         return "single" if len(self.agents) == 1 else "multi"
+
+    @property
+    def agent_action_dim(self) -> int:
+        """Action entries per agent (the joint action is agent-major)."""
+        return self.action.dim // len(self.agents)
+
+    def observation_spec(self, obs_mode: str | None = None) -> VectorSpec:
+        """Per-agent observation layout of ``obs_mode`` (default mode when ``None``)."""
+        if obs_mode is None or obs_mode == self.default_obs_mode or not self.obs_mode_specs:
+            if obs_mode is not None and obs_mode not in self.obs_modes:
+                raise ValueError(self._bad_mode(obs_mode))
+            return self.observation
+        if obs_mode not in self.obs_mode_specs:
+            raise ValueError(self._bad_mode(obs_mode))
+        return self.obs_mode_specs[obs_mode]
+
+    def _bad_mode(self, obs_mode: str) -> str:
+        return f"unknown obs_mode {obs_mode!r} for {self.task_id}; valid: {', '.join(self.obs_modes) or 'none'}"
 
     @property
     def dt_h(self) -> float:

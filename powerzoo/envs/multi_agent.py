@@ -1,0 +1,290 @@
+"""Generic multi-agent adapters: PettingZoo Parallel, the ``"auto"`` dict env, and a native vector env.
+
+All three sit on :class:`MultiAgentCore`, which turns per-agent action dicts into the task's joint
+action (agent-major, checked and clipped once by the runner) and the task's per-agent
+observations ``[B, n_agents, obs_dim]`` into dicts. Rewards are per agent: a shared-reward task
+gives every agent the team reward. Every agent's info carries the shared CMDP keys
+(``constraint_costs``, ``cost_sum``, ...) plus its own ``action_applied``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from powerzoo.envs.gym_env import scalar_info
+from powerzoo.envs.runner import TaskRunner
+from powerzoo.envs.scaling import AffineScaler
+from powerzoo.tasks.base import Task
+
+__all__ = ["MultiAgentCore", "PowerZooParallelEnv", "PowerZooDictEnv", "PowerZooMultiAgentVectorEnv"]
+
+
+class MultiAgentCore:
+    """Batched multi-agent view of a task: dict actions in, per-agent arrays out."""
+
+    def __init__(self, task: Task, num_envs: int = 1, obs_mode: str | None = None, normalize: bool = False) -> None:
+        spec = task.spec
+        if spec.agent_mode != "multi":
+            raise ValueError(f"{spec.task_id} is a single-agent task; use framework='gymnasium'")
+        self.task, self.spec = task, spec
+        self.obs_mode = obs_mode or spec.default_obs_mode
+        self.obs_spec = spec.observation_spec(self.obs_mode)
+        self.runner = TaskRunner(task, num_envs)
+        self.agents = spec.agents
+        self.n_agents, self.act_dim = len(spec.agents), spec.agent_action_dim
+        low, high = (b.reshape(self.n_agents, self.act_dim) for b in spec.action.bounds())
+        o_low, o_high = self.obs_spec.bounds()
+        self.obs_scaler = self.action_scaler = None
+        if normalize:
+            self.obs_scaler = AffineScaler(*self.obs_spec.nominal())
+            self.action_scaler = AffineScaler(*spec.action.nominal())
+            o_low, o_high = self.obs_scaler.unit_bounds(o_low, o_high)
+            low, high = -np.ones_like(low), np.ones_like(high)
+        self.observation_spaces = {a: gym.spaces.Box(o_low, o_high, dtype=np.float32) for a in self.agents}
+        self.action_spaces = {
+            a: gym.spaces.Box(low[i], high[i], dtype=np.float32) for i, a in enumerate(self.agents)
+        }
+
+    def observe(self) -> np.ndarray:
+        """Per-agent observations [B, n_agents, obs_dim] (normalised if requested)."""
+        obs = self.task.observe(self.runner.state, self.obs_mode)
+        return obs if self.obs_scaler is None else self.obs_scaler.to_unit(obs)
+
+    def joint_action(self, actions: Any) -> np.ndarray:
+        """Dict ``{agent: [B, act_dim]}`` -> physical joint action [B, n_agents * act_dim]."""
+        if not isinstance(actions, dict):
+            raise ValueError(f"{self.spec.task_id}: actions must be a dict keyed by agent, got {type(actions).__name__}")
+        missing, unknown = set(self.agents) - set(actions), set(actions) - set(self.agents)
+        if missing or unknown:
+            raise ValueError(
+                f"{self.spec.task_id}: actions need exactly the agents {list(self.agents)}; "
+                f"missing {sorted(missing)}, unknown {sorted(unknown)}"
+            )
+        b = self.runner.num_envs
+        parts = []
+        for agent in self.agents:
+            try:
+                a = np.asarray(actions[agent], dtype=np.float64)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{self.spec.task_id}: action of {agent} must be numeric") from err
+            if a.size != b * self.act_dim:
+                raise ValueError(
+                    f"{self.spec.task_id}: action of {agent} has shape {a.shape}, expected "
+                    f"{(self.act_dim,) if b == 1 else (b, self.act_dim)}"
+                )
+            parts.append(a.reshape(b, self.act_dim))
+        joint = np.concatenate(parts, axis=1)
+        return joint if self.action_scaler is None else self.action_scaler.from_unit(joint)
+
+    def reset(self, seed: Any = None, day_id: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+        if seed is not None or self.runner.state is None:
+            self.runner.seed(seed)
+        self.runner.reset(day_id)
+        return self.observe(), self.runner.reset_info()
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Batched step: obs [B, n, d], rewards [B, n], terminated [B], truncated [B], info."""
+        _, reward, terminated, truncated, info = self.runner.step(self.joint_action(actions))
+        rewards = reward if reward.ndim == 2 else np.repeat(reward[:, None], self.n_agents, axis=1)
+        return self.observe(), rewards, terminated, truncated, info
+
+    def agent_infos(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Per-agent info dicts of env row 0: the shared keys plus the agent's own applied action."""
+        shared = scalar_info(info)
+        applied = shared.get("action_applied")
+        out = {}
+        for i, agent in enumerate(self.agents):
+            d = dict(shared)
+            if applied is not None:
+                d["action_applied"] = applied[i * self.act_dim : (i + 1) * self.act_dim]
+            out[agent] = d
+        return out
+
+    def observation_fields(self, agent: str) -> tuple[str, ...]:
+        if agent not in self.agents:
+            raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.agents)}")
+        return self.obs_spec.names
+
+    def global_state(self) -> np.ndarray:
+        """Global state [B, n_agents * obs_dim] for centralised critics: every agent's observation."""
+        return self.observe().reshape(self.runner.num_envs, -1)
+
+
+def _parse_reset(options: dict[str, Any] | None, day_id: Any) -> Any:
+    options = dict(options or {})
+    if day_id is not None:
+        options["day_id"] = day_id
+    unknown = set(options) - {"day_id"}
+    if unknown:  # PettingZoo's API test passes arbitrary options, so warn rather than raise
+        warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; valid: day_id", stacklevel=3)
+    return options.get("day_id")
+
+
+class PowerZooParallelEnv(ParallelEnv):
+    """A multi-agent task as a PettingZoo Parallel env (``while env.agents:`` idiom)."""
+
+    metadata = {"render_modes": [], "name": "powerzoo_parallel_v0", "is_parallelizable": True}
+
+    def __init__(self, task: Task, obs_mode: str | None = None, normalize: bool = False) -> None:
+        self.core = MultiAgentCore(task, 1, obs_mode, normalize)
+        self.task_spec = task.spec
+        self.possible_agents = list(self.core.agents)
+        self.agents: list[str] = []
+        self.observation_spaces = self.core.observation_spaces
+        self.action_spaces = self.core.action_spaces
+        n_state = self.core.n_agents * self.core.obs_spec.dim
+        self.state_space = gym.spaces.Box(-np.inf, np.inf, shape=(n_state,), dtype=np.float32)
+
+    def observation_space(self, agent: str) -> gym.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> gym.Space:
+        return self.action_spaces[agent]
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None, day_id: int | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        obs, info = self.core.reset(seed, _parse_reset(options, day_id))
+        self.agents = list(self.possible_agents)
+        shared = scalar_info(info)
+        return {a: obs[0, i] for i, a in enumerate(self.possible_agents)}, {a: dict(shared) for a in self.agents}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        if not self.agents:
+            raise RuntimeError("episode is over; call reset()")
+        obs, rewards, terminated, truncated, info = self.core.step(actions)
+        term, trunc = bool(terminated[0]), bool(truncated[0])
+        agents = self.possible_agents
+        out = (
+            {a: obs[0, i] for i, a in enumerate(agents)},
+            {a: float(rewards[0, i]) for i, a in enumerate(agents)},
+            dict.fromkeys(agents, term),
+            dict.fromkeys(agents, trunc),
+            self.core.agent_infos(info),
+        )
+        if term or trunc:
+            self.agents = []
+        return out
+
+    def state(self) -> np.ndarray:
+        return self.core.global_state()[0]
+
+    def observation_fields(self, agent: str) -> tuple[str, ...]:
+        """Names of ``agent``'s observation entries, in order."""
+        return self.core.observation_fields(agent)
+
+    def constraint_names(self) -> tuple[str, ...]:
+        return self.task_spec.constraint_names
+
+    def close(self) -> None:
+        return None
+
+
+class PowerZooDictEnv(PowerZooParallelEnv):
+    """``framework="auto"`` for multi-agent tasks: dicts with ``"__all__"`` done flags (RLlib shape).
+
+    ``observation_space`` / ``action_space`` are also available as ``gymnasium.spaces.Dict``
+    through :attr:`observation_space_dict` / :attr:`action_space_dict`; calling
+    ``env.action_space`` without an agent gives the Dict space (so ``RandomPolicy(env.action_space)``
+    samples a joint action).
+    """
+
+    def __init__(self, task: Task, obs_mode: str | None = None, normalize: bool = False) -> None:
+        super().__init__(task, obs_mode, normalize)
+        self.observation_space_dict = gym.spaces.Dict(self.observation_spaces)
+        self.action_space_dict = gym.spaces.Dict(self.action_spaces)
+
+    @property
+    def observation_space(self) -> Any:  # type: ignore[override]
+        return _SpaceView(self.observation_space_dict)
+
+    @property
+    def action_space(self) -> Any:  # type: ignore[override]
+        return _SpaceView(self.action_space_dict)
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        obs, rewards, terms, truncs, infos = super().step(actions)
+        terms["__all__"] = any(terms.values())
+        truncs["__all__"] = any(truncs.values())
+        return obs, rewards, terms, truncs, infos
+
+
+class _SpaceView(gym.spaces.Dict):
+    """A Dict space that can also be called with an agent name: ``space(agent)``."""
+
+    def __init__(self, space: gym.spaces.Dict) -> None:
+        super().__init__(space.spaces)
+
+    def __call__(self, agent: str) -> gym.Space:
+        return self.spaces[agent]
+
+
+class PowerZooMultiAgentVectorEnv:
+    """``num_envs`` copies of a multi-agent task stepped at once (SPEC 3.1 batched dict API).
+
+    ``step({agent: actions[N, act_dim]})`` returns ``({agent: obs[N, d]}, {agent: rewards[N]},
+    {agent: terminations[N]}, {agent: truncations[N]}, info)`` where ``info`` holds batched shared
+    keys. Episodes auto-reset in the same step (``info["final_obs"]`` per agent, ``"_final_obs"``).
+    """
+
+    def __init__(self, task: Task, num_envs: int, obs_mode: str | None = None, normalize: bool = False) -> None:
+        self.core = MultiAgentCore(task, num_envs, obs_mode, normalize)
+        self.task_spec = task.spec
+        self.num_envs = self.core.runner.num_envs
+        self.possible_agents = list(self.core.agents)
+        self.agents = list(self.core.agents)
+        from gymnasium.vector.utils import batch_space
+
+        self._single_obs, self._single_act = self.core.observation_spaces, self.core.action_spaces
+        self._obs = {a: batch_space(s, self.num_envs) for a, s in self._single_obs.items()}
+        self._act = {a: batch_space(s, self.num_envs) for a, s in self._single_act.items()}
+
+    def single_observation_space(self, agent: str) -> gym.Space:
+        return self._single_obs[agent]
+
+    def single_action_space(self, agent: str) -> gym.Space:
+        return self._single_act[agent]
+
+    def observation_space(self, agent: str) -> gym.Space:
+        return self._obs[agent]
+
+    def action_space(self, agent: str) -> gym.Space:
+        return self._act[agent]
+
+    def _split(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        return {a: obs[:, i] for i, a in enumerate(self.possible_agents)}
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        obs, info = self.core.reset(seed, _parse_reset(options, None))
+        return self._split(obs), info
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        obs, rewards, terminated, truncated, info = self.core.step(actions)
+        done = terminated | truncated
+        if done.any():
+            info["final_obs"] = self._split(obs)
+            info["_final_obs"] = done
+            self.core.runner.reset_done(done)
+            obs = self.core.observe()
+        agents = self.possible_agents
+        return (
+            self._split(obs),
+            {a: rewards[:, i] for i, a in enumerate(agents)},
+            dict.fromkeys(agents, terminated),
+            dict.fromkeys(agents, truncated),
+            info,
+        )
+
+    def observation_fields(self, agent: str) -> tuple[str, ...]:
+        return self.core.observation_fields(agent)
+
+    def constraint_names(self) -> tuple[str, ...]:
+        return self.task_spec.constraint_names
+
+    def close(self) -> None:
+        return None

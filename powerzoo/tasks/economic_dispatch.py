@@ -1,0 +1,289 @@
+"""Multi-agent economic dispatch on DC networks: ``marl_opf`` (case5), ``opf_118``, ``opf_118_7d`` (case118).
+
+Model
+-----
+* Agents: one per generator (5 on case5, 54 on case118). Action: the unit's output ``p_mw`` in
+  ``[Pmin, Pmax]`` (physical MW; with ``normalize=True`` the [-1, 1] action is mapped once to
+  that range).
+* Load: each bus's case demand times the calendar demand shape of the data layer,
+  ``load_mw = bus_pd_mw * demand_pu(t) * 1.1`` (the case's base load at about 91 % of the annual
+  peak), 30-minute steps.
+* Physics: DC power flow through the case's PTDF. The mismatch ``sum(p) - load`` is taken by
+  the slack bus and settled at ``imbalance_price`` (1,000 $/MWh, either sign).
+* Reward (shared by all agents): ``-(generation cost + imbalance cost)`` in $ per step, with
+  generation cost from the case's polynomial costs times ``dt``.
+* Costs: ``thermal_overload`` (MWh = sum of branch overloads x dt) and ``power_imbalance``
+  (MWh = |mismatch| x dt).
+* Line limits: case5 keeps its published ratings (400 MW on 1-2, 240 MW on 4-5). pandapower's
+  case118 rates every branch at 9,900 MW, so congestion could never occur; PowerZoo sets
+  ``rating = max(1.25 |f|, 100 MW)`` from the branch flows ``f`` of the unconstrained DC-OPF at
+  peak load, then tightens the 12 most loaded branches to ``0.85 |f|`` so the oracle dispatch
+  is congested at high load.
+* Observation modes (per agent, ``env.observation_fields(agent)``): ``global`` (default: time,
+  system load now and next step, own limits, marginal cost and last output, last imbalance),
+  ``local`` (time, own bus load, own limits, marginal cost, last output),
+  ``local_plus_forecast`` (``local`` + system load for the next 4 steps).
+* Baselines: random; merit order (units loaded cheapest first to meet the load, network
+  ignored); oracle (DC-OPF per step on HiGHS with soft line limits at 1,000 $/MWh).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import numpy as np
+
+from powerzoo.data import calendar
+from powerzoo.physics.cases import NetworkCase, load_case
+from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
+from powerzoo.physics.dc_power_flow import bus_injection_mw, dc_power_flow
+from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.spec import TaskSpec, VectorSpec
+
+__all__ = ["MarlOpf", "Opf118", "Opf118Week", "DispatchState"]
+
+STEP_MINUTES = 30
+LOAD_SCALE = 1.1
+IMBALANCE_PRICE = 1000.0  # $/MWh, settles the slack bus's balancing energy
+OVERLOAD_PENALTY = 1000.0  # $/MWh, soft line limits of the oracle
+FORECAST_STEPS = 4
+N_TIGHT_BRANCHES = 12
+
+
+@dataclasses.dataclass
+class DispatchState:
+    day_id: np.ndarray  # [B] split day the episode started on
+    t: np.ndarray  # [B] steps elapsed
+    prev_p_mw: np.ndarray  # [B, n_gen] last dispatch
+    prev_imbalance_mw: np.ndarray  # [B] last mismatch (generation - load)
+
+
+@functools.lru_cache(maxsize=4)
+def _congestion_ready_case(name: str) -> NetworkCase:
+    """``name`` with binding line limits (case118) or its published ratings (case5)."""
+    case = load_case(name)
+    if np.any(case.branch_rate_a_mw < 9000.0):  # published ratings (case5)
+        return case
+    peak = solve_dc_opf(case, case.bus_pd_mw * LOAD_SCALE, line_limit_scale=1e6)
+    flow = np.abs(peak.branch_flow_mw)
+    rating = np.maximum(1.25 * flow, 100.0)
+    tight = np.argsort(flow)[-N_TIGHT_BRANCHES:]
+    rating[tight] = 0.85 * flow[tight]
+    return dataclasses.replace(case, branch_rate_a_mw=np.round(rating, 1))
+
+
+def _dispatch_spec(task_id: str, case: NetworkCase, horizon: int, description: str, gym_id: str | None) -> TaskSpec:
+    n = case.n_gen
+    agents = tuple(f"gen_{i}" for i in range(n))
+    pmax_total = float(case.gen_pmax_mw.sum())
+    load_hi = float(case.total_load_mw * LOAD_SCALE * 1.3)
+    bus_hi = float(case.bus_pd_mw.max() * LOAD_SCALE * 1.3) or 1.0
+    time_fields = (("hour_sin", "-", -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0), ("time_remaining", "fraction", 0.0, 1.0))
+    own = (
+        ("own_pmin_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
+        ("own_pmax_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
+        ("own_marginal_cost_per_mwh", "$/MWh", 0.0, float(_marginal_cost(case).max()) * 1.5 + 1.0),
+        ("own_prev_p_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
+    )
+
+    def vec(fields: tuple) -> VectorSpec:
+        """Space bounds: wide finite ones for loads and imbalance, the nominal range elsewhere."""
+        names, units, lo, hi = zip(*fields, strict=True)
+        unbounded = ["load" in k or "imbalance" in k for k in names]
+        low = tuple(-1e6 if u else v for u, v in zip(unbounded, lo, strict=True))
+        high = tuple(1e6 if u else v for u, v in zip(unbounded, hi, strict=True))
+        return VectorSpec(names=names, units=units, low=low, high=high, nominal_low=lo, nominal_high=hi)
+
+    glob = vec(time_fields + (("system_load_mw", "MW", 0.0, load_hi), ("system_load_next_mw", "MW", 0.0, load_hi)) + own
+               + (("prev_imbalance_mw", "MW", -pmax_total, pmax_total),))
+    local = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own)
+    forecast = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own
+                   + tuple((f"system_load_t{k}_mw", "MW", 0.0, load_hi) for k in range(1, FORECAST_STEPS + 1)))
+    return TaskSpec(
+        task_id=task_id,
+        description=description,
+        agents=agents,
+        observation=glob,
+        action=VectorSpec(
+            names=tuple(f"{a}.p_mw" for a in agents),
+            units=("MW",) * n,
+            low=tuple(case.gen_pmin_mw.tolist()),
+            high=tuple(case.gen_pmax_mw.tolist()),
+        ),
+        horizon=horizon,
+        step_minutes=STEP_MINUTES,
+        splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
+        reward_terms=("generation_cost", "imbalance_cost"),
+        reward_doc=f"-(generation cost + |imbalance| x {IMBALANCE_PRICE:g} $/MWh) per step ($), shared by all agents",
+        constraint_names=("thermal_overload", "power_imbalance"),
+        constraint_units=("MWh", "MWh"),
+        selected_constraints=("thermal_overload", "power_imbalance"),
+        cost_thresholds={"thermal_overload": 1.0, "power_imbalance": 1.0},
+        baselines=("random", "rule_based", "oracle"),
+        reward_presets={"objective": {}, "penalized": {"thermal_overload": OVERLOAD_PENALTY}},
+        obs_modes=("global", "local", "local_plus_forecast"),
+        obs_mode_specs={"global": glob, "local": local, "local_plus_forecast": forecast},
+        default_obs_mode="global",
+        gamma=0.999 if horizon > 200 else 0.99,
+        gym_id=gym_id,
+    )
+
+
+def _marginal_cost(case: NetworkCase) -> np.ndarray:
+    """Marginal cost at mid output ($/MWh) per unit, for the merit order."""
+    p_mid = (case.gen_pmin_mw + case.gen_pmax_mw) / 2.0
+    return case.gen_c1_per_mwh + 2.0 * case.gen_c2_per_mw2h * p_mid
+
+
+class EconomicDispatch(Task):
+    """Shared model of the dispatch tasks; subclasses choose the case and horizon."""
+
+    task_id: str = ""
+    case_name: str = ""
+    horizon: int = 48
+    description: str = ""
+
+    def __init__(self, split: str = "train") -> None:
+        super().__init__(self.make_spec(), split)
+        self.case = _congestion_ready_case(self.case_name)
+        self.marginal_cost = _marginal_cost(self.case)
+        self._merit_order = np.argsort(self.marginal_cost, kind="stable")
+        demand = self.profiles.series["demand_pu"]
+        self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]  # wrap by modulo
+        self._own = np.stack([self.case.gen_pmin_mw, self.case.gen_pmax_mw, self.marginal_cost], axis=1)
+        self._gen_bus_load_share = self.case.bus_pd_mw[self.case.gen_bus]
+
+    @classmethod
+    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
+        if task_kwargs:
+            raise TypeError(f"{cls.task_id} takes no task parameters, got {sorted(task_kwargs)}")
+        return _dispatch_spec(cls.task_id, load_case(cls.case_name), cls.horizon, cls.description, None)
+
+    # ---- exogenous load ---------------------------------------------------------------------
+    def _demand_at(self, state: DispatchState, offset: int | np.ndarray = 0) -> np.ndarray:
+        start = self.split_days[state.day_id] * self.profiles.steps_per_day
+        idx = (start[:, None] + state.t[:, None] + np.atleast_1d(offset)) % self._demand.size
+        return self._demand[idx]  # [B, k]
+
+    def bus_load_mw(self, state: DispatchState) -> np.ndarray:
+        """Bus demand [B, n_bus] of the current step."""
+        return self._demand_at(state)[:, :1] * (self.case.bus_pd_mw * LOAD_SCALE)
+
+    # ---- batched model ----------------------------------------------------------------------
+    def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DispatchState:
+        day_id = self.check_day_id(day_id)
+        b = day_id.size
+        return DispatchState(day_id, np.zeros(b, np.int64), np.zeros((b, self.case.n_gen)), np.zeros(b))
+
+    def observe(self, state: DispatchState, obs_mode: str | None = None) -> np.ndarray:
+        mode = obs_mode or self.spec.default_obs_mode
+        b, n = state.t.size, self.case.n_gen
+        phase = 2.0 * np.pi * (state.t % self.profiles.steps_per_day) / self.profiles.steps_per_day
+        total = self.case.total_load_mw * LOAD_SCALE
+        time = np.stack([np.sin(phase), np.cos(phase), 1.0 - state.t / self.spec.horizon], axis=1)
+        own = np.concatenate([np.broadcast_to(self._own, (b, n, 3)), state.prev_p_mw[:, :, None]], axis=2)
+        parts = [np.broadcast_to(time[:, None, :], (b, n, 3))]
+        if mode == "global":
+            load = self._demand_at(state, np.arange(2)) * total  # [B, 2]
+            parts += [np.broadcast_to(load[:, None, :], (b, n, 2)), own,
+                      np.broadcast_to(state.prev_imbalance_mw[:, None, None], (b, n, 1))]
+        else:
+            bus_load = self._demand_at(state)[:, :1] * (self._gen_bus_load_share * LOAD_SCALE)
+            parts += [bus_load[:, :, None], own]
+            if mode == "local_plus_forecast":
+                ahead = self._demand_at(state, np.arange(1, FORECAST_STEPS + 1)) * total
+                parts.append(np.broadcast_to(ahead[:, None, :], (b, n, FORECAST_STEPS)))
+        obs = np.concatenate(parts, axis=2).astype(np.float32)
+        return obs
+
+    def step(self, state: DispatchState, action: np.ndarray, rng: np.random.Generator) -> tuple[DispatchState, StepOutput]:
+        dt_h = self.spec.dt_h
+        load = self.bus_load_mw(state)
+        flow = dc_power_flow(self.case, bus_injection_mw(self.case, action, load))
+        overload_mw = line_overload_mw(self.case, flow).sum(axis=1)
+        total_load = load.sum(axis=1)
+        imbalance_mw = action.sum(axis=1) - total_load
+        generation = dispatch_cost(self.case, action) * dt_h
+        imbalance_cost = np.abs(imbalance_mw) * dt_h * IMBALANCE_PRICE
+        terms = np.stack([-generation, -imbalance_cost], axis=1)
+        costs = np.stack([overload_mw * dt_h, np.abs(imbalance_mw) * dt_h], axis=1)
+        rating = np.where(np.isfinite(self.case.branch_rate_a_mw), self.case.branch_rate_a_mw, np.inf)
+        new_state = DispatchState(state.day_id, state.t + 1, action.copy(), imbalance_mw)
+        return new_state, StepOutput(
+            reward=terms.sum(axis=1),
+            reward_terms=terms,
+            constraint_costs=costs,
+            terminated=np.zeros(state.t.size, dtype=bool),
+            action_applied=action,
+            info={
+                "total_load_mw": total_load,
+                "total_generation_mw": action.sum(axis=1),
+                "slack_p_mw": -imbalance_mw,  # balancing power the slack bus supplies
+                "imbalance_mw": imbalance_mw,
+                "generation_cost": generation,
+                "max_branch_loading": (np.abs(flow) / rating).max(axis=1),
+                "n_congested_branches": (np.abs(flow) >= rating - 1e-6).sum(axis=1),
+                "losses_mw": np.zeros(state.t.size),  # DC power flow is lossless
+                "pf_converged": np.ones(state.t.size, dtype=bool),
+            },
+        )
+
+    def time_index(self, state: DispatchState) -> np.ndarray:
+        return state.t
+
+    def episode_day(self, state: DispatchState) -> np.ndarray:
+        return state.day_id
+
+    # ---- baselines --------------------------------------------------------------------------
+    def merit_order_dispatch(self, total_load_mw: np.ndarray) -> np.ndarray:
+        """Units at Pmin, then loaded cheapest first until ``total_load_mw`` [B] is met: [B, n_gen]."""
+        pmin, pmax = self.case.gen_pmin_mw, self.case.gen_pmax_mw
+        order = self._merit_order
+        room = (pmax - pmin)[order]
+        residual = np.clip(total_load_mw - pmin.sum(), 0.0, room.sum())
+        before = np.concatenate([[0.0], np.cumsum(room)[:-1]])
+        fill = np.clip(residual[:, None] - before, 0.0, room)
+        p = np.empty_like(fill)
+        p[:, order] = fill
+        return p + pmin
+
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """Merit order on the observed system load (``global`` mode, field ``system_load_mw``)."""
+        idx = self.spec.observation.names.index("system_load_mw")
+        return self.merit_order_dispatch(obs[:, 0, idx].astype(np.float64))
+
+    def oracle_plan(self, state: DispatchState) -> np.ndarray:
+        """DC-OPF dispatch for every remaining step of each episode [B, H, n_gen]."""
+        h = self.spec.horizon
+        plan = np.zeros((state.t.size, h, self.case.n_gen))
+        for row in range(state.t.size):
+            t0 = int(state.t[row])
+            one = DispatchState(state.day_id[row : row + 1], np.array([t0]), state.prev_p_mw[row : row + 1], state.prev_imbalance_mw[row : row + 1])
+            demand = self._demand_at(one, np.arange(h - t0))[0]
+            loads = demand[:, None] * (self.case.bus_pd_mw * LOAD_SCALE)
+            result = solve_dc_opf(self.case, loads, soft_line_penalty=OVERLOAD_PENALTY)
+            plan[row, t0:] = result.gen_p_mw
+        return plan
+
+
+class MarlOpf(EconomicDispatch):
+    task_id = "marl_opf"
+    case_name = "case5"
+    horizon = 48
+    description = "Five generator agents dispatch the PJM 5-bus system (DC power flow) over one day."
+
+
+class Opf118(EconomicDispatch):
+    task_id = "opf_118"
+    case_name = "case118"
+    horizon = 48
+    description = "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one day."
+
+
+class Opf118Week(EconomicDispatch):
+    task_id = "opf_118_7d"
+    case_name = "case118"
+    horizon = 336
+    description = "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one week."
