@@ -125,7 +125,25 @@ def _parse_reset(options: dict[str, Any] | None, day_id: Any) -> Any:
     return options.get("day_id")
 
 
-class PowerZooParallelEnv(ParallelEnv):
+class _TaskMetadata:
+    """Task facts shared by the multi-agent adapters (they hold ``core`` and ``task_spec``)."""
+
+    core: MultiAgentCore
+    task_spec: Any
+
+    def observation_fields(self, agent: str) -> tuple[str, ...]:
+        """Names of ``agent``'s observation entries, in order."""
+        return self.core.observation_fields(agent)
+
+    def constraint_names(self) -> tuple[str, ...]:
+        """Order of ``info["constraint_costs"]``."""
+        return self.task_spec.constraint_names
+
+    def close(self) -> None:
+        return None
+
+
+class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
     """A multi-agent task as a PettingZoo Parallel env (``while env.agents:`` idiom)."""
 
     metadata = {"render_modes": [], "name": "powerzoo_parallel_v0", "is_parallelizable": True}
@@ -174,15 +192,6 @@ class PowerZooParallelEnv(ParallelEnv):
     def state(self) -> np.ndarray:
         return self.core.global_state()[0]
 
-    def observation_fields(self, agent: str) -> tuple[str, ...]:
-        """Names of ``agent``'s observation entries, in order."""
-        return self.core.observation_fields(agent)
-
-    def constraint_names(self) -> tuple[str, ...]:
-        return self.task_spec.constraint_names
-
-    def close(self) -> None:
-        return None
 
 
 class PowerZooDictEnv(PowerZooParallelEnv):
@@ -224,7 +233,7 @@ class _SpaceView(gym.spaces.Dict):
         return self.spaces[agent]
 
 
-class PowerZooMultiAgentVectorEnv:
+class PowerZooMultiAgentVectorEnv(_TaskMetadata):
     """``num_envs`` copies of a multi-agent task stepped at once (SPEC 3.1 batched dict API).
 
     ``step({agent: actions[N, act_dim]})`` returns ``({agent: obs[N, d]}, {agent: rewards[N]},
@@ -280,11 +289,3 @@ class PowerZooMultiAgentVectorEnv:
             info,
         )
 
-    def observation_fields(self, agent: str) -> tuple[str, ...]:
-        return self.core.observation_fields(agent)
-
-    def constraint_names(self) -> tuple[str, ...]:
-        return self.task_spec.constraint_names
-
-    def close(self) -> None:
-        return None

@@ -24,7 +24,7 @@ from powerzoo.data import calendar
 from powerzoo.data.profiles import Profiles, get_profiles
 from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["Task", "StepOutput", "merge_state", "index_state"]
+__all__ = ["Task", "StepOutput", "merge_state"]
 
 
 @dataclasses.dataclass
@@ -47,11 +47,6 @@ def merge_state(state: Any, mask: np.ndarray, fresh: Any) -> Any:
         m = mask.reshape((-1,) + (1,) * (old.ndim - 1))
         values[field.name] = np.where(m, new, old)
     return type(state)(**values)
-
-
-def index_state(state: Any, rows: np.ndarray | slice) -> Any:
-    """Rows ``rows`` of a batched state."""
-    return type(state)(**{f.name: getattr(state, f.name)[rows] for f in dataclasses.fields(state)})
 
 
 class Task(abc.ABC):
