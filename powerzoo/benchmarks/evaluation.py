@@ -1,58 +1,214 @@
-"""Roll policies out on single-agent envs and summarise returns and constraint costs."""
+"""Roll policies out and summarise returns and constraint costs (single-agent and multi-agent dict envs).
+
+One episode loop, :func:`rollout`, serves :func:`evaluate`, :func:`evaluate_days` and the offline
+dataset collector. It accepts two kinds of env:
+
+* a single-agent Gymnasium env (``make_env(task)``, any wrappers except the safe-RL 6-tuple one);
+* a multi-agent dict env (``make_env(task, framework="auto")`` for a multi-agent task): ``obs`` and
+  actions are ``{agent: array}``, ``step`` returns per-agent dicts and ``terminateds["__all__"]`` /
+  ``truncateds["__all__"]`` end the episode.
+
+Costs are read from ``info["constraint_costs"]`` of every step, so no wrapper is needed. In a
+multi-agent env the costs are shared: they are read from the first agent's info.
+
+Return of a multi-agent episode: ``return`` is the **team return, the sum over agents** of each
+agent's return; ``agent_returns`` keeps each agent's own. In a shared-reward task every agent gets
+the team reward, so the sum is ``n_agents`` times it: read ``mean_agent_returns`` for the per-agent
+value.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.policies import Policy
+from powerzoo.benchmarks.policies import Policy, seed_policy
 
-__all__ = ["rollout", "evaluate_days", "EpisodeRecord"]
+__all__ = [
+    "rollout",
+    "evaluate",
+    "evaluate_days",
+    "summarize_episodes",
+    "interquartile_mean",
+    "EpisodeRecord",
+    "StepCallback",
+    "agents_of",
+    "task_of",
+    "env_metadata",
+]
+
+StepCallback = Callable[[Any, Any, Any, Any, bool, bool, dict[str, Any]], None]
+"""``on_step(obs, action, reward, next_obs, terminated, truncated, info)`` (see :func:`rollout`)."""
 
 
 class EpisodeRecord(dict):
-    """One episode: ``return``, ``length``, ``costs`` (sum per constraint) and per-step ``trace``."""
+    """One episode: ``return`` (team return), ``agent_returns`` ([n_agents], multi-agent only),
+    ``length`` (steps), ``costs`` (sum per constraint, physical units), ``day_id`` and per-step ``trace``."""
 
 
-def rollout(env: Any, policy: Policy, *, day_id: int | None = None, seed: int | None = None,
-            trace_keys: Iterable[str] = ()) -> EpisodeRecord:
+def agents_of(env: Any) -> list[str] | None:
+    """Agent names of a multi-agent dict env (``env.possible_agents``); ``None`` for single-agent envs."""
+    agents = getattr(env, "possible_agents", None)
+    return None if agents is None else list(agents)
+
+
+def task_of(env: Any) -> Any:
+    """The PowerZoo task behind ``env`` (through wrappers and adapters), or ``None``."""
+    for candidate in (env, getattr(env, "unwrapped", None), getattr(env, "core", None)):
+        task = getattr(candidate, "task", None)
+        if task is not None and hasattr(task, "spec"):
+            return task
+    return None
+
+
+def env_metadata(env: Any) -> dict[str, Any]:
+    """What can be said about ``env`` without stepping it: ``task``, ``split`` (``None`` if unknown)."""
+    task = task_of(env)
+    return {
+        "task": None if task is None else task.spec.task_id,
+        "split": None if task is None else getattr(task, "split", None),
+    }
+
+
+def constraint_names(env: Any, n_costs: int) -> tuple[str, ...]:
+    """Names of the ``n_costs`` entries of ``info["constraint_costs"]`` (``cost_<i>`` if the env has none)."""
+    for candidate in (env, getattr(env, "unwrapped", None)):
+        names_fn = getattr(candidate, "constraint_names", None)
+        if callable(names_fn):
+            names = tuple(names_fn())
+            if len(names) == n_costs:
+                return names
+    return tuple(f"cost_{i}" for i in range(n_costs))
+
+
+def rollout(
+    env: Any,
+    policy: Policy,
+    *,
+    day_id: int | None = None,
+    seed: int | None = None,
+    seed_policy_too: bool = False,
+    trace_keys: Iterable[str] = (),
+    on_step: StepCallback | None = None,
+) -> EpisodeRecord:
     """Run one episode of ``policy`` in ``env`` and return its :class:`EpisodeRecord`.
 
-    ``trace_keys`` are info keys recorded at every step (for plots).
+    Args:
+        env: a single-agent Gymnasium env or a multi-agent dict env (module docstring).
+        policy: anything with ``reset()`` and ``act(obs, info)``.
+        day_id: start day of the split (``None``: drawn by the env's RNG).
+        seed: passed to ``env.reset(seed=...)``.
+        seed_policy_too: also seed the policy with ``seed`` (:func:`seed_policy`), so the whole
+            episode is reproducible from ``seed`` alone.
+        trace_keys: info keys recorded at every step (for plots).
+        on_step: called after every step with ``(obs, action, reward, next_obs, terminated,
+            truncated, info)``; for a multi-agent env ``obs`` / ``action`` / ``next_obs`` are the
+            agent dicts, ``reward`` is the per-agent array [n_agents] and ``info`` the first
+            agent's info (the shared keys).
     """
+    agents = agents_of(env)
     options = None if day_id is None else {"day_id": day_id}
     obs, info = env.reset(seed=seed, options=options)
+    if seed_policy_too:
+        seed_policy(policy, seed)
     policy.reset()
-    total, length, done = 0.0, 0, False
-    costs = np.zeros(len(env.unwrapped.task_spec.constraint_names))
+    total: Any = 0.0 if agents is None else np.zeros(len(agents))
+    length, done = 0, False
+    costs: np.ndarray | None = None
+    shared: dict[str, Any] = info if agents is None else info[agents[0]]
     trace: dict[str, list[Any]] = {k: [] for k in trace_keys}
     while not done:
-        obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
+        action = policy.act(obs, info)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        if agents is not None:
+            reward = np.fromiter((reward[a] for a in agents), dtype=np.float64, count=len(agents))
+            terminated, truncated = terminated["__all__"], truncated["__all__"]
+            shared = info[agents[0]]
+        else:
+            shared = info
+        step_costs = np.asarray(shared["constraint_costs"], dtype=np.float64)
+        costs = step_costs.copy() if costs is None else costs + step_costs
         total += reward
         length += 1
-        costs += info["constraint_costs"]
         for k in trace:
-            trace[k].append(info[k])
-        done = terminated or truncated
-    return EpisodeRecord(
-        {"return": total, "length": length, "costs": costs, "day_id": info["day_id"],
+            trace[k].append(shared[k])
+        if on_step is not None:
+            on_step(obs, action, reward, next_obs, terminated, truncated, shared)
+        obs = next_obs
+        done = bool(terminated or truncated)
+    record = EpisodeRecord(
+        {"return": float(np.sum(total)), "length": length, "costs": costs, "day_id": shared.get("day_id"),
          "trace": {k: np.asarray(v) for k, v in trace.items()}}
     )
+    if agents is not None:
+        record["agent_returns"] = total
+    return record
 
 
-def evaluate_days(env: Any, policy: Policy, day_ids: Iterable[int], seed: int = 0) -> dict[str, Any]:
-    """Evaluate ``policy`` on the given split days: mean/std return, mean cost, violation rate."""
-    records = [rollout(env, policy, day_id=int(d), seed=seed + i) for i, d in enumerate(day_ids)]
+def interquartile_mean(values: Sequence[float] | np.ndarray) -> float:
+    """Mean of the middle 50 % of ``values``: ``floor(n/4)`` values cut from each end (rliable's IQM)."""
+    x = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    if x.size == 0:
+        raise ValueError("interquartile_mean needs at least one value")
+    cut = x.size // 4
+    return float(x[cut : x.size - cut].mean())
+
+
+def summarize_episodes(records: Sequence[EpisodeRecord], env: Any, task_id: str | None = None) -> dict[str, Any]:
+    """Summary of episodes: mean / std / IQM return, mean cost per constraint, violation rate, length.
+
+    ``mean_costs[name]`` is the mean over episodes of the cost summed over the episode (physical
+    units); ``violation_rate`` is the fraction of episodes with any positive cost.
+    """
+    if not records:
+        raise ValueError("no episodes to summarise")
     returns = np.asarray([r["return"] for r in records])
     costs = np.stack([r["costs"] for r in records])
-    names = env.unwrapped.task_spec.constraint_names
-    return {
+    names = constraint_names(env, costs.shape[1])
+    summary: dict[str, Any] = {
+        "task": task_id if task_id is not None else env_metadata(env)["task"],
         "episodes": len(records),
         "mean_return": float(returns.mean()),
         "std_return": float(returns.std()),
+        "iqm_return": interquartile_mean(returns),
+        "mean_length": float(np.mean([r["length"] for r in records])),
         "mean_costs": dict(zip(names, costs.mean(axis=0).tolist(), strict=True)),
         "violation_rate": float(np.mean(costs.sum(axis=1) > 0.0)),
         "returns": returns,
     }
+    agents = agents_of(env)
+    if agents is not None:
+        agent_returns = np.stack([r["agent_returns"] for r in records])
+        summary["agents"] = agents
+        summary["mean_agent_returns"] = dict(zip(agents, agent_returns.mean(axis=0).tolist(), strict=True))
+    return summary
+
+
+def evaluate(policy: Policy, env: Any, n_episodes: int = 10, seed: int = 0, task_id: str | None = None) -> dict[str, Any]:
+    """Evaluate ``policy`` on ``n_episodes`` episodes of ``env`` (start days drawn from its split).
+
+    Episode ``i`` resets the env with ``seed + i`` and seeds the policy with ``seed + i``
+    (:func:`seed_policy`), so results are reproducible and match a dataset collected by
+    :class:`powerzoo.benchmarks.offline.DatasetGenerator` with the same seed and policy.
+
+    Returns :func:`summarize_episodes`'s dict plus ``seed``: ``mean_return`` / ``std_return`` /
+    ``iqm_return`` (team return for multi-agent envs, with ``mean_agent_returns`` per agent),
+    ``mean_costs`` per constraint, ``violation_rate``, ``mean_length`` and the ``returns`` array.
+    """
+    if hasattr(env, "num_envs"):
+        raise TypeError("evaluate takes a single env; build one with make_env(task) without num_envs")
+    if isinstance(n_episodes, bool) or not isinstance(n_episodes, (int, np.integer)) or n_episodes < 1:
+        raise ValueError(f"n_episodes must be a positive int, got {n_episodes!r}")
+    records = [rollout(env, policy, seed=seed + i, seed_policy_too=True) for i in range(int(n_episodes))]
+    return {**summarize_episodes(records, env, task_id), "seed": seed}
+
+
+def evaluate_days(env: Any, policy: Policy, day_ids: Iterable[int], seed: int = 0) -> dict[str, Any]:
+    """Evaluate ``policy`` on the given split days (episode ``i`` resets with ``seed + i``).
+
+    The policy is not re-seeded (it keeps its own stream across days). Same summary as :func:`evaluate`.
+    """
+    records = [rollout(env, policy, day_id=int(d), seed=seed + i) for i, d in enumerate(day_ids)]
+    return summarize_episodes(records, env)

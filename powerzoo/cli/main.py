@@ -1,4 +1,4 @@
-"""The ``powerzoo`` command: list and describe tasks, run the demo."""
+"""The ``powerzoo`` command: list and describe tasks, run the demo, collect offline datasets."""
 
 from __future__ import annotations
 
@@ -32,6 +32,53 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+COLLECT_POLICIES = ("random", "rule_based", "oracle")
+VECTOR_ENVS_FOR_RANDOM = 64  # default --num-envs of the random policy on single-agent tasks
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    import os
+    import time
+
+    from powerzoo.benchmarks.offline import DatasetGenerator
+    from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy
+    from powerzoo.rl import make_env
+    from powerzoo.tasks import task_spec
+
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    single_agent = task_spec(args.task).agent_mode == "single"
+    num_envs = args.num_envs
+    if num_envs is None:
+        num_envs = VECTOR_ENVS_FOR_RANDOM if args.policy == "random" and single_agent else 1
+    if num_envs < 1:
+        raise ValueError(f"--num-envs must be >= 1, got {num_envs}")
+    if num_envs > 1 and (args.policy != "random" or not single_agent):
+        raise ValueError(
+            f"--num-envs {num_envs} needs --policy random on a single-agent task "
+            f"(--policy {args.policy} acts on one env); use --num-envs 1"
+        )
+    env = make_env(args.task, args.split, num_envs=num_envs if num_envs > 1 else None)
+    try:
+        policy = {"random": lambda: RandomPolicy(env.action_space), "rule_based": lambda: RuleBasedPolicy(env),
+                  "oracle": lambda: OraclePolicy(env)}[args.policy]()
+    except TypeError as err:  # the task policies need a single-agent Gymnasium env
+        raise ValueError(f"--policy {args.policy} is not available for {args.task}: {err}") from None
+    generator = DatasetGenerator(env, **({} if args.info_keys is None else {"info_keys": args.info_keys}))
+    started = time.perf_counter()
+    dataset = generator.collect(policy, args.episodes, args.output, seed=args.seed, progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - started
+    size_mb = os.path.getsize(args.output) / 1e6
+    print(
+        f"{args.task} ({args.split}), {args.policy} policy, {num_envs} env(s): {dataset.n_episodes} episodes, "
+        f"{dataset.n_steps:,} transitions in {seconds:.2f} s ({dataset.n_steps / seconds:,.0f} transitions/s); "
+        f"mean return {dataset.attrs['mean_return']:,.2f}"
+    )
+    print(f"wrote {args.output} ({size_mb:.2f} MB, {size_mb * 1e6 / dataset.n_steps:.1f} bytes/transition)")
+    dataset.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of the ``powerzoo`` command."""
     parser = argparse.ArgumentParser(prog="powerzoo", description="Reinforcement-learning tasks on power systems.")
@@ -47,6 +94,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=None, help="number of test days (default: all)")
     p.add_argument("--day", type=int, default=0, help="test day to plot (default: 0)")
     p.set_defaults(func=_cmd_demo)
+    p = sub.add_parser("collect", help="collect an offline RL dataset (HDF5) with a baseline policy")
+    p.add_argument("task")
+    p.add_argument("--policy", choices=COLLECT_POLICIES, default="random", help="policy to roll out (default: random)")
+    p.add_argument("--episodes", type=int, default=100, help="number of episodes (default: 100)")
+    p.add_argument("-o", "--output", required=True, help="HDF5 file to write (replaced atomically when done)")
+    p.add_argument("--split", default="train", help="data split (default: train)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the collection (default: 0)")
+    p.add_argument(
+        "--num-envs", type=int, default=None,
+        help=f"episodes stepped at once in a native vector env (default: {VECTOR_ENVS_FOR_RANDOM} for the random "
+             "policy on single-agent tasks, else 1)",
+    )
+    p.add_argument(
+        "--info-keys", nargs="*", default=None,
+        help="step-info keys stored under infos/ (default: constraint_costs cost_sum is_safe)",
+    )
+    p.set_defaults(func=_cmd_collect)
     return parser
 
 

@@ -1,0 +1,191 @@
+"""evaluate(), rollout() and the policies: returns, IQM, costs without wrappers, multi-agent dict envs."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from powerzoo.benchmarks.evaluation import evaluate, evaluate_days, interquartile_mean, rollout
+from powerzoo.benchmarks.policies import RandomPolicy, SB3Policy, seed_policy
+from powerzoo.rl import make_env
+
+TASK = "battery_arbitrage"
+
+
+class TwoAgentDictEnv:
+    """A tiny multi-agent env with the ``framework="auto"`` dict API (RLlib shape).
+
+    Two agents each set a power in [-1, 1]; the shared cost ``overload`` is the sum of both powers
+    above 1 per step; agent ``a0`` is rewarded ``-|p|``, agent ``a1`` ``-2 |p|``. Episodes last
+    ``HORIZON`` steps; the observation ``[level, step]`` (level drawn at reset) differs per agent.
+    """
+
+    HORIZON = 4
+    possible_agents = ["a0", "a1"]
+
+    def __init__(self) -> None:
+        box = gym.spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.Dict({a: box for a in self.possible_agents})
+        obs_box = gym.spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
+        self.observation_space = gym.spaces.Dict({a: obs_box for a in self.possible_agents})
+        self.t, self.level = 0, 0.0
+
+    def constraint_names(self) -> tuple[str, ...]:
+        return ("overload",)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {a: np.array([self.level + i, self.t], np.float32) for i, a in enumerate(self.possible_agents)}
+
+    def reset(self, seed=None, options=None):
+        self.t, self.level = 0, float(np.random.default_rng(seed).uniform())
+        return self._obs(), {a: {"step": 0} for a in self.possible_agents}
+
+    def step(self, actions):
+        p0, p1 = float(np.asarray(actions["a0"])[0]), float(np.asarray(actions["a1"])[0])
+        self.t += 1
+        overload = max(0.0, p0 + p1 - 1.0)
+        done = self.t >= self.HORIZON
+        info = {"constraint_costs": np.array([overload]), "cost_sum": overload, "is_safe": overload == 0.0,
+                "step": self.t}
+        return (
+            self._obs(),
+            {"a0": -abs(p0), "a1": -2.0 * abs(p1)},
+            {"a0": False, "a1": False, "__all__": False},
+            {"a0": done, "a1": done, "__all__": done},
+            {a: dict(info) for a in self.possible_agents},
+        )
+
+
+class ConstantPolicy:
+    """Always the same action (physical units)."""
+
+    name = "constant"
+
+    def __init__(self, action) -> None:
+        self.action = action
+
+    def reset(self) -> None:
+        return None
+
+    def act(self, obs, info):
+        return self.action
+
+
+def test_interquartile_mean_cuts_a_quarter_from_each_end():
+    assert interquartile_mean([1, 2, 3, 4, 5, 6, 7, 100]) == pytest.approx(4.5)  # mean of 3..6
+    assert interquartile_mean([2.0, 4.0]) == pytest.approx(3.0)  # fewer than 4 values: plain mean
+    with pytest.raises(ValueError):
+        interquartile_mean([])
+
+
+def test_evaluate_reports_soc_violation_of_full_discharge_without_any_wrapper():
+    env = make_env(TASK)  # no safe-RL wrapper: costs come from info["constraint_costs"]
+    result = evaluate(ConstantPolicy(np.array([25.0], np.float32)), env, n_episodes=2, seed=0)
+    assert result["task"] == TASK and result["episodes"] == 2 and result["seed"] == 0
+    # discharging 25 MW all day empties the battery (100 MWh from SOC 0.5 to 0.1 in ~3.6 h):
+    # every later step asks for 25 MW * 0.5 h / 0.95 MWh beyond the bound
+    assert result["mean_costs"]["soc_violation"] > 25 * 0.5 / 0.95 * 30
+    assert result["violation_rate"] == 1.0 and result["mean_length"] == 48.0
+    assert result["iqm_return"] == pytest.approx(result["mean_return"])  # 2 episodes: no cut
+    idle = evaluate(ConstantPolicy(np.zeros(1, np.float32)), env, n_episodes=2, seed=0)
+    assert idle["mean_costs"]["soc_violation"] == 0.0 and idle["violation_rate"] == 0.0
+
+
+def test_evaluate_is_reproducible_and_reseeds_the_policy_per_episode():
+    env = make_env(TASK)
+    first = evaluate(RandomPolicy(env.action_space, seed=123), env, n_episodes=3, seed=7)
+    second = evaluate(RandomPolicy(env.action_space, seed=999), env, n_episodes=3, seed=7)
+    np.testing.assert_array_equal(first["returns"], second["returns"])  # seed + i drives env and policy
+    other = evaluate(RandomPolicy(env.action_space), env, n_episodes=3, seed=8)
+    assert not np.array_equal(first["returns"], other["returns"])
+    assert first["std_return"] == pytest.approx(np.std(first["returns"]))
+
+
+def test_evaluate_on_multi_agent_dict_env_sums_agents_and_reads_shared_costs():
+    env = TwoAgentDictEnv()
+    policy = ConstantPolicy({"a0": np.array([0.8], np.float32), "a1": np.array([0.6], np.float32)})
+    result = evaluate(policy, env, n_episodes=3, seed=0)
+    assert result["agents"] == ["a0", "a1"]
+    assert result["mean_agent_returns"]["a0"] == pytest.approx(-0.8 * 4)
+    assert result["mean_agent_returns"]["a1"] == pytest.approx(-2 * 0.6 * 4)
+    assert result["mean_return"] == pytest.approx(-3.2 - 4.8)  # team return = sum over agents
+    assert result["mean_costs"] == {"overload": pytest.approx(0.4 * 4)}
+    assert result["violation_rate"] == 1.0 and result["mean_length"] == 4.0
+
+
+def test_random_policy_on_a_dict_space_samples_every_agent_reproducibly():
+    env = TwoAgentDictEnv()
+    first = evaluate(RandomPolicy(env.action_space), env, n_episodes=2, seed=3)
+    second = evaluate(RandomPolicy(env.action_space), env, n_episodes=2, seed=3)
+    np.testing.assert_array_equal(first["returns"], second["returns"])
+    action = RandomPolicy(env.action_space, seed=0).act(None, {})
+    assert set(action) == {"a0", "a1"} and env.action_space.contains(action)
+
+
+def test_random_policy_block_draws_equal_successive_action_space_samples():
+    space = gym.spaces.Box(np.array([-25.0, 0.0], np.float32), np.array([25.0, 3.0], np.float32), dtype=np.float32)
+    policy = RandomPolicy(space, seed=5)
+    drawn = [policy.act(None, {}) for _ in range(3000)]  # spans several blocks
+    reference = gym.spaces.Box(space.low, space.high, dtype=np.float32)
+    reference.seed(5)
+    np.testing.assert_array_equal(np.stack(drawn), np.stack([reference.sample() for _ in range(3000)]))
+    assert all(d.dtype == np.float32 and space.contains(d) for d in drawn[:10])
+    space.seed(5)  # re-seeding the space from outside restarts the stream
+    np.testing.assert_array_equal(policy.act(None, {}), drawn[0])
+
+
+def test_rollout_records_traces_and_evaluate_days_keeps_its_summary():
+    env = make_env(TASK, split="test")
+    record = rollout(env, ConstantPolicy(np.zeros(1, np.float32)), day_id=2, seed=0, trace_keys=("price_per_mwh",))
+    assert record["length"] == 48 and record["day_id"] == 2 and record["trace"]["price_per_mwh"].shape == (48,)
+    summary = evaluate_days(env, ConstantPolicy(np.zeros(1, np.float32)), [0, 1], seed=0)
+    assert {"episodes", "mean_return", "std_return", "mean_costs", "violation_rate", "returns"} <= set(summary)
+    assert summary["episodes"] == 2 and summary["mean_costs"] == {"soc_violation": 0.0}
+
+
+def test_evaluate_rejects_vector_envs_and_bad_episode_counts():
+    with pytest.raises(TypeError, match="single env"):
+        evaluate(RandomPolicy(gym.spaces.Box(-1, 1, (4, 1))), make_env(TASK, num_envs=4), n_episodes=1)
+    with pytest.raises(ValueError, match="n_episodes must be a positive int"):
+        evaluate(RandomPolicy(gym.spaces.Box(-1, 1, (1,))), make_env(TASK), n_episodes=0)
+
+
+def test_sb3_policy_adapter_runs_a_model_deterministically():
+    from stable_baselines3 import PPO
+
+    env = make_env(TASK, normalize=True, seed=0)
+    model = PPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0, device="cpu")
+    policy = SB3Policy(model)
+    assert policy.name == "sb3_ppo"
+    first = evaluate(policy, env, n_episodes=2, seed=0)
+    second = evaluate(policy, env, n_episodes=2, seed=0)
+    np.testing.assert_array_equal(first["returns"], second["returns"])
+    obs, info = env.reset(seed=0)
+    np.testing.assert_array_equal(policy.act(obs, info), model.predict(obs, deterministic=True)[0])
+    with pytest.raises(TypeError, match="predict"):
+        SB3Policy(object())
+
+
+def test_sb3_policy_with_one_model_per_agent_on_a_dict_env():
+    class FixedModel:
+        def __init__(self, value):
+            self.value = value
+
+        def predict(self, obs, state=None, episode_start=None, deterministic=False):
+            return np.array([self.value], np.float32), None
+
+    env = TwoAgentDictEnv()
+    policy = SB3Policy({"a0": FixedModel(0.5), "a1": FixedModel(1.0)})
+    result = evaluate(policy, env, n_episodes=1, seed=0)
+    assert result["mean_costs"]["overload"] == pytest.approx(0.5 * 4)
+    with pytest.raises(ValueError, match="no model for agent"):
+        SB3Policy({"a0": FixedModel(0.5)}).act(env.reset()[0], {})
+
+
+def test_seed_policy_ignores_policies_without_a_seed_method():
+    seed_policy(ConstantPolicy(0.0), 3)  # no seed(): nothing happens
+    space = gym.spaces.Box(-1, 1, (1,))
+    policy = RandomPolicy(space)
+    seed_policy(policy, 11)
+    a = policy.act(None, {})
+    seed_policy(policy, 11)
+    np.testing.assert_array_equal(policy.act(None, {}), a)
