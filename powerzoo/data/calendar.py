@@ -8,7 +8,10 @@ Splits are by day of month, so that every split sees every season:
 * ``test``: days 25 to month end (77 days)
 
 Stress splits (``heatwave``, ``low_renewable``, ``load_stress``, ``price_spike``) start on the
-test days but read transformed profiles (see :mod:`powerzoo.data.profiles`).
+test days but read transformed profiles (see :mod:`powerzoo.data.profiles`). Workload stress
+splits (``workload_shock``) also start on the test days; they read the base profiles and a
+transformed compute workload (see :mod:`powerzoo.data.workload`), so only tasks with a job queue
+list them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ __all__ = [
     "DATES",
     "BASE_SPLITS",
     "STRESS_SPLITS",
+    "WORKLOAD_STRESS_SPLITS",
     "split_day_indices",
     "scenario_of_split",
     "check_split",
@@ -33,6 +37,7 @@ N_DAYS = int(DATES.size)
 
 BASE_SPLITS = ("train", "val", "test")
 STRESS_SPLITS = ("heatwave", "low_renewable", "load_stress", "price_spike")
+WORKLOAD_STRESS_SPLITS = ("workload_shock",)  # base profiles, transformed compute workload
 
 # day-of-month ranges (inclusive) of the base splits
 _SPLIT_DAYS_OF_MONTH = {"train": (1, 20), "val": (21, 24), "test": (25, 31)}
@@ -52,7 +57,9 @@ def _day_of_month() -> np.ndarray:
     return (DATES - months).astype(np.int64) + 1
 
 
-def check_split(split: str, valid: tuple[str, ...] = BASE_SPLITS + STRESS_SPLITS) -> str:
+def check_split(
+    split: str, valid: tuple[str, ...] = BASE_SPLITS + STRESS_SPLITS + WORKLOAD_STRESS_SPLITS
+) -> str:
     """Return ``split`` if it is one of ``valid``; otherwise raise a ``ValueError`` listing them."""
     if split not in valid:
         raise ValueError(f"unknown split {split!r}; valid: {', '.join(valid)}")
@@ -60,15 +67,15 @@ def check_split(split: str, valid: tuple[str, ...] = BASE_SPLITS + STRESS_SPLITS
 
 
 def scenario_of_split(split: str) -> str:
-    """Profile scenario a split reads: ``"base"`` for train/val/test, else the stress name."""
+    """Profile scenario a split reads: ``"base"`` for train/val/test and workload stress splits, else the stress name."""
     check_split(split)
-    return "base" if split in BASE_SPLITS else split
+    return "base" if split in BASE_SPLITS + WORKLOAD_STRESS_SPLITS else split
 
 
 def split_day_indices(split: str) -> np.ndarray:
     """Day-of-year indices (0 = 1 January) on which episodes of ``split`` may start."""
     check_split(split)
-    lo, hi = _SPLIT_DAYS_OF_MONTH["test" if split in STRESS_SPLITS else split]
+    lo, hi = _SPLIT_DAYS_OF_MONTH[split if split in BASE_SPLITS else "test"]
     dom = _day_of_month()
     return np.flatnonzero((dom >= lo) & (dom <= hi))
 

@@ -89,7 +89,7 @@ class MultiAgentCore:
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Batched step: obs [B, n, d], rewards [B, n], terminated [B], truncated [B], info."""
-        _, reward, terminated, truncated, info = self.runner.step(self.joint_action(actions))
+        _, reward, terminated, truncated, info = self.runner.step(self.joint_action(actions), observe=False)
         rewards = reward if reward.ndim == 2 else np.repeat(reward[:, None], self.n_agents, axis=1)
         return self.observe(), rewards, terminated, truncated, info
 

@@ -7,7 +7,11 @@ from typing import Any
 __all__ = ["register_envs", "make_registered"]
 
 # Gymnasium ids of the single-agent tasks (kept here so registering imports no task module)
-GYM_IDS = {"battery_arbitrage": "powerzoo/BatteryArbitrage-v0"}
+GYM_IDS = {
+    "battery_arbitrage": "powerzoo/BatteryArbitrage-v0",
+    "dc_microgrid": "powerzoo/DCMicrogrid-v0",
+    "dc_microgrid_safe": "powerzoo/DCMicrogridSafe-v0",
+}
 
 
 def make_registered(task: str, **kwargs: Any) -> Any:

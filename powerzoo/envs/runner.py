@@ -110,15 +110,18 @@ class TaskRunner:
         clipped = np.clip(action, self.act_low, self.act_high)
         return clipped, np.any(clipped != action, axis=1)
 
-    def step(self, action: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """One batched step; returns obs, reward, terminated, truncated, info (all batched)."""
+    def step(
+        self, action: Any, observe: bool = True
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One batched step; returns obs (``None`` if not ``observe``), reward, terminated, truncated, info."""
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         physical, clipped = self.check_action(action)
         self.state, out = self.task.step(self.state, physical, self.rng)
         truncated = (self.task.time_index(self.state) >= self.spec.horizon) & ~out.terminated
         info = self._step_info(out, physical, clipped)
-        return self.task.observe(self.state), out.reward, out.terminated, truncated, info
+        obs = self.task.observe(self.state) if observe else None
+        return obs, out.reward, out.terminated, truncated, info
 
     def _step_info(self, out: StepOutput, requested: np.ndarray, clipped: np.ndarray) -> dict[str, Any]:
         info: dict[str, Any] = dict(out.info)

@@ -102,7 +102,7 @@ class PowerZooVectorEnv(VectorEnv):
                 actions = self.action_scaler.from_unit(actions)
             except (TypeError, ValueError) as err:
                 raise ValueError(f"actions must be a numeric array of shape {self.action_space.shape}") from err
-        _, reward, terminated, truncated, info = self.runner.step(actions)
+        _, reward, terminated, truncated, info = self.runner.step(actions, observe=False)
         if self.reward_fn is not None:
             info["task_reward"] = reward
             reward = self.reward_fn(reward, info)

@@ -15,6 +15,8 @@ __all__ = ["list_tasks", "get_task_class", "make_task", "task_spec", "info", "de
 # name -> "module:Class"; modules are imported only when a task is used (fast `import powerzoo`)
 _TASKS: dict[str, str] = {
     "battery_arbitrage": "powerzoo.tasks.battery_arbitrage:BatteryArbitrage",
+    "dc_microgrid": "powerzoo.tasks.dc_microgrid:DCMicrogrid",
+    "dc_microgrid_safe": "powerzoo.tasks.dc_microgrid:DCMicrogridSafe",
     "marl_opf": "powerzoo.tasks.economic_dispatch:MarlOpf",
     "opf_118": "powerzoo.tasks.economic_dispatch:Opf118",
     "opf_118_7d": "powerzoo.tasks.economic_dispatch:Opf118Week",

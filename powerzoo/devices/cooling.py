@@ -1,0 +1,56 @@
+"""Batched cooling plant whose coefficient of performance (COP) falls with outdoor temperature.
+
+COP is a fixed fraction of the Carnot COP between the evaporator and the condenser:
+
+``COP = clip(eta * (T_evap + 273.15) / max(T_cond - T_evap, 1), cop_min, cop_max)``,
+``T_evap = setpoint - evaporator_approach``, ``T_cond = T_outdoor + condenser_approach``.
+
+* ``eta = 0.35``: real vapour-compression chiller plants reach roughly 30-50 % of the Carnot
+  COP (Gordon & Ng, "Cool Thermodynamics", 2000); 0.35 for a whole plant with pumps and fans.
+* approaches of 8 K: supply air / chilled water below the room setpoint, air-cooled condenser
+  above the outdoor dry-bulb temperature (typical design values).
+* ``cop_max = 7``: plant limit in mild weather (economiser-assisted); ``cop_min = 2``.
+* ``q_max_mw = 3.5``: thermal capacity, about 1.3 x the cluster's peak IT heat (N+1 sizing).
+
+A higher setpoint raises ``T_evap`` and the COP, so warmer server rooms cost less cooling
+energy, which is why the setpoint is an action. With a 25 deg C setpoint the COP is about 6.3
+at 25 deg C outdoors, 3.9 at 35 deg C and 3.1 at 42 deg C.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+__all__ = ["CoolingParams", "cooling_cop"]
+
+KELVIN = 273.15
+
+
+@dataclasses.dataclass(frozen=True)
+class CoolingParams:
+    """Cooling plant parameters (temperatures in deg C or K, powers in MW)."""
+
+    carnot_fraction: float = 0.35
+    evaporator_approach_k: float = 8.0
+    condenser_approach_k: float = 8.0
+    cop_min: float = 2.0
+    cop_max: float = 7.0
+    q_max_mw: float = 3.5  # heat the plant can remove (MW thermal)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.carnot_fraction <= 1.0:
+            raise ValueError(f"carnot_fraction must be in (0, 1], got {self.carnot_fraction}")
+        if not 0.0 < self.cop_min <= self.cop_max:
+            raise ValueError("need 0 < cop_min <= cop_max")
+        if self.q_max_mw <= 0.0:
+            raise ValueError(f"q_max_mw must be positive, got {self.q_max_mw}")
+
+
+def cooling_cop(params: CoolingParams, temp_out_c: np.ndarray, setpoint_c: np.ndarray) -> np.ndarray:
+    """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg C)."""
+    t_evap = setpoint_c - params.evaporator_approach_k
+    lift = np.maximum(temp_out_c + params.condenser_approach_k - t_evap, 1.0)
+    cop = params.carnot_fraction * (t_evap + KELVIN) / lift
+    return np.minimum(np.maximum(cop, params.cop_min), params.cop_max)
