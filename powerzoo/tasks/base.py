@@ -103,13 +103,16 @@ class Task(abc.ABC):
     def step(self, state: Any, action: np.ndarray, rng: np.random.Generator) -> tuple[Any, StepOutput]:
         """Advance one step under physical actions [B, act_dim] within bounds."""
 
-    @abc.abstractmethod
     def time_index(self, state: Any) -> np.ndarray:
-        """Steps elapsed in the episode [B] (the adapters truncate at ``spec.horizon``)."""
+        """Steps elapsed in the episode [B] (the adapters truncate at ``spec.horizon``).
 
-    @abc.abstractmethod
+        Default: the state's ``t`` field; override if a task's state names it otherwise.
+        """
+        return state.t
+
     def episode_day(self, state: Any) -> np.ndarray:
-        """Split day index [B] each episode started on."""
+        """Split day index [B] each episode started on (default: the state's ``day_id`` field)."""
+        return state.day_id
 
     # ---- exogenous look-ahead (forecast wrapper) ------------------------------------------
     def forecast(self, state: Any, horizon: int) -> np.ndarray:

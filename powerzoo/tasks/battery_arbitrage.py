@@ -153,12 +153,6 @@ class BatteryArbitrage(Task):
         )
         return new_state, out
 
-    def time_index(self, state: BatteryArbitrageState) -> np.ndarray:
-        return state.t
-
-    def episode_day(self, state: BatteryArbitrageState) -> np.ndarray:
-        return state.day_id
-
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when > 1.1 x."""

@@ -441,12 +441,6 @@ class DCMicrogrid(Task):
         )
         return new_state, out
 
-    def time_index(self, state: DCMicrogridState) -> np.ndarray:
-        return state.t
-
-    def episode_day(self, state: DCMicrogridState) -> np.ndarray:
-        return state.day_id
-
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Deadline-driven GPU shares, thermostat cooling, PV-following battery, diesel on deficit.

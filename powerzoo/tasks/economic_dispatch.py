@@ -230,12 +230,6 @@ class EconomicDispatch(Task):
             },
         )
 
-    def time_index(self, state: DispatchState) -> np.ndarray:
-        return state.t
-
-    def episode_day(self, state: DispatchState) -> np.ndarray:
-        return state.day_id
-
     # ---- baselines --------------------------------------------------------------------------
     def merit_order_dispatch(self, total_load_mw: np.ndarray) -> np.ndarray:
         """Units at Pmin, then loaded cheapest first until ``total_load_mw`` [B] is met: [B, n_gen]."""
