@@ -1,6 +1,12 @@
+import os
 import warnings
 
 import pytest
+
+# Small MLPs gain nothing from intra-op threads, and two pytest workers on two cores each
+# spawning a torch pool slows training ~15x; one thread per worker process.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)

@@ -38,12 +38,49 @@ def test_unknown_task_is_a_clean_error():
 
 
 def test_demo_prints_table_and_saves_plot(tmp_path):
-    result = run_cli("demo", "--episodes", "5", "--out", str(tmp_path))
+    result = run_cli("demo", "--episodes", "5", "--out", str(tmp_path), "--timesteps", "2048")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     rows = {line.split()[0]: float(line.split()[2].replace(",", "")) for line in lines
-            if line.split() and line.split()[0] in ("random", "rule_based", "oracle")}
-    assert set(rows) == {"random", "rule_based", "oracle"}
+            if line.split() and line.split()[0] in ("random", "rule_based", "oracle", "ppo_2k")}
+    assert set(rows) == {"random", "rule_based", "oracle", "ppo_2k"}
+    assert (tmp_path / "run" / "evaluation" / "evaluation_metrics.csv").is_file()
     assert rows["oracle"] >= rows["rule_based"] >= rows["random"]
     png = tmp_path / "demo_episode.png"
     assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _tiny_config(tmp_path, **extra):
+    import yaml
+
+    cfg = {"task": "battery_arbitrage", "total_timesteps": 256, "n_envs": 2, "output_dir": str(tmp_path / "runs"),
+           "name": "cli", "algorithm_kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 1},
+           "evaluation": {"freq": 128, "episodes": 2}, **extra}
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_train_eval_resume_from_the_command_line(tmp_path):
+    train = run_cli("train", "-c", str(_tiny_config(tmp_path)))
+    assert train.returncode == 0, train.stderr
+    run = tmp_path / "runs" / "cli"
+    assert f"run folder: {run}" in train.stdout and "env steps: 256 (finished)" in train.stdout
+    evaluated = run_cli("eval", str(run), "--split", "test", "--episodes", "3")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "mean return" in evaluated.stdout and "cost soc_violation" in evaluated.stdout
+    rows = (run / "evaluation" / "eval_test_best.csv").read_text().splitlines()
+    assert rows[0].startswith("day_id,return,length,cost_soc_violation") and len(rows) == 4
+    assert (run / "evaluation" / "eval_test_best_day0.png").read_bytes()[:4] == b"\x89PNG"
+    resumed = run_cli("resume", str(run))  # already at its budget: nothing more to train
+    assert resumed.returncode == 0, resumed.stderr
+    assert "env steps: 256 (finished)" in resumed.stdout
+
+
+def test_train_with_a_bad_config_names_the_field(tmp_path):
+    result = run_cli("train", "-c", str(_tiny_config(tmp_path, evaluation={"every": 5})))
+    assert result.returncode == 2
+    assert "unknown field 'evaluation.every'" in result.stderr and "run.yaml" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run_cli("train", "battery_arbitrage", "-c", "x.yaml")
+    assert result.returncode == 2 and "either a task" in result.stderr

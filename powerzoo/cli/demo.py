@@ -1,15 +1,38 @@
-"""``powerzoo demo``: random, rule-based and oracle policies on ``battery_arbitrage``'s test split."""
+"""``powerzoo demo``: train a small PPO agent on ``battery_arbitrage`` and compare it with the
+random, rule-based and oracle baselines on the test split (table + plot of one test day)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["run_demo"]
+__all__ = ["run_demo", "train_demo_agent", "DEMO_TIMESTEPS"]
 
 TRACE_KEYS = ("price_per_mwh", "p_mw", "soc")
+DEMO_TIMESTEPS = 60_000  # about a minute or two of PPO on two cores
+
+
+def train_demo_agent(out_dir: Path, timesteps: int, progress: bool) -> Any:
+    """Train PPO on battery_arbitrage's train split into ``out_dir/run`` (replacing an earlier demo run)."""
+    import shutil
+
+    from powerzoo.rl.trainer import Trainer
+
+    run_dir = Path(out_dir) / "run"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    trainer = Trainer(
+        "battery_arbitrage", algorithm="PPO", total_timesteps=timesteps, seed=0, n_envs=8,
+        n_steps=256, batch_size=256, output_dir=str(out_dir), name="run",
+        evaluation={"freq": max(timesteps // 6, 1), "episodes": 8}, checkpoint=None,
+        logging={"progress_bar": progress},
+    )
+    trainer.train()
+    trainer.close()
+    return Trainer.load(run_dir, model="best")
 
 
 def _policies(env: Any) -> dict[str, Any]:
@@ -63,8 +86,9 @@ def plot_episode(traces: dict[str, dict[str, np.ndarray]], day_label: str, path:
 
 
 def run_demo(out_dir: str | Path = "results/demo", episodes: int | None = None, plot_day: int = 0,
-             progress: bool = True) -> dict[str, Any]:
-    """Evaluate the three baselines on the test split, print a table, save a plot; return the summaries."""
+             progress: bool = True, timesteps: int = DEMO_TIMESTEPS) -> dict[str, Any]:
+    """Train PPO (unless ``timesteps`` is 0), evaluate it and the three baselines on the test split,
+    print a table, save a plot; return the summaries."""
     from tqdm.auto import tqdm
 
     from powerzoo.benchmarks.evaluation import evaluate_days, rollout
@@ -77,6 +101,14 @@ def run_demo(out_dir: str | Path = "results/demo", episodes: int | None = None, 
     for name, policy in tqdm(_policies(env).items(), desc="policies", disable=not progress):
         results[name] = evaluate_days(env, policy, days, seed=0)
         traces[name] = rollout(env, policy, day_id=plot_day, seed=0, trace_keys=TRACE_KEYS)["trace"]
+    if timesteps > 0:
+        started = time.perf_counter()
+        agent = train_demo_agent(Path(out_dir), timesteps, progress)
+        seconds = time.perf_counter() - started
+        agent_env, name = agent.make_eval_env("test"), f"ppo_{timesteps // 1000}k"
+        results[name] = evaluate_days(agent_env, agent.policy(), days, seed=0)
+        traces[name] = rollout(agent_env, agent.policy(), day_id=plot_day, seed=0, trace_keys=TRACE_KEYS)["trace"]
+        print(f"trained PPO for {timesteps:,} env steps in {seconds:.0f} s (run folder: {Path(out_dir) / 'run'})")
     print(f"battery_arbitrage, test split ({len(days)} days, one episode per day)")
     print(comparison_table(results))
     date = env.unwrapped.task.profiles.dates[env.unwrapped.task.calendar_day(plot_day)]

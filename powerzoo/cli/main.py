@@ -1,4 +1,4 @@
-"""The ``powerzoo`` command: list and describe tasks, run the demo, collect offline datasets."""
+"""The ``powerzoo`` command: list and describe tasks, demo, collect datasets, train / eval / resume agents."""
 
 from __future__ import annotations
 
@@ -28,7 +28,10 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from powerzoo.cli.demo import run_demo
 
-    run_demo(out_dir=args.out, episodes=args.episodes, plot_day=args.day, progress=sys.stderr.isatty())
+    if args.timesteps < 0:
+        raise ValueError(f"--timesteps must be >= 0, got {args.timesteps}")
+    run_demo(out_dir=args.out, episodes=args.episodes, plot_day=args.day, progress=sys.stderr.isatty(),
+             timesteps=args.timesteps)
     return 0
 
 
@@ -89,10 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task")
     p.add_argument("--json", action="store_true", help="print the JSON-ready info dict")
     p.set_defaults(func=_cmd_describe)
-    p = sub.add_parser("demo", help="baselines on battery_arbitrage's test split, table and plot")
+    from powerzoo.cli.demo import DEMO_TIMESTEPS
+
+    p = sub.add_parser("demo", help="train PPO on battery_arbitrage; compare with the baselines on the test split")
     p.add_argument("--out", default="results/demo", help="output folder for the plot (default: results/demo)")
     p.add_argument("--episodes", type=int, default=None, help="number of test days (default: all)")
     p.add_argument("--day", type=int, default=0, help="test day to plot (default: 0)")
+    p.add_argument("--timesteps", type=int, default=DEMO_TIMESTEPS,
+                   help=f"PPO training budget in env steps, 0 to skip training (default: {DEMO_TIMESTEPS})")
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("collect", help="collect an offline RL dataset (HDF5) with a baseline policy")
     p.add_argument("task")
@@ -111,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="step-info keys stored under infos/ (default: constraint_costs cost_sum is_safe)",
     )
     p.set_defaults(func=_cmd_collect)
+    from powerzoo.cli.train import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -119,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, FileExistsError) as err:
         print(f"powerzoo: error: {err}", file=sys.stderr)
         return 2
 

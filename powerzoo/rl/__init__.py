@@ -1,8 +1,37 @@
-"""RL entry points: ``make_env`` (and, later, trainers and configs)."""
+"""RL entry points: ``make_env``, the SB3 ``Trainer``, run configs and the step trainer.
+
+``make_env`` is imported eagerly; everything that needs torch / Stable-Baselines3 (``Trainer``,
+``StepTrainer``, ...) is imported on first attribute access, so ``import powerzoo.rl`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from powerzoo.rl import sb3_compat as _sb3_compat
 from powerzoo.rl.make_env import make_env
 
 _sb3_compat.install()
 
-__all__ = ["make_env"]
+_LAZY = {
+    "Trainer": "powerzoo.rl.trainer",
+    "TrainResult": "powerzoo.rl.trainer",
+    "TrainConfig": "powerzoo.rl.config",
+    "RLConfig": "powerzoo.rl.config",
+    "ConfigError": "powerzoo.rl.config",
+    "StepTrainer": "powerzoo.rl.step_trainer",
+    "StepTrainerConfig": "powerzoo.rl.step_trainer",
+    "MaxSteps": "powerzoo.rl.conditions",
+    "RewardThreshold": "powerzoo.rl.conditions",
+    "NoImprovement": "powerzoo.rl.conditions",
+    "Plateau": "powerzoo.rl.conditions",
+}
+
+__all__ = ["make_env", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'powerzoo.rl' has no attribute {name!r}")

@@ -87,7 +87,7 @@ def info(name: str) -> dict[str, Any]:
             "algorithm_kwargs": {"gamma": spec.gamma},
             "total_timesteps": 100_000,
             "seed": 0,
-            "evaluation": {"split": "val", "eval_freq": 10_000, "n_episodes": 10},
+            "evaluation": {"split": "val", "freq": 10_000, "episodes": 8},
         },
     }
 

@@ -1,0 +1,171 @@
+"""``powerzoo train`` / ``eval`` / ``resume``: the training layer from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["add_parsers", "evaluate_run", "format_summary"]
+
+
+def format_summary(summary: dict[str, Any], title: str) -> str:
+    """A two-column text table of an evaluation summary (return, costs, rates, normalised score)."""
+    rows: list[tuple[str, str]] = [
+        ("episodes", f"{summary['episodes']}"),
+        ("mean return", f"{summary['mean_return']:,.2f}"),
+        ("std return", f"{summary['std_return']:,.2f}"),
+        ("IQM return", f"{summary['iqm_return']:,.2f}"),
+        ("mean length", f"{summary['mean_length']:.1f}"),
+    ]
+    rows += [(f"cost {name} (per episode)", f"{value:,.4f}") for name, value in summary["mean_costs"].items()]
+    rows.append(("violation rate", f"{summary['violation_rate']:.3f}"))
+    score = summary.get("normalized_score")
+    rows.append(("normalised score", "n/a" if score is None else f"{score:.3f}"))
+    width = max(len(k) for k, _ in rows)
+    lines = [title, "-" * len(title)] + [f"{k:<{width}}  {v:>16}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def _print_result(result: Any) -> None:
+    best = result.best_mean_return
+    print(f"run folder: {result.run_dir}")
+    print(f"env steps: {result.num_timesteps:,} ({result.status}{': ' + result.stop_reason if result.stop_reason else ''}), "
+          f"{result.wall_seconds:.1f} s")
+    if best is not None:
+        print(f"best evaluation mean return: {best:,.2f} ({len(result.evaluations)} evaluations)")
+    print(f"evaluate on the test split: powerzoo eval {result.run_dir} --split test")
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from powerzoo.rl.trainer import Trainer
+
+    if (args.config is None) == (args.task is None):
+        raise ValueError("give either a task (powerzoo train TASK --algo PPO) or a config (powerzoo train -c FILE)")
+    overrides: dict[str, Any] = {}
+    for key in ("seed", "n_envs", "name", "output_dir"):
+        value = getattr(args, key)
+        if value is not None:
+            overrides[key] = value
+    if args.eval_freq is not None:
+        overrides["evaluation"] = {"freq": args.eval_freq}
+    if args.progress is not None:
+        overrides["logging"] = {"progress_bar": args.progress}
+    trainer = Trainer(args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides)
+    if trainer.is_multi_agent:
+        result = trainer.train_il() if args.marl == "il" else trainer.train_marl_simultaneous()
+    else:
+        result = trainer.train()
+    trainer.close()
+    _print_result(result)
+    return 0
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from powerzoo.rl.trainer import Trainer
+
+    trainer = Trainer.resume(args.run_dir)
+    if trainer.result is None:
+        print(f"{args.run_dir} was stopped by a stop condition; nothing to resume")
+        return 0
+    trainer.close()
+    _print_result(trainer.result)
+    return 0
+
+
+def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None = None, model: str = "best",
+                 deterministic: bool = True, plot_day: int = 0) -> dict[str, Any]:
+    """Evaluate a run folder's model on ``split``; write a per-episode CSV and a plot of one episode.
+
+    Files (in ``<run_dir>/evaluation/``): ``eval_<split>_<model>.csv`` (one row per episode: day,
+    return, length, cost per constraint) and ``eval_<split>_<model>_day<plot_day>.png``.
+    Returns the summary (as :meth:`powerzoo.rl.trainer.Trainer.evaluate`) plus the two paths.
+    """
+    from powerzoo.benchmarks.evaluation import rollout, summarize_episodes
+    from powerzoo.benchmarks.plots import plot_episode_trace
+    from powerzoo.rl.callbacks import spread_days
+    from powerzoo.rl.trainer import Trainer, _normalized_score
+
+    run_dir = Path(run_dir)
+    trainer = Trainer.load(run_dir, model=model if (run_dir / "evaluation" / "best_model.zip").is_file() or model != "best" else "final")
+    env = trainer.make_eval_env(split) if not trainer.is_multi_agent else trainer._make_multi_agent_eval_env(split)
+    n_days = env.unwrapped.task.n_days if hasattr(env, "unwrapped") else env.core.task.n_days
+    days = list(range(n_days)) if episodes is None else spread_days(n_days, episodes)
+    if not 0 <= plot_day < n_days:
+        raise ValueError(f"--plot-day must be in [0, {n_days - 1}] for the {split} split, got {plot_day}")
+    policy = trainer.policy(deterministic)
+    records = [rollout(env, policy, day_id=d, seed=i) for i, d in enumerate(days)]
+    summary = summarize_episodes(records, env, trainer.task)
+    summary["normalized_score"] = _normalized_score(trainer.task, summary["mean_return"], split) if episodes is None else None
+    names = list(summary["mean_costs"])
+    out_dir = run_dir / "evaluation"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / f"eval_{split}_{model}.csv"
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["day_id", "return", "length", *[f"cost_{n}" for n in names]])
+        for d, r in zip(days, records, strict=True):
+            writer.writerow([d, f"{r['return']:.6f}", r["length"], *[f"{c:.6f}" for c in r["costs"]]])
+    rewards: list[float] = []
+    actions: list[np.ndarray] = []
+    costs: list[np.ndarray] = []
+
+    def on_step(obs: Any, action: Any, reward: Any, next_obs: Any, term: bool, trunc: bool, info: dict) -> None:
+        rewards.append(float(np.sum(reward)))
+        actions.append(np.ravel(info["action_applied"]))
+        costs.append(np.ravel(info["constraint_costs"]))
+
+    rollout(env, policy, day_id=plot_day, seed=0, on_step=on_step)
+    spec = trainer.spec
+    plot_path = plot_episode_trace(
+        np.asarray(rewards), np.stack(actions), np.stack(costs), out_dir / f"eval_{split}_{model}_day{plot_day}.png",
+        title=f"{trainer.task} ({trainer.algorithm}, {model} model), {split} day {plot_day}",
+        step_hours=spec.step_minutes / 60.0, action_names=spec.action.names if not trainer.is_multi_agent else (),
+        cost_names=spec.constraint_names,
+    )
+    summary.update(csv=csv_path, plot=plot_path, model=model)
+    return summary
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    summary = evaluate_run(args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day)
+    print(format_summary(summary, f"{summary['task']} — {args.model} model on the {args.split} split"))
+    print(f"per-episode results: {summary['csv']}")
+    print(f"plot of one episode: {summary['plot']}")
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``train``, ``eval`` and ``resume`` on the ``powerzoo`` sub-parser object."""
+    from powerzoo.rl.algorithms import ALGORITHMS
+
+    p = sub.add_parser("train", help="train an SB3 agent (from a task name or a YAML/JSON run config)")
+    p.add_argument("task", nargs="?", help="registered task (or use -c CONFIG)")
+    p.add_argument("-c", "--config", help="YAML or JSON run config (see powerzoo.rl.config)")
+    p.add_argument("--algo", type=str.upper, choices=ALGORITHMS, default=None, help="algorithm (default: PPO)")
+    p.add_argument("--timesteps", type=int, default=None, help="training budget in env steps")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--n-envs", type=int, default=None, help="parallel training envs")
+    p.add_argument("--eval-freq", type=int, default=None, help="env steps between evaluations")
+    p.add_argument("--name", default=None, help="run folder name (default <ALGO>-<task>-seed<S>-<time>)")
+    p.add_argument("--output-dir", default=None, help="where run folders go (default: runs)")
+    p.add_argument("--marl", choices=("shared", "il"), default="shared",
+                   help="multi-agent tasks: one shared policy (default) or independent learners")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: on when stderr is a terminal)")
+    p.set_defaults(func=_cmd_train)
+    p = sub.add_parser("eval", help="evaluate a run's model: table, per-episode CSV, plot of one episode")
+    p.add_argument("run_dir")
+    p.add_argument("--split", default="test", help="data split (default: test)")
+    p.add_argument("--episodes", type=int, default=None, help="number of days (default: every day of the split)")
+    p.add_argument("--model", choices=("best", "final", "latest"), default="best",
+                   help="which model of the run (default: best, else final)")
+    p.add_argument("--stochastic", action="store_true", help="sample actions instead of the deterministic ones")
+    p.add_argument("--plot-day", type=int, default=0, help="split day to plot (default: 0)")
+    p.set_defaults(func=_cmd_eval)
+    p = sub.add_parser("resume", help="continue a killed or unfinished run from its newest checkpoint")
+    p.add_argument("run_dir")
+    p.set_defaults(func=_cmd_resume)

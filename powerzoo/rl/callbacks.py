@@ -1,0 +1,257 @@
+"""SB3 callbacks of the training layer: evaluation, checkpoints, costs, stop conditions, progress.
+
+All frequencies are in env steps counted over every parallel env (``model.num_timesteps``), so a
+run with 8 envs evaluates as often, in env steps, as a run with one. None of these callbacks
+closes, resets or steps the training env.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
+from powerzoo.rl.policy import ModelPolicy, frozen_obs_stats
+from powerzoo.rl.run_dir import atomic_save, atomic_write_text, write_json
+
+__all__ = [
+    "EvaluationCallback",
+    "CheckpointCallback",
+    "ConstraintCostCallback",
+    "StopConditionCallback",
+    "TqdmProgressCallback",
+    "spread_days",
+]
+
+
+def spread_days(n_days: int, episodes: int) -> list[int]:
+    """``episodes`` split days spread evenly over ``range(n_days)`` (all of them if fewer)."""
+    if episodes >= n_days:
+        return list(range(n_days))
+    return sorted({int(round(x)) for x in np.linspace(0, n_days - 1, episodes)})
+
+
+class ConstraintCostCallback(BaseCallback):
+    """Logs each training episode's summed constraint costs next to SB3's ``rollout/ep_rew_mean``.
+
+    Keys: ``rollout/ep_cost_<name>_mean`` per constraint and ``rollout/ep_cost_sum_mean``, means
+    over the last ``window`` finished episodes (physical units, e.g. MWh).
+    """
+
+    def __init__(self, constraint_names: Sequence[str], window: int = 100) -> None:
+        super().__init__()
+        self.names = tuple(constraint_names)
+        self.finished: deque[np.ndarray] = deque(maxlen=window)
+        self._running: np.ndarray | None = None
+
+    def _on_step(self) -> bool:
+        infos, dones = self.locals.get("infos"), self.locals.get("dones")
+        if infos is None or dones is None or not self.names:
+            return True
+        step = np.asarray([info.get("constraint_costs", np.zeros(len(self.names))) for info in infos], dtype=np.float64)
+        self._running = step if self._running is None else self._running + step
+        for i in np.flatnonzero(dones):
+            self.finished.append(self._running[i].copy())
+            self._running[i] = 0.0
+        return True
+
+    def _on_rollout_end(self) -> None:
+        if not self.finished:
+            return
+        mean = np.mean(np.stack(self.finished), axis=0)
+        for name, value in zip(self.names, mean, strict=True):
+            self.logger.record(f"rollout/ep_cost_{name}_mean", float(value))
+        self.logger.record("rollout/ep_cost_sum_mean", float(mean.sum()))
+
+
+class EvaluationCallback(BaseCallback):
+    """Evaluate every ``eval_freq`` env steps on a separate env; keep the best model; write a CSV.
+
+    Before each evaluation the training ``VecNormalize``'s observation statistics are copied and
+    frozen into the evaluation policy (:class:`~powerzoo.rl.policy.ModelPolicy`); the training
+    env is never touched. Each evaluation runs the same ``day_ids`` of the evaluation split with
+    the same seeds, so evaluations are comparable and a reloaded best model reproduces its score.
+
+    Writes ``evaluation/evaluation_metrics.csv`` (rewritten at every evaluation, one row each),
+    ``evaluation/best_model.zip`` + ``best_vecnormalize.pkl`` + ``best_model.json`` when the mean
+    return improves, and logs ``eval/*`` scalars (return, costs, violation rate) to TensorBoard.
+    """
+
+    def __init__(
+        self,
+        eval_env: Any,
+        eval_dir: str | Path,
+        eval_freq: int,
+        day_ids: Sequence[int],
+        constraint_names: Sequence[str],
+        deterministic: bool = True,
+        seed: int = 0,
+        history: list[dict[str, Any]] | None = None,
+        on_evaluation: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.eval_env = eval_env
+        self.eval_dir = Path(eval_dir)
+        self.eval_freq = int(eval_freq)
+        self.day_ids = list(day_ids)
+        self.names = tuple(constraint_names)
+        self.deterministic = deterministic
+        self.seed = seed
+        # shared with the caller (the trainer checkpoints it), not copied
+        self.history: list[dict[str, Any]] = history if history is not None else []
+        self.on_evaluation = on_evaluation
+        self.next_eval: int | None = None
+
+    @property
+    def best_mean_return(self) -> float:
+        return max((row["mean_return"] for row in self.history), default=-np.inf)
+
+    def _init_callback(self) -> None:
+        self.eval_dir.mkdir(parents=True, exist_ok=True)
+        self.next_eval = (self.model.num_timesteps // self.eval_freq + 1) * self.eval_freq
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_eval:
+            while self.next_eval <= self.num_timesteps:
+                self.next_eval += self.eval_freq
+            self.evaluate_now()
+        return True
+
+    def evaluate_now(self) -> dict[str, Any]:
+        """Run one evaluation at the current step, update the CSV / best model, return its row."""
+        from powerzoo.benchmarks.evaluation import evaluate_days
+
+        vec_normalize = self.model.get_vec_normalize_env()
+        stats = frozen_obs_stats(vec_normalize)
+        policy = ModelPolicy(self.model, stats, deterministic=self.deterministic)
+        started = time.perf_counter()
+        summary = evaluate_days(self.eval_env, policy, self.day_ids, seed=self.seed)
+        row: dict[str, Any] = {
+            "timestep": int(self.num_timesteps),
+            "episodes": summary["episodes"],
+            "mean_return": summary["mean_return"],
+            "std_return": summary["std_return"],
+            "iqm_return": summary["iqm_return"],
+            "mean_length": summary["mean_length"],
+            **{f"cost_{k}": v for k, v in summary["mean_costs"].items()},
+            "violation_rate": summary["violation_rate"],
+            "eval_seconds": round(time.perf_counter() - started, 3),
+        }
+        improved = row["mean_return"] > self.best_mean_return
+        row["new_best"] = improved
+        self.history.append(row)
+        self._write_csv()
+        if improved:
+            self._save_best(row, vec_normalize)
+        for key in ("mean_return", "std_return", "mean_length", "violation_rate"):
+            self.logger.record(f"eval/{key}", row[key])
+        for name in summary["mean_costs"]:
+            self.logger.record(f"eval/cost_{name}", row[f"cost_{name}"])
+        self.logger.dump(self.num_timesteps)
+        if self.on_evaluation is not None:
+            self.on_evaluation(row)
+        return row
+
+    def _write_csv(self) -> None:
+        fields: list[str] = []
+        for row in self.history:
+            fields += [k for k in row if k not in fields]
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(self.history)
+        atomic_write_text(self.eval_dir / "evaluation_metrics.csv", buffer.getvalue())
+
+    def _save_best(self, row: dict[str, Any], vec_normalize: Any) -> None:
+        atomic_save(self.eval_dir / "best_model.zip", self.model.save)
+        if vec_normalize is not None:
+            atomic_save(self.eval_dir / "best_vecnormalize.pkl", lambda p: vec_normalize.save(str(p)))
+        write_json(
+            self.eval_dir / "best_model.json",
+            {"timestep": row["timestep"], "mean_return": row["mean_return"], "day_ids": self.day_ids,
+             "seed": self.seed, "deterministic": self.deterministic},
+        )
+
+
+class CheckpointCallback(BaseCallback):
+    """Call ``save(num_timesteps)`` every ``save_freq`` env steps, between rollouts.
+
+    Saving happens when a rollout starts (after the previous policy update), so a checkpoint
+    never holds a half-collected on-policy rollout: resuming from it repeats no update and skips
+    none. The trainer's ``save`` writes the checkpoint folder atomically.
+    """
+
+    def __init__(self, save_freq: int, save: Callable[[int], Any]) -> None:
+        super().__init__()
+        self.save_freq = int(save_freq)
+        self.save = save
+        self.last_saved = 0
+
+    def _init_callback(self) -> None:
+        self.last_saved = self.model.num_timesteps
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps - self.last_saved >= self.save_freq:
+            self.save(self.num_timesteps)
+            self.last_saved = self.num_timesteps
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class StopConditionCallback(BaseCallback):
+    """Stop ``learn`` when one of ``conditions`` (see :mod:`powerzoo.rl.conditions`) is met.
+
+    ``eval_returns`` is a callable giving the evaluation returns so far. The met condition's
+    description is kept in :attr:`stop_reason`.
+    """
+
+    def __init__(self, conditions: Sequence[Any], eval_returns: Callable[[], list[float]]) -> None:
+        super().__init__()
+        self.conditions = list(conditions)
+        self.eval_returns = eval_returns
+        self.stop_reason: str | None = None
+
+    def _on_step(self) -> bool:
+        if not self.conditions:
+            return True
+        met = first_met(self.conditions, TrainingProgress(int(self.num_timesteps), self.eval_returns()))
+        if met is not None:
+            self.stop_reason = describe_condition(met)
+            return False
+        return True
+
+
+class TqdmProgressCallback(BaseCallback):
+    """A tqdm bar over the run's env-step budget (starts at the resumed step)."""
+
+    def __init__(self, total_timesteps: int, enabled: bool | None = None, desc: str = "training") -> None:
+        super().__init__()
+        self.total = int(total_timesteps)
+        self.enabled = sys.stderr.isatty() if enabled is None else bool(enabled)
+        self.desc = desc
+        self.bar: Any = None
+
+    def _on_training_start(self) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=self.total, initial=self.num_timesteps, desc=self.desc, unit="step",
+                        disable=not self.enabled, dynamic_ncols=True)
+
+    def _on_step(self) -> bool:
+        if self.bar is not None:
+            self.bar.update(self.num_timesteps - self.bar.n)
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

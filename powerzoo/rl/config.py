@@ -1,0 +1,275 @@
+"""Run configs: one YAML or JSON file that describes a whole training run.
+
+The file is parsed with ``yaml.safe_load`` / ``json`` and validated by pydantic models; nothing in
+it is evaluated as code. Unknown and missing fields raise :class:`ConfigError`, which names the
+file and the field (``evaluation.freq``). Minimal file::
+
+    task: battery_arbitrage
+    total_timesteps: 100000
+
+Every field, with its default::
+
+    task: battery_arbitrage          # registered task (required)
+    algorithm: PPO                   # PPO, A2C, SAC, TD3, DDPG
+    policy: MlpPolicy
+    total_timesteps: 100000          # env steps over all parallel envs; or `episodes: N`
+    seed: 0
+    n_envs: 1                        # parallel training envs
+    vec_env: dummy                   # dummy (one process) or subproc
+    env:                             # make_env options of the training env
+      split: train
+      normalize: true                # fixed affine maps: obs ~[-1, 1], actions in [-1, 1]
+      obs_mode: null
+      forecast_horizon: null
+      reward: null                   # preset name or {term: weight}
+      task_kwargs: {}
+    vec_normalize:                   # SB3 running statistics (null or false: off)
+      norm_obs: true
+      norm_reward: true
+      clip_obs: 10.0
+      clip_reward: 10.0
+    algorithm_kwargs: {}             # passed to the SB3 constructor (gamma: 0.999 preset on
+                                     # tasks of >= 168 steps)
+    evaluation:                      # null or false: no evaluation callback
+      split: val
+      freq: 10000                    # env steps between evaluations, whatever n_envs
+      episodes: 8                    # val days, evenly spread over the split
+      deterministic: true
+    checkpoint:                      # null or false: no checkpoints
+      freq: 20000                    # env steps
+      keep: 3                        # most recent checkpoints kept
+      replay_buffer: true            # off-policy algorithms: save the replay buffer too
+    stop_conditions: []              # [{type: reward_threshold, threshold: 1500}, ...]
+    logging:
+      tensorboard: true
+      progress_bar: null             # null: on when stderr is a TTY
+      verbose: 0
+    output_dir: runs                 # the run folder is created inside it
+    name: null                       # default <algorithm>-<task>-seed<S>-<timestamp>
+    torch_threads: 1                 # torch intra-op threads (small MLPs run fastest on one)
+    init_model: null                 # start from a saved model (.zip) instead of scratch
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from powerzoo.rl.algorithms import canonical_algorithm, check_algorithm_kwargs
+from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
+
+__all__ = [
+    "ConfigError",
+    "TrainConfig",
+    "EnvConfig",
+    "VecNormalizeConfig",
+    "EvaluationConfig",
+    "CheckpointConfig",
+    "LoggingConfig",
+    "RLConfig",
+]
+
+
+class ConfigError(ValueError):
+    """A run config that cannot be used; the message names the file (if any) and the field."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EnvConfig(_Section):
+    """``make_env`` options of the training env (the evaluation env copies them)."""
+
+    split: str = "train"
+    normalize: bool = True
+    obs_mode: str | None = None
+    forecast_horizon: int | None = Field(default=None, ge=1)
+    reward: str | dict[str, float] | None = None
+    task_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class VecNormalizeConfig(_Section):
+    """SB3 ``VecNormalize``: running observation / return statistics of the training envs."""
+
+    norm_obs: bool = True
+    norm_reward: bool = True
+    clip_obs: float = Field(default=10.0, gt=0)
+    clip_reward: float = Field(default=10.0, gt=0)
+
+
+class EvaluationConfig(_Section):
+    """Periodic evaluation on a separate env (val split by default)."""
+
+    split: str = "val"
+    freq: int = Field(default=10_000, ge=1)
+    episodes: int = Field(default=8, ge=1)
+    deterministic: bool = True
+
+
+class CheckpointConfig(_Section):
+    """Periodic atomic checkpoints (model, normalisation statistics, RNG, counters)."""
+
+    freq: int = Field(default=20_000, ge=1)
+    keep: int = Field(default=3, ge=1)
+    replay_buffer: bool = True
+
+
+class LoggingConfig(_Section):
+    """TensorBoard, progress bar and SB3 verbosity."""
+
+    tensorboard: bool = True
+    progress_bar: bool | None = None
+    verbose: int = Field(default=0, ge=0, le=2)
+
+
+def _false_to_none(value: Any) -> Any:
+    return None if value is False else value
+
+
+class TrainConfig(_Section):
+    """A whole training run; see the module docstring for the file format."""
+
+    task: str
+    algorithm: str = "PPO"
+    policy: str = "MlpPolicy"
+    total_timesteps: int | None = Field(default=None, ge=1)
+    episodes: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    n_envs: int = Field(default=1, ge=1)
+    vec_env: Literal["dummy", "subproc"] = "dummy"
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    vec_normalize: VecNormalizeConfig | None = Field(default_factory=VecNormalizeConfig)
+    algorithm_kwargs: dict[str, Any] = Field(default_factory=dict)
+    evaluation: EvaluationConfig | None = Field(default_factory=EvaluationConfig)
+    checkpoint: CheckpointConfig | None = Field(default_factory=CheckpointConfig)
+    stop_conditions: list[dict[str, Any]] = Field(default_factory=list)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    output_dir: str = "runs"
+    name: str | None = None
+    torch_threads: int | None = Field(default=1, ge=1)
+    init_model: str | None = None
+
+    _source: str | None = None  # file the config came from (for error messages)
+
+    @field_validator("vec_normalize", "evaluation", "checkpoint", mode="before")
+    @classmethod
+    def _allow_false(cls, value: Any) -> Any:
+        return _false_to_none(value)
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        from powerzoo.tasks.registry import get_task_class
+
+        get_task_class(value)
+        return value
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, value: str) -> str:
+        return canonical_algorithm(value)
+
+    @field_validator("stop_conditions")
+    @classmethod
+    def _valid_conditions(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, spec in enumerate(value):
+            try:
+                condition_from_dict(spec)
+            except ValueError as err:
+                raise ValueError(f"[{i}]: {err} (types: {', '.join(CONDITION_TYPES)})") from None
+        return value
+
+    @model_validator(mode="after")
+    def _budget_and_kwargs(self) -> TrainConfig:
+        if (self.total_timesteps is None) == (self.episodes is None):
+            raise ValueError("give exactly one of total_timesteps or episodes (the training budget)")
+        check_algorithm_kwargs(self.algorithm, self.algorithm_kwargs)
+        return self
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> TrainConfig:
+        """Validate ``data`` (a mapping); errors name ``source`` and the offending field."""
+        where = f"config {source}" if source else "config"
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: expected a mapping of fields, got {type(data).__name__}")
+        try:
+            config = cls.model_validate(data)
+        except ValidationError as err:
+            raise ConfigError(f"{where}: {_format_errors(err)}") from None
+        except ValueError as err:  # raised by validators outside pydantic's wrapping
+            raise ConfigError(f"{where}: {err}") from None
+        config._source = source
+        return config
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> TrainConfig:
+        """Read and validate a YAML (``.yaml``/``.yml``) or JSON (``.json``) run config."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"config file {path} not found")
+        text = path.read_text()
+        try:
+            data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as err:
+            raise ConfigError(f"config {path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {err}") from None
+        return cls.from_dict(data, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every field (the resolved config saved in a run folder)."""
+        return self.model_dump(mode="json")
+
+    def to_file(self, path: str | Path) -> Path:
+        """Write the resolved config as YAML (or JSON for a ``.json`` path), atomically."""
+        from powerzoo.rl.run_dir import atomic_write_text
+
+        path = Path(path)
+        data = self.to_dict()
+        text = json.dumps(data, indent=2) if path.suffix.lower() == ".json" else yaml.safe_dump(data, sort_keys=False)
+        return atomic_write_text(path, text)
+
+    # ---- derived values ------------------------------------------------------------------------
+    def budget_timesteps(self) -> int:
+        """Training budget in env steps (``episodes`` × the task's horizon when given in episodes)."""
+        if self.total_timesteps is not None:
+            return self.total_timesteps
+        from powerzoo.tasks.registry import task_spec
+
+        return int(self.episodes) * task_spec(self.task, **self.env.task_kwargs).horizon
+
+    def stop_condition_objects(self) -> list[Any]:
+        """The ``stop_conditions`` as condition objects (:mod:`powerzoo.rl.conditions`)."""
+        return [condition_from_dict(spec) for spec in self.stop_conditions]
+
+    def build(self) -> Any:
+        """A :class:`powerzoo.rl.trainer.Trainer` for this config (envs and model are built lazily)."""
+        from powerzoo.rl.trainer import Trainer
+
+        return Trainer(self)
+
+    def run(self, stop_conditions: list[Any] | None = None, steps_per_eval: int | None = None) -> Any:
+        """Build the trainer and train until the budget or a stop condition; returns its result."""
+        return self.build().train(stop_conditions=stop_conditions, steps_per_eval=steps_per_eval)
+
+
+RLConfig = TrainConfig
+"""Alias (SPEC 7 names both)."""
+
+
+def _format_errors(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        field = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            parts.append(f"unknown field {field!r}")
+        elif e["type"] == "missing":
+            parts.append(f"missing required field {field!r}")
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+            parts.append(f"field {field!r}: {msg}")
+    return "; ".join(parts)

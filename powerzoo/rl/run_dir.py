@@ -1,0 +1,147 @@
+"""Layout of a run folder and atomic file writes.
+
+::
+
+    <output_dir>/<ALGO>-<task>-seed<S>-<YYYYmmdd-HHMMSS>/
+        config.yaml                       resolved run config
+        run_state.json                    status, env steps, stop reason (rewritten as it goes)
+        tensorboard/                      TensorBoard event files (one run, continued on resume)
+        evaluation/evaluation_metrics.csv one row per evaluation
+        evaluation/best_model.zip         best model on the evaluation split
+        evaluation/best_vecnormalize.pkl  its frozen normalisation statistics (if any)
+        evaluation/best_model.json        when and how well it scored
+        checkpoints/step_<N>/             model.zip, vecnormalize.pkl, replay_buffer.pkl,
+                                          rng.pkl, state.json
+        checkpoints/latest                name of the newest complete checkpoint
+        model.zip, vecnormalize.pkl       final model
+
+Every file is written to a temporary name in the same folder and renamed into place, and a
+checkpoint folder is complete before ``checkpoints/latest`` points at it, so a run killed at any
+moment leaves only whole files behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "run_name",
+    "atomic_write_text",
+    "atomic_save",
+    "write_json",
+    "read_json",
+    "CheckpointStore",
+    "CONFIG_FILE",
+    "STATE_FILE",
+    "TENSORBOARD_DIR",
+    "EVAL_DIR",
+    "MODEL_FILE",
+    "VECNORM_FILE",
+]
+
+CONFIG_FILE = "config.yaml"
+STATE_FILE = "run_state.json"
+TENSORBOARD_DIR = "tensorboard"
+EVAL_DIR = "evaluation"
+CHECKPOINT_DIR = "checkpoints"
+MODEL_FILE = "model.zip"
+VECNORM_FILE = "vecnormalize.pkl"
+REPLAY_FILE = "replay_buffer.pkl"
+RNG_FILE = "rng.pkl"
+
+
+def run_name(algorithm: str, task: str, seed: int, when: float | None = None) -> str:
+    """``<ALGO>-<task>-seed<S>-<YYYYmmdd-HHMMSS>`` (local time)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
+    return f"{algorithm}-{task}-seed{seed}-{stamp}"
+
+
+def atomic_save(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
+
+    ``tmp_path`` keeps ``path``'s suffix (SB3 appends ``.zip`` to names without it).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    return atomic_save(path, lambda p: p.write_text(text))
+
+
+def write_json(path: str | Path, data: Any) -> Path:
+    """Write ``data`` as indented JSON, atomically."""
+    return atomic_write_text(path, json.dumps(data, indent=2, default=float))
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file."""
+    return json.loads(Path(path).read_text())
+
+
+class CheckpointStore:
+    """The ``checkpoints/`` folder of a run: write, list, prune and find the latest checkpoint."""
+
+    def __init__(self, run_dir: str | Path, keep: int = 3) -> None:
+        self.root = Path(run_dir) / CHECKPOINT_DIR
+        self.keep = keep
+
+    @staticmethod
+    def folder_name(num_timesteps: int) -> str:
+        return f"step_{num_timesteps:012d}"
+
+    def write(self, num_timesteps: int, write_files: Callable[[Path], None]) -> Path:
+        """Fill a temporary folder with ``write_files(folder)``, rename it, then point ``latest`` at it."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        final = self.root / self.folder_name(num_timesteps)
+        tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.root))
+        try:
+            write_files(tmp)
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        atomic_write_text(self.root / "latest", final.name)
+        self._prune()
+        return final
+
+    def complete(self) -> list[Path]:
+        """Complete checkpoint folders, oldest first."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if p.is_dir() and p.name.startswith("step_"))
+
+    def latest(self) -> Path | None:
+        """The checkpoint ``latest`` names (or the newest complete folder), or ``None``."""
+        pointer = self.root / "latest"
+        if pointer.is_file():
+            candidate = self.root / pointer.read_text().strip()
+            if candidate.is_dir():
+                return candidate
+        folders = self.complete()
+        return folders[-1] if folders else None
+
+    def _prune(self) -> None:
+        for old in self.complete()[: -self.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        for partial in self.root.glob(".partial-*"):
+            shutil.rmtree(partial, ignore_errors=True)
