@@ -2,7 +2,9 @@
 
 Rule-based and oracle policies compute physical actions from the task; when the env they act
 in is normalised (``make_env(..., normalize=True)``) they read its scalers and convert, so the
-same policy object works on raw and normalised envs.
+same policy object works on raw and normalised envs. They also act in a multi-agent env
+(``make_env(task, framework="auto")`` or ``"pettingzoo"``): ``act(obs_dict, info_dict)`` returns
+``{agent: action}``, the task's joint action split agent-major.
 
 Policies may also define ``seed(seed)``: :func:`seed_policy` calls it when it exists, so that
 evaluation and dataset collection can reproduce an episode from its seed alone.
@@ -10,15 +12,18 @@ evaluation and dataset collection can reproduce an episode from its seed alone.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
+from powerzoo.envs.multi_agent import MultiAgentCore
 from powerzoo.envs.wrappers import NormalizeWrapper
 
-__all__ = ["Policy", "RandomPolicy", "RuleBasedPolicy", "OraclePolicy", "SB3Policy", "seed_policy", "find_normalizer"]
+__all__ = ["Policy", "RandomPolicy", "RuleBasedPolicy", "OraclePolicy", "SB3Policy", "seed_policy", "find_normalizer",
+           "fill_plan_gaps"]
 
 
 class Policy(Protocol):
@@ -145,28 +150,96 @@ def find_normalizer(env: gym.Env) -> NormalizeWrapper | None:
     return None
 
 
-class _TaskPolicy:
-    """Shared plumbing: find the task and the (optional) normaliser of a single-agent env."""
+class _SingleAgentView:
+    """A single-agent env seen by the task policies: physical obs in, env actions out."""
 
     def __init__(self, env: gym.Env) -> None:
-        if not isinstance(env, gym.Env) or not hasattr(env.unwrapped, "task"):
-            raise TypeError(f"{type(self).__name__} needs a PowerZoo env from make_env(...), got {env!r}")
-        self.env = env
         self.task = env.unwrapped.task
+        self._runner = env.unwrapped.runner
         self._normalizer = find_normalizer(env)
         self._obs_dim = self.task.spec.observation.dim
 
-    def _physical_obs(self, obs: np.ndarray) -> np.ndarray:
+    def state(self) -> Any:
+        return self._runner.state
+
+    def physical_obs(self, obs: Any) -> np.ndarray:
+        """Observation batch [1, obs_dim] in physical units (forecast entries dropped)."""
         obs = np.asarray(obs, dtype=np.float64)
         if self._normalizer is not None:
-            scaler = self._normalizer.obs_scaler
-            obs = scaler.mid + scaler.half * obs
-        return obs[..., : self._obs_dim]
+            obs = self._normalizer.obs_scaler.from_unit(obs)
+        return obs[None, : self._obs_dim]
 
-    def _env_action(self, physical: np.ndarray) -> np.ndarray:
+    def env_action(self, physical: np.ndarray) -> np.ndarray:
+        """Physical action [act_dim] -> the env's action (unit range if normalised), float32."""
         if self._normalizer is not None:
             physical = self._normalizer.action_scaler.to_unit(physical)
         return np.asarray(physical, dtype=np.float32)
+
+
+class _MultiAgentView:
+    """A multi-agent dict or PettingZoo Parallel env (one episode at a time) seen by the task policies.
+
+    The task's controllers read the task's default observation mode (``spec.observation``). When
+    the env uses another mode (``obs_mode="local"``, ...) that observation is read from the env's
+    state instead of the agents' observations, i.e. the rule acts as a centralised controller.
+    """
+
+    def __init__(self, env: Any) -> None:
+        core = env.core
+        self.task, self._core = core.task, core
+        self.agents = list(core.agents)
+        spec = self.task.spec
+        self._own_obs = core.obs_mode in (None, spec.default_obs_mode)
+
+    def state(self) -> Any:
+        return self._core.runner.state
+
+    def physical_obs(self, obs: Any) -> np.ndarray:
+        """Observation batch [1, n_agents, obs_dim] of the default mode, physical units."""
+        if not self._own_obs:
+            return np.asarray(self.task.observe(self.state()), dtype=np.float64)
+        stacked = np.stack([np.asarray(obs[a], dtype=np.float64) for a in self.agents])
+        scaler = self._core.obs_scaler
+        return (stacked if scaler is None else scaler.from_unit(stacked))[None]
+
+    def env_action(self, physical: np.ndarray) -> dict[str, np.ndarray]:
+        """Physical joint action [n_agents * act_dim] (agent-major) -> ``{agent: action}``, float32."""
+        scaler = self._core.action_scaler
+        joint = np.asarray(physical if scaler is None else scaler.to_unit(physical), dtype=np.float32)
+        parts = joint.reshape(len(self.agents), self._core.act_dim)
+        return {a: parts[i] for i, a in enumerate(self.agents)}
+
+
+def _env_view(env: Any, policy: str) -> _SingleAgentView | _MultiAgentView:
+    """The view matching ``env``; ``TypeError`` for anything but one PowerZoo env."""
+    if hasattr(env, "num_envs"):
+        raise TypeError(f"{policy} acts on one env; build it with make_env(task) without num_envs")
+    if isinstance(getattr(env, "core", None), MultiAgentCore):
+        return _MultiAgentView(env)
+    if isinstance(env, gym.Env) and hasattr(env.unwrapped, "task"):
+        return _SingleAgentView(env)
+    raise TypeError(f"{policy} needs a PowerZoo env from make_env(...), got {env!r}")
+
+
+class _TaskPolicy:
+    """Shared plumbing: the task, and the conversions of a single- or multi-agent env.
+
+    On a multi-agent env (``make_env(task, framework="auto")`` or ``"pettingzoo"``) ``act`` takes
+    and returns dicts keyed by agent. Raises ``ValueError`` if the task does not list this
+    policy among ``spec.baselines``.
+    """
+
+    name = ""
+
+    def __init__(self, env: Any) -> None:
+        self._view = _env_view(env, type(self).__name__)
+        self.env = env
+        self.task = self._view.task
+        baselines = self.task.spec.baselines
+        if self.name not in baselines:
+            raise ValueError(
+                f"{self.task.spec.task_id} defines no {self.name} baseline (its baselines: {', '.join(baselines)})"
+            )
 
     def reset(self) -> None:
         return None
@@ -177,25 +250,64 @@ class RuleBasedPolicy(_TaskPolicy):
 
     name = "rule_based"
 
-    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
-        physical = self.task.rule_based_action(self._physical_obs(obs)[None, :])[0]
-        return self._env_action(physical)
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        physical = self.task.rule_based_action(self._view.physical_obs(obs))[0]
+        return self._view.env_action(physical)
+
+
+def fill_plan_gaps(plan: np.ndarray, start: int = 0) -> tuple[np.ndarray, int]:
+    """``plan`` [H, act_dim] with non-finite rows from ``start`` on interpolated linearly in time.
+
+    Each gap is filled from the nearest finite rows before and after it (held constant at the
+    ends). Returns the filled copy and the number of rows filled; ``RuntimeError`` if no row is finite.
+    """
+    plan = np.array(plan, dtype=np.float64)
+    rows = np.arange(start, plan.shape[0])
+    good = np.all(np.isfinite(plan[start:]), axis=1)
+    if good.all():
+        return plan, 0
+    if not good.any():
+        raise RuntimeError("the oracle plan has no finite step")
+    bad = rows[~good]
+    for j in range(plan.shape[1]):
+        plan[bad, j] = np.interp(bad, rows[good], plan[rows[good], j])
+    return plan, int(bad.size)
 
 
 class OraclePolicy(_TaskPolicy):
-    """Perfect-foresight optimum of the episode, planned at its first step (``task.oracle_plan``)."""
+    """Perfect-foresight optimum of the episode, planned at its first step (``task.oracle_plan``).
+
+    If the plan has non-finite steps (the task's solver failed on them, e.g. HiGHS on a few
+    DC-OPFs of ``opf_118``), they are interpolated from the neighbouring steps
+    (:func:`fill_plan_gaps`) with a ``RuntimeWarning``; ``fallback_steps`` counts such steps
+    since construction.
+    """
 
     name = "oracle"
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: Any) -> None:
         super().__init__(env)
         self._plan: np.ndarray | None = None
+        self.fallback_steps = 0
 
     def reset(self) -> None:
         self._plan = None
 
-    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
-        step = int(info.get("step", 0))
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        state = self._view.state()
+        step = int(np.asarray(self.task.time_index(state))[0])
         if self._plan is None or step == 0:
-            self._plan = self.task.oracle_plan(self.env.unwrapped.runner.state)[0]
-        return self._env_action(self._plan[step])
+            self._plan = self._make_plan(state, step)
+        return self._view.env_action(self._plan[step])
+
+    def _make_plan(self, state: Any, step: int) -> np.ndarray:
+        plan, filled = fill_plan_gaps(self.task.oracle_plan(state)[0], step)
+        if filled:
+            self.fallback_steps += filled
+            warnings.warn(
+                f"{self.task.spec.task_id}: oracle solver failed on {filled} step(s) of day "
+                f"{int(self.task.episode_day(state)[0])}; interpolated from the neighbouring steps",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return plan

@@ -1,0 +1,112 @@
+"""Compute the baseline table ``powerzoo/benchmarks/baselines.json`` (random / rule-based / oracle).
+
+Usage::
+
+    python benchmarks/compute_baselines.py                      # every task, every test day
+    python benchmarks/compute_baselines.py --tasks opf_118_7d --max-episodes 20
+    python benchmarks/compute_baselines.py --max-episodes 77 opf_118_7d=20
+
+Rows of the tasks computed replace those with the same (task, split, policy) in the output file;
+other rows are kept (``--fresh`` starts an empty table). The file is written atomically.
+See :mod:`powerzoo.benchmarks.baselines` for the protocol and the schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from powerzoo.benchmarks.baselines import BASELINES_FILE, PROTOCOL, compute_baselines
+
+
+def parse_max_episodes(values: list[str] | None) -> int | dict[str, int] | None:
+    """``["20"]`` -> 20; ``["77", "opf_118_7d=20"]`` -> ``{task: n}`` (the bare number is the default)."""
+    if not values:
+        return None
+    default: int | None = None
+    per_task: dict[str, int] = {}
+    for value in values:
+        name, sep, number = value.rpartition("=")
+        if sep:
+            per_task[name] = int(number)
+        else:
+            default = int(number)
+    if not per_task:
+        return default
+    from powerzoo.tasks import list_tasks
+
+    return {t: per_task.get(t, default) for t in list_tasks() if per_task.get(t, default) is not None}
+
+
+def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``old`` with rows of the same (task, split, policy) replaced by ``new``'s, sorted by task."""
+    key = lambda r: (r["task"], r["split"], r["policy"])  # noqa: E731
+    merged = {key(r): r for r in old} | {key(r): r for r in new}
+    return sorted(merged.values(), key=lambda r: (r["task"], r["split"]))
+
+
+def write_json_atomic(payload: dict[str, Any], path: Path) -> None:
+    """Write ``payload`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=1)
+            f.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the table is package data
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """Plain-text table: task, policy, episodes, mean / std / IQM return, mean cost sum, seconds."""
+    header = f"{'task':<18} {'policy':<11} {'episodes':>8} {'mean return':>16} {'std':>13} {'iqm':>16} {'costs/ep':>11} {'s':>7}"
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        cost = sum(r["mean_costs"].values())
+        lines.append(
+            f"{r['task']:<18} {r['policy']:<11} {r['episodes']:>8d} {r['mean']:>16,.2f} {r['std']:>13,.2f} "
+            f"{r['iqm']:>16,.2f} {cost:>11.4g} {r['seconds']:>7.1f}"
+        )
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="Compute PowerZoo's baseline table (baselines.json).")
+    parser.add_argument("--tasks", nargs="+", default=None, help="task names (default: every registered task)")
+    parser.add_argument("--split", default="test", help="split to evaluate (default: test)")
+    parser.add_argument("--seed", type=int, default=0, help="reset seeds seed + i and the random policy's seed")
+    parser.add_argument(
+        "--max-episodes", nargs="+", default=None, metavar="N|TASK=N",
+        help="episodes per task (default: every split day); TASK=N sets one task, a bare N the others",
+    )
+    parser.add_argument("--output", type=Path, default=BASELINES_FILE, help=f"JSON file (default: {BASELINES_FILE})")
+    parser.add_argument("--fresh", action="store_true", help="do not keep rows of other tasks from --output")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    started = time.perf_counter()
+    rows = compute_baselines(args.tasks, args.split, args.seed, parse_max_episodes(args.max_episodes))
+    seconds = time.perf_counter() - started
+    old = [] if args.fresh or not args.output.is_file() else json.loads(args.output.read_text())["results"]
+    command = "python benchmarks/compute_baselines.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    payload = {"generated_by": command.strip(), "protocol": PROTOCOL, "results": merge_rows(old, rows)}
+    write_json_atomic(payload, args.output)
+    print(format_table(rows))
+    print(f"wrote {args.output} ({len(rows)} rows computed in {seconds:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
