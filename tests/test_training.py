@@ -119,7 +119,9 @@ def test_run_folder_layout(short_run):
     for rel in ("config.yaml", "run_state.json", "model.zip", "vecnormalize.pkl", "evaluation/evaluation_metrics.csv",
                 "evaluation/best_model.zip", "evaluation/best_vecnormalize.pkl", "checkpoints/latest"):
         assert (run / rel).is_file(), rel
-    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
+    tags = _tensorboard_tags(run / "tensorboard")
+    assert {"rollout/ep_rew_mean", "rollout/ep_cost_soc_violation_mean", "eval/mean_return",
+            "eval/cost_soc_violation"} <= tags
     checkpoints = sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir())
     assert checkpoints == ["step_000000000512", "step_000000000768"]  # keep=2 prunes the oldest
     assert yaml.safe_load((run / "config.yaml").read_text())["algorithm_kwargs"] == TINY_PPO
@@ -178,6 +180,14 @@ def test_reward_threshold_stops_the_run(tmp_path):
 
 
 # ---- SIGKILL and resume ------------------------------------------------------------------------------
+def _tensorboard_tags(folder: Path) -> set[str]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(folder))
+    acc.Reload()
+    return set(acc.Tags()["scalars"])
+
+
 def _tensorboard_steps(folder: Path, tag: str) -> list[int]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

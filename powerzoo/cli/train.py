@@ -90,7 +90,9 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
     from powerzoo.rl.trainer import Trainer, _normalized_score
 
     run_dir = Path(run_dir)
-    trainer = Trainer.load(run_dir, model=model if (run_dir / "evaluation" / "best_model.zip").is_file() or model != "best" else "final")
+    if model == "best" and not (run_dir / "evaluation" / "best_model.zip").is_file():
+        model = "final"  # runs without evaluations (and multi-agent runs) have no best model
+    trainer = Trainer.load(run_dir, model=model)
     env = trainer.make_eval_env(split) if not trainer.is_multi_agent else trainer._make_multi_agent_eval_env(split)
     n_days = env.unwrapped.task.n_days if hasattr(env, "unwrapped") else env.core.task.n_days
     days = list(range(n_days)) if episodes is None else spread_days(n_days, episodes)
@@ -132,7 +134,7 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     summary = evaluate_run(args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day)
-    print(format_summary(summary, f"{summary['task']} — {args.model} model on the {args.split} split"))
+    print(format_summary(summary, f"{summary['task']} — {summary['model']} model on the {args.split} split"))
     print(f"per-episode results: {summary['csv']}")
     print(f"plot of one episode: {summary['plot']}")
     return 0
