@@ -262,3 +262,21 @@ def test_every_task_has_a_valid_preset_and_template():
         if info(task)["horizon"] >= 168:
             assert cfg.algorithm_kwargs["gamma"] == 0.999
         assert TrainConfig.from_dict(info(task)["config_template"]).task == task
+
+
+@pytest.mark.slow
+def test_trainer_train_il_on_marl_opf_beats_random_and_reloads(tmp_path):
+    from powerzoo.benchmarks.evaluation import evaluate_days
+    from powerzoo.benchmarks.policies import RandomPolicy
+    from powerzoo.rl import Trainer, make_env
+
+    trainer = Trainer("marl_opf", seed=0, output_dir=str(tmp_path), logging={"progress_bar": False})
+    result = trainer.train_il(rounds=2, steps_per_round=256)
+    assert sorted(p.name for p in (result.run_dir / "agents").iterdir()) == [f"gen_{i}.zip" for i in range(5)]
+    learned = trainer.evaluate(split="test", n_episodes=4)
+    env = make_env("marl_opf", split="test", framework="auto", normalize=True)
+    random = evaluate_days(env, RandomPolicy(env.action_space, seed=0), [0, 25, 51, 76])
+    assert learned["mean_return"] > 0.7 * random["mean_return"], (learned["mean_return"], random["mean_return"])
+    assert Trainer.load(result.run_dir).evaluate(split="test", n_episodes=4)["mean_return"] == learned["mean_return"]
+    with pytest.raises(ValueError, match="multi-agent"):
+        trainer.get_env()
