@@ -280,3 +280,23 @@ def test_trainer_train_il_on_marl_opf_beats_random_and_reloads(tmp_path):
     assert Trainer.load(result.run_dir).evaluate(split="test", n_episodes=4)["mean_return"] == learned["mean_return"]
     with pytest.raises(ValueError, match="multi-agent"):
         trainer.get_env()
+
+
+def test_seed_page_pattern1_sac_with_checkpoint_callback(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.callbacks import CheckpointCallback
+
+    from powerzoo.rl import make_env
+
+    env = make_env("battery_arbitrage", normalize=True, seed=0)
+    model = SAC(
+        "MlpPolicy", env,
+        learning_rate=3e-4, buffer_size=200_000,
+        verbose=1, tensorboard_log="./logs/",
+    )
+    cb = CheckpointCallback(save_freq=100, save_path="./ckpt/")
+    model.learn(total_timesteps=300, callback=cb)  # the page uses 200_000
+    assert model.num_timesteps == 300
+    assert sorted(p.name for p in Path("ckpt").iterdir()) == [f"rl_model_{n}_steps.zip" for n in (100, 200, 300)]
+    assert list(Path("logs").rglob("events.out.tfevents.*"))

@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     from powerzoo.cli.train import add_parsers
 
     add_parsers(sub)
+    from powerzoo.cli.bench import add_parser
+
+    add_parser(sub)
     return parser
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +78,15 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
 
 def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None = None, model: str = "best",
-                 deterministic: bool = True, plot_day: int = 0) -> dict[str, Any]:
+                 deterministic: bool = True, plot_day: int = 0, progress: bool = False) -> dict[str, Any]:
     """Evaluate a run folder's model on ``split``; write a per-episode CSV and a plot of one episode.
 
     Files (in ``<run_dir>/evaluation/``): ``eval_<split>_<model>.csv`` (one row per episode: day,
     return, length, cost per constraint) and ``eval_<split>_<model>_day<plot_day>.png``.
     Returns the summary (as :meth:`powerzoo.rl.trainer.Trainer.evaluate`) plus the two paths.
     """
+    from tqdm.auto import tqdm
+
     from powerzoo.benchmarks.evaluation import rollout, summarize_episodes
     from powerzoo.benchmarks.plots import plot_episode_trace
     from powerzoo.rl.callbacks import spread_days
@@ -99,7 +102,8 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
     if not 0 <= plot_day < n_days:
         raise ValueError(f"--plot-day must be in [0, {n_days - 1}] for the {split} split, got {plot_day}")
     policy = trainer.policy(deterministic)
-    records = [rollout(env, policy, day_id=d, seed=i) for i, d in enumerate(days)]
+    records = [rollout(env, policy, day_id=d, seed=i)
+               for i, d in enumerate(tqdm(days, desc=f"evaluating on {split}", unit="episode", disable=not progress))]
     summary = summarize_episodes(records, env, trainer.task)
     summary["normalized_score"] = _normalized_score(trainer.task, summary["mean_return"], split) if episodes is None else None
     names = list(summary["mean_costs"])
@@ -133,7 +137,8 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    summary = evaluate_run(args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day)
+    summary = evaluate_run(args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day,
+                           progress=sys.stderr.isatty())
     print(format_summary(summary, f"{summary['task']} — {summary['model']} model on the {args.split} split"))
     print(f"per-episode results: {summary['csv']}")
     print(f"plot of one episode: {summary['plot']}")
