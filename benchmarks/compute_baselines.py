@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from powerzoo.benchmarks.baselines import BASELINES_FILE, PROTOCOL, compute_baselines
+from powerzoo.fileio import write_json
 
 
 def parse_max_episodes(values: list[str] | None) -> int | dict[str, int] | None:
@@ -50,21 +49,6 @@ def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dic
     key = lambda r: (r["task"], r["split"], r["policy"])  # noqa: E731
     merged = {key(r): r for r in old} | {key(r): r for r in new}
     return sorted(merged.values(), key=lambda r: (r["task"], r["split"]))
-
-
-def write_json_atomic(payload: dict[str, Any], path: Path) -> None:
-    """Write ``payload`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=1)
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the table is package data
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -102,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     old = [] if args.fresh or not args.output.is_file() else json.loads(args.output.read_text())["results"]
     command = "python benchmarks/compute_baselines.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     payload = {"generated_by": command.strip(), "protocol": PROTOCOL, "results": merge_rows(old, rows)}
-    write_json_atomic(payload, args.output)
+    write_json(args.output, payload, indent=1)
     print(format_table(rows))
     print(f"wrote {args.output} ({len(rows)} rows computed in {seconds:.1f} s)")
     return 0

@@ -22,14 +22,14 @@ moment leaves only whole files behind.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from powerzoo.fileio import atomic_save, atomic_write_text, read_json, write_json
 
 __all__ = [
     "run_name",
@@ -61,39 +61,6 @@ def run_name(algorithm: str, task: str, seed: int, when: float | None = None) ->
     """``<ALGO>-<task>-seed<S>-<YYYYmmdd-HHMMSS>`` (local time)."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
     return f"{algorithm}-{task}-seed{seed}-{stamp}"
-
-
-def atomic_save(path: str | Path, write: Callable[[Path], Any]) -> Path:
-    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
-
-    ``tmp_path`` keeps ``path``'s suffix (SB3 appends ``.zip`` to names without it).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically."""
-    return atomic_save(path, lambda p: p.write_text(text))
-
-
-def write_json(path: str | Path, data: Any) -> Path:
-    """Write ``data`` as indented JSON, atomically."""
-    return atomic_write_text(path, json.dumps(data, indent=2, default=float))
-
-
-def read_json(path: str | Path) -> Any:
-    """Read a JSON file."""
-    return json.loads(Path(path).read_text())
 
 
 class CheckpointStore:

@@ -1,0 +1,57 @@
+"""Atomic file writes: write to a temporary file in the target folder, then rename it into place.
+
+A reader (or a crash) never sees a half-written file: it finds the old file or the new one.
+Files get ordinary permissions (``0o666`` minus the umask), not ``tempfile``'s private ``0o600``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["atomic_save", "atomic_write_text", "write_json", "read_json"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_save(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``; returns ``path``.
+
+    ``tmp_path`` keeps ``path``'s suffix (some writers, such as SB3's ``save``, append ``.zip``
+    to names without it). The temporary file is removed if ``write`` fails.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return atomic_save(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def write_json(path: str | Path, data: Any, indent: int = 2) -> Path:
+    """Write ``data`` as JSON (numpy scalars as floats), atomically."""
+    return atomic_write_text(path, json.dumps(data, indent=indent, default=float) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
