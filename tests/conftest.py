@@ -1,4 +1,5 @@
 import os
+import sys
 import warnings
 
 import pytest
@@ -7,6 +8,19 @@ import pytest
 # spawning a torch pool slows training ~15x; one thread per worker process.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny MLPs run fastest on one thread and do not fight the other pytest worker for cores."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)

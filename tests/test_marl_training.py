@@ -2,17 +2,14 @@
 
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
+from stable_baselines3 import A2C, PPO, SAC
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-pytest.importorskip("stable_baselines3")
-import torch  # noqa: E402
-from gymnasium.utils.env_checker import check_env  # noqa: E402
-from stable_baselines3 import A2C, PPO, SAC  # noqa: E402
-from stable_baselines3.common.env_checker import check_env as sb3_check_env  # noqa: E402
-
-from powerzoo.benchmarks.evaluation import evaluate_days  # noqa: E402
-from powerzoo.benchmarks.policies import RandomPolicy, SB3Policy  # noqa: E402
-from powerzoo.rl import make_env  # noqa: E402
-from powerzoo.rl.marl import (  # noqa: E402
+from powerzoo.benchmarks.evaluation import evaluate_days
+from powerzoo.benchmarks.policies import RandomPolicy, SB3Policy
+from powerzoo.rl import make_env
+from powerzoo.rl.marl import (
     AgentsAsVecEnv,
     SharedPolicy,
     SingleAgentView,
@@ -24,15 +21,6 @@ TASK = "marl_opf"
 AGENTS = [f"gen_{i}" for i in range(5)]
 TEST_DAYS = [0, 10, 20, 30, 40, 50, 60, 70]  # 8 of the 77 test-split days
 TIME_REMAINING = 2  # index of ``time_remaining`` in the global observation (normalised: 1 at the start, -1 at the end)
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny MLPs run fastest on one thread, and do not fight other processes for cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _parallel_env(seed: int = 0):

@@ -186,10 +186,6 @@ def test_multi_agent_dict_env_dataset_keeps_an_agent_axis(tmp_path):
 
 
 def test_seed_page_pattern6_verbatim_on_marl_opf(tmp_path):
-    from powerzoo.tasks import list_tasks
-
-    if "marl_opf" not in list_tasks():
-        pytest.skip("marl_opf is not registered")
     env = make_env("marl_opf", framework="auto")  # task adapter
     gen = DatasetGenerator(env, info_keys=["cost_sum", "is_safe"])
     dataset = gen.collect(

@@ -12,27 +12,16 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
+from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
+from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-pytest.importorskip("stable_baselines3")
-torch = pytest.importorskip("torch")
-
-from stable_baselines3 import A2C, DQN, PPO, SAC, TD3  # noqa: E402
-from stable_baselines3.common.noise import NormalActionNoise  # noqa: E402
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize  # noqa: E402
-
-from powerzoo.rl import make_env  # noqa: E402
-from powerzoo.rl.step_trainer import StepResult, StepTrainer, StepTrainerConfig  # noqa: E402
+from powerzoo.rl import make_env
+from powerzoo.rl.step_trainer import StepResult, StepTrainer, StepTrainerConfig
 
 QUIET = {"headless": True, "disable_progressbar": True}
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    # Tiny networks: extra threads only add contention on small CI machines.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 class ToyEnv(gym.Env):
