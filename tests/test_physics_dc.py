@@ -10,12 +10,25 @@ cross-checked against pandapower's ``rundcpp`` on the same networks.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
+import subprocess
+import sys
+import warnings
+from importlib.metadata import version
 
 import numpy as np
 import pytest
 
-from powerzoo.physics.cases import CASE_NAMES, NetworkCase, load_case
+from powerzoo.physics import cases as cases_mod
+from powerzoo.physics.cases import (
+    CACHE_SCHEMA_VERSION,
+    CASE_NAMES,
+    NetworkCase,
+    cache_dir,
+    load_case,
+)
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
 from powerzoo.physics.dc_power_flow import (
     bus_injection_mw,
@@ -124,6 +137,122 @@ def test_case118_dimensions():
     assert case.slack_bus == 68
     assert case.is_quadratic
     assert int(case.branch_is_trafo.sum()) == 13
+
+
+# --------------------------------------------------------------------------- disk cache
+
+
+def _assert_same_case(a: NetworkCase, b: NetworkCase) -> None:
+    """Every field identical: values, dtypes and shapes of the arrays, types of the scalars."""
+    for field in dataclasses.fields(NetworkCase):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(y, np.ndarray):
+            assert isinstance(x, np.ndarray), field.name
+            assert x.dtype == y.dtype and x.shape == y.shape, field.name
+            np.testing.assert_array_equal(x, y, err_msg=field.name, strict=True)
+            assert not x.flags.writeable, field.name
+        else:
+            assert type(x) is type(y) and x == y, field.name
+
+
+# load_case without the in-process cache: every call goes to the disk cache / pandapower
+_load_uncached = cases_mod._load_case_cached.__wrapped__
+
+
+def test_cache_dir_resolution(tmp_path, monkeypatch):
+    monkeypatch.setenv("POWERZOO_CACHE_DIR", str(tmp_path / "pz"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "pz"
+    monkeypatch.delenv("POWERZOO_CACHE_DIR")
+    assert cache_dir() == tmp_path / "xdg" / "powerzoo"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "powerzoo"
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_case_disk_cache_round_trip_is_exact(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("POWERZOO_CACHE_DIR", str(tmp_path / "pz"))
+    path = cases_mod._cache_path(name)
+    assert path.parent == tmp_path / "pz"
+    assert path.name == (
+        f"{name}-pandapower{version('pandapower')}-schema{CACHE_SCHEMA_VERSION}.npz"
+    )
+    assert not path.exists()
+    fresh = _load_uncached(name)  # miss: built from pandapower, then written
+    assert path.is_file()
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+    def no_pandapower(_name):
+        raise AssertionError("cache hit must not rebuild the case")
+
+    monkeypatch.setattr(cases_mod, "_build_case", no_pandapower)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cached = _load_uncached(name)
+    _assert_same_case(cached, fresh)
+    _assert_same_case(cached, load_case(name))
+
+
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[:200])
+
+
+def _garbage(path):
+    path.write_bytes(b"not an npz file")
+
+
+def _drop_field(path):
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files if k != "gen_c2_per_mw2h"}
+    np.savez(path, **arrays)
+
+
+def _wrong_dtype(path):
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["gen_bus"] = arrays["gen_bus"].astype(float)
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize("corrupt", [_truncate, _garbage, _drop_field, _wrong_dtype])
+def test_corrupt_case_cache_warns_and_is_rebuilt(corrupt, tmp_path, monkeypatch):
+    monkeypatch.setenv("POWERZOO_CACHE_DIR", str(tmp_path))
+    fresh = _load_uncached("case5")
+    path = cases_mod._cache_path("case5")
+    corrupt(path)
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        rebuilt = _load_uncached("case5")
+    _assert_same_case(rebuilt, fresh)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _assert_same_case(_load_uncached("case5"), fresh)  # the file was rewritten
+
+
+def test_unwritable_case_cache_only_warns(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("POWERZOO_CACHE_DIR", str(blocker / "sub"))  # mkdir fails
+    with pytest.warns(RuntimeWarning, match="cannot write"):
+        case = _load_uncached("case5")
+    _assert_same_case(case, load_case("case5"))
+
+
+def test_warm_case_cache_does_not_import_pandapower(tmp_path):
+    env = dict(os.environ, POWERZOO_CACHE_DIR=str(tmp_path))
+    code = (
+        "import sys; from powerzoo.physics.cases import load_case; "
+        "c = load_case('case118'); assert c.n_bus == 118; "
+        "print('pandapower' in sys.modules, 'pandas' in sys.modules)"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert runs[0].stdout.split() == ["True", "True"]  # cold: built from pandapower
+    assert runs[1].stdout.split() == ["False", "False"]  # warm: read from the .npz only
 
 
 # --------------------------------------------------------------------------- PTDF / flows
@@ -278,8 +407,16 @@ def test_lmp_equals_finite_difference_of_cost_under_congestion():
     loads = np.repeat(case.bus_pd_mw[None], len(buses), axis=0)
     loads[np.arange(len(buses)), buses] += eps
     bumped = solve_dc_opf(case, loads, line_limit_scale=scale)
-    fd = (bumped.cost_per_h - base.cost_per_h) / eps
-    np.testing.assert_allclose(fd, base.lmp_per_mwh[buses], atol=1e-3)
+    lowered = solve_dc_opf(case, 2 * np.repeat(case.bus_pd_mw[None], len(buses), axis=0) - loads, line_limit_scale=scale)
+    right = (bumped.cost_per_h - base.cost_per_h) / eps
+    left = (base.cost_per_h - lowered.cost_per_h) / eps
+    # cost(demand) is convex and piecewise quadratic: the LMP is a subgradient, between the one-sided
+    # derivatives (equal to both where the active set does not change; at a kink the dual is not unique)
+    lmp = base.lmp_per_mwh[buses]
+    assert np.all(left - 1e-3 <= lmp) and np.all(lmp <= right + 1e-3), (left, lmp, right)
+    smooth = np.abs(right - left) < 1e-3
+    assert smooth.sum() >= 3
+    np.testing.assert_allclose(right[smooth], lmp[smooth], atol=1e-3)
 
 
 def test_batched_opf_matches_single_and_flags_infeasible():
@@ -336,3 +473,151 @@ def test_dispatch_cost_and_overload_batched():
     assert over.shape == (32, case.n_branch)
     np.testing.assert_allclose(over, np.maximum(np.abs(flows) - 0.01 * case.branch_rate_a_mw, 0.0))
     assert np.all(line_overload_mw(load_case("case5"), np.full((2, 6), 1e6))[:, 1:5] == 0.0)
+
+
+# --------------------------------------------------------------------------- solver robustness
+#
+# HiGHS's active-set QP solver (the only QP method of highspy) stops with "Non-convex" /
+# model status "Not Set" on a few convex soft-limit QPs of opf_118 (positive semidefinite
+# Hessian: the slack columns have zero curvature).  These loads come from the task itself.
+
+
+@functools.cache
+def _opf_118_test_day(day_id: int):
+    """(task, oracle plan, bus loads [48, n_bus]) of opf_118's test split day ``day_id``."""
+    from powerzoo.tasks import make_task
+    from powerzoo.tasks.economic_dispatch import LOAD_SCALE
+
+    task = make_task("opf_118", split="test")
+    state = task.reset(np.random.default_rng(0), np.array([day_id]))
+    demand = task._demand_at(state, np.arange(task.spec.horizon))[0]
+    loads = demand[:, None] * (task.case.bus_pd_mw * LOAD_SCALE)
+    return task, task.oracle_plan(state)[0], loads
+
+
+def _dc_opf_kkt_violation(case, res, load, penalty) -> float:
+    """Largest violation [$/MWh] of the generators' optimality conditions: each unit's
+    marginal cost equals the LMP at its bus unless it sits at a limit (with the right sign)."""
+    p = res.gen_p_mw
+    marginal = case.gen_c1_per_mwh + 2.0 * case.gen_c2_per_mw2h * p
+    price = res.lmp_per_mwh[case.gen_bus]
+    gap = marginal - price
+    at_min = p <= case.gen_pmin_mw + 1e-6
+    at_max = p >= case.gen_pmax_mw - 1e-6
+    viol = np.where(
+        at_min, np.maximum(-gap, 0.0), np.where(at_max, np.maximum(gap, 0.0), np.abs(gap))
+    )
+    # soft limits: a branch's shadow price is bounded by the penalty
+    viol = np.append(viol, np.maximum(np.abs(res.branch_mu_per_mwh) - penalty, 0.0))
+    return float(viol.max())
+
+
+@pytest.mark.parametrize("day_id, step", [(30, 35), (73, 34)])
+def test_previously_failing_opf_118_loads_solve_to_optimality(day_id, step):
+    from powerzoo.tasks.economic_dispatch import OVERLOAD_PENALTY
+
+    task, plan, loads = _opf_118_test_day(day_id)
+    assert np.all(np.isfinite(plan))  # the oracle plan used to have a NaN step here
+    case = task.case
+    res = solve_dc_opf(case, loads[step], soft_line_penalty=OVERLOAD_PENALTY)
+    assert res.status == "optimal"
+    np.testing.assert_allclose(plan[step], res.gen_p_mw, atol=1e-3)
+    assert res.gen_p_mw.sum() == pytest.approx(loads[step].sum(), abs=1e-6)
+    assert _dc_opf_kkt_violation(case, res, loads[step], OVERLOAD_PENALTY) < 1e-3
+    np.testing.assert_allclose(
+        line_overload_mw(case, res.branch_flow_mw), res.line_slack_mw, atol=1e-6
+    )
+    # same optimum as the independent interior-point method
+    ipm = _solve_with(case, loads[step], ["interior point"], soft_line_penalty=OVERLOAD_PENALTY)
+    assert ipm.status == "optimal"
+    assert res.objective_per_h == pytest.approx(ipm.objective_per_h, abs=1e-3)
+    np.testing.assert_allclose(res.gen_p_mw, ipm.gen_p_mw, atol=1e-2)
+    # (LMPs are not compared: a branch sits exactly at its limit, so the duals are not unique)
+    # the neighbouring steps as one batch (warm-started solves)
+    batch = solve_dc_opf(case, loads[step - 2 : step + 3], soft_line_penalty=OVERLOAD_PENALTY)
+    assert batch.success and np.all(np.isfinite(batch.gen_p_mw))
+    assert batch.objective_per_h[2] == pytest.approx(res.objective_per_h, abs=1e-3)
+
+
+def _solve_with(case, load, methods, **kwargs):
+    """solve_dc_opf restricted to the named methods of the solver chain."""
+    from powerzoo.physics import dc_opf
+
+    original = dc_opf._SolverChain.__init__
+
+    def restricted(self, model, base_mva):
+        original(self, model, base_mva)
+        names = [n for n in self._recipes if any(n.startswith(m) for m in methods)]
+        self._recipes = {n: self._recipes[n] for n in names}
+
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(dc_opf._SolverChain, "__init__", restricted)
+        return solve_dc_opf(case, load, **kwargs)
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("case5", {}),
+        ("case5", {"line_limit_scale": 0.5, "soft_line_penalty": 20.0}),
+        ("case14", {}),
+        ("case118", {}),
+        ("case118", {"line_limit_scale": 0.05, "soft_line_penalty": 100.0}),
+    ],
+)
+def test_interior_point_fallback_matches_highs(name, kwargs):
+    case = load_case(name)
+    highs = solve_dc_opf(case, **kwargs)
+    ipm = _solve_with(case, None, ["interior point"], **kwargs)
+    assert highs.status == ipm.status == "optimal"
+    assert ipm.objective_per_h == pytest.approx(highs.objective_per_h, rel=1e-8, abs=1e-3)
+    np.testing.assert_allclose(ipm.gen_p_mw, highs.gen_p_mw, atol=2e-3)
+    np.testing.assert_allclose(ipm.line_slack_mw, highs.line_slack_mw, atol=1e-4)
+    if "soft_line_penalty" not in kwargs:  # unique duals (no soft-limit kinks here)
+        np.testing.assert_allclose(ipm.lmp_per_mwh, highs.lmp_per_mwh, atol=1e-3)
+
+
+def test_case5_interior_point_reproduces_matpower():
+    case = load_case("case5")
+    res = _solve_with(case, None, ["interior point"])
+    assert res.cost_per_h == pytest.approx(17479.90, abs=0.01)
+    np.testing.assert_allclose(res.lmp_per_mwh, [16.98, 26.38, 30.00, 39.94, 10.00], atol=0.01)
+
+
+def test_highs_failure_falls_back_and_total_failure_raises(monkeypatch):
+    from powerzoo.physics import dc_opf
+
+    case = load_case("case118")
+    loads = case.bus_pd_mw * np.array([[0.8], [0.9], [1.0]])
+    reference = solve_dc_opf(case, loads, line_limit_scale=0.05, soft_line_penalty=100.0)
+    assert reference.success
+
+    calls = []
+    original_call = dc_opf._HighsQP.__call__
+
+    def flaky(self, lo, up):
+        calls.append(self.scale)
+        if self.scale == 1.0 and len(calls) == 2:  # primary fails on the 2nd load only
+            return "not set", None, None
+        return original_call(self, lo, up)
+
+    monkeypatch.setattr(dc_opf._HighsQP, "__call__", flaky)
+    res = solve_dc_opf(case, loads, line_limit_scale=0.05, soft_line_penalty=100.0)
+    assert res.success and calls == [1.0, 1.0, case.base_mva, 1.0]
+    np.testing.assert_allclose(res.objective_per_h, reference.objective_per_h, atol=1e-3)
+
+    def broken(self, lo, up):
+        return "not set", None, None
+
+    monkeypatch.setattr(dc_opf._HighsQP, "__call__", broken)
+    monkeypatch.setattr(
+        dc_opf, "_solve_qp_ipm", lambda model, lo, up: ("iteration limit", None, None)
+    )
+    expected = (
+        r"load row 0: every solver failed \(highs: not set; .*interior point: iteration limit\)"
+    )
+    with pytest.raises(RuntimeError, match=expected):
+        solve_dc_opf(case, loads, soft_line_penalty=100.0)

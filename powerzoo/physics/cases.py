@@ -5,8 +5,20 @@ Provenance
 The data are **not** stored in this repository.  They are read at call time from the
 MATPOWER case files (``case5.m``, ``case14.m``, ``case118.m``, MATPOWER is BSD-licensed)
 as shipped, already converted, inside pandapower (``pandapower.networks.case5`` /
-``case14`` / ``case118``), and cached in-process with :func:`functools.lru_cache`.
-pandapower is therefore required (lazily imported) the first time a case is loaded.
+``case14`` / ``case118``), and cached in-process with :func:`functools.cache`.
+
+Disk cache
+----------
+Importing pandapower and converting a net takes seconds, so the derived arrays of a
+:class:`NetworkCase` (our own numpy arrays, nothing downloaded) are also saved with
+:func:`numpy.savez` in a per-user cache directory (:func:`cache_dir`: ``$POWERZOO_CACHE_DIR``
+if set, else ``$XDG_CACHE_HOME/powerzoo``, else ``~/.cache/powerzoo``) the first time a case
+is built.  The file name is keyed by the case name, the installed pandapower version (read
+from the package metadata, without importing pandapower) and :data:`CACHE_SCHEMA_VERSION`;
+it is written atomically (temporary file + :func:`os.replace`).  Later processes read the
+``.npz`` and never import pandapower.  An unreadable or inconsistent cache file is reported
+with a :class:`RuntimeWarning` and rebuilt; a cache directory that cannot be written only
+costs the speed-up.  pandapower must be installed (it is imported only on a cache miss).
 
 Conversion notes
 ----------------
@@ -34,22 +46,29 @@ Conversion notes
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
+import os
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CASE_NAMES", "NetworkCase", "load_case"]
+__all__ = ["CACHE_SCHEMA_VERSION", "CASE_NAMES", "NetworkCase", "cache_dir", "load_case"]
 
 CASE_NAMES: tuple[str, ...] = ("case5", "case14", "case118")
 
 # pandapower's from_ppc writes this value for MATPOWER RATE_A == 0 (unlimited)
 _PP_UNLIMITED = 99999.0
+
+# Bump whenever the conversion or the NetworkCase fields change: old cache files are ignored.
+CACHE_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,9 +164,10 @@ class NetworkCase:
 
 
 def load_case(name: str) -> NetworkCase:
-    """Load a network case by name (one of :data:`CASE_NAMES`), cached in-process.
+    """Load a network case by name (one of :data:`CASE_NAMES`), cached in-process and on disk.
 
-    Raises ``ValueError`` for unknown names.  Requires pandapower on first load.
+    Raises ``ValueError`` for unknown names.  Requires pandapower to be installed; it is
+    imported only when the disk cache (see the module docstring) has no valid entry.
     """
     key = str(name).strip().lower()
     if key not in CASE_NAMES:
@@ -157,11 +177,135 @@ def load_case(name: str) -> NetworkCase:
 
 @functools.cache
 def _load_case_cached(name: str) -> NetworkCase:
+    path = _cache_path(name)
+    if path is not None and path.exists():
+        try:
+            return _read_cache(path, name)
+        except Exception as err:  # noqa: BLE001 - any unreadable / inconsistent file is rebuilt
+            warnings.warn(
+                f"powerzoo: case cache {str(path)!r} is unreadable ({type(err).__name__}: {err}); "
+                "rebuilding it from pandapower",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+    case = _build_case(name)
+    if path is not None:
+        _write_cache(path, case)
+    return case
+
+
+def _build_case(name: str) -> NetworkCase:
+    """Build ``name`` from pandapower's MATPOWER conversion (the slow path)."""
     import pandapower.networks as pn
 
     with _quiet_pandapower():
         net = getattr(pn, name)()
     return _case_from_pandapower(net, name)
+
+
+# --------------------------------------------------------------------------- disk cache
+
+
+def cache_dir() -> Path:
+    """Per-user cache directory of PowerZoo (not created here).
+
+    ``$POWERZOO_CACHE_DIR`` if set and non-empty, else ``$XDG_CACHE_HOME/powerzoo``, else
+    ``~/.cache/powerzoo``.
+    """
+    env = os.environ.get("POWERZOO_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "powerzoo"
+
+
+def _pandapower_version() -> str | None:
+    """Installed pandapower version from its metadata (no import), ``None`` if not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pandapower")
+    except PackageNotFoundError:
+        return None
+
+
+def _cache_path(name: str) -> Path | None:
+    """Cache file of case ``name``, or ``None`` when no key can be formed (no pandapower)."""
+    pp_version = _pandapower_version()
+    if pp_version is None:
+        return None
+    safe = re.sub(r"[^0-9A-Za-z.]+", "_", pp_version)
+    return cache_dir() / f"{name}-pandapower{safe}-schema{CACHE_SCHEMA_VERSION}.npz"
+
+
+_META_SCHEMA = "__schema__"
+_META_PANDAPOWER = "__pandapower__"
+# numpy dtype kind of every array field of NetworkCase ("f" float64 for the others)
+_FIELD_KINDS = {
+    "bus_id": "i",
+    "branch_from_bus": "i",
+    "branch_to_bus": "i",
+    "branch_in_service": "b",
+    "branch_is_trafo": "b",
+    "branch_element": "i",
+    "gen_bus": "i",
+    "gen_in_service": "b",
+    "gen_element_type": "U",
+    "gen_element": "i",
+    "load_bus": "i",
+}
+
+
+def _write_cache(path: Path, case: NetworkCase) -> None:
+    """Save ``case``'s fields to ``path`` atomically; failures only warn."""
+    from powerzoo.fileio import atomic_save
+
+    arrays = {f.name: np.asarray(getattr(case, f.name)) for f in dataclasses.fields(case)}
+    arrays[_META_SCHEMA] = np.asarray(CACHE_SCHEMA_VERSION)
+    arrays[_META_PANDAPOWER] = np.asarray(_pandapower_version() or "")
+    try:
+        atomic_save(path, lambda tmp: np.savez(tmp, **arrays))
+    except OSError as err:
+        warnings.warn(
+            f"powerzoo: cannot write the case cache {str(path)!r} ({err}); "
+            "set POWERZOO_CACHE_DIR to a writable directory to speed up case loading",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+
+def _read_cache(path: Path, name: str) -> NetworkCase:
+    """Read a cache file written by :func:`_write_cache`; raises on any inconsistency."""
+    fields = dataclasses.fields(NetworkCase)
+    with np.load(path, allow_pickle=False) as data:
+        stored = {key: data[key] for key in data.files}
+    expected = {f.name for f in fields} | {_META_SCHEMA, _META_PANDAPOWER}
+    if set(stored) != expected:
+        raise ValueError(f"fields {sorted(set(stored) ^ expected)} missing or unexpected")
+    if int(stored[_META_SCHEMA]) != CACHE_SCHEMA_VERSION:
+        raise ValueError(f"schema {int(stored[_META_SCHEMA])} != {CACHE_SCHEMA_VERSION}")
+    if str(stored[_META_PANDAPOWER]) != (_pandapower_version() or ""):
+        raise ValueError(f"written by pandapower {str(stored[_META_PANDAPOWER])!r}")
+    if str(stored["name"]) != name:
+        raise ValueError(f"holds case {str(stored['name'])!r}")
+    values = {}
+    for f in fields:
+        value = stored[f.name]
+        if f.name == "name":
+            values[f.name] = str(value)
+        elif f.name == "base_mva":
+            values[f.name] = float(value)
+        elif f.name == "slack_bus":
+            values[f.name] = int(value)
+        else:
+            kind = _FIELD_KINDS.get(f.name, "f")
+            if value.ndim != 1 or value.dtype.kind != kind:
+                raise ValueError(
+                    f"{f.name}: {value.dtype}{list(value.shape)} is not a 1-D {kind!r} array"
+                )
+            values[f.name] = value
+    return NetworkCase(**values)
 
 
 @contextmanager
