@@ -101,12 +101,24 @@ def _episode_scores(task_name, n_days):
     return out
 
 
-def test_case5_oracle_beats_merit_order_beats_random_on_the_cmdp_score():
+def test_case5_oracle_beats_rule_beats_random_on_the_raw_return():
     s = _episode_scores("marl_opf", 10)
-    # the oracle respects line limits, so compare the CMDP score (overloads priced at 1,000 $/MWh)
-    assert s["oracle"][2] >= s["rule_based"][2] >= s["random"][2], s
-    assert s["oracle"][1] == pytest.approx(0.0, abs=1e-6) and s["rule_based"][1] > 0
-    assert s["rule_based"][0] > s["random"][0]
+    # the congestion-aware rule finds the DC-OPF dispatch on case5 (one binding line, linear
+    # costs) up to float32 rounding of the observed load, so it ties the oracle from below
+    ret = {k: v[0] for k, v in s.items()}
+    assert ret["oracle"] + 1e-6 * abs(ret["oracle"]) >= ret["rule_based"] > ret["random"], s
+    assert s["oracle"][1] == pytest.approx(0.0, abs=1e-4) and s["rule_based"][1] == pytest.approx(0.0, abs=1e-4)
+    assert s["oracle"][2] >= s["rule_based"][2] - 1.0 >= s["random"][2], s
+
+
+def test_case5_merit_order_alone_overloads_lines():
+    task = make_task("marl_opf", "test")
+    state = task.reset(np.random.default_rng(0), np.arange(5))
+    overload = 0.0
+    for _ in range(task.spec.horizon):
+        state, step = task.step(state, task.merit_order_dispatch(task.bus_load_mw(state).sum(axis=1)), None)
+        overload += step.constraint_costs[:, 0].sum()
+    assert overload > 10.0  # the network-blind merit order is why the rule redispatches
 
 
 def test_case118_limits_bind_under_the_oracle():

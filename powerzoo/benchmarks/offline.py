@@ -105,25 +105,31 @@ class _EpisodeBuffer:
     def __init__(self, names: Sequence[str], batched: bool) -> None:
         self.names = tuple(names)
         self.batched = batched
-        self.columns: list[list[Any]] = [[] for _ in self.names]
+        self.steps: list[tuple[Any, ...]] = []  # one tuple per step (one append per step, not one per name)
         self._done_index = (self.names.index("terminals"), self.names.index("truncations"))
         self._row_start: np.ndarray | None = None  # first pending step of each stream's episode
 
     @property
     def n_pending_steps(self) -> int:
         """Steps held per stream (multiply by ``B`` for transitions)."""
-        return len(self.columns[0])
+        return len(self.steps)
 
     def add(self, *values: Any) -> None:
         """Append one step: one value per name, in ``names`` order."""
-        for column, value in zip(self.columns, values, strict=True):
-            column.append(value)
+        if len(values) != len(self.names):
+            raise ValueError(f"add() needs {len(self.names)} values ({', '.join(self.names)}), got {len(values)}")
+        self.steps.append(values)
+
+    def add_step(self, values: tuple[Any, ...]) -> None:
+        """:meth:`add` with the values already in a tuple, unchecked (the collectors' hot path)."""
+        self.steps.append(values)
 
     def take(self, limit: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
         """Finished episodes (at most ``limit``): ``({name: [n_steps, ...]}, lengths[E])`` or ``None``."""
-        if not self.columns[0]:
+        if not self.steps:
             return None
-        stacked = [np.asarray(c) if self.batched else np.asarray(c)[:, None] for c in self.columns]
+        columns = zip(*self.steps, strict=True)
+        stacked = [np.asarray(c) if self.batched else np.asarray(c)[:, None] for c in columns]
         done = stacked[self._done_index[0]] | stacked[self._done_index[1]]  # [T, B]
         n_steps, n_streams = done.shape
         row_start = np.zeros(n_streams, np.int64) if self._row_start is None else self._row_start
@@ -152,7 +158,7 @@ class _EpisodeBuffer:
         new_start = row_start.copy()
         np.maximum.at(new_start, rows, t_end + 1)
         cut = int(new_start.min())
-        self.columns = [c[cut:] for c in self.columns]
+        del self.steps[:cut]
         self._row_start = new_start - cut
         return out, lengths
 
@@ -321,27 +327,34 @@ class DatasetGenerator:
         """Single env (Gymnasium or multi-agent dict): episode ``i`` from ``seed + i`` via :func:`rollout`."""
         buffer = _EpisodeBuffer(self._names, batched=False)
         agents = self.agents
+        info_keys = self.info_keys
+        add_step = buffer.add_step
+        f32 = np.float32
         if agents is None:
             action_shape = self.env.action_space.shape
 
             def as_arrays(obs: Any, action: Any, next_obs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-                return (np.array(obs, dtype=np.float32), np.array(action, dtype=np.float32).reshape(action_shape),
-                        np.array(next_obs, dtype=np.float32))
+                return (np.array(obs, dtype=f32), np.array(action, dtype=f32).reshape(action_shape),
+                        np.array(next_obs, dtype=f32))
         else:
             action_space = self.env.action_space
             action_shapes = [action_space[a].shape for a in agents]
 
             def as_arrays(obs: Any, action: Any, next_obs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 return (
-                    np.stack([np.asarray(obs[a], dtype=np.float32) for a in agents]),
-                    np.stack([np.asarray(action[a], dtype=np.float32).reshape(s) for a, s in zip(agents, action_shapes, strict=True)]),
-                    np.stack([np.asarray(next_obs[a], dtype=np.float32) for a in agents]),
+                    np.stack([np.asarray(obs[a], dtype=f32) for a in agents]),
+                    np.stack([np.asarray(action[a], dtype=f32).reshape(s) for a, s in zip(agents, action_shapes, strict=True)]),
+                    np.stack([np.asarray(next_obs[a], dtype=f32) for a in agents]),
                 )
 
         def record_step(obs: Any, action: Any, reward: Any, next_obs: Any, terminated: bool, truncated: bool,
                         info: dict[str, Any]) -> None:
             obs_arr, action_arr, next_arr = as_arrays(obs, action, next_obs)
-            buffer.add(obs_arr, action_arr, reward, next_arr, terminated, truncated, *self._info_values(info, False))
+            try:
+                add_step((obs_arr, action_arr, reward, next_arr, terminated, truncated, *[info[k] for k in info_keys]))
+            except KeyError:
+                self._info_values(info, False)  # raises the ValueError naming the missing key
+                raise
 
         for i in range(n_episodes):
             rollout(self.env, policy, seed=seed + i, seed_policy_too=True, on_step=record_step)

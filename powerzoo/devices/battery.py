@@ -77,14 +77,18 @@ def battery_step(
     cap = params.energy_capacity_mwh
     eta_c, eta_d = params.charge_efficiency, params.discharge_efficiency
     p_ch_max, p_dis_max = feasible_power_mw(params, soc, dt_h)
-    p_mw = np.clip(p_request_mw, -p_ch_max, p_dis_max)
+    p_request_mw = np.asarray(p_request_mw)
+    # ndarray.clip is np.clip without its Python-level dispatch (the same ufunc, the same values)
+    p_mw = p_request_mw.clip(-p_ch_max, p_dis_max)
 
     discharge_mwh = np.maximum(p_mw, 0.0) * dt_h
     charge_mwh = np.maximum(-p_mw, 0.0) * dt_h
     excess_mw = p_request_mw - p_mw  # > 0: asked too much discharge, < 0: too much charge
-    excess_mw = np.where(np.abs(excess_mw) < _TOLERANCE_MW, 0.0, excess_mw)
-    soc_violation_mwh = np.abs(excess_mw) * np.where(excess_mw > 0.0, dt_h / eta_d, dt_h * eta_c)
+    # storage-side energy asked beyond the bounds; an excess within the tolerance counts as none
+    excess_abs = np.abs(excess_mw)
+    storage_mwh_per_mw = np.where(excess_mw > 0.0, dt_h / eta_d, dt_h * eta_c)
+    soc_violation_mwh = np.where(excess_abs < _TOLERANCE_MW, 0.0, excess_abs * storage_mwh_per_mw)
 
     new_soc = soc + (eta_c * charge_mwh - discharge_mwh / eta_d) / cap
-    new_soc = np.clip(new_soc, params.soc_min, params.soc_max)  # round-off only
+    new_soc = new_soc.clip(params.soc_min, params.soc_max)  # round-off only
     return BatteryStep(new_soc, p_mw, charge_mwh, discharge_mwh, soc_violation_mwh)

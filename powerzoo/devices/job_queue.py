@@ -23,6 +23,8 @@ module prepares these increments, see ``Workload.arrival_cum_gpuh``).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = ["serve_edf", "drop_due", "queue_outlook", "carry_excess", "per_bucket"]
@@ -43,8 +45,11 @@ def drop_due(cum: np.ndarray, t: np.ndarray, steps_per_bucket: int) -> np.ndarra
     (work due after the episode) never falls due.
     """
     n_rows, n_classes, n_buckets = cum.shape
+    at_boundary = t % steps_per_bucket == 0
+    if not at_boundary.any():  # most steps: no bucket boundary, nothing falls due
+        return np.zeros((n_rows, n_classes))
     k = t // steps_per_bucket - 1
-    due_now = (t % steps_per_bucket == 0) & (k >= 0) & (k < n_buckets - 1)
+    due_now = at_boundary & (k >= 0) & (k < n_buckets - 1)
     if not due_now.any():
         return np.zeros((n_rows, n_classes))
     dropped = cum[np.arange(n_rows), :, np.clip(k, 0, n_buckets - 2)] * due_now[:, None]
@@ -64,13 +69,19 @@ def queue_outlook(
     ``max_k cum_k / hours_left_k``: serving at that rate earliest-deadline-first drops nothing
     (absent new arrivals).
     """
-    n_rows, n_classes, n_buckets = cum.shape
-    flat = (np.arange(n_rows * n_classes) * n_buckets).reshape(n_rows, n_classes) + k_now[:, None]
-    due_soon = cum.take(flat)
+    due_soon = cum.take(_row_starts(*cum.shape) + k_now[:, None])
     rate = cum * inv_hours_left[:, None, :]
     last = cum[:, :, -1] - np.minimum(carry_allowance, cum[:, :, -1] - cum[:, :, -2])
     rate[:, :, -1] = last * inv_hours_left[:, -1:]
-    return due_soon, rate.max(axis=2)
+    return due_soon, np.maximum.reduce(rate, axis=2)  # rate.max(axis=2) without its Python wrapper
+
+
+@functools.lru_cache(maxsize=16)
+def _row_starts(n_rows: int, n_classes: int, n_buckets: int) -> np.ndarray:
+    """C-order flat index [B, C] of bucket 0 of each (row, class) of a [B, C, K] queue (read-only)."""
+    starts = (np.arange(n_rows * n_classes) * n_buckets).reshape(n_rows, n_classes)
+    starts.setflags(write=False)
+    return starts
 
 
 def carry_excess(cum: np.ndarray, carry_allowance: np.ndarray) -> np.ndarray:

@@ -13,18 +13,21 @@ from powerzoo.tasks.base import Task
 __all__ = ["PowerZooEnv", "scalar_info"]
 
 
+_NDARRAY = np.ndarray  # alias: saves an attribute lookup per key in scalar_info's loop
+
+
 def scalar_info(info: dict[str, Any], row: int = 0) -> dict[str, Any]:
     """Row ``row`` of a batched info dict: [B] arrays become Python scalars, [B, k] arrays [k]."""
     out: dict[str, Any] = {}
     for key, value in info.items():
-        if isinstance(value, np.ndarray):
-            if value.ndim == 1:
-                item = value[row]
-                out[key] = str(item) if value.dtype.kind == "M" else item.item()
+        if isinstance(value, _NDARRAY):
+            if value.ndim != 1:
+                value = value[row]
+            elif value.dtype.kind == "M":
+                value = str(value[row])
             else:
-                out[key] = value[row]
-        else:
-            out[key] = value
+                value = value.item(row)  # the Python scalar directly, no numpy scalar in between
+        out[key] = value
     return out
 
 
@@ -69,7 +72,7 @@ class PowerZooEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.runner.step(action)
-        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), scalar_info(info)
+        return obs[0], float(reward.item(0)), bool(terminated.item(0)), bool(truncated.item(0)), scalar_info(info)
 
     # ---- task metadata ----------------------------------------------------------------------
     def constraint_names(self) -> tuple[str, ...]:

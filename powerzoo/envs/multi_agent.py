@@ -36,6 +36,7 @@ class MultiAgentCore:
         self.obs_spec = spec.observation_spec(self.obs_mode)
         self.runner = TaskRunner(task, num_envs)
         self.agents = spec.agents
+        self._agent_set = frozenset(spec.agents)
         self.n_agents, self.act_dim = len(spec.agents), spec.agent_action_dim
         low, high = (b.reshape(self.n_agents, self.act_dim) for b in spec.action.bounds())
         o_low, o_high = self.obs_spec.bounds()
@@ -59,12 +60,36 @@ class MultiAgentCore:
         """Dict ``{agent: [B, act_dim]}`` -> physical joint action [B, n_agents * act_dim]."""
         if not isinstance(actions, dict):
             raise ValueError(f"{self.spec.task_id}: actions must be a dict keyed by agent, got {type(actions).__name__}")
-        missing, unknown = set(self.agents) - set(actions), set(actions) - set(self.agents)
-        if missing or unknown:
+        if actions.keys() != self._agent_set:
+            missing, unknown = set(self.agents) - set(actions), set(actions) - set(self.agents)
             raise ValueError(
                 f"{self.spec.task_id}: actions need exactly the agents {list(self.agents)}; "
                 f"missing {sorted(missing)}, unknown {sorted(unknown)}"
             )
+        joint = self._stacked_action(actions)
+        if joint is None:
+            joint = self._joint_action_checked(actions)
+        return joint if self.action_scaler is None else self.action_scaler.from_unit(joint)
+
+    def _stacked_action(self, actions: dict[str, Any]) -> np.ndarray | None:
+        """Fast path of a single env (B = 1): every agent's action converted in one call.
+
+        ``None`` (convert agent by agent, see :meth:`_joint_action_checked`) for batched envs,
+        where the per-agent arrays are large and concatenating them is cheaper, and when the
+        agents' actions differ in shape or type (the checked path then reports the bad one).
+        """
+        if self.runner.num_envs != 1:
+            return None
+        try:
+            stacked = np.asarray([actions[agent] for agent in self.agents], dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+        if stacked.size != self.n_agents * self.act_dim:
+            return None
+        return stacked.reshape(1, self.n_agents * self.act_dim)
+
+    def _joint_action_checked(self, actions: dict[str, Any]) -> np.ndarray:
+        """Agent-by-agent conversion with a precise error for the first bad action."""
         b = self.runner.num_envs
         parts = []
         for agent in self.agents:
@@ -78,8 +103,7 @@ class MultiAgentCore:
                     f"{(self.act_dim,) if b == 1 else (b, self.act_dim)}"
                 )
             parts.append(a.reshape(b, self.act_dim))
-        joint = np.concatenate(parts, axis=1)
-        return joint if self.action_scaler is None else self.action_scaler.from_unit(joint)
+        return np.concatenate(parts, axis=1)
 
     def reset(self, seed: Any = None, day_id: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
         if seed is not None or self.runner.state is None:
@@ -94,16 +118,17 @@ class MultiAgentCore:
         return self.observe(), rewards, terminated, truncated, info
 
     def agent_infos(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """Per-agent info dicts of env row 0: the shared keys plus the agent's own applied action."""
+        """Per-agent info dicts of env row 0: the shared keys plus the agent's own applied action.
+
+        The shared row is converted once; each agent gets a shallow copy with its own
+        ``action_applied`` (a view of its slice of the joint action).
+        """
         shared = scalar_info(info)
         applied = shared.get("action_applied")
-        out = {}
-        for i, agent in enumerate(self.agents):
-            d = dict(shared)
-            if applied is not None:
-                d["action_applied"] = applied[i * self.act_dim : (i + 1) * self.act_dim]
-            out[agent] = d
-        return out
+        if applied is None:
+            return {agent: dict(shared) for agent in self.agents}
+        own = applied.reshape(self.n_agents, self.act_dim)  # row i: agent i's slice, a view
+        return {agent: {**shared, "action_applied": row} for agent, row in zip(self.agents, own, strict=True)}
 
     def observation_fields(self, agent: str) -> tuple[str, ...]:
         if agent not in self.agents:
@@ -176,11 +201,11 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         if not self.agents:
             raise RuntimeError("episode is over; call reset()")
         obs, rewards, terminated, truncated, info = self.core.step(actions)
-        term, trunc = bool(terminated[0]), bool(truncated[0])
+        term, trunc = bool(terminated.item(0)), bool(truncated.item(0))
         agents = self.possible_agents
         out = (
-            {a: obs[0, i] for i, a in enumerate(agents)},
-            {a: float(rewards[0, i]) for i, a in enumerate(agents)},
+            dict(zip(agents, obs[0], strict=True)),  # row views obs[0, i]
+            dict(zip(agents, rewards[0].tolist(), strict=True)),  # Python floats
             dict.fromkeys(agents, term),
             dict.fromkeys(agents, trunc),
             self.core.agent_infos(info),

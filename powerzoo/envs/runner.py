@@ -12,25 +12,53 @@ import numpy as np
 
 from powerzoo.data import calendar
 from powerzoo.tasks.base import StepOutput, Task, merge_state
+from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["TaskRunner", "cost_info"]
+__all__ = ["TaskRunner", "CostLayout", "cost_info"]
+
+
+_add_reduce = np.add.reduce  # ndarray.sum / np.any without their Python-level wrappers
+_or_reduce = np.logical_or.reduce
+
+
+class CostLayout:
+    """What :func:`cost_info` needs from a spec, worked out once per runner (not once per step).
+
+    ``info(costs)`` builds the CMDP info keys (SPEC 3.2) from a cost array [B, n_constraints];
+    it is the only place they are built.
+    """
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.selected_names = spec.selected_constraints
+        self.selected_index = spec.selected_index
+        # the usual case: every constraint selected, in order (no gather, the sums coincide)
+        self.select_all = bool(np.array_equal(self.selected_index, np.arange(len(spec.constraint_names))))
+        self.cost_keys = tuple(f"cost_{name}" for name in spec.constraint_names)
+
+    def info(self, costs: np.ndarray) -> dict[str, Any]:
+        """The CMDP info keys of one step, every value [B] or [B, k]."""
+        cost_sum = _add_reduce(costs, axis=1)
+        if self.select_all:
+            selected, selected_sum = costs.copy(), cost_sum.copy()
+        else:
+            selected = costs.take(self.selected_index, axis=1)
+            selected_sum = _add_reduce(selected, axis=1)
+        info: dict[str, Any] = {
+            "constraint_costs": costs,
+            "cost_sum": cost_sum,
+            "selected_constraint_names": self.selected_names,
+            "selected_constraint_costs": selected,
+            "selected_cost_sum": selected_sum,
+            "is_safe": ~_or_reduce(costs > 0.0, axis=1),
+        }
+        for i, key in enumerate(self.cost_keys):
+            info[key] = costs[:, i]
+        return info
 
 
 def cost_info(task: Task, costs: np.ndarray) -> dict[str, Any]:
-    """CMDP info keys (SPEC 3.2) from a cost array [B, n_constraints]; the only place they are built."""
-    spec = task.spec
-    selected = costs[:, spec.selected_index]
-    info: dict[str, Any] = {
-        "constraint_costs": costs,
-        "cost_sum": costs.sum(axis=1),
-        "selected_constraint_names": spec.selected_constraints,
-        "selected_constraint_costs": selected,
-        "selected_cost_sum": selected.sum(axis=1),
-        "is_safe": ~np.any(costs > 0.0, axis=1),
-    }
-    for i, name in enumerate(spec.constraint_names):
-        info[f"cost_{name}"] = costs[:, i]
-    return info
+    """CMDP info keys (SPEC 3.2) from a cost array [B, n_constraints] (see :class:`CostLayout`)."""
+    return CostLayout(task.spec).info(costs)
 
 
 class TaskRunner:
@@ -45,6 +73,8 @@ class TaskRunner:
         self.act_low, self.act_high = (a.astype(np.float64) for a in task.spec.action.bounds())
         self.rng = np.random.default_rng()
         self.state: Any = None
+        self.cost_layout = CostLayout(task.spec)
+        self._action_shape = (self.num_envs, self.spec.action.dim)
 
     # ---- seeding and reset ------------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
@@ -95,7 +125,7 @@ class TaskRunner:
             action = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError) as err:
             raise ValueError(f"{self.spec.task_id}: action must be numeric, got {action!r}") from err
-        expected = (self.num_envs, self.spec.action.dim)
+        expected = self._action_shape
         if action.shape != expected:
             if action.size == expected[0] * expected[1] and self.num_envs == 1:
                 action = action.reshape(expected)
@@ -105,10 +135,15 @@ class TaskRunner:
                     f"{expected[1:] if self.num_envs == 1 else expected} "
                     f"({', '.join(self.spec.action.names)})"
                 )
-        if not np.all(np.isfinite(action)):
+        # NaN passes through the clip and +-inf is clipped to a bound, so a non-finite entry
+        # always shows up as "changed": the finiteness check only runs when something changed
+        clipped = action.clip(self.act_low, self.act_high)
+        changed = clipped != action
+        if not _or_reduce(changed, axis=None):
+            return clipped, np.zeros(expected[0], dtype=bool)
+        if not np.isfinite(action).all():
             raise ValueError(f"{self.spec.task_id}: action contains NaN or inf: {action.tolist()}")
-        clipped = np.clip(action, self.act_low, self.act_high)
-        return clipped, np.any(clipped != action, axis=1)
+        return clipped, _or_reduce(changed, axis=1)
 
     def step(
         self, action: Any, observe: bool = True
@@ -125,7 +160,7 @@ class TaskRunner:
 
     def _step_info(self, out: StepOutput, requested: np.ndarray, clipped: np.ndarray) -> dict[str, Any]:
         info: dict[str, Any] = dict(out.info)
-        info.update(cost_info(self.task, out.constraint_costs))
+        info.update(self.cost_layout.info(out.constraint_costs))
         info["reward_terms"] = out.reward_terms
         info["action_requested"] = requested
         info["action_applied"] = out.action_applied

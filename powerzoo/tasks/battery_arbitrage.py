@@ -67,6 +67,8 @@ class BatteryArbitrage(Task):
         csum = np.concatenate([[0.0], np.cumsum(padded)])
         self._price_avg = (csum[steps:] - csum[:-steps])[: price.size] / steps
         self._price = price
+        self._day_start = self.split_days * steps  # first calendar step of each split day
+        self._exogenous_obs = self._exogenous_table()
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -113,18 +115,30 @@ class BatteryArbitrage(Task):
             soc=np.full(day_id.shape, self.initial_soc),
         )
 
+    def _exogenous_table(self) -> np.ndarray:
+        """Observation columns 1-4 of every calendar step [n_steps, 4] (float32), gathered by :meth:`observe`.
+
+        ``[price, price_avg_24h, sin(phase), cos(phase)]``: they depend on the calendar step only
+        (``phase`` on the step within the day, and a day starts at a multiple of ``steps_per_day``),
+        computed once with the same expressions a per-step computation would use.
+        """
+        steps = self.profiles.steps_per_day
+        phase = 2.0 * np.pi * (np.arange(self._price.size) % steps) / steps
+        table = np.empty((self._price.size, 4), dtype=np.float32)
+        table[:, 0] = self._price
+        table[:, 1] = self._price_avg
+        table[:, 2] = np.sin(phase)
+        table[:, 3] = np.cos(phase)
+        return table
+
     def _flat_index(self, state: BatteryArbitrageState) -> np.ndarray:
-        return self.split_days[state.day_id] * self.profiles.steps_per_day + state.t
+        """Calendar step index [B] of each episode's current step."""
+        return self._day_start.take(state.day_id) + state.t
 
     def observe(self, state: BatteryArbitrageState) -> np.ndarray:
-        idx = self._flat_index(state)
-        phase = 2.0 * np.pi * (state.t % self.profiles.steps_per_day) / self.profiles.steps_per_day
         obs = np.empty((state.soc.size, 6), dtype=np.float32)
         obs[:, 0] = state.soc
-        obs[:, 1] = self._price[idx]
-        obs[:, 2] = self._price_avg[idx]
-        obs[:, 3] = np.sin(phase)
-        obs[:, 4] = np.cos(phase)
+        obs[:, 1:5] = self._exogenous_obs.take(self._flat_index(state), axis=0)
         obs[:, 5] = 1.0 - state.t / HORIZON
         return obs
 
@@ -132,16 +146,18 @@ class BatteryArbitrage(Task):
         self, state: BatteryArbitrageState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[BatteryArbitrageState, StepOutput]:
         dt_h = self.spec.dt_h
-        price = self._price[self._flat_index(state)]
+        price = self._price.take(self._flat_index(state))
         result = battery_step(self.battery, state.soc, action[:, 0], dt_h)
-        degradation = -self.battery.degradation_cost_per_mwh * (result.charge_mwh + result.discharge_mwh)
-        terms = np.stack([price * result.discharge_mwh, -price * result.charge_mwh, degradation], axis=1)
+        terms = np.empty((price.size, 3))  # filled column by column: cheaper than np.stack at small B
+        terms[:, 0] = price * result.discharge_mwh
+        terms[:, 1] = -price * result.charge_mwh
+        terms[:, 2] = -self.battery.degradation_cost_per_mwh * (result.charge_mwh + result.discharge_mwh)
         new_state = BatteryArbitrageState(day_id=state.day_id, t=state.t + 1, soc=result.soc)
         out = StepOutput(
             reward=terms.sum(axis=1),
             reward_terms=terms,
             constraint_costs=result.soc_violation_mwh[:, None],
-            terminated=np.zeros(state.soc.size, dtype=bool),
+            terminated=np.zeros(price.size, dtype=bool),
             action_applied=result.p_mw[:, None],
             info={
                 "price_per_mwh": price,

@@ -220,6 +220,14 @@ class DCMicrogrid(Task):
         self._weights = REWARD_WEIGHTS.copy()
         self._penalties = PENALTIES.copy()
         self._class_ones = np.ones(len(self.workload.class_names))
+        # per calendar step, gathered with one ``take`` per step: [temp, price, co2, pv_mw] for the
+        # model and observation columns 3-7 (column 4, the zone temperature, is overwritten)
+        self._day_start = self.split_days * self.profiles.steps_per_day
+        self._exogenous = np.stack([self._temp, self._price, self._co2, pv_power_mw(p.pv, self._pv_cf)], axis=1)
+        self._exogenous_obs = np.stack(
+            [self._temp, np.zeros_like(self._temp), self._pv_cf, self._price, self._co2], axis=1
+        ).astype(np.float32)
+        self._time_obs = self._time_features(np.arange(HORIZON + 1))  # observation columns 0-2 by step
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -281,7 +289,17 @@ class DCMicrogrid(Task):
 
     # ---- batched model ----------------------------------------------------------------------
     def _step_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return self.split_days[day_id] * self.profiles.steps_per_day + t
+        """Calendar step index [B] of step ``t`` of episodes started on split days ``day_id``."""
+        return self._day_start.take(day_id) + t
+
+    def _time_features(self, t: np.ndarray) -> np.ndarray:
+        """Observation columns 0-2 ``[hour_sin, hour_cos, time_remaining]`` [B, 3] at steps ``t``."""
+        phase = (2.0 * np.pi / self.profiles.steps_per_day) * t
+        out = np.empty((t.size, 3), dtype=np.float32)
+        out[:, 0] = np.sin(phase)
+        out[:, 1] = np.cos(phase)
+        out[:, 2] = 1.0 - t / HORIZON
+        return out
 
     def _class_total(self, x: np.ndarray) -> np.ndarray:
         """Sum over job classes of ``x`` [B, C] (a matrix-vector product: faster than ``sum(axis=1)``)."""
@@ -319,17 +337,14 @@ class DCMicrogrid(Task):
 
     def observe(self, state: DCMicrogridState) -> np.ndarray:
         t = state.t
-        idx = self._step_index(state.day_id, t)
-        phase = (2.0 * np.pi / self.profiles.steps_per_day) * t
+        try:
+            time = self._time_obs.take(t, axis=0)  # precomputed for steps 0..HORIZON
+        except IndexError:  # stepped on past the horizon without a reset
+            time = self._time_features(t)
         obs = np.empty((t.size, 15), dtype=np.float32)
-        obs[:, 0] = np.sin(phase)
-        obs[:, 1] = np.cos(phase)
-        obs[:, 2] = 1.0 - t / HORIZON
-        obs[:, 3] = self._temp[idx]
+        obs[:, 0:3] = time
+        obs[:, 3:8] = self._exogenous_obs.take(self._step_index(state.day_id, t), axis=0)
         obs[:, 4] = state.zone_temp_c
-        obs[:, 5] = self._pv_cf[idx]
-        obs[:, 6] = self._price[idx]
-        obs[:, 7] = self._co2[idx]
         obs[:, 8] = state.soc
         obs[:, 9:15:3] = state.queue_cum_gpuh[:, :, -1]
         obs[:, 10:15:3] = state.due_1h_gpuh
@@ -341,8 +356,7 @@ class DCMicrogrid(Task):
     ) -> tuple[DCMicrogridState, StepOutput]:
         p, w, dt_h = self.params, self.workload, self.spec.dt_h
         idx = self._step_index(state.day_id, state.t)
-        temp_out, price, co2 = self._temp[idx], self._price[idx], self._co2[idx]
-        pv_mw = pv_power_mw(p.pv, self._pv_cf[idx])
+        temp_out, price, co2, pv_mw = self._exogenous.take(idx, axis=0).T
 
         # compute: allocate GPUs, serve the queue earliest-deadline-first
         gpus = allocate_gpus(p.cluster, action[:, :2])
@@ -358,12 +372,13 @@ class DCMicrogrid(Task):
         # supply: battery, diesel, then the grid tie settles the residual
         battery = battery_step(p.battery, state.soc, action[:, 3], dt_h)
         diesel_mw = diesel_output_mw(p.diesel, action[:, 4])
-        residual = it_mw + cooling_mw - battery.p_mw - pv_mw - diesel_mw
+        facility_mw = it_mw + cooling_mw
+        residual = facility_mw - battery.p_mw - pv_mw - diesel_mw
         grid_mw, deficit_mw, spill_mw = settle(p.grid, residual)
 
         # objectives (<= 0) and costs (>= 0)
         reward_vector = np.empty((idx.size, 3))
-        reward_vector[:, 0] = -(it_mw + cooling_mw) * dt_h
+        reward_vector[:, 0] = -facility_mw * dt_h
         reward_vector[:, 1] = -(grid_mw * price + diesel_mw * p.diesel.fuel_cost_per_mwh) * dt_h - (
             p.battery.degradation_cost_per_mwh * (battery.charge_mwh + battery.discharge_mwh)
         )

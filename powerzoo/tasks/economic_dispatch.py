@@ -39,6 +39,7 @@ from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase, load_case
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
 from powerzoo.physics.dc_power_flow import bus_injection_mw, dc_power_flow
+from powerzoo.physics.redispatch import rule_dispatch_from_system_load
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
@@ -154,6 +155,18 @@ class EconomicDispatch(Task):
         self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]  # wrap by modulo
         self._own = np.stack([self.case.gen_pmin_mw, self.case.gen_pmax_mw, self.marginal_cost], axis=1)
         self._gen_bus_load_share = self.case.bus_pd_mw[self.case.gen_bus]
+        # constants of the per-step model and observation, worked out once
+        self._day_start = self.split_days * self.profiles.steps_per_day
+        self._bus_load_scale = self.case.bus_pd_mw * LOAD_SCALE  # bus load per unit of demand
+        self._gen_bus_load_scale = self._gen_bus_load_share * LOAD_SCALE
+        self._system_load = self._demand * (self.case.total_load_mw * LOAD_SCALE)  # per calendar step
+        self._own_obs = self._own.astype(np.float32)
+        self._time_obs = self._time_features(np.arange(self.spec.horizon + 1))  # by step, 0..horizon
+        rate = self.case.branch_rate_a_mw
+        self._rating = np.where(np.isfinite(rate), rate, np.inf)
+        self._congested_above = self._rating - 1e-6  # |flow| from which a branch counts as congested
+        self._next_two = np.arange(2)
+        self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
 
     @classmethod
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
@@ -162,14 +175,27 @@ class EconomicDispatch(Task):
         return _dispatch_spec(cls.task_id, load_case(cls.case_name), cls.horizon, cls.description, None)
 
     # ---- exogenous load ---------------------------------------------------------------------
+    def _demand_index(self, state: DispatchState, offset: int | np.ndarray = 0) -> np.ndarray:
+        """Calendar step index [B, k] of steps ``t + offset`` (wrapping around the year)."""
+        now = self._day_start.take(state.day_id) + state.t
+        return (now[:, None] + np.atleast_1d(offset)) % self._demand.size
+
     def _demand_at(self, state: DispatchState, offset: int | np.ndarray = 0) -> np.ndarray:
-        start = self.split_days[state.day_id] * self.profiles.steps_per_day
-        idx = (start[:, None] + state.t[:, None] + np.atleast_1d(offset)) % self._demand.size
-        return self._demand[idx]  # [B, k]
+        return self._demand.take(self._demand_index(state, offset))  # [B, k]
 
     def bus_load_mw(self, state: DispatchState) -> np.ndarray:
         """Bus demand [B, n_bus] of the current step."""
-        return self._demand_at(state)[:, :1] * (self.case.bus_pd_mw * LOAD_SCALE)
+        return self._demand_at(state) * self._bus_load_scale
+
+    def _time_features(self, t: np.ndarray) -> np.ndarray:
+        """``[hour_sin, hour_cos, time_remaining]`` [B, 3] (float32) at steps ``t`` [B]."""
+        steps = self.profiles.steps_per_day
+        phase = 2.0 * np.pi * (t % steps) / steps
+        out = np.empty((t.size, 3), dtype=np.float32)
+        out[:, 0] = np.sin(phase)
+        out[:, 1] = np.cos(phase)
+        out[:, 2] = 1.0 - t / self.spec.horizon
+        return out
 
     # ---- batched model ----------------------------------------------------------------------
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DispatchState:
@@ -178,24 +204,29 @@ class EconomicDispatch(Task):
         return DispatchState(day_id, np.zeros(b, np.int64), np.zeros((b, self.case.n_gen)), np.zeros(b))
 
     def observe(self, state: DispatchState, obs_mode: str | None = None) -> np.ndarray:
+        """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field block."""
         mode = obs_mode or self.spec.default_obs_mode
         b, n = state.t.size, self.case.n_gen
-        phase = 2.0 * np.pi * (state.t % self.profiles.steps_per_day) / self.profiles.steps_per_day
-        total = self.case.total_load_mw * LOAD_SCALE
-        time = np.stack([np.sin(phase), np.cos(phase), 1.0 - state.t / self.spec.horizon], axis=1)
-        own = np.concatenate([np.broadcast_to(self._own, (b, n, 3)), state.prev_p_mw[:, :, None]], axis=2)
-        parts = [np.broadcast_to(time[:, None, :], (b, n, 3))]
+        try:
+            time = self._time_obs.take(state.t, axis=0)  # precomputed for steps 0..horizon
+        except IndexError:  # stepped on past the horizon without a reset
+            time = self._time_features(state.t)
         if mode == "global":
-            load = self._demand_at(state, np.arange(2)) * total  # [B, 2]
-            parts += [np.broadcast_to(load[:, None, :], (b, n, 2)), own,
-                      np.broadcast_to(state.prev_imbalance_mw[:, None, None], (b, n, 1))]
+            obs = np.empty((b, n, 10), dtype=np.float32)
+            obs[:, :, 3:5] = self._system_load.take(self._demand_index(state, self._next_two))[:, None, :]
+            own = obs[:, :, 5:9]
+            obs[:, :, 9] = state.prev_imbalance_mw[:, None]
         else:
-            bus_load = self._demand_at(state)[:, :1] * (self._gen_bus_load_share * LOAD_SCALE)
-            parts += [bus_load[:, :, None], own]
+            width = 8 + (FORECAST_STEPS if mode == "local_plus_forecast" else 0)
+            obs = np.empty((b, n, width), dtype=np.float32)
+            obs[:, :, 3] = self._demand_at(state) * self._gen_bus_load_scale
+            own = obs[:, :, 4:8]
             if mode == "local_plus_forecast":
-                ahead = self._demand_at(state, np.arange(1, FORECAST_STEPS + 1)) * total
-                parts.append(np.broadcast_to(ahead[:, None, :], (b, n, FORECAST_STEPS)))
-        obs = np.concatenate(parts, axis=2).astype(np.float32)
+                ahead = self._system_load.take(self._demand_index(state, self._forecast_offsets))
+                obs[:, :, 8:] = ahead[:, None, :]
+        obs[:, :, 0:3] = time[:, None, :]
+        own[:, :, 0:3] = self._own_obs
+        own[:, :, 3] = state.prev_p_mw
         return obs
 
     def step(self, state: DispatchState, action: np.ndarray, rng: np.random.Generator) -> tuple[DispatchState, StepOutput]:
@@ -204,12 +235,17 @@ class EconomicDispatch(Task):
         flow = dc_power_flow(self.case, bus_injection_mw(self.case, action, load))
         overload_mw = line_overload_mw(self.case, flow).sum(axis=1)
         total_load = load.sum(axis=1)
-        imbalance_mw = action.sum(axis=1) - total_load
+        total_generation = action.sum(axis=1)
+        imbalance_mw = total_generation - total_load
+        imbalance_mwh = np.abs(imbalance_mw) * dt_h
         generation = dispatch_cost(self.case, action) * dt_h
-        imbalance_cost = np.abs(imbalance_mw) * dt_h * IMBALANCE_PRICE
-        terms = np.stack([-generation, -imbalance_cost], axis=1)
-        costs = np.stack([overload_mw * dt_h, np.abs(imbalance_mw) * dt_h], axis=1)
-        rating = np.where(np.isfinite(self.case.branch_rate_a_mw), self.case.branch_rate_a_mw, np.inf)
+        terms = np.empty((state.t.size, 2))  # filled column by column: cheaper than np.stack at small B
+        terms[:, 0] = -generation
+        terms[:, 1] = -(imbalance_mwh * IMBALANCE_PRICE)
+        costs = np.empty((state.t.size, 2))
+        costs[:, 0] = overload_mw * dt_h
+        costs[:, 1] = imbalance_mwh
+        abs_flow = np.abs(flow)
         new_state = DispatchState(state.day_id, state.t + 1, action.copy(), imbalance_mw)
         return new_state, StepOutput(
             reward=terms.sum(axis=1),
@@ -219,12 +255,12 @@ class EconomicDispatch(Task):
             action_applied=action,
             info={
                 "total_load_mw": total_load,
-                "total_generation_mw": action.sum(axis=1),
+                "total_generation_mw": total_generation,
                 "slack_p_mw": -imbalance_mw,  # balancing power the slack bus supplies
                 "imbalance_mw": imbalance_mw,
                 "generation_cost": generation,
-                "max_branch_loading": (np.abs(flow) / rating).max(axis=1),
-                "n_congested_branches": (np.abs(flow) >= rating - 1e-6).sum(axis=1),
+                "max_branch_loading": (abs_flow / self._rating).max(axis=1),
+                "n_congested_branches": (abs_flow >= self._congested_above).sum(axis=1),
                 "losses_mw": np.zeros(state.t.size),  # DC power flow is lossless
                 "pf_converged": np.ones(state.t.size, dtype=bool),
             },
@@ -244,9 +280,14 @@ class EconomicDispatch(Task):
         return p + pmin
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Merit order on the observed system load (``global`` mode, field ``system_load_mw``)."""
+        """Congestion-aware merit order on the observed system load (``global`` mode, ``system_load_mw``).
+
+        Merit order first, then redispatch by PTDF sensitivities until no line is overloaded
+        (:func:`powerzoo.physics.redispatch.rule_dispatch_from_system_load`): what an operator
+        does without an optimiser. It never overloads a line where the DC-OPF could avoid it.
+        """
         idx = self.spec.observation.names.index("system_load_mw")
-        return self.merit_order_dispatch(obs[:, 0, idx].astype(np.float64))
+        return rule_dispatch_from_system_load(self.case, obs[:, 0, idx].astype(np.float64), self.marginal_cost)
 
     def oracle_plan(self, state: DispatchState) -> np.ndarray:
         """DC-OPF dispatch for every remaining step of each episode [B, H, n_gen]."""
