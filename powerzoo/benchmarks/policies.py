@@ -56,11 +56,13 @@ class RandomPolicy:
     For a bounded float Box the samples are drawn ahead in blocks with one generator call; the
     values are exactly those that successive ``action_space.sample()`` calls would return, as long
     as nothing else draws from the space's generator in between (re-seeding the space is noticed
-    and starts a new block).
+    and starts a new block). Blocks start at ``first_block`` samples after a (re)seed and double
+    up to ``block_bytes``, so re-seeding every episode does not pay for a large block each time.
     """
 
     name = "random"
-    block_bytes = 64 * 1024  # size of one block of pre-drawn samples
+    block_bytes = 64 * 1024  # largest block of pre-drawn samples
+    first_block = 64  # samples in the first block after a (re)seed
 
     def __init__(self, action_space: gym.Space, seed: int | None = None) -> None:
         self.action_space = action_space
@@ -68,6 +70,7 @@ class RandomPolicy:
         self._block: np.ndarray | None = None
         self._block_rng: np.random.Generator | None = None
         self._next = 0
+        self._block_len = self.first_block
         if seed is not None:
             self.seed(seed)
 
@@ -75,6 +78,7 @@ class RandomPolicy:
         """Re-seed the action space's generator (drops any pre-drawn samples)."""
         self.action_space.seed(seed)
         self._block = None
+        self._block_len = self.first_block
 
     def reset(self) -> None:
         return None
@@ -85,7 +89,10 @@ class RandomPolicy:
         rng = self.action_space.np_random
         if self._block is None or self._next == len(self._block) or rng is not self._block_rng:
             space = self.action_space
-            n_samples = max(1, self.block_bytes // max(1, space.low.nbytes))
+            if rng is not self._block_rng:
+                self._block_len = self.first_block
+            n_samples = max(1, min(self._block_len, self.block_bytes // max(1, space.low.nbytes)))
+            self._block_len *= 2
             draws = rng.uniform(space.low, space.high, size=(n_samples, *space.shape))
             self._block, self._block_rng, self._next = draws.astype(space.dtype), rng, 0
         action = self._block[self._next]
