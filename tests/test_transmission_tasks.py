@@ -158,3 +158,33 @@ def test_multi_agent_determinism_and_bad_actions():
     env = make_env("marl_opf", framework="pettingzoo", seed=0)
     with pytest.raises(ValueError, match="NaN"):
         env.step({a: np.array([np.nan]) for a in env.agents})
+
+
+def test_multi_agent_reward_override_prices_overloads_in_every_adapter():
+    from powerzoo.rl import make_env
+
+    actions = {f"gen_{i}": np.array([1.0], np.float32) for i in range(5)}  # every unit at Pmax
+    plain = make_env("marl_opf", split="test", framework="auto", normalize=True, seed=0)
+    priced = make_env("marl_opf", split="test", framework="auto", normalize=True, seed=0, reward="penalized")
+    custom = make_env("marl_opf", split="test", framework="pettingzoo", normalize=True, seed=0,
+                      reward=lambda info: -np.asarray(info["constraint_costs"]).sum(axis=-1))
+    for env in (plain, priced, custom):
+        env.reset(seed=0, options={"day_id": 0})
+    _, r_plain, _, _, info = plain.step(actions)
+    _, r_priced, _, _, _ = priced.step(actions)
+    _, r_custom, _, _, _ = custom.step(actions)
+    costs = np.asarray(info["gen_0"]["constraint_costs"])
+    weights = plain.task_spec.reward_presets["penalized"]
+    expected = r_plain["gen_0"] - sum(weights.get(n, 0.0) * c for n, c in zip(plain.constraint_names(), costs))
+    assert costs.sum() > 0 and r_priced["gen_0"] == pytest.approx(expected)
+    assert all(r == pytest.approx(-costs.sum()) for r in r_custom.values())
+    vec = make_env("marl_opf", split="test", num_envs=3, normalize=True, seed=0, reward="penalized")
+    vec.reset(seed=0)
+    _, rewards, _, _, _ = vec.step({a: np.ones((3, 1), np.float32) for a in vec.possible_agents})
+    assert rewards["gen_0"].shape == (3,)
+    with pytest.raises(ValueError, match="unknown reward"):
+        make_env("marl_opf", framework="auto", reward="nope")
+    with pytest.raises(ValueError, match="local_plus_forecast"):
+        make_env("marl_opf", framework="auto", forecast_horizon=4)
+    with pytest.raises(ValueError, match="selected_cost_sum"):
+        make_env("marl_opf", framework="auto", safe_rl=True)

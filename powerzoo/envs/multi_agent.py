@@ -19,6 +19,7 @@ from pettingzoo import ParallelEnv
 from powerzoo.envs.gym_env import scalar_info
 from powerzoo.envs.runner import TaskRunner
 from powerzoo.envs.scaling import AffineScaler
+from powerzoo.envs.wrappers import RewardSpec, compile_reward
 from powerzoo.tasks.base import Task
 
 __all__ = ["MultiAgentCore", "PowerZooParallelEnv", "PowerZooDictEnv", "PowerZooMultiAgentVectorEnv"]
@@ -27,7 +28,8 @@ __all__ = ["MultiAgentCore", "PowerZooParallelEnv", "PowerZooDictEnv", "PowerZoo
 class MultiAgentCore:
     """Batched multi-agent view of a task: dict actions in, per-agent arrays out."""
 
-    def __init__(self, task: Task, num_envs: int = 1, obs_mode: str | None = None, normalize: bool = False) -> None:
+    def __init__(self, task: Task, num_envs: int = 1, obs_mode: str | None = None, normalize: bool = False,
+                 reward: RewardSpec = None) -> None:
         spec = task.spec
         if spec.agent_mode != "multi":
             raise ValueError(f"{spec.task_id} is a single-agent task; use framework='gymnasium'")
@@ -35,6 +37,7 @@ class MultiAgentCore:
         self.obs_mode = obs_mode or spec.default_obs_mode
         self.obs_spec = spec.observation_spec(self.obs_mode)
         self.runner = TaskRunner(task, num_envs)
+        self.reward_fn = compile_reward(spec, reward)  # None: the task's own (team) reward
         self.agents = spec.agents
         self._agent_set = frozenset(spec.agents)
         self.n_agents, self.act_dim = len(spec.agents), spec.agent_action_dim
@@ -114,6 +117,8 @@ class MultiAgentCore:
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Batched step: obs [B, n, d], rewards [B, n], terminated [B], truncated [B], info."""
         _, reward, terminated, truncated, info = self.runner.step(self.joint_action(actions), observe=False)
+        if self.reward_fn is not None:
+            reward = np.asarray(self.reward_fn(reward, info), dtype=np.float64).reshape(-1)  # team reward [B]
         rewards = reward if reward.ndim == 2 else np.repeat(reward[:, None], self.n_agents, axis=1)
         return self.observe(), rewards, terminated, truncated, info
 
@@ -173,8 +178,9 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
 
     metadata = {"render_modes": [], "name": "powerzoo_parallel_v0", "is_parallelizable": True}
 
-    def __init__(self, task: Task, obs_mode: str | None = None, normalize: bool = False) -> None:
-        self.core = MultiAgentCore(task, 1, obs_mode, normalize)
+    def __init__(self, task: Task, obs_mode: str | None = None, normalize: bool = False,
+                 reward: RewardSpec = None) -> None:
+        self.core = MultiAgentCore(task, 1, obs_mode, normalize, reward)
         self.task_spec = task.spec
         self.possible_agents = list(self.core.agents)
         self.agents: list[str] = []
@@ -228,8 +234,9 @@ class PowerZooDictEnv(PowerZooParallelEnv):
     samples a joint action).
     """
 
-    def __init__(self, task: Task, obs_mode: str | None = None, normalize: bool = False) -> None:
-        super().__init__(task, obs_mode, normalize)
+    def __init__(self, task: Task, obs_mode: str | None = None, normalize: bool = False,
+                 reward: RewardSpec = None) -> None:
+        super().__init__(task, obs_mode, normalize, reward)
         self.observation_space_dict = gym.spaces.Dict(self.observation_spaces)
         self.action_space_dict = gym.spaces.Dict(self.action_spaces)
 
@@ -266,8 +273,9 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
     keys. Episodes auto-reset in the same step (``info["final_obs"]`` per agent, ``"_final_obs"``).
     """
 
-    def __init__(self, task: Task, num_envs: int, obs_mode: str | None = None, normalize: bool = False) -> None:
-        self.core = MultiAgentCore(task, num_envs, obs_mode, normalize)
+    def __init__(self, task: Task, num_envs: int, obs_mode: str | None = None, normalize: bool = False,
+                 reward: RewardSpec = None) -> None:
+        self.core = MultiAgentCore(task, num_envs, obs_mode, normalize, reward)
         self.task_spec = task.spec
         self.num_envs = self.core.runner.num_envs
         self.possible_agents = list(self.core.agents)

@@ -155,12 +155,15 @@ def _make_multi_agent_env(name: str, args: dict[str, Any], task_kwargs: dict[str
 
     if args["framework"] == "gymnasium":
         raise ValueError(f"{name} is a multi-agent task; use framework='pettingzoo' or 'auto'")
-    for option in ("forecast_horizon", "safe_rl", "reward", "cost_threshold"):
-        if args[option] not in (None, False):
-            raise ValueError(f"{option} is not supported on multi-agent tasks yet (got {args[option]!r})")
+    if args["forecast_horizon"] is not None:
+        raise ValueError(f"forecast_horizon is for single-agent tasks; {name} takes obs_mode='local_plus_forecast' "
+                         "(forecasts in each agent's observation)")
+    if args["safe_rl"] or args["cost_threshold"] is not None:
+        raise ValueError(f"safe_rl / cost_threshold give a single-agent 6-tuple step; on {name} every agent's info "
+                         "already carries constraint_costs, selected_cost_sum and is_safe")
     get_task_class(name).make_spec(**task_kwargs).observation_spec(args["obs_mode"])  # validates obs_mode
     task_obj = make_task(name, args["split"], **task_kwargs)
-    kwargs = {"obs_mode": args["obs_mode"], "normalize": args["normalize"]}
+    kwargs = {"obs_mode": args["obs_mode"], "normalize": args["normalize"], "reward": args["reward"]}
     if args["num_envs"] is not None:
         env: Any = ma.PowerZooMultiAgentVectorEnv(task_obj, args["num_envs"], **kwargs)
     elif args["framework"] == "pettingzoo":
