@@ -230,7 +230,10 @@ def test_an_exception_mid_collection_leaves_no_file_and_keeps_an_older_one(tmp_p
 
 
 _CHILD = """
-import pathlib, sys, time
+import pathlib, signal, sys, time
+# a shell that starts jobs in the background makes them ignore SIGINT, and Python then installs
+# no KeyboardInterrupt handler: restore it, as an interactive user would have it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from powerzoo.benchmarks.offline import DatasetGenerator
 from powerzoo.benchmarks.policies import RandomPolicy
 from powerzoo.rl import make_env
