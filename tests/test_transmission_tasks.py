@@ -175,7 +175,7 @@ def test_multi_agent_reward_override_prices_overloads_in_every_adapter():
     _, r_custom, _, _, _ = custom.step(actions)
     costs = np.asarray(info["gen_0"]["constraint_costs"])
     weights = plain.task_spec.reward_presets["penalized"]
-    expected = r_plain["gen_0"] - sum(weights.get(n, 0.0) * c for n, c in zip(plain.constraint_names(), costs))
+    expected = r_plain["gen_0"] - sum(weights.get(n, 0.0) * c for n, c in zip(plain.constraint_names(), costs, strict=True))
     assert costs.sum() > 0 and r_priced["gen_0"] == pytest.approx(expected)
     assert all(r == pytest.approx(-costs.sum()) for r in r_custom.values())
     vec = make_env("marl_opf", split="test", num_envs=3, normalize=True, seed=0, reward="penalized")
