@@ -12,7 +12,7 @@ import numpy as np
 __all__ = ["run_demo", "train_demo_agent", "DEMO_TIMESTEPS"]
 
 TRACE_KEYS = ("price_per_mwh", "p_mw", "soc")
-DEMO_TIMESTEPS = 60_000  # about a minute or two of PPO on two cores
+DEMO_TIMESTEPS = 60_000  # 15-30 s of PPO on two cores
 
 
 def train_demo_agent(out_dir: Path, timesteps: int, progress: bool) -> Any:
