@@ -39,7 +39,7 @@ from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase, load_case
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
 from powerzoo.physics.dc_power_flow import bus_injection_mw, dc_power_flow
-from powerzoo.physics.redispatch import rule_dispatch_from_system_load
+from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
@@ -150,7 +150,6 @@ class EconomicDispatch(Task):
         super().__init__(self.make_spec(), split)
         self.case = _congestion_ready_case(self.case_name)
         self.marginal_cost = _marginal_cost(self.case)
-        self._merit_order = np.argsort(self.marginal_cost, kind="stable")
         demand = self.profiles.series["demand_pu"]
         self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]  # wrap by modulo
         self._own = np.stack([self.case.gen_pmin_mw, self.case.gen_pmax_mw, self.marginal_cost], axis=1)
@@ -268,16 +267,12 @@ class EconomicDispatch(Task):
 
     # ---- baselines --------------------------------------------------------------------------
     def merit_order_dispatch(self, total_load_mw: np.ndarray) -> np.ndarray:
-        """Units at Pmin, then loaded cheapest first until ``total_load_mw`` [B] is met: [B, n_gen]."""
-        pmin, pmax = self.case.gen_pmin_mw, self.case.gen_pmax_mw
-        order = self._merit_order
-        room = (pmax - pmin)[order]
-        residual = np.clip(total_load_mw - pmin.sum(), 0.0, room.sum())
-        before = np.concatenate([[0.0], np.cumsum(room)[:-1]])
-        fill = np.clip(residual[:, None] - before, 0.0, room)
-        p = np.empty_like(fill)
-        p[:, order] = fill
-        return p + pmin
+        """Units at Pmin, then loaded cheapest first until ``total_load_mw`` [B] is met: [B, n_gen].
+
+        Network-blind (:func:`powerzoo.physics.redispatch.merit_order_dispatch`); the rule-based
+        baseline adds congestion relief on top of it.
+        """
+        return merit_order_dispatch(self.case, total_load_mw, self.marginal_cost)
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Congestion-aware merit order on the observed system load (``global`` mode, ``system_load_mw``).
