@@ -30,3 +30,20 @@ def _quiet_gymnasium_checker():
         warnings.filterwarnings("ignore", message=".*render modes.*")
         warnings.filterwarnings("ignore", message=".*different from the unwrapped version.*")
         yield
+
+
+@pytest.fixture
+def dc_microgrid_without_oracle(monkeypatch):
+    """``dc_microgrid`` whose spec lists no oracle baseline (every packaged task has one)."""
+    import dataclasses
+
+    from powerzoo.tasks.dc_microgrid import DCMicrogrid
+
+    make_spec = DCMicrogrid.make_spec.__func__
+
+    def without_oracle(cls, **task_kwargs):
+        spec = make_spec(cls, **task_kwargs)
+        return dataclasses.replace(spec, baselines=tuple(b for b in spec.baselines if b != "oracle"))
+
+    monkeypatch.setattr(DCMicrogrid, "make_spec", classmethod(without_oracle))
+    return "dc_microgrid"

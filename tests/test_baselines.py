@@ -63,8 +63,8 @@ def test_unknown_task_split_or_policy_raises():
         normalized_score("no_such_task", 0.0)
     with pytest.raises(ValueError, match="split 'val'"):
         normalized_score("battery_arbitrage", 0.0, split="val")
-    with pytest.raises(ValueError, match="no 'oracle' baseline"):
-        baseline_return("dc_microgrid", "oracle")
+    with pytest.raises(ValueError, match="no 'mpc' baseline"):
+        baseline_return("dc_microgrid", "mpc")
     with pytest.raises(FileNotFoundError):
         load_baselines("/nonexistent/baselines.json")
 
@@ -78,7 +78,7 @@ def test_evaluation_protocol_is_shared_by_the_rows_of_a_task():
 
 
 # ---- reproducing the table ------------------------------------------------------------------
-@pytest.mark.parametrize("task", ["battery_arbitrage", MA_TASK])
+@pytest.mark.parametrize("task", ["battery_arbitrage", MA_TASK, "dc_microgrid"])
 def test_recomputing_the_first_days_reproduces_the_table(task):
     protocol = evaluation_protocol(task)
     days = protocol["day_ids"][:4]  # a prefix: the random stream and the reset seeds line up
@@ -167,9 +167,9 @@ def test_multi_agent_policies_on_the_pettingzoo_parallel_env():
     assert overload == pytest.approx(0.0, abs=1e-3)
 
 
-def test_task_policies_reject_missing_baselines_and_vector_envs():
+def test_task_policies_reject_missing_baselines_and_vector_envs(dc_microgrid_without_oracle):
     with pytest.raises(ValueError, match="dc_microgrid defines no oracle baseline"):
-        OraclePolicy(make_env("dc_microgrid", split="test"))
+        OraclePolicy(make_env(dc_microgrid_without_oracle, split="test"))
     with pytest.raises(TypeError, match="without num_envs"):
         RuleBasedPolicy(make_env(MA_TASK, num_envs=2))
     with pytest.raises(TypeError, match="PowerZoo env"):

@@ -116,8 +116,8 @@ def test_baseline_ordering_on_battery(campaign):
     assert mean["oracle"] >= mean["rule_based"] >= mean["random"]
 
 
-def test_unsupported_policy_is_skipped_with_a_note(tmp_path):
-    result = run_campaign(["dc_microgrid"], policies=("random", "oracle"), seeds=(0,), episodes=1,
+def test_unsupported_policy_is_skipped_with_a_note(tmp_path, dc_microgrid_without_oracle):
+    result = run_campaign([dc_microgrid_without_oracle], policies=("random", "oracle"), seeds=(0,), episodes=1,
                           out_dir=tmp_path, progress=False, plots=False)
     assert [r["policy"] for r in result.rows] == ["random"]
     assert any("dc_microgrid" in n and "oracle" in n for n in result.notes)

@@ -84,7 +84,7 @@ def test_gymnasium_ids_and_spec():
         assert d["reward"]["terms"] == ["energy", "cost", "carbon"]
         assert d["constraint_names"] == ["sla_violation", "overtemperature", "power_deficit"]
         assert d["selected_constraints"] == d["constraint_names"] and d["cost_thresholds"] == THRESHOLDS
-        assert set(d["baselines"]) == {"random", "rule_based"}
+        assert set(d["baselines"]) == {"random", "rule_based", "oracle"}
         assert d["config_template"]["algorithm_kwargs"]["gamma"] == 0.999
         assert {"heatwave", "low_renewable", "workload_shock"} <= set(d["splits"])
         assert [a["name"] for a in d["action_space"]] == [

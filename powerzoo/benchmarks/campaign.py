@@ -26,7 +26,7 @@ Baselines act on ``make_env(task, split)`` (``framework="auto"``, physical units
 folder (written by :class:`~powerzoo.rl.trainer.Trainer`) acts on the env its config describes
 (:meth:`~powerzoo.rl.trainer.Trainer.make_eval_env`, or the multi-agent dict env), on the task
 named in its config. Its policy name is the run folder's name. A baseline that the task does not
-define (``task.spec.baselines``, e.g. no oracle for ``dc_microgrid``) is skipped with a note.
+define (``task.spec.baselines``) is skipped with a note.
 
 Statistics (per task x policy, pooled over all episodes of all seeds)
 ---------------------------------------------------------------------

@@ -71,9 +71,10 @@ Splits: train / val / test by date; stress splits ``heatwave``, ``low_renewable`
 ``load_stress``, ``price_spike`` (transformed weather and prices) and ``workload_shock``
 (doubled job arrivals), all on the test days.
 
-Baselines: random; rule-based (:meth:`DCMicrogrid.rule_based_action`). No oracle: the exact
-perfect-foresight problem (queue, thermal dynamics, diesel minimum output) is a MILP that is not
-provided yet.
+Baselines: random; rule-based (:meth:`DCMicrogrid.rule_based_action`); oracle
+(:meth:`DCMicrogrid.oracle_plan`): a perfect-foresight MILP over the day on HiGHS (job service
+per deadline bucket, battery, diesel on/off with its minimum output, grid import; cooling setpoint
+held just under the 27 deg C limit), see :mod:`powerzoo.tasks.dc_microgrid_oracle`.
 """
 
 from __future__ import annotations
@@ -99,12 +100,14 @@ from powerzoo.devices.grid_tie import GridTieParams, grid_carbon_intensity, sett
 from powerzoo.devices.job_queue import (
     carry_excess,
     drop_due,
+    per_bucket,
     queue_outlook,
     serve_edf,
 )
 from powerzoo.devices.pv import PVParams, pv_power_mw
 from powerzoo.devices.thermal_zone import ZoneParams, zone_step
 from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.dc_microgrid_oracle import DayForesight, solve_day_plan
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
 __all__ = ["DCMicrogrid", "DCMicrogridSafe", "DCMicrogridState", "DCMicrogridParams", "REWARD_WEIGHTS"]
@@ -280,7 +283,7 @@ class DCMicrogrid(Task):
             constraint_units=("GPU-h", "K h", "MWh"),
             selected_constraints=CONSTRAINTS,
             cost_thresholds=dict(THRESHOLDS),
-            baselines=("random", "rule_based"),
+            baselines=("random", "rule_based", "oracle"),
             forecast_series=("price_per_mwh", "pv_cf", "temp_c"),
             reward_presets={"objective": weights, "penalized": {**weights, **penalties}},
             gamma=0.999,
@@ -491,6 +494,44 @@ class DCMicrogrid(Task):
         )
         battery = np.clip(shortfall - diesel, -p_ch_max, p_dis_max)
         return np.stack([tr / n, ft / n, setpoint, battery, diesel], axis=1)
+
+    def oracle_plan(self, state: DCMicrogridState) -> np.ndarray:
+        """Perfect-foresight physical actions [B, 288, 5] from ``state`` on (one MILP per row, HiGHS).
+
+        Rows before each episode's current step are NaN. See
+        :func:`~powerzoo.tasks.dc_microgrid_oracle.solve_day_plan` for the model.
+        """
+        plans = np.full((state.t.size, HORIZON, 5), np.nan)
+        for row in range(state.t.size):
+            t0 = int(state.t[row])
+            if t0 >= HORIZON:
+                continue
+            plans[row, t0:] = solve_day_plan(
+                self.params, self.day_foresight(state, row), self.spec.dt_h, self._weights, self._penalties
+            ).actions
+        return plans
+
+    def day_foresight(self, state: DCMicrogridState, row: int) -> DayForesight:
+        """What the oracle knows at row ``row`` of ``state``: the rest of its day (see :class:`DayForesight`)."""
+        w = self.workload
+        t0 = int(state.t[row])
+        idx = self._step_index(state.day_id[row:row + 1], np.arange(t0, HORIZON))  # [S] calendar steps
+        temp_out, price, co2, pv_mw = self._exogenous[idx].T
+        arrivals = per_bucket(w.arrival_cum_gpuh[idx].astype(np.float64))  # [S, C, K]
+        arrivals[0] = per_bucket(state.queue_cum_gpuh[row:row + 1])[0]  # queued now, this step's arrivals in
+        allowance = state.carry_allowance_gpuh[row] + w.arrival_carry_gpuh[idx[1:]].sum(axis=0)
+        return DayForesight(
+            t0=t0,
+            soc=float(state.soc[row]),
+            zone_temp_c=float(state.zone_temp_c[row]),
+            temp_out_c=temp_out,
+            price_per_mwh=price,
+            grid_co2_t_per_mwh=co2,
+            pv_mw=pv_mw,
+            arrivals_gpuh=arrivals,
+            carry_allowance_gpuh=allowance,
+            bucket_due_step=w.bucket_due_step,
+        )
 
 
 class DCMicrogridSafe(DCMicrogrid):

@@ -1,0 +1,289 @@
+"""Perfect-foresight reference plan of one ``dc_microgrid`` day: a MILP solved by HiGHS.
+
+Given the state at step ``t0`` and the rest of the day's weather, prices, grid carbon intensity
+and job arrivals, :func:`solve_day_plan` chooses, for every remaining step, the GPUs serving each
+deadline bucket of each job class, battery charge and discharge, diesel output and grid import,
+to maximise the penalised reward of ``dc_microgrid`` (weighted ``[energy, cost, carbon]`` minus
+the violation penalties). Model, per step ``j`` (length ``dt`` h):
+
+* Jobs: ``x[c, k, j]`` GPU-h of class ``c`` bucket ``k`` served; queued work per bucket
+  ``r[c, k, j] = r[c, k, j-1] + arrivals - x >= 0``; what is left when a bucket falls due is
+  dropped (``sla_violation``); at the day's end the last bucket may keep its carry allowance,
+  the excess is behind schedule. ``sum x <= n_gpus dt``. The env serves each class
+  earliest-deadline-first: given the plan's per-class GPUs it serves the same work per step and
+  meets every deadline the plan meets (EDF is optimal for a divisible workload), so only the
+  per-class totals become actions.
+* IT power: planned GPUs are always busy (an allocated idle GPU draws more than a parked one),
+  ``it = n_gpus p_parked + (p_active - p_parked) gpus``.
+* Cooling: the setpoint is held at :data:`ORACLE_SETPOINT_C`, just under the 27 deg C limit
+  (the highest COP with no overtemperature). The zone's trajectory is then fixed by the plant's
+  controller, so the heat to remove is the IT power plus a known offset (envelope gains and the
+  zone's own warming), and the cooling power ``max(it + offset, 0) / COP`` is an LP constraint.
+* Supply: ``pv + diesel + discharge - charge + import - spill + deficit = it + cooling``;
+  SOC bounds with the battery's efficiencies; diesel ``0`` or in ``[p_min, rated]`` (binary
+  ``on[j]``: the only integers); import up to the grid cap.
+
+The plan is a reference, not a proof of optimality: the fixed setpoint forgoes pre-cooling, and
+the env's plant may clip cooling at zero in cold weather (the realised return is then a little
+better than planned). It is the same plan for ``dc_microgrid_safe``: no violation is worth its
+penalty, so the CMDP thresholds are met with room to spare.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from powerzoo.devices.cooling import cooling_cop
+from powerzoo.devices.thermal_zone import zone_step
+
+if TYPE_CHECKING:
+    from powerzoo.tasks.dc_microgrid import DCMicrogridParams
+
+__all__ = ["DayForesight", "DayPlan", "ORACLE_SETPOINT_C", "solve_day_plan"]
+
+ORACLE_SETPOINT_C = 26.9  # deg C: 0.1 K below the ASHRAE A1 limit
+SHARE_MARGIN = 5e-7  # fraction of GPUs added to each planned share (float32 actions lose ~6e-8)
+IMPORT_MARGIN_MW = 1e-4  # grid headroom kept for that margin's extra load (~1e-6 MW) and round-off
+MIP_TIME_LIMIT_S = 60.0
+MIP_REL_GAP = 1e-5
+
+
+@dataclasses.dataclass(frozen=True)
+class DayForesight:
+    """Everything the plan knows, from step ``t0`` to the end of the day (S = horizon - t0 steps).
+
+    ``arrivals_gpuh[j, c, k]``: work of class ``c`` due by the end of bucket ``k`` that is queued
+    when step ``t0 + j`` is served; row 0 is the current queue, later rows are new arrivals.
+    """
+
+    t0: int
+    soc: float  # battery SOC now (fraction)
+    zone_temp_c: float  # server-zone temperature now (deg C)
+    temp_out_c: np.ndarray  # [S] outdoor temperature (deg C)
+    price_per_mwh: np.ndarray  # [S] grid import price ($/MWh)
+    grid_co2_t_per_mwh: np.ndarray  # [S] grid carbon intensity (tCO2/MWh)
+    pv_mw: np.ndarray  # [S] available PV power (MW)
+    arrivals_gpuh: np.ndarray  # [S, C, K] work per bucket (GPU-h), see above
+    carry_allowance_gpuh: np.ndarray  # [C] last-bucket work that may be left at the day's end
+    bucket_due_step: np.ndarray  # [K] episode step at which each bucket's leftover is dropped
+
+
+@dataclasses.dataclass(frozen=True)
+class DayPlan:
+    """Physical actions [S, 5] (the env's action layout) and the MILP's forecast of the reward."""
+
+    actions: np.ndarray
+    predicted_return: float  # sum of the penalised reward over the remaining steps
+    predicted_zone_temp_c: np.ndarray  # [S] zone temperature after each step (deg C)
+    status: str  # HiGHS's message: optimal, or a time limit with a feasible solution
+
+
+class _Columns:
+    """Allocates named blocks of LP columns with their bounds and objective coefficients."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.lower: list[np.ndarray] = []
+        self.upper: list[np.ndarray] = []
+        self.cost: list[np.ndarray] = []
+        self.integer: list[np.ndarray] = []
+
+    def add(self, n: int, low: float, high: float | np.ndarray, cost: float | np.ndarray = 0.0,
+            integer: bool = False) -> np.ndarray:
+        """Indices of ``n`` new columns."""
+        idx = np.arange(self.size, self.size + n)
+        self.size += n
+        self.lower.append(np.full(n, low, dtype=float))
+        self.upper.append(np.broadcast_to(np.asarray(high, dtype=float), (n,)).copy())
+        self.cost.append(np.broadcast_to(np.asarray(cost, dtype=float), (n,)).copy())
+        self.integer.append(np.full(n, int(integer)))
+        return idx
+
+
+class _Rows:
+    """Sparse constraint rows ``lower <= A x <= upper`` built from (row, column, value) triplets."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+        self.lower: list[np.ndarray] = []
+        self.upper: list[np.ndarray] = []
+
+    def add(self, terms: list[tuple[np.ndarray, float | np.ndarray]], low: float | np.ndarray,
+            high: float | np.ndarray, groups: list[np.ndarray] | None = None, group_coef: float = 0.0) -> None:
+        """Rows ``low <= sum coef * x[cols] (+ group_coef * sum x[groups[i]]) <= high``.
+
+        Each term's ``cols`` holds one column per row; ``groups`` (optional) a ragged list of
+        column arrays, one per row, all with the coefficient ``group_coef``.
+        """
+        n = len(groups) if groups is not None else len(terms[0][0])
+        row_ids = np.arange(self.n, self.n + n)
+        for cols, coef in terms:
+            self._triplets(row_ids, np.asarray(cols), np.broadcast_to(np.asarray(coef, dtype=float), (n,)))
+        for i, group in enumerate(groups or ()):
+            self._triplets(np.full(len(group), self.n + i), np.asarray(group), np.full(len(group), group_coef))
+        self.lower.append(np.broadcast_to(np.asarray(low, dtype=float), (n,)))
+        self.upper.append(np.broadcast_to(np.asarray(high, dtype=float), (n,)))
+        self.n += n
+
+    def _triplets(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        self.rows.append(rows)
+        self.cols.append(cols)
+        self.vals.append(vals)
+
+    def constraint(self, n_cols: int) -> LinearConstraint:
+        a = sp.csr_array(
+            (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
+            shape=(self.n, n_cols),
+        )
+        return LinearConstraint(a, np.concatenate(self.lower), np.concatenate(self.upper))
+
+
+def _zone_trajectory(params: DCMicrogridParams, foresight: DayForesight, setpoint_c: float, dt_h: float) -> tuple[np.ndarray, np.ndarray]:
+    """Zone temperature after each step [S] and the heat [S] (MW) to remove besides the IT load.
+
+    Uses the env's own zone model (:func:`~powerzoo.devices.thermal_zone.zone_step`) with an
+    unlimited plant: the removed heat is affine in the IT heat, so its offset is what is removed
+    under a probe load far above anything that could clip the plant at zero, minus that load.
+    """
+    n = foresight.temp_out_c.size
+    temp = np.empty(n)
+    offset = np.empty(n)
+    current = np.array([foresight.zone_temp_c])
+    probe_mw = 100.0
+    probe = np.full(1, probe_mw)
+    for j in range(n):
+        current, q = zone_step(params.zone, current, foresight.temp_out_c[j:j + 1], np.array([setpoint_c]),
+                               probe, np.inf, dt_h)
+        temp[j], offset[j] = current[0], q[0] - probe_mw
+    return temp, offset
+
+
+def solve_day_plan(
+    params: DCMicrogridParams,
+    foresight: DayForesight,
+    dt_h: float,
+    weights: np.ndarray,
+    penalties: np.ndarray,
+    setpoint_c: float = ORACLE_SETPOINT_C,
+) -> DayPlan:
+    """Best plan of the rest of the day under perfect foresight (see the module docstring).
+
+    ``params`` is a :class:`~powerzoo.tasks.dc_microgrid.DCMicrogridParams`; ``weights`` the
+    reward weights of ``[energy, cost, carbon]``; ``penalties`` those of ``[sla_violation (per
+    GPU-h), overtemperature (per K h), power_deficit (per MWh)]``. Raises ``RuntimeError`` when
+    HiGHS finds no feasible plan.
+    """
+    cl, bat, dsl, grid = params.cluster, params.battery, params.diesel, params.grid
+    w_energy, w_cost, w_carbon = (float(v) for v in weights)
+    pen_sla, pen_temp, pen_deficit = (float(v) for v in penalties)
+    arrivals = np.asarray(foresight.arrivals_gpuh, dtype=float)
+    n_steps, n_classes, n_buckets = arrivals.shape
+    t0 = foresight.t0
+    price, co2 = foresight.price_per_mwh, foresight.grid_co2_t_per_mwh
+
+    zone_temp, heat_offset = _zone_trajectory(params, foresight, setpoint_c, dt_h)
+    cop = cooling_cop(params.cooling, foresight.temp_out_c, np.full(n_steps, setpoint_c))
+    it_base_mw = cl.n_gpus * cl.p_parked_kw * 1e-3  # every GPU parked
+    mw_per_gpuh = (cl.p_active_kw - cl.p_parked_kw) * 1e-3 / dt_h  # IT MW per GPU-h served in a step
+
+    cols, rows = _Columns(), _Rows()
+    # supply side, one column per step
+    energy_cost = w_energy * dt_h  # per MWh of facility energy
+    charge = cols.add(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
+    discharge = cols.add(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
+    stored = cols.add(n_steps, bat.soc_min * bat.energy_capacity_mwh, bat.soc_max * bat.energy_capacity_mwh)
+    diesel = cols.add(n_steps, 0.0, dsl.rated_mw,
+                      (w_cost * dsl.fuel_cost_per_mwh + w_carbon * dsl.co2_t_per_mwh) * dt_h)
+    diesel_on = cols.add(n_steps, 0.0, 1.0, integer=True)
+    grid_import = cols.add(n_steps, 0.0, max(grid.import_max_mw - IMPORT_MARGIN_MW, 0.0), (w_cost * price + w_carbon * co2) * dt_h)
+    spill = cols.add(n_steps, 0.0, np.inf)
+    deficit = cols.add(n_steps, 0.0, np.inf, pen_deficit * dt_h)
+    cooling = cols.add(n_steps, 0.0, np.inf, energy_cost)
+
+    # jobs: served (x) and left (r) per class, bucket and step while the bucket is open
+    served_cols: list[list[list[np.ndarray]]] = [[[] for _ in range(n_classes)] for _ in range(n_steps)]  # [j][c]
+    drop_cols, behind_cols = [], []
+    for k in range(n_buckets):
+        last = n_steps if k == n_buckets - 1 else min(int(foresight.bucket_due_step[k]) - t0, n_steps)
+        if last <= 0:  # already due: nothing of it can be queued
+            continue
+        for c in range(n_classes):
+            x = cols.add(last, 0.0, np.inf, energy_cost * mw_per_gpuh)
+            r = cols.add(last, 0.0, np.inf)
+            # r[0] + x[0] = arrivals[0];  r[j] - r[j-1] + x[j] = arrivals[j]
+            rows.add([(r[:1], 1.0), (x[:1], 1.0)], arrivals[0, c, k], arrivals[0, c, k])
+            if last > 1:
+                rows.add([(r[1:], 1.0), (r[:-1], -1.0), (x[1:], 1.0)], arrivals[1:last, c, k], arrivals[1:last, c, k])
+            for j in range(last):
+                served_cols[j][c].append(x[j:j + 1])
+            if k == n_buckets - 1:
+                behind_cols.append((c, r[-1]))
+            elif int(foresight.bucket_due_step[k]) - t0 <= n_steps:
+                drop_cols.append(r[-1])
+    served_by_class = [[np.concatenate(g) if g else np.zeros(0, dtype=int) for g in step] for step in served_cols]
+    served_groups = [np.concatenate(step) for step in served_by_class]  # x columns of each step
+
+    # work behind schedule at the day's end: behind >= r_last - allowance
+    behind = cols.add(len(behind_cols), 0.0, np.inf, pen_sla)
+    for i, (c, r_last) in enumerate(behind_cols):
+        rows.add([(behind[i:i + 1], 1.0), (np.array([r_last]), -1.0)], -foresight.carry_allowance_gpuh[c], np.inf)
+    cost = np.concatenate(cols.cost)
+    cost[np.asarray(drop_cols, dtype=int)] += pen_sla  # work left when its bucket falls due is dropped
+
+    # GPU capacity and the q_max of the cooling plant, per step
+    rows.add([], -np.inf, cl.n_gpus * dt_h, served_groups, 1.0)
+    # heat the plant can still take (MW); never negative, so an undersized plant still gets a plan
+    q_room = np.maximum(params.cooling.q_max_mw - it_base_mw - heat_offset, 0.0)
+    rows.add([], -np.inf, q_room, served_groups, mw_per_gpuh)
+    # cooling >= (it + offset) / COP
+    rows.add([(cooling, cop)], it_base_mw + heat_offset, np.inf, served_groups, -mw_per_gpuh)
+    # power balance: diesel + discharge - charge + import - spill + deficit - cooling - it_var = it_base - pv
+    balance = [(diesel, 1.0), (discharge, 1.0), (charge, -1.0), (grid_import, 1.0), (spill, -1.0), (deficit, 1.0),
+               (cooling, -1.0)]
+    rows.add(balance, it_base_mw - foresight.pv_mw, it_base_mw - foresight.pv_mw, served_groups, -mw_per_gpuh)
+    # battery energy: e[j] - e[j-1] - eta_c dt ch + dt / eta_d dis = 0 (e[-1] = soc0 * capacity)
+    e0 = foresight.soc * bat.energy_capacity_mwh
+    storage = [(charge, -bat.charge_efficiency * dt_h), (discharge, dt_h / bat.discharge_efficiency)]
+    rows.add([(stored[:1], 1.0)] + [(c[:1], v) for c, v in storage], e0, e0)
+    if n_steps > 1:
+        rows.add([(stored[1:], 1.0), (stored[:-1], -1.0)] + [(c[1:], v) for c, v in storage], 0.0, 0.0)
+    # diesel: p_min on <= diesel <= rated on
+    rows.add([(diesel, 1.0), (diesel_on, -dsl.p_min_mw)], 0.0, np.inf)
+    rows.add([(diesel, 1.0), (diesel_on, -dsl.rated_mw)], -np.inf, 0.0)
+
+    lower, upper = np.concatenate(cols.lower), np.concatenate(cols.upper)
+    result = milp(
+        cost,
+        constraints=rows.constraint(cols.size),
+        integrality=np.concatenate(cols.integer),
+        bounds=Bounds(lower, upper),
+        options={"time_limit": MIP_TIME_LIMIT_S, "mip_rel_gap": MIP_REL_GAP, "disp": False},
+    )
+    if result.x is None:
+        raise RuntimeError(f"dc_microgrid oracle: HiGHS found no plan from step {t0} ({result.message})")
+    v = result.x
+
+    actions = np.empty((n_steps, 5))
+    gpus = np.array([[v[idx].sum() for idx in step] for step in served_by_class]) / dt_h  # [S, C]
+    shares = gpus / cl.n_gpus
+    shares = np.where(gpus > 0.0, shares + SHARE_MARGIN, 0.0)
+    over = shares.sum(axis=1, keepdims=True)
+    actions[:, :2] = shares / np.maximum(over, 1.0)  # the margin never pushes the total above 1
+    actions[:, 2] = setpoint_c
+    actions[:, 3] = v[discharge] - v[charge]
+    actions[:, 4] = np.where(v[diesel_on] > 0.5, np.maximum(v[diesel], dsl.p_min_mw), 0.0)
+
+    overtemp_kh = np.maximum(zone_temp - params.zone.temp_max_c, 0.0).sum() * dt_h
+    it_energy = it_base_mw * dt_h * n_steps * w_energy
+    predicted = -(float(result.fun) + it_energy + pen_temp * overtemp_kh)
+    return DayPlan(actions=actions, predicted_return=predicted, predicted_zone_temp_c=zone_temp,
+                   status=str(result.message))
+

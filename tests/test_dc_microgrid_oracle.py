@@ -1,0 +1,107 @@
+"""dc_microgrid oracle: the perfect-foresight MILP plan, executed in the env."""
+
+import numpy as np
+import pytest
+
+from powerzoo.benchmarks.evaluation import rollout
+from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy
+from powerzoo.rl import make_env
+from powerzoo.tasks.dc_microgrid import HORIZON, DCMicrogrid
+from powerzoo.tasks.dc_microgrid_oracle import ORACLE_SETPOINT_C, solve_day_plan
+
+
+def play(task, state, actions, rng):
+    """Step ``task`` from ``state`` through float32 ``actions`` [S, 5]; return (return, costs, infos)."""
+    ret, costs, infos = 0.0, np.zeros(3), []
+    for action in actions.astype(np.float32).astype(np.float64):
+        state, out = task.step(state, action[None], rng)
+        ret += float(out.reward[0])
+        costs += out.constraint_costs[0]
+        infos.append(out.info)
+    return ret, costs, infos
+
+
+def plan_from(task, state):
+    return solve_day_plan(task.params, task.day_foresight(state, 0), task.spec.dt_h, task._weights, task._penalties)
+
+
+@pytest.fixture(scope="module")
+def test_task():
+    return DCMicrogrid("test")
+
+
+@pytest.mark.parametrize("day", [0, 71])  # 71: -11 deg C outdoors at midnight
+def test_plan_forecasts_the_env_return_and_violates_nothing(test_task, day):
+    rng = np.random.default_rng(0)
+    state = test_task.reset(rng, np.array([day]))
+    plan = plan_from(test_task, state)
+    assert "Optimal" in plan.status
+    ret, costs, infos = play(test_task, state, plan.actions, rng)
+    # the MILP is the env's model: its objective is the return the env pays, to round-off
+    assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
+    np.testing.assert_array_equal(costs, 0.0)
+    zone = np.array([i["zone_temp_c"][0] for i in infos])
+    np.testing.assert_allclose(zone, plan.predicted_zone_temp_c, atol=1e-9)
+    # the env serves, earliest-deadline-first, the work the plan allocates GPUs for (up to the
+    # plan's share margin of 0.001 GPUs a step, which runs a queue dry a little earlier)
+    busy = np.array([i["gpus_busy"][0] for i in infos])
+    gpus = plan.actions[:, :2] * test_task.params.cluster.n_gpus
+    np.testing.assert_allclose(busy, gpus, atol=0.1)
+
+
+def test_plan_actions_respect_device_limits(test_task):
+    state = test_task.reset(np.random.default_rng(0), np.array([3]))
+    actions = plan_from(test_task, state).actions
+    p = test_task.params
+    assert actions.shape == (HORIZON, 5)
+    assert np.all(actions[:, :2] >= 0.0) and np.all(actions[:, :2].sum(axis=1) <= 1.0 + 1e-12)
+    np.testing.assert_array_equal(actions[:, 2], ORACLE_SETPOINT_C)
+    assert np.all(np.abs(actions[:, 3]) <= p.battery.power_max_mw + 1e-9)
+    diesel = actions[:, 4]
+    assert np.all((diesel == 0.0) | ((diesel >= p.diesel.p_min_mw) & (diesel <= p.diesel.rated_mw + 1e-9)))
+
+
+def test_plan_from_the_middle_of_an_episode(test_task):
+    rng = np.random.default_rng(1)
+    state = test_task.reset(rng, np.array([10]))
+    for _ in range(100):
+        state, _ = test_task.step(state, test_task.rule_based_action(test_task.observe(state)), rng)
+    plans = test_task.oracle_plan(state)
+    assert plans.shape == (1, HORIZON, 5)
+    assert np.isnan(plans[0, :100]).all() and np.isfinite(plans[0, 100:]).all()
+    plan = plan_from(test_task, state)
+    ret, costs, _ = play(test_task, state, plans[0, 100:], rng)
+    assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
+    np.testing.assert_array_equal(costs, 0.0)
+
+
+def test_overloaded_cluster_drops_the_work_the_plan_gives_up():
+    task = DCMicrogrid("workload_shock")  # about 120 % utilisation: not every deadline can be met
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0]))
+    plan = plan_from(task, state)
+    ret, costs, _ = play(task, state, plan.actions, rng)
+    assert costs[0] > 1000.0  # GPU-h dropped
+    assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
+
+
+def test_undersized_cooling_plant_still_gets_a_plan():
+    task = DCMicrogrid("test", cooling_capacity_mw=0.5)
+    state = task.reset(np.random.default_rng(0), np.array([0]))
+    actions = plan_from(task, state).actions
+    assert np.isfinite(actions).all()
+
+
+@pytest.mark.parametrize(("task", "normalize"), [("dc_microgrid", False), ("dc_microgrid_safe", True)])
+def test_oracle_beats_rule_beats_random(task, normalize):
+    env = make_env(task, split="test", normalize=normalize)
+    policies = {
+        "random": RandomPolicy(env.action_space, seed=0),
+        "rule_based": RuleBasedPolicy(env),
+        "oracle": OraclePolicy(env),
+    }
+    for day in (1, 40):
+        rec = {name: rollout(env, pol, day_id=day, seed=0) for name, pol in policies.items()}
+        assert rec["oracle"]["return"] > rec["rule_based"]["return"] > rec["random"]["return"]
+        np.testing.assert_array_equal(rec["oracle"]["costs"], 0.0)
+        assert policies["oracle"].fallback_steps == 0
