@@ -1,5 +1,8 @@
 """dc_microgrid oracle: the perfect-foresight MILP plan, executed in the env."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -105,3 +108,13 @@ def test_oracle_beats_rule_beats_random(task, normalize):
         assert rec["oracle"]["return"] > rec["rule_based"]["return"] > rec["random"]["return"]
         np.testing.assert_array_equal(rec["oracle"]["costs"], 0.0)
         assert policies["oracle"].fallback_steps == 0
+
+
+def test_building_and_stepping_the_env_does_not_import_the_solver():
+    # scipy.optimize adds ~0.3 s and ~40 MB to make_env; only a plan needs it
+    code = (
+        "import sys; from powerzoo.rl import make_env; env = make_env('dc_microgrid'); env.reset(seed=0); "
+        "env.step(env.action_space.sample()); print('scipy.optimize' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -35,13 +35,13 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from powerzoo.devices.cooling import cooling_cop
 from powerzoo.devices.thermal_zone import zone_step
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # scipy.optimize is imported when a plan is solved: it adds ~0.3 s and ~40 MB to an import
+    from scipy.optimize import LinearConstraint
+
     from powerzoo.tasks.dc_microgrid import DCMicrogridParams
 
 __all__ = ["DayForesight", "DayPlan", "ORACLE_SETPOINT_C", "solve_day_plan"]
@@ -139,6 +139,9 @@ class _Rows:
         self.vals.append(vals)
 
     def constraint(self, n_cols: int) -> LinearConstraint:
+        import scipy.sparse as sp
+        from scipy.optimize import LinearConstraint
+
         a = sp.csr_array(
             (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
             shape=(self.n, n_cols),
@@ -181,6 +184,8 @@ def solve_day_plan(
     GPU-h), overtemperature (per K h), power_deficit (per MWh)]``. Raises ``RuntimeError`` when
     HiGHS finds no feasible plan.
     """
+    from scipy.optimize import Bounds, milp
+
     cl, bat, dsl, grid = params.cluster, params.battery, params.diesel, params.grid
     w_energy, w_cost, w_carbon = (float(v) for v in weights)
     pen_sla, pen_temp, pen_deficit = (float(v) for v in penalties)
