@@ -10,7 +10,7 @@ from powerzoo.benchmarks.evaluation import rollout
 from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy
 from powerzoo.rl import make_env
 from powerzoo.tasks.dc_microgrid import HORIZON, DCMicrogrid
-from powerzoo.tasks.dc_microgrid_oracle import ORACLE_SETPOINT_C, solve_day_plan
+from powerzoo.tasks.dc_microgrid_oracle import ORACLE_SETPOINT_C
 
 
 def play(task, state, actions, rng):
@@ -25,7 +25,7 @@ def play(task, state, actions, rng):
 
 
 def plan_from(task, state):
-    return solve_day_plan(task.params, task.day_foresight(state, 0), task.spec.dt_h, task._weights, task._penalties)
+    return task.oracle_day_plan(state, 0)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +33,12 @@ def test_task():
     return DCMicrogrid("test")
 
 
-@pytest.mark.parametrize("day", [0, 71])  # 71: -11 deg C outdoors at midnight
-def test_plan_forecasts_the_env_return_and_violates_nothing(test_task, day):
+@pytest.mark.parametrize(
+    ("day", "task_kwargs"),
+    [(0, {}), (71, {}), (7, {"grid_import_max_mw": 0.0})],  # 71: -11 deg C outdoors at midnight; islanded
+)
+def test_plan_forecasts_the_env_return_and_violates_nothing(day, task_kwargs):
+    test_task = DCMicrogrid("test", **task_kwargs)
     rng = np.random.default_rng(0)
     state = test_task.reset(rng, np.array([day]))
     plan = plan_from(test_task, state)
@@ -88,6 +92,26 @@ def test_overloaded_cluster_drops_the_work_the_plan_gives_up():
     assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
 
 
+def test_hot_zone_is_cooled_down_as_fast_as_the_plant_allows():
+    task = DCMicrogrid("test", initial_zone_temp_c=35.0)
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0]))
+    plan = plan_from(task, state)
+    setpoint, zone = plan.actions[:, 2], plan.predicted_zone_temp_c
+    n_hot = int(np.sum(zone > ORACLE_SETPOINT_C + 1e-9))  # steps ending above the oracle's setpoint
+    assert 0 < n_hot < 6
+    assert np.all(np.diff(zone[: n_hot + 1]) < 0.0) and np.all(setpoint <= ORACLE_SETPOINT_C)
+    assert setpoint[n_hot] < ORACLE_SETPOINT_C - 0.5  # the step that lands on it needs a lower setpoint
+    np.testing.assert_allclose(setpoint[n_hot + 1:], ORACLE_SETPOINT_C, atol=1e-9)
+    np.testing.assert_allclose(zone[n_hot:], ORACLE_SETPOINT_C, atol=1e-6)
+    ret, costs, infos = play(task, state, plan.actions, rng)
+    assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
+    # the plant kept up (to the share margin's extra heat while it runs at capacity)
+    np.testing.assert_allclose([i["zone_temp_c"][0] for i in infos], zone, atol=1e-4)
+    # K h above 27 deg C while cooling down: holding 26.9 deg C from the start gives 0.95
+    assert 0.0 < costs[1] < 0.8
+
+
 def test_undersized_cooling_plant_still_gets_a_plan():
     task = DCMicrogrid("test", cooling_capacity_mw=0.5)
     state = task.reset(np.random.default_rng(0), np.array([0]))
@@ -118,3 +142,14 @@ def test_building_and_stepping_the_env_does_not_import_the_solver():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_setpoint_reaching_lands_the_zone_on_its_target():
+    from powerzoo.devices.thermal_zone import ZoneParams, setpoint_reaching, zone_step
+
+    zone, dt_h = ZoneParams(), 5.0 / 60.0
+    temp = np.array([24.0, 27.5, 31.0])
+    setpoint = setpoint_reaching(zone, temp, 26.0, dt_h)
+    new_temp, q = zone_step(zone, temp, np.full(3, 30.0), setpoint, np.full(3, 2.5), np.inf, dt_h)
+    np.testing.assert_allclose(new_temp, 26.0, atol=1e-12)
+    assert np.all(q > 0.0)  # the plant was not clipped at zero, so the landing is exact

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-__all__ = ["ZoneParams", "zone_step"]
+__all__ = ["ZoneParams", "zone_step", "setpoint_reaching"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +63,23 @@ def zone_step(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Advance the zone temperature over ``dt_h``; return (new temperature deg C, heat removed MW)."""
     c = params.heat_capacity_mwh_per_k
-    decay = math.exp(-dt_h * 60.0 / params.tau_min)
+    decay = _tracking_decay(params, dt_h)
     gains = heat_mw + params.ua_mw_per_k * (temp_out_c - temp_c)
     target = setpoint_c + (temp_c - setpoint_c) * decay
     q_cool = np.minimum(np.maximum(gains + (temp_c - target) * (c / dt_h), 0.0), q_max_mw)
     return temp_c + (gains - q_cool) * (dt_h / c), q_cool
+
+
+def _tracking_decay(params: ZoneParams, dt_h: float) -> float:
+    """Fraction of the gap to the setpoint the controller leaves after ``dt_h`` hours."""
+    return math.exp(-dt_h * 60.0 / params.tau_min)
+
+
+def setpoint_reaching(params: ZoneParams, temp_c: np.ndarray, target_c: float, dt_h: float) -> np.ndarray:
+    """Setpoint (deg C) under which the controller takes the zone from ``temp_c`` to ``target_c`` in one step.
+
+    Exact while the plant is not at a limit (see :func:`zone_step`); the result may lie outside
+    any setpoint range, so callers clip it.
+    """
+    decay = _tracking_decay(params, dt_h)
+    return (target_c - np.asarray(temp_c) * decay) / (1.0 - decay)

@@ -107,7 +107,7 @@ from powerzoo.devices.job_queue import (
 from powerzoo.devices.pv import PVParams, pv_power_mw
 from powerzoo.devices.thermal_zone import ZoneParams, zone_step
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.dc_microgrid_oracle import DayForesight, solve_day_plan
+from powerzoo.tasks.dc_microgrid_oracle import DayForesight, DayPlan, solve_day_plan
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
 __all__ = ["DCMicrogrid", "DCMicrogridSafe", "DCMicrogridState", "DCMicrogridParams", "REWARD_WEIGHTS"]
@@ -506,10 +506,15 @@ class DCMicrogrid(Task):
             t0 = int(state.t[row])
             if t0 >= HORIZON:
                 continue
-            plans[row, t0:] = solve_day_plan(
-                self.params, self.day_foresight(state, row), self.spec.dt_h, self._weights, self._penalties
-            ).actions
+            plans[row, t0:] = self.oracle_day_plan(state, row).actions
         return plans
+
+    def oracle_day_plan(self, state: DCMicrogridState, row: int = 0) -> DayPlan:
+        """The oracle's plan for row ``row`` of ``state``, with its forecast of the (penalised) return."""
+        return solve_day_plan(
+            self.params, self.day_foresight(state, row), self.spec.dt_h, self._weights, self._penalties,
+            setpoint_min_c=SETPOINT_MIN_C,
+        )
 
     def day_foresight(self, state: DCMicrogridState, row: int) -> DayForesight:
         """What the oracle knows at row ``row`` of ``state``: the rest of its day (see :class:`DayForesight`)."""

@@ -16,7 +16,8 @@ the violation penalties). Model, per step ``j`` (length ``dt`` h):
 * IT power: planned GPUs are always busy (an allocated idle GPU draws more than a parked one),
   ``it = n_gpus p_parked + (p_active - p_parked) gpus``.
 * Cooling: the setpoint is held at :data:`ORACLE_SETPOINT_C`, just under the 27 deg C limit
-  (the highest COP with no overtemperature). The zone's trajectory is then fixed by the plant's
+  (the highest COP with no overtemperature); a zone that starts warmer is first brought down as
+  fast as the setpoint range allows. The zone's trajectory is then fixed by the plant's
   controller, so the heat to remove is the IT power plus a known offset (envelope gains and the
   zone's own warming), and the cooling power ``max(it + offset, 0) / COP`` is an LP constraint.
 * Supply: ``pv + diesel + discharge - charge + import - spill + deficit = it + cooling``;
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from powerzoo.devices.cooling import cooling_cop
-from powerzoo.devices.thermal_zone import zone_step
+from powerzoo.devices.thermal_zone import setpoint_reaching, zone_step
 
 if TYPE_CHECKING:  # scipy.optimize is imported when a plan is solved: it adds ~0.3 s and ~40 MB to an import
     from scipy.optimize import LinearConstraint
@@ -48,7 +49,9 @@ __all__ = ["DayForesight", "DayPlan", "ORACLE_SETPOINT_C", "solve_day_plan"]
 
 ORACLE_SETPOINT_C = 26.9  # deg C: 0.1 K below the ASHRAE A1 limit
 SHARE_MARGIN = 5e-7  # fraction of GPUs added to each planned share (float32 actions lose ~6e-8)
-IMPORT_MARGIN_MW = 1e-4  # grid headroom kept for that margin's extra load (~1e-6 MW) and round-off
+# supply planned above the load (MW), for that margin's extra load (~1.5e-6 MW) and float32 round-off
+# (~1e-7 MW): the env imports that much less, or spills it, instead of running a deficit
+SUPPLY_MARGIN_MW = 1e-5
 MIP_TIME_LIMIT_S = 60.0
 MIP_REL_GAP = 1e-5
 
@@ -149,24 +152,45 @@ class _Rows:
         return LinearConstraint(a, np.concatenate(self.lower), np.concatenate(self.upper))
 
 
-def _zone_trajectory(params: DCMicrogridParams, foresight: DayForesight, setpoint_c: float, dt_h: float) -> tuple[np.ndarray, np.ndarray]:
-    """Zone temperature after each step [S] and the heat [S] (MW) to remove besides the IT load.
+def _zone_trajectory(
+    params: DCMicrogridParams, foresight: DayForesight, setpoint_c: float, setpoint_min_c: float, dt_h: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Setpoint [S], zone temperature after each step [S] and the heat [S] (MW) to remove besides the IT load.
 
-    Uses the env's own zone model (:func:`~powerzoo.devices.thermal_zone.zone_step`) with an
-    unlimited plant: the removed heat is affine in the IT heat, so its offset is what is removed
-    under a probe load far above anything that could clip the plant at zero, minus that load.
+    The setpoint is ``setpoint_c``, or lower (down to ``setpoint_min_c``) while the zone is above
+    it: the one that brings the zone back fastest while the plant, at its capacity, could still
+    remove the heat of the whole cluster busy. Uses the env's own zone model
+    (:func:`~powerzoo.devices.thermal_zone.zone_step`) with an unlimited plant: the removed heat is
+    affine in the IT heat, so its offset is what is removed under a probe load far above anything
+    that could clip the plant at zero, minus that load.
     """
     n = foresight.temp_out_c.size
-    temp = np.empty(n)
-    offset = np.empty(n)
+    setpoint, temp, offset = np.empty(n), np.empty(n), np.empty(n)
     current = np.array([foresight.zone_temp_c])
     probe_mw = 100.0
     probe = np.full(1, probe_mw)
+    offset_max = params.cooling.q_max_mw - params.cluster.p_max_mw  # room the IT heat never needs
+
+    def advance(j: int, value: float) -> tuple[np.ndarray, float]:
+        nxt, q = zone_step(params.zone, current, foresight.temp_out_c[j:j + 1], np.array([value]), probe, np.inf, dt_h)
+        return nxt, q[0] - probe_mw
+
     for j in range(n):
-        current, q = zone_step(params.zone, current, foresight.temp_out_c[j:j + 1], np.array([setpoint_c]),
-                               probe, np.inf, dt_h)
-        temp[j], offset[j] = current[0], q[0] - probe_mw
-    return temp, offset
+        value = setpoint_c
+        if current[0] > setpoint_c + 1e-6:  # cool down: land on setpoint_c if the plant allows it
+            low = float(np.clip(setpoint_reaching(params.zone, current, setpoint_c, dt_h)[0], setpoint_min_c, setpoint_c))
+            if advance(j, low)[1] <= offset_max:
+                value = low
+            elif advance(j, setpoint_c)[1] < offset_max:  # the offset falls as the setpoint rises
+                high = setpoint_c
+                for _ in range(40):
+                    mid = 0.5 * (low + high)
+                    low, high = (mid, high) if advance(j, mid)[1] > offset_max else (low, mid)
+                value = high
+        setpoint[j] = value
+        current, offset[j] = advance(j, value)
+        temp[j] = current[0]
+    return setpoint, temp, offset
 
 
 def solve_day_plan(
@@ -175,14 +199,16 @@ def solve_day_plan(
     dt_h: float,
     weights: np.ndarray,
     penalties: np.ndarray,
+    setpoint_min_c: float,
     setpoint_c: float = ORACLE_SETPOINT_C,
 ) -> DayPlan:
     """Best plan of the rest of the day under perfect foresight (see the module docstring).
 
     ``params`` is a :class:`~powerzoo.tasks.dc_microgrid.DCMicrogridParams`; ``weights`` the
     reward weights of ``[energy, cost, carbon]``; ``penalties`` those of ``[sla_violation (per
-    GPU-h), overtemperature (per K h), power_deficit (per MWh)]``. Raises ``RuntimeError`` when
-    HiGHS finds no feasible plan.
+    GPU-h), overtemperature (per K h), power_deficit (per MWh)]``; ``setpoint_min_c`` the lowest
+    setpoint (deg C), used only to cool a zone that starts above ``setpoint_c``. Raises
+    ``RuntimeError`` when HiGHS finds no feasible plan.
     """
     from scipy.optimize import Bounds, milp
 
@@ -194,8 +220,8 @@ def solve_day_plan(
     t0 = foresight.t0
     price, co2 = foresight.price_per_mwh, foresight.grid_co2_t_per_mwh
 
-    zone_temp, heat_offset = _zone_trajectory(params, foresight, setpoint_c, dt_h)
-    cop = cooling_cop(params.cooling, foresight.temp_out_c, np.full(n_steps, setpoint_c))
+    setpoint, zone_temp, heat_offset = _zone_trajectory(params, foresight, setpoint_c, setpoint_min_c, dt_h)
+    cop = cooling_cop(params.cooling, foresight.temp_out_c, setpoint)
     it_base_mw = cl.n_gpus * cl.p_parked_kw * 1e-3  # every GPU parked
     mw_per_gpuh = (cl.p_active_kw - cl.p_parked_kw) * 1e-3 / dt_h  # IT MW per GPU-h served in a step
 
@@ -208,7 +234,7 @@ def solve_day_plan(
     diesel = cols.add(n_steps, 0.0, dsl.rated_mw,
                       (w_cost * dsl.fuel_cost_per_mwh + w_carbon * dsl.co2_t_per_mwh) * dt_h)
     diesel_on = cols.add(n_steps, 0.0, 1.0, integer=True)
-    grid_import = cols.add(n_steps, 0.0, max(grid.import_max_mw - IMPORT_MARGIN_MW, 0.0), (w_cost * price + w_carbon * co2) * dt_h)
+    grid_import = cols.add(n_steps, 0.0, grid.import_max_mw, (w_cost * price + w_carbon * co2) * dt_h)
     spill = cols.add(n_steps, 0.0, np.inf)
     deficit = cols.add(n_steps, 0.0, np.inf, pen_deficit * dt_h)
     cooling = cols.add(n_steps, 0.0, np.inf, energy_cost)
@@ -253,7 +279,8 @@ def solve_day_plan(
     # power balance: diesel + discharge - charge + import - spill + deficit - cooling - it_var = it_base - pv
     balance = [(diesel, 1.0), (discharge, 1.0), (charge, -1.0), (grid_import, 1.0), (spill, -1.0), (deficit, 1.0),
                (cooling, -1.0)]
-    rows.add(balance, it_base_mw - foresight.pv_mw, it_base_mw - foresight.pv_mw, served_groups, -mw_per_gpuh)
+    rhs = it_base_mw + SUPPLY_MARGIN_MW - foresight.pv_mw
+    rows.add(balance, rhs, rhs, served_groups, -mw_per_gpuh)
     # battery energy: e[j] - e[j-1] - eta_c dt ch + dt / eta_d dis = 0 (e[-1] = soc0 * capacity)
     e0 = foresight.soc * bat.energy_capacity_mwh
     storage = [(charge, -bat.charge_efficiency * dt_h), (discharge, dt_h / bat.discharge_efficiency)]
@@ -282,7 +309,7 @@ def solve_day_plan(
     shares = np.where(gpus > 0.0, shares + SHARE_MARGIN, 0.0)
     over = shares.sum(axis=1, keepdims=True)
     actions[:, :2] = shares / np.maximum(over, 1.0)  # the margin never pushes the total above 1
-    actions[:, 2] = setpoint_c
+    actions[:, 2] = setpoint
     actions[:, 3] = v[discharge] - v[charge]
     actions[:, 4] = np.where(v[diesel_on] > 0.5, np.maximum(v[diesel], dsl.p_min_mw), 0.0)
 
