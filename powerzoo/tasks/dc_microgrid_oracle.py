@@ -17,7 +17,7 @@ the violation penalties). Model, per step ``j`` (length ``dt`` h):
   ``it = n_gpus p_parked + (p_active - p_parked) gpus``.
 * Cooling: the setpoint is held at :data:`ORACLE_SETPOINT_C`, just under the 27 deg C limit
   (the highest COP with no overtemperature); a zone that starts warmer is first brought down as
-  fast as the setpoint range allows. The zone's trajectory is then fixed by the plant's
+  fast as the setpoint range and the plant's capacity allow. The zone's trajectory is then fixed by the plant's
   controller, so the heat to remove is the IT power plus a known offset (envelope gains and the
   zone's own warming), and the cooling power ``max(it + offset, 0) / COP`` is an LP constraint.
 * Supply: ``pv + diesel + discharge - charge + import - spill + deficit = it + cooling``;
