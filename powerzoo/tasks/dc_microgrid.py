@@ -501,7 +501,7 @@ class DCMicrogrid(Task):
         Rows before each episode's current step are NaN. See
         :func:`~powerzoo.tasks.dc_microgrid_oracle.solve_day_plan` for the model.
         """
-        plans = np.full((state.t.size, HORIZON, 5), np.nan)
+        plans = np.full((state.t.size, HORIZON, self.spec.action.dim), np.nan)
         for row in range(state.t.size):
             t0 = int(state.t[row])
             if t0 >= HORIZON:

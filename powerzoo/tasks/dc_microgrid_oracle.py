@@ -255,9 +255,9 @@ def solve_day_plan(
                 rows.add([(r[1:], 1.0), (r[:-1], -1.0), (x[1:], 1.0)], arrivals[1:last, c, k], arrivals[1:last, c, k])
             for j in range(last):
                 served_cols[j][c].append(x[j:j + 1])
-            if k == n_buckets - 1:
+            if k == n_buckets - 1:  # checked against its carry allowance at the day's end
                 behind_cols.append((c, r[-1]))
-            elif int(foresight.bucket_due_step[k]) - t0 <= n_steps:
+            else:  # falls due within the day: what is left is dropped
                 drop_cols.append(r[-1])
     served_by_class = [[np.concatenate(g) if g else np.zeros(0, dtype=int) for g in step] for step in served_cols]
     served_groups = [np.concatenate(step) for step in served_by_class]  # x columns of each step
