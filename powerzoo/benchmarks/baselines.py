@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -40,9 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.evaluation import evaluate_days, task_of
-from powerzoo.benchmarks.policies import OraclePolicy, Policy, RandomPolicy, RuleBasedPolicy
-from powerzoo.rl import make_env
+from powerzoo.benchmarks.evaluation import evaluate_days
+from powerzoo.benchmarks.policies import OraclePolicy, make_baseline_policy
+from powerzoo.envs.introspect import task_of
+from powerzoo.envs.make import make_env
+from powerzoo.progress import progress_bar
 from powerzoo.tasks import list_tasks, make_task
 
 __all__ = [
@@ -88,34 +89,21 @@ def _describe_days(day_ids: Sequence[int], n_days: int) -> str:
     return f"{len(day_ids)} of {n_days} days, evenly spread (linspace(0, {n_days - 1}, {len(day_ids)}) rounded)"
 
 
-def make_baseline_policy(name: str, env: Any, seed: int = 0) -> Policy:
-    """Baseline ``name`` (``random`` / ``rule_based`` / ``oracle``) acting in ``env``."""
-    if name == "random":
-        return RandomPolicy(env.action_space, seed=seed)
-    if name == "rule_based":
-        return RuleBasedPolicy(env)
-    if name == "oracle":
-        return OraclePolicy(env)
-    raise ValueError(f"unknown baseline {name!r}; valid: random, rule_based, oracle")
-
-
 def evaluate_baseline(
     task: str, policy: str, split: str = "test", day_ids: Iterable[int] | None = None, seed: int = 0,
-    progress: bool = False,
+    progress: bool | None = False,
 ) -> dict[str, Any]:
     """One row of the table: baseline ``policy`` of ``task`` on ``day_ids`` (default: every split day).
 
     Returns the row dict (module docstring); ``mean`` / ``std`` / ``iqm`` / ``returns`` in $ per
     episode (team return for multi-agent tasks), ``mean_costs`` in each constraint's unit per episode.
     """
-    from tqdm.auto import tqdm
-
     env = make_env(task, split=split, seed=seed)
     task_obj = task_of(env)
     days = list(range(task_obj.n_days)) if day_ids is None else [int(d) for d in day_ids]
     n_agents = len(task_obj.spec.agents)
     started = time.perf_counter()
-    bar = tqdm(days, desc=f"{task}/{policy}", leave=False, disable=not progress)
+    bar = progress_bar(days, progress=progress, desc=f"{task}/{policy}", leave=False)
     agent = make_baseline_policy(policy, env, seed)
     summary = evaluate_days(env, agent, bar, seed=seed)
     unit = "$ per episode" + (f" (team return: sum over {n_agents} agents)" if n_agents > 1 else "")
@@ -149,7 +137,7 @@ def _episodes_for(task: str, max_episodes: int | Mapping[str, int] | None) -> in
 
 def compute_baselines(
     tasks: Iterable[str] | None = None, split: str = "test", seed: int = 0,
-    max_episodes: int | Mapping[str, int] | None = None, progress: bool = True,
+    max_episodes: int | Mapping[str, int] | None = None, progress: bool | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate every baseline of ``task.spec.baselines`` for each task (default: all registered).
 
@@ -160,22 +148,19 @@ def compute_baselines(
         max_episodes: episodes per task: ``None`` for every split day, an int for all tasks or a
             ``{task: n}`` mapping; fewer days than the split has are evenly spread (:func:`select_days`).
             All baselines of one task use the same days.
-        progress: tqdm bars (only shown when stderr is a terminal).
+        progress: tqdm bars (``None``: only when stderr is a terminal).
 
     Returns one row per (task, policy), in task then ``spec.baselines`` order (module docstring).
     """
-    from tqdm.auto import tqdm
-
     names = list_tasks() if tasks is None else list(tasks)
-    show = progress and sys.stderr.isatty()
     jobs = []
     for name in names:
         task_obj = make_task(name, split)
         days = select_days(task_obj.n_days, _episodes_for(name, max_episodes))
         jobs += [(name, policy, days) for policy in task_obj.spec.baselines]
     rows = []
-    for name, policy, days in tqdm(jobs, desc="baselines", disable=not show):
-        rows.append(evaluate_baseline(name, policy, split, days, seed, progress=show))
+    for name, policy, days in progress_bar(jobs, progress=progress, desc="baselines"):
+        rows.append(evaluate_baseline(name, policy, split, days, seed, progress=progress))
     return rows
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.benchmarks.policies import Policy, seed_policy
+from powerzoo.envs.introspect import agents_of, constraint_names_of, env_metadata, task_of
 
 __all__ = [
     "rollout",
@@ -46,41 +47,6 @@ StepCallback = Callable[[Any, Any, Any, Any, bool, bool, dict[str, Any]], None]
 class EpisodeRecord(dict):
     """One episode: ``return`` (team return), ``agent_returns`` ([n_agents], multi-agent only),
     ``length`` (steps), ``costs`` (sum per constraint, physical units), ``day_id`` and per-step ``trace``."""
-
-
-def agents_of(env: Any) -> list[str] | None:
-    """Agent names of a multi-agent dict env (``env.possible_agents``); ``None`` for single-agent envs."""
-    agents = getattr(env, "possible_agents", None)
-    return None if agents is None else list(agents)
-
-
-def task_of(env: Any) -> Any:
-    """The PowerZoo task behind ``env`` (through wrappers and adapters), or ``None``."""
-    for candidate in (env, getattr(env, "unwrapped", None), getattr(env, "core", None)):
-        task = getattr(candidate, "task", None)
-        if task is not None and hasattr(task, "spec"):
-            return task
-    return None
-
-
-def env_metadata(env: Any) -> dict[str, Any]:
-    """What can be said about ``env`` without stepping it: ``task``, ``split`` (``None`` if unknown)."""
-    task = task_of(env)
-    return {
-        "task": None if task is None else task.spec.task_id,
-        "split": None if task is None else getattr(task, "split", None),
-    }
-
-
-def constraint_names(env: Any, n_costs: int) -> tuple[str, ...]:
-    """Names of the ``n_costs`` entries of ``info["constraint_costs"]`` (``cost_<i>`` if the env has none)."""
-    for candidate in (env, getattr(env, "unwrapped", None)):
-        names_fn = getattr(candidate, "constraint_names", None)
-        if callable(names_fn):
-            names = tuple(names_fn())
-            if len(names) == n_costs:
-                return names
-    return tuple(f"cost_{i}" for i in range(n_costs))
 
 
 def rollout(
@@ -166,7 +132,7 @@ def summarize_episodes(records: Sequence[EpisodeRecord], env: Any, task_id: str 
         raise ValueError("no episodes to summarise")
     returns = np.asarray([r["return"] for r in records])
     costs = np.stack([r["costs"] for r in records])
-    names = constraint_names(env, costs.shape[1])
+    names = constraint_names_of(env, costs.shape[1])
     summary: dict[str, Any] = {
         "task": task_id if task_id is not None else env_metadata(env)["task"],
         "episodes": len(records),

@@ -23,7 +23,10 @@ from powerzoo.envs.multi_agent import MultiAgentCore
 from powerzoo.envs.wrappers import NormalizeWrapper
 
 __all__ = ["Policy", "RandomPolicy", "RuleBasedPolicy", "OraclePolicy", "SB3Policy", "seed_policy", "find_normalizer",
-           "fill_plan_gaps"]
+           "fill_plan_gaps", "BASELINE_POLICIES", "make_baseline_policy"]
+
+BASELINE_POLICIES = ("random", "rule_based", "oracle")
+"""Names of the baseline policies (a task lists the ones it defines in ``spec.baselines``)."""
 
 
 class Policy(Protocol):
@@ -318,3 +321,17 @@ class OraclePolicy(_TaskPolicy):
                 stacklevel=3,
             )
         return plan
+
+
+def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
+    """Baseline ``name`` (one of :data:`BASELINE_POLICIES`) acting in ``env``.
+
+    ``seed`` seeds the random policy's action space (``None``: leave it as it is).
+    """
+    if name == "random":
+        return RandomPolicy(env.action_space, seed=seed)
+    if name == "rule_based":
+        return RuleBasedPolicy(env)
+    if name == "oracle":
+        return OraclePolicy(env)
+    raise ValueError(f"unknown baseline policy {name!r}; valid: {', '.join(BASELINE_POLICIES)}")

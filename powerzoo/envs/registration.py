@@ -16,7 +16,7 @@ GYM_IDS = {
 
 def make_registered(task: str, **kwargs: Any) -> Any:
     """Entry point used by ``gymnasium.make``: ``make_env(task, **kwargs)``."""
-    from powerzoo.rl.make_env import make_env
+    from powerzoo.envs.make import make_env
 
     return make_env(task, **kwargs)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from powerzoo.envs.make import make_env
 from powerzoo.rl import sb3_compat as _sb3_compat
-from powerzoo.rl.make_env import make_env
 
 _sb3_compat.install()
 

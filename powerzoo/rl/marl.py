@@ -49,7 +49,7 @@ from stable_baselines3.common.vec_env import (
 )
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
-from powerzoo.rl.make_env import make_env
+from powerzoo.envs.make import make_env
 
 if TYPE_CHECKING:
     from pettingzoo import ParallelEnv

@@ -62,7 +62,7 @@ class TrainResult:
 
 def _make_single_env(task: str, env_options: dict[str, Any], split: str) -> Any:
     """A Monitor-ready single env (module-level so that subprocess workers can pickle it)."""
-    from powerzoo.rl.make_env import make_env
+    from powerzoo.envs.make import make_env
 
     options = dict(env_options)
     task_kwargs = options.pop("task_kwargs", {}) or {}
@@ -527,7 +527,7 @@ class Trainer:
         return self.result
 
     def _make_multi_agent_eval_env(self, split: str) -> Any:
-        from powerzoo.rl.make_env import make_env
+        from powerzoo.envs.make import make_env
 
         return make_env(self.task, split, framework="auto", normalize=self.config.env.normalize,
                         obs_mode=self.config.env.obs_mode, **self.config.env.task_kwargs)

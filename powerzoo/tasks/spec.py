@@ -56,6 +56,24 @@ class VectorSpec:
         """Nominal (finite) range as float64 arrays."""
         return np.asarray(self.nominal_low, np.float64), np.asarray(self.nominal_high, np.float64)
 
+    def slot(self, *names: str) -> int | slice:
+        """Where ``names`` sit in the vector: an int for one name, else a slice (step allowed).
+
+        Tasks compute their slots once from the spec and fill observations with them
+        (``obs[:, self._soc] = ...``), so a field added to the spec moves every writer with it.
+        Raises ``ValueError`` for an unknown name or names that are not evenly spaced in order.
+        """
+        missing = [n for n in names if n not in self.names]
+        if not names or missing:
+            raise ValueError(f"unknown field(s) {missing or '(none given)'}; fields: {', '.join(self.names)}")
+        positions = [self.names.index(n) for n in names]
+        if len(positions) == 1:
+            return positions[0]
+        step = positions[1] - positions[0]
+        if step < 1 or any(b - a != step for a, b in zip(positions, positions[1:], strict=False)):
+            raise ValueError(f"fields {list(names)} are not evenly spaced in order (positions {positions})")
+        return slice(positions[0], positions[-1] + 1, None if step == 1 else step)
+
     def describe(self) -> list[dict[str, Any]]:
         return [
             {"name": n, "unit": u, "low": lo, "high": hi}
