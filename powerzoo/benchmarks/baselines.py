@@ -24,7 +24,7 @@ exactly what ``evaluate_days`` reports for a multi-agent dict env.
 To score an agent on the table's episodes::
 
     env = make_env(task, split="test")  # plus the agent's own options (normalize=..., ...)
-    result = evaluate_days(env, agent_policy, **evaluation_protocol(task))
+    result = evaluate_days(agent_policy, env, **evaluation_protocol(task))
     normalized_score(task, result["mean_return"])
 """
 
@@ -63,7 +63,7 @@ __all__ = [
 BASELINES_FILE = Path(__file__).resolve().with_name("baselines.json")
 
 PROTOCOL = (
-    "evaluate_days(make_env(task, split=split, seed=seed), policy, day_ids, seed): episode i starts on "
+    "evaluate_days(policy, make_env(task, split=split, seed=seed), day_ids, seed): episode i starts on "
     "split day day_ids[i] with env.reset(seed=seed + i); RandomPolicy(env.action_space, seed=seed) keeps "
     "one stream across episodes; returns in $ per episode (multi-agent: team return = sum over agents)"
 )
@@ -105,7 +105,7 @@ def evaluate_baseline(
     started = time.perf_counter()
     bar = progress_bar(days, progress=progress, desc=f"{task}/{policy}", leave=False)
     agent = make_baseline_policy(policy, env, seed)
-    summary = evaluate_days(env, agent, bar, seed=seed)
+    summary = evaluate_days(agent, env, bar, seed=seed)
     unit = "$ per episode" + (f" (team return: sum over {n_agents} agents)" if n_agents > 1 else "")
     row = {
         "task": task, "split": split, "policy": policy, "n_agents": n_agents,
@@ -230,7 +230,7 @@ def evaluation_protocol(task: str, split: str = "test") -> dict[str, Any]:
     """``{"day_ids": [...], "seed": int}`` used for ``task``'s rows on ``split``.
 
     Pass it to :func:`~powerzoo.benchmarks.evaluation.evaluate_days` to evaluate an agent on the
-    same episodes: ``evaluate_days(make_env(task, split=split), policy, **evaluation_protocol(task, split))``.
+    same episodes: ``evaluate_days(policy, make_env(task, split=split), **evaluation_protocol(task, split))``.
     Raises ``ValueError`` if the task has no rows or its rows used different episodes.
     """
     rows = list(_rows(task, split).values())

@@ -19,6 +19,7 @@ value.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -171,10 +172,20 @@ def evaluate(policy: Policy, env: Any, n_episodes: int = 10, seed: int = 0, task
     return {**summarize_episodes(records, env, task_id), "seed": seed}
 
 
-def evaluate_days(env: Any, policy: Policy, day_ids: Iterable[int], seed: int = 0) -> dict[str, Any]:
+def _is_policy(obj: Any) -> bool:
+    return callable(getattr(obj, "act", None)) and not callable(getattr(obj, "step", None))
+
+
+def evaluate_days(policy: Policy, env: Any, day_ids: Iterable[int], seed: int = 0) -> dict[str, Any]:
     """Evaluate ``policy`` on the given split days (episode ``i`` resets with ``seed + i``).
 
-    The policy is not re-seeded (it keeps its own stream across days). Same summary as :func:`evaluate`.
+    Arguments are in :func:`evaluate`'s order. The policy is not re-seeded (it keeps its own
+    stream across days). Same summary as :func:`evaluate`. The older order
+    ``evaluate_days(env, policy, ...)`` still works and warns (``DeprecationWarning``).
     """
+    if _is_policy(env) and not _is_policy(policy):
+        warnings.warn("evaluate_days(env, policy, ...) is deprecated; call evaluate_days(policy, env, ...) "
+                      "like evaluate(policy, env, ...)", DeprecationWarning, stacklevel=2)
+        policy, env = env, policy
     records = [rollout(env, policy, day_id=int(d), seed=seed + i) for i, d in enumerate(day_ids)]
     return summarize_episodes(records, env)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
-from powerzoo.envs.multi_agent import MultiAgentCore
+from powerzoo.envs.introspect import EnvFacts, inspect_env
 from powerzoo.envs.wrappers import NormalizeWrapper
 
 __all__ = ["Policy", "RandomPolicy", "RuleBasedPolicy", "OraclePolicy", "SB3Policy", "seed_policy", "find_normalizer",
@@ -160,75 +160,57 @@ def find_normalizer(env: gym.Env) -> NormalizeWrapper | None:
     return None
 
 
-class _SingleAgentView:
-    """A single-agent env seen by the task policies: physical obs in, env actions out."""
+class _EnvView:
+    """One PowerZoo env (one episode at a time) as the task's controllers see it.
 
-    def __init__(self, env: gym.Env) -> None:
-        self.task = env.unwrapped.task
-        self._runner = env.unwrapped.runner
-        self._normalizer = find_normalizer(env)
-        self._obs_dim = self.task.spec.observation.dim
-
-    def state(self) -> Any:
-        return self._runner.state
-
-    def physical_obs(self, obs: Any) -> np.ndarray:
-        """Observation batch [1, obs_dim] in physical units (forecast entries dropped)."""
-        obs = np.asarray(obs, dtype=np.float64)
-        if self._normalizer is not None:
-            obs = self._normalizer.obs_scaler.from_unit(obs)
-        return obs[None, : self._obs_dim]
-
-    def env_action(self, physical: np.ndarray) -> np.ndarray:
-        """Physical action [act_dim] -> the env's action (unit range if normalised), float32."""
-        if self._normalizer is not None:
-            physical = self._normalizer.action_scaler.to_unit(physical)
-        return np.asarray(physical, dtype=np.float32)
-
-
-class _MultiAgentView:
-    """A multi-agent dict or PettingZoo Parallel env (one episode at a time) seen by the task policies.
-
-    The task's controllers read the task's default observation mode (``spec.observation``). When
-    the env uses another mode (``obs_mode="local"``, ...) that observation is read from the env's
-    state instead of the agents' observations, i.e. the rule acts as a centralised controller.
+    Controllers read physical observations of the task's default observation mode and return the
+    physical joint action; the view converts both ways for a normalised env and, for a
+    multi-agent env, splits the joint action agent-major into ``{agent: action}``. When a
+    multi-agent env uses another observation mode (``obs_mode="local"``, ...) the default mode's
+    observation is read from the env's state instead, i.e. the rule acts as a centralised controller.
     """
 
-    def __init__(self, env: Any) -> None:
-        core = env.core
-        self.task, self._core = core.task, core
-        self.agents = list(core.agents)
+    def __init__(self, facts: EnvFacts) -> None:
+        self.facts, self.task = facts, facts.task
         spec = self.task.spec
-        self._own_obs = core.obs_mode in (None, spec.default_obs_mode)
+        self.agents = None if facts.agents is None else list(facts.agents)
+        self._own_obs = facts.agents is None or facts.obs_mode in (None, spec.default_obs_mode)
+        self._obs_dim = spec.observation.dim
+        self._act_dim = spec.agent_action_dim
 
     def state(self) -> Any:
-        return self._core.runner.state
+        return self.facts.runner.state
 
     def physical_obs(self, obs: Any) -> np.ndarray:
-        """Observation batch [1, n_agents, obs_dim] of the default mode, physical units."""
+        """Observation batch of the default mode in physical units: [1, obs_dim] or [1, n_agents, obs_dim]."""
         if not self._own_obs:
             return np.asarray(self.task.observe(self.state()), dtype=np.float64)
-        stacked = np.stack([np.asarray(obs[a], dtype=np.float64) for a in self.agents])
-        scaler = self._core.obs_scaler
-        return (stacked if scaler is None else scaler.from_unit(stacked))[None]
+        if self.agents is not None:
+            obs = np.stack([np.asarray(obs[a], dtype=np.float64) for a in self.agents])
+        obs = np.asarray(obs, dtype=np.float64)
+        scaler = self.facts.obs_scaler
+        if scaler is not None:
+            obs = scaler.from_unit(obs)
+        return obs[None] if self.agents is not None else obs[None, : self._obs_dim]  # forecast entries dropped
 
-    def env_action(self, physical: np.ndarray) -> dict[str, np.ndarray]:
-        """Physical joint action [n_agents * act_dim] (agent-major) -> ``{agent: action}``, float32."""
-        scaler = self._core.action_scaler
-        joint = np.asarray(physical if scaler is None else scaler.to_unit(physical), dtype=np.float32)
-        parts = joint.reshape(len(self.agents), self._core.act_dim)
+    def env_action(self, physical: np.ndarray) -> Any:
+        """Physical joint action -> the env's action (unit range if normalised), float32; a dict per agent."""
+        scaler = self.facts.action_scaler
+        action = np.asarray(physical if scaler is None else scaler.to_unit(physical), dtype=np.float32)
+        if self.agents is None:
+            return action
+        parts = action.reshape(len(self.agents), self._act_dim)
         return {a: parts[i] for i, a in enumerate(self.agents)}
 
 
-def _env_view(env: Any, policy: str) -> _SingleAgentView | _MultiAgentView:
-    """The view matching ``env``; ``TypeError`` for anything but one PowerZoo env."""
-    if hasattr(env, "num_envs"):
+def _env_view(env: Any, policy: str) -> _EnvView:
+    """The view of ``env``; ``TypeError`` for anything but one PowerZoo env."""
+    facts = inspect_env(env)
+    if facts is None:
+        raise TypeError(f"{policy} needs a PowerZoo env from make_env(...), got {env!r}")
+    if facts.num_envs is not None:
         raise TypeError(f"{policy} acts on one env; build it with make_env(task) without num_envs")
-    if isinstance(getattr(env, "core", None), MultiAgentCore):
-        return _MultiAgentView(env)
-    if isinstance(env, gym.Env) and hasattr(env.unwrapped, "task"):
-        return _SingleAgentView(env)
-    raise TypeError(f"{policy} needs a PowerZoo env from make_env(...), got {env!r}")
+    return _EnvView(facts)
 
 
 class _TaskPolicy:

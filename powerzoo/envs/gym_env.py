@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from powerzoo.envs.runner import TaskRunner
+from powerzoo.envs.runner import TaskRunner, start_day_option
 from powerzoo.tasks.base import Task
 
 __all__ = ["PowerZooEnv", "scalar_info"]
@@ -61,13 +61,7 @@ class PowerZooEnv(gym.Env):
         super().reset(seed=seed)
         if seed is not None or self.runner.state is None:
             self.runner.rng = self.np_random  # one generator: seeded by Gymnasium's reset(seed=)
-        options = dict(options or {})
-        if day_id is not None:
-            options["day_id"] = day_id
-        unknown = set(options) - {"day_id"}
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; valid: day_id")
-        obs = self.runner.reset(options.get("day_id"))
+        obs = self.runner.reset(start_day_option(options, day_id))
         return obs[0], scalar_info(self.runner.reset_info())
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:

@@ -9,7 +9,6 @@ gives every agent the team reward. Every agent's info carries the shared CMDP ke
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -17,9 +16,14 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from powerzoo.envs.gym_env import scalar_info
-from powerzoo.envs.runner import TaskRunner
-from powerzoo.envs.scaling import AffineScaler
-from powerzoo.envs.wrappers import RewardSpec, compile_reward
+from powerzoo.envs.pipeline import (
+    ActionPipeline,
+    ObservationPipeline,
+    RewardSpec,
+    apply_reward,
+    compile_reward,
+)
+from powerzoo.envs.runner import TaskRunner, start_day_option
 from powerzoo.tasks.base import Task
 
 __all__ = ["MultiAgentCore", "PowerZooParallelEnv", "PowerZooDictEnv", "PowerZooMultiAgentVectorEnv"]
@@ -34,30 +38,25 @@ class MultiAgentCore:
         if spec.agent_mode != "multi":
             raise ValueError(f"{spec.task_id} is a single-agent task; use framework='gymnasium'")
         self.task, self.spec = task, spec
-        self.obs_mode = obs_mode or spec.default_obs_mode
-        self.obs_spec = spec.observation_spec(self.obs_mode)
+        self.observations = ObservationPipeline(task, obs_mode=obs_mode, normalize=normalize)
+        self.actions = ActionPipeline(spec, normalize=normalize)
+        self.obs_mode, self.obs_spec = self.observations.obs_mode, self.observations.layout
+        self.obs_scaler, self.action_scaler = self.observations.scaler, self.actions.scaler
         self.runner = TaskRunner(task, num_envs)
         self.reward_fn = compile_reward(spec, reward)  # None: the task's own (team) reward
         self.agents = spec.agents
         self._agent_set = frozenset(spec.agents)
         self.n_agents, self.act_dim = len(spec.agents), spec.agent_action_dim
-        low, high = (b.reshape(self.n_agents, self.act_dim) for b in spec.action.bounds())
-        o_low, o_high = self.obs_spec.bounds()
-        self.obs_scaler = self.action_scaler = None
-        if normalize:
-            self.obs_scaler = AffineScaler(*self.obs_spec.nominal())
-            self.action_scaler = AffineScaler(*spec.action.nominal())
-            o_low, o_high = self.obs_scaler.unit_bounds(o_low, o_high)
-            low, high = -np.ones_like(low), np.ones_like(high)
-        self.observation_spaces = {a: gym.spaces.Box(o_low, o_high, dtype=np.float32) for a in self.agents}
+        low, high = (b.reshape(self.n_agents, self.act_dim) for b in (self.actions.low, self.actions.high))
+        space = self.observations.space
+        self.observation_spaces = {a: gym.spaces.Box(space.low, space.high, dtype=np.float32) for a in self.agents}
         self.action_spaces = {
             a: gym.spaces.Box(low[i], high[i], dtype=np.float32) for i, a in enumerate(self.agents)
         }
 
     def observe(self) -> np.ndarray:
         """Per-agent observations [B, n_agents, obs_dim] (normalised if requested)."""
-        obs = self.task.observe(self.runner.state, self.obs_mode)
-        return obs if self.obs_scaler is None else self.obs_scaler.to_unit(obs)
+        return self.observations.observe(self.runner.state)
 
     def joint_action(self, actions: Any) -> np.ndarray:
         """Dict ``{agent: [B, act_dim]}`` -> physical joint action [B, n_agents * act_dim]."""
@@ -72,7 +71,7 @@ class MultiAgentCore:
         joint = self._stacked_action(actions)
         if joint is None:
             joint = self._joint_action_checked(actions)
-        return joint if self.action_scaler is None else self.action_scaler.from_unit(joint)
+        return self.actions.to_physical(joint)
 
     def _stacked_action(self, actions: dict[str, Any]) -> np.ndarray | None:
         """Fast path of a single env (B = 1): every agent's action converted in one call.
@@ -117,8 +116,8 @@ class MultiAgentCore:
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Batched step: obs [B, n, d], rewards [B, n], terminated [B], truncated [B], info."""
         _, reward, terminated, truncated, info = self.runner.step(self.joint_action(actions), observe=False)
-        if self.reward_fn is not None:
-            reward = np.asarray(self.reward_fn(reward, info), dtype=np.float64).reshape(-1)  # team reward [B]
+        if self.reward_fn is not None:  # the team reward [B]
+            reward = np.asarray(apply_reward(self.reward_fn, reward, info), dtype=np.float64).reshape(-1)
         rewards = reward if reward.ndim == 2 else np.repeat(reward[:, None], self.n_agents, axis=1)
         return self.observe(), rewards, terminated, truncated, info
 
@@ -143,16 +142,6 @@ class MultiAgentCore:
     def global_state(self) -> np.ndarray:
         """Global state [B, n_agents * obs_dim] for centralised critics: every agent's observation."""
         return self.observe().reshape(self.runner.num_envs, -1)
-
-
-def _parse_reset(options: dict[str, Any] | None, day_id: Any) -> Any:
-    options = dict(options or {})
-    if day_id is not None:
-        options["day_id"] = day_id
-    unknown = set(options) - {"day_id"}
-    if unknown:  # PettingZoo's API test passes arbitrary options, so warn rather than raise
-        warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; valid: day_id", stacklevel=3)
-    return options.get("day_id")
 
 
 class _TaskMetadata:
@@ -198,7 +187,7 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None, day_id: int | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
-        obs, info = self.core.reset(seed, _parse_reset(options, day_id))
+        obs, info = self.core.reset(seed, start_day_option(options, day_id, strict=False))
         self.agents = list(self.possible_agents)
         shared = scalar_info(info)
         return {a: obs[0, i] for i, a in enumerate(self.possible_agents)}, {a: dict(shared) for a in self.agents}
@@ -302,7 +291,7 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
         return {a: obs[:, i] for i, a in enumerate(self.possible_agents)}
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
-        obs, info = self.core.reset(seed, _parse_reset(options, None))
+        obs, info = self.core.reset(seed, start_day_option(options, strict=False))
         return self._split(obs), info
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:

@@ -6,6 +6,7 @@ so action checking, truncation, autoreset bookkeeping and the CMDP info keys exi
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,9 @@ from powerzoo.data import calendar
 from powerzoo.tasks.base import StepOutput, Task, merge_state
 from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["TaskRunner", "CostLayout", "cost_info"]
+__all__ = ["TaskRunner", "CostLayout", "cost_info", "start_day_option"]
+
+RESET_OPTIONS = ("day_id",)
 
 
 _add_reduce = np.add.reduce  # ndarray.sum / np.any without their Python-level wrappers
@@ -59,6 +62,24 @@ class CostLayout:
 def cost_info(task: Task, costs: np.ndarray) -> dict[str, Any]:
     """CMDP info keys (SPEC 3.2) from a cost array [B, n_constraints] (see :class:`CostLayout`)."""
     return CostLayout(task.spec).info(costs)
+
+
+def start_day_option(options: dict[str, Any] | None, day_id: Any = None, *, strict: bool = True) -> Any:
+    """The start day asked for by ``reset(options={"day_id": k})`` or the ``day_id=k`` shortcut.
+
+    Unknown option keys raise ``ValueError`` (``strict``) or only warn: PettingZoo's API test
+    passes arbitrary options, so the multi-agent adapters warn.
+    """
+    options = dict(options or {})
+    if day_id is not None:
+        options["day_id"] = day_id
+    unknown = set(options) - set(RESET_OPTIONS)
+    if unknown:
+        message = f"unknown reset option(s) {sorted(unknown)}; valid: {', '.join(RESET_OPTIONS)}"
+        if strict:
+            raise ValueError(message)
+        warnings.warn(f"ignoring {message}", stacklevel=3)
+    return options.get("day_id")
 
 
 class TaskRunner:

@@ -16,15 +16,14 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from powerzoo.envs.runner import TaskRunner
-from powerzoo.envs.scaling import AffineScaler
-from powerzoo.envs.wrappers import (
+from powerzoo.envs.pipeline import (
+    ActionPipeline,
+    ObservationPipeline,
     RewardSpec,
-    check_forecast_horizon,
+    apply_reward,
     compile_reward,
-    nominal_observation_range,
-    with_forecast_bounds,
 )
+from powerzoo.envs.runner import TaskRunner, start_day_option
 from powerzoo.tasks.base import Task
 
 __all__ = ["PowerZooVectorEnv"]
@@ -53,32 +52,18 @@ class PowerZooVectorEnv(VectorEnv):
         self.task_spec = task.spec
         self.runner = TaskRunner(task, num_envs)
         self.num_envs = self.runner.num_envs
-        self.forecast_horizon = None if forecast_horizon is None else check_forecast_horizon(self.task_spec, forecast_horizon)
+        self.observations = ObservationPipeline(task, forecast_horizon=forecast_horizon, normalize=normalize)
+        self.actions = ActionPipeline(self.task_spec, normalize=normalize)
+        self.forecast_horizon = self.observations.forecast_horizon
+        self.obs_scaler, self.action_scaler = self.observations.scaler, self.actions.scaler
         self.reward_fn = compile_reward(self.task_spec, reward)
-
-        space = gym.spaces.Box(*self.task_spec.observation.bounds(), dtype=np.float32)
-        if self.forecast_horizon:
-            space = with_forecast_bounds(space, task, self.forecast_horizon)
-        low, high = space.low, space.high
-        a_low, a_high = self.task_spec.action.bounds()
-        self.obs_scaler = self.action_scaler = None
-        if normalize:
-            self.obs_scaler = AffineScaler(*nominal_observation_range(self.task_spec, task, self.forecast_horizon))
-            self.action_scaler = AffineScaler(*self.task_spec.action.nominal())
-            low, high = self.obs_scaler.unit_bounds(low, high)
-            a_low, a_high = -np.ones_like(a_low), np.ones_like(a_high)
-        self.single_observation_space = gym.spaces.Box(low, high, dtype=np.float32)
-        self.single_action_space = gym.spaces.Box(a_low, a_high, dtype=np.float32)
+        self.single_observation_space = self.observations.space
+        self.single_action_space = gym.spaces.Box(self.actions.low, self.actions.high, dtype=np.float32)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
-    # ---- observation / action pipeline ------------------------------------------------------
     def _observe(self) -> np.ndarray:
-        obs = self.task.observe(self.runner.state)
-        if self.forecast_horizon:
-            ahead = self.task.forecast(self.runner.state, self.forecast_horizon).astype(np.float32)
-            obs = np.concatenate([obs, ahead], axis=1)
-        return obs if self.obs_scaler is None else self.obs_scaler.to_unit(obs)
+        return self.observations.observe(self.runner.state)
 
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
@@ -89,23 +74,16 @@ class PowerZooVectorEnv(VectorEnv):
             self._np_random_seed = seed if isinstance(seed, int) else None
         elif self.runner.state is None:
             self.runner.seed(None)
-        options = dict(options or {})
-        unknown = set(options) - {"day_id"}
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; valid: day_id")
-        self.runner.reset(options.get("day_id"))
+        self.runner.reset(start_day_option(options))
         return self._observe(), self.runner.reset_info()
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        if self.action_scaler is not None:
-            try:
-                actions = self.action_scaler.from_unit(actions)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"actions must be a numeric array of shape {self.action_space.shape}") from err
+        try:
+            actions = self.actions.to_physical(actions)
+        except ValueError as err:
+            raise ValueError(f"actions must be a numeric array of shape {self.action_space.shape}") from err
         _, reward, terminated, truncated, info = self.runner.step(actions, observe=False)
-        if self.reward_fn is not None:
-            info["task_reward"] = reward
-            reward = self.reward_fn(reward, info)
+        reward = apply_reward(self.reward_fn, reward, info)
         obs = self._observe()
         done = terminated | truncated
         if done.any():
