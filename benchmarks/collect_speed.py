@@ -27,14 +27,15 @@ def child(task: str, num_envs: int, n_episodes: int, out_dir: str) -> dict:
     import time
 
     from powerzoo.benchmarks.offline import DatasetGenerator
-    from powerzoo.benchmarks.policies import RandomPolicy
-    from powerzoo.rl import make_env
+    from powerzoo.benchmarks.policies import make_baseline_policy
+    from powerzoo.envs.make import make_env
 
     env = make_env(task, num_envs=None if num_envs == 1 else num_envs)
     path = os.path.join(out_dir, f"{task}_{num_envs}.h5")
     generator = DatasetGenerator(env, info_keys=["constraint_costs", "cost_sum", "is_safe"])
     started = time.perf_counter()
-    dataset = generator.collect(RandomPolicy(env.action_space), n_episodes, path, seed=0, progress=False)
+    policy = make_baseline_policy("random", env, seed=None)  # collect() seeds it
+    dataset = generator.collect(policy, n_episodes, path, seed=0, progress=False)
     seconds = time.perf_counter() - started
     n_steps = dataset.n_steps
     dataset.close()

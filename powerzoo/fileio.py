@@ -22,15 +22,18 @@ def _umask() -> int:
     return mask
 
 
-def atomic_save(path: str | Path, write: Callable[[Path], Any]) -> Path:
+def atomic_save(path: str | Path, write: Callable[[Path], Any], *, tmp_suffix: str | None = None) -> Path:
     """Call ``write(tmp_path)`` then rename the temporary file onto ``path``; returns ``path``.
 
-    ``tmp_path`` keeps ``path``'s suffix (some writers, such as SB3's ``save``, append ``.zip``
-    to names without it). The temporary file is removed if ``write`` fails.
+    ``tmp_path`` (``.<stem>-XXXX<suffix>`` in ``path``'s folder) keeps ``path``'s suffix unless
+    ``tmp_suffix`` is given: some writers, such as SB3's ``save``, append ``.zip`` to names
+    without it, while a long write (an HDF5 dataset) is best marked ``.tmp`` while it runs. The
+    temporary file is removed if ``write`` fails or is interrupted.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=path.suffix, dir=path.parent)
+    suffix = path.suffix if tmp_suffix is None else tmp_suffix
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=suffix, dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))

@@ -1,0 +1,46 @@
+"""Export of a single-agent PowerZoo dataset to a local Minari dataset (optional ``minari`` package)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = ["to_minari"]
+
+
+def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
+    """Export ``dataset`` (a :class:`~powerzoo.benchmarks.offline.load.DatasetLoader`) as Minari ``dataset_id``.
+
+    Single-agent datasets with Box bounds only. Minari stores ``T + 1`` observations per episode
+    (the last ``next_observation`` appended). ``kwargs`` go to ``minari.create_dataset_from_buffers``
+    (``author``, ``description``, ...); ``algorithm_name`` defaults to the dataset's policy.
+    """
+    try:
+        import minari
+        from minari.data_collector import EpisodeBuffer
+    except ImportError as err:
+        raise ImportError("to_minari needs the optional package minari: pip install minari") from err
+    if dataset.agents is not None:
+        raise ValueError(f"{dataset.path}: Minari datasets are single-agent; this one has agents {dataset.agents}")
+    attrs = dataset.attrs
+    if "observation_low" not in attrs or "action_low" not in attrs:
+        raise ValueError(f"{dataset.path}: no Box bounds stored (observation_low / action_low); cannot build Minari spaces")
+    obs_space = gym.spaces.Box(np.asarray(attrs["observation_low"]), np.asarray(attrs["observation_high"]), dtype=np.float32)
+    act_space = gym.spaces.Box(np.asarray(attrs["action_low"]), np.asarray(attrs["action_high"]), dtype=np.float32)
+    buffers = []
+    for i in range(dataset.n_episodes):
+        ep = dataset.episode(i)
+        buffers.append(EpisodeBuffer(
+            id=i,
+            observations=np.concatenate([ep["observations"], ep["next_observations"][-1:]]),
+            actions=ep["actions"],
+            rewards=ep["rewards"],
+            terminations=ep["terminals"],
+            truncations=ep["truncations"],
+        ))
+    kwargs.setdefault("algorithm_name", attrs.get("policy"))
+    return minari.create_dataset_from_buffers(
+        dataset_id, buffer=buffers, observation_space=obs_space, action_space=act_space, **kwargs
+    )
