@@ -22,8 +22,11 @@ def rollout_actions(env, actions, seed, day_id=None):
     obs, info = env.reset(seed=seed, options=None if day_id is None else {"day_id": day_id})
     out = [obs]
     for a in actions:
-        obs, reward, *_ = env.step(a)
+        obs, reward, terminated, truncated, _ = env.step(a)
         out.append(np.append(obs, reward))
+        if terminated or truncated:  # the next episode starts from the env's own stream
+            obs, _ = env.reset()
+            out.append(obs)
     return np.concatenate([np.ravel(o) for o in out])
 
 

@@ -54,6 +54,7 @@ class PowerZooEnv(gym.Env):
         self.observation_space = gym.spaces.Box(low, high, dtype=np.float32)
         a_low, a_high = self.task_spec.action.bounds()
         self.action_space = gym.spaces.Box(a_low, a_high, dtype=np.float32)
+        self._episode_over = False
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None, day_id: int | None = None
@@ -62,11 +63,17 @@ class PowerZooEnv(gym.Env):
         if seed is not None or self.runner.state is None:
             self.runner.rng = self.np_random  # one generator: seeded by Gymnasium's reset(seed=)
         obs = self.runner.reset(start_day_option(options, day_id))
+        self._episode_over = False
         return obs[0], scalar_info(self.runner.reset_info())
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """One step; after the episode ended (terminated or truncated) ``step`` raises until ``reset``."""
+        if self._episode_over:
+            raise RuntimeError("episode is over; call reset()")
         obs, reward, terminated, truncated, info = self.runner.step(action)
-        return obs[0], float(reward.item(0)), bool(terminated.item(0)), bool(truncated.item(0)), scalar_info(info)
+        term, trunc = bool(terminated.item(0)), bool(truncated.item(0))
+        self._episode_over = term or trunc
+        return obs[0], float(reward.item(0)), term, trunc, scalar_info(info)
 
     # ---- task metadata ----------------------------------------------------------------------
     def constraint_names(self) -> tuple[str, ...]:

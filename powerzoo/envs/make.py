@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from powerzoo.tasks.registry import get_task_class, make_task
 
 __all__ = ["make_env", "EnvOptions", "FRAMEWORKS"]
@@ -41,6 +43,9 @@ class EnvOptions:
     def __post_init__(self) -> None:
         if self.framework not in FRAMEWORKS:
             raise ValueError(f"unknown framework {self.framework!r}; valid: {', '.join(FRAMEWORKS)}")
+        n = self.num_envs
+        if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+            raise ValueError(f"num_envs must be a positive int (or None for one env), got {n!r}")
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

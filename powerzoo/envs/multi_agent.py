@@ -171,6 +171,7 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
                  reward: RewardSpec = None) -> None:
         self.core = MultiAgentCore(task, 1, obs_mode, normalize, reward)
         self.task_spec = task.spec
+        self.render_mode: str | None = None  # no render modes (SuperSuit and TorchRL read the attribute)
         self.possible_agents = list(self.core.agents)
         self.agents: list[str] = []
         self.observation_spaces = self.core.observation_spaces
@@ -266,6 +267,7 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
                  reward: RewardSpec = None) -> None:
         self.core = MultiAgentCore(task, num_envs, obs_mode, normalize, reward)
         self.task_spec = task.spec
+        self.render_mode: str | None = None
         self.num_envs = self.core.runner.num_envs
         self.possible_agents = list(self.core.agents)
         self.agents = list(self.core.agents)

@@ -86,8 +86,8 @@ class TaskRunner:
     """Batched episodes of one task: reset, checked step, truncation, partial reset."""
 
     def __init__(self, task: Task, num_envs: int = 1) -> None:
-        if int(num_envs) < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.task = task
         self.spec = task.spec
         self.num_envs = int(num_envs)
@@ -142,6 +142,9 @@ class TaskRunner:
         Returns the clipped action (float64) and a [B] flag of rows that were clipped. Wrong
         shape, non-numeric dtype and NaN/inf raise ``ValueError``.
         """
+        if action is None:
+            raise ValueError(f"{self.spec.task_id}: action is None; expected {self.spec.action.dim} numbers "
+                             f"({', '.join(self.spec.action.names)})")
         try:
             action = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError) as err:
