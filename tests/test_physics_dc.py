@@ -541,9 +541,9 @@ def test_previously_failing_opf_118_loads_solve_to_optimality(day_id, step):
 
 def _solve_with(case, load, methods, **kwargs):
     """solve_dc_opf restricted to the named methods of the solver chain."""
-    from powerzoo.physics import dc_opf
+    from powerzoo.physics import qp_solver
 
-    original = dc_opf._SolverChain.__init__
+    original = qp_solver.SolverChain.__init__
 
     def restricted(self, model, base_mva):
         original(self, model, base_mva)
@@ -552,7 +552,7 @@ def _solve_with(case, load, methods, **kwargs):
 
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(dc_opf._SolverChain, "__init__", restricted)
+        mp.setattr(qp_solver.SolverChain, "__init__", restricted)
         return solve_dc_opf(case, load, **kwargs)
     finally:
         mp.undo()
@@ -588,7 +588,7 @@ def test_case5_interior_point_reproduces_matpower():
 
 
 def test_highs_failure_falls_back_and_total_failure_raises(monkeypatch):
-    from powerzoo.physics import dc_opf
+    from powerzoo.physics import qp_solver
 
     case = load_case("case118")
     loads = case.bus_pd_mw * np.array([[0.8], [0.9], [1.0]])
@@ -596,7 +596,7 @@ def test_highs_failure_falls_back_and_total_failure_raises(monkeypatch):
     assert reference.success
 
     calls = []
-    original_call = dc_opf._HighsQP.__call__
+    original_call = qp_solver.HighsQP.__call__
 
     def flaky(self, lo, up):
         calls.append(self.scale)
@@ -604,7 +604,7 @@ def test_highs_failure_falls_back_and_total_failure_raises(monkeypatch):
             return "not set", None, None
         return original_call(self, lo, up)
 
-    monkeypatch.setattr(dc_opf._HighsQP, "__call__", flaky)
+    monkeypatch.setattr(qp_solver.HighsQP, "__call__", flaky)
     res = solve_dc_opf(case, loads, line_limit_scale=0.05, soft_line_penalty=100.0)
     assert res.success and calls == [1.0, 1.0, case.base_mva, 1.0]
     np.testing.assert_allclose(res.objective_per_h, reference.objective_per_h, atol=1e-3)
@@ -612,9 +612,9 @@ def test_highs_failure_falls_back_and_total_failure_raises(monkeypatch):
     def broken(self, lo, up):
         return "not set", None, None
 
-    monkeypatch.setattr(dc_opf._HighsQP, "__call__", broken)
+    monkeypatch.setattr(qp_solver.HighsQP, "__call__", broken)
     monkeypatch.setattr(
-        dc_opf, "_solve_qp_ipm", lambda model, lo, up: ("iteration limit", None, None)
+        qp_solver, "solve_qp_ipm", lambda model, lo, up: ("iteration limit", None, None)
     )
     expected = (
         r"load row 0: every solver failed \(highs: not set; .*interior point: iteration limit\)"

@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from powerzoo.physics.cases import NetworkCase
+from powerzoo.physics.network import NetworkCase
 
 __all__ = [
     "branch_susceptance_pu",

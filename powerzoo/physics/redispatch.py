@@ -51,11 +51,12 @@ redispatch; on case118 its cost stays above the DC-OPF's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from powerzoo.physics.cases import NetworkCase
 from powerzoo.physics.dc_power_flow import line_overload_mw, ptdf_matrix
+from powerzoo.physics.network import NetworkCase
 
 __all__ = [
     "RedispatchResult",
@@ -105,12 +106,6 @@ class _Grid:
 
     def overload(self, flow: np.ndarray) -> np.ndarray:
         return np.maximum(np.abs(flow) - self.rate, 0.0)
-
-
-def _unit_limits(case: NetworkCase) -> tuple[np.ndarray, np.ndarray]:
-    """Effective (Pmin, Pmax) [n_gen]; out-of-service units are pinned at 0."""
-    on = case.gen_in_service
-    return np.where(on, case.gen_pmin_mw, 0.0), np.where(on, case.gen_pmax_mw, 0.0)
 
 
 def _overload_slope(flow: np.ndarray, q: np.ndarray, rate: np.ndarray, tol: float) -> np.ndarray:
@@ -320,7 +315,7 @@ def merit_order_dispatch(
 
     The load is clipped to ``[sum Pmin, sum Pmax]``; inside that range the balance is exact.
     """
-    pmin, pmax = _unit_limits(case)
+    pmin, pmax = case.gen_limits_mw
     order = np.argsort(np.asarray(marginal_cost, dtype=float), kind="stable")
     room = (pmax - pmin)[order]
     load = np.atleast_1d(np.asarray(total_load_mw, dtype=float))
@@ -362,11 +357,11 @@ def redispatch(
     max_pair_shifts = _MAX_PAIR_SHIFTS if max_pair_shifts is None else int(max_pair_shifts)
     max_iterations = case.n_gen + case.n_branch if max_iterations is None else int(max_iterations)
 
-    pmin, pmax = _unit_limits(case)
+    pmin, pmax = case.gen_limits_mw
     sens = ptdf[:, case.gen_bus] * case.gen_in_service  # [n_branch, n_gen]
     load_flow = load @ ptdf.T  # [B, n_branch]
     rate = case.branch_rate_a_mw
-    limited = np.flatnonzero(case.branch_in_service & np.isfinite(rate))  # the rest never overload
+    limited = case.limited_branches  # the rest never overload
     grid = _Grid(
         sens_t=np.ascontiguousarray(sens[limited].T),
         load_flow=np.ascontiguousarray(load_flow[:, limited]),
@@ -400,28 +395,14 @@ def redispatch(
 
 
 def congestion_aware_dispatch(
-    case: NetworkCase,
-    bus_load_mw: np.ndarray,
-    marginal_cost: np.ndarray,
-    *,
-    ptdf: np.ndarray | None = None,
-    max_pair_shifts: int | None = None,
-    max_iterations: int | None = None,
-    tolerance_mw: float = 1e-6,
+    case: NetworkCase, bus_load_mw: np.ndarray, marginal_cost: np.ndarray, **options: Any
 ) -> np.ndarray:
     """Congestion-aware rule dispatch ``[B, n_gen]`` [MW] for bus loads ``[B, n_bus]``.
 
-    ``redispatch(...).gen_p_mw``; use :func:`redispatch` for the residual overload.
+    ``redispatch(case, bus_load_mw, marginal_cost, **options).gen_p_mw``, with the keyword
+    options of :func:`redispatch`; use :func:`redispatch` for the residual overload.
     """
-    return redispatch(
-        case,
-        bus_load_mw,
-        marginal_cost,
-        ptdf=ptdf,
-        max_pair_shifts=max_pair_shifts,
-        max_iterations=max_iterations,
-        tolerance_mw=tolerance_mw,
-    ).gen_p_mw
+    return redispatch(case, bus_load_mw, marginal_cost, **options).gen_p_mw
 
 
 def rule_dispatch_from_system_load(

@@ -15,10 +15,9 @@ Model
 * Costs: ``thermal_overload`` (MWh = sum of branch overloads x dt) and ``power_imbalance``
   (MWh = |mismatch| x dt).
 * Line limits: case5 keeps its published ratings (400 MW on 1-2, 240 MW on 4-5). pandapower's
-  case118 rates every branch at 9,900 MW, so congestion could never occur; PowerZoo sets
-  ``rating = max(1.25 |f|, 100 MW)`` from the branch flows ``f`` of the unconstrained DC-OPF at
-  peak load, then tightens the 12 most loaded branches to ``0.85 |f|`` so the oracle dispatch
-  is congested at high load.
+  case118 rates every branch at 9,900 MW, so congestion could never occur; its ratings are
+  derived from the flows of the DC-OPF at the base load times ``LOAD_SCALE`` so that congestion
+  binds at high load (:mod:`powerzoo.physics.line_ratings`).
 * Observation modes (per agent, ``env.observation_fields(agent)``): ``global`` (default: time,
   system load now and next step, own limits, marginal cost and last output, last imbalance),
   ``local`` (time, own bus load, own limits, marginal cost, last output),
@@ -39,6 +38,7 @@ from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase, load_case
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
 from powerzoo.physics.dc_power_flow import bus_injection_mw, dc_power_flow
+from powerzoo.physics.line_ratings import with_binding_line_ratings
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
@@ -50,7 +50,7 @@ LOAD_SCALE = 1.1
 IMBALANCE_PRICE = 1000.0  # $/MWh, settles the slack bus's balancing energy
 OVERLOAD_PENALTY = 1000.0  # $/MWh, soft line limits of the oracle
 FORECAST_STEPS = 4
-N_TIGHT_BRANCHES = 12
+_FORECAST_FIELDS = tuple(f"system_load_t{k}_mw" for k in range(1, FORECAST_STEPS + 1))
 
 
 @dataclasses.dataclass
@@ -65,14 +65,7 @@ class DispatchState:
 def _congestion_ready_case(name: str) -> NetworkCase:
     """``name`` with binding line limits (case118) or its published ratings (case5)."""
     case = load_case(name)
-    if np.any(case.branch_rate_a_mw < 9000.0):  # published ratings (case5)
-        return case
-    peak = solve_dc_opf(case, case.bus_pd_mw * LOAD_SCALE, line_limit_scale=1e6)
-    flow = np.abs(peak.branch_flow_mw)
-    rating = np.maximum(1.25 * flow, 100.0)
-    tight = np.argsort(flow)[-N_TIGHT_BRANCHES:]
-    rating[tight] = 0.85 * flow[tight]
-    return dataclasses.replace(case, branch_rate_a_mw=np.round(rating, 1))
+    return with_binding_line_ratings(case, case.bus_pd_mw * LOAD_SCALE)
 
 
 def _dispatch_spec(task_id: str, case: NetworkCase, horizon: int, description: str, gym_id: str | None) -> TaskSpec:
@@ -101,7 +94,7 @@ def _dispatch_spec(task_id: str, case: NetworkCase, horizon: int, description: s
                + (("prev_imbalance_mw", "MW", -pmax_total, pmax_total),))
     local = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own)
     forecast = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own
-                   + tuple((f"system_load_t{k}_mw", "MW", 0.0, load_hi) for k in range(1, FORECAST_STEPS + 1)))
+                   + tuple((name, "MW", 0.0, load_hi) for name in _FORECAST_FIELDS))
     return TaskSpec(
         task_id=task_id,
         description=description,
@@ -138,6 +131,36 @@ def _marginal_cost(case: NetworkCase) -> np.ndarray:
     return case.gen_c1_per_mwh + 2.0 * case.gen_c2_per_mw2h * p_mid
 
 
+@dataclasses.dataclass(frozen=True)
+class _ObsSlots:
+    """Where each block of one observation mode sits (from its spec; ``None``: not in the mode)."""
+
+    width: int
+    time: slice  # hour_sin, hour_cos, time_remaining
+    own: slice  # own_pmin_mw, own_pmax_mw, own_marginal_cost_per_mwh
+    prev_p: int  # own_prev_p_mw
+    system_load: slice | None  # system_load_mw, system_load_next_mw
+    prev_imbalance: int | None  # prev_imbalance_mw
+    bus_load: int | None  # bus_load_mw
+    forecast: slice | None  # system_load_t1_mw ... system_load_t{FORECAST_STEPS}_mw
+
+    @classmethod
+    def of(cls, spec: VectorSpec) -> _ObsSlots:
+        def optional(*names: str) -> int | slice | None:
+            return spec.slot(*names) if set(names) <= set(spec.names) else None
+
+        return cls(
+            width=spec.dim,
+            time=spec.slot("hour_sin", "hour_cos", "time_remaining"),
+            own=spec.slot("own_pmin_mw", "own_pmax_mw", "own_marginal_cost_per_mwh"),
+            prev_p=spec.slot("own_prev_p_mw"),
+            system_load=optional("system_load_mw", "system_load_next_mw"),
+            prev_imbalance=optional("prev_imbalance_mw"),
+            bus_load=optional("bus_load_mw"),
+            forecast=optional(*_FORECAST_FIELDS),
+        )
+
+
 class EconomicDispatch(Task):
     """Shared model of the dispatch tasks; subclasses choose the case and horizon."""
 
@@ -166,6 +189,8 @@ class EconomicDispatch(Task):
         self._congested_above = self._rating - 1e-6  # |flow| from which a branch counts as congested
         self._next_two = np.arange(2)
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
+        self._obs_slots = {mode: _ObsSlots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
+        self._system_load_slot = self.spec.observation.slot("system_load_mw")
 
     @classmethod
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
@@ -205,27 +230,28 @@ class EconomicDispatch(Task):
     def observe(self, state: DispatchState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field block."""
         mode = obs_mode or self.spec.default_obs_mode
+        try:
+            slots = self._obs_slots[mode]
+        except KeyError:
+            raise ValueError(f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._obs_slots)}") from None
         b, n = state.t.size, self.case.n_gen
         try:
             time = self._time_obs.take(state.t, axis=0)  # precomputed for steps 0..horizon
         except IndexError:  # stepped on past the horizon without a reset
             time = self._time_features(state.t)
-        if mode == "global":
-            obs = np.empty((b, n, 10), dtype=np.float32)
-            obs[:, :, 3:5] = self._system_load.take(self._demand_index(state, self._next_two))[:, None, :]
-            own = obs[:, :, 5:9]
-            obs[:, :, 9] = state.prev_imbalance_mw[:, None]
-        else:
-            width = 8 + (FORECAST_STEPS if mode == "local_plus_forecast" else 0)
-            obs = np.empty((b, n, width), dtype=np.float32)
-            obs[:, :, 3] = self._demand_at(state) * self._gen_bus_load_scale
-            own = obs[:, :, 4:8]
-            if mode == "local_plus_forecast":
-                ahead = self._system_load.take(self._demand_index(state, self._forecast_offsets))
-                obs[:, :, 8:] = ahead[:, None, :]
-        obs[:, :, 0:3] = time[:, None, :]
-        own[:, :, 0:3] = self._own_obs
-        own[:, :, 3] = state.prev_p_mw
+        obs = np.empty((b, n, slots.width), dtype=np.float32)
+        obs[:, :, slots.time] = time[:, None, :]
+        obs[:, :, slots.own] = self._own_obs
+        obs[:, :, slots.prev_p] = state.prev_p_mw
+        if slots.system_load is not None:
+            obs[:, :, slots.system_load] = self._system_load.take(self._demand_index(state, self._next_two))[:, None, :]
+        if slots.prev_imbalance is not None:
+            obs[:, :, slots.prev_imbalance] = state.prev_imbalance_mw[:, None]
+        if slots.bus_load is not None:
+            obs[:, :, slots.bus_load] = self._demand_at(state) * self._gen_bus_load_scale
+        if slots.forecast is not None:
+            ahead = self._system_load.take(self._demand_index(state, self._forecast_offsets))
+            obs[:, :, slots.forecast] = ahead[:, None, :]
         return obs
 
     def step(self, state: DispatchState, action: np.ndarray, rng: np.random.Generator) -> tuple[DispatchState, StepOutput]:
@@ -281,8 +307,8 @@ class EconomicDispatch(Task):
         (:func:`powerzoo.physics.redispatch.rule_dispatch_from_system_load`): what an operator
         does without an optimiser. It never overloads a line where the DC-OPF could avoid it.
         """
-        idx = self.spec.observation.names.index("system_load_mw")
-        return rule_dispatch_from_system_load(self.case, obs[:, 0, idx].astype(np.float64), self.marginal_cost)
+        system_load = obs[:, 0, self._system_load_slot].astype(np.float64)
+        return rule_dispatch_from_system_load(self.case, system_load, self.marginal_cost)
 
     def oracle_plan(self, state: DispatchState) -> np.ndarray:
         """DC-OPF dispatch for every remaining step of each episode [B, H, n_gen]."""
