@@ -254,10 +254,10 @@ def test_ppo_learns_battery_arbitrage_beyond_random(tmp_path):
 
 @pytest.mark.slow
 def test_ppo_learns_dc_microgrid_beyond_random(tmp_path):
+    from powerzoo.benchmarks.baselines import select_days as spread_days
     from powerzoo.benchmarks.evaluation import evaluate_days
     from powerzoo.benchmarks.policies import RandomPolicy
     from powerzoo.rl import Trainer, make_env
-    from powerzoo.rl.callbacks import spread_days
 
     trainer = Trainer("dc_microgrid", total_timesteps=16384, n_envs=8, seed=0, output_dir=str(tmp_path),
                       n_steps=256, batch_size=256, evaluation=None, checkpoint=None, logging={"progress_bar": False})

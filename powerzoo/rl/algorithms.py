@@ -1,18 +1,25 @@
 """Stable-Baselines3 algorithms by name, their keyword arguments, and task-aware defaults.
 
+This is the one algorithm registry of the training layer: :class:`~powerzoo.rl.trainer.Trainer`
+and the run config accept every name in :data:`ALGORITHMS`; the multi-agent loops of
+:mod:`powerzoo.rl.marl` accept the subset :data:`MULTI_AGENT_ALGORITHMS`.
+
 torch and SB3 are imported only when an algorithm class is asked for, so importing
 :mod:`powerzoo.rl` stays cheap.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
     "ALGORITHMS",
     "ON_POLICY",
+    "MULTI_AGENT_ALGORITHMS",
     "algorithm_class",
     "canonical_algorithm",
     "check_algorithm_kwargs",
@@ -21,16 +28,27 @@ __all__ = [
     "LONG_HORIZON_GAMMA",
 ]
 
-# name -> (module, class, on-policy?)
-_REGISTRY: dict[str, tuple[str, str, bool]] = {
-    "PPO": ("stable_baselines3", "PPO", True),
-    "A2C": ("stable_baselines3", "A2C", True),
-    "SAC": ("stable_baselines3", "SAC", False),
-    "TD3": ("stable_baselines3", "TD3", False),
-    "DDPG": ("stable_baselines3", "DDPG", False),
+
+@dataclasses.dataclass(frozen=True)
+class _Algorithm:
+    module: str
+    cls: str
+    on_policy: bool
+    multi_agent: bool  # accepted by the multi-agent loops (powerzoo.rl.marl)
+
+
+_REGISTRY: dict[str, _Algorithm] = {
+    "PPO": _Algorithm("stable_baselines3", "PPO", on_policy=True, multi_agent=True),
+    "A2C": _Algorithm("stable_baselines3", "A2C", on_policy=True, multi_agent=True),
+    "SAC": _Algorithm("stable_baselines3", "SAC", on_policy=False, multi_agent=True),
+    "TD3": _Algorithm("stable_baselines3", "TD3", on_policy=False, multi_agent=True),
+    "DDPG": _Algorithm("stable_baselines3", "DDPG", on_policy=False, multi_agent=False),
 }
 ALGORITHMS: tuple[str, ...] = tuple(_REGISTRY)
-ON_POLICY: frozenset[str] = frozenset(k for k, v in _REGISTRY.items() if v[2])
+"""Every algorithm the single-agent trainer and the run config accept (names are case-insensitive)."""
+ON_POLICY: frozenset[str] = frozenset(k for k, v in _REGISTRY.items() if v.on_policy)
+MULTI_AGENT_ALGORITHMS: tuple[str, ...] = tuple(k for k, v in _REGISTRY.items() if v.multi_agent)
+"""The subset the multi-agent loops accept (``PPO, A2C, SAC, TD3``: DDPG is not offered there)."""
 
 LONG_HORIZON_STEPS = 168
 """Episodes of at least this many steps get :data:`LONG_HORIZON_GAMMA` unless gamma is given."""
@@ -39,17 +57,21 @@ LONG_HORIZON_GAMMA = 0.999
 _RESERVED = frozenset({"env", "policy", "seed", "tensorboard_log", "verbose", "_init_setup_model"})
 
 
-def canonical_algorithm(name: str) -> str:
-    """Upper-case registered name of ``name`` (case-insensitive); unknown names raise ``ValueError``."""
-    if isinstance(name, str) and name.upper() in _REGISTRY:
+def canonical_algorithm(name: str, valid: Sequence[str] = ALGORITHMS) -> str:
+    """Upper-case registered name of ``name`` (case-insensitive).
+
+    Names outside ``valid`` (default: every registered algorithm) raise ``ValueError`` listing them.
+    """
+    if isinstance(name, str) and name.upper() in valid:
         return name.upper()
-    raise ValueError(f"unknown algorithm {name!r}; valid: {', '.join(ALGORITHMS)}")
+    raise ValueError(f"unknown algorithm {name!r}; valid: {', '.join(valid)}")
 
 
-def algorithm_class(name: str) -> type:
-    """The SB3 class of algorithm ``name`` (imports SB3 and torch on first use)."""
-    module, cls, _ = _REGISTRY[canonical_algorithm(name)]
-    return getattr(importlib.import_module(module), cls)
+def algorithm_class(name: str, valid: Sequence[str] = ALGORITHMS) -> type:
+    """The SB3 class of algorithm ``name`` (imports SB3 and torch on first use); ``valid`` as in
+    :func:`canonical_algorithm`."""
+    entry = _REGISTRY[canonical_algorithm(name, valid)]
+    return getattr(importlib.import_module(entry.module), entry.cls)
 
 
 def check_algorithm_kwargs(name: str, kwargs: dict[str, Any], where: str = "algorithm_kwargs") -> None:

@@ -1,4 +1,4 @@
-"""SB3 callbacks of the training layer: evaluation, checkpoints, costs, stop conditions, progress.
+"""SB3 callbacks of the training layer: evaluation, checkpoint timing, costs, stop conditions, progress.
 
 All frequencies are in env steps counted over every parallel env (``model.num_timesteps``), so a
 run with 8 envs evaluates as often, in env steps, as a run with one. None of these callbacks
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -19,25 +18,18 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from powerzoo.fileio import atomic_save, atomic_write_text, write_json
+from powerzoo.progress import progress_bar
 from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
 from powerzoo.rl.policy import ModelPolicy, frozen_obs_stats
-from powerzoo.rl.run_dir import atomic_save, atomic_write_text, write_json
 
 __all__ = [
     "EvaluationCallback",
-    "CheckpointCallback",
+    "RunCheckpointCallback",
     "ConstraintCostCallback",
     "StopConditionCallback",
     "TqdmProgressCallback",
-    "spread_days",
 ]
-
-
-def spread_days(n_days: int, episodes: int) -> list[int]:
-    """``episodes`` split days spread evenly over ``range(n_days)`` (all of them if fewer)."""
-    if episodes >= n_days:
-        return list(range(n_days))
-    return sorted({int(round(x)) for x in np.linspace(0, n_days - 1, episodes)})
 
 
 class ConstraintCostCallback(BaseCallback):
@@ -134,7 +126,7 @@ class EvaluationCallback(BaseCallback):
         stats = frozen_obs_stats(vec_normalize)
         policy = ModelPolicy(self.model, stats, deterministic=self.deterministic)
         started = time.perf_counter()
-        summary = evaluate_days(self.eval_env, policy, self.day_ids, seed=self.seed)
+        summary = evaluate_days(policy, self.eval_env, self.day_ids, seed=self.seed)
         row: dict[str, Any] = {
             "timestep": int(self.num_timesteps),
             "episodes": summary["episodes"],
@@ -182,8 +174,11 @@ class EvaluationCallback(BaseCallback):
         )
 
 
-class CheckpointCallback(BaseCallback):
+class RunCheckpointCallback(BaseCallback):
     """Call ``save(num_timesteps)`` every ``save_freq`` env steps, between rollouts.
+
+    Unlike SB3's ``CheckpointCallback`` (which writes model files itself), this one only decides
+    *when*: the trainer's ``save`` writes the whole checkpoint folder of the run.
 
     Saving happens when a rollout starts (after the previous policy update), so a checkpoint
     never holds a half-collected on-policy rollout: resuming from it repeats no update and skips
@@ -232,20 +227,22 @@ class StopConditionCallback(BaseCallback):
 
 
 class TqdmProgressCallback(BaseCallback):
-    """A tqdm bar over the run's env-step budget (starts at the resumed step)."""
+    """A tqdm bar over the env-step budget of SB3 ``learn`` calls (starts at the resumed step).
+
+    ``enabled`` is :func:`powerzoo.progress.progress_bar`'s ``progress``: ``None`` shows the bar
+    only when stderr is a terminal.
+    """
 
     def __init__(self, total_timesteps: int, enabled: bool | None = None, desc: str = "training") -> None:
         super().__init__()
         self.total = int(total_timesteps)
-        self.enabled = sys.stderr.isatty() if enabled is None else bool(enabled)
+        self.enabled = enabled
         self.desc = desc
         self.bar: Any = None
 
     def _on_training_start(self) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(total=self.total, initial=self.num_timesteps, desc=self.desc, unit="step",
-                        disable=not self.enabled, dynamic_ncols=True)
+        self.bar = progress_bar(progress=self.enabled, total=self.total, initial=self.num_timesteps, desc=self.desc,
+                                unit="step", dynamic_ncols=True)
 
     def _on_step(self) -> bool:
         if self.bar is not None:

@@ -59,6 +59,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from powerzoo.fileio import atomic_write_text
 from powerzoo.rl.algorithms import canonical_algorithm, check_algorithm_kwargs
 from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
 
@@ -226,8 +227,6 @@ class TrainConfig(_Section):
 
     def to_file(self, path: str | Path) -> Path:
         """Write the resolved config as YAML (or JSON for a ``.json`` path), atomically."""
-        from powerzoo.rl.run_dir import atomic_write_text
-
         path = Path(path)
         data = self.to_dict()
         text = json.dumps(data, indent=2) if path.suffix.lower() == ".json" else yaml.safe_dump(data, sort_keys=False)
@@ -248,6 +247,8 @@ class TrainConfig(_Section):
 
     def build(self) -> Any:
         """A :class:`powerzoo.rl.trainer.Trainer` for this config (envs and model are built lazily)."""
+        # The one import cycle kept inside rl/ (issue 12): trainer.py imports this module at the
+        # top, and build() returns a Trainer, so this import waits until build() is called.
         from powerzoo.rl.trainer import Trainer
 
         return Trainer(self)

@@ -1,4 +1,4 @@
-"""Layout of a run folder and atomic file writes.
+"""Layout of a run folder, its name, and its checkpoint folders.
 
 ::
 
@@ -14,10 +14,11 @@
                                           rng.pkl, state.json
         checkpoints/latest                name of the newest complete checkpoint
         model.zip, vecnormalize.pkl       final model
+        agents/                           multi-agent runs instead: shared.zip or <agent>.zip
 
-Every file is written to a temporary name in the same folder and renamed into place, and a
-checkpoint folder is complete before ``checkpoints/latest`` points at it, so a run killed at any
-moment leaves only whole files behind.
+Every file is written to a temporary name in the same folder and renamed into place
+(:mod:`powerzoo.fileio`), and a checkpoint folder is complete before ``checkpoints/latest`` points
+at it, so a run killed at any moment leaves only whole files behind.
 """
 
 from __future__ import annotations
@@ -29,14 +30,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from powerzoo.fileio import atomic_save, atomic_write_text, read_json, write_json
+from powerzoo.fileio import atomic_write_text
 
 __all__ = [
     "run_name",
-    "atomic_write_text",
-    "atomic_save",
-    "write_json",
-    "read_json",
     "CheckpointStore",
     "CONFIG_FILE",
     "STATE_FILE",
@@ -44,6 +41,10 @@ __all__ = [
     "EVAL_DIR",
     "MODEL_FILE",
     "VECNORM_FILE",
+    "CHECKPOINT_DIR",
+    "REPLAY_FILE",
+    "RNG_FILE",
+    "AGENTS_DIR",
 ]
 
 CONFIG_FILE = "config.yaml"
@@ -55,6 +56,8 @@ MODEL_FILE = "model.zip"
 VECNORM_FILE = "vecnormalize.pkl"
 REPLAY_FILE = "replay_buffer.pkl"
 RNG_FILE = "rng.pkl"
+AGENTS_DIR = "agents"
+"""Multi-agent runs: ``agents/shared.zip`` (one shared policy) or ``agents/<agent>.zip`` (one per agent)."""
 
 
 def run_name(algorithm: str, task: str, seed: int, when: float | None = None) -> str:

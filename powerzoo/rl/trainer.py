@@ -14,27 +14,35 @@
 Single-agent tasks train one SB3 model on ``n_envs`` copies of ``make_env(task, ...)`` wrapped
 in SB3's ``VecNormalize`` (unless the config turns it off). Multi-agent tasks train with
 :meth:`Trainer.train_il` (independent learners) or :meth:`Trainer.train_marl_simultaneous` (one
-shared policy); :meth:`Trainer.train` picks the latter. The run folder layout is documented in
-:mod:`powerzoo.rl.run_dir`, the config file format in :mod:`powerzoo.rl.config`.
+shared policy); :meth:`Trainer.train` picks the latter (:mod:`powerzoo.rl.multi_agent_trainer`).
+The run folder layout is documented in :mod:`powerzoo.rl.run_dir`, checkpoints in
+:mod:`powerzoo.rl.checkpoint`, the config file format in :mod:`powerzoo.rl.config`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import pickle
-import random
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from powerzoo.benchmarks.baselines import select_days
+from powerzoo.envs.introspect import task_of
+from powerzoo.envs.make import make_env
+from powerzoo.fileio import atomic_save, read_json, write_json
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import ON_POLICY, algorithm_class, default_gamma
-from powerzoo.rl.config import EnvConfig, TrainConfig
+from powerzoo.rl.checkpoint import STATE_JSON, set_rng_state, write_checkpoint
+
+# config.py imports this module back inside TrainConfig.build() (which returns a Trainer): the
+# one import cycle kept inside rl/ (issue 12).
+from powerzoo.rl.config import EnvConfig, EvaluationConfig, TrainConfig
+from powerzoo.rl.multi_agent_trainer import MultiAgentRuns
+from powerzoo.rl.policy import frozen_obs_stats
+from powerzoo.rl.result import TrainResult
+from powerzoo.rl.run_logger import flush_logger, run_logger
 from powerzoo.tasks.registry import make_task, task_spec
 
 __all__ = ["Trainer", "TrainResult", "MODEL_CHOICES"]
@@ -43,27 +51,8 @@ MODEL_CHOICES = ("final", "best", "latest")
 _DEFAULT_BUDGET = 100_000
 
 
-@dataclasses.dataclass
-class TrainResult:
-    """Outcome of :meth:`Trainer.train`: where, how far, why it stopped, the evaluations."""
-
-    run_dir: Path
-    num_timesteps: int
-    status: str  # "finished" (budget reached) or "stopped" (a stop condition)
-    stop_reason: str | None
-    evaluations: list[dict[str, Any]]
-    wall_seconds: float
-
-    @property
-    def best_mean_return(self) -> float | None:
-        """Best evaluation mean return ($ or the task's return unit), ``None`` without evaluations."""
-        return max((r["mean_return"] for r in self.evaluations), default=None)
-
-
 def _make_single_env(task: str, env_options: dict[str, Any], split: str) -> Any:
     """A Monitor-ready single env (module-level so that subprocess workers can pickle it)."""
-    from powerzoo.envs.make import make_env
-
     options = dict(env_options)
     task_kwargs = options.pop("task_kwargs", {}) or {}
     options.pop("split", None)
@@ -104,7 +93,7 @@ def _resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConf
     return TrainConfig.from_dict(data, source=source)
 
 
-class Trainer:
+class Trainer(MultiAgentRuns):
     """Train, evaluate, save, load and resume SB3 agents on PowerZoo tasks.
 
     Args:
@@ -199,7 +188,13 @@ class Trainer:
         return self._train_env
 
     def make_eval_env(self, split: str) -> Any:
-        """A single env on ``split`` with the training env's options (no running statistics)."""
+        """The evaluation env on ``split``, with the training env's options and no running statistics.
+
+        A single Gymnasium env for single-agent tasks; for multi-agent tasks the dict env
+        (``framework="auto"``) with the training env's ``normalize``, ``obs_mode`` and ``task_kwargs``.
+        """
+        if self.is_multi_agent:
+            return self._multi_agent_eval_env(split)
         return _make_single_env(self.task, self._env_options(split), split)
 
     # ---- model ----------------------------------------------------------------------------------
@@ -224,14 +219,9 @@ class Trainer:
         return self.model
 
     def _configure_logger(self) -> None:
-        from stable_baselines3.common.logger import HumanOutputFormat, Logger
-
-        formats: list[Any] = []
-        if self.config.logging.verbose >= 1:
-            formats.append(HumanOutputFormat(sys.stdout))
-        if self.config.logging.tensorboard:
-            formats.append(_tensorboard_format(self.run_dir / rd.TENSORBOARD_DIR, self._purge_step))
-        self.model.set_logger(Logger(folder=str(self.run_dir / rd.TENSORBOARD_DIR), output_formats=formats))
+        logging = self.config.logging
+        self.model.set_logger(run_logger(self.run_dir / rd.TENSORBOARD_DIR, logging.verbose, logging.tensorboard,
+                                         self._purge_step))
 
     def _ensure_run_dir(self) -> Path:
         if self.run_dir is None:
@@ -273,14 +263,14 @@ class Trainer:
         eval_cb = None
         callbacks: list[Any] = [cb.ConstraintCostCallback(names)]
         if cfg.evaluation is not None or steps_per_eval is not None:
-            ev = cfg.evaluation or _default_evaluation()
+            ev = cfg.evaluation or EvaluationConfig()
             eval_env = self.make_eval_env(ev.split)
-            days = cb.spread_days(eval_env.unwrapped.task.n_days, ev.episodes)
+            days = select_days(task_of(eval_env).n_days, ev.episodes)
             eval_cb = cb.EvaluationCallback(eval_env, run_dir / rd.EVAL_DIR, steps_per_eval or ev.freq, days, names,
                                             deterministic=ev.deterministic, seed=cfg.seed, history=self.evaluations)
             callbacks.append(eval_cb)
         if cfg.checkpoint is not None:
-            callbacks.append(cb.CheckpointCallback(cfg.checkpoint.freq, self._save_checkpoint))
+            callbacks.append(cb.RunCheckpointCallback(cfg.checkpoint.freq, self._save_checkpoint))
         conditions = cfg.stop_condition_objects() + list(stop_conditions or [])
         stop_cb = cb.StopConditionCallback(
             conditions, lambda: [] if eval_cb is None else [r["mean_return"] for r in eval_cb.history]
@@ -296,13 +286,13 @@ class Trainer:
         self._save_checkpoint(model.num_timesteps)
         self.save(run_dir)
         self._write_state(status, stop_cb.stop_reason)
-        _flush_logger(model)
+        flush_logger(model)
         self.result = TrainResult(run_dir, int(model.num_timesteps), status, stop_cb.stop_reason,
                                   list(self.evaluations), time.perf_counter() - started)
         return self.result
 
     def _write_state(self, status: str, stop_reason: str | None = None) -> None:
-        rd.write_json(self.run_dir / rd.STATE_FILE, {
+        write_json(self.run_dir / rd.STATE_FILE, {
             "status": status, "stop_reason": stop_reason, "num_timesteps": self.num_timesteps,
             "total_timesteps": self.config.budget_timesteps(), "task": self.task, "algorithm": self.algorithm,
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -310,30 +300,16 @@ class Trainer:
 
     def _save_checkpoint(self, num_timesteps: int) -> Path | None:
         """Write ``checkpoints/step_<N>/`` atomically: model, statistics, replay buffer, RNG, counters."""
-        if self.config.checkpoint is None:
+        checkpoint = self.config.checkpoint
+        if checkpoint is None:
             return None
-        model = self.model
-        keep_replay = self.config.checkpoint.replay_buffer and self.algorithm not in ON_POLICY
-
-        def write(folder: Path) -> None:
-            model.save(folder / rd.MODEL_FILE)
-            vec_normalize = model.get_vec_normalize_env()
-            if vec_normalize is not None:
-                vec_normalize.save(str(folder / rd.VECNORM_FILE))
-            if keep_replay:
-                model.save_replay_buffer(folder / rd.REPLAY_FILE)
-            (folder / rd.RNG_FILE).write_bytes(pickle.dumps(_rng_state()))
-            rd.write_json(folder / "state.json", {
-                "num_timesteps": int(num_timesteps),
-                "evaluations": [r for r in self.evaluations if r["timestep"] <= num_timesteps],
-            })
-
-        return rd.CheckpointStore(self.run_dir, self.config.checkpoint.keep).write(int(num_timesteps), write)
+        keep_replay = checkpoint.replay_buffer and self.algorithm not in ON_POLICY
+        return write_checkpoint(self.run_dir, checkpoint.keep, self.model, num_timesteps, self.evaluations, keep_replay)
 
     # ---- evaluation -----------------------------------------------------------------------------
     def policy(self, deterministic: bool = True) -> Any:
         """The trained agent behind the benchmark policy interface (``act(obs, info)``)."""
-        from powerzoo.rl.policy import ModelPolicy, frozen_obs_stats
+        from powerzoo.rl.policy import ModelPolicy
 
         if self.is_multi_agent:
             return self._multi_agent_policy(deterministic)
@@ -354,14 +330,13 @@ class Trainer:
         baselines table has no entry for this task and split).
         """
         from powerzoo.benchmarks.evaluation import evaluate_days
-        from powerzoo.rl.callbacks import spread_days
 
-        env = self.make_eval_env(split) if not self.is_multi_agent else self._make_multi_agent_eval_env(split)
+        env = self.make_eval_env(split)
         n_days = make_task(self.task, split, **self.config.env.task_kwargs).n_days
         if n_episodes is not None and (isinstance(n_episodes, bool) or int(n_episodes) < 1):
             raise ValueError(f"n_episodes must be a positive int or None, got {n_episodes!r}")
-        days = list(range(n_days)) if n_episodes is None else spread_days(n_days, int(n_episodes))
-        summary = evaluate_days(env, self.policy(deterministic), days, seed=seed)
+        days = list(range(n_days)) if n_episodes is None else select_days(n_days, int(n_episodes))
+        summary = evaluate_days(self.policy(deterministic), env, days, seed=seed)
         summary["split"] = split
         summary["normalized_score"] = _normalized_score(self.task, summary["mean_return"], split) if n_episodes is None else None
         return summary
@@ -376,10 +351,10 @@ class Trainer:
         else:
             if self.model is None:
                 raise RuntimeError("nothing to save: call train() first")
-            rd.atomic_save(path / rd.MODEL_FILE, self.model.save)
+            atomic_save(path / rd.MODEL_FILE, self.model.save)
             vec_normalize = self.model.get_vec_normalize_env() if self.model.get_env() is not None else self._loaded_vecnormalize
             if vec_normalize is not None:
-                rd.atomic_save(path / rd.VECNORM_FILE, lambda p: vec_normalize.save(str(p)))
+                atomic_save(path / rd.VECNORM_FILE, lambda p: vec_normalize.save(str(p)))
         if not (path / rd.CONFIG_FILE).exists() or path != self.run_dir:
             self.config.to_file(path / rd.CONFIG_FILE)
         return path
@@ -417,7 +392,7 @@ class Trainer:
         trainer.model = algorithm_class(trainer.algorithm).load(model_file, device="cpu")
         if vecnorm_file.is_file():
             trainer._loaded_vecnormalize = pickle.loads(vecnorm_file.read_bytes())
-            trainer._obs_stats = _stats_of(trainer._loaded_vecnormalize)
+            trainer._obs_stats = frozen_obs_stats(trainer._loaded_vecnormalize)
         if (path / rd.STATE_FILE).is_file():
             trainer.run_dir = path
         return trainer
@@ -433,7 +408,7 @@ class Trainer:
         folder = rd.CheckpointStore(run_dir).latest()
         if folder is None:
             raise FileNotFoundError(f"{run_dir} has no checkpoint to resume from")
-        state = rd.read_json(folder / "state.json")
+        state = read_json(folder / STATE_JSON)
         steps = int(state["num_timesteps"])
         trainer.run_dir = run_dir
         if (folder / rd.VECNORM_FILE).is_file():
@@ -444,7 +419,7 @@ class Trainer:
                                                                 device="cpu")
         if (folder / rd.REPLAY_FILE).is_file():
             trainer.model.load_replay_buffer(folder / rd.REPLAY_FILE)
-        _set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
+        set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
         trainer.evaluations = list(state["evaluations"])
         trainer._purge_step = steps + 1  # hide TensorBoard events logged after the checkpoint
         return trainer
@@ -460,174 +435,27 @@ class Trainer:
         run_dir = Path(run_dir)
         state_file = run_dir / rd.STATE_FILE
         trainer = cls.from_checkpoint(run_dir)
-        status = rd.read_json(state_file).get("status") if state_file.is_file() else None
+        status = read_json(state_file).get("status") if state_file.is_file() else None
         if status == "stopped":
             return trainer
         trainer.train(stop_conditions=stop_conditions)
         return trainer
 
-    # ---- multi-agent ----------------------------------------------------------------------------
-    def _require_multi_agent(self, what: str) -> None:
-        if not self.is_multi_agent:
-            raise ValueError(f"{what} is for multi-agent tasks; {self.task} is single-agent: use train()")
-
-    def train_il(self, rounds: int | None = None, steps_per_round: int | None = None) -> TrainResult:
-        """Independent learners: one SB3 model per agent, trained round-robin, the others frozen.
-
-        The budget ``total_timesteps`` is split into ``rounds`` rounds (default 4) of
-        ``steps_per_round`` steps per agent. Models are saved in the run folder.
-        """
-        from powerzoo.rl.marl import train_independent_learners
-
-        self._require_multi_agent("train_il")
-        self._set_torch_threads()
-        started = time.perf_counter()
-        run_dir = self._ensure_run_dir()
-        n_agents = len(self.spec.agents)
-        rounds = rounds or 4
-        steps_per_round = steps_per_round or max(1, self.config.budget_timesteps() // (rounds * n_agents))
-        self.models = train_independent_learners(
-            self.task, self.algorithm, rounds=rounds, steps_per_round=steps_per_round, seed=self.config.seed,
-            split=self.config.env.split, normalize=self.config.env.normalize, obs_mode=self.config.env.obs_mode,
-            algo_kwargs=self.algorithm_kwargs(), task_kwargs=self.config.env.task_kwargs,
-            progress=_progress_enabled(self.config.logging.progress_bar),
-            tensorboard_log=str(run_dir / rd.TENSORBOARD_DIR) if self.config.logging.tensorboard else None,
-        )
-        self.shared_model = None
-        return self._finish_multi_agent(run_dir, rounds * steps_per_round * n_agents, started)
-
-    def train_marl_simultaneous(self, total_timesteps: int | None = None) -> TrainResult:
-        """All agents learn at once: one shared SB3 policy (one-hot agent id in the observation).
-
-        ``total_timesteps`` counts agent-steps (default: the config's budget); ``n_envs`` copies of
-        the task are stepped in one batched call.
-        """
-        from powerzoo.rl.marl import train_shared_policy
-
-        self._require_multi_agent("train_marl_simultaneous")
-        self._set_torch_threads()
-        started = time.perf_counter()
-        run_dir = self._ensure_run_dir()
-        budget = total_timesteps or self.config.budget_timesteps()
-        self.shared_model = train_shared_policy(
-            self.task, self.algorithm, total_timesteps=budget, n_envs=self.config.n_envs, seed=self.config.seed,
-            split=self.config.env.split, normalize=self.config.env.normalize, obs_mode=self.config.env.obs_mode,
-            algo_kwargs=self.algorithm_kwargs(), task_kwargs=self.config.env.task_kwargs,
-            tensorboard_log=str(run_dir / rd.TENSORBOARD_DIR) if self.config.logging.tensorboard else None,
-            progress=_progress_enabled(self.config.logging.progress_bar),
-        )
-        self.models = None
-        return self._finish_multi_agent(run_dir, budget, started)
-
-    def _finish_multi_agent(self, run_dir: Path, steps: int, started: float) -> TrainResult:
-        self.save(run_dir)
-        rd.write_json(run_dir / rd.STATE_FILE, {"status": "finished", "stop_reason": None, "num_timesteps": steps,
-                                                "task": self.task, "algorithm": self.algorithm})
-        self.result = TrainResult(run_dir, steps, "finished", None, [], time.perf_counter() - started)
-        return self.result
-
-    def _make_multi_agent_eval_env(self, split: str) -> Any:
-        from powerzoo.envs.make import make_env
-
-        return make_env(self.task, split, framework="auto", normalize=self.config.env.normalize,
-                        obs_mode=self.config.env.obs_mode, **self.config.env.task_kwargs)
-
-    def _multi_agent_policy(self, deterministic: bool) -> Any:
-        from powerzoo.benchmarks.policies import SB3Policy
-        from powerzoo.rl.marl import SharedPolicy
-
-        if self.shared_model is not None:
-            return SharedPolicy(self.shared_model, list(self.spec.agents), deterministic=deterministic)
-        if self.models is not None:
-            return SB3Policy(self.models, deterministic=deterministic)
-        raise RuntimeError("no models yet: call train_il(), train_marl_simultaneous() or Trainer.load(...) first")
-
-    def _save_multi_agent(self, path: Path) -> None:
-        folder = path / "agents"
-        folder.mkdir(parents=True, exist_ok=True)
-        if self.shared_model is not None:
-            rd.atomic_save(folder / "shared.zip", self.shared_model.save)
-        elif self.models is not None:
-            for agent, m in self.models.items():
-                rd.atomic_save(folder / f"{agent}.zip", m.save)
-        else:
-            raise RuntimeError("nothing to save: call train_il() or train_marl_simultaneous() first")
-
-    def _load_multi_agent(self, path: Path) -> None:
-        cls = algorithm_class(self.algorithm)
-        folder = path / "agents"
-        if (folder / "shared.zip").is_file():
-            self.shared_model = cls.load(folder / "shared.zip", device="cpu")
-        else:
-            missing = [a for a in self.spec.agents if not (folder / f"{a}.zip").is_file()]
-            if missing:
-                raise FileNotFoundError(f"{folder} lacks models for agent(s) {missing}")
-            self.models = {a: cls.load(folder / f"{a}.zip", device="cpu") for a in self.spec.agents}
-
     def close(self) -> None:
         """Close the training env and flush the logs."""
         if self.model is not None:
-            _flush_logger(self.model)
+            flush_logger(self.model)
         if self._train_env is not None:
             self._train_env.close()
             self._train_env = None
 
 
 # ---- helpers ----------------------------------------------------------------------------------------
-def _default_evaluation() -> Any:
-    from powerzoo.rl.config import EvaluationConfig
-
-    return EvaluationConfig()
-
-
-def _progress_enabled(setting: bool | None) -> bool:
-    return sys.stderr.isatty() if setting is None else bool(setting)
-
-
 def _normalized_score(task: str, mean_return: float, split: str) -> float | None:
-    try:
-        from powerzoo.benchmarks.baselines import normalized_score
-    except ImportError:  # pragma: no cover - the module ships with the package
-        return None
+    """0 = random, 1 = oracle on the baselines table; ``None`` when the table has no entry for ``task``/``split``."""
+    from powerzoo.benchmarks.baselines import normalized_score
+
     try:
         return float(normalized_score(task, mean_return, split))
     except (ValueError, KeyError, FileNotFoundError):
         return None
-
-
-def _stats_of(vec_normalize: Any) -> dict[str, Any] | None:
-    from powerzoo.rl.policy import frozen_obs_stats
-
-    return frozen_obs_stats(vec_normalize)
-
-
-def _tensorboard_format(folder: Path, purge_step: int | None) -> Any:
-    """SB3's TensorBoard writer, created with ``purge_step`` so a resumed run hides orphaned events."""
-    from stable_baselines3.common.logger import TensorBoardOutputFormat
-    from torch.utils.tensorboard import SummaryWriter
-
-    fmt = TensorBoardOutputFormat.__new__(TensorBoardOutputFormat)
-    fmt.writer = SummaryWriter(log_dir=str(folder), purge_step=purge_step)
-    fmt._is_closed = False
-    return fmt
-
-
-def _flush_logger(model: Any) -> None:
-    for fmt in getattr(model.logger, "output_formats", []):
-        writer = getattr(fmt, "writer", None)
-        if writer is not None and callable(getattr(writer, "flush", None)):
-            writer.flush()
-
-
-def _rng_state() -> dict[str, Any]:
-    import torch
-
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    import torch
-
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])

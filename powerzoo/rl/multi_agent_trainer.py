@@ -1,0 +1,137 @@
+"""The multi-agent half of :class:`~powerzoo.rl.trainer.Trainer`: its two loops, eval env, policy and ``agents/``.
+
+:class:`MultiAgentRuns` is a mixin of ``Trainer``; it reads the trainer's ``config``, ``spec``,
+``task``, ``algorithm``, ``algorithm_kwargs()``, ``_ensure_run_dir()``, ``_set_torch_threads()`` and
+``save()``, and keeps the trained models in ``models`` (independent learners, one per agent) or
+``shared_model`` (one shared policy). The loops themselves are in :mod:`powerzoo.rl.marl`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from powerzoo.envs.make import make_env
+from powerzoo.fileio import atomic_save, write_json
+from powerzoo.rl import run_dir as rd
+from powerzoo.rl.algorithms import algorithm_class
+from powerzoo.rl.result import TrainResult
+
+__all__ = ["MultiAgentRuns", "SHARED_MODEL_FILE"]
+
+SHARED_MODEL_FILE = "shared.zip"
+IL_ROUNDS = 4
+"""Rounds of :meth:`MultiAgentRuns.train_il` when not given."""
+
+
+class MultiAgentRuns:
+    """Training, evaluation env, policy and persistence of a trainer on a multi-agent task."""
+
+    config: Any
+    spec: Any
+    models: dict[str, Any] | None
+    shared_model: Any
+    result: TrainResult | None
+
+    def _require_multi_agent(self, what: str) -> None:
+        if not self.is_multi_agent:
+            raise ValueError(f"{what} is for multi-agent tasks; {self.task} is single-agent: use train()")
+
+    def _tensorboard_log(self, run_dir: Path) -> str | None:
+        return str(run_dir / rd.TENSORBOARD_DIR) if self.config.logging.tensorboard else None
+
+    def train_il(self, rounds: int | None = None, steps_per_round: int | None = None) -> TrainResult:
+        """Independent learners: one SB3 model per agent, trained round-robin, the others frozen.
+
+        The budget ``total_timesteps`` is split into ``rounds`` rounds (default 4) of
+        ``steps_per_round`` steps per agent. Models are saved in the run folder.
+        """
+        from powerzoo.rl.marl.loops import train_independent_learners
+
+        self._require_multi_agent("train_il")
+        self._set_torch_threads()
+        started = time.perf_counter()
+        run_dir = self._ensure_run_dir()
+        env = self.config.env
+        n_agents = len(self.spec.agents)
+        rounds = rounds or IL_ROUNDS
+        steps_per_round = steps_per_round or max(1, self.config.budget_timesteps() // (rounds * n_agents))
+        self.models = train_independent_learners(
+            self.task, self.algorithm, rounds=rounds, steps_per_round=steps_per_round, seed=self.config.seed,
+            split=env.split, normalize=env.normalize, obs_mode=env.obs_mode, algo_kwargs=self.algorithm_kwargs(),
+            task_kwargs=env.task_kwargs, progress=self.config.logging.progress_bar,
+            tensorboard_log=self._tensorboard_log(run_dir),
+        )
+        self.shared_model = None
+        return self._finish_multi_agent(run_dir, rounds * steps_per_round * n_agents, started)
+
+    def train_marl_simultaneous(self, total_timesteps: int | None = None) -> TrainResult:
+        """All agents learn at once: one shared SB3 policy (one-hot agent id in the observation).
+
+        ``total_timesteps`` counts agent-steps (default: the config's budget); ``n_envs`` copies of
+        the task are stepped in one batched call.
+        """
+        from powerzoo.rl.marl.loops import train_shared_policy
+
+        self._require_multi_agent("train_marl_simultaneous")
+        self._set_torch_threads()
+        started = time.perf_counter()
+        run_dir = self._ensure_run_dir()
+        env = self.config.env
+        budget = total_timesteps or self.config.budget_timesteps()
+        self.shared_model = train_shared_policy(
+            self.task, self.algorithm, total_timesteps=budget, n_envs=self.config.n_envs, seed=self.config.seed,
+            split=env.split, normalize=env.normalize, obs_mode=env.obs_mode, algo_kwargs=self.algorithm_kwargs(),
+            task_kwargs=env.task_kwargs, tensorboard_log=self._tensorboard_log(run_dir),
+            progress=self.config.logging.progress_bar,
+        )
+        self.models = None
+        return self._finish_multi_agent(run_dir, budget, started)
+
+    def _finish_multi_agent(self, run_dir: Path, steps: int, started: float) -> TrainResult:
+        self.save(run_dir)
+        write_json(run_dir / rd.STATE_FILE, {"status": "finished", "stop_reason": None, "num_timesteps": steps,
+                                             "task": self.task, "algorithm": self.algorithm})
+        self.result = TrainResult(run_dir, steps, "finished", None, [], time.perf_counter() - started)
+        return self.result
+
+    def _multi_agent_eval_env(self, split: str) -> Any:
+        """The dict env (``framework="auto"``) on ``split`` with the training env's normalize / obs_mode / task_kwargs."""
+        env = self.config.env
+        return make_env(self.task, split, framework="auto", normalize=env.normalize, obs_mode=env.obs_mode,
+                        **env.task_kwargs)
+
+    def _multi_agent_policy(self, deterministic: bool) -> Any:
+        from powerzoo.benchmarks.policies import SB3Policy
+        from powerzoo.rl.policy import SharedPolicy
+
+        if self.shared_model is not None:
+            return SharedPolicy(self.shared_model, list(self.spec.agents), deterministic=deterministic)
+        if self.models is not None:
+            return SB3Policy(self.models, deterministic=deterministic)
+        raise RuntimeError("no models yet: call train_il(), train_marl_simultaneous() or Trainer.load(...) first")
+
+    def _save_multi_agent(self, path: Path) -> None:
+        """Write ``path/agents/``: ``shared.zip`` or one ``<agent>.zip`` per agent."""
+        folder = path / rd.AGENTS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.shared_model is not None:
+            atomic_save(folder / SHARED_MODEL_FILE, self.shared_model.save)
+        elif self.models is not None:
+            for agent, m in self.models.items():
+                atomic_save(folder / f"{agent}.zip", m.save)
+        else:
+            raise RuntimeError("nothing to save: call train_il() or train_marl_simultaneous() first")
+
+    def _load_multi_agent(self, path: Path) -> None:
+        """Read what :meth:`_save_multi_agent` wrote into ``shared_model`` or ``models``."""
+        cls = algorithm_class(self.algorithm)
+        folder = path / rd.AGENTS_DIR
+        if (folder / SHARED_MODEL_FILE).is_file():
+            self.shared_model = cls.load(folder / SHARED_MODEL_FILE, device="cpu")
+        else:
+            missing = [a for a in self.spec.agents if not (folder / f"{a}.zip").is_file()]
+            if missing:
+                raise FileNotFoundError(f"{folder} lacks models for agent(s) {missing}")
+            self.models = {a: cls.load(folder / f"{a}.zip", device="cpu") for a in self.spec.agents}
