@@ -55,3 +55,19 @@ def test_documented_dotted_name_resolves(dotted):
             obj = getattr(obj, attr)
         return
     pytest.fail(f"{dotted} does not resolve")
+
+
+@pytest.mark.parametrize("package", ["powerzoo.benchmarks", "powerzoo.rl", "powerzoo.envs", "powerzoo.tasks"])
+def test_every_package_level_name_resolves(package):
+    module = importlib.import_module(package)
+    assert module.__all__
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_benchmarks_exports_what_the_seed_pages_use():
+    from powerzoo.benchmarks import DatasetGenerator, DatasetLoader, RandomPolicy, evaluate, normalized_score
+    from powerzoo.benchmarks.evaluation import evaluate as evaluate_in_module
+
+    assert evaluate is evaluate_in_module
+    assert callable(normalized_score) and DatasetGenerator and DatasetLoader and RandomPolicy
