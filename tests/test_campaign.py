@@ -137,6 +137,7 @@ def test_invalid_arguments_raise_value_error(tmp_path, kwargs, message):
 
 
 def test_trained_run_folder_is_evaluated(tmp_path):
+    from powerzoo.cli.runs import run_entry
     from powerzoo.rl.trainer import Trainer
 
     trainer = Trainer("battery_arbitrage", total_timesteps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=1,
@@ -144,7 +145,8 @@ def test_trained_run_folder_is_evaluated(tmp_path):
                       logging={"progress_bar": False})
     run_dir = trainer.train().run_dir
     trainer.close()
-    result = run_campaign(["battery_arbitrage"], policies=("random",), seeds=(0, 1), episodes=2, run_dirs=[run_dir],
+    result = run_campaign(["battery_arbitrage"], policies=("random",), seeds=(0, 1), episodes=2,
+                          extra_policies=[run_entry(run_dir)],
                           out_dir=tmp_path / "bench", progress=False)
     row = result.row("battery_arbitrage", "tiny")
     assert row["kind"] == "trained" and row["episodes"] == 4 and "PPO" in row["source"]

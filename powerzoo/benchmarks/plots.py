@@ -1,17 +1,122 @@
-"""Plots of one episode for any task: reward, applied actions, constraint costs per step."""
+"""Plots of benchmark results: one episode of any task, and return against constraint cost.
+
+:func:`record_episode` is the one way to record an episode for a plot: it runs
+:func:`~powerzoo.benchmarks.evaluation.rollout` and keeps the reward, applied action and
+constraint costs of every step, for single-agent and multi-agent envs alike.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_episode_trace", "MAX_ACTION_LINES"]
+from powerzoo.benchmarks.evaluation import EpisodeRecord, rollout
+from powerzoo.benchmarks.policies import Policy
+from powerzoo.envs.introspect import agents_of
+from powerzoo.fileio import atomic_save
+from powerzoo.tasks import task_spec
+
+__all__ = [
+    "plot_episode_trace",
+    "plot_recorded_episode",
+    "plot_return_vs_cost",
+    "record_episode",
+    "EpisodeTrace",
+    "MAX_ACTION_LINES",
+]
 
 MAX_ACTION_LINES = 8  # wider action vectors plot their first components only
 
 
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    """Save ``fig`` as a PNG atomically (folders created), close it, return the path."""
+    try:
+        return atomic_save(path, lambda p: fig.savefig(p, dpi=110))
+    finally:
+        _pyplot().close(fig)
+
+
+# ---- recording ----------------------------------------------------------------------------------------
+class _StepRecorder:
+    """``env`` with every ``step`` result's reward and info kept (the whole per-agent info dict in a
+    multi-agent env, so each agent's applied action is there)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.infos: list[Any] = []
+        self.rewards: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def reset(self, *args: Any, **kwargs: Any) -> Any:
+        self.infos, self.rewards = [], []
+        return self.env.reset(*args, **kwargs)
+
+    def step(self, action: Any) -> Any:
+        out = self.env.step(action)
+        reward, info = out[1], out[-1]
+        self.rewards.append(float(sum(reward.values())) if isinstance(reward, dict) else float(reward))
+        self.infos.append(info)
+        return out
+
+
+@dataclasses.dataclass
+class EpisodeTrace:
+    """One recorded episode.
+
+    Attributes:
+        rewards: reward per step [T] (task units, e.g. $ per step; the team reward, summed over
+            agents, in a multi-agent env).
+        actions: applied physical action per step [T, n] (``info["action_applied"]``; agents
+            concatenated agent-major in a multi-agent env).
+        costs: constraint costs per step [T, k] (``info["constraint_costs"]``, physical units).
+        agents: agent names of a multi-agent env, ``None`` for a single-agent env.
+        record: the episode's :class:`~powerzoo.benchmarks.evaluation.EpisodeRecord` (return,
+            summed costs, day, ``trace`` of the requested info keys).
+    """
+
+    rewards: np.ndarray
+    actions: np.ndarray
+    costs: np.ndarray
+    agents: list[str] | None
+    record: EpisodeRecord
+
+
+def record_episode(
+    env: Any, policy: Policy, *, day_id: int | None = None, seed: int | None = None, trace_keys: Iterable[str] = (),
+) -> EpisodeTrace:
+    """Run one episode of ``policy`` in ``env`` (:func:`~powerzoo.benchmarks.evaluation.rollout`,
+    same arguments) and keep what :func:`plot_recorded_episode` draws.
+
+    The episode is exactly the one ``rollout`` would run: recording only reads the step results.
+    """
+    recorder = _StepRecorder(env)
+    record = rollout(recorder, policy, day_id=day_id, seed=seed, trace_keys=trace_keys)
+    agents = agents_of(env)
+    if agents is None:
+        actions = [np.ravel(info["action_applied"]) for info in recorder.infos]
+        costs = [np.ravel(info["constraint_costs"]) for info in recorder.infos]
+    else:
+        actions = [np.concatenate([np.ravel(info[a]["action_applied"]) for a in agents]) for info in recorder.infos]
+        costs = [np.ravel(info[agents[0]]["constraint_costs"]) for info in recorder.infos]
+    return EpisodeTrace(np.asarray(recorder.rewards), np.stack(actions), np.stack(costs), agents, record)
+
+
+# ---- plots ------------------------------------------------------------------------------------------
 def plot_episode_trace(
     rewards: np.ndarray,
     actions: np.ndarray,
@@ -24,7 +129,7 @@ def plot_episode_trace(
     cost_names: Sequence[str] = (),
     reward_unit: str = "$",
 ) -> Path:
-    """Save a three-panel PNG of one episode and return its path.
+    """Save a three-panel PNG of one episode (atomically) and return its path.
 
     Args:
         rewards: reward per step [T] (task units, e.g. $ per step).
@@ -34,11 +139,7 @@ def plot_episode_trace(
         step_hours: step length in hours (x axis in hours).
         action_names / cost_names: legend labels.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     rewards = np.asarray(rewards, dtype=float)
     actions = np.asarray(actions, dtype=float).reshape(rewards.size, -1)
     costs = np.asarray(costs, dtype=float).reshape(rewards.size, -1)
@@ -63,8 +164,48 @@ def plot_episode_trace(
     if costs.shape[1]:
         axes[2].legend(loc="upper left", fontsize="small")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
+
+
+def plot_recorded_episode(trace: EpisodeTrace, spec: Any, path: str | Path, *, title: str = "") -> Path:
+    """:func:`plot_episode_trace` of a recorded episode of a task with spec ``spec`` (a ``TaskSpec``).
+
+    Actions are labelled with the spec's action names when their number matches; rewards are in $
+    (the team's $ in a multi-agent env).
+    """
+    names = tuple(spec.action.names) if len(spec.action.names) == trace.actions.shape[1] else ()
+    return plot_episode_trace(
+        trace.rewards, trace.actions, trace.costs, path, title=title, step_hours=spec.step_minutes / 60.0,
+        action_names=names, cost_names=spec.constraint_names, reward_unit="$, team" if trace.agents else "$",
+    )
+
+
+def plot_return_vs_cost(rows: Sequence[dict[str, Any]], task: str, split: str, path: str | Path) -> Path:
+    """Mean return against mean total constraint cost per episode, one labelled point per policy.
+
+    ``rows`` are campaign summary rows (:data:`~powerzoo.benchmarks.report.SUMMARY_COLUMNS`) of
+    ``task``; their 95 % intervals are drawn as error bars. Costs spanning more than three orders of
+    magnitude get a symlog x axis.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    for r in rows:
+        x, y = r["total_cost_mean"], r["mean_return"]
+        xerr = [[x - r["total_cost_ci_low"]], [r["total_cost_ci_high"] - x]]
+        yerr = [[y - r["mean_return_ci_low"]], [r["mean_return_ci_high"] - y]]
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="o", capsize=4, label=r["policy"])
+        ax.annotate(r["policy"], (x, y), textcoords="offset points", xytext=(6, 6), fontsize="small")
+    costs = [r["total_cost_ci_high"] for r in rows if r["total_cost_ci_high"] > 0]
+    positive = [r["total_cost_mean"] for r in rows if r["total_cost_mean"] > 0]
+    scale = ""
+    if positive and max(costs) / min(positive) > 1e3:  # costs over several orders of magnitude
+        ax.set_xscale("symlog", linthresh=min(positive))
+        scale = ", symlog scale"
+    unit = "team return, $" if task_spec(task).agent_mode == "multi" else "$"
+    ax.set_xlabel(f"mean total constraint cost per episode (sum over constraints{scale})")
+    ax.set_ylabel(f"mean return per episode ({unit})")
+    ax.set_title(f"{task} ({split}): return vs constraint cost, 95% bootstrap CI")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return _save(fig, path)

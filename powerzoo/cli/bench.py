@@ -5,18 +5,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_parser"]
+from powerzoo.benchmarks.policies import BASELINE_POLICIES  # light: no torch, no task data
 
-BASELINE_POLICIES = ("random", "rule_based", "oracle")  # as powerzoo.benchmarks.campaign (not imported: keeps the parser light)
+__all__ = ["add_parser"]
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from powerzoo.benchmarks.campaign import run_campaign
+    from powerzoo.cli.runs import run_entry
 
     result = run_campaign(
         args.tasks, policies=args.policies, seeds=args.seeds, split=args.split, episodes=args.episodes,
-        run_dirs=args.runs, out_dir=args.out, progress=args.progress, run_model=args.run_model,
-        plots=not args.no_plots,
+        extra_policies=(run_entry(run_dir, args.run_model) for run_dir in args.runs),  # loaded after validation
+        out_dir=args.out, progress=args.progress, plots=not args.no_plots,
     )
     print(result.markdown(), end="")
     print()
@@ -50,6 +51,6 @@ def add_parser(sub: Any) -> None:
                    help="model of each run folder (default: best, else final)")
     p.add_argument("--out", default="results/bench", help="output folder (default: results/bench)")
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                   help="progress bar (shown only when stderr is a terminal)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: on when stderr is a terminal)")
     p.set_defaults(func=_cmd_bench)

@@ -9,14 +9,19 @@ from typing import Any
 
 import numpy as np
 
+from powerzoo.fileio import atomic_save
+
 __all__ = ["run_demo", "train_demo_agent", "DEMO_TIMESTEPS"]
 
 TRACE_KEYS = ("price_per_mwh", "p_mw", "soc")
 DEMO_TIMESTEPS = 60_000  # 15-30 s of PPO on two cores
 
 
-def train_demo_agent(out_dir: Path, timesteps: int, progress: bool) -> Any:
-    """Train PPO on battery_arbitrage's train split into ``out_dir/run`` (replacing an earlier demo run)."""
+def train_demo_agent(out_dir: Path, timesteps: int, progress: bool | None = None) -> Any:
+    """Train PPO on battery_arbitrage's train split into ``out_dir/run`` (replacing an earlier demo run).
+
+    ``progress``: training progress bar (``None``: only when stderr is a terminal).
+    """
     import shutil
 
     from powerzoo.rl.trainer import Trainer
@@ -36,13 +41,9 @@ def train_demo_agent(out_dir: Path, timesteps: int, progress: bool) -> Any:
 
 
 def _policies(env: Any) -> dict[str, Any]:
-    from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy
+    from powerzoo.benchmarks.policies import BASELINE_POLICIES, make_baseline_policy
 
-    return {
-        "random": RandomPolicy(env.action_space, seed=0),
-        "rule_based": RuleBasedPolicy(env),
-        "oracle": OraclePolicy(env),
-    }
+    return {name: make_baseline_policy(name, env, seed=0) for name in BASELINE_POLICIES}
 
 
 def comparison_table(results: dict[str, dict[str, Any]]) -> str:
@@ -79,39 +80,40 @@ def plot_episode(traces: dict[str, dict[str, np.ndarray]], day_label: str, path:
     axes[2].set_xlabel("hour of day")
     axes[1].legend(loc="upper left", ncol=3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    try:
+        return atomic_save(path, lambda p: fig.savefig(p, dpi=110))
+    finally:
+        plt.close(fig)
 
 
 def run_demo(out_dir: str | Path = "results/demo", episodes: int | None = None, plot_day: int = 0,
-             progress: bool = True, timesteps: int = DEMO_TIMESTEPS) -> dict[str, Any]:
+             progress: bool | None = None, timesteps: int = DEMO_TIMESTEPS) -> dict[str, Any]:
     """Train PPO (unless ``timesteps`` is 0), evaluate it and the three baselines on the test split,
-    print a table, save a plot; return the summaries."""
-    from tqdm.auto import tqdm
-
+    print a table, save a plot; return the summaries. ``progress``: progress bars (``None``: only
+    when stderr is a terminal)."""
     from powerzoo.benchmarks.evaluation import evaluate_days, rollout
-    from powerzoo.rl import make_env
+    from powerzoo.envs.introspect import task_of
+    from powerzoo.envs.make import make_env
+    from powerzoo.progress import progress_bar
 
     env = make_env("battery_arbitrage", split="test", seed=0)
-    n_days = env.unwrapped.task.n_days
-    days = range(n_days if episodes is None else min(episodes, n_days))
+    task = task_of(env)
+    days = range(task.n_days if episodes is None else min(episodes, task.n_days))
     results, traces = {}, {}
-    for name, policy in tqdm(_policies(env).items(), desc="policies", disable=not progress):
-        results[name] = evaluate_days(env, policy, days, seed=0)
+    for name, policy in progress_bar(_policies(env).items(), progress=progress, desc="policies"):
+        results[name] = evaluate_days(policy, env, days, seed=0)
         traces[name] = rollout(env, policy, day_id=plot_day, seed=0, trace_keys=TRACE_KEYS)["trace"]
     if timesteps > 0:
         started = time.perf_counter()
         agent = train_demo_agent(Path(out_dir), timesteps, progress)
         seconds = time.perf_counter() - started
         agent_env, name = agent.make_eval_env("test"), f"ppo_{timesteps // 1000}k"
-        results[name] = evaluate_days(agent_env, agent.policy(), days, seed=0)
+        results[name] = evaluate_days(agent.policy(), agent_env, days, seed=0)
         traces[name] = rollout(agent_env, agent.policy(), day_id=plot_day, seed=0, trace_keys=TRACE_KEYS)["trace"]
         print(f"trained PPO for {timesteps:,} env steps in {seconds:.0f} s (run folder: {Path(out_dir) / 'run'})")
     print(f"battery_arbitrage, test split ({len(days)} days, one episode per day)")
     print(comparison_table(results))
-    date = env.unwrapped.task.profiles.dates[env.unwrapped.task.calendar_day(plot_day)]
+    date = task.profiles.dates[task.calendar_day(plot_day)]
     path = plot_episode(traces, f"day {plot_day} ({date})", Path(out_dir) / "demo_episode.png")
     print(f"plot of one test episode: {path}")
     return results

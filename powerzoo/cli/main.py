@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from powerzoo.benchmarks.policies import BASELINE_POLICIES
+
 __all__ = ["main"]
 
 
@@ -30,12 +32,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     if args.timesteps < 0:
         raise ValueError(f"--timesteps must be >= 0, got {args.timesteps}")
-    run_demo(out_dir=args.out, episodes=args.episodes, plot_day=args.day, progress=sys.stderr.isatty(),
-             timesteps=args.timesteps)
+    run_demo(out_dir=args.out, episodes=args.episodes, plot_day=args.day, timesteps=args.timesteps)
     return 0
 
 
-COLLECT_POLICIES = ("random", "rule_based", "oracle")
+COLLECT_POLICIES = BASELINE_POLICIES
 VECTOR_ENVS_FOR_RANDOM = 64  # default --num-envs of the random policy on single-agent tasks
 
 
@@ -44,8 +45,8 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     import time
 
     from powerzoo.benchmarks.offline import DatasetGenerator
-    from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy
-    from powerzoo.rl import make_env
+    from powerzoo.benchmarks.policies import make_baseline_policy
+    from powerzoo.envs.make import make_env
     from powerzoo.tasks import task_spec
 
     if args.episodes < 1:
@@ -63,13 +64,12 @@ def _cmd_collect(args: argparse.Namespace) -> int:
         )
     env = make_env(args.task, args.split, num_envs=num_envs if num_envs > 1 else None)
     try:
-        policy = {"random": lambda: RandomPolicy(env.action_space), "rule_based": lambda: RuleBasedPolicy(env),
-                  "oracle": lambda: OraclePolicy(env)}[args.policy]()
+        policy = make_baseline_policy(args.policy, env, seed=None)  # the collection seeds it
     except TypeError as err:  # the task policies need a single-agent Gymnasium env
         raise ValueError(f"--policy {args.policy} is not available for {args.task}: {err}") from None
     generator = DatasetGenerator(env, **({} if args.info_keys is None else {"info_keys": args.info_keys}))
     started = time.perf_counter()
-    dataset = generator.collect(policy, args.episodes, args.output, seed=args.seed, progress=sys.stderr.isatty())
+    dataset = generator.collect(policy, args.episodes, args.output, seed=args.seed)
     seconds = time.perf_counter() - started
     size_mb = os.path.getsize(args.output) / 1e6
     print(

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
+import io
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 __all__ = ["add_parsers", "evaluate_run", "format_summary"]
 
@@ -78,67 +76,54 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
 
 def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None = None, model: str = "best",
-                 deterministic: bool = True, plot_day: int = 0, progress: bool = False) -> dict[str, Any]:
+                 deterministic: bool = True, plot_day: int = 0, progress: bool | None = None) -> dict[str, Any]:
     """Evaluate a run folder's model on ``split``; write a per-episode CSV and a plot of one episode.
 
     Files (in ``<run_dir>/evaluation/``): ``eval_<split>_<model>.csv`` (one row per episode: day,
     return, length, cost per constraint) and ``eval_<split>_<model>_day<plot_day>.png``.
     Returns the summary (as :meth:`powerzoo.rl.trainer.Trainer.evaluate`) plus the two paths.
+    ``progress``: bar over the episodes (``None``: only when stderr is a terminal).
     """
-    from tqdm.auto import tqdm
-
+    from powerzoo.benchmarks.baselines import select_days
     from powerzoo.benchmarks.evaluation import rollout, summarize_episodes
-    from powerzoo.benchmarks.plots import plot_episode_trace
-    from powerzoo.rl.callbacks import spread_days
-    from powerzoo.rl.trainer import Trainer, _normalized_score
+    from powerzoo.benchmarks.plots import plot_recorded_episode, record_episode
+    from powerzoo.benchmarks.stats import score_or_none
+    from powerzoo.cli.runs import load_run
+    from powerzoo.envs.introspect import task_of
+    from powerzoo.fileio import atomic_write_text
+    from powerzoo.progress import progress_bar
 
     run_dir = Path(run_dir)
-    if model == "best" and not (run_dir / "evaluation" / "best_model.zip").is_file():
-        model = "final"  # runs without evaluations (and multi-agent runs) have no best model
-    trainer = Trainer.load(run_dir, model=model)
-    env = trainer.make_eval_env(split) if not trainer.is_multi_agent else trainer._make_multi_agent_eval_env(split)
-    n_days = env.unwrapped.task.n_days if hasattr(env, "unwrapped") else env.core.task.n_days
-    days = list(range(n_days)) if episodes is None else spread_days(n_days, episodes)
+    trainer, model = load_run(run_dir, model)
+    env = trainer.make_eval_env(split)
+    n_days = task_of(env).n_days
+    days = select_days(n_days, episodes)
     if not 0 <= plot_day < n_days:
         raise ValueError(f"--plot-day must be in [0, {n_days - 1}] for the {split} split, got {plot_day}")
     policy = trainer.policy(deterministic)
-    records = [rollout(env, policy, day_id=d, seed=i)
-               for i, d in enumerate(tqdm(days, desc=f"evaluating on {split}", unit="episode", disable=not progress))]
+    bar = progress_bar(days, progress=progress, desc=f"evaluating on {split}", unit="episode")
+    records = [rollout(env, policy, day_id=d, seed=i) for i, d in enumerate(bar)]
     summary = summarize_episodes(records, env, trainer.task)
-    summary["normalized_score"] = _normalized_score(trainer.task, summary["mean_return"], split) if episodes is None else None
+    summary["normalized_score"] = score_or_none(trainer.task, summary["mean_return"], split) if episodes is None else None
     names = list(summary["mean_costs"])
     out_dir = run_dir / "evaluation"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = out_dir / f"eval_{split}_{model}.csv"
-    with csv_path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["day_id", "return", "length", *[f"cost_{n}" for n in names]])
-        for d, r in zip(days, records, strict=True):
-            writer.writerow([d, f"{r['return']:.6f}", r["length"], *[f"{c:.6f}" for c in r["costs"]]])
-    rewards: list[float] = []
-    actions: list[np.ndarray] = []
-    costs: list[np.ndarray] = []
-
-    def on_step(obs: Any, action: Any, reward: Any, next_obs: Any, term: bool, trunc: bool, info: dict) -> None:
-        rewards.append(float(np.sum(reward)))
-        actions.append(np.ravel(info["action_applied"]))
-        costs.append(np.ravel(info["constraint_costs"]))
-
-    rollout(env, policy, day_id=plot_day, seed=0, on_step=on_step)
-    spec = trainer.spec
-    plot_path = plot_episode_trace(
-        np.asarray(rewards), np.stack(actions), np.stack(costs), out_dir / f"eval_{split}_{model}_day{plot_day}.png",
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["day_id", "return", "length", *[f"cost_{n}" for n in names]])
+    for d, r in zip(days, records, strict=True):
+        writer.writerow([d, f"{r['return']:.6f}", r["length"], *[f"{c:.6f}" for c in r["costs"]]])
+    csv_path = atomic_write_text(out_dir / f"eval_{split}_{model}.csv", buffer.getvalue())
+    trace = record_episode(env, policy, day_id=plot_day, seed=0)
+    plot_path = plot_recorded_episode(
+        trace, trainer.spec, out_dir / f"eval_{split}_{model}_day{plot_day}.png",
         title=f"{trainer.task} ({trainer.algorithm}, {model} model), {split} day {plot_day}",
-        step_hours=spec.step_minutes / 60.0, action_names=spec.action.names if not trainer.is_multi_agent else (),
-        cost_names=spec.constraint_names,
     )
     summary.update(csv=csv_path, plot=plot_path, model=model)
     return summary
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    summary = evaluate_run(args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day,
-                           progress=sys.stderr.isatty())
+    summary = evaluate_run(args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day)
     print(format_summary(summary, f"{summary['task']} — {summary['model']} model on the {args.split} split"))
     print(f"per-episode results: {summary['csv']}")
     print(f"plot of one episode: {summary['plot']}")

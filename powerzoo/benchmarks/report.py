@@ -1,0 +1,195 @@
+"""Tables of a benchmark campaign: :class:`CampaignResult`, ``results.csv``, ``episodes.csv``, ``results.md``.
+
+The columns and the protocol text are described in :mod:`powerzoo.benchmarks.campaign`. CSV values
+round-trip exactly (floats written with ``repr``); blanks (``None``) are empty cells. Every file is
+written atomically (:func:`powerzoo.fileio.atomic_write_text`).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from powerzoo.benchmarks.stats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    CONFIDENCE,
+    EPISODE_SEED_STRIDE,
+)
+from powerzoo.fileio import atomic_write_text
+from powerzoo.tasks import task_spec
+
+__all__ = [
+    "CampaignResult",
+    "SUMMARY_COLUMNS",
+    "EPISODE_COLUMNS",
+    "write_csv_tables",
+    "write_results_markdown",
+    "results_markdown",
+    "file_label",
+]
+
+SUMMARY_COLUMNS = (
+    "task", "split", "policy", "kind", "source", "episodes", "n_seeds", "seeds", "n_days",
+    "mean_return", "mean_return_ci_low", "mean_return_ci_high",
+    "iqm_return", "iqm_return_ci_low", "iqm_return_ci_high", "std_return",
+    "total_cost_mean", "total_cost_ci_low", "total_cost_ci_high", "violation_rate", "mean_length",
+    "normalized_score", "normalized_score_ci_low", "normalized_score_ci_high",
+)
+"""Fixed columns of ``results.csv``; ``cost_<name>_mean`` / ``_ci_low`` / ``_ci_high`` follow."""
+
+EPISODE_COLUMNS = ("task", "policy", "seed", "episode", "day_id", "env_seed", "return", "length", "total_cost")
+"""Fixed columns of ``episodes.csv``; ``cost_<name>`` (per constraint, summed over the episode) follow."""
+
+
+@dataclasses.dataclass
+class CampaignResult:
+    """What :func:`~powerzoo.benchmarks.campaign.run_campaign` measured and wrote.
+
+    Attributes:
+        rows: one dict per task x policy (the ``results.csv`` columns; ``None`` for blanks).
+        episodes: one dict per episode (the ``episodes.csv`` columns).
+        notes: skipped policies and other remarks (also in ``results.md``).
+        cost_names: ``{task: constraint names}``.
+        files: ``results_csv``, ``results_md``, ``episodes_csv`` paths.
+        plots: every PNG written.
+        wall_seconds: duration of the campaign (s).
+    """
+
+    out_dir: Path
+    split: str
+    seeds: tuple[int, ...]
+    rows: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]
+    notes: list[str]
+    cost_names: dict[str, tuple[str, ...]]
+    files: dict[str, Path]
+    plots: list[Path]
+    wall_seconds: float
+
+    @property
+    def tasks(self) -> list[str]:
+        """Tasks with at least one evaluated policy, in campaign order."""
+        return list(dict.fromkeys(r["task"] for r in self.rows))
+
+    def row(self, task: str, policy: str) -> dict[str, Any]:
+        """The summary row of ``policy`` on ``task`` (``KeyError`` if it was not evaluated)."""
+        for r in self.rows:
+            if r["task"] == task and r["policy"] == policy:
+                return r
+        raise KeyError(f"no result for policy {policy!r} on task {task!r}")
+
+    def markdown(self) -> str:
+        """One Markdown table per task (``### task`` heading, then the table), then the notes."""
+        parts = [_markdown_table(self, task) for task in self.tasks]
+        if self.notes:
+            parts.append("Notes:\n\n" + "\n".join(f"- {n}" for n in self.notes))
+        return "\n\n".join(parts) + "\n"
+
+
+# ---- Markdown -----------------------------------------------------------------------------------------
+def _num(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def _cost(value: float) -> str:
+    return "0" if value == 0 else f"{value:.4g}"
+
+
+def _markdown_table(result: CampaignResult, task: str) -> str:
+    rows = [r for r in result.rows if r["task"] == task]
+    names = result.cost_names[task]
+    first = rows[0]
+    unit = "$ per episode" + (" (team return, sum over agents)" if task_spec(task).agent_mode == "multi" else "")
+    head = (
+        f"### {task} ({result.split} split; {first['n_days']} days x {first['n_seeds']} seed(s) per policy; "
+        f"returns in {unit}; [95% bootstrap CI])"
+    )
+    header = ["policy", "episodes", "mean return", "IQM return", "std", "total cost / episode", "violation rate",
+              "normalized score", *[f"{n} / episode" for n in names]]
+    lines = [head, "", "| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    for r in rows:
+        score = r["normalized_score"]
+        cells = [
+            f"{r['policy']}", f"{r['episodes']}",
+            f"{_num(r['mean_return'])} [{_num(r['mean_return_ci_low'])}, {_num(r['mean_return_ci_high'])}]",
+            f"{_num(r['iqm_return'])} [{_num(r['iqm_return_ci_low'])}, {_num(r['iqm_return_ci_high'])}]",
+            _num(r["std_return"]),
+            f"{_cost(r['total_cost_mean'])} [{_cost(r['total_cost_ci_low'])}, {_cost(r['total_cost_ci_high'])}]",
+            f"{r['violation_rate']:.3f}",
+            "n/a" if score is None else
+            f"{score:.3f} [{r['normalized_score_ci_low']:.3f}, {r['normalized_score_ci_high']:.3f}]",
+            *[_cost(r[f"cost_{n}_mean"]) for n in names],
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def results_markdown(result: CampaignResult) -> str:
+    """Text of ``results.md``: the protocol, one table per task, the notes."""
+    seeds = " ".join(str(s) for s in result.seeds)
+    intro = (
+        "# PowerZoo benchmark campaign\n\n"
+        f"Split `{result.split}`, seeds {seeds}. Episode i of seed s starts on the i-th evaluated day with "
+        f"`env.reset(seed=s * {EPISODE_SEED_STRIDE} + i)`; the random policy is seeded with s. Statistics pool "
+        f"all episodes of all seeds; intervals are {CONFIDENCE:.0%} percentile-bootstrap intervals "
+        f"({BOOTSTRAP_RESAMPLES:,} resamples of the episodes, `numpy.random.default_rng({BOOTSTRAP_SEED})`). "
+        "Costs are per episode in each constraint's physical unit. The normalized score (0 = random, "
+        "1 = oracle or best baseline of the packaged table) is n/a when the table lacks the task or when "
+        "the evaluated days differ from the table's.\n"
+    )
+    return intro + "\n" + result.markdown()
+
+
+def write_results_markdown(result: CampaignResult) -> Path:
+    """Write ``results.md`` into ``result.out_dir``; its path is kept in ``result.files["results_md"]``."""
+    result.files["results_md"] = atomic_write_text(result.out_dir / "results.md", results_markdown(result))
+    return result.files["results_md"]
+
+
+# ---- CSV ----------------------------------------------------------------------------------------------
+def _csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _csv_value(row.get(k)) for k in columns})
+    return buffer.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)  # round-trips exactly
+    return value
+
+
+def _cost_columns(cost_names: dict[str, tuple[str, ...]], suffixes: Sequence[str]) -> list[str]:
+    names = list(dict.fromkeys(n for names in cost_names.values() for n in names))
+    return [f"cost_{n}{s}" for n in names for s in suffixes]
+
+
+def write_csv_tables(result: CampaignResult) -> None:
+    """Write ``results.csv`` and ``episodes.csv`` into ``result.out_dir`` (created); paths go to ``result.files``."""
+    out, names = result.out_dir, result.cost_names
+    out.mkdir(parents=True, exist_ok=True)
+    result.files["results_csv"] = atomic_write_text(
+        out / "results.csv", _csv_text([*SUMMARY_COLUMNS, *_cost_columns(names, ("_mean", "_ci_low", "_ci_high"))],
+                                       result.rows),
+    )
+    result.files["episodes_csv"] = atomic_write_text(
+        out / "episodes.csv", _csv_text([*EPISODE_COLUMNS, *_cost_columns(names, ("",))], result.episodes)
+    )
+
+
+def file_label(name: str) -> str:
+    """``name`` with every run of characters other than letters, digits, ``.``, ``_``, ``-`` replaced by ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)

@@ -1,0 +1,50 @@
+"""Run folders (written by :class:`powerzoo.rl.trainer.Trainer`) for the command line.
+
+:func:`load_run` loads a run's model (``best`` falls back to ``final`` for runs that saved no best
+model); :func:`run_entry` turns a run folder into a
+:class:`~powerzoo.benchmarks.campaign.PolicyEntry` for a benchmark campaign. Loading a model
+imports torch and Stable-Baselines3, so both import the trainer only when called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from powerzoo.benchmarks.campaign import PolicyEntry
+from powerzoo.rl.run_dir import CONFIG_FILE, EVAL_DIR
+
+__all__ = ["load_run", "run_entry"]
+
+
+def load_run(run_dir: str | Path, model: str = "best") -> tuple[Any, str]:
+    """``(trainer, model)``: the run's :class:`~powerzoo.rl.trainer.Trainer` and the model loaded.
+
+    ``model`` is ``best``, ``final`` or ``latest``; ``best`` becomes ``final`` when the run saved no
+    best model (no evaluations, or a multi-agent run). ``FileNotFoundError`` if ``run_dir`` is not a
+    run folder.
+    """
+    from powerzoo.rl.trainer import Trainer
+
+    run_dir = Path(run_dir)
+    if not (run_dir / CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"{run_dir} is not a run folder (no {CONFIG_FILE})")
+    if model == "best" and not (run_dir / EVAL_DIR / "best_model.zip").is_file():
+        model = "final"
+    return Trainer.load(run_dir, model=model), model
+
+
+def run_entry(run_dir: str | Path, model: str = "best", deterministic: bool = True) -> PolicyEntry:
+    """A run folder as a campaign policy: its task, its evaluation env
+    (:meth:`~powerzoo.rl.trainer.Trainer.make_eval_env`), its policy, labelled with the folder's name."""
+    run_dir = Path(run_dir)
+    trainer, model = load_run(run_dir, model)
+    if trainer.is_multi_agent:
+        shown = "shared policy" if trainer.shared_model is not None else "independent learners"
+    else:
+        shown = f"{model} model"
+    return PolicyEntry(
+        label=run_dir.resolve().name, task=trainer.task, make_env=trainer.make_eval_env,
+        make_policy=lambda env, seed: trainer.policy(deterministic),
+        source=f"{run_dir} ({trainer.algorithm} {shown})", kind="trained",
+    )
