@@ -57,6 +57,7 @@ __all__ = [
     "baseline_row",
     "baseline_return",
     "normalized_score",
+    "score_or_none",
     "evaluation_protocol",
 ]
 
@@ -224,6 +225,15 @@ def normalized_score(task: str, mean_return: float, split: str = "test") -> floa
     if high == low:
         raise ValueError(f"{task!r} on {split!r}: reference and random baselines have the same return")
     return (float(mean_return) - low) / (high - low)
+
+
+def score_or_none(task: str, mean_return: float, split: str = "test") -> float | None:
+    """:func:`normalized_score` of ``mean_return`` ($ per episode), or ``None`` when the packaged
+    baselines table has no numbers for ``task`` on ``split``."""
+    try:
+        return float(normalized_score(task, mean_return, split))
+    except (ValueError, KeyError, FileNotFoundError):
+        return None
 
 
 def evaluation_protocol(task: str, split: str = "test") -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.baselines import evaluation_protocol, normalized_score
+from powerzoo.benchmarks.baselines import evaluation_protocol, score_or_none
 from powerzoo.benchmarks.evaluation import interquartile_mean
 
 __all__ = [
@@ -117,15 +117,6 @@ def summarize_campaign_episodes(
         out[f"cost_{name}_mean"] = float(costs[:, j].mean())
         out[f"cost_{name}_ci_low"], out[f"cost_{name}_ci_high"] = ci(costs[:, j])
     return out
-
-
-def score_or_none(task: str, mean_return: float, split: str = "test") -> float | None:
-    """:func:`~powerzoo.benchmarks.baselines.normalized_score` of ``mean_return`` ($ per episode),
-    or ``None`` when the packaged baselines table has no numbers for ``task`` on ``split``."""
-    try:
-        return float(normalized_score(task, mean_return, split))
-    except (ValueError, KeyError, FileNotFoundError):
-        return None
 
 
 def score_columns(task: str, split: str, days: Sequence[int], row: dict[str, Any]) -> dict[str, float | None]:

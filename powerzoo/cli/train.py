@@ -84,10 +84,9 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
     Returns the summary (as :meth:`powerzoo.rl.trainer.Trainer.evaluate`) plus the two paths.
     ``progress``: bar over the episodes (``None``: only when stderr is a terminal).
     """
-    from powerzoo.benchmarks.baselines import select_days
+    from powerzoo.benchmarks.baselines import score_or_none, select_days
     from powerzoo.benchmarks.evaluation import rollout, summarize_episodes
     from powerzoo.benchmarks.plots import plot_recorded_episode, record_episode
-    from powerzoo.benchmarks.stats import score_or_none
     from powerzoo.cli.runs import load_run
     from powerzoo.envs.introspect import task_of
     from powerzoo.fileio import atomic_write_text

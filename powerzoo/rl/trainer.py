@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from powerzoo.benchmarks.baselines import select_days
+from powerzoo.benchmarks.baselines import score_or_none, select_days
 from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
 from powerzoo.fileio import atomic_save, read_json, write_json
@@ -338,7 +338,7 @@ class Trainer(MultiAgentRuns):
         days = list(range(n_days)) if n_episodes is None else select_days(n_days, int(n_episodes))
         summary = evaluate_days(self.policy(deterministic), env, days, seed=seed)
         summary["split"] = split
-        summary["normalized_score"] = _normalized_score(self.task, summary["mean_return"], split) if n_episodes is None else None
+        summary["normalized_score"] = score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
         return summary
 
     # ---- persistence ----------------------------------------------------------------------------
@@ -448,14 +448,3 @@ class Trainer(MultiAgentRuns):
         if self._train_env is not None:
             self._train_env.close()
             self._train_env = None
-
-
-# ---- helpers ----------------------------------------------------------------------------------------
-def _normalized_score(task: str, mean_return: float, split: str) -> float | None:
-    """0 = random, 1 = oracle on the baselines table; ``None`` when the table has no entry for ``task``/``split``."""
-    from powerzoo.benchmarks.baselines import normalized_score
-
-    try:
-        return float(normalized_score(task, mean_return, split))
-    except (ValueError, KeyError, FileNotFoundError):
-        return None
