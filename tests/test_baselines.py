@@ -90,10 +90,10 @@ def test_recomputing_the_first_days_reproduces_the_table(task):
 def test_a_trainer_reproduces_a_full_row_through_the_protocol():
     task = "battery_arbitrage"
     env = make_env(task, split="test")
-    result = evaluate_days(env, RuleBasedPolicy(env), **evaluation_protocol(task))
+    result = evaluate_days(RuleBasedPolicy(env), env, **evaluation_protocol(task))
     assert result["mean_return"] == pytest.approx(baseline_return(task, "rule_based"), rel=1e-12)
     normed = make_env(task, split="test", normalize=True)  # the agent's own options: float32 rounding only
-    result = evaluate_days(normed, RuleBasedPolicy(normed), **evaluation_protocol(task))
+    result = evaluate_days(RuleBasedPolicy(normed), normed, **evaluation_protocol(task))
     assert normalized_score(task, result["mean_return"]) == pytest.approx(
         normalized_score(task, baseline_return(task, "rule_based")), abs=1e-4)
 
@@ -129,7 +129,7 @@ def test_script_writes_the_table_atomically_and_merges_rows(tmp_path):
 
 # ---- task policies on multi-agent envs ------------------------------------------------------
 def _run(env, policy, days):
-    return evaluate_days(env, policy, days, seed=0)
+    return evaluate_days(policy, env, days, seed=0)
 
 
 def test_multi_agent_oracle_respects_lines_and_rule_beats_random():

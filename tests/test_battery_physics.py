@@ -71,7 +71,7 @@ def test_oracle_beats_rule_based_beats_random_on_the_test_split():
     env = make_env("battery_arbitrage", split="test", seed=0)
     days = range(env.unwrapped.task.n_days)
     scores = {
-        p.name: evaluate_days(env, p, days)["mean_return"]
+        p.name: evaluate_days(p, env, days)["mean_return"]
         for p in (RandomPolicy(env.action_space, seed=0), RuleBasedPolicy(env), OraclePolicy(env))
     }
     assert scores["oracle"] >= scores["rule_based"] >= scores["random"], scores

@@ -10,7 +10,7 @@ from powerzoo.benchmarks.evaluation import rollout
 from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy
 from powerzoo.rl import make_env
 from powerzoo.tasks.dc_microgrid import HORIZON, DCMicrogrid
-from powerzoo.tasks.dc_microgrid_oracle import ORACLE_SETPOINT_C
+from powerzoo.tasks.dc_microgrid.oracle import ORACLE_SETPOINT_C
 
 
 def play(task, state, actions, rng):

@@ -137,9 +137,18 @@ def test_rollout_records_traces_and_evaluate_days_keeps_its_summary():
     env = make_env(TASK, split="test")
     record = rollout(env, ConstantPolicy(np.zeros(1, np.float32)), day_id=2, seed=0, trace_keys=("price_per_mwh",))
     assert record["length"] == 48 and record["day_id"] == 2 and record["trace"]["price_per_mwh"].shape == (48,)
-    summary = evaluate_days(env, ConstantPolicy(np.zeros(1, np.float32)), [0, 1], seed=0)
+    summary = evaluate_days(ConstantPolicy(np.zeros(1, np.float32)), env, [0, 1], seed=0)
     assert {"episodes", "mean_return", "std_return", "mean_costs", "violation_rate", "returns"} <= set(summary)
     assert summary["episodes"] == 2 and summary["mean_costs"] == {"soc_violation": 0.0}
+
+
+def test_evaluate_days_takes_evaluates_argument_order_and_warns_on_the_old_one():
+    env = make_env(TASK, split="test")
+    policy = ConstantPolicy(np.full(1, 5.0, np.float32))
+    new = evaluate_days(policy, env, [3, 4], seed=1)
+    with pytest.warns(DeprecationWarning, match="evaluate_days\\(policy, env"):
+        old = evaluate_days(env, policy, [3, 4], seed=1)
+    np.testing.assert_array_equal(new["returns"], old["returns"])
 
 
 def test_evaluate_rejects_vector_envs_and_bad_episode_counts():

@@ -202,19 +202,19 @@ def test_shared_policy_trains_with_off_policy_algorithm_and_fixed_reward_scale()
                                 algo_kwargs={"learning_starts": 100, "batch_size": 32})
     assert isinstance(model, SAC) and model.num_timesteps == 400
     env = make_env(TASK, split="test", framework="auto", normalize=True)
-    summary = evaluate_days(env, SharedPolicy(model, env.possible_agents), [0], seed=0)
+    summary = evaluate_days(SharedPolicy(model, env.possible_agents), env, [0], seed=0)
     assert summary["mean_length"] == 48
 
 
 # ---- trainers learn ---------------------------------------------------------------------------
 def _test_returns(policy) -> float:
     env = make_env(TASK, split="test", framework="auto", normalize=True)
-    return evaluate_days(env, policy, TEST_DAYS, seed=0)["mean_return"]
+    return evaluate_days(policy, env, TEST_DAYS, seed=0)["mean_return"]
 
 
 def _random_and_hold_returns() -> tuple[float, float]:
     env = make_env(TASK, split="test", framework="auto", normalize=True)
-    random = evaluate_days(env, RandomPolicy(env.action_space, seed=0), TEST_DAYS, seed=0)["mean_return"]
+    random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, TEST_DAYS, seed=0)["mean_return"]
 
     class Hold:  # every unit at mid-range: what an untrained deterministic policy does
         def reset(self):
@@ -223,7 +223,7 @@ def _random_and_hold_returns() -> tuple[float, float]:
         def act(self, obs, info):
             return {a: np.zeros(1, np.float32) for a in obs}
 
-    return random, evaluate_days(env, Hold(), TEST_DAYS, seed=0)["mean_return"]
+    return random, evaluate_days(Hold(), env, TEST_DAYS, seed=0)["mean_return"]
 
 
 @pytest.mark.slow

@@ -66,7 +66,13 @@ def test_every_package_level_name_resolves(package):
 
 
 def test_benchmarks_exports_what_the_seed_pages_use():
-    from powerzoo.benchmarks import DatasetGenerator, DatasetLoader, RandomPolicy, evaluate, normalized_score
+    from powerzoo.benchmarks import (
+        DatasetGenerator,
+        DatasetLoader,
+        RandomPolicy,
+        evaluate,
+        normalized_score,
+    )
     from powerzoo.benchmarks.evaluation import evaluate as evaluate_in_module
 
     assert evaluate is evaluate_in_module

@@ -547,12 +547,12 @@ def test_ppo_trained_step_by_step_beats_random_on_test_days():
     # Rewards are dollars per half hour (hundreds): normalise them for PPO's value loss.
     venv = VecNormalize(DummyVecEnv([battery]), norm_obs=False, norm_reward=True)
     model = PPO("MlpPolicy", venv, n_steps=256, batch_size=64, seed=0)
-    untrained = evaluate_days(test_env, SB3Policy(model), days)["mean_return"]
+    untrained = evaluate_days(SB3Policy(model), test_env, days)["mean_return"]
     trainer = StepTrainer(venv, model, {"timesteps": 2048, **QUIET})
     for timestep in range(2048):
         trainer.train(timestep=timestep)
-    trained = evaluate_days(test_env, SB3Policy(model), days)["mean_return"]
-    random = evaluate_days(test_env, RandomPolicy(test_env.action_space, seed=0), days)["mean_return"]
+    trained = evaluate_days(SB3Policy(model), test_env, days)["mean_return"]
+    random = evaluate_days(RandomPolicy(test_env.action_space, seed=0), test_env, days)["mean_return"]
     assert trained > random + 500.0, (trained, random)
     assert trained > untrained + 500.0, (trained, untrained)
 
@@ -569,8 +569,8 @@ def test_sac_trained_step_by_step_beats_random_on_test_days():
     trainer = StepTrainer(env=env, agent=model, cfg={"timesteps": 1500, **QUIET})
     for timestep in range(1500):
         trainer.train(timestep=timestep)
-    trained = evaluate_days(test_env, SB3Policy(model), days)["mean_return"]
-    random = evaluate_days(test_env, RandomPolicy(test_env.action_space, seed=0), days)["mean_return"]
+    trained = evaluate_days(SB3Policy(model), test_env, days)["mean_return"]
+    random = evaluate_days(RandomPolicy(test_env.action_space, seed=0), test_env, days)["mean_return"]
     assert trained > random + 500.0, (trained, random)
 
 

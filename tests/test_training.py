@@ -147,7 +147,7 @@ def test_best_model_reloads_and_reproduces_its_evaluation(short_run):
     loaded = Trainer.load(result.run_dir, model="best")
     from powerzoo.benchmarks.evaluation import evaluate_days
 
-    again = evaluate_days(loaded.make_eval_env("val"), loaded.policy(), best["day_ids"], seed=best["seed"])
+    again = evaluate_days(loaded.policy(), loaded.make_eval_env("val"), best["day_ids"], seed=best["seed"])
     assert again["mean_return"] == pytest.approx(best["mean_return"], rel=1e-9)
 
 
@@ -247,7 +247,7 @@ def test_ppo_learns_battery_arbitrage_beyond_random(tmp_path):
     trainer.train()
     learned = trainer.evaluate(split="test")  # every test day
     env = make_env("battery_arbitrage", split="test")
-    random = evaluate_days(env, RandomPolicy(env.action_space, seed=0), range(learned["episodes"]))
+    random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, range(learned["episodes"]))
     assert learned["episodes"] == 77
     assert learned["mean_return"] > random["mean_return"] + 1000.0, (learned["mean_return"], random["mean_return"])
 
@@ -264,7 +264,7 @@ def test_ppo_learns_dc_microgrid_beyond_random(tmp_path):
     trainer.train()
     learned = trainer.evaluate(split="test", n_episodes=8)
     env = make_env("dc_microgrid", split="test")
-    random = evaluate_days(env, RandomPolicy(env.action_space, seed=0), spread_days(env.unwrapped.task.n_days, 8))
+    random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, spread_days(env.unwrapped.task.n_days, 8))
     # about -13,400 vs -39,600 $/day: 16k steps learn to avoid most penalties (still far from the rule's ~-1,200)
     assert learned["mean_return"] > random["mean_return"] + 10_000.0, (learned["mean_return"], random["mean_return"])
     for name in ("sla_violation", "power_deficit"):
@@ -294,7 +294,7 @@ def test_trainer_train_il_on_marl_opf_beats_random_and_reloads(tmp_path):
     assert sorted(p.name for p in (result.run_dir / "agents").iterdir()) == [f"gen_{i}.zip" for i in range(5)]
     learned = trainer.evaluate(split="test", n_episodes=4)
     env = make_env("marl_opf", split="test", framework="auto", normalize=True)
-    random = evaluate_days(env, RandomPolicy(env.action_space, seed=0), [0, 25, 51, 76])
+    random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, [0, 25, 51, 76])
     assert learned["mean_return"] > 0.7 * random["mean_return"], (learned["mean_return"], random["mean_return"])
     assert Trainer.load(result.run_dir).evaluate(split="test", n_episodes=4)["mean_return"] == learned["mean_return"]
     with pytest.raises(ValueError, match="multi-agent"):

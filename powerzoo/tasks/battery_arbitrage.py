@@ -15,7 +15,7 @@ Model
 * Observation: ``[soc, price_per_mwh, price_avg_24h_per_mwh, hour_sin, hour_cos,
   time_remaining]``; ``price_avg_24h_per_mwh`` is the trailing 24 h mean price.
 * Baselines: random; rule-based (charge as hard as the SOC allows when the price is 10 % below
-  its trailing 24 h mean, discharge when 10 % above); oracle (perfect-foresight LP over the day, HiGHS).
+  its trailing 24 h mean, discharge when 10 % above); oracle (perfect-foresight LP over the day, HiGHS via highspy).
 """
 
 from __future__ import annotations
@@ -36,6 +36,19 @@ HORIZON = 48
 STEP_MINUTES = 30
 PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
 RULE_BAND = 0.10  # rule-based controller acts when the price is 10 % off its 24 h mean
+# gathered per calendar step from one table (they depend on the calendar step only)
+EXOGENOUS_OBS = ("price_per_mwh", "price_avg_24h_per_mwh", "hour_sin", "hour_cos")
+
+
+@dataclasses.dataclass(frozen=True)
+class ObservationSlots:
+    """Where observation fields sit (int or slice), computed once from the spec."""
+
+    soc: int | slice
+    price_per_mwh: int | slice
+    price_avg_24h_per_mwh: int | slice
+    exogenous: int | slice  # EXOGENOUS_OBS
+    time_remaining: int | slice
 
 
 @dataclasses.dataclass
@@ -69,6 +82,15 @@ class BatteryArbitrage(Task):
         self._price = price
         self._day_start = self.split_days * steps  # first calendar step of each split day
         self._exogenous_obs = self._exogenous_table()
+        obs = self.spec.observation
+        self._obs_dim = obs.dim
+        self._slots = ObservationSlots(
+            soc=obs.slot("soc"),
+            price_per_mwh=obs.slot("price_per_mwh"),
+            price_avg_24h_per_mwh=obs.slot("price_avg_24h_per_mwh"),
+            exogenous=obs.slot(*EXOGENOUS_OBS),
+            time_remaining=obs.slot("time_remaining"),
+        )
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -116,7 +138,7 @@ class BatteryArbitrage(Task):
         )
 
     def _exogenous_table(self) -> np.ndarray:
-        """Observation columns 1-4 of every calendar step [n_steps, 4] (float32), gathered by :meth:`observe`.
+        """The EXOGENOUS_OBS fields of every calendar step [n_steps, 4] (float32), gathered by :meth:`observe`.
 
         ``[price, price_avg_24h, sin(phase), cos(phase)]``: they depend on the calendar step only
         (``phase`` on the step within the day, and a day starts at a multiple of ``steps_per_day``),
@@ -124,11 +146,11 @@ class BatteryArbitrage(Task):
         """
         steps = self.profiles.steps_per_day
         phase = 2.0 * np.pi * (np.arange(self._price.size) % steps) / steps
-        table = np.empty((self._price.size, 4), dtype=np.float32)
-        table[:, 0] = self._price
-        table[:, 1] = self._price_avg
-        table[:, 2] = np.sin(phase)
-        table[:, 3] = np.cos(phase)
+        columns = {"price_per_mwh": self._price, "price_avg_24h_per_mwh": self._price_avg,
+                   "hour_sin": np.sin(phase), "hour_cos": np.cos(phase)}
+        table = np.empty((self._price.size, len(EXOGENOUS_OBS)), dtype=np.float32)
+        for i, name in enumerate(EXOGENOUS_OBS):
+            table[:, i] = columns[name]
         return table
 
     def _flat_index(self, state: BatteryArbitrageState) -> np.ndarray:
@@ -136,10 +158,11 @@ class BatteryArbitrage(Task):
         return self._day_start.take(state.day_id) + state.t
 
     def observe(self, state: BatteryArbitrageState) -> np.ndarray:
-        obs = np.empty((state.soc.size, 6), dtype=np.float32)
-        obs[:, 0] = state.soc
-        obs[:, 1:5] = self._exogenous_obs.take(self._flat_index(state), axis=0)
-        obs[:, 5] = 1.0 - state.t / HORIZON
+        slots = self._slots
+        obs = np.empty((state.soc.size, self._obs_dim), dtype=np.float32)
+        obs[:, slots.soc] = state.soc
+        obs[:, slots.exogenous] = self._exogenous_obs.take(self._flat_index(state), axis=0)
+        obs[:, slots.time_remaining] = 1.0 - state.t / HORIZON
         return obs
 
     def step(
@@ -172,7 +195,8 @@ class BatteryArbitrage(Task):
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when > 1.1 x."""
-        soc, price, avg = obs[:, 0], obs[:, 1], obs[:, 2]
+        slots = self._slots
+        soc, price, avg = obs[:, slots.soc], obs[:, slots.price_per_mwh], obs[:, slots.price_avg_24h_per_mwh]
         p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)
         cheap, dear = price < (1 - RULE_BAND) * avg, price > (1 + RULE_BAND) * avg
         return np.where(cheap, -p_ch_max, np.where(dear, p_dis_max, 0.0))[:, None]
@@ -199,26 +223,27 @@ def _battery_params(kwargs: dict[str, Any]) -> BatteryParams:
 
 
 def _solve_arbitrage_lp(battery: BatteryParams, price: np.ndarray, soc0: float, dt_h: float) -> np.ndarray:
-    """Maximise sum_t price_t (d_t - c_t) dt - deg (d_t + c_t) dt subject to the energy balance.
+    """Net power schedule [H] (MW, + = discharge) maximising the day's profit: an LP on HiGHS.
 
-    Variables ``[c_0..c_{H-1}, d_0..d_{H-1}]`` (charge / discharge MW >= 0); the stored energy
-    ``e_t = e_0 + sum_{s<t} (eta_c c_s - d_s / eta_d) dt`` must stay within the SOC bounds.
+    Maximise ``sum_t (price_t - deg) d_t dt - (price_t + deg) c_t dt`` over charge ``c_t`` and
+    discharge ``d_t`` in ``[0, p_max]`` (MW) and the stored energy ``e_t`` (MWh) within the SOC
+    bounds, with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d`` from ``e_{-1} = soc0 * capacity``.
     Prices are positive in PowerZoo's data, so charging and discharging at once never pays and
     the net schedule ``d - c`` is what the env can apply.
     """
-    from scipy.optimize import linprog
+    import highspy
 
-    h = price.size
-    cap = battery.energy_capacity_mwh
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    cap, p_max = battery.energy_capacity_mwh, battery.power_max_mw
+    charge = h.addVariables(price.size, lb=0.0, ub=p_max)
+    discharge = h.addVariables(price.size, lb=0.0, ub=p_max)
+    stored = h.addVariables(price.size, lb=battery.soc_min * cap, ub=battery.soc_max * cap)
+    stored_in = battery.charge_efficiency * dt_h * charge - dt_h / battery.discharge_efficiency * discharge
+    h.addConstr(stored[0] - stored_in[0] == soc0 * cap)
+    h.addConstrs(stored[1:] - stored[:-1] - stored_in[1:] == 0.0)
     deg = battery.degradation_cost_per_mwh
-    cost = np.concatenate([(price + deg) * dt_h, (-price + deg) * dt_h])  # minimise -profit
-    lower_tri = np.tril(np.ones((h, h)))
-    energy = np.hstack([battery.charge_efficiency * dt_h * lower_tri, -dt_h / battery.discharge_efficiency * lower_tri])
-    e0 = soc0 * cap
-    a_ub = np.vstack([energy, -energy])
-    b_ub = np.concatenate([np.full(h, battery.soc_max * cap - e0), np.full(h, e0 - battery.soc_min * cap)])
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(0.0, battery.power_max_mw)] * (2 * h), method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"arbitrage LP failed: {res.message}")
-    charge, discharge = res.x[:h], res.x[h:]
-    return discharge - charge
+    h.maximize(h.qsum((price - deg) * dt_h * discharge) - h.qsum((price + deg) * dt_h * charge))
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"arbitrage LP failed: {h.modelStatusToString(h.getModelStatus())}")
+    return h.vals(discharge) - h.vals(charge)

@@ -1,4 +1,4 @@
-"""Perfect-foresight reference plan of one ``dc_microgrid`` day: a MILP solved by HiGHS.
+"""Perfect-foresight reference plan of one ``dc_microgrid`` day: a MILP solved by HiGHS (highspy).
 
 Given the state at step ``t0`` and the rest of the day's weather, prices, grid carbon intensity
 and job arrivals, :func:`solve_day_plan` chooses, for every remaining step, the GPUs serving each
@@ -28,6 +28,10 @@ The plan is a reference, not a proof of optimality: the fixed setpoint forgoes p
 the env's plant may clip cooling at zero in cold weather (the realised return is then a little
 better than planned). It is the same plan for ``dc_microgrid_safe``: no violation is worth its
 penalty, so the CMDP thresholds are met with room to spare.
+
+The model (~18,000 columns, ~10,000 rows for a whole day) is assembled as numpy blocks and passed
+to HiGHS with one ``addCols`` and one ``addRows`` call: highspy's expression API builds the same
+rows one Python object at a time, about ten times slower than the vectorised build.
 """
 
 from __future__ import annotations
@@ -39,11 +43,10 @@ import numpy as np
 
 from powerzoo.devices.cooling import cooling_cop
 from powerzoo.devices.thermal_zone import setpoint_reaching, zone_step
+from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
 
-if TYPE_CHECKING:  # scipy.optimize is imported when a plan is solved: it adds ~0.3 s and ~40 MB to an import
-    from scipy.optimize import LinearConstraint
-
-    from powerzoo.tasks.dc_microgrid import DCMicrogridParams
+if TYPE_CHECKING:  # highspy is imported when a plan is solved, not with the task
+    import highspy
 
 __all__ = ["DayForesight", "DayPlan", "ORACLE_SETPOINT_C", "solve_day_plan"]
 
@@ -83,73 +86,82 @@ class DayPlan:
     actions: np.ndarray
     predicted_return: float  # sum of the penalised reward over the remaining steps
     predicted_zone_temp_c: np.ndarray  # [S] zone temperature after each step (deg C)
-    status: str  # HiGHS's message: optimal, or a time limit with a feasible solution
+    status: str  # HiGHS's model status: optimal, or a time limit with a feasible solution
 
 
-class _Columns:
-    """Allocates named blocks of LP columns with their bounds and objective coefficients."""
+class _SparseModel:
+    """A (MI)LP ``min cost x`` s.t. ``lower <= A x <= upper``, ``low <= x <= high``, built from numpy blocks."""
 
     def __init__(self) -> None:
-        self.size = 0
-        self.lower: list[np.ndarray] = []
-        self.upper: list[np.ndarray] = []
+        self.n_cols = 0
+        self.col_low: list[np.ndarray] = []
+        self.col_high: list[np.ndarray] = []
         self.cost: list[np.ndarray] = []
         self.integer: list[np.ndarray] = []
+        self.n_rows = 0
+        self.row_ids: list[np.ndarray] = []
+        self.col_ids: list[np.ndarray] = []
+        self.coefs: list[np.ndarray] = []
+        self.row_low: list[np.ndarray] = []
+        self.row_high: list[np.ndarray] = []
+        self.extra_cost: list[tuple[np.ndarray, float]] = []
 
-    def add(self, n: int, low: float, high: float | np.ndarray, cost: float | np.ndarray = 0.0,
-            integer: bool = False) -> np.ndarray:
-        """Indices of ``n`` new columns."""
-        idx = np.arange(self.size, self.size + n)
-        self.size += n
-        self.lower.append(np.full(n, low, dtype=float))
-        self.upper.append(np.broadcast_to(np.asarray(high, dtype=float), (n,)).copy())
+    def columns(self, n: int, low: float, high: float | np.ndarray, cost: float | np.ndarray = 0.0,
+                integer: bool = False) -> np.ndarray:
+        """Indices of ``n`` new columns with bounds ``[low, high]`` and objective coefficients ``cost``."""
+        idx = np.arange(self.n_cols, self.n_cols + n)
+        self.n_cols += n
+        self.col_low.append(np.full(n, low, dtype=float))
+        self.col_high.append(np.broadcast_to(np.asarray(high, dtype=float), (n,)).copy())
         self.cost.append(np.broadcast_to(np.asarray(cost, dtype=float), (n,)).copy())
         self.integer.append(np.full(n, int(integer)))
         return idx
 
+    def add_cost(self, cols: np.ndarray, value: float) -> None:
+        """Add ``value`` to the objective coefficients of ``cols`` (distinct columns)."""
+        self.extra_cost.append((np.asarray(cols, dtype=int), value))
 
-class _Rows:
-    """Sparse constraint rows ``lower <= A x <= upper`` built from (row, column, value) triplets."""
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.rows: list[np.ndarray] = []
-        self.cols: list[np.ndarray] = []
-        self.vals: list[np.ndarray] = []
-        self.lower: list[np.ndarray] = []
-        self.upper: list[np.ndarray] = []
-
-    def add(self, terms: list[tuple[np.ndarray, float | np.ndarray]], low: float | np.ndarray,
-            high: float | np.ndarray, groups: list[np.ndarray] | None = None, group_coef: float = 0.0) -> None:
+    def rows(self, terms: list[tuple[np.ndarray, float | np.ndarray]], low: float | np.ndarray,
+             high: float | np.ndarray, groups: list[np.ndarray] | None = None, group_coef: float = 0.0) -> None:
         """Rows ``low <= sum coef * x[cols] (+ group_coef * sum x[groups[i]]) <= high``.
 
         Each term's ``cols`` holds one column per row; ``groups`` (optional) a ragged list of
         column arrays, one per row, all with the coefficient ``group_coef``.
         """
         n = len(groups) if groups is not None else len(terms[0][0])
-        row_ids = np.arange(self.n, self.n + n)
+        row_ids = np.arange(self.n_rows, self.n_rows + n)
         for cols, coef in terms:
             self._triplets(row_ids, np.asarray(cols), np.broadcast_to(np.asarray(coef, dtype=float), (n,)))
         for i, group in enumerate(groups or ()):
-            self._triplets(np.full(len(group), self.n + i), np.asarray(group), np.full(len(group), group_coef))
-        self.lower.append(np.broadcast_to(np.asarray(low, dtype=float), (n,)))
-        self.upper.append(np.broadcast_to(np.asarray(high, dtype=float), (n,)))
-        self.n += n
+            self._triplets(np.full(len(group), self.n_rows + i), np.asarray(group), np.full(len(group), group_coef))
+        self.row_low.append(np.broadcast_to(np.asarray(low, dtype=float), (n,)))
+        self.row_high.append(np.broadcast_to(np.asarray(high, dtype=float), (n,)))
+        self.n_rows += n
 
     def _triplets(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
-        self.rows.append(rows)
-        self.cols.append(cols)
-        self.vals.append(vals)
+        self.row_ids.append(rows)
+        self.col_ids.append(cols)
+        self.coefs.append(vals)
 
-    def constraint(self, n_cols: int) -> LinearConstraint:
-        import scipy.sparse as sp
-        from scipy.optimize import LinearConstraint
+    def to_highs(self) -> highspy.Highs:
+        """The model in a quiet :class:`highspy.Highs` (columns, then rows in compressed-row form)."""
+        import highspy
 
-        a = sp.csr_array(
-            (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
-            shape=(self.n, n_cols),
-        )
-        return LinearConstraint(a, np.concatenate(self.lower), np.concatenate(self.upper))
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        cost = np.concatenate(self.cost)
+        for cols, value in self.extra_cost:
+            cost[cols] += value
+        h.addCols(self.n_cols, cost, np.concatenate(self.col_low), np.concatenate(self.col_high),
+                  0, np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0))
+        integer = np.flatnonzero(np.concatenate(self.integer)).astype(np.int32)
+        h.changeColsIntegrality(integer.size, integer, np.full(integer.size, highspy.HighsVarType.kInteger))
+        rows, cols = np.concatenate(self.row_ids), np.concatenate(self.col_ids)
+        order = np.lexsort((cols, rows))  # row-major, columns ascending within a row
+        starts = np.searchsorted(rows[order], np.arange(self.n_rows))
+        h.addRows(self.n_rows, np.concatenate(self.row_low), np.concatenate(self.row_high), order.size,
+                  starts.astype(np.int32), cols[order].astype(np.int32), np.concatenate(self.coefs)[order])
+        return h
 
 
 def _zone_trajectory(
@@ -204,14 +216,12 @@ def solve_day_plan(
 ) -> DayPlan:
     """Best plan of the rest of the day under perfect foresight (see the module docstring).
 
-    ``params`` is a :class:`~powerzoo.tasks.dc_microgrid.DCMicrogridParams`; ``weights`` the
-    reward weights of ``[energy, cost, carbon]``; ``penalties`` those of ``[sla_violation (per
-    GPU-h), overtemperature (per K h), power_deficit (per MWh)]``; ``setpoint_min_c`` the lowest
-    setpoint (deg C), used only to cool a zone that starts above ``setpoint_c``. Raises
-    ``RuntimeError`` when HiGHS finds no feasible plan.
+    ``weights`` are the reward weights of ``[energy, cost, carbon]``; ``penalties`` those of
+    ``[sla_violation (per GPU-h), overtemperature (per K h), power_deficit (per MWh)]``;
+    ``setpoint_min_c`` the lowest setpoint (deg C), used only to cool a zone that starts above
+    ``setpoint_c``; ``dt_h`` the step length (h). Raises ``RuntimeError`` when HiGHS finds no
+    feasible plan.
     """
-    from scipy.optimize import Bounds, milp
-
     cl, bat, dsl, grid = params.cluster, params.battery, params.diesel, params.grid
     w_energy, w_cost, w_carbon = (float(v) for v in weights)
     pen_sla, pen_temp, pen_deficit = (float(v) for v in penalties)
@@ -225,19 +235,19 @@ def solve_day_plan(
     it_base_mw = cl.n_gpus * cl.p_parked_kw * 1e-3  # every GPU parked
     mw_per_gpuh = (cl.p_active_kw - cl.p_parked_kw) * 1e-3 / dt_h  # IT MW per GPU-h served in a step
 
-    cols, rows = _Columns(), _Rows()
+    model = _SparseModel()
     # supply side, one column per step
     energy_cost = w_energy * dt_h  # per MWh of facility energy
-    charge = cols.add(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
-    discharge = cols.add(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
-    stored = cols.add(n_steps, bat.soc_min * bat.energy_capacity_mwh, bat.soc_max * bat.energy_capacity_mwh)
-    diesel = cols.add(n_steps, 0.0, dsl.rated_mw,
-                      (w_cost * dsl.fuel_cost_per_mwh + w_carbon * dsl.co2_t_per_mwh) * dt_h)
-    diesel_on = cols.add(n_steps, 0.0, 1.0, integer=True)
-    grid_import = cols.add(n_steps, 0.0, grid.import_max_mw, (w_cost * price + w_carbon * co2) * dt_h)
-    spill = cols.add(n_steps, 0.0, np.inf)
-    deficit = cols.add(n_steps, 0.0, np.inf, pen_deficit * dt_h)
-    cooling = cols.add(n_steps, 0.0, np.inf, energy_cost)
+    charge = model.columns(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
+    discharge = model.columns(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
+    stored = model.columns(n_steps, bat.soc_min * bat.energy_capacity_mwh, bat.soc_max * bat.energy_capacity_mwh)
+    diesel = model.columns(n_steps, 0.0, dsl.rated_mw,
+                           (w_cost * dsl.fuel_cost_per_mwh + w_carbon * dsl.co2_t_per_mwh) * dt_h)
+    diesel_on = model.columns(n_steps, 0.0, 1.0, integer=True)
+    grid_import = model.columns(n_steps, 0.0, grid.import_max_mw, (w_cost * price + w_carbon * co2) * dt_h)
+    spill = model.columns(n_steps, 0.0, np.inf)
+    deficit = model.columns(n_steps, 0.0, np.inf, pen_deficit * dt_h)
+    cooling = model.columns(n_steps, 0.0, np.inf, energy_cost)
 
     # jobs: served (x) and left (r) per class, bucket and step while the bucket is open
     served_cols: list[list[list[np.ndarray]]] = [[[] for _ in range(n_classes)] for _ in range(n_steps)]  # [j][c]
@@ -247,12 +257,12 @@ def solve_day_plan(
         if last <= 0:  # already due: nothing of it can be queued
             continue
         for c in range(n_classes):
-            x = cols.add(last, 0.0, np.inf, energy_cost * mw_per_gpuh)
-            r = cols.add(last, 0.0, np.inf)
+            x = model.columns(last, 0.0, np.inf, energy_cost * mw_per_gpuh)
+            r = model.columns(last, 0.0, np.inf)
             # r[0] + x[0] = arrivals[0];  r[j] - r[j-1] + x[j] = arrivals[j]
-            rows.add([(r[:1], 1.0), (x[:1], 1.0)], arrivals[0, c, k], arrivals[0, c, k])
+            model.rows([(r[:1], 1.0), (x[:1], 1.0)], arrivals[0, c, k], arrivals[0, c, k])
             if last > 1:
-                rows.add([(r[1:], 1.0), (r[:-1], -1.0), (x[1:], 1.0)], arrivals[1:last, c, k], arrivals[1:last, c, k])
+                model.rows([(r[1:], 1.0), (r[:-1], -1.0), (x[1:], 1.0)], arrivals[1:last, c, k], arrivals[1:last, c, k])
             for j in range(last):
                 served_cols[j][c].append(x[j:j + 1])
             if k == n_buckets - 1:  # checked against its carry allowance at the day's end
@@ -263,45 +273,42 @@ def solve_day_plan(
     served_groups = [np.concatenate(step) for step in served_by_class]  # x columns of each step
 
     # work behind schedule at the day's end: behind >= r_last - allowance
-    behind = cols.add(len(behind_cols), 0.0, np.inf, pen_sla)
+    behind = model.columns(len(behind_cols), 0.0, np.inf, pen_sla)
     for i, (c, r_last) in enumerate(behind_cols):
-        rows.add([(behind[i:i + 1], 1.0), (np.array([r_last]), -1.0)], -foresight.carry_allowance_gpuh[c], np.inf)
-    cost = np.concatenate(cols.cost)
-    cost[np.asarray(drop_cols, dtype=int)] += pen_sla  # work left when its bucket falls due is dropped
+        model.rows([(behind[i:i + 1], 1.0), (np.array([r_last]), -1.0)], -foresight.carry_allowance_gpuh[c], np.inf)
+    model.add_cost(np.asarray(drop_cols, dtype=int), pen_sla)  # work left when its bucket falls due is dropped
 
     # GPU capacity and the q_max of the cooling plant, per step
-    rows.add([], -np.inf, cl.n_gpus * dt_h, served_groups, 1.0)
+    model.rows([], -np.inf, cl.n_gpus * dt_h, served_groups, 1.0)
     # heat the plant can still take (MW); never negative, so an undersized plant still gets a plan
     q_room = np.maximum(params.cooling.q_max_mw - it_base_mw - heat_offset, 0.0)
-    rows.add([], -np.inf, q_room, served_groups, mw_per_gpuh)
+    model.rows([], -np.inf, q_room, served_groups, mw_per_gpuh)
     # cooling >= (it + offset) / COP
-    rows.add([(cooling, cop)], it_base_mw + heat_offset, np.inf, served_groups, -mw_per_gpuh)
+    model.rows([(cooling, cop)], it_base_mw + heat_offset, np.inf, served_groups, -mw_per_gpuh)
     # power balance: diesel + discharge - charge + import - spill + deficit - cooling - it_var = it_base - pv
     balance = [(diesel, 1.0), (discharge, 1.0), (charge, -1.0), (grid_import, 1.0), (spill, -1.0), (deficit, 1.0),
                (cooling, -1.0)]
     rhs = it_base_mw + SUPPLY_MARGIN_MW - foresight.pv_mw
-    rows.add(balance, rhs, rhs, served_groups, -mw_per_gpuh)
+    model.rows(balance, rhs, rhs, served_groups, -mw_per_gpuh)
     # battery energy: e[j] - e[j-1] - eta_c dt ch + dt / eta_d dis = 0 (e[-1] = soc0 * capacity)
     e0 = foresight.soc * bat.energy_capacity_mwh
     storage = [(charge, -bat.charge_efficiency * dt_h), (discharge, dt_h / bat.discharge_efficiency)]
-    rows.add([(stored[:1], 1.0)] + [(c[:1], v) for c, v in storage], e0, e0)
+    model.rows([(stored[:1], 1.0)] + [(c[:1], v) for c, v in storage], e0, e0)
     if n_steps > 1:
-        rows.add([(stored[1:], 1.0), (stored[:-1], -1.0)] + [(c[1:], v) for c, v in storage], 0.0, 0.0)
+        model.rows([(stored[1:], 1.0), (stored[:-1], -1.0)] + [(c[1:], v) for c, v in storage], 0.0, 0.0)
     # diesel: p_min on <= diesel <= rated on
-    rows.add([(diesel, 1.0), (diesel_on, -dsl.p_min_mw)], 0.0, np.inf)
-    rows.add([(diesel, 1.0), (diesel_on, -dsl.rated_mw)], -np.inf, 0.0)
+    model.rows([(diesel, 1.0), (diesel_on, -dsl.p_min_mw)], 0.0, np.inf)
+    model.rows([(diesel, 1.0), (diesel_on, -dsl.rated_mw)], -np.inf, 0.0)
 
-    lower, upper = np.concatenate(cols.lower), np.concatenate(cols.upper)
-    result = milp(
-        cost,
-        constraints=rows.constraint(cols.size),
-        integrality=np.concatenate(cols.integer),
-        bounds=Bounds(lower, upper),
-        options={"time_limit": MIP_TIME_LIMIT_S, "mip_rel_gap": MIP_REL_GAP, "disp": False},
-    )
-    if result.x is None:
-        raise RuntimeError(f"dc_microgrid oracle: HiGHS found no plan from step {t0} ({result.message})")
-    v = result.x
+    highs = model.to_highs()
+    highs.setOptionValue("time_limit", MIP_TIME_LIMIT_S)
+    highs.setOptionValue("mip_rel_gap", MIP_REL_GAP)
+    highs.run()
+    status = highs.modelStatusToString(highs.getModelStatus())
+    solution = highs.getSolution()
+    if not solution.value_valid:
+        raise RuntimeError(f"dc_microgrid oracle: HiGHS found no plan from step {t0} ({status})")
+    v = np.asarray(solution.col_value)
 
     actions = np.empty((n_steps, 5))
     gpus = np.array([[v[idx].sum() for idx in step] for step in served_by_class]) / dt_h  # [S, C]
@@ -315,7 +322,6 @@ def solve_day_plan(
 
     overtemp_kh = np.maximum(zone_temp - params.zone.temp_max_c, 0.0).sum() * dt_h
     it_energy = it_base_mw * dt_h * n_steps * w_energy
-    predicted = -(float(result.fun) + it_energy + pen_temp * overtemp_kh)
-    return DayPlan(actions=actions, predicted_return=predicted, predicted_zone_temp_c=zone_temp,
-                   status=str(result.message))
-
+    objective = highs.getInfo().objective_function_value
+    predicted = -(float(objective) + it_energy + pen_temp * overtemp_kh)
+    return DayPlan(actions=actions, predicted_return=predicted, predicted_zone_temp_c=zone_temp, status=status)

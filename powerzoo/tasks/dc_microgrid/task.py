@@ -1,86 +1,13 @@
-"""``dc_microgrid`` / ``dc_microgrid_safe``: an AI data centre running its own microgrid.
+"""The ``dc_microgrid`` / ``dc_microgrid_safe`` task: spec, batched state, reset / observe / step.
 
-Model (5-minute steps, 288 per episode = one calendar day, single agent)
-------------------------------------------------------------------------
-* IT load (:mod:`powerzoo.devices.gpu_cluster`): 2,048 GPUs; busy 1.275 kW, allocated but idle
-  0.40 kW, parked 0.05 kW per GPU (server share included): 0.1-2.6 MW.
-* Job queue (:mod:`powerzoo.devices.job_queue`, arrivals from :mod:`powerzoo.data.workload`):
-  ``training`` and ``finetune`` work in GPU-hours per hourly deadline bucket, served
-  earliest-deadline-first within each class by the GPUs the agent allocates; work still queued
-  when its bucket falls due is dropped (``sla_violation``). Work due after the day may stay
-  queued at the episode's end up to the carry allowance of a uniform-progress schedule; the
-  excess is behind schedule and also counts as ``sla_violation`` (so deferring work past
-  midnight does not pay).
-* Cooling (:mod:`powerzoo.devices.cooling`, :mod:`powerzoo.devices.thermal_zone`): the plant
-  tracks the zone setpoint (time constant 10 min, capacity 3.5 MW thermal) with a COP that falls
-  with outdoor temperature and rises with the setpoint; the zone is one lumped heat capacity
-  heated by the IT load and the envelope. ``overtemperature`` = K h above 27 deg C (ASHRAE A1
-  recommended upper bound).
-* Supply: PV 2 MW (:mod:`powerzoo.devices.pv`), battery 4 MWh / 2 MW
-  (:mod:`powerzoo.devices.battery`, efficiencies 0.95, SOC in [0.1, 0.9], 20 $/MWh degradation),
-  diesel 2.5 MW with 30 % minimum stable output, 300 $/MWh and 0.75 tCO2/MWh
-  (:mod:`powerzoo.devices.diesel`), grid import capped at 1.5 MW at the market price and the
-  grid's carbon intensity (:mod:`powerzoo.devices.grid_tie`; ``grid_import_max_mw=0``: islanded).
-  Grid import is not an action: it covers the residual load up to the cap; anything left is
-  unserved (``power_deficit``, MWh) and a surplus is curtailed (``spill_mw``: PV first). The load
-  is still served in the model (ride-through on the UPS), the deficit is only charged as a cost.
-
-Power balance every step (MW):
-``supply_mw + deficit_mw = it_mw + cooling_mw + charge_mw`` with
-``supply_mw = pv_mw + diesel_mw + discharge_mw + grid_import_mw - spill_mw``.
-
-Action (physical units; ``normalize=True`` maps [-1, 1] affinely onto these bounds)
------------------------------------------------------------------------------------
-``[training_share, finetune_share, cooling_setpoint_c, battery_p_mw, diesel_p_mw]``:
-fractions of the GPUs given to each class (scaled down proportionally when they sum above 1;
-unallocated GPUs are parked), zone setpoint in [18, 32] deg C, battery power in [-2, 2] MW
-(+ = discharge; cut to what the SOC allows), diesel output in [0, 2.5] MW (a request below the
-minimum stable output gives the nearest feasible value, 0 or 0.75 MW).
-``info["action_applied"]`` reports the shares after scaling and the powers actually delivered.
-
-Reward
-------
-``info["reward_vector"] = [energy, cost, carbon]`` (all <= 0, per step):
-``energy = -(it_mw + cooling_mw) dt`` (MWh), ``cost = -(grid_import_mw * price + diesel_mw * fuel
-cost) dt - degradation`` ($), ``carbon = -(grid_import_mw * grid_co2 + diesel_mw * 0.75) dt``
-(tCO2). Weights ``w = (1, 0.5, 0.3)``.
-
-* ``dc_microgrid_safe`` (CMDP): ``reward = reward_vector @ w`` exactly (the same matrix-vector
-  product ``weights @ info["reward_vector"]`` computes); the three costs are its selected
-  constraints, with per-episode thresholds 50 GPU-h, 0.5 K h and 0.25 MWh.
-* ``dc_microgrid`` (MDP): ``reward = reward_vector @ w - costs @ penalties`` with penalties
-  10 per GPU-h of SLA violation, 100 per K h of overtemperature and 5,000 per MWh unserved
-  (a value of lost load of 10,000 $/MWh at the cost weight 0.5).
-* Reward presets (``make_env(..., reward=...)``): ``"objective"`` (the weighted vector) and
-  ``"penalized"`` (with the penalties), so either variant can be trained on the other's reward.
-* Episodes never terminate early; they are truncated after 288 steps.
-
-Costs (non-negative, physical units): ``sla_violation`` (GPU-h of work dropped at its
-deadline, plus on the last step the work left behind schedule), ``overtemperature`` (K h above
-27 deg C), ``power_deficit`` (MWh unserved).
-
-Observation
------------
-``[hour_sin, hour_cos, time_remaining, temp_c (outdoor), zone_temp_c, pv_cf, price_per_mwh,
-grid_co2_t_per_mwh, soc]`` then, per class (training, finetune), ``queued_gpuh``,
-``due_1h_gpuh`` (due by the end of the current hour) and ``required_gpus`` (least constant
-allocation meeting every deadline and the end-of-day carry allowance, see
-:func:`~powerzoo.devices.job_queue.queue_outlook`).
-
-Splits: train / val / test by date; stress splits ``heatwave``, ``low_renewable``,
-``load_stress``, ``price_spike`` (transformed weather and prices) and ``workload_shock``
-(doubled job arrivals), all on the test days.
-
-Baselines: random; rule-based (:meth:`DCMicrogrid.rule_based_action`); oracle
-(:meth:`DCMicrogrid.oracle_plan`): a perfect-foresight MILP over the day on HiGHS (job service
-per deadline bucket, battery, diesel on/off with its minimum output, grid import; cooling setpoint
-held just under the 27 deg C limit), see :mod:`powerzoo.tasks.dc_microgrid_oracle`.
+The model is described in :mod:`powerzoo.tasks.dc_microgrid`; the site's devices are in
+:mod:`.site`, the baselines in :mod:`.rule` and :mod:`.oracle`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -92,30 +19,25 @@ from powerzoo.data.workload import (
     get_workload,
     workload_scenario_of_split,
 )
-from powerzoo.devices.battery import BatteryParams, battery_step, feasible_power_mw
-from powerzoo.devices.cooling import CoolingParams, cooling_cop
-from powerzoo.devices.diesel import DieselParams, diesel_output_mw
-from powerzoo.devices.gpu_cluster import GpuClusterParams, allocate_gpus, it_power_mw
-from powerzoo.devices.grid_tie import GridTieParams, grid_carbon_intensity, settle
-from powerzoo.devices.job_queue import (
-    carry_excess,
-    drop_due,
-    per_bucket,
-    queue_outlook,
-    serve_edf,
-)
-from powerzoo.devices.pv import PVParams, pv_power_mw
-from powerzoo.devices.thermal_zone import ZoneParams, zone_step
+from powerzoo.devices.battery import battery_step
+from powerzoo.devices.cooling import cooling_cop
+from powerzoo.devices.diesel import diesel_output_mw
+from powerzoo.devices.gpu_cluster import allocate_gpus, it_power_mw
+from powerzoo.devices.grid_tie import grid_carbon_intensity, settle
+from powerzoo.devices.job_queue import carry_excess, drop_due, per_bucket, queue_outlook, serve_edf
+from powerzoo.devices.pv import pv_power_mw
+from powerzoo.devices.thermal_zone import zone_step
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.dc_microgrid_oracle import DayForesight, DayPlan, solve_day_plan
+from powerzoo.tasks.dc_microgrid.oracle import DayForesight, DayPlan, solve_day_plan
+from powerzoo.tasks.dc_microgrid.rule import rule_based_action
+from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
-__all__ = ["DCMicrogrid", "DCMicrogridSafe", "DCMicrogridState", "DCMicrogridParams", "REWARD_WEIGHTS"]
+__all__ = ["DCMicrogrid", "DCMicrogridSafe", "DCMicrogridState", "REWARD_WEIGHTS", "PENALTIES", "THRESHOLDS"]
 
 HORIZON = 288
 STEP_MINUTES = 5
 PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh
-SETPOINT_MIN_C, SETPOINT_MAX_C = 18.0, 32.0  # ASHRAE A1: recommended 18-27, allowable up to 32
 REWARD_TERMS = ("energy", "cost", "carbon")
 REWARD_WEIGHTS = np.array([1.0, 0.5, 0.3])  # energy, cost, carbon
 CONSTRAINTS = ("sla_violation", "overtemperature", "power_deficit")
@@ -123,63 +45,38 @@ PENALTIES = np.array([10.0, 100.0, 5000.0])  # per GPU-h, per K h, per MWh (dc_m
 QUEUE_CAP_GPUH, GPUS_CAP = 1e6, 1e8  # observation bounds: far above a day's work (~3e4 GPU-h) x 12 steps/h
 THRESHOLDS = {"sla_violation": 50.0, "overtemperature": 0.5, "power_deficit": 0.25}  # per episode
 
-# rule-based controller
-RULE_GPU_MARGIN = 1.1  # allocate at least 10 % above the least deadline-meeting rate ...
-RULE_DRAIN_H = 4.0  # ... and at least the rate that would empty the class's queue in 4 h
-RULE_SETPOINT_C, RULE_RECOVERY_SETPOINT_C, RULE_RECOVERY_ABOVE_C = 26.0, 24.0, 26.5
-RULE_LOAD_MARGIN = 1.05  # load estimate inflated 5 % (cooling transients, envelope gains)
+TIME_OBS = ("hour_sin", "hour_cos", "time_remaining")
+# gathered per calendar step from one table; zone_temp_c is a placeholder overwritten from the state
+EXOGENOUS_OBS = ("temp_c", "zone_temp_c", "pv_cf", "price_per_mwh", "grid_co2_t_per_mwh")
+QUEUE_OBS = ("queued_gpuh", "due_1h_gpuh", "required_gpus")  # per job class
 
 
 @dataclasses.dataclass(frozen=True)
-class DCMicrogridParams:
-    """Every device of the site (see each device module for units and sources)."""
+class ObservationSlots:
+    """Where each group of observation fields sits (int or slice), computed once from the spec."""
 
-    cluster: GpuClusterParams = GpuClusterParams()
-    cooling: CoolingParams = CoolingParams()
-    zone: ZoneParams = ZoneParams()
-    pv: PVParams = PVParams()
-    # a 2 MW / 4 MWh (2 h) Li-ion system; degradation ~ pack replacement cost / lifetime
-    # throughput: 150 $/kWh (BNEF 2023 pack price ~139 $/kWh) / (5,000 cycles x 0.8 DoD x 2
-    # MWh of charge + discharge per MWh of capacity and cycle) ~ 19 $/MWh -> 20 $/MWh
-    battery: BatteryParams = BatteryParams(
-        energy_capacity_mwh=4.0, power_max_mw=2.0, degradation_cost_per_mwh=20.0
-    )
-    diesel: DieselParams = DieselParams()
-    grid: GridTieParams = GridTieParams()
-    initial_soc: float = 0.5
-    initial_zone_temp_c: float = 24.0
-
-    # task keyword -> (device, field)
-    KWARGS: ClassVar[dict[str, tuple[str, str]]] = {
-        "n_gpus": ("cluster", "n_gpus"),
-        "pv_capacity_mw": ("pv", "capacity_mw"),
-        "battery_energy_mwh": ("battery", "energy_capacity_mwh"),
-        "battery_power_mw": ("battery", "power_max_mw"),
-        "diesel_rated_mw": ("diesel", "rated_mw"),
-        "grid_import_max_mw": ("grid", "import_max_mw"),
-        "cooling_capacity_mw": ("cooling", "q_max_mw"),
-    }
+    time: int | slice  # TIME_OBS
+    exogenous: int | slice  # EXOGENOUS_OBS
+    zone_temp_c: int | slice
+    soc: int | slice
+    queued_gpuh: int | slice  # one per job class
+    due_1h_gpuh: int | slice
+    required_gpus: int | slice
 
     @classmethod
-    def from_kwargs(cls, task_id: str, kwargs: dict[str, Any]) -> DCMicrogridParams:
-        """Defaults overridden by task keywords (see ``KWARGS``, plus ``initial_soc``, ``initial_zone_temp_c``)."""
-        valid = set(cls.KWARGS) | {"initial_soc", "initial_zone_temp_c"}
-        unknown = set(kwargs) - valid
-        if unknown:
-            raise TypeError(f"{task_id} got unknown parameter(s) {sorted(unknown)}; valid: {', '.join(sorted(valid))}")
-        params = cls(**{k: float(v) for k, v in kwargs.items() if k in ("initial_soc", "initial_zone_temp_c")})
-        for key, (device, field) in cls.KWARGS.items():
-            if key in kwargs:
-                value = int(kwargs[key]) if field == "n_gpus" else float(kwargs[key])
-                replaced = dataclasses.replace(getattr(params, device), **{field: value})
-                params = dataclasses.replace(params, **{device: replaced})
-        if not 10.0 <= params.initial_zone_temp_c <= 40.0:
-            raise ValueError(f"initial_zone_temp_c must lie in [10, 40] deg C, got {params.initial_zone_temp_c}")
-        if not params.battery.soc_min <= params.initial_soc <= params.battery.soc_max:
-            raise ValueError(
-                f"initial_soc must lie in [{params.battery.soc_min}, {params.battery.soc_max}], got {params.initial_soc}"
-            )
-        return params
+    def of(cls, observation: VectorSpec) -> ObservationSlots:
+        """Slots of ``observation`` (raises ``ValueError`` if a field is missing or out of order)."""
+
+        def per_class(field: str) -> int | slice:
+            return observation.slot(*(f"{job.name}_{field}" for job in JOB_CLASSES))
+
+        return cls(
+            time=observation.slot(*TIME_OBS),
+            exogenous=observation.slot(*EXOGENOUS_OBS),
+            zone_temp_c=observation.slot("zone_temp_c"),
+            soc=observation.slot("soc"),
+            **{field: per_class(field) for field in QUEUE_OBS},
+        )
 
 
 @dataclasses.dataclass
@@ -223,14 +120,16 @@ class DCMicrogrid(Task):
         self._weights = REWARD_WEIGHTS.copy()
         self._penalties = PENALTIES.copy()
         self._class_ones = np.ones(len(self.workload.class_names))
+        self._obs_dim = self.spec.observation.dim
+        self._slots = ObservationSlots.of(self.spec.observation)
         # per calendar step, gathered with one ``take`` per step: [temp, price, co2, pv_mw] for the
-        # model and observation columns 3-7 (column 4, the zone temperature, is overwritten)
+        # model and the EXOGENOUS_OBS fields of the observation
         self._day_start = self.split_days * self.profiles.steps_per_day
         self._exogenous = np.stack([self._temp, self._price, self._co2, pv_power_mw(p.pv, self._pv_cf)], axis=1)
-        self._exogenous_obs = np.stack(
-            [self._temp, np.zeros_like(self._temp), self._pv_cf, self._price, self._co2], axis=1
-        ).astype(np.float32)
-        self._time_obs = self._time_features(np.arange(HORIZON + 1))  # observation columns 0-2 by step
+        exogenous_obs = {"temp_c": self._temp, "zone_temp_c": np.zeros_like(self._temp), "pv_cf": self._pv_cf,
+                         "price_per_mwh": self._price, "grid_co2_t_per_mwh": self._co2}
+        self._exogenous_obs = np.stack([exogenous_obs[name] for name in EXOGENOUS_OBS], axis=1).astype(np.float32)
+        self._time_obs = self._time_features(np.arange(HORIZON + 1))  # TIME_OBS fields by step
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -238,9 +137,7 @@ class DCMicrogrid(Task):
         p = DCMicrogridParams.from_kwargs(cls.task_id, task_kwargs)
         n = p.cluster.n_gpus
         b_max = p.battery.power_max_mw
-        queue_names = tuple(
-            f"{job.name}_{k}" for job in JOB_CLASSES for k in ("queued_gpuh", "due_1h_gpuh", "required_gpus")
-        )
+        queue_names = tuple(f"{job.name}_{k}" for job in JOB_CLASSES for k in QUEUE_OBS)
         weights = dict(zip(REWARD_TERMS, REWARD_WEIGHTS.tolist(), strict=True))
         penalties = dict(zip(CONSTRAINTS, PENALTIES.tolist(), strict=True))
         penalty_doc = " - (" + " + ".join(f"{v:g} * {k}" for k, v in penalties.items()) + ")" if cls.penalized else ""
@@ -296,7 +193,7 @@ class DCMicrogrid(Task):
         return self._day_start.take(day_id) + t
 
     def _time_features(self, t: np.ndarray) -> np.ndarray:
-        """Observation columns 0-2 ``[hour_sin, hour_cos, time_remaining]`` [B, 3] at steps ``t``."""
+        """The TIME_OBS fields ``[hour_sin, hour_cos, time_remaining]`` [B, 3] at steps ``t``."""
         phase = (2.0 * np.pi / self.profiles.steps_per_day) * t
         out = np.empty((t.size, 3), dtype=np.float32)
         out[:, 0] = np.sin(phase)
@@ -339,19 +236,19 @@ class DCMicrogrid(Task):
         )
 
     def observe(self, state: DCMicrogridState) -> np.ndarray:
-        t = state.t
+        t, slots = state.t, self._slots
         try:
             time = self._time_obs.take(t, axis=0)  # precomputed for steps 0..HORIZON
         except IndexError:  # stepped on past the horizon without a reset
             time = self._time_features(t)
-        obs = np.empty((t.size, 15), dtype=np.float32)
-        obs[:, 0:3] = time
-        obs[:, 3:8] = self._exogenous_obs.take(self._step_index(state.day_id, t), axis=0)
-        obs[:, 4] = state.zone_temp_c
-        obs[:, 8] = state.soc
-        obs[:, 9:15:3] = state.queue_cum_gpuh[:, :, -1]
-        obs[:, 10:15:3] = state.due_1h_gpuh
-        obs[:, 11:15:3] = state.required_gpus
+        obs = np.empty((t.size, self._obs_dim), dtype=np.float32)
+        obs[:, slots.time] = time
+        obs[:, slots.exogenous] = self._exogenous_obs.take(self._step_index(state.day_id, t), axis=0)
+        obs[:, slots.zone_temp_c] = state.zone_temp_c
+        obs[:, slots.soc] = state.soc
+        obs[:, slots.queued_gpuh] = state.queue_cum_gpuh[:, :, -1]
+        obs[:, slots.due_1h_gpuh] = state.due_1h_gpuh
+        obs[:, slots.required_gpus] = state.required_gpus
         return obs
 
     def step(
@@ -461,45 +358,15 @@ class DCMicrogrid(Task):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Deadline-driven GPU shares, thermostat cooling, PV-following battery, diesel on deficit.
-
-        * GPUs: fine-tuning (the class with the earliest deadlines) first, then training, each
-          ``max(1.1 x required_gpus, queued_gpuh / 4 h)``: at least the least allocation that
-          meets every deadline earliest-deadline-first, and enough to drain the queue in 4 h so
-          that work is not left to pile up against the end of the day; the rest are parked.
-        * Cooling: setpoint 26 deg C (1 K below the A1 limit), 24 deg C while the zone is above
-          26.5 deg C.
-        * Battery and diesel: estimated load (IT at the allocation, cooling at the COP, +5 %)
-          minus PV and the grid cap is the shortfall ``d``. A surplus (``d < 0``) charges the
-          battery; a shortfall is discharged from the battery, and what the battery cannot
-          cover is run on the diesel (at least its minimum output, the excess charging the
-          battery).
-        """
-        p, n = self.params, self.params.cluster.n_gpus
-        o = dict(zip(self.spec.observation.names, obs.T, strict=True))  # field name -> [B] column
-
-        def gpus_for(job: str) -> np.ndarray:
-            return np.maximum(o[f"{job}_required_gpus"] * RULE_GPU_MARGIN, o[f"{job}_queued_gpuh"] / RULE_DRAIN_H)
-
-        ft = np.minimum(gpus_for("finetune"), n)
-        tr = np.minimum(gpus_for("training"), n - ft)
-        allocated = ft + tr
-        setpoint = np.where(o["zone_temp_c"] > RULE_RECOVERY_ABOVE_C, RULE_RECOVERY_SETPOINT_C, RULE_SETPOINT_C)
-        it_mw = it_power_mw(p.cluster, allocated, allocated)
-        load_mw = it_mw * (1.0 + 1.0 / cooling_cop(p.cooling, o["temp_c"], setpoint)) * RULE_LOAD_MARGIN
-        shortfall = load_mw - pv_power_mw(p.pv, o["pv_cf"]) - p.grid.import_max_mw
-        p_ch_max, p_dis_max = feasible_power_mw(p.battery, o["soc"], self.spec.dt_h)
-        diesel = np.where(
-            shortfall > p_dis_max, np.clip(shortfall - p_dis_max, p.diesel.p_min_mw, p.diesel.rated_mw), 0.0
-        )
-        battery = np.clip(shortfall - diesel, -p_ch_max, p_dis_max)
-        return np.stack([tr / n, ft / n, setpoint, battery, diesel], axis=1)
+        """Physical actions [B, 5] of the rule-based controller (see :func:`.rule.rule_based_action`)."""
+        fields = dict(zip(self.spec.observation.names, obs.T, strict=True))  # field name -> [B] column
+        return rule_based_action(self.params, fields, self.spec.dt_h)
 
     def oracle_plan(self, state: DCMicrogridState) -> np.ndarray:
         """Perfect-foresight physical actions [B, 288, 5] from ``state`` on (one MILP per row, HiGHS).
 
         Rows before each episode's current step are NaN. See
-        :func:`~powerzoo.tasks.dc_microgrid_oracle.solve_day_plan` for the model.
+        :func:`~powerzoo.tasks.dc_microgrid.oracle.solve_day_plan` for the model.
         """
         plans = np.full((state.t.size, HORIZON, self.spec.action.dim), np.nan)
         for row in range(state.t.size):

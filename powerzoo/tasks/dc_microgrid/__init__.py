@@ -1,0 +1,111 @@
+"""``dc_microgrid`` / ``dc_microgrid_safe``: an AI data centre running its own microgrid.
+
+Model (5-minute steps, 288 per episode = one calendar day, single agent)
+------------------------------------------------------------------------
+* IT load (:mod:`powerzoo.devices.gpu_cluster`): 2,048 GPUs; busy 1.275 kW, allocated but idle
+  0.40 kW, parked 0.05 kW per GPU (server share included): 0.1-2.6 MW.
+* Job queue (:mod:`powerzoo.devices.job_queue`, arrivals from :mod:`powerzoo.data.workload`):
+  ``training`` and ``finetune`` work in GPU-hours per hourly deadline bucket, served
+  earliest-deadline-first within each class by the GPUs the agent allocates; work still queued
+  when its bucket falls due is dropped (``sla_violation``). Work due after the day may stay
+  queued at the episode's end up to the carry allowance of a uniform-progress schedule; the
+  excess is behind schedule and also counts as ``sla_violation`` (so deferring work past
+  midnight does not pay).
+* Cooling (:mod:`powerzoo.devices.cooling`, :mod:`powerzoo.devices.thermal_zone`): the plant
+  tracks the zone setpoint (time constant 10 min, capacity 3.5 MW thermal) with a COP that falls
+  with outdoor temperature and rises with the setpoint; the zone is one lumped heat capacity
+  heated by the IT load and the envelope. ``overtemperature`` = K h above 27 deg C (ASHRAE A1
+  recommended upper bound).
+* Supply: PV 2 MW (:mod:`powerzoo.devices.pv`), battery 4 MWh / 2 MW
+  (:mod:`powerzoo.devices.battery`, efficiencies 0.95, SOC in [0.1, 0.9], 20 $/MWh degradation),
+  diesel 2.5 MW with 30 % minimum stable output, 300 $/MWh and 0.75 tCO2/MWh
+  (:mod:`powerzoo.devices.diesel`), grid import capped at 1.5 MW at the market price and the
+  grid's carbon intensity (:mod:`powerzoo.devices.grid_tie`; ``grid_import_max_mw=0``: islanded).
+  Grid import is not an action: it covers the residual load up to the cap; anything left is
+  unserved (``power_deficit``, MWh) and a surplus is curtailed (``spill_mw``: PV first). The load
+  is still served in the model (ride-through on the UPS), the deficit is only charged as a cost.
+
+Power balance every step (MW):
+``supply_mw + deficit_mw = it_mw + cooling_mw + charge_mw`` with
+``supply_mw = pv_mw + diesel_mw + discharge_mw + grid_import_mw - spill_mw``.
+
+Action (physical units; ``normalize=True`` maps [-1, 1] affinely onto these bounds)
+-----------------------------------------------------------------------------------
+``[training_share, finetune_share, cooling_setpoint_c, battery_p_mw, diesel_p_mw]``:
+fractions of the GPUs given to each class (scaled down proportionally when they sum above 1;
+unallocated GPUs are parked), zone setpoint in [18, 32] deg C, battery power in [-2, 2] MW
+(+ = discharge; cut to what the SOC allows), diesel output in [0, 2.5] MW (a request below the
+minimum stable output gives the nearest feasible value, 0 or 0.75 MW).
+``info["action_applied"]`` reports the shares after scaling and the powers actually delivered.
+
+Reward
+------
+``info["reward_vector"] = [energy, cost, carbon]`` (all <= 0, per step):
+``energy = -(it_mw + cooling_mw) dt`` (MWh), ``cost = -(grid_import_mw * price + diesel_mw * fuel
+cost) dt - degradation`` ($), ``carbon = -(grid_import_mw * grid_co2 + diesel_mw * 0.75) dt``
+(tCO2). Weights ``w = (1, 0.5, 0.3)``.
+
+* ``dc_microgrid_safe`` (CMDP): ``reward = reward_vector @ w`` exactly (the same matrix-vector
+  product ``weights @ info["reward_vector"]`` computes); the three costs are its selected
+  constraints, with per-episode thresholds 50 GPU-h, 0.5 K h and 0.25 MWh.
+* ``dc_microgrid`` (MDP): ``reward = reward_vector @ w - costs @ penalties`` with penalties
+  10 per GPU-h of SLA violation, 100 per K h of overtemperature and 5,000 per MWh unserved
+  (a value of lost load of 10,000 $/MWh at the cost weight 0.5).
+* Reward presets (``make_env(..., reward=...)``): ``"objective"`` (the weighted vector) and
+  ``"penalized"`` (with the penalties), so either variant can be trained on the other's reward.
+* Episodes never terminate early; they are truncated after 288 steps.
+
+Costs (non-negative, physical units): ``sla_violation`` (GPU-h of work dropped at its
+deadline, plus on the last step the work left behind schedule), ``overtemperature`` (K h above
+27 deg C), ``power_deficit`` (MWh unserved).
+
+Observation
+-----------
+``[hour_sin, hour_cos, time_remaining, temp_c (outdoor), zone_temp_c, pv_cf, price_per_mwh,
+grid_co2_t_per_mwh, soc]`` then, per class (training, finetune), ``queued_gpuh``,
+``due_1h_gpuh`` (due by the end of the current hour) and ``required_gpus`` (least constant
+allocation meeting every deadline and the end-of-day carry allowance, see
+:func:`~powerzoo.devices.job_queue.queue_outlook`).
+
+Splits: train / val / test by date; stress splits ``heatwave``, ``low_renewable``,
+``load_stress``, ``price_spike`` (transformed weather and prices) and ``workload_shock``
+(doubled job arrivals), all on the test days.
+
+Baselines: random; rule-based (:func:`.rule.rule_based_action`); oracle
+(:meth:`DCMicrogrid.oracle_plan`): a perfect-foresight MILP over the day on HiGHS (job service
+per deadline bucket, battery, diesel on/off with its minimum output, grid import; cooling setpoint
+held just under the 27 deg C limit), see :mod:`.oracle`.
+
+Modules: :mod:`.site` (the site's devices and ratings), :mod:`.task` (spec, state, reset /
+observe / step), :mod:`.rule` (rule-based controller), :mod:`.oracle` (the MILP).
+"""
+
+from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
+from powerzoo.tasks.dc_microgrid.task import (
+    CONSTRAINTS,
+    HORIZON,
+    PENALTIES,
+    REWARD_TERMS,
+    REWARD_WEIGHTS,
+    STEP_MINUTES,
+    THRESHOLDS,
+    DCMicrogrid,
+    DCMicrogridSafe,
+    DCMicrogridState,
+)
+
+__all__ = [
+    "CONSTRAINTS",
+    "DCMicrogrid",
+    "DCMicrogridParams",
+    "DCMicrogridSafe",
+    "DCMicrogridState",
+    "HORIZON",
+    "PENALTIES",
+    "REWARD_TERMS",
+    "REWARD_WEIGHTS",
+    "SETPOINT_MAX_C",
+    "SETPOINT_MIN_C",
+    "STEP_MINUTES",
+    "THRESHOLDS",
+]

@@ -1,0 +1,74 @@
+"""The ``dc_microgrid`` site: every device of the data centre and its microgrid, with their ratings.
+
+Shared by the task (:mod:`.task`), the rule-based controller (:mod:`.rule`) and the oracle
+(:mod:`.oracle`); it imports only the device models, so none of them imports another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from powerzoo.devices.battery import BatteryParams
+from powerzoo.devices.cooling import CoolingParams
+from powerzoo.devices.diesel import DieselParams
+from powerzoo.devices.gpu_cluster import GpuClusterParams
+from powerzoo.devices.grid_tie import GridTieParams
+from powerzoo.devices.pv import PVParams
+from powerzoo.devices.thermal_zone import ZoneParams
+
+__all__ = ["DCMicrogridParams", "SETPOINT_MIN_C", "SETPOINT_MAX_C"]
+
+SETPOINT_MIN_C, SETPOINT_MAX_C = 18.0, 32.0  # cooling setpoint range, deg C (ASHRAE A1: recommended 18-27, allowable to 32)
+
+
+@dataclasses.dataclass(frozen=True)
+class DCMicrogridParams:
+    """Every device of the site (see each device module for units and sources)."""
+
+    cluster: GpuClusterParams = GpuClusterParams()
+    cooling: CoolingParams = CoolingParams()
+    zone: ZoneParams = ZoneParams()
+    pv: PVParams = PVParams()
+    # a 2 MW / 4 MWh (2 h) Li-ion system; degradation ~ pack replacement cost / lifetime
+    # throughput: 150 $/kWh (BNEF 2023 pack price ~139 $/kWh) / (5,000 cycles x 0.8 DoD x 2
+    # MWh of charge + discharge per MWh of capacity and cycle) ~ 19 $/MWh -> 20 $/MWh
+    battery: BatteryParams = BatteryParams(
+        energy_capacity_mwh=4.0, power_max_mw=2.0, degradation_cost_per_mwh=20.0
+    )
+    diesel: DieselParams = DieselParams()
+    grid: GridTieParams = GridTieParams()
+    initial_soc: float = 0.5
+    initial_zone_temp_c: float = 24.0
+
+    # task keyword -> (device, field)
+    KWARGS: ClassVar[dict[str, tuple[str, str]]] = {
+        "n_gpus": ("cluster", "n_gpus"),
+        "pv_capacity_mw": ("pv", "capacity_mw"),
+        "battery_energy_mwh": ("battery", "energy_capacity_mwh"),
+        "battery_power_mw": ("battery", "power_max_mw"),
+        "diesel_rated_mw": ("diesel", "rated_mw"),
+        "grid_import_max_mw": ("grid", "import_max_mw"),
+        "cooling_capacity_mw": ("cooling", "q_max_mw"),
+    }
+
+    @classmethod
+    def from_kwargs(cls, task_id: str, kwargs: dict[str, Any]) -> DCMicrogridParams:
+        """Defaults overridden by task keywords (see ``KWARGS``, plus ``initial_soc``, ``initial_zone_temp_c``)."""
+        valid = set(cls.KWARGS) | {"initial_soc", "initial_zone_temp_c"}
+        unknown = set(kwargs) - valid
+        if unknown:
+            raise TypeError(f"{task_id} got unknown parameter(s) {sorted(unknown)}; valid: {', '.join(sorted(valid))}")
+        params = cls(**{k: float(v) for k, v in kwargs.items() if k in ("initial_soc", "initial_zone_temp_c")})
+        for key, (device, field) in cls.KWARGS.items():
+            if key in kwargs:
+                value = int(kwargs[key]) if field == "n_gpus" else float(kwargs[key])
+                replaced = dataclasses.replace(getattr(params, device), **{field: value})
+                params = dataclasses.replace(params, **{device: replaced})
+        if not 10.0 <= params.initial_zone_temp_c <= 40.0:
+            raise ValueError(f"initial_zone_temp_c must lie in [10, 40] deg C, got {params.initial_zone_temp_c}")
+        if not params.battery.soc_min <= params.initial_soc <= params.battery.soc_max:
+            raise ValueError(
+                f"initial_soc must lie in [{params.battery.soc_min}, {params.battery.soc_max}], got {params.initial_soc}"
+            )
+        return params
