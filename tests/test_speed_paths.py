@@ -124,7 +124,7 @@ def test_check_action_clips_like_np_clip_and_still_rejects_non_finite():
 def _reference_cost_info(spec, costs):
     selected = costs[:, spec.selected_index]
     info = {
-        "constraint_costs": costs, "cost_sum": costs.sum(axis=1), "selected_constraint_names": spec.selected_constraints,
+        "constraint_costs": costs, "cost_sum": costs.sum(axis=1),
         "selected_constraint_costs": selected, "selected_cost_sum": selected.sum(axis=1),
         "is_safe": ~np.any(costs > 0.0, axis=1),
     }

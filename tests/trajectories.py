@@ -48,7 +48,7 @@ def single_agent(task: str, normalize: bool) -> np.ndarray:
 def single_agent_vector(task: str, normalize: bool) -> np.ndarray:
     from powerzoo.rl import make_env
 
-    env = make_env(task, split="val", normalize=normalize, num_envs=N_VEC, seed=3)
+    env = make_env(task, split="val", normalize=normalize, num_envs=N_VEC, seed=3, autoreset_mode="same_step")
     rng = np.random.default_rng(5)
     rows = []
     for _ in range(STEPS):

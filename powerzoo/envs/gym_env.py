@@ -84,6 +84,14 @@ class PowerZooEnv(gym.Env):
         """Order of ``info["reward_terms"]``."""
         return self.task_spec.reward_terms
 
+    def selected_constraint_names(self) -> tuple[str, ...]:
+        """Order of ``info["selected_constraint_costs"]`` (the task's CMDP costs)."""
+        return self.task_spec.selected_constraints
+
+    def current_date(self) -> str:
+        """Calendar date of the running episode (``YYYY-MM-DD``)."""
+        return str(self.runner.current_dates()[0])
+
     def observation_fields(self) -> tuple[str, ...]:
         """Names of the observation entries, in order."""
         return self.task_spec.observation.names

@@ -39,6 +39,7 @@ class EnvOptions:
     safe_rl: bool = False
     cost_threshold: float | None = None
     reward: Any = None
+    autoreset_mode: str | None = None
 
     def __post_init__(self) -> None:
         if self.framework not in FRAMEWORKS:
@@ -104,6 +105,7 @@ def make_env(
     safe_rl: bool = False,
     cost_threshold: float | None = None,
     reward: Any = None,
+    autoreset_mode: str | None = None,
     **task_kwargs: Any,
 ) -> Any:
     """Build an env for ``task``.
@@ -116,20 +118,25 @@ def make_env(
         normalize: observations scaled to about [-1, 1], actions taken in [-1, 1] and mapped to
             physical units once (``info["action_applied"]`` stays physical).
         seed: seeds the env and its spaces and resets it once.
-        framework: ``"gymnasium"``, ``"pettingzoo"`` (multi-agent tasks) or ``"auto"``.
+        framework: ``"gymnasium"``, ``"pettingzoo"`` (multi-agent tasks) or ``"auto"``: a
+            Gymnasium env for single-agent tasks; for multi-agent tasks a PettingZoo Parallel env
+            whose ``step`` adds ``"__all__"`` to the done dicts (the shape RLlib uses; not an
+            RLlib ``MultiAgentEnv`` class).
         num_envs: if given, a native vectorised env stepping ``num_envs`` copies per call.
         obs_mode: observation mode of multi-agent tasks (single-agent tasks have none).
         forecast_horizon: append perfect forecasts of the task's exogenous series (steps).
         safe_rl: wrap in :class:`~powerzoo.envs.wrappers.SafeRLWrapper` (6-tuple ``step``).
         cost_threshold: per-episode cost budget reported by the safe-RL wrapper.
         reward: reward override: preset name, dict of weights, or callable of ``info``.
+        autoreset_mode: with ``num_envs`` on a single-agent task, ``"next_step"`` (default,
+            Gymnasium's), ``"same_step"`` or ``"disabled"`` (see :mod:`powerzoo.envs.vector_env`).
         **task_kwargs: task parameters (for example ``energy_capacity_mwh=200``).
     """
     name, from_file, file_kwargs = _load_task_config(task)
     options = EnvOptions(
         split=split, normalize=normalize, seed=seed, framework=framework, num_envs=num_envs,
         obs_mode=obs_mode, forecast_horizon=forecast_horizon, safe_rl=safe_rl,
-        cost_threshold=cost_threshold, reward=reward,
+        cost_threshold=cost_threshold, reward=reward, autoreset_mode=autoreset_mode,
     ).merged_with_file(from_file)
     return build_env(name, options, {**file_kwargs, **task_kwargs})
 
@@ -147,12 +154,47 @@ def build_env(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) ->
         )
     if options.obs_mode is not None:
         raise ValueError(f"{name} is single-agent and has no observation modes; got obs_mode={options.obs_mode!r}")
+    if options.autoreset_mode is not None and options.num_envs is None:
+        raise ValueError("autoreset_mode applies to the native vector env; pass num_envs=N with it")
     env = _make_single_agent_env(name, options, task_kwargs)
+    if options.num_envs is None:
+        env.unwrapped.spec = registered_spec(name, options, task_kwargs)
     if options.seed is not None:
         env.action_space.seed(options.seed)
         env.observation_space.seed(options.seed)
         env.reset(seed=options.seed)
     return env
+
+
+def registered_spec(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) -> Any:
+    """The Gymnasium ``EnvSpec`` that ``gymnasium.make`` would rebuild this env from, or ``None``.
+
+    Recorders (Minari's ``DataCollector``, ``recover_environment``) read ``env.spec``. ``None``
+    when the task has no Gymnasium id or an option (a reward callable) cannot be written to JSON.
+    """
+    from gymnasium.envs.registration import EnvSpec
+
+    from powerzoo.envs.registration import GYM_IDS
+
+    if name not in GYM_IDS:
+        return None
+    defaults = EnvOptions()
+    kwargs: dict[str, Any] = {"task": name}
+    for field in EnvOptions.field_names():
+        value = getattr(options, field)
+        if field != "seed" and value != getattr(defaults, field):
+            kwargs[field] = value
+    kwargs.update(task_kwargs)
+    try:
+        json.dumps(kwargs)
+    except (TypeError, ValueError):
+        return None
+    return EnvSpec(
+        id=GYM_IDS[name],
+        entry_point="powerzoo.envs.registration:make_registered",
+        vector_entry_point="powerzoo.envs.registration:make_registered_vector",
+        kwargs=kwargs, order_enforce=False, disable_env_checker=True,
+    )
 
 
 def _make_single_agent_env(name: str, options: EnvOptions, task_kwargs: dict[str, Any]) -> Any:
@@ -166,6 +208,7 @@ def _make_single_agent_env(name: str, options: EnvOptions, task_kwargs: dict[str
         env: Any = PowerZooVectorEnv(
             task_obj, options.num_envs, normalize=options.normalize,
             forecast_horizon=options.forecast_horizon, reward=options.reward,
+            autoreset_mode=options.autoreset_mode or "next_step",
         )
         if options.safe_rl:
             env = w.SafeRLVectorWrapper(env, options.cost_threshold)
@@ -193,6 +236,9 @@ def _make_multi_agent_env(name: str, options: EnvOptions, task_kwargs: dict[str,
     if options.forecast_horizon is not None:
         raise ValueError(f"forecast_horizon is for single-agent tasks; {name} takes obs_mode='local_plus_forecast' "
                          "(forecasts in each agent's observation)")
+    if options.autoreset_mode is not None:
+        raise ValueError(f"autoreset_mode is for single-agent vector envs; {name}'s multi-agent vector env resets "
+                         "in the same step (info['final_obs'])")
     if options.safe_rl or options.cost_threshold is not None:
         raise ValueError(f"safe_rl / cost_threshold give a single-agent 6-tuple step; on {name} every agent's info "
                          "already carries constraint_costs, selected_cost_sum and is_safe")

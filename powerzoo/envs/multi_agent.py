@@ -111,7 +111,10 @@ class MultiAgentCore:
         if seed is not None or self.runner.state is None:
             self.runner.seed(seed)
         self.runner.reset(day_id)
-        return self.observe(), self.runner.reset_info()
+        info = self.runner.reset_info()
+        if self.reward_fn is not None:
+            info["task_reward"] = np.zeros(self.runner.num_envs)
+        return self.observe(), info
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Batched step: obs [B, n, d], rewards [B, n], terminated [B], truncated [B], info."""
@@ -158,6 +161,14 @@ class _TaskMetadata:
         """Order of ``info["constraint_costs"]``."""
         return self.task_spec.constraint_names
 
+    def selected_constraint_names(self) -> tuple[str, ...]:
+        """Order of ``info["selected_constraint_costs"]`` (the task's CMDP costs)."""
+        return self.task_spec.selected_constraints
+
+    def current_date(self) -> str:
+        """Calendar date of the running episode (``YYYY-MM-DD``; the first env's for a batch)."""
+        return str(self.core.runner.current_dates()[0])
+
     def close(self) -> None:
         return None
 
@@ -190,8 +201,7 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
         obs, info = self.core.reset(seed, start_day_option(options, day_id, strict=False))
         self.agents = list(self.possible_agents)
-        shared = scalar_info(info)
-        return {a: obs[0, i] for i, a in enumerate(self.possible_agents)}, {a: dict(shared) for a in self.agents}
+        return {a: obs[0, i] for i, a in enumerate(self.possible_agents)}, self.core.agent_infos(info)
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if not self.agents:
@@ -216,7 +226,10 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
 
 
 class PowerZooDictEnv(PowerZooParallelEnv):
-    """``framework="auto"`` for multi-agent tasks: dicts with ``"__all__"`` done flags (RLlib shape).
+    """``framework="auto"`` for multi-agent tasks: a Parallel env whose done dicts add ``"__all__"``.
+
+    ``"__all__"`` follows RLlib's multi-agent convention, but this is not an RLlib
+    ``MultiAgentEnv`` (RLlib refuses it): use it for PowerZoo's own loops and evaluation.
 
     ``observation_space`` / ``action_space`` are also available as ``gymnasium.spaces.Dict``
     through :attr:`observation_space_dict` / :attr:`action_space_dict`; calling

@@ -6,6 +6,7 @@ so action checking, truncation, autoreset bookkeeping and the CMDP info keys exi
 
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Any
 
@@ -49,7 +50,6 @@ class CostLayout:
         info: dict[str, Any] = {
             "constraint_costs": costs,
             "cost_sum": cost_sum,
-            "selected_constraint_names": self.selected_names,
             "selected_constraint_costs": selected,
             "selected_cost_sum": selected_sum,
             "is_safe": ~_or_reduce(costs > 0.0, axis=1),
@@ -95,6 +95,7 @@ class TaskRunner:
         self.rng = np.random.default_rng()
         self.state: Any = None
         self.cost_layout = CostLayout(task.spec)
+        self._layout: dict[str, tuple[tuple[int, ...], np.dtype]] | None = None
         self._action_shape = (self.num_envs, self.spec.action.dim)
 
     # ---- seeding and reset ------------------------------------------------------------------
@@ -117,23 +118,44 @@ class TaskRunner:
         self.state = self.task.reset(self.rng, self._day_ids(self.num_envs, day_id))
         return self.task.observe(self.state)
 
-    def reset_done(self, done: np.ndarray) -> None:
-        """Restart the episodes flagged in ``done`` [B] on freshly drawn days (autoreset).
+    def reset_done(self, done: np.ndarray, day_id: Any = None) -> None:
+        """Restart the episodes flagged in ``done`` [B] (autoreset, or a masked reset).
 
-        Draws a start day for every row (so the RNG stream does not depend on which rows
-        ended) and keeps the fresh state only where ``done``.
+        Start days are ``day_id`` (an int or [B] ints) or drawn for every row, so the RNG stream
+        does not depend on which rows ended; the fresh state is kept only where ``done``.
         """
-        fresh = self.task.reset(self.rng, self._day_ids(self.num_envs, None))
+        fresh = self.task.reset(self.rng, self._day_ids(self.num_envs, day_id))
         self.state = merge_state(self.state, done, fresh)
 
     def reset_info(self) -> dict[str, Any]:
-        """Info returned by ``reset``: where each episode starts."""
-        day_id = self.task.episode_day(self.state)
-        return {
-            "day_id": day_id,
-            "date": calendar.DATES[self.task.calendar_day(day_id)],
-            "step": self.task.time_index(self.state),
-        }
+        """Info returned by ``reset``: the keys of a step's info, numeric, with every step quantity 0.
+
+        Only ``day_id`` and ``step`` describe the new episode; costs, reward terms, actions and
+        the task's per-step quantities are zero, since no step happened (read the state from
+        the observation). Same keys at reset and step let recorders (Minari's ``DataCollector``,
+        Gymnasium's vector wrappers) treat infos as one table.
+        """
+        info = {key: np.zeros((self.num_envs, *shape), dtype) for key, (shape, dtype) in self._info_layout().items()}
+        info["day_id"] = self.task.episode_day(self.state)
+        info["step"] = self.task.time_index(self.state)
+        return info
+
+    def _info_layout(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """Shape (after the batch axis) and dtype of every step-info key, from one step on a copy.
+
+        Worked out once: a zero action (clipped into bounds) on a copy of the current state with
+        a throwaway generator, so the episodes and the runner's random stream are untouched.
+        """
+        if self._layout is None:
+            action = np.zeros(self._action_shape).clip(self.act_low, self.act_high)
+            _, out = self.task.step(copy.deepcopy(self.state), action, np.random.default_rng(0))
+            info = self._step_info(out, action, np.zeros(self.num_envs, dtype=bool))
+            self._layout = {key: (np.shape(value)[1:], np.asarray(value).dtype) for key, value in info.items()}
+        return self._layout
+
+    def current_dates(self) -> np.ndarray:
+        """Calendar date of each running episode [B] (``numpy.datetime64[D]``)."""
+        return calendar.DATES[self.task.calendar_day(self.task.episode_day(self.state))]
 
     # ---- stepping ---------------------------------------------------------------------------
     def check_action(self, action: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -1,14 +1,27 @@
 """Native vectorised adapter: N copies of a single-agent task stepped in one batched call.
 
-Follows Gymnasium's vector conventions with ``AutoresetMode.SAME_STEP``: when an episode ends,
-``step`` returns the first observation of the next episode, the last observation in
-``info["final_obs"]`` (rows flagged by ``info["_final_obs"]``) and the ending step's info in
-``info["final_info"]``. The top-level ``info`` of a step always describes that step for every
-row (rewards, costs, applied actions), so costs are never lost at episode boundaries.
+Follows Gymnasium's vector conventions. ``autoreset_mode`` (``make_env(..., num_envs=N,
+autoreset_mode=...)``) says what happens when an episode ends:
+
+* ``"next_step"`` (default, Gymnasium's own default, accepted by its vector wrappers): the step
+  that ends an episode returns its last observation; the next ``step`` call resets that row
+  (its action is ignored), returning the new episode's first observation with reward 0, both
+  flags false and zero costs in that row of ``info``.
+* ``"same_step"``: the ending step already returns the next episode's first observation; the
+  last one is in ``info["final_obs"]`` (rows flagged by ``info["_final_obs"]``) and the ending
+  step's info in ``info["final_info"]``. The top-level ``info`` of a step always describes
+  that step for every row (rewards, costs, applied actions), so costs are never lost.
+* ``"disabled"``: rows are never reset by ``step``; call ``reset(options={"reset_mask": m})``.
+
+``reset(seed=..., options={"day_id": k or [k_0..k_{N-1}], "reset_mask": [N] bools})`` picks the
+start days and, with a mask, resets only those rows. ``seed`` is an int or a list of N ints;
+the N rows share one generator seeded from it.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -24,18 +37,34 @@ from powerzoo.envs.pipeline import (
     compile_reward,
 )
 from powerzoo.envs.runner import TaskRunner, start_day_option
-from powerzoo.tasks.base import Task
+from powerzoo.tasks.base import Task, merge_state
 
-__all__ = ["PowerZooVectorEnv"]
+__all__ = ["PowerZooVectorEnv", "AUTORESET_MODES"]
+
+AUTORESET_MODES = {
+    "next_step": AutoresetMode.NEXT_STEP,
+    "same_step": AutoresetMode.SAME_STEP,
+    "disabled": AutoresetMode.DISABLED,
+}
+
+
+def autoreset_mode_of(mode: str | AutoresetMode) -> AutoresetMode:
+    """Gymnasium's ``AutoresetMode`` for a name (``"next_step"``, ...) or the enum itself."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    if mode not in AUTORESET_MODES:
+        raise ValueError(f"unknown autoreset_mode {mode!r}; valid: {', '.join(AUTORESET_MODES)}")
+    return AUTORESET_MODES[mode]
 
 
 class PowerZooVectorEnv(VectorEnv):
     """``num_envs`` episodes of one task; ``step(actions[N, act_dim])`` is a single numpy call.
 
-    Options mirror :func:`powerzoo.rl.make_env`: ``normalize``, ``forecast_horizon``, ``reward``.
+    Options mirror :func:`powerzoo.rl.make_env`: ``normalize``, ``forecast_horizon``, ``reward``,
+    ``autoreset_mode`` (module docstring).
     """
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.SAME_STEP}
+    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(
         self,
@@ -45,6 +74,7 @@ class PowerZooVectorEnv(VectorEnv):
         normalize: bool = False,
         forecast_horizon: int | None = None,
         reward: RewardSpec = None,
+        autoreset_mode: str | AutoresetMode = "next_step",
     ) -> None:
         if task.spec.agent_mode != "single":
             raise ValueError(f"{task.spec.task_id} is multi-agent; PowerZooVectorEnv serves single-agent tasks")
@@ -52,6 +82,10 @@ class PowerZooVectorEnv(VectorEnv):
         self.task_spec = task.spec
         self.runner = TaskRunner(task, num_envs)
         self.num_envs = self.runner.num_envs
+        self.autoreset_mode = autoreset_mode_of(autoreset_mode)
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        self.render_mode = None
+        self._pending_reset = np.zeros(self.num_envs, dtype=bool)  # NEXT_STEP: rows to reset at the next step
         self.observations = ObservationPipeline(task, forecast_horizon=forecast_horizon, normalize=normalize)
         self.actions = ActionPipeline(self.task_spec, normalize=normalize)
         self.forecast_horizon = self.observations.forecast_horizon
@@ -68,25 +102,50 @@ class PowerZooVectorEnv(VectorEnv):
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Reset every env; ``options={"day_id": k or [k_0..k_{N-1}]}`` picks the start days."""
+        """Reset every env, or the rows of ``options["reset_mask"]``; ``options["day_id"]`` picks start days."""
         if seed is not None:
-            self.runner.seed(seed)
+            if not isinstance(seed, (int, np.integer)) and len(seed) != self.num_envs:
+                raise ValueError(f"seed must be an int or a list of {self.num_envs} ints, got {len(seed)} seeds")
+            self.runner.seed(seed if isinstance(seed, (int, np.integer)) else [int(s) for s in seed])
             self._np_random_seed = seed if isinstance(seed, int) else None
         elif self.runner.state is None:
             self.runner.seed(None)
-        self.runner.reset(start_day_option(options))
-        return self._observe(), self.runner.reset_info()
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        day_id = start_day_option(options)
+        if mask is None or self.runner.state is None:
+            self.runner.reset(day_id)
+            self._pending_reset[:] = False
+        else:
+            mask = np.asarray(mask)
+            if mask.dtype != bool or mask.shape != (self.num_envs,):
+                raise ValueError(f"reset_mask must be {self.num_envs} bools, got {mask!r}")
+            self.runner.reset_done(mask, day_id)
+            self._pending_reset &= ~mask
+        info = self.runner.reset_info()
+        if self.reward_fn is not None:
+            info["task_reward"] = np.zeros(self.num_envs)
+        return self._observe(), info
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         try:
             actions = self.actions.to_physical(actions)
         except ValueError as err:
             raise ValueError(f"actions must be a numeric array of shape {self.action_space.shape}") from err
+        pending = self._pending_reset
+        if pending.any():  # NEXT_STEP: rows that ended last step start again now
+            self.runner.reset_done(pending)
+            fresh = self.runner.state
         _, reward, terminated, truncated, info = self.runner.step(actions, observe=False)
         reward = apply_reward(self.reward_fn, reward, info)
+        if pending.any():
+            self.runner.state = merge_state(self.runner.state, pending, fresh)  # the reset rows did not step
+            reward, terminated, truncated = self._blank_rows(pending, reward, terminated, truncated, info)
         obs = self._observe()
         done = terminated | truncated
-        if done.any():
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            self._pending_reset = done
+        elif self.autoreset_mode is AutoresetMode.SAME_STEP and done.any():
             info["final_obs"] = obs
             info["_final_obs"] = done
             info["final_info"] = dict(info)
@@ -94,6 +153,32 @@ class PowerZooVectorEnv(VectorEnv):
             self.runner.reset_done(done)
             obs = self._observe()
         return obs, reward, terminated, truncated, info
+
+    def _blank_rows(self, rows: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+                    info: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows reset at this step (NEXT_STEP): reward 0, flags false, zero step quantities in ``info``."""
+        n = self.num_envs
+        for key, value in info.items():
+            if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == n:
+                info[key] = np.where(rows.reshape((n,) + (1,) * (value.ndim - 1)), np.zeros((), value.dtype), value)
+        info["day_id"] = self.task.episode_day(self.runner.state)
+        info["step"] = self.task.time_index(self.runner.state)
+        return np.where(rows, 0.0, reward), terminated & ~rows, truncated & ~rows
+
+    @contextlib.contextmanager
+    def autoreset_as(self, mode: str | AutoresetMode) -> Iterator[PowerZooVectorEnv]:
+        """Run a block under another autoreset mode (for consumers written for one mode); restored after.
+
+        Rows waiting for a NEXT_STEP reset are not carried over: call ``reset`` inside the block.
+        """
+        saved = self.autoreset_mode, self.metadata, self._pending_reset.copy()
+        self.autoreset_mode = autoreset_mode_of(mode)
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
+        self._pending_reset[:] = False
+        try:
+            yield self
+        finally:
+            self.autoreset_mode, self.metadata, self._pending_reset = saved
 
     def close_extras(self, **kwargs: Any) -> None:
         self.runner.state = None
@@ -106,3 +191,11 @@ class PowerZooVectorEnv(VectorEnv):
     def reward_term_names(self) -> tuple[str, ...]:
         """Order of ``info["reward_terms"]`` columns."""
         return self.task_spec.reward_terms
+
+    def selected_constraint_names(self) -> tuple[str, ...]:
+        """Order of ``info["selected_constraint_costs"]`` columns (the task's CMDP costs)."""
+        return self.task_spec.selected_constraints
+
+    def current_dates(self) -> np.ndarray:
+        """Calendar date of each running episode [N] (``numpy.datetime64[D]``)."""
+        return self.runner.current_dates()

@@ -99,6 +99,11 @@ class RewardOverrideWrapper(gym.Wrapper):
             raise ValueError("RewardOverrideWrapper needs a reward preset, weights dict or callable")
         self.reward_fn = fn
 
+    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        info["task_reward"] = 0.0  # same info keys at reset and step
+        return obs, info
+
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, float(apply_reward(self.reward_fn, reward, info)), terminated, truncated, info
@@ -115,6 +120,11 @@ class SafeRLWrapper(gym.Wrapper):
         super().__init__(env)
         self.cost_threshold = episode_cost_budget(env.unwrapped.task_spec, cost_threshold)
 
+    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        info["cost"] = 0.0  # same info keys at reset and step
+        return obs, info
+
     def step(self, action: Any) -> tuple[np.ndarray, float, float, bool, bool, dict[str, Any]]:  # type: ignore[override]
         obs, reward, terminated, truncated, info = self.env.step(action)
         cost = float(info["selected_cost_sum"])
@@ -128,6 +138,11 @@ class SafeRLVectorWrapper(gym.vector.VectorWrapper):
     def __init__(self, env: gym.vector.VectorEnv, cost_threshold: float | None = None) -> None:
         super().__init__(env)
         self.cost_threshold = episode_cost_budget(env.unwrapped.task_spec, cost_threshold)
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        info["cost"] = np.zeros(self.env.num_envs)
+        return obs, info
 
     def step(self, actions: Any) -> tuple[Any, ...]:  # type: ignore[override]
         obs, reward, terminated, truncated, info = self.env.step(actions)

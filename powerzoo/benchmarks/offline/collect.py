@@ -78,8 +78,9 @@ class DatasetGenerator:
         self.vectorized = isinstance(env, gym.vector.VectorEnv)
         if self.vectorized:
             mode = env.metadata.get("autoreset_mode")
-            if mode != gym.vector.AutoresetMode.SAME_STEP:
-                raise ValueError(f"DatasetGenerator needs a vector env with same-step autoreset (PowerZoo's), got {mode}")
+            if mode != gym.vector.AutoresetMode.SAME_STEP and not hasattr(env, "autoreset_as"):
+                raise ValueError(f"DatasetGenerator needs a vector env with same-step autoreset (PowerZoo's "
+                                 f"make_env(task, num_envs=N)), got {mode}")
         elif hasattr(env, "num_envs"):
             raise TypeError(
                 f"{type(env).__name__} is not supported; pass make_env(task), make_env(task, framework='auto') "
@@ -172,7 +173,18 @@ class DatasetGenerator:
             bar.update(1)
 
     def _collect_vector(self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any) -> None:
-        """Native vector env: reset once with ``seed``, autoreset, keep episodes in finishing order."""
+        """Native vector env: reset once with ``seed``, autoreset, keep episodes in finishing order.
+
+        A PowerZoo vector env in another autoreset mode collects in same-step mode (restored after).
+        """
+        env = self.env
+        if env.metadata.get("autoreset_mode") != gym.vector.AutoresetMode.SAME_STEP:
+            with env.autoreset_as("same_step"):
+                self._collect_same_step(policy, n_episodes, seed, appender, bar)
+        else:
+            self._collect_same_step(policy, n_episodes, seed, appender, bar)
+
+    def _collect_same_step(self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any) -> None:
         env = self.env
         buffer = EpisodeBuffer(self._names, batched=True)
         obs, info = env.reset(seed=seed)

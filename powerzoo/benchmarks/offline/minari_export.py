@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["to_minari"]
+__all__ = ["to_minari", "dataset_env_spec"]
 
 
 def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
@@ -15,7 +16,9 @@ def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
 
     Single-agent datasets with Box bounds only. Minari stores ``T + 1`` observations per episode
     (the last ``next_observation`` appended). ``kwargs`` go to ``minari.create_dataset_from_buffers``
-    (``author``, ``description``, ...); ``algorithm_name`` defaults to the dataset's policy.
+    (``author``, ``description``, ...); ``algorithm_name`` defaults to the dataset's policy and
+    ``env`` to the task's registered Gymnasium id with the dataset's split and normalisation, so
+    ``minari.load_dataset(dataset_id).recover_environment()`` rebuilds the env.
     """
     try:
         import minari
@@ -41,6 +44,25 @@ def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
             truncations=ep["truncations"],
         ))
     kwargs.setdefault("algorithm_name", attrs.get("policy"))
+    if "env" not in kwargs:
+        kwargs["env"] = dataset_env_spec(attrs)
     return minari.create_dataset_from_buffers(
         dataset_id, buffer=buffers, observation_space=obs_space, action_space=act_space, **kwargs
     )
+
+
+def dataset_env_spec(attrs: dict[str, Any]) -> gym.envs.registration.EnvSpec | None:
+    """The Gymnasium spec that rebuilds a dataset's env (task id, split, normalisation), or ``None``.
+
+    ``None`` when the task has no registered Gymnasium id (multi-agent tasks).
+    """
+    from powerzoo.envs.registration import GYM_IDS, register_envs
+
+    env_id = GYM_IDS.get(str(attrs.get("task", "")))
+    if env_id is None:
+        return None
+    register_envs()
+    spec = copy.deepcopy(gym.spec(env_id))
+    spec.kwargs = {**spec.kwargs, "split": str(attrs.get("split") or "train"),
+                   "normalize": bool(attrs.get("normalized", False))}
+    return spec

@@ -1,0 +1,207 @@
+"""PowerZoo under the client libraries users bring, used the way their own docs use them.
+
+Gymnasium (`make` / `make_vec` / vector wrappers), SuperSuit, TorchRL (`GymEnv`,
+`PettingZooWrapper`) and Minari (`DataCollector`, `recover_environment`).
+"""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import powerzoo  # noqa: F401  (registers the Gymnasium ids)
+from powerzoo.envs.registration import GYM_IDS
+from powerzoo.rl import make_env
+from powerzoo.tasks import list_tasks, task_spec
+
+TASK = "battery_arbitrage"
+H = 48
+
+
+# ---- Gymnasium registration -----------------------------------------------------------------------
+def test_gym_make_accepts_render_mode_none_and_task_options():
+    env = gym.make("powerzoo/BatteryArbitrage-v0", render_mode=None, split="val", normalize=True)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs) and env.unwrapped.task.split == "val"
+    with pytest.raises(ValueError, match="no render modes"):
+        gym.make("powerzoo/BatteryArbitrage-v0", render_mode="human")
+
+
+def test_gym_make_rejects_unknown_keywords_like_a_python_function():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'frameskip'"):
+        gym.make("powerzoo/BatteryArbitrage-v0", frameskip=4)
+    # task parameters are not unknown
+    env = gym.make("powerzoo/BatteryArbitrage-v0", energy_capacity_mwh=200.0)
+    assert env.unwrapped.task.battery.energy_capacity_mwh == 200.0
+
+
+def test_make_vec_uses_the_native_vector_entry_point():
+    env = gym.make_vec("powerzoo/DCMicrogrid-v0", num_envs=8)
+    assert type(env.unwrapped).__name__ == "PowerZooVectorEnv" and env.num_envs == 8
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (8, *env.single_observation_space.shape)
+
+
+def test_torchrl_gym_env_rolls_out():
+    from torchrl.envs import GymEnv
+
+    env = GymEnv("powerzoo/BatteryArbitrage-v0")
+    rollout = env.rollout(10)
+    assert rollout["next", "reward"].shape == (10, 1)
+    assert not rollout["next", "done"].any()
+
+
+# ---- native vector env: Gymnasium's conventions ------------------------------------------------------
+def test_gymnasium_vector_wrappers_accept_the_native_env():
+    env = make_env(TASK, num_envs=4)
+    env = gym.wrappers.vector.RecordEpisodeStatistics(gym.wrappers.vector.NormalizeObservation(env))
+    env.reset(seed=0)
+    episodes = []
+    for _ in range(2 * H + 2):
+        _, _, _, _, info = env.step(np.zeros((4, 1), np.float32))
+        if "episode" in info:
+            episodes.append(info["episode"]["l"][info["_episode"]])
+    assert np.concatenate(episodes).tolist() == [H] * 8  # two whole episodes per env, autoreset in between
+
+
+def test_next_step_autoreset_starts_the_next_episode_on_the_following_step():
+    env = make_env(TASK, num_envs=3, seed=0)
+    env.reset(seed=0, options={"day_id": [0, 1, 2]})
+    for _ in range(H):
+        obs, reward, terminated, truncated, info = env.step(np.full((3, 1), 25.0, np.float32))
+    assert truncated.all() and np.all(obs[:, 5] == 0.0)  # the last observation itself (time_remaining 0)
+    assert "final_obs" not in info
+    obs, reward, terminated, truncated, info = env.step(np.full((3, 1), 25.0, np.float32))
+    assert np.all(obs[:, 5] == 1.0) and not (terminated | truncated).any()  # first observation of the next day
+    assert np.all(reward == 0.0) and np.all(info["constraint_costs"] == 0.0) and np.all(info["step"] == 0)
+    _, reward, *_ = env.step(np.full((3, 1), 25.0, np.float32))
+    assert np.all(reward != 0.0)  # and now they trade again
+
+
+def test_same_step_and_disabled_modes_are_selectable():
+    same = make_env(TASK, num_envs=2, autoreset_mode="same_step", seed=0)
+    assert same.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    off = make_env(TASK, num_envs=2, autoreset_mode="disabled", seed=0)
+    for _ in range(H):
+        obs, *_ = off.step(np.zeros((2, 1), np.float32))
+    obs, *_ = off.step(np.zeros((2, 1), np.float32))
+    assert np.all(obs[:, 5] < 0.0)  # no reset: the episodes ran past their horizon
+    with pytest.raises(ValueError, match="unknown autoreset_mode"):
+        make_env(TASK, num_envs=2, autoreset_mode="sometimes")
+    with pytest.raises(ValueError, match="pass num_envs"):
+        make_env(TASK, autoreset_mode="same_step")
+
+
+def test_reset_mask_restarts_only_the_masked_rows_on_the_given_days():
+    env = make_env(TASK, split="test", num_envs=3, seed=0)
+    env.reset(seed=0, options={"day_id": [0, 1, 2]})
+    for _ in range(5):
+        env.step(np.zeros((3, 1), np.float32))
+    obs, info = env.reset(options={"reset_mask": np.array([False, True, False]), "day_id": 7})
+    assert info["day_id"].tolist() == [0, 7, 2] and info["step"].tolist() == [5, 0, 5]
+    assert obs[1, 5] == 1.0 and obs[0, 5] < 1.0
+    with pytest.raises(ValueError, match="reset_mask must be 3 bools"):
+        env.reset(options={"reset_mask": [1, 0, 1]})
+
+
+def test_per_env_seed_lists_are_deterministic_and_checked():
+    def first_days(seed):
+        return make_env(TASK, num_envs=4).reset(seed=seed)[1]["day_id"].tolist()
+
+    assert first_days([1, 2, 3, 4]) == first_days([1, 2, 3, 4])
+    assert first_days([1, 2, 3, 4]) != first_days([4, 3, 2, 1])
+    with pytest.raises(ValueError, match="a list of 4 ints"):
+        make_env(TASK, num_envs=4).reset(seed=[1, 2])
+
+
+# ---- infos: numeric, the same keys at reset and step ----------------------------------------------
+def _is_numeric(value):
+    return isinstance(value, (bool, int, float, np.number, np.bool_)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
+    )
+
+
+@pytest.mark.parametrize("task", list_tasks())
+def test_reset_and_step_infos_have_the_same_numeric_keys(task):
+    multi = task_spec(task).agent_mode == "multi"
+    env = make_env(task, seed=0, **({"framework": "pettingzoo"} if multi else {}))
+    _, reset_info = env.reset(seed=0)
+    if multi:
+        actions = {a: env.action_space(a).sample() for a in env.possible_agents}
+        step_info = env.step(actions)[-1]
+        reset_info, step_info = reset_info[env.possible_agents[0]], step_info[env.possible_agents[0]]
+    else:
+        step_info = env.step(env.action_space.sample())[-1]
+    assert reset_info.keys() == step_info.keys()
+    for key in step_info:
+        assert _is_numeric(step_info[key]) and _is_numeric(reset_info[key]), key
+        assert np.shape(step_info[key]) == np.shape(reset_info[key]), key
+    assert np.all(np.asarray(reset_info["constraint_costs"]) == 0.0)
+    assert env.unwrapped.selected_constraint_names() if not multi else env.selected_constraint_names()
+
+
+def test_wrapped_env_infos_keep_the_keys_of_their_wrappers_at_reset():
+    env = make_env(TASK, seed=0, safe_rl=True, reward={"soc_violation": 10.0})
+    _, reset_info = env.reset(seed=0)
+    step_info = env.step(env.action_space.sample())[-1]
+    assert reset_info.keys() == step_info.keys() and {"cost", "task_reward"} <= set(reset_info)
+
+
+# ---- PettingZoo clients --------------------------------------------------------------------------
+def test_supersuit_pettingzoo_to_vec_env_recipe():
+    import supersuit as ss
+
+    env = ss.pettingzoo_env_to_vec_env_v1(make_env("marl_opf", framework="pettingzoo", normalize=True))
+    env = ss.concat_vec_envs_v1(env, 2, num_cpus=0, base_class="gymnasium")
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (10, 10)  # 2 copies x 5 agents
+    obs, rewards, terminated, truncated, _ = env.step(np.zeros((10, 1), np.float32))
+    assert rewards.shape == (10,) and np.all(np.isfinite(rewards))
+
+
+def test_torchrl_pettingzoo_wrapper_rolls_out():
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+
+    env = PettingZooWrapper(make_env("marl_opf", framework="pettingzoo", normalize=True), use_mask=False)
+    rollout = env.rollout(5)
+    assert rollout["next", "gen", "reward"].shape == (5, 5, 1)
+    assert ("gen", "info", "cost_sum") in rollout.keys(True)
+
+
+# ---- Minari -----------------------------------------------------------------------------------------
+@pytest.fixture
+def minari_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    return tmp_path
+
+
+def test_minari_data_collector_records_infos_and_recovers_the_env(minari_home):
+    import minari
+
+    env = minari.DataCollector(make_env(TASK, split="val", normalize=True, seed=0), record_infos=True)
+    for episode in range(2):
+        env.reset(seed=episode)
+        done = False
+        while not done:
+            *_, terminated, truncated, _ = env.step(env.action_space.sample())
+            done = terminated or truncated
+    dataset = env.create_dataset("powerzoo/battery-collector-v0", algorithm_name="random")
+    episode = next(dataset.iterate_episodes())
+    assert dataset.total_episodes == 2 and len(episode.rewards) == H
+    assert episode.infos["cost_sum"].shape == (H + 1,)  # the reset info, then one per step
+    recovered = minari.load_dataset("powerzoo/battery-collector-v0").recover_environment()
+    assert recovered.spec.id == GYM_IDS[TASK] and recovered.spec.kwargs["split"] == "val"
+    assert recovered.action_space == env.action_space
+
+
+def test_to_minari_stores_the_env_spec(minari_home):
+    import minari
+
+    from powerzoo.benchmarks import DatasetGenerator, RandomPolicy
+
+    env = make_env(TASK, split="test", normalize=True, seed=0)
+    data = DatasetGenerator(env).collect(RandomPolicy(env.action_space), 2, minari_home / "d.h5", seed=0)
+    data.to_minari("powerzoo/battery-export-v0")
+    recovered = minari.load_dataset("powerzoo/battery-export-v0").recover_environment()
+    obs, _ = recovered.reset(seed=0)
+    assert recovered.observation_space.contains(obs) and recovered.spec.kwargs["normalize"] is True
