@@ -34,6 +34,11 @@ def test_gym_make_rejects_unknown_keywords_like_a_python_function():
     assert env.unwrapped.task.battery.energy_capacity_mwh == 200.0
 
 
+def test_every_single_agent_task_is_registered_under_its_spec_id():
+    single = {t: task_spec(t).gym_id for t in list_tasks() if task_spec(t).agent_mode == "single"}
+    assert single == GYM_IDS and all(env_id in gym.registry for env_id in GYM_IDS.values())
+
+
 def test_make_vec_uses_the_native_vector_entry_point():
     env = gym.make_vec("powerzoo/DCMicrogrid-v0", num_envs=8)
     assert type(env.unwrapped).__name__ == "PowerZooVectorEnv" and env.num_envs == 8

@@ -158,7 +158,7 @@ def build_env(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) ->
         raise ValueError("autoreset_mode applies to the native vector env; pass num_envs=N with it")
     env = _make_single_agent_env(name, options, task_kwargs)
     if options.num_envs is None:
-        env.unwrapped.spec = registered_spec(name, options, task_kwargs)
+        env.unwrapped.spec = registered_spec(spec.gym_id, name, options, task_kwargs)
     if options.seed is not None:
         env.action_space.seed(options.seed)
         env.observation_space.seed(options.seed)
@@ -166,7 +166,7 @@ def build_env(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) ->
     return env
 
 
-def registered_spec(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) -> Any:
+def registered_spec(gym_id: str | None, name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) -> Any:
     """The Gymnasium ``EnvSpec`` that ``gymnasium.make`` would rebuild this env from, or ``None``.
 
     Recorders (Minari's ``DataCollector``, ``recover_environment``) read ``env.spec``. ``None``
@@ -174,9 +174,7 @@ def registered_spec(name: str, options: EnvOptions, task_kwargs: Mapping[str, An
     """
     from gymnasium.envs.registration import EnvSpec
 
-    from powerzoo.envs.registration import GYM_IDS
-
-    if name not in GYM_IDS:
+    if gym_id is None:
         return None
     defaults = EnvOptions()
     kwargs: dict[str, Any] = {"task": name}
@@ -190,7 +188,7 @@ def registered_spec(name: str, options: EnvOptions, task_kwargs: Mapping[str, An
     except (TypeError, ValueError):
         return None
     return EnvSpec(
-        id=GYM_IDS[name],
+        id=gym_id,
         entry_point="powerzoo.envs.registration:make_registered",
         vector_entry_point="powerzoo.envs.registration:make_registered_vector",
         kwargs=kwargs, order_enforce=False, disable_env_checker=True,

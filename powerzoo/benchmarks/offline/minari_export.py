@@ -56,9 +56,11 @@ def dataset_env_spec(attrs: dict[str, Any]) -> gym.envs.registration.EnvSpec | N
 
     ``None`` when the task has no registered Gymnasium id (multi-agent tasks).
     """
-    from powerzoo.envs.registration import GYM_IDS, register_envs
+    from powerzoo.envs.registration import register_envs
+    from powerzoo.tasks import list_tasks, task_spec
 
-    env_id = GYM_IDS.get(str(attrs.get("task", "")))
+    task = str(attrs.get("task", ""))
+    env_id = task_spec(task).gym_id if task in list_tasks() else None
     if env_id is None:
         return None
     register_envs()
