@@ -165,6 +165,11 @@ class _TaskMetadata:
         """Order of ``info["selected_constraint_costs"]`` (the task's CMDP costs)."""
         return self.task_spec.selected_constraints
 
+    @property
+    def agent_groups(self) -> dict[str, list[str]]:
+        """Agents of each kind, ``{group: [agent, ...]}`` (one group ``"agents"`` if all are alike)."""
+        return {g.name: list(g.agents) for g in self.task_spec.groups}
+
     def current_date(self) -> str:
         """Calendar date of the running episode (``YYYY-MM-DD``; the first env's for a batch)."""
         return str(self.core.runner.current_dates()[0])
@@ -301,6 +306,20 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
 
     def action_space(self, agent: str) -> gym.Space:
         return self._act[agent]
+
+    def group_arrays(self, per_agent: dict[str, Any]) -> dict[str, np.ndarray]:
+        """``{agent: [N, ...]}`` -> ``{group: [N, n_group, ...]}`` (one network per group)."""
+        return {g: np.stack([np.asarray(per_agent[a]) for a in agents], axis=1) for g, agents in self.agent_groups.items()}
+
+    def agent_arrays(self, per_group: dict[str, Any]) -> dict[str, np.ndarray]:
+        """``{group: [N, n_group, ...]}`` -> ``{agent: [N, ...]}``, e.g. a group's actions for :meth:`step`."""
+        out: dict[str, np.ndarray] = {}
+        for g, agents in self.agent_groups.items():
+            values = np.asarray(per_group[g])
+            if values.ndim < 2 or values.shape[1] != len(agents):
+                raise ValueError(f"group {g!r} needs an array [N, {len(agents)}, ...], got shape {values.shape}")
+            out.update({a: values[:, i] for i, a in enumerate(agents)})
+        return out
 
     def _split(self, obs: np.ndarray) -> dict[str, np.ndarray]:
         return {a: obs[:, i] for i, a in enumerate(self.possible_agents)}

@@ -65,6 +65,11 @@ def info(name: str) -> dict[str, Any]:
         "agent_mode": spec.agent_mode,
         "n_agents": len(spec.agents),
         "agents": list(spec.agents),
+        "agent_groups": {
+            g.name: {"agents": list(g.agents), "description": g.description,
+                     "action": [n.removeprefix(f"{g.agents[0]}.") for n in spec.agent_action_names(g.agents[0])]}
+            for g in spec.groups
+        },
         "observation_space": spec.observation.describe(),
         "action_space": spec.action.describe(),
         "reward": {"description": spec.reward_doc, "terms": list(spec.reward_terms), "presets": list(spec.reward_presets)},
@@ -109,6 +114,12 @@ def describe(name: str) -> str:
             f"{d['task_id']} ({d['agent_mode']}-agent, {d['n_agents']} agent(s))",
             f"  {d['description']}",
             f"  horizon: {d['horizon']} steps x {d['step_minutes']} min",
+            *(
+                ["  agent groups: " + "; ".join(
+                    f"{name} ({len(g['agents'])}: {', '.join(g['action'])})" for name, g in d["agent_groups"].items()
+                )]
+                if d["agent_mode"] == "multi" else []
+            ),
             "  observation:",
             vector(d["observation_space"]),
             "  action:",

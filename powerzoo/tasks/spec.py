@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["VectorSpec", "TaskSpec"]
+__all__ = ["VectorSpec", "AgentGroup", "TaskSpec"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +82,19 @@ class VectorSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class AgentGroup:
+    """Agents of one kind (batteries, PV inverters, ...): their actions mean the same thing.
+
+    A trainer can build one network per group. Every agent of a task belongs to exactly one
+    group; a homogeneous task is the one-group case (:attr:`TaskSpec.groups`).
+    """
+
+    name: str
+    agents: tuple[str, ...]
+    description: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class TaskSpec:
     """Static description of a task (see SPEC section 3 for the meaning of each field).
 
@@ -116,6 +129,10 @@ class TaskSpec:
     termination_doc: str = "never terminates early; episodes are truncated at the horizon"
     gamma: float = 0.99
     gym_id: str | None = None
+    # heterogeneous multi-agent tasks: agents of each kind (empty: one group with every agent).
+    # Every agent's observation has the same length in each mode (kinds fill the fields that
+    # apply to them); actions have the same length per agent, with per-agent bounds and names.
+    agent_groups: tuple[AgentGroup, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.selected_constraints) - set(self.constraint_names)
@@ -127,10 +144,30 @@ class TaskSpec:
             raise ValueError(f"{self.task_id}: one unit per constraint needed")
         if self.action.dim % len(self.agents):
             raise ValueError(f"{self.task_id}: joint action dim {self.action.dim} not divisible by the agent count")
+        grouped = [a for group in self.agent_groups for a in group.agents]
+        if self.agent_groups and sorted(grouped) != sorted(self.agents):
+            raise ValueError(f"{self.task_id}: agent_groups must list every agent exactly once, got {grouped}")
 
     @property
     def agent_mode(self) -> str:
         return "single" if len(self.agents) == 1 else "multi"
+
+    @property
+    def groups(self) -> tuple[AgentGroup, ...]:
+        """The agent groups (one group named ``"agents"`` for a homogeneous task)."""
+        return self.agent_groups or (AgentGroup("agents", self.agents),)
+
+    def group_of(self, agent: str) -> str:
+        """Name of the group ``agent`` belongs to."""
+        for group in self.groups:
+            if agent in group.agents:
+                return group.name
+        raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.agents)}")
+
+    def agent_action_names(self, agent: str) -> tuple[str, ...]:
+        """Names of ``agent``'s action entries (its slice of the agent-major joint action)."""
+        i, d = self.agents.index(agent), self.agent_action_dim
+        return self.action.names[i * d : (i + 1) * d]
 
     @property
     def agent_action_dim(self) -> int:
