@@ -1,8 +1,13 @@
 """The powerzoo command line: list, describe, demo, errors."""
 
+import csv
 import json
+import shlex
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from powerzoo.cli.main import main
 
@@ -84,3 +89,29 @@ def test_train_with_a_bad_config_names_the_field(tmp_path):
     assert "Traceback" not in result.stderr
     result = run_cli("train", "battery_arbitrage", "-c", "x.yaml")
     assert result.returncode == 2 and "either a task" in result.stderr
+
+
+@pytest.mark.parametrize("marl", ["shared", pytest.param("il", marks=pytest.mark.slow)])
+def test_eval_of_a_multi_agent_run_with_the_printed_command(tmp_path, capsys, marl):
+    train = run_cli("train", "marl_opf", "--marl", marl, "--timesteps", "2000", "--output-dir", str(tmp_path / "runs"),
+                    "--no-progress")
+    assert train.returncode == 0, train.stderr
+    printed = next(line for line in train.stdout.splitlines() if line.startswith("evaluate on the test split: "))
+    command = shlex.split(printed.split(": ", 1)[1])
+    assert command[:2] == ["powerzoo", "eval"] and command[-2:] == ["--split", "test"]
+    run = Path(command[2])
+    assert run.parent == tmp_path / "runs" and (run / "agents").is_dir()
+    with (run / "evaluation" / "evaluation_metrics.csv").open() as handle:  # evaluated once, at the end
+        assert [row["timestep"] for row in csv.DictReader(handle)] == ["2000"]
+
+    evaluated = run_cli(*command[1:], "--episodes", "2")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "marl_opf — final model on the test split" in evaluated.stdout
+    assert "cost power_imbalance (per episode)" in evaluated.stdout
+    rows = (run / "evaluation" / "eval_test_final.csv").read_text().splitlines()
+    assert rows[0] == "day_id,return,length,cost_thermal_overload,cost_power_imbalance" and len(rows) == 3
+    assert all(int(r.split(",")[2]) == 48 for r in rows[1:])
+    assert (run / "evaluation" / "eval_test_final_day0.png").read_bytes()[:4] == b"\x89PNG"
+
+    assert main(["eval", str(run), "--model", "latest"]) == 2  # a multi-agent run keeps no checkpoints
+    assert "is a multi-agent run: it keeps only its final models" in capsys.readouterr().err

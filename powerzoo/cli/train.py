@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,9 @@ def _print_result(result: Any) -> None:
     print(f"env steps: {result.num_timesteps:,} ({result.status}{': ' + result.stop_reason if result.stop_reason else ''}), "
           f"{result.wall_seconds:.1f} s")
     if best is not None:
-        print(f"best evaluation mean return: {best:,.2f} ({len(result.evaluations)} evaluations)")
-    print(f"evaluate on the test split: powerzoo eval {result.run_dir} --split test")
+        n = len(result.evaluations)
+        print(f"best evaluation mean return: {best:,.2f} ({n} evaluation{'s' if n != 1 else ''})")
+    print(f"evaluate on the test split: powerzoo eval {shlex.quote(str(result.run_dir))} --split test")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:

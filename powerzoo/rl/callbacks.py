@@ -24,12 +24,49 @@ from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_m
 from powerzoo.rl.policy import ModelPolicy, frozen_obs_stats
 
 __all__ = [
+    "EVAL_CSV",
+    "evaluation_row",
+    "write_evaluation_csv",
     "EvaluationCallback",
     "RunCheckpointCallback",
     "ConstraintCostCallback",
     "StopConditionCallback",
     "TqdmProgressCallback",
 ]
+
+
+EVAL_CSV = "evaluation_metrics.csv"
+"""One row per evaluation, in the run's ``evaluation/`` folder."""
+
+
+def evaluation_row(summary: dict[str, Any], timestep: int, seconds: float) -> dict[str, Any]:
+    """One ``evaluation_metrics.csv`` row from an :func:`~powerzoo.benchmarks.evaluation.evaluate_days` summary.
+
+    ``timestep``: env steps trained when evaluated; ``seconds``: wall time of the evaluation.
+    """
+    return {
+        "timestep": int(timestep),
+        "episodes": summary["episodes"],
+        "mean_return": summary["mean_return"],
+        "std_return": summary["std_return"],
+        "iqm_return": summary["iqm_return"],
+        "mean_length": summary["mean_length"],
+        **{f"cost_{k}": v for k, v in summary["mean_costs"].items()},
+        "violation_rate": summary["violation_rate"],
+        "eval_seconds": round(seconds, 3),
+    }
+
+
+def write_evaluation_csv(eval_dir: str | Path, history: Sequence[dict[str, Any]]) -> Path:
+    """(Re)write ``eval_dir/evaluation_metrics.csv`` atomically from every row of ``history``."""
+    fields: list[str] = []
+    for row in history:
+        fields += [k for k in row if k not in fields]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(history)
+    return atomic_write_text(Path(eval_dir) / EVAL_CSV, buffer.getvalue())
 
 
 class ConstraintCostCallback(BaseCallback):
@@ -72,6 +109,8 @@ class EvaluationCallback(BaseCallback):
     frozen into the evaluation policy (:class:`~powerzoo.rl.policy.ModelPolicy`); the training
     env is never touched. Each evaluation runs the same ``day_ids`` of the evaluation split with
     the same seeds, so evaluations are comparable and a reloaded best model reproduces its score.
+
+    The trainer calls :meth:`evaluate_at_end` after ``learn``, so the last row is at the final step.
 
     Writes ``evaluation/evaluation_metrics.csv`` (rewritten at every evaluation, one row each),
     ``evaluation/best_model.zip`` + ``best_vecnormalize.pkl`` + ``best_model.json`` when the mean
@@ -118,6 +157,22 @@ class EvaluationCallback(BaseCallback):
             self.evaluate_now()
         return True
 
+    def evaluate_at_end(self) -> dict[str, Any] | None:
+        """After ``learn``: evaluate once more unless the last evaluation was at this exact step.
+
+        A run shorter than ``eval_freq`` (or stopped between evaluations) still ends with a CSV
+        row and a best model. Returns the new row, or ``None`` when nothing was evaluated (the
+        last row is at the final step, or ``learn`` never started this callback).
+        """
+        model = getattr(self, "model", None)
+        if model is None:
+            return None
+        steps = int(model.num_timesteps)
+        if self.history and int(self.history[-1]["timestep"]) == steps:
+            return None
+        self.num_timesteps = steps
+        return self.evaluate_now()
+
     def evaluate_now(self) -> dict[str, Any]:
         """Run one evaluation at the current step, update the CSV / best model, return its row."""
         from powerzoo.benchmarks.evaluation import evaluate_days
@@ -127,21 +182,11 @@ class EvaluationCallback(BaseCallback):
         policy = ModelPolicy(self.model, stats, deterministic=self.deterministic)
         started = time.perf_counter()
         summary = evaluate_days(policy, self.eval_env, self.day_ids, seed=self.seed)
-        row: dict[str, Any] = {
-            "timestep": int(self.num_timesteps),
-            "episodes": summary["episodes"],
-            "mean_return": summary["mean_return"],
-            "std_return": summary["std_return"],
-            "iqm_return": summary["iqm_return"],
-            "mean_length": summary["mean_length"],
-            **{f"cost_{k}": v for k, v in summary["mean_costs"].items()},
-            "violation_rate": summary["violation_rate"],
-            "eval_seconds": round(time.perf_counter() - started, 3),
-        }
+        row = evaluation_row(summary, int(self.num_timesteps), time.perf_counter() - started)
         improved = row["mean_return"] > self.best_mean_return
         row["new_best"] = improved
         self.history.append(row)
-        self._write_csv()
+        write_evaluation_csv(self.eval_dir, self.history)
         if improved:
             self._save_best(row, vec_normalize)
         for key in ("mean_return", "std_return", "mean_length", "violation_rate"):
@@ -152,16 +197,6 @@ class EvaluationCallback(BaseCallback):
         if self.on_evaluation is not None:
             self.on_evaluation(row)
         return row
-
-    def _write_csv(self) -> None:
-        fields: list[str] = []
-        for row in self.history:
-            fields += [k for k in row if k not in fields]
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(self.history)
-        atomic_write_text(self.eval_dir / "evaluation_metrics.csv", buffer.getvalue())
 
     def _save_best(self, row: dict[str, Any], vec_normalize: Any) -> None:
         atomic_save(self.eval_dir / "best_model.zip", self.model.save)

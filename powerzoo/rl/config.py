@@ -2,7 +2,9 @@
 
 The file is parsed with ``yaml.safe_load`` / ``json`` and validated by pydantic models; nothing in
 it is evaluated as code. Unknown and missing fields raise :class:`ConfigError`, which names the
-file and the field (``evaluation.freq``). Minimal file::
+file and the field (``evaluation.freq``); so do values the task rejects (a split it lacks, an
+unknown task parameter, an ``obs_mode``, ``forecast_horizon`` or ``reward`` it does not take),
+checked from the task's spec before any run folder is written. Minimal file::
 
     task: battery_arbitrage
     total_timesteps: 100000
@@ -14,8 +16,9 @@ Every field, with its default::
     policy: MlpPolicy
     total_timesteps: 100000          # env steps over all parallel envs; or `episodes: N`
     seed: 0
-    n_envs: 1                        # parallel training envs
-    vec_env: dummy                   # dummy (one process) or subproc
+    n_envs: 1                        # parallel training envs (the native batch size)
+    vec_env: native                  # native: one batched numpy call steps all n_envs;
+                                     # dummy: n_envs single envs in turn; subproc: one process each
     env:                             # make_env options of the training env
       split: train
       normalize: true                # fixed affine maps: obs ~[-1, 1], actions in [-1, 1]
@@ -30,9 +33,10 @@ Every field, with its default::
       clip_reward: 10.0
     algorithm_kwargs: {}             # passed to the SB3 constructor (gamma: 0.999 preset on
                                      # tasks of >= 168 steps)
-    evaluation:                      # null or false: no evaluation callback
+    evaluation:                      # null or false: no evaluation
       split: val
-      freq: 10000                    # env steps between evaluations, whatever n_envs
+      freq: 10000                    # env steps between evaluations, whatever n_envs (and one
+                                     # more at the end; multi-agent runs: only at the end)
       episodes: 8                    # val days, evenly spread over the split
       deterministic: true
     checkpoint:                      # null or false: no checkpoints
@@ -53,6 +57,7 @@ Every field, with its default::
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -72,6 +77,9 @@ __all__ = [
     "CheckpointConfig",
     "LoggingConfig",
     "RLConfig",
+    "resolve_config",
+    "task_field_problems",
+    "DEFAULT_BUDGET",
 ]
 
 
@@ -142,7 +150,7 @@ class TrainConfig(_Section):
     episodes: int | None = Field(default=None, ge=1)
     seed: int = 0
     n_envs: int = Field(default=1, ge=1)
-    vec_env: Literal["dummy", "subproc"] = "dummy"
+    vec_env: Literal["native", "dummy", "subproc"] = "native"
     env: EnvConfig = Field(default_factory=EnvConfig)
     vec_normalize: VecNormalizeConfig | None = Field(default_factory=VecNormalizeConfig)
     algorithm_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -205,6 +213,9 @@ class TrainConfig(_Section):
             raise ConfigError(f"{where}: {_format_errors(err)}") from None
         except ValueError as err:  # raised by validators outside pydantic's wrapping
             raise ConfigError(f"{where}: {err}") from None
+        problems = task_field_problems(config)
+        if problems:
+            raise ConfigError(f"{where}: {'; '.join(problems)}")
         config._source = source
         return config
 
@@ -260,6 +271,98 @@ class TrainConfig(_Section):
 
 RLConfig = TrainConfig
 """Alias (SPEC 7 names both)."""
+
+DEFAULT_BUDGET = 100_000
+"""Env steps trained when neither ``total_timesteps`` nor ``episodes`` is given to a ``Trainer``."""
+
+
+def task_field_problems(config: TrainConfig) -> list[str]:
+    """What the config's task rejects, checked from its spec (no data loaded, nothing written).
+
+    One ``"field 'env.split': ..."`` message per bad field: ``env.task_kwargs`` (unknown names or
+    bad values), ``env.split`` and ``evaluation.split`` (one of the task's splits),
+    ``env.obs_mode`` (multi-agent tasks only), ``env.forecast_horizon`` (single-agent tasks with
+    forecastable series, at most the horizon) and ``env.reward`` (preset name or term weights).
+    ``TrainConfig.from_dict`` / ``from_file`` raise them as one :class:`ConfigError`, so a bad
+    field fails before a run folder exists.
+    """
+    from powerzoo.envs.pipeline import check_forecast_horizon, compile_reward
+    from powerzoo.tasks.registry import task_spec
+
+    env, problems = config.env, []
+    try:
+        spec = task_spec(config.task, **env.task_kwargs)
+    except (TypeError, ValueError) as err:
+        problems.append(f"field 'env.task_kwargs': {err}")
+        spec = task_spec(config.task)
+    splits = [("env.split", env.split)]
+    if config.evaluation is not None:
+        splits.append(("evaluation.split", config.evaluation.split))
+    for field, split in splits:
+        if split not in spec.splits:
+            problems.append(f"field '{field}': unknown split {split!r} for {config.task}; valid: {', '.join(spec.splits)}")
+    multi = spec.agent_mode == "multi"
+
+    def obs_mode(mode: Any) -> None:
+        if not multi:
+            raise ValueError(f"{config.task} is single-agent and has no observation modes; got {mode!r} (leave it null)")
+        spec.observation_spec(mode)
+
+    def forecast_horizon(horizon: Any) -> None:
+        if multi:
+            raise ValueError(f"forecast_horizon is for single-agent tasks; {config.task} takes obs_mode: "
+                             "local_plus_forecast (forecasts in each agent's observation)")
+        check_forecast_horizon(spec, horizon)
+
+    checks = {"env.obs_mode": (env.obs_mode, obs_mode), "env.forecast_horizon": (env.forecast_horizon, forecast_horizon),
+              "env.reward": (env.reward, lambda reward: compile_reward(spec, reward))}
+    for field, (value, check) in checks.items():
+        if value is None:
+            continue
+        try:
+            check(value)
+        except ValueError as err:
+            problems.append(f"field '{field}': {err}")
+    return problems
+
+
+def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfig:
+    """A validated :class:`TrainConfig` from a task name / dict / file / config plus keyword overrides.
+
+    Keywords that are config fields set them, ``make_env`` options (``split``, ``normalize``, ...)
+    go to ``env``, anything else goes to ``algorithm_kwargs`` (and must be an SB3 argument). A
+    dict for a section updates that section (``evaluation={"freq": 500}`` keeps the file's
+    ``evaluation.split`` and ``episodes``); ``None`` / ``False`` turns a section off.
+    ``algorithm`` / ``total_timesteps`` / ``seed`` set to ``None`` are ignored. Errors name the
+    config file (if any) and the field.
+    """
+    if isinstance(task_or_config, TrainConfig):
+        data, source = task_or_config.to_dict(), task_or_config._source
+    elif isinstance(task_or_config, Mapping):
+        data, source = dict(task_or_config), None
+    elif isinstance(task_or_config, (str, Path)) and Path(task_or_config).suffix.lower() in (".yaml", ".yml", ".json"):
+        data, source = TrainConfig.from_file(task_or_config).to_dict(), str(task_or_config)
+    elif isinstance(task_or_config, str):
+        data, source = {"task": task_or_config}, None
+    else:
+        raise TypeError(f"Trainer needs a task name, a TrainConfig, a dict or a config file path, got {task_or_config!r}")
+    env_fields = set(EnvConfig.model_fields)
+    for key, value in overrides.items():
+        if value is None and key in ("algorithm", "total_timesteps", "seed"):
+            continue
+        if key in TrainConfig.model_fields:
+            section = data.get(key)
+            merge = isinstance(value, Mapping) and isinstance(section, Mapping) and key != "algorithm_kwargs"
+            data[key] = {**section, **value} if merge else value
+        elif key in env_fields:
+            data["env"] = {**(data.get("env") or {}), key: value}
+        else:
+            data["algorithm_kwargs"] = {**(data.get("algorithm_kwargs") or {}), key: value}
+    if data.get("total_timesteps") is None and data.get("episodes") is None:
+        data["total_timesteps"] = DEFAULT_BUDGET
+    if overrides.get("total_timesteps") is not None:
+        data["episodes"] = None
+    return TrainConfig.from_dict(data, source=source)
 
 
 def _format_errors(err: ValidationError) -> str:

@@ -1,9 +1,11 @@
 """The multi-agent half of :class:`~powerzoo.rl.trainer.Trainer`: its two loops, eval env, policy and ``agents/``.
 
 :class:`MultiAgentRuns` is a mixin of ``Trainer``; it reads the trainer's ``config``, ``spec``,
-``task``, ``algorithm``, ``algorithm_kwargs()``, ``_ensure_run_dir()``, ``_set_torch_threads()`` and
-``save()``, and keeps the trained models in ``models`` (independent learners, one per agent) or
-``shared_model`` (one shared policy). The loops themselves are in :mod:`powerzoo.rl.marl`.
+``task``, ``algorithm``, ``algorithm_kwargs()``, ``_planned_run_dir()``, ``_ensure_run_dir()``,
+``_set_torch_threads()`` and ``save()``, and keeps the trained models in ``models`` (independent
+learners, one per agent) or ``shared_model`` (one shared policy). With evaluation configured, the
+trained agents are evaluated once at the end (``evaluation/evaluation_metrics.csv``). The loops
+themselves are in :mod:`powerzoo.rl.marl`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class MultiAgentRuns:
     models: dict[str, Any] | None
     shared_model: Any
     result: TrainResult | None
+    evaluations: list[dict[str, Any]]
 
     def _require_multi_agent(self, what: str) -> None:
         if not self.is_multi_agent:
@@ -52,6 +55,8 @@ class MultiAgentRuns:
         self._require_multi_agent("train_il")
         self._set_torch_threads()
         started = time.perf_counter()
+        self._planned_run_dir()
+        eval_env = self._final_eval_env()
         run_dir = self._ensure_run_dir()
         env = self.config.env
         n_agents = len(self.spec.agents)
@@ -64,7 +69,7 @@ class MultiAgentRuns:
             tensorboard_log=self._tensorboard_log(run_dir),
         )
         self.shared_model = None
-        return self._finish_multi_agent(run_dir, rounds * steps_per_round * n_agents, started)
+        return self._finish_multi_agent(run_dir, rounds * steps_per_round * n_agents, started, eval_env)
 
     def train_marl_simultaneous(self, total_timesteps: int | None = None) -> TrainResult:
         """All agents learn at once: one shared SB3 policy (one-hot agent id in the observation).
@@ -77,6 +82,8 @@ class MultiAgentRuns:
         self._require_multi_agent("train_marl_simultaneous")
         self._set_torch_threads()
         started = time.perf_counter()
+        self._planned_run_dir()
+        eval_env = self._final_eval_env()
         run_dir = self._ensure_run_dir()
         env = self.config.env
         budget = total_timesteps or self.config.budget_timesteps()
@@ -87,13 +94,42 @@ class MultiAgentRuns:
             progress=self.config.logging.progress_bar,
         )
         self.models = None
-        return self._finish_multi_agent(run_dir, budget, started)
+        return self._finish_multi_agent(run_dir, budget, started, eval_env)
 
-    def _finish_multi_agent(self, run_dir: Path, steps: int, started: float) -> TrainResult:
+    def _final_eval_env(self) -> Any:
+        """The evaluation env of :meth:`_evaluate_at_end` (``None`` without evaluation), built before the run folder."""
+        return None if self.config.evaluation is None else self._multi_agent_eval_env(self.config.evaluation.split)
+
+    def _evaluate_at_end(self, run_dir: Path, steps: int, eval_env: Any) -> list[dict[str, Any]]:
+        """Evaluate the trained agents once (``evaluation.episodes`` days of ``evaluation.split``).
+
+        Multi-agent training has no periodic evaluation; this writes the same
+        ``evaluation/evaluation_metrics.csv`` (one row) and ``best_model.json`` as a single-agent
+        run. The best model is the final one (``agents/``).
+        """
+        from powerzoo.benchmarks.baselines import select_days
+        from powerzoo.benchmarks.evaluation import evaluate_days
+        from powerzoo.envs.introspect import task_of
+        from powerzoo.rl.callbacks import evaluation_row, write_evaluation_csv
+
+        ev = self.config.evaluation
+        days = select_days(task_of(eval_env).n_days, ev.episodes)
+        started = time.perf_counter()
+        summary = evaluate_days(self._multi_agent_policy(ev.deterministic), eval_env, days, seed=self.config.seed)
+        row = {**evaluation_row(summary, steps, time.perf_counter() - started), "new_best": True}
+        write_evaluation_csv(run_dir / rd.EVAL_DIR, [row])
+        write_json(run_dir / rd.EVAL_DIR / "best_model.json",
+                   {"timestep": steps, "mean_return": row["mean_return"], "day_ids": days, "seed": self.config.seed,
+                    "deterministic": ev.deterministic, "model": f"{rd.AGENTS_DIR}/ (the final models)"})
+        return [row]
+
+    def _finish_multi_agent(self, run_dir: Path, steps: int, started: float, eval_env: Any) -> TrainResult:
         self.save(run_dir)
+        self.evaluations = [] if eval_env is None else self._evaluate_at_end(run_dir, steps, eval_env)
         write_json(run_dir / rd.STATE_FILE, {"status": "finished", "stop_reason": None, "num_timesteps": steps,
                                              "task": self.task, "algorithm": self.algorithm})
-        self.result = TrainResult(run_dir, steps, "finished", None, [], time.perf_counter() - started)
+        self.result = TrainResult(run_dir, steps, "finished", None, list(self.evaluations),
+                                  time.perf_counter() - started)
         return self.result
 
     def _multi_agent_eval_env(self, split: str) -> Any:

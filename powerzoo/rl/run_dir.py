@@ -6,10 +6,11 @@
         config.yaml                       resolved run config
         run_state.json                    status, env steps, stop reason (rewritten as it goes)
         tensorboard/                      TensorBoard event files (one run, continued on resume)
-        evaluation/evaluation_metrics.csv one row per evaluation
+        evaluation/evaluation_metrics.csv one row per evaluation, the last at the final step
         evaluation/best_model.zip         best model on the evaluation split
         evaluation/best_vecnormalize.pkl  its frozen normalisation statistics (if any)
-        evaluation/best_model.json        when and how well it scored
+        evaluation/best_model.json        when and how well it scored (multi-agent runs: the
+                                          final models, evaluated once at the end)
         checkpoints/step_<N>/             model.zip, vecnormalize.pkl, replay_buffer.pkl,
                                           rng.pkl, state.json
         checkpoints/latest                name of the newest complete checkpoint

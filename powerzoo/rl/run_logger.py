@@ -34,7 +34,7 @@ def run_logger(folder: Path, verbose: int, tensorboard: bool, purge_step: int | 
 
 def flush_logger(model: Any) -> None:
     """Flush the TensorBoard writers of ``model``'s logger to disk."""
-    for fmt in getattr(model.logger, "output_formats", []):
+    for fmt in getattr(getattr(model, "logger", None), "output_formats", []):
         writer = getattr(fmt, "writer", None)
         if writer is not None and callable(getattr(writer, "flush", None)):
             writer.flush()

@@ -56,9 +56,11 @@ def wrap_eval_env(agent: Any, eval_env: Any) -> Any:
 def cost_names(venv: Any, n_costs: int) -> tuple[str, ...]:
     """Names of the ``n_costs`` constraint costs of ``venv``'s first sub-env; their indices
     (``"0"``, ``"1"``, ...) when it does not name them (or runs in another process)."""
-    envs = getattr(_base_vec_env(venv), "envs", None)
+    base = _base_vec_env(venv)
+    envs = getattr(base, "envs", None)
+    first = envs[0] if envs else getattr(base, "env", None)  # DummyVecEnv's first env, or the native batch
     try:
-        names = tuple(str(n) for n in constraint_names_of(envs[0])) if envs else ()
+        names = tuple(str(n) for n in constraint_names_of(first)) if first is not None else ()
     except TypeError:  # not a PowerZoo env and no constraint_names() of its own
         names = ()
     return names if len(names) == n_costs else tuple(str(i) for i in range(n_costs))

@@ -8,11 +8,12 @@
     result = trainer.train()                       # run folder, evaluations, checkpoints
     trainer.evaluate(split="test")                 # mean/std return, costs, normalised score
     trainer.save("my_model")                       # model + normalisation statistics + config
-    Trainer.load("my_model").evaluate()
+    Trainer.load("my_model").evaluate()            # new trainer (trainer.load(path) loads into this one)
     Trainer.resume("runs/PPO-battery_arbitrage-seed0-20261121-101500")   # after a crash
 
-Single-agent tasks train one SB3 model on ``n_envs`` copies of ``make_env(task, ...)`` wrapped
-in SB3's ``VecNormalize`` (unless the config turns it off). Multi-agent tasks train with
+Single-agent tasks train one SB3 model on ``n_envs`` rows of the native batched env
+(:class:`~powerzoo.rl.native_vec_env.NativeVecEnv`, one numpy call per step; ``vec_env: dummy |
+subproc`` for SB3's own) wrapped in ``VecNormalize`` (unless the config turns it off). Multi-agent tasks train with
 :meth:`Trainer.train_il` (independent learners) or :meth:`Trainer.train_marl_simultaneous` (one
 shared policy); :meth:`Trainer.train` picks the latter (:mod:`powerzoo.rl.multi_agent_trainer`).
 The run folder layout is documented in :mod:`powerzoo.rl.run_dir`, checkpoints in
@@ -22,9 +23,10 @@ The run folder layout is documented in :mod:`powerzoo.rl.run_dir`, checkpoints i
 from __future__ import annotations
 
 import functools
+import inspect
 import pickle
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,7 @@ from powerzoo.rl.checkpoint import STATE_JSON, set_rng_state, write_checkpoint
 
 # config.py imports this module back inside TrainConfig.build() (which returns a Trainer): the
 # one import cycle kept inside rl/ (issue 12).
-from powerzoo.rl.config import EnvConfig, EvaluationConfig, TrainConfig
+from powerzoo.rl.config import EvaluationConfig, TrainConfig, resolve_config
 from powerzoo.rl.multi_agent_trainer import MultiAgentRuns
 from powerzoo.rl.policy import frozen_obs_stats
 from powerzoo.rl.result import TrainResult
@@ -48,7 +50,6 @@ from powerzoo.tasks.registry import make_task, task_spec
 __all__ = ["Trainer", "TrainResult", "MODEL_CHOICES"]
 
 MODEL_CHOICES = ("final", "best", "latest")
-_DEFAULT_BUDGET = 100_000
 
 
 def _make_single_env(task: str, env_options: dict[str, Any], split: str) -> Any:
@@ -59,38 +60,28 @@ def _make_single_env(task: str, env_options: dict[str, Any], split: str) -> Any:
     return make_env(task, split, **options, **task_kwargs)
 
 
-def _resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfig:
-    """A validated :class:`TrainConfig` from a task name / dict / file / config plus keyword overrides.
+class _class_or_instance_method:
+    """A method that works on the class and on an instance: ``f(cls, instance_or_None, *args)``.
 
-    Keywords that are config fields set them, ``make_env`` options (``split``, ``normalize``, ...)
-    go to ``env``, anything else goes to ``algorithm_kwargs`` (and must be an SB3 argument).
+    ``Trainer.load(path)`` calls ``f(Trainer, None, path)`` (a new trainer); ``trainer.load(path)``
+    calls ``f(Trainer, trainer, path)`` (load into ``trainer``). A plain ``classmethod`` would
+    quietly ignore the instance.
     """
-    if isinstance(task_or_config, TrainConfig):
-        data, source = task_or_config.to_dict(), task_or_config._source
-    elif isinstance(task_or_config, Mapping):
-        data, source = dict(task_or_config), None
-    elif isinstance(task_or_config, (str, Path)) and Path(task_or_config).suffix.lower() in (".yaml", ".yml", ".json"):
-        loaded = TrainConfig.from_file(task_or_config)
-        data, source = loaded.to_dict(), str(task_or_config)
-    elif isinstance(task_or_config, str):
-        data, source = {"task": task_or_config}, None
-    else:
-        raise TypeError(f"Trainer needs a task name, a TrainConfig, a dict or a config file path, got {task_or_config!r}")
-    env_fields = set(EnvConfig.model_fields)
-    for key, value in overrides.items():
-        if value is None and key in ("algorithm", "total_timesteps", "seed"):
-            continue
-        if key in TrainConfig.model_fields:
-            data[key] = value
-        elif key in env_fields:
-            data["env"] = {**(data.get("env") or {}), key: value}
-        else:
-            data["algorithm_kwargs"] = {**(data.get("algorithm_kwargs") or {}), key: value}
-    if data.get("total_timesteps") is None and data.get("episodes") is None:
-        data["total_timesteps"] = _DEFAULT_BUDGET
-    if "total_timesteps" in overrides and overrides["total_timesteps"] is not None:
-        data["episodes"] = None
-    return TrainConfig.from_dict(data, source=source)
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+        functools.update_wrapper(self, func)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Callable[..., Any]:
+        func, owner = self.func, owner if owner is not None else type(instance)
+
+        @functools.wraps(func)
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return func(owner, instance, *args, **kwargs)
+
+        signature = inspect.signature(func)
+        bound.__signature__ = signature.replace(parameters=list(signature.parameters.values())[2:])  # type: ignore[attr-defined]
+        return bound
 
 
 class Trainer(MultiAgentRuns):
@@ -109,7 +100,7 @@ class Trainer(MultiAgentRuns):
 
     def __init__(self, task_or_config: Any, algorithm: str | None = None, total_timesteps: int | None = None,
                  seed: int | None = None, **kwargs: Any) -> None:
-        self.config = _resolve_config(task_or_config, {"algorithm": algorithm, "total_timesteps": total_timesteps,
+        self.config = resolve_config(task_or_config, {"algorithm": algorithm, "total_timesteps": total_timesteps,
                                                        "seed": seed, **kwargs})
         self.spec = task_spec(self.config.task, **self.config.env.task_kwargs)
         self.model: Any = None
@@ -122,6 +113,7 @@ class Trainer(MultiAgentRuns):
         self._loaded_vecnormalize: Any = None
         self._obs_stats: dict[str, Any] | None = None
         self._purge_step: int | None = None
+        self._planned_dir: Path | None = None
 
     # ---- properties ------------------------------------------------------------------------------
     @property
@@ -166,9 +158,14 @@ class Trainer(MultiAgentRuns):
         from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
         cfg = self.config
-        factory = functools.partial(_make_single_env, cfg.task, self._env_options(), cfg.env.split)
-        vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
-        venv = make_vec_env(factory, n_envs=cfg.n_envs, seed=seed, vec_env_cls=vec_cls)
+        if cfg.vec_env == "native":  # one batched numpy call per step for all n_envs
+            from powerzoo.rl.native_vec_env import make_native_vec_env
+
+            venv = make_native_vec_env(cfg.task, cfg.n_envs, self._env_options(), seed=seed)
+        else:  # n_envs single envs, in this process or one process each
+            factory = functools.partial(_make_single_env, cfg.task, self._env_options(), cfg.env.split)
+            vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
+            venv = make_vec_env(factory, n_envs=cfg.n_envs, seed=seed, vec_env_cls=vec_cls)
         if self._loaded_vecnormalize is not None:
             self._loaded_vecnormalize.set_venv(venv)
             self._loaded_vecnormalize.training = True
@@ -223,16 +220,25 @@ class Trainer(MultiAgentRuns):
         self.model.set_logger(run_logger(self.run_dir / rd.TENSORBOARD_DIR, logging.verbose, logging.tensorboard,
                                          self._purge_step))
 
-    def _ensure_run_dir(self) -> Path:
-        if self.run_dir is None:
+    def _planned_run_dir(self) -> Path:
+        """The run folder :meth:`_ensure_run_dir` will use; ``FileExistsError`` if a new one is taken. Writes nothing."""
+        if self.run_dir is not None:
+            return self.run_dir
+        if self._planned_dir is None:
             cfg = self.config
-            name = cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed)
-            self.run_dir = Path(cfg.output_dir) / name
-            if (self.run_dir / rd.CONFIG_FILE).exists():
-                raise FileExistsError(f"run folder {self.run_dir} already holds a run; resume it with "
-                                      f"`powerzoo resume {self.run_dir}` or choose another name")
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            cfg.to_file(self.run_dir / rd.CONFIG_FILE)
+            self._planned_dir = Path(cfg.output_dir) / (cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed))
+        if (self._planned_dir / rd.CONFIG_FILE).exists():
+            raise FileExistsError(f"run folder {self._planned_dir} already holds a run; resume it with "
+                                  f"`powerzoo resume {self._planned_dir}` or choose another name")
+        return self._planned_dir
+
+    def _ensure_run_dir(self) -> Path:
+        """Create the run folder and its ``config.yaml`` (call it once everything that can fail was built)."""
+        if self.run_dir is None:
+            run_dir = self._planned_run_dir()
+            run_dir.mkdir(parents=True, exist_ok=True)
+            self.config.to_file(run_dir / rd.CONFIG_FILE)
+            self.run_dir = run_dir
         return self.run_dir
 
     # ---- training -------------------------------------------------------------------------------
@@ -244,8 +250,11 @@ class Trainer(MultiAgentRuns):
             steps_per_eval: evaluation period in env steps, overriding ``evaluation.freq``.
 
         Writes the run folder (:mod:`powerzoo.rl.run_dir`): config, TensorBoard logs, evaluation
-        CSV and best model, checkpoints, final model. Calling it again after the budget is
-        reached returns at once; a multi-agent task runs :meth:`train_marl_simultaneous`.
+        CSV and best model, checkpoints, final model. With evaluation configured, the agent is
+        evaluated every ``evaluation.freq`` env steps and once more when training ends (unless the
+        last evaluation was at that step). The envs and the model are built before the folder is
+        created, so a config that cannot run leaves nothing behind. Calling it again after the
+        budget is reached returns at once; a multi-agent task runs :meth:`train_marl_simultaneous`.
         """
         if self.is_multi_agent:
             return self.train_marl_simultaneous()
@@ -255,9 +264,9 @@ class Trainer(MultiAgentRuns):
 
         started = time.perf_counter()
         cfg = self.config
-        run_dir = self._ensure_run_dir()
+        planned = self._planned_run_dir()
+        # everything that can fail on a bad config (envs, model, init_model) before the folder exists
         model = self._ensure_model()
-        self._configure_logger()
         budget = cfg.budget_timesteps()
         names = self.spec.constraint_names
         eval_cb = None
@@ -266,9 +275,11 @@ class Trainer(MultiAgentRuns):
             ev = cfg.evaluation or EvaluationConfig()
             eval_env = self.make_eval_env(ev.split)
             days = select_days(task_of(eval_env).n_days, ev.episodes)
-            eval_cb = cb.EvaluationCallback(eval_env, run_dir / rd.EVAL_DIR, steps_per_eval or ev.freq, days, names,
+            eval_cb = cb.EvaluationCallback(eval_env, planned / rd.EVAL_DIR, steps_per_eval or ev.freq, days, names,
                                             deterministic=ev.deterministic, seed=cfg.seed, history=self.evaluations)
             callbacks.append(eval_cb)
+        run_dir = self._ensure_run_dir()
+        self._configure_logger()
         if cfg.checkpoint is not None:
             callbacks.append(cb.RunCheckpointCallback(cfg.checkpoint.freq, self._save_checkpoint))
         conditions = cfg.stop_condition_objects() + list(stop_conditions or [])
@@ -281,6 +292,7 @@ class Trainer(MultiAgentRuns):
             self._write_state("running")
             model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=False)
         if eval_cb is not None:
+            eval_cb.evaluate_at_end()  # a short or stopped run still gets its CSV row and best model
             self.evaluations = eval_cb.history
         status = "stopped" if stop_cb.stop_reason else "finished"
         self._save_checkpoint(model.num_timesteps)
@@ -308,9 +320,13 @@ class Trainer(MultiAgentRuns):
 
     # ---- evaluation -----------------------------------------------------------------------------
     def policy(self, deterministic: bool = True) -> Any:
-        """The trained agent behind the benchmark policy interface (``act(obs, info)``)."""
+        """The trained agent behind the benchmark policy interface (``act(obs, info)``).
+
+        Sets torch's thread count to the config's ``torch_threads`` (small MLPs act fastest on one).
+        """
         from powerzoo.rl.policy import ModelPolicy
 
+        self._set_torch_threads()
         if self.is_multi_agent:
             return self._multi_agent_policy(deterministic)
         if self.model is None:
@@ -359,24 +375,46 @@ class Trainer(MultiAgentRuns):
             self.config.to_file(path / rd.CONFIG_FILE)
         return path
 
-    @classmethod
-    def load(cls, path: str | Path, model: str = "final") -> Trainer:
-        """Load a saved model folder or run folder.
+    @_class_or_instance_method
+    def load(cls, self: Trainer | None, path: str | Path, model: str = "final") -> Trainer:
+        """Load a saved model folder or run folder: ``Trainer.load(path)`` or ``trainer.load(path)``.
+
+        On the class it returns a new trainer. On an instance it loads into that trainer and
+        returns it: the saved config, model(s), normalisation statistics and run folder replace
+        the trainer's own (its task must be the saved one, else ``ValueError``). To train a saved
+        model further with new settings, start a trainer with ``init_model=".../model.zip"``.
 
         Args:
             path: a folder written by :meth:`save` or a run folder (``config.yaml`` inside).
             model: in a run folder, ``"final"`` (``model.zip``), ``"best"``
-                (``evaluation/best_model.zip``) or ``"latest"`` (newest checkpoint).
+                (``evaluation/best_model.zip``) or ``"latest"`` (newest checkpoint). A multi-agent
+                run keeps only its final models (``agents/``): ``"best"`` loads them too.
         """
         path = Path(path)
         if model not in MODEL_CHOICES:
             raise ValueError(f"model must be one of {MODEL_CHOICES}, got {model!r}")
         if not (path / rd.CONFIG_FILE).is_file():
             raise FileNotFoundError(f"{path} has no {rd.CONFIG_FILE}: not a PowerZoo model or run folder")
-        trainer = cls(TrainConfig.from_file(path / rd.CONFIG_FILE))
-        if trainer.is_multi_agent:
-            trainer._load_multi_agent(path)
+        config = TrainConfig.from_file(path / rd.CONFIG_FILE)
+        if self is not None and config.task != self.task:
+            raise ValueError(f"{path} holds a {config.task} model but this trainer is for {self.task}; "
+                             f"use Trainer.load({str(path)!r}) for a new trainer")
+        trainer = cls(config)
+        trainer._load_files(path, model)
+        if self is None:
             return trainer
+        self.close()  # the instance drops its own model, envs and run folder for the loaded ones
+        vars(self).update(vars(trainer))
+        return self
+
+    def _load_files(self, path: Path, model: str) -> None:
+        """Read the model(s) and statistics of ``path`` into this fresh trainer (see :meth:`load`)."""
+        if self.is_multi_agent:
+            if model == "latest":
+                raise FileNotFoundError(f"{path} is a multi-agent run: it keeps only its final models "
+                                        f"({rd.AGENTS_DIR}/), no checkpoints; use model='final'")
+            self._load_multi_agent(path)
+            return
         model_file, vecnorm_file = {
             "final": (path / rd.MODEL_FILE, path / rd.VECNORM_FILE),
             "best": (path / rd.EVAL_DIR / "best_model.zip", path / rd.EVAL_DIR / "best_vecnormalize.pkl"),
@@ -389,13 +427,12 @@ class Trainer(MultiAgentRuns):
             model_file, vecnorm_file = folder / rd.MODEL_FILE, folder / rd.VECNORM_FILE
         if not model_file.is_file():
             raise FileNotFoundError(f"{model_file} not found (model={model!r})")
-        trainer.model = algorithm_class(trainer.algorithm).load(model_file, device="cpu")
+        self.model = algorithm_class(self.algorithm).load(model_file, device="cpu")
         if vecnorm_file.is_file():
-            trainer._loaded_vecnormalize = pickle.loads(vecnorm_file.read_bytes())
-            trainer._obs_stats = frozen_obs_stats(trainer._loaded_vecnormalize)
+            self._loaded_vecnormalize = pickle.loads(vecnorm_file.read_bytes())
+            self._obs_stats = frozen_obs_stats(self._loaded_vecnormalize)
         if (path / rd.STATE_FILE).is_file():
-            trainer.run_dir = path
-        return trainer
+            self.run_dir = path
 
     @classmethod
     def from_checkpoint(cls, run_dir: str | Path) -> Trainer:
@@ -443,7 +480,7 @@ class Trainer(MultiAgentRuns):
 
     def close(self) -> None:
         """Close the training env and flush the logs."""
-        if self.model is not None:
+        if getattr(self.model, "logger", None) is not None:  # a loaded model has no logger until it trains
             flush_logger(self.model)
         if self._train_env is not None:
             self._train_env.close()

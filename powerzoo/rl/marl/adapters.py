@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
+
+from powerzoo.rl.native_vec_env import BatchedVecEnv
 
 if TYPE_CHECKING:
     from pettingzoo import ParallelEnv
@@ -122,7 +123,7 @@ class SingleAgentView(gym.Env):
         self.env.close()
 
 
-class AgentsAsVecEnv(VecEnv):
+class AgentsAsVecEnv(BatchedVecEnv):
     """SB3 ``VecEnv`` of ``N * n_agents`` single-agent envs over a native multi-agent vector env.
 
     Env ``k`` is agent ``k % n_agents`` in copy ``k // n_agents`` of ``env``
@@ -206,22 +207,3 @@ class AgentsAsVecEnv(VecEnv):
             for k in np.flatnonzero(dones):
                 infos[k]["terminal_observation"] = final[k]
         return self._flat_obs(obs), self._per_env(rewards).astype(np.float32), dones, infos
-
-    def close(self) -> None:
-        self.env.close()
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        n = len(list(self._get_indices(indices)))
-        value = getattr(self.env, attr_name, None) if attr_name == "render_mode" else getattr(self.env, attr_name)
-        return [value] * n
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        setattr(self.env, attr_name, value)
-
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any) -> list[Any]:
-        """Calls ``method_name`` once on the native env (shared by all envs) and repeats the result."""
-        result = getattr(self.env, method_name)(*method_args, **method_kwargs)
-        return [result] * len(list(self._get_indices(indices)))
-
-    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
-        return [False] * len(list(self._get_indices(indices)))
