@@ -191,3 +191,22 @@ def test_a_section_given_as_keyword_updates_the_files_section(tmp_path):
     assert trainer.config.evaluation.model_dump() == {"split": "test", "freq": 128, "episodes": 3,
                                                       "deterministic": True}
     assert Trainer(path, evaluation=None).config.evaluation is None
+
+
+def test_evaluation_scores_the_task_objective_not_the_training_penalty():
+    from powerzoo.envs.wrappers import RewardOverrideWrapper
+    from powerzoo.rl import Trainer
+
+    def wrappers(env):
+        chain = [env]
+        while hasattr(chain[-1], "env"):
+            chain.append(chain[-1].env)
+        return {type(e) for e in chain}
+
+    trainer = Trainer("battery_arbitrage", reward="penalized", total_timesteps=64)
+    assert RewardOverrideWrapper in wrappers(trainer.make_eval_env("val"))  # model selection: training reward
+    objective = trainer.make_eval_env("test", objective=True)
+    assert RewardOverrideWrapper not in wrappers(objective)
+    objective.reset(seed=0)
+    *_, info = objective.step(objective.action_space.high)  # ask for more than the SOC allows all day
+    assert "task_reward" not in info

@@ -32,7 +32,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     if args.timesteps < 0:
         raise ValueError(f"--timesteps must be >= 0, got {args.timesteps}")
-    run_demo(out_dir=args.out, episodes=args.episodes, plot_day=args.day, timesteps=args.timesteps)
+    run_demo(out_dir=args.out, episodes=args.episodes, plot_day=args.day, timesteps=args.timesteps, seed=args.seed)
     return 0
 
 
@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--day", type=int, default=0, help="test day to plot (default: 0)")
     p.add_argument("--timesteps", type=int, default=DEMO_TIMESTEPS,
                    help=f"PPO training budget in env steps, 0 to skip training (default: {DEMO_TIMESTEPS})")
+    p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("collect", help="collect an offline RL dataset (HDF5) with a baseline policy")
     p.add_argument("task")

@@ -8,6 +8,7 @@ imports torch and Stable-Baselines3, so both import the trainer only when called
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def run_entry(run_dir: str | Path, model: str = "best", deterministic: bool = Tr
     else:
         shown = f"{model} model"
     return PolicyEntry(
-        label=run_dir.resolve().name, task=trainer.task, make_env=trainer.make_eval_env,
+        label=run_dir.resolve().name, task=trainer.task, make_env=functools.partial(trainer.make_eval_env, objective=True),
         make_policy=lambda env, seed: trainer.policy(deterministic),
         source=f"{run_dir} ({trainer.algorithm} {shown})", kind="trained",
     )

@@ -96,7 +96,7 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
 
     run_dir = Path(run_dir)
     trainer, model = load_run(run_dir, model)
-    env = trainer.make_eval_env(split)
+    env = trainer.make_eval_env(split, objective=True)  # the task's objective, not a training penalty
     n_days = task_of(env).n_days
     days = select_days(n_days, episodes)
     if not 0 <= plot_day < n_days:

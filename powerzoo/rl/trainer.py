@@ -184,15 +184,20 @@ class Trainer(MultiAgentRuns):
             self._train_env = self._build_train_env(self.config.seed)
         return self._train_env
 
-    def make_eval_env(self, split: str) -> Any:
+    def make_eval_env(self, split: str, objective: bool = False) -> Any:
         """The evaluation env on ``split``, with the training env's options and no running statistics.
 
         A single Gymnasium env for single-agent tasks; for multi-agent tasks the dict env
         (``framework="auto"``) with the training env's ``normalize``, ``obs_mode`` and ``task_kwargs``.
+        ``objective=True`` drops a ``reward=`` override, so returns are the task's own objective
+        (what the baselines table and ``normalized_score`` measure) whatever the agent trained on.
         """
         if self.is_multi_agent:
             return self._multi_agent_eval_env(split)
-        return _make_single_env(self.task, self._env_options(split), split)
+        options = self._env_options(split)
+        if objective:
+            options["reward"] = None
+        return _make_single_env(self.task, options, split)
 
     # ---- model ----------------------------------------------------------------------------------
     def _set_torch_threads(self) -> None:
@@ -343,11 +348,12 @@ class Trainer(MultiAgentRuns):
         Returns ``mean_return`` / ``std_return`` / ``iqm_return`` (task units, e.g. $ per episode),
         ``mean_costs`` per constraint (physical units per episode), ``violation_rate``,
         ``mean_length`` and ``normalized_score`` (0 = random, 1 = oracle; ``None`` when the
-        baselines table has no entry for this task and split).
+        baselines table has no entry for this task and split). Returns are the task's own
+        objective: a ``reward=`` the agent trained on (a penalty) is not applied here.
         """
         from powerzoo.benchmarks.evaluation import evaluate_days
 
-        env = self.make_eval_env(split)
+        env = self.make_eval_env(split, objective=True)
         n_days = make_task(self.task, split, **self.config.env.task_kwargs).n_days
         if n_episodes is not None and (isinstance(n_episodes, bool) or int(n_episodes) < 1):
             raise ValueError(f"n_episodes must be a positive int or None, got {n_episodes!r}")

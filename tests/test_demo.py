@@ -1,0 +1,77 @@
+"""``powerzoo demo``: its table (profit, constraint cost, violation rate) and its agent, trained on the
+penalised reward so that it keeps its requests inside the SOC bounds, scored on the task's profit."""
+
+from __future__ import annotations
+
+import pytest
+
+from powerzoo.benchmarks.evaluation import evaluate_days
+from powerzoo.cli.demo import run_demo, train_demo_agent
+from powerzoo.envs import make_env
+from powerzoo.rl import Trainer
+from powerzoo.tasks import task_spec
+
+BASELINES = ("random", "rule_based", "oracle")
+SOC_THRESHOLD = task_spec("battery_arbitrage").cost_thresholds["soc_violation"]  # 1 MWh per day
+PENALTY = task_spec("battery_arbitrage").reward_presets["penalized"]["soc_violation"]  # $ per MWh
+
+
+def table_rows(stdout: str) -> dict[str, list[float]]:
+    """The numeric columns of each policy row of the printed table."""
+    rows = {}
+    for line in stdout.splitlines():
+        fields = line.split()
+        if fields and (fields[0] in BASELINES or fields[0].startswith("ppo_")):
+            rows[fields[0]] = [float(f.replace(",", "")) for f in fields[1:]]
+    return rows
+
+
+def test_demo_table_shows_return_and_constraint_columns_for_every_baseline(tmp_path, capsys):
+    results = run_demo(tmp_path, episodes=3, timesteps=0, progress=False)
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("policy"))
+    for column in ("return $/day", "std $/day", "soc_violation MWh/day", "violation rate"):
+        assert column in header
+    rows = table_rows(out)
+    assert set(rows) == set(BASELINES) == set(results)
+    for name, (episodes, mean_return, _std, violation, rate) in rows.items():
+        assert episodes == 3
+        assert mean_return == pytest.approx(results[name]["mean_return"], abs=0.05)
+        assert violation == pytest.approx(results[name]["mean_costs"]["soc_violation"], abs=5e-4)
+        assert rate == pytest.approx(results[name]["violation_rate"], abs=5e-3)
+    assert rows["oracle"][1] >= rows["rule_based"][1] >= rows["random"][1]
+    assert rows["oracle"][3] == rows["rule_based"][3] == 0.0  # both feasible by construction
+    assert (tmp_path / "demo_episode.png").is_file()
+
+
+@pytest.mark.slow
+def test_penalised_demo_training_keeps_the_soc_bounds_and_is_scored_on_profit(tmp_path, capsys):
+    budget, days = 8192, range(11)
+    # the demo itself, on a short budget: trained on the penalty, reported on profit
+    results = run_demo(tmp_path / "penalised", episodes=len(days), timesteps=budget, progress=False)
+    row = table_rows(capsys.readouterr().out)["ppo_8k"]
+    penalised = results["ppo_8k"]
+    assert penalised["mean_costs"]["soc_violation"] < SOC_THRESHOLD
+    assert row[3] < SOC_THRESHOLD
+
+    # the same budget on the task's own reward: the agent asks for power beyond the SOC bounds
+    plain_agent = train_demo_agent(tmp_path / "plain", budget, progress=False, reward=None)
+    plain = evaluate_days(plain_agent.policy(), plain_agent.make_eval_env("test", objective=True), days)
+    assert plain["mean_costs"]["soc_violation"] > max(SOC_THRESHOLD, 10 * penalised["mean_costs"]["soc_violation"])
+    assert plain["violation_rate"] > penalised["violation_rate"]
+
+    # the table's return is the profit: the best model evaluated on an env without the override
+    profit_env = make_env("battery_arbitrage", "test", normalize=True)
+    best = Trainer.load(tmp_path / "penalised" / "run", model="best")
+    assert best.config.env.reward == "penalized"
+    assert penalised["mean_return"] == pytest.approx(evaluate_days(best.policy(), profit_env, days)["mean_return"])
+    # the demo's scoring env of a penalised run pays the profit even to a violating policy, and the
+    # penalised reward is that profit minus PENALTY $ per MWh of violation
+    scoring_env = best.make_eval_env("test", objective=True)
+    on_profit = evaluate_days(plain_agent.policy(), scoring_env, days)
+    penalised_env = make_env("battery_arbitrage", "test", normalize=True, reward=best.config.env.reward)
+    on_penalty = evaluate_days(plain_agent.policy(), penalised_env, days)
+    assert on_profit["mean_return"] == pytest.approx(plain["mean_return"])
+    assert on_profit["mean_return"] == pytest.approx(
+        on_penalty["mean_return"] + PENALTY * on_penalty["mean_costs"]["soc_violation"])
+    assert on_profit["mean_return"] > on_penalty["mean_return"]
