@@ -1,5 +1,7 @@
 """dc_microgrid / dc_microgrid_safe: API, multi-objective reward, physical invariants, baselines, data."""
 
+import pickle
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -306,6 +308,25 @@ def test_same_seed_same_trajectory_and_vector_matches_single():
             s_obs, s_r, _, _, _ = env.step(a[k])
             np.testing.assert_allclose(v_obs[k], s_obs, rtol=1e-6)
             assert v_r[k] == pytest.approx(s_r, rel=1e-12)
+
+
+def test_env_pickles_without_the_task_step_tables_and_steps_identically():
+    env = make_env("dc_microgrid", seed=0)
+    env.reset(seed=0, options={"day_id": 3})
+    env.step(env.action_space.sample())
+    blob = pickle.dumps(env)
+    # the task's step tables (several are views of the shared workload) are rebuilt on load, not pickled
+    assert len(blob) < 25e6
+    clone = pickle.loads(blob)
+    actions = np.random.default_rng(0).uniform(env.action_space.low, env.action_space.high, (H - 1, 5))
+    for action in actions.astype(np.float32):  # across every hour boundary and the end of the day
+        first, second = env.step(action), clone.step(action)
+        np.testing.assert_array_equal(first[0], second[0])
+        assert first[1:4] == second[1:4]
+        assert first[4].keys() == second[4].keys()
+        for key, value in first[4].items():
+            np.testing.assert_array_equal(value, second[4][key], err_msg=key)
+    assert first[3]  # truncated at the horizon
 
 
 # ---- workload data and device models ------------------------------------------------------------------

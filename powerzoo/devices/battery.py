@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["BatteryParams", "BatteryStep", "battery_step", "feasible_power_mw"]
+__all__ = ["BatteryDispatch", "BatteryParams", "BatteryStep", "battery_step", "feasible_power_mw"]
 
 _TOLERANCE_MW = 1e-5  # requests within 10 W of a limit count as feasible (float32 actions, LP round-off)
 
@@ -92,3 +92,40 @@ def battery_step(
     new_soc = soc + (eta_c * charge_mwh - discharge_mwh / eta_d) / cap
     new_soc = new_soc.clip(params.soc_min, params.soc_max)  # round-off only
     return BatteryStep(new_soc, p_mw, charge_mwh, discharge_mwh, soc_violation_mwh)
+
+
+class BatteryDispatch:
+    """:func:`battery_step` at a fixed ``dt_h`` for float64 batches, without the SOC-violation term.
+
+    For a task that steps the battery every step and does not charge requests beyond the SOC
+    bounds. The parameters become 0-d arrays once (numpy converts a Python float operand on
+    every call, which dominates on small batches) and a few operations are folded exactly:
+
+    * requests are within ``[-power_max_mw, power_max_mw]`` (the caller's action space, as
+      for :func:`battery_step`), so cutting them to the SOC-feasible power needs no ``min``
+      with the rating;
+    * ``-(x / y) == x / (-y)`` and ``max(-p, 0) * dt == max(p * (-dt), 0)`` in IEEE arithmetic
+      (signed zeros included), so the negations fold into constants.
+
+    Every returned value equals :func:`battery_step`'s bit for bit (float64 inputs; tested).
+    """
+
+    def __init__(self, params: BatteryParams, dt_h: float) -> None:
+        def f64(x: float) -> np.ndarray:
+            return np.array(x, np.float64)
+
+        self.soc_min, self.soc_max, self.capacity_mwh = f64(params.soc_min), f64(params.soc_max), f64(params.energy_capacity_mwh)
+        self.charge_efficiency, self.discharge_efficiency = f64(params.charge_efficiency), f64(params.discharge_efficiency)
+        self.neg_charge_divisor = f64(-(params.charge_efficiency * dt_h))  # the product battery_step divides by
+        self.dt_h, self.neg_dt_h, self.zero = f64(dt_h), f64(-dt_h), f64(0.0)
+
+    def __call__(self, soc: np.ndarray, p_request_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(SOC after the step, grid-side power MW, charged MWh, discharged MWh), each [B]."""
+        maximum, zero, cap = np.maximum, self.zero, self.capacity_mwh
+        stored_above_min = maximum(soc - self.soc_min, zero) * cap
+        room_below_max = maximum(self.soc_max - soc, zero) * cap
+        p_mw = p_request_mw.clip(room_below_max / self.neg_charge_divisor, stored_above_min * self.discharge_efficiency / self.dt_h)
+        discharge_mwh = maximum(p_mw, zero) * self.dt_h
+        charge_mwh = maximum(p_mw * self.neg_dt_h, zero)
+        new_soc = soc + (self.charge_efficiency * charge_mwh - discharge_mwh / self.discharge_efficiency) / cap
+        return new_soc.clip(self.soc_min, self.soc_max), p_mw, charge_mwh, discharge_mwh

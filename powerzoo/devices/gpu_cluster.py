@@ -20,7 +20,7 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["GpuClusterParams", "allocate_gpus", "it_power_mw"]
+__all__ = ["GpuCluster", "GpuClusterParams", "allocate_gpus", "it_power_mw"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,3 +58,36 @@ def it_power_mw(params: GpuClusterParams, allocated: np.ndarray, busy: np.ndarra
     idle = allocated - busy
     parked = params.n_gpus - allocated
     return (busy * params.p_active_kw + idle * params.p_idle_kw + parked * params.p_parked_kw) * 1e-3
+
+
+class GpuCluster:
+    """:func:`allocate_gpus` and :func:`it_power_mw` for float64 batches, constants converted once.
+
+    numpy converts a Python scalar operand on every call and a broadcast costs about three
+    plain calls on small batches, so the constants are 0-d arrays and, for two classes, each
+    row's share total comes out repeated per class from one matrix product (``x0 + x1`` in
+    every column: the same sum as ``allocate_gpus``'s, the sign of a zero aside, which the
+    ``max(total, 1)`` drops). The values equal the functions' bit for bit (tested).
+    """
+
+    def __init__(self, params: GpuClusterParams, n_classes: int) -> None:
+        def f64(x: float) -> np.ndarray:
+            return np.array(x, np.float64)
+
+        self.n_gpus, self.one = f64(params.n_gpus), f64(1.0)
+        self.p_active_kw, self.p_idle_kw, self.p_parked_kw = f64(params.p_active_kw), f64(params.p_idle_kw), f64(params.p_parked_kw)
+        self.kw_to_mw = f64(1e-3)
+        self.params = params
+        self._row_sum_per_class = np.ones((n_classes, n_classes)) if n_classes == 2 else None
+
+    def allocate(self, shares: np.ndarray) -> np.ndarray:
+        """GPUs per class [B, C] from requested fractions [B, C], as :func:`allocate_gpus`."""
+        if self._row_sum_per_class is None:
+            return allocate_gpus(self.params, shares)
+        return shares * (self.n_gpus / np.maximum(shares @ self._row_sum_per_class, self.one))
+
+    def it_power_mw(self, allocated: np.ndarray, busy: np.ndarray) -> np.ndarray:
+        """IT power [B] (MW) from allocated and busy GPUs summed over classes, as :func:`it_power_mw`."""
+        idle = allocated - busy
+        parked = self.n_gpus - allocated
+        return (busy * self.p_active_kw + idle * self.p_idle_kw + parked * self.p_parked_kw) * self.kw_to_mw

@@ -19,14 +19,21 @@ from powerzoo.data.workload import (
     get_workload,
     workload_scenario_of_split,
 )
-from powerzoo.devices.battery import battery_step
-from powerzoo.devices.cooling import cooling_cop
-from powerzoo.devices.diesel import diesel_output_mw
-from powerzoo.devices.gpu_cluster import allocate_gpus, it_power_mw
-from powerzoo.devices.grid_tie import grid_carbon_intensity, settle
-from powerzoo.devices.job_queue import carry_excess, drop_due, per_bucket, queue_outlook, serve_edf
+from powerzoo.devices.battery import BatteryDispatch
+from powerzoo.devices.cooling import CoolingPlant
+from powerzoo.devices.diesel import DieselGenerator
+from powerzoo.devices.gpu_cluster import GpuCluster
+from powerzoo.devices.grid_tie import GridTie, grid_carbon_intensity
+from powerzoo.devices.job_queue import (
+    QueueOutlook,
+    carry_excess,
+    drop_due,
+    per_bucket,
+    queue_outlook,
+    serve_edf,
+)
 from powerzoo.devices.pv import pv_power_mw
-from powerzoo.devices.thermal_zone import zone_step
+from powerzoo.devices.thermal_zone import ZoneStepper
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.dc_microgrid.oracle import DayForesight, DayPlan, solve_day_plan
 from powerzoo.tasks.dc_microgrid.rule import rule_based_action
@@ -130,6 +137,74 @@ class DCMicrogrid(Task):
                          "price_per_mwh": self._price, "grid_co2_t_per_mwh": self._co2}
         self._exogenous_obs = np.stack([exogenous_obs[name] for name in EXOGENOUS_OBS], axis=1).astype(np.float32)
         self._time_obs = self._time_features(np.arange(HORIZON + 1))  # TIME_OBS fields by step
+        self._init_step_constants()
+
+    # built by _init_step_constants from the parameters and data: left out of pickles (several of
+    # them are views of the shared workload, which pickles by reference), rebuilt on unpickling
+    _STEP_TABLES = ("_cluster", "_plant", "_zone", "_battery", "_diesel", "_grid", "_dt", "_neg_dt", "_per_dt",
+                    "_per_gpu", "_fuel_cost", "_diesel_co2", "_degradation_cost", "_temp_max", "_zero", "_step_inputs",
+                    "_eventful", "_outlook_next", "_arrivals_after", "_carry_after", "_arrived_after", "_obs_base",
+                    "_obs_day_row", "_obs_step_row")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {key: value for key, value in self.__dict__.items() if key not in self._STEP_TABLES}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_step_constants()
+
+    def _init_step_constants(self) -> None:
+        """What :meth:`step` and :meth:`observe` need, worked out once.
+
+        At B = 1 a step costs what its ~140 numpy calls cost (about 0.4 us each, three times
+        that on a strided or broadcast operand), so: the devices hold their constants as 0-d
+        arrays (numpy converts a Python float operand on every call); tables by the next step
+        ``t + 1`` (0..HORIZON + 1, the last row standing for every step past the horizon) say
+        whether anything falls due and feed the queue outlook; on the 11 steps in 12 where
+        nothing falls due and no day ends, the step skips drop/carry bookkeeping whose result is
+        known to be zero and reads the next arrivals from tables shifted by one step; the
+        condenser temperature (weather only) is tabulated; the observation's time and weather
+        fields come from one table row per (split day, step). Each shortcut gives the same bits
+        as the plain formula (``tests/test_speed_paths.py`` checks the step against it).
+        """
+        p, w, dt_h = self.params, self.workload, self.spec.dt_h
+
+        def f64(x: float) -> np.ndarray:
+            return np.array(x, np.float64)
+
+        n_classes = len(w.class_names)
+        self._cluster = GpuCluster(p.cluster, n_classes)
+        self._plant = CoolingPlant(p.cooling)
+        self._zone = ZoneStepper(p.zone, p.cooling.q_max_mw, dt_h)
+        self._battery = BatteryDispatch(p.battery, dt_h)
+        self._diesel = DieselGenerator(p.diesel)
+        self._grid = GridTie(p.grid)
+        # -(x) * dt == x * (-dt) exactly, so the reward terms fold their sign into the constant
+        self._dt, self._neg_dt, self._per_dt = f64(dt_h), f64(-dt_h), f64(1.0 / dt_h)
+        self._per_gpu = f64(1.0 / p.cluster.n_gpus)
+        self._fuel_cost, self._diesel_co2 = f64(p.diesel.fuel_cost_per_mwh), f64(p.diesel.co2_t_per_mwh)
+        self._degradation_cost = f64(p.battery.degradation_cost_per_mwh)
+        self._temp_max, self._zero = f64(p.zone.temp_max_c), f64(0.0)
+        # rows [temp, price, co2, pv_mw, condenser temperature] x calendar step: contiguous per series
+        self._step_inputs = np.ascontiguousarray(np.concatenate([self._exogenous.T, self._plant.condenser_temp_c(self._temp)[None]]))
+        t_next = np.arange(HORIZON + 2)
+        # a bucket falls due (drop_due) or the day is over (no arrivals, carry check): the full path
+        self._eventful = (t_next % self._steps_per_hour == 0) | (t_next >= HORIZON)
+        self._outlook_next = QueueOutlook(  # by t + 1, as _outlook
+            self._inv_hours_left[np.minimum(t_next, HORIZON)], np.minimum(t_next // self._steps_per_hour, N_BUCKETS - 2),
+            n_classes,
+        )
+        # by calendar step idx, row idx + 1: what arrives at the next step when it is in the same day
+        self._arrivals_after = w.arrival_cum_gpuh[1:]
+        self._carry_after = w.arrival_carry_gpuh[1:]
+        self._arrived_after = w.arrival_cum_gpuh[1:, :, -1].astype(np.float64)  # [T - 1, C]: all of a step's new work
+        # observation rows by (split day, step 0..HORIZON): the time and exogenous fields filled in
+        days, steps = np.arange(self.n_days), np.arange(HORIZON + 1)
+        base = np.zeros((self.n_days, HORIZON + 1, self._obs_dim), np.float32)
+        base[:, :, self._slots.time] = self._time_obs[None]
+        base[:, :, self._slots.exogenous] = self._exogenous_obs[self._day_start[:, None] + steps[None, :]]
+        self._obs_base = base.reshape(-1, self._obs_dim)
+        self._obs_day_row, self._obs_step_row = days * (HORIZON + 1), steps  # the latter raises past the horizon
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -237,13 +312,12 @@ class DCMicrogrid(Task):
 
     def observe(self, state: DCMicrogridState) -> np.ndarray:
         t, slots = state.t, self._slots
-        try:
-            time = self._time_obs.take(t, axis=0)  # precomputed for steps 0..HORIZON
+        try:  # the time and exogenous fields, precomputed for steps 0..HORIZON
+            obs = self._obs_base.take(self._obs_day_row.take(state.day_id) + self._obs_step_row.take(t), axis=0)
         except IndexError:  # stepped on past the horizon without a reset
-            time = self._time_features(t)
-        obs = np.empty((t.size, self._obs_dim), dtype=np.float32)
-        obs[:, slots.time] = time
-        obs[:, slots.exogenous] = self._exogenous_obs.take(self._step_index(state.day_id, t), axis=0)
+            obs = np.empty((t.size, self._obs_dim), dtype=np.float32)
+            obs[:, slots.time] = self._time_features(t)
+            obs[:, slots.exogenous] = self._exogenous_obs.take(self._step_index(state.day_id, t), axis=0)
         obs[:, slots.zone_temp_c] = state.zone_temp_c
         obs[:, slots.soc] = state.soc
         obs[:, slots.queued_gpuh] = state.queue_cum_gpuh[:, :, -1]
@@ -254,80 +328,86 @@ class DCMicrogrid(Task):
     def step(
         self, state: DCMicrogridState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[DCMicrogridState, StepOutput]:
-        p, w, dt_h = self.params, self.workload, self.spec.dt_h
-        idx = self._step_index(state.day_id, state.t)
-        temp_out, price, co2, pv_mw = self._exogenous.take(idx, axis=0).T
+        # the constant operands are 0-d arrays and the shortcuts are exact: see _init_step_constants
+        w, zero, class_ones = self.workload, self._zero, self._class_ones
+        t = state.t
+        idx = self._day_start.take(state.day_id) + t  # calendar step
+        n_rows = idx.size
+        temp_out, price, co2, pv_mw, condenser_c = self._step_inputs.take(idx, axis=1)
 
         # compute: allocate GPUs, serve the queue earliest-deadline-first
-        gpus = allocate_gpus(p.cluster, action[:, :2])
-        cum, served = serve_edf(state.queue_cum_gpuh, gpus * dt_h)
-        allocated, busy = self._class_total(gpus), self._class_total(served) * (1.0 / dt_h)
-        it_mw = it_power_mw(p.cluster, allocated, busy)
+        gpus = self._cluster.allocate(action[:, :2])
+        cum, served = serve_edf(state.queue_cum_gpuh, gpus * self._dt)
+        allocated, busy = gpus @ class_ones, (served @ class_ones) * self._per_dt  # sums over job classes
+        it_mw = self._cluster.it_power_mw(allocated, busy)
 
         # cooling and zone temperature
         setpoint = action[:, 2]
-        zone_temp, q_cool = zone_step(p.zone, state.zone_temp_c, temp_out, setpoint, it_mw, p.cooling.q_max_mw, dt_h)
-        cooling_mw = q_cool / cooling_cop(p.cooling, temp_out, setpoint)
+        zone_temp, q_cool = self._zone(state.zone_temp_c, temp_out, setpoint, it_mw)
+        cooling_mw = q_cool / self._plant.cop_at(condenser_c, setpoint)
 
         # supply: battery, diesel, then the grid tie settles the residual
-        battery = battery_step(p.battery, state.soc, action[:, 3], dt_h)
-        diesel_mw = diesel_output_mw(p.diesel, action[:, 4])
+        soc, battery_mw, charge_mwh, discharge_mwh = self._battery(state.soc, action[:, 3])
+        diesel_mw = self._diesel.output_mw(action[:, 4])
         facility_mw = it_mw + cooling_mw
-        residual = facility_mw - battery.p_mw - pv_mw - diesel_mw
-        grid_mw, deficit_mw, spill_mw = settle(p.grid, residual)
+        residual = facility_mw - battery_mw - pv_mw - diesel_mw
+        grid_mw, deficit_mw, spill_mw = self._grid.settle(residual)
 
         # objectives (<= 0) and costs (>= 0)
-        reward_vector = np.empty((idx.size, 3))
-        reward_vector[:, 0] = -facility_mw * dt_h
-        reward_vector[:, 1] = -(grid_mw * price + diesel_mw * p.diesel.fuel_cost_per_mwh) * dt_h - (
-            p.battery.degradation_cost_per_mwh * (battery.charge_mwh + battery.discharge_mwh)
-        )
-        reward_vector[:, 2] = -(grid_mw * co2 + diesel_mw * p.diesel.co2_t_per_mwh) * dt_h
+        reward_vector = np.empty((n_rows, 3))
+        neg_dt = self._neg_dt
+        np.multiply(facility_mw, neg_dt, out=reward_vector[:, 0])
+        np.subtract((grid_mw * price + diesel_mw * self._fuel_cost) * neg_dt,
+                    self._degradation_cost * (charge_mwh + discharge_mwh), out=reward_vector[:, 1])
+        np.multiply(grid_mw * co2 + diesel_mw * self._diesel_co2, neg_dt, out=reward_vector[:, 2])
+        costs = np.zeros((n_rows, 3))
+        np.multiply(np.maximum(zone_temp - self._temp_max, zero), self._dt, out=costs[:, 1])
+        np.multiply(deficit_mw, self._dt, out=costs[:, 2])
 
         # time advances: work due now is dropped, then the next step's jobs arrive
-        t_next = state.t + 1
-        dropped = drop_due(cum, t_next, self._steps_per_hour)
-        in_day = t_next < HORIZON
-        idx_next = np.where(in_day, idx + 1, NO_ARRIVAL)
-        arrivals = w.arrival_cum_gpuh.take(idx_next, axis=0)  # [B, C, K] cumulative increments
-        cum += arrivals
-        arrived = arrivals[:, :, -1]
-        allowance = state.carry_allowance_gpuh + w.arrival_carry_gpuh.take(idx_next, axis=0)
-        behind = carry_excess(cum, allowance) * ~in_day[:, None]
-        due_1h, required = self._outlook(cum, t_next, allowance)
-
-        costs = np.empty((idx.size, 3))
-        costs[:, 0] = self._class_total(dropped + behind)
-        costs[:, 1] = np.maximum(zone_temp - p.zone.temp_max_c, 0.0) * dt_h
-        costs[:, 2] = deficit_mw * dt_h
+        t_next = t + 1
+        try:
+            eventful = np.count_nonzero(self._eventful.take(t_next))
+            next_row = t_next
+        except IndexError:  # stepped on past the horizon without a reset
+            next_row = np.minimum(t_next, HORIZON + 1)
+            eventful = True
+        if eventful:  # a bucket falls due or the day is over in some row
+            dropped = drop_due(cum, t_next, self._steps_per_hour)
+            in_day = t_next < HORIZON
+            idx_next = np.where(in_day, idx + 1, NO_ARRIVAL)
+            arrivals = w.arrival_cum_gpuh.take(idx_next, axis=0)  # [B, C, K] cumulative increments
+            cum += arrivals
+            allowance = state.carry_allowance_gpuh + w.arrival_carry_gpuh.take(idx_next, axis=0)
+            arrived = arrivals[:, :, -1]
+            behind = carry_excess(cum, allowance) * ~in_day[:, None]
+            costs[:, 0] = self._class_total(dropped + behind)
+            dropped_gpuh = state.dropped_gpuh + dropped
+        else:  # most steps: nothing falls due, every row stays in its day (the lines above, shortened)
+            cum += self._arrivals_after.take(idx, axis=0)
+            allowance = state.carry_allowance_gpuh + self._carry_after.take(idx, axis=0)
+            arrived = self._arrived_after.take(idx, axis=0)
+            behind = np.zeros(allowance.shape)
+            dropped_gpuh = state.dropped_gpuh.copy()
+        due_1h, required = self._outlook_next(cum, next_row, allowance)
         reward = reward_vector @ self._weights
         if self.penalized:
             reward = reward - costs @ self._penalties
 
         new_state = DCMicrogridState(
-            day_id=state.day_id,
-            t=t_next,
-            soc=battery.soc,
-            zone_temp_c=zone_temp,
-            queue_cum_gpuh=cum,
-            arrived_gpuh=state.arrived_gpuh + arrived,
-            served_gpuh=state.served_gpuh + served,
-            dropped_gpuh=state.dropped_gpuh + dropped,
-            carry_allowance_gpuh=allowance,
-            due_1h_gpuh=due_1h,
-            required_gpus=required,
+            day_id=state.day_id, t=t_next, soc=soc, zone_temp_c=zone_temp, queue_cum_gpuh=cum,
+            arrived_gpuh=state.arrived_gpuh + arrived, served_gpuh=state.served_gpuh + served, dropped_gpuh=dropped_gpuh,
+            carry_allowance_gpuh=allowance, due_1h_gpuh=due_1h, required_gpus=required,
         )
-        applied = np.empty_like(action)
-        applied[:, :2] = gpus * (1.0 / p.cluster.n_gpus)
-        applied[:, 2] = setpoint
-        applied[:, 3] = battery.p_mw
+        applied = action.copy(order="K")  # the setpoint is applied as asked
+        np.multiply(gpus, self._per_gpu, out=applied[:, :2])
+        applied[:, 3] = battery_mw
         applied[:, 4] = diesel_mw
-        curtailed = np.minimum(spill_mw, pv_mw)
         out = StepOutput(
             reward=reward,
             reward_terms=reward_vector,
             constraint_costs=costs,
-            terminated=np.zeros(idx.size, dtype=bool),
+            terminated=np.zeros(n_rows, dtype=bool),
             action_applied=applied,
             info={
                 "reward_vector": reward_vector,
@@ -336,20 +416,20 @@ class DCMicrogrid(Task):
                 "zone_temp_c": zone_temp,
                 "temp_c": temp_out,
                 "pv_mw": pv_mw,
-                "pv_curtailed_mw": curtailed,
+                "pv_curtailed_mw": np.minimum(spill_mw, pv_mw),
                 "diesel_mw": diesel_mw,
-                "battery_p_mw": battery.p_mw,
-                "soc": battery.soc,
+                "battery_p_mw": battery_mw,
+                "soc": soc,
                 "grid_import_mw": grid_mw,
                 "deficit_mw": deficit_mw,
                 "spill_mw": spill_mw,
                 "price_per_mwh": price,
                 "grid_co2_t_per_mwh": co2,
                 "gpus_allocated": gpus,
-                "gpus_busy": served * (1.0 / dt_h),
+                "gpus_busy": served * self._per_dt,
                 "arrived_gpuh": new_state.arrived_gpuh,
                 "served_gpuh": new_state.served_gpuh,
-                "dropped_gpuh": new_state.dropped_gpuh,
+                "dropped_gpuh": dropped_gpuh,
                 "behind_schedule_gpuh": behind,
                 "queued_gpuh": cum[:, :, -1],
             },
