@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from powerzoo.envs.metadata import TaskMetadata
 from powerzoo.envs.runner import TaskRunner, start_day_option
 from powerzoo.tasks.base import Task
 
@@ -31,7 +32,7 @@ def scalar_info(info: dict[str, Any], row: int = 0) -> dict[str, Any]:
     return out
 
 
-class PowerZooEnv(gym.Env):
+class PowerZooEnv(TaskMetadata, gym.Env):
     """A PowerZoo task as a Gymnasium env, in physical units.
 
     Observation and action spaces are the task's (``spec.observation`` / ``spec.action``);
@@ -76,18 +77,6 @@ class PowerZooEnv(gym.Env):
         return obs[0], float(reward.item(0)), term, trunc, scalar_info(info)
 
     # ---- task metadata ----------------------------------------------------------------------
-    def constraint_names(self) -> tuple[str, ...]:
-        """Order of ``info["constraint_costs"]``."""
-        return self.task_spec.constraint_names
-
-    def reward_term_names(self) -> tuple[str, ...]:
-        """Order of ``info["reward_terms"]``."""
-        return self.task_spec.reward_terms
-
-    def selected_constraint_names(self) -> tuple[str, ...]:
-        """Order of ``info["selected_constraint_costs"]`` (the task's CMDP costs)."""
-        return self.task_spec.selected_constraints
-
     def current_date(self) -> str:
         """Calendar date of the running episode (``YYYY-MM-DD``)."""
         return str(self.runner.current_dates()[0])

@@ -16,6 +16,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from powerzoo.envs.gym_env import scalar_info
+from powerzoo.envs.metadata import TaskMetadata
 from powerzoo.envs.pipeline import (
     ActionPipeline,
     ObservationPipeline,
@@ -147,7 +148,7 @@ class MultiAgentCore:
         return self.observe().reshape(self.runner.num_envs, -1)
 
 
-class _TaskMetadata:
+class _TaskMetadata(TaskMetadata):
     """Task facts shared by the multi-agent adapters (they hold ``core`` and ``task_spec``)."""
 
     core: MultiAgentCore
@@ -156,14 +157,6 @@ class _TaskMetadata:
     def observation_fields(self, agent: str) -> tuple[str, ...]:
         """Names of ``agent``'s observation entries, in order."""
         return self.core.observation_fields(agent)
-
-    def constraint_names(self) -> tuple[str, ...]:
-        """Order of ``info["constraint_costs"]``."""
-        return self.task_spec.constraint_names
-
-    def selected_constraint_names(self) -> tuple[str, ...]:
-        """Order of ``info["selected_constraint_costs"]`` (the task's CMDP costs)."""
-        return self.task_spec.selected_constraints
 
     @property
     def agent_groups(self) -> dict[str, list[str]]:

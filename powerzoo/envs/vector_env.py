@@ -29,6 +29,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from powerzoo.envs.metadata import TaskMetadata
 from powerzoo.envs.pipeline import (
     ActionPipeline,
     ObservationPipeline,
@@ -57,7 +58,7 @@ def autoreset_mode_of(mode: str | AutoresetMode) -> AutoresetMode:
     return AUTORESET_MODES[mode]
 
 
-class PowerZooVectorEnv(VectorEnv):
+class PowerZooVectorEnv(TaskMetadata, VectorEnv):
     """``num_envs`` episodes of one task; ``step(actions[N, act_dim])`` is a single numpy call.
 
     Options mirror :func:`powerzoo.rl.make_env`: ``normalize``, ``forecast_horizon``, ``reward``,
@@ -184,18 +185,6 @@ class PowerZooVectorEnv(VectorEnv):
         self.runner.state = None
 
     # ---- task metadata ----------------------------------------------------------------------
-    def constraint_names(self) -> tuple[str, ...]:
-        """Order of ``info["constraint_costs"]`` columns."""
-        return self.task_spec.constraint_names
-
-    def reward_term_names(self) -> tuple[str, ...]:
-        """Order of ``info["reward_terms"]`` columns."""
-        return self.task_spec.reward_terms
-
-    def selected_constraint_names(self) -> tuple[str, ...]:
-        """Order of ``info["selected_constraint_costs"]`` columns (the task's CMDP costs)."""
-        return self.task_spec.selected_constraints
-
     def current_dates(self) -> np.ndarray:
         """Calendar date of each running episode [N] (``numpy.datetime64[D]``)."""
         return self.runner.current_dates()
