@@ -37,6 +37,19 @@ class MultiAgentRuns:
     result: TrainResult | None
     evaluations: list[dict[str, Any]]
 
+    def _start_multi_agent_run(self, what: str) -> tuple[float, Any, Path]:
+        """Checks, torch threads, the final-evaluation env and the run folder, in that order.
+
+        The evaluation env is built before the folder so a bad config leaves no folder behind.
+        Returns (start time, evaluation env, run folder).
+        """
+        self._require_multi_agent(what)
+        self._set_torch_threads()
+        started = time.perf_counter()
+        self._planned_run_dir()
+        eval_env = self._final_eval_env()
+        return started, eval_env, self._ensure_run_dir()
+
     def _require_multi_agent(self, what: str) -> None:
         if not self.is_multi_agent:
             raise ValueError(f"{what} is for multi-agent tasks; {self.task} is single-agent: use train()")
@@ -52,12 +65,7 @@ class MultiAgentRuns:
         """
         from powerzoo.rl.marl.loops import train_independent_learners
 
-        self._require_multi_agent("train_il")
-        self._set_torch_threads()
-        started = time.perf_counter()
-        self._planned_run_dir()
-        eval_env = self._final_eval_env()
-        run_dir = self._ensure_run_dir()
+        started, eval_env, run_dir = self._start_multi_agent_run("train_il")
         env = self.config.env
         n_agents = len(self.spec.agents)
         rounds = rounds or IL_ROUNDS
@@ -79,12 +87,7 @@ class MultiAgentRuns:
         """
         from powerzoo.rl.marl.loops import train_shared_policy
 
-        self._require_multi_agent("train_marl_simultaneous")
-        self._set_torch_threads()
-        started = time.perf_counter()
-        self._planned_run_dir()
-        eval_env = self._final_eval_env()
-        run_dir = self._ensure_run_dir()
+        started, eval_env, run_dir = self._start_multi_agent_run("train_marl_simultaneous")
         env = self.config.env
         budget = total_timesteps or self.config.budget_timesteps()
         self.shared_model = train_shared_policy(
