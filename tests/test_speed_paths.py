@@ -6,12 +6,14 @@ implementations written the plain way (the formulas the fast paths replaced).
 """
 
 import dataclasses
+import math
+import types
 
 import numpy as np
 import pytest
 
 from powerzoo.benchmarks.offline import _EpisodeBuffer
-from powerzoo.devices.battery import BatteryDispatch, BatteryParams, battery_step
+from powerzoo.devices.battery import BatteryDispatch, BatteryParams, battery_step, feasible_power_mw
 from powerzoo.devices.cooling import CoolingParams, CoolingPlant, cooling_cop
 from powerzoo.devices.diesel import DieselGenerator, DieselParams, diesel_output_mw
 from powerzoo.devices.gpu_cluster import GpuCluster, GpuClusterParams, allocate_gpus, it_power_mw
@@ -202,13 +204,25 @@ def test_agent_infos_are_separate_dicts_with_their_own_action():
     assert "extra" not in infos["gen_1"]
 
 
-# ---- devices ------------------------------------------------------------------------------------
+def test_episode_buffer_checks_the_number_of_values():
+    buffer = _EpisodeBuffer(("observations", "actions", "rewards", "next_observations", "terminals", "truncations"),
+                            batched=False)
+    with pytest.raises(ValueError, match="needs 6 values"):
+        buffer.add(1, 2, 3)
+
+
+# ---- devices: each rule has one implementation (a class the module function calls); both the
+# float64 fast path and the functions (any dtype) are checked against the plain formulas ---------
+def _reference_feasible(params, soc, dt_h):
+    stored = np.maximum(soc - params.soc_min, 0.0) * params.energy_capacity_mwh
+    room = np.maximum(params.soc_max - soc, 0.0) * params.energy_capacity_mwh
+    return (np.minimum(room / (params.charge_efficiency * dt_h), params.power_max_mw),
+            np.minimum(stored * params.discharge_efficiency / dt_h, params.power_max_mw))
+
+
 def _reference_battery_step(params, soc, p_request, dt_h):
     cap, eta_c, eta_d = params.energy_capacity_mwh, params.charge_efficiency, params.discharge_efficiency
-    stored = np.maximum(soc - params.soc_min, 0.0) * cap
-    room = np.maximum(params.soc_max - soc, 0.0) * cap
-    p_ch = np.minimum(room / (eta_c * dt_h), params.power_max_mw)
-    p_dis = np.minimum(stored * eta_d / dt_h, params.power_max_mw)
+    p_ch, p_dis = _reference_feasible(params, soc, dt_h)
     p = np.clip(p_request, -p_ch, p_dis)
     discharge, charge = np.maximum(p, 0.0) * dt_h, np.maximum(-p, 0.0) * dt_h
     excess = p_request - p
@@ -216,6 +230,56 @@ def _reference_battery_step(params, soc, p_request, dt_h):
     violation = np.abs(excess) * np.where(excess > 0.0, dt_h / eta_d, dt_h * eta_c)
     soc = np.clip(soc + (eta_c * charge - discharge / eta_d) / cap, params.soc_min, params.soc_max)
     return soc, p, charge, discharge, violation
+
+
+def _reference_cop(c, temp_out, setpoint):
+    t_evap = setpoint - c.evaporator_approach_k
+    lift = np.maximum(temp_out + c.condenser_approach_k - t_evap, 1.0)
+    return np.minimum(np.maximum(c.carnot_fraction * (t_evap + 273.15) / lift, c.cop_min), c.cop_max)
+
+
+def _reference_zone_step(z, temp, temp_out, setpoint, heat, q_max, dt_h):
+    c, decay = z.heat_capacity_mwh_per_k, math.exp(-dt_h * 60.0 / z.tau_min)
+    gains = heat + z.ua_mw_per_k * (temp_out - temp)
+    target = setpoint + (temp - setpoint) * decay
+    q_cool = np.minimum(np.maximum(gains + (temp - target) * (c / dt_h), 0.0), q_max)
+    return temp + (gains - q_cool) * (dt_h / c), q_cool
+
+
+def _reference_diesel(d, request):
+    return np.where(request < 0.5 * d.p_min_mw, 0.0, np.maximum(request, d.p_min_mw))
+
+
+def _reference_settle(g, residual):
+    grid = np.minimum(np.maximum(residual, 0.0), g.import_max_mw)
+    return grid, np.maximum(residual - grid, 0.0), np.maximum(-residual, 0.0)
+
+
+def _reference_allocate(c, shares):
+    return shares * (c.n_gpus / np.maximum(shares @ np.ones(shares.shape[1]), 1.0))[:, None]
+
+
+def _reference_it_power(c, allocated, busy):
+    return (busy * c.p_active_kw + (allocated - busy) * c.p_idle_kw + (c.n_gpus - allocated) * c.p_parked_kw) * 1e-3
+
+
+def _reference_outlook(cum, inv_hours, k_now, allowance):
+    rate = cum * inv_hours[:, None, :]
+    rate[:, :, -1] = (cum[:, :, -1] - np.minimum(allowance, cum[:, :, -1] - cum[:, :, -2])) * inv_hours[:, -1:]
+    return cum[np.arange(cum.shape[0]), :, k_now], rate.max(axis=2)
+
+
+def _all_same(got, want) -> bool:
+    """``_same`` for one value or elementwise for tuples, Python types included."""
+    if isinstance(want, tuple):
+        return len(got) == len(want) and all(_all_same(g, w) for g, w in zip(got, want, strict=True))
+    return type(got) is type(want) and _same(got, want)
+
+
+def _signed_zeros_and(values, *edges):
+    """``values`` plus every edge value, each also as +-0.0 and with its sign flipped."""
+    edges = np.array([0.0, -0.0, *edges, *(-np.array(edges))], dtype=np.float64)
+    return np.concatenate([np.asarray(values, np.float64), edges])
 
 
 @pytest.mark.parametrize("params", [BatteryParams(), BatteryParams(energy_capacity_mwh=4.0, power_max_mw=2.0, soc_min=0.0)])
@@ -230,6 +294,108 @@ def test_battery_step_matches_the_reference(params):
         ref = _reference_battery_step(params, soc, request, dt_h)
         for got, want in zip((out.soc, out.p_mw, out.charge_mwh, out.discharge_mwh, out.soc_violation_mwh), ref, strict=True):
             assert _same(got, want)
+        assert _all_same(feasible_power_mw(params, soc, dt_h), _reference_feasible(params, soc, dt_h))
+
+
+@pytest.mark.parametrize("params", [BatteryParams(energy_capacity_mwh=4.0, power_max_mw=2.0), BatteryParams(soc_min=0.0)])
+def test_battery_dispatch_matches_the_reference(params):
+    rng = np.random.default_rng(1)
+    p_max = params.power_max_mw
+    socs = np.concatenate([rng.uniform(params.soc_min, params.soc_max, 300), [params.soc_min, params.soc_max, 0.5]])
+    # requests inside the action space [-p_max, p_max], edges and signed zeros included
+    requests = np.clip(_signed_zeros_and(rng.uniform(-p_max, p_max, 300), p_max, 1e-9, 1e-5), -p_max, p_max)
+    soc, request = (np.repeat(socs, requests.size), np.tile(requests, socs.size))
+    for dt_h in (5 / 60, 0.25, 1.0):
+        ref = _reference_battery_step(params, soc, request, dt_h)
+        dispatch = BatteryDispatch(params, dt_h)
+        for rows in (slice(None), slice(7, 8)):  # batched (SIMD loops) and B = 1 (scalar loops)
+            for value, want in zip(dispatch(soc[rows], request[rows]), ref[:4], strict=True):
+                assert _same(value, want[rows])
+
+
+def test_battery_functions_take_fleet_ratings_as_arrays():
+    # ratings per unit [n_units] broadcast against [B, n_units], as for a fleet of inverter batteries
+    fleet = types.SimpleNamespace(energy_capacity_mwh=np.array([2.0, 1.0, 4.0]), power_max_mw=np.array([1.0, 0.5, 2.0]),
+                                  charge_efficiency=np.array([0.95, 0.9, 0.97]), discharge_efficiency=np.array([0.95, 0.9, 0.96]),
+                                  soc_min=np.array([0.1, 0.0, 0.2]), soc_max=np.array([0.9, 1.0, 0.8]))
+    rng = np.random.default_rng(6)
+    soc, request = rng.uniform(0.0, 1.0, (50, 3)), rng.uniform(-2.5, 2.5, (50, 3))
+    for _ in range(2):  # not cached (unhashable ratings): the same answer on every call
+        out = battery_step(fleet, soc, request, 0.25)
+        assert _all_same(dataclasses.astuple(out), _reference_battery_step(fleet, soc, request, 0.25))
+        assert _all_same(feasible_power_mw(fleet, soc, 0.25), _reference_feasible(fleet, soc, 0.25))
+
+
+def test_dc_devices_match_the_plain_formulas():
+    rng = np.random.default_rng(2)
+    n = 4000
+    cooling, zone, diesel, grid = CoolingParams(), ZoneParams(), DieselParams(), GridTieParams()
+    temp_out, setpoint = rng.uniform(-20, 50, n), rng.uniform(18, 32, n)
+    temp_out[:5], setpoint[:5] = [10.0, 40.0, 30.0, 20.0, 32.0], [18.0, 32.0, 22.0, 20.0, 32.0]  # lift at and below 1 K
+    # cop_max = 1000: the 1 K floor of the lift binds (with cop_max = 7 the clip hides it)
+    for plant in (cooling, CoolingParams(carnot_fraction=0.5, condenser_approach_k=3.0, cop_max=9.0), CoolingParams(cop_max=1e3)):
+        want = _reference_cop(plant, temp_out, setpoint)
+        assert _same(CoolingPlant(plant).cop(temp_out, setpoint), want) and _same(cooling_cop(plant, temp_out, setpoint), want)
+    zone_temp, heat = rng.uniform(15, 40, n), rng.uniform(0, 5, n)
+    for q_max, dt_h in ((3.5, 5 / 60), (1.0, 0.25), (np.inf, 5 / 60)):
+        want = _reference_zone_step(zone, zone_temp, temp_out, setpoint, heat, q_max, dt_h)
+        assert _all_same(ZoneStepper(zone, q_max, dt_h)(zone_temp, temp_out, setpoint, heat), want)
+        assert _all_same(zone_step(zone, zone_temp, temp_out, setpoint, heat, q_max, dt_h), want)
+    p_min = diesel.p_min_mw
+    requests = np.clip(_signed_zeros_and(rng.uniform(0, diesel.rated_mw, n), 0.5 * p_min, p_min, np.nextafter(0.5 * p_min, 0)),
+                       0.0, diesel.rated_mw)
+    for gen in (diesel, DieselParams(min_stable_fraction=0.0)):
+        want = _reference_diesel(gen, requests)
+        assert _same(DieselGenerator(gen).output_mw(requests), want) and _same(diesel_output_mw(gen, requests), want)
+    residual = _signed_zeros_and(rng.uniform(-3, 4, n), grid.import_max_mw)
+    for tie in (grid, GridTieParams(import_max_mw=0.0)):
+        want = _reference_settle(tie, residual)
+        assert _all_same(GridTie(tie).settle(residual), want) and _all_same(settle(tie, residual), want)
+
+
+def test_gpu_cluster_matches_the_plain_formulas():
+    rng = np.random.default_rng(3)
+    shares = rng.uniform(0, 1, (3000, 2))
+    shares[:6] = [[0.0, 0.0], [-0.0, -0.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0], [-0.0, 1.0]]
+    for params in (GpuClusterParams(), GpuClusterParams(n_gpus=7)):
+        cluster = GpuCluster(params, 2)
+        for rows in (slice(None), slice(4, 5)):
+            want = _reference_allocate(params, shares[rows])
+            assert _same(cluster.allocate(shares[rows]), want) and _same(allocate_gpus(params, shares[rows]), want)
+            allocated, busy = want.sum(axis=1), want.sum(axis=1) * rng.uniform(0, 1, want.shape[0])
+            want = _reference_it_power(params, allocated, busy)
+            assert _same(cluster.it_power_mw(allocated, busy), want) and _same(it_power_mw(params, allocated, busy), want)
+    for n_classes in (1, 3):
+        more = rng.uniform(0, 1, (50, n_classes))
+        want = _reference_allocate(GpuClusterParams(), more)
+        assert _same(GpuCluster(GpuClusterParams(), n_classes).allocate(more), want)
+        assert _same(allocate_gpus(GpuClusterParams(), more), want)
+
+
+def test_queue_outlook_and_serving_match_the_plain_formulas():
+    rng = np.random.default_rng(4)
+    n_steps, n_rows = 30, 9
+    inv_hours = 1.0 / rng.uniform(0.1, 24, (n_steps, 25))
+    k_now = rng.integers(0, 24, n_steps)
+    outlook = QueueOutlook(inv_hours, k_now, 2)
+    per_bucket = rng.uniform(0, 5, (n_rows, 2, 25)) * (rng.random((n_rows, 2, 25)) < 0.5)
+    per_bucket[0] = 0.0  # an empty queue: every rate is 0
+    cum = np.cumsum(per_bucket, axis=2)
+    allowance = rng.uniform(0, 3, (n_rows, 2)) * (rng.random((n_rows, 2)) < 0.7)
+    rows = rng.integers(0, n_steps, n_rows)
+    for batch in (slice(None), slice(0, 1), slice(3, 4)):
+        want = _reference_outlook(cum[batch], inv_hours[rows[batch]], k_now[rows[batch]], allowance[batch])
+        assert _all_same(outlook(cum[batch], rows[batch], allowance[batch]), want)
+        assert _all_same(queue_outlook(cum[batch], inv_hours[rows[batch]], k_now[rows[batch]], allowance[batch]), want)
+    capacity = rng.uniform(0, 30, (n_rows, 2))
+    capacity[1] = [0.0, -0.0]
+    remaining, served = serve_edf(cum, capacity)
+    assert _same(served, np.minimum(capacity, cum[:, :, -1]))
+    assert _same(remaining, np.maximum(cum - capacity[:, :, None], 0.0))
+    with pytest.raises(ValueError, match="finite and positive"):
+        QueueOutlook(np.zeros((2, 25)), np.zeros(2, int), 2)
+    with pytest.raises(ValueError, match="finite and positive"):
+        queue_outlook(cum[:2], np.full((2, 25), np.inf), np.zeros(2, int), allowance[:2])
 
 
 def test_queue_shortcuts_match_the_reference():
@@ -254,119 +420,90 @@ def test_queue_shortcuts_match_the_reference():
         assert _same(drop_due(mine, t, 12), expected) and _same(mine, ref)
 
 
-def test_episode_buffer_checks_the_number_of_values():
-    buffer = _EpisodeBuffer(("observations", "actions", "rewards", "next_observations", "terminals", "truncations"),
-                            batched=False)
-    with pytest.raises(ValueError, match="needs 6 values"):
-        buffer.add(1, 2, 3)
+def _dtype_cases():
+    """(function, reference, args) with float32 batches, Python floats and numpy-scalar steps."""
+    rng = np.random.default_rng(7)
+    b, c, z, d, g, k = BatteryParams(), CoolingParams(), ZoneParams(), DieselParams(), GridTieParams(), GpuClusterParams()
+    f32 = lambda *shape: rng.uniform(0.0, 1.0, shape).astype(np.float32)  # noqa: E731
+    soc, req = f32(64), (f32(64) - 0.5) * 60  # beyond the rating too
+    temps = (f32(64) * 40, f32(64) * 14 + 18)
+    cum = np.cumsum(f32(3, 2, 25) * 5, axis=2)
+    for dt_h in (0.25, np.float64(0.25), np.float32(0.25), 1):  # the step's type matters to numpy: not shared by the cache
+        yield (lambda *a: dataclasses.astuple(battery_step(*a))), _reference_battery_step, (b, soc, req, dt_h)
+        # Python floats: the SOC, power and energies (the violation is a 0-d array, as np.where gives)
+        yield (lambda *a: dataclasses.astuple(battery_step(*a))[:4]), (lambda *a: _reference_battery_step(*a)[:4]), (
+            b, 0.3, -12.5, dt_h)
+        yield feasible_power_mw, _reference_feasible, (b, soc, dt_h)
+        yield zone_step, _reference_zone_step, (z, temps[0] + 10, *temps, f32(64) * 3, 3.5, dt_h)
+        yield zone_step, _reference_zone_step, (z, 26.0, 30.0, 24.0, 2.0, 1.0, dt_h)
+    for args in ((c, *temps), (c, 35.0, 25.0), (c, np.float32(35.0), 25.0)):
+        yield cooling_cop, _reference_cop, args
+    for request in (f32(64) * 2.5, 0.3, 0.5, np.float32(1.0), f32(64).astype(np.float16)):
+        yield diesel_output_mw, _reference_diesel, (d, request)
+    for residual in ((f32(64) - 0.3) * 4, 2.0, -0.5):
+        yield settle, _reference_settle, (g, residual)
+    yield allocate_gpus, _reference_allocate, (k, f32(64, 2))
+    yield allocate_gpus, _reference_allocate, (k, f32(64, 3))
+    yield it_power_mw, _reference_it_power, (k, f32(64) * 2048, f32(64) * 1024)
+    yield it_power_mw, _reference_it_power, (k, 1024.0, 512)
+    yield queue_outlook, _reference_outlook, (cum, (1.0 / (f32(3, 25) * 20 + 0.5)).astype(np.float32), np.array([0, 5, 23]),
+                                              f32(3, 2))
 
 
-# ---- device shortcuts of the dc_microgrid step ----------------------------------------------------
-def _signed_zeros_and(values, *edges):
-    """``values`` plus every edge value, each also as +-0.0 and with its sign flipped."""
-    edges = np.array([0.0, -0.0, *edges, *(-np.array(edges))], dtype=np.float64)
-    return np.concatenate([np.asarray(values, np.float64), edges])
+def test_device_functions_keep_the_input_types():
+    """A float32 batch stays float32 and Python floats give what numpy's scalar rules give: the
+    functions use the parameters' own values, not the fast path's float64 constants."""
+    for function, reference, args in _dtype_cases():
+        got, want = function(*args), reference(*args)
+        assert _all_same(got, want), (function.__name__, [type(a).__name__ for a in args])
+    out = battery_step(BatteryParams(), np.full(2, 0.5, np.float32), np.array([3.0, -3.0], np.float32), 0.25)
+    assert out.soc.dtype == out.p_mw.dtype == np.float32
 
 
-@pytest.mark.parametrize("params", [BatteryParams(energy_capacity_mwh=4.0, power_max_mw=2.0), BatteryParams(soc_min=0.0)])
-def test_battery_dispatch_matches_battery_step(params):
-    rng = np.random.default_rng(1)
-    p_max = params.power_max_mw
-    socs = np.concatenate([rng.uniform(params.soc_min, params.soc_max, 300), [params.soc_min, params.soc_max, 0.5]])
-    # requests inside the action space [-p_max, p_max], edges and signed zeros included
-    requests = np.clip(_signed_zeros_and(rng.uniform(-p_max, p_max, 300), p_max, 1e-9, 1e-5), -p_max, p_max)
-    soc, request = (np.repeat(socs, requests.size), np.tile(requests, socs.size))
-    for dt_h in (5 / 60, 0.25, 1.0):
-        ref = battery_step(params, soc, request, dt_h)
-        for rows in (slice(None), slice(7, 8)):  # batched (SIMD loops) and B = 1 (scalar loops)
-            got = BatteryDispatch(params, dt_h)(soc[rows], request[rows])
-            for value, want in zip(got, (ref.soc, ref.p_mw, ref.charge_mwh, ref.discharge_mwh), strict=True):
-                assert _same(value, want[rows])
-
-
-def test_dc_device_shortcuts_match_the_functions():
-    rng = np.random.default_rng(2)
-    n = 4000
-    cooling, zone, diesel, grid = CoolingParams(), ZoneParams(), DieselParams(), GridTieParams()
-    temp_out, setpoint = rng.uniform(-20, 50, n), rng.uniform(18, 32, n)
-    temp_out[:5], setpoint[:5] = [10.0, 40.0, 30.0, 20.0, 32.0], [18.0, 32.0, 22.0, 20.0, 32.0]  # lift at and below 1 K
-    assert _same(CoolingPlant(cooling).cop(temp_out, setpoint), cooling_cop(cooling, temp_out, setpoint))
-    zone_temp, heat = rng.uniform(15, 40, n), rng.uniform(0, 5, n)
-    for q_max, dt_h in ((3.5, 5 / 60), (1.0, 0.25)):
-        got, want = ZoneStepper(zone, q_max, dt_h)(zone_temp, temp_out, setpoint, heat), zone_step(
-            zone, zone_temp, temp_out, setpoint, heat, q_max, dt_h)
-        assert all(_same(a, b) for a, b in zip(got, want, strict=True))
-    p_min = diesel.p_min_mw
-    requests = np.clip(_signed_zeros_and(rng.uniform(0, diesel.rated_mw, n), 0.5 * p_min, p_min, np.nextafter(0.5 * p_min, 0)),
-                       0.0, diesel.rated_mw)
-    assert _same(DieselGenerator(diesel).output_mw(requests), diesel_output_mw(diesel, requests))
-    no_min = DieselParams(min_stable_fraction=0.0)
-    assert _same(DieselGenerator(no_min).output_mw(requests), diesel_output_mw(no_min, requests))
-    residual = _signed_zeros_and(rng.uniform(-3, 4, n), grid.import_max_mw)
-    for tie in (grid, GridTieParams(import_max_mw=0.0)):
-        assert all(_same(a, b) for a, b in zip(GridTie(tie).settle(residual), settle(tie, residual), strict=True))
-
-
-def test_gpu_cluster_shortcuts_match_the_functions():
-    rng = np.random.default_rng(3)
-    shares = rng.uniform(0, 1, (3000, 2))
-    shares[:6] = [[0.0, 0.0], [-0.0, -0.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0], [-0.0, 1.0]]
-    for params in (GpuClusterParams(), GpuClusterParams(n_gpus=7)):
-        cluster = GpuCluster(params, 2)
-        for rows in (slice(None), slice(4, 5)):
-            gpus = cluster.allocate(shares[rows])
-            assert _same(gpus, allocate_gpus(params, shares[rows]))
-            allocated, busy = gpus.sum(axis=1), gpus.sum(axis=1) * rng.uniform(0, 1, gpus.shape[0])
-            assert _same(cluster.it_power_mw(allocated, busy), it_power_mw(params, allocated, busy))
-    three = rng.uniform(0, 1, (50, 3))
-    assert _same(GpuCluster(GpuClusterParams(), 3).allocate(three), allocate_gpus(GpuClusterParams(), three))
-
-
-def test_queue_outlook_table_and_serving_match_the_functions():
-    rng = np.random.default_rng(4)
-    n_steps, n_rows = 30, 9
-    inv_hours = 1.0 / rng.uniform(0.1, 24, (n_steps, 25))
-    k_now = rng.integers(0, 24, n_steps)
-    outlook = QueueOutlook(inv_hours, k_now, 2)
-    per_bucket = rng.uniform(0, 5, (n_rows, 2, 25)) * (rng.random((n_rows, 2, 25)) < 0.5)
-    per_bucket[0] = 0.0  # an empty queue: every rate is 0
-    cum = np.cumsum(per_bucket, axis=2)
-    allowance = rng.uniform(0, 3, (n_rows, 2)) * (rng.random((n_rows, 2)) < 0.7)
-    rows = rng.integers(0, n_steps, n_rows)
-    for batch in (slice(None), slice(0, 1), slice(3, 4)):
-        got = outlook(cum[batch], rows[batch], allowance[batch])
-        want = queue_outlook(cum[batch], inv_hours[rows[batch]], k_now[rows[batch]], allowance[batch])
-        assert all(_same(a, b) for a, b in zip(got, want, strict=True))
-    capacity = rng.uniform(0, 30, (n_rows, 2))
-    capacity[1] = [0.0, -0.0]
-    remaining, served = serve_edf(cum, capacity)
-    assert _same(served, np.minimum(capacity, cum[:, :, -1]))
-    assert _same(remaining, np.maximum(cum - capacity[:, :, None], 0.0))
-    with pytest.raises(ValueError, match="finite and positive"):
-        QueueOutlook(np.zeros((2, 25)), np.zeros(2, int), 2)
+def test_device_functions_give_hand_computed_values():
+    grid_mw, deficit_mw, spill_mw = settle(GridTieParams(), np.array([2.0, 1.0, -0.5, 0.0]))  # import cap 1.5 MW
+    assert grid_mw.tolist() == [1.5, 1.0, 0.0, 0.0] and deficit_mw.tolist() == [0.5, 0.0, 0.0, 0.0]
+    assert spill_mw.tolist() == [0.0, 0.0, 0.5, 0.0]
+    cluster = GpuClusterParams()  # 2048 GPUs
+    # shares summing to more than 1 are scaled down to sum to 1
+    np.testing.assert_allclose(allocate_gpus(cluster, np.array([[0.6, 0.6], [0.25, 0.5], [0.0, 0.0]])),
+                               [[1024, 1024], [512, 1024], [0, 0]], rtol=1e-12)
+    assert allocate_gpus(cluster, np.array([[0.5, 0.5, 1.0]])).tolist() == [[512, 512, 1024]]
+    # all busy: 2048 x 1.275 kW; half allocated, a quarter busy; all parked: 2048 x 0.05 kW
+    np.testing.assert_allclose(it_power_mw(cluster, np.array([2048.0, 1024.0, 0.0]), np.array([2048.0, 512.0, 0.0])),
+                               [2.6112, 0.512 * 1.275 + 0.512 * 0.4 + 1.024 * 0.05, 0.1024], rtol=1e-12)
+    # 100 MWh at 25 MW, 0.95 each way, over 30 min: room 80, 40 and 1 MWh above soc_min at 0.1 / 0.5 / 0.89
+    p_ch, p_dis = feasible_power_mw(BatteryParams(), np.array([0.1, 0.5, 0.89, 0.9]), 0.5)
+    np.testing.assert_allclose(p_ch, [25.0, 25.0, 1.0 / (0.95 * 0.5), 0.0], rtol=1e-12)
+    np.testing.assert_allclose(p_dis, [0.0, 25.0, 25.0, 25.0], rtol=1e-12)
+    # COP at a 25 deg C setpoint (evaporator 17 deg C): 0.35 x 290.15 K / lift, lift = outdoor + 8 - 17
+    np.testing.assert_allclose(cooling_cop(CoolingParams(), np.array([25.0, 35.0, 42.0]), np.full(3, 25.0)),
+                               [0.35 * 290.15 / 16, 0.35 * 290.15 / 26, 0.35 * 290.15 / 33], rtol=1e-12)
+    assert diesel_output_mw(DieselParams(), 0.3).tolist() == 0.0 and diesel_output_mw(DieselParams(), 0.4).tolist() == 0.75
 
 
 # ---- the dc_microgrid step against the plain formulas ---------------------------------------------
 def _reference_dc_step(task, state, action):
-    """DCMicrogrid.step written the plain way with the device functions (its form before the shortcuts)."""
+    """DCMicrogrid.step written the plain way with the plain device formulas (its form before the shortcuts)."""
     p, w, dt_h, horizon = task.params, task.workload, task.spec.dt_h, task.spec.horizon
     idx = task.split_days[state.day_id] * task.profiles.steps_per_day + state.t
     temp_out, price, co2, pv_mw = task._exogenous[idx].T
-    gpus = allocate_gpus(p.cluster, action[:, :2])
+    gpus = _reference_allocate(p.cluster, action[:, :2])
     cum, served = serve_edf(state.queue_cum_gpuh, gpus * dt_h)
     ones = np.ones(gpus.shape[1])
-    it_mw = it_power_mw(p.cluster, gpus @ ones, (served @ ones) * (1.0 / dt_h))
+    it_mw = _reference_it_power(p.cluster, gpus @ ones, (served @ ones) * (1.0 / dt_h))
     setpoint = action[:, 2]
-    zone_temp, q_cool = zone_step(p.zone, state.zone_temp_c, temp_out, setpoint, it_mw, p.cooling.q_max_mw, dt_h)
-    cooling_mw = q_cool / cooling_cop(p.cooling, temp_out, setpoint)
-    battery = battery_step(p.battery, state.soc, action[:, 3], dt_h)
-    diesel_mw = diesel_output_mw(p.diesel, action[:, 4])
+    zone_temp, q_cool = _reference_zone_step(p.zone, state.zone_temp_c, temp_out, setpoint, it_mw, p.cooling.q_max_mw,
+                                            dt_h)
+    cooling_mw = q_cool / _reference_cop(p.cooling, temp_out, setpoint)
+    battery_soc, battery_mw, charge_mwh, discharge_mwh, _ = _reference_battery_step(p.battery, state.soc, action[:, 3], dt_h)
+    diesel_mw = _reference_diesel(p.diesel, action[:, 4])
     facility_mw = it_mw + cooling_mw
-    grid_mw, deficit_mw, spill_mw = settle(p.grid, facility_mw - battery.p_mw - pv_mw - diesel_mw)
+    grid_mw, deficit_mw, spill_mw = _reference_settle(p.grid, facility_mw - battery_mw - pv_mw - diesel_mw)
     reward_vector = np.stack([
         -facility_mw * dt_h,
         -(grid_mw * price + diesel_mw * p.diesel.fuel_cost_per_mwh) * dt_h
-        - p.battery.degradation_cost_per_mwh * (battery.charge_mwh + battery.discharge_mwh),
+        - p.battery.degradation_cost_per_mwh * (charge_mwh + discharge_mwh),
         -(grid_mw * co2 + diesel_mw * p.diesel.co2_t_per_mwh) * dt_h,
     ], axis=1)
     t_next = state.t + 1
@@ -382,18 +519,18 @@ def _reference_dc_step(task, state, action):
     if task.penalized:
         reward = reward - costs @ task._penalties
     t_clip = np.minimum(t_next, horizon)
-    due_1h, required = queue_outlook(cum, task._inv_hours_left[t_clip],
-                                     np.minimum(t_next // w.steps_per_hour, cum.shape[2] - 2), allowance)
-    applied = np.stack([gpus[:, 0] / p.cluster.n_gpus, gpus[:, 1] / p.cluster.n_gpus, setpoint, battery.p_mw, diesel_mw],
+    due_1h, required = _reference_outlook(cum, task._inv_hours_left[t_clip],
+                                          np.minimum(t_next // w.steps_per_hour, cum.shape[2] - 2), allowance)
+    applied = np.stack([gpus[:, 0] / p.cluster.n_gpus, gpus[:, 1] / p.cluster.n_gpus, setpoint, battery_mw, diesel_mw],
                        axis=1)
     applied[:, :2] = gpus * (1.0 / p.cluster.n_gpus)
-    state_values = {"t": t_next, "soc": battery.soc, "zone_temp_c": zone_temp, "queue_cum_gpuh": cum,
+    state_values = {"t": t_next, "soc": battery_soc, "zone_temp_c": zone_temp, "queue_cum_gpuh": cum,
                     "arrived_gpuh": state.arrived_gpuh + arrivals[:, :, -1], "served_gpuh": state.served_gpuh + served,
                     "dropped_gpuh": state.dropped_gpuh + dropped, "carry_allowance_gpuh": allowance, "due_1h_gpuh": due_1h,
                     "required_gpus": required}
     info = {"reward_vector": reward_vector, "it_mw": it_mw, "cooling_mw": cooling_mw, "zone_temp_c": zone_temp,
             "temp_c": temp_out, "pv_mw": pv_mw, "pv_curtailed_mw": np.minimum(spill_mw, pv_mw), "diesel_mw": diesel_mw,
-            "battery_p_mw": battery.p_mw, "soc": battery.soc, "grid_import_mw": grid_mw, "deficit_mw": deficit_mw,
+            "battery_p_mw": battery_mw, "soc": battery_soc, "grid_import_mw": grid_mw, "deficit_mw": deficit_mw,
             "spill_mw": spill_mw, "price_per_mwh": price, "grid_co2_t_per_mwh": co2, "gpus_allocated": gpus,
             "gpus_busy": served * (1.0 / dt_h), "arrived_gpuh": state_values["arrived_gpuh"],
             "served_gpuh": state_values["served_gpuh"], "dropped_gpuh": state_values["dropped_gpuh"],

@@ -11,6 +11,7 @@ charge it as a constraint cost.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -56,14 +57,82 @@ class BatteryStep:
     soc_violation_mwh: np.ndarray  # storage-side energy requested beyond the SOC bounds (>= 0)
 
 
+class BatteryDispatch:
+    """The battery's SOC model at a fixed step ``dt_h``: the one implementation behind
+    :func:`battery_step` and :func:`feasible_power_mw`.
+
+    Calling an instance steps a batch whose requests are within ``[-power_max_mw,
+    power_max_mw]`` (a task's action space) without the SOC-violation term, for a task that
+    steps the battery every step and does not charge requests beyond the SOC bounds. Its
+    constants are folded once and exactly:
+
+    * requests are within the rating, so cutting them to the SOC-feasible power needs no
+      ``min`` with the rating (:func:`battery_step` cuts to the rating as well);
+    * ``-(x / y) == x / (-y)`` and ``max(-p, 0) * dt == max(p * (-dt), 0)`` in IEEE arithmetic
+      (signed zeros included; only a NaN's sign bit can differ), so the negations fold into
+      constants.
+
+    ``float64_constants=True`` (the default) makes the parameters 0-d float64 arrays (numpy
+    converts a Python float operand on every call, which dominates on small batches): for
+    float64 batches. ``False`` keeps the parameters' own values (Python floats, or arrays for a
+    fleet), so numpy's Python-scalar rules apply and a float32 batch stays float32: what the
+    module functions use. Either way the values equal the plain formulas' bit for bit (tested).
+    """
+
+    def __init__(self, params: BatteryParams, dt_h: float, *, float64_constants: bool = True) -> None:
+        const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
+        self.soc_min, self.soc_max, self.capacity_mwh = const(params.soc_min), const(params.soc_max), const(params.energy_capacity_mwh)
+        self.power_max_mw = const(params.power_max_mw)
+        self.charge_efficiency, self.discharge_efficiency = const(params.charge_efficiency), const(params.discharge_efficiency)
+        self.charge_divisor = const(params.charge_efficiency * dt_h)  # MWh stored per MW charged over the step
+        self.neg_charge_divisor = const(-(params.charge_efficiency * dt_h))
+        self.dt_h, self.neg_dt_h, self.zero = const(dt_h), const(-dt_h), const(0.0)
+
+    def _soc_limits(self, soc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(storage room below ``soc_max`` in MWh, discharge power in MW the energy above
+        ``soc_min`` allows over the step), before the power rating."""
+        maximum, zero, cap = np.maximum, self.zero, self.capacity_mwh
+        stored_above_min = maximum(soc - self.soc_min, zero) * cap
+        room_below_max = maximum(self.soc_max - soc, zero) * cap
+        return room_below_max, stored_above_min * self.discharge_efficiency / self.dt_h
+
+    def feasible_power_mw(self, soc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Largest charge and discharge power (MW, both >= 0) the SOC bounds and the rating allow."""
+        room_below_max, p_dis_mw = self._soc_limits(soc)
+        return np.minimum(room_below_max / self.charge_divisor, self.power_max_mw), np.minimum(p_dis_mw, self.power_max_mw)
+
+    def apply_power(self, soc: np.ndarray, p_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(SOC after the step, ``p_mw``, charged MWh, discharged MWh) for a feasible grid-side power ``p_mw``."""
+        maximum, zero = np.maximum, self.zero
+        discharge_mwh = maximum(p_mw, zero) * self.dt_h
+        charge_mwh = maximum(p_mw * self.neg_dt_h, zero)
+        new_soc = soc + (self.charge_efficiency * charge_mwh - discharge_mwh / self.discharge_efficiency) / self.capacity_mwh
+        return new_soc.clip(self.soc_min, self.soc_max), p_mw, charge_mwh, discharge_mwh  # the clip: round-off only
+
+    def __call__(self, soc: np.ndarray, p_request_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(SOC after the step, grid-side power MW, charged MWh, discharged MWh), each [B], for
+        requests [B] within the rating."""
+        room_below_max, p_dis_mw = self._soc_limits(soc)
+        # ndarray.clip is np.clip without its Python-level dispatch (the same ufunc, the same values)
+        return self.apply_power(soc, p_request_mw.clip(room_below_max / self.neg_charge_divisor, p_dis_mw))
+
+
+@functools.lru_cache(maxsize=32, typed=True)
+def _cached_dispatch(params: BatteryParams, dt_h: float) -> BatteryDispatch:
+    return BatteryDispatch(params, dt_h, float64_constants=False)
+
+
+def _dispatch(params: BatteryParams, dt_h: float) -> BatteryDispatch:
+    """The functions' :class:`BatteryDispatch` (the parameters' own values as constants)."""
+    try:
+        return _cached_dispatch(params, dt_h)
+    except TypeError:  # unhashable: ratings given as arrays (a fleet), built for this call
+        return BatteryDispatch(params, dt_h, float64_constants=False)
+
+
 def feasible_power_mw(params: BatteryParams, soc: np.ndarray, dt_h: float) -> tuple[np.ndarray, np.ndarray]:
     """Largest charge and discharge power (MW, both >= 0) the SOC bounds allow over ``dt_h``."""
-    cap = params.energy_capacity_mwh
-    stored_above_min = np.maximum(soc - params.soc_min, 0.0) * cap
-    room_below_max = np.maximum(params.soc_max - soc, 0.0) * cap
-    p_ch_max = np.minimum(room_below_max / (params.charge_efficiency * dt_h), params.power_max_mw)
-    p_dis_max = np.minimum(stored_above_min * params.discharge_efficiency / dt_h, params.power_max_mw)
-    return p_ch_max, p_dis_max
+    return _dispatch(params, dt_h).feasible_power_mw(soc)
 
 
 def battery_step(
@@ -72,60 +141,16 @@ def battery_step(
     """Advance SOC by one step of ``dt_h`` hours under requested power ``p_request_mw`` [B].
 
     The request is first limited to ``[-power_max_mw, power_max_mw]`` by the caller's action
-    space; here it is cut to what the SOC bounds allow.
+    space; here it is cut to what the SOC bounds allow (and the rating, should it exceed it).
     """
-    cap = params.energy_capacity_mwh
-    eta_c, eta_d = params.charge_efficiency, params.discharge_efficiency
-    p_ch_max, p_dis_max = feasible_power_mw(params, soc, dt_h)
+    battery = _dispatch(params, dt_h)
+    p_ch_max, p_dis_max = battery.feasible_power_mw(soc)
     p_request_mw = np.asarray(p_request_mw)
-    # ndarray.clip is np.clip without its Python-level dispatch (the same ufunc, the same values)
-    p_mw = p_request_mw.clip(-p_ch_max, p_dis_max)
+    new_soc, p_mw, charge_mwh, discharge_mwh = battery.apply_power(soc, p_request_mw.clip(-p_ch_max, p_dis_max))
 
-    discharge_mwh = np.maximum(p_mw, 0.0) * dt_h
-    charge_mwh = np.maximum(-p_mw, 0.0) * dt_h
     excess_mw = p_request_mw - p_mw  # > 0: asked too much discharge, < 0: too much charge
     # storage-side energy asked beyond the bounds; an excess within the tolerance counts as none
     excess_abs = np.abs(excess_mw)
-    storage_mwh_per_mw = np.where(excess_mw > 0.0, dt_h / eta_d, dt_h * eta_c)
+    storage_mwh_per_mw = np.where(excess_mw > 0.0, dt_h / params.discharge_efficiency, dt_h * params.charge_efficiency)
     soc_violation_mwh = np.where(excess_abs < _TOLERANCE_MW, 0.0, excess_abs * storage_mwh_per_mw)
-
-    new_soc = soc + (eta_c * charge_mwh - discharge_mwh / eta_d) / cap
-    new_soc = new_soc.clip(params.soc_min, params.soc_max)  # round-off only
     return BatteryStep(new_soc, p_mw, charge_mwh, discharge_mwh, soc_violation_mwh)
-
-
-class BatteryDispatch:
-    """:func:`battery_step` at a fixed ``dt_h`` for float64 batches, without the SOC-violation term.
-
-    For a task that steps the battery every step and does not charge requests beyond the SOC
-    bounds. The parameters become 0-d arrays once (numpy converts a Python float operand on
-    every call, which dominates on small batches) and a few operations are folded exactly:
-
-    * requests are within ``[-power_max_mw, power_max_mw]`` (the caller's action space, as
-      for :func:`battery_step`), so cutting them to the SOC-feasible power needs no ``min``
-      with the rating;
-    * ``-(x / y) == x / (-y)`` and ``max(-p, 0) * dt == max(p * (-dt), 0)`` in IEEE arithmetic
-      (signed zeros included), so the negations fold into constants.
-
-    Every returned value equals :func:`battery_step`'s bit for bit (float64 inputs; tested).
-    """
-
-    def __init__(self, params: BatteryParams, dt_h: float) -> None:
-        def f64(x: float) -> np.ndarray:
-            return np.array(x, np.float64)
-
-        self.soc_min, self.soc_max, self.capacity_mwh = f64(params.soc_min), f64(params.soc_max), f64(params.energy_capacity_mwh)
-        self.charge_efficiency, self.discharge_efficiency = f64(params.charge_efficiency), f64(params.discharge_efficiency)
-        self.neg_charge_divisor = f64(-(params.charge_efficiency * dt_h))  # the product battery_step divides by
-        self.dt_h, self.neg_dt_h, self.zero = f64(dt_h), f64(-dt_h), f64(0.0)
-
-    def __call__(self, soc: np.ndarray, p_request_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(SOC after the step, grid-side power MW, charged MWh, discharged MWh), each [B]."""
-        maximum, zero, cap = np.maximum, self.zero, self.capacity_mwh
-        stored_above_min = maximum(soc - self.soc_min, zero) * cap
-        room_below_max = maximum(self.soc_max - soc, zero) * cap
-        p_mw = p_request_mw.clip(room_below_max / self.neg_charge_divisor, stored_above_min * self.discharge_efficiency / self.dt_h)
-        discharge_mwh = maximum(p_mw, zero) * self.dt_h
-        charge_mwh = maximum(p_mw * self.neg_dt_h, zero)
-        new_soc = soc + (self.charge_efficiency * charge_mwh - discharge_mwh / self.discharge_efficiency) / cap
-        return new_soc.clip(self.soc_min, self.soc_max), p_mw, charge_mwh, discharge_mwh

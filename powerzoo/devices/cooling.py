@@ -20,6 +20,7 @@ at 25 deg C outdoors, 3.9 at 35 deg C and 3.1 at 42 deg C.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -48,28 +49,21 @@ class CoolingParams:
             raise ValueError(f"q_max_mw must be positive, got {self.q_max_mw}")
 
 
-def cooling_cop(params: CoolingParams, temp_out_c: np.ndarray, setpoint_c: np.ndarray) -> np.ndarray:
-    """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg C)."""
-    t_evap = setpoint_c - params.evaporator_approach_k
-    lift = np.maximum(temp_out_c + params.condenser_approach_k - t_evap, 1.0)
-    cop = params.carnot_fraction * (t_evap + KELVIN) / lift
-    return np.minimum(np.maximum(cop, params.cop_min), params.cop_max)
-
-
 class CoolingPlant:
-    """:func:`cooling_cop` for float64 batches with the parameters turned into 0-d arrays once.
+    """The plant's COP model: the one implementation behind :func:`cooling_cop`.
 
-    numpy converts a Python float operand on every call, which dominates on small batches;
-    the values equal :func:`cooling_cop`'s bit for bit (tested).
+    ``float64_constants=True`` (the default) makes the parameters 0-d float64 arrays (numpy
+    converts a Python float operand on every call, which dominates on small batches): for
+    float64 batches. ``False`` keeps the parameters' Python floats, so numpy's Python-scalar
+    rules apply and a float32 batch stays float32: what :func:`cooling_cop` uses. The values
+    are the same bit for bit either way on float64 batches (tested).
     """
 
-    def __init__(self, params: CoolingParams) -> None:
-        def f64(x: float) -> np.ndarray:
-            return np.array(x, np.float64)
-
-        self.evaporator_approach_k, self.condenser_approach_k = f64(params.evaporator_approach_k), f64(params.condenser_approach_k)
-        self.carnot_fraction, self.kelvin, self.min_lift_k = f64(params.carnot_fraction), f64(KELVIN), f64(1.0)
-        self.cop_min, self.cop_max = f64(params.cop_min), f64(params.cop_max)
+    def __init__(self, params: CoolingParams, *, float64_constants: bool = True) -> None:
+        const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
+        self.evaporator_approach_k, self.condenser_approach_k = const(params.evaporator_approach_k), const(params.condenser_approach_k)
+        self.carnot_fraction, self.kelvin, self.min_lift_k = const(params.carnot_fraction), const(KELVIN), const(1.0)
+        self.cop_min, self.cop_max = const(params.cop_min), const(params.cop_max)
 
     def condenser_temp_c(self, temp_out_c: np.ndarray) -> np.ndarray:
         """Condenser temperature (deg C) at outdoor temperature ``temp_out_c``: a weather-only
@@ -84,5 +78,16 @@ class CoolingPlant:
         return np.minimum(np.maximum(cop, self.cop_min), self.cop_max)
 
     def cop(self, temp_out_c: np.ndarray, setpoint_c: np.ndarray) -> np.ndarray:
-        """COP [B] at outdoor temperature and room setpoint (deg C), as :func:`cooling_cop`."""
+        """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg C)."""
         return self.cop_at(self.condenser_temp_c(temp_out_c), setpoint_c)
+
+
+@functools.lru_cache(maxsize=16, typed=True)
+def _plant(params: CoolingParams) -> CoolingPlant:
+    """The functions' :class:`CoolingPlant` (the parameters' own values as constants)."""
+    return CoolingPlant(params, float64_constants=False)
+
+
+def cooling_cop(params: CoolingParams, temp_out_c: np.ndarray, setpoint_c: np.ndarray) -> np.ndarray:
+    """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg C)."""
+    return _plant(params).cop(temp_out_c, setpoint_c)

@@ -14,6 +14,7 @@ Start-up costs, ramp limits and part-load efficiency losses are not modelled.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -43,23 +44,34 @@ class DieselParams:
         return self.rated_mw * self.min_stable_fraction
 
 
-def diesel_output_mw(params: DieselParams, request_mw: np.ndarray) -> np.ndarray:
-    """Output [B] (MW) for requests [B] in [0, rated]: below ``p_min`` the nearest of 0 and ``p_min``."""
-    p_min = params.p_min_mw
-    return np.where(request_mw < 0.5 * p_min, 0.0, np.maximum(request_mw, p_min))
-
-
 class DieselGenerator:
-    """:func:`diesel_output_mw` for float64 batches with its thresholds turned into 0-d arrays once.
+    """The generator's output rule: the one implementation behind :func:`diesel_output_mw`.
 
-    The values equal :func:`diesel_output_mw`'s bit for bit (tested): a request below half the
-    minimum output gives ``max(request, p_min) * False = +0.0`` (``max(request, p_min) >= 0``).
+    Below half the minimum output the output is ``max(request, p_min) * False = +0.0``
+    (``max(request, p_min) >= 0``), otherwise ``max(request, p_min)``: the nearest feasible
+    output, without a ``where``. ``float64_constants=True`` (the default) makes the thresholds
+    0-d float64 arrays (numpy converts a Python float operand on every call, which dominates on
+    small batches): for float64 batches. ``False`` keeps them Python floats, so numpy's
+    Python-scalar rules apply and a float32 batch stays float32: what :func:`diesel_output_mw`
+    uses.
     """
 
-    def __init__(self, params: DieselParams) -> None:
+    def __init__(self, params: DieselParams, *, float64_constants: bool = True) -> None:
+        const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
         p_min = params.p_min_mw
-        self.p_min_mw, self.half_p_min_mw = np.array(p_min, np.float64), np.array(0.5 * p_min, np.float64)
+        self.p_min_mw, self.half_p_min_mw = const(p_min), const(0.5 * p_min)
 
     def output_mw(self, request_mw: np.ndarray) -> np.ndarray:
-        """Output [B] (MW) for requests [B] in [0, rated], as :func:`diesel_output_mw`."""
+        """Output [B] (MW) for requests [B] in [0, rated]: below ``p_min`` the nearest of 0 and ``p_min``."""
         return np.maximum(request_mw, self.p_min_mw) * (request_mw >= self.half_p_min_mw)
+
+
+@functools.lru_cache(maxsize=16, typed=True)
+def _generator(params: DieselParams) -> DieselGenerator:
+    """The function's :class:`DieselGenerator` (the parameters' own values as constants)."""
+    return DieselGenerator(params, float64_constants=False)
+
+
+def diesel_output_mw(params: DieselParams, request_mw: np.ndarray) -> np.ndarray:
+    """Output [B] (MW) for requests [B] in [0, rated]: below ``p_min`` the nearest of 0 and ``p_min``."""
+    return np.asarray(_generator(params).output_mw(request_mw))  # an array for a scalar request too

@@ -17,6 +17,7 @@ p_parked`` where ``busy`` is the average number of GPUs that had work during the
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -44,50 +45,58 @@ class GpuClusterParams:
         return self.n_gpus * self.p_active_kw / 1000.0
 
 
+class GpuCluster:
+    """GPU allocation and IT power for ``n_classes`` job classes: the one implementation behind
+    :func:`allocate_gpus` and :func:`it_power_mw`.
+
+    A broadcast costs about three plain numpy calls on small batches, so for two classes each
+    row's share total comes out repeated per class from one matrix product (``x0 + x1`` in
+    every column: the same sum as a matrix-vector product's, the sign of a zero aside, which
+    the ``max(total, 1)`` drops). ``float64_constants=True`` (the default) makes the constants
+    0-d float64 arrays (numpy converts a Python scalar operand on every call, which dominates
+    on small batches): for float64 batches. ``False`` keeps the parameters' own values, so
+    numpy's Python-scalar rules apply and a float32 batch stays float32: what the module
+    functions use.
+    """
+
+    def __init__(self, params: GpuClusterParams, n_classes: int, *, float64_constants: bool = True) -> None:
+        const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
+        self.n_gpus, self.one = const(params.n_gpus), const(1.0)
+        self.p_active_kw, self.p_idle_kw, self.p_parked_kw = const(params.p_active_kw), const(params.p_idle_kw), const(params.p_parked_kw)
+        self.kw_to_mw = const(1e-3)
+        # share totals: [B, 2] (each row's total in both columns) for two classes, else [B]
+        self._totals_per_class = n_classes == 2
+        self._row_sum = np.ones((2, 2)) if self._totals_per_class else np.ones(n_classes)
+
+    def allocate(self, shares: np.ndarray) -> np.ndarray:
+        """GPUs given to each class [B, C] from requested fractions ``shares`` [B, C] in [0, 1].
+
+        When the shares sum to more than 1 they are scaled down proportionally to sum to 1.
+        """
+        gpus_per_share = self.n_gpus / np.maximum(shares @ self._row_sum, self.one)  # faster than sum(axis=1)
+        return shares * (gpus_per_share if self._totals_per_class else gpus_per_share[:, None])
+
+    def it_power_mw(self, allocated: np.ndarray, busy: np.ndarray) -> np.ndarray:
+        """IT power [B] (MW) from allocated and busy GPUs, both summed over classes [B]."""
+        idle = allocated - busy
+        parked = self.n_gpus - allocated
+        return (busy * self.p_active_kw + idle * self.p_idle_kw + parked * self.p_parked_kw) * self.kw_to_mw
+
+
+@functools.lru_cache(maxsize=16, typed=True)
+def _cluster(params: GpuClusterParams, n_classes: int) -> GpuCluster:
+    """The functions' :class:`GpuCluster` (the parameters' own values as constants)."""
+    return GpuCluster(params, n_classes, float64_constants=False)
+
+
 def allocate_gpus(params: GpuClusterParams, shares: np.ndarray) -> np.ndarray:
     """GPUs given to each class [B, C] from requested fractions ``shares`` [B, C] in [0, 1].
 
     When the shares sum to more than 1 they are scaled down proportionally to sum to 1.
     """
-    total = shares @ np.ones(shares.shape[1])  # faster than sum(axis=1) for a few classes
-    return shares * (params.n_gpus / np.maximum(total, 1.0))[:, None]
+    return _cluster(params, shares.shape[1]).allocate(shares)
 
 
 def it_power_mw(params: GpuClusterParams, allocated: np.ndarray, busy: np.ndarray) -> np.ndarray:
     """IT power [B] (MW) from allocated and busy GPUs, both summed over classes [B]."""
-    idle = allocated - busy
-    parked = params.n_gpus - allocated
-    return (busy * params.p_active_kw + idle * params.p_idle_kw + parked * params.p_parked_kw) * 1e-3
-
-
-class GpuCluster:
-    """:func:`allocate_gpus` and :func:`it_power_mw` for float64 batches, constants converted once.
-
-    numpy converts a Python scalar operand on every call and a broadcast costs about three
-    plain calls on small batches, so the constants are 0-d arrays and, for two classes, each
-    row's share total comes out repeated per class from one matrix product (``x0 + x1`` in
-    every column: the same sum as ``allocate_gpus``'s, the sign of a zero aside, which the
-    ``max(total, 1)`` drops). The values equal the functions' bit for bit (tested).
-    """
-
-    def __init__(self, params: GpuClusterParams, n_classes: int) -> None:
-        def f64(x: float) -> np.ndarray:
-            return np.array(x, np.float64)
-
-        self.n_gpus, self.one = f64(params.n_gpus), f64(1.0)
-        self.p_active_kw, self.p_idle_kw, self.p_parked_kw = f64(params.p_active_kw), f64(params.p_idle_kw), f64(params.p_parked_kw)
-        self.kw_to_mw = f64(1e-3)
-        self.params = params
-        self._row_sum_per_class = np.ones((n_classes, n_classes)) if n_classes == 2 else None
-
-    def allocate(self, shares: np.ndarray) -> np.ndarray:
-        """GPUs per class [B, C] from requested fractions [B, C], as :func:`allocate_gpus`."""
-        if self._row_sum_per_class is None:
-            return allocate_gpus(self.params, shares)
-        return shares * (self.n_gpus / np.maximum(shares @ self._row_sum_per_class, self.one))
-
-    def it_power_mw(self, allocated: np.ndarray, busy: np.ndarray) -> np.ndarray:
-        """IT power [B] (MW) from allocated and busy GPUs summed over classes, as :func:`it_power_mw`."""
-        idle = allocated - busy
-        parked = self.n_gpus - allocated
-        return (busy * self.p_active_kw + idle * self.p_idle_kw + parked * self.p_parked_kw) * self.kw_to_mw
+    return _cluster(params, 1).it_power_mw(allocated, busy)

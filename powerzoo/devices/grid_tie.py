@@ -18,6 +18,7 @@ the rest is unserved (``deficit``); a negative residual is spilled (curtailed).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -46,26 +47,38 @@ def grid_carbon_intensity(
     return params.fossil_co2_t_per_mwh * (1.0 - re_share)
 
 
+class GridTie:
+    """The tie's power balance: the one implementation behind :func:`settle`.
+
+    ``float64_constants=True`` (the default) makes the import cap a 0-d float64 array (numpy
+    converts a Python float operand on every call, which dominates on small batches): for
+    float64 batches. ``False`` keeps it a Python float, so numpy's Python-scalar rules apply
+    and a float32 batch stays float32: what :func:`settle` uses.
+    """
+
+    def __init__(self, params: GridTieParams, *, float64_constants: bool = True) -> None:
+        const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
+        self.import_max_mw, self.zero = const(params.import_max_mw), const(0.0)
+
+    def settle(self, residual_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Split the residual load [B] (MW, load minus on-site supply) into (import, deficit, spill) >= 0.
+
+        ``import - spill + deficit == residual`` (up to round-off).
+        """
+        zero = self.zero
+        grid_mw = np.minimum(np.maximum(residual_mw, zero), self.import_max_mw)
+        return grid_mw, np.maximum(residual_mw - grid_mw, zero), np.maximum(-residual_mw, zero)
+
+
+@functools.lru_cache(maxsize=16, typed=True)
+def _tie(params: GridTieParams) -> GridTie:
+    """The function's :class:`GridTie` (the parameters' own values as constants)."""
+    return GridTie(params, float64_constants=False)
+
+
 def settle(params: GridTieParams, residual_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split the residual load [B] (MW, load minus on-site supply) into (import, deficit, spill) >= 0.
 
     ``import - spill + deficit == residual`` (up to round-off).
     """
-    grid_mw = np.minimum(np.maximum(residual_mw, 0.0), params.import_max_mw)
-    return grid_mw, np.maximum(residual_mw - grid_mw, 0.0), np.maximum(-residual_mw, 0.0)
-
-
-class GridTie:
-    """:func:`settle` for float64 batches with the import cap turned into a 0-d array once.
-
-    The values equal :func:`settle`'s bit for bit (tested).
-    """
-
-    def __init__(self, params: GridTieParams) -> None:
-        self.import_max_mw, self.zero = np.array(params.import_max_mw, np.float64), np.array(0.0, np.float64)
-
-    def settle(self, residual_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(import, deficit, spill) [B] (MW) of the residual load [B], as :func:`settle`."""
-        zero = self.zero
-        grid_mw = np.minimum(np.maximum(residual_mw, zero), self.import_max_mw)
-        return grid_mw, np.maximum(residual_mw - grid_mw, zero), np.maximum(-residual_mw, zero)
+    return _tie(params).settle(residual_mw)

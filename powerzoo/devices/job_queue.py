@@ -66,38 +66,38 @@ def queue_outlook(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Work due by the end of bucket ``k_now`` [B] and the required GPUs, each [B, C].
 
-    ``inv_hours_left`` [B, K] is one over the time (h) until each bucket is due; for the last
-    bucket that is the end of the episode, when only the work above ``carry_allowance`` [B, C]
-    is due. Required GPUs is the least constant allocation that meets every deadline,
-    ``max_k cum_k / hours_left_k``: serving at that rate earliest-deadline-first drops nothing
-    (absent new arrivals). :class:`QueueOutlook` gives the same values faster at B = 1.
+    ``inv_hours_left`` [B, K] (finite, > 0) is one over the time (h) until each bucket is due;
+    for the last bucket that is the end of the episode, when only the work above
+    ``carry_allowance`` [B, C] is due. Required GPUs is the least constant allocation that
+    meets every deadline, ``max_k cum_k / hours_left_k``: serving at that rate
+    earliest-deadline-first drops nothing (absent new arrivals). A task that asks every step
+    builds a :class:`QueueOutlook` of its steps once instead.
     """
-    due_soon = cum.take(_row_starts(*cum.shape) + k_now[:, None])
-    rate = cum * inv_hours_left[:, None, :]
-    last = cum[:, :, -1] - np.minimum(carry_allowance, cum[:, :, -1] - cum[:, :, -2])
-    rate[:, :, -1] = last * inv_hours_left[:, -1:]
-    return due_soon, np.maximum.reduce(rate, axis=2)  # rate.max(axis=2) without its Python wrapper
+    return QueueOutlook(inv_hours_left, k_now, cum.shape[1])(cum, np.arange(cum.shape[0]), carry_allowance)
 
 
 class QueueOutlook:
-    """:func:`queue_outlook` at steps given as rows of fixed tables, built once.
+    """The queue's outlook at steps given as rows of fixed tables, built once: the one
+    implementation behind :func:`queue_outlook`.
 
-    ``inv_hours_left`` [T, K] and ``k_now`` [T] are tabulated by row (for example by step of
-    the day); :meth:`__call__` takes ``rows`` [B] instead of the per-step arrays. On small
-    batches numpy's cost is per call, and a call on a strided or broadcast operand costs about
-    three times one on contiguous, equal-shape operands, so the tables are repeated per job
-    class and the three buckets read per class (the current one, the last two) come out of
+    ``inv_hours_left`` [T, K] (finite, > 0) and ``k_now`` [T] are tabulated by row (for example
+    by step of the day); :meth:`__call__` takes ``rows`` [B] instead of the per-step arrays. On
+    small batches numpy's cost is per call, and a call on a strided or broadcast operand costs
+    about three times one on contiguous, equal-shape operands, so the tables are repeated per
+    job class and the three buckets read per class (the current one, the last two) come out of
     the queue as contiguous [B, C] blocks of one ``take``. The required GPUs are the larger of
     the first K - 1 buckets' largest rate (the last bucket's rate is 0 in the table) and the
-    last bucket's rate: with rates >= 0 that is the same maximum, and the largest element is
-    found with ``argmax`` (one C loop) instead of a ``maximum.reduce``. The values equal
-    :func:`queue_outlook`'s bit for bit (tested).
+    last bucket's rate: with rates >= 0 that is the largest rate, and the largest element is
+    found with ``argmax`` (one C loop) instead of a ``maximum.reduce``. The tables keep their
+    dtype (float64 for a task; a float32 table and queue give float32 results).
     """
 
     def __init__(self, inv_hours_left: np.ndarray, k_now: np.ndarray, n_classes: int) -> None:
-        inv = np.repeat(np.asarray(inv_hours_left, np.float64)[:, None, :], n_classes, axis=1)  # [T, C, K]
+        inv = np.repeat(np.asarray(inv_hours_left)[:, None, :], n_classes, axis=1)  # [T, C, K]
         if not np.all(np.isfinite(inv) & (inv > 0.0)):
-            raise ValueError("inv_hours_left must be finite and positive")
+            raise ValueError(
+                "inv_hours_left must be finite and positive: one over the hours (> 0) until each bucket is due"
+            )
         n_buckets = inv.shape[2]
         self._inv_last = inv[:, :, -1].copy()  # [T, C]
         inv[:, :, -1] = 0.0
@@ -108,11 +108,11 @@ class QueueOutlook:
 
     def __call__(self, cum: np.ndarray, rows: np.ndarray, carry_allowance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(work due by the end of the current bucket, required GPUs) [B, C] of queue ``cum`` [B, C, K]
-        (GPU-h, >= 0) at table rows ``rows`` [B], as :func:`queue_outlook`."""
+        (GPU-h, >= 0) at table rows ``rows`` [B]."""
         n_rows, n_classes, n_buckets = cum.shape
         due_soon, before_last, queued = cum.take(_row_starts_3(n_rows, n_classes, n_buckets) + self._buckets.take(rows, axis=1))
         rate = cum * self._inv_head.take(rows, axis=0)
-        last = queued - np.minimum(carry_allowance, queued - before_last)
+        last = queued - np.minimum(carry_allowance, queued - before_last)  # due by the end: above the allowance
         last_rate = last * self._inv_last.take(rows, axis=0)
         return due_soon, np.maximum(rate.take(_row_starts(n_rows, n_classes, n_buckets) + rate.argmax(axis=2)), last_rate)
 

@@ -26,6 +26,7 @@ Parameters:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -62,12 +63,7 @@ def zone_step(
     dt_h: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Advance the zone temperature over ``dt_h``; return (new temperature deg C, heat removed MW)."""
-    c = params.heat_capacity_mwh_per_k
-    decay = _tracking_decay(params, dt_h)
-    gains = heat_mw + params.ua_mw_per_k * (temp_out_c - temp_c)
-    target = setpoint_c + (temp_c - setpoint_c) * decay
-    q_cool = np.minimum(np.maximum(gains + (temp_c - target) * (c / dt_h), 0.0), q_max_mw)
-    return temp_c + (gains - q_cool) * (dt_h / c), q_cool
+    return _stepper(params, q_max_mw, dt_h)(temp_c, temp_out_c, setpoint_c, heat_mw)
 
 
 def _tracking_decay(params: ZoneParams, dt_h: float) -> float:
@@ -86,27 +82,40 @@ def setpoint_reaching(params: ZoneParams, temp_c: np.ndarray, target_c: float, d
 
 
 class ZoneStepper:
-    """:func:`zone_step` at a fixed step ``dt_h`` and plant capacity for float64 batches.
+    """The zone's energy balance at a fixed step ``dt_h`` and plant capacity ``q_max_mw``: the
+    one implementation behind :func:`zone_step`.
 
-    The parameters and step constants are turned into 0-d arrays once (numpy converts a Python
-    float operand on every call, which dominates on small batches); the values equal
-    :func:`zone_step`'s bit for bit (tested).
+    ``float64_constants=True`` (the default) makes the parameters and step constants 0-d
+    float64 arrays (numpy converts a Python float operand on every call, which dominates on
+    small batches): for float64 batches. ``False`` keeps them Python floats, so numpy's
+    Python-scalar rules apply and a float32 batch stays float32: what :func:`zone_step` uses.
     """
 
-    def __init__(self, params: ZoneParams, q_max_mw: float, dt_h: float) -> None:
-        def f64(x: float) -> np.ndarray:
-            return np.array(x, np.float64)
-
+    def __init__(self, params: ZoneParams, q_max_mw: float, dt_h: float, *, float64_constants: bool = True) -> None:
+        const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
         c = params.heat_capacity_mwh_per_k
-        self.ua_mw_per_k, self.decay = f64(params.ua_mw_per_k), f64(_tracking_decay(params, dt_h))
-        self.c_over_dt, self.dt_over_c = f64(c / dt_h), f64(dt_h / c)  # the same quotients as zone_step
-        self.q_max_mw, self.zero = f64(q_max_mw), f64(0.0)
+        self.ua_mw_per_k, self.decay = const(params.ua_mw_per_k), const(_tracking_decay(params, dt_h))
+        self.c_over_dt, self.dt_over_c = const(c / dt_h), const(dt_h / c)
+        self.q_max_mw, self.zero = const(q_max_mw), const(0.0)
 
     def __call__(
         self, temp_c: np.ndarray, temp_out_c: np.ndarray, setpoint_c: np.ndarray, heat_mw: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(new zone temperature deg C, heat removed MW), each [B], as :func:`zone_step`."""
+        """(new zone temperature deg C, heat removed MW), each [B], under IT heat ``heat_mw`` [B]."""
         gains = heat_mw + self.ua_mw_per_k * (temp_out_c - temp_c)
-        target = setpoint_c + (temp_c - setpoint_c) * self.decay
+        target = setpoint_c + (temp_c - setpoint_c) * self.decay  # where the controller aims
         q_cool = np.minimum(np.maximum(gains + (temp_c - target) * self.c_over_dt, self.zero), self.q_max_mw)
         return temp_c + (gains - q_cool) * self.dt_over_c, q_cool
+
+
+@functools.lru_cache(maxsize=16, typed=True)
+def _cached_stepper(params: ZoneParams, q_max_mw: float, dt_h: float) -> ZoneStepper:
+    return ZoneStepper(params, q_max_mw, dt_h, float64_constants=False)
+
+
+def _stepper(params: ZoneParams, q_max_mw: float, dt_h: float) -> ZoneStepper:
+    """The function's :class:`ZoneStepper` (the parameters' own values as constants)."""
+    try:
+        return _cached_stepper(params, q_max_mw, dt_h)
+    except TypeError:  # unhashable: a capacity or step given as an array, built for this call
+        return ZoneStepper(params, q_max_mw, dt_h, float64_constants=False)

@@ -29,7 +29,6 @@ from powerzoo.devices.job_queue import (
     carry_excess,
     drop_due,
     per_bucket,
-    queue_outlook,
     serve_edf,
 )
 from powerzoo.devices.pv import pv_power_mw
@@ -143,7 +142,7 @@ class DCMicrogrid(Task):
     # them are views of the shared workload, which pickles by reference), rebuilt on unpickling
     _STEP_TABLES = ("_cluster", "_plant", "_zone", "_battery", "_diesel", "_grid", "_dt", "_neg_dt", "_per_dt",
                     "_per_gpu", "_fuel_cost", "_diesel_co2", "_degradation_cost", "_temp_max", "_zero", "_step_inputs",
-                    "_eventful", "_outlook_next", "_arrivals_after", "_carry_after", "_arrived_after", "_obs_base",
+                    "_eventful", "_outlook", "_arrivals_after", "_carry_after", "_arrived_after", "_obs_base",
                     "_obs_day_row", "_obs_step_row")
 
     def __getstate__(self) -> dict[str, Any]:
@@ -190,7 +189,7 @@ class DCMicrogrid(Task):
         t_next = np.arange(HORIZON + 2)
         # a bucket falls due (drop_due) or the day is over (no arrivals, carry check): the full path
         self._eventful = (t_next % self._steps_per_hour == 0) | (t_next >= HORIZON)
-        self._outlook_next = QueueOutlook(  # by t + 1, as _outlook
+        self._outlook = QueueOutlook(  # by step 0..HORIZON + 1: reset reads row 0, step row t + 1
             self._inv_hours_left[np.minimum(t_next, HORIZON)], np.minimum(t_next // self._steps_per_hour, N_BUCKETS - 2),
             n_classes,
         )
@@ -279,12 +278,6 @@ class DCMicrogrid(Task):
     def _class_total(self, x: np.ndarray) -> np.ndarray:
         """Sum over job classes of ``x`` [B, C] (a matrix-vector product: faster than ``sum(axis=1)``)."""
         return x @ self._class_ones
-
-    def _outlook(self, cum: np.ndarray, t: np.ndarray, allowance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(work due by the end of the current hour, required GPUs) at step ``t``, each [B, C]."""
-        k_now = np.minimum(t // self._steps_per_hour, N_BUCKETS - 2)
-        inv_hours_left = self._inv_hours_left.take(np.minimum(t, HORIZON), axis=0)
-        return queue_outlook(cum, inv_hours_left, k_now, allowance)
 
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DCMicrogridState:
         day_id = self.check_day_id(day_id)
@@ -389,7 +382,7 @@ class DCMicrogrid(Task):
             arrived = self._arrived_after.take(idx, axis=0)
             behind = np.zeros(allowance.shape)
             dropped_gpuh = state.dropped_gpuh.copy()
-        due_1h, required = self._outlook_next(cum, next_row, allowance)
+        due_1h, required = self._outlook(cum, next_row, allowance)
         reward = reward_vector @ self._weights
         if self.penalized:
             reward = reward - costs @ self._penalties
