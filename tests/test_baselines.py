@@ -84,7 +84,11 @@ def test_recomputing_the_first_days_reproduces_the_table(task):
     days = protocol["day_ids"][:4]  # a prefix: the random stream and the reset seeds line up
     for policy in task_spec(task).baselines:
         row = evaluate_baseline(task, policy, "test", days, protocol["seed"])
-        np.testing.assert_allclose(row["returns"], baseline_row(task, policy)["returns"][:4], rtol=1e-9)
+        # Oracle plans come from LPs/MILPs with many optimal solutions: another HiGHS release may
+        # pick another optimum of the same objective, whose realised return differs by ~1e-6
+        # relative (seen between highspy 1.15 and 1.16 on dc_microgrid). Everything else is exact.
+        rtol = 1e-5 if policy == "oracle" else 1e-9
+        np.testing.assert_allclose(row["returns"], baseline_row(task, policy)["returns"][:4], rtol=rtol)
 
 
 def test_a_trainer_reproduces_a_full_row_through_the_protocol():
