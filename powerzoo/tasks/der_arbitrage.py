@@ -1,0 +1,404 @@
+"""``marl_der_arbitrage``: three batteries on the IEEE 33-bus feeder trade energy at the market price.
+
+Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
+-----------------------------------------------------------------------
+* Feeder: ``case33bw`` with an exact AC power flow every step (:mod:`powerzoo.tasks.feeder`);
+  bus loads = the case's base load x ``LOAD_SCALE = 0.7`` x the calendar load shape
+  ``demand_pu``. Sizing: with the batteries idle, the far end of the main trunk dips below
+  0.95 p.u. at the daily peak on 47 of the 77 test days (0.05 p.u.-steps a day on average; 76
+  days and 0.67 under ``load_stress``), so where and when the batteries charge matters for the
+  voltage band; charging all three at full power at the peak of a high-load day
+  (``demand_pu`` near 1) also overloads a line (``thermal_overload``).
+* Agents ``battery_0..2``: inverter batteries (:mod:`powerzoo.devices.inverter_battery`) of
+  1 MWh / 0.5 MW (0.55 MVA inverters), efficiencies 0.95, SOC in [0.1, 0.9], start SOC 0.5,
+  degradation 2 $/MWh, at 0-based buses ``BATTERY_BUSES = (16, 23, 31)`` (1-based 17, 24, 32:
+  one bus short of the ends of the main trunk and of the two long laterals).
+* Action per agent: ``p_mw`` in [-0.5, 0.5] MW (+ = discharge into the feeder); reactive power
+  is 0 (SPEC 4.2: battery power P). A request the SOC cannot serve is cut to the feasible power
+  and the energy asked beyond the bounds is the ``soc_violation`` cost.
+* Reward, **per agent** (``shared_reward=False``): each battery's own arbitrage profit at the
+  data layer's ``price_per_mwh`` in $ per step, ``price x (discharged - charged MWh) -
+  2 $/MWh x throughput``, paid on delivered power. ``info["reward_terms"]`` holds the team sums
+  ``[discharge_revenue, charge_payment, degradation]``; ``info["agent_profit"]`` the [3] split.
+  A reward preset (``reward="penalized"`` or a dict of weights) gives every agent the team value.
+* Costs (all selected): ``voltage_violation`` (p.u. outside [0.95, 1.05] summed over buses, per
+  step), ``thermal_overload`` (MVA above line ratings, summed), ``soc_violation`` (MWh asked
+  beyond the SOC bounds, summed over batteries); per-episode thresholds 0.2 p.u., 0.5 MVA,
+  0.5 MWh.
+* Observation modes (``env.observation_fields(agent)``; grid values from the previous step's
+  flow, at reset from the first step's loads with the batteries idle):
+  ``global`` (default): time, price, ``demand_pu``, ``feeder_p_mw``, ``v_min_pu``, ``v_max_pu``,
+  every battery's SOC, then the own block ``own_soc, own_prev_p_mw, own_v_pu, own_bus_load_mw``;
+  ``local``: time, price and the own block; ``local_plus_forecast``: ``local`` + the price of the
+  next 4 steps; ``local_plus_voltage``: ``local`` + the voltages of the neighbouring buses
+  (``upstream_v_pu`` of the parent bus, ``downstream_v_pu`` the lowest of the child buses).
+* Splits: train / val / test by date; stress splits ``load_stress``, ``heatwave``,
+  ``low_renewable`` (dearer, more peaked prices) and ``price_spike``.
+* Baselines (77 test days, ``benchmarks/compute_baselines.py``; team return): random; rule-based =
+  a time-of-use schedule from the price data: each battery charges at a quarter of its usable
+  energy per hour in the 8 half-hours that are cheapest on the average day (train days of the
+  base profiles) and discharges likewise in the 8 dearest, within what its SOC allows; oracle =
+  a perfect-foresight day plan of all three batteries maximising the team profit, one LP on
+  HiGHS (:func:`_solve_day`) with the SOC model and the voltage band on LinDistFlow linearised
+  around the exact flow of the day's loads (band narrowed by 0.002 p.u. for the linearisation
+  error), then applied under the exact flow. Team return ($/day) and voltage violation
+  (p.u.-steps/day): random -51.7 and 1.14 (plus 3.1 MWh of SOC violation), rule-based 69.5 and
+  0.025, oracle 81.2 and 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from powerzoo.data import calendar
+from powerzoo.data.profiles import get_profiles
+from powerzoo.devices.battery import feasible_power_mw
+from powerzoo.devices.inverter_battery import (
+    InverterBatteryParams,
+    inverter_battery_reset,
+    inverter_battery_step,
+)
+from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.feeder import (
+    GRID_COST_UNITS,
+    GRID_COSTS,
+    FeederModel,
+    add_voltage_band,
+    time_features,
+    unit_variables,
+    voltage_sq_sensitivity,
+)
+from powerzoo.tasks.spec import TaskSpec, VectorSpec
+
+__all__ = ["MarlDerArbitrage", "DerArbitrageState", "BATTERY_BUSES"]
+
+HORIZON = 48
+STEP_MINUTES = 30
+CASE = "case33bw"
+LOAD_SCALE = 0.7
+BATTERY_BUSES = (16, 23, 31)
+ENERGY_MWH, POWER_MW = 1.0, 0.5
+TOU_STEPS = 8  # half-hours of charging and of discharging in the rule-based schedule
+FORECAST_STEPS = 4
+ORACLE_MARGIN_PU = 0.002  # the oracle plans in [0.952, 1.048] p.u.: 1.5 MW swings linearise less well
+PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
+_N = len(BATTERY_BUSES)
+_min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
+AGENTS = tuple(f"battery_{i}" for i in range(_N))
+
+_TIME = (("hour_sin", "-", -1.0, 1.0, -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
+         ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
+         ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0))
+_OWN = (("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0), ("own_prev_p_mw", "MW", -POWER_MW, POWER_MW, -POWER_MW, POWER_MW),
+        ("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0), ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.3))
+_GLOBAL = (("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0), ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
+           ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0), ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+           *((f"soc_battery_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(_N)))
+_FORECAST = tuple((f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0) for k in range(1, FORECAST_STEPS + 1))
+_NEIGHBOURS = (("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0), ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0))
+_MODES = {
+    "global": _TIME + _GLOBAL + _OWN,
+    "local": _TIME + _OWN,
+    "local_plus_forecast": _TIME + _OWN + _FORECAST,
+    "local_plus_voltage": _TIME + _OWN + _NEIGHBOURS,
+}
+
+
+def _vector(fields: tuple) -> VectorSpec:
+    names, units, low, high, nlo, nhi = zip(*fields, strict=True)
+    return VectorSpec(names=names, units=units, low=low, high=high, nominal_low=nlo, nominal_high=nhi)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Slots:
+    """Where the fields of one observation mode sit (``None``: not in the mode)."""
+
+    width: int
+    time: slice  # hour_sin, hour_cos, time_remaining
+    price: int
+    own_soc: int
+    own_prev_p: int
+    own_v: int
+    own_load: int
+    demand: int | None
+    feeder_p: int | None
+    v_min: int | None
+    v_max: int | None
+    socs: slice | None  # soc_battery_0..2
+    forecast: slice | None  # price_t1..t4
+    upstream_v: int | None
+    downstream_v: int | None
+
+    @classmethod
+    def of(cls, spec: VectorSpec) -> _Slots:
+        def optional(*names: str) -> Any:
+            return spec.slot(*names) if set(names) <= set(spec.names) else None
+
+        return cls(
+            width=spec.dim,
+            time=spec.slot("hour_sin", "hour_cos", "time_remaining"),
+            price=spec.slot("price_per_mwh"),
+            own_soc=spec.slot("own_soc"),
+            own_prev_p=spec.slot("own_prev_p_mw"),
+            own_v=spec.slot("own_v_pu"),
+            own_load=spec.slot("own_bus_load_mw"),
+            demand=optional("demand_pu"),
+            feeder_p=optional("feeder_p_mw"),
+            v_min=optional("v_min_pu"),
+            v_max=optional("v_max_pu"),
+            socs=optional(*(f[0] for f in _GLOBAL[4:])),
+            forecast=optional(*(f[0] for f in _FORECAST)),
+            upstream_v=optional("upstream_v_pu"),
+            downstream_v=optional("downstream_v_pu"),
+        )
+
+
+@dataclasses.dataclass
+class DerArbitrageState:
+    """Batched state; every field has leading axis ``B``."""
+
+    day_id: np.ndarray  # [B] split day the episode started on
+    t: np.ndarray  # [B] steps elapsed
+    soc: np.ndarray  # [B, 3] state of charge
+    prev_p_mw: np.ndarray  # [B, 3] power delivered last step (+ discharge)
+    vm_pu: np.ndarray  # [B, n_bus] last flow's voltage magnitudes
+    feeder_p_mw: np.ndarray  # [B] last flow's head power
+    v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
+
+
+class MarlDerArbitrage(Task):
+    """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal limits."""
+
+    task_id = "marl_der_arbitrage"
+
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        super().__init__(self.make_spec(**task_kwargs), split)
+        self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
+        self.battery = InverterBatteryParams(energy_capacity_mwh=ENERGY_MWH, power_max_mw=POWER_MW, n_units=_N)
+        self.buses = np.asarray(BATTERY_BUSES)
+        case = self.grid.case
+        self.upstream_bus = case.bus_parent[self.buses]
+        children = [np.flatnonzero(case.bus_parent == b) for b in BATTERY_BUSES]
+        self._children = [c if c.size else np.array([b]) for c, b in zip(children, BATTERY_BUSES, strict=True)]
+        self._own_load_mw = self.grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
+        self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
+        self._slots = {mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
+        self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
+        self._tou = tou_schedule(self.profiles.steps_per_day)
+        glob = self.spec.observation
+        self._rule_t, self._rule_soc = glob.slot("time_remaining"), glob.slot("own_soc")
+
+    # ---- spec -------------------------------------------------------------------------------
+    @classmethod
+    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
+        if task_kwargs:
+            raise TypeError(f"marl_der_arbitrage takes no task parameters, got {sorted(task_kwargs)}")
+        modes = {mode: _vector(fields) for mode, fields in _MODES.items()}
+        return TaskSpec(
+            task_id=cls.task_id,
+            description=(
+                "Three 1 MWh / 0.5 MW batteries on the IEEE 33-bus feeder (exact AC power flow) buy and sell "
+                "energy at the market price; each agent is paid its own arbitrage profit, under the feeder's "
+                "voltage and thermal limits."
+            ),
+            agents=AGENTS,
+            observation=modes["global"],
+            action=VectorSpec(
+                names=tuple(f"{a}.p_mw" for a in AGENTS),
+                units=("MW (+ discharge)",) * _N,
+                low=(-POWER_MW,) * _N,
+                high=(POWER_MW,) * _N,
+            ),
+            horizon=HORIZON,
+            step_minutes=STEP_MINUTES,
+            splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "low_renewable", "price_spike"),
+            reward_terms=("discharge_revenue", "charge_payment", "degradation"),
+            reward_doc=(
+                "per agent: own price x (discharged - charged MWh) - 2 $/MWh x throughput ($ per step); "
+                "reward_terms are the team sums"
+            ),
+            constraint_names=(*GRID_COSTS, "soc_violation"),
+            constraint_units=(*GRID_COST_UNITS, "MWh (sum over batteries)"),
+            selected_constraints=(*GRID_COSTS, "soc_violation"),
+            cost_thresholds={"voltage_violation": 0.2, "thermal_overload": 0.5, "soc_violation": 0.5},
+            baselines=("random", "rule_based", "oracle"),
+            reward_presets={
+                "profit": {},
+                "penalized": {"voltage_violation": 1000.0, "thermal_overload": 1000.0, "soc_violation": 100.0},
+            },
+            obs_modes=tuple(_MODES),
+            obs_mode_specs=modes,
+            default_obs_mode="global",
+            shared_reward=False,
+        )
+
+    # ---- batched model ----------------------------------------------------------------------
+    def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DerArbitrageState:
+        day_id = self.check_day_id(day_id)
+        b = day_id.size
+        t = np.zeros(b, dtype=np.int64)
+        p, q = self.grid.bus_loads(self.grid.demand_pu.take(self.grid.flat_index(day_id, t)))
+        flow = self.grid.solve(p, q)
+        soc = inverter_battery_reset(self.battery, b)
+        return DerArbitrageState(day_id, t, soc, np.zeros((b, _N)), flow.vm_pu, flow.info["feeder_p_mw"], flow.v_complex_pu)
+
+    def observe(self, state: DerArbitrageState, obs_mode: str | None = None) -> np.ndarray:
+        """Per-agent observations [B, 3, obs_dim] (float32) of ``obs_mode`` (default ``global``)."""
+        mode = obs_mode or self.spec.default_obs_mode
+        try:
+            slots = self._slots[mode]
+        except KeyError:
+            raise ValueError(f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._slots)}") from None
+        b = state.t.size
+        flat = self.grid.flat_index(state.day_id, state.t)
+        demand = self.grid.demand_pu.take(flat)
+        vm = state.vm_pu
+        obs = np.empty((b, _N, slots.width), dtype=np.float32)
+        try:
+            obs[:, :, slots.time] = self._time.take(state.t, axis=0)[:, None, :]
+        except IndexError:  # stepped past the horizon without a reset
+            obs[:, :, slots.time] = time_features(state.t, self.profiles.steps_per_day, HORIZON)[:, None, :]
+        obs[:, :, slots.price] = self.grid.price_per_mwh.take(flat)[:, None]
+        obs[:, :, slots.own_soc] = state.soc
+        obs[:, :, slots.own_prev_p] = state.prev_p_mw
+        obs[:, :, slots.own_v] = vm[:, self.buses]
+        obs[:, :, slots.own_load] = demand[:, None] * self._own_load_mw
+        if slots.demand is not None:
+            obs[:, :, slots.demand] = demand[:, None]
+        if slots.feeder_p is not None:
+            obs[:, :, slots.feeder_p] = state.feeder_p_mw[:, None]
+        if slots.v_min is not None:
+            obs[:, :, slots.v_min] = _min_reduce(vm, axis=1)[:, None]
+        if slots.v_max is not None:
+            obs[:, :, slots.v_max] = _max_reduce(vm, axis=1)[:, None]
+        if slots.socs is not None:
+            obs[:, :, slots.socs] = state.soc[:, None, :]
+        if slots.forecast is not None:
+            ahead = self.grid.price_per_mwh.take(flat[:, None] + self._forecast_offsets)
+            obs[:, :, slots.forecast] = ahead[:, None, :]
+        if slots.upstream_v is not None:
+            obs[:, :, slots.upstream_v] = vm[:, self.upstream_bus]
+        if slots.downstream_v is not None:
+            for i, kids in enumerate(self._children):
+                obs[:, i, slots.downstream_v] = _min_reduce(vm[:, kids], axis=1)
+        return obs
+
+    def step(
+        self, state: DerArbitrageState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[DerArbitrageState, StepOutput]:
+        dt_h = self.spec.dt_h
+        flat = self.grid.flat_index(state.day_id, state.t)
+        price = self.grid.price_per_mwh.take(flat)
+        result = inverter_battery_step(self.battery, state.soc, action, np.zeros_like(action), dt_h)
+        p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
+        p[:, self.buses] -= result.p_mw
+        flow = self.grid.solve(p, q, state.v_complex_pu)
+        revenue = price[:, None] * result.discharge_mwh
+        payment = price[:, None] * result.charge_mwh
+        wear = self.battery.degradation_cost_per_mwh * (result.charge_mwh + result.discharge_mwh)
+        profit = revenue - payment - wear  # [B, 3] each agent's own reward
+        b = state.t.size
+        terms = np.empty((b, 3))
+        terms[:, 0] = revenue.sum(axis=1)
+        terms[:, 1] = -payment.sum(axis=1)
+        terms[:, 2] = -wear.sum(axis=1)
+        costs = np.empty((b, 3))
+        costs[:, :2] = flow.costs
+        costs[:, 2] = result.soc_violation_mwh.sum(axis=1)
+        new_state = DerArbitrageState(
+            state.day_id, state.t + 1, result.soc, result.p_mw, flow.vm_pu, flow.info["feeder_p_mw"], flow.v_complex_pu
+        )
+        info = dict(flow.info)
+        info.update(
+            price_per_mwh=price,
+            net_load_mw=p.sum(axis=1),
+            soc=result.soc,
+            battery_p_mw=result.p_mw,
+            agent_profit=profit,
+        )
+        return new_state, StepOutput(
+            reward=profit,
+            reward_terms=terms,
+            constraint_costs=costs,
+            terminated=np.zeros(b, dtype=bool),
+            action_applied=result.p_mw,
+            info=info,
+        )
+
+    # ---- baselines --------------------------------------------------------------------------
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """Time-of-use schedule (module docstring) from ``global`` observations [B, 3, d]: [B, 3] MW."""
+        t = np.rint((1.0 - obs[:, 0, self._rule_t].astype(np.float64)) * HORIZON).astype(np.int64)
+        mode = self._tou.take(np.clip(t, 0, HORIZON - 1) % self.profiles.steps_per_day)  # -1 charge, +1 discharge
+        soc = obs[:, :, self._rule_soc].astype(np.float64)
+        p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)  # type: ignore[arg-type]
+        usable = (self.battery.soc_max - self.battery.soc_min) * self.battery.energy_capacity_mwh
+        rate = usable / (TOU_STEPS * self.spec.dt_h)  # MW that moves the usable energy in TOU_STEPS steps
+        charge = np.minimum(rate / self.battery.charge_efficiency, p_ch_max)
+        discharge = np.minimum(rate * self.battery.discharge_efficiency, p_dis_max)
+        return np.where(mode[:, None] < 0, -charge, np.where(mode[:, None] > 0, discharge, 0.0))
+
+    def oracle_plan(self, state: DerArbitrageState) -> np.ndarray:
+        """Team-profit-maximising battery powers [B, H, 3] with perfect foresight of prices and loads.
+
+        One LP per episode on HiGHS (:func:`_solve_day`): the SOC model of the batteries and the
+        voltage band on LinDistFlow, linearised around the exact flow of the day's loads with the
+        batteries idle; the plan is then applied (and scored) under the exact power flow.
+        """
+        plans = np.zeros((state.t.size, HORIZON, _N))
+        sens = voltage_sq_sensitivity(self.grid.case, self.buses)
+        for row in range(state.t.size):
+            t0 = int(state.t[row])
+            flat = self.grid.flat_index(state.day_id[row : row + 1], np.array([t0]))[0] + np.arange(HORIZON - t0)
+            p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
+            v2_base = self.grid.solve(p, q).vm_pu ** 2
+            plans[row, t0:] = _solve_day(self.battery, self.grid.price_per_mwh.take(flat), state.soc[row], v2_base, sens,
+                                         self.spec.dt_h)
+        return plans
+
+
+def tou_schedule(steps_per_day: int) -> np.ndarray:
+    """Time-of-use plan [steps_per_day]: -1 in the ``TOU_STEPS`` cheapest steps of the average day, +1 in the
+    dearest, else 0 (average over the train days of the base price profile, the same for every split)."""
+    price = get_profiles("base", STEP_MINUTES).series["price_per_mwh"][: calendar.N_DAYS * steps_per_day]
+    mean_day = price.reshape(calendar.N_DAYS, steps_per_day)[calendar.split_day_indices("train")].mean(axis=0)
+    order = np.argsort(mean_day, kind="stable")
+    plan = np.zeros(steps_per_day, dtype=np.int64)
+    plan[order[:TOU_STEPS]] = -1
+    plan[order[-TOU_STEPS:]] = 1
+    return plan
+
+
+def _solve_day(battery: InverterBatteryParams, price: np.ndarray, soc0: np.ndarray, v2_base: np.ndarray,
+               sens: np.ndarray, dt_h: float) -> np.ndarray:
+    """Net battery powers [T, 3] (MW, + discharge) of the day plan (LP on HiGHS via highspy).
+
+    Maximise ``sum price (d - c) dt - deg (c + d) dt - voltage penalty`` over charge ``c`` and
+    discharge ``d`` in ``[0, P]`` (MW) and stored energy ``e`` within the SOC bounds, with
+    ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d``; squared voltages
+    ``v2_base + (c - d) @ sens`` kept in the band (:func:`powerzoo.tasks.feeder.add_voltage_band`).
+    """
+    import highspy
+
+    t, n = price.size, soc0.size
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    cap = battery.energy_capacity_mwh
+    charge = unit_variables(h, t, np.zeros(n), battery.power_max_mw)
+    discharge = unit_variables(h, t, np.zeros(n), battery.power_max_mw)
+    stored = unit_variables(h, t, battery.soc_min * cap, battery.soc_max * cap)
+    stored_in = (battery.charge_efficiency * dt_h) * charge - (dt_h / battery.discharge_efficiency) * discharge
+    h.addConstrs(stored[0] - stored_in[0] == soc0 * cap)
+    if t > 1:
+        h.addConstrs((stored[1:] - stored[:-1] - stored_in[1:]).ravel() == 0.0)
+    bound = np.broadcast_to(np.abs(sens).T @ battery.power_max_mw, v2_base.shape)
+    penalty = add_voltage_band(h, v2_base, (charge - discharge) @ sens, bound, ORACLE_MARGIN_PU)
+    deg = battery.degradation_cost_per_mwh
+    profit = h.qsum(((price[:, None] - deg) * dt_h * discharge).ravel()) - h.qsum(((price[:, None] + deg) * dt_h * charge).ravel())
+    h.maximize(profit if penalty is None else profit - penalty)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"marl_der_arbitrage oracle LP failed: {h.modelStatusToString(h.getModelStatus())}")
+    return h.vals(discharge) - h.vals(charge)

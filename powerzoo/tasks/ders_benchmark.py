@@ -1,0 +1,451 @@
+"""``marl_ders_benchmark``: twelve heterogeneous DERs on the 141-bus feeder, in three agent groups.
+
+Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calendar day)
+-------------------------------------------------------------------------------------
+* Feeder: Khodr's 141-bus 12.47 kV feeder (``case141``, MATPOWER), exact AC power flow every step
+  (:mod:`powerzoo.tasks.feeder`); bus loads = the case's base load x ``LOAD_SCALE = 1.0`` x the
+  calendar load shape ``demand_pu`` (so the published base load is the annual peak).
+* Agents, 0-based buses of the case file (chosen once, by hand, from the base-case voltage
+  profile and the feeder tree; constants below):
+
+  - ``battery_0..3`` (group ``batteries``): inverter batteries
+    (:mod:`powerzoo.devices.inverter_battery`) of 1 MWh / 0.5 MW (0.55 MVA), efficiencies 0.95,
+    SOC in [0.1, 0.9] (start 0.5), degradation 2 $/MWh, at ``BATTERY_BUSES = (47, 65, 29, 125)``:
+    spread over the feeder, two on the long lateral that starts at bus 5 (where voltages sag:
+    its mid point 47 and its sub-lateral 53-68) and two on the other branches (the far end of
+    the main trunk, 29, and of the lateral 117-129). Action ``[p_mw, q_mvar]``: P in
+    [-0.5, 0.5] MW (+ discharge), Q in [-0.55, 0.55] Mvar (+ injection).
+  - ``pv_0..3`` (group ``pv``): 1 MW PV plants with 1.1 MVA inverters
+    (:mod:`powerzoo.devices.pv_inverter`) at ``PV_BUSES = (86, 51, 79, 67)``, the lowest-voltage
+    ends of the four sagging sub-laterals of that lateral. Available power = 1 MW x the data
+    layer's irradiance-based ``pv_cf``. Action ``[curtail, q_mvar]``: curtailed fraction in
+    [0, 1], Q in [-1.1, 1.1] Mvar.
+  - ``load_0..3`` (group ``flexible_loads``): the flexible half (``FLEX_SHARE = 0.5``) of the
+    load of the large buses ``FLEX_BUSES = (85, 78, 60, 70)`` on the same sub-laterals
+    (:mod:`powerzoo.devices.flexible_load`, each at its bus's own power factor), curtail and
+    shift up to 30 % each per step, payback within 4 steps (2 h) and before the day ends.
+    Action ``[curtail, shift]``, both fractions in [0, 0.3] of the unit's demand this step.
+
+* Sizing: with the DERs uncontrolled (batteries idle, PV uncurtailed, Q = 0, loads served as
+  they come) the sagging lateral drops below 0.95 p.u. on 69 of the 77 test days (mean 1.4
+  p.u.-steps of ``voltage_violation`` a day, no thermal overload); PV output helps only around
+  midday. The rule-based baseline brings it to 0.12 (16 days), so where and when the batteries,
+  the inverters' Q and the flexible loads act matters (``tests/test_ders_benchmark.py``).
+* Reward, **shared** (team, $ per step), terms ``[loss_cost, pv_curtailment_cost,
+  load_curtailment_cost, battery_cost]`` (each usually <= 0): ``-price x losses x dt``;
+  ``-price x curtailed PV MWh`` (the energy the feeder must buy instead); ``-VOLL x curtailed
+  load MWh`` with ``VOLL = 1,000 $/MWh`` (unserved energy; so curtailing everything never pays);
+  ``-(price x (charged - discharged MWh) + 2 $/MWh x throughput)`` (the batteries' energy bill,
+  so they can earn by arbitrage). Shifted load is free in the reward: it comes back later.
+* Costs (CMDP, all selected, >= 0 per step): ``voltage_violation`` (p.u. outside [0.95, 1.05]
+  summed over buses), ``thermal_overload`` (MVA above line ratings summed over branches),
+  ``device_violation`` (MWh-equivalent, summed over devices: battery energy asked beyond the
+  SOC bounds [MWh] + reactive power cut by the inverters' S limits x dt [Mvarh] + load shift
+  refused on the last step [MWh]). Per-episode thresholds 1.0 p.u., 0.5 MVA, 0.5 MWh.
+* Observation modes (``env.observation_fields(agent)``; every agent has the same fields in a
+  mode, fields that do not apply to its kind are 0; grid values from the previous step's flow,
+  at reset from the flow of the first step with the DERs uncontrolled):
+  ``ders_local`` (default): time, price, one-hot kind ``is_battery, is_pv, is_flexible_load``,
+  then ``own_v_pu, own_soc, own_pv_available_mw, own_base_load_mw, own_backlog_mwh``;
+  ``local``: time, price, the own device block, ``own_prev_p_mw`` (+ into the feeder; a load's
+  draw is negative), ``own_prev_q_mvar``, ``own_bus_load_mw``; ``local_plus_voltage``: ``local``
+  + ``upstream_v_pu`` (parent bus) and ``downstream_v_pu`` (lowest child bus, own bus at a
+  leaf); ``global``: ``ders_local`` + ``demand_pu, pv_cf, feeder_p_mw, p_loss_mw, v_min_pu,
+  v_max_pu`` + the voltage at every DER bus, every battery's SOC and every load's backlog.
+* Splits: train / val / test by date; stress splits ``load_stress`` (demand x 1.15),
+  ``low_renewable`` (PV x 0.4, dearer prices) and ``price_spike`` (evening price spikes).
+* Baselines: random; rule-based: no curtailment or shifting, each battery follows the
+  time-of-use schedule of :func:`powerzoo.tasks.der_arbitrage.tou_schedule` (charge in the 8
+  cheapest half-hours of the average day, discharge in the 8 dearest, within its SOC), and every
+  inverter (battery and PV) applies the IEEE 1547-2018 category B volt-var droop on its own
+  bus voltage (Q / S = +0.44 at 0.92 p.u., 0 in [0.98, 1.02], -0.44 at 1.08, linear between),
+  within the reactive capability left at its P. No oracle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from powerzoo.data import calendar
+from powerzoo.devices.battery import feasible_power_mw
+from powerzoo.devices.flexible_load import (
+    FlexibleLoadParams,
+    FlexibleLoadState,
+    flexible_load_reset,
+    flexible_load_step,
+)
+from powerzoo.devices.inverter_battery import (
+    InverterBatteryParams,
+    inverter_battery_reset,
+    inverter_battery_step,
+)
+from powerzoo.devices.pv_inverter import PVInverterParams, pv_inverter_step
+from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.der_arbitrage import TOU_STEPS, tou_schedule
+from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS, FeederModel, time_features
+from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec
+
+__all__ = ["MarlDersBenchmark", "DersState", "BATTERY_BUSES", "PV_BUSES", "FLEX_BUSES"]
+
+HORIZON = 48
+STEP_MINUTES = 30
+CASE = "case141"
+LOAD_SCALE = 1.0
+BATTERY_BUSES = (47, 65, 29, 125)
+PV_BUSES = (86, 51, 79, 67)
+FLEX_BUSES = (85, 78, 60, 70)
+ENERGY_MWH, POWER_MW, BATTERY_S_MVA = 1.0, 0.5, 0.55
+PV_MW, PV_S_MVA = 1.0, 1.1
+FLEX_SHARE, FLEX_MAX, PAYBACK_STEPS = 0.5, 0.3, 4
+VOLL_PER_MWH = 1000.0
+VOLT_VAR_V = (0.92, 0.98, 1.02, 1.08)  # IEEE 1547-2018 category B default curve (p.u.)
+VOLT_VAR_Q = (0.44, 0.0, 0.0, -0.44)  # Q per unit of the S rating (+ injection)
+PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
+_K = 4  # units per kind
+_N = 3 * _K
+BATTERIES = tuple(f"battery_{i}" for i in range(_K))
+PVS = tuple(f"pv_{i}" for i in range(_K))
+LOADS = tuple(f"load_{i}" for i in range(_K))
+AGENTS = BATTERIES + PVS + LOADS
+_BAT, _PV, _FLEX = slice(0, _K), slice(_K, 2 * _K), slice(2 * _K, _N)
+DER_BUSES = BATTERY_BUSES + PV_BUSES + FLEX_BUSES
+
+_V = ("p.u.", 0.0, 1.2, 0.9, 1.05)
+_TIME = (("hour_sin", "-", -1.0, 1.0, -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
+         ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
+         ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0))
+_KIND = tuple((f"is_{k}", "one-hot", 0.0, 1.0, 0.0, 1.0) for k in ("battery", "pv", "flexible_load"))
+_DEVICE = (("own_v_pu", *_V), ("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0),
+           ("own_pv_available_mw", "MW", 0.0, PV_MW, 0.0, PV_MW),
+           ("own_base_load_mw", "MW", 0.0, 2.0, 0.0, 0.3), ("own_backlog_mwh", "MWh", 0.0, 2.0, 0.0, 0.2))
+_PREV = (("own_prev_p_mw", "MW (+ into the feeder)", -2.0, 2.0, -0.5, 0.5),
+         ("own_prev_q_mvar", "Mvar (+ injection)", -2.0, 2.0, -0.5, 0.5),
+         ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.6))
+_NEIGHBOURS = (("upstream_v_pu", *_V), ("downstream_v_pu", *_V))
+_SYSTEM = (("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0), ("pv_cf", "fraction", 0.0, 1.0, 0.0, 1.0),
+           ("feeder_p_mw", "MW", -20.0, 30.0, 0.0, 12.0), ("p_loss_mw", "MW", 0.0, 5.0, 0.0, 0.6),
+           ("v_min_pu", *_V), ("v_max_pu", *_V))
+_FLEET = (*((f"v_{a}_pu", *_V) for a in AGENTS), *((f"soc_{a}", "fraction", 0.0, 1.0, 0.0, 1.0) for a in BATTERIES),
+          *((f"backlog_{a}_mwh", "MWh", 0.0, 2.0, 0.0, 0.2) for a in LOADS))
+_MODES = {
+    "ders_local": _TIME + _KIND + _DEVICE,
+    "global": _TIME + _KIND + _DEVICE + _SYSTEM + _FLEET,
+    "local": _TIME + _DEVICE + _PREV,
+    "local_plus_voltage": _TIME + _DEVICE + _PREV + _NEIGHBOURS,
+}
+
+
+def _vector(fields: tuple) -> VectorSpec:
+    names, units, low, high, nlo, nhi = zip(*fields, strict=True)
+    return VectorSpec(names=names, units=units, low=low, high=high, nominal_low=nlo, nominal_high=nhi)
+
+
+def _names(fields: tuple) -> tuple[str, ...]:
+    return tuple(f[0] for f in fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Slots:
+    """Where the blocks of one observation mode start (``None``: not in the mode); blocks are contiguous."""
+
+    width: int
+    time: slice
+    price: int
+    device: int  # own_v_pu, own_soc, own_pv_available_mw, own_base_load_mw, own_backlog_mwh
+    kind: slice | None
+    prev: int | None  # own_prev_p_mw, own_prev_q_mvar, own_bus_load_mw
+    neighbours: int | None
+    system: int | None
+    fleet: int | None  # v of every DER bus, soc of every battery, backlog of every load
+
+    @classmethod
+    def of(cls, spec: VectorSpec) -> _Slots:
+        def start(fields: tuple) -> Any:
+            names = _names(fields)
+            if not set(names) <= set(spec.names):
+                return None
+            where = spec.slot(*names)
+            return where.start if isinstance(where, slice) else where
+
+        return cls(
+            width=spec.dim, time=spec.slot("hour_sin", "hour_cos", "time_remaining"),  # type: ignore[arg-type]
+            price=spec.slot("price_per_mwh"), device=start(_DEVICE),  # type: ignore[arg-type]
+            kind=spec.slot(*_names(_KIND)) if start(_KIND) is not None else None,  # type: ignore[arg-type]
+            prev=start(_PREV), neighbours=start(_NEIGHBOURS), system=start(_SYSTEM), fleet=start(_FLEET),
+        )
+
+
+@dataclasses.dataclass
+class DersState:
+    """Batched state; every field has leading axis ``B``."""
+
+    day_id: np.ndarray  # [B] split day the episode started on
+    t: np.ndarray  # [B] steps elapsed
+    soc: np.ndarray  # [B, 4] battery state of charge
+    due_mwh: np.ndarray  # [B, PAYBACK_STEPS, 4] payback schedule of the flexible loads
+    backlog_mwh: np.ndarray  # [B, 4] deferred load energy not yet paid back
+    prev_p_mw: np.ndarray  # [B, 12] active power of every DER last step (+ into the feeder)
+    prev_q_mvar: np.ndarray  # [B, 12] reactive power last step (+ injection)
+    vm_pu: np.ndarray  # [B, n_bus] last flow's voltage magnitudes
+    grid: np.ndarray  # [B, 4] last flow's feeder_p_mw, p_loss_mw, v_min_pu, v_max_pu
+    v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
+
+
+class MarlDersBenchmark(Task):
+    """Batteries, PV inverters and flexible loads share one 141-bus feeder and one team reward."""
+
+    task_id = "marl_ders_benchmark"
+
+    def __init__(self, split: str = "train") -> None:
+        super().__init__(self.make_spec(), split)
+        self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
+        case = self.grid.case
+        self.battery = InverterBatteryParams(energy_capacity_mwh=ENERGY_MWH, power_max_mw=POWER_MW,
+                                             s_rating_mva=BATTERY_S_MVA, n_units=_K)
+        self.pv = PVInverterParams(capacity_mw=PV_MW, s_rating_mva=PV_S_MVA, n_units=_K)
+        self.flex_buses = np.asarray(FLEX_BUSES)
+        pf = case.bus_pd_mw[self.flex_buses] / np.hypot(case.bus_pd_mw[self.flex_buses], case.bus_qd_mvar[self.flex_buses])
+        self.flex = FlexibleLoadParams(curtail_max=FLEX_MAX, shift_max=FLEX_MAX, power_factor=pf,
+                                       payback_steps=PAYBACK_STEPS, n_units=_K)
+        self.flex_mw = FLEX_SHARE * self.grid.bus_p_mw[self.flex_buses]  # flexible MW per unit of demand_pu
+        self.bat_buses, self.pv_buses = np.asarray(BATTERY_BUSES), np.asarray(PV_BUSES)
+        self.der_buses = np.asarray(DER_BUSES)
+        self.pv_cf = self.profiles.series["pv_cf"]
+        self.upstream_bus = case.bus_parent[self.der_buses]
+        children = [np.flatnonzero(case.bus_parent == b) for b in DER_BUSES]
+        self._children = [c if c.size else np.array([b]) for c, b in zip(children, DER_BUSES, strict=True)]
+        self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
+        self._slots = {mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
+        self._kind = np.repeat(np.eye(3, dtype=np.float32), _K, axis=0)  # [12, 3]
+        self._tou = tou_schedule(self.profiles.steps_per_day)
+        obs = self.spec.observation
+        self._rule_t, self._rule_dev = obs.slot("time_remaining"), obs.slot("own_v_pu")
+
+    # ---- spec -------------------------------------------------------------------------------
+    @classmethod
+    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
+        if task_kwargs:
+            raise TypeError(f"marl_ders_benchmark takes no task parameters, got {sorted(task_kwargs)}")
+        modes = {mode: _vector(fields) for mode, fields in _MODES.items()}
+        actions = (
+            [(f"{a}.p_mw", "MW (+ discharge)", -POWER_MW, POWER_MW) for a in BATTERIES]
+            + [(f"{a}.q_mvar", "Mvar (+ injection)", -BATTERY_S_MVA, BATTERY_S_MVA) for a in BATTERIES]
+            + [(f"{a}.curtail", "fraction of available PV", 0.0, 1.0) for a in PVS]
+            + [(f"{a}.q_mvar", "Mvar (+ injection)", -PV_S_MVA, PV_S_MVA) for a in PVS]
+            + [(f"{a}.curtail", "fraction of the unit's demand", 0.0, FLEX_MAX) for a in LOADS]
+            + [(f"{a}.shift", "fraction of the unit's demand", 0.0, FLEX_MAX) for a in LOADS]
+        )
+        # agent-major order: agent i's two entries are actions[i] and actions[i + 4] of its kind's block
+        ordered = [actions[8 * (i // _K) + (i % _K) + _K * j] for i in range(_N) for j in range(2)]
+        names, units, low, high = zip(*ordered, strict=True)
+        return TaskSpec(
+            task_id=cls.task_id,
+            description=(
+                "Four batteries, four PV inverters and four flexible loads on the 141-bus feeder (exact AC power "
+                "flow) keep voltages in band at least cost: one team reward, minus losses, curtailed PV and load "
+                "and the batteries' energy bill."
+            ),
+            agents=AGENTS,
+            observation=modes["ders_local"],
+            action=VectorSpec(names=names, units=units, low=low, high=high),
+            horizon=HORIZON,
+            step_minutes=STEP_MINUTES,
+            splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "price_spike"),
+            reward_terms=("loss_cost", "pv_curtailment_cost", "load_curtailment_cost", "battery_cost"),
+            reward_doc=(
+                f"shared: -(price x losses x dt + price x curtailed PV MWh + {VOLL_PER_MWH:g} $/MWh x curtailed "
+                "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per step ($)"
+            ),
+            constraint_names=(*GRID_COSTS, "device_violation"),
+            constraint_units=(*GRID_COST_UNITS,
+                              "MWh-equivalent (SOC violation MWh + S-limit Q cut Mvarh + refused shift MWh)"),
+            selected_constraints=(*GRID_COSTS, "device_violation"),
+            cost_thresholds={"voltage_violation": 1.0, "thermal_overload": 0.5, "device_violation": 0.5},
+            baselines=("random", "rule_based"),
+            reward_presets={
+                "objective": {},
+                "penalized": {"voltage_violation": 1000.0, "thermal_overload": 1000.0, "device_violation": 100.0},
+            },
+            obs_modes=tuple(_MODES),
+            obs_mode_specs=modes,
+            default_obs_mode="ders_local",
+            shared_reward=True,
+            agent_groups=(
+                AgentGroup("batteries", BATTERIES, "inverter batteries: [p_mw (+ discharge), q_mvar (+ injection)]"),
+                AgentGroup("pv", PVS, "PV inverters: [curtail fraction, q_mvar (+ injection)]"),
+                AgentGroup("flexible_loads", LOADS, "flexible loads: [curtail fraction, shift fraction]"),
+            ),
+        )
+
+    # ---- batched model ----------------------------------------------------------------------
+    def _loads(self, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Bus loads (p, q) [B, n_bus] with the flexible share removed, and the flexible demand [B, 4]."""
+        p, q = self.grid.bus_loads(demand)
+        flex = demand[:, None] * self.flex_mw
+        p[:, self.flex_buses] -= flex
+        q[:, self.flex_buses] -= flex * self.flex.tan_phi
+        return p, q, flex
+
+    @staticmethod
+    def _grid(flow: Any) -> np.ndarray:
+        info = flow.info
+        return np.stack([info["feeder_p_mw"], info["p_loss_mw"], info["v_min_pu"], info["v_max_pu"]], axis=1)
+
+    def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DersState:
+        day_id = self.check_day_id(day_id)
+        b = day_id.size
+        t = np.zeros(b, dtype=np.int64)
+        flat = self.grid.flat_index(day_id, t)
+        demand = self.grid.demand_pu.take(flat)
+        p, q, flex = self._loads(demand)
+        p[:, self.flex_buses] += flex
+        q[:, self.flex_buses] += flex * self.flex.tan_phi
+        pv_mw = self.pv_cf.take(flat)[:, None] * self.pv.capacity_mw
+        p[:, self.pv_buses] -= pv_mw
+        flow = self.grid.solve(p, q)
+        prev_p = np.zeros((b, _N))
+        prev_p[:, _PV] = pv_mw
+        prev_p[:, _FLEX] = -flex
+        fl = flexible_load_reset(self.flex, b)
+        return DersState(day_id, t, inverter_battery_reset(self.battery, b), fl.due_mwh, fl.backlog_mwh, prev_p,
+                         np.zeros((b, _N)), flow.vm_pu, self._grid(flow), flow.v_complex_pu)
+
+    def observe(self, state: DersState, obs_mode: str | None = None) -> np.ndarray:
+        """Per-agent observations [B, 12, obs_dim] (float32) of ``obs_mode`` (default ``ders_local``)."""
+        mode = obs_mode or self.spec.default_obs_mode
+        try:
+            s = self._slots[mode]
+        except KeyError:
+            raise ValueError(f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._slots)}") from None
+        b = state.t.size
+        flat = self.grid.flat_index(state.day_id, state.t)
+        demand = self.grid.demand_pu.take(flat)
+        vm = state.vm_pu
+        obs = np.zeros((b, _N, s.width), dtype=np.float32)
+        try:
+            obs[:, :, s.time] = self._time.take(state.t, axis=0)[:, None, :]
+        except IndexError:  # stepped past the horizon without a reset
+            obs[:, :, s.time] = time_features(state.t, self.profiles.steps_per_day, HORIZON)[:, None, :]
+        obs[:, :, s.price] = self.grid.price_per_mwh.take(flat)[:, None]
+        if s.kind is not None:
+            obs[:, :, s.kind] = self._kind
+        d = s.device
+        der_v = vm[:, self.der_buses]
+        obs[:, :, d] = der_v
+        obs[:, _BAT, d + 1] = state.soc
+        cf = self.pv_cf.take(flat)
+        obs[:, _PV, d + 2] = cf[:, None] * self.pv.capacity_mw
+        obs[:, _FLEX, d + 3] = demand[:, None] * self.flex_mw
+        obs[:, _FLEX, d + 4] = state.backlog_mwh
+        if s.prev is not None:
+            obs[:, :, s.prev] = state.prev_p_mw
+            obs[:, :, s.prev + 1] = state.prev_q_mvar
+            obs[:, :, s.prev + 2] = demand[:, None] * self.grid.bus_p_mw[self.der_buses]
+        if s.neighbours is not None:
+            n = s.neighbours
+            obs[:, :, n] = vm[:, self.upstream_bus]
+            for i, kids in enumerate(self._children):
+                obs[:, i, n + 1] = vm[:, kids].min(axis=1)
+        if s.system is not None:
+            g = s.system
+            obs[:, :, g] = demand[:, None]
+            obs[:, :, g + 1] = cf[:, None]
+            obs[:, :, g + 2 : g + 6] = state.grid[:, None, :]
+        if s.fleet is not None:
+            f = s.fleet
+            obs[:, :, f : f + _N] = der_v[:, None, :]
+            obs[:, :, f + _N : f + _N + _K] = state.soc[:, None, :]
+            obs[:, :, f + _N + _K : f + _N + 2 * _K] = state.backlog_mwh[:, None, :]
+        return obs
+
+    def step(self, state: DersState, action: np.ndarray, rng: np.random.Generator) -> tuple[DersState, StepOutput]:
+        dt_h = self.spec.dt_h
+        b = state.t.size
+        act = action.reshape(b, _N, 2)
+        flat = self.grid.flat_index(state.day_id, state.t)
+        demand = self.grid.demand_pu.take(flat)
+        price = self.grid.price_per_mwh.take(flat)
+        bat = inverter_battery_step(self.battery, state.soc, act[:, _BAT, 0], act[:, _BAT, 1], dt_h)
+        pv = pv_inverter_step(self.pv, self.pv_cf.take(flat)[:, None], act[:, _PV, 0], act[:, _PV, 1], dt_h)
+        p, q, flex_base = self._loads(demand)
+        fl = flexible_load_step(self.flex, FlexibleLoadState(state.due_mwh, state.backlog_mwh), flex_base,
+                                act[:, _FLEX, 0], act[:, _FLEX, 1], dt_h, HORIZON - 1 - state.t)
+        p[:, self.flex_buses] += fl.p_mw
+        q[:, self.flex_buses] += fl.q_mvar
+        served_mw = p.sum(axis=1)
+        p[:, self.bat_buses] -= bat.p_mw
+        q[:, self.bat_buses] -= bat.q_mvar
+        p[:, self.pv_buses] -= pv.p_mw
+        q[:, self.pv_buses] -= pv.q_mvar
+        flow = self.grid.solve(p, q, state.v_complex_pu)
+        terms = np.empty((b, 4))
+        terms[:, 0] = -(price * flow.p_loss_mw * dt_h)
+        terms[:, 1] = -(price * pv.curtailed_mwh.sum(axis=1))
+        terms[:, 2] = -(VOLL_PER_MWH * fl.curtailed_mwh.sum(axis=1))
+        throughput = bat.charge_mwh + bat.discharge_mwh
+        terms[:, 3] = -(price * (bat.charge_mwh - bat.discharge_mwh).sum(axis=1)
+                        + (self.battery.degradation_cost_per_mwh * throughput).sum(axis=1))
+        costs = np.empty((b, 3))
+        costs[:, :2] = flow.costs
+        costs[:, 2] = (bat.soc_violation_mwh.sum(axis=1) + (bat.q_cut_mvar.sum(axis=1) + pv.q_cut_mvar.sum(axis=1)) * dt_h
+                       + fl.shift_refused_mwh.sum(axis=1))
+        applied = np.empty((b, _N, 2))
+        applied[:, _BAT, 0], applied[:, _BAT, 1] = bat.p_mw, bat.q_mvar
+        applied[:, _PV, 0], applied[:, _PV, 1] = pv.curtail_fraction, pv.q_mvar
+        applied[:, _FLEX, 0], applied[:, _FLEX, 1] = fl.curtail_fraction, fl.shift_fraction
+        prev_p = np.concatenate([bat.p_mw, pv.p_mw, -fl.p_mw], axis=1)
+        prev_q = np.concatenate([bat.q_mvar, pv.q_mvar, -fl.q_mvar], axis=1)
+        new_state = DersState(state.day_id, state.t + 1, bat.soc, fl.state.due_mwh, fl.state.backlog_mwh, prev_p, prev_q,
+                              flow.vm_pu, self._grid(flow), flow.v_complex_pu)
+        info = dict(flow.info)
+        info.update(
+            price_per_mwh=price,
+            demand_pu=demand,
+            net_load_mw=p.sum(axis=1),
+            served_load_mw=served_mw,
+            der_injection_mw=bat.p_mw.sum(axis=1) + pv.p_mw.sum(axis=1),
+            soc=bat.soc,
+            pv_available_mw=pv.available_mw,
+            pv_curtailed_mwh=pv.curtailed_mwh.sum(axis=1),
+            load_curtailed_mwh=fl.curtailed_mwh.sum(axis=1),
+            load_shifted_mwh=fl.shifted_mwh.sum(axis=1),
+            load_payback_mwh=fl.payback_mwh.sum(axis=1),
+            load_backlog_mwh=fl.state.backlog_mwh,
+        )
+        return new_state, StepOutput(
+            reward=terms.sum(axis=1),
+            reward_terms=terms,
+            constraint_costs=costs,
+            terminated=np.zeros(b, dtype=bool),
+            action_applied=applied.reshape(b, 2 * _N),
+            info=info,
+        )
+
+    # ---- baselines --------------------------------------------------------------------------
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """TOU batteries + volt-var inverters, no curtailment (module docstring), from ``ders_local``
+        observations [B, 12, d]: the physical joint action [B, 24]."""
+        obs = obs.astype(np.float64)
+        b = obs.shape[0]
+        t = np.rint((1.0 - obs[:, 0, self._rule_t]) * HORIZON).astype(np.int64)
+        mode = self._tou.take(np.clip(t, 0, HORIZON - 1) % self.profiles.steps_per_day)  # -1 charge, +1 discharge
+        d = self._rule_dev
+        soc = obs[:, _BAT, d + 1]
+        p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)  # type: ignore[arg-type]
+        usable = (self.battery.soc_max - self.battery.soc_min) * self.battery.energy_capacity_mwh
+        rate = usable / (TOU_STEPS * self.spec.dt_h)
+        charge = np.minimum(np.minimum(rate / self.battery.charge_efficiency, p_ch_max), self.battery.power_max_mw)
+        discharge = np.minimum(np.minimum(rate * self.battery.discharge_efficiency, p_dis_max), self.battery.power_max_mw)
+        p_bat = np.where(mode[:, None] < 0, -charge, np.where(mode[:, None] > 0, discharge, 0.0))
+        q_share = np.interp(obs[:, :, d], VOLT_VAR_V, VOLT_VAR_Q)  # [B, 12] Q per unit of S
+        act = np.zeros((b, _N, 2))
+        act[:, _BAT, 0] = p_bat
+        q_lim = np.sqrt(np.maximum(self.battery.s_squared_mva2 - p_bat * p_bat, 0.0))
+        act[:, _BAT, 1] = np.clip(q_share[:, _BAT] * self.battery.s_rating_mva, -q_lim, q_lim)
+        pv_mw = obs[:, _PV, d + 2]
+        q_lim = np.sqrt(np.maximum(self.pv.s_squared_mva2 - pv_mw * pv_mw, 0.0))
+        act[:, _PV, 1] = np.clip(q_share[:, _PV] * self.pv.s_rating_mva, -q_lim, q_lim)
+        return act.reshape(b, 2 * _N)

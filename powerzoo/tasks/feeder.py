@@ -1,0 +1,217 @@
+"""What the distribution-feeder tasks share: bus loads from the data layer, one power flow per step,
+the grid costs and the grid info keys.
+
+Loads
+-----
+Every bus of the feeder draws its published base demand (``bus_pd_mw``, ``bus_qd_mvar`` of the
+case file, so each bus keeps its own power factor) times the calendar load shape of the data
+layer times a task's ``load_scale``::
+
+    p_load[b, bus] = bus_pd_mw[bus] * load_scale * demand_pu(day, t)
+
+``demand_pu`` (:mod:`powerzoo.data.profiles`) is 60 % BDEW H25 household + 40 % BDEW G25
+commercial load by month and day type, with a temperature response and AR(1) noise, scaled so
+the year's peak is 1.0. The same calendar day gives the same MW in every split; stress splits
+read their own transformed profile (``load_stress``: demand x 1.15).
+
+Power flow and costs
+--------------------
+One exact AC power flow per step (:func:`powerzoo.physics.radial_pf.radial_power_flow`,
+backward/forward sweep over the whole batch, warm-started from the previous step's voltages).
+Net demand per bus = loads - DER injections (negative = export). Costs, both >= 0 and per step:
+
+* ``voltage_violation`` [p.u.]: ``sum over buses of max(0.95 - v, 0) + max(v - 1.05, 0)``;
+* ``thermal_overload`` [MVA]: ``sum over branches of max(I / I_rated - 1, 0) * S_rated``, the
+  current above each line's ampacity expressed in MVA at the base voltage (ratings derived by
+  the rule of :mod:`powerzoo.physics.feeder`).
+
+A row whose power flow does not converge (``pf_converged = False``; only far beyond the
+feeder's loadability) is never an exception: it is charged ``voltage_violation =
+NONCONVERGED_VOLTAGE_PU_PER_BUS x (n_bus - 1)`` (as if every bus had collapsed 0.1 p.u. below
+the band), ``thermal_overload = 0``, and its losses are taken as 0 (the last iterate is not a
+solution; its voltages are reported as they are, finite).
+
+Grid info keys (SPEC 3.2), each ``[B]``: ``pf_converged``, ``p_loss_mw``, ``feeder_p_mw``,
+``feeder_q_mvar`` (power drawn at the head = loads - DER + losses), ``v_min_pu``, ``v_max_pu``,
+``max_branch_loading`` (largest I / I_rated); ``is_safe`` is added by the env from the costs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from powerzoo.data.profiles import Profiles
+from powerzoo.physics.cases import load_case
+from powerzoo.physics.feeder import RadialFeeder
+from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
+
+__all__ = [
+    "V_MIN_PU",
+    "V_MAX_PU",
+    "NONCONVERGED_VOLTAGE_PU_PER_BUS",
+    "GRID_COSTS",
+    "GRID_COST_UNITS",
+    "GridStep",
+    "FeederModel",
+    "time_features",
+    "voltage_sq_sensitivity",
+    "add_voltage_band",
+    "unit_variables",
+    "ORACLE_VOLTAGE_PENALTY",
+]
+
+V_MIN_PU, V_MAX_PU = 0.95, 1.05  # voltage band (ANSI C84.1 range A, EN 50160 +-5 %)
+NONCONVERGED_VOLTAGE_PU_PER_BUS = 0.1  # voltage_violation charged per bus when the flow fails
+GRID_COSTS = ("voltage_violation", "thermal_overload")
+GRID_COST_UNITS = ("p.u. (sum over buses, per step)", "MVA (sum over branches, per step)")
+PF_MAX_ITER = 30  # sweeps per step; a 33-bus flow converges in under 10 (1 to 4 warm-started)
+PF_TOL_PU = 1e-8
+# oracles: $ per unit of squared-voltage slack outside the band (about 10,000 $ per p.u. of voltage,
+# so a plan gives up any amount of profit or lost-load value before it lets a voltage leave the band)
+ORACLE_VOLTAGE_PENALTY = 20_000.0
+ORACLE_BAND_MARGIN_PU = 0.001  # default planned band [0.951, 1.049]: room for the linearisation error
+
+
+_add_reduce, _and_reduce = np.add.reduce, np.logical_and.reduce  # without ndarray.sum's Python wrapper
+_min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
+
+
+def time_features(t: np.ndarray, steps_per_day: int, horizon: int) -> np.ndarray:
+    """``[hour_sin, hour_cos, time_remaining]`` [B, 3] (float32) at episode steps ``t`` [B]."""
+    phase = 2.0 * np.pi * (t % steps_per_day) / steps_per_day
+    out = np.empty((t.size, 3), dtype=np.float32)
+    out[:, 0] = np.sin(phase)
+    out[:, 1] = np.cos(phase)
+    out[:, 2] = 1.0 - t / horizon
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class GridStep:
+    """One power flow of a batch and what the tasks take from it (arrays with leading axis ``B``)."""
+
+    vm_pu: np.ndarray  # [B, n_bus] voltage magnitudes
+    v_complex_pu: np.ndarray  # [B, n_bus] complex voltages (warm start of the next flow)
+    p_loss_mw: np.ndarray  # [B] active losses (0 where the flow failed)
+    costs: np.ndarray  # [B, 2] GRID_COSTS: voltage_violation [p.u.], thermal_overload [MVA]
+    info: dict[str, np.ndarray]  # the grid info keys (module docstring), each [B]
+
+
+class FeederModel:
+    """A radial feeder with its calendar loads: per-bus demand of any step, and the step's power flow.
+
+    ``profiles`` is the split's profiles (:attr:`powerzoo.tasks.base.Task.profiles`),
+    ``split_days`` its calendar days; loads are ``bus_pd_mw * load_scale * demand_pu``.
+    """
+
+    def __init__(self, case_name: str, profiles: Profiles, split_days: np.ndarray, load_scale: float) -> None:
+        case = load_case(case_name)
+        if not isinstance(case, RadialFeeder):
+            raise ValueError(f"{case_name} is not a radial feeder case")
+        self.case = case
+        self.load_scale = float(load_scale)
+        self.steps_per_day = profiles.steps_per_day
+        self.demand_pu = profiles.series["demand_pu"]
+        self.price_per_mwh = profiles.series["price_per_mwh"]
+        self.day_start = split_days * profiles.steps_per_day  # first calendar step of each split day
+        self.bus_p_mw = case.bus_pd_mw * self.load_scale  # bus demand per unit of demand_pu
+        self.bus_q_mvar = case.bus_qd_mvar * self.load_scale
+        self.rating_mva = case.branch_rating_mva
+        self.nonconverged_voltage_pu = NONCONVERGED_VOLTAGE_PU_PER_BUS * (case.n_bus - 1)
+        self._v_lo, self._v_hi = np.float64(V_MIN_PU), np.float64(V_MAX_PU)
+        self._zero, self._one = np.float64(0.0), np.float64(1.0)
+
+    @property
+    def n_bus(self) -> int:
+        return self.case.n_bus
+
+    def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Calendar step index [B] of step ``t`` of split day ``day_id``."""
+        return self.day_start.take(day_id) + t
+
+    def bus_loads(self, demand_pu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bus demand ``(p_mw, q_mvar)`` [B, n_bus] at system demand ``demand_pu`` [B]."""
+        d = demand_pu[:, None]
+        return d * self.bus_p_mw, d * self.bus_q_mvar
+
+    def solve(self, p_mw: np.ndarray, q_mvar: np.ndarray, v_init: np.ndarray | None = None) -> GridStep:
+        """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative = export)."""
+        result = radial_power_flow(self.case, p_mw, q_mvar, max_iter=PF_MAX_ITER, tol_pu=PF_TOL_PU, v_init=v_init)
+        vm, loading = result.vm_pu, result.branch_loading
+        maximum, zero = np.maximum, self._zero
+        costs = np.empty((vm.shape[0], 2))
+        # max(lo - v, v - hi) is > 0 exactly when v is outside the band (both cannot be)
+        _add_reduce(maximum(maximum(self._v_lo - vm, vm - self._v_hi), zero), axis=1, out=costs[:, 0])
+        np.matmul(maximum(loading - self._one, zero), self.rating_mva, out=costs[:, 1])
+        converged = result.converged
+        p_loss = result.p_loss_mw
+        if not _and_reduce(converged):
+            failed = ~converged
+            costs[failed, 0] = self.nonconverged_voltage_pu
+            costs[failed, 1] = 0.0
+            p_loss = np.where(failed, 0.0, p_loss)
+        info = {
+            "pf_converged": converged,
+            "p_loss_mw": p_loss,
+            "feeder_p_mw": result.feeder_p_mw,
+            "feeder_q_mvar": result.feeder_q_mvar,
+            "v_min_pu": _min_reduce(vm, axis=1),
+            "v_max_pu": _max_reduce(vm, axis=1),
+            "max_branch_loading": _max_reduce(loading, axis=1),
+        }
+        return GridStep(vm, result.v_complex_pu, p_loss, costs, info)
+
+
+# ---- oracle planning on LinDistFlow ---------------------------------------------------------
+def voltage_sq_sensitivity(case: RadialFeeder, buses: np.ndarray, tan_phi: np.ndarray | float = 0.0) -> np.ndarray:
+    """LinDistFlow sensitivity ``d(v^2) / dP`` [n_units, n_bus] (p.u.^2 per MW, <= 0).
+
+    Row ``k``: the change of every bus's squared voltage when the net demand at ``buses[k]``
+    grows by 1 MW (and by ``tan_phi[k]`` Mvar), from :func:`powerzoo.physics.radial_pf.lindistflow`.
+    """
+    buses = np.asarray(buses, dtype=np.int64)
+    p = np.zeros((buses.size, case.n_bus))
+    p[np.arange(buses.size), buses] = 1.0
+    q = p * np.broadcast_to(np.asarray(tan_phi, dtype=np.float64), (buses.size,))[:, None]
+    return lindistflow(case, p, q).vm_pu ** 2 - case.slack_vm_pu**2
+
+
+def unit_variables(h: Any, n_steps: int, lb: np.ndarray, ub: np.ndarray) -> Any:
+    """HiGHS variables [n_steps, n_units] with per-unit bounds ``lb`` / ``ub`` [n_units] (a highspy array)."""
+    columns = [h.addVariables(n_steps, lb=float(lo), ub=float(hi)) for lo, hi in zip(lb, ub, strict=True)]
+    return np.stack(columns, axis=1).view(type(columns[0]))
+
+
+def add_voltage_band(
+    h: Any, v2_base: np.ndarray, dv2: Any, dv2_bound: np.ndarray, margin_pu: float = ORACLE_BAND_MARGIN_PU
+) -> Any:
+    """Soft voltage-band rows of a day plan on a HiGHS model ``h``; returns the penalty expression ($).
+
+    ``v2_base`` [T, n_bus]: squared voltages of the exact power flow without control (known with
+    perfect foresight); ``dv2`` [T, n_bus]: highspy expressions of the linearised change the plan
+    makes (LinDistFlow sensitivities, :func:`voltage_sq_sensitivity`); ``dv2_bound`` [T, n_bus]:
+    a bound on ``|dv2|``. Rows are added only where the band could be left (``v2_base +- bound``
+    crosses it), with non-negative slacks priced at :data:`ORACLE_VOLTAGE_PENALTY`. The planned
+    band is narrowed by ``margin_pu`` on each side (room for the linearisation error, which grows
+    with the size of the planned injections).
+    """
+    lo = (V_MIN_PU + margin_pu) ** 2
+    hi = (V_MAX_PU - margin_pu) ** 2
+    penalty = None
+    for sign, need in ((1.0, v2_base - dv2_bound < lo), (-1.0, v2_base + dv2_bound > hi)):
+        rows = np.flatnonzero(need.ravel())
+        if not rows.size:
+            continue
+        slack = h.addVariables(rows.size, lb=0.0)
+        expr = dv2.ravel()[rows]
+        base = v2_base.ravel()[rows]
+        if sign > 0:  # v2_base + dv2 + slack >= lo
+            h.addConstrs(expr + slack >= lo - base)
+        else:  # v2_base + dv2 - slack <= hi
+            h.addConstrs(expr - slack <= hi - base)
+        term = ORACLE_VOLTAGE_PENALTY * h.qsum(slack)
+        penalty = term if penalty is None else penalty + term
+    return penalty
