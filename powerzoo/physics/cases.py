@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from powerzoo.physics.case_cache import read_or_build
 from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.pandapower_conversion import read_pandapower_case
@@ -82,21 +83,8 @@ def load_case(name: str) -> NetworkCase | RadialFeeder:
 
 @functools.cache
 def _load_case_cached(name: str) -> NetworkCase:
-    path = _cache_path(name)
-    if path is not None and path.exists():
-        try:
-            return _read_cache(path, name)
-        except Exception as err:  # noqa: BLE001 - any unreadable / inconsistent file is rebuilt
-            warnings.warn(
-                f"powerzoo: case cache {str(path)!r} is unreadable ({type(err).__name__}: {err}); "
-                "rebuilding it from pandapower",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-    case = _build_case(name)
-    if path is not None:
-        _write_cache(path, case)
-    return case
+    return read_or_build(_cache_path(name), lambda path: _read_cache(path, name), lambda: _build_case(name),
+                         _write_cache, "pandapower")
 
 
 def _build_case(name: str) -> NetworkCase:

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from powerzoo.physics.case_cache import read_or_build
 from powerzoo.physics.feeder import RadialFeeder, conductor_ratings_ka, orient_branches
 from powerzoo.physics.radial_pf import radial_power_flow
 
@@ -70,20 +71,7 @@ def load_feeder(name: str, cache_root: str | Path | None = None) -> RadialFeeder
 @functools.cache
 def _load_cached(name: str, cache_root: str | None) -> RadialFeeder:
     path = None if cache_root is None else _cache_path(Path(cache_root), name)
-    if path is not None and path.exists():
-        try:
-            return _read_cache(path, name)
-        except Exception as err:  # noqa: BLE001 - any unreadable / inconsistent file is rebuilt
-            warnings.warn(
-                f"powerzoo: feeder cache {str(path)!r} is unreadable ({type(err).__name__}: {err}); "
-                "rebuilding it from the case data",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-    feeder = build_feeder(name)
-    if path is not None:
-        _write_cache(path, feeder)
-    return feeder
+    return read_or_build(path, lambda p: _read_cache(p, name), lambda: build_feeder(name), _write_cache, "the case data")
 
 
 def build_feeder(name: str) -> RadialFeeder:

@@ -67,6 +67,7 @@ from powerzoo.tasks.feeder import (
     GRID_COSTS,
     FeederModel,
     add_voltage_band,
+    begin_observation,
     time_features,
     unit_variables,
     voltage_sq_sensitivity,
@@ -247,21 +248,10 @@ class MarlDerArbitrage(Task):
 
     def observe(self, state: DerArbitrageState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, 3, obs_dim] (float32) of ``obs_mode`` (default ``global``)."""
-        mode = obs_mode or self.spec.default_obs_mode
-        try:
-            slots = self._slots[mode]
-        except KeyError:
-            raise ValueError(f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._slots)}") from None
-        b = state.t.size
-        flat = self.grid.flat_index(state.day_id, state.t)
+        slots, obs, flat = begin_observation(self.spec, self._slots, self._time, self.grid,
+                                             self.profiles.steps_per_day, state, obs_mode, _N)
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
-        obs = np.empty((b, _N, slots.width), dtype=np.float32)
-        try:
-            obs[:, :, slots.time] = self._time.take(state.t, axis=0)[:, None, :]
-        except IndexError:  # stepped past the horizon without a reset
-            obs[:, :, slots.time] = time_features(state.t, self.profiles.steps_per_day, HORIZON)[:, None, :]
-        obs[:, :, slots.price] = self.grid.price_per_mwh.take(flat)[:, None]
         obs[:, :, slots.own_soc] = state.soc
         obs[:, :, slots.own_prev_p] = state.prev_p_mw
         obs[:, :, slots.own_v] = vm[:, self.buses]

@@ -85,7 +85,13 @@ from powerzoo.devices.inverter_battery import (
 from powerzoo.devices.pv_inverter import PVInverterParams, pv_inverter_step
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.der_arbitrage import TOU_STEPS, tou_schedule
-from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS, FeederModel, time_features
+from powerzoo.tasks.feeder import (
+    GRID_COST_UNITS,
+    GRID_COSTS,
+    FeederModel,
+    begin_observation,
+    time_features,
+)
 from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec
 
 __all__ = ["MarlDersBenchmark", "DersState", "BATTERY_BUSES", "PV_BUSES", "FLEX_BUSES"]
@@ -315,21 +321,10 @@ class MarlDersBenchmark(Task):
 
     def observe(self, state: DersState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, 12, obs_dim] (float32) of ``obs_mode`` (default ``ders_local``)."""
-        mode = obs_mode or self.spec.default_obs_mode
-        try:
-            s = self._slots[mode]
-        except KeyError:
-            raise ValueError(f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._slots)}") from None
-        b = state.t.size
-        flat = self.grid.flat_index(state.day_id, state.t)
+        s, obs, flat = begin_observation(self.spec, self._slots, self._time, self.grid,
+                                         self.profiles.steps_per_day, state, obs_mode, _N)
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
-        obs = np.zeros((b, _N, s.width), dtype=np.float32)
-        try:
-            obs[:, :, s.time] = self._time.take(state.t, axis=0)[:, None, :]
-        except IndexError:  # stepped past the horizon without a reset
-            obs[:, :, s.time] = time_features(state.t, self.profiles.steps_per_day, HORIZON)[:, None, :]
-        obs[:, :, s.price] = self.grid.price_per_mwh.take(flat)[:, None]
         if s.kind is not None:
             obs[:, :, s.kind] = self._kind
         d = s.device

@@ -57,6 +57,7 @@ __all__ = [
     "GridStep",
     "FeederModel",
     "time_features",
+    "begin_observation",
     "voltage_sq_sensitivity",
     "add_voltage_band",
     "unit_variables",
@@ -166,6 +167,27 @@ class FeederModel:
 
 
 # ---- oracle planning on LinDistFlow ---------------------------------------------------------
+def begin_observation(spec: Any, slots_by_mode: dict[str, Any], time_table: np.ndarray, grid: FeederModel,
+                      steps_per_day: int, state: Any, obs_mode: str | None, n_agents: int) -> tuple[Any, np.ndarray, np.ndarray]:
+    """What every feeder task's ``observe`` starts with: the slots of ``obs_mode`` (``ValueError`` if
+    unknown), a zeroed observation [B, n_agents, width] (float32) with the time features and the price
+    filled in, and the profile index of each row. ``time_table`` holds the time features of steps
+    0..horizon; a state stepped past the horizon gets them computed."""
+    mode = obs_mode or spec.default_obs_mode
+    try:
+        slots = slots_by_mode[mode]
+    except KeyError:
+        raise ValueError(f"unknown obs_mode {mode!r} for {spec.task_id}; valid: {', '.join(slots_by_mode)}") from None
+    flat = grid.flat_index(state.day_id, state.t)
+    obs = np.zeros((state.t.size, n_agents, slots.width), dtype=np.float32)
+    try:
+        obs[:, :, slots.time] = time_table.take(state.t, axis=0)[:, None, :]
+    except IndexError:  # stepped past the horizon without a reset
+        obs[:, :, slots.time] = time_features(state.t, steps_per_day, spec.horizon)[:, None, :]
+    obs[:, :, slots.price] = grid.price_per_mwh.take(flat)[:, None]
+    return slots, obs, flat
+
+
 def voltage_sq_sensitivity(case: RadialFeeder, buses: np.ndarray, tan_phi: np.ndarray | float = 0.0) -> np.ndarray:
     """LinDistFlow sensitivity ``d(v^2) / dP`` [n_units, n_bus] (p.u.^2 per MW, <= 0).
 
