@@ -7,7 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["read_or_build"]
+import numpy as np
+
+__all__ = ["read_or_build", "write_npz_cache"]
 
 T = TypeVar("T")
 
@@ -33,3 +35,19 @@ def read_or_build(path: Path | None, read: Callable[[Path], T], build: Callable[
     if path is not None:
         write(path, value)
     return value
+
+
+def write_npz_cache(path: Path, arrays: dict[str, np.ndarray], what: str) -> None:
+    """Save ``arrays`` to the cache file ``path`` atomically; a failure only warns (``what``: the
+    kind of cache, for the message), since the cache only speeds loading up."""
+    from powerzoo.fileio import atomic_save
+
+    try:
+        atomic_save(path, lambda tmp: np.savez(tmp, **arrays))
+    except OSError as err:
+        warnings.warn(
+            f"powerzoo: cannot write the {what} cache {str(path)!r} ({err}); "
+            "set POWERZOO_CACHE_DIR to a writable directory to speed up case loading",
+            RuntimeWarning,
+            stacklevel=4,
+        )

@@ -31,12 +31,11 @@ import dataclasses
 import functools
 import os
 import re
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from powerzoo.physics.case_cache import read_or_build
+from powerzoo.physics.case_cache import read_or_build, write_npz_cache
 from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.pandapower_conversion import read_pandapower_case
@@ -148,20 +147,10 @@ _FIELD_KINDS = {
 
 def _write_cache(path: Path, case: NetworkCase) -> None:
     """Save ``case``'s fields to ``path`` atomically; failures only warn."""
-    from powerzoo.fileio import atomic_save
-
     arrays = {f.name: np.asarray(getattr(case, f.name)) for f in dataclasses.fields(case)}
     arrays[_META_SCHEMA] = np.asarray(CACHE_SCHEMA_VERSION)
     arrays[_META_PANDAPOWER] = np.asarray(_pandapower_version() or "")
-    try:
-        atomic_save(path, lambda tmp: np.savez(tmp, **arrays))
-    except OSError as err:
-        warnings.warn(
-            f"powerzoo: cannot write the case cache {str(path)!r} ({err}); "
-            "set POWERZOO_CACHE_DIR to a writable directory to speed up case loading",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+    write_npz_cache(path, arrays, "case")
 
 
 def _read_cache(path: Path, name: str) -> NetworkCase:

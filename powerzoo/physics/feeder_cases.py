@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from powerzoo.physics.case_cache import read_or_build
+from powerzoo.physics.case_cache import read_or_build, write_npz_cache
 from powerzoo.physics.feeder import RadialFeeder, conductor_ratings_ka, orient_branches
 from powerzoo.physics.radial_pf import radial_power_flow
 
@@ -228,19 +228,9 @@ _META = "__schema__"
 
 
 def _write_cache(path: Path, feeder: RadialFeeder) -> None:
-    from powerzoo.fileio import atomic_save
-
     arrays = {f.name: np.asarray(getattr(feeder, f.name)) for f in _INIT_FIELDS}
     arrays[_META] = np.asarray(FEEDER_CACHE_SCHEMA)
-    try:
-        atomic_save(path, lambda tmp: np.savez(tmp, **arrays))
-    except OSError as err:
-        warnings.warn(
-            f"powerzoo: cannot write the feeder cache {str(path)!r} ({err}); "
-            "set POWERZOO_CACHE_DIR to a writable directory to speed up case loading",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+    write_npz_cache(path, arrays, "feeder")
 
 
 def _read_cache(path: Path, name: str) -> RadialFeeder:

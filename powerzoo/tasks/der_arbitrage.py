@@ -68,6 +68,7 @@ from powerzoo.tasks.feeder import (
     FeederModel,
     add_voltage_band,
     begin_observation,
+    child_buses,
     time_features,
     unit_variables,
     voltage_sq_sensitivity,
@@ -182,8 +183,7 @@ class MarlDerArbitrage(Task):
         self.buses = np.asarray(BATTERY_BUSES)
         case = self.grid.case
         self.upstream_bus = case.bus_parent[self.buses]
-        children = [np.flatnonzero(case.bus_parent == b) for b in BATTERY_BUSES]
-        self._children = [c if c.size else np.array([b]) for c, b in zip(children, BATTERY_BUSES, strict=True)]
+        self._children = child_buses(case, BATTERY_BUSES)
         self._own_load_mw = self.grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
         self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
         self._slots = {mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}

@@ -90,6 +90,7 @@ from powerzoo.tasks.feeder import (
     GRID_COSTS,
     FeederModel,
     begin_observation,
+    child_buses,
     time_features,
 )
 from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec
@@ -221,8 +222,7 @@ class MarlDersBenchmark(Task):
         self.der_buses = np.asarray(DER_BUSES)
         self.pv_cf = self.profiles.series["pv_cf"]
         self.upstream_bus = case.bus_parent[self.der_buses]
-        children = [np.flatnonzero(case.bus_parent == b) for b in DER_BUSES]
-        self._children = [c if c.size else np.array([b]) for c, b in zip(children, DER_BUSES, strict=True)]
+        self._children = child_buses(case, DER_BUSES)
         self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
         self._slots = {mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
         self._kind = np.repeat(np.eye(3, dtype=np.float32), _K, axis=0)  # [12, 3]

@@ -58,6 +58,7 @@ __all__ = [
     "FeederModel",
     "time_features",
     "begin_observation",
+    "child_buses",
     "voltage_sq_sensitivity",
     "add_voltage_band",
     "unit_variables",
@@ -167,6 +168,12 @@ class FeederModel:
 
 
 # ---- oracle planning on LinDistFlow ---------------------------------------------------------
+def child_buses(case: RadialFeeder, buses: Any) -> list[np.ndarray]:
+    """The buses fed directly from each of ``buses`` (a bus at a lateral's end stands for itself)."""
+    children = [np.flatnonzero(case.bus_parent == b) for b in buses]
+    return [c if c.size else np.array([b]) for c, b in zip(children, buses, strict=True)]
+
+
 def begin_observation(spec: Any, slots_by_mode: dict[str, Any], time_table: np.ndarray, grid: FeederModel,
                       steps_per_day: int, state: Any, obs_mode: str | None, n_agents: int) -> tuple[Any, np.ndarray, np.ndarray]:
     """What every feeder task's ``observe`` starts with: the slots of ``obs_mode`` (``ValueError`` if
