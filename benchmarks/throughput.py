@@ -1,90 +1,155 @@
-"""Env throughput: steps/s with random actions (resets included), import and construction time, peak memory.
+"""Env throughput: env-steps/s and µs per env-step against the batch size N, peak memory, build time.
 
-Usage: python benchmarks/throughput.py [--tasks battery_arbitrage] [--num-envs 1024] [--seconds 3]
+Usage::
 
-Each measurement runs in a fresh subprocess pinned to one BLAS thread, so peak memory (ru_maxrss)
-and import time belong to that measurement alone. Random actions are drawn for 64 steps at a time
-with one generator call (for multi-agent tasks: for all agents at once), inside the timed loop.
+    python benchmarks/throughput.py                                  # every task, N = 1 and 1,024
+    python benchmarks/throughput.py --tasks opf_118 --num-envs 1 256 1024
+    python benchmarks/throughput.py --sweep                          # N = 1, 64, 256, 1,024, 4,096 + plot
+
+N = 1 is the single env (Gymnasium or PettingZoo, as a user steps it); N > 1 is the native batched
+env (``make_env(task, num_envs=N)``). Each measurement runs in a fresh subprocess pinned to one
+BLAS thread, so peak memory (ru_maxrss) and import time belong to it alone. Random actions are
+drawn before the clock starts (a pool of batches, cycled), so the figures measure PowerZoo, not the
+action sampler; episode resets are included (the batched env resets finished rows itself).
+"CPU µs" is the process's CPU time per env-step: on a busy machine it stays close to the idle
+figure while wall-clock steps/s drop.
+``--sweep`` also writes ``results/throughput/throughput.{csv,json,png}`` (the plot: env-steps/s
+against N, log-log).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
+
+SWEEP = (1, 64, 256, 1024, 4096)
+POOL_BYTES = 64 * 2**20  # at most this much pre-drawn action data per measurement
 
 _CHILD = r"""
-import json, os, resource, sys, time
-mode, task, num_envs, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+import json, resource, sys, time, warnings
+task, num_envs, seconds, pool_bytes = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 t0 = time.perf_counter(); import powerzoo; import_s = time.perf_counter() - t0
 import numpy as np
 from powerzoo.rl import make_env
-t0 = time.perf_counter()
-import warnings; warnings.simplefilter("ignore")
 from powerzoo.tasks import task_spec
-fw = "pettingzoo" if task_spec(task).agent_mode == "multi" else "gymnasium"
-env = make_env(task, framework=fw, num_envs=None if mode == "single" else num_envs, seed=0)
-build_s = time.perf_counter() - t0
-rng = np.random.default_rng(0)
-multi = hasattr(env, "possible_agents")
-n_per_call = 1 if mode == "single" else num_envs
-if multi:
-    # one uniform draw per batch for every agent (per-agent draws would cost more than a step)
-    agents = env.possible_agents
-    low = np.stack([env.action_space(a).low for a in agents])
-    high = np.stack([env.action_space(a).high for a in agents])
-    def sample(k):
-        draws = rng.uniform(low, high, size=(k,) + low.shape).astype(np.float32)
-        return [dict(zip(agents, step)) for step in draws]
-    done = lambda te, tr: (not env.agents) if mode == "single" else False
-else:
-    space = env.action_space
-    def sample(k):
-        return rng.uniform(space.low, space.high, size=(k,) + space.low.shape).astype(np.float32)
-    done = lambda te, tr: mode == "single" and (te or tr)
-batch = 64
-calls = 0
+warnings.simplefilter("ignore")
+spec = task_spec(task)
+multi = spec.agent_mode == "multi"
+single = num_envs == 1
 t0 = time.perf_counter()
-while time.perf_counter() - t0 < seconds:
-    for a in sample(batch):
-        _, _, term, trunc, _ = env.step(a)
-        if done(term, trunc):
+env = make_env(task, framework="pettingzoo" if multi else "gymnasium", num_envs=None if single else num_envs, seed=0)
+build_s = time.perf_counter() - t0
+env.reset(seed=0)
+rng = np.random.default_rng(0)
+agents = list(env.possible_agents) if multi else None
+spaces = [env.action_space(a) for a in agents] if multi else [env.action_space]
+per_call = sum(int(np.prod(s.shape)) for s in spaces) * 4
+n_pool = int(max(4, min(256, pool_bytes // max(per_call, 1))))
+draws = [rng.uniform(s.low, s.high, size=(n_pool,) + s.shape).astype(np.float32) for s in spaces]
+pool = [dict(zip(agents, [d[i] for d in draws])) for i in range(n_pool)] if multi else list(draws[0])
+def run(n_calls):
+    for i in range(n_calls):
+        _, _, term, trunc, _ = env.step(pool[i % n_pool])
+        if single and ((not env.agents) if multi else (term or trunc)):
             env.reset()
-    calls += batch
-elapsed = time.perf_counter() - t0
-print(json.dumps({"task": task, "mode": mode, "num_envs": n_per_call, "steps_per_s": calls * n_per_call / elapsed,
-                  "import_s": import_s, "build_s": build_s,
+run(min(n_pool, 16))  # warm-up: caches, buffers sized for N
+calls, elapsed, cpu, chunk = 0, 0.0, 0.0, 8
+while elapsed < seconds:
+    t0, c0 = time.perf_counter(), time.process_time()
+    run(chunk)
+    elapsed += time.perf_counter() - t0
+    cpu += time.process_time() - c0
+    calls += chunk
+    chunk = min(chunk * 2, 1024)
+steps = calls * num_envs
+print(json.dumps({"task": task, "num_envs": num_envs, "steps_per_s": steps / elapsed,
+                  "us_per_env_step": elapsed / steps * 1e6,
+                  "cpu_us_per_env_step": cpu / steps * 1e6, "import_s": import_s, "build_s": build_s,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
-def measure(mode: str, task: str, num_envs: int, seconds: float) -> dict:
-    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    import os
-
+def measure(task: str, num_envs: int, seconds: float) -> dict[str, Any]:
+    """One measurement of ``task`` at batch size ``num_envs`` in a fresh subprocess."""
+    threads = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, mode, task, str(num_envs), str(seconds)],
-        capture_output=True, text=True, env={**os.environ, **env}, check=True,
+        [sys.executable, "-c", _CHILD, task, str(num_envs), str(seconds), str(POOL_BYTES)],
+        capture_output=True, text=True, env={**os.environ, **threads}, check=False,
     )
+    if out.returncode != 0:
+        raise RuntimeError(f"{task} at N={num_envs} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """CSV, JSON and (matplotlib) a log-log plot of env-steps/s against N, one line per task."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "throughput.csv", out_dir / "throughput.json", out_dir / "throughput.png"]
+    with paths[0].open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    paths[1].write_text(json.dumps(rows, indent=1))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for task in dict.fromkeys(r["task"] for r in rows):
+        mine = sorted((r for r in rows if r["task"] == task), key=lambda r: r["num_envs"])
+        ax.plot([r["num_envs"] for r in mine], [r["steps_per_s"] for r in mine], marker="o", label=task)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size N (envs stepped in one call; N = 1: the single env)")
+    ax.set_ylabel("env-steps/s (one core)")
+    ax.set_title("PowerZoo throughput, random actions, resets included")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(paths[2], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> None:
     from powerzoo.tasks import list_tasks
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="*", default=None, help="tasks to measure (default: all registered)")
-    parser.add_argument("--num-envs", type=int, default=1024)
-    parser.add_argument("--seconds", type=float, default=3.0)
-    args = parser.parse_args()
+    parser.add_argument("--num-envs", nargs="+", type=int, default=[1, 1024],
+                        help="batch sizes; 1 = the single env (default: 1 1024)")
+    parser.add_argument("--sweep", action="store_true", help=f"N = {', '.join(map(str, SWEEP))}, and write results")
+    parser.add_argument("--seconds", type=float, default=3.0, help="timed seconds per measurement")
+    parser.add_argument("--out", default="results/throughput", help="folder for --sweep's CSV, JSON and plot")
+    args = parser.parse_args(argv)
     tasks = args.tasks or list_tasks()
-    print(f"{'task':<22} {'mode':<8} {'envs':>5} {'steps/s':>12} {'import s':>9} {'build s':>8} {'peak MB':>8}")
+    unknown = sorted(set(tasks) - set(list_tasks()))
+    if unknown:
+        parser.error(f"unknown task(s) {unknown}; registered: {', '.join(list_tasks())}")
+    sizes = list(SWEEP) if args.sweep else args.num_envs
+    if any(n < 1 for n in sizes):
+        parser.error("--num-envs must be positive")
+    header = (f"{'task':<22} {'N':>5} {'env-steps/s':>12} {'µs/env-step':>12} {'CPU µs':>8} {'build s':>8} "
+              f"{'peak MB':>8}")
+    print(header)
+    print("-" * len(header))
+    rows = []
     for task in tasks:
-        for mode in ("single", "vector"):
-            r = measure(mode, task, args.num_envs, args.seconds)
-            print(f"{r['task']:<22} {r['mode']:<8} {r['num_envs']:>5} {r['steps_per_s']:>12,.0f} "
-                  f"{r['import_s']:>9.3f} {r['build_s']:>8.3f} {r['peak_rss_mb']:>8.1f}")
+        for n in sizes:
+            r = measure(task, n, args.seconds)
+            rows.append(r)
+            print(f"{task:<22} {n:>5} {r['steps_per_s']:>12,.0f} {r['us_per_env_step']:>12.2f} "
+                  f"{r['cpu_us_per_env_step']:>8.2f} {r['build_s']:>8.3f} {r['peak_rss_mb']:>8.1f}", flush=True)
+    if args.sweep:
+        for path in write_results(rows, Path(args.out)):
+            print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "powerzoo"
 
 LAYERS = (
-    ("powerzoo.fileio", "powerzoo.progress"),  # utilities: no PowerZoo imports at all
+    ("powerzoo.fileio", "powerzoo.progress", "powerzoo.scratch"),  # utilities: no PowerZoo imports at all
     ("powerzoo.physics",),
     ("powerzoo.devices",),
     ("powerzoo.data",),

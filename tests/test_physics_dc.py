@@ -34,8 +34,10 @@ from powerzoo.physics.dc_power_flow import (
     bus_injection_mw,
     dc_power_flow,
     gen_bus_matrix,
+    generation_shift_matrix,
     ptdf_matrix,
 )
+from powerzoo.scratch import Scratch
 
 pytest.importorskip("pandapower")
 pytest.importorskip("highspy")
@@ -168,6 +170,53 @@ def test_cache_dir_resolution(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == tmp_path / "home" / ".cache" / "powerzoo"
+
+
+@pytest.mark.parametrize("name", ["case5", "case118"])
+def test_generation_shift_factors_give_the_same_flows(name):
+    """``p @ GSF - load @ PTDF.T`` (the dispatch tasks' form) equals the flow of the bus injections."""
+    case = load_case(name)
+    rng = np.random.default_rng(4)
+    gen_p = rng.uniform(case.gen_pmin_mw, case.gen_pmax_mw, size=(32, case.n_gen))
+    load = case.bus_pd_mw * rng.uniform(0.5, 1.2, size=(32, 1))
+    direct = dc_power_flow(case, bus_injection_mw(case, gen_p, load))
+    gsf = generation_shift_matrix(case)
+    assert gsf.shape == (case.n_gen, case.n_branch) and not gsf.flags.writeable
+    split = gen_p @ gsf - load @ ptdf_matrix(case).T
+    np.testing.assert_allclose(split, direct, rtol=0, atol=1e-9)
+    # a unit at the slack bus moves no flow
+    np.testing.assert_array_equal(gsf[case.gen_bus == case.slack_bus], 0.0)
+
+
+def test_out_arguments_write_the_same_numbers_in_place():
+    case = load_case("case118")
+    rng = np.random.default_rng(5)
+    gen_p = rng.uniform(case.gen_pmin_mw, case.gen_pmax_mw, size=(16, case.n_gen))
+    scratch = Scratch()
+    inj = bus_injection_mw(case, gen_p, out=scratch("inj", (16, case.n_bus)))
+    assert inj is scratch("inj", (16, case.n_bus))
+    np.testing.assert_array_equal(inj, bus_injection_mw(case, gen_p))
+    flow = dc_power_flow(case, inj, out=scratch("flow", (16, case.n_branch)))
+    np.testing.assert_array_equal(flow, dc_power_flow(case, inj))
+    case5 = load_case("case5")  # case118's file has no ratings
+    flow5 = rng.normal(size=(16, case5.n_branch)) * 400.0
+    fresh = line_overload_mw(case5, flow5, 0.9)
+    assert fresh.max() > 0
+    np.testing.assert_array_equal(line_overload_mw(case5, flow5, 0.9, out=scratch("over", flow5.shape)), fresh)
+    np.testing.assert_array_equal(dispatch_cost(case, gen_p, work=scratch("sq", gen_p.shape)), dispatch_cost(case, gen_p))
+
+
+def test_scratch_reuses_arrays_by_name_and_shape():
+    scratch = Scratch()
+    a = scratch("x", (4, 3))
+    assert scratch("x", (4, 3)) is a
+    assert scratch("x", (5, 3)).shape == (5, 3) and scratch("x", (5, 3)) is not a
+    assert scratch("x", (5, 3), bool).dtype == bool
+    import copy
+    import pickle
+
+    assert copy.deepcopy(scratch)("x", (5, 3)) is not scratch("x", (5, 3))
+    assert pickle.loads(pickle.dumps(scratch))("y", (2,)).shape == (2,)
 
 
 @pytest.mark.parametrize("name", CASE_NAMES)

@@ -63,9 +63,11 @@ def single_agent_vector(task: str, normalize: bool) -> np.ndarray:
 
 def multi_agent(task: str, framework: str, normalize: bool) -> np.ndarray:
     from powerzoo.rl import make_env
+    from powerzoo.tasks import task_spec
 
+    local = framework == "pettingzoo" and "local" in task_spec(task).obs_modes  # a second obs mode where there is one
     env = make_env(task, split="test", framework=framework, normalize=normalize, seed=9,
-                   **({"obs_mode": "local"} if framework == "pettingzoo" else {}))
+                   **({"obs_mode": "local"} if local else {}))
     rng = np.random.default_rng(13)
     agents = list(env.possible_agents)
     rows, episode = [], 0
@@ -100,12 +102,12 @@ def multi_agent_vector(task: str) -> np.ndarray:
     return np.stack(rows)
 
 
-def all_trajectories() -> dict[str, np.ndarray]:
-    """Every reference rollout, keyed ``<task>/<adapter>``."""
+def all_trajectories(tasks: list[str] | None = None) -> dict[str, np.ndarray]:
+    """Every reference rollout of ``tasks`` (default: all registered), keyed ``<task>/<adapter>``."""
     from powerzoo.tasks import list_tasks, task_spec
 
     out: dict[str, np.ndarray] = {}
-    for task in list_tasks():
+    for task in tasks or list_tasks():
         if task_spec(task).agent_mode == "single":
             out[f"{task}/gym"] = single_agent(task, normalize=False)
             out[f"{task}/gym_normalized"] = single_agent(task, normalize=True)
@@ -118,8 +120,15 @@ def all_trajectories() -> dict[str, np.ndarray]:
 
 
 if __name__ == "__main__":
+    # python tests/trajectories.py            rewrite the whole reference
+    # python tests/trajectories.py TASK ...   add or replace only these tasks' rollouts
     REFERENCE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    trajectories = all_trajectories()
+    chosen = sys.argv[1:] or None
+    trajectories: dict[str, np.ndarray] = {}
+    if chosen and REFERENCE_FILE.is_file():
+        with np.load(REFERENCE_FILE) as old:
+            trajectories = {k: old[k] for k in old.files if k.split("/")[0] not in chosen}
+    trajectories.update(all_trajectories(chosen))
     np.savez_compressed(REFERENCE_FILE, **trajectories)
     size = REFERENCE_FILE.stat().st_size
     print(f"wrote {len(trajectories)} trajectories to {REFERENCE_FILE} ({size / 1e3:.0f} kB)", file=sys.stderr)

@@ -65,10 +65,11 @@ class DCOPFResult:
         return bool(np.all(np.asarray(self.status) == "optimal"))
 
 
-def dispatch_cost(case: NetworkCase, gen_p_mw: np.ndarray) -> np.ndarray:
+def dispatch_cost(case: NetworkCase, gen_p_mw: np.ndarray, work: np.ndarray | None = None) -> np.ndarray:
     """Generation cost [$/h] of dispatch ``[B, n_gen]`` (or ``[n_gen]``) -> ``[B]`` (or 0-d).
 
-    ``sum_g c2 p^2 + c1 p + c0`` over in-service units; no LP is solved.
+    ``sum_g c2 p^2 + c1 p + c0`` over in-service units; no LP is solved. ``work``: an optional
+    float64 array of the dispatch's shape for the squares (no temporary).
     """
     p = np.asarray(gen_p_mw, dtype=float)
     if p.shape[-1] != case.n_gen:
@@ -77,7 +78,7 @@ def dispatch_cost(case: NetworkCase, gen_p_mw: np.ndarray) -> np.ndarray:
     c2 = np.where(on, case.gen_c2_per_mw2h, 0.0)
     c1 = np.where(on, case.gen_c1_per_mwh, 0.0)
     c0 = float(np.sum(case.gen_c0_per_h[on]))
-    return (p * p) @ c2 + p @ c1 + c0
+    return np.multiply(p, p, out=work) @ c2 + p @ c1 + c0
 
 
 def solve_dc_opf(

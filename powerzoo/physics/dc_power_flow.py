@@ -20,6 +20,7 @@ __all__ = [
     "bus_injection_mw",
     "dc_power_flow",
     "gen_bus_matrix",
+    "generation_shift_matrix",
     "line_overload_mw",
     "ptdf_matrix",
 ]
@@ -27,6 +28,7 @@ __all__ = [
 _PTDF_CACHE: weakref.WeakKeyDictionary[NetworkCase, np.ndarray] = weakref.WeakKeyDictionary()
 _PTDF_T_CACHE: weakref.WeakKeyDictionary[NetworkCase, np.ndarray] = weakref.WeakKeyDictionary()
 _GEN_BUS_CACHE: weakref.WeakKeyDictionary[NetworkCase, np.ndarray] = weakref.WeakKeyDictionary()
+_GSF_CACHE: weakref.WeakKeyDictionary[NetworkCase, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 def branch_susceptance_pu(case: NetworkCase) -> np.ndarray:
@@ -87,11 +89,13 @@ def bus_injection_mw(
     case: NetworkCase,
     gen_p_mw: np.ndarray,
     load_mw: np.ndarray | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Net bus injection ``[B, n_bus]`` [MW] = generation at the bus - demand at the bus.
 
     ``gen_p_mw``: ``[B, n_gen]`` or ``[n_gen]``; ``load_mw``: ``[B, n_bus]``, ``[n_bus]`` or
     ``None`` (the case's fixed demand ``bus_pd_mw``).  Out-of-service units inject nothing.
+    ``out``: an optional float64 array of the result's shape to write into.
     """
     gen_p_mw = np.asarray(gen_p_mw, dtype=float)
     if gen_p_mw.shape[-1] != case.n_gen:
@@ -99,13 +103,29 @@ def bus_injection_mw(
     load = case.bus_pd_mw if load_mw is None else np.asarray(load_mw, dtype=float)
     if load.shape[-1] != case.n_bus:
         raise ValueError(f"load_mw last dim {load.shape[-1]} != n_bus {case.n_bus}")
-    return gen_p_mw @ gen_bus_matrix(case) - load
+    injection = np.matmul(gen_p_mw, gen_bus_matrix(case), out=out)
+    return np.subtract(injection, load, out=injection)
 
 
-def dc_power_flow(case: NetworkCase, p_inj_mw: np.ndarray) -> np.ndarray:
+def generation_shift_matrix(case: NetworkCase) -> np.ndarray:
+    """Generation shift factors ``[n_gen, n_branch]``: MW of flow on each branch per MW a unit
+    injects (withdrawn at the slack bus), ``gen_bus_matrix @ PTDF.T``; 0 rows for out-of-service
+    units. ``gen_p_mw @ gsf - load_mw @ PTDF.T`` is the DC power flow without forming bus
+    injections (54 x 186 multiply-adds per scenario instead of 118 x 186 on the 118-bus case).
+    Cached per case object; read-only."""
+    cached = _GSF_CACHE.get(case)
+    if cached is None:
+        cached = gen_bus_matrix(case) @ ptdf_matrix(case).T
+        cached.setflags(write=False)
+        _GSF_CACHE[case] = cached
+    return cached
+
+
+def dc_power_flow(case: NetworkCase, p_inj_mw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Branch flows ``[B, n_branch]`` [MW, from -> to] for bus injections ``[B, n_bus]`` [MW].
 
-    One matrix product; the slack bus injection is ignored (it balances the system).
+    One matrix product; the slack bus injection is ignored (it balances the system). ``out``:
+    an optional ``[B, n_branch]`` float64 array to write the flows into.
     """
     p_inj_mw = np.asarray(p_inj_mw, dtype=float)
     if p_inj_mw.shape[-1] != case.n_bus:
@@ -114,20 +134,23 @@ def dc_power_flow(case: NetworkCase, p_inj_mw: np.ndarray) -> np.ndarray:
     if ptdf_t is None:
         ptdf_matrix(case)
         ptdf_t = _PTDF_T_CACHE[case]
-    return p_inj_mw @ ptdf_t
+    return np.matmul(p_inj_mw, ptdf_t, out=out)
 
 
 def line_overload_mw(
     case: NetworkCase,
     branch_flow_mw: np.ndarray,
     line_limit_scale: float = 1.0,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Overload ``max(|flow| - scale * rate_a, 0)`` [MW], same shape as ``branch_flow_mw``.
 
     Unlimited branches (``rate_a_mw == inf``) and out-of-service branches never overload.
+    ``out``: an optional float64 array of the flow's shape to write the result into.
     """
-    flow = np.abs(np.asarray(branch_flow_mw, dtype=float))
+    flow = np.abs(np.asarray(branch_flow_mw, dtype=float), out=out)
     rate = case.branch_rate_a_mw
     limited = case.branch_in_service & np.isfinite(rate)
     limit = np.where(limited, rate * line_limit_scale, np.inf)
-    return np.maximum(flow - limit, 0.0)
+    np.subtract(flow, limit, out=flow)
+    return np.maximum(flow, 0.0, out=flow)

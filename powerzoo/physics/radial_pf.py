@@ -66,6 +66,7 @@ __all__ = [
 
 SWEEP_MIN_WORK = 10_000  # "auto" sweeps level by level from B * (n_bus - 1) >= this on (measured)
 _HUGE = 1e30  # stands in for inf in rows that diverged
+_PIN_MIN_WORK = 65_536  # multiply-adds of one dense product from which BLAS is pinned to one thread
 _POOL_MIN_SIZE = 16384  # results of at least this many branch values come from the pool
 
 
@@ -237,7 +238,9 @@ def radial_power_flow(
         if v_init.shape != (batch, case.n_bus) or not np.all(np.isfinite(v_init)):
             raise ValueError(f"v_init must be finite with shape {(batch, case.n_bus)}, got {v_init.shape}")
         gather(v_init, plan.order, 1.0, v, rows)
-    blas, threads = _pin_blas()
+    # OpenBLAS runs a product on one thread below 4 x 65,536 multiply-adds anyway (its
+    # GEMM_MULTITHREAD_THRESHOLD): small batches skip the pinning and its library calls
+    blas, threads = _pin_blas() if batch * plan.m * plan.m >= _PIN_MIN_WORK else ((), ())
     try:
         with np.errstate(all="ignore"):
             v, converged, iterations = iterate(plan, cs, v0, v, new, work, scratch, int(max_iter), float(tol_pu), rows)

@@ -37,9 +37,10 @@ import numpy as np
 from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase, load_case
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
-from powerzoo.physics.dc_power_flow import bus_injection_mw, dc_power_flow
+from powerzoo.physics.dc_power_flow import generation_shift_matrix, ptdf_matrix
 from powerzoo.physics.line_ratings import with_binding_line_ratings
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
+from powerzoo.scratch import Scratch
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
@@ -187,6 +188,11 @@ class EconomicDispatch(Task):
         rate = self.case.branch_rate_a_mw
         self._rating = np.where(np.isfinite(rate), rate, np.inf)
         self._congested_above = self._rating - 1e-6  # |flow| from which a branch counts as congested
+        # the DC power flow in two parts, flow = p @ gsf - demand * load_flow (bus loads are one
+        # demand series times fixed shares, so their flow is one vector per unit of demand)
+        self._gsf = generation_shift_matrix(self.case)  # [n_gen, n_branch]
+        self._load_flow = ptdf_matrix(self.case) @ self._bus_load_scale  # [n_branch] MW per unit demand
+        self._scratch = Scratch()  # the step's [B, n_branch] temporaries, reused
         self._next_two = np.arange(2)
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._obs_slots = {mode: _ObsSlots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
@@ -239,38 +245,47 @@ class EconomicDispatch(Task):
             time = self._time_obs.take(state.t, axis=0)  # precomputed for steps 0..horizon
         except IndexError:  # stepped on past the horizon without a reset
             time = self._time_features(state.t)
+        # the fields every agent shares go into one row per env, spread over the agents in one
+        # pass; then the per-agent columns (fewer strided passes over the large [B, n, d] array)
+        row = self._scratch("obs_row", (b, slots.width), np.float32)
+        row[:, slots.time] = time
+        if slots.system_load is not None:
+            row[:, slots.system_load] = self._system_load.take(self._demand_index(state, self._next_two))
+        if slots.prev_imbalance is not None:
+            row[:, slots.prev_imbalance] = state.prev_imbalance_mw
+        if slots.forecast is not None:
+            row[:, slots.forecast] = self._system_load.take(self._demand_index(state, self._forecast_offsets))
         obs = np.empty((b, n, slots.width), dtype=np.float32)
-        obs[:, :, slots.time] = time[:, None, :]
+        obs[...] = row[:, None, :]
         obs[:, :, slots.own] = self._own_obs
         obs[:, :, slots.prev_p] = state.prev_p_mw
-        if slots.system_load is not None:
-            obs[:, :, slots.system_load] = self._system_load.take(self._demand_index(state, self._next_two))[:, None, :]
-        if slots.prev_imbalance is not None:
-            obs[:, :, slots.prev_imbalance] = state.prev_imbalance_mw[:, None]
         if slots.bus_load is not None:
             obs[:, :, slots.bus_load] = self._demand_at(state) * self._gen_bus_load_scale
-        if slots.forecast is not None:
-            ahead = self._system_load.take(self._demand_index(state, self._forecast_offsets))
-            obs[:, :, slots.forecast] = ahead[:, None, :]
         return obs
 
     def step(self, state: DispatchState, action: np.ndarray, rng: np.random.Generator) -> tuple[DispatchState, StepOutput]:
         dt_h = self.spec.dt_h
-        load = self.bus_load_mw(state)
-        flow = dc_power_flow(self.case, bus_injection_mw(self.case, action, load))
-        overload_mw = line_overload_mw(self.case, flow).sum(axis=1)
+        b, n_branch = state.t.size, self.case.n_branch
+        work = self._scratch
+        demand = self._demand_at(state)  # [B, 1]
+        load = np.multiply(demand, self._bus_load_scale, out=work("load", (b, self.case.n_bus)))
+        flow = np.matmul(action, self._gsf, out=work("flow", (b, n_branch)))
+        np.subtract(flow, np.multiply(demand, self._load_flow, out=work("load_flow", (b, n_branch))), out=flow)
+        overload_mw = line_overload_mw(self.case, flow, out=work("overload", (b, n_branch))).sum(axis=1)
         total_load = load.sum(axis=1)
         total_generation = action.sum(axis=1)
         imbalance_mw = total_generation - total_load
         imbalance_mwh = np.abs(imbalance_mw) * dt_h
-        generation = dispatch_cost(self.case, action) * dt_h
+        generation = dispatch_cost(self.case, action, work=work("squares", action.shape)) * dt_h
         terms = np.empty((state.t.size, 2))  # filled column by column: cheaper than np.stack at small B
         terms[:, 0] = -generation
         terms[:, 1] = -(imbalance_mwh * IMBALANCE_PRICE)
         costs = np.empty((state.t.size, 2))
         costs[:, 0] = overload_mw * dt_h
         costs[:, 1] = imbalance_mwh
-        abs_flow = np.abs(flow)
+        abs_flow = np.abs(flow, out=flow)
+        loading = np.divide(abs_flow, self._rating, out=work("loading", (b, n_branch))).max(axis=1)
+        congested = np.greater_equal(abs_flow, self._congested_above, out=work("congested", (b, n_branch), bool))
         new_state = DispatchState(state.day_id, state.t + 1, action.copy(), imbalance_mw)
         return new_state, StepOutput(
             reward=terms.sum(axis=1),
@@ -284,8 +299,8 @@ class EconomicDispatch(Task):
                 "slack_p_mw": -imbalance_mw,  # balancing power the slack bus supplies
                 "imbalance_mw": imbalance_mw,
                 "generation_cost": generation,
-                "max_branch_loading": (abs_flow / self._rating).max(axis=1),
-                "n_congested_branches": (abs_flow >= self._congested_above).sum(axis=1),
+                "max_branch_loading": loading,
+                "n_congested_branches": congested.sum(axis=1),
                 "losses_mw": np.zeros(state.t.size),  # DC power flow is lossless
                 "pf_converged": np.ones(state.t.size, dtype=bool),
             },

@@ -47,6 +47,7 @@ from powerzoo.data.profiles import Profiles
 from powerzoo.physics.cases import load_case
 from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
+from powerzoo.scratch import Scratch
 
 __all__ = [
     "V_MIN_PU",
@@ -125,6 +126,7 @@ class FeederModel:
         self.nonconverged_voltage_pu = NONCONVERGED_VOLTAGE_PU_PER_BUS * (case.n_bus - 1)
         self._v_lo, self._v_hi = np.float64(V_MIN_PU), np.float64(V_MAX_PU)
         self._zero, self._one = np.float64(0.0), np.float64(1.0)
+        self._scratch = Scratch()  # the cost terms' [B, n] temporaries, reused
 
     @property
     def n_bus(self) -> int:
@@ -143,11 +145,14 @@ class FeederModel:
         """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative = export)."""
         result = radial_power_flow(self.case, p_mw, q_mvar, max_iter=PF_MAX_ITER, tol_pu=PF_TOL_PU, v_init=v_init)
         vm, loading = result.vm_pu, result.branch_loading
-        maximum, zero = np.maximum, self._zero
+        maximum, zero, work = np.maximum, self._zero, self._scratch
         costs = np.empty((vm.shape[0], 2))
         # max(lo - v, v - hi) is > 0 exactly when v is outside the band (both cannot be)
-        _add_reduce(maximum(maximum(self._v_lo - vm, vm - self._v_hi), zero), axis=1, out=costs[:, 0])
-        np.matmul(maximum(loading - self._one, zero), self.rating_mva, out=costs[:, 1])
+        below = np.subtract(self._v_lo, vm, out=work("below", vm.shape))
+        above = np.subtract(vm, self._v_hi, out=work("above", vm.shape))
+        _add_reduce(maximum(maximum(below, above, out=below), zero, out=below), axis=1, out=costs[:, 0])
+        over = np.subtract(loading, self._one, out=work("over", loading.shape))
+        np.matmul(maximum(over, zero, out=over), self.rating_mva, out=costs[:, 1])
         converged = result.converged
         p_loss = result.p_loss_mw
         if not _and_reduce(converged):
