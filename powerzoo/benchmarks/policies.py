@@ -247,6 +247,16 @@ class RuleBasedPolicy(_TaskPolicy):
         return self._view.env_action(physical)
 
 
+class TruthfulPolicy(_TaskPolicy):
+    """Truthful bidding in a market task: every offer at true marginal cost (``task.truthful_action``)."""
+
+    name = "truthful"
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        physical = self.task.truthful_action(self._view.physical_obs(obs))[0]
+        return self._view.env_action(physical)
+
+
 def fill_plan_gaps(plan: np.ndarray, start: int = 0) -> tuple[np.ndarray, int]:
     """``plan`` [H, act_dim] with non-finite rows from ``start`` on interpolated linearly in time.
 
@@ -316,4 +326,6 @@ def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
         return RuleBasedPolicy(env)
     if name == "oracle":
         return OraclePolicy(env)
+    if name == "truthful":  # market tasks only (listed in their spec.baselines, not in BASELINE_POLICIES)
+        return TruthfulPolicy(env)
     raise ValueError(f"unknown baseline policy {name!r}; valid: {', '.join(BASELINE_POLICIES)}")

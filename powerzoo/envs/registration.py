@@ -19,6 +19,7 @@ GYM_IDS = {
     "battery_arbitrage": "powerzoo/BatteryArbitrage-v0",
     "dc_microgrid": "powerzoo/DCMicrogrid-v0",
     "dc_microgrid_safe": "powerzoo/DCMicrogridSafe-v0",
+    "dc_scheduling": "powerzoo/DCScheduling-v0",
     "dso": "powerzoo/DSO-v0",
 }
 

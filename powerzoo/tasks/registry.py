@@ -17,12 +17,15 @@ _TASKS: dict[str, str] = {
     "battery_arbitrage": "powerzoo.tasks.battery_arbitrage:BatteryArbitrage",
     "dc_microgrid": "powerzoo.tasks.dc_microgrid:DCMicrogrid",
     "dc_microgrid_safe": "powerzoo.tasks.dc_microgrid:DCMicrogridSafe",
+    "dc_scheduling": "powerzoo.tasks.dc_scheduling:DCScheduling",
     "marl_opf": "powerzoo.tasks.economic_dispatch:MarlOpf",
     "opf_118": "powerzoo.tasks.economic_dispatch:Opf118",
     "opf_118_7d": "powerzoo.tasks.economic_dispatch:Opf118Week",
     "dso": "powerzoo.tasks.dso:Dso",
     "marl_der_arbitrage": "powerzoo.tasks.der_arbitrage:MarlDerArbitrage",
     "marl_ders_benchmark": "powerzoo.tasks.ders_benchmark:MarlDersBenchmark",
+    "marl_ev_v2g": "powerzoo.tasks.ev_v2g:MarlEvV2g",
+    "gencos_bidding": "powerzoo.tasks.gencos_bidding:GencosBidding",
 }
 
 _BASELINES_FILE = Path(__file__).resolve().parent.parent / "benchmarks" / "baselines.json"

@@ -76,8 +76,10 @@ Baselines: random; rule-based (:func:`.rule.rule_based_action`); oracle
 per deadline bucket, battery, diesel on/off with its minimum output, grid import; cooling setpoint
 held just under the 27 deg C limit), see :mod:`.oracle`.
 
-Modules: :mod:`.site` (the site's devices and ratings), :mod:`.task` (spec, state, reset /
-observe / step), :mod:`.rule` (rule-based controller), :mod:`.oracle` (the MILP).
+Modules: :mod:`.site` (the site's devices and ratings), :mod:`.datacentre` (the data centre's
+compute, cooling and queue step, shared with ``dc_scheduling``), :mod:`.task` (spec, state, reset /
+observe / step), :mod:`.rule` (rule-based controller), :mod:`.oracle` (the MILP and its job and
+cooling blocks, also used by the ``dc_scheduling`` oracle).
 """
 
 from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams

@@ -42,13 +42,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from powerzoo.devices.cooling import cooling_cop
+from powerzoo.devices.gpu_cluster import GpuClusterParams
 from powerzoo.devices.thermal_zone import setpoint_reaching, zone_step
 from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
 
 if TYPE_CHECKING:  # highspy is imported when a plan is solved, not with the task
     import highspy
 
-__all__ = ["DayForesight", "DayPlan", "ORACLE_SETPOINT_C", "solve_day_plan"]
+__all__ = [
+    "DayForesight",
+    "DayPlan",
+    "ORACLE_SETPOINT_C",
+    "SparseModel",
+    "add_job_service",
+    "add_cooling_rows",
+    "plan_shares",
+    "solve_day_plan",
+    "zone_trajectory",
+]
 
 ORACLE_SETPOINT_C = 26.9  # deg C: 0.1 K below the ASHRAE A1 limit
 SHARE_MARGIN = 5e-7  # fraction of GPUs added to each planned share (float32 actions lose ~6e-8)
@@ -89,7 +100,7 @@ class DayPlan:
     status: str  # HiGHS's model status: optimal, or a time limit with a feasible solution
 
 
-class _SparseModel:
+class SparseModel:
     """A (MI)LP ``min cost x`` s.t. ``lower <= A x <= upper``, ``low <= x <= high``, built from numpy blocks."""
 
     def __init__(self) -> None:
@@ -164,8 +175,9 @@ class _SparseModel:
         return h
 
 
-def _zone_trajectory(
-    params: DCMicrogridParams, foresight: DayForesight, setpoint_c: float, setpoint_min_c: float, dt_h: float
+def zone_trajectory(
+    params: DCMicrogridParams, zone_temp_c: float, temp_out_c: np.ndarray, setpoint_c: float, setpoint_min_c: float,
+    dt_h: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Setpoint [S], zone temperature after each step [S] and the heat [S] (MW) to remove besides the IT load.
 
@@ -174,17 +186,19 @@ def _zone_trajectory(
     remove the heat of the whole cluster busy. Uses the env's own zone model
     (:func:`~powerzoo.devices.thermal_zone.zone_step`) with an unlimited plant: the removed heat is
     affine in the IT heat, so its offset is what is removed under a probe load far above anything
-    that could clip the plant at zero, minus that load.
+    that could clip the plant at zero, minus that load. ``zone_temp_c``: the zone now (deg C);
+    ``temp_out_c`` [S]: outdoor temperature of each step; ``params``: the site (its ``cluster``,
+    ``cooling`` and ``zone``).
     """
-    n = foresight.temp_out_c.size
+    n = temp_out_c.size
     setpoint, temp, offset = np.empty(n), np.empty(n), np.empty(n)
-    current = np.array([foresight.zone_temp_c])
+    current = np.array([zone_temp_c])
     probe_mw = 100.0
     probe = np.full(1, probe_mw)
     offset_max = params.cooling.q_max_mw - params.cluster.p_max_mw  # room the IT heat never needs
 
     def advance(j: int, value: float) -> tuple[np.ndarray, float]:
-        nxt, q = zone_step(params.zone, current, foresight.temp_out_c[j:j + 1], np.array([value]), probe, np.inf, dt_h)
+        nxt, q = zone_step(params.zone, current, temp_out_c[j:j + 1], np.array([value]), probe, np.inf, dt_h)
         return nxt, q[0] - probe_mw
 
     for j in range(n):
@@ -203,6 +217,88 @@ def _zone_trajectory(
         current, offset[j] = advance(j, value)
         temp[j] = current[0]
     return setpoint, temp, offset
+
+
+def it_power_model(cluster: GpuClusterParams, dt_h: float) -> tuple[float, float]:
+    """IT power of a plan: ``(MW with every GPU parked, MW per GPU-h served in a step of dt_h h)``.
+
+    Planned GPUs are always busy (an allocated idle GPU draws more than a parked one), so
+    ``it = n_gpus p_parked + (p_active - p_parked) gpus``.
+    """
+    return cluster.n_gpus * cluster.p_parked_kw * 1e-3, (cluster.p_active_kw - cluster.p_parked_kw) * 1e-3 / dt_h
+
+
+def add_job_service(
+    model: SparseModel, arrivals: np.ndarray, bucket_due_step: np.ndarray, t0: int, carry_allowance_gpuh: np.ndarray,
+    served_cost: float | np.ndarray, pen_sla: float, n_gpus: int, dt_h: float,
+) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
+    """The job model of a day plan (module docstring) on ``model``; returns the served columns.
+
+    ``arrivals`` [S, C, K] (GPU-h, :attr:`DayForesight.arrivals_gpuh`); ``bucket_due_step`` [K];
+    ``t0`` the plan's first episode step; ``carry_allowance_gpuh`` [C]; ``served_cost``: objective
+    coefficient per GPU-h served, one value or one per step [S]; ``pen_sla`` per GPU-h dropped or
+    behind schedule; ``n_gpus`` the cluster's size (capacity row per step). Returns the served
+    columns per step and class ``[S][C]`` and per step ``[S]``.
+    """
+    n_steps, n_classes, n_buckets = arrivals.shape
+    per_step = np.ndim(served_cost) > 0
+    # jobs: served (x) and left (r) per class, bucket and step while the bucket is open
+    served_cols: list[list[list[np.ndarray]]] = [[[] for _ in range(n_classes)] for _ in range(n_steps)]  # [j][c]
+    drop_cols, behind_cols = [], []
+    for k in range(n_buckets):
+        last = n_steps if k == n_buckets - 1 else min(int(bucket_due_step[k]) - t0, n_steps)
+        if last <= 0:  # already due: nothing of it can be queued
+            continue
+        for c in range(n_classes):
+            x = model.columns(last, 0.0, np.inf, served_cost[:last] if per_step else served_cost)
+            r = model.columns(last, 0.0, np.inf)
+            # r[0] + x[0] = arrivals[0];  r[j] - r[j-1] + x[j] = arrivals[j]
+            model.rows([(r[:1], 1.0), (x[:1], 1.0)], arrivals[0, c, k], arrivals[0, c, k])
+            if last > 1:
+                model.rows([(r[1:], 1.0), (r[:-1], -1.0), (x[1:], 1.0)], arrivals[1:last, c, k], arrivals[1:last, c, k])
+            for j in range(last):
+                served_cols[j][c].append(x[j:j + 1])
+            if k == n_buckets - 1:  # checked against its carry allowance at the day's end
+                behind_cols.append((c, r[-1]))
+            else:  # falls due within the day: what is left is dropped
+                drop_cols.append(r[-1])
+    served_by_class = [[np.concatenate(g) if g else np.zeros(0, dtype=int) for g in step] for step in served_cols]
+    served_groups = [np.concatenate(step) for step in served_by_class]  # x columns of each step
+
+    # work behind schedule at the day's end: behind >= r_last - allowance
+    behind = model.columns(len(behind_cols), 0.0, np.inf, pen_sla)
+    for i, (c, r_last) in enumerate(behind_cols):
+        model.rows([(behind[i:i + 1], 1.0), (np.array([r_last]), -1.0)], -carry_allowance_gpuh[c], np.inf)
+    model.add_cost(np.asarray(drop_cols, dtype=int), pen_sla)  # work left when its bucket falls due is dropped
+
+    # GPU capacity per step
+    model.rows([], -np.inf, n_gpus * dt_h, served_groups, 1.0)
+    return served_by_class, served_groups
+
+
+def add_cooling_rows(model: SparseModel, params: DCMicrogridParams, cooling: np.ndarray, served_groups: list[np.ndarray],
+                     cop: np.ndarray, heat_offset: np.ndarray, dt_h: float) -> None:
+    """Cooling rows of a day plan: the plant's capacity and ``cooling >= (it + offset) / COP``.
+
+    ``cooling`` [S]: the plant-power columns (MW); ``cop`` [S] and ``heat_offset`` [S] (MW) from
+    :func:`zone_trajectory`; ``params``: the site (its ``cluster`` and ``cooling``).
+    """
+    it_base_mw, mw_per_gpuh = it_power_model(params.cluster, dt_h)
+    # heat the plant can still take (MW); never negative, so an undersized plant still gets a plan
+    q_room = np.maximum(params.cooling.q_max_mw - it_base_mw - heat_offset, 0.0)
+    model.rows([], -np.inf, q_room, served_groups, mw_per_gpuh)
+    # cooling >= (it + offset) / COP
+    model.rows([(cooling, cop)], it_base_mw + heat_offset, np.inf, served_groups, -mw_per_gpuh)
+
+
+def plan_shares(values: np.ndarray, served_by_class: list[list[np.ndarray]], n_gpus: int, dt_h: float) -> np.ndarray:
+    """GPU shares [S, C] (the env's action) of a solved plan: the planned GPUs of each class, plus
+    :data:`SHARE_MARGIN` against float32 round-off; ``values``: the solution's column values."""
+    gpus = np.array([[values[idx].sum() for idx in step] for step in served_by_class]) / dt_h  # [S, C]
+    shares = gpus / n_gpus
+    shares = np.where(gpus > 0.0, shares + SHARE_MARGIN, 0.0)
+    over = shares.sum(axis=1, keepdims=True)
+    return shares / np.maximum(over, 1.0)  # the margin never pushes the total above 1
 
 
 def solve_day_plan(
@@ -226,16 +322,16 @@ def solve_day_plan(
     w_energy, w_cost, w_carbon = (float(v) for v in weights)
     pen_sla, pen_temp, pen_deficit = (float(v) for v in penalties)
     arrivals = np.asarray(foresight.arrivals_gpuh, dtype=float)
-    n_steps, n_classes, n_buckets = arrivals.shape
+    n_steps = arrivals.shape[0]
     t0 = foresight.t0
     price, co2 = foresight.price_per_mwh, foresight.grid_co2_t_per_mwh
 
-    setpoint, zone_temp, heat_offset = _zone_trajectory(params, foresight, setpoint_c, setpoint_min_c, dt_h)
+    setpoint, zone_temp, heat_offset = zone_trajectory(params, foresight.zone_temp_c, foresight.temp_out_c, setpoint_c,
+                                                       setpoint_min_c, dt_h)
     cop = cooling_cop(params.cooling, foresight.temp_out_c, setpoint)
-    it_base_mw = cl.n_gpus * cl.p_parked_kw * 1e-3  # every GPU parked
-    mw_per_gpuh = (cl.p_active_kw - cl.p_parked_kw) * 1e-3 / dt_h  # IT MW per GPU-h served in a step
+    it_base_mw, mw_per_gpuh = it_power_model(cl, dt_h)
 
-    model = _SparseModel()
+    model = SparseModel()
     # supply side, one column per step
     energy_cost = w_energy * dt_h  # per MWh of facility energy
     charge = model.columns(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
@@ -249,42 +345,11 @@ def solve_day_plan(
     deficit = model.columns(n_steps, 0.0, np.inf, pen_deficit * dt_h)
     cooling = model.columns(n_steps, 0.0, np.inf, energy_cost)
 
-    # jobs: served (x) and left (r) per class, bucket and step while the bucket is open
-    served_cols: list[list[list[np.ndarray]]] = [[[] for _ in range(n_classes)] for _ in range(n_steps)]  # [j][c]
-    drop_cols, behind_cols = [], []
-    for k in range(n_buckets):
-        last = n_steps if k == n_buckets - 1 else min(int(foresight.bucket_due_step[k]) - t0, n_steps)
-        if last <= 0:  # already due: nothing of it can be queued
-            continue
-        for c in range(n_classes):
-            x = model.columns(last, 0.0, np.inf, energy_cost * mw_per_gpuh)
-            r = model.columns(last, 0.0, np.inf)
-            # r[0] + x[0] = arrivals[0];  r[j] - r[j-1] + x[j] = arrivals[j]
-            model.rows([(r[:1], 1.0), (x[:1], 1.0)], arrivals[0, c, k], arrivals[0, c, k])
-            if last > 1:
-                model.rows([(r[1:], 1.0), (r[:-1], -1.0), (x[1:], 1.0)], arrivals[1:last, c, k], arrivals[1:last, c, k])
-            for j in range(last):
-                served_cols[j][c].append(x[j:j + 1])
-            if k == n_buckets - 1:  # checked against its carry allowance at the day's end
-                behind_cols.append((c, r[-1]))
-            else:  # falls due within the day: what is left is dropped
-                drop_cols.append(r[-1])
-    served_by_class = [[np.concatenate(g) if g else np.zeros(0, dtype=int) for g in step] for step in served_cols]
-    served_groups = [np.concatenate(step) for step in served_by_class]  # x columns of each step
-
-    # work behind schedule at the day's end: behind >= r_last - allowance
-    behind = model.columns(len(behind_cols), 0.0, np.inf, pen_sla)
-    for i, (c, r_last) in enumerate(behind_cols):
-        model.rows([(behind[i:i + 1], 1.0), (np.array([r_last]), -1.0)], -foresight.carry_allowance_gpuh[c], np.inf)
-    model.add_cost(np.asarray(drop_cols, dtype=int), pen_sla)  # work left when its bucket falls due is dropped
-
-    # GPU capacity and the q_max of the cooling plant, per step
-    model.rows([], -np.inf, cl.n_gpus * dt_h, served_groups, 1.0)
-    # heat the plant can still take (MW); never negative, so an undersized plant still gets a plan
-    q_room = np.maximum(params.cooling.q_max_mw - it_base_mw - heat_offset, 0.0)
-    model.rows([], -np.inf, q_room, served_groups, mw_per_gpuh)
-    # cooling >= (it + offset) / COP
-    model.rows([(cooling, cop)], it_base_mw + heat_offset, np.inf, served_groups, -mw_per_gpuh)
+    served_by_class, served_groups = add_job_service(
+        model, arrivals, foresight.bucket_due_step, t0, foresight.carry_allowance_gpuh, energy_cost * mw_per_gpuh,
+        pen_sla, cl.n_gpus, dt_h,
+    )
+    add_cooling_rows(model, params, cooling, served_groups, cop, heat_offset, dt_h)
     # power balance: diesel + discharge - charge + import - spill + deficit - cooling - it_var = it_base - pv
     balance = [(diesel, 1.0), (discharge, 1.0), (charge, -1.0), (grid_import, 1.0), (spill, -1.0), (deficit, 1.0),
                (cooling, -1.0)]
@@ -311,11 +376,7 @@ def solve_day_plan(
     v = np.asarray(solution.col_value)
 
     actions = np.empty((n_steps, 5))
-    gpus = np.array([[v[idx].sum() for idx in step] for step in served_by_class]) / dt_h  # [S, C]
-    shares = gpus / cl.n_gpus
-    shares = np.where(gpus > 0.0, shares + SHARE_MARGIN, 0.0)
-    over = shares.sum(axis=1, keepdims=True)
-    actions[:, :2] = shares / np.maximum(over, 1.0)  # the margin never pushes the total above 1
+    actions[:, :2] = plan_shares(v, served_by_class, cl.n_gpus, dt_h)
     actions[:, 2] = setpoint
     actions[:, 3] = v[discharge] - v[charge]
     actions[:, 4] = np.where(v[diesel_on] > 0.5, np.maximum(v[diesel], dsl.p_min_mw), 0.0)

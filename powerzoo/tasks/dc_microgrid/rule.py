@@ -12,12 +12,29 @@ from powerzoo.devices.gpu_cluster import it_power_mw
 from powerzoo.devices.pv import pv_power_mw
 from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
 
-__all__ = ["rule_based_action"]
+__all__ = ["rule_based_action", "rule_compute_and_cooling"]
 
 RULE_GPU_MARGIN = 1.1  # allocate at least 10 % above the least deadline-meeting rate ...
 RULE_DRAIN_H = 4.0  # ... and at least the rate that would empty the class's queue in 4 h
 RULE_SETPOINT_C, RULE_RECOVERY_SETPOINT_C, RULE_RECOVERY_ABOVE_C = 26.0, 24.0, 26.5
 RULE_LOAD_MARGIN = 1.05  # load estimate inflated 5 % (cooling transients, envelope gains)
+
+
+def rule_compute_and_cooling(n_gpus: int, obs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GPUs for training and for fine-tuning [B] and the cooling setpoint [B] (deg C) of the rule.
+
+    Reads the observation fields ``{training,finetune}_required_gpus``, ``..._queued_gpuh`` and
+    ``zone_temp_c`` (name -> [B] column); ``n_gpus`` is the cluster's size. See
+    :func:`rule_based_action` for the rule; ``dc_scheduling`` uses this part alone.
+    """
+
+    def gpus_for(job: str) -> np.ndarray:
+        return np.maximum(obs[f"{job}_required_gpus"] * RULE_GPU_MARGIN, obs[f"{job}_queued_gpuh"] / RULE_DRAIN_H)
+
+    ft = np.minimum(gpus_for("finetune"), n_gpus)
+    tr = np.minimum(gpus_for("training"), n_gpus - ft)
+    setpoint = np.where(obs["zone_temp_c"] > RULE_RECOVERY_ABOVE_C, RULE_RECOVERY_SETPOINT_C, RULE_SETPOINT_C)
+    return tr, ft, setpoint
 
 
 def rule_based_action(params: DCMicrogridParams, obs: Mapping[str, np.ndarray], dt_h: float) -> np.ndarray:
@@ -36,14 +53,8 @@ def rule_based_action(params: DCMicrogridParams, obs: Mapping[str, np.ndarray], 
       battery). ``dt_h`` is the step length (h).
     """
     p, n = params, params.cluster.n_gpus
-
-    def gpus_for(job: str) -> np.ndarray:
-        return np.maximum(obs[f"{job}_required_gpus"] * RULE_GPU_MARGIN, obs[f"{job}_queued_gpuh"] / RULE_DRAIN_H)
-
-    ft = np.minimum(gpus_for("finetune"), n)
-    tr = np.minimum(gpus_for("training"), n - ft)
+    tr, ft, setpoint = rule_compute_and_cooling(n, obs)
     allocated = ft + tr
-    setpoint = np.where(obs["zone_temp_c"] > RULE_RECOVERY_ABOVE_C, RULE_RECOVERY_SETPOINT_C, RULE_SETPOINT_C)
     it_mw = it_power_mw(p.cluster, allocated, allocated)
     load_mw = it_mw * (1.0 + 1.0 / cooling_cop(p.cooling, obs["temp_c"], setpoint)) * RULE_LOAD_MARGIN
     shortfall = load_mw - pv_power_mw(p.pv, obs["pv_cf"]) - p.grid.import_max_mw

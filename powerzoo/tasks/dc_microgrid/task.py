@@ -12,28 +12,14 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
-from powerzoo.data.workload import (
-    JOB_CLASSES,
-    N_BUCKETS,
-    NO_ARRIVAL,
-    get_workload,
-    workload_scenario_of_split,
-)
+from powerzoo.data.workload import JOB_CLASSES, get_workload, workload_scenario_of_split
 from powerzoo.devices.battery import BatteryDispatch
-from powerzoo.devices.cooling import CoolingPlant
 from powerzoo.devices.diesel import DieselGenerator
-from powerzoo.devices.gpu_cluster import GpuCluster
 from powerzoo.devices.grid_tie import GridTie, grid_carbon_intensity
-from powerzoo.devices.job_queue import (
-    QueueOutlook,
-    carry_excess,
-    drop_due,
-    per_bucket,
-    serve_edf,
-)
+from powerzoo.devices.job_queue import per_bucket
 from powerzoo.devices.pv import pv_power_mw
-from powerzoo.devices.thermal_zone import ZoneStepper
 from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.dc_microgrid.datacentre import DataCentre
 from powerzoo.tasks.dc_microgrid.oracle import DayForesight, DayPlan, solve_day_plan
 from powerzoo.tasks.dc_microgrid.rule import rule_based_action
 from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
@@ -119,13 +105,8 @@ class DCMicrogrid(Task):
         self._pv_cf = series["pv_cf"]
         self._price = series["price_per_mwh"]
         self._co2 = grid_carbon_intensity(p.grid, series["demand_pu"], series["pv_cf"], series["wind_cf"])
-        due_step = self.workload.bucket_due_step  # [K]
-        steps_left = np.maximum(due_step[None, :] - np.arange(HORIZON + 1)[:, None], 1)
-        self._inv_hours_left = 1.0 / (steps_left * self.spec.dt_h)  # [t, K] (1/h), at least one step
-        self._steps_per_hour = self.workload.steps_per_hour
         self._weights = REWARD_WEIGHTS.copy()
         self._penalties = PENALTIES.copy()
-        self._class_ones = np.ones(len(self.workload.class_names))
         self._obs_dim = self.spec.observation.dim
         self._slots = ObservationSlots.of(self.spec.observation)
         # per calendar step, gathered with one ``take`` per step: [temp, price, co2, pv_mw] for the
@@ -140,10 +121,8 @@ class DCMicrogrid(Task):
 
     # built by _init_step_constants from the parameters and data: left out of pickles (several of
     # them are views of the shared workload, which pickles by reference), rebuilt on unpickling
-    _STEP_TABLES = ("_cluster", "_plant", "_zone", "_battery", "_diesel", "_grid", "_dt", "_neg_dt", "_per_dt",
-                    "_per_gpu", "_fuel_cost", "_diesel_co2", "_degradation_cost", "_temp_max", "_zero", "_step_inputs",
-                    "_eventful", "_outlook", "_arrivals_after", "_carry_after", "_arrived_after", "_obs_base",
-                    "_obs_day_row", "_obs_step_row")
+    _STEP_TABLES = ("_dc", "_inv_hours_left", "_battery", "_diesel", "_grid", "_neg_dt", "_fuel_cost", "_diesel_co2",
+                    "_degradation_cost", "_step_inputs", "_obs_base", "_obs_day_row", "_obs_step_row")
 
     def __getstate__(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if key not in self._STEP_TABLES}
@@ -157,46 +136,29 @@ class DCMicrogrid(Task):
 
         At B = 1 a step costs what its ~140 numpy calls cost (about 0.4 us each, three times
         that on a strided or broadcast operand), so: the devices hold their constants as 0-d
-        arrays (numpy converts a Python float operand on every call); tables by the next step
-        ``t + 1`` (0..HORIZON + 1, the last row standing for every step past the horizon) say
-        whether anything falls due and feed the queue outlook; on the 11 steps in 12 where
-        nothing falls due and no day ends, the step skips drop/carry bookkeeping whose result is
-        known to be zero and reads the next arrivals from tables shifted by one step; the
-        condenser temperature (weather only) is tabulated; the observation's time and weather
-        fields come from one table row per (split day, step). Each shortcut gives the same bits
-        as the plain formula (``tests/test_speed_paths.py`` checks the step against it).
+        arrays (numpy converts a Python float operand on every call); the data centre
+        (:class:`.datacentre.DataCentre`) tabulates the queue's outlook and skips the drop/carry
+        bookkeeping on the 11 steps in 12 where nothing falls due; the condenser temperature
+        (weather only) is tabulated; the observation's time and weather fields come from one
+        table row per (split day, step). Each shortcut gives the same bits as the plain formula
+        (``tests/test_speed_paths.py`` checks the step against it).
         """
         p, w, dt_h = self.params, self.workload, self.spec.dt_h
 
         def f64(x: float) -> np.ndarray:
             return np.array(x, np.float64)
 
-        n_classes = len(w.class_names)
-        self._cluster = GpuCluster(p.cluster, n_classes)
-        self._plant = CoolingPlant(p.cooling)
-        self._zone = ZoneStepper(p.zone, p.cooling.q_max_mw, dt_h)
+        self._dc = DataCentre(p.cluster, p.cooling, p.zone, w, HORIZON, dt_h)
+        self._inv_hours_left = self._dc.inv_hours_left  # [t, K] (1/h) until each bucket is due, at least one step
         self._battery = BatteryDispatch(p.battery, dt_h)
         self._diesel = DieselGenerator(p.diesel)
         self._grid = GridTie(p.grid)
         # -(x) * dt == x * (-dt) exactly, so the reward terms fold their sign into the constant
-        self._dt, self._neg_dt, self._per_dt = f64(dt_h), f64(-dt_h), f64(1.0 / dt_h)
-        self._per_gpu = f64(1.0 / p.cluster.n_gpus)
+        self._neg_dt = f64(-dt_h)
         self._fuel_cost, self._diesel_co2 = f64(p.diesel.fuel_cost_per_mwh), f64(p.diesel.co2_t_per_mwh)
         self._degradation_cost = f64(p.battery.degradation_cost_per_mwh)
-        self._temp_max, self._zero = f64(p.zone.temp_max_c), f64(0.0)
         # rows [temp, price, co2, pv_mw, condenser temperature] x calendar step: contiguous per series
-        self._step_inputs = np.ascontiguousarray(np.concatenate([self._exogenous.T, self._plant.condenser_temp_c(self._temp)[None]]))
-        t_next = np.arange(HORIZON + 2)
-        # a bucket falls due (drop_due) or the day is over (no arrivals, carry check): the full path
-        self._eventful = (t_next % self._steps_per_hour == 0) | (t_next >= HORIZON)
-        self._outlook = QueueOutlook(  # by step 0..HORIZON + 1: reset reads row 0, step row t + 1
-            self._inv_hours_left[np.minimum(t_next, HORIZON)], np.minimum(t_next // self._steps_per_hour, N_BUCKETS - 2),
-            n_classes,
-        )
-        # by calendar step idx, row idx + 1: what arrives at the next step when it is in the same day
-        self._arrivals_after = w.arrival_cum_gpuh[1:]
-        self._carry_after = w.arrival_carry_gpuh[1:]
-        self._arrived_after = w.arrival_cum_gpuh[1:, :, -1].astype(np.float64)  # [T - 1, C]: all of a step's new work
+        self._step_inputs = np.ascontiguousarray(np.concatenate([self._exogenous.T, self._dc.plant.condenser_temp_c(self._temp)[None]]))
         # observation rows by (split day, step 0..HORIZON): the time and exogenous fields filled in
         days, steps = np.arange(self.n_days), np.arange(HORIZON + 1)
         base = np.zeros((self.n_days, HORIZON + 1, self._obs_dim), np.float32)
@@ -275,19 +237,12 @@ class DCMicrogrid(Task):
         out[:, 2] = 1.0 - t / HORIZON
         return out
 
-    def _class_total(self, x: np.ndarray) -> np.ndarray:
-        """Sum over job classes of ``x`` [B, C] (a matrix-vector product: faster than ``sum(axis=1)``)."""
-        return x @ self._class_ones
-
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DCMicrogridState:
         day_id = self.check_day_id(day_id)
-        w, p = self.workload, self.params
+        p = self.params
         t = np.zeros_like(day_id)
-        cum = np.cumsum(w.initial_queue_gpuh[self.split_days[day_id]], axis=2)  # [B, C, K]
-        idx = self._step_index(day_id, t)
-        cum += w.arrival_cum_gpuh.take(idx, axis=0)
-        allowance = w.arrival_carry_gpuh.take(idx, axis=0)
-        due_1h, required = self._outlook(cum, t, allowance)
+        cum, allowance = self._dc.initial_queue(self.split_days[day_id], self._step_index(day_id, t))
+        due_1h, required = self._dc.outlook(cum, t, allowance)
         zeros = np.zeros(cum.shape[:2])
         return DCMicrogridState(
             day_id=day_id,
@@ -322,22 +277,16 @@ class DCMicrogrid(Task):
         self, state: DCMicrogridState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[DCMicrogridState, StepOutput]:
         # the constant operands are 0-d arrays and the shortcuts are exact: see _init_step_constants
-        w, zero, class_ones = self.workload, self._zero, self._class_ones
+        dc = self._dc
         t = state.t
         idx = self._day_start.take(state.day_id) + t  # calendar step
         n_rows = idx.size
         temp_out, price, co2, pv_mw, condenser_c = self._step_inputs.take(idx, axis=1)
 
-        # compute: allocate GPUs, serve the queue earliest-deadline-first
-        gpus = self._cluster.allocate(action[:, :2])
-        cum, served = serve_edf(state.queue_cum_gpuh, gpus * self._dt)
-        allocated, busy = gpus @ class_ones, (served @ class_ones) * self._per_dt  # sums over job classes
-        it_mw = self._cluster.it_power_mw(allocated, busy)
-
-        # cooling and zone temperature
+        # compute: allocate GPUs, serve the queue earliest-deadline-first; cooling and zone temperature
+        gpus, cum, served, it_mw = dc.compute(state.queue_cum_gpuh, action[:, :2])
         setpoint = action[:, 2]
-        zone_temp, q_cool = self._zone(state.zone_temp_c, temp_out, setpoint, it_mw)
-        cooling_mw = q_cool / self._plant.cop_at(condenser_c, setpoint)
+        zone_temp, cooling_mw = dc.cool(state.zone_temp_c, temp_out, condenser_c, setpoint, it_mw)
 
         # supply: battery, diesel, then the grid tie settles the residual
         soc, battery_mw, charge_mwh, discharge_mwh = self._battery(state.soc, action[:, 3])
@@ -354,46 +303,25 @@ class DCMicrogrid(Task):
                     self._degradation_cost * (charge_mwh + discharge_mwh), out=reward_vector[:, 1])
         np.multiply(grid_mw * co2 + diesel_mw * self._diesel_co2, neg_dt, out=reward_vector[:, 2])
         costs = np.zeros((n_rows, 3))
-        np.multiply(np.maximum(zone_temp - self._temp_max, zero), self._dt, out=costs[:, 1])
-        np.multiply(deficit_mw, self._dt, out=costs[:, 2])
+        dc.overtemperature_kh(zone_temp, out=costs[:, 1])
+        np.multiply(deficit_mw, dc.dt, out=costs[:, 2])
 
         # time advances: work due now is dropped, then the next step's jobs arrive
-        t_next = t + 1
-        try:
-            eventful = np.count_nonzero(self._eventful.take(t_next))
-            next_row = t_next
-        except IndexError:  # stepped on past the horizon without a reset
-            next_row = np.minimum(t_next, HORIZON + 1)
-            eventful = True
-        if eventful:  # a bucket falls due or the day is over in some row
-            dropped = drop_due(cum, t_next, self._steps_per_hour)
-            in_day = t_next < HORIZON
-            idx_next = np.where(in_day, idx + 1, NO_ARRIVAL)
-            arrivals = w.arrival_cum_gpuh.take(idx_next, axis=0)  # [B, C, K] cumulative increments
-            cum += arrivals
-            allowance = state.carry_allowance_gpuh + w.arrival_carry_gpuh.take(idx_next, axis=0)
-            arrived = arrivals[:, :, -1]
-            behind = carry_excess(cum, allowance) * ~in_day[:, None]
-            costs[:, 0] = self._class_total(dropped + behind)
-            dropped_gpuh = state.dropped_gpuh + dropped
-        else:  # most steps: nothing falls due, every row stays in its day (the lines above, shortened)
-            cum += self._arrivals_after.take(idx, axis=0)
-            allowance = state.carry_allowance_gpuh + self._carry_after.take(idx, axis=0)
-            arrived = self._arrived_after.take(idx, axis=0)
-            behind = np.zeros(allowance.shape)
-            dropped_gpuh = state.dropped_gpuh.copy()
-        due_1h, required = self._outlook(cum, next_row, allowance)
+        q = dc.advance(cum, t, idx, state.carry_allowance_gpuh, state.dropped_gpuh)
+        if q.sla_gpuh is not None:
+            costs[:, 0] = q.sla_gpuh
+        cum, dropped_gpuh, behind = q.cum, q.dropped_gpuh, q.behind
         reward = reward_vector @ self._weights
         if self.penalized:
             reward = reward - costs @ self._penalties
 
         new_state = DCMicrogridState(
-            day_id=state.day_id, t=t_next, soc=soc, zone_temp_c=zone_temp, queue_cum_gpuh=cum,
-            arrived_gpuh=state.arrived_gpuh + arrived, served_gpuh=state.served_gpuh + served, dropped_gpuh=dropped_gpuh,
-            carry_allowance_gpuh=allowance, due_1h_gpuh=due_1h, required_gpus=required,
+            day_id=state.day_id, t=t + 1, soc=soc, zone_temp_c=zone_temp, queue_cum_gpuh=cum,
+            arrived_gpuh=state.arrived_gpuh + q.arrived, served_gpuh=state.served_gpuh + served,
+            dropped_gpuh=dropped_gpuh, carry_allowance_gpuh=q.allowance, due_1h_gpuh=q.due_1h, required_gpus=q.required,
         )
         applied = action.copy(order="K")  # the setpoint is applied as asked
-        np.multiply(gpus, self._per_gpu, out=applied[:, :2])
+        np.multiply(gpus, dc.per_gpu, out=applied[:, :2])
         applied[:, 3] = battery_mw
         applied[:, 4] = diesel_mw
         out = StepOutput(
@@ -419,7 +347,7 @@ class DCMicrogrid(Task):
                 "price_per_mwh": price,
                 "grid_co2_t_per_mwh": co2,
                 "gpus_allocated": gpus,
-                "gpus_busy": served * self._per_dt,
+                "gpus_busy": served * dc.per_dt,
                 "arrived_gpuh": new_state.arrived_gpuh,
                 "served_gpuh": new_state.served_gpuh,
                 "dropped_gpuh": dropped_gpuh,
