@@ -8,6 +8,7 @@ from powerzoo.benchmarks.policies import make_baseline_policy
 from powerzoo.rl import make_env
 from powerzoo.tasks import describe, task_spec
 from powerzoo.tasks.ders_benchmark import MarlDersBenchmark
+from powerzoo.tasks.ders_oracle import DersOracle, payback_matrix
 
 TASK = "marl_ders_benchmark"
 GROUPS = {
@@ -135,8 +136,6 @@ def test_rule_based_policy_runs_through_the_env():
         obs, rewards, _, _, info = env.step(policy.act(obs, info))
         total += rewards["pv_0"]
     assert np.isfinite(total)
-    with pytest.raises(ValueError, match="no oracle baseline"):
-        make_baseline_policy("oracle", env)
 
 
 def test_splits_are_honoured():
@@ -168,3 +167,99 @@ def test_bad_input_gives_clear_errors():
         env.step({**actions, "load_0": np.array([np.nan, 0.0], np.float32)})
     with pytest.raises(TypeError, match="no task parameters"):
         task_spec(TASK, n_units=5)
+
+
+# ---- oracle -----------------------------------------------------------------------------------
+ORACLE_DAYS = np.array([0, 21, 44])  # a winter day the uncontrolled feeder sags far below the band, and two others
+
+
+@pytest.fixture(scope="module")
+def oracle_run():
+    """The oracle's plans of ``ORACLE_DAYS`` on the test split and what the task makes of them."""
+    task = MarlDersBenchmark("test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, ORACLE_DAYS)
+    plan = task.oracle_plan(state)
+    steps = []
+    for t in range(task.spec.horizon):
+        state, out = task.step(state, plan[:, t], rng)
+        steps.append(out)
+    return task, plan, steps
+
+
+def test_oracle_plan_is_feasible_for_the_devices(oracle_run):
+    task, plan, steps = oracle_run
+    assert plan.shape == (ORACLE_DAYS.size, task.spec.horizon, 24)
+    lo, hi = task.spec.action.bounds()
+    assert np.all(plan >= lo - 1e-12) and np.all(plan <= hi + 1e-12)
+    shifted = paid = 0.0
+    for t, out in enumerate(steps):
+        # the devices apply the plan as it is: nothing cut, no SOC, S-limit or payback violation
+        np.testing.assert_allclose(out.action_applied, plan[:, t], atol=1e-12)
+        assert np.all(out.constraint_costs[:, 2] == 0.0)
+        act = plan[:, t].reshape(-1, 12, 2)
+        p_bat, q_bat = act[:, :4, 0], act[:, :4, 1]
+        assert np.all(np.hypot(p_bat, q_bat) <= task.battery.s_rating_mva)
+        pv_p = out.info["pv_available_mw"] * (1.0 - act[:, 4:8, 0])
+        assert np.all(np.hypot(pv_p, act[:, 4:8, 1]) <= task.pv.s_rating_mva)
+        assert np.all(out.info["soc"] >= task.battery.soc_min) and np.all(out.info["soc"] <= task.battery.soc_max)
+        shifted, paid = shifted + out.info["load_shifted_mwh"], paid + out.info["load_payback_mwh"]
+    assert np.all(plan[:, -1, 17::2] == 0.0)  # no shift on the last step
+    np.testing.assert_allclose(shifted, paid, atol=1e-9)
+    np.testing.assert_allclose(steps[-1].info["load_backlog_mwh"], 0.0, atol=1e-9)
+
+
+def test_oracle_beats_the_rule_on_return_with_less_voltage_violation(oracle_run):
+    task, _, steps = oracle_run
+    ret = sum(out.reward for out in steps)
+    costs = sum(out.constraint_costs for out in steps)
+    ret_rule, costs_rule = _rollout(task, ORACLE_DAYS, _rule)
+    ret_none, costs_none = _rollout(task, ORACLE_DAYS, _uncontrolled)
+    assert np.all(ret > ret_rule) and np.all(ret > ret_none)
+    assert np.all(costs[:, 0] <= costs_rule[:, 0]) and costs[:, 0].sum() < costs_rule[:, 0].sum()
+    assert costs_none[0, 0] > 0.5 and np.all(costs[:, :2] < 1e-9)  # in band, no overload
+    # the reward is bought where it is cheap: no load curtailed at 1,000 $/MWh on these days
+    assert sum(out.info["load_curtailed_mwh"] for out in steps).max() < 1e-6
+
+
+def test_oracle_plans_voltages_on_lindistflow_close_to_the_exact_flow():
+    task = MarlDersBenchmark("test")
+    oracle = DersOracle(task, 1000.0)
+    state = task.reset(np.random.default_rng(0), np.array([0]))
+    day = oracle.plan_day(0, 0, state.soc[0], state.due_mwh[0])
+    cols, rows, nnz = day.lp_size
+    assert day.actions.shape == (48, 24) and cols > 10_000 and rows > cols and nnz > rows
+    # the LP's linearised voltages and losses against the exact AC flow of the same plan
+    assert np.abs(day.predicted_vm_pu - day.exact_vm_pu).max() < 2e-3
+    np.testing.assert_allclose(day.predicted_loss_mw.sum(), day.exact_loss_mw.sum(), rtol=0.03)
+    assert day.exact_vm_pu.min() >= 0.95 and day.exact_vm_pu.max() <= 1.05
+    # and that exact flow is what the task computes step by step
+    rng = np.random.default_rng(0)
+    for t in range(48):
+        state, out = task.step(state, day.actions[t][None], rng)
+        np.testing.assert_allclose(state.vm_pu[0], day.exact_vm_pu[t], atol=1e-7)
+        np.testing.assert_allclose(out.info["p_loss_mw"][0], day.exact_loss_mw[t], atol=1e-7)
+
+
+def test_payback_matrix_pays_every_shift_back_within_its_window():
+    w = payback_matrix(40, 48, 4)  # 8 steps left
+    np.testing.assert_allclose(w.sum(axis=0)[:-1], 1.0)  # every step but the last pays back all it shifts
+    assert w[:, -1].sum() == 0.0 and np.all(np.triu(w) == 0.0)
+    np.testing.assert_allclose(w[1:5, 0], 0.25)
+    np.testing.assert_allclose(w[6:8, 5], 0.5)  # two steps left after step 45
+
+
+def test_oracle_policy_runs_through_the_normalised_env():
+    env = make_env(TASK, framework="pettingzoo", split="test", normalize=True, seed=0)
+    policy = make_baseline_policy("oracle", env)
+    obs, info = env.reset(seed=0, options={"day_id": 21})
+    policy.reset()
+    total, violation = 0.0, 0.0
+    while env.agents:
+        obs, rewards, _, _, info = env.step(policy.act(obs, info))
+        total += sum(rewards.values())
+        violation += info["battery_0"]["cost_voltage_violation"] + info["battery_0"]["cost_device_violation"]
+    task = MarlDersBenchmark("test")
+    plan = task.oracle_plan(task.reset(np.random.default_rng(0), np.array([21])))
+    ret, _ = _rollout(task, np.array([21]), lambda tk, st, rng: plan[:, int(st.t[0])])
+    assert total == pytest.approx(12 * ret[0], rel=1e-5) and violation == 0.0  # team return = 12 x shared reward

@@ -59,7 +59,14 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   cheapest half-hours of the average day, discharge in the 8 dearest, within its SOC), and every
   inverter (battery and PV) applies the IEEE 1547-2018 category B volt-var droop on its own
   bus voltage (Q / S = +0.44 at 0.92 p.u., 0 in [0.98, 1.02], -0.44 at 1.08, linear between),
-  within the reactive capability left at its P. No oracle.
+  within the reactive capability left at its P. Oracle: the whole day planned with perfect
+  foresight, one LP on HiGHS per day (:mod:`powerzoo.tasks.ders_oracle`: every device's limits,
+  voltages on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic;
+  solved around the uncontrolled day, then around its own plan), applied under the exact flow.
+  Test split (77 days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared
+  reward) and ``voltage_violation`` (p.u.-steps/day): random -26,094 and 3.66 (plus 18.4 MVA of
+  overload and 5.2 MWh of device violation); rule-based -1,291 and 0.117; oracle -482 and 0
+  (no overload, no device violation).
 """
 
 from __future__ import annotations
@@ -270,7 +277,7 @@ class MarlDersBenchmark(Task):
                               "MWh-equivalent (SOC violation MWh + S-limit Q cut Mvarh + refused shift MWh)"),
             selected_constraints=(*GRID_COSTS, "device_violation"),
             cost_thresholds={"voltage_violation": 1.0, "thermal_overload": 0.5, "device_violation": 0.5},
-            baselines=("random", "rule_based"),
+            baselines=("random", "rule_based", "oracle"),
             reward_presets={
                 "objective": {},
                 "penalized": {"voltage_violation": 1000.0, "thermal_overload": 1000.0, "device_violation": 100.0},
@@ -444,3 +451,17 @@ class MarlDersBenchmark(Task):
         q_lim = np.sqrt(np.maximum(self.pv.s_squared_mva2 - pv_mw * pv_mw, 0.0))
         act[:, _PV, 1] = np.clip(q_share[:, _PV] * self.pv.s_rating_mva, -q_lim, q_lim)
         return act.reshape(b, 2 * _N)
+
+    def oracle_plan(self, state: DersState) -> np.ndarray:
+        """Perfect-foresight physical joint actions [B, H, 24] (rows before each state's step are 0): one
+        LinDistFlow LP per episode on HiGHS (:mod:`powerzoo.tasks.ders_oracle`), applied under the exact flow."""
+        from powerzoo.tasks.ders_oracle import DersOracle
+
+        if getattr(self, "_oracle", None) is None:
+            self._oracle = DersOracle(self, VOLL_PER_MWH)
+        plans = np.zeros((state.t.size, HORIZON, 2 * _N))
+        for row in range(state.t.size):
+            t0 = int(state.t[row])
+            day = self._oracle.plan_day(int(state.day_id[row]), t0, state.soc[row], state.due_mwh[row])
+            plans[row, t0:] = day.actions
+        return plans
