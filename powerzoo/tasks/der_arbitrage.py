@@ -109,11 +109,6 @@ _MODES = {
 }
 
 
-def _vector(fields: tuple) -> VectorSpec:
-    names, units, low, high, nlo, nhi = zip(*fields, strict=True)
-    return VectorSpec(names=names, units=units, low=low, high=high, nominal_low=nlo, nominal_high=nhi)
-
-
 @dataclasses.dataclass(frozen=True)
 class _Slots:
     """Where the fields of one observation mode sit (``None``: not in the mode)."""
@@ -197,7 +192,7 @@ class MarlDerArbitrage(Task):
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
         if task_kwargs:
             raise TypeError(f"marl_der_arbitrage takes no task parameters, got {sorted(task_kwargs)}")
-        modes = {mode: _vector(fields) for mode, fields in _MODES.items()}
+        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _MODES.items()}
         return TaskSpec(
             task_id=cls.task_id,
             description=(

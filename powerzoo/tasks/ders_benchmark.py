@@ -152,11 +152,6 @@ _MODES = {
 }
 
 
-def _vector(fields: tuple) -> VectorSpec:
-    names, units, low, high, nlo, nhi = zip(*fields, strict=True)
-    return VectorSpec(names=names, units=units, low=low, high=high, nominal_low=nlo, nominal_high=nhi)
-
-
 def _names(fields: tuple) -> tuple[str, ...]:
     return tuple(f[0] for f in fields)
 
@@ -242,7 +237,7 @@ class MarlDersBenchmark(Task):
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
         if task_kwargs:
             raise TypeError(f"marl_ders_benchmark takes no task parameters, got {sorted(task_kwargs)}")
-        modes = {mode: _vector(fields) for mode, fields in _MODES.items()}
+        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _MODES.items()}
         actions = (
             [(f"{a}.p_mw", "MW (+ discharge)", -POWER_MW, POWER_MW) for a in BATTERIES]
             + [(f"{a}.q_mvar", "Mvar (+ injection)", -BATTERY_S_MVA, BATTERY_S_MVA) for a in BATTERIES]

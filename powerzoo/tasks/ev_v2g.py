@@ -154,11 +154,6 @@ def _fields(n: int, v: int) -> dict[str, tuple]:
     }
 
 
-def _vector(fields: tuple) -> VectorSpec:
-    names, units, low, high, nlo, nhi = zip(*fields, strict=True)
-    return VectorSpec(names=names, units=units, low=low, high=high, nominal_low=nlo, nominal_high=nhi)
-
-
 @dataclasses.dataclass(frozen=True)
 class _Slots:
     """Where the blocks of one observation mode start (``None``: not in the mode); blocks are contiguous."""
@@ -252,7 +247,7 @@ class MarlEvV2g(Task):
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
         n, v = _sizes(task_kwargs)
         agents = tuple(f"site_{i}" for i in range(n))
-        modes = {mode: _vector(fields) for mode, fields in _fields(n, v).items()}
+        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _fields(n, v).items()}
         p = FLEET.charge_max_kw
         return TaskSpec(
             task_id=cls.task_id,

@@ -94,11 +94,6 @@ _ALL_MARKUPS = tuple((f"prev_markup_{a}_b{k}", "fraction", 0.0, MARKUP_MAX, 0.0,
 _MODES = {"global": _TIME + _MARKET + _LAST_PRICE + _OWN + _ALL_MARKUPS, "local": _TIME + _MARKET + _OWN + _OWN_MARKUPS}
 
 
-def _vector(fields: tuple) -> VectorSpec:
-    names, units, low, high, nlo, nhi = zip(*fields, strict=True)
-    return VectorSpec(names=names, units=units, low=low, high=high, nominal_low=nlo, nominal_high=nhi)
-
-
 @dataclasses.dataclass(frozen=True)
 class _Slots:
     """Where the fields of one observation mode sit (``None``: not in the mode)."""
@@ -186,7 +181,7 @@ class GencosBidding(Task):
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
         if task_kwargs:
             raise TypeError(f"gencos_bidding takes no task parameters, got {sorted(task_kwargs)}")
-        modes = {mode: _vector(fields) for mode, fields in _MODES.items()}
+        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _MODES.items()}
         return TaskSpec(
             task_id=cls.task_id,
             description=(

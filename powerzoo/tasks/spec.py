@@ -44,6 +44,12 @@ class VectorSpec:
         if not (np.all(np.isfinite(self.nominal_low)) and np.all(np.isfinite(self.nominal_high))):
             raise ValueError(f"nominal ranges of {self.names} must be finite")
 
+    @classmethod
+    def from_rows(cls, rows: tuple) -> VectorSpec:
+        """A spec from rows ``(name, unit, low, high, nominal_low, nominal_high)``, one per entry."""
+        names, units, low, high, nominal_low, nominal_high = zip(*rows, strict=True)
+        return cls(names=names, units=units, low=low, high=high, nominal_low=nominal_low, nominal_high=nominal_high)
+
     @property
     def dim(self) -> int:
         return len(self.names)
