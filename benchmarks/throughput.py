@@ -13,8 +13,8 @@ drawn before the clock starts (a pool of batches, cycled), so the figures measur
 action sampler; episode resets are included (the batched env resets finished rows itself).
 "CPU µs" is the process's CPU time per env-step: on a busy machine it stays close to the idle
 figure while wall-clock steps/s drop.
-``--sweep`` also writes ``results/throughput/throughput.{csv,json,png}`` (the plot: env-steps/s
-against N, log-log).
+``--sweep`` also writes ``results/throughput/throughput.{csv,json,md,png}`` (the Markdown table is
+the README's; the plot: env-steps/s against N, log-log).
 """
 
 from __future__ import annotations
@@ -87,15 +87,28 @@ def measure(task: str, num_envs: int, seconds: float) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """Env-steps/s by task (rows) and N (columns), as a Markdown table (the README's)."""
+    sizes = sorted({r["num_envs"] for r in rows})
+    by_key = {(r["task"], r["num_envs"]): r["steps_per_s"] for r in rows}
+    lines = ["| task | " + " | ".join(f"N = {n:,}" for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]
+    for task in dict.fromkeys(r["task"] for r in rows):
+        cells = [f"{by_key[task, n]:,.0f}" if (task, n) in by_key else "–" for n in sizes]
+        lines.append(f"| `{task}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """CSV, JSON and (matplotlib) a log-log plot of env-steps/s against N, one line per task."""
+    """CSV, JSON, a Markdown table and (matplotlib) a log-log plot of env-steps/s against N."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / "throughput.csv", out_dir / "throughput.json", out_dir / "throughput.png"]
+    paths = [out_dir / "throughput.csv", out_dir / "throughput.json", out_dir / "throughput.md",
+             out_dir / "throughput.png"]
     with paths[0].open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     paths[1].write_text(json.dumps(rows, indent=1))
+    paths[2].write_text(markdown_table(rows))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -106,6 +119,8 @@ def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
         mine = sorted((r for r in rows if r["task"] == task), key=lambda r: r["num_envs"])
         ax.plot([r["num_envs"] for r in mine], [r["steps_per_s"] for r in mine], marker="o", label=task)
     ax.set_xscale("log", base=2)
+    sizes = sorted({r["num_envs"] for r in rows})
+    ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
     ax.set_yscale("log")
     ax.set_xlabel("batch size N (envs stepped in one call; N = 1: the single env)")
     ax.set_ylabel("env-steps/s (one core)")
@@ -113,7 +128,7 @@ def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
-    fig.savefig(paths[2], dpi=120)
+    fig.savefig(paths[3], dpi=120)
     plt.close(fig)
     return paths
 
