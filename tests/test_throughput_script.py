@@ -1,0 +1,48 @@
+"""benchmarks/throughput.py: the sweep measures real steps and writes its table, data and plot."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "throughput.py"
+
+
+@pytest.fixture(scope="module")
+def throughput():
+    spec = importlib.util.spec_from_file_location("throughput", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_measure_steps_single_and_batched_envs(throughput):
+    single = throughput.measure("marl_opf", 1, 0.05)
+    batched = throughput.measure("marl_opf", 8, 0.05)
+    for row in (single, batched):
+        assert row["steps_per_s"] > 0 and row["us_per_env_step"] > 0 and row["cpu_us_per_env_step"] > 0
+        assert row["peak_rss_mb"] > 0 and row["task"] == "marl_opf"
+        assert row["us_per_env_step"] == pytest.approx(1e6 / row["steps_per_s"])
+    assert (single["num_envs"], batched["num_envs"]) == (1, 8)
+
+
+def test_results_table_csv_json_and_plot(throughput, tmp_path):
+    rows = [
+        {"task": "a", "num_envs": 1, "steps_per_s": 1000.0, "us_per_env_step": 1000.0},
+        {"task": "a", "num_envs": 64, "steps_per_s": 64000.0, "us_per_env_step": 15.6},
+        {"task": "b", "num_envs": 1, "steps_per_s": 500.0, "us_per_env_step": 2000.0},
+    ]
+    paths = throughput.write_results(rows, tmp_path / "out")
+    assert [p.name for p in paths] == ["throughput.csv", "throughput.json", "throughput.md", "throughput.png"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    assert json.loads(paths[1].read_text()) == rows
+    table = paths[2].read_text().splitlines()
+    assert table[0] == "| task | N = 1 | N = 64 |"
+    assert table[2] == "| `a` | 1,000 | 64,000 |" and table[3] == "| `b` | 500 | – |"
+
+
+def test_unknown_task_is_a_clear_error(throughput, capsys):
+    with pytest.raises(SystemExit):
+        throughput.main(["--tasks", "no_such_task"])
+    assert "unknown task(s) ['no_such_task']" in capsys.readouterr().err
