@@ -21,9 +21,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
-    from powerzoo.tasks import describe, info
+    from powerzoo.rl.algorithms import algorithms_for
+    from powerzoo.tasks import describe, info, task_spec
 
-    print(json.dumps(info(args.task), indent=2) if args.json else describe(args.task))
+    algorithms = list(algorithms_for(task_spec(args.task)))
+    if args.json:
+        print(json.dumps({**info(args.task), "algorithms": algorithms}, indent=2))
+    else:
+        print(describe(args.task))
+        print(f"algorithms: {', '.join(algorithms)} (powerzoo train {args.task} --algo NAME)")
     return 0
 
 

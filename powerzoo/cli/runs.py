@@ -30,7 +30,8 @@ def load_run(run_dir: str | Path, model: str = "best") -> tuple[Any, str]:
     run_dir = Path(run_dir)
     if not (run_dir / CONFIG_FILE).is_file():
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {CONFIG_FILE})")
-    if model == "best" and not (run_dir / EVAL_DIR / "best_model.zip").is_file():
+    best = ("best_model.zip", "best_policy.npz")  # SB3 runs, native multi-agent (MAPPO / IPPO) runs
+    if model == "best" and not any((run_dir / EVAL_DIR / name).is_file() for name in best):
         model = "final"
     return Trainer.load(run_dir, model=model), model
 
@@ -40,7 +41,9 @@ def run_entry(run_dir: str | Path, model: str = "best", deterministic: bool = Tr
     (:meth:`~powerzoo.rl.trainer.Trainer.make_eval_env`), its policy, labelled with the folder's name."""
     run_dir = Path(run_dir)
     trainer, model = load_run(run_dir, model)
-    if trainer.is_multi_agent:
+    if trainer.is_multi_agent and not hasattr(trainer, "shared_model"):  # MAPPO / IPPO runs
+        shown = f"{model} policy"
+    elif trainer.is_multi_agent:
         shown = "shared policy" if trainer.shared_model is not None else "independent learners"
     else:
         shown = f"{model} model"

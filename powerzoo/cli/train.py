@@ -42,6 +42,7 @@ def _print_result(result: Any) -> None:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    from powerzoo.rl.algorithms import is_native_marl
     from powerzoo.rl.trainer import Trainer
 
     if (args.config is None) == (args.task is None):
@@ -56,7 +57,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.progress is not None:
         overrides["logging"] = {"progress_bar": args.progress}
     trainer = Trainer(args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides)
-    if trainer.is_multi_agent:
+    if is_native_marl(trainer.algorithm):  # MAPPO / IPPO (-L): the native multi-agent trainer
+        result = trainer.train()
+    elif trainer.is_multi_agent:
         result = trainer.train_il() if args.marl == "il" else trainer.train_marl_simultaneous()
     else:
         result = trainer.train()
@@ -133,12 +136,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any) -> None:
     """Register ``train``, ``eval`` and ``resume`` on the ``powerzoo`` sub-parser object."""
-    from powerzoo.rl.algorithms import ALGORITHMS
+    from powerzoo.rl.algorithms import ALL_ALGORITHMS
 
-    p = sub.add_parser("train", help="train an SB3 agent (from a task name or a YAML/JSON run config)")
+    p = sub.add_parser("train", help="train an agent: SB3, or MAPPO / IPPO (-L) on multi-agent tasks "
+                                     "(from a task name or a YAML/JSON run config)")
     p.add_argument("task", nargs="?", help="registered task (or use -c CONFIG)")
     p.add_argument("-c", "--config", help="YAML or JSON run config (see powerzoo.rl.config)")
-    p.add_argument("--algo", type=str.upper, choices=ALGORITHMS, default=None, help="algorithm (default: PPO)")
+    p.add_argument("--algo", type=str.upper, choices=ALL_ALGORITHMS, default=None,
+                   help="algorithm (default: PPO; multi-agent tasks also MAPPO, IPPO, MAPPO-L, IPPO-L)")
     p.add_argument("--timesteps", type=int, default=None, help="training budget in env steps")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--n-envs", type=int, default=None, help="parallel training envs")

@@ -271,7 +271,10 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
 
     ``step({agent: actions[N, act_dim]})`` returns ``({agent: obs[N, d]}, {agent: rewards[N]},
     {agent: terminations[N]}, {agent: truncations[N]}, info)`` where ``info`` holds batched shared
-    keys. Episodes auto-reset in the same step (``info["final_obs"]`` per agent, ``"_final_obs"``).
+    keys. Episodes auto-reset in the same step (``info["final_obs"]`` per agent, ``"_final_obs"``,
+    and the global state before the reset, ``info["final_state"]`` [N, state_dim]).
+    :meth:`state` is the global state [N, state_dim] of centralised critics (every agent's
+    observation, agent-major), described by ``single_state_space`` / ``state_space``.
     """
 
     def __init__(self, task: Task, num_envs: int, obs_mode: str | None = None, normalize: bool = False,
@@ -287,6 +290,13 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
         self._single_obs, self._single_act = self.core.observation_spaces, self.core.action_spaces
         self._obs = {a: batch_space(s, self.num_envs) for a, s in self._single_obs.items()}
         self._act = {a: batch_space(s, self.num_envs) for a, s in self._single_act.items()}
+        n_state = self.core.n_agents * self.core.obs_spec.dim
+        self.single_state_space = gym.spaces.Box(-np.inf, np.inf, shape=(n_state,), dtype=np.float32)
+        self.state_space = batch_space(self.single_state_space, self.num_envs)
+
+    def state(self) -> np.ndarray:
+        """Global state [N, n_agents * obs_dim]: every agent's observation, agent-major."""
+        return self.core.global_state()
 
     def single_observation_space(self, agent: str) -> gym.Space:
         return self._single_obs[agent]
@@ -327,6 +337,7 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
         if done.any():
             info["final_obs"] = self._split(obs)
             info["_final_obs"] = done
+            info["final_state"] = obs.reshape(self.num_envs, -1)
             self.core.runner.reset_done(done)
             obs = self.core.observe()
         agents = self.possible_agents

@@ -1,4 +1,4 @@
-"""RL entry points: ``make_env``, the SB3 ``Trainer``, run configs and the step trainer.
+"""RL entry points: ``make_env``, the ``Trainer`` (SB3; MAPPO / IPPO natively), run configs and the step trainer.
 
 ``make_env`` is imported eagerly; everything that needs torch / Stable-Baselines3 (``Trainer``,
 ``StepTrainer``, ...) is imported on first attribute access, so ``import powerzoo.rl`` stays fast.
@@ -26,6 +26,8 @@ _LAZY = {
     "RewardThreshold": "powerzoo.rl.conditions",
     "NoImprovement": "powerzoo.rl.conditions",
     "Plateau": "powerzoo.rl.conditions",
+    "MAPPOTrainer": "powerzoo.rl.mappo.trainer",
+    "MAPPOPolicy": "powerzoo.rl.mappo.policy",
 }
 
 __all__ = ["make_env", *_LAZY]

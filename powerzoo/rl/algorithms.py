@@ -16,6 +16,8 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+from powerzoo.rl.mappo.hparams import NATIVE_MARL_ALGORITHMS, check_params
+
 __all__ = [
     "ALGORITHMS",
     "ON_POLICY",
@@ -26,6 +28,10 @@ __all__ = [
     "default_gamma",
     "LONG_HORIZON_STEPS",
     "LONG_HORIZON_GAMMA",
+    "NATIVE_MARL_ALGORITHMS",
+    "ALL_ALGORITHMS",
+    "is_native_marl",
+    "algorithms_for",
 ]
 
 
@@ -49,12 +55,29 @@ ALGORITHMS: tuple[str, ...] = tuple(_REGISTRY)
 ON_POLICY: frozenset[str] = frozenset(k for k, v in _REGISTRY.items() if v.on_policy)
 MULTI_AGENT_ALGORITHMS: tuple[str, ...] = tuple(k for k, v in _REGISTRY.items() if v.multi_agent)
 """The subset the multi-agent loops accept (``PPO, A2C, SAC, TD3``: DDPG is not offered there)."""
+ALL_ALGORITHMS: tuple[str, ...] = ALGORITHMS + NATIVE_MARL_ALGORITHMS
+"""What ``Trainer`` and the run config accept: the SB3 algorithms and the native multi-agent
+PPO family (``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L``; :mod:`powerzoo.rl.mappo`)."""
 
 LONG_HORIZON_STEPS = 168
 """Episodes of at least this many steps get :data:`LONG_HORIZON_GAMMA` unless gamma is given."""
 LONG_HORIZON_GAMMA = 0.999
 # Arguments the trainer sets itself; a config may not pass them through ``algorithm_kwargs``.
 _RESERVED = frozenset({"env", "policy", "seed", "tensorboard_log", "verbose", "_init_setup_model"})
+
+
+def is_native_marl(name: str) -> bool:
+    """Whether ``name`` (any case) is one of the native multi-agent algorithms (no SB3 class)."""
+    return isinstance(name, str) and name.upper() in NATIVE_MARL_ALGORITHMS
+
+
+def algorithms_for(spec: Any) -> tuple[str, ...]:
+    """Algorithms that fit a task spec: SB3's for single-agent tasks; for multi-agent tasks the SB3
+    shared / independent-learner subset and the native family (the ``-L`` variants need selected costs)."""
+    if spec.agent_mode != "multi":
+        return ALGORITHMS
+    native = tuple(a for a in NATIVE_MARL_ALGORITHMS if spec.selected_constraints or not a.endswith("-L"))
+    return native + MULTI_AGENT_ALGORITHMS
 
 
 def canonical_algorithm(name: str, valid: Sequence[str] = ALGORITHMS) -> str:
@@ -70,12 +93,18 @@ def canonical_algorithm(name: str, valid: Sequence[str] = ALGORITHMS) -> str:
 def algorithm_class(name: str, valid: Sequence[str] = ALGORITHMS) -> type:
     """The SB3 class of algorithm ``name`` (imports SB3 and torch on first use); ``valid`` as in
     :func:`canonical_algorithm`."""
+    if is_native_marl(name):
+        raise ValueError(f"{name.upper()} is a native multi-agent algorithm (powerzoo.rl.mappo), not an SB3 class")
     entry = _REGISTRY[canonical_algorithm(name, valid)]
     return getattr(importlib.import_module(entry.module), entry.cls)
 
 
 def check_algorithm_kwargs(name: str, kwargs: dict[str, Any], where: str = "algorithm_kwargs") -> None:
-    """Raise ``ValueError`` naming any key of ``kwargs`` that the SB3 constructor does not take."""
+    """Raise ``ValueError`` naming any key of ``kwargs`` that the SB3 constructor (or, for the
+    native multi-agent algorithms, :class:`~powerzoo.rl.mappo.hparams.MAPPOParams`) does not take."""
+    if is_native_marl(name):
+        check_params(kwargs, where)
+        return
     params = inspect.signature(algorithm_class(name).__init__).parameters
     valid = sorted(p for p in params if p not in _RESERVED and p != "self" and params[p].kind is not inspect.Parameter.VAR_KEYWORD)
     for key in kwargs:

@@ -12,7 +12,10 @@ checked from the task's spec before any run folder is written. Minimal file::
 Every field, with its default::
 
     task: battery_arbitrage          # registered task (required)
-    algorithm: PPO                   # PPO, A2C, SAC, TD3, DDPG
+    algorithm: PPO                   # PPO, A2C, SAC, TD3, DDPG; multi-agent tasks also
+                                     # MAPPO, IPPO, MAPPO-L, IPPO-L (powerzoo.rl.mappo; their
+                                     # algorithm_kwargs are MAPPOParams fields, vec_normalize
+                                     # is off: value normalisation is built in)
     policy: MlpPolicy
     total_timesteps: 100000          # env steps over all parallel envs; or `episodes: N`
     seed: 0
@@ -65,7 +68,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from powerzoo.fileio import atomic_write_text
-from powerzoo.rl.algorithms import canonical_algorithm, check_algorithm_kwargs
+from powerzoo.rl.algorithms import (
+    ALL_ALGORITHMS,
+    canonical_algorithm,
+    check_algorithm_kwargs,
+    is_native_marl,
+)
 from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
 
 __all__ = [
@@ -181,7 +189,15 @@ class TrainConfig(_Section):
     @field_validator("algorithm")
     @classmethod
     def _known_algorithm(cls, value: str) -> str:
-        return canonical_algorithm(value)
+        return canonical_algorithm(value, ALL_ALGORITHMS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _native_marl_defaults(cls, data: Any) -> Any:
+        # the native multi-agent trainer normalises values itself: SB3's VecNormalize does not apply
+        if isinstance(data, Mapping) and is_native_marl(data.get("algorithm", "")):
+            data = {**data, "vec_normalize": None}
+        return data
 
     @field_validator("stop_conditions")
     @classmethod
@@ -302,6 +318,9 @@ def task_field_problems(config: TrainConfig) -> list[str]:
         if split not in spec.splits:
             problems.append(f"field '{field}': unknown split {split!r} for {config.task}; valid: {', '.join(spec.splits)}")
     multi = spec.agent_mode == "multi"
+    if is_native_marl(config.algorithm) and not multi:
+        problems.append(f"field 'algorithm': {config.algorithm} is for multi-agent tasks; {config.task} is "
+                        "single-agent (use PPO, SAC, ...)")
 
     def obs_mode(mode: Any) -> None:
         if not multi:

@@ -16,6 +16,8 @@ Single-agent tasks train one SB3 model on ``n_envs`` rows of the native batched 
 subproc`` for SB3's own) wrapped in ``VecNormalize`` (unless the config turns it off). Multi-agent tasks train with
 :meth:`Trainer.train_il` (independent learners) or :meth:`Trainer.train_marl_simultaneous` (one
 shared policy); :meth:`Trainer.train` picks the latter (:mod:`powerzoo.rl.multi_agent_trainer`).
+``algorithm="MAPPO" | "IPPO" | "MAPPO-L" | "IPPO-L"`` returns a
+:class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer` instead (native multi-agent PPO, same run folder).
 The run folder layout is documented in :mod:`powerzoo.rl.run_dir`, checkpoints in
 :mod:`powerzoo.rl.checkpoint`, the config file format in :mod:`powerzoo.rl.config`.
 """
@@ -23,10 +25,9 @@ The run folder layout is documented in :mod:`powerzoo.rl.run_dir`, checkpoints i
 from __future__ import annotations
 
 import functools
-import inspect
 import pickle
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
 from powerzoo.fileio import atomic_save, read_json, write_json
 from powerzoo.rl import run_dir as rd
-from powerzoo.rl.algorithms import ON_POLICY, algorithm_class, default_gamma
+from powerzoo.rl.algorithms import ON_POLICY, algorithm_class, default_gamma, is_native_marl
 from powerzoo.rl.checkpoint import STATE_JSON, set_rng_state, write_checkpoint
 
 # config.py imports this module back inside TrainConfig.build() (which returns a Trainer): the
@@ -45,6 +46,13 @@ from powerzoo.rl.multi_agent_trainer import MultiAgentRuns
 from powerzoo.rl.policy import frozen_obs_stats
 from powerzoo.rl.result import TrainResult
 from powerzoo.rl.run_logger import flush_logger, run_logger
+from powerzoo.rl.trainer_dispatch import (
+    class_or_instance_method,
+    native_from_checkpoint,
+    native_load,
+    native_resume,
+    native_trainer,
+)
 from powerzoo.tasks.registry import make_task, task_spec
 
 __all__ = ["Trainer", "TrainResult", "MODEL_CHOICES"]
@@ -60,30 +68,6 @@ def _make_single_env(task: str, env_options: dict[str, Any], split: str) -> Any:
     return make_env(task, split, **options, **task_kwargs)
 
 
-class _class_or_instance_method:
-    """A method that works on the class and on an instance: ``f(cls, instance_or_None, *args)``.
-
-    ``Trainer.load(path)`` calls ``f(Trainer, None, path)`` (a new trainer); ``trainer.load(path)``
-    calls ``f(Trainer, trainer, path)`` (load into ``trainer``). A plain ``classmethod`` would
-    quietly ignore the instance.
-    """
-
-    def __init__(self, func: Callable[..., Any]) -> None:
-        self.func = func
-        functools.update_wrapper(self, func)
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Callable[..., Any]:
-        func, owner = self.func, owner if owner is not None else type(instance)
-
-        @functools.wraps(func)
-        def bound(*args: Any, **kwargs: Any) -> Any:
-            return func(owner, instance, *args, **kwargs)
-
-        signature = inspect.signature(func)
-        bound.__signature__ = signature.replace(parameters=list(signature.parameters.values())[2:])  # type: ignore[attr-defined]
-        return bound
-
-
 class Trainer(MultiAgentRuns):
     """Train, evaluate, save, load and resume SB3 agents on PowerZoo tasks.
 
@@ -97,6 +81,16 @@ class Trainer(MultiAgentRuns):
             ``make_env`` options (``normalize``, ``split``, ``reward``, ...), or SB3 arguments
             (``learning_rate=1e-3``, ``gamma=0.999``); unknown names raise ``ValueError``.
     """
+
+    def __new__(cls, task_or_config: Any = None, algorithm: str | None = None, total_timesteps: int | None = None,
+                seed: int | None = None, **kwargs: Any) -> Any:
+        # the native multi-agent algorithms have their own trainer (powerzoo.rl.mappo)
+        if cls is Trainer and task_or_config is not None:
+            config = resolve_config(task_or_config, {"algorithm": algorithm, "total_timesteps": total_timesteps,
+                                                     "seed": seed, **kwargs})
+            if is_native_marl(config.algorithm):
+                return native_trainer(config)
+        return super().__new__(cls)
 
     def __init__(self, task_or_config: Any, algorithm: str | None = None, total_timesteps: int | None = None,
                  seed: int | None = None, **kwargs: Any) -> None:
@@ -381,7 +375,7 @@ class Trainer(MultiAgentRuns):
             self.config.to_file(path / rd.CONFIG_FILE)
         return path
 
-    @_class_or_instance_method
+    @class_or_instance_method
     def load(cls, self: Trainer | None, path: str | Path, model: str = "final") -> Trainer:
         """Load a saved model folder or run folder: ``Trainer.load(path)`` or ``trainer.load(path)``.
 
@@ -402,6 +396,8 @@ class Trainer(MultiAgentRuns):
         if not (path / rd.CONFIG_FILE).is_file():
             raise FileNotFoundError(f"{path} has no {rd.CONFIG_FILE}: not a PowerZoo model or run folder")
         config = TrainConfig.from_file(path / rd.CONFIG_FILE)
+        if is_native_marl(config.algorithm):
+            return native_load(self, path, config, model)
         if self is not None and config.task != self.task:
             raise ValueError(f"{path} holds a {config.task} model but this trainer is for {self.task}; "
                              f"use Trainer.load({str(path)!r}) for a new trainer")
@@ -446,7 +442,10 @@ class Trainer(MultiAgentRuns):
         run_dir = Path(run_dir)
         if not (run_dir / rd.CONFIG_FILE).is_file():
             raise FileNotFoundError(f"{run_dir} is not a run folder (no {rd.CONFIG_FILE})")
-        trainer = cls(TrainConfig.from_file(run_dir / rd.CONFIG_FILE))
+        config = TrainConfig.from_file(run_dir / rd.CONFIG_FILE)
+        if is_native_marl(config.algorithm):
+            return native_from_checkpoint(run_dir, config)
+        trainer = cls(config)
         trainer._require_single_agent("resume")
         folder = rd.CheckpointStore(run_dir).latest()
         if folder is None:
@@ -477,6 +476,9 @@ class Trainer(MultiAgentRuns):
         """
         run_dir = Path(run_dir)
         state_file = run_dir / rd.STATE_FILE
+        native = native_resume(run_dir, TrainConfig, stop_conditions)
+        if native is not None:
+            return native
         trainer = cls.from_checkpoint(run_dir)
         status = read_json(state_file).get("status") if state_file.is_file() else None
         if status == "stopped":

@@ -1,0 +1,122 @@
+"""Native multi-agent PPO throughput: batched collection, end-to-end MAPPO, and the SB3 shared-policy path.
+
+Usage: python benchmarks/mappo_throughput.py [--task marl_opf] [--collect-envs 1024] [--train-envs 128]
+       [--timesteps 61440] [--sb3-timesteps 61440] [--seed 0] [--json OUT]
+
+One torch thread everywhere. Rows:
+
+* ``collect``: :class:`powerzoo.rl.mappo.collector.Collector` over ``--collect-envs`` envs (actors
+  and the centralised critic in the loop, final-observation values included), env steps per second
+  of ``collect()``;
+* ``MAPPO``: ``Trainer(task, algorithm="MAPPO")`` with the defaults of ``configs/<task>_mappo.yaml``'s
+  algorithm_kwargs (no evaluation, no checkpoints, no TensorBoard), ``--timesteps`` env steps over
+  the wall time of ``train()`` (collection and PPO epochs);
+* ``SB3 shared PPO``: :func:`powerzoo.rl.marl.train_shared_policy` (one SB3 PPO policy for all agents,
+  the ``powerzoo train`` default before MAPPO) with ``configs/<task>.yaml``'s algorithm_kwargs,
+  the same number of env steps (SB3 counts agent-steps: ``n_agents`` times more).
+
+Env steps: one step of one task copy, all agents acting (agent-steps = env steps x n_agents).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _kwargs(path: Path) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text()).get("algorithm_kwargs") or {}) if path.is_file() else {}
+
+
+def measure_collect(task: str, n_envs: int, n_steps: int = 16, repeats: int = 3, seed: int = 0) -> float:
+    """Env steps/s of MAPPO rollout collection on ``n_envs`` envs (best of ``repeats``)."""
+    from powerzoo.rl import Trainer
+    from powerzoo.rl.mappo.collector import Collector
+
+    trainer = Trainer(task, algorithm="MAPPO", n_envs=n_envs, seed=seed, evaluation=None, checkpoint=None,
+                      output_dir=tempfile.mkdtemp(), logging={"tensorboard": False, "progress_bar": False})
+    learner = trainer._ensure_learner()
+    collector = Collector(trainer.get_env(), learner)
+    collector.reset(seed)
+    collector.collect(2)  # warm-up
+    best = 0.0
+    for _ in range(repeats):
+        started = time.perf_counter()
+        collector.collect(n_steps)
+        best = max(best, n_steps * n_envs / (time.perf_counter() - started))
+    return best
+
+
+def measure_mappo(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
+    """End-to-end MAPPO training: env steps/s and the final training-episode return."""
+    import torch
+
+    from powerzoo.rl import Trainer
+
+    kwargs = _kwargs(REPO / "configs" / f"{task}_mappo.yaml")
+    trainer = Trainer(task, algorithm="MAPPO", total_timesteps=timesteps, n_envs=n_envs, seed=seed, evaluation=None,
+                      checkpoint=None, output_dir=tempfile.mkdtemp(), algorithm_kwargs=kwargs,
+                      logging={"tensorboard": False, "progress_bar": False})
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    result = trainer.train()
+    seconds = time.perf_counter() - started
+    return {"env_steps": result.num_timesteps, "seconds": seconds, "steps_per_s": result.num_timesteps / seconds}
+
+
+def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
+    """The SB3 shared-policy path (``train_shared_policy``) for the same number of env steps."""
+    import torch
+
+    from powerzoo.rl.marl.loops import train_shared_policy
+    from powerzoo.tasks.registry import task_spec
+
+    torch.set_num_threads(1)
+    n_agents = len(task_spec(task).agents)
+    kwargs = _kwargs(REPO / "configs" / f"{task}.yaml")
+    started = time.perf_counter()
+    train_shared_policy(task, "PPO", total_timesteps=timesteps * n_agents, n_envs=n_envs, seed=seed,
+                        algo_kwargs=kwargs, progress=False)
+    seconds = time.perf_counter() - started
+    return {"env_steps": timesteps, "seconds": seconds, "steps_per_s": timesteps / seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="marl_opf")
+    parser.add_argument("--collect-envs", type=int, default=1024)
+    parser.add_argument("--train-envs", type=int, default=128)
+    parser.add_argument("--sb3-envs", type=int, default=8, help="n_envs of the SB3 path (configs/<task>.yaml: 8)")
+    parser.add_argument("--timesteps", type=int, default=61_440)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    collect = measure_collect(args.task, args.collect_envs, seed=args.seed)
+    mappo = measure_mappo(args.task, args.train_envs, args.timesteps, args.seed)
+    sb3 = measure_sb3_shared(args.task, args.sb3_envs, args.timesteps, args.seed)
+    print(f"{args.task}, one torch thread")
+    print(f"  collect (MAPPO actors + centralised critic), {args.collect_envs} envs: {collect:>10,.0f} env-steps/s")
+    print(f"  MAPPO end-to-end, {args.train_envs} envs, {mappo['env_steps']:,} env steps: "
+          f"{mappo['steps_per_s']:>10,.0f} env-steps/s ({mappo['seconds']:.1f} s)")
+    print(f"  SB3 shared PPO, {args.sb3_envs} envs, {sb3['env_steps']:,} env steps: "
+          f"{sb3['steps_per_s']:>10,.0f} env-steps/s ({sb3['seconds']:.1f} s)")
+    print(f"  MAPPO / SB3 shared: {mappo['steps_per_s'] / sb3['steps_per_s']:.1f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"task": args.task, "collect_steps_per_s": collect, "mappo": mappo,
+                                               "sb3_shared": sb3}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

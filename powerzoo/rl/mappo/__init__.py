@@ -1,0 +1,37 @@
+"""Native multi-agent on-policy training: MAPPO / IPPO and their Lagrangian variants (torch).
+
+Modules, in reading order: :mod:`~powerzoo.rl.mappo.hparams` (names and hyperparameters),
+:mod:`~powerzoo.rl.mappo.networks` (actor, critic, value normaliser),
+:mod:`~powerzoo.rl.mappo.buffer` (rollout arrays and GAE), :mod:`~powerzoo.rl.mappo.algorithm`
+(acting, multipliers, PPO update), :mod:`~powerzoo.rl.mappo.collector` (batched rollouts on the
+native multi-agent vector env), :mod:`~powerzoo.rl.mappo.policy` (the exported, torch-free policy)
+and :mod:`~powerzoo.rl.mappo.trainer` (run folder, evaluation, checkpoints, resume).
+
+Use it through :class:`powerzoo.rl.Trainer`::
+
+    Trainer("marl_opf", algorithm="MAPPO", total_timesteps=200_000, n_envs=64).train()
+
+Nothing heavy is imported until an attribute is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from powerzoo.rl.mappo.hparams import NATIVE_MARL_ALGORITHMS, MAPPOParams
+
+_LAZY = {
+    "MAPPOTrainer": "powerzoo.rl.mappo.trainer",
+    "MAPPOPolicy": "powerzoo.rl.mappo.policy",
+    "MultiAgentPPO": "powerzoo.rl.mappo.algorithm",
+    "compute_gae": "powerzoo.rl.mappo.buffer",
+}
+
+__all__ = ["NATIVE_MARL_ALGORITHMS", "MAPPOParams", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'powerzoo.rl.mappo' has no attribute {name!r}")

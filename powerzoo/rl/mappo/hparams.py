@@ -1,0 +1,122 @@
+"""Hyperparameters of the native multi-agent PPO family (MAPPO, IPPO and their Lagrangian variants).
+
+This module imports nothing from the rest of the package, so the algorithm registry
+(:mod:`powerzoo.rl.algorithms`) can name the algorithms and check ``algorithm_kwargs`` without
+importing torch.
+
+Names, in a run config (``algorithm: MAPPO`` and ``algorithm_kwargs: {...}``):
+
+* ``MAPPO``: one actor per agent group, a centralised critic per group on the global state
+  (every agent's observation) plus the agent's one-hot id within its group;
+* ``IPPO``: the same actors, each group's critic on the agent's own observation (plus its id);
+* ``MAPPO-L`` / ``IPPO-L``: the same, plus a cost critic on the task's selected costs and one
+  Lagrange multiplier per selected cost, updated against the task's per-episode thresholds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["NATIVE_MARL_ALGORITHMS", "MAPPOParams", "algorithm_flags", "check_params"]
+
+NATIVE_MARL_ALGORITHMS: tuple[str, ...] = ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L")
+"""The multi-agent on-policy algorithms of :mod:`powerzoo.rl.mappo` (multi-agent tasks only)."""
+
+
+@dataclasses.dataclass
+class MAPPOParams:
+    """Hyperparameters (defaults follow published MAPPO practice: few epochs, one mini-batch, clip 0.2).
+
+    Attributes:
+        n_steps: env steps per env per iteration (the rollout length T); the batch of one
+            iteration is ``n_steps * n_envs`` env steps.
+        n_epochs: passes over the rollout per iteration.
+        n_minibatches: mini-batches per epoch (per group).
+        learning_rate: Adam step size of the actors.
+        critic_learning_rate: Adam step size of the critics (reward and cost).
+        gamma: discount (``None``: the task's, 0.999 on tasks of >= 168 steps).
+        gae_lambda: GAE lambda.
+        clip_range: PPO ratio clip.
+        ent_coef: entropy bonus weight.
+        max_grad_norm: gradient-norm clip of every network.
+        hidden_sizes: widths of the tanh MLP layers of actors and critics.
+        log_std_init: initial log standard deviation of the Gaussian actions (in [-1, 1] units).
+        value_norm: normalise value targets with running statistics (critics predict the
+            normalised target).
+        normalize_advantage: standardise advantages per group and iteration.
+        lambda_lr: Lagrangian variants: step size of the multipliers (per unit of episode cost
+            above the threshold); 0 keeps them at ``lambda_init``.
+        lambda_init: initial value of every multiplier (>= 0).
+        lambda_max: optional upper clamp of the multipliers (``None``: none).
+        cost_gamma: discount of the cost critic (``None``: ``gamma``).
+        device: torch device (``"cpu"``; any device torch accepts).
+    """
+
+    n_steps: int = 48
+    n_epochs: int = 5
+    n_minibatches: int = 1
+    learning_rate: float = 1e-3
+    critic_learning_rate: float = 1e-3
+    gamma: float | None = None
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.0
+    max_grad_norm: float = 0.5
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    log_std_init: float = -1.0
+    value_norm: bool = True
+    normalize_advantage: bool = True
+    lambda_lr: float = 0.05
+    lambda_init: float = 0.0
+    lambda_max: float | None = None
+    cost_gamma: float | None = None
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+        positive_int = ("n_steps", "n_epochs", "n_minibatches")
+        for name in positive_int:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("learning_rate", "critic_learning_rate", "clip_range", "max_grad_norm"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("gamma", "cost_gamma"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 < value <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+        if not 0.0 <= self.gae_lambda <= 1.0:
+            raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda!r}")
+        if self.ent_coef < 0 or self.lambda_lr < 0 or self.lambda_init < 0:
+            raise ValueError("ent_coef, lambda_lr and lambda_init must be >= 0")
+        if self.lambda_max is not None and self.lambda_max < self.lambda_init:
+            raise ValueError(f"lambda_max ({self.lambda_max}) must be >= lambda_init ({self.lambda_init})")
+        if not self.hidden_sizes or min(self.hidden_sizes) < 1:
+            raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["hidden_sizes"] = list(self.hidden_sizes)
+        return out
+
+
+def algorithm_flags(name: str) -> tuple[bool, bool]:
+    """``(centralised_critic, lagrangian)`` of a name in :data:`NATIVE_MARL_ALGORITHMS`."""
+    upper = str(name).upper()
+    if upper not in NATIVE_MARL_ALGORITHMS:
+        raise ValueError(f"unknown algorithm {name!r}; valid: {', '.join(NATIVE_MARL_ALGORITHMS)}")
+    return upper.startswith("MAPPO"), upper.endswith("-L")
+
+
+def check_params(kwargs: dict[str, Any], where: str = "algorithm_kwargs") -> MAPPOParams:
+    """:class:`MAPPOParams` from ``kwargs``; ``ValueError`` naming an unknown key or a bad value."""
+    fields = [f.name for f in dataclasses.fields(MAPPOParams)]
+    for key in kwargs:
+        if key not in fields:
+            raise ValueError(f"{where}.{key}: not a MAPPO/IPPO parameter; valid: {', '.join(fields)}")
+    try:
+        return MAPPOParams(**kwargs)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: {err}") from None

@@ -1,0 +1,111 @@
+"""Networks of the multi-agent PPO family: Gaussian actor, (multi-output) critic, value normaliser.
+
+One actor and one critic exist per agent group; the agents of a group share them and tell
+themselves apart by a one-hot id appended to the input (:func:`with_agent_ids`). Actions live in
+``[-1, 1]`` (the normalised action space of ``make_env(..., normalize=True)``); the actor's
+Gaussian sample is stored unclipped (its log-probability stays exact) and clipped when sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["mlp", "Actor", "Critic", "ValueNorm", "with_agent_ids"]
+
+
+def mlp(n_in: int, hidden: Sequence[int], n_out: int, out_gain: float) -> nn.Sequential:
+    """A tanh MLP with orthogonal weights (gain sqrt(2) inside, ``out_gain`` on the last layer)."""
+    layers: list[nn.Module] = []
+    width = n_in
+    for h in hidden:
+        layer = nn.Linear(width, h)
+        nn.init.orthogonal_(layer.weight, gain=float(np.sqrt(2.0)))
+        nn.init.zeros_(layer.bias)
+        layers += [layer, nn.Tanh()]
+        width = h
+    last = nn.Linear(width, n_out)
+    nn.init.orthogonal_(last.weight, gain=out_gain)
+    nn.init.zeros_(last.bias)
+    layers.append(last)
+    return nn.Sequential(*layers)
+
+
+def with_agent_ids(x: torch.Tensor, n_agents: int) -> torch.Tensor:
+    """Append each agent's one-hot id: ``x`` [..., n_agents, d] -> [..., n_agents, d + n_agents].
+
+    A group of one agent gets no id (nothing to tell apart).
+    """
+    if n_agents == 1:
+        return x
+    eye = torch.eye(n_agents, dtype=x.dtype, device=x.device)
+    return torch.cat([x, eye.expand(*x.shape[:-1], n_agents)], dim=-1)
+
+
+class Actor(nn.Module):
+    """Diagonal Gaussian policy: mean from an MLP, state-independent log standard deviation."""
+
+    def __init__(self, n_in: int, act_dim: int, hidden: Sequence[int], log_std_init: float) -> None:
+        super().__init__()
+        self.mean = mlp(n_in, hidden, act_dim, out_gain=0.01)
+        self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
+
+    def distribution(self, x: torch.Tensor) -> torch.distributions.Normal:
+        return torch.distributions.Normal(self.mean(x), self.log_std.exp().expand(*x.shape[:-1], -1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Deterministic action (the mean)."""
+        return self.mean(x)
+
+
+class Critic(nn.Module):
+    """Value head(s): ``n_out`` values per input (1 for rewards, one per selected cost)."""
+
+    def __init__(self, n_in: int, hidden: Sequence[int], n_out: int = 1) -> None:
+        super().__init__()
+        self.net = mlp(n_in, hidden, n_out, out_gain=1.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class ValueNorm(nn.Module):
+    """Running mean / variance of value targets (one per output), exact over every target seen.
+
+    Critics predict ``normalize(target)``; :meth:`denormalize` turns predictions back into task
+    units for GAE. The statistics are buffers, so they travel with ``state_dict`` (checkpoints).
+    """
+
+    def __init__(self, n_out: int = 1, epsilon: float = 1e-5) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(n_out, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(n_out, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+        self.epsilon = epsilon
+
+    @torch.no_grad()
+    def update(self, targets: torch.Tensor) -> None:
+        """Fold ``targets`` [..., n_out] into the statistics (Chan et al.'s parallel update)."""
+        x = targets.detach().reshape(-1, self.mean.shape[0]).to(torch.float64)
+        n = float(x.shape[0])
+        if n == 0:
+            return
+        batch_mean, batch_var = x.mean(0), x.var(0, unbiased=False)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        m2 = self.var * self.count + batch_var * n + delta.pow(2) * self.count * n / total
+        self.mean.copy_(self.mean + delta * n / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def std(self) -> torch.Tensor:
+        return torch.sqrt(self.var.clamp_min(self.epsilon))
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x.to(torch.float64) - self.mean) / self.std()).to(x.dtype)
+
+    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.to(torch.float64) * self.std() + self.mean).to(x.dtype)

@@ -1,0 +1,454 @@
+"""``MAPPOTrainer``: MAPPO / IPPO (and ``-L``) runs with the run folder of the single-agent ``Trainer``.
+
+Built by :class:`powerzoo.rl.Trainer` when ``algorithm`` is one of ``MAPPO``, ``IPPO``,
+``MAPPO-L``, ``IPPO-L``; it takes the resolved run config (:class:`powerzoo.rl.config.TrainConfig`)
+as is. One iteration = ``n_steps`` batched steps of ``n_envs`` envs (``n_steps * n_envs`` env
+steps; every agent acts in each), the multiplier step (``-L``), GAE and the PPO epochs. Budgets,
+evaluation and checkpoint frequencies count env steps and are checked between iterations, so a
+run ends on the first iteration boundary at or past its budget.
+
+Run folder (as :mod:`powerzoo.rl.run_dir`, with a policy file instead of SB3 zips)::
+
+    config.yaml, run_state.json, tensorboard/
+    evaluation/evaluation_metrics.csv   one row per evaluation: return, costs, per-agent returns,
+                                        multipliers (-L)
+    evaluation/best_policy.npz          best evaluated policy (+ best_model.json); -L runs: the best
+                                        return among evaluations within every cost budget, if any
+    checkpoints/step_<N>/               learner.pt, collector.pkl, rng.pkl, state.json
+    policy.npz, learner.pt              final policy (torch-free) and learner state
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from powerzoo.envs.make import make_env
+from powerzoo.fileio import atomic_save, read_json, write_json
+from powerzoo.rl import run_dir as rd
+from powerzoo.rl.algorithms import default_gamma
+from powerzoo.rl.checkpoint import STATE_JSON, rng_state, set_rng_state
+from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
+from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
+from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
+from powerzoo.rl.mappo.hparams import algorithm_flags, check_params
+from powerzoo.rl.mappo.policy import POLICY_FILE, MAPPOPolicy
+from powerzoo.rl.result import TrainResult
+
+__all__ = ["MAPPOTrainer", "LEARNER_FILE", "BEST_POLICY_FILE", "COLLECTOR_FILE"]
+
+LEARNER_FILE = "learner.pt"
+COLLECTOR_FILE = "collector.pkl"
+BEST_POLICY_FILE = "best_policy.npz"
+
+
+class MAPPOTrainer:
+    """Train, evaluate, save, load and resume a native multi-agent PPO run (see the module docstring).
+
+    Args:
+        config: a validated run config whose ``algorithm`` is a native multi-agent one.
+        spec: the task's spec (with the config's ``task_kwargs``).
+    """
+
+    def __init__(self, config: Any, spec: Any) -> None:
+        self.config, self.spec = config, spec
+        self.centralised, self.lagrangian = algorithm_flags(config.algorithm)
+        self.params = check_params(dict(config.algorithm_kwargs))
+        self.gamma = self.params.gamma or default_gamma(spec.horizon) or spec.gamma
+        self.cost_gamma = self.params.cost_gamma or self.gamma
+        self.cost_names = tuple(spec.selected_constraints) if self.lagrangian else ()
+        if self.lagrangian and not self.cost_names:
+            raise ValueError(f"{config.algorithm} needs selected costs; {spec.task_id} selects none (use "
+                             f"{config.algorithm[:-2]})")
+        self.learner: MultiAgentPPO | None = None
+        self.env: Any = None
+        self.collector: Collector | None = None
+        self.num_timesteps, self.iterations = 0, 0
+        self.run_dir: Path | None = None
+        self.evaluations: list[dict[str, Any]] = []
+        self.result: TrainResult | None = None
+        self._writer: Any = None
+        self._purge_step: int | None = None
+        self._next_eval: int | None = None
+        self._last_checkpoint = 0
+        self._loaded_policy: MAPPOPolicy | None = None
+
+    # ---- facts -----------------------------------------------------------------------------------
+    @property
+    def task(self) -> str:
+        return self.config.task
+
+    @property
+    def algorithm(self) -> str:
+        return self.config.algorithm
+
+    @property
+    def is_multi_agent(self) -> bool:
+        return True
+
+    def algorithm_kwargs(self) -> dict[str, Any]:
+        """The resolved hyperparameters (gamma filled in)."""
+        return {**self.params.to_dict(), "gamma": self.gamma, "cost_gamma": self.cost_gamma}
+
+    # ---- envs and learner ------------------------------------------------------------------------
+    def _env_kwargs(self) -> dict[str, Any]:
+        env = self.config.env
+        return {"normalize": env.normalize, "obs_mode": env.obs_mode, "reward": env.reward, **env.task_kwargs}
+
+    def get_env(self) -> Any:
+        """The training env: the native multi-agent vector env with ``n_envs`` rows (built on first use)."""
+        if self.env is None:
+            self.env = make_env(self.task, self.config.env.split, framework="pettingzoo", num_envs=self.config.n_envs,
+                                **self._env_kwargs())
+        return self.env
+
+    def make_eval_env(self, split: str, objective: bool = False) -> Any:
+        """A dict env (``framework="auto"``) on ``split`` with the training env's options, in physical units.
+
+        The exported policy applies the training env's normalisation itself (:mod:`.policy`), so
+        it is evaluated on the env of the baselines table. ``objective=True`` drops a
+        ``reward=`` override (returns are the task's own objective).
+        """
+        kwargs = {**self._env_kwargs(), "normalize": False}
+        if objective:
+            kwargs["reward"] = None
+        return make_env(self.task, split, framework="auto", **kwargs)
+
+    def _affine_maps(self) -> tuple[Any, Any]:
+        """The training env's observation / action normalisation as the exported policy needs them."""
+        from powerzoo.envs.introspect import inspect_env
+
+        facts = inspect_env(self.get_env())
+        obs = None if facts.obs_scaler is None else (facts.obs_scaler.mid, facts.obs_scaler.half)
+        if facts.action_scaler is None:
+            return obs, None
+        d, index = self.spec.agent_action_dim, {a: i for i, a in enumerate(self.spec.agents)}
+        mid = facts.action_scaler.mid.reshape(len(index), d)
+        half = facts.action_scaler.half.reshape(len(index), d)
+        actions = {}
+        for name, layout in self.learner.layouts.items():
+            rows = [index[a] for a in layout.agents]
+            actions[name] = (mid[rows], half[rows])
+        return obs, actions
+
+    def _ensure_learner(self) -> MultiAgentPPO:
+        if self.learner is None:
+            if self.config.torch_threads is not None:
+                torch.set_num_threads(self.config.torch_threads)
+            torch.manual_seed(self.config.seed)
+            np.random.seed(self.config.seed)
+            env = self.get_env()
+            layouts = {}
+            for group, agents in env.agent_groups.items():
+                low = np.stack([env.single_action_space(a).low for a in agents])
+                high = np.stack([env.single_action_space(a).high for a in agents])
+                obs_dim = env.single_observation_space(agents[0]).shape[0]
+                layouts[group] = GroupLayout(agents, obs_dim, low.shape[1], low, high)
+            thresholds = [self.spec.cost_thresholds[c] for c in self.cost_names]
+            self.learner = MultiAgentPPO(layouts, env.single_state_space.shape[0], self.params, self.centralised,
+                                         self.cost_names, thresholds)
+        return self.learner
+
+    # ---- run folder ------------------------------------------------------------------------------
+    def _planned_run_dir(self) -> Path:
+        if self.run_dir is not None:
+            return self.run_dir
+        cfg = self.config
+        planned = Path(cfg.output_dir) / (cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed))
+        if (planned / rd.CONFIG_FILE).exists():
+            raise FileExistsError(f"run folder {planned} already holds a run; resume it with "
+                                  f"`powerzoo resume {planned}` or choose another name")
+        return planned
+
+    def _ensure_run_dir(self, planned: Path) -> Path:
+        if self.run_dir is None:
+            planned.mkdir(parents=True, exist_ok=True)
+            self.config.to_file(planned / rd.CONFIG_FILE)
+            self.run_dir = planned
+        return self.run_dir
+
+    def _write_state(self, status: str, stop_reason: str | None = None) -> None:
+        write_json(self.run_dir / rd.STATE_FILE, {
+            "status": status, "stop_reason": stop_reason, "num_timesteps": self.num_timesteps,
+            "iterations": self.iterations, "total_timesteps": self.config.budget_timesteps(), "task": self.task,
+            "algorithm": self.algorithm, "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        })
+
+    def _log(self, scalars: dict[str, float]) -> None:
+        if self._writer is not None:
+            for key, value in scalars.items():
+                self._writer.add_scalar(key, value, self.num_timesteps)
+
+    # ---- training --------------------------------------------------------------------------------
+    def train(self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None) -> TrainResult:
+        """Train until the budget (``total_timesteps`` env steps) or a stop condition; writes the run folder.
+
+        With evaluation configured, the policy is evaluated every ``evaluation.freq`` env steps
+        (``steps_per_eval`` overrides it) and once more at the end. Calling it again after the
+        budget is reached returns at once.
+        """
+        from powerzoo.progress import progress_bar
+
+        started = time.perf_counter()
+        cfg = self.config
+        planned = self._planned_run_dir()
+        learner = self._ensure_learner()  # everything that can fail before the folder exists
+        ev = cfg.evaluation
+        eval_freq = steps_per_eval or (ev.freq if ev is not None else None)
+        eval_env = eval_days = None
+        if eval_freq is not None:
+            from powerzoo.benchmarks.baselines import select_days
+            from powerzoo.envs.introspect import task_of
+
+            eval_env = self.make_eval_env(ev.split if ev is not None else "val")
+            eval_days = select_days(task_of(eval_env).n_days, ev.episodes if ev is not None else 8)
+        run_dir = self._ensure_run_dir(planned)
+        if self.collector is None:
+            self.collector = Collector(self.get_env(), learner)
+            self.collector.reset(cfg.seed)
+        if cfg.logging.tensorboard and self._writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(log_dir=str(run_dir / rd.TENSORBOARD_DIR), purge_step=self._purge_step)
+        if eval_freq is not None and self._next_eval is None:
+            self._next_eval = (self.num_timesteps // eval_freq + 1) * eval_freq
+        conditions = cfg.stop_condition_objects() + list(stop_conditions or [])
+        budget, stop_reason = cfg.budget_timesteps(), None
+        bar = progress_bar(progress=cfg.logging.progress_bar, total=budget, initial=min(self.num_timesteps, budget),
+                           desc=f"training {self.algorithm}", unit="step", dynamic_ncols=True)
+        if self.num_timesteps < budget:
+            self._write_state("running")
+        try:
+            while self.num_timesteps < budget:
+                if cfg.checkpoint is not None and self.num_timesteps - self._last_checkpoint >= cfg.checkpoint.freq:
+                    self._save_checkpoint()
+                self._iteration()
+                bar.update(min(self.num_timesteps, budget) - bar.n)
+                if eval_freq is not None and self.num_timesteps >= self._next_eval:
+                    while self._next_eval <= self.num_timesteps:
+                        self._next_eval += eval_freq
+                    self._evaluate_now(eval_env, eval_days)
+                met = first_met(conditions, TrainingProgress(self.num_timesteps,
+                                                             [r["mean_return"] for r in self.evaluations]))
+                if met is not None:
+                    stop_reason = describe_condition(met)
+                    break
+        finally:
+            bar.close()
+        if eval_env is not None and (not self.evaluations or self.evaluations[-1]["timestep"] != self.num_timesteps):
+            self._evaluate_now(eval_env, eval_days)
+        status = "stopped" if stop_reason else "finished"
+        if cfg.checkpoint is not None:
+            self._save_checkpoint()
+        self.save(run_dir)
+        self._write_state(status, stop_reason)
+        if self._writer is not None:
+            self._writer.flush()
+        self.result = TrainResult(run_dir, self.num_timesteps, status, stop_reason, list(self.evaluations),
+                                  time.perf_counter() - started)
+        return self.result
+
+    def _iteration(self) -> dict[str, float]:
+        """Collect one rollout, step the multipliers, compute GAE, run the PPO epochs, log."""
+        learner, collector, p = self.learner, self.collector, self.params
+        t0 = time.perf_counter()
+        rollout, episodes, last_v, last_cv = collector.collect(p.n_steps)
+        t1 = time.perf_counter()
+        multipliers = learner.update_multipliers(episodes.mean_episode_selected_costs(self.spec.horizon)
+                                                 if self.lagrangian else None)
+        rollout.finish(last_v, last_cv, self.gamma, p.gae_lambda, self.cost_gamma)
+        stats = learner.update(rollout)
+        t2 = time.perf_counter()
+        steps = p.n_steps * collector.n_envs
+        self.num_timesteps += steps
+        self.iterations += 1
+        scalars = {f"train/{k}": v for k, v in stats.items()}
+        scalars.update(self._episode_scalars(episodes))
+        for name, value in zip(self.cost_names, multipliers, strict=True):
+            scalars[f"lagrangian/lambda_{name}"] = float(value)
+        scalars["time/collect_steps_per_s"] = steps / max(t1 - t0, 1e-9)
+        scalars["time/steps_per_s"] = steps / max(t2 - t0, 1e-9)
+        self._log(scalars)
+        return scalars
+
+    def _episode_scalars(self, episodes: EpisodeBatch) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if len(episodes.returns):
+            out["rollout/ep_return_mean"] = float(episodes.returns.mean())
+            out["rollout/ep_len_mean"] = float(episodes.lengths.mean())
+            for name, value in zip(self.spec.constraint_names, episodes.costs.mean(axis=0), strict=True):
+                out[f"rollout/ep_cost_{name}_mean"] = float(value)
+        if self.lagrangian:
+            for name, value in zip(self.cost_names, episodes.mean_episode_selected_costs(self.spec.horizon),
+                                   strict=True):
+                out[f"lagrangian/episode_cost_{name}"] = float(value)
+        return out
+
+    # ---- evaluation ------------------------------------------------------------------------------
+    def policy(self, deterministic: bool = True) -> MAPPOPolicy:
+        """The trained actors as a torch-free :class:`MAPPOPolicy` (``act(obs_dict) -> action_dict``)."""
+        if self.learner is None:
+            if self._loaded_policy is None:
+                raise RuntimeError("no policy yet: call train() or Trainer.load(...) first")
+            return self._loaded_policy.with_mode(deterministic)
+        env = self.config.env
+        meta = {"task": self.task, "algorithm": self.algorithm, "normalize": env.normalize, "obs_mode": env.obs_mode,
+                "task_kwargs": dict(env.task_kwargs), "num_timesteps": self.num_timesteps}
+        return self.learner.export_policy(deterministic, meta, *self._affine_maps())
+
+    def _evaluate_now(self, eval_env: Any, days: list[int]) -> dict[str, Any]:
+        from powerzoo.benchmarks.evaluation import evaluate_days
+        from powerzoo.rl.callbacks import evaluation_row, write_evaluation_csv
+
+        ev = self.config.evaluation
+        deterministic = True if ev is None else ev.deterministic
+        policy = self.policy(deterministic)
+        started = time.perf_counter()
+        summary = evaluate_days(policy, eval_env, days, seed=self.config.seed)
+        row = evaluation_row(summary, self.num_timesteps, time.perf_counter() - started)
+        row.update({f"return_{a}": v for a, v in summary["mean_agent_returns"].items()})
+        row.update({f"lambda_{n}": float(v) for n, v in zip(self.cost_names, self.learner.multipliers, strict=True)})
+        if self.lagrangian:  # -L: a policy within every budget beats any policy outside them
+            row["feasible"] = all(row[f"cost_{n}"] <= self.spec.cost_thresholds[n] for n in self.cost_names)
+        best = max((self._rank(r) for r in self.evaluations), default=None)
+        row["new_best"] = best is None or self._rank(row) > best
+        self.evaluations.append(row)
+        eval_dir = self.run_dir / rd.EVAL_DIR
+        write_evaluation_csv(eval_dir, self.evaluations)
+        if row["new_best"]:
+            policy.save(eval_dir / BEST_POLICY_FILE)
+            write_json(eval_dir / "best_model.json", {
+                "timestep": row["timestep"], "mean_return": row["mean_return"], "day_ids": list(days),
+                "seed": self.config.seed, "deterministic": deterministic, "model": BEST_POLICY_FILE})
+        self._log({f"eval/{k}": row[k] for k in ("mean_return", "std_return", "mean_length", "violation_rate")})
+        self._log({f"eval/cost_{n}": row[f"cost_{n}"] for n in summary["mean_costs"]})
+        return row
+
+    @staticmethod
+    def _rank(row: dict[str, Any]) -> tuple[bool, float]:
+        """Order of evaluations for the best policy: within the cost budgets first (``-L``), then return."""
+        return bool(row.get("feasible", True)), float(row["mean_return"])
+
+    def evaluate(self, split: str = "test", n_episodes: int | None = None, deterministic: bool = True,
+                 seed: int = 0) -> dict[str, Any]:
+        """Evaluate on ``split`` as :meth:`powerzoo.rl.Trainer.evaluate` does (one episode per day).
+
+        ``n_episodes=None`` runs every day of the split and adds ``normalized_score`` (0 = random,
+        1 = oracle / best baseline); returns are the task's objective (team return, summed over agents).
+        """
+        from powerzoo.benchmarks.baselines import score_or_none, select_days
+        from powerzoo.benchmarks.evaluation import evaluate_days
+        from powerzoo.envs.introspect import task_of
+
+        if n_episodes is not None and (isinstance(n_episodes, bool) or int(n_episodes) < 1):
+            raise ValueError(f"n_episodes must be a positive int or None, got {n_episodes!r}")
+        env = self.make_eval_env(split, objective=True)
+        n_days = task_of(env).n_days
+        days = list(range(n_days)) if n_episodes is None else select_days(n_days, int(n_episodes))
+        summary = evaluate_days(self.policy(deterministic), env, days, seed=seed)
+        summary["split"] = split
+        summary["normalized_score"] = score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
+        return summary
+
+    # ---- checkpoints, save, load, resume ---------------------------------------------------------
+    def _save_checkpoint(self) -> Path:
+        """``checkpoints/step_<N>/``: learner, collector (env episodes and RNG), global RNG, counters."""
+        learner_state, collector_state = self.learner.full_state(), self.collector.state()
+        counters = {"num_timesteps": self.num_timesteps, "iterations": self.iterations,
+                    "next_eval": self._next_eval,
+                    "evaluations": [r for r in self.evaluations if r["timestep"] <= self.num_timesteps]}
+
+        def write(folder: Path) -> None:
+            torch.save(learner_state, folder / LEARNER_FILE)
+            (folder / COLLECTOR_FILE).write_bytes(pickle.dumps(collector_state))
+            (folder / rd.RNG_FILE).write_bytes(pickle.dumps(rng_state()))
+            write_json(folder / STATE_JSON, counters)
+
+        self._last_checkpoint = self.num_timesteps
+        return rd.CheckpointStore(self.run_dir, self.config.checkpoint.keep).write(self.num_timesteps, write)
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``policy.npz`` (torch-free), ``learner.pt`` and the resolved config into folder ``path``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if self.learner is None:
+            raise RuntimeError("nothing to save: call train() first")
+        self.policy().save(path / POLICY_FILE)
+        state = self.learner.full_state()
+        atomic_save(path / LEARNER_FILE, lambda p: torch.save(state, p))
+        if not (path / rd.CONFIG_FILE).exists() or path != self.run_dir:
+            self.config.to_file(path / rd.CONFIG_FILE)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, config: Any, spec: Any, model: str = "final") -> MAPPOTrainer:
+        """A trainer holding the saved policy (``final``: ``policy.npz`` + learner, ``best``:
+        ``evaluation/best_policy.npz``, ``latest``: newest checkpoint's learner)."""
+        path = Path(path)
+        trainer = cls(config, spec)
+        if model == "best":
+            file = path / rd.EVAL_DIR / BEST_POLICY_FILE
+            if not file.is_file():
+                raise FileNotFoundError(f"{file} not found (model='best')")
+            trainer._loaded_policy = MAPPOPolicy.load(file)
+        elif model in ("final", "latest"):
+            folder = path if model == "final" else rd.CheckpointStore(path).latest()
+            if folder is None or not (folder / LEARNER_FILE).is_file():
+                raise FileNotFoundError(f"{path} has no {'checkpoint' if model == 'latest' else LEARNER_FILE}")
+            trainer._ensure_learner().load_full_state(torch.load(folder / LEARNER_FILE, weights_only=False))
+            if (folder / STATE_JSON).is_file():
+                trainer.num_timesteps = int(read_json(folder / STATE_JSON)["num_timesteps"])
+        else:
+            raise ValueError(f"model must be one of ('final', 'best', 'latest'), got {model!r}")
+        if (path / rd.STATE_FILE).is_file():
+            trainer.run_dir = path
+            if model == "final":
+                trainer.num_timesteps = int(read_json(path / rd.STATE_FILE).get("num_timesteps", 0))
+        return trainer
+
+    @classmethod
+    def from_checkpoint(cls, run_dir: str | Path, config: Any, spec: Any) -> MAPPOTrainer:
+        """A trainer at the newest checkpoint of ``run_dir``: learner, env episodes, RNG and counters restored."""
+        run_dir = Path(run_dir)
+        folder = rd.CheckpointStore(run_dir).latest()
+        if folder is None:
+            raise FileNotFoundError(f"{run_dir} has no checkpoint to resume from")
+        trainer = cls(config, spec)
+        learner = trainer._ensure_learner()
+        learner.load_full_state(torch.load(folder / LEARNER_FILE, weights_only=False))
+        trainer.collector = Collector(trainer.get_env(), learner)
+        trainer.collector.reset(config.seed)
+        trainer.collector.set_state(pickle.loads((folder / COLLECTOR_FILE).read_bytes()))
+        set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
+        state = read_json(folder / STATE_JSON)
+        trainer.num_timesteps, trainer.iterations = int(state["num_timesteps"]), int(state["iterations"])
+        trainer._next_eval = state.get("next_eval")
+        trainer._last_checkpoint = trainer.num_timesteps
+        trainer.evaluations = list(state["evaluations"])
+        trainer.run_dir = run_dir
+        trainer._purge_step = trainer.num_timesteps + 1
+        return trainer
+
+    @classmethod
+    def resume(cls, run_dir: str | Path, config: Any, spec: Any,
+               stop_conditions: Sequence[Any] | None = None) -> MAPPOTrainer:
+        """Continue ``run_dir`` from its newest checkpoint up to its budget (a stopped run is returned as is)."""
+        run_dir = Path(run_dir)
+        trainer = cls.from_checkpoint(run_dir, config, spec)
+        state_file = run_dir / rd.STATE_FILE
+        if state_file.is_file() and read_json(state_file).get("status") == "stopped":
+            return trainer
+        trainer.train(stop_conditions=stop_conditions)
+        return trainer
+
+    def close(self) -> None:
+        """Flush and close the TensorBoard writer."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

@@ -1,0 +1,289 @@
+"""Native multi-agent PPO (powerzoo.rl.mappo): GAE, groups, multipliers, run folder, resume, export, entry points."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from powerzoo.benchmarks.evaluation import evaluate, evaluate_days
+from powerzoo.fileio import atomic_write_text, write_json
+from powerzoo.rl import Trainer, make_env
+from powerzoo.rl.config import ConfigError, TrainConfig
+from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
+from powerzoo.rl.mappo.buffer import compute_gae, next_values
+from powerzoo.rl.mappo.collector import Collector
+from powerzoo.rl.mappo.hparams import MAPPOParams
+from powerzoo.rl.mappo.policy import MAPPOPolicy
+from powerzoo.rl.mappo.trainer import MAPPOTrainer
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = {"n_steps": 8, "n_epochs": 2, "hidden_sizes": [16, 16]}
+
+
+def small_trainer(tmp_path: Path, algorithm: str = "MAPPO", task: str = "marl_opf", steps: int = 64, **kw) -> MAPPOTrainer:
+    options = {"n_envs": 4, "evaluation": None, "checkpoint": None, "output_dir": str(tmp_path),
+               "logging": {"tensorboard": False, "progress_bar": False}, "algorithm_kwargs": dict(SMALL), **kw}
+    return Trainer(task, algorithm=algorithm, total_timesteps=steps, seed=3, **options)
+
+
+# ---- GAE ------------------------------------------------------------------------------------------
+def test_gae_matches_hand_computed_truncation_and_termination():
+    gamma, lam = 0.9, 0.8
+    rewards = np.array([[1.0, 1.0], [2.0, 1.0], [3.0, 1.0]])[..., None]  # [T=3, N=2, n=1]
+    values = np.array([[0.5, 0.2], [1.0, 0.4], [1.5, 0.6]])[..., None]
+    last = np.array([2.0, 1.0])[:, None]
+    final = np.zeros_like(values)
+    final[1, 0, 0] = 4.0  # value of env 0's final observation, truncated at t = 1
+    terminated = np.array([[False, True], [False, False], [False, False]])
+    truncated = np.array([[False, False], [True, False], [False, False]])
+    nv = next_values(values, last, final, truncated)
+    adv, ret = compute_gae(rewards, values, nv, terminated, truncated, gamma, lam)
+    # env 0: deltas 1.4, 4.6 (bootstrap 0.9 * 4.0), 3.3; the truncation cuts the trace at t = 1
+    np.testing.assert_allclose(adv[:, 0, 0], [1.4 + 0.72 * 4.6, 4.6, 3.3])
+    # env 1: terminated at t = 0 (no bootstrap: delta 1 - 0.2), then 1.14 + 0.72 * 1.3, 1.3
+    np.testing.assert_allclose(adv[:, 1, 0], [0.8, 1.14 + 0.72 * 1.3, 1.3])
+    np.testing.assert_allclose(ret, adv + values)
+    # the same step terminated instead of truncated: no bootstrap from the final observation
+    adv_term, _ = compute_gae(rewards, values, nv, terminated | truncated, np.zeros_like(truncated), gamma, lam)
+    np.testing.assert_allclose(adv_term[:, 0, 0], [1.4 + 0.72 * 1.0, 1.0, 3.3])
+
+
+def _gae_brute_force(r, v, last, final, term, trunc, gamma, lam):
+    """Per env and agent, one step at a time, with explicit branches."""
+    t_len, n_envs, n_agents = r.shape
+    adv = np.zeros_like(r)
+    for e in range(n_envs):
+        for a in range(n_agents):
+            running = 0.0
+            for t in reversed(range(t_len)):
+                if term[t, e]:
+                    boot, cont = 0.0, 0.0
+                elif trunc[t, e]:
+                    boot, cont = final[t, e, a], 0.0
+                else:
+                    boot, cont = (v[t + 1, e, a] if t + 1 < t_len else last[e, a]), 1.0
+                delta = r[t, e, a] + gamma * boot - v[t, e, a]
+                running = delta + gamma * lam * cont * running
+                adv[t, e, a] = running
+    return adv
+
+
+def test_vectorised_gae_agrees_with_a_brute_force_loop_across_auto_resets():
+    rng = np.random.default_rng(0)
+    t_len, n_envs, n_agents = 17, 6, 3
+    r, v, final = (rng.normal(size=(t_len, n_envs, n_agents)) for _ in range(3))
+    last = rng.normal(size=(n_envs, n_agents))
+    done = rng.random((t_len, n_envs)) < 0.2
+    kind = rng.random((t_len, n_envs)) < 0.5
+    term, trunc = done & kind, done & ~kind
+    assert term.any() and trunc.any()
+    adv, _ = compute_gae(r, v, next_values(v, last, final, trunc), term, trunc, 0.97, 0.9)
+    np.testing.assert_allclose(adv, _gae_brute_force(r, v, last, final, term, trunc, 0.97, 0.9), rtol=1e-12)
+
+
+# ---- env global state -----------------------------------------------------------------------------
+def test_vector_env_global_state_and_final_state():
+    env = make_env("marl_opf", framework="pettingzoo", num_envs=3)
+    obs, _ = env.reset(seed=0)
+    n_state = len(env.possible_agents) * env.single_observation_space("gen_0").shape[0]
+    assert env.single_state_space.shape == (n_state,) and env.state_space.shape == (3, n_state)
+    np.testing.assert_array_equal(env.state(), np.concatenate([obs[a] for a in env.possible_agents], axis=1))
+    zero = {a: np.zeros((3, 1)) for a in env.possible_agents}
+    for _ in range(env.task_spec.horizon - 1):
+        obs, *_ , info = env.step(zero)
+    before = env.state().copy()
+    _, _, _, trunc, info = env.step(zero)
+    assert trunc["gen_0"].all() and info["final_state"].shape == (3, n_state)
+    np.testing.assert_array_equal(info["final_state"],
+                                  np.concatenate([info["final_obs"][a] for a in env.possible_agents], axis=1))
+    assert not np.array_equal(info["final_state"], before)  # one step later than `before`
+    pz = make_env("marl_opf", framework="pettingzoo")
+    pz.reset(seed=0)
+    assert pz.state().shape == pz.state_space.shape == (n_state,)
+
+
+# ---- groups, one-hot ids, shapes ------------------------------------------------------------------
+def test_groups_and_one_hot_sharing_on_ders_benchmark(tmp_path):
+    trainer = small_trainer(tmp_path, "IPPO", task="marl_ders_benchmark", steps=32)
+    learner = trainer._ensure_learner()
+    env = trainer.get_env()
+    assert set(learner.actors) == set(env.agent_groups) == {"batteries", "pv", "flexible_loads"}
+    obs_dim = env.single_observation_space(env.possible_agents[0]).shape[0]
+    for group, agents in env.agent_groups.items():
+        assert learner.actors[group].mean[0].in_features == obs_dim + len(agents)  # own obs + one-hot id
+        assert learner.critics[group].net[0].in_features == obs_dim + len(agents)  # IPPO: local critic
+    # same observation for every agent of a group: the id alone makes their actions differ
+    same = {g: np.ones((1, len(a), obs_dim), np.float32) for g, a in env.agent_groups.items()}
+    actions, log_probs = learner.act(same, deterministic=True)
+    for group, agents in env.agent_groups.items():
+        assert actions[group].shape == (1, len(agents), 2) and log_probs[group].shape == (1, len(agents))
+        assert not np.allclose(actions[group][0, 0], actions[group][0, 1])
+    collector = Collector(env, learner)
+    collector.reset(0)
+    rollout, episodes, last_v, _ = collector.collect(5)
+    for group, agents in env.agent_groups.items():
+        g = rollout.groups[group]
+        assert g.obs.shape == (5, 4, len(agents), obs_dim) and g.actions.shape == (5, 4, len(agents), 2)
+        assert g.values.shape == g.rewards.shape == (5, 4, len(agents)) and last_v[group].shape == (4, len(agents))
+    assert rollout.states is None and len(episodes.returns) == 0
+
+
+def test_mappo_critic_sees_the_global_state(tmp_path):
+    learner = small_trainer(tmp_path, "MAPPO")._ensure_learner()
+    n_state = 5 * 10
+    assert learner.critics["agents"].net[0].in_features == n_state + 5
+    assert learner.actors["agents"].mean[0].in_features == 10 + 5
+
+
+# ---- Lagrangian -----------------------------------------------------------------------------------
+def _layout() -> dict[str, GroupLayout]:
+    return {"g": GroupLayout(["a", "b"], 3, 1, -np.ones((2, 1)), np.ones((2, 1)))}
+
+
+def test_multiplier_rises_while_cost_exceeds_budget_and_never_goes_negative():
+    learner = MultiAgentPPO(_layout(), 6, MAPPOParams(lambda_lr=0.1), True, ("c1", "c2"), (1.0, 2.0))
+    history = [learner.update_multipliers(np.array([3.0, 0.5])) for _ in range(5)]
+    np.testing.assert_allclose([h[0] for h in history], [0.2, 0.4, 0.6, 0.8, 1.0])
+    assert all(h[1] == 0.0 for h in history)  # under budget: clamped at 0, never negative
+    for _ in range(20):  # back under budget: it falls to 0 and stays there
+        lam = learner.update_multipliers(np.array([0.0, 0.0]))
+        assert (lam >= 0).all()
+    assert lam[0] == 0.0
+    assert (learner.update_multipliers(None) == lam).all()  # no estimate: unchanged
+
+
+def test_combined_advantage_with_zero_multipliers_is_plain_mappo():
+    learner = MultiAgentPPO(_layout(), 6, MAPPOParams(), True, ("c1",), (1.0,))
+    adv, cost_adv = torch.randn(50), torch.randn(50, 1)
+    plain = MultiAgentPPO._standardise(adv)
+    assert torch.equal(learner.combined_advantages(adv, cost_adv), plain)
+    learner.multipliers[:] = 1.0
+    mixed = learner.combined_advantages(adv, cost_adv)
+    torch.testing.assert_close(mixed, (plain - MultiAgentPPO._standardise(cost_adv)[:, 0]) / 2.0)
+
+
+def test_lagrangian_with_zero_multiplier_rate_trains_exactly_like_mappo(tmp_path):
+    plain = small_trainer(tmp_path / "a", "MAPPO", steps=64)
+    safe = small_trainer(tmp_path / "b", "MAPPO-L", steps=64, algorithm_kwargs={**SMALL, "lambda_lr": 0.0})
+    plain.train()
+    safe.train()
+    for key, value in plain.learner.actors.state_dict().items():
+        assert torch.equal(value, safe.learner.actors.state_dict()[key]), key
+    assert (safe.learner.multipliers == 0).all()
+
+
+def test_lagrangian_logs_multipliers_in_the_evaluation_csv(tmp_path):
+    trainer = small_trainer(tmp_path, "IPPO-L", steps=32, evaluation={"freq": 32, "episodes": 1})
+    result = trainer.train()
+    row = result.evaluations[-1]
+    assert {"lambda_thermal_overload", "lambda_power_imbalance"} <= set(row)
+    assert {f"return_gen_{i}" for i in range(5)} <= set(row)
+    header = (result.run_dir / "evaluation" / "evaluation_metrics.csv").read_text().splitlines()[0]
+    assert "cost_power_imbalance" in header and "lambda_power_imbalance" in header and "return_gen_0" in header
+    assert isinstance(row["feasible"], bool)
+    # the best policy of a -L run: within the budgets first, then the return
+    assert MAPPOTrainer._rank({"feasible": True, "mean_return": -5.0}) > MAPPOTrainer._rank(
+        {"feasible": False, "mean_return": 10.0})
+
+
+# ---- run folder, resume, export -------------------------------------------------------------------
+def test_resume_from_a_checkpoint_continues_identically(tmp_path):
+    options = {"evaluation": {"freq": 64, "episodes": 1}, "checkpoint": {"freq": 64, "keep": 5}}
+    full = small_trainer(tmp_path / "full", steps=128, name="run", **options)
+    result = full.train()
+    assert full.iterations == 4 and result.num_timesteps == 128
+    run = result.run_dir
+    assert {p.name for p in (run / "checkpoints").iterdir()} >= {"step_000000000064", "step_000000000128"}
+    for name in ("config.yaml", "run_state.json", "policy.npz", "learner.pt", "evaluation/evaluation_metrics.csv",
+                 "evaluation/best_policy.npz", "evaluation/best_model.json"):
+        assert (run / name).is_file(), name
+    # a copy "killed" right after the checkpoint at step 64
+    killed = tmp_path / "killed"
+    shutil.copytree(run, killed)
+    shutil.rmtree(killed / "checkpoints" / "step_000000000128")
+    for name in ("policy.npz", "learner.pt"):
+        (killed / name).unlink()
+    atomic_write_text(killed / "checkpoints" / "latest", "step_000000000064")
+    write_json(killed / "run_state.json", {"status": "running"})
+    resumed = Trainer.resume(killed)
+    assert isinstance(resumed, MAPPOTrainer)
+    assert (resumed.num_timesteps, resumed.iterations) == (128, 4)
+    for key, value in full.learner.state_dict().items():
+        assert torch.equal(value, resumed.learner.state_dict()[key]), key
+    assert [r["mean_return"] for r in resumed.evaluations] == [r["mean_return"] for r in full.evaluations]
+    # a finished run resumes to itself
+    assert Trainer.resume(run).num_timesteps == 128
+
+
+def test_exported_policy_acts_without_the_trainer_and_reproduces_its_evaluation(tmp_path):
+    trainer = small_trainer(tmp_path, "MAPPO", steps=32, evaluation={"freq": 32, "episodes": 2})
+    result = trainer.train()
+    policy = MAPPOPolicy.load(result.run_dir / "policy.npz")
+    env = make_env("marl_opf", "val", framework="auto")
+    action = policy.act(env.reset(seed=0)[0])
+    assert set(action) == set(env.possible_agents) and all(a.shape == (1,) for a in action.values())
+    # batched observations give batched actions
+    batch = policy.act({a: np.zeros((7, 10), np.float32) for a in env.possible_agents})
+    assert batch["gen_0"].shape == (7, 1)
+    days = __import__("json").loads((result.run_dir / "evaluation" / "best_model.json").read_text())["day_ids"]
+    again = evaluate_days(MAPPOPolicy.load(result.run_dir / "evaluation" / "best_policy.npz"), env, days, seed=3)
+    assert again["mean_return"] == result.evaluations[-1]["mean_return"]
+    summary = evaluate(policy, env, n_episodes=2, seed=0)
+    assert np.isfinite(summary["mean_return"]) and set(summary["mean_agent_returns"]) == set(env.possible_agents)
+    loaded = Trainer.load(result.run_dir)
+    assert loaded.evaluate("val", n_episodes=2)["mean_return"] == trainer.evaluate("val", n_episodes=2)["mean_return"]
+    best = Trainer.load(result.run_dir, model="best")
+    assert best.policy().act(env.reset(seed=1)[0]).keys() == action.keys()
+    with pytest.raises(ValueError, match="observations lack"):
+        MAPPOPolicy.load(result.run_dir / "policy.npz").act({"gen_0": np.zeros(10)})
+
+
+# ---- entry points ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", sorted(REPO.glob("configs/*_mappo.yaml")), ids=lambda p: p.name)
+def test_mappo_config_files_round_trip(path, tmp_path):
+    config = TrainConfig.from_file(path)
+    assert config.algorithm in ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L") and config.vec_normalize is None
+    again = TrainConfig.from_file(config.to_file(tmp_path / "c.yaml"))
+    assert again.to_dict() == config.to_dict()
+    assert isinstance(Trainer(config), MAPPOTrainer)
+
+
+def test_bad_names_and_parameters_fail_clearly():
+    with pytest.raises(ValueError, match="unknown algorithm 'MAPO'.*MAPPO"):
+        Trainer("marl_opf", algorithm="MAPO")
+    with pytest.raises(ConfigError, match="multi-agent tasks"):
+        Trainer("battery_arbitrage", algorithm="MAPPO")
+    with pytest.raises(ConfigError, match="n_stepz"):
+        Trainer("marl_opf", algorithm="IPPO", algorithm_kwargs={"n_stepz": 4})
+    with pytest.raises(ConfigError, match="clip_range"):
+        Trainer("marl_opf", algorithm="MAPPO", algorithm_kwargs={"clip_range": -1})
+
+
+def test_cli_train_with_a_mappo_config_and_describe(tmp_path, capsys):
+    from powerzoo.cli.main import main
+
+    assert main(["describe", "marl_ders_benchmark"]) == 0
+    assert "MAPPO, IPPO, MAPPO-L, IPPO-L" in capsys.readouterr().out
+    assert main(["describe", "battery_arbitrage"]) == 0
+    assert "MAPPO" not in capsys.readouterr().out.splitlines()[-1]
+    code = main(["train", "-c", str(REPO / "configs" / "marl_opf_mappo.yaml"), "--timesteps", "64", "--n-envs", "2",
+                 "--output-dir", str(tmp_path), "--name", "cli", "--no-progress"])
+    assert code == 0
+    assert (tmp_path / "cli" / "policy.npz").is_file() and "run folder" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_mappo_beats_random_on_marl_opf():
+    from powerzoo.benchmarks.baselines import baseline_row
+
+    trainer = Trainer("marl_opf", algorithm="MAPPO", total_timesteps=30_720, seed=0, n_envs=64, evaluation=None,
+                      checkpoint=None, output_dir=str(Path(__import__("tempfile").mkdtemp())),
+                      logging={"tensorboard": False, "progress_bar": False})
+    trainer.train()
+    summary = trainer.evaluate("test")
+    random_return = baseline_row("marl_opf", "random", "test")["mean"]
+    assert summary["mean_return"] > 0.5 * random_return  # at least twice better than random ($)
