@@ -21,6 +21,7 @@ GYM_IDS = {
     "dc_microgrid_safe": "powerzoo/DCMicrogridSafe-v0",
     "dc_scheduling": "powerzoo/DCScheduling-v0",
     "dso": "powerzoo/DSO-v0",
+    "tso": "powerzoo/TSO-v0",
 }
 
 

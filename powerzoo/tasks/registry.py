@@ -26,6 +26,8 @@ _TASKS: dict[str, str] = {
     "marl_ders_benchmark": "powerzoo.tasks.ders_benchmark:MarlDersBenchmark",
     "marl_ev_v2g": "powerzoo.tasks.ev_v2g:MarlEvV2g",
     "gencos_bidding": "powerzoo.tasks.gencos_bidding:GencosBidding",
+    "marl_uc": "powerzoo.tasks.unit_commitment:MarlUc",
+    "tso": "powerzoo.tasks.unit_commitment:Tso",
 }
 
 _BASELINES_FILE = Path(__file__).resolve().parent.parent / "benchmarks" / "baselines.json"

@@ -1,0 +1,311 @@
+"""Batched thermal units for unit commitment: on/off status, minimum up/down times, ramps, costs.
+
+Arrays lead with the batch axis ``B`` and then the unit axis ``n``; the fleet's parameters are
+``[n]`` arrays. A step of length ``dt_h`` hours works in three stages:
+
+1. :meth:`ThermalFleet.commit`: the requested on/off status is applied where the minimum up
+   and down times allow it; elsewhere the current status is kept and the row is reported as
+   overridden. A unit may switch off after ``min_up_steps`` steps on and back on after
+   ``min_down_steps`` steps off (``time_in_state`` counts the steps spent in the current status,
+   the step just finished included).
+2. :meth:`ThermalFleet.dispatch_range`: output bounds of the step. Off: 0. Starting: ``[Pmin,
+   max(Pmin, ramp-up per step)]`` (start-up ramp). Staying on: ``[max(Pmin, p - ramp-down),
+   min(Pmax, p + ramp-up)]``. Shutting down is allowed from any output (no shut-down ramp).
+3. :func:`balance_dispatch` (optional): setpoints clipped into the bounds, then the remaining
+   mismatch with the load shared by the committed units in proportion to their headroom
+   (up or down), as automatic generation control would; what the bounds cannot absorb is
+   returned as the imbalance.
+
+Costs of a step ($): fuel ``(c2 p^2 + c1 p) dt`` from the case's cost curve, no-load cost
+``no_load_cost_per_h x on x dt``, start-up and shut-down costs per switch. Reserve is
+committed capacity minus load (:func:`reserve_shortfall_mw`).
+
+Unit-commitment parameters (:func:`fleet_from_case`)
+--------------------------------------------------
+MATPOWER's case5 and case118 give Pmax and cost curves only (Pmin is 0 and there are no
+minimum up/down times, ramps or start-up costs), so those are derived from each unit's size
+class by the rule below (:data:`UNIT_CLASSES`); every number is a modelling choice within the
+published ranges cited, not data of the case:
+
+========  ===========  =====  ===============  =============  =====================
+class     Pmax (MW)    Pmin   ramp (%Pmax/min)  min up / down  start-up ($/MW Pmax)
+========  ===========  =====  ===============  =============  =====================
+peaking   < 150        30 %   10               1 h / 1 h      25
+mid       150 - 400    35 %   2                4 h / 4 h      50
+base      >= 400       40 %   1                8 h / 8 h      70
+========  ===========  =====  ===============  =============  =====================
+
+* Pmin, ramps and minimum up/down times follow the typical values of the IEEE Reliability Test
+  System 1996 unit data (Grigg et al., IEEE Trans. Power Systems 14(3), 1999): combustion
+  turbines of 1 h minimum up/down time ramping several % of their rating per minute; 155 MW
+  coal steam units with Pmin 35 % of Pmax, about 2 %/min ramps and 8 h minimum up/down times;
+  350 MW coal units with Pmin 40 %, about 1 %/min. The mid and base minimum up/down times are
+  shortened (RTS-96: 8 h and 24-48 h) so that commitment decisions fit in a one-day episode.
+* Start-up costs are of the order of the hot-start costs per MW of capacity of the NREL power
+  plant cycling cost study (Kumar et al., NREL/SR-5500-55433, 2012): tens of $/MW, lowest for
+  gas turbines and highest for coal units.
+* Shut-down cost: 10 % of the start-up cost. No-load cost: 10 % of the full-load fuel cost
+  ``c2 Pmax^2 + c1 Pmax`` per hour on (both modelling choices, no published source).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "UNIT_CLASSES",
+    "UnitClass",
+    "ThermalFleet",
+    "fleet_from_case",
+    "balance_dispatch",
+    "priority_list_commitment",
+    "merit_order_within",
+    "reserve_shortfall_mw",
+]
+
+_TIME_CAP = 10_000  # steps; time in state stops counting here (long past any minimum time)
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitClass:
+    """Unit-commitment parameters of one size class (module docstring)."""
+
+    name: str
+    max_pmax_mw: float  # units with Pmax below this (and above the previous class) belong here
+    pmin_fraction: float
+    ramp_fraction_per_min: float
+    min_up_h: float
+    min_down_h: float
+    startup_cost_per_mw: float
+
+
+UNIT_CLASSES: tuple[UnitClass, ...] = (
+    UnitClass("peaking", 150.0, 0.30, 0.10, 1.0, 1.0, 25.0),
+    UnitClass("mid", 400.0, 0.35, 0.02, 4.0, 4.0, 50.0),
+    UnitClass("base", np.inf, 0.40, 0.01, 8.0, 8.0, 70.0),
+)
+SHUTDOWN_COST_FRACTION = 0.1  # of the start-up cost
+NO_LOAD_FRACTION = 0.1  # of the full-load fuel cost per hour
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ThermalFleet:
+    """Parameters of ``n`` thermal units (arrays ``[n]``) and a step length ``dt_h`` [h].
+
+    Ramps are MW per hour; minimum times are hours and are rounded up to whole steps.
+    """
+
+    pmin_mw: np.ndarray
+    pmax_mw: np.ndarray
+    ramp_up_mw_per_h: np.ndarray
+    ramp_down_mw_per_h: np.ndarray
+    min_up_h: np.ndarray
+    min_down_h: np.ndarray
+    startup_cost: np.ndarray  # $ per start
+    shutdown_cost: np.ndarray  # $ per stop
+    no_load_cost_per_h: np.ndarray  # $/h while on
+    c1_per_mwh: np.ndarray
+    c2_per_mw2h: np.ndarray
+    dt_h: float
+    unit_class: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        n = np.asarray(self.pmax_mw).shape[0]
+        for f in dataclasses.fields(self):
+            if f.name in ("dt_h", "unit_class"):
+                continue
+            value = np.asarray(getattr(self, f.name), dtype=np.float64)
+            if value.shape != (n,):
+                raise ValueError(f"ThermalFleet.{f.name} has shape {value.shape}, expected ({n},)")
+            if not np.all(np.isfinite(value)) or np.any(value < 0.0):
+                raise ValueError(f"ThermalFleet.{f.name} must be finite and non-negative, got {value.tolist()}")
+            value.setflags(write=False)
+            object.__setattr__(self, f.name, value)
+        if not self.dt_h > 0.0:
+            raise ValueError(f"dt_h must be positive, got {self.dt_h}")
+        if np.any(self.pmin_mw > self.pmax_mw):
+            raise ValueError("pmin_mw must not exceed pmax_mw")
+        if self.unit_class and len(self.unit_class) != n:
+            raise ValueError(f"unit_class has {len(self.unit_class)} entries for {n} units")
+        ru = self.ramp_up_mw_per_h * self.dt_h
+        consts = {
+            "ramp_up_step_mw": ru,
+            "ramp_down_step_mw": self.ramp_down_mw_per_h * self.dt_h,
+            "startup_max_mw": np.minimum(np.maximum(self.pmin_mw, ru), self.pmax_mw),
+            "min_up_steps": np.ceil(self.min_up_h / self.dt_h - 1e-9).astype(np.int64),
+            "min_down_steps": np.ceil(self.min_down_h / self.dt_h - 1e-9).astype(np.int64),
+            "no_load_step": self.no_load_cost_per_h * self.dt_h,
+            "c1_step": self.c1_per_mwh * self.dt_h,
+            "c2_step": self.c2_per_mw2h * self.dt_h,
+        }
+        for key, value in consts.items():
+            value.setflags(write=False)
+            object.__setattr__(self, key, value)
+
+    @property
+    def n_units(self) -> int:
+        return int(self.pmax_mw.shape[0])
+
+    # ---- 1. commitment --------------------------------------------------------------------
+    def commit(
+        self, on: np.ndarray, time_in_state: np.ndarray, want_on: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Status after the minimum up/down rules: ``(on_new, start, stop, overridden)``, each [B, n] bool.
+
+        ``on``: current status; ``time_in_state``: steps in it; ``want_on``: requested status.
+        """
+        locked = time_in_state < np.where(on, self.min_up_steps, self.min_down_steps)
+        switch = want_on != on
+        overridden = switch & locked
+        change = switch ^ overridden
+        on_new = on ^ change
+        return on_new, change & on_new, change & on, overridden
+
+    @staticmethod
+    def advance_time(time_in_state: np.ndarray, changed: np.ndarray) -> np.ndarray:
+        """Steps in the current status after a step [B, n]: 1 where it changed, else one more."""
+        return np.where(changed, 1, np.minimum(time_in_state + 1, _TIME_CAP))
+
+    # ---- 2. output bounds -----------------------------------------------------------------
+    def dispatch_range(
+        self, on: np.ndarray, p_mw: np.ndarray, on_new: np.ndarray, start: np.ndarray,
+        free: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Output bounds ``(lo, hi)`` [B, n] in MW of the step (module docstring, stage 2);
+        rows where ``free`` [B] is true have no ramp limit from ``p_mw`` (a start still has one)."""
+        lo = np.maximum(self.pmin_mw, p_mw - self.ramp_down_step_mw)
+        hi = np.minimum(self.pmax_mw, p_mw + self.ramp_up_step_mw)
+        if free is not None and free.any():
+            lo = np.where(free[:, None], self.pmin_mw, lo)
+            hi = np.where(free[:, None], self.pmax_mw, hi)
+        lo = np.where(start, self.pmin_mw, lo)
+        hi = np.where(start, self.startup_max_mw, hi)
+        lo *= on_new
+        hi *= on_new
+        return lo, hi
+
+    # ---- costs ----------------------------------------------------------------------------
+    def step_costs(
+        self, p_mw: np.ndarray, on_new: np.ndarray, start: np.ndarray, stop: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(fuel, no_load, startup, shutdown)`` costs of the step, each [B] in $."""
+        fuel = (p_mw * p_mw) @ self.c2_step + p_mw @ self.c1_step
+        no_load = on_new @ self.no_load_step
+        return fuel, no_load, start @ self.startup_cost, stop @ self.shutdown_cost
+
+    def average_cost_per_mwh(self) -> np.ndarray:
+        """Full-load average cost [$/MWh] per unit (fuel + no-load at Pmax): the priority list order."""
+        p = self.pmax_mw
+        return (self.c2_per_mw2h * p * p + self.c1_per_mwh * p + self.no_load_cost_per_h) / np.maximum(p, 1e-9)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """One row per unit with its parameters (for documentation and tests)."""
+        return [
+            {
+                "class": self.unit_class[i] if self.unit_class else "",
+                "pmin_mw": float(self.pmin_mw[i]),
+                "pmax_mw": float(self.pmax_mw[i]),
+                "ramp_mw_per_h": float(self.ramp_up_mw_per_h[i]),
+                "min_up_h": float(self.min_up_h[i]),
+                "min_down_h": float(self.min_down_h[i]),
+                "startup_cost": float(self.startup_cost[i]),
+                "shutdown_cost": float(self.shutdown_cost[i]),
+                "no_load_cost_per_h": float(self.no_load_cost_per_h[i]),
+            }
+            for i in range(self.n_units)
+        ]
+
+
+def fleet_from_case(
+    pmax_mw: np.ndarray, c1_per_mwh: np.ndarray, c2_per_mw2h: np.ndarray, dt_h: float,
+    classes: tuple[UnitClass, ...] = UNIT_CLASSES,
+) -> ThermalFleet:
+    """UC parameters derived from each unit's Pmax and cost curve by the size-class rule
+    (module docstring); ``classes`` sorted by ``max_pmax_mw``, the last one unbounded."""
+    pmax = np.asarray(pmax_mw, dtype=np.float64)
+    c1 = np.asarray(c1_per_mwh, dtype=np.float64)
+    c2 = np.asarray(c2_per_mw2h, dtype=np.float64)
+    if pmax.ndim != 1 or c1.shape != pmax.shape or c2.shape != pmax.shape:
+        raise ValueError(f"pmax_mw, c1 and c2 must be [n] arrays of one length, got {pmax.shape}, {c1.shape}, {c2.shape}")
+    bounds = np.array([c.max_pmax_mw for c in classes])
+    if not np.all(np.diff(bounds) > 0) or np.isfinite(bounds[-1]):
+        raise ValueError("classes must be sorted by max_pmax_mw with an unbounded last class")
+    idx = np.searchsorted(bounds, pmax, side="right")
+    pick = lambda attr: np.array([getattr(classes[i], attr) for i in idx], dtype=np.float64)  # noqa: E731
+    ramp = pick("ramp_fraction_per_min") * pmax * 60.0
+    startup = pick("startup_cost_per_mw") * pmax
+    return ThermalFleet(
+        pmin_mw=pick("pmin_fraction") * pmax,
+        pmax_mw=pmax,
+        ramp_up_mw_per_h=ramp,
+        ramp_down_mw_per_h=ramp,
+        min_up_h=pick("min_up_h"),
+        min_down_h=pick("min_down_h"),
+        startup_cost=startup,
+        shutdown_cost=SHUTDOWN_COST_FRACTION * startup,
+        no_load_cost_per_h=NO_LOAD_FRACTION * (c2 * pmax * pmax + c1 * pmax),
+        c1_per_mwh=c1,
+        c2_per_mw2h=c2,
+        dt_h=float(dt_h),
+        unit_class=tuple(classes[i].name for i in idx),
+    )
+
+
+def balance_dispatch(
+    setpoint_mw: np.ndarray, lo: np.ndarray, hi: np.ndarray, load_mw: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Balanced dispatch ``(p [B, n], imbalance [B])`` in MW (module docstring, stage 3).
+
+    ``setpoint_mw`` is clipped into ``[lo, hi]``; a shortfall ``r = load - sum(p) > 0`` is
+    shared in proportion to the headroom ``hi - p`` (a surplus in proportion to ``p - lo``),
+    capped at the total headroom. ``imbalance = sum(p) - load`` is what remains (0 when the
+    bounds allow the balance).
+    """
+    p = np.minimum(np.maximum(setpoint_mw, lo), hi)
+    residual = load_mw - p.sum(axis=1)
+    up = (residual > 0.0)[:, None]
+    room = np.where(up, hi - p, p - lo)
+    total = room.sum(axis=1)
+    # fraction of each unit's headroom used: |residual| / total, at most 1 (so p stays in [lo, hi])
+    frac = np.minimum(residual / np.maximum(total, 1e-300), 1.0)
+    frac = np.maximum(frac, -1.0)[:, None]
+    p += frac * room
+    return p, p.sum(axis=1) - load_mw
+
+
+def priority_list_commitment(
+    order: np.ndarray, pmax_mw: np.ndarray, target_mw: np.ndarray, must_on: np.ndarray, must_off: np.ndarray
+) -> np.ndarray:
+    """Status [B, n]: ``must_on`` units, then units in priority ``order`` ([n], cheapest first)
+    until the committed capacity reaches ``target_mw`` [B]; ``must_off`` units stay off."""
+    free = ~must_on & ~must_off
+    cap = (free * pmax_mw)[:, order]
+    before = np.cumsum(cap, axis=1) - cap
+    needed = target_mw - must_on @ pmax_mw
+    pick = np.empty_like(free)
+    pick[:, order] = free[:, order] & (before < needed[:, None])
+    return must_on | pick
+
+
+def merit_order_within(lo: np.ndarray, hi: np.ndarray, load_mw: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Dispatch [B, n]: every unit at ``lo``, then units loaded in ``order`` ([n], cheapest first)
+    up to ``hi`` until ``load_mw`` [B] is met (clipped to the range the bounds allow)."""
+    room = (hi - lo)[:, order]
+    residual = np.clip(load_mw - lo.sum(axis=1), 0.0, room.sum(axis=1))
+    before = np.cumsum(room, axis=1) - room
+    fill = np.clip(residual[:, None] - before, 0.0, room)
+    p = np.empty_like(fill)
+    p[:, order] = fill
+    return p + lo
+
+
+def reserve_shortfall_mw(
+    on: np.ndarray, pmax_mw: np.ndarray, load_mw: np.ndarray, margin: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(reserve, shortfall)`` [B] in MW: committed capacity minus load, and how far it falls
+    below the requirement ``margin x load``."""
+    reserve = on @ pmax_mw - load_mw
+    return reserve, np.maximum(margin * load_mw - reserve, 0.0)

@@ -1,0 +1,423 @@
+"""Unit commitment on DC networks: ``marl_uc`` (case5, five unit agents) and ``tso`` (case118, one operator).
+
+Model
+-----
+* Units: the case's generators with the unit-commitment parameters of
+  :func:`powerzoo.devices.thermal_unit.fleet_from_case` (Pmin, ramps, minimum up/down times,
+  start-up / shut-down / no-load costs derived by size class; the case gives Pmax and the cost
+  curve). 30-minute steps, one day (48 steps).
+* Action per unit: ``[p_mw, on]``: an output setpoint in ``[0, Pmax]`` and the requested status
+  (on if ``on > 0.5``). Switches that would break a minimum up or down time are overridden
+  (the unit keeps its status; ``info["commitment_overridden"]`` [B, n] and
+  ``info["n_commitment_overridden"]``); setpoints are clipped to the step's output bounds
+  (Pmin/Pmax when on, ramp limits from the last output, start-up output at most
+  ``max(Pmin, ramp)``; an off unit gives 0).
+* Load: as in the dispatch tasks (:mod:`powerzoo.tasks.economic_dispatch`): each bus's case
+  demand x the calendar demand shape x ``LOAD_SCALE``; ``load_stress`` reads demand x 1.15.
+* Balance. ``marl_uc``: the units' clipped setpoints are applied as they are and the mismatch
+  with the load goes to the slack bus (``power_imbalance`` cost, settled in the reward at
+  ``IMBALANCE_PRICE``), as in ``marl_opf``. ``tso``: the clipped setpoints are balanced by the
+  committed units in proportion to their headroom, as automatic generation control would
+  (:func:`powerzoo.devices.thermal_unit.balance_dispatch`); only what the committed units' bounds
+  cannot absorb remains as imbalance (reported as ``power_imbalance``, not selected, and priced
+  like ``marl_uc``'s).
+* Network: DC power flow through the PTDF (the slack bus takes the mismatch); line limits of
+  ``opf_118`` (binding ratings derived from the DC-OPF at peak load; case5 keeps its published
+  ratings). ``line_tightening`` (``tso``): test days with every finite rating x 0.8.
+* Reserve: committed capacity minus load; the requirement is ``RESERVE_MARGIN`` (10 %) of the
+  load; the shortfall (MWh) is the ``reserve_shortfall`` cost.
+* Reward: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh)`` in $
+  per step (``REWARD_TERMS``; shared by the agents of ``marl_uc``). Costs: ``thermal_overload``
+  (MWh of branch overload), ``reserve_shortfall`` (MWh), ``power_imbalance`` (MWh).
+* Episode start: the units a priority list (full-load average cost) commits for the first
+  step's load plus reserve are on, free to switch (their minimum times have passed), at the
+  merit-order dispatch of that load. The first step has no ramp limit (the previous day's
+  dispatch is not modelled, and a network-blind start could otherwise force overloads).
+* Baselines: random; rule (priority-list commitment for ``(1 + margin) x max(load now, load
+  next)`` within the minimum up/down times, then congestion-aware economic dispatch of the
+  committed units within their ramp bounds, :func:`powerzoo.physics.redispatch.redispatch`;
+  while a branch stays overloaded, the cheapest free unit that relieves it and whose Pmin fits
+  under the load is committed too, up to 6 per step); oracle (day-ahead UC MILP with perfect
+  foresight, :mod:`.oracle`, replayed in the env).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from powerzoo.data import calendar
+from powerzoo.devices.thermal_unit import (
+    ThermalFleet,
+    balance_dispatch,
+    fleet_from_case,
+    merit_order_within,
+    priority_list_commitment,
+    reserve_shortfall_mw,
+)
+from powerzoo.physics.dc_power_flow import gen_bus_matrix, ptdf_matrix
+from powerzoo.physics.network import NetworkCase
+from powerzoo.physics.redispatch import redispatch
+from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.economic_dispatch import (
+    LOAD_SCALE,
+    STEP_MINUTES,
+    _congestion_ready_case,
+    _marginal_cost,
+)
+from powerzoo.tasks.spec import TaskSpec
+from powerzoo.tasks.unit_commitment.spec import (
+    IMBALANCE_PRICE,
+    LINE_TIGHTENING_FACTOR,
+    RESERVE_MARGIN,
+    TIME_IN_STATE_CAP_H,
+    marl_uc_spec,
+    tso_spec,
+)
+
+__all__ = ["UCState", "UnitCommitment", "MarlUc", "Tso", "uc_case", "uc_fleet"]
+
+HORIZON = 48
+_FREE_STEPS = 10_000  # time in state at the episode start: every minimum time has passed
+_MAX_EXTRA_UNITS = 6  # rule: units committed per step to relieve congestion
+_RELIEF = 0.05  # rule: MW of relief per MW injected for a unit to count as relieving a branch
+
+
+@dataclasses.dataclass
+class UCState:
+    day_id: np.ndarray  # [B] split day the episode started on
+    t: np.ndarray  # [B] steps elapsed
+    on: np.ndarray  # [B, n] bool, status during the last step
+    time_in_state: np.ndarray  # [B, n] int, steps spent in that status
+    p_mw: np.ndarray  # [B, n] last output
+    prev_imbalance_mw: np.ndarray  # [B] last mismatch (generation - load)
+
+
+def uc_case(case_name: str, split: str) -> NetworkCase:
+    """The task's network: ``opf_118``'s binding ratings (case5: published), x 0.8 on ``line_tightening``."""
+    case = _congestion_ready_case(case_name)
+    if split == "line_tightening":
+        case = dataclasses.replace(case, branch_rate_a_mw=case.branch_rate_a_mw * LINE_TIGHTENING_FACTOR)
+    return case
+
+
+def uc_fleet(case: NetworkCase) -> ThermalFleet:
+    """The case's units with UC parameters by size class (:func:`fleet_from_case`)."""
+    return fleet_from_case(case.gen_pmax_mw, case.gen_c1_per_mwh, case.gen_c2_per_mw2h, STEP_MINUTES / 60.0)
+
+
+class UnitCommitment(Task):
+    """Shared batched model of ``marl_uc`` and ``tso``; subclasses choose the case and the balance."""
+
+    task_id: str = ""
+    case_name: str = ""
+    balance: bool = False  # True: setpoints balanced by headroom (tso); False: mismatch to the slack
+
+    def __init__(self, split: str = "train") -> None:
+        spec = self.make_spec()
+        calendar.check_split(split, spec.splits)
+        # line_tightening reads the test days' base profiles; only the ratings change
+        super().__init__(spec, "test" if split == "line_tightening" else split)
+        self.split = split
+        self.case = uc_case(self.case_name, split)
+        self.fleet = uc_fleet(self.case)
+        n = self.case.n_gen
+        demand = self.profiles.series["demand_pu"]
+        self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]
+        self._day_start = self.split_days * self.profiles.steps_per_day
+        self.bus_load_scale = self.case.bus_pd_mw * LOAD_SCALE  # bus load per unit of demand [n_bus]
+        self.load_scale = float(self.bus_load_scale.sum())  # system load per unit of demand
+        ptdf = ptdf_matrix(self.case)
+        limited = self.case.limited_branches
+        self.limited = limited
+        self.gen_flow = np.ascontiguousarray((gen_bus_matrix(self.case) @ ptdf.T)[:, limited])  # [n, n_lim]
+        self.load_flow_pu = self.bus_load_scale @ ptdf.T[:, limited]  # [n_lim] per unit of demand
+        self.rating = self.case.branch_rate_a_mw[limited]
+        self._inv_rating = 1.0 / self.rating
+        self._congested_above = self.rating - 1e-6  # |flow| from which a branch counts as congested
+        self.marginal_cost = _marginal_cost(self.case)
+        self.merit_order = np.argsort(self.marginal_cost, kind="stable")
+        self.priority_order = np.argsort(self.fleet.average_cost_per_mwh(), kind="stable")
+        self._time_obs = self._time_features(np.arange(HORIZON + 1))
+        self._steps_per_h = 1.0 / self.spec.dt_h
+        self._time_cap_steps = TIME_IN_STATE_CAP_H * self._steps_per_h
+        self._n = n
+        obs = self.spec.observation
+        self._sys = obs.slot("system_load_mw", "system_load_next_mw", "committed_capacity_mw", "prev_imbalance_mw")
+        self._time = obs.slot("hour_sin", "hour_cos", "time_remaining")
+        self._init_obs_slots()
+
+    def _init_obs_slots(self) -> None:
+        """Where the unit fields sit in the observation (subclasses)."""
+
+    @classmethod
+    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
+        if task_kwargs:
+            raise TypeError(f"{cls.task_id} takes no task parameters, got {sorted(task_kwargs)}")
+        case = _congestion_ready_case(cls.case_name)
+        builder = marl_uc_spec if cls.task_id == "marl_uc" else tso_spec
+        return builder(case, uc_fleet(case), LOAD_SCALE, HORIZON, STEP_MINUTES)
+
+    # ---- exogenous load ---------------------------------------------------------------------
+    def demand_pu(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Demand per unit [B, k] of steps ``t`` [B, k] of the episodes starting on ``day_id`` [B]."""
+        return self._demand.take((self._day_start.take(day_id)[:, None] + t) % self._demand.size)
+
+    def system_load_mw(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """System load [B, k] in MW of steps ``t`` [B, k]."""
+        return self.demand_pu(day_id, t) * self.load_scale
+
+    def _time_features(self, t: np.ndarray) -> np.ndarray:
+        steps = self.profiles.steps_per_day
+        phase = 2.0 * np.pi * (t % steps) / steps
+        return np.stack([np.sin(phase), np.cos(phase), 1.0 - t / HORIZON], axis=1).astype(np.float32)
+
+    # ---- batched model ----------------------------------------------------------------------
+    def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> UCState:
+        day_id = self.check_day_id(day_id)
+        b = day_id.size
+        load = self.system_load_mw(day_id, np.zeros((b, 1), np.int64))[:, 0]
+        none = np.zeros((b, self._n), dtype=bool)
+        f = self.fleet
+        on = priority_list_commitment(self.priority_order, f.pmax_mw, (1.0 + RESERVE_MARGIN) * load, none, none)
+        p = merit_order_within(on * f.pmin_mw, on * f.pmax_mw, load, self.merit_order)
+        return UCState(day_id, np.zeros(b, np.int64), on, np.full((b, self._n), _FREE_STEPS, np.int64), p, np.zeros(b))
+
+    def _system_obs(self, state: UCState) -> tuple[np.ndarray, np.ndarray]:
+        """Time features [B, 3] and ``[load, load next, committed capacity, prev imbalance]`` [B, 4]."""
+        b = state.t.size
+        try:
+            time = self._time_obs.take(state.t, axis=0)
+        except IndexError:  # stepped on past the horizon without a reset
+            time = self._time_features(state.t)
+        sys = np.empty((b, 4))
+        sys[:, :2] = self.system_load_mw(state.day_id, state.t[:, None] + np.arange(2))
+        sys[:, 2] = state.on @ self.fleet.pmax_mw
+        sys[:, 3] = state.prev_imbalance_mw
+        return time, sys
+
+    def step(self, state: UCState, action: np.ndarray, rng: np.random.Generator) -> tuple[UCState, StepOutput]:
+        b, n, f = state.t.size, self._n, self.fleet
+        act = action.reshape(b, n, 2)
+        setpoint = act[:, :, 0]
+        on_new, start, stop, overridden = f.commit(state.on, state.time_in_state, act[:, :, 1] > 0.5)
+        lo, hi = f.dispatch_range(state.on, state.p_mw, on_new, start, state.t == 0)
+        demand = self._demand.take((self._day_start.take(state.day_id) + state.t) % self._demand.size)
+        load = demand * self.load_scale
+        if self.balance:
+            p, imbalance = balance_dispatch(setpoint, lo, hi, load)
+        else:
+            p = np.minimum(np.maximum(setpoint, lo), hi)
+            imbalance = p.sum(axis=1) - load
+        abs_flow = np.abs(p @ self.gen_flow - demand[:, None] * self.load_flow_pu)
+        overload = np.maximum(abs_flow - self.rating, 0.0).sum(axis=1)
+        on_f = on_new.astype(np.float64)
+        reserve, shortfall = reserve_shortfall_mw(on_f, f.pmax_mw, load, RESERVE_MARGIN)
+        dt_h = self.spec.dt_h
+        imbalance_mwh = np.abs(imbalance) * dt_h
+        terms = np.empty((b, 5))  # costs first, negated at once below
+        terms[:, 0] = (p * p) @ f.c2_step + p @ f.c1_step
+        terms[:, 1] = on_f @ f.no_load_step
+        terms[:, 2] = start @ f.startup_cost
+        terms[:, 3] = stop @ f.shutdown_cost
+        terms[:, 4] = IMBALANCE_PRICE * imbalance_mwh
+        np.negative(terms, out=terms)
+        costs = np.empty((b, 3))
+        costs[:, 0] = overload * dt_h
+        costs[:, 1] = shortfall * dt_h
+        costs[:, 2] = imbalance_mwh
+        applied = np.empty((b, n, 2))
+        applied[:, :, 0] = p
+        applied[:, :, 1] = on_f
+        new_state = UCState(state.day_id, state.t + 1, on_new, f.advance_time(state.time_in_state, start | stop), p,
+                            imbalance)
+        return new_state, StepOutput(
+            reward=terms.sum(axis=1),
+            reward_terms=terms,
+            constraint_costs=costs,
+            terminated=np.zeros(b, dtype=bool),
+            action_applied=applied.reshape(b, 2 * n),
+            info={
+                "total_load_mw": load,
+                "total_generation_mw": load + imbalance,
+                "slack_p_mw": -imbalance,  # balancing power the slack bus supplies
+                "imbalance_mw": imbalance,
+                "committed_capacity_mw": reserve + load,
+                "reserve_mw": reserve,
+                "reserve_requirement_mw": RESERVE_MARGIN * load,
+                "n_committed": on_new.sum(axis=1),
+                "n_starts": start.sum(axis=1),
+                "n_stops": stop.sum(axis=1),
+                "commitment_overridden": overridden,
+                "n_commitment_overridden": overridden.sum(axis=1),
+                "dispatch_adjusted_mw": np.abs(p - setpoint).sum(axis=1),  # setpoints -> applied outputs
+                "max_branch_loading": (abs_flow * self._inv_rating).max(axis=1, initial=0.0),
+                "n_congested_branches": (abs_flow >= self._congested_above).sum(axis=1),
+                "losses_mw": np.zeros(b),  # DC power flow is lossless
+                "pf_converged": np.ones(b, dtype=bool),
+            },
+        )
+
+    # ---- rule-based baseline ----------------------------------------------------------------
+    def unit_obs(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(load now [B], load next [B], on [B, n], time in state [B, n] steps, last output [B, n],
+        first step [B])`` from observations."""
+        raise NotImplementedError
+
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """Priority-list commitment + congestion-aware economic dispatch (module docstring) [B, 2n]."""
+        load, load_next, on, time_steps, p_prev, first = self.unit_obs(np.asarray(obs, dtype=np.float64))
+        f = self.fleet
+        must_on = on & (time_steps < f.min_up_steps)
+        must_off = ~on & (time_steps < f.min_down_steps)
+        target = (1.0 + RESERVE_MARGIN) * np.maximum(load, load_next)
+        want = priority_list_commitment(self.priority_order, f.pmax_mw, target, must_on, must_off)
+        p = np.empty(want.shape)
+        for row in range(want.shape[0]):  # redispatch takes one set of unit limits per call
+            p[row] = self._secure_dispatch(load[row], on[row], p_prev[row], want[row], must_off[row], first[row])
+        action = np.empty((want.shape[0], self._n, 2))
+        action[:, :, 0] = p
+        action[:, :, 1] = want
+        return action.reshape(want.shape[0], -1)
+
+    def _secure_dispatch(
+        self, load: float, on: np.ndarray, p_prev: np.ndarray, want: np.ndarray, must_off: np.ndarray,
+        first: bool,
+    ) -> np.ndarray:
+        """Congestion-aware dispatch [n] of the units ``want`` (updated in place): while a branch
+        stays overloaded, the cheapest unit that may start and whose injection relieves it
+        (PTDF sensitivity below ``-_RELIEF``) and whose Pmin still fits under the load is committed
+        too, at most ``_MAX_EXTRA_UNITS`` times."""
+        f = self.fleet
+        ptdf = ptdf_matrix(self.case)
+        bus_load = load * self.case.bus_pd_mw / self.case.bus_pd_mw.sum()
+        for _ in range(_MAX_EXTRA_UNITS + 1):
+            lo, hi = f.dispatch_range(on[None], p_prev[None], want[None], (want & ~on)[None], np.array([first]))
+            limited = dataclasses.replace(self.case, gen_pmin_mw=lo[0], gen_pmax_mw=hi[0])
+            result = redispatch(limited, bus_load[None], self.marginal_cost, ptdf=ptdf)
+            over = np.abs(result.branch_flow_mw[0, self.limited]) - self.rating
+            worst = int(np.argmax(over))
+            if over[worst] <= 1e-6:
+                break
+            relief = np.sign(result.branch_flow_mw[0, self.limited[worst]]) * self.gen_flow[:, worst]
+            # ... and whose minimum output still fits under the load (no forced over-generation)
+            can = ~want & ~must_off & (relief < -_RELIEF) & (lo[0].sum() + f.pmin_mw <= load)
+            if not can.any():
+                break
+            cheapest = self.priority_order[can[self.priority_order]][0]
+            want[cheapest] = True
+        return result.gen_p_mw[0]
+
+    # ---- oracle -------------------------------------------------------------------------------
+    def oracle_plan(self, state: UCState) -> np.ndarray:
+        """Day-ahead UC MILP schedule ``[B, horizon, 2n]`` (``[p_mw, on]`` per unit) from ``state``.
+
+        One MILP per episode on HiGHS (:func:`powerzoo.tasks.unit_commitment.oracle.solve_uc_day`),
+        with perfect foresight of the remaining steps' loads; rows before ``state.t`` are zero.
+        """
+        from powerzoo.tasks.unit_commitment.oracle import solve_uc_day
+
+        plan = np.zeros((state.t.size, HORIZON, 2 * self._n))
+        for row in range(state.t.size):
+            t0 = int(state.t[row])
+            steps = np.arange(t0, HORIZON)[None]
+            demand = self.demand_pu(state.day_id[row : row + 1], steps)[0]
+            result = solve_uc_day(self, demand, state.on[row], state.time_in_state[row], state.p_mw[row],
+                                  free_first=t0 == 0)
+            plan[row, t0:, 0::2] = result.p_mw
+            plan[row, t0:, 1::2] = result.on
+        return plan
+
+
+class MarlUc(UnitCommitment):
+    task_id = "marl_uc"
+    case_name = "case5"
+    balance = False
+
+    def _init_obs_slots(self) -> None:
+        obs = self.spec.observation
+        self._own_static = obs.slot("own_pmin_mw", "own_pmax_mw", "own_average_cost_per_mwh", "own_ramp_mw")
+        self._own_dyn = obs.slot("own_on", "own_time_in_state_h", "own_can_switch", "own_prev_p_mw")
+        local = self.spec.observation_spec("local")
+        self._local = {
+            "time": local.slot("hour_sin", "hour_cos", "time_remaining"),
+            "bus": local.slot("own_bus_load_mw"),
+            "static": local.slot("own_pmin_mw", "own_pmax_mw", "own_average_cost_per_mwh", "own_ramp_mw"),
+            "dyn": local.slot("own_on", "own_time_in_state_h", "own_can_switch", "own_prev_p_mw"),
+            "dim": local.dim,
+        }
+        self._gen_bus_load_scale = self.bus_load_scale[self.case.gen_bus]
+        f = self.fleet
+        static = np.stack([f.pmin_mw, f.pmax_mw, f.average_cost_per_mwh(), f.ramp_up_step_mw], axis=1)
+        self._static_obs = static.astype(np.float32)
+
+    def observe(self, state: UCState, obs_mode: str | None = None) -> np.ndarray:
+        """Per-agent observations [B, n, obs_dim] (float32) of mode ``global`` (default) or ``local``."""
+        if obs_mode not in (None, "global", "local"):
+            raise ValueError(f"unknown obs_mode {obs_mode!r} for marl_uc; valid: global, local")
+        f = self.fleet
+        b, n = state.t.size, self._n
+        try:
+            time = self._time_obs.take(state.t, axis=0)
+        except IndexError:  # stepped on past the horizon without a reset
+            time = self._time_features(state.t)
+        dyn = np.empty((b, n, 4))
+        dyn[:, :, 0] = state.on
+        dyn[:, :, 1] = np.minimum(state.time_in_state, self._time_cap_steps) * self.spec.dt_h
+        min_steps = np.where(state.on, f.min_up_steps, f.min_down_steps)
+        dyn[:, :, 2] = state.time_in_state >= min_steps
+        dyn[:, :, 3] = state.p_mw
+        if obs_mode == "local":
+            slots = self._local
+            obs = np.empty((b, n, slots["dim"]), dtype=np.float32)
+            obs[:, :, slots["time"]] = time[:, None, :]
+            demand = self.demand_pu(state.day_id, state.t[:, None])  # [B, 1]
+            obs[:, :, slots["bus"]] = demand * self._gen_bus_load_scale
+            obs[:, :, slots["static"]] = self._static_obs
+            obs[:, :, slots["dyn"]] = dyn
+            return obs
+        _, sys = self._system_obs(state)
+        obs = np.empty((b, n, self.spec.observation.dim), dtype=np.float32)
+        obs[:, :, self._time] = time[:, None, :]
+        obs[:, :, self._sys] = sys[:, None, :]
+        obs[:, :, self._own_static] = self._static_obs
+        obs[:, :, self._own_dyn] = dyn
+        return obs
+
+    def unit_obs(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
+        sys = obs[:, 0, self._sys]
+        dyn = obs[:, :, self._own_dyn]
+        time_steps = np.rint(dyn[:, :, 1] * self._steps_per_h).astype(np.int64)
+        first = obs[:, 0, self._time][:, 2] > 1.0 - 1e-6
+        return sys[:, 0], sys[:, 1], dyn[:, :, 0] > 0.5, time_steps, dyn[:, :, 3], first
+
+
+class Tso(UnitCommitment):
+    task_id = "tso"
+    case_name = "case118"
+    balance = True
+
+    def _init_obs_slots(self) -> None:
+        obs, n = self.spec.observation, self._n
+        self._on = obs.slot(*(f"gen_{i}.on" for i in range(n)))
+        self._tis = obs.slot(*(f"gen_{i}.time_in_state_h" for i in range(n)))
+        self._prev_p = obs.slot(*(f"gen_{i}.prev_p_mw" for i in range(n)))
+
+    def observe(self, state: UCState) -> np.ndarray:
+        """Observation [B, obs_dim] (float32): time, system block, then on / time in state / last output per unit."""
+        time, sys = self._system_obs(state)
+        obs = np.empty((state.t.size, self.spec.observation.dim), dtype=np.float32)
+        obs[:, self._time] = time
+        obs[:, self._sys] = sys
+        obs[:, self._on] = state.on
+        obs[:, self._tis] = np.minimum(state.time_in_state, self._time_cap_steps) * self.spec.dt_h
+        obs[:, self._prev_p] = state.p_mw
+        return obs
+
+    def unit_obs(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
+        time_steps = np.rint(obs[:, self._tis] * self._steps_per_h).astype(np.int64)
+        sys = obs[:, self._sys]
+        first = obs[:, self._time][:, 2] > 1.0 - 1e-6
+        return sys[:, 0], sys[:, 1], obs[:, self._on] > 0.5, time_steps, obs[:, self._prev_p], first

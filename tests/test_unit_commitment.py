@@ -1,0 +1,243 @@
+"""Unit commitment: thermal-unit physics, ``marl_uc`` and ``tso`` (invariants, adapters, oracle)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from pettingzoo.test import parallel_api_test
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+from powerzoo.benchmarks.baselines import evaluate_baseline
+from powerzoo.devices.thermal_unit import ThermalFleet, UnitClass, balance_dispatch, fleet_from_case
+from powerzoo.envs.introspect import inspect_env
+from powerzoo.rl import make_env
+from powerzoo.tasks import make_task
+
+warnings.filterwarnings("ignore", message="ignoring unknown reset option")
+
+
+# ---- thermal-unit physics ------------------------------------------------------------------
+def test_fleet_rule_on_case5_matches_hand_computed_parameters():
+    task = make_task("marl_uc")
+    f = task.fleet
+    assert f.unit_class == ("peaking", "mid", "base", "mid", "base")
+    # Solitude: 520 MW, 30 $/MWh, base class: Pmin 40 %, 1 %/min, 8 h / 8 h, 70 $/MW start
+    assert f.pmin_mw[2] == pytest.approx(208.0)
+    assert f.ramp_up_step_mw[2] == pytest.approx(0.01 * 520 * 30)  # 156 MW per 30-min step
+    assert (f.min_up_steps[2], f.min_down_steps[2]) == (16, 16)
+    assert f.startup_cost[2] == pytest.approx(36_400.0) and f.shutdown_cost[2] == pytest.approx(3_640.0)
+    assert f.no_load_cost_per_h[2] == pytest.approx(0.1 * 30 * 520)
+    # Alta: 40 MW peaking unit, ramps its whole range in a step, 1 h minimum times
+    assert f.startup_max_mw[0] == pytest.approx(40.0) and (f.min_up_steps[0], f.min_down_steps[0]) == (2, 2)
+    assert make_task("tso").fleet.n_units == 54
+
+
+def test_commit_overrides_switches_that_break_minimum_times():
+    f = make_task("marl_uc").fleet  # unit 2: 16 steps min up / down
+    on = np.array([[True, True, True, False, False]])
+    time = np.array([[1, 1, 16, 3, 16]])
+    want = np.array([[False, False, False, True, True]])
+    on_new, start, stop, overridden = f.commit(on, time, want)
+    # unit 0 (peaking, 2 steps) and unit 1 (mid, 8 steps) were on for 1 step: kept on
+    assert overridden[0].tolist() == [True, True, False, True, False]
+    assert on_new[0].tolist() == [True, True, False, False, True]
+    assert stop[0].tolist() == [False, False, True, False, False]
+    assert start[0].tolist() == [False, False, False, False, True]
+    assert f.advance_time(time, start | stop)[0].tolist() == [2, 2, 1, 4, 1]
+
+
+def test_balance_dispatch_shares_the_mismatch_by_headroom():
+    lo = np.array([[10.0, 20.0, 0.0]])
+    hi = np.array([[50.0, 100.0, 0.0]])
+    p, imbalance = balance_dispatch(np.array([[30.0, 20.0, 5.0]]), lo, hi, np.array([110.0]))
+    # clipped to [30, 20, 0]; 60 MW short, headroom 20 + 80: 60 % of each
+    np.testing.assert_allclose(p, [[42.0, 68.0, 0.0]])
+    assert imbalance[0] == pytest.approx(0.0)
+    p, imbalance = balance_dispatch(np.array([[30.0, 20.0, 0.0]]), lo, hi, np.array([200.0]))
+    np.testing.assert_allclose(p, [[50.0, 100.0, 0.0]])
+    assert imbalance[0] == pytest.approx(-50.0)  # beyond the committed capacity: reported
+
+
+def test_fleet_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="pmin_mw must not exceed pmax_mw"):
+        fleet_from_case(np.array([100.0]), np.array([20.0]), np.array([0.0]), 0.5,
+                        classes=(UnitClass("odd", np.inf, 1.5, 0.01, 1.0, 1.0, 10.0),))
+    with pytest.raises(ValueError, match="must be finite and non-negative"):
+        ThermalFleet(*(np.array([v]) for v in (0.0, 10.0, -1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 10.0, 0.0)), dt_h=0.5)
+    with pytest.raises(ValueError, match="same length|one length"):
+        fleet_from_case(np.array([100.0, 50.0]), np.array([20.0]), np.array([0.0]), 0.5)
+
+
+# ---- invariants along random episodes -------------------------------------------------------
+def _random_episode(task_id: str, num_envs: int = 6, seed: int = 0):
+    """(task, per-step states before the step, infos) of one batched random episode."""
+    env = make_env(task_id, num_envs=num_envs, seed=seed)
+    facts = inspect_env(env)
+    task, runner = facts.task, facts.runner
+    rng = np.random.default_rng(seed)
+    lo, hi = task.spec.action.bounds()
+    states, infos = [], []
+    for _ in range(task.spec.horizon):
+        before = runner.state
+        action = rng.uniform(lo, hi, (num_envs, lo.size))
+        action[:, 1::2] = rng.uniform(0, 1, (num_envs, lo.size // 2)) < 0.3  # rare switches
+        info = runner.step(action, observe=False)[4]
+        states.append(before)
+        infos.append(info)
+    return task, states, infos
+
+
+@pytest.mark.parametrize("task_id", ["marl_uc", "tso"])
+def test_schedule_respects_min_times_ramps_balance_and_reserve(task_id):
+    task, states, infos = _random_episode(task_id)
+    f, dt = task.fleet, task.spec.dt_h
+    for before, info in zip(states, infos, strict=True):
+        applied = info["action_applied"].reshape(len(before.t), f.n_units, 2)
+        p, on = applied[:, :, 0], applied[:, :, 1] > 0.5
+        requested = info["action_requested"].reshape(applied.shape)[:, :, 1] > 0.5
+        switched = on != before.on
+        # minimum up/down: a switch only after the minimum time; refused ones are reported
+        min_steps = np.where(before.on, f.min_up_steps, f.min_down_steps)
+        assert np.all(before.time_in_state[switched] >= min_steps[switched])
+        np.testing.assert_array_equal(info["commitment_overridden"], requested != on)
+        assert np.all(requested[~info["commitment_overridden"]] == on[~info["commitment_overridden"]])
+        # output bounds and ramps
+        assert np.all(p[~on] == 0.0)
+        assert np.all(p[on] >= np.broadcast_to(f.pmin_mw, p.shape)[on] - 1e-9)
+        assert np.all(p <= f.pmax_mw + 1e-9)
+        stay = on & before.on & (before.t > 0)[:, None]  # the first step has no ramp limit
+        step_up = p - before.p_mw
+        assert np.all(step_up[stay] <= np.broadcast_to(f.ramp_up_step_mw, p.shape)[stay] + 1e-6)
+        assert np.all(-step_up[stay] <= np.broadcast_to(f.ramp_down_step_mw, p.shape)[stay] + 1e-6)
+        started = on & ~before.on
+        assert np.all(p[started] <= np.broadcast_to(f.startup_max_mw, p.shape)[started] + 1e-9)
+        # balance met or reported
+        load = info["total_load_mw"]
+        np.testing.assert_allclose(p.sum(axis=1) - load, info["imbalance_mw"], atol=1e-6)
+        np.testing.assert_allclose(info["cost_power_imbalance"], np.abs(info["imbalance_mw"]) * dt, atol=1e-9)
+        if task.balance:  # tso balances within the committed units' bounds
+            lo, hi = f.dispatch_range(before.on, before.p_mw, on, started, before.t == 0)
+            feasible = (lo.sum(axis=1) <= load) & (load <= hi.sum(axis=1))
+            assert np.all(np.abs(info["imbalance_mw"][feasible]) < 1e-6)
+        # reserve from committed capacity
+        capacity = on @ f.pmax_mw
+        np.testing.assert_allclose(info["committed_capacity_mw"], capacity)
+        np.testing.assert_allclose(info["reserve_mw"], capacity - load)
+        np.testing.assert_allclose(info["cost_reserve_shortfall"], np.maximum(0.1 * load - (capacity - load), 0) * dt)
+        assert np.all(info["constraint_costs"] >= 0.0)
+
+
+def test_start_up_and_no_load_costs_are_charged():
+    task = make_task("marl_uc", "test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0]))
+    off = ~state.on[0]
+    assert off.any()
+    action = np.zeros((1, 10))
+    action[0, 0::2] = state.p_mw[0]
+    action[0, 1::2] = 1.0  # everything on
+    new, out = task.step(state, action, rng)
+    f = task.fleet
+    terms = dict(zip(task.spec.reward_terms, -out.reward_terms[0], strict=True))
+    assert terms["startup_cost"] == pytest.approx(f.startup_cost[off].sum())
+    assert terms["no_load_cost"] == pytest.approx(f.no_load_cost_per_h.sum() * 0.5)
+    assert out.info["n_starts"][0] == off.sum()
+    assert new.time_in_state[0][off].tolist() == [1] * int(off.sum())
+
+
+# ---- adapters -------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["global", "local"])
+def test_parallel_api_test_passes_on_marl_uc(mode):
+    parallel_api_test(make_env("marl_uc", framework="pettingzoo", obs_mode=mode, seed=0), num_cycles=60)
+
+
+def test_marl_uc_observation_modes():
+    for mode, dim in (("global", 15), ("local", 12)):
+        env = make_env("marl_uc", framework="pettingzoo", obs_mode=mode, seed=0)
+        obs, _ = env.reset(seed=0, options={"day_id": 0})
+        assert len(env.observation_fields("gen_0")) == dim == obs["gen_0"].shape[0]
+        fields = env.observation_fields("gen_4")
+        assert obs["gen_4"][fields.index("own_pmax_mw")] == 600.0
+    task = make_task("marl_uc", "train")
+    state = task.reset(np.random.default_rng(0), np.array([0]))
+    local = task.observe(state, "local")[0]
+    system_load = task.system_load_mw(state.day_id, np.zeros((1, 1), int))[0, 0]
+    share = task.bus_load_scale[task.case.gen_bus] / task.bus_load_scale.sum()  # each unit's bus
+    np.testing.assert_allclose(local[:, 3], system_load * share, rtol=1e-6)
+    with pytest.raises(ValueError, match="unknown obs_mode 'everything'"):
+        make_env("marl_uc", framework="pettingzoo", obs_mode="everything")
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_gymnasium_and_sb3_checkers_pass_on_tso(normalize):
+    env = make_env("tso", normalize=normalize, seed=0)
+    gym_check_env(env.unwrapped if not normalize else env, skip_render_check=True)
+    sb3_check_env(env, warn=False)
+
+
+def test_registered_gym_id_and_splits():
+    import gymnasium as gym
+
+    import powerzoo  # noqa: F401  (registers the ids)
+
+    env = gym.make("powerzoo/TSO-v0", split="line_tightening")
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (7 + 3 * 54,)
+    base, tight = make_task("tso", "test"), make_task("tso", "line_tightening")
+    np.testing.assert_allclose(tight.rating, 0.8 * base.rating)
+    assert tight.n_days == base.n_days
+    stress = make_task("marl_uc", "load_stress")
+    assert stress.system_load_mw(np.array([0]), np.zeros((1, 1), int))[0, 0] == pytest.approx(
+        1.15 * make_task("marl_uc", "test").system_load_mw(np.array([0]), np.zeros((1, 1), int))[0, 0])
+
+
+def test_determinism_under_a_seed():
+    def run() -> np.ndarray:
+        env = make_env("tso", num_envs=3, seed=7)
+        rng = np.random.default_rng(1)
+        out = []
+        for _ in range(60):
+            obs, reward, _, _, info = env.step(rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32))
+            out.append(np.concatenate([obs.ravel(), reward, info["constraint_costs"].ravel()]))
+        return np.concatenate(out)
+
+    np.testing.assert_array_equal(run(), run())
+
+
+def test_bad_input_raises_clear_errors():
+    env = make_env("tso", seed=0)
+    action = env.action_space.sample()
+    action[3] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        env.step(action)
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(5, np.float32))
+    with pytest.raises(ValueError, match="unknown split 'line_tightening'"):
+        make_env("marl_uc", split="line_tightening")
+    with pytest.raises(ValueError, match="out of range"):
+        env.reset(options={"day_id": 10_000})
+    with pytest.raises(TypeError, match="takes no task parameters"):
+        make_env("tso", margin=0.2)
+
+
+# ---- baselines ----------------------------------------------------------------------------
+def test_marl_uc_oracle_replays_without_overrides_and_beats_rule_and_random():
+    rows = {p: evaluate_baseline("marl_uc", p, day_ids=[3, 40]) for p in ("random", "rule_based", "oracle")}
+    assert rows["oracle"]["mean"] > rows["rule_based"]["mean"] > rows["random"]["mean"]
+    assert sum(rows["oracle"]["mean_costs"].values()) < 0.01  # float32 actions: round-off only
+    task = make_task("marl_uc", "test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([5]))
+    plan = task.oracle_plan(state)
+    for k in range(task.spec.horizon):
+        state, out = task.step(state, plan[:, k], rng)
+        assert out.info["n_commitment_overridden"][0] == 0
+        assert out.info["dispatch_adjusted_mw"][0] < 1e-4
+
+
+@pytest.mark.slow
+def test_tso_oracle_beats_rule_and_random():
+    rows = {p: evaluate_baseline("tso", p, day_ids=[3, 40]) for p in ("random", "rule_based", "oracle")}
+    assert rows["oracle"]["mean"] > rows["rule_based"]["mean"] > rows["random"]["mean"]
+    assert rows["oracle"]["mean_costs"]["thermal_overload"] < rows["rule_based"]["mean_costs"]["thermal_overload"]
