@@ -38,7 +38,7 @@ in a minute, so the network enters in rounds:
    that does not lower the LP objective is retried on half as many steps.
 
 The plan is the repaired commitment with its LP dispatch. The first step of an episode has no
-ramp limit (as in the env). HiGHS runs on one thread and stops at a relative MIP gap of
+ramp limit (as in the env). HiGHS searches with one MIP worker and stops at a relative MIP gap of
 ``MIP_REL_GAP`` (0.5 %); the whole plan has a wall-clock budget of ``TIME_LIMIT_S`` (55 s,
 ``REPAIR_RESERVE_S`` of it kept for the repair), so on case118 the number of rounds (and the
 plan) depends on the machine's speed and load: the oracle is reproducible on case5, where the
@@ -137,13 +137,15 @@ class _Model:
         self.v.append(np.broadcast_to(np.asarray(coef, float), np.shape(cols)).ravel())
 
     def solve(self, time_limit_s: float, start: np.ndarray | None = None) -> tuple[np.ndarray | None, float, str]:
-        """Solve on HiGHS (one thread, relative gap :data:`MIP_REL_GAP`); ``start``: a MIP start
+        """Solve on HiGHS (one MIP worker, relative gap :data:`MIP_REL_GAP`); ``start``: a MIP start
         (values of the first ``len(start)`` columns, the rest 0). Returns ``(x, objective, status)``."""
         import highspy
 
         h = highspy.Highs()
         h.setOptionValue("output_flag", DISP)
-        h.setOptionValue("threads", 1)
+        # no "threads" option: HiGHS >= 1.16 refuses to run ("Not Set") when it differs from the
+        # process's thread scheduler, which the first HiGHS solve in the process fixes; the MIP
+        # search runs on one worker anyway
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
         h.setOptionValue("time_limit", float(max(time_limit_s, 1.0)))
         cost = np.concatenate(self.cost)
