@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from powerzoo.benchmarks.evaluation import evaluate, evaluate_days
+from powerzoo.envs.multi_agent import PowerZooMultiAgentVectorEnv
 from powerzoo.fileio import atomic_write_text, write_json
 from powerzoo.rl import Trainer, make_env
 from powerzoo.rl.config import ConfigError, TrainConfig
@@ -190,6 +191,111 @@ def test_lagrangian_logs_multipliers_in_the_evaluation_csv(tmp_path):
         {"feasible": False, "mean_return": 10.0})
 
 
+# ---- Lagrangian on a toy constrained env ----------------------------------------------------------
+class _EffortEnv:
+    """Toy two-agent constrained env, batched like the native multi-agent vector env (the collector's API).
+
+    Each agent picks an effort in [0, 1] every step; the shared reward and the one selected cost
+    ("overuse") of a step are both the total effort, so the only way under the per-episode cost
+    budget is to give up reward. Episodes are ``horizon`` steps and truncate (auto-reset) at the end;
+    the observation of each agent is ``[t / horizon, own last effort]``.
+    """
+
+    def __init__(self, num_envs: int, horizon: int = 10) -> None:
+        from types import SimpleNamespace
+
+        import gymnasium as gym
+
+        self.num_envs, self.horizon = num_envs, horizon
+        self.possible_agents = ["a", "b"]
+        self.agent_groups = {"workers": list(self.possible_agents)}
+        self.task_spec = SimpleNamespace(constraint_names=("overuse",), selected_constraints=("overuse",))
+        self.single_state_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+        self._obs_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        self._act_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.t = np.zeros(num_envs, np.int64)
+        self.last = np.zeros((num_envs, 2))
+
+    def single_observation_space(self, agent: str):
+        return self._obs_space
+
+    def single_action_space(self, agent: str):
+        return self._act_space
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        time = (self.t / self.horizon).astype(np.float32)
+        return {a: np.stack([time, self.last[:, i].astype(np.float32)], axis=1)
+                for i, a in enumerate(self.possible_agents)}
+
+    def reset(self, seed=None):
+        self.t[:], self.last[:] = 0, 0.0
+        return self._obs(), {}
+
+    def step(self, actions):
+        effort = np.stack([np.clip(np.asarray(actions[a], np.float64)[:, 0], 0.0, 1.0) for a in self.possible_agents], 1)
+        total = effort.sum(axis=1)
+        self.t += 1
+        self.last = effort
+        trunc = self.t >= self.horizon
+        info = {"constraint_costs": total[:, None], "selected_constraint_costs": total[:, None]}
+        if trunc.any():
+            info["final_obs"] = self._obs()
+            info["final_state"] = np.concatenate([info["final_obs"][a] for a in self.possible_agents], axis=1)
+            self.t[trunc], self.last[trunc] = 0, 0.0
+        obs = self._obs()
+        same = {a: trunc.copy() for a in self.possible_agents}
+        return obs, {a: total.copy() for a in self.possible_agents}, {a: np.zeros_like(trunc) for a in same}, same, info
+
+    group_arrays = PowerZooMultiAgentVectorEnv.group_arrays
+    agent_arrays = PowerZooMultiAgentVectorEnv.agent_arrays
+
+
+def _train_on_effort_env(lambda_lr: float, budget: float, iterations: int) -> tuple[list, list, list]:
+    """MAPPO-L iterations as :meth:`MAPPOTrainer._iteration` runs them (the trainer itself builds
+    registered tasks only): per-iteration mean episode cost, team return and multiplier."""
+    torch.manual_seed(0)
+    env = _EffortEnv(num_envs=16)
+    layout = GroupLayout(env.possible_agents, 2, 1, np.zeros((2, 1)), np.ones((2, 1)))
+    params = MAPPOParams(n_steps=env.horizon, n_epochs=5, hidden_sizes=(16, 16), learning_rate=3e-3,
+                         critic_learning_rate=3e-3, log_std_init=-0.5, gamma=0.9, lambda_lr=lambda_lr)
+    learner = MultiAgentPPO({"workers": layout}, 4, params, True, ("overuse",), (budget,))
+    collector = Collector(env, learner)
+    collector.reset(0)
+    costs, returns, multipliers = [], [], []
+    for _ in range(iterations):
+        rollout, episodes, last_v, last_cv = collector.collect(params.n_steps)
+        assert len(episodes.returns) == env.num_envs  # every env finishes one episode per rollout
+        cost = float(episodes.mean_episode_selected_costs(env.horizon)[0])
+        multipliers.append(float(learner.update_multipliers(np.array([cost]))[0]))
+        rollout.finish(last_v, last_cv, params.gamma, params.gae_lambda, params.gamma)
+        learner.update(rollout)
+        costs.append(cost)
+        returns.append(float(episodes.returns.mean()))
+    return costs, returns, multipliers
+
+
+def test_lagrangian_on_a_toy_constrained_env_trades_reward_for_the_budget():
+    budget, lr = 6.0, 0.05
+    costs, returns, lam = _train_on_effort_env(lr, budget, 25)
+    previous = 0.0
+    for cost, value in zip(costs, lam, strict=True):
+        assert value >= 0.0  # never negative
+        if cost > budget:  # rises while the mean episode cost exceeds the budget ...
+            assert value == pytest.approx(previous + lr * (cost - budget))
+        else:  # ... falls (or stays at 0) once it is under
+            assert value == pytest.approx(max(previous + lr * (cost - budget), 0.0))
+        previous = value
+    assert costs[0] > budget and max(lam) > 0.5  # starts over budget, the multiplier builds up
+    first_under = next(i for i, c in enumerate(costs) if c <= budget)
+    assert lam[first_under] < lam[first_under - 1]  # under the budget: the multiplier falls back
+    assert all(c <= budget for c in costs[first_under:])  # the agents gave up reward to stay under it
+    assert returns[-1] < 0.5 * max(returns)
+    # the same learner without multiplier updates (plain MAPPO) ends far over the budget, with more reward
+    plain_costs, plain_returns, plain_lam = _train_on_effort_env(0.0, budget, 25)
+    assert set(plain_lam) == {0.0} and min(plain_costs[first_under:]) > 2.0 * budget
+    assert plain_returns[-1] > 2.0 * returns[-1]
+
+
 # ---- run folder, resume, export -------------------------------------------------------------------
 def test_resume_from_a_checkpoint_continues_identically(tmp_path):
     options = {"evaluation": {"freq": 64, "episodes": 1}, "checkpoint": {"freq": 64, "keep": 5}}
@@ -261,6 +367,21 @@ def test_bad_names_and_parameters_fail_clearly():
         Trainer("marl_opf", algorithm="IPPO", algorithm_kwargs={"n_stepz": 4})
     with pytest.raises(ConfigError, match="clip_range"):
         Trainer("marl_opf", algorithm="MAPPO", algorithm_kwargs={"clip_range": -1})
+    with pytest.raises(ConfigError, match="lr_schedule"):
+        Trainer("marl_opf", algorithm="MAPPO", algorithm_kwargs={"lr_schedule": "cosine"})
+
+
+def test_linear_learning_rate_schedule():
+    learner = MultiAgentPPO(_layout(), 6, MAPPOParams(learning_rate=1e-3, critic_learning_rate=4e-3,
+                                                      lr_schedule="linear"), True)
+    learner.set_progress(0.75)
+    assert learner.actor_optims["g"].param_groups[0]["lr"] == pytest.approx(2.5e-4)
+    assert learner.critic_optims["g"].param_groups[0]["lr"] == pytest.approx(1e-3)
+    learner.set_progress(1.5)  # past the budget: 0, never negative
+    assert learner.actor_optims["g"].param_groups[0]["lr"] == 0.0
+    constant = MultiAgentPPO(_layout(), 6, MAPPOParams(learning_rate=1e-3), True)
+    constant.set_progress(0.75)
+    assert constant.actor_optims["g"].param_groups[0]["lr"] == 1e-3
 
 
 def test_cli_train_with_a_mappo_config_and_describe(tmp_path, capsys):
@@ -277,13 +398,21 @@ def test_cli_train_with_a_mappo_config_and_describe(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_mappo_beats_random_on_marl_opf():
+def test_mappo_learns_marl_opf_with_its_config(tmp_path):
+    """The settings of configs/marl_opf_mappo.yaml at a small budget (20 iterations, 122,880 env steps):
+    far past random on every test day (normalised score 0 = random, 1 = rule-based = oracle)."""
+    import yaml
+
     from powerzoo.benchmarks.baselines import baseline_row
 
-    trainer = Trainer("marl_opf", algorithm="MAPPO", total_timesteps=30_720, seed=0, n_envs=64, evaluation=None,
-                      checkpoint=None, output_dir=str(Path(__import__("tempfile").mkdtemp())),
-                      logging={"tensorboard": False, "progress_bar": False})
+    config = yaml.safe_load((REPO / "configs" / "marl_opf_mappo.yaml").read_text())
+    trainer = Trainer("marl_opf", algorithm="MAPPO", total_timesteps=122_880, seed=0, n_envs=config["n_envs"],
+                      algorithm_kwargs=config["algorithm_kwargs"], evaluation=None, checkpoint=None,
+                      output_dir=str(tmp_path), logging={"tensorboard": False, "progress_bar": False},
+                      torch_threads=1)
     trainer.train()
     summary = trainer.evaluate("test")
     random_return = baseline_row("marl_opf", "random", "test")["mean"]
-    assert summary["mean_return"] > 0.5 * random_return  # at least twice better than random ($)
+    assert summary["mean_return"] > 0.15 * random_return  # more than 6x better than random ($ per day)
+    assert summary["normalized_score"] > 0.9
+    assert summary["mean_costs"]["power_imbalance"] < 0.1 * 6317.9  # random: 6,318 MWh per day

@@ -162,6 +162,15 @@ class MultiAgentPPO(nn.Module):
         self.multipliers = np.clip(step, 0.0, np.inf if p.lambda_max is None else p.lambda_max)
         return self.multipliers.copy()
 
+    def set_progress(self, done_fraction: float) -> None:
+        """Apply the learning-rate schedule at ``done_fraction`` (in [0, 1]) of the run's budget."""
+        p = self.params
+        scale = 1.0 if p.lr_schedule == "constant" else max(1.0 - float(done_fraction), 0.0)
+        for optims, lr in ((self.actor_optims, p.learning_rate), (self.critic_optims, p.critic_learning_rate)):
+            for optim in optims.values():
+                for group in optim.param_groups:
+                    group["lr"] = lr * scale
+
     # ---- update ----------------------------------------------------------------------------------
     @staticmethod
     def _standardise(x: torch.Tensor) -> torch.Tensor:

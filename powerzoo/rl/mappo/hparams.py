@@ -22,6 +22,7 @@ __all__ = ["NATIVE_MARL_ALGORITHMS", "MAPPOParams", "algorithm_flags", "check_pa
 
 NATIVE_MARL_ALGORITHMS: tuple[str, ...] = ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L")
 """The multi-agent on-policy algorithms of :mod:`powerzoo.rl.mappo` (multi-agent tasks only)."""
+LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
 
 
 @dataclasses.dataclass
@@ -35,6 +36,8 @@ class MAPPOParams:
         n_minibatches: mini-batches per epoch (per group).
         learning_rate: Adam step size of the actors.
         critic_learning_rate: Adam step size of the critics (reward and cost).
+        lr_schedule: ``"constant"``, or ``"linear"``: both step sizes decay linearly to 0 over the
+            run's budget (set before each iteration's update from the env steps done so far).
         gamma: discount (``None``: the task's, 0.999 on tasks of >= 168 steps).
         gae_lambda: GAE lambda.
         clip_range: PPO ratio clip.
@@ -58,6 +61,7 @@ class MAPPOParams:
     n_minibatches: int = 1
     learning_rate: float = 1e-3
     critic_learning_rate: float = 1e-3
+    lr_schedule: str = "constant"
     gamma: float | None = None
     gae_lambda: float = 0.95
     clip_range: float = 0.2
@@ -87,6 +91,8 @@ class MAPPOParams:
             value = getattr(self, name)
             if value is not None and not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if not 0.0 <= self.gae_lambda <= 1.0:
             raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda!r}")
         if self.ent_coef < 0 or self.lambda_lr < 0 or self.lambda_init < 0:

@@ -263,12 +263,14 @@ class MAPPOTrainer:
         multipliers = learner.update_multipliers(episodes.mean_episode_selected_costs(self.spec.horizon)
                                                  if self.lagrangian else None)
         rollout.finish(last_v, last_cv, self.gamma, p.gae_lambda, self.cost_gamma)
+        learner.set_progress(self.num_timesteps / max(self.config.budget_timesteps(), 1))
         stats = learner.update(rollout)
         t2 = time.perf_counter()
         steps = p.n_steps * collector.n_envs
         self.num_timesteps += steps
         self.iterations += 1
         scalars = {f"train/{k}": v for k, v in stats.items()}
+        scalars["train/learning_rate"] = float(next(iter(learner.actor_optims.values())).param_groups[0]["lr"])
         scalars.update(self._episode_scalars(episodes))
         for name, value in zip(self.cost_names, multipliers, strict=True):
             scalars[f"lagrangian/lambda_{name}"] = float(value)
