@@ -131,9 +131,6 @@ class _Slots:
 
     @classmethod
     def of(cls, spec: VectorSpec) -> _Slots:
-        def optional(*names: str) -> Any:
-            return spec.slot(*names) if set(names) <= set(spec.names) else None
-
         return cls(
             width=spec.dim,
             time=spec.slot("hour_sin", "hour_cos", "time_remaining"),
@@ -142,14 +139,14 @@ class _Slots:
             own_prev_p=spec.slot("own_prev_p_mw"),
             own_v=spec.slot("own_v_pu"),
             own_load=spec.slot("own_bus_load_mw"),
-            demand=optional("demand_pu"),
-            feeder_p=optional("feeder_p_mw"),
-            v_min=optional("v_min_pu"),
-            v_max=optional("v_max_pu"),
-            socs=optional(*(f[0] for f in _GLOBAL[4:])),
-            forecast=optional(*(f[0] for f in _FORECAST)),
-            upstream_v=optional("upstream_v_pu"),
-            downstream_v=optional("downstream_v_pu"),
+            demand=spec.optional_slot("demand_pu"),
+            feeder_p=spec.optional_slot("feeder_p_mw"),
+            v_min=spec.optional_slot("v_min_pu"),
+            v_max=spec.optional_slot("v_max_pu"),
+            socs=spec.optional_slot(*(f[0] for f in _GLOBAL[4:])),
+            forecast=spec.optional_slot(*(f[0] for f in _FORECAST)),
+            upstream_v=spec.optional_slot("upstream_v_pu"),
+            downstream_v=spec.optional_slot("downstream_v_pu"),
         )
 
 

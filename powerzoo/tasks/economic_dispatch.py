@@ -147,18 +147,15 @@ class _ObsSlots:
 
     @classmethod
     def of(cls, spec: VectorSpec) -> _ObsSlots:
-        def optional(*names: str) -> int | slice | None:
-            return spec.slot(*names) if set(names) <= set(spec.names) else None
-
         return cls(
             width=spec.dim,
             time=spec.slot("hour_sin", "hour_cos", "time_remaining"),
             own=spec.slot("own_pmin_mw", "own_pmax_mw", "own_marginal_cost_per_mwh"),
             prev_p=spec.slot("own_prev_p_mw"),
-            system_load=optional("system_load_mw", "system_load_next_mw"),
-            prev_imbalance=optional("prev_imbalance_mw"),
-            bus_load=optional("bus_load_mw"),
-            forecast=optional(*_FORECAST_FIELDS),
+            system_load=spec.optional_slot("system_load_mw", "system_load_next_mw"),
+            prev_imbalance=spec.optional_slot("prev_imbalance_mw"),
+            bus_load=spec.optional_slot("bus_load_mw"),
+            forecast=spec.optional_slot(*_FORECAST_FIELDS),
         )
 
 

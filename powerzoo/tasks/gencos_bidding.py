@@ -110,9 +110,6 @@ class _Slots:
 
     @classmethod
     def of(cls, spec: VectorSpec) -> _Slots:
-        def optional(*names: str) -> Any:
-            return spec.slot(*names) if set(names) <= set(spec.names) else None
-
         return cls(
             width=spec.dim,
             time=spec.slot("hour_sin", "hour_cos", "time_remaining"),
@@ -120,9 +117,9 @@ class _Slots:
             own=spec.slot("own_pmax_mw", "own_marginal_cost_per_mwh"),
             own_prev_p=spec.slot("own_prev_p_mw"),
             own_prev_lmp=spec.slot("own_prev_lmp_per_mwh"),
-            mean_lmp=optional("prev_mean_lmp_per_mwh"),
-            own_markups=optional(*(f[0] for f in _OWN_MARKUPS)),
-            all_markups=optional(*(f[0] for f in _ALL_MARKUPS)),
+            mean_lmp=spec.optional_slot("prev_mean_lmp_per_mwh"),
+            own_markups=spec.optional_slot(*(f[0] for f in _OWN_MARKUPS)),
+            all_markups=spec.optional_slot(*(f[0] for f in _ALL_MARKUPS)),
         )
 
 

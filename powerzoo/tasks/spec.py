@@ -62,6 +62,11 @@ class VectorSpec:
         """Nominal (finite) range as float64 arrays."""
         return np.asarray(self.nominal_low, np.float64), np.asarray(self.nominal_high, np.float64)
 
+    def optional_slot(self, *names: str) -> int | slice | None:
+        """:meth:`slot` of ``names`` when all of them are in the vector, else ``None`` (a field
+        block that only some observation modes have)."""
+        return self.slot(*names) if set(names) <= set(self.names) else None
+
     def slot(self, *names: str) -> int | slice:
         """Where ``names`` sit in the vector: an int for one name, else a slice (step allowed).
 
