@@ -11,7 +11,10 @@ N = 1 is the single env (Gymnasium or PettingZoo, as a user steps it); N > 1 is 
 env (``make_env(task, num_envs=N)``). Each measurement runs in a fresh subprocess pinned to one
 BLAS thread, so peak memory (ru_maxrss) and import time belong to it alone. Random actions are
 drawn before the clock starts (a pool of batches, cycled), so the figures measure PowerZoo, not the
-action sampler; episode resets are included (the batched env resets finished rows itself).
+action sampler; episode resets are included (the batched env resets finished rows itself). The
+clock runs for at least ``--seconds`` and then on to a whole number of episode lengths (horizon
+calls), so every step of the day weighs the same at every N: at N = 4,096 a 1.5 s window would
+otherwise cover a few hours of the day, and some hours cost more (congested peak, harder market LPs).
 "CPU µs" is the process's CPU time per env-step: on a busy machine it stays close to the idle
 figure while wall-clock steps/s drop.
 ``--sweep`` also writes ``results/throughput/throughput.{csv,json,md,png}`` (the Markdown table is
@@ -61,12 +64,14 @@ def run(n_calls):
             env.reset()
 run(min(n_pool, 16))  # warm-up: caches, buffers sized for N
 calls, elapsed, cpu, chunk = 0, 0.0, 0.0, 8
-while elapsed < seconds:
+horizon = spec.horizon
+while elapsed < seconds or calls % horizon:  # whole episodes: every step of the day counted equally
+    n = chunk if elapsed < seconds else horizon - calls % horizon
     t0, c0 = time.perf_counter(), time.process_time()
-    run(chunk)
+    run(n)
     elapsed += time.perf_counter() - t0
     cpu += time.process_time() - c0
-    calls += chunk
+    calls += n
     chunk = min(chunk * 2, 1024)
 steps = calls * num_envs
 print(json.dumps({"task": task, "num_envs": num_envs, "steps_per_s": steps / elapsed,

@@ -60,6 +60,7 @@ from powerzoo.devices.thermal_unit import (
 from powerzoo.physics.dc_power_flow import gen_bus_matrix, ptdf_matrix
 from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.redispatch import redispatch
+from powerzoo.scratch import Scratch
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.economic_dispatch import (
     LOAD_SCALE,
@@ -137,6 +138,7 @@ class UnitCommitment(Task):
         self.rating = self.case.branch_rate_a_mw[limited]
         self._inv_rating = 1.0 / self.rating
         self._congested_above = self.rating - 1e-6  # |flow| from which a branch counts as congested
+        self._scratch = Scratch()  # the step's [B, n_lim] temporaries, reused
         self.marginal_cost = _marginal_cost(self.case)
         self.merit_order = np.argsort(self.marginal_cost, kind="stable")
         self.priority_order = np.argsort(self.fleet.average_cost_per_mwh(), kind="stable")
@@ -211,8 +213,15 @@ class UnitCommitment(Task):
         else:
             p = np.minimum(np.maximum(setpoint, lo), hi)
             imbalance = p.sum(axis=1) - load
-        abs_flow = np.abs(p @ self.gen_flow - demand[:, None] * self.load_flow_pu)
-        overload = np.maximum(abs_flow - self.rating, 0.0).sum(axis=1)
+        work, lim = self._scratch, (b, self.rating.size)
+        abs_flow = np.matmul(p, self.gen_flow, out=work("abs_flow", lim))
+        tmp = np.multiply(demand[:, None], self.load_flow_pu, out=work("tmp", lim))
+        np.subtract(abs_flow, tmp, out=abs_flow)
+        np.abs(abs_flow, out=abs_flow)
+        np.subtract(abs_flow, self.rating, out=tmp)
+        overload = np.maximum(tmp, 0.0, out=tmp).sum(axis=1)
+        loading = np.multiply(abs_flow, self._inv_rating, out=tmp).max(axis=1, initial=0.0)
+        n_congested = np.greater_equal(abs_flow, self._congested_above, out=work("congested", lim, bool)).sum(axis=1)
         on_f = on_new.astype(np.float64)
         reserve, shortfall = reserve_shortfall_mw(on_f, f.pmax_mw, load, RESERVE_MARGIN)
         dt_h = self.spec.dt_h
@@ -253,8 +262,8 @@ class UnitCommitment(Task):
                 "commitment_overridden": overridden,
                 "n_commitment_overridden": overridden.sum(axis=1),
                 "dispatch_adjusted_mw": np.abs(p - setpoint).sum(axis=1),  # setpoints -> applied outputs
-                "max_branch_loading": (abs_flow * self._inv_rating).max(axis=1, initial=0.0),
-                "n_congested_branches": (abs_flow >= self._congested_above).sum(axis=1),
+                "max_branch_loading": loading,
+                "n_congested_branches": n_congested,
                 "losses_mw": np.zeros(b),  # DC power flow is lossless
                 "pf_converged": np.ones(b, dtype=bool),
             },
