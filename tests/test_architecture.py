@@ -21,6 +21,7 @@ LAYERS = (
     ("powerzoo.envs", "powerzoo"),  # the package __init__ registers the Gymnasium ids (envs.registration)
     ("powerzoo.benchmarks",),
     ("powerzoo.rl",),
+    ("powerzoo.integrations",),  # other engines (Ray: RLlib, Tune); ray itself is imported lazily
     ("powerzoo.cli",),
 )
 ALLOWED_CYCLES = [
