@@ -210,7 +210,7 @@ def test_framework_and_obs_mode_errors():
     with pytest.raises(ValueError, match="single-agent task; framework='pettingzoo' needs a multi-agent task"):
         make_env(TASK, framework="pettingzoo")
     with pytest.raises(ValueError, match="unknown framework"):
-        make_env(TASK, framework="rllib")
+        make_env(TASK, framework="tianshou")
     with pytest.raises(ValueError, match="no observation modes"):
         make_env(TASK, obs_mode="global")
 

@@ -19,7 +19,7 @@ from powerzoo.tasks.registry import get_task_class, make_task
 
 __all__ = ["make_env", "EnvOptions", "FRAMEWORKS"]
 
-FRAMEWORKS = ("auto", "gymnasium", "pettingzoo")
+FRAMEWORKS = ("auto", "gymnasium", "pettingzoo", "rllib")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +121,8 @@ def make_env(
         framework: ``"gymnasium"``, ``"pettingzoo"`` (multi-agent tasks) or ``"auto"``: a
             Gymnasium env for single-agent tasks; for multi-agent tasks a PettingZoo Parallel env
             whose ``step`` adds ``"__all__"`` to the done dicts (the shape RLlib uses; not an
-            RLlib ``MultiAgentEnv`` class).
+            RLlib ``MultiAgentEnv`` class); ``"rllib"`` (multi-agent tasks, needs ``powerzoo[ray]``):
+            :class:`~powerzoo.envs.rllib_env.PowerZooRLlibEnv`, an RLlib ``MultiAgentEnv``.
         num_envs: if given, a native vectorised env stepping ``num_envs`` copies per call.
         obs_mode: observation mode of multi-agent tasks (single-agent tasks have none).
         forecast_horizon: append perfect forecasts of the task's exogenous series (steps).
@@ -147,6 +148,9 @@ def build_env(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) ->
     spec = get_task_class(name).make_spec(**task_kwargs)
     if spec.agent_mode == "multi":
         return _make_multi_agent_env(name, options, task_kwargs)
+    if options.framework == "rllib":
+        raise ValueError(f"{name} is a single-agent task; framework='rllib' needs a multi-agent task "
+                         "(RLlib takes the Gymnasium env of a single-agent task directly)")
     if options.framework == "pettingzoo":
         raise ValueError(
             f"{name} is a single-agent task; framework='pettingzoo' needs a multi-agent task. "
@@ -241,6 +245,14 @@ def _make_multi_agent_env(name: str, options: EnvOptions, task_kwargs: dict[str,
         raise ValueError(f"safe_rl / cost_threshold give a single-agent 6-tuple step; on {name} every agent's info "
                          "already carries constraint_costs, selected_cost_sum and is_safe")
     get_task_class(name).make_spec(**task_kwargs).observation_spec(options.obs_mode)  # validates obs_mode
+    if options.framework == "rllib":  # imports Ray only here
+        if options.num_envs is not None:
+            raise ValueError("framework='rllib' gives one env; RLlib's runners make the copies (num_envs_per_env_runner)")
+        from powerzoo.envs.rllib_env import PowerZooRLlibEnv
+
+        return PowerZooRLlibEnv({"task": name, "split": options.split, "normalize": options.normalize,
+                                 "seed": options.seed, "obs_mode": options.obs_mode, "reward": options.reward,
+                                 "task_kwargs": task_kwargs})
     task_obj = make_task(name, options.split, **task_kwargs)
     kwargs = {"obs_mode": options.obs_mode, "normalize": options.normalize, "reward": options.reward}
     if options.num_envs is not None:
