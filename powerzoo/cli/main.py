@@ -131,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     from powerzoo.cli.bench import add_parser
 
     add_parser(sub)
+    from powerzoo.cli.campaign import add_parser as add_campaign_parser
+
+    add_campaign_parser(sub)
     return parser
 
 

@@ -1,0 +1,170 @@
+"""Gather a training campaign: the baselines and the trials' test episodes into the tables and plots of ``bench``.
+
+The baselines are evaluated by :func:`powerzoo.benchmarks.campaign.run_campaign` over the
+campaign's seeds; the trained agents were evaluated inside their trials by the same function
+(:mod:`powerzoo.rl.campaigns.trial`), one trial seed each. Their episode rows are summarised here
+with the same statistics (:func:`~powerzoo.benchmarks.stats.summarize_campaign_episodes`: mean,
+IQM, bootstrap 95 % intervals, costs, violation rate; normalised score by
+:func:`~powerzoo.benchmarks.stats.score_columns`), so every number is computed as ``bench`` would.
+
+Two tables, because a benchmark reader and a debugging reader want different things:
+
+* ``results.csv`` / ``results.md``: one row per baseline and one per (task, algorithm, setting),
+  pooling the test episodes of all its seeds (``policy`` = ``<algorithm>/<setting>``). This is the
+  comparison a reader wants: one line per method, the seeds' spread inside its interval (seeds
+  are treated like the baselines' seeds: all episodes are pooled and resampled together).
+* ``trials.csv`` / ``trials.md``: one row per trial (``policy`` = ``<algorithm>/<setting>/seed<s>``,
+  plus ``trial_id``, ``algorithm``, ``setting``, ``seed``, ``num_timesteps``, ``train_seconds``,
+  ``model``): which seed failed, how long each took.
+
+``episodes.csv`` holds the baselines' and the trials' episodes (trained rows under the pooled
+label, their ``seed`` telling the trials apart); ``return_vs_cost_<task>.png`` has a point per
+baseline and per (algorithm, setting); ``episode_<task>_<algorithm>_<setting>.png`` is the episode
+plot of its first seed (each trial's own stays in its ``evaluation/`` folder).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from powerzoo.benchmarks.campaign import run_campaign
+from powerzoo.benchmarks.plots import plot_return_vs_cost
+from powerzoo.benchmarks.report import (
+    SUMMARY_COLUMNS,
+    CampaignResult,
+    file_label,
+    results_markdown,
+    write_csv_tables,
+    write_results_markdown,
+)
+from powerzoo.benchmarks.stats import score_columns, summarize_campaign_episodes
+from powerzoo.fileio import atomic_write_text
+from powerzoo.rl.campaigns.spec import CampaignSpec
+
+__all__ = ["gather", "CampaignOutcome", "TRIAL_COLUMNS", "summary_row"]
+
+TRIAL_COLUMNS = ("trial_id", "algorithm", "setting", "seed", "num_timesteps", "train_seconds", "model")
+"""Columns of ``trials.csv`` before the ``results.csv`` columns."""
+
+
+@dataclasses.dataclass
+class CampaignOutcome:
+    """A gathered campaign.
+
+    Attributes:
+        result: the pooled table (baselines + one row per task x algorithm x setting), as ``bench`` returns it.
+        trials: one row per finished trial (``TRIAL_COLUMNS`` + the summary columns).
+        records: the trial records (:mod:`powerzoo.rl.campaigns.trial`) by trial id.
+        failed: ``{trial_id: error text}`` of trials that did not finish.
+    """
+
+    result: CampaignResult
+    trials: list[dict[str, Any]]
+    records: dict[str, dict[str, Any]]
+    failed: dict[str, str]
+
+    def markdown(self) -> str:
+        return self.result.markdown()
+
+
+def summary_row(task: str, policy: str, source: str, episodes: Sequence[dict[str, Any]], days: Sequence[int],
+                cost_names: Sequence[str], split: str) -> dict[str, Any]:
+    """The ``results.csv`` row of some trained episodes (the statistics ``bench`` computes)."""
+    seeds = list(dict.fromkeys(r["seed"] for r in episodes))
+    row = {"task": task, "split": split, "policy": policy, "kind": "trained", "source": source,
+           "n_seeds": len(seeds), "seeds": " ".join(map(str, seeds)), "n_days": len(days),
+           **summarize_campaign_episodes(episodes, cost_names)}
+    row.update(score_columns(task, split, days, row))
+    return row
+
+
+def gather(campaign: CampaignSpec, records: dict[str, dict[str, Any]], out_dir: str | Path,
+           failed: dict[str, str] | None = None, progress: bool | None = None) -> CampaignOutcome:
+    """Evaluate the baselines, add the trials' rows, write every table and plot into ``out_dir``."""
+    out = Path(out_dir)
+    failed = dict(failed or {})
+    result = run_campaign(campaign.tasks, policies=campaign.baselines, seeds=campaign.seeds, split=campaign.split,
+                          episodes=campaign.episodes, out_dir=out, progress=progress, plots=campaign.plots)
+    result.notes.extend(campaign.notes)
+    done = [t for t in campaign.trials if t.trial_id in records]
+    trial_rows: list[dict[str, Any]] = []
+    pooled: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for trial in done:
+        rec = records[trial.trial_id]
+        names = tuple(rec["cost_names"])
+        result.cost_names.setdefault(trial.task, names)
+        source = f"{trial.trial_id} ({rec['model']} model, {rec['num_timesteps']} steps)"
+        row = summary_row(trial.task, trial.trial_label, source, rec["episodes"], rec["days"], names, campaign.split)
+        trial_rows.append({**{k: rec.get(k, getattr(trial, k, None)) for k in TRIAL_COLUMNS}, **row})
+        episodes = [{**e, "policy": trial.label} for e in rec["episodes"]]
+        pooled.setdefault((trial.task, trial.label), []).extend(episodes)
+        result.episodes.extend(episodes)
+    for trial in campaign.trials:
+        if trial.trial_id not in records:
+            failed.setdefault(trial.trial_id, "not run")
+    for trial_id, error in failed.items():
+        result.notes.append(f"trial {trial_id} did not finish: {error}")
+    days_of = {t.task: records[t.trial_id]["days"] for t in done}  # one protocol per task
+    for (task, label), episodes in pooled.items():
+        n_trials = len({e["seed"] for e in episodes})
+        result.rows.append(summary_row(task, label, f"{n_trials} trial(s) of {label}", episodes, days_of[task],
+                                       result.cost_names[task], campaign.split))
+    order = {t: i for i, t in enumerate(campaign.tasks)}
+    result.rows.sort(key=lambda r: order.get(r["task"], len(order)))  # stable: baselines, then trained
+    write_csv_tables(result)
+    write_results_markdown(result)
+    _write_trial_tables(result, trial_rows, out)
+    if campaign.plots:
+        result.plots = [p for p in result.plots if not p.name.startswith("return_vs_cost_")]
+        result.plots += _copy_episode_plots(campaign, records, out)
+        for task in result.tasks:
+            rows = [r for r in result.rows if r["task"] == task]
+            path = out / f"return_vs_cost_{file_label(task)}.png"
+            result.plots.append(plot_return_vs_cost(rows, task, campaign.split, path))
+    return CampaignOutcome(result, trial_rows, {t.trial_id: records[t.trial_id] for t in done}, failed)
+
+
+def _copy_episode_plots(campaign: CampaignSpec, records: dict[str, dict[str, Any]], out: Path) -> list[Path]:
+    """``episode_<task>_<algorithm>_<setting>.png``: the first seed's episode plot of each (task, algorithm, setting).
+
+    Copied from the trial folder when it is on this machine (a trial on another node keeps its own).
+    """
+    paths, seen = [], set()
+    for trial in campaign.trials:
+        key = (trial.task, trial.label)
+        if key in seen or trial.trial_id not in records:
+            continue
+        seen.add(key)
+        found = [Path(p) for p in records[trial.trial_id].get("plots", []) if Path(p).name.startswith("episode_")]
+        if found and found[0].is_file():
+            target = out / f"episode_{file_label(trial.task)}_{file_label(trial.label)}.png"
+            shutil.copyfile(found[0], target)
+            paths.append(target)
+    return paths
+
+
+def _write_trial_tables(result: CampaignResult, trial_rows: list[dict[str, Any]], out: Path) -> None:
+    names = list(dict.fromkeys(n for names in result.cost_names.values() for n in names))
+    cost_cols = [f"cost_{n}{s}" for n in names for s in ("_mean", "_ci_low", "_ci_high")]
+    columns = [*TRIAL_COLUMNS, *SUMMARY_COLUMNS, *cost_cols]
+    result.files["trials_csv"] = atomic_write_text(out / "trials.csv", _csv(columns, trial_rows))
+    per_trial = dataclasses.replace(result, rows=trial_rows, notes=[], files={}, plots=[])
+    text = results_markdown(per_trial).replace("# PowerZoo benchmark campaign", "# PowerZoo campaign: one row per trial", 1)
+    result.files["trials_md"] = atomic_write_text(out / "trials.md", text)
+
+
+def _csv(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> str:
+    """CSV text with floats written by ``repr`` (exact round trip) and ``None`` as an empty cell."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row.get(k) is None else repr(v) if isinstance(v := row.get(k), float) else v
+                         for k in columns})
+    return buffer.getvalue()
