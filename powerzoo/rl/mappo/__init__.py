@@ -4,8 +4,9 @@ Modules, in reading order: :mod:`~powerzoo.rl.mappo.hparams` (names and hyperpar
 :mod:`~powerzoo.rl.mappo.networks` (actor, critic, value normaliser),
 :mod:`~powerzoo.rl.mappo.buffer` (rollout arrays and GAE), :mod:`~powerzoo.rl.mappo.algorithm`
 (acting, multipliers, PPO update), :mod:`~powerzoo.rl.mappo.collector` (batched rollouts on the
-native multi-agent vector env), :mod:`~powerzoo.rl.mappo.policy` (the exported, torch-free policy)
-and :mod:`~powerzoo.rl.mappo.trainer` (run folder, evaluation, checkpoints, resume).
+native multi-agent vector env), :mod:`~powerzoo.rl.mappo.remote` (the same rollouts from Ray
+actors, ``algorithm_kwargs: {rollout_workers: K}``), :mod:`~powerzoo.rl.mappo.policy` (the exported,
+torch-free policy) and :mod:`~powerzoo.rl.mappo.trainer` (run folder, evaluation, checkpoints, resume).
 
 Use it through :class:`powerzoo.rl.Trainer`::
 

@@ -54,6 +54,16 @@ class MAPPOParams:
         lambda_max: optional upper clamp of the multipliers (``None``: none).
         cost_gamma: discount of the cost critic (``None``: ``gamma``).
         device: torch device (``"cpu"``; any device torch accepts).
+        rollout_workers: 0 collects rollouts in-process; ``K > 0`` collects them on ``K`` Ray
+            actors (:mod:`~powerzoo.rl.mappo.remote`, needs ``powerzoo[ray]``) that split the
+            run's ``n_envs`` envs in contiguous blocks and return whole rollouts; same rollouts
+            and weights as in-process for the same seed (``device="cpu"``, see ``rollout_exact``).
+        rollout_exact: with remote rollouts, actors run the networks on the full ``n_envs`` batch
+            shape with the learner's torch thread count, so rollouts equal in-process ones bit for
+            bit (on the same CPU type); ``False``: block-sized batches on one thread (less network
+            work per actor; equal to float32 rounding, reproducible for a fixed ``rollout_workers``).
+        rollout_address: Ray cluster to join (``"auto"``, ``"ray://host:10001"``); ``None``: the
+            running Ray session, else a new local one. Needs ``rollout_workers > 0``.
     """
 
     n_steps: int = 48
@@ -76,6 +86,9 @@ class MAPPOParams:
     lambda_max: float | None = None
     cost_gamma: float | None = None
     device: str = "cpu"
+    rollout_workers: int = 0
+    rollout_address: str | None = None
+    rollout_exact: bool = True
 
     def __post_init__(self) -> None:
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
@@ -101,6 +114,16 @@ class MAPPOParams:
             raise ValueError(f"lambda_max ({self.lambda_max}) must be >= lambda_init ({self.lambda_init})")
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes!r}")
+        workers = self.rollout_workers
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+            raise ValueError(f"rollout_workers must be an int >= 0 (0: in-process rollouts), got {workers!r}")
+        if self.rollout_address is not None:
+            if not isinstance(self.rollout_address, str) or not self.rollout_address.strip():
+                raise ValueError(f"rollout_address must be a non-empty string or None, got {self.rollout_address!r}")
+            if workers == 0:
+                raise ValueError("rollout_address needs rollout_workers > 0 (remote rollouts are off)")
+        if not isinstance(self.rollout_exact, bool):
+            raise ValueError(f"rollout_exact must be a bool, got {self.rollout_exact!r}")
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

@@ -5,7 +5,9 @@ Built by :class:`powerzoo.rl.Trainer` when ``algorithm`` is one of ``MAPPO``, ``
 as is. One iteration = ``n_steps`` batched steps of ``n_envs`` envs (``n_steps * n_envs`` env
 steps; every agent acts in each), the multiplier step (``-L``), GAE and the PPO epochs. Budgets,
 evaluation and checkpoint frequencies count env steps and are checked between iterations, so a
-run ends on the first iteration boundary at or past its budget.
+run ends on the first iteration boundary at or past its budget. With ``rollout_workers > 0`` in
+``algorithm_kwargs`` the rollouts come from Ray actors (:mod:`.remote`): same rollouts, weights and
+checkpoints as in-process collection; :meth:`MAPPOTrainer.close` stops the actors.
 
 Run folder (as :mod:`powerzoo.rl.run_dir`, with a policy file instead of SB3 zips)::
 
@@ -66,6 +68,9 @@ class MAPPOTrainer:
         if self.lagrangian and not self.cost_names:
             raise ValueError(f"{config.algorithm} needs selected costs; {spec.task_id} selects none (use "
                              f"{config.algorithm[:-2]})")
+        if self.params.rollout_workers > config.n_envs:
+            raise ValueError(f"rollout_workers ({self.params.rollout_workers}) must be <= n_envs ({config.n_envs}): "
+                             f"each worker holds a block of the n_envs envs")
         self.learner: MultiAgentPPO | None = None
         self.env: Any = None
         self.collector: Collector | None = None
@@ -155,6 +160,15 @@ class MAPPOTrainer:
                                          self.cost_names, thresholds)
         return self.learner
 
+    def _new_collector(self) -> Any:
+        """In-process :class:`Collector`, or Ray actors' (:mod:`.remote`) when ``rollout_workers > 0``."""
+        if self.params.rollout_workers == 0:
+            return Collector(self.get_env(), self._ensure_learner())
+        from powerzoo.rl.mappo.remote import RemoteCollector
+
+        return RemoteCollector(self._ensure_learner(), self.task, self.config.env.split, self._env_kwargs(),
+                               self.config.n_envs, self.params.rollout_workers, self.params.rollout_address)
+
     # ---- run folder ------------------------------------------------------------------------------
     def _planned_run_dir(self) -> Path:
         if self.run_dir is not None:
@@ -198,7 +212,7 @@ class MAPPOTrainer:
         started = time.perf_counter()
         cfg = self.config
         planned = self._planned_run_dir()
-        learner = self._ensure_learner()  # everything that can fail before the folder exists
+        self._ensure_learner()  # everything that can fail before the folder exists
         ev = cfg.evaluation
         eval_freq = steps_per_eval or (ev.freq if ev is not None else None)
         eval_env = eval_days = None
@@ -210,7 +224,7 @@ class MAPPOTrainer:
             eval_days = select_days(task_of(eval_env).n_days, ev.episodes if ev is not None else 8)
         run_dir = self._ensure_run_dir(planned)
         if self.collector is None:
-            self.collector = Collector(self.get_env(), learner)
+            self.collector = self._new_collector()
             self.collector.reset(cfg.seed)
         if cfg.logging.tensorboard and self._writer is None:
             from torch.utils.tensorboard import SummaryWriter
@@ -424,7 +438,7 @@ class MAPPOTrainer:
         trainer = cls(config, spec)
         learner = trainer._ensure_learner()
         learner.load_full_state(torch.load(folder / LEARNER_FILE, weights_only=False))
-        trainer.collector = Collector(trainer.get_env(), learner)
+        trainer.collector = trainer._new_collector()
         trainer.collector.reset(config.seed)
         trainer.collector.set_state(pickle.loads((folder / COLLECTOR_FILE).read_bytes()))
         set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
@@ -450,7 +464,10 @@ class MAPPOTrainer:
         return trainer
 
     def close(self) -> None:
-        """Flush and close the TensorBoard writer."""
+        """Flush and close the TensorBoard writer; stop remote rollout workers."""
+        if self.collector is not None and hasattr(self.collector, "close"):
+            self.collector.close()
+            self.collector = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None
