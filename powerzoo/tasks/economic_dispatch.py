@@ -52,6 +52,7 @@ IMBALANCE_PRICE = 1000.0  # $/MWh, settles the slack bus's balancing energy
 OVERLOAD_PENALTY = 1000.0  # $/MWh, soft line limits of the oracle
 FORECAST_STEPS = 4
 _FORECAST_FIELDS = tuple(f"system_load_t{k}_mw" for k in range(1, FORECAST_STEPS + 1))
+ROW_BLOCK = 1024  # rows per pass of the step's branch-flow kernel (cache-sized work arrays)
 
 
 @dataclasses.dataclass
@@ -262,27 +263,18 @@ class EconomicDispatch(Task):
 
     def step(self, state: DispatchState, action: np.ndarray, rng: np.random.Generator) -> tuple[DispatchState, StepOutput]:
         dt_h = self.spec.dt_h
-        b, n_branch = state.t.size, self.case.n_branch
-        work = self._scratch
         demand = self._demand_at(state)  # [B, 1]
-        load = np.multiply(demand, self._bus_load_scale, out=work("load", (b, self.case.n_bus)))
-        flow = np.matmul(action, self._gsf, out=work("flow", (b, n_branch)))
-        np.subtract(flow, np.multiply(demand, self._load_flow, out=work("load_flow", (b, n_branch))), out=flow)
-        overload_mw = line_overload_mw(self.case, flow, out=work("overload", (b, n_branch))).sum(axis=1)
-        total_load = load.sum(axis=1)
+        total_load, overload_mw, loading, n_congested = self._network_terms(action, demand)
         total_generation = action.sum(axis=1)
         imbalance_mw = total_generation - total_load
         imbalance_mwh = np.abs(imbalance_mw) * dt_h
-        generation = dispatch_cost(self.case, action, work=work("squares", action.shape)) * dt_h
+        generation = dispatch_cost(self.case, action, work=self._scratch("squares", action.shape)) * dt_h
         terms = np.empty((state.t.size, 2))  # filled column by column: cheaper than np.stack at small B
         terms[:, 0] = -generation
         terms[:, 1] = -(imbalance_mwh * IMBALANCE_PRICE)
         costs = np.empty((state.t.size, 2))
         costs[:, 0] = overload_mw * dt_h
         costs[:, 1] = imbalance_mwh
-        abs_flow = np.abs(flow, out=flow)
-        loading = np.divide(abs_flow, self._rating, out=work("loading", (b, n_branch))).max(axis=1)
-        congested = np.greater_equal(abs_flow, self._congested_above, out=work("congested", (b, n_branch), bool))
         new_state = DispatchState(state.day_id, state.t + 1, action.copy(), imbalance_mw)
         return new_state, StepOutput(
             reward=terms.sum(axis=1),
@@ -297,11 +289,38 @@ class EconomicDispatch(Task):
                 "imbalance_mw": imbalance_mw,
                 "generation_cost": generation,
                 "max_branch_loading": loading,
-                "n_congested_branches": congested.sum(axis=1),
+                "n_congested_branches": n_congested,
                 "losses_mw": np.zeros(state.t.size),  # DC power flow is lossless
                 "pf_converged": np.ones(state.t.size, dtype=bool),
             },
         )
+
+    def _network_terms(self, action: np.ndarray, demand: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(total load [B] MW, overload [B] MW, max branch loading [B], congested branches [B])``
+        of dispatch ``action`` [B, n_gen] MW under ``demand`` [B, 1] (per unit).
+
+        The DC power flow and its [rows, n_branch] temporaries run ``ROW_BLOCK`` rows at a time,
+        in work arrays sized once: past ~1,000 rows they would outgrow the CPU caches and each pass
+        would go to main memory (per-row results do not depend on the blocking).
+        """
+        b, n_bus, n_branch = action.shape[0], self.case.n_bus, self.case.n_branch
+        work, m = self._scratch, min(b, ROW_BLOCK)
+        total_load, overload_mw, loading = np.empty(b), np.empty(b), np.empty(b)
+        n_congested = np.empty(b, dtype=np.int64)
+        for lo in range(0, b, ROW_BLOCK):
+            rows = slice(lo, min(lo + ROW_BLOCK, b))
+            k = rows.stop - lo
+            d = demand[rows]
+            total_load[rows] = np.multiply(d, self._bus_load_scale, out=work("load", (m, n_bus))[:k]).sum(axis=1)
+            flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
+            np.subtract(flow, np.multiply(d, self._load_flow, out=work("load_flow", (m, n_branch))[:k]), out=flow)
+            overload_mw[rows] = line_overload_mw(self.case, flow, out=work("overload", (m, n_branch))[:k]).sum(axis=1)
+            abs_flow = np.abs(flow, out=flow)
+            loading[rows] = np.divide(abs_flow, self._rating, out=work("loading", (m, n_branch))[:k]).max(axis=1)
+            congested = np.greater_equal(abs_flow, self._congested_above, out=work("congested", (m, n_branch), bool)[:k])
+            n_congested[rows] = congested.sum(axis=1)
+        return total_load, overload_mw, loading, n_congested
 
     # ---- baselines --------------------------------------------------------------------------
     def merit_order_dispatch(self, total_load_mw: np.ndarray) -> np.ndarray:
