@@ -40,7 +40,7 @@ from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_op
 from powerzoo.physics.dc_power_flow import generation_shift_matrix, ptdf_matrix
 from powerzoo.physics.line_ratings import with_binding_line_ratings
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
-from powerzoo.scratch import Scratch
+from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
@@ -52,7 +52,6 @@ IMBALANCE_PRICE = 1000.0  # $/MWh, settles the slack bus's balancing energy
 OVERLOAD_PENALTY = 1000.0  # $/MWh, soft line limits of the oracle
 FORECAST_STEPS = 4
 _FORECAST_FIELDS = tuple(f"system_load_t{k}_mw" for k in range(1, FORECAST_STEPS + 1))
-ROW_BLOCK = 1024  # rows per pass of the step's branch-flow kernel (cache-sized work arrays)
 
 
 @dataclasses.dataclass
@@ -300,17 +299,15 @@ class EconomicDispatch(Task):
         """``(total load [B] MW, overload [B] MW, max branch loading [B], congested branches [B])``
         of dispatch ``action`` [B, n_gen] MW under ``demand`` [B, 1] (per unit).
 
-        The DC power flow and its [rows, n_branch] temporaries run ``ROW_BLOCK`` rows at a time,
-        in work arrays sized once: past ~1,000 rows they would outgrow the CPU caches and each pass
-        would go to main memory (per-row results do not depend on the blocking).
+        The DC power flow and its [rows, n_branch] temporaries run in :func:`~powerzoo.scratch.row_blocks`
+        through work arrays of one block's size, so they stay in the CPU caches at any batch size.
         """
         b, n_bus, n_branch = action.shape[0], self.case.n_bus, self.case.n_branch
         work, m = self._scratch, min(b, ROW_BLOCK)
         total_load, overload_mw, loading = np.empty(b), np.empty(b), np.empty(b)
         n_congested = np.empty(b, dtype=np.int64)
-        for lo in range(0, b, ROW_BLOCK):
-            rows = slice(lo, min(lo + ROW_BLOCK, b))
-            k = rows.stop - lo
+        for rows in row_blocks(b):
+            k = rows.stop - rows.start
             d = demand[rows]
             total_load[rows] = np.multiply(d, self._bus_load_scale, out=work("load", (m, n_bus))[:k]).sum(axis=1)
             flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])

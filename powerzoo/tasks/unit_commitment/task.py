@@ -60,7 +60,7 @@ from powerzoo.devices.thermal_unit import (
 from powerzoo.physics.dc_power_flow import gen_bus_matrix, ptdf_matrix
 from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.redispatch import redispatch
-from powerzoo.scratch import Scratch
+from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.economic_dispatch import (
     LOAD_SCALE,
@@ -213,15 +213,7 @@ class UnitCommitment(Task):
         else:
             p = np.minimum(np.maximum(setpoint, lo), hi)
             imbalance = p.sum(axis=1) - load
-        work, lim = self._scratch, (b, self.rating.size)
-        abs_flow = np.matmul(p, self.gen_flow, out=work("abs_flow", lim))
-        tmp = np.multiply(demand[:, None], self.load_flow_pu, out=work("tmp", lim))
-        np.subtract(abs_flow, tmp, out=abs_flow)
-        np.abs(abs_flow, out=abs_flow)
-        np.subtract(abs_flow, self.rating, out=tmp)
-        overload = np.maximum(tmp, 0.0, out=tmp).sum(axis=1)
-        loading = np.multiply(abs_flow, self._inv_rating, out=tmp).max(axis=1, initial=0.0)
-        n_congested = np.greater_equal(abs_flow, self._congested_above, out=work("congested", lim, bool)).sum(axis=1)
+        overload, loading, n_congested = self._branch_terms(p, demand)
         on_f = on_new.astype(np.float64)
         reserve, shortfall = reserve_shortfall_mw(on_f, f.pmax_mw, load, RESERVE_MARGIN)
         dt_h = self.spec.dt_h
@@ -268,6 +260,26 @@ class UnitCommitment(Task):
                 "pf_converged": np.ones(b, dtype=bool),
             },
         )
+
+    def _branch_terms(self, p: np.ndarray, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(overload [B] MW summed over limited branches, max loading [B], congested branches [B])``
+        of outputs ``p`` [B, n] MW under ``demand`` [B] (per unit); the DC flow's [rows, n_lim]
+        temporaries run in :func:`~powerzoo.scratch.row_blocks` through one block's work arrays."""
+        b, work = p.shape[0], self._scratch
+        lim = (min(b, ROW_BLOCK), self.rating.size)
+        overload, loading, n_congested = np.empty(b), np.empty(b), np.empty(b, dtype=np.int64)
+        for rows in row_blocks(b):
+            k = rows.stop - rows.start
+            abs_flow = np.matmul(p[rows], self.gen_flow, out=work("abs_flow", lim)[:k])
+            tmp = np.multiply(demand[rows, None], self.load_flow_pu, out=work("tmp", lim)[:k])
+            np.subtract(abs_flow, tmp, out=abs_flow)
+            np.abs(abs_flow, out=abs_flow)
+            np.subtract(abs_flow, self.rating, out=tmp)
+            overload[rows] = np.maximum(tmp, 0.0, out=tmp).sum(axis=1)
+            loading[rows] = np.multiply(abs_flow, self._inv_rating, out=tmp).max(axis=1, initial=0.0)
+            congested = np.greater_equal(abs_flow, self._congested_above, out=work("congested", lim, bool)[:k])
+            n_congested[rows] = congested.sum(axis=1)
+        return overload, loading, n_congested
 
     # ---- rule-based baseline ----------------------------------------------------------------
     def unit_obs(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
