@@ -251,3 +251,29 @@ def test_ray_campaign_survives_a_killed_driver(ray_cluster, local_run, tmp_path)
     outcome = run_ray(spec_file, ray_out, progress=False)  # restores the Tune experiment
     assert not outcome.failed and [r["trial_id"] for r in outcome.trials] == TRIAL_IDS
     assert _numbers(ray_out) == _numbers(out)
+
+
+@pytest.mark.slow
+def test_an_rllib_ppo_trial_trains_on_tune_and_lands_in_the_table(ray_cluster, tmp_path):
+    from powerzoo.integrations.tune import run_ray
+
+    data = {
+        "name": "rllib",
+        "tasks": ["marl_opf"],
+        "seeds": [0],
+        "budget": {"total_timesteps": 192},
+        "evaluation": {"split": "test", "episodes": 2, "baselines": ["random"], "model": "final", "plots": False},
+        "algorithms": {"rllib_ppo": {"settings": {"shared": {
+            "sharing": "shared", "training": {"train_batch_size_per_learner": 96, "minibatch_size": 48}}}}},
+    }
+    out = tmp_path / "out"
+    outcome = run_ray(_write(tmp_path / "rllib.yaml", data), out, progress=False)
+    assert not outcome.failed
+    record = outcome.records["marl_opf-rllib_ppo-shared-seed0"]
+    assert record["num_timesteps"] >= 192 and Path(record["run_dir"]).is_dir()  # the RLlib checkpoint
+    assert len(record["episodes"]) == 2
+    (row,) = outcome.trials
+    assert float(row["mean_return"]) < 0  # marl_opf's return is a cost: negative
+    trials = _rows(out / "trials.csv")
+    assert [r["trial_id"] for r in trials] == ["marl_opf-rllib_ppo-shared-seed0"]
+    assert {r["policy"] for r in _rows(out / "results.csv")} >= {"random", "rllib_ppo/shared"}
