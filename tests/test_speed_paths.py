@@ -169,6 +169,17 @@ def test_scalar_info_gives_python_scalars():
     assert out["vec"].tolist() == [1.0, 2.0]
 
 
+def test_scalar_info_follows_a_value_that_changes_kind():
+    info = {"a": np.array([1.5]), "vec": np.array([[1.0, 2.0]]), "names": ("x",)}
+    out = scalar_info(info)
+    assert out["a"] == 1.5 and out["names"] == ("x",) and out["vec"].tolist() == [1.0, 2.0]
+    info["a"] = 2.0  # no longer an array: passed on as it is
+    info["names"] = np.array([3])  # now a [B] array: converted to a Python int
+    out = scalar_info(info)
+    assert out["a"] == 2.0 and out["names"] == 3 and type(out["names"]) is int
+    assert list(out) == ["a", "vec", "names"]
+
+
 @pytest.mark.parametrize("form", ["float32", "float", "zero_d", "list", "row", "mixed"])
 def test_single_env_joint_action_matches_the_checked_conversion(form):
     env = make_env("marl_opf", framework="pettingzoo", seed=0)

@@ -23,6 +23,8 @@ RESET_OPTIONS = ("day_id",)
 
 _add_reduce = np.add.reduce  # ndarray.sum / np.any without their Python-level wrappers
 _or_reduce = np.logical_or.reduce
+_minimum, _maximum, _count_nonzero = np.minimum, np.maximum, np.count_nonzero
+_ZERO = np.zeros(())  # 0-d: numpy converts a Python float operand on every call
 
 
 class CostLayout:
@@ -47,16 +49,14 @@ class CostLayout:
         else:
             selected = costs.take(self.selected_index, axis=1)
             selected_sum = _add_reduce(selected, axis=1)
-        info: dict[str, Any] = {
+        return {
             "constraint_costs": costs,
             "cost_sum": cost_sum,
             "selected_constraint_costs": selected,
             "selected_cost_sum": selected_sum,
-            "is_safe": ~_or_reduce(costs > 0.0, axis=1),
+            "is_safe": ~_or_reduce(costs > _ZERO, axis=1),
+            **dict(zip(self.cost_keys, costs.T, strict=True)),  # column i of costs (views) as cost_<name i>
         }
-        for i, key in enumerate(self.cost_keys):
-            info[key] = costs[:, i]
-        return info
 
 
 def cost_info(task: Task, costs: np.ndarray) -> dict[str, Any]:
@@ -92,6 +92,10 @@ class TaskRunner:
         self.spec = task.spec
         self.num_envs = int(num_envs)
         self.act_low, self.act_high = (a.astype(np.float64) for a in task.spec.action.bounds())
+        # the bounds as [1, act_dim] rows: the same shape as a single env's action (a broadcast
+        # costs numpy about twice an element-wise call on equal shapes)
+        self._low_row, self._high_row = self.act_low[None], self.act_high[None]
+        self._horizon = np.array(self.spec.horizon)  # 0-d: numpy converts a Python int operand on every call
         self.rng = np.random.default_rng()
         self.state: Any = None
         self.cost_layout = CostLayout(task.spec)
@@ -183,9 +187,9 @@ class TaskRunner:
                 )
         # NaN passes through the clip and +-inf is clipped to a bound, so a non-finite entry
         # always shows up as "changed": the finiteness check only runs when something changed
-        clipped = action.clip(self.act_low, self.act_high)
+        clipped = _minimum(_maximum(action, self._low_row), self._high_row)  # np.clip's values, without its wrapper
         changed = clipped != action
-        if not _or_reduce(changed, axis=None):
+        if not _count_nonzero(changed):  # no reduction machinery for "any"
             return clipped, np.zeros(expected[0], dtype=bool)
         if not np.isfinite(action).all():
             raise ValueError(f"{self.spec.task_id}: action contains NaN or inf: {action.tolist()}")
@@ -199,18 +203,19 @@ class TaskRunner:
             raise RuntimeError("call reset() before step()")
         physical, clipped = self.check_action(action)
         self.state, out = self.task.step(self.state, physical, self.rng)
-        truncated = (self.task.time_index(self.state) >= self.spec.horizon) & ~out.terminated
+        truncated = (self.task.time_index(self.state) >= self._horizon) & ~out.terminated
         info = self._step_info(out, physical, clipped)
         obs = self.task.observe(self.state) if observe else None
         return obs, out.reward, out.terminated, truncated, info
 
     def _step_info(self, out: StepOutput, requested: np.ndarray, clipped: np.ndarray) -> dict[str, Any]:
-        info: dict[str, Any] = dict(out.info)
-        info.update(self.cost_layout.info(out.constraint_costs))
-        info["reward_terms"] = out.reward_terms
-        info["action_requested"] = requested
-        info["action_applied"] = out.action_applied
-        info["action_clipped"] = clipped
-        info["day_id"] = self.task.episode_day(self.state)
-        info["step"] = self.task.time_index(self.state)
-        return info
+        return {  # one dict display: the keys in this order, a later value replacing an earlier one
+            **out.info,
+            **self.cost_layout.info(out.constraint_costs),
+            "reward_terms": out.reward_terms,
+            "action_requested": requested,
+            "action_applied": out.action_applied,
+            "action_clipped": clipped,
+            "day_id": self.task.episode_day(self.state),
+            "step": self.task.time_index(self.state),
+        }

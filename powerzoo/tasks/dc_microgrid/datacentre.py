@@ -32,11 +32,12 @@ __all__ = ["DataCentre", "QueueAdvance"]
 class QueueAdvance:
     """What :meth:`DataCentre.advance` returns (plain attributes, each ``[B, C]`` unless noted)."""
 
-    __slots__ = ("cum", "allowance", "arrived", "behind", "dropped_gpuh", "sla_gpuh", "due_1h", "required")
+    __slots__ = ("t_next", "cum", "allowance", "arrived", "behind", "dropped_gpuh", "sla_gpuh", "due_1h", "required")
 
-    def __init__(self, cum: np.ndarray, allowance: np.ndarray, arrived: np.ndarray, behind: np.ndarray,
-                 dropped_gpuh: np.ndarray, sla_gpuh: np.ndarray | None, due_1h: np.ndarray,
+    def __init__(self, t_next: np.ndarray, cum: np.ndarray, allowance: np.ndarray, arrived: np.ndarray,
+                 behind: np.ndarray, dropped_gpuh: np.ndarray, sla_gpuh: np.ndarray | None, due_1h: np.ndarray,
                  required: np.ndarray) -> None:
+        self.t_next = t_next  # [B] steps elapsed after this step (t + 1)
         self.cum = cum  # [B, C, K] the queue after this step's deadlines and the next step's arrivals
         self.allowance = allowance  # work due after the day that may be left at its end
         self.arrived = arrived  # new work arrived for the next step
@@ -91,6 +92,7 @@ class DataCentre:
         self.plant = CoolingPlant(self.cooling_params)
         self.zone = ZoneStepper(self.zone_params, self.cooling_params.q_max_mw, dt_h)
         self.dt, self.per_dt = f64(dt_h), f64(1.0 / dt_h)
+        self.one_step = np.array(1, np.int64)  # t + 1 without converting a Python int on every call
         self.per_gpu = f64(1.0 / self.cluster_params.n_gpus)
         self.temp_max, self.zero = f64(self.zone_params.temp_max_c), f64(0.0)
         t_next = np.arange(horizon + 2)
@@ -144,7 +146,7 @@ class DataCentre:
         place in ``cum``), then the next step's jobs arrive; at the day's end the work behind schedule
         is counted. ``allowance`` and ``dropped_gpuh`` [B, C] are the state's running values."""
         w = self.workload
-        t_next = t + 1
+        t_next = t + self.one_step
         try:
             eventful = np.count_nonzero(self.eventful.take(t_next))
             next_row = t_next
@@ -170,4 +172,4 @@ class DataCentre:
             behind = np.zeros(allowance.shape)
             dropped_gpuh = dropped_gpuh.copy()
         due_1h, required = self.outlook(cum, next_row, allowance)
-        return QueueAdvance(cum, allowance, arrived, behind, dropped_gpuh, sla, due_1h, required)
+        return QueueAdvance(t_next, cum, allowance, arrived, behind, dropped_gpuh, sla, due_1h, required)

@@ -316,7 +316,7 @@ class DCMicrogrid(Task):
             reward = reward - costs @ self._penalties
 
         new_state = DCMicrogridState(
-            day_id=state.day_id, t=t + 1, soc=soc, zone_temp_c=zone_temp, queue_cum_gpuh=cum,
+            day_id=state.day_id, t=q.t_next, soc=soc, zone_temp_c=zone_temp, queue_cum_gpuh=cum,
             arrived_gpuh=state.arrived_gpuh + q.arrived, served_gpuh=state.served_gpuh + served,
             dropped_gpuh=dropped_gpuh, carry_allowance_gpuh=q.allowance, due_1h_gpuh=q.due_1h, required_gpus=q.required,
         )
