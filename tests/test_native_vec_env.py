@@ -263,3 +263,25 @@ def test_presets_build_a_native_training_env():
         assert venv.reset().shape == (2, *venv.observation_space.shape)
         built += 1
     assert built >= 3  # battery_arbitrage (PPO, SAC) and dc_microgrid presets
+
+
+def test_cost_callback_reads_the_native_batch_array_and_agrees_with_the_infos():
+    venv = VecMonitor(NativeVecEnv.make(TASK, 4, normalize=True))
+    venv.seed(3)
+    venv.reset()
+    batched, per_env = ConstraintCostCallback(("soc_violation",)), ConstraintCostCallback(("soc_violation",))
+    model = PPO("MlpPolicy", venv, n_steps=8, seed=0)
+    batched.init_callback(model)
+    per_env.init_callback(model)
+    per_env._native = None  # force the per-env info path (the DummyVecEnv one)
+    assert batched._native is venv.venv
+    rng = np.random.default_rng(0)
+    for _ in range(2 * HORIZON):
+        _, _, dones, infos = venv.step(_actions(rng, venv) * 3.0)  # beyond the bounds: SOC violations
+        for cb in (batched, per_env):
+            cb.locals = {"infos": infos, "dones": dones}
+            cb._on_step()
+    assert len(batched.finished) == len(per_env.finished) == 8
+    assert any(c[0] > 0 for c in batched.finished)
+    for a, b in zip(batched.finished, per_env.finished, strict=True):
+        np.testing.assert_array_equal(a, b)

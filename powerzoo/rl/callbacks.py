@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnvWrapper
 
 from powerzoo.fileio import atomic_save, atomic_write_text, write_json
 from powerzoo.progress import progress_bar
@@ -81,13 +82,28 @@ class ConstraintCostCallback(BaseCallback):
         self.names = tuple(constraint_names)
         self.finished: deque[np.ndarray] = deque(maxlen=window)
         self._running: np.ndarray | None = None
+        self._native: Any = None  # the NativeVecEnv under the training env's wrappers, if any
+
+    def _init_callback(self) -> None:
+        env = self.training_env
+        while isinstance(env, VecEnvWrapper):  # VecNormalize, VecMonitor, ... down to the base VecEnv
+            env = env.venv
+        self._native = env if hasattr(env, "last_constraint_costs") else None
+
+    def _step_costs(self, infos: Sequence[dict[str, Any]]) -> np.ndarray:
+        """``[n_envs, n_constraints]`` costs of the last step: the native env's batch array as it
+        is, else gathered from the per-env infos."""
+        batch = getattr(self._native, "last_constraint_costs", None)
+        if batch is not None:
+            return np.asarray(batch, dtype=np.float64)
+        return np.asarray([info.get("constraint_costs", np.zeros(len(self.names))) for info in infos], dtype=np.float64)
 
     def _on_step(self) -> bool:
         infos, dones = self.locals.get("infos"), self.locals.get("dones")
         if infos is None or dones is None or not self.names:
             return True
-        step = np.asarray([info.get("constraint_costs", np.zeros(len(self.names))) for info in infos], dtype=np.float64)
-        self._running = step if self._running is None else self._running + step
+        step = self._step_costs(infos)
+        self._running = step.copy() if self._running is None else self._running + step
         for i in np.flatnonzero(dones):
             self.finished.append(self._running[i].copy())
             self._running[i] = 0.0

@@ -166,6 +166,7 @@ class NativeVecEnv(BatchedVecEnv):
         self._checked_keys = False
         self._actions: np.ndarray | None = None
         self._obs_dtype = obs_space.dtype
+        self.last_constraint_costs: np.ndarray | None = None  # [B, n_constraints] of the last step
         super().__init__(int(env.num_envs), obs_space, act_space)
 
     @classmethod
@@ -225,6 +226,7 @@ class NativeVecEnv(BatchedVecEnv):
         obs, rewards, terminated, truncated, info = self.env.step(actions)
         terminated, truncated = np.asarray(terminated, dtype=bool), np.asarray(truncated, dtype=bool)
         dones = terminated | truncated
+        self.last_constraint_costs = info.get("constraint_costs")
         infos = self._infos(info, (truncated & ~terminated).tolist())
         if dones.any():
             final = np.array(info["final_obs"], dtype=self._obs_dtype)  # own copy: rows outlive the step
