@@ -18,10 +18,11 @@ def throughput():
 
 
 def test_measure_steps_single_and_batched_envs(throughput):
-    single = throughput.measure("marl_opf", 1, 0.05)
-    batched = throughput.measure("marl_opf", 8, 0.05)
+    single = throughput.measure("marl_opf", 1, 0.05, min_window=0.01)
+    batched = throughput.measure("marl_opf", 8, 0.05, min_window=0.01)
     for row in (single, batched):
         assert row["steps_per_s"] > 0 and row["us_per_env_step"] > 0 and row["cpu_us_per_env_step"] > 0
+        assert row["windows"] >= 3 and row["mean_steps_per_s"] <= row["steps_per_s"]  # the fastest window
         assert row["peak_rss_mb"] > 0 and row["task"] == "marl_opf"
         assert row["us_per_env_step"] == pytest.approx(1e6 / row["steps_per_s"])
     assert (single["num_envs"], batched["num_envs"]) == (1, 8)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
+from powerzoo.scratch import keep_freed_memory
 from powerzoo.tasks.base import StepOutput, Task, merge_state
 from powerzoo.tasks.spec import TaskSpec
 
@@ -24,6 +25,7 @@ RESET_OPTIONS = ("day_id",)
 _add_reduce = np.add.reduce  # ndarray.sum / np.any without their Python-level wrappers
 _or_reduce = np.logical_or.reduce
 _minimum, _maximum, _count_nonzero = np.minimum, np.maximum, np.count_nonzero
+_TUNE_ALLOCATOR_FROM = 64  # batch size from which the runner asks glibc to keep freed memory
 _ZERO = np.zeros(())  # 0-d: numpy converts a Python float operand on every call
 
 
@@ -91,6 +93,8 @@ class TaskRunner:
         self.task = task
         self.spec = task.spec
         self.num_envs = int(num_envs)
+        if self.num_envs >= _TUNE_ALLOCATOR_FROM:
+            keep_freed_memory()  # large batches: reuse freed temporaries instead of faulting pages back in
         self.act_low, self.act_high = (a.astype(np.float64) for a in task.spec.action.bounds())
         # the bounds as [1, act_dim] rows: the same shape as a single env's action (a broadcast
         # costs numpy about twice an element-wise call on equal shapes)
