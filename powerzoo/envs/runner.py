@@ -13,8 +13,15 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
-from powerzoo.scratch import keep_freed_memory
-from powerzoo.tasks.base import StepOutput, Task, merge_state
+from powerzoo.scratch import keep_freed_memory, row_blocks
+from powerzoo.tasks.base import (
+    StepOutput,
+    Task,
+    concat_outputs,
+    concat_states,
+    merge_state,
+    state_rows,
+)
 from powerzoo.tasks.spec import TaskSpec
 
 __all__ = ["TaskRunner", "CostLayout", "cost_info", "start_day_option"]
@@ -206,7 +213,14 @@ class TaskRunner:
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         physical, clipped = self.check_action(action)
-        self.state, out = self.task.step(self.state, physical, self.rng)
+        block = self.task.step_block_rows
+        if block is None or self.num_envs <= block:
+            self.state, out = self.task.step(self.state, physical, self.rng)
+        else:  # row blocks that fit the caches (Task.step_block_rows)
+            parts = [self.task.step(state_rows(self.state, rows), physical[rows], self.rng)
+                     for rows in row_blocks(self.num_envs, block)]
+            self.state = concat_states([state for state, _ in parts])
+            out = concat_outputs([output for _, output in parts])
         truncated = (self.task.time_index(self.state) >= self._horizon) & ~out.terminated
         info = self._step_info(out, physical, clipped)
         obs = self.task.observe(self.state) if observe else None

@@ -24,7 +24,7 @@ from powerzoo.data import calendar
 from powerzoo.data.profiles import Profiles, get_profiles
 from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["Task", "StepOutput", "merge_state"]
+__all__ = ["Task", "StepOutput", "merge_state", "state_rows", "concat_states", "concat_outputs"]
 
 
 @dataclasses.dataclass
@@ -49,12 +49,37 @@ def merge_state(state: Any, mask: np.ndarray, fresh: Any) -> Any:
     return type(state)(**values)
 
 
+def state_rows(state: Any, rows: slice) -> Any:
+    """The rows ``rows`` of a batched state (views of its arrays)."""
+    return type(state)(**{f.name: getattr(state, f.name)[rows] for f in dataclasses.fields(state)})
+
+
+def concat_states(parts: list[Any]) -> Any:
+    """One state from the states of consecutive row blocks (in order)."""
+    return type(parts[0])(**{f.name: np.concatenate([getattr(part, f.name) for part in parts])
+                             for f in dataclasses.fields(parts[0])})
+
+
+def concat_outputs(parts: list[StepOutput]) -> StepOutput:
+    """One :class:`StepOutput` from those of consecutive row blocks (in order)."""
+    return StepOutput(**{
+        f.name: np.concatenate([getattr(part, f.name) for part in parts])
+        for f in dataclasses.fields(StepOutput) if f.name != "info"
+    }, info={key: np.concatenate([part.info[key] for part in parts]) for key in parts[0].info})
+
+
 class Task(abc.ABC):
     """Base class of every task: holds the spec, the split's profiles and start days.
 
     Subclasses implement :meth:`make_spec` (a classmethod, so the registry can describe a task
     without building it) and the batched model methods below.
     """
+
+    step_block_rows: int | None = None
+    """Rows per ``step`` call in the batched runner: larger batches are stepped in blocks of this
+    many rows (state and outputs concatenated), so a wide step's work arrays stay in the CPU
+    caches. ``None``: the whole batch in one call. Only for tasks whose step draws no random
+    numbers (the blocks would change the order of the draws) and treats rows independently."""
 
     def __init__(self, spec: TaskSpec, split: str = "train") -> None:
         self.spec = spec

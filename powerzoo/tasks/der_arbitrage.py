@@ -61,6 +61,7 @@ from powerzoo.devices.inverter_battery import (
     inverter_battery_reset,
     inverter_battery_step,
 )
+from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.feeder import (
     GRID_COST_UNITS,
@@ -165,6 +166,8 @@ class DerArbitrageState:
 
 class MarlDerArbitrage(Task):
     """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal limits."""
+
+    step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "marl_der_arbitrage"
 

@@ -90,6 +90,7 @@ from powerzoo.devices.inverter_battery import (
     inverter_battery_step,
 )
 from powerzoo.devices.pv_inverter import PVInverterParams, pv_inverter_step
+from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.der_arbitrage import TOU_STEPS, tou_schedule
 from powerzoo.tasks.feeder import (
@@ -205,6 +206,8 @@ class DersState:
 
 class MarlDersBenchmark(Task):
     """Batteries, PV inverters and flexible loads share one 141-bus feeder and one team reward."""
+
+    step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "marl_ders_benchmark"
 

@@ -63,6 +63,7 @@ from powerzoo.devices.flexible_load import (
     flexible_load_reset,
     flexible_load_step,
 )
+from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.feeder import (
     GRID_COST_UNITS,
@@ -112,6 +113,8 @@ class DsoState:
 
 class Dso(Task):
     """Flexible-load control on the 33-bus feeder against losses, lost load and voltage limits."""
+
+    step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "dso"
 
