@@ -13,7 +13,9 @@ Read top to bottom:
 4. **Update**: :meth:`MultiAgentPPO.update`: per group, standardised advantages (reward, and cost
    ones combined as ``(A_r - sum_j lambda_j A_c_j) / (1 + sum_j lambda_j)``), ``n_epochs`` passes
    of ``n_minibatches`` mini-batches of the PPO clipped objective and an MSE value loss on
-   value-normalised targets.
+   value-normalised targets. With ``counterfactual_samples > 0`` (MAPPO only) the reward
+   advantage is the return minus a per-agent counterfactual baseline from a Q-critic
+   (:mod:`~powerzoo.rl.mappo.counterfactual`), which trains alongside the value critic.
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ import torch
 from torch import nn
 
 from powerzoo.rl.mappo.buffer import Rollout
+from powerzoo.rl.mappo.counterfactual import (
+    QNorm,
+    counterfactual_baseline,
+    joint_actions,
+    own_slot_placement,
+)
 from powerzoo.rl.mappo.hparams import MAPPOParams
 from powerzoo.rl.mappo.networks import Actor, Critic, ValueNorm, with_agent_ids
 from powerzoo.rl.mappo.policy import GroupActor, MAPPOPolicy
@@ -80,6 +88,19 @@ class MultiAgentPPO(nn.Module):
                     critic_in = (state_dim if self.centralised else g.obs_dim) + ids
                     self.cost_critics[name] = Critic(critic_in, hidden, k)
                     self.cost_norms[name] = ValueNorm(k)
+        self.q_critics, self.q_norms = nn.ModuleDict(), nn.ModuleDict()  # counterfactual baseline only
+        self.counterfactual = params.counterfactual_samples > 0
+        if self.counterfactual:
+            if not self.centralised:
+                raise ValueError("counterfactual_samples needs a centralised critic (MAPPO or MAPPO-L), not IPPO")
+            sizes = [(g.n, g.act_dim) for g in self.layouts.values()]
+            with torch.random.fork_rng(devices=[]):  # a side stream, as the cost critics
+                torch.manual_seed(torch.initial_seed() + 104729)
+                for name, g in self.layouts.items():
+                    ids = g.n if g.n > 1 else 0
+                    self.q_critics[name] = Critic(state_dim + ids + sum(n * d for n, d in sizes), hidden, 1)
+                    self.q_norms[name] = QNorm()
+            self._places = {name: own_slot_placement(sizes, i).to(self.device) for i, name in enumerate(self.layouts)}
         self.to(self.device)
         self.actor_optims = {n: torch.optim.Adam(self.actors[n].parameters(), lr=params.learning_rate, eps=1e-5)
                              for n in self.layouts}
@@ -89,6 +110,8 @@ class MultiAgentPPO(nn.Module):
                                 lr=params.critic_learning_rate, eps=1e-5)
             for n in self.layouts
         }
+        self.q_optims = {n: torch.optim.Adam(self.q_critics[n].parameters(), lr=params.counterfactual_learning_rate,
+                                             eps=1e-5) for n in self.q_critics}
         self.multipliers = np.full(k, params.lambda_init, np.float64)
 
     @property
@@ -191,6 +214,9 @@ class MultiAgentPPO(nn.Module):
         """PPO epochs on every group; returns mean losses and diagnostics (``<group>/<stat>``)."""
         p, stats = self.params, {}
         states = None if rollout.states is None or not self.centralised else self._tensor(rollout.states)
+        joint = None  # [T, N, J] every agent's clipped action (counterfactual baseline)
+        if self.counterfactual:
+            joint = joint_actions({n: self._tensor(rollout.groups[n].actions) for n in self.layouts})
         for name, g in rollout.groups.items():
             t, n_envs, n = g.rewards.shape
             m = t * n_envs * n
@@ -206,8 +232,20 @@ class MultiAgentPPO(nn.Module):
                 k = len(self.cost_names)
                 cost_adv = torch.as_tensor(g.cost_advantages, device=self.device).reshape(m, k).float()
                 cost_returns = torch.as_tensor(g.cost_returns, device=self.device).reshape(m, k)
-            advantages = self.combined_advantages(adv, cost_adv)
             vnorm = self.value_norms[name]
+            qx = None
+            if joint is not None:  # A_i = G_i - E_{a_i'} Q(s, a_i', a_-i), Q before this rollout's update
+                qx = torch.cat([cx.reshape(t, n_envs, n, -1),
+                                joint.unsqueeze(2).expand(t, n_envs, n, joint.shape[-1])], -1)
+                qnorm = self.q_norms[name]
+                qnorm.update(returns, self.q_critics[name].net[-1])  # outputs preserved: Q before the update
+                q_targets = qnorm.normalize(returns).float()
+                base = counterfactual_baseline(self.q_critics[name], self.actors[name], x.reshape(t * n_envs, n, -1),
+                                               cx.reshape(t * n_envs, n, -1), joint.reshape(t * n_envs, -1),
+                                               self._places[name], p.counterfactual_samples)
+                adv = (returns.reshape(m) - qnorm.denormalize(base.double()).reshape(m)).float()
+                qx = qx.reshape(m, -1)
+            advantages = self.combined_advantages(adv, cost_adv)
             if p.value_norm:
                 vnorm.update(returns)
             targets = vnorm.normalize(returns).float()
@@ -217,14 +255,17 @@ class MultiAgentPPO(nn.Module):
                     self.cost_norms[name].update(cost_returns)
                 cost_targets = self.cost_norms[name].normalize(cost_returns).float()
             stats.update({f"{name}/{k}": v for k, v in self._epochs(name, x, cx, actions, old_logp, advantages,
-                                                                     targets, cost_targets).items()})
+                                                                     targets, cost_targets,
+                                                                     None if qx is None else (qx, q_targets)).items()})
         return stats
 
     def _epochs(self, name: str, x: torch.Tensor, cx: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
-                advantages: torch.Tensor, targets: torch.Tensor, cost_targets: torch.Tensor | None
-                ) -> dict[str, float]:
+                advantages: torch.Tensor, targets: torch.Tensor, cost_targets: torch.Tensor | None,
+                q_batch: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, float]:
         p = self.params
         actor, critic = self.actors[name], self.critics[name]
+        q_critic = self.q_critics[name] if q_batch is not None else None
+        qx, q_targets = q_batch if q_batch is not None else (None, None)
         cost_critic = self.cost_critics[name] if cost_targets is not None else None
         m = x.shape[0]
         size = max(1, m // p.n_minibatches)
@@ -252,6 +293,12 @@ class MultiAgentPPO(nn.Module):
                 if cost_critic is not None:
                     cost_loss = 0.5 * (cost_critic(cx[idx]) - cost_targets[idx]).pow(2).mean()
                     critic_loss = critic_loss + cost_loss
+                q_loss = torch.zeros(())
+                if q_critic is not None:  # own optimiser, constant step, no gradient clip (see hparams)
+                    q_loss = 0.5 * (q_critic(qx[idx]) - q_targets[idx]).pow(2).mean()
+                    self.q_optims[name].zero_grad()
+                    q_loss.backward()
+                    self.q_optims[name].step()
                 self.critic_optims[name].zero_grad()
                 critic_loss.backward()
                 nn.utils.clip_grad_norm_(critic.parameters(), p.max_grad_norm)
@@ -266,6 +313,8 @@ class MultiAgentPPO(nn.Module):
                              "clip_fraction": ((ratio - 1).abs() > p.clip_range).float().mean().item()}
                     if cost_critic is not None:
                         batch["cost_value_loss"] = cost_loss.item()
+                    if q_critic is not None:
+                        batch["q_value_loss"] = q_loss.item()
                 for key, value in batch.items():
                     sums[key] = sums.get(key, 0.0) + value
                 count += 1
@@ -276,12 +325,15 @@ class MultiAgentPPO(nn.Module):
     # ---- persistence -----------------------------------------------------------------------------
     def full_state(self) -> dict[str, Any]:
         """Networks, value normalisers, optimisers and multipliers (what a checkpoint needs)."""
-        return {
+        out = {
             "modules": self.state_dict(),
             "actor_optims": {n: o.state_dict() for n, o in self.actor_optims.items()},
             "critic_optims": {n: o.state_dict() for n, o in self.critic_optims.items()},
             "multipliers": self.multipliers.copy(),
         }
+        if self.q_optims:
+            out["q_optims"] = {n: o.state_dict() for n, o in self.q_optims.items()}
+        return out
 
     def load_full_state(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`full_state` returned."""
@@ -290,6 +342,8 @@ class MultiAgentPPO(nn.Module):
             o.load_state_dict(state["actor_optims"][n])
         for n, o in self.critic_optims.items():
             o.load_state_dict(state["critic_optims"][n])
+        for n, o in self.q_optims.items():
+            o.load_state_dict(state["q_optims"][n])
         self.multipliers = np.asarray(state["multipliers"], np.float64).copy()
 
     def export_policy(self, deterministic: bool = True, meta: dict[str, Any] | None = None,

@@ -48,6 +48,13 @@ class MAPPOParams:
         value_norm: normalise value targets with running statistics (critics predict the
             normalised target).
         normalize_advantage: standardise advantages per group and iteration.
+        counterfactual_samples: ``K > 0`` (centralised critics only: MAPPO, MAPPO-L): each agent's
+            reward advantage is its return minus a counterfactual baseline, the mean over ``K``
+            draws of its own action of a Q-critic on (global state, joint action, agent id)
+            (:mod:`~powerzoo.rl.mappo.counterfactual`); removes the other agents' exploration
+            noise from a shared reward. ``0`` (default): the state-value (GAE) advantage.
+        counterfactual_learning_rate: Adam step size of the Q-critics (constant, no gradient
+            clip; their targets are standardised by :class:`~powerzoo.rl.mappo.counterfactual.QNorm`).
         lambda_lr: Lagrangian variants: step size of the multipliers (per unit of episode cost
             above the threshold); 0 keeps them at ``lambda_init``.
         lambda_init: initial value of every multiplier (>= 0).
@@ -81,6 +88,8 @@ class MAPPOParams:
     log_std_init: float = -1.0
     value_norm: bool = True
     normalize_advantage: bool = True
+    counterfactual_samples: int = 0
+    counterfactual_learning_rate: float = 3e-3
     lambda_lr: float = 0.05
     lambda_init: float = 0.0
     lambda_max: float | None = None
@@ -97,7 +106,8 @@ class MAPPOParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name in ("learning_rate", "critic_learning_rate", "clip_range", "max_grad_norm"):
+        for name in ("learning_rate", "critic_learning_rate", "counterfactual_learning_rate", "clip_range",
+                     "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         for name in ("gamma", "cost_gamma"):
@@ -112,6 +122,9 @@ class MAPPOParams:
             raise ValueError("ent_coef, lambda_lr and lambda_init must be >= 0")
         if self.lambda_max is not None and self.lambda_max < self.lambda_init:
             raise ValueError(f"lambda_max ({self.lambda_max}) must be >= lambda_init ({self.lambda_init})")
+        cf = self.counterfactual_samples
+        if isinstance(cf, bool) or not isinstance(cf, int) or cf < 0:
+            raise ValueError(f"counterfactual_samples must be an int >= 0 (0: off), got {cf!r}")
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes!r}")
         workers = self.rollout_workers
