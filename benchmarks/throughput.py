@@ -6,6 +6,7 @@ Usage::
     python benchmarks/throughput.py --tasks opf_118 --num-envs 1 256 1024
     python benchmarks/throughput.py --sweep                          # N = 1, 64, 256, 1,024, 4,096 + plot
     python benchmarks/throughput.py --sweep --repeats 3              # fastest of 3 fresh processes per point
+    python benchmarks/throughput.py --sweep --together               # every N of a task in one process, in turn
 
 N = 1 is the single env (Gymnasium or PettingZoo, as a user steps it); N > 1 is the native batched
 env (``make_env(task, num_envs=N)``). Each measurement runs in a fresh subprocess pinned to one
@@ -41,7 +42,7 @@ MIN_WINDOW_S = 0.5  # shortest timed window (whole episodes); the fastest of >= 
 
 _CHILD = r"""
 import json, resource, sys, time, warnings
-task, num_envs, seconds, pool_bytes = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+task, sizes, seconds, pool_bytes = sys.argv[1], [int(n) for n in sys.argv[2].split(",")], float(sys.argv[3]), int(sys.argv[4])
 min_window = float(sys.argv[5])
 t0 = time.perf_counter(); import powerzoo; import_s = time.perf_counter() - t0
 import numpy as np
@@ -50,55 +51,78 @@ from powerzoo.tasks import task_spec
 warnings.simplefilter("ignore")
 spec = task_spec(task)
 multi = spec.agent_mode == "multi"
-single = num_envs == 1
-t0 = time.perf_counter()
-env = make_env(task, framework="pettingzoo" if multi else "gymnasium", num_envs=None if single else num_envs, seed=0)
-build_s = time.perf_counter() - t0
-env.reset(seed=0)
-rng = np.random.default_rng(0)
-agents = list(env.possible_agents) if multi else None
-spaces = [env.action_space(a) for a in agents] if multi else [env.action_space]
-per_call = sum(int(np.prod(s.shape)) for s in spaces) * 4
-n_pool = int(max(4, min(256, pool_bytes // max(per_call, 1))))
-draws = [rng.uniform(s.low, s.high, size=(n_pool,) + s.shape).astype(np.float32) for s in spaces]
-pool = [dict(zip(agents, [d[i] for d in draws])) for i in range(n_pool)] if multi else list(draws[0])
-def run(n_calls):
-    for i in range(n_calls):
-        _, _, term, trunc, _ = env.step(pool[i % n_pool])
-        if single and ((not env.agents) if multi else (term or trunc)):
-            env.reset()
-run(min(n_pool, 16))  # warm-up: caches, buffers sized for N
 horizon = spec.horizon
-t0 = time.perf_counter(); run(8); per_call = (time.perf_counter() - t0) / 8
-window = horizon * max(1, int(np.ceil(min_window / (per_call * horizon))))  # whole episodes, >= min_window s
-walls, cpus = [], []
-while sum(walls) < seconds or len(walls) < 3:
-    t0, c0 = time.perf_counter(), time.process_time()
-    run(window)
-    walls.append(time.perf_counter() - t0)
-    cpus.append(time.process_time() - c0)
-steps = window * num_envs
-best = int(np.argmin(walls))
-print(json.dumps({"task": task, "num_envs": num_envs, "steps_per_s": steps / walls[best],
-                  "us_per_env_step": walls[best] / steps * 1e6,
-                  "cpu_us_per_env_step": cpus[best] / steps * 1e6,
-                  "mean_steps_per_s": steps * len(walls) / sum(walls), "windows": len(walls),
-                  "import_s": import_s, "build_s": build_s,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+class Point:
+    # one batch size: its env, pre-drawn actions and timed windows
+    def __init__(self, num_envs):
+        self.num_envs, self.single = num_envs, num_envs == 1
+        t0 = time.perf_counter()
+        self.env = env = make_env(task, framework="pettingzoo" if multi else "gymnasium",
+                                  num_envs=None if self.single else num_envs, seed=0)
+        self.build_s = time.perf_counter() - t0
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        agents = list(env.possible_agents) if multi else None
+        spaces = [env.action_space(a) for a in agents] if multi else [env.action_space]
+        per_call = sum(int(np.prod(s.shape)) for s in spaces) * 4
+        self.n_pool = int(max(4, min(256, pool_bytes // max(per_call, 1))))
+        draws = [rng.uniform(s.low, s.high, size=(self.n_pool,) + s.shape).astype(np.float32) for s in spaces]
+        self.pool = [dict(zip(agents, [d[i] for d in draws])) for i in range(self.n_pool)] if multi else list(draws[0])
+        self.run(min(self.n_pool, 16))  # warm-up: caches, buffers sized for N
+        t0 = time.perf_counter(); self.run(8); per_call = (time.perf_counter() - t0) / 8
+        self.window = horizon * max(1, int(np.ceil(min_window / (per_call * horizon))))  # whole episodes
+        self.walls, self.cpus = [], []
+
+    def run(self, n_calls):
+        env, pool, n_pool = self.env, self.pool, self.n_pool
+        for i in range(n_calls):
+            _, _, term, trunc, _ = env.step(pool[i % n_pool])
+            if self.single and ((not env.agents) if multi else (term or trunc)):
+                env.reset()
+
+    def time_window(self):
+        t0, c0 = time.perf_counter(), time.process_time()
+        self.run(self.window)
+        self.walls.append(time.perf_counter() - t0)
+        self.cpus.append(time.process_time() - c0)
+
+points = [Point(n) for n in sizes]
+while any(sum(p.walls) < seconds or len(p.walls) < 3 for p in points):
+    for p in points:  # round-robin: slow phases of a shared machine hit every N alike
+        p.time_window()
+for p in points:
+    steps = p.window * p.num_envs
+    best = int(np.argmin(p.walls))
+    print(json.dumps({"task": task, "num_envs": p.num_envs, "steps_per_s": steps / p.walls[best],
+                      "us_per_env_step": p.walls[best] / steps * 1e6,
+                      "cpu_us_per_env_step": p.cpus[best] / steps * 1e6,
+                      "mean_steps_per_s": steps * len(p.walls) / sum(p.walls), "windows": len(p.walls),
+                      "import_s": import_s, "build_s": p.build_s,
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
 def measure(task: str, num_envs: int, seconds: float, min_window: float = MIN_WINDOW_S) -> dict[str, Any]:
     """One measurement of ``task`` at batch size ``num_envs`` in a fresh subprocess: the fastest of at
     least three windows of whole episodes (each >= ``min_window`` s), timed for >= ``seconds`` in all."""
+    return measure_together(task, [num_envs], seconds, min_window)[0]
+
+
+def measure_together(task: str, sizes: list[int], seconds: float, min_window: float = MIN_WINDOW_S
+                     ) -> list[dict[str, Any]]:
+    """``task`` at every batch size of ``sizes`` in one fresh subprocess, timed window by window in
+    turn (round-robin), so a slow phase of a shared machine falls on every N alike; one row per N
+    (peak memory is then the process's, all envs together)."""
     threads = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, task, str(num_envs), str(seconds), str(POOL_BYTES), str(min_window)],
+        [sys.executable, "-c", _CHILD, task, ",".join(map(str, sizes)), str(seconds), str(POOL_BYTES),
+         str(min_window)],
         capture_output=True, text=True, env={**os.environ, **threads}, check=False,
     )
     if out.returncode != 0:
-        raise RuntimeError(f"{task} at N={num_envs} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{task} at N={sizes} failed:\n{out.stderr[-3000:]}")
+    return [json.loads(line) for line in out.stdout.strip().splitlines()[-len(sizes):]]
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
@@ -158,6 +182,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="timed seconds per measurement (at least 3 windows)")
     parser.add_argument("--repeats", type=int, default=1,
                         help="fresh processes per point; the fastest is kept")
+    parser.add_argument("--together", action="store_true",
+                        help="time all batch sizes of a task in one process, window by window in turn (compares N "
+                             "fairly on a noisy machine; peak MB is then the process's)")
     parser.add_argument("--out", default="results/throughput", help="folder for --sweep's CSV, JSON and plot")
     args = parser.parse_args(argv)
     tasks = args.tasks or list_tasks()
@@ -175,8 +202,13 @@ def main(argv: list[str] | None = None) -> None:
     print("-" * len(header))
     rows = []
     for task in tasks:
-        for n in sizes:
-            r = max((measure(task, n, args.seconds) for _ in range(args.repeats)), key=lambda m: m["steps_per_s"])
+        if args.together:
+            runs = [measure_together(task, sizes, args.seconds) for _ in range(args.repeats)]
+            points = [max((run[i] for run in runs), key=lambda m: m["steps_per_s"]) for i in range(len(sizes))]
+        else:
+            points = [max((measure(task, n, args.seconds) for _ in range(args.repeats)), key=lambda m: m["steps_per_s"])
+                      for n in sizes]
+        for n, r in zip(sizes, points, strict=True):
             rows.append(r)
             print(f"{task:<22} {n:>5} {r['steps_per_s']:>12,.0f} {r['mean_steps_per_s']:>12,.0f} {r['us_per_env_step']:>12.2f} "
                   f"{r['cpu_us_per_env_step']:>8.2f} {r['build_s']:>8.3f} {r['peak_rss_mb']:>8.1f}", flush=True)

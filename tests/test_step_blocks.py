@@ -59,16 +59,23 @@ def test_blocked_feeder_steps_match_one_piece_within_the_power_flow_tolerance():
         np.testing.assert_allclose(c1, c2, rtol=1e-6, atol=1e-9)
 
 
-def test_small_batches_are_stepped_in_one_call():
+def test_small_batches_are_stepped_and_reset_in_one_call():
     runner = TaskRunner(make_task("dso"), num_envs=8)
     calls = []
     step = runner.task.step
+    reset = runner.task.reset
     runner.task.step = lambda *a: calls.append(a[1].shape) or step(*a)
+    runner.task.reset = lambda rng, day_id: calls.append(day_id.shape) or reset(rng, day_id)
     runner.task.step_block_rows = 4
     runner.reset(None)
+    assert calls == [(4,), (4,)]
+    calls.clear()
     runner.step(np.zeros((8, runner.spec.action.dim)))
     assert calls == [(4, runner.spec.action.dim), (4, runner.spec.action.dim)]
     runner.task.step_block_rows = 8
     calls.clear()
     runner.step(np.zeros((8, runner.spec.action.dim)))
     assert calls == [(8, runner.spec.action.dim)]
+    calls.clear()
+    runner.reset_done(np.arange(8) < 3)
+    assert calls == [(8,)]

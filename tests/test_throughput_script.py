@@ -28,6 +28,13 @@ def test_measure_steps_single_and_batched_envs(throughput):
     assert (single["num_envs"], batched["num_envs"]) == (1, 8)
 
 
+def test_batch_sizes_timed_together_in_one_process(throughput):
+    rows = throughput.measure_together("battery_arbitrage", [1, 4, 16], 0.05, min_window=0.01)
+    assert [r["num_envs"] for r in rows] == [1, 4, 16]
+    assert all(r["windows"] >= 3 and r["steps_per_s"] > 0 for r in rows)
+    assert len({r["peak_rss_mb"] for r in rows}) == 1  # one process
+
+
 def test_results_table_csv_json_and_plot(throughput, tmp_path):
     rows = [
         {"task": "a", "num_envs": 1, "steps_per_s": 1000.0, "us_per_env_step": 1000.0},

@@ -130,7 +130,7 @@ class TaskRunner:
 
     def reset(self, day_id: Any = None) -> np.ndarray:
         """Start all ``B`` episodes (on ``day_id`` if given, else on days drawn from the split)."""
-        self.state = self.task.reset(self.rng, self._day_ids(self.num_envs, day_id))
+        self.state = self._task_reset(self._day_ids(self.num_envs, day_id))
         return self.task.observe(self.state)
 
     def reset_done(self, done: np.ndarray, day_id: Any = None) -> None:
@@ -139,8 +139,15 @@ class TaskRunner:
         Start days are ``day_id`` (an int or [B] ints) or drawn for every row, so the RNG stream
         does not depend on which rows ended; the fresh state is kept only where ``done``.
         """
-        fresh = self.task.reset(self.rng, self._day_ids(self.num_envs, day_id))
+        fresh = self._task_reset(self._day_ids(self.num_envs, day_id))
         self.state = merge_state(self.state, done, fresh)
+
+    def _task_reset(self, day_ids: np.ndarray) -> Any:
+        """``task.reset`` of every row, in row blocks of ``Task.step_block_rows`` where the task sets it."""
+        block = self.task.step_block_rows
+        if block is None or self.num_envs <= block:
+            return self.task.reset(self.rng, day_ids)
+        return concat_states([self.task.reset(self.rng, day_ids[rows]) for rows in row_blocks(self.num_envs, block)])
 
     def reset_info(self) -> dict[str, Any]:
         """Info returned by ``reset``: the keys of a step's info, numeric, with every step quantity 0.

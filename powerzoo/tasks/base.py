@@ -76,10 +76,11 @@ class Task(abc.ABC):
     """
 
     step_block_rows: int | None = None
-    """Rows per ``step`` call in the batched runner: larger batches are stepped in blocks of this
-    many rows (state and outputs concatenated), so a wide step's work arrays stay in the CPU
-    caches. ``None``: the whole batch in one call. Only for tasks whose step draws no random
-    numbers (the blocks would change the order of the draws) and treats rows independently."""
+    """Rows per ``step`` (and ``reset``) call in the batched runner: larger batches are stepped and
+    reset in blocks of this many rows (states and outputs concatenated), so a wide step's work
+    arrays stay in the CPU caches. ``None``: the whole batch in one call. Only for tasks whose
+    step and reset draw no random numbers (the blocks would change the order of the draws) and
+    treat rows independently."""
 
     def __init__(self, spec: TaskSpec, split: str = "train") -> None:
         self.spec = spec
