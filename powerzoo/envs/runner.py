@@ -142,12 +142,17 @@ class TaskRunner:
         fresh = self._task_reset(self._day_ids(self.num_envs, day_id))
         self.state = merge_state(self.state, done, fresh)
 
-    def _task_reset(self, day_ids: np.ndarray) -> Any:
-        """``task.reset`` of every row, in row blocks of ``Task.step_block_rows`` where the task sets it."""
+    def _row_blocks(self) -> list[slice] | None:
+        """The row blocks of ``Task.step_block_rows`` for this batch, or ``None`` for one piece."""
         block = self.task.step_block_rows
-        if block is None or self.num_envs <= block:
+        return None if block is None or self.num_envs <= block else row_blocks(self.num_envs, block)
+
+    def _task_reset(self, day_ids: np.ndarray) -> Any:
+        """``task.reset`` of every row, in row blocks where the task asks for them."""
+        blocks = self._row_blocks()
+        if blocks is None:
             return self.task.reset(self.rng, day_ids)
-        return concat_states([self.task.reset(self.rng, day_ids[rows]) for rows in row_blocks(self.num_envs, block)])
+        return concat_states([self.task.reset(self.rng, day_ids[rows]) for rows in blocks])
 
     def reset_info(self) -> dict[str, Any]:
         """Info returned by ``reset``: the keys of a step's info, numeric, with every step quantity 0.
@@ -220,12 +225,11 @@ class TaskRunner:
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         physical, clipped = self.check_action(action)
-        block = self.task.step_block_rows
-        if block is None or self.num_envs <= block:
+        blocks = self._row_blocks()
+        if blocks is None:
             self.state, out = self.task.step(self.state, physical, self.rng)
         else:  # row blocks that fit the caches (Task.step_block_rows)
-            parts = [self.task.step(state_rows(self.state, rows), physical[rows], self.rng)
-                     for rows in row_blocks(self.num_envs, block)]
+            parts = [self.task.step(state_rows(self.state, rows), physical[rows], self.rng) for rows in blocks]
             self.state = concat_states([state for state, _ in parts])
             out = concat_outputs([output for _, output in parts])
         truncated = (self.task.time_index(self.state) >= self._horizon) & ~out.terminated
