@@ -16,6 +16,10 @@ Read top to bottom:
    value-normalised targets. With ``counterfactual_samples > 0`` (MAPPO only) the reward
    advantage is the return minus a per-agent counterfactual baseline from a Q-critic
    (:mod:`~powerzoo.rl.mappo.counterfactual`), which trains alongside the value critic.
+   With ``joint_exploration`` each group explores with one Gaussian over its joint action
+   (:class:`~powerzoo.rl.mappo.networks.JointNoise`, a learned full covariance around the
+   agents' own means): a rollout row is then one env step of the whole group, its PPO ratio the
+   joint one and its advantage the mean of the agents' advantages.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from powerzoo.rl.mappo.counterfactual import (
     own_slot_placement,
 )
 from powerzoo.rl.mappo.hparams import MAPPOParams
-from powerzoo.rl.mappo.networks import Actor, Critic, ValueNorm, with_agent_ids
+from powerzoo.rl.mappo.networks import Actor, Critic, JointNoise, ValueNorm, with_agent_ids
 from powerzoo.rl.mappo.policy import GroupActor, MAPPOPolicy
 
 __all__ = ["GroupLayout", "MultiAgentPPO"]
@@ -101,8 +105,13 @@ class MultiAgentPPO(nn.Module):
                     self.q_critics[name] = Critic(state_dim + ids + sum(n * d for n, d in sizes), hidden, 1)
                     self.q_norms[name] = QNorm()
             self._places = {name: own_slot_placement(sizes, i).to(self.device) for i, name in enumerate(self.layouts)}
+        self.joint_noise = nn.ModuleDict()  # joint_exploration only: one correlated Gaussian per group
+        if params.joint_exploration:
+            for name, g in self.layouts.items():
+                self.joint_noise[name] = JointNoise(g.n, g.act_dim, params.log_std_init)
+                self.actors[name].log_std.requires_grad_(False)  # the joint noise replaces it
         self.to(self.device)
-        self.actor_optims = {n: torch.optim.Adam(self.actors[n].parameters(), lr=params.learning_rate, eps=1e-5)
+        self.actor_optims = {n: torch.optim.Adam(self._actor_parameters(n), lr=params.learning_rate, eps=1e-5)
                              for n in self.layouts}
         self.critic_optims = {
             n: torch.optim.Adam(list(self.critics[n].parameters())
@@ -117,6 +126,37 @@ class MultiAgentPPO(nn.Module):
     @property
     def lagrangian(self) -> bool:
         return bool(self.cost_names)
+
+    @property
+    def joint(self) -> bool:
+        """Whether each group explores with one joint Gaussian (``joint_exploration``)."""
+        return len(self.joint_noise) > 0
+
+    def _actor_parameters(self, name: str) -> list[nn.Parameter]:
+        params = [q for q in self.actors[name].parameters() if q.requires_grad]
+        return params + (list(self.joint_noise[name].parameters()) if name in self.joint_noise else [])
+
+    def policy_distribution(self, name: str, x: torch.Tensor) -> torch.distributions.Distribution:
+        """Group ``name``'s action distribution on actor inputs ``x`` [..., n, in].
+
+        Independent noise: a Normal with batch shape [..., n, act_dim]; joint exploration: a
+        MultivariateNormal over the group's flattened joint action [..., n * act_dim].
+        """
+        if name in self.joint_noise:
+            return self.joint_noise[name].distribution(self.actors[name].mean(x))
+        return self.actors[name].distribution(x)
+
+    def group_log_prob(self, name: str, dist: torch.distributions.Distribution, actions: torch.Tensor) -> torch.Tensor:
+        """Log-probability of ``actions`` [..., n, act_dim]: per agent [..., n], or the joint one [...]."""
+        if name in self.joint_noise:
+            return dist.log_prob(actions.flatten(-2))
+        return dist.log_prob(actions).sum(-1)
+
+    def action_std(self, name: str) -> torch.Tensor:
+        """Each agent's standard deviation of exploration [n or 1, act_dim] ([-1, 1] units)."""
+        if name in self.joint_noise:
+            return self.joint_noise[name].marginal_log_std().exp()
+        return self.actors[name].log_std.exp().unsqueeze(0)
 
     # ---- inputs ----------------------------------------------------------------------------------
     def _tensor(self, x: np.ndarray) -> torch.Tensor:
@@ -143,12 +183,17 @@ class MultiAgentPPO(nn.Module):
             ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Actions ``{group: [N, n, act_dim]}`` (unclipped samples, [-1, 1] units) and their log-probabilities."""
         actions, log_probs = {}, {}
-        for name in self.layouts:
+        for name, g in self.layouts.items():
             x = self.actor_input(name, self._tensor(obs[name]))
-            dist = self.actors[name].distribution(x)
+            dist = self.policy_distribution(name, x)
             a = dist.mean if deterministic else dist.sample()
+            if name in self.joint_noise:  # [N, n * act_dim] -> [N, n, act_dim]; the joint log-prob
+                a = a.reshape(*a.shape[:-1], g.n, g.act_dim)  # is split evenly over the agents
+                logp = (self.group_log_prob(name, dist, a) / g.n).unsqueeze(-1).expand(*a.shape[:-1])
+            else:
+                logp = self.group_log_prob(name, dist, a)
             actions[name] = a.cpu().numpy()
-            log_probs[name] = dist.log_prob(a).sum(-1).cpu().numpy()
+            log_probs[name] = logp.cpu().numpy()
         return actions, log_probs
 
     def env_actions(self, actions: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -254,16 +299,29 @@ class MultiAgentPPO(nn.Module):
                 if p.value_norm:
                     self.cost_norms[name].update(cost_returns)
                 cost_targets = self.cost_norms[name].normalize(cost_returns).float()
+            if name in self.joint_noise:  # one row per env step: the group acts as one joint policy
+                rows = (t * n_envs, n)
+                x, cx = x.reshape(*rows, -1), cx.reshape(*rows, -1)
+                actions, targets = actions.reshape(*rows, -1), targets.reshape(*rows, 1)
+                old_logp, advantages = old_logp.reshape(rows).sum(-1), advantages.reshape(rows).mean(-1)
+                if cost_targets is not None:
+                    cost_targets = cost_targets.reshape(*rows, -1)
             stats.update({f"{name}/{k}": v for k, v in self._epochs(name, x, cx, actions, old_logp, advantages,
                                                                      targets, cost_targets,
                                                                      None if qx is None else (qx, q_targets)).items()})
         return stats
 
+    def _entropy_per_agent(self, name: str, dist: torch.distributions.Distribution) -> torch.Tensor:
+        """Mean entropy per agent (nats): a joint Gaussian's entropy shared evenly over its agents."""
+        if name in self.joint_noise:
+            return dist.entropy().mean() / self.layouts[name].n
+        return dist.entropy().sum(-1).mean()
+
     def _epochs(self, name: str, x: torch.Tensor, cx: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
                 advantages: torch.Tensor, targets: torch.Tensor, cost_targets: torch.Tensor | None,
                 q_batch: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, float]:
         p = self.params
-        actor, critic = self.actors[name], self.critics[name]
+        critic = self.critics[name]
         q_critic = self.q_critics[name] if q_batch is not None else None
         qx, q_targets = q_batch if q_batch is not None else (None, None)
         cost_critic = self.cost_critics[name] if cost_targets is not None else None
@@ -275,16 +333,16 @@ class MultiAgentPPO(nn.Module):
             order = torch.randperm(m, device=self.device)
             for start in range(0, size * p.n_minibatches, size):
                 idx = order[start:start + size]
-                dist = actor.distribution(x[idx])
-                logp = dist.log_prob(actions[idx]).sum(-1)
+                dist = self.policy_distribution(name, x[idx])
+                logp = self.group_log_prob(name, dist, actions[idx])
                 ratio = torch.exp(logp - old_logp[idx])
                 adv = advantages[idx]
                 policy_loss = -torch.min(ratio * adv, ratio.clamp(1 - p.clip_range, 1 + p.clip_range) * adv).mean()
-                entropy = dist.entropy().sum(-1).mean()
+                entropy = self._entropy_per_agent(name, dist)
                 actor_loss = policy_loss - p.ent_coef * entropy
                 self.actor_optims[name].zero_grad()
                 actor_loss.backward()
-                nn.utils.clip_grad_norm_(actor.parameters(), p.max_grad_norm)
+                nn.utils.clip_grad_norm_(self._actor_parameters(name), p.max_grad_norm)
                 self.actor_optims[name].step()
 
                 value_loss = 0.5 * (critic(cx[idx]) - targets[idx]).pow(2).mean()
@@ -319,7 +377,8 @@ class MultiAgentPPO(nn.Module):
                     sums[key] = sums.get(key, 0.0) + value
                 count += 1
         out = {key: value / max(count, 1) for key, value in sums.items()}
-        out["action_std"] = float(actor.log_std.exp().mean().item())
+        with torch.no_grad():
+            out["action_std"] = float(self.action_std(name).mean().item())
         return out
 
     # ---- persistence -----------------------------------------------------------------------------
@@ -363,6 +422,9 @@ class MultiAgentPPO(nn.Module):
                 mid, half = action_affine[name]
             else:
                 mid, half = (g.high.astype(np.float64) + g.low) / 2.0, (g.high.astype(np.float64) - g.low) / 2.0
-            groups[name] = GroupActor(g.agents, layers, self.actors[name].log_std.detach().cpu().numpy().copy(),
+            with torch.no_grad():  # joint exploration: each agent samples its own marginal
+                log_std = (self.joint_noise[name].marginal_log_std() if name in self.joint_noise
+                           else self.actors[name].log_std)
+            groups[name] = GroupActor(g.agents, layers, log_std.detach().cpu().numpy().copy(),
                                       mid, half, *(obs_affine if obs_affine is not None else (None, None)))
         return MAPPOPolicy(groups, deterministic, meta)

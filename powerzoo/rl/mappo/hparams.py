@@ -53,6 +53,12 @@ class MAPPOParams:
             draws of its own action of a Q-critic on (global state, joint action, agent id)
             (:mod:`~powerzoo.rl.mappo.counterfactual`); removes the other agents' exploration
             noise from a shared reward. ``0`` (default): the state-value (GAE) advantage.
+        joint_exploration: explore with one Gaussian over each group's joint action, with a
+            learned full covariance (:class:`~powerzoo.rl.mappo.networks.JointNoise`), instead of
+            independent noise per agent; the means stay decentralised (each agent's own
+            observation), the PPO ratio is the joint one and its advantage the group's mean. For
+            groups whose agents share a coupling penalty (power balance): the noise learns to
+            move them against each other. Not with ``counterfactual_samples`` or remote rollouts.
         counterfactual_learning_rate: Adam step size of the Q-critics (constant, no gradient
             clip; their targets are standardised by :class:`~powerzoo.rl.mappo.counterfactual.QNorm`).
         lambda_lr: Lagrangian variants: step size of the multipliers (per unit of episode cost
@@ -89,6 +95,7 @@ class MAPPOParams:
     value_norm: bool = True
     normalize_advantage: bool = True
     counterfactual_samples: int = 0
+    joint_exploration: bool = False
     counterfactual_learning_rate: float = 3e-3
     lambda_lr: float = 0.05
     lambda_init: float = 0.0
@@ -125,11 +132,17 @@ class MAPPOParams:
         cf = self.counterfactual_samples
         if isinstance(cf, bool) or not isinstance(cf, int) or cf < 0:
             raise ValueError(f"counterfactual_samples must be an int >= 0 (0: off), got {cf!r}")
+        if not isinstance(self.joint_exploration, bool):
+            raise ValueError(f"joint_exploration must be a bool, got {self.joint_exploration!r}")
+        if self.joint_exploration and cf:
+            raise ValueError("joint_exploration and counterfactual_samples > 0 do not combine: choose one")
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes!r}")
         workers = self.rollout_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
             raise ValueError(f"rollout_workers must be an int >= 0 (0: in-process rollouts), got {workers!r}")
+        if self.joint_exploration and workers:
+            raise ValueError("joint_exploration runs with in-process rollouts only (rollout_workers = 0)")
         if self.rollout_address is not None:
             if not isinstance(self.rollout_address, str) or not self.rollout_address.strip():
                 raise ValueError(f"rollout_address must be a non-empty string or None, got {self.rollout_address!r}")

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["mlp", "Actor", "Critic", "ValueNorm", "with_agent_ids"]
+__all__ = ["mlp", "Actor", "JointNoise", "Critic", "ValueNorm", "with_agent_ids"]
 
 
 def mlp(n_in: int, hidden: Sequence[int], n_out: int, out_gain: float) -> nn.Sequential:
@@ -59,6 +59,39 @@ class Actor(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Deterministic action (the mean)."""
         return self.mean(x)
+
+
+class JointNoise(nn.Module):
+    """Correlated exploration of a whole agent group: one Gaussian over the group's joint action.
+
+    The means still come from each agent's own observation (decentralised execution); only the
+    exploration noise is joint, with covariance ``L L^T`` learned through a Cholesky factor ``L``
+    [D, D], ``D = n_agents * act_dim`` (agent-major): a positive diagonal ``exp(log_diag)`` and a
+    free strictly-lower part (zero at the start, so training starts from independent noise).
+    PPO's gradient shrinks the noise along the directions that cost reward (for a shared
+    power-balance penalty, the group's total output) and keeps it along the others, which an
+    independent (diagonal) Gaussian cannot do.
+    """
+
+    def __init__(self, n_agents: int, act_dim: int, log_std_init: float) -> None:
+        super().__init__()
+        self.n_agents, self.act_dim = int(n_agents), int(act_dim)
+        dim = self.n_agents * self.act_dim
+        self.log_diag = nn.Parameter(torch.full((dim,), float(log_std_init)))
+        self.lower = nn.Parameter(torch.zeros(dim, dim))
+
+    def scale_tril(self) -> torch.Tensor:
+        """The Cholesky factor ``L`` [D, D] of the noise covariance."""
+        return torch.tril(self.lower, diagonal=-1) + torch.diag(self.log_diag.exp())
+
+    def distribution(self, mean: torch.Tensor) -> torch.distributions.MultivariateNormal:
+        """The joint Gaussian around per-agent means [..., n, act_dim] (its samples: [..., D])."""
+        return torch.distributions.MultivariateNormal(mean.flatten(-2), scale_tril=self.scale_tril())
+
+    def marginal_log_std(self) -> torch.Tensor:
+        """Each agent's own log standard deviation [n, act_dim] (what one agent sees of the noise)."""
+        std = self.scale_tril().pow(2).sum(-1).sqrt()
+        return std.log().reshape(self.n_agents, self.act_dim)
 
 
 class Critic(nn.Module):
