@@ -399,20 +399,23 @@ def test_cli_train_with_a_mappo_config_and_describe(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_mappo_learns_marl_opf_with_its_config(tmp_path):
-    """The settings of configs/marl_opf_mappo.yaml at a small budget (20 iterations, 122,880 env steps):
-    far past random on every test day (normalised score 0 = random, 1 = rule-based = oracle)."""
+    """The settings of configs/marl_opf_mappo.yaml at a sixth of its budget (130 iterations, 399,360 env
+    steps, about a minute): on every test day far past random and past what independent exploration
+    reaches at this budget (normalised score 0 = random, 1 = rule-based = oracle; measured 0.992 / 0.993
+    with joint exploration, 0.979 / 0.978 without it, seeds 0 / 1)."""
     import yaml
 
     from powerzoo.benchmarks.baselines import baseline_row
 
     config = yaml.safe_load((REPO / "configs" / "marl_opf_mappo.yaml").read_text())
-    trainer = Trainer("marl_opf", algorithm="MAPPO", total_timesteps=122_880, seed=0, n_envs=config["n_envs"],
+    assert config["algorithm_kwargs"]["joint_exploration"] is True
+    trainer = Trainer("marl_opf", algorithm="MAPPO", total_timesteps=399_360, seed=0, n_envs=config["n_envs"],
                       algorithm_kwargs=config["algorithm_kwargs"], evaluation=None, checkpoint=None,
                       output_dir=str(tmp_path), logging={"tensorboard": False, "progress_bar": False},
                       torch_threads=1)
     trainer.train()
     summary = trainer.evaluate("test")
     random_return = baseline_row("marl_opf", "random", "test")["mean"]
-    assert summary["mean_return"] > 0.15 * random_return  # more than 6x better than random ($ per day)
-    assert summary["normalized_score"] > 0.9
-    assert summary["mean_costs"]["power_imbalance"] < 0.1 * 6317.9  # random: 6,318 MWh per day
+    assert summary["mean_return"] > 0.06 * random_return  # more than 16x better than random ($ per day)
+    assert summary["normalized_score"] > 0.985  # the merit order is being learned, not only the balance
+    assert summary["mean_costs"]["power_imbalance"] < 0.01 * 6317.9  # random: 6,318 MWh per day
