@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from powerzoo.rl import Trainer
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.buffer import GroupRollout, Rollout
 from powerzoo.rl.mappo.hparams import MAPPOParams, check_params
@@ -89,10 +90,9 @@ def test_joint_noise_learns_to_move_coupled_agents_against_each_other():
 
 
 def test_joint_exploration_trains_end_to_end_and_restores(tmp_path):
-    from tests.test_mappo import small_trainer
-
-    trainer = small_trainer(tmp_path, algorithm_kwargs={"n_steps": 8, "n_epochs": 2, "hidden_sizes": [16, 16],
-                                                        "joint_exploration": True})
+    trainer = Trainer("marl_opf", algorithm="MAPPO", total_timesteps=64, seed=3, n_envs=4, evaluation=None,
+                      checkpoint=None, output_dir=str(tmp_path), logging={"tensorboard": False, "progress_bar": False},
+                      algorithm_kwargs={"n_steps": 8, "n_epochs": 2, "hidden_sizes": [16, 16], "joint_exploration": True})
     trainer.train()
     learner = trainer.learner
     assert learner.joint and set(learner.joint_noise) == set(learner.layouts)
