@@ -42,7 +42,10 @@ def child(task: str, num_envs: int, n_episodes: int, out_dir: str) -> dict:
     size = os.path.getsize(path)
     os.remove(path)
     return {
-        "task": task, "num_envs": num_envs, "episodes": n_episodes, "transitions": n_steps,
+        "task": task,
+        "num_envs": num_envs,
+        "episodes": n_episodes,
+        "transitions": n_steps,
         "transitions_per_s": n_steps / seconds,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "mb_per_million": size / 1e6 * 1e6 / n_steps,
@@ -55,31 +58,56 @@ def measure(task: str, num_envs: int, n_episodes: int) -> dict:
     with tempfile.TemporaryDirectory() as out_dir:
         out = subprocess.run(
             [sys.executable, __file__, "--child", task, str(num_envs), str(n_episodes), out_dir],
-            capture_output=True, text=True, env={**os.environ, **threads}, check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **threads},
+            check=True,
         )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        task, num_envs, n_episodes, out_dir = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+        task, num_envs, n_episodes, out_dir = (
+            sys.argv[2],
+            int(sys.argv[3]),
+            int(sys.argv[4]),
+            sys.argv[5],
+        )
         print(json.dumps(child(task, num_envs, n_episodes, out_dir)))
         return
     from powerzoo.tasks import task_spec
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="battery_arbitrage")
-    parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 256], help="1 = single env; N > 1 = vector env")
-    parser.add_argument("--transitions", type=int, default=100_000, help="transitions per measurement (default 100,000)")
-    parser.add_argument("--million", action="store_true", help="collect 1,000,000 transitions per measurement")
+    parser.add_argument(
+        "--num-envs",
+        type=int,
+        nargs="+",
+        default=[1, 256],
+        help="1 = single env; N > 1 = vector env",
+    )
+    parser.add_argument(
+        "--transitions",
+        type=int,
+        default=100_000,
+        help="transitions per measurement (default 100,000)",
+    )
+    parser.add_argument(
+        "--million", action="store_true", help="collect 1,000,000 transitions per measurement"
+    )
     args = parser.parse_args()
     transitions = 1_000_000 if args.million else args.transitions
     n_episodes = math.ceil(transitions / task_spec(args.task).horizon)
-    print(f"{'task':<20} {'envs':>5} {'episodes':>9} {'transitions':>12} {'transitions/s':>14} {'peak RSS MB':>12} {'MB per 1M':>10}")
+    print(
+        f"{'task':<20} {'envs':>5} {'episodes':>9} {'transitions':>12} {'transitions/s':>14} {'peak RSS MB':>12} {'MB per 1M':>10}"
+    )
     for num_envs in args.num_envs:
         r = measure(args.task, num_envs, n_episodes)
-        print(f"{r['task']:<20} {r['num_envs']:>5} {r['episodes']:>9,} {r['transitions']:>12,} "
-              f"{r['transitions_per_s']:>14,.0f} {r['peak_rss_mb']:>12.1f} {r['mb_per_million']:>10.1f}")
+        print(
+            f"{r['task']:<20} {r['num_envs']:>5} {r['episodes']:>9,} {r['transitions']:>12,} "
+            f"{r['transitions_per_s']:>14,.0f} {r['peak_rss_mb']:>12.1f} {r['mb_per_million']:>10.1f}"
+        )
 
 
 if __name__ == "__main__":

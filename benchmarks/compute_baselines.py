@@ -41,7 +41,9 @@ def parse_max_episodes(values: list[str] | None) -> int | dict[str, int] | None:
         return default
     from powerzoo.tasks import list_tasks
 
-    return {t: per_task.get(t, default) for t in list_tasks() if per_task.get(t, default) is not None}
+    return {
+        t: per_task.get(t, default) for t in list_tasks() if per_task.get(t, default) is not None
+    }
 
 
 def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -65,27 +67,52 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description="Compute PowerZoo's baseline table (baselines.json).")
-    parser.add_argument("--tasks", nargs="+", default=None, help="task names (default: every registered task)")
-    parser.add_argument("--split", default="test", help="split to evaluate (default: test)")
-    parser.add_argument("--seed", type=int, default=0, help="reset seeds seed + i and the random policy's seed")
+    parser = argparse.ArgumentParser(
+        description="Compute PowerZoo's baseline table (baselines.json)."
+    )
     parser.add_argument(
-        "--max-episodes", nargs="+", default=None, metavar="N|TASK=N",
+        "--tasks", nargs="+", default=None, help="task names (default: every registered task)"
+    )
+    parser.add_argument("--split", default="test", help="split to evaluate (default: test)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="reset seeds seed + i and the random policy's seed"
+    )
+    parser.add_argument(
+        "--max-episodes",
+        nargs="+",
+        default=None,
+        metavar="N|TASK=N",
         help="episodes per task (default: every split day); TASK=N sets one task, a bare N the others",
     )
-    parser.add_argument("--output", type=Path, default=BASELINES_FILE, help=f"JSON file (default: {BASELINES_FILE})")
-    parser.add_argument("--fresh", action="store_true", help="do not keep rows of other tasks from --output")
+    parser.add_argument(
+        "--output", type=Path, default=BASELINES_FILE, help=f"JSON file (default: {BASELINES_FILE})"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="do not keep rows of other tasks from --output"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started = time.perf_counter()
-    rows = compute_baselines(args.tasks, args.split, args.seed, parse_max_episodes(args.max_episodes))
+    rows = compute_baselines(
+        args.tasks, args.split, args.seed, parse_max_episodes(args.max_episodes)
+    )
     seconds = time.perf_counter() - started
-    old = [] if args.fresh or not args.output.is_file() else json.loads(args.output.read_text())["results"]
-    command = "python benchmarks/compute_baselines.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    payload = {"generated_by": command.strip(), "protocol": PROTOCOL, "results": merge_rows(old, rows)}
+    old = (
+        []
+        if args.fresh or not args.output.is_file()
+        else json.loads(args.output.read_text())["results"]
+    )
+    command = "python benchmarks/compute_baselines.py " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
+    payload = {
+        "generated_by": command.strip(),
+        "protocol": PROTOCOL,
+        "results": merge_rows(old, rows),
+    }
     write_json(args.output, payload, indent=1)
     print(format_table(rows))
     print(f"wrote {args.output} ({len(rows)} rows computed in {seconds:.1f} s)")

@@ -36,7 +36,9 @@ TASK = "gencos_bidding"
 POLICIES = ("random", "rule_based", "truthful")
 
 
-def market_power(split: str = "test", n_days: int | None = None, seed: int = 0) -> dict[str, dict[str, float]]:
+def market_power(
+    split: str = "test", n_days: int | None = None, seed: int = 0
+) -> dict[str, dict[str, float]]:
     """Summary per policy (module docstring) on ``n_days`` evenly spread days of ``split`` (``None``: all)."""
     out: dict[str, dict[str, float]] = {}
     lmp_by_policy: dict[str, np.ndarray] = {}
@@ -48,12 +50,31 @@ def market_power(split: str = "test", n_days: int | None = None, seed: int = 0) 
         steps: list[tuple[float, float, float, float, float]] = []
         c1, c2, bus = task.case.gen_c1_per_mwh, task.case.gen_c2_per_mw2h, task.case.gen_bus
 
-        def record(obs, action, reward, next_obs, terminated, truncated, info, steps=steps, c1=c1, c2=c2, bus=bus):
+        def record(
+            obs,
+            action,
+            reward,
+            next_obs,
+            terminated,
+            truncated,
+            info,
+            steps=steps,
+            c1=c1,
+            c2=c2,
+            bus=bus,
+        ):
             p = np.asarray(info["gen_p_mw"], dtype=float)
             lmp = np.asarray(info["lmp_per_mwh"], dtype=float)[bus]
             load = float(info["total_load_mw"])
-            steps.append((float(info["mean_lmp_per_mwh"]) * load, load, float(p @ lmp),
-                          float(p @ (c1 + 2 * c2 * p)), float(np.sum(reward))))
+            steps.append(
+                (
+                    float(info["mean_lmp_per_mwh"]) * load,
+                    load,
+                    float(p @ lmp),
+                    float(p @ (c1 + 2 * c2 * p)),
+                    float(np.sum(reward)),
+                )
+            )
 
         for i, day in enumerate(days):
             rollout(env, policy, day_id=day, seed=seed + i, on_step=record)
@@ -68,16 +89,22 @@ def market_power(split: str = "test", n_days: int | None = None, seed: int = 0) 
             "price_cost_ratio": float(paid / valued),
         }
     for name in POLICIES:
-        out[name]["price_over_competitive"] = out[name]["mean_lmp_per_mwh"] / out["truthful"]["mean_lmp_per_mwh"]
+        out[name]["price_over_competitive"] = (
+            out[name]["mean_lmp_per_mwh"] / out["truthful"]["mean_lmp_per_mwh"]
+        )
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Market power of the gencos_bidding baselines.")
     parser.add_argument("--splits", nargs="+", default=["test"])
-    parser.add_argument("--days", type=int, default=None, help="days per split, evenly spread (default: all)")
+    parser.add_argument(
+        "--days", type=int, default=None, help="days per split, evenly spread (default: all)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
+    parser.add_argument(
+        "--json", type=Path, default=None, help="also write the numbers to this file"
+    )
     args = parser.parse_args(argv)
     results = {}
     header = f"{'split':<16} {'policy':<11} {'days':>4} {'profit $/day':>13} {'mean LMP':>9} {'x compet.':>9} {'Lerner':>7} {'P/MC':>6}"
@@ -85,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     for split in args.splits:
         results[split] = market_power(split, args.days, args.seed)
         for name, r in results[split].items():
-            print(f"{split:<16} {name:<11} {r['days']:>4d} {r['team_profit_per_day']:>13,.0f} {r['mean_lmp_per_mwh']:>9.2f} "
-                  f"{r['price_over_competitive']:>9.3f} {r['lerner_index']:>7.3f} {r['price_cost_ratio']:>6.3f}")
+            print(
+                f"{split:<16} {name:<11} {r['days']:>4d} {r['team_profit_per_day']:>13,.0f} {r['mean_lmp_per_mwh']:>9.2f} "
+                f"{r['price_over_competitive']:>9.3f} {r['lerner_index']:>7.3f} {r['price_cost_ratio']:>6.3f}"
+            )
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -45,8 +45,13 @@ def measure(kind: str, task: str, n_envs: int, timesteps: int) -> dict:
     """One PPO run on env path ``kind`` ("native" | "dummy") in a fresh subprocess."""
     threads = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     here = os.path.dirname(os.path.abspath(__file__))
-    out = subprocess.run([sys.executable, "-c", _CHILD, here, kind, task, str(n_envs), str(timesteps)],
-                         capture_output=True, text=True, env={**os.environ, **threads}, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, here, kind, task, str(n_envs), str(timesteps)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **threads},
+        check=False,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"{kind} {task} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -63,8 +68,10 @@ def main(argv: list[str] | None = None) -> None:
     for task in args.tasks:
         for kind in ("dummy", "native"):
             r = measure(kind, task, args.n_envs, args.timesteps)
-            print(f"{task:<18} {kind:<7} {r['learn_s']:>8.2f} {r['info_s']:>7.3f} {100 * r['info_s'] / r['learn_s']:>5.1f}%",
-                  flush=True)
+            print(
+                f"{task:<18} {kind:<7} {r['learn_s']:>8.2f} {r['info_s']:>7.3f} {100 * r['info_s'] / r['learn_s']:>5.1f}%",
+                flush=True,
+            )
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

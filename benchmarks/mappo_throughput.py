@@ -33,16 +33,30 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _kwargs(path: Path) -> dict[str, Any]:
-    return dict(yaml.safe_load(path.read_text()).get("algorithm_kwargs") or {}) if path.is_file() else {}
+    return (
+        dict(yaml.safe_load(path.read_text()).get("algorithm_kwargs") or {})
+        if path.is_file()
+        else {}
+    )
 
 
-def measure_collect(task: str, n_envs: int, n_steps: int = 16, repeats: int = 3, seed: int = 0) -> float:
+def measure_collect(
+    task: str, n_envs: int, n_steps: int = 16, repeats: int = 3, seed: int = 0
+) -> float:
     """Env steps/s of MAPPO rollout collection on ``n_envs`` envs (best of ``repeats``)."""
     from powerzoo.rl import Trainer
     from powerzoo.rl.mappo.collector import Collector
 
-    trainer = Trainer(task, algorithm="MAPPO", n_envs=n_envs, seed=seed, evaluation=None, checkpoint=None,
-                      output_dir=tempfile.mkdtemp(), logging={"tensorboard": False, "progress_bar": False})
+    trainer = Trainer(
+        task,
+        algorithm="MAPPO",
+        n_envs=n_envs,
+        seed=seed,
+        evaluation=None,
+        checkpoint=None,
+        output_dir=tempfile.mkdtemp(),
+        logging={"tensorboard": False, "progress_bar": False},
+    )
     learner = trainer._ensure_learner()
     collector = Collector(trainer.get_env(), learner)
     collector.reset(seed)
@@ -62,14 +76,27 @@ def measure_mappo(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict
     from powerzoo.rl import Trainer
 
     kwargs = _kwargs(REPO / "configs" / f"{task}_mappo.yaml")
-    trainer = Trainer(task, algorithm="MAPPO", total_timesteps=timesteps, n_envs=n_envs, seed=seed, evaluation=None,
-                      checkpoint=None, output_dir=tempfile.mkdtemp(), algorithm_kwargs=kwargs,
-                      logging={"tensorboard": False, "progress_bar": False})
+    trainer = Trainer(
+        task,
+        algorithm="MAPPO",
+        total_timesteps=timesteps,
+        n_envs=n_envs,
+        seed=seed,
+        evaluation=None,
+        checkpoint=None,
+        output_dir=tempfile.mkdtemp(),
+        algorithm_kwargs=kwargs,
+        logging={"tensorboard": False, "progress_bar": False},
+    )
     torch.set_num_threads(1)
     started = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - started
-    return {"env_steps": result.num_timesteps, "seconds": seconds, "steps_per_s": result.num_timesteps / seconds}
+    return {
+        "env_steps": result.num_timesteps,
+        "seconds": seconds,
+        "steps_per_s": result.num_timesteps / seconds,
+    }
 
 
 def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
@@ -83,8 +110,15 @@ def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) ->
     n_agents = len(task_spec(task).agents)
     kwargs = _kwargs(REPO / "configs" / f"{task}.yaml")
     started = time.perf_counter()
-    train_shared_policy(task, "PPO", total_timesteps=timesteps * n_agents, n_envs=n_envs, seed=seed,
-                        algo_kwargs=kwargs, progress=False)
+    train_shared_policy(
+        task,
+        "PPO",
+        total_timesteps=timesteps * n_agents,
+        n_envs=n_envs,
+        seed=seed,
+        algo_kwargs=kwargs,
+        progress=False,
+    )
     seconds = time.perf_counter() - started
     return {"env_steps": timesteps, "seconds": seconds, "steps_per_s": timesteps / seconds}
 
@@ -94,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default="marl_opf")
     parser.add_argument("--collect-envs", type=int, default=1024)
     parser.add_argument("--train-envs", type=int, default=128)
-    parser.add_argument("--sb3-envs", type=int, default=8, help="n_envs of the SB3 path (configs/<task>.yaml: 8)")
+    parser.add_argument(
+        "--sb3-envs", type=int, default=8, help="n_envs of the SB3 path (configs/<task>.yaml: 8)"
+    )
     parser.add_argument("--timesteps", type=int, default=61_440)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
@@ -106,15 +142,30 @@ def main(argv: list[str] | None = None) -> int:
     mappo = measure_mappo(args.task, args.train_envs, args.timesteps, args.seed)
     sb3 = measure_sb3_shared(args.task, args.sb3_envs, args.timesteps, args.seed)
     print(f"{args.task}, one torch thread")
-    print(f"  collect (MAPPO actors + centralised critic), {args.collect_envs} envs: {collect:>10,.0f} env-steps/s")
-    print(f"  MAPPO end-to-end, {args.train_envs} envs, {mappo['env_steps']:,} env steps: "
-          f"{mappo['steps_per_s']:>10,.0f} env-steps/s ({mappo['seconds']:.1f} s)")
-    print(f"  SB3 shared PPO, {args.sb3_envs} envs, {sb3['env_steps']:,} env steps: "
-          f"{sb3['steps_per_s']:>10,.0f} env-steps/s ({sb3['seconds']:.1f} s)")
+    print(
+        f"  collect (MAPPO actors + centralised critic), {args.collect_envs} envs: {collect:>10,.0f} env-steps/s"
+    )
+    print(
+        f"  MAPPO end-to-end, {args.train_envs} envs, {mappo['env_steps']:,} env steps: "
+        f"{mappo['steps_per_s']:>10,.0f} env-steps/s ({mappo['seconds']:.1f} s)"
+    )
+    print(
+        f"  SB3 shared PPO, {args.sb3_envs} envs, {sb3['env_steps']:,} env steps: "
+        f"{sb3['steps_per_s']:>10,.0f} env-steps/s ({sb3['seconds']:.1f} s)"
+    )
     print(f"  MAPPO / SB3 shared: {mappo['steps_per_s'] / sb3['steps_per_s']:.1f}x")
     if args.json:
-        Path(args.json).write_text(json.dumps({"task": args.task, "collect_steps_per_s": collect, "mappo": mappo,
-                                               "sb3_shared": sb3}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "task": args.task,
+                    "collect_steps_per_s": collect,
+                    "mappo": mappo,
+                    "sb3_shared": sb3,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -130,16 +130,26 @@ def run(feeders, batches, methods, seconds: float) -> list[dict]:
             target = TARGETS.get((name, batch))
             for method in methods:
                 wall_us, cpu_us = (t / batch * 1e6 for t in timings[method])
-                rows.append({
-                    "feeder": name, "batch": batch, "method": method, "us_per_solve": wall_us,
-                    "cpu_us_per_solve": cpu_us, "solves_per_s": 1e6 / wall_us,
-                    "iterations": int(iterations[method]), "target_us": target,
-                    "meets_target": None if target is None else cpu_us <= target,
-                })
-                print(f"{name:9s} B={batch:5d} {method:6s} wall {wall_us:9.2f} us/solve "
-                      f"({1e6 / wall_us:9,.0f}/s)  cpu {cpu_us:9.2f} us/solve ({1e6 / cpu_us:9,.0f}/s)  "
-                      f"it={iterations[method]}" + ("" if target is None else f"  target <= {target:.1f} us"),
-                      flush=True)
+                rows.append(
+                    {
+                        "feeder": name,
+                        "batch": batch,
+                        "method": method,
+                        "us_per_solve": wall_us,
+                        "cpu_us_per_solve": cpu_us,
+                        "solves_per_s": 1e6 / wall_us,
+                        "iterations": int(iterations[method]),
+                        "target_us": target,
+                        "meets_target": None if target is None else cpu_us <= target,
+                    }
+                )
+                print(
+                    f"{name:9s} B={batch:5d} {method:6s} wall {wall_us:9.2f} us/solve "
+                    f"({1e6 / wall_us:9,.0f}/s)  cpu {cpu_us:9.2f} us/solve ({1e6 / cpu_us:9,.0f}/s)  "
+                    f"it={iterations[method]}"
+                    + ("" if target is None else f"  target <= {target:.1f} us"),
+                    flush=True,
+                )
     return rows
 
 
@@ -150,9 +160,12 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["dense", "sweep", "sparse", "auto"])
     parser.add_argument("--seconds", type=float, default=0.3, help="length of one timed loop")
     parser.add_argument("--blas-threads", type=int, default=1, help="0 = leave BLAS threads alone")
-    parser.add_argument("--no-kernel-pin", action="store_true",
-                        help="stop radial_power_flow from pinning BLAS to one thread per call "
-                             "(to measure what the pin does; use with --blas-threads 0)")
+    parser.add_argument(
+        "--no-kernel-pin",
+        action="store_true",
+        help="stop radial_power_flow from pinning BLAS to one thread per call "
+        "(to measure what the pin does; use with --blas-threads 0)",
+    )
     parser.add_argument("--json", help="also write the table to this JSON file")
     args = parser.parse_args()
     if args.blas_threads:

@@ -55,7 +55,9 @@ class _EnvBlock:
         rng = np.random.default_rng(seed)
         agents = list(self.env.possible_agents)
         spaces = [self.env.action_space(a) for a in agents]
-        draws = [rng.uniform(s.low, s.high, size=(pool, *s.shape)).astype(np.float32) for s in spaces]
+        draws = [
+            rng.uniform(s.low, s.high, size=(pool, *s.shape)).astype(np.float32) for s in spaces
+        ]
         self.pool = [dict(zip(agents, [d[i] for d in draws], strict=True)) for i in range(pool)]
         self.i = 0
 
@@ -71,11 +73,26 @@ class _EnvBlock:
         return np.stack(obs_t), np.stack(rew_t)
 
 
-def _row(path: str, n_envs: int, workers: int, actions: str, steps_per_s: float | None, seconds: float,
-         load: float, note: str = "") -> dict[str, Any]:
-    return {"path": path, "n_envs": n_envs, "workers": workers, "actions": actions,
-            "env_steps_per_s": None if steps_per_s is None else round(steps_per_s), "seconds": round(seconds, 2),
-            "load_1m": round(load, 2), "note": note}
+def _row(
+    path: str,
+    n_envs: int,
+    workers: int,
+    actions: str,
+    steps_per_s: float | None,
+    seconds: float,
+    load: float,
+    note: str = "",
+) -> dict[str, Any]:
+    return {
+        "path": path,
+        "n_envs": n_envs,
+        "workers": workers,
+        "actions": actions,
+        "env_steps_per_s": None if steps_per_s is None else round(steps_per_s),
+        "seconds": round(seconds, 2),
+        "load_1m": round(load, 2),
+        "note": note,
+    }
 
 
 def _best(fn: Any, steps: int, repeats: int) -> tuple[float, float]:
@@ -96,25 +113,40 @@ def measure_native(task: str, n_envs: int, n_steps: int, repeats: int, seed: int
     return _row("native batched env (in-process)", n_envs, 0, "random", rate, seconds, load)
 
 
-def measure_ray_blocks(ray: Any, task: str, n_envs: int, workers: int, n_steps: int, repeats: int,
-                       seed: int) -> dict[str, Any]:
+def measure_ray_blocks(
+    ray: Any, task: str, n_envs: int, workers: int, n_steps: int, repeats: int, seed: int
+) -> dict[str, Any]:
     from powerzoo.rl.mappo.remote import split_rows
 
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     cls = ray.remote(num_cpus=1)(_EnvBlock)
-    actors = [cls.remote(task, hi - lo, seed + k) for k, (lo, hi) in enumerate(split_rows(n_envs, workers))]
+    actors = [
+        cls.remote(task, hi - lo, seed + k)
+        for k, (lo, hi) in enumerate(split_rows(n_envs, workers))
+    ]
     ray.get([a.rollout.remote(2) for a in actors])  # started and warm
     startup = time.perf_counter() - t0
-    rate, seconds = _best(lambda: ray.get([a.rollout.remote(n_steps) for a in actors]), n_steps * n_envs, repeats)
+    rate, seconds = _best(
+        lambda: ray.get([a.rollout.remote(n_steps) for a in actors]), n_steps * n_envs, repeats
+    )
     for a in actors:
         ray.kill(a)
-    return _row("Ray actors, batched envs (whole rollouts)", n_envs, workers, "random", rate, seconds, load,
-                f"actor start {startup:.1f} s")
+    return _row(
+        "Ray actors, batched envs (whole rollouts)",
+        n_envs,
+        workers,
+        "random",
+        rate,
+        seconds,
+        load,
+        f"actor start {startup:.1f} s",
+    )
 
 
-def measure_collect(task: str, n_envs: int, workers: int, n_steps: int, repeats: int, seed: int,
-                    exact: bool = True) -> dict[str, Any]:
+def measure_collect(
+    task: str, n_envs: int, workers: int, n_steps: int, repeats: int, seed: int, exact: bool = True
+) -> dict[str, Any]:
     import torch
 
     from powerzoo.rl import Trainer
@@ -122,9 +154,17 @@ def measure_collect(task: str, n_envs: int, workers: int, n_steps: int, repeats:
     from powerzoo.rl.mappo.remote import RemoteCollector
 
     load = os.getloadavg()[0]
-    trainer = Trainer(task, algorithm="MAPPO", n_envs=n_envs, seed=seed, evaluation=None, checkpoint=None,
-                      output_dir=tempfile.mkdtemp(), logging={"tensorboard": False, "progress_bar": False},
-                      algorithm_kwargs={"rollout_exact": exact})
+    trainer = Trainer(
+        task,
+        algorithm="MAPPO",
+        n_envs=n_envs,
+        seed=seed,
+        evaluation=None,
+        checkpoint=None,
+        output_dir=tempfile.mkdtemp(),
+        logging={"tensorboard": False, "progress_bar": False},
+        algorithm_kwargs={"rollout_exact": exact},
+    )
     learner = trainer._ensure_learner()
     torch.set_num_threads(1)
     note = ""
@@ -133,7 +173,9 @@ def measure_collect(task: str, n_envs: int, workers: int, n_steps: int, repeats:
         path = "MAPPO collect, in-process"
     else:
         t0 = time.perf_counter()
-        collector = RemoteCollector(learner, task, trainer.config.env.split, trainer._env_kwargs(), n_envs, workers)
+        collector = RemoteCollector(
+            learner, task, trainer.config.env.split, trainer._env_kwargs(), n_envs, workers
+        )
         path = f"MAPPO collect, Ray actors ({'exact' if exact else 'rollout_exact=False'})"
     collector.reset(seed)
     collector.collect(2)  # warm-up
@@ -156,12 +198,28 @@ def measure_rllib(task: str, runners: int, seconds: float) -> dict[str, Any]:
         return _row(path, runners or 1, runners, "policy", None, 0.0, load, f"skipped: {err}")
     rate_fn = getattr(rllib_bridge, "rllib_sampling_rate", None)
     if rate_fn is None:
-        return _row(path, runners or 1, runners, "policy", None, 0.0, load,
-                    "skipped: powerzoo.integrations.rllib.rllib_sampling_rate not available")
+        return _row(
+            path,
+            runners or 1,
+            runners,
+            "policy",
+            None,
+            0.0,
+            load,
+            "skipped: powerzoo.integrations.rllib.rllib_sampling_rate not available",
+        )
     t0 = time.perf_counter()
     rate = float(rate_fn(task, runners, 1, seconds))
-    return _row(path, max(runners, 1), runners, "policy (RLlib)", rate, time.perf_counter() - t0, load,
-                f"{runners} remote env runner(s) x 1 env")
+    return _row(
+        path,
+        max(runners, 1),
+        runners,
+        "policy (RLlib)",
+        rate,
+        time.perf_counter() - t0,
+        load,
+        f"{runners} remote env runner(s) x 1 env",
+    )
 
 
 def write_outputs(rows: list[dict[str, Any]], out: Path, header: str) -> None:
@@ -170,20 +228,30 @@ def write_outputs(rows: list[dict[str, Any]], out: Path, header: str) -> None:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows(rows)
-    lines = [header, "", "| path | envs | Ray workers | actions | env-steps/s | load (1 min) | note |",
-             "|---|---:|---:|---|---:|---:|---|"]
+    lines = [
+        header,
+        "",
+        "| path | envs | Ray workers | actions | env-steps/s | load (1 min) | note |",
+        "|---|---:|---:|---|---:|---:|---|",
+    ]
     for r in rows:
         rate = "-" if r["env_steps_per_s"] is None else f"{r['env_steps_per_s']:,}"
-        lines.append(f"| {r['path']} | {r['n_envs']} | {r['workers']} | {r['actions']} | {rate} | {r['load_1m']} "
-                     f"| {r['note']} |")
+        lines.append(
+            f"| {r['path']} | {r['n_envs']} | {r['workers']} | {r['actions']} | {rate} | {r['load_1m']} "
+            f"| {r['note']} |"
+        )
     (out / "ray_throughput.md").write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="marl_opf")
-    parser.add_argument("--num-envs", type=int, default=256, help="envs of the env-only rows (a) and (b)")
-    parser.add_argument("--collect-envs", type=int, default=128, help="envs of the MAPPO collection rows (c)")
+    parser.add_argument(
+        "--num-envs", type=int, default=256, help="envs of the env-only rows (a) and (b)"
+    )
+    parser.add_argument(
+        "--collect-envs", type=int, default=128, help="envs of the MAPPO collection rows (c)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=48, help="steps per rollout (one actor call)")
     parser.add_argument("--repeats", type=int, default=5)
@@ -201,25 +269,49 @@ def main(argv: list[str] | None = None) -> int:
     rows = [measure_native(args.task, args.num_envs, args.steps, args.repeats, args.seed)]
     ray.init(num_cpus=max(cpus, args.workers), include_dashboard=False, log_to_driver=False)
     try:
-        rows.append(measure_ray_blocks(ray, args.task, args.num_envs, args.workers, args.steps, args.repeats,
-                                       args.seed))
-        rows.append(measure_collect(args.task, args.collect_envs, 0, args.steps, args.repeats, args.seed))
-        rows.append(measure_collect(args.task, args.collect_envs, args.workers, args.steps, args.repeats, args.seed))
-        rows.append(measure_collect(args.task, args.collect_envs, args.workers, args.steps, args.repeats, args.seed,
-                                    exact=False))
+        rows.append(
+            measure_ray_blocks(
+                ray, args.task, args.num_envs, args.workers, args.steps, args.repeats, args.seed
+            )
+        )
+        rows.append(
+            measure_collect(args.task, args.collect_envs, 0, args.steps, args.repeats, args.seed)
+        )
+        rows.append(
+            measure_collect(
+                args.task, args.collect_envs, args.workers, args.steps, args.repeats, args.seed
+            )
+        )
+        rows.append(
+            measure_collect(
+                args.task,
+                args.collect_envs,
+                args.workers,
+                args.steps,
+                args.repeats,
+                args.seed,
+                exact=False,
+            )
+        )
     finally:
         ray.shutdown()
     for runners in (0, 1):
         rows.append(measure_rllib(args.task, runners, args.rllib_seconds))
-    header = (f"{args.task}, ray {ray.__version__}, {cpus} CPU cores, {args.steps} steps per rollout, best of "
-              f"{args.repeats}; load average (1/5/15 min) at the end: "
-              + "/".join(f"{x:.2f}" for x in os.getloadavg()))
+    header = (
+        f"{args.task}, ray {ray.__version__}, {cpus} CPU cores, {args.steps} steps per rollout, best of "
+        f"{args.repeats}; load average (1/5/15 min) at the end: "
+        + "/".join(f"{x:.2f}" for x in os.getloadavg())
+    )
     print(header)
-    print(f"{'path':<52} {'envs':>5} {'wk':>3} {'actions':<15} {'env-steps/s':>12} {'load':>5}  note")
+    print(
+        f"{'path':<52} {'envs':>5} {'wk':>3} {'actions':<15} {'env-steps/s':>12} {'load':>5}  note"
+    )
     for r in rows:
         rate = "-" if r["env_steps_per_s"] is None else f"{r['env_steps_per_s']:,}"
-        print(f"{r['path']:<52} {r['n_envs']:>5} {r['workers']:>3} {r['actions']:<15} {rate:>12} "
-              f"{r['load_1m']:>5}  {r['note']}")
+        print(
+            f"{r['path']:<52} {r['n_envs']:>5} {r['workers']:>3} {r['actions']:<15} {rate:>12} "
+            f"{r['load_1m']:>5}  {r['note']}"
+        )
     write_outputs(rows, Path(args.out), header)
     print(f"wrote {args.out}/ray_throughput.csv and .md")
     return 0

@@ -103,33 +103,50 @@ for p in points:
 """
 
 
-def measure(task: str, num_envs: int, seconds: float, min_window: float = MIN_WINDOW_S) -> dict[str, Any]:
+def measure(
+    task: str, num_envs: int, seconds: float, min_window: float = MIN_WINDOW_S
+) -> dict[str, Any]:
     """One measurement of ``task`` at batch size ``num_envs`` in a fresh subprocess: the fastest of at
     least three windows of whole episodes (each >= ``min_window`` s), timed for >= ``seconds`` in all."""
     return measure_together(task, [num_envs], seconds, min_window)[0]
 
 
-def measure_together(task: str, sizes: list[int], seconds: float, min_window: float = MIN_WINDOW_S
-                     ) -> list[dict[str, Any]]:
+def measure_together(
+    task: str, sizes: list[int], seconds: float, min_window: float = MIN_WINDOW_S
+) -> list[dict[str, Any]]:
     """``task`` at every batch size of ``sizes`` in one fresh subprocess, timed window by window in
     turn (round-robin), so a slow phase of a shared machine falls on every N alike; one row per N
     (peak memory is then the process's, all envs together)."""
     threads = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, task, ",".join(map(str, sizes)), str(seconds), str(POOL_BYTES),
-         str(min_window)],
-        capture_output=True, text=True, env={**os.environ, **threads}, check=False,
+        [
+            sys.executable,
+            "-c",
+            _CHILD,
+            task,
+            ",".join(map(str, sizes)),
+            str(seconds),
+            str(POOL_BYTES),
+            str(min_window),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **threads},
+        check=False,
     )
     if out.returncode != 0:
         raise RuntimeError(f"{task} at N={sizes} failed:\n{out.stderr[-3000:]}")
-    return [json.loads(line) for line in out.stdout.strip().splitlines()[-len(sizes):]]
+    return [json.loads(line) for line in out.stdout.strip().splitlines()[-len(sizes) :]]
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """Env-steps/s by task (rows) and N (columns), as a Markdown table (the README's)."""
     sizes = sorted({r["num_envs"] for r in rows})
     by_key = {(r["task"], r["num_envs"]): r["steps_per_s"] for r in rows}
-    lines = ["| task | " + " | ".join(f"N = {n:,}" for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]
+    lines = [
+        "| task | " + " | ".join(f"N = {n:,}" for n in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
     for task in dict.fromkeys(r["task"] for r in rows):
         cells = [f"{by_key[task, n]:,.0f}" if (task, n) in by_key else "–" for n in sizes]
         lines.append(f"| `{task}` | " + " | ".join(cells) + " |")
@@ -139,8 +156,12 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
 def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     """CSV, JSON, a Markdown table and (matplotlib) a log-log plot of env-steps/s against N."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / "throughput.csv", out_dir / "throughput.json", out_dir / "throughput.md",
-             out_dir / "throughput.png"]
+    paths = [
+        out_dir / "throughput.csv",
+        out_dir / "throughput.json",
+        out_dir / "throughput.md",
+        out_dir / "throughput.png",
+    ]
     with paths[0].open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -155,7 +176,9 @@ def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for task in dict.fromkeys(r["task"] for r in rows):
         mine = sorted((r for r in rows if r["task"] == task), key=lambda r: r["num_envs"])
-        ax.plot([r["num_envs"] for r in mine], [r["steps_per_s"] for r in mine], marker="o", label=task)
+        ax.plot(
+            [r["num_envs"] for r in mine], [r["steps_per_s"] for r in mine], marker="o", label=task
+        )
     ax.set_xscale("log", base=2)
     sizes = sorted({r["num_envs"] for r in rows})
     ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
@@ -175,17 +198,37 @@ def main(argv: list[str] | None = None) -> None:
     from powerzoo.tasks import list_tasks
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="*", default=None, help="tasks to measure (default: all registered)")
-    parser.add_argument("--num-envs", nargs="+", type=int, default=[1, 1024],
-                        help="batch sizes; 1 = the single env (default: 1 1024)")
-    parser.add_argument("--sweep", action="store_true", help=f"N = {', '.join(map(str, SWEEP))}, and write results")
-    parser.add_argument("--seconds", type=float, default=3.0, help="timed seconds per measurement (at least 3 windows)")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="fresh processes per point; the fastest is kept")
-    parser.add_argument("--together", action="store_true",
-                        help="time all batch sizes of a task in one process, window by window in turn (compares N "
-                             "fairly on a noisy machine; peak MB is then the process's)")
-    parser.add_argument("--out", default="results/throughput", help="folder for --sweep's CSV, JSON and plot")
+    parser.add_argument(
+        "--tasks", nargs="*", default=None, help="tasks to measure (default: all registered)"
+    )
+    parser.add_argument(
+        "--num-envs",
+        nargs="+",
+        type=int,
+        default=[1, 1024],
+        help="batch sizes; 1 = the single env (default: 1 1024)",
+    )
+    parser.add_argument(
+        "--sweep", action="store_true", help=f"N = {', '.join(map(str, SWEEP))}, and write results"
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=3.0,
+        help="timed seconds per measurement (at least 3 windows)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="fresh processes per point; the fastest is kept"
+    )
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="time all batch sizes of a task in one process, window by window in turn (compares N "
+        "fairly on a noisy machine; peak MB is then the process's)",
+    )
+    parser.add_argument(
+        "--out", default="results/throughput", help="folder for --sweep's CSV, JSON and plot"
+    )
     args = parser.parse_args(argv)
     tasks = args.tasks or list_tasks()
     unknown = sorted(set(tasks) - set(list_tasks()))
@@ -196,22 +239,35 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--num-envs must be positive")
     if args.repeats < 1:
         parser.error("--repeats must be positive")
-    header = (f"{'task':<22} {'N':>5} {'env-steps/s':>12} {'(mean)':>12} {'µs/env-step':>12} {'CPU µs':>8} {'build s':>8} "
-              f"{'peak MB':>8}")
+    header = (
+        f"{'task':<22} {'N':>5} {'env-steps/s':>12} {'(mean)':>12} {'µs/env-step':>12} {'CPU µs':>8} {'build s':>8} "
+        f"{'peak MB':>8}"
+    )
     print(header)
     print("-" * len(header))
     rows = []
     for task in tasks:
         if args.together:
             runs = [measure_together(task, sizes, args.seconds) for _ in range(args.repeats)]
-            points = [max((run[i] for run in runs), key=lambda m: m["steps_per_s"]) for i in range(len(sizes))]
+            points = [
+                max((run[i] for run in runs), key=lambda m: m["steps_per_s"])
+                for i in range(len(sizes))
+            ]
         else:
-            points = [max((measure(task, n, args.seconds) for _ in range(args.repeats)), key=lambda m: m["steps_per_s"])
-                      for n in sizes]
+            points = [
+                max(
+                    (measure(task, n, args.seconds) for _ in range(args.repeats)),
+                    key=lambda m: m["steps_per_s"],
+                )
+                for n in sizes
+            ]
         for n, r in zip(sizes, points, strict=True):
             rows.append(r)
-            print(f"{task:<22} {n:>5} {r['steps_per_s']:>12,.0f} {r['mean_steps_per_s']:>12,.0f} {r['us_per_env_step']:>12.2f} "
-                  f"{r['cpu_us_per_env_step']:>8.2f} {r['build_s']:>8.3f} {r['peak_rss_mb']:>8.1f}", flush=True)
+            print(
+                f"{task:<22} {n:>5} {r['steps_per_s']:>12,.0f} {r['mean_steps_per_s']:>12,.0f} {r['us_per_env_step']:>12.2f} "
+                f"{r['cpu_us_per_env_step']:>8.2f} {r['build_s']:>8.3f} {r['peak_rss_mb']:>8.1f}",
+                flush=True,
+            )
     if args.sweep:
         for path in write_results(rows, Path(args.out)):
             print(f"wrote {path}")

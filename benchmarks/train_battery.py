@@ -28,17 +28,30 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=100_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--config", default=str(CONFIG))
-    parser.add_argument("--output-dir", default=None, help="keep run folders here (default: a temporary folder)")
+    parser.add_argument(
+        "--output-dir", default=None, help="keep run folders here (default: a temporary folder)"
+    )
     args = parser.parse_args()
     base = TrainConfig.from_file(args.config)
     out = args.output_dir or tempfile.mkdtemp(prefix="powerzoo-train-battery-")
-    print(f"{base.algorithm} on {base.task}, {args.timesteps:,} env steps, {base.n_envs} envs, config {args.config}")
-    print(f"{'seed':>4} {'train s':>8} {'steps/s':>8} {'final $/day':>12} {'score':>6} {'best $/day':>11} {'score':>6} "
-          f"{'soc_violation MWh/day':>22}")
+    print(
+        f"{base.algorithm} on {base.task}, {args.timesteps:,} env steps, {base.n_envs} envs, config {args.config}"
+    )
+    print(
+        f"{'seed':>4} {'train s':>8} {'steps/s':>8} {'final $/day':>12} {'score':>6} {'best $/day':>11} {'score':>6} "
+        f"{'soc_violation MWh/day':>22}"
+    )
     scores = []
     for seed in args.seeds:
-        config = base.model_copy(update={"seed": seed, "total_timesteps": args.timesteps, "episodes": None,
-                                         "output_dir": out, "stop_conditions": []})
+        config = base.model_copy(
+            update={
+                "seed": seed,
+                "total_timesteps": args.timesteps,
+                "episodes": None,
+                "output_dir": out,
+                "stop_conditions": [],
+            }
+        )
         trainer = Trainer(config)
         started = time.perf_counter()
         result = trainer.train()
@@ -47,10 +60,14 @@ def main() -> None:
         best = Trainer.load(result.run_dir, model="best").evaluate("test")
         trainer.close()
         scores.append(final["normalized_score"])
-        print(f"{seed:>4} {seconds:>8.1f} {result.num_timesteps / seconds:>8.0f} {final['mean_return']:>12,.1f} "
-              f"{final['normalized_score']:>6.3f} {best['mean_return']:>11,.1f} {best['normalized_score']:>6.3f} "
-              f"{final['mean_costs']['soc_violation']:>22.1f}")
-    print(f"mean normalised score of the final models: {np.mean(scores):.3f} (target >= 0.5); run folders in {out}")
+        print(
+            f"{seed:>4} {seconds:>8.1f} {result.num_timesteps / seconds:>8.0f} {final['mean_return']:>12,.1f} "
+            f"{final['normalized_score']:>6.3f} {best['mean_return']:>11,.1f} {best['normalized_score']:>6.3f} "
+            f"{final['mean_costs']['soc_violation']:>22.1f}"
+        )
+    print(
+        f"mean normalised score of the final models: {np.mean(scores):.3f} (target >= 0.5); run folders in {out}"
+    )
 
 
 if __name__ == "__main__":

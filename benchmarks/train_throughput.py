@@ -33,12 +33,25 @@ HYPERPARAMETERS: dict[str, dict[str, Any]] = {
     # 64 steps x n_envs per rollout (4,096 with 64 envs), 4 minibatches of 1,024, 10 epochs
     "PPO": {"n_steps": 64, "batch_size": 1024, "n_epochs": 10, "learning_rate": 3e-4},
     # SB3 defaults (one gradient step of 256 samples per vector step, i.e. per n_envs env steps)
-    "SAC": {"learning_starts": 1024, "batch_size": 256, "buffer_size": 200_000, "train_freq": 1, "gradient_steps": 1},
+    "SAC": {
+        "learning_starts": 1024,
+        "batch_size": 256,
+        "buffer_size": 200_000,
+        "train_freq": 1,
+        "gradient_steps": 1,
+    },
 }
 
 
-def _measure(kind: str, algo: str, task: str, n_envs: int, timesteps: int, seed: int,
-             overrides: dict[str, Any]) -> dict[str, Any]:
+def _measure(
+    kind: str,
+    algo: str,
+    task: str,
+    n_envs: int,
+    timesteps: int,
+    seed: int,
+    overrides: dict[str, Any],
+) -> dict[str, Any]:
     """One training run in this process; returns its timings."""
     import functools
 
@@ -77,8 +90,12 @@ def _measure(kind: str, algo: str, task: str, n_envs: int, timesteps: int, seed:
     if kind == "native":
         venv = make_native_vec_env(task, n_envs, {"normalize": True}, seed=seed)
     else:
-        venv = make_vec_env(functools.partial(make_env, task, normalize=True), n_envs=n_envs, seed=seed,
-                            vec_env_cls=DummyVecEnv)
+        venv = make_vec_env(
+            functools.partial(make_env, task, normalize=True),
+            n_envs=n_envs,
+            seed=seed,
+            vec_env_cls=DummyVecEnv,
+        )
     venv = VecNormalize(venv, gamma=kwargs["gamma"])
     build_s = time.perf_counter() - started
     model = algorithm_class(algo)("MlpPolicy", venv, seed=seed, verbose=0, **kwargs)
@@ -88,17 +105,38 @@ def _measure(kind: str, algo: str, task: str, n_envs: int, timesteps: int, seed:
     learn_s = time.perf_counter() - started
     venv.close()
     steps = int(model.num_timesteps)
-    return {"kind": kind, "algo": algo, "task": task, "n_envs": n_envs, "steps": steps, "build_s": build_s,
-            "learn_s": learn_s, "steps_per_s": steps / learn_s, "collect_per_s": steps / timer.seconds,
-            "hyperparameters": kwargs}
+    return {
+        "kind": kind,
+        "algo": algo,
+        "task": task,
+        "n_envs": n_envs,
+        "steps": steps,
+        "build_s": build_s,
+        "learn_s": learn_s,
+        "steps_per_s": steps / learn_s,
+        "collect_per_s": steps / timer.seconds,
+        "hyperparameters": kwargs,
+    }
 
 
-def _run_child(kind: str, algo: str, task: str, n_envs: int, timesteps: int, seed: int,
-               overrides: dict[str, Any]) -> dict[str, Any]:
+def _run_child(
+    kind: str,
+    algo: str,
+    task: str,
+    n_envs: int,
+    timesteps: int,
+    seed: int,
+    overrides: dict[str, Any],
+) -> dict[str, Any]:
     threads = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     args = json.dumps([kind, algo, task, n_envs, timesteps, seed, overrides])
-    out = subprocess.run([sys.executable, __file__, "--child", args], capture_output=True, text=True,
-                         env={**os.environ, **threads}, check=False)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **threads},
+        check=False,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"{kind} {algo} {task} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -108,13 +146,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="*", default=["battery_arbitrage", "dc_microgrid"])
     parser.add_argument("--algos", nargs="*", default=["PPO", "SAC"])
-    parser.add_argument("--n-envs", type=int, default=64, help="parallel envs of PPO (and the default of SAC)")
-    parser.add_argument("--sac-n-envs", type=int, default=None, help="parallel envs of SAC (default: --n-envs)")
+    parser.add_argument(
+        "--n-envs", type=int, default=64, help="parallel envs of PPO (and the default of SAC)"
+    )
+    parser.add_argument(
+        "--sac-n-envs", type=int, default=None, help="parallel envs of SAC (default: --n-envs)"
+    )
     parser.add_argument("--timesteps", type=int, default=16384, help="env steps per training run")
-    parser.add_argument("--repeats", type=int, default=2, help="runs per path (interleaved); the median is shown")
+    parser.add_argument(
+        "--repeats", type=int, default=2, help="runs per path (interleaved); the median is shown"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--ppo-epochs", type=int, default=None, help="PPO n_epochs (default 10, SB3's)")
-    parser.add_argument("--json", default=None, help="also write every run's timings to this JSON file")
+    parser.add_argument(
+        "--ppo-epochs", type=int, default=None, help="PPO n_epochs (default 10, SB3's)"
+    )
+    parser.add_argument(
+        "--json", default=None, help="also write every run's timings to this JSON file"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -125,8 +173,10 @@ def main() -> None:
     overrides: dict[str, dict[str, Any]] = {"PPO": {}, "SAC": {}}
     if args.ppo_epochs is not None:
         overrides["PPO"]["n_epochs"] = args.ppo_epochs
-    header = (f"{'algo':<5} {'task':<18} {'envs':>4} {'path':<7} {'steps/s':>9} {'collect/s':>10} "
-              f"{'learn s':>8} {'speed-up':>9} {'collect x':>10}")
+    header = (
+        f"{'algo':<5} {'task':<18} {'envs':>4} {'path':<7} {'steps/s':>9} {'collect/s':>10} "
+        f"{'learn s':>8} {'speed-up':>9} {'collect x':>10}"
+    )
     print(header)
     print("-" * len(header))
     for algo in args.algos:
@@ -135,17 +185,40 @@ def main() -> None:
             results: dict[str, list[dict[str, Any]]] = {"native": [], "dummy": []}
             for _ in range(args.repeats):
                 for kind in ("native", "dummy"):
-                    results[kind].append(_run_child(kind, algo.upper(), task, n_envs, args.timesteps, args.seed,
-                                                    overrides.get(algo.upper(), {})))
+                    results[kind].append(
+                        _run_child(
+                            kind,
+                            algo.upper(),
+                            task,
+                            n_envs,
+                            args.timesteps,
+                            args.seed,
+                            overrides.get(algo.upper(), {}),
+                        )
+                    )
             runs += results["native"] + results["dummy"]
-            med = {kind: {key: statistics.median(r[key] for r in rs) for key in ("steps_per_s", "collect_per_s", "learn_s")}
-                   for kind, rs in results.items()}
+            med = {
+                kind: {
+                    key: statistics.median(r[key] for r in rs)
+                    for key in ("steps_per_s", "collect_per_s", "learn_s")
+                }
+                for kind, rs in results.items()
+            }
             for kind in ("native", "dummy"):
                 m = med[kind]
-                speed = (f"{m['steps_per_s'] / med['dummy']['steps_per_s']:>8.1f}x "
-                         f"{m['collect_per_s'] / med['dummy']['collect_per_s']:>9.1f}x") if kind == "native" else ""
-                print(f"{algo.upper():<5} {task:<18} {n_envs:>4} {kind:<7} {m['steps_per_s']:>9,.0f} "
-                      f"{m['collect_per_s']:>10,.0f} {m['learn_s']:>8.2f} {speed}", flush=True)
+                speed = (
+                    (
+                        f"{m['steps_per_s'] / med['dummy']['steps_per_s']:>8.1f}x "
+                        f"{m['collect_per_s'] / med['dummy']['collect_per_s']:>9.1f}x"
+                    )
+                    if kind == "native"
+                    else ""
+                )
+                print(
+                    f"{algo.upper():<5} {task:<18} {n_envs:>4} {kind:<7} {m['steps_per_s']:>9,.0f} "
+                    f"{m['collect_per_s']:>10,.0f} {m['learn_s']:>8.2f} {speed}",
+                    flush=True,
+                )
     if args.json:
         from pathlib import Path
 

@@ -22,7 +22,9 @@ def _umask() -> int:
     return mask
 
 
-def atomic_save(path: str | Path, write: Callable[[Path], Any], *, tmp_suffix: str | None = None) -> Path:
+def atomic_save(
+    path: str | Path, write: Callable[[Path], Any], *, tmp_suffix: str | None = None
+) -> Path:
     """Call ``write(tmp_path)`` then rename the temporary file onto ``path``; returns ``path``.
 
     ``tmp_path`` (``.<stem>-XXXX<suffix>`` in ``path``'s folder) keeps ``path``'s suffix unless

@@ -12,7 +12,9 @@ from typing import Any
 __all__ = ["progress_bar"]
 
 
-def progress_bar(iterable: Iterable[Any] | None = None, *, progress: bool | None = None, **kwargs: Any) -> Any:
+def progress_bar(
+    iterable: Iterable[Any] | None = None, *, progress: bool | None = None, **kwargs: Any
+) -> Any:
     """A ``tqdm.auto.tqdm`` bar shown as ``progress`` says (``None``: only on a terminal)."""
     from tqdm.auto import tqdm
 

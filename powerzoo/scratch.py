@@ -32,7 +32,9 @@ ROW_BLOCK = 1024
 
 TRIM_THRESHOLD_BYTES = 256 * 2**20
 """Free memory glibc keeps at the top of the heap before returning it to the OS (default ~128 KB-64 MB)."""
-_MMAP_THRESHOLD_BYTES = 32 * 2**20  # blocks below this come from the heap (glibc's largest allowed value)
+_MMAP_THRESHOLD_BYTES = (
+    32 * 2**20
+)  # blocks below this come from the heap (glibc's largest allowed value)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameter numbers (malloc.h)
 _allocator_tuned: bool | None = None
 
@@ -49,12 +51,20 @@ def keep_freed_memory() -> bool:
     global _allocator_tuned
     if _allocator_tuned is None:
         _allocator_tuned = False
-        if os.environ.get("POWERZOO_KEEP_FREED_MEMORY", "1") != "0" and platform.libc_ver()[0] == "glibc":
+        if (
+            os.environ.get("POWERZOO_KEEP_FREED_MEMORY", "1") != "0"
+            and platform.libc_ver()[0] == "glibc"
+        ):
             try:
                 libc = ctypes.CDLL("libc.so.6")
-                _allocator_tuned = bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
-                                        and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
-            except (OSError, AttributeError):  # no such library or symbol: leave the allocator alone
+                _allocator_tuned = bool(
+                    libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+                    and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+                )
+            except (
+                OSError,
+                AttributeError,
+            ):  # no such library or symbol: leave the allocator alone
                 _allocator_tuned = False
     return _allocator_tuned
 
@@ -80,7 +90,9 @@ class Scratch:
     def __init__(self) -> None:
         self._arrays: dict[str, np.ndarray] = {}
 
-    def __call__(self, name: str, shape: tuple[int, ...], dtype: type | np.dtype = np.float64) -> np.ndarray:
+    def __call__(
+        self, name: str, shape: tuple[int, ...], dtype: type | np.dtype = np.float64
+    ) -> np.ndarray:
         """The work array ``name`` with ``shape`` and ``dtype`` (contents undefined)."""
         array = self._arrays.get(name)
         if array is None or array.shape != shape or array.dtype != dtype:

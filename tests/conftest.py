@@ -43,7 +43,9 @@ def dc_microgrid_without_oracle(monkeypatch):
 
     def without_oracle(cls, **task_kwargs):
         spec = make_spec(cls, **task_kwargs)
-        return dataclasses.replace(spec, baselines=tuple(b for b in spec.baselines if b != "oracle"))
+        return dataclasses.replace(
+            spec, baselines=tuple(b for b in spec.baselines if b != "oracle")
+        )
 
     monkeypatch.setattr(DCMicrogrid, "make_spec", classmethod(without_oracle))
     return "dc_microgrid"

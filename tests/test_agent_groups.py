@@ -20,7 +20,10 @@ def grouped_marl_opf(monkeypatch):
 
     def with_groups(cls, **task_kwargs):
         spec = make_spec(cls, **task_kwargs)
-        groups = (AgentGroup("base", ("gen_0", "gen_2")), AgentGroup("peak", ("gen_1", "gen_3", "gen_4")))
+        groups = (
+            AgentGroup("base", ("gen_0", "gen_2")),
+            AgentGroup("peak", ("gen_1", "gen_3", "gen_4")),
+        )
         return dataclasses.replace(spec, agent_groups=groups)
 
     monkeypatch.setattr(MarlOpf, "make_spec", classmethod(with_groups))
@@ -53,11 +56,18 @@ def test_vector_env_gives_batched_arrays_per_group_and_takes_them_back(grouped_m
     env = make_env(grouped_marl_opf, num_envs=4, normalize=True, seed=0)
     obs, _ = env.reset(seed=0)
     by_group = env.group_arrays(obs)
-    assert by_group["base"].shape == (4, 2, obs["gen_0"].shape[1]) and by_group["peak"].shape[1] == 3
+    assert (
+        by_group["base"].shape == (4, 2, obs["gen_0"].shape[1]) and by_group["peak"].shape[1] == 3
+    )
     np.testing.assert_array_equal(by_group["peak"][:, 2], obs["gen_4"])
-    actions = {"base": np.full((4, 2, 1), 0.5, np.float32), "peak": np.full((4, 3, 1), -0.5, np.float32)}
+    actions = {
+        "base": np.full((4, 2, 1), 0.5, np.float32),
+        "peak": np.full((4, 3, 1), -0.5, np.float32),
+    }
     per_agent = env.agent_arrays(actions)
-    assert per_agent["gen_2"].tolist() == [[0.5]] * 4 and per_agent["gen_1"].tolist() == [[-0.5]] * 4
+    assert (
+        per_agent["gen_2"].tolist() == [[0.5]] * 4 and per_agent["gen_1"].tolist() == [[-0.5]] * 4
+    )
     env.step(per_agent)
     with pytest.raises(ValueError, match=r"group 'base' needs an array \[N, 2, ...\]"):
         env.agent_arrays({"base": np.zeros((4, 3, 1)), "peak": np.zeros((4, 3, 1))})

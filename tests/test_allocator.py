@@ -33,8 +33,13 @@ print(json.dumps({"faults_per_step": faults, "tuned": scratch.keep_freed_memory(
 
 
 def _run(code: str, **env: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", **env})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", **env},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -55,14 +60,21 @@ def test_a_batched_uc_step_faults_no_pages_back_in():
 
 def test_opt_out_leaves_the_allocator_alone():
     code = "import json; from powerzoo.scratch import keep_freed_memory; print(json.dumps(keep_freed_memory()))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "POWERZOO_KEEP_FREED_MEMORY": "0"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "POWERZOO_KEEP_FREED_MEMORY": "0"},
+    )
     assert json.loads(out.stdout) is False
 
 
 def test_the_single_env_does_not_touch_the_allocator():
-    code = ("import json; from powerzoo.rl import make_env; from powerzoo import scratch; "
-            "env = make_env('battery_arbitrage'); env.reset(seed=0); env.step(env.action_space.sample()); "
-            "print(json.dumps(scratch._allocator_tuned))")
+    code = (
+        "import json; from powerzoo.rl import make_env; from powerzoo import scratch; "
+        "env = make_env('battery_arbitrage'); env.reset(seed=0); env.step(env.action_space.sample()); "
+        "print(json.dumps(scratch._allocator_tuned))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) is None

@@ -13,12 +13,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "powerzoo"
 
 LAYERS = (
-    ("powerzoo.fileio", "powerzoo.progress", "powerzoo.scratch"),  # utilities: no PowerZoo imports at all
+    (
+        "powerzoo.fileio",
+        "powerzoo.progress",
+        "powerzoo.scratch",
+    ),  # utilities: no PowerZoo imports at all
     ("powerzoo.physics",),
     ("powerzoo.devices",),
     ("powerzoo.data",),
     ("powerzoo.tasks",),
-    ("powerzoo.envs", "powerzoo"),  # the package __init__ registers the Gymnasium ids (envs.registration)
+    (
+        "powerzoo.envs",
+        "powerzoo",
+    ),  # the package __init__ registers the Gymnasium ids (envs.registration)
     ("powerzoo.benchmarks",),
     ("powerzoo.rl",),
     ("powerzoo.integrations",),  # other engines (Ray: RLlib, Tune); ray itself is imported lazily
@@ -44,7 +51,9 @@ def layer_of(module: str) -> int:
         for prefix in prefixes:
             if module == prefix or (prefix != "powerzoo" and module.startswith(prefix + ".")):
                 return index
-    raise AssertionError(f"{module} belongs to no layer; add it to LAYERS (and docs/architecture.md)")
+    raise AssertionError(
+        f"{module} belongs to no layer; add it to LAYERS (and docs/architecture.md)"
+    )
 
 
 def _resolve(name: str) -> str:
@@ -69,7 +78,10 @@ def imports_of(module: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([base] if base else [])
+                )
             names = [f"{base}.{alias.name}" for alias in node.names] + [base]
         else:
             continue
@@ -136,15 +148,23 @@ def test_no_import_cycles_but_the_documented_one():
 
 
 def test_the_cycle_finder_sees_a_cycle():
-    assert _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+    assert _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        {"a", "b", "c"}
+    ]
 
 
 def test_the_layer_rule_catches_an_upward_import():
-    assert layer_of("powerzoo.rl.trainer") > layer_of("powerzoo.benchmarks.evaluation") > layer_of("powerzoo.envs.make")
+    assert (
+        layer_of("powerzoo.rl.trainer")
+        > layer_of("powerzoo.benchmarks.evaluation")
+        > layer_of("powerzoo.envs.make")
+    )
     assert layer_of("powerzoo") == layer_of("powerzoo.envs.registration")
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_over_500_lines(module):
     lines = MODULES[module].read_text(encoding="utf-8").count("\n")
-    assert lines <= MAX_LINES, f"{MODULES[module].relative_to(PACKAGE.parent)} has {lines} lines; split it by job"
+    assert lines <= MAX_LINES, (
+        f"{MODULES[module].relative_to(PACKAGE.parent)} has {lines} lines; split it by job"
+    )

@@ -36,7 +36,11 @@ def _reference(task):
 # ---- the table ------------------------------------------------------------------------------
 @pytest.mark.parametrize("task", list_tasks())
 def test_table_has_every_baseline_of_every_task_on_the_test_split(task):
-    rows = {r["policy"]: r for r in load_baselines()["results"] if r["task"] == task and r["split"] == "test"}
+    rows = {
+        r["policy"]: r
+        for r in load_baselines()["results"]
+        if r["task"] == task and r["split"] == "test"
+    }
     assert set(rows) == set(task_spec(task).baselines) and {"random", _reference(task)} <= set(rows)
     for row in rows.values():
         assert row["episodes"] == len(row["day_ids"]) == len(row["returns"]) > 0
@@ -88,7 +92,9 @@ def test_recomputing_the_first_days_reproduces_the_table(task):
         # pick another optimum of the same objective, whose realised return differs by ~1e-6
         # relative (seen between highspy 1.15 and 1.16 on dc_microgrid). Everything else is exact.
         rtol = 1e-5 if policy == "oracle" else 1e-9
-        np.testing.assert_allclose(row["returns"], baseline_row(task, policy)["returns"][:4], rtol=rtol)
+        np.testing.assert_allclose(
+            row["returns"], baseline_row(task, policy)["returns"][:4], rtol=rtol
+        )
 
 
 def test_a_trainer_reproduces_a_full_row_through_the_protocol():
@@ -96,10 +102,13 @@ def test_a_trainer_reproduces_a_full_row_through_the_protocol():
     env = make_env(task, split="test")
     result = evaluate_days(RuleBasedPolicy(env), env, **evaluation_protocol(task))
     assert result["mean_return"] == pytest.approx(baseline_return(task, "rule_based"), rel=1e-12)
-    normed = make_env(task, split="test", normalize=True)  # the agent's own options: float32 rounding only
+    normed = make_env(
+        task, split="test", normalize=True
+    )  # the agent's own options: float32 rounding only
     result = evaluate_days(RuleBasedPolicy(normed), normed, **evaluation_protocol(task))
     assert normalized_score(task, result["mean_return"]) == pytest.approx(
-        normalized_score(task, baseline_return(task, "rule_based")), abs=1e-4)
+        normalized_score(task, baseline_return(task, "rule_based")), abs=1e-4
+    )
 
 
 def test_compute_baselines_rows_and_day_selection():
@@ -121,11 +130,18 @@ def test_script_writes_the_table_atomically_and_merges_rows(tmp_path):
     per_task = script.parse_max_episodes(["7", "opf_118_7d=2"])
     assert per_task["opf_118_7d"] == 2 and per_task["marl_opf"] == 7
     out = tmp_path / "table.json"
-    out.write_text(json.dumps({"results": [{"task": "other", "split": "test", "policy": "random"}]}))
-    assert script.main(["--tasks", "battery_arbitrage", "--max-episodes", "1", "--output", str(out)]) == 0
+    out.write_text(
+        json.dumps({"results": [{"task": "other", "split": "test", "policy": "random"}]})
+    )
+    assert (
+        script.main(["--tasks", "battery_arbitrage", "--max-episodes", "1", "--output", str(out)])
+        == 0
+    )
     table = json.loads(out.read_text())
-    assert [(r["task"], r["policy"]) for r in table["results"]][:2] == [("battery_arbitrage", "random"),
-                                                                         ("battery_arbitrage", "rule_based")]
+    assert [(r["task"], r["policy"]) for r in table["results"]][:2] == [
+        ("battery_arbitrage", "random"),
+        ("battery_arbitrage", "rule_based"),
+    ]
     assert table["results"][-1]["task"] == "other" and "--max-episodes 1" in table["generated_by"]
     assert [p.name for p in tmp_path.iterdir()] == ["table.json"]  # no temporary file left behind
     assert out.stat().st_mode & 0o777 == 0o644
@@ -142,14 +158,21 @@ def test_multi_agent_oracle_respects_lines_and_rule_beats_random():
     oracle, rule = _run(env, OraclePolicy(env), days), _run(env, RuleBasedPolicy(env), days)
     random = _run(env, RandomPolicy(env.action_space, seed=0), days)
     assert oracle["mean_costs"]["thermal_overload"] == pytest.approx(0.0, abs=1e-3)
-    assert rule["mean_costs"]["thermal_overload"] == pytest.approx(0.0, abs=1e-3)  # the rule redispatches
-    assert rule["mean_return"] > random["mean_return"] and oracle["mean_return"] > random["mean_return"]
+    assert rule["mean_costs"]["thermal_overload"] == pytest.approx(
+        0.0, abs=1e-3
+    )  # the rule redispatches
+    assert (
+        rule["mean_return"] > random["mean_return"]
+        and oracle["mean_return"] > random["mean_return"]
+    )
 
 
 def test_multi_agent_policies_convert_normalized_obs_and_actions():
     raw = make_env(MA_TASK, split="test", seed=0)
     normed = make_env(MA_TASK, split="test", seed=0, normalize=True)
-    local = make_env(MA_TASK, split="test", seed=0, obs_mode="local")  # rule reads the global view from the state
+    local = make_env(
+        MA_TASK, split="test", seed=0, obs_mode="local"
+    )  # rule reads the global view from the state
     for cls in (RuleBasedPolicy, OraclePolicy):
         reference = _run(raw, cls(raw), [3])["mean_return"]
         assert _run(normed, cls(normed), [3])["mean_return"] == pytest.approx(reference, rel=1e-5)

@@ -13,7 +13,9 @@ def test_soc_stays_within_bounds_under_extreme_actions():
     rng = np.random.default_rng(0)
     soc = rng.uniform(PARAMS.soc_min, PARAMS.soc_max, 4096)
     for _ in range(200):
-        request = rng.choice([-1e3, -25.0, 0.0, 25.0, 1e3], size=soc.size) * rng.uniform(0, 1, soc.size)
+        request = rng.choice([-1e3, -25.0, 0.0, 25.0, 1e3], size=soc.size) * rng.uniform(
+            0, 1, soc.size
+        )
         soc = battery_step(PARAMS, soc, request, 0.5).soc
         assert soc.min() >= PARAMS.soc_min and soc.max() <= PARAMS.soc_max
 
@@ -38,7 +40,9 @@ def test_request_beyond_soc_bounds_is_cut_and_costed():
     np.testing.assert_allclose(r.p_mw, [1.9, -1.0 / 0.95 / 0.5], rtol=1e-12)
     np.testing.assert_allclose(r.soc, [0.1, 0.9], atol=1e-12)
     # storage-side energy asked beyond the bound: (25 - 1.9) * 0.5 / 0.95 and (25 - 2.105..) * 0.5 * 0.95
-    np.testing.assert_allclose(r.soc_violation_mwh, [(25 - 1.9) * 0.5 / 0.95, (25 - 1.0 / 0.95 / 0.5) * 0.5 * 0.95])
+    np.testing.assert_allclose(
+        r.soc_violation_mwh, [(25 - 1.9) * 0.5 / 0.95, (25 - 1.0 / 0.95 / 0.5) * 0.5 * 0.95]
+    )
 
 
 def test_invalid_battery_parameters_raise():
@@ -59,7 +63,9 @@ def test_task_reward_is_the_sum_of_its_terms_and_matches_price_times_energy():
         np.testing.assert_allclose(out.reward, out.reward_terms.sum(axis=1))
         net_mwh = out.info["discharge_mwh"] - out.info["charge_mwh"]
         throughput = out.info["discharge_mwh"] + out.info["charge_mwh"]
-        np.testing.assert_allclose(out.reward, price * net_mwh - 2.0 * throughput, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(
+            out.reward, price * net_mwh - 2.0 * throughput, rtol=1e-6, atol=1e-6
+        )
         assert np.all(out.constraint_costs >= 0)
 
 

@@ -31,13 +31,20 @@ def read_csv(path):
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    return run_campaign(TASKS, policies=POLICIES, seeds=SEEDS, episodes=EPISODES, out_dir=out, progress=False)
+    return run_campaign(
+        TASKS, policies=POLICIES, seeds=SEEDS, episodes=EPISODES, out_dir=out, progress=False
+    )
 
 
 def test_campaign_writes_every_file(campaign):
     out = campaign.out_dir
-    for name in ("results.csv", "results.md", "episodes.csv", "return_vs_cost_battery_arbitrage.png",
-                 "return_vs_cost_marl_opf.png"):
+    for name in (
+        "results.csv",
+        "results.md",
+        "episodes.csv",
+        "return_vs_cost_battery_arbitrage.png",
+        "return_vs_cost_marl_opf.png",
+    ):
         assert (out / name).is_file(), name
     for task in TASKS:
         for policy in POLICIES:
@@ -56,11 +63,27 @@ def test_results_csv_rows_and_columns(campaign):
     for name in ("soc_violation", "thermal_overload", "power_imbalance"):
         assert {f"cost_{name}_mean", f"cost_{name}_ci_low", f"cost_{name}_ci_high"} <= columns
     for r in rows:
-        assert int(r["episodes"]) == len(SEEDS) * EPISODES and r["seeds"] == "0 1" and int(r["n_days"]) == EPISODES
+        assert (
+            int(r["episodes"]) == len(SEEDS) * EPISODES
+            and r["seeds"] == "0 1"
+            and int(r["n_days"]) == EPISODES
+        )
         assert r["normalized_score"] == ""  # 3 of 77 days: not the table's protocol
-        assert float(r["mean_return_ci_low"]) <= float(r["mean_return"]) <= float(r["mean_return_ci_high"])
-        assert float(r["iqm_return_ci_low"]) <= float(r["iqm_return"]) <= float(r["iqm_return_ci_high"])
-        assert float(r["total_cost_ci_low"]) <= float(r["total_cost_mean"]) <= float(r["total_cost_ci_high"])
+        assert (
+            float(r["mean_return_ci_low"])
+            <= float(r["mean_return"])
+            <= float(r["mean_return_ci_high"])
+        )
+        assert (
+            float(r["iqm_return_ci_low"])
+            <= float(r["iqm_return"])
+            <= float(r["iqm_return_ci_high"])
+        )
+        assert (
+            float(r["total_cost_ci_low"])
+            <= float(r["total_cost_mean"])
+            <= float(r["total_cost_ci_high"])
+        )
         assert 0.0 <= float(r["violation_rate"]) <= 1.0
     battery = [r for r in rows if r["task"] == "battery_arbitrage"]
     assert all(r["cost_thermal_overload_mean"] == "" for r in battery)  # not a battery constraint
@@ -71,8 +94,14 @@ def test_episodes_csv_one_row_per_episode(campaign):
     assert len(rows) == len(TASKS) * len(POLICIES) * len(SEEDS) * EPISODES
     assert set(EPISODE_COLUMNS) <= set(rows[0])
     first = [r for r in rows if r["task"] == "battery_arbitrage" and r["policy"] == "random"]
-    assert [int(r["day_id"]) for r in first] == [0, 38, 76] * 2  # evenly spread, first and last day kept
-    assert [int(r["env_seed"]) for r in first] == [episode_seed(s, i) for s in SEEDS for i in range(EPISODES)]
+    assert [int(r["day_id"]) for r in first] == [
+        0,
+        38,
+        76,
+    ] * 2  # evenly spread, first and last day kept
+    assert [int(r["env_seed"]) for r in first] == [
+        episode_seed(s, i) for s in SEEDS for i in range(EPISODES)
+    ]
     for r in rows:
         costs = [float(r[k]) for k in r if k.startswith("cost_") and r[k] != ""]
         assert float(r["total_cost"]) == pytest.approx(sum(costs))
@@ -81,7 +110,11 @@ def test_episodes_csv_one_row_per_episode(campaign):
 def test_statistics_match_the_episodes(campaign):
     episodes = read_csv(campaign.files["episodes_csv"])
     for row in campaign.rows:
-        mine = [float(e["return"]) for e in episodes if e["task"] == row["task"] and e["policy"] == row["policy"]]
+        mine = [
+            float(e["return"])
+            for e in episodes
+            if e["task"] == row["task"] and e["policy"] == row["policy"]
+        ]
         assert row["iqm_return"] == pytest.approx(interquartile_mean(mine), rel=1e-12)
         assert row["mean_return"] == pytest.approx(np.mean(mine), rel=1e-12)
         assert row["std_return"] == pytest.approx(np.std(mine), rel=1e-12)
@@ -90,8 +123,15 @@ def test_statistics_match_the_episodes(campaign):
 
 
 def test_bootstrap_is_deterministic_and_contains_the_statistic(tmp_path, campaign):
-    again = run_campaign(TASKS, policies=POLICIES, seeds=SEEDS, episodes=EPISODES, out_dir=tmp_path,
-                         progress=False, plots=False)
+    again = run_campaign(
+        TASKS,
+        policies=POLICIES,
+        seeds=SEEDS,
+        episodes=EPISODES,
+        out_dir=tmp_path,
+        progress=False,
+        plots=False,
+    )
     assert again.rows == campaign.rows
     assert (tmp_path / "results.csv").read_text() == campaign.files["results_csv"].read_text()
     values = np.random.default_rng(1).normal(5.0, 2.0, size=40)
@@ -105,9 +145,15 @@ def test_bootstrap_is_deterministic_and_contains_the_statistic(tmp_path, campaig
 
 
 def test_summarize_campaign_episodes_costs():
-    records = [{"return": float(i), "length": 4, "cost_a": float(i % 2), "cost_b": 0.0} for i in range(10)]
+    records = [
+        {"return": float(i), "length": 4, "cost_a": float(i % 2), "cost_b": 0.0} for i in range(10)
+    ]
     stats = summarize_campaign_episodes(records, ("a", "b"))
-    assert stats["cost_a_mean"] == 0.5 and stats["violation_rate"] == 0.5 and stats["cost_b_ci_high"] == 0.0
+    assert (
+        stats["cost_a_mean"] == 0.5
+        and stats["violation_rate"] == 0.5
+        and stats["cost_b_ci_high"] == 0.0
+    )
     assert stats["cost_a_ci_low"] <= 0.5 <= stats["cost_a_ci_high"]
 
 
@@ -117,8 +163,15 @@ def test_baseline_ordering_on_battery(campaign):
 
 
 def test_unsupported_policy_is_skipped_with_a_note(tmp_path, dc_microgrid_without_oracle):
-    result = run_campaign([dc_microgrid_without_oracle], policies=("random", "oracle"), seeds=(0,), episodes=1,
-                          out_dir=tmp_path, progress=False, plots=False)
+    result = run_campaign(
+        [dc_microgrid_without_oracle],
+        policies=("random", "oracle"),
+        seeds=(0,),
+        episodes=1,
+        out_dir=tmp_path,
+        progress=False,
+        plots=False,
+    )
     assert [r["policy"] for r in result.rows] == ["random"]
     assert any("dc_microgrid" in n and "oracle" in n for n in result.notes)
     assert "skipped oracle" in (tmp_path / "results.md").read_text()
@@ -126,8 +179,13 @@ def test_unsupported_policy_is_skipped_with_a_note(tmp_path, dc_microgrid_withou
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"tasks": ["nope"]}, "unknown task"), ({"policies": ["ppo"]}, "unknown policy"),
-     ({"split": "nope"}, "unknown split"), ({"seeds": [0, 0]}, "seeds repeat"), ({"episodes": 0}, "episodes")],
+    [
+        ({"tasks": ["nope"]}, "unknown task"),
+        ({"policies": ["ppo"]}, "unknown policy"),
+        ({"split": "nope"}, "unknown split"),
+        ({"seeds": [0, 0]}, "seeds repeat"),
+        ({"episodes": 0}, "episodes"),
+    ],
 )
 def test_invalid_arguments_raise_value_error(tmp_path, kwargs, message):
     args = {"tasks": ["battery_arbitrage"], "out_dir": tmp_path, "progress": False, **kwargs}
@@ -140,14 +198,30 @@ def test_trained_run_folder_is_evaluated(tmp_path):
     from powerzoo.cli.runs import run_entry
     from powerzoo.rl.trainer import Trainer
 
-    trainer = Trainer("battery_arbitrage", total_timesteps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=1,
-                      output_dir=str(tmp_path / "runs"), name="tiny", evaluation=None, checkpoint=None,
-                      logging={"progress_bar": False})
+    trainer = Trainer(
+        "battery_arbitrage",
+        total_timesteps=256,
+        n_envs=2,
+        n_steps=64,
+        batch_size=64,
+        n_epochs=1,
+        output_dir=str(tmp_path / "runs"),
+        name="tiny",
+        evaluation=None,
+        checkpoint=None,
+        logging={"progress_bar": False},
+    )
     run_dir = trainer.train().run_dir
     trainer.close()
-    result = run_campaign(["battery_arbitrage"], policies=("random",), seeds=(0, 1), episodes=2,
-                          extra_policies=[run_entry(run_dir)],
-                          out_dir=tmp_path / "bench", progress=False)
+    result = run_campaign(
+        ["battery_arbitrage"],
+        policies=("random",),
+        seeds=(0, 1),
+        episodes=2,
+        extra_policies=[run_entry(run_dir)],
+        out_dir=tmp_path / "bench",
+        progress=False,
+    )
     row = result.row("battery_arbitrage", "tiny")
     assert row["kind"] == "trained" and row["episodes"] == 4 and "PPO" in row["source"]
     assert np.isfinite(row["mean_return"])
@@ -157,12 +231,24 @@ def test_trained_run_folder_is_evaluated(tmp_path):
 
 
 def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "powerzoo.cli.main", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "powerzoo.cli.main", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 def test_cli_bench_prints_markdown(tmp_path):
-    result = run_cli("bench", "battery_arbitrage", "--policies", "random", "rule_based", "--episodes", "2",
-                     "--out", "tmp", cwd=tmp_path)
+    result = run_cli(
+        "bench",
+        "battery_arbitrage",
+        "--policies",
+        "random",
+        "rule_based",
+        "--episodes",
+        "2",
+        "--out",
+        "tmp",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "| policy | episodes | mean return |" in result.stdout
     assert "| rule_based | 2 |" in result.stdout

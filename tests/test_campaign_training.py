@@ -29,13 +29,27 @@ TINY = {
     "tasks": ["battery_arbitrage"],
     "seeds": [0, 1],
     "budget": {"total_timesteps": 1024, "n_envs": 4},
-    "evaluation": {"split": "test", "episodes": 3, "baselines": ["random"], "model": "final", "plots": False},
-    "algorithms": {"PPO": {"settings": {
-        "slow": {"algorithm_kwargs": {"n_steps": 128, "batch_size": 128, "learning_rate": 1e-5},
-                 "overrides": {"evaluation": None}},
-        "fast": {"algorithm_kwargs": {"n_steps": 128, "batch_size": 128, "learning_rate": 3e-3},
-                 "overrides": {"evaluation": None}},
-    }}},
+    "evaluation": {
+        "split": "test",
+        "episodes": 3,
+        "baselines": ["random"],
+        "model": "final",
+        "plots": False,
+    },
+    "algorithms": {
+        "PPO": {
+            "settings": {
+                "slow": {
+                    "algorithm_kwargs": {"n_steps": 128, "batch_size": 128, "learning_rate": 1e-5},
+                    "overrides": {"evaluation": None},
+                },
+                "fast": {
+                    "algorithm_kwargs": {"n_steps": 128, "batch_size": 128, "learning_rate": 3e-3},
+                    "overrides": {"evaluation": None},
+                },
+            }
+        }
+    },
 }
 TRIAL_IDS = [f"battery_arbitrage-PPO-{s}-seed{seed}" for s in ("slow", "fast") for seed in (0, 1)]
 TIME_COLUMNS = {"train_seconds"}  # the only columns allowed to differ between backends
@@ -53,7 +67,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def _numbers(out: Path) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
     """trials.csv (without timings), results.csv and episodes.csv of a campaign folder."""
-    trials = [{k: v for k, v in r.items() if k not in TIME_COLUMNS} for r in _rows(out / "trials.csv")]
+    trials = [
+        {k: v for k, v in r.items() if k not in TIME_COLUMNS} for r in _rows(out / "trials.csv")
+    ]
     return trials, _rows(out / "results.csv"), _rows(out / "episodes.csv")
 
 
@@ -82,37 +98,83 @@ def test_spec_expands_every_task_algorithm_setting_seed_into_one_trial(tiny_file
 
 
 def test_spec_takes_a_config_file_and_restricts_algorithms_to_tasks_they_fit(tmp_path):
-    data = {"tasks": ["battery_arbitrage", "marl_opf"], "seeds": [3],
-            "budget": {"total_timesteps": 100, "per_task": {"marl_opf": {"total_timesteps": 200, "n_envs": 2}}},
-            "algorithms": {"mappo": {"settings": {"base": {"config": str(Path("configs/marl_opf_mappo.yaml").resolve()),
-                                                           "algorithm_kwargs": {"n_epochs": 2}}}},
-                           "PPO": None}}
+    data = {
+        "tasks": ["battery_arbitrage", "marl_opf"],
+        "seeds": [3],
+        "budget": {
+            "total_timesteps": 100,
+            "per_task": {"marl_opf": {"total_timesteps": 200, "n_envs": 2}},
+        },
+        "algorithms": {
+            "mappo": {
+                "settings": {
+                    "base": {
+                        "config": str(Path("configs/marl_opf_mappo.yaml").resolve()),
+                        "algorithm_kwargs": {"n_epochs": 2},
+                    }
+                }
+            },
+            "PPO": None,
+        },
+    }
     spec = parse_campaign(data)
     ids = [t.trial_id for t in spec.trials]
-    assert ids == ["marl_opf-MAPPO-base-seed3", "battery_arbitrage-PPO-default-seed3", "marl_opf-PPO-default-seed3"]
+    assert ids == [
+        "marl_opf-MAPPO-base-seed3",
+        "battery_arbitrage-PPO-default-seed3",
+        "marl_opf-PPO-default-seed3",
+    ]
     mappo = spec.trials[0].config
-    assert mappo["algorithm_kwargs"]["n_epochs"] == 2 and mappo["algorithm_kwargs"]["gamma"] == 0.5  # file kept
+    assert (
+        mappo["algorithm_kwargs"]["n_epochs"] == 2 and mappo["algorithm_kwargs"]["gamma"] == 0.5
+    )  # file kept
     assert mappo["total_timesteps"] == 200 and mappo["n_envs"] == 2
     assert any("battery_arbitrage: no MAPPO trials" in n for n in spec.notes)
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d.update(tasks=["no_such_task"]), "unknown task(s) 'no_such_task'"),
-    (lambda d: d.update(seeds=[]), "'seeds' must be a non-empty list"),
-    (lambda d: d.update(seeds=[0, 0]), "'seeds' must be distinct"),
-    (lambda d: d.pop("algorithms"), "missing required key 'algorithms'"),
-    (lambda d: d.update(budgett={}), "unknown key(s) '(top level).budgett'"),
-    (lambda d: d["algorithms"].update(PPOO={}), "unknown algorithm 'PPOO'"),
-    (lambda d: d["algorithms"]["PPO"]["settings"]["slow"].update(lr=1), "unknown key(s) 'algorithms.PPO.settings.slow.lr'"),
-    (lambda d: d["algorithms"]["PPO"]["settings"]["slow"]["algorithm_kwargs"].update(nsteps=3), "nsteps: not an argument of PPO"),
-    (lambda d: d["algorithms"]["PPO"]["settings"]["slow"]["overrides"].update(seed=3), "seed set by the campaign"),
-    (lambda d: d["algorithms"]["PPO"]["settings"]["slow"]["overrides"].update(n_env=3), "unknown field 'n_env'"),
-    (lambda d: d["algorithms"].update(MAPPO={"tasks": ["battery_arbitrage"]}), "MAPPO cannot train battery_arbitrage"),
-    (lambda d: d["evaluation"].update(split="tset"), "unknown split 'tset'"),
-    (lambda d: d["evaluation"].update(baselines=["orcale"]), "unknown baseline(s) 'orcale'"),
-    (lambda d: d["budget"].update(total_timesteps=0), "'budget.total_timesteps' must be a positive integer"),
-    (lambda d: d["algorithms"].update(ppo=d["algorithms"]["PPO"]), "an algorithm is listed twice"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.update(tasks=["no_such_task"]), "unknown task(s) 'no_such_task'"),
+        (lambda d: d.update(seeds=[]), "'seeds' must be a non-empty list"),
+        (lambda d: d.update(seeds=[0, 0]), "'seeds' must be distinct"),
+        (lambda d: d.pop("algorithms"), "missing required key 'algorithms'"),
+        (lambda d: d.update(budgett={}), "unknown key(s) '(top level).budgett'"),
+        (lambda d: d["algorithms"].update(PPOO={}), "unknown algorithm 'PPOO'"),
+        (
+            lambda d: d["algorithms"]["PPO"]["settings"]["slow"].update(lr=1),
+            "unknown key(s) 'algorithms.PPO.settings.slow.lr'",
+        ),
+        (
+            lambda d: d["algorithms"]["PPO"]["settings"]["slow"]["algorithm_kwargs"].update(
+                nsteps=3
+            ),
+            "nsteps: not an argument of PPO",
+        ),
+        (
+            lambda d: d["algorithms"]["PPO"]["settings"]["slow"]["overrides"].update(seed=3),
+            "seed set by the campaign",
+        ),
+        (
+            lambda d: d["algorithms"]["PPO"]["settings"]["slow"]["overrides"].update(n_env=3),
+            "unknown field 'n_env'",
+        ),
+        (
+            lambda d: d["algorithms"].update(MAPPO={"tasks": ["battery_arbitrage"]}),
+            "MAPPO cannot train battery_arbitrage",
+        ),
+        (lambda d: d["evaluation"].update(split="tset"), "unknown split 'tset'"),
+        (lambda d: d["evaluation"].update(baselines=["orcale"]), "unknown baseline(s) 'orcale'"),
+        (
+            lambda d: d["budget"].update(total_timesteps=0),
+            "'budget.total_timesteps' must be a positive integer",
+        ),
+        (
+            lambda d: d["algorithms"].update(ppo=d["algorithms"]["PPO"]),
+            "an algorithm is listed twice",
+        ),
+    ],
+)
 def test_bad_campaigns_fail_with_one_clear_error(change, message):
     data = copy.deepcopy(TINY)
     change(data)
@@ -124,14 +186,26 @@ def test_bad_campaigns_fail_with_one_clear_error(change, message):
 def test_missing_campaign_file_and_rllib_on_the_local_backend(tmp_path):
     with pytest.raises(FileNotFoundError, match="campaign file"):
         load_campaign(tmp_path / "nope.yaml")
-    spec = parse_campaign({"tasks": ["marl_opf"], "seeds": [0], "budget": {"total_timesteps": 64},
-                           "algorithms": {"rllib_ppo": {"settings": {"s": {"sharing": "per_group"}}}}})
+    spec = parse_campaign(
+        {
+            "tasks": ["marl_opf"],
+            "seeds": [0],
+            "budget": {"total_timesteps": 64},
+            "algorithms": {"rllib_ppo": {"settings": {"s": {"sharing": "per_group"}}}},
+        }
+    )
     assert spec.trials[0].config["sharing"] == "per_group"
     with pytest.raises(ValueError, match="--backend ray"):
         run_local(spec, tmp_path / "out", progress=False)
     with pytest.raises(CampaignError, match="sharing must be one of"):
-        parse_campaign({"tasks": ["marl_opf"], "seeds": [0], "budget": {"total_timesteps": 64},
-                        "algorithms": {"rllib_ppo": {"settings": {"s": {"sharing": "everyone"}}}}})
+        parse_campaign(
+            {
+                "tasks": ["marl_opf"],
+                "seeds": [0],
+                "budget": {"total_timesteps": 64},
+                "algorithms": {"rllib_ppo": {"settings": {"s": {"sharing": "everyone"}}}},
+            }
+        )
 
 
 # ---- the local backend ----------------------------------------------------------------------------
@@ -154,14 +228,17 @@ def test_local_campaign_gives_one_row_per_trial_and_a_pooled_row_per_setting(loc
 
 
 @pytest.mark.slow
-def test_local_campaign_resumes_skipping_finished_trials_with_the_same_numbers(local_run, tiny_file, tmp_path,
-                                                                              monkeypatch):
+def test_local_campaign_resumes_skipping_finished_trials_with_the_same_numbers(
+    local_run, tiny_file, tmp_path, monkeypatch
+):
     from powerzoo.rl.campaigns import local
 
     out, _ = local_run
     copy_dir = tmp_path / "out"
     shutil.copytree(out, copy_dir)
-    (copy_dir / "trials" / TRIAL_IDS[3] / TRIAL_FILE).unlink()  # interrupted: its folder is there, its record not
+    (
+        copy_dir / "trials" / TRIAL_IDS[3] / TRIAL_FILE
+    ).unlink()  # interrupted: its folder is there, its record not
     ran: list[str] = []
     real = local.run_trial
     monkeypatch.setattr(local, "run_trial", lambda c, t, o: ran.append(t.trial_id) or real(c, t, o))
@@ -182,20 +259,27 @@ def test_a_changed_setting_under_the_same_out_folder_is_refused(local_run, tmp_p
 @pytest.mark.slow
 def test_cli_campaign_prints_the_table_and_never_imports_ray(local_run, tiny_file):
     out, _ = local_run
-    code = ("import sys; from powerzoo.cli.main import main\n"
-            f"rc = main(['campaign', {str(tiny_file)!r}, '--out', {str(out)!r}, '--no-progress'])\n"
-            "print('RAY', 'ray' in sys.modules, rc)")
+    code = (
+        "import sys; from powerzoo.cli.main import main\n"
+        f"rc = main(['campaign', {str(tiny_file)!r}, '--out', {str(out)!r}, '--no-progress'])\n"
+        "print('RAY', 'ray' in sys.modules, rc)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "| PPO/fast |" in run.stdout and "4 of 4 trial(s) finished (local backend)" in run.stdout
     assert run.stdout.strip().splitlines()[-1] == "RAY False 0"
 
 
 def test_cli_ray_backend_without_ray_is_one_line_with_the_pip_command(tiny_file):
-    code = ("import sys; sys.modules['ray'] = None\nfrom powerzoo.cli.main import main\n"
-            f"sys.exit(main(['campaign', {str(tiny_file)!r}, '--backend', 'ray']))")
+    code = (
+        "import sys; sys.modules['ray'] = None\nfrom powerzoo.cli.main import main\n"
+        f"sys.exit(main(['campaign', {str(tiny_file)!r}, '--backend', 'ray']))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 2
-    assert run.stderr.strip() == 'powerzoo: error: the Ray backend needs Ray Tune: pip install "powerzoo[ray]"'
+    assert (
+        run.stderr.strip()
+        == 'powerzoo: error: the Ray backend needs Ray Tune: pip install "powerzoo[ray]"'
+    )
 
 
 # ---- the Ray backend ------------------------------------------------------------------------------
@@ -229,10 +313,16 @@ def test_ray_campaign_survives_a_killed_driver(ray_cluster, local_run, tmp_path)
     spec_file = _write(tmp_path / "tiny.yaml", data)
     ray_out = tmp_path / "ray"
     address = ray_cluster.get_runtime_context().gcs_address
-    code = ("from powerzoo.integrations.tune import run_ray\n"
-            f"run_ray({str(spec_file)!r}, {str(ray_out)!r}, address={address!r}, progress=False)")
-    driver = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    code = (
+        "from powerzoo.integrations.tune import run_ray\n"
+        f"run_ray({str(spec_file)!r}, {str(ray_out)!r}, address={address!r}, progress=False)"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while not list((ray_out / "trials").glob(f"*/{TRIAL_FILE}")):
@@ -262,15 +352,31 @@ def test_an_rllib_ppo_trial_trains_on_tune_and_lands_in_the_table(ray_cluster, t
         "tasks": ["marl_opf"],
         "seeds": [0],
         "budget": {"total_timesteps": 192},
-        "evaluation": {"split": "test", "episodes": 2, "baselines": ["random"], "model": "final", "plots": False},
-        "algorithms": {"rllib_ppo": {"settings": {"shared": {
-            "sharing": "shared", "training": {"train_batch_size_per_learner": 96, "minibatch_size": 48}}}}},
+        "evaluation": {
+            "split": "test",
+            "episodes": 2,
+            "baselines": ["random"],
+            "model": "final",
+            "plots": False,
+        },
+        "algorithms": {
+            "rllib_ppo": {
+                "settings": {
+                    "shared": {
+                        "sharing": "shared",
+                        "training": {"train_batch_size_per_learner": 96, "minibatch_size": 48},
+                    }
+                }
+            }
+        },
     }
     out = tmp_path / "out"
     outcome = run_ray(_write(tmp_path / "rllib.yaml", data), out, progress=False)
     assert not outcome.failed
     record = outcome.records["marl_opf-rllib_ppo-shared-seed0"]
-    assert record["num_timesteps"] >= 192 and Path(record["run_dir"]).is_dir()  # the RLlib checkpoint
+    assert (
+        record["num_timesteps"] >= 192 and Path(record["run_dir"]).is_dir()
+    )  # the RLlib checkpoint
     assert len(record["episodes"]) == 2
     (row,) = outcome.trials
     assert float(row["mean_return"]) < 0  # marl_opf's return is a cost: negative

@@ -13,7 +13,9 @@ from powerzoo.cli.main import main
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "powerzoo.cli.main", *args], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "powerzoo.cli.main", *args], capture_output=True, text=True
+    )
 
 
 def test_list_shows_registered_tasks(capsys):
@@ -27,9 +29,24 @@ def test_describe_human_and_json(capsys):
     assert "soc_violation" in text and "48 steps x 30 min" in text and "price_spike" in text
     assert main(["describe", "battery_arbitrage", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    required = {"task_id", "description", "agent_mode", "n_agents", "agents", "observation_space", "action_space",
-                "reward", "constraint_names", "selected_constraints", "horizon", "step_minutes", "splits",
-                "obs_modes", "baselines", "config_template"}
+    required = {
+        "task_id",
+        "description",
+        "agent_mode",
+        "n_agents",
+        "agents",
+        "observation_space",
+        "action_space",
+        "reward",
+        "constraint_names",
+        "selected_constraints",
+        "horizon",
+        "step_minutes",
+        "splits",
+        "obs_modes",
+        "baselines",
+        "config_template",
+    }
     assert required <= set(info)
     assert info["agent_mode"] == "single" and info["horizon"] == 48
     assert info["config_template"]["task"] == "battery_arbitrage"
@@ -46,8 +63,11 @@ def test_demo_prints_table_and_saves_plot(tmp_path):
     result = run_cli("demo", "--episodes", "5", "--out", str(tmp_path), "--timesteps", "2048")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    rows = {line.split()[0]: float(line.split()[2].replace(",", "")) for line in lines
-            if line.split() and line.split()[0] in ("random", "rule_based", "oracle", "ppo_2k")}
+    rows = {
+        line.split()[0]: float(line.split()[2].replace(",", ""))
+        for line in lines
+        if line.split() and line.split()[0] in ("random", "rule_based", "oracle", "ppo_2k")
+    }
     assert set(rows) == {"random", "rule_based", "oracle", "ppo_2k"}
     assert (tmp_path / "run" / "evaluation" / "evaluation_metrics.csv").is_file()
     assert rows["oracle"] >= rows["rule_based"] >= rows["random"]
@@ -58,9 +78,16 @@ def test_demo_prints_table_and_saves_plot(tmp_path):
 def _tiny_config(tmp_path, **extra):
     import yaml
 
-    cfg = {"task": "battery_arbitrage", "total_timesteps": 256, "n_envs": 2, "output_dir": str(tmp_path / "runs"),
-           "name": "cli", "algorithm_kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 1},
-           "evaluation": {"freq": 128, "episodes": 2}, **extra}
+    cfg = {
+        "task": "battery_arbitrage",
+        "total_timesteps": 256,
+        "n_envs": 2,
+        "output_dir": str(tmp_path / "runs"),
+        "name": "cli",
+        "algorithm_kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 1},
+        "evaluation": {"freq": 128, "episodes": 2},
+        **extra,
+    }
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -93,15 +120,30 @@ def test_train_with_a_bad_config_names_the_field(tmp_path):
 
 @pytest.mark.parametrize("marl", ["shared", pytest.param("il", marks=pytest.mark.slow)])
 def test_eval_of_a_multi_agent_run_with_the_printed_command(tmp_path, capsys, marl):
-    train = run_cli("train", "marl_opf", "--marl", marl, "--timesteps", "2000", "--output-dir", str(tmp_path / "runs"),
-                    "--no-progress")
+    train = run_cli(
+        "train",
+        "marl_opf",
+        "--marl",
+        marl,
+        "--timesteps",
+        "2000",
+        "--output-dir",
+        str(tmp_path / "runs"),
+        "--no-progress",
+    )
     assert train.returncode == 0, train.stderr
-    printed = next(line for line in train.stdout.splitlines() if line.startswith("evaluate on the test split: "))
+    printed = next(
+        line
+        for line in train.stdout.splitlines()
+        if line.startswith("evaluate on the test split: ")
+    )
     command = shlex.split(printed.split(": ", 1)[1])
     assert command[:2] == ["powerzoo", "eval"] and command[-2:] == ["--split", "test"]
     run = Path(command[2])
     assert run.parent == tmp_path / "runs" and (run / "agents").is_dir()
-    with (run / "evaluation" / "evaluation_metrics.csv").open() as handle:  # evaluated once, at the end
+    with (
+        run / "evaluation" / "evaluation_metrics.csv"
+    ).open() as handle:  # evaluated once, at the end
         assert [row["timestep"] for row in csv.DictReader(handle)] == ["2000"]
 
     evaluated = run_cli(*command[1:], "--episodes", "2")
@@ -109,9 +151,14 @@ def test_eval_of_a_multi_agent_run_with_the_printed_command(tmp_path, capsys, ma
     assert "marl_opf — final model on the test split" in evaluated.stdout
     assert "cost power_imbalance (per episode)" in evaluated.stdout
     rows = (run / "evaluation" / "eval_test_final.csv").read_text().splitlines()
-    assert rows[0] == "day_id,return,length,cost_thermal_overload,cost_power_imbalance" and len(rows) == 3
+    assert (
+        rows[0] == "day_id,return,length,cost_thermal_overload,cost_power_imbalance"
+        and len(rows) == 3
+    )
     assert all(int(r.split(",")[2]) == 48 for r in rows[1:])
     assert (run / "evaluation" / "eval_test_final_day0.png").read_bytes()[:4] == b"\x89PNG"
 
-    assert main(["eval", str(run), "--model", "latest"]) == 2  # a multi-agent run keeps no checkpoints
+    assert (
+        main(["eval", str(run), "--model", "latest"]) == 2
+    )  # a multi-agent run keeps no checkpoints
     assert "is a multi-agent run: it keeps only its final models" in capsys.readouterr().err

@@ -66,7 +66,9 @@ def test_gymnasium_vector_wrappers_accept_the_native_env():
         _, _, _, _, info = env.step(np.zeros((4, 1), np.float32))
         if "episode" in info:
             episodes.append(info["episode"]["l"][info["_episode"]])
-    assert np.concatenate(episodes).tolist() == [H] * 8  # two whole episodes per env, autoreset in between
+    assert (
+        np.concatenate(episodes).tolist() == [H] * 8
+    )  # two whole episodes per env, autoreset in between
 
 
 def test_next_step_autoreset_starts_the_next_episode_on_the_following_step():
@@ -74,11 +76,19 @@ def test_next_step_autoreset_starts_the_next_episode_on_the_following_step():
     env.reset(seed=0, options={"day_id": [0, 1, 2]})
     for _ in range(H):
         obs, reward, terminated, truncated, info = env.step(np.full((3, 1), 25.0, np.float32))
-    assert truncated.all() and np.all(obs[:, 5] == 0.0)  # the last observation itself (time_remaining 0)
+    assert truncated.all() and np.all(
+        obs[:, 5] == 0.0
+    )  # the last observation itself (time_remaining 0)
     assert "final_obs" not in info
     obs, reward, terminated, truncated, info = env.step(np.full((3, 1), 25.0, np.float32))
-    assert np.all(obs[:, 5] == 1.0) and not (terminated | truncated).any()  # first observation of the next day
-    assert np.all(reward == 0.0) and np.all(info["constraint_costs"] == 0.0) and np.all(info["step"] == 0)
+    assert (
+        np.all(obs[:, 5] == 1.0) and not (terminated | truncated).any()
+    )  # first observation of the next day
+    assert (
+        np.all(reward == 0.0)
+        and np.all(info["constraint_costs"] == 0.0)
+        and np.all(info["step"] == 0)
+    )
     _, reward, *_ = env.step(np.full((3, 1), 25.0, np.float32))
     assert np.all(reward != 0.0)  # and now they trade again
 
@@ -134,7 +144,10 @@ def test_reset_and_step_infos_have_the_same_numeric_keys(task):
     if multi:
         actions = {a: env.action_space(a).sample() for a in env.possible_agents}
         step_info = env.step(actions)[-1]
-        reset_info, step_info = reset_info[env.possible_agents[0]], step_info[env.possible_agents[0]]
+        reset_info, step_info = (
+            reset_info[env.possible_agents[0]],
+            step_info[env.possible_agents[0]],
+        )
     else:
         step_info = env.step(env.action_space.sample())[-1]
     assert reset_info.keys() == step_info.keys()
@@ -142,7 +155,9 @@ def test_reset_and_step_infos_have_the_same_numeric_keys(task):
         assert _is_numeric(step_info[key]) and _is_numeric(reset_info[key]), key
         assert np.shape(step_info[key]) == np.shape(reset_info[key]), key
     assert np.all(np.asarray(reset_info["constraint_costs"]) == 0.0)
-    assert env.unwrapped.selected_constraint_names() if not multi else env.selected_constraint_names()
+    assert (
+        env.unwrapped.selected_constraint_names() if not multi else env.selected_constraint_names()
+    )
 
 
 def test_wrapped_env_infos_keep_the_keys_of_their_wrappers_at_reset():
@@ -156,7 +171,9 @@ def test_wrapped_env_infos_keep_the_keys_of_their_wrappers_at_reset():
 def test_supersuit_pettingzoo_to_vec_env_recipe():
     import supersuit as ss
 
-    env = ss.pettingzoo_env_to_vec_env_v1(make_env("marl_opf", framework="pettingzoo", normalize=True))
+    env = ss.pettingzoo_env_to_vec_env_v1(
+        make_env("marl_opf", framework="pettingzoo", normalize=True)
+    )
     env = ss.concat_vec_envs_v1(env, 2, num_cpus=0, base_class="gymnasium")
     obs, _ = env.reset(seed=0)
     assert obs.shape == (10, 10)  # 2 copies x 5 agents
@@ -167,7 +184,9 @@ def test_supersuit_pettingzoo_to_vec_env_recipe():
 def test_torchrl_pettingzoo_wrapper_rolls_out():
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
-    env = PettingZooWrapper(make_env("marl_opf", framework="pettingzoo", normalize=True), use_mask=False)
+    env = PettingZooWrapper(
+        make_env("marl_opf", framework="pettingzoo", normalize=True), use_mask=False
+    )
     rollout = env.rollout(5)
     assert rollout["next", "gen", "reward"].shape == (5, 5, 1)
     assert ("gen", "info", "cost_sum") in rollout.keys(True)
@@ -183,7 +202,9 @@ def minari_home(tmp_path, monkeypatch):
 def test_minari_data_collector_records_infos_and_recovers_the_env(minari_home):
     import minari
 
-    env = minari.DataCollector(make_env(TASK, split="val", normalize=True, seed=0), record_infos=True)
+    env = minari.DataCollector(
+        make_env(TASK, split="val", normalize=True, seed=0), record_infos=True
+    )
     for episode in range(2):
         env.reset(seed=episode)
         done = False
@@ -205,7 +226,9 @@ def test_to_minari_stores_the_env_spec(minari_home):
     from powerzoo.benchmarks import DatasetGenerator, RandomPolicy
 
     env = make_env(TASK, split="test", normalize=True, seed=0)
-    data = DatasetGenerator(env).collect(RandomPolicy(env.action_space), 2, minari_home / "d.h5", seed=0)
+    data = DatasetGenerator(env).collect(
+        RandomPolicy(env.action_space), 2, minari_home / "d.h5", seed=0
+    )
     data.to_minari("powerzoo/battery-export-v0")
     recovered = minari.load_dataset("powerzoo/battery-export-v0").recover_environment()
     obs, _ = recovered.reset(seed=0)

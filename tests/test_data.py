@@ -82,12 +82,19 @@ def test_stress_scenarios_shift_inputs_in_the_documented_direction():
 
 def test_step_length_averaging_preserves_means():
     fine, coarse = get_profiles("base", 5), get_profiles("base", 30)
-    np.testing.assert_allclose(fine.series["price_per_mwh"].mean(), coarse.series["price_per_mwh"].mean(), rtol=1e-9)
+    np.testing.assert_allclose(
+        fine.series["price_per_mwh"].mean(), coarse.series["price_per_mwh"].mean(), rtol=1e-9
+    )
 
 
 def test_profiles_are_identical_across_processes():
     code = "from powerzoo.data import get_profiles; import hashlib; print(hashlib.sha256(get_profiles('base', 30).series['price_per_mwh'].tobytes()).hexdigest())"
-    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    }
     assert len(digests) == 1
 
 

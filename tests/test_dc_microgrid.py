@@ -26,9 +26,21 @@ H = 288
 
 def check_step_invariants(info, obs, space):
     """Physical invariants of one (batched) step; ``info`` arrays have a leading batch axis."""
-    supply = info["pv_mw"] + info["diesel_mw"] + info["battery_p_mw"] + info["grid_import_mw"] - info["spill_mw"]
-    np.testing.assert_allclose(supply + info["deficit_mw"], info["it_mw"] + info["cooling_mw"], atol=1e-9)
-    assert np.all(info["grid_import_mw"] >= 0) and np.all(info["deficit_mw"] >= 0) and np.all(info["spill_mw"] >= 0)
+    supply = (
+        info["pv_mw"]
+        + info["diesel_mw"]
+        + info["battery_p_mw"]
+        + info["grid_import_mw"]
+        - info["spill_mw"]
+    )
+    np.testing.assert_allclose(
+        supply + info["deficit_mw"], info["it_mw"] + info["cooling_mw"], atol=1e-9
+    )
+    assert (
+        np.all(info["grid_import_mw"] >= 0)
+        and np.all(info["deficit_mw"] >= 0)
+        and np.all(info["spill_mw"] >= 0)
+    )
     assert np.all(info["pv_curtailed_mw"] <= info["pv_mw"] + 1e-12)
     # zone temperature finite and bounded: the plant (sized above the peak IT heat) keeps it at or
     # below max(start, 32 deg C); with no cooling it settles at T_out + P_it / UA (above -30 deg C)
@@ -37,7 +49,10 @@ def check_step_invariants(info, obs, space):
     assert np.all((info["soc"] >= 0.1 - 1e-12) & (info["soc"] <= 0.9 + 1e-12))
     # jobs conserved: arrived = served + queued + dropped (GPU-h, per class)
     np.testing.assert_allclose(
-        info["arrived_gpuh"], info["served_gpuh"] + info["queued_gpuh"] + info["dropped_gpuh"], rtol=1e-9, atol=1e-6
+        info["arrived_gpuh"],
+        info["served_gpuh"] + info["queued_gpuh"] + info["dropped_gpuh"],
+        rtol=1e-9,
+        atol=1e-6,
     )
     assert np.all(info["constraint_costs"] >= 0) and np.all(info["reward_vector"] <= 0)
     assert np.all(np.isfinite(obs)) and space.contains(obs)
@@ -77,20 +92,34 @@ def test_seed_page_pattern2_multi_objective_loop(capsys):
 
 
 def test_gymnasium_ids_and_spec():
-    for task, env_id in (("dc_microgrid", "powerzoo/DCMicrogrid-v0"), ("dc_microgrid_safe", "powerzoo/DCMicrogridSafe-v0")):
+    for task, env_id in (
+        ("dc_microgrid", "powerzoo/DCMicrogrid-v0"),
+        ("dc_microgrid_safe", "powerzoo/DCMicrogridSafe-v0"),
+    ):
         env = gym.make(env_id, split="val")
         obs, info = env.reset(seed=1)
-        assert env.observation_space.contains(obs) and 21 <= int(env.unwrapped.current_date()[-2:]) <= 24
+        assert (
+            env.observation_space.contains(obs)
+            and 21 <= int(env.unwrapped.current_date()[-2:]) <= 24
+        )
         d = task_info(task)
         assert d["horizon"] == H and d["step_minutes"] == 5 and d["agent_mode"] == "single"
         assert d["reward"]["terms"] == ["energy", "cost", "carbon"]
         assert d["constraint_names"] == ["sla_violation", "overtemperature", "power_deficit"]
-        assert d["selected_constraints"] == d["constraint_names"] and d["cost_thresholds"] == THRESHOLDS
+        assert (
+            d["selected_constraints"] == d["constraint_names"]
+            and d["cost_thresholds"] == THRESHOLDS
+        )
         assert set(d["baselines"]) == {"random", "rule_based", "oracle"}
         assert d["config_template"]["algorithm_kwargs"]["gamma"] == 0.999
         assert {"heatwave", "low_renewable", "workload_shock"} <= set(d["splits"])
         assert [a["name"] for a in d["action_space"]] == [
-            "training_share", "finetune_share", "cooling_setpoint_c", "battery_p_mw", "diesel_p_mw"]
+            "training_share",
+            "finetune_share",
+            "cooling_setpoint_c",
+            "battery_p_mw",
+            "diesel_p_mw",
+        ]
 
 
 def test_forecast_wrapper_appends_weather_and_price():
@@ -98,8 +127,12 @@ def test_forecast_wrapper_appends_weather_and_price():
     obs, _ = env.reset(seed=0, options={"day_id": 100})
     assert obs.shape == (15 + 3 * 3,)
     temps = [env.step(np.array([0.3, 0.1, 25.0, 0.0, 0.0]))[4]["temp_c"] for _ in range(4)]
-    np.testing.assert_allclose(obs[15 + 6 : 15 + 9], temps[1:4], rtol=1e-6)  # temp_c block, steps 1..3
-    gym_check_env(make_env("dc_microgrid", forecast_horizon=2, normalize=True, seed=0), skip_render_check=True)
+    np.testing.assert_allclose(
+        obs[15 + 6 : 15 + 9], temps[1:4], rtol=1e-6
+    )  # temp_c block, steps 1..3
+    gym_check_env(
+        make_env("dc_microgrid", forecast_horizon=2, normalize=True, seed=0), skip_render_check=True
+    )
 
 
 # ---- reward -------------------------------------------------------------------------------------
@@ -150,7 +183,9 @@ def extreme_actions(n_envs, rng):
 @pytest.mark.parametrize("mode", ["random", "extreme", "out_of_range"])
 def test_invariants_hold_every_step(mode):
     n = 32
-    env = make_env("dc_microgrid", split="train", num_envs=n, seed=1, autoreset_mode="same_step")  # every row steps
+    env = make_env(
+        "dc_microgrid", split="train", num_envs=n, seed=1, autoreset_mode="same_step"
+    )  # every row steps
     obs, _ = env.reset(seed=1)
     rng = np.random.default_rng(1)
     low, high = env.single_action_space.low, env.single_action_space.high
@@ -177,24 +212,39 @@ def test_single_env_invariants_and_idle_cluster_overheats_nothing():
     # hot setpoint: the zone drifts to 32 deg C and overtemperature is charged
     for _ in range(36):
         obs, _, _, _, info = env.step(np.array([1.0, 0.0, 32.0, 0.0, 0.0]))
-        check_step_invariants({k: np.atleast_1d(v) for k, v in info.items() if k not in ("selected_constraint_names",)},
-                              obs, env.observation_space)
+        check_step_invariants(
+            {
+                k: np.atleast_1d(v)
+                for k, v in info.items()
+                if k not in ("selected_constraint_names",)
+            },
+            obs,
+            env.observation_space,
+        )
     assert info["zone_temp_c"] == pytest.approx(32.0, abs=0.05)
     assert info["cost_overtemperature"] == pytest.approx(5.0 / 12.0, rel=0.02)
     # deep cooling then a cold setpoint: cooling power rises, zone goes to 18 deg C
     for _ in range(36):
         obs, _, _, _, info = env.step(np.array([0.0, 0.0, 18.0, 0.0, 0.0]))
-    assert info["zone_temp_c"] == pytest.approx(18.0, abs=0.05) and info["cost_overtemperature"] == 0.0
+    assert (
+        info["zone_temp_c"] == pytest.approx(18.0, abs=0.05) and info["cost_overtemperature"] == 0.0
+    )
 
 
 def test_deficit_and_diesel_minimum_output():
     env = make_env("dc_microgrid_safe", grid_import_max_mw=0.0, seed=0)  # islanded
     env.reset(seed=0, options={"day_id": 0})
-    _, _, _, _, info = env.step(np.array([1.0, 0.0, 26.0, 0.0, 0.2]))  # 0.2 MW < half the 0.75 MW minimum
+    _, _, _, _, info = env.step(
+        np.array([1.0, 0.0, 26.0, 0.0, 0.2])
+    )  # 0.2 MW < half the 0.75 MW minimum
     assert info["diesel_mw"] == 0.0 and info["grid_import_mw"] == 0.0
-    assert info["deficit_mw"] > 1.0 and info["cost_power_deficit"] == pytest.approx(info["deficit_mw"] / 12)
+    assert info["deficit_mw"] > 1.0 and info["cost_power_deficit"] == pytest.approx(
+        info["deficit_mw"] / 12
+    )
     assert info["action_applied"][4] == 0.0 and info["is_safe"] is False
-    _, _, _, _, info = env.step(np.array([0.0, 0.0, 26.0, 0.0, 0.5]))  # rounds up to the minimum output
+    _, _, _, _, info = env.step(
+        np.array([0.0, 0.0, 26.0, 0.0, 0.5])
+    )  # rounds up to the minimum output
     assert info["diesel_mw"] == pytest.approx(0.75)
 
 
@@ -213,7 +263,9 @@ def test_rule_based_beats_random_on_every_term_and_meets_thresholds_on_val():
             if policy == "rule_based":
                 action = task.rule_based_action(obs.astype(np.float64))
             else:
-                action = rng.uniform(env.single_action_space.low, env.single_action_space.high, (n, 5))
+                action = rng.uniform(
+                    env.single_action_space.low, env.single_action_space.high, (n, 5)
+                )
             obs, _, _, _, info = env.step(action)
             vec += info["reward_vector"]
             costs += info["constraint_costs"]
@@ -221,7 +273,9 @@ def test_rule_based_beats_random_on_every_term_and_meets_thresholds_on_val():
     rule_vec, rule_costs = totals["rule_based"]
     rand_vec, rand_costs = totals["random"]
     assert np.all(rule_vec.mean(axis=0) > rand_vec.mean(axis=0))  # energy, cost and carbon
-    thresholds = np.array([THRESHOLDS[k] for k in ("sla_violation", "overtemperature", "power_deficit")])
+    thresholds = np.array(
+        [THRESHOLDS[k] for k in ("sla_violation", "overtemperature", "power_deficit")]
+    )
     assert np.all(rule_costs <= thresholds), rule_costs  # every episode within every budget
     assert np.all(rand_costs.mean(axis=0) > thresholds)
 
@@ -233,11 +287,15 @@ def test_rule_based_policy_object_works_on_normalized_env():
     env = make_env("dc_microgrid_safe", split="val", normalize=True)
     record = rollout(env, RuleBasedPolicy(env), day_id=3, seed=0, trace_keys=("reward_vector",))
     assert record["length"] == H and np.all(record["costs"] == 0.0)
-    assert record["return"] == pytest.approx((record["trace"]["reward_vector"] @ REWARD_WEIGHTS).sum())
+    assert record["return"] == pytest.approx(
+        (record["trace"]["reward_vector"] @ REWARD_WEIGHTS).sum()
+    )
 
 
 # ---- splits and stress tests -------------------------------------------------------------------
-@pytest.mark.parametrize("split", ["train", "val", "test", "heatwave", "low_renewable", "workload_shock"])
+@pytest.mark.parametrize(
+    "split", ["train", "val", "test", "heatwave", "low_renewable", "workload_shock"]
+)
 def test_splits_are_honoured(split):
     env = make_env("dc_microgrid", split=split, seed=0)
     allowed = {str(d) for d in DATES[split_day_indices(split)]}
@@ -251,29 +309,45 @@ def test_stress_splits_shift_their_inputs():
         env.reset(seed=0, options={"day_id": 12})
         return [env.step(np.array([0.5, 0.2, 25.0, 0.0, 0.0]))[4] for _ in range(H)]
 
-    base, heat, low, shock = (day_info(s) for s in ("test", "heatwave", "low_renewable", "workload_shock"))
-    assert all(h["temp_c"] == pytest.approx(b["temp_c"] + 7.0) for b, h in zip(base, heat, strict=True))
-    assert sum(h["cooling_mw"] for h in heat) > sum(b["cooling_mw"] for b in base)  # COP falls in the heat
-    assert all(lo["pv_mw"] == pytest.approx(0.4 * b["pv_mw"]) for b, lo in zip(base, low, strict=True))
+    base, heat, low, shock = (
+        day_info(s) for s in ("test", "heatwave", "low_renewable", "workload_shock")
+    )
+    assert all(
+        h["temp_c"] == pytest.approx(b["temp_c"] + 7.0) for b, h in zip(base, heat, strict=True)
+    )
+    assert sum(h["cooling_mw"] for h in heat) > sum(
+        b["cooling_mw"] for b in base
+    )  # COP falls in the heat
+    assert all(
+        lo["pv_mw"] == pytest.approx(0.4 * b["pv_mw"]) for b, lo in zip(base, low, strict=True)
+    )
     assert sum(b["pv_mw"] for b in base) > 0
     arrived_base = base[-1]["arrived_gpuh"] - base[0]["arrived_gpuh"]
     arrived_shock = shock[-1]["arrived_gpuh"] - shock[0]["arrived_gpuh"]
     np.testing.assert_allclose(arrived_shock, 2.0 * arrived_base)
-    assert [b["temp_c"] for b in base] == [s["temp_c"] for s in shock]  # weather as in the test split
+    assert [b["temp_c"] for b in base] == [
+        s["temp_c"] for s in shock
+    ]  # weather as in the test split
 
 
 # ---- bad input and determinism ---------------------------------------------------------------------
 def test_bad_input_raises_clear_errors():
     env = make_env("dc_microgrid", seed=0)
-    with pytest.raises(ValueError, match=r"shape \(4,\), expected \(5,\) \(training_share, finetune_share"):
+    with pytest.raises(
+        ValueError, match=r"shape \(4,\), expected \(5,\) \(training_share, finetune_share"
+    ):
         env.step(np.zeros(4))
     with pytest.raises(ValueError, match="NaN or inf"):
         env.step(np.array([0.5, 0.5, 25.0, np.nan, 0.0]))
     with pytest.raises(ValueError, match="NaN or inf"):
-        make_env("dc_microgrid", normalize=True, seed=0).step(np.array([0, 0, 0, np.inf, 0], np.float32))
+        make_env("dc_microgrid", normalize=True, seed=0).step(
+            np.array([0, 0, 0, np.inf, 0], np.float32)
+        )
     with pytest.raises(ValueError, match=r"day_id \[48\] out of range .* valid 0..47"):
         make_env("dc_microgrid", split="val").reset(options={"day_id": 48})
-    with pytest.raises(ValueError, match="unknown split 'stress'; valid: train, val, test, heatwave"):
+    with pytest.raises(
+        ValueError, match="unknown split 'stress'; valid: train, val, test, heatwave"
+    ):
         make_env("dc_microgrid", split="stress")
     with pytest.raises(TypeError, match="unknown parameter.*valid: .*grid_import_max_mw"):
         make_env("dc_microgrid", grid_import_mw=2.0)
@@ -318,7 +392,9 @@ def test_env_pickles_without_the_task_step_tables_and_steps_identically():
     # the task's step tables (several are views of the shared workload) are rebuilt on load, not pickled
     assert len(blob) < 25e6
     clone = pickle.loads(blob)
-    actions = np.random.default_rng(0).uniform(env.action_space.low, env.action_space.high, (H - 1, 5))
+    actions = np.random.default_rng(0).uniform(
+        env.action_space.low, env.action_space.high, (H - 1, 5)
+    )
     for action in actions.astype(np.float32):  # across every hour boundary and the end of the day
         first, second = env.step(action), clone.step(action)
         np.testing.assert_array_equal(first[0], second[0])
@@ -345,7 +421,11 @@ def test_workload_is_deterministic_shaped_and_consistent():
     arrived = w.arrival_gpuh[: N_DAYS * H] > 0
     assert np.all(w.arrival_bucket[: N_DAYS * H][arrived[:, 1], 1] >= t[arrived[:, 1]] // 12)
     np.testing.assert_array_equal(w.arrival_cum_gpuh[:, :, -1].astype(np.float64), w.arrival_gpuh)
-    assert w.arrival_cum_gpuh[-1].sum() == 0.0 and w.initial_queue_gpuh.shape == (N_DAYS + 1, 2, N_BUCKETS)
+    assert w.arrival_cum_gpuh[-1].sum() == 0.0 and w.initial_queue_gpuh.shape == (
+        N_DAYS + 1,
+        2,
+        N_BUCKETS,
+    )
     shock = get_workload("workload_shock", 5)
     np.testing.assert_array_equal(shock.arrival_gpuh, 2.0 * w.arrival_gpuh)
     with pytest.raises(ValueError, match="unknown workload scenario"):
@@ -362,8 +442,12 @@ def test_job_queue_is_earliest_deadline_first_and_conserves_work():
     np.testing.assert_allclose(dropped, [[1.0]])
     np.testing.assert_allclose(per_bucket(cum2), [[[0.0, 0.0, 0.0, 5.0]]])
     assert drop_due(cum2, np.array([37]), 12).tolist() == [[0.0]]
-    due, required = queue_outlook(np.cumsum(q, axis=2), 1.0 / np.array([[1.0, 2.0, 3.0, 4.0]]),
-                                  np.array([1]), np.array([[5.0]]))
+    due, required = queue_outlook(
+        np.cumsum(q, axis=2),
+        1.0 / np.array([[1.0, 2.0, 3.0, 4.0]]),
+        np.array([1]),
+        np.array([[5.0]]),
+    )
     assert due.tolist() == [[2.0]] and required.tolist() == [[max(2.0, 2.0 / 2, 5.0 / 3, 5.0 / 4)]]
 
 
@@ -371,13 +455,22 @@ def test_cooling_and_zone_models():
     c = CoolingParams()
     cop = cooling_cop(c, np.array([10.0, 25.0, 35.0, 42.0]), np.full(4, 25.0))
     assert cop[0] == c.cop_max and np.all(np.diff(cop) < 0) and 3.0 < cop[-1] < 4.0
-    assert cooling_cop(c, np.array([35.0]), np.array([27.0]))[0] > cooling_cop(c, np.array([35.0]), np.array([20.0]))[0]
+    assert (
+        cooling_cop(c, np.array([35.0]), np.array([27.0]))[0]
+        > cooling_cop(c, np.array([35.0]), np.array([20.0]))[0]
+    )
     z = ZoneParams()
     # unsaturated plant: the zone relaxes to the setpoint with the controller's time constant
-    temp, q = zone_step(z, np.array([26.0]), np.array([30.0]), np.array([24.0]), np.array([2.0]), 3.5, 5 / 60)
+    temp, q = zone_step(
+        z, np.array([26.0]), np.array([30.0]), np.array([24.0]), np.array([2.0]), 3.5, 5 / 60
+    )
     assert temp[0] == pytest.approx(24.0 + 2.0 * np.exp(-0.5)) and q[0] > 2.0
     # undersized plant: the zone heats up at (heat - capacity) / C
-    temp, q = zone_step(z, np.array([26.0]), np.array([26.0]), np.array([24.0]), np.array([2.0]), 1.0, 5 / 60)
+    temp, q = zone_step(
+        z, np.array([26.0]), np.array([26.0]), np.array([24.0]), np.array([2.0]), 1.0, 5 / 60
+    )
     assert q[0] == 1.0 and temp[0] == pytest.approx(26.0 + 1.0 * (5 / 60) / 0.05)
     d = DieselParams()
-    np.testing.assert_allclose(diesel_output_mw(d, np.array([0.0, 0.3, 0.4, 1.0, 2.5])), [0.0, 0.0, 0.75, 1.0, 2.5])
+    np.testing.assert_allclose(
+        diesel_output_mw(d, np.array([0.0, 0.3, 0.4, 1.0, 2.5])), [0.0, 0.0, 0.75, 1.0, 2.5]
+    )

@@ -35,7 +35,11 @@ def test_task():
 
 @pytest.mark.parametrize(
     ("day", "task_kwargs"),
-    [(0, {}), (71, {}), (7, {"grid_import_max_mw": 0.0})],  # 71: -11 deg C outdoors at midnight; islanded
+    [
+        (0, {}),
+        (71, {}),
+        (7, {"grid_import_max_mw": 0.0}),
+    ],  # 71: -11 deg C outdoors at midnight; islanded
 )
 def test_plan_forecasts_the_env_return_and_violates_nothing(day, task_kwargs):
     test_task = DCMicrogrid("test", **task_kwargs)
@@ -65,7 +69,9 @@ def test_plan_actions_respect_device_limits(test_task):
     np.testing.assert_array_equal(actions[:, 2], ORACLE_SETPOINT_C)
     assert np.all(np.abs(actions[:, 3]) <= p.battery.power_max_mw + 1e-9)
     diesel = actions[:, 4]
-    assert np.all((diesel == 0.0) | ((diesel >= p.diesel.p_min_mw) & (diesel <= p.diesel.rated_mw + 1e-9)))
+    assert np.all(
+        (diesel == 0.0) | ((diesel >= p.diesel.p_min_mw) & (diesel <= p.diesel.rated_mw + 1e-9))
+    )
 
 
 def test_plan_from_the_middle_of_an_episode(test_task):
@@ -101,8 +107,10 @@ def test_hot_zone_is_cooled_down_as_fast_as_the_plant_allows():
     n_hot = int(np.sum(zone > ORACLE_SETPOINT_C + 1e-9))  # steps ending above the oracle's setpoint
     assert 0 < n_hot < 6
     assert np.all(np.diff(zone[: n_hot + 1]) < 0.0) and np.all(setpoint <= ORACLE_SETPOINT_C)
-    assert setpoint[n_hot] < ORACLE_SETPOINT_C - 0.5  # the step that lands on it needs a lower setpoint
-    np.testing.assert_allclose(setpoint[n_hot + 1:], ORACLE_SETPOINT_C, atol=1e-9)
+    assert (
+        setpoint[n_hot] < ORACLE_SETPOINT_C - 0.5
+    )  # the step that lands on it needs a lower setpoint
+    np.testing.assert_allclose(setpoint[n_hot + 1 :], ORACLE_SETPOINT_C, atol=1e-9)
     np.testing.assert_allclose(zone[n_hot:], ORACLE_SETPOINT_C, atol=1e-6)
     ret, costs, infos = play(task, state, plan.actions, rng)
     assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
@@ -119,7 +127,9 @@ def test_undersized_cooling_plant_still_gets_a_plan():
     assert np.isfinite(actions).all()
 
 
-@pytest.mark.parametrize(("task", "normalize"), [("dc_microgrid", False), ("dc_microgrid_safe", True)])
+@pytest.mark.parametrize(
+    ("task", "normalize"), [("dc_microgrid", False), ("dc_microgrid_safe", True)]
+)
 def test_oracle_beats_rule_beats_random(task, normalize):
     env = make_env(task, split="test", normalize=normalize)
     policies = {

@@ -20,7 +20,15 @@ from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
 from powerzoo.tasks.dc_scheduling import DC_BUS, SLA_PENALTY_PER_GPUH
 
 warnings.filterwarnings("ignore", message="ignoring unknown reset option")
-GRID_KEYS = {"is_safe", "pf_converged", "p_loss_mw", "feeder_p_mw", "feeder_q_mvar", "v_min_pu", "v_max_pu"}
+GRID_KEYS = {
+    "is_safe",
+    "pf_converged",
+    "p_loss_mw",
+    "feeder_p_mw",
+    "feeder_q_mvar",
+    "v_min_pu",
+    "v_max_pu",
+}
 H = 48
 
 
@@ -43,8 +51,16 @@ def test_spec_facts():
     spec = task_spec("dc_scheduling")
     assert spec.horizon == H and spec.step_minutes == 30 and spec.agents == ("agent",)
     assert spec.action.names == ("training_share", "finetune_share", "cooling_setpoint_c")
-    assert spec.constraint_names == ("voltage_violation", "thermal_overload", "sla_violation", "overtemperature")
-    assert spec.reward_terms == ("energy_cost", "sla_penalty") and spec.gym_id == "powerzoo/DCScheduling-v0"
+    assert spec.constraint_names == (
+        "voltage_violation",
+        "thermal_overload",
+        "sla_violation",
+        "overtemperature",
+    )
+    assert (
+        spec.reward_terms == ("energy_cost", "sla_penalty")
+        and spec.gym_id == "powerzoo/DCScheduling-v0"
+    )
     assert "workload_shock" in spec.splits and "load_stress" in spec.splits
 
 
@@ -64,21 +80,31 @@ def test_jobs_conserved_feeder_balanced_costs_non_negative_every_step(task):
         info = out.info
         assert np.all(out.constraint_costs >= 0.0) and info["pf_converged"].all()
         # jobs: arrived = served + queued + dropped, per class (GPU-h)
-        np.testing.assert_allclose(info["arrived_gpuh"], info["served_gpuh"] + info["queued_gpuh"] + info["dropped_gpuh"],
-                                   rtol=1e-9, atol=1e-6)
+        np.testing.assert_allclose(
+            info["arrived_gpuh"],
+            info["served_gpuh"] + info["queued_gpuh"] + info["dropped_gpuh"],
+            rtol=1e-9,
+            atol=1e-6,
+        )
         assert np.all(out.action_applied[:, :2].sum(axis=1) <= 1.0 + 1e-12)
         # the data centre is a load at its bus; head power = net load + losses
         np.testing.assert_allclose(info["dc_load_mw"], info["it_mw"] + info["cooling_mw"])
-        np.testing.assert_allclose(info["feeder_p_mw"], info["net_load_mw"] + info["p_loss_mw"], atol=1e-6)
+        np.testing.assert_allclose(
+            info["feeder_p_mw"], info["net_load_mw"] + info["p_loss_mw"], atol=1e-6
+        )
         base = task.grid.bus_loads(info["demand_pu"])[0].sum(axis=1)
         np.testing.assert_allclose(info["net_load_mw"], base + info["dc_load_mw"])
         # reward = -(price x facility MWh) - 10 $/GPU-h x SLA violation
         np.testing.assert_allclose(out.reward_terms[:, 0], -price * info["dc_load_mw"] * 0.5)
-        np.testing.assert_allclose(out.reward_terms[:, 1], -SLA_PENALTY_PER_GPUH * out.constraint_costs[:, 2])
+        np.testing.assert_allclose(
+            out.reward_terms[:, 1], -SLA_PENALTY_PER_GPUH * out.constraint_costs[:, 2]
+        )
         np.testing.assert_allclose(out.reward, out.reward_terms.sum(axis=1))
         sla += out.constraint_costs[:, 2]
     assert sla.max() > 0.0  # random shares drop work: measured, not hidden
-    np.testing.assert_allclose(sla, state.dropped_gpuh.sum(axis=1) + out.info["behind_schedule_gpuh"].sum(axis=1))
+    np.testing.assert_allclose(
+        sla, state.dropped_gpuh.sum(axis=1) + out.info["behind_schedule_gpuh"].sum(axis=1)
+    )
 
 
 def test_data_centre_is_the_dc_microgrid_model(task):
@@ -111,7 +137,9 @@ def test_rule_is_dc_microgrid_rule_for_compute_and_cooling(task):
 def test_sizing_full_dc_at_peak_leaves_the_band_parked_dc_does_not(task):
     peak = np.array([0.99])
     parked, _ = task._flow(peak, np.array([0.1]), None)
-    full, _ = task._flow(peak, np.array([task.params.cluster.p_max_mw * 1.25]), None)  # all busy + cooling
+    full, _ = task._flow(
+        peak, np.array([task.params.cluster.p_max_mw * 1.25]), None
+    )  # all busy + cooling
     assert parked.info["v_min_pu"][0] >= 0.95 and parked.costs[0].sum() == 0.0
     assert full.info["v_min_pu"][0] < 0.94 and full.costs[0, 0] > 0.1 and full.costs[0, 1] > 0.0
     assert full.vm_pu[0, DC_BUS] < parked.vm_pu[0, DC_BUS] - 0.02
@@ -124,9 +152,17 @@ def test_oracle_beats_rule_beats_random_and_keeps_the_band_better():
     for policy in ("random", "rule_based", "oracle"):
         env = make_env("dc_scheduling", split="test", seed=0)
         res[policy] = evaluate_days(make_baseline_policy(policy, env, seed=0), env, days, seed=0)
-    assert res["oracle"]["mean_return"] >= res["rule_based"]["mean_return"] > res["random"]["mean_return"]
+    assert (
+        res["oracle"]["mean_return"]
+        >= res["rule_based"]["mean_return"]
+        > res["random"]["mean_return"]
+    )
     rule, oracle = res["rule_based"]["mean_costs"], res["oracle"]["mean_costs"]
-    assert rule["sla_violation"] == 0.0 and oracle["sla_violation"] < 1.0 and oracle["overtemperature"] == 0.0
+    assert (
+        rule["sla_violation"] == 0.0
+        and oracle["sla_violation"] < 1.0
+        and oracle["overtemperature"] == 0.0
+    )
     assert rule["voltage_violation"] > 0.1  # serving work as it comes leaves the band at the peaks
     assert oracle["voltage_violation"] < 0.25 * rule["voltage_violation"]
     assert res["random"]["mean_costs"]["sla_violation"] > 100.0
@@ -138,14 +174,18 @@ def test_oracle_plan_rows_before_the_current_step_are_nan(task):
     for _ in range(40):
         state, _ = task.step(state, task.rule_based_action(task.observe(state)), rng)
     plan = task.oracle_plan(state)
-    assert plan.shape == (1, H, 3) and np.isnan(plan[0, :40]).all() and np.isfinite(plan[0, 40:]).all()
+    assert (
+        plan.shape == (1, H, 3) and np.isnan(plan[0, :40]).all() and np.isfinite(plan[0, 40:]).all()
+    )
 
 
 # ---- splits, bad input, determinism -------------------------------------------------------------
 def test_splits_are_honoured():
     shock, base = make_task("dc_scheduling", "workload_shock"), make_task("dc_scheduling", "test")
     assert shock.n_days == base.n_days
-    assert shock.workload.arrival_gpuh.sum() == pytest.approx(2.0 * base.workload.arrival_gpuh.sum())
+    assert shock.workload.arrival_gpuh.sum() == pytest.approx(
+        2.0 * base.workload.arrival_gpuh.sum()
+    )
     with pytest.raises(ValueError, match="out of range"):
         make_env("dc_scheduling", split="val", seed=0).reset(options={"day_id": 10_000})
 
@@ -165,7 +205,9 @@ def test_bad_input_gives_clear_errors():
         env.step(np.zeros(5, np.float32))
     with pytest.raises(ValueError, match="NaN"):
         env.step(np.array([0.5, np.nan, 25.0], np.float32))
-    _, _, _, _, info = env.step(np.array([1.5, 0.0, 40.0], np.float32))  # out of bounds: clipped, flagged
+    _, _, _, _, info = env.step(
+        np.array([1.5, 0.0, 40.0], np.float32)
+    )  # out of bounds: clipped, flagged
     assert info["action_clipped"] and info["action_applied"][2] == 32.0
 
 
@@ -174,10 +216,14 @@ def test_other_bus_and_penalized_preset():
     env.reset(seed=0, options={"day_id": 3})
     for _ in range(H):
         _, reward, _, trunc, info = env.step(np.array([1.0, 0.0, 26.0], np.float32))
-        penalty = (1000.0 * (info["cost_voltage_violation"] + info["cost_thermal_overload"])
-                   + 100.0 * info["cost_overtemperature"])
+        penalty = (
+            1000.0 * (info["cost_voltage_violation"] + info["cost_thermal_overload"])
+            + 100.0 * info["cost_overtemperature"]
+        )
         assert reward == pytest.approx(info["task_reward"] - penalty)
-    assert trunc and info["cost_voltage_violation"] > 0.0  # the whole cluster at the trunk's end: far out of band
+    assert (
+        trunc and info["cost_voltage_violation"] > 0.0
+    )  # the whole cluster at the trunk's end: far out of band
 
 
 def test_same_seed_same_trajectory_and_vector_matches_single():

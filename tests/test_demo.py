@@ -56,22 +56,31 @@ def test_penalised_demo_training_keeps_the_soc_bounds_and_is_scored_on_profit(tm
 
     # the same budget on the task's own reward: the agent asks for power beyond the SOC bounds
     plain_agent = train_demo_agent(tmp_path / "plain", budget, progress=False, reward=None)
-    plain = evaluate_days(plain_agent.policy(), plain_agent.make_eval_env("test", objective=True), days)
-    assert plain["mean_costs"]["soc_violation"] > max(SOC_THRESHOLD, 10 * penalised["mean_costs"]["soc_violation"])
+    plain = evaluate_days(
+        plain_agent.policy(), plain_agent.make_eval_env("test", objective=True), days
+    )
+    assert plain["mean_costs"]["soc_violation"] > max(
+        SOC_THRESHOLD, 10 * penalised["mean_costs"]["soc_violation"]
+    )
     assert plain["violation_rate"] > penalised["violation_rate"]
 
     # the table's return is the profit: the best model evaluated on an env without the override
     profit_env = make_env("battery_arbitrage", "test", normalize=True)
     best = Trainer.load(tmp_path / "penalised" / "run", model="best")
     assert best.config.env.reward == "penalized"
-    assert penalised["mean_return"] == pytest.approx(evaluate_days(best.policy(), profit_env, days)["mean_return"])
+    assert penalised["mean_return"] == pytest.approx(
+        evaluate_days(best.policy(), profit_env, days)["mean_return"]
+    )
     # the demo's scoring env of a penalised run pays the profit even to a violating policy, and the
     # penalised reward is that profit minus PENALTY $ per MWh of violation
     scoring_env = best.make_eval_env("test", objective=True)
     on_profit = evaluate_days(plain_agent.policy(), scoring_env, days)
-    penalised_env = make_env("battery_arbitrage", "test", normalize=True, reward=best.config.env.reward)
+    penalised_env = make_env(
+        "battery_arbitrage", "test", normalize=True, reward=best.config.env.reward
+    )
     on_penalty = evaluate_days(plain_agent.policy(), penalised_env, days)
     assert on_profit["mean_return"] == pytest.approx(plain["mean_return"])
     assert on_profit["mean_return"] == pytest.approx(
-        on_penalty["mean_return"] + PENALTY * on_penalty["mean_costs"]["soc_violation"])
+        on_penalty["mean_return"] + PENALTY * on_penalty["mean_costs"]["soc_violation"]
+    )
     assert on_profit["mean_return"] > on_penalty["mean_return"]

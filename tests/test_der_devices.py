@@ -31,7 +31,9 @@ BATTERIES = InverterBatteryParams(
     soc_init=[0.5, 0.3, 0.9],
 )
 PV = PVInverterParams(capacity_mw=[1.0, 2.0, 0.5, 3.0])
-LOADS = FlexibleLoadParams(curtail_max=[0.3, 0.5, 0.0], shift_max=[0.3, 0.2, 0.6], power_factor=[0.85, 0.95, 1.0])
+LOADS = FlexibleLoadParams(
+    curtail_max=[0.3, 0.5, 0.0], shift_max=[0.3, 0.2, 0.6], power_factor=[0.85, 0.95, 1.0]
+)
 
 
 def extreme(rng, shape, scale):
@@ -47,12 +49,25 @@ def test_battery_limits_hold_under_extreme_actions():
     for _ in range(200):
         p_req, q_req = extreme(rng, soc.shape, 1.0), extreme(rng, soc.shape, 1.0)
         r = inverter_battery_step(BATTERIES, soc, p_req, q_req, DT_H)
-        for field in ("soc", "p_mw", "q_mvar", "soc_violation_mwh", "q_cut_mvar", "p_rating_excess_mw"):
+        for field in (
+            "soc",
+            "p_mw",
+            "q_mvar",
+            "soc_violation_mwh",
+            "q_cut_mvar",
+            "p_rating_excess_mw",
+        ):
             assert np.all(np.isfinite(getattr(r, field))), field
         assert np.all(r.soc >= BATTERIES.soc_min) and np.all(r.soc <= BATTERIES.soc_max)
         assert np.all(np.abs(r.p_mw) <= BATTERIES.power_max_mw)
         assert np.all(r.p_mw**2 + r.q_mvar**2 <= BATTERIES.s_rating_mva**2 * (1 + 1e-12))
-        for field in ("soc_violation_mwh", "q_cut_mvar", "p_rating_excess_mw", "charge_mwh", "discharge_mwh"):
+        for field in (
+            "soc_violation_mwh",
+            "q_cut_mvar",
+            "p_rating_excess_mw",
+            "charge_mwh",
+            "discharge_mwh",
+        ):
             assert np.all(getattr(r, field) >= 0.0), field
         # what was cut is reported: request = delivered + cut (same sign)
         np.testing.assert_allclose(np.abs(q_req), np.abs(r.q_mvar) + r.q_cut_mvar, rtol=1e-12)
@@ -93,7 +108,9 @@ def test_soc_violation_is_measured_on_the_request_before_the_soc_cut():
     expected = [(1.0 - 0.038) * DT_H / 0.95, (1.0 - 0.04 / 0.9 / DT_H) * DT_H * 0.9, 0.0]
     np.testing.assert_allclose(r.soc_violation_mwh[0], expected, rtol=1e-12)
     # a request beyond the power rating at a comfortable SOC is a rating cut, not an SOC violation
-    r = inverter_battery_step(BATTERIES, np.full((1, 3), 0.5), np.array([[5.0, -3.0, 0.5]]), np.zeros((1, 3)), DT_H)
+    r = inverter_battery_step(
+        BATTERIES, np.full((1, 3), 0.5), np.array([[5.0, -3.0, 0.5]]), np.zeros((1, 3)), DT_H
+    )
     np.testing.assert_array_equal(r.soc_violation_mwh, 0.0)
     np.testing.assert_allclose(r.p_rating_excess_mw[0], [4.0, 2.0, 0.0])
     np.testing.assert_array_equal(r.p_mw[0], [1.0, -1.0, 0.5])
@@ -102,11 +119,19 @@ def test_soc_violation_is_measured_on_the_request_before_the_soc_cut():
 def test_battery_energy_balance_through_efficiencies():
     rng = np.random.default_rng(2)
     soc = inverter_battery_reset(BATTERIES, 256)
-    eta_c, eta_d, cap = BATTERIES.charge_efficiency, BATTERIES.discharge_efficiency, BATTERIES.energy_capacity_mwh
+    eta_c, eta_d, cap = (
+        BATTERIES.charge_efficiency,
+        BATTERIES.discharge_efficiency,
+        BATTERIES.energy_capacity_mwh,
+    )
     for _ in range(48):
-        r = inverter_battery_step(BATTERIES, soc, rng.uniform(-2, 2, soc.shape), rng.uniform(-2, 2, soc.shape), DT_H)
+        r = inverter_battery_step(
+            BATTERIES, soc, rng.uniform(-2, 2, soc.shape), rng.uniform(-2, 2, soc.shape), DT_H
+        )
         stored_change = (r.soc - soc) * cap
-        np.testing.assert_allclose(stored_change, eta_c * r.charge_mwh - r.discharge_mwh / eta_d, atol=1e-12)
+        np.testing.assert_allclose(
+            stored_change, eta_c * r.charge_mwh - r.discharge_mwh / eta_d, atol=1e-12
+        )
         np.testing.assert_allclose(r.p_mw * DT_H, r.discharge_mwh - r.charge_mwh, atol=1e-15)
         assert np.all((r.charge_mwh == 0) | (r.discharge_mwh == 0))
         soc = r.soc
@@ -119,9 +144,12 @@ def test_battery_p_and_soc_are_the_single_battery_model_unit_by_unit():
     r = inverter_battery_step(BATTERIES, soc, p_req, np.zeros_like(p_req), DT_H)
     for i in range(3):
         single = BatteryParams(
-            energy_capacity_mwh=BATTERIES.energy_capacity_mwh[i], power_max_mw=BATTERIES.power_max_mw[i],
-            charge_efficiency=BATTERIES.charge_efficiency[i], discharge_efficiency=BATTERIES.discharge_efficiency[i],
-            soc_min=BATTERIES.soc_min[i], soc_max=BATTERIES.soc_max[i],
+            energy_capacity_mwh=BATTERIES.energy_capacity_mwh[i],
+            power_max_mw=BATTERIES.power_max_mw[i],
+            charge_efficiency=BATTERIES.charge_efficiency[i],
+            discharge_efficiency=BATTERIES.discharge_efficiency[i],
+            soc_min=BATTERIES.soc_min[i],
+            soc_max=BATTERIES.soc_max[i],
         )
         p_rated = p_req[:, i].clip(-single.power_max_mw, single.power_max_mw)
         ref = battery_step(single, soc[:, i], p_rated, DT_H)
@@ -172,9 +200,15 @@ def test_pv_curtailment_and_the_s_circle():
     applied = curtail.clip(0.0, 1.0)
     np.testing.assert_array_equal(r.curtail_fraction, applied)
     np.testing.assert_allclose(r.p_mw, PV.capacity_mw * cf * (1.0 - applied), rtol=1e-15)
-    np.testing.assert_allclose(r.curtailed_mwh, PV.capacity_mw * cf * applied * DT_H, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        r.curtailed_mwh, PV.capacity_mw * cf * applied * DT_H, rtol=1e-12, atol=1e-15
+    )
     np.testing.assert_allclose(r.p_mw * DT_H + r.curtailed_mwh, r.available_mw * DT_H, rtol=1e-15)
-    assert np.all(r.curtailed_mwh >= 0.0) and np.all(r.p_mw >= 0.0) and np.all(r.p_mw <= r.available_mw)
+    assert (
+        np.all(r.curtailed_mwh >= 0.0)
+        and np.all(r.p_mw >= 0.0)
+        and np.all(r.p_mw <= r.available_mw)
+    )
     assert np.all(r.p_mw**2 + r.q_mvar**2 <= PV.s_rating_mva**2 * (1 + 1e-12))
     np.testing.assert_allclose(np.abs(q_req), np.abs(r.q_mvar) + r.q_cut_mvar, rtol=1e-12)
     # P priority: at full output the Q request gets sqrt(S^2 - P^2) and P is untouched
@@ -182,7 +216,9 @@ def test_pv_curtailment_and_the_s_circle():
     np.testing.assert_array_equal(full.p_mw[0], PV.capacity_mw)
     np.testing.assert_allclose(full.q_mvar[0], np.sqrt(1.1**2 - 1.0) * PV.capacity_mw, rtol=1e-12)
     # curtailing frees reactive capability
-    curtailed = pv_inverter_step(PV, np.ones((1, 4)), np.full((1, 4), 0.5), np.full((1, 4), 10.0), DT_H)
+    curtailed = pv_inverter_step(
+        PV, np.ones((1, 4)), np.full((1, 4), 0.5), np.full((1, 4), 10.0), DT_H
+    )
     assert np.all(curtailed.q_mvar > full.q_mvar)
 
 
@@ -204,7 +240,9 @@ def run_load_episode(params, p_base, curtail, shift, steps_remaining):
     state = flexible_load_reset(params, p_base.shape[1])
     out = []
     for t in range(p_base.shape[0]):
-        r = flexible_load_step(params, state, p_base[t], curtail[t], shift[t], DT_H, steps_remaining[t])
+        r = flexible_load_step(
+            params, state, p_base[t], curtail[t], shift[t], DT_H, steps_remaining[t]
+        )
         out.append(r)
         state = r.state
     return out, state
@@ -223,11 +261,17 @@ def test_flexible_load_curtailment_is_bounded_by_the_load_and_takes_q_with_p():
         assert np.all(r.curtailed_mwh + r.shifted_mwh <= p_base[t] * DT_H * (1 + 1e-12))
         assert np.all(r.p_mw >= -1e-15)
         # Q follows P at the unit's power factor: curtailed load takes its reactive power with it
-        np.testing.assert_allclose(r.q_mvar, r.p_mw * np.tan(np.arccos(LOADS.power_factor)), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(
+            r.q_mvar, r.p_mw * np.tan(np.arccos(LOADS.power_factor)), rtol=1e-12, atol=1e-15
+        )
         for field in ("curtailed_mwh", "shifted_mwh", "payback_mwh", "shift_refused_mwh"):
-            assert np.all(getattr(r, field) >= 0.0) and np.all(np.isfinite(getattr(r, field))), field
+            assert np.all(getattr(r, field) >= 0.0) and np.all(np.isfinite(getattr(r, field))), (
+                field
+            )
     # unit 2 cannot curtail at all (curtail_max = 0), and is at unity power factor
-    assert all(np.all(r.curtailed_mwh[:, 2] == 0.0) and np.all(r.q_mvar[:, 2] == 0.0) for r in results)
+    assert all(
+        np.all(r.curtailed_mwh[:, 2] == 0.0) and np.all(r.q_mvar[:, 2] == 0.0) for r in results
+    )
 
 
 def test_curtailing_a_third_of_the_load_cuts_p_and_q_by_a_third():
@@ -235,7 +279,9 @@ def test_curtailing_a_third_of_the_load_cuts_p_and_q_by_a_third():
     state = flexible_load_reset(params, 1)
     base = np.array([[3.0, 1.5]])
     none = flexible_load_step(params, state, base, np.zeros((1, 2)), np.zeros((1, 2)), DT_H, 10)
-    third = flexible_load_step(params, state, base, np.full((1, 2), 1 / 3), np.zeros((1, 2)), DT_H, 10)
+    third = flexible_load_step(
+        params, state, base, np.full((1, 2), 1 / 3), np.zeros((1, 2)), DT_H, 10
+    )
     np.testing.assert_allclose(none.q_mvar, base * 0.75)  # tan(acos(0.8)) = 0.75
     np.testing.assert_allclose(third.p_mw, base * 2 / 3, rtol=1e-12)
     np.testing.assert_allclose(third.q_mvar, none.q_mvar * 2 / 3, rtol=1e-12)
@@ -250,7 +296,9 @@ def test_shifted_energy_is_paid_back_evenly_within_the_window_and_before_the_end
     shift[0] = 0.4  # 0.2 MWh deferred at step 0: 0.05 MWh back at steps 1..4
     shift[HORIZON - 3] = 0.4  # two steps left: paid back over those two
     shift[HORIZON - 1] = 0.4  # last step: refused
-    results, state = run_load_episode(params, p_base, np.zeros_like(p_base), shift, [HORIZON - 1 - t for t in range(HORIZON)])
+    results, state = run_load_episode(
+        params, p_base, np.zeros_like(p_base), shift, [HORIZON - 1 - t for t in range(HORIZON)]
+    )
     payback = np.array([r.payback_mwh[0, 0] for r in results])
     np.testing.assert_allclose(payback[1:5], 0.05, rtol=1e-15)
     assert np.all(payback[5 : HORIZON - 2] == 0.0)
@@ -293,8 +341,12 @@ def test_flexible_load_state_resets_row_by_row_and_parameters_are_checked():
 
     state = flexible_load_reset(LOADS, 4)
     assert state.due_mwh.shape == (4, 4, 3) and state.backlog_mwh.shape == (4, 3)
-    r = flexible_load_step(LOADS, state, np.ones((4, 3)), np.zeros((4, 3)), np.full((4, 3), 0.2), DT_H, 10)
-    fresh = merge_state(r.state, np.array([True, False, True, False]), flexible_load_reset(LOADS, 4))
+    r = flexible_load_step(
+        LOADS, state, np.ones((4, 3)), np.zeros((4, 3)), np.full((4, 3), 0.2), DT_H, 10
+    )
+    fresh = merge_state(
+        r.state, np.array([True, False, True, False]), flexible_load_reset(LOADS, 4)
+    )
     np.testing.assert_array_equal(fresh.backlog_mwh[[0, 2]], 0.0)
     np.testing.assert_array_equal(fresh.due_mwh[[1, 3]], r.state.due_mwh[[1, 3]])
     with pytest.raises(ValueError, match="curtail_max \\+ shift_max"):
@@ -304,9 +356,13 @@ def test_flexible_load_state_resets_row_by_row_and_parameters_are_checked():
     with pytest.raises(ValueError, match="payback_steps"):
         FlexibleLoadParams(payback_steps=0)
     with pytest.raises(ValueError, match="state's shape"):
-        flexible_load_step(LOADS, state, np.ones((4, 2)), np.zeros((4, 2)), np.zeros((4, 2)), DT_H, 10)
+        flexible_load_step(
+            LOADS, state, np.ones((4, 2)), np.zeros((4, 2)), np.zeros((4, 2)), DT_H, 10
+        )
     with pytest.raises(ValueError, match="steps_remaining"):
-        flexible_load_step(LOADS, state, np.ones((4, 3)), np.zeros((4, 3)), np.zeros((4, 3)), DT_H, np.ones(3, int))
+        flexible_load_step(
+            LOADS, state, np.ones((4, 3)), np.zeros((4, 3)), np.zeros((4, 3)), DT_H, np.ones(3, int)
+        )
 
 
 # ---- batching ---------------------------------------------------------------------------------
@@ -314,19 +370,47 @@ def test_one_env_equals_a_row_of_a_batch_of_64():
     rng = np.random.default_rng(7)
     b, row = 64, 17
     p_req, q_req = rng.uniform(-2, 2, (HORIZON, b, 3)), rng.uniform(-2, 2, (HORIZON, b, 3))
-    cf, curtail, q_pv = rng.uniform(0, 1, (HORIZON, b, 4)), rng.uniform(-0.2, 1.2, (HORIZON, b, 4)), rng.uniform(-3, 3, (HORIZON, b, 4))
-    base, c, s = rng.uniform(0, 2, (HORIZON, b, 3)), rng.uniform(-0.2, 0.8, (HORIZON, b, 3)), rng.uniform(-0.2, 0.8, (HORIZON, b, 3))
+    cf, curtail, q_pv = (
+        rng.uniform(0, 1, (HORIZON, b, 4)),
+        rng.uniform(-0.2, 1.2, (HORIZON, b, 4)),
+        rng.uniform(-3, 3, (HORIZON, b, 4)),
+    )
+    base, c, s = (
+        rng.uniform(0, 2, (HORIZON, b, 3)),
+        rng.uniform(-0.2, 0.8, (HORIZON, b, 3)),
+        rng.uniform(-0.2, 0.8, (HORIZON, b, 3)),
+    )
 
     def rollout(rows):
-        soc, load = inverter_battery_reset(BATTERIES, len(rows)), flexible_load_reset(LOADS, len(rows))
+        soc, load = (
+            inverter_battery_reset(BATTERIES, len(rows)),
+            flexible_load_reset(LOADS, len(rows)),
+        )
         trace = []
         for t in range(HORIZON):
             bat = inverter_battery_step(BATTERIES, soc, p_req[t, rows], q_req[t, rows], DT_H)
             pv = pv_inverter_step(PV, cf[t, rows], curtail[t, rows], q_pv[t, rows], DT_H)
-            fl = flexible_load_step(LOADS, load, base[t, rows], c[t, rows], s[t, rows], DT_H, HORIZON - 1 - t)
+            fl = flexible_load_step(
+                LOADS, load, base[t, rows], c[t, rows], s[t, rows], DT_H, HORIZON - 1 - t
+            )
             soc, load = bat.soc, fl.state
-            trace.append(np.concatenate([bat.soc, bat.p_mw, bat.q_mvar, bat.soc_violation_mwh, pv.p_mw, pv.q_mvar,
-                                         pv.curtailed_mwh, fl.p_mw, fl.q_mvar, fl.state.backlog_mwh], axis=1))
+            trace.append(
+                np.concatenate(
+                    [
+                        bat.soc,
+                        bat.p_mw,
+                        bat.q_mvar,
+                        bat.soc_violation_mwh,
+                        pv.p_mw,
+                        pv.q_mvar,
+                        pv.curtailed_mwh,
+                        fl.p_mw,
+                        fl.q_mvar,
+                        fl.state.backlog_mwh,
+                    ],
+                    axis=1,
+                )
+            )
         return np.stack(trace)
 
     batched, single = rollout(np.arange(b)), rollout(np.array([row]))

@@ -59,7 +59,10 @@ def test_parallel_api_and_seed_page_pattern_3_loop():
 def test_three_agent_groups_with_their_own_action_bounds():
     env = make_env(TASK, framework="pettingzoo", seed=0)
     assert env.agent_groups == GROUPS
-    assert "agent groups: batteries (4: p_mw, q_mvar); pv (4: curtail, q_mvar); flexible_loads (4: curtail, shift)" in describe(TASK)
+    assert (
+        "agent groups: batteries (4: p_mw, q_mvar); pv (4: curtail, q_mvar); flexible_loads (4: curtail, shift)"
+        in describe(TASK)
+    )
     bat, pv, load = (env.action_space(a) for a in ("battery_0", "pv_2", "load_3"))
     np.testing.assert_allclose(bat.low, [-0.5, -0.55])
     np.testing.assert_allclose(bat.high, [0.5, 0.55])
@@ -83,10 +86,17 @@ def test_observation_modes_are_uniform_named_and_zero_filled(mode):
     i = {name: k for k, name in enumerate(fields)}
     assert obs["pv_0"][i["own_soc"]] == 0.0 and obs["load_0"][i["own_soc"]] == 0.0
     assert obs["battery_0"][i["own_soc"]] == pytest.approx(0.5)
-    assert obs["battery_1"][i["own_base_load_mw"]] == 0.0 and obs["load_1"][i["own_base_load_mw"]] > 0.0
+    assert (
+        obs["battery_1"][i["own_base_load_mw"]] == 0.0
+        and obs["load_1"][i["own_base_load_mw"]] > 0.0
+    )
     assert 0.9 < obs["pv_3"][i["own_v_pu"]] < 1.05
     if mode in ("ders_local", "global"):
-        assert obs["pv_1"][[i["is_battery"], i["is_pv"], i["is_flexible_load"]]].tolist() == [0.0, 1.0, 0.0]
+        assert obs["pv_1"][[i["is_battery"], i["is_pv"], i["is_flexible_load"]]].tolist() == [
+            0.0,
+            1.0,
+            0.0,
+        ]
     if mode == "local_plus_voltage":  # the parent bus sits upstream: higher voltage under load
         assert obs["pv_0"][i["upstream_v_pu"]] >= obs["pv_0"][i["own_v_pu"]]
     assert env.observation_space("load_2").contains(obs["load_2"])
@@ -103,7 +113,9 @@ def test_invariants_every_step():
         assert info["pf_converged"].all()
         # feeder-head power = loads served - DER injections + losses
         np.testing.assert_allclose(
-            info["feeder_p_mw"], info["served_load_mw"] - info["der_injection_mw"] + info["p_loss_mw"], atol=1e-6
+            info["feeder_p_mw"],
+            info["served_load_mw"] - info["der_injection_mw"] + info["p_loss_mw"],
+            atol=1e-6,
         )
         b = task.battery
         assert np.all(state.soc >= b.soc_min - 1e-9) and np.all(state.soc <= b.soc_max + 1e-9)
@@ -139,17 +151,32 @@ def test_rule_based_policy_runs_through_the_env():
 
 
 def test_splits_are_honoured():
-    test, train, stress = MarlDersBenchmark("test"), MarlDersBenchmark("train"), MarlDersBenchmark("load_stress")
+    test, train, stress = (
+        MarlDersBenchmark("test"),
+        MarlDersBenchmark("train"),
+        MarlDersBenchmark("load_stress"),
+    )
     assert set(test.split_days).isdisjoint(train.split_days)
     np.testing.assert_array_equal(stress.split_days, test.split_days)
     rng = np.random.default_rng(0)
     days = np.arange(3)
-    _, base_out = test.step(test.reset(rng, days), _uncontrolled(test, test.reset(rng, days), rng), rng)
-    _, stress_out = stress.step(stress.reset(rng, days), _uncontrolled(stress, stress.reset(rng, days), rng), rng)
+    _, base_out = test.step(
+        test.reset(rng, days), _uncontrolled(test, test.reset(rng, days), rng), rng
+    )
+    _, stress_out = stress.step(
+        stress.reset(rng, days), _uncontrolled(stress, stress.reset(rng, days), rng), rng
+    )
     np.testing.assert_allclose(stress_out.info["demand_pu"], 1.15 * base_out.info["demand_pu"])
     low = MarlDersBenchmark("low_renewable")
     assert low.pv_cf.max() < 0.41 * test.pv_cf.max()
-    assert set(task_spec(TASK).splits) >= {"train", "val", "test", "load_stress", "low_renewable", "price_spike"}
+    assert set(task_spec(TASK).splits) >= {
+        "train",
+        "val",
+        "test",
+        "load_stress",
+        "low_renewable",
+        "price_spike",
+    }
     env = make_env(TASK, framework="pettingzoo", split="val", seed=0)
     with pytest.raises(ValueError, match="out of range"):
         env.reset(seed=0, options={"day_id": 10_000})
@@ -170,7 +197,9 @@ def test_bad_input_gives_clear_errors():
 
 
 # ---- oracle -----------------------------------------------------------------------------------
-ORACLE_DAYS = np.array([0, 21, 44])  # a winter day the uncontrolled feeder sags far below the band, and two others
+ORACLE_DAYS = np.array(
+    [0, 21, 44]
+)  # a winter day the uncontrolled feeder sags far below the band, and two others
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +231,9 @@ def test_oracle_plan_is_feasible_for_the_devices(oracle_run):
         assert np.all(np.hypot(p_bat, q_bat) <= task.battery.s_rating_mva)
         pv_p = out.info["pv_available_mw"] * (1.0 - act[:, 4:8, 0])
         assert np.all(np.hypot(pv_p, act[:, 4:8, 1]) <= task.pv.s_rating_mva)
-        assert np.all(out.info["soc"] >= task.battery.soc_min) and np.all(out.info["soc"] <= task.battery.soc_max)
+        assert np.all(out.info["soc"] >= task.battery.soc_min) and np.all(
+            out.info["soc"] <= task.battery.soc_max
+        )
         shifted, paid = shifted + out.info["load_shifted_mwh"], paid + out.info["load_payback_mwh"]
     assert np.all(plan[:, -1, 17::2] == 0.0)  # no shift on the last step
     np.testing.assert_allclose(shifted, paid, atol=1e-9)
@@ -243,7 +274,9 @@ def test_oracle_plans_voltages_on_lindistflow_close_to_the_exact_flow():
 
 def test_payback_matrix_pays_every_shift_back_within_its_window():
     w = payback_matrix(40, 48, 4)  # 8 steps left
-    np.testing.assert_allclose(w.sum(axis=0)[:-1], 1.0)  # every step but the last pays back all it shifts
+    np.testing.assert_allclose(
+        w.sum(axis=0)[:-1], 1.0
+    )  # every step but the last pays back all it shifts
     assert w[:, -1].sum() == 0.0 and np.all(np.triu(w) == 0.0)
     np.testing.assert_allclose(w[1:5, 0], 0.25)
     np.testing.assert_allclose(w[6:8, 5], 0.5)  # two steps left after step 45
@@ -258,8 +291,12 @@ def test_oracle_policy_runs_through_the_normalised_env():
     while env.agents:
         obs, rewards, _, _, info = env.step(policy.act(obs, info))
         total += sum(rewards.values())
-        violation += info["battery_0"]["cost_voltage_violation"] + info["battery_0"]["cost_device_violation"]
+        violation += (
+            info["battery_0"]["cost_voltage_violation"] + info["battery_0"]["cost_device_violation"]
+        )
     task = MarlDersBenchmark("test")
     plan = task.oracle_plan(task.reset(np.random.default_rng(0), np.array([21])))
     ret, _ = _rollout(task, np.array([21]), lambda tk, st, rng: plan[:, int(st.t[0])])
-    assert total == pytest.approx(12 * ret[0], rel=1e-5) and violation == 0.0  # team return = 12 x shared reward
+    assert (
+        total == pytest.approx(12 * ret[0], rel=1e-5) and violation == 0.0
+    )  # team return = 12 x shared reward

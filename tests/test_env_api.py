@@ -125,7 +125,12 @@ def test_trajectories_are_identical_across_processes():
         "    if te or tr: obs, info = env.reset()\n"
         "print(h.hexdigest())"
     )
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    }
     assert len(outs) == 1
 
 
@@ -179,7 +184,9 @@ def test_stress_split_reads_transformed_prices():
 def test_unknown_split_and_task_raise_listing_valid_names():
     with pytest.raises(ValueError, match="unknown split 'tets'; valid: train, val, test, heatwave"):
         make_env(TASK, split="tets")
-    with pytest.raises(ValueError, match="unknown task 'batery'; registered tasks: battery_arbitrage"):
+    with pytest.raises(
+        ValueError, match="unknown task 'batery'; registered tasks: battery_arbitrage"
+    ):
         make_env("batery")
 
 
@@ -207,7 +214,9 @@ def test_out_of_range_action_is_clipped_and_reported():
 
 
 def test_framework_and_obs_mode_errors():
-    with pytest.raises(ValueError, match="single-agent task; framework='pettingzoo' needs a multi-agent task"):
+    with pytest.raises(
+        ValueError, match="single-agent task; framework='pettingzoo' needs a multi-agent task"
+    ):
         make_env(TASK, framework="pettingzoo")
     with pytest.raises(ValueError, match="unknown framework"):
         make_env(TASK, framework="tianshou")
@@ -222,8 +231,16 @@ def test_info_carries_cmdp_keys_and_costs_match_physics():
     assert env.unwrapped.constraint_names() == ("soc_violation",)
     for _ in range(48):  # discharge hard all day: the SOC hits its floor and requests are cut
         _, _, _, _, info = env.step(np.array([25.0], np.float32))
-    for key in ("constraint_costs", "cost_sum", "selected_constraint_costs",
-                "selected_cost_sum", "cost_soc_violation", "is_safe", "reward_terms", "action_applied"):
+    for key in (
+        "constraint_costs",
+        "cost_sum",
+        "selected_constraint_costs",
+        "selected_cost_sum",
+        "cost_soc_violation",
+        "is_safe",
+        "reward_terms",
+        "action_applied",
+    ):
         assert key in info
     assert env.unwrapped.selected_constraint_names() == ("soc_violation",)
     assert info["cost_soc_violation"] == pytest.approx(25.0 * 0.5 / 0.95)
@@ -280,14 +297,20 @@ def test_forecast_window_appends_future_prices():
         prices.append(info["price_per_mwh"])
     # the forecast at t = 0 lists the prices of steps 1..4, which are settled in steps 2..5
     np.testing.assert_allclose(first_forecast, prices[1:5], rtol=1e-6)
-    gym_check_env(make_env(TASK, forecast_horizon=3, normalize=True, seed=0), skip_render_check=True)
+    gym_check_env(
+        make_env(TASK, forecast_horizon=3, normalize=True, seed=0), skip_render_check=True
+    )
     with pytest.raises(ValueError, match="forecast_horizon must be a positive int"):
         make_env(TASK, forecast_horizon=0)
 
 
 def test_task_from_config_file_and_dict(tmp_path):
     path = tmp_path / "task.json"
-    path.write_text(json.dumps({"task": TASK, "split": "val", "normalize": True, "task_kwargs": {"power_max_mw": 10.0}}))
+    path.write_text(
+        json.dumps(
+            {"task": TASK, "split": "val", "normalize": True, "task_kwargs": {"power_max_mw": 10.0}}
+        )
+    )
     env = make_env(path, seed=0)
     assert env.unwrapped.task.split == "val" and env.action_space.high.tolist() == [1.0]
     assert env.unwrapped.action_space.high.tolist() == [10.0]
@@ -330,7 +353,9 @@ def test_vector_env_matches_single_env_row_by_row():
         for k, env in enumerate(singles):
             s_obs, s_r, _, _, s_info = env.step(a[k])
             # on the last step the vector env has auto-reset; compare its final_obs instead
-            np.testing.assert_allclose(v_info["final_obs"][k] if t == 47 else v_obs[k], s_obs, rtol=1e-6)
+            np.testing.assert_allclose(
+                v_info["final_obs"][k] if t == 47 else v_obs[k], s_obs, rtol=1e-6
+            )
             assert v_r[k] == pytest.approx(s_r)
             assert v_info["action_clipped"][k] == s_info["action_clipped"]
 

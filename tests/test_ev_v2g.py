@@ -25,8 +25,12 @@ def test_parallel_api_test_passes_with_5_and_20_evs(n_evs):
     env = make_env("marl_ev_v2g", framework="pettingzoo", seed=0, n_evs=n_evs)
     assert len(env.possible_agents) == n_evs
     parallel_api_test(env, num_cycles=200 if n_evs == 5 else 30)
-    parallel_api_test(make_env("marl_ev_v2g", framework="pettingzoo", obs_mode="local_plus_forecast", n_evs=n_evs),
-                      num_cycles=5)
+    parallel_api_test(
+        make_env(
+            "marl_ev_v2g", framework="pettingzoo", obs_mode="local_plus_forecast", n_evs=n_evs
+        ),
+        num_cycles=5,
+    )
 
 
 def test_seed_page_pattern3_loop_runs_unchanged():
@@ -43,7 +47,10 @@ def test_seed_page_pattern3_loop_runs_unchanged():
         steps += 1
     assert steps == 168 and set(totals) == {f"site_{i}" for i in range(5)}
     assert len(set(totals.values())) == 5  # per-agent rewards: each site's own bill
-    assert all({"cost_departure_shortfall", "cost_voltage_violation", "v_min_pu"} <= set(i) for i in info.values())
+    assert all(
+        {"cost_departure_shortfall", "cost_voltage_violation", "v_min_pu"} <= set(i)
+        for i in info.values()
+    )
 
 
 def test_spec_facts():
@@ -61,8 +68,12 @@ def test_spec_facts():
 
 def test_sites_are_spread_over_the_feeder():
     assert site_buses(5).tolist() == [4, 10, 17, 23, 29]
-    assert len(set(site_buses(20).tolist())) == 20 and set(site_buses(32).tolist()) == set(range(1, 33))
-    task = make_task("marl_ev_v2g", "test", n_evs=40, vehicles_per_site=1)  # more sites than buses: shared
+    assert len(set(site_buses(20).tolist())) == 20 and set(site_buses(32).tolist()) == set(
+        range(1, 33)
+    )
+    task = make_task(
+        "marl_ev_v2g", "test", n_evs=40, vehicles_per_site=1
+    )  # more sites than buses: shared
     state = task.reset(np.random.default_rng(0), np.array([0]))
     state, out = task.step(state, np.full((1, 40), -7.2), np.random.default_rng(0))
     assert out.info["pf_converged"].all() and out.reward.shape == (1, 40)
@@ -80,7 +91,9 @@ def test_energy_conserved_no_power_while_away_and_feeder_balance_every_step():
     drawn = np.zeros(days.size)
     for _ in range(task.spec.horizon):
         before = state.energy_kwh.astype(np.float64)
-        load_mw = task.grid.bus_loads(task.grid.demand_pu[task.flat_index(state.day_id, state.t)])[0].sum(axis=1)
+        load_mw = task.grid.bus_loads(task.grid.demand_pu[task.flat_index(state.day_id, state.t)])[
+            0
+        ].sum(axis=1)
         action = rng.uniform(-7.2, 7.2, (days.size, 100))
         state, out = task.step(state, action, rng)
         info = out.info
@@ -88,18 +101,32 @@ def test_energy_conserved_no_power_while_away_and_feeder_balance_every_step():
         assert np.all(p[~plugged] == 0.0)  # an away car exchanges no power, whatever was asked
         assert np.all(np.abs(p) <= 7.2 + 1e-5) and np.all(info["ev_drive_kwh"][plugged] == 0.0)
         charged, discharged = np.maximum(-p, 0.0), np.maximum(p, 0.0)
-        expected = before + 0.92 * charged - discharged / 0.92 - info["ev_drive_kwh"] + info["ev_unserved_drive_kwh"]
+        expected = (
+            before
+            + 0.92 * charged
+            - discharged / 0.92
+            - info["ev_drive_kwh"]
+            + info["ev_unserved_drive_kwh"]
+        )
         np.testing.assert_allclose(state.energy_kwh, expected, atol=2e-4)
         # V2G stops at soc_min, charging at soc_max
         assert np.all(state.energy_kwh[plugged & (p > 0)] >= FLEET.min_kwh - 1e-4)
         assert np.all(state.energy_kwh <= FLEET.max_kwh + 1e-4) and np.all(state.energy_kwh >= 0.0)
         drawn += info["ev_drive_kwh"].sum(axis=1)
         # feeder head = loads - the sites' injections + losses
-        np.testing.assert_allclose(info["net_load_mw"], load_mw - info["site_p_mw"].sum(axis=1), atol=1e-9)
-        np.testing.assert_allclose(info["feeder_p_mw"], info["net_load_mw"] + info["p_loss_mw"], atol=1e-6)
-        np.testing.assert_allclose(info["site_p_mw"], p.reshape(days.size, 5, 20).sum(axis=2) / 1e3, rtol=1e-5, atol=1e-9)
+        np.testing.assert_allclose(
+            info["net_load_mw"], load_mw - info["site_p_mw"].sum(axis=1), atol=1e-9
+        )
+        np.testing.assert_allclose(
+            info["feeder_p_mw"], info["net_load_mw"] + info["p_loss_mw"], atol=1e-6
+        )
+        np.testing.assert_allclose(
+            info["site_p_mw"], p.reshape(days.size, 5, 20).sum(axis=2) / 1e3, rtol=1e-5, atol=1e-9
+        )
         # per-agent rewards add up to the team's reward terms; costs are >= 0
-        np.testing.assert_allclose(out.reward.sum(axis=1), out.reward_terms.sum(axis=1), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(
+            out.reward.sum(axis=1), out.reward_terms.sum(axis=1), rtol=1e-9, atol=1e-9
+        )
         assert np.all(out.constraint_costs >= 0.0) and info["pf_converged"].all()
     np.testing.assert_allclose(drawn, asked, rtol=1e-5)  # every trip's energy was drawn while away
 
@@ -107,12 +134,16 @@ def test_energy_conserved_no_power_while_away_and_feeder_balance_every_step():
 def test_the_fleet_device_on_hand_computed_numbers():
     energy = np.array([[30.0, 53.5, 12.5, 30.0]])
     plugged = np.array([[True, True, True, False]])
-    step = ev_fleet_step(FLEET, energy, np.array([[-7.2, -7.2, 7.2, 7.2]]), plugged, np.array([[0, 0, 0, 9.0]]), 1.0)
+    step = ev_fleet_step(
+        FLEET, energy, np.array([[-7.2, -7.2, 7.2, 7.2]]), plugged, np.array([[0, 0, 0, 9.0]]), 1.0
+    )
     # room below 54 kWh is 0.5 kWh -> 0.5 / 0.92 kW; 0.5 kWh above the 12 kWh floor -> 0.46 kW delivered
     np.testing.assert_allclose(step.p_kw, [[-7.2, -0.5 / 0.92, 0.5 * 0.92, 0.0]], rtol=1e-12)
     np.testing.assert_allclose(step.energy_kwh, [[30.0 + 0.92 * 7.2, 54.0, 12.0, 21.0]], rtol=1e-12)
     np.testing.assert_allclose(step.drive_kwh, [[0, 0, 0, 9.0]])
-    empty = ev_fleet_step(FLEET, np.array([[2.0]]), np.array([[0.0]]), np.array([[False]]), np.array([[5.0]]), 1.0)
+    empty = ev_fleet_step(
+        FLEET, np.array([[2.0]]), np.array([[0.0]]), np.array([[False]]), np.array([[5.0]]), 1.0
+    )
     assert empty.energy_kwh[0, 0] == 0.0 and empty.unserved_drive_kwh[0, 0] == 3.0
     # the goal is the target, or what full-power charging reaches if that is less
     goal = departure_goal_kwh(FLEET, np.array([20.0, 20.0, 50.0]), np.array([10.0, 2.0, 1.0]), 1.0)
@@ -123,7 +154,9 @@ def test_a_fleet_of_cars_moves_the_lowest_voltage_by_more_than_0_01_pu():
     for n in (5, 20):
         task = make_task("marl_ev_v2g", "test", n_evs=n)
         grid = task.grid
-        demand = grid.demand_pu[: calendar.N_DAYS * 24].reshape(-1, 24)[task.split_days[::7]].ravel()
+        demand = (
+            grid.demand_pu[: calendar.N_DAYS * 24].reshape(-1, 24)[task.split_days[::7]].ravel()
+        )
         p, q = grid.bus_loads(demand)
         site_mw = np.full(n, task.per_site * 7.2e-3)
         idle = grid.solve(p, q).info["v_min_pu"]
@@ -138,11 +171,16 @@ def test_a_fleet_of_cars_moves_the_lowest_voltage_by_more_than_0_01_pu():
 # ---- trips ------------------------------------------------------------------------------------
 def test_trip_model_weekdays_and_weekends():
     rng = np.random.default_rng(0)
-    tuesday, saturday = 2, 6  # 3 and 7 January 2023 (1 January, a Sunday, is day 0; 2 January a holiday)
+    tuesday, saturday = (
+        2,
+        6,
+    )  # 3 and 7 January 2023 (1 January, a Sunday, is day 0; 2 January a holiday)
     assert calendar.day_types()[[tuesday, saturday]].tolist() == [0, 1]
     trips = sample_trips(rng, np.array([tuesday, saturday]), 1, 20_000)
     wd, we = (slice(0, 1), slice(1, 2))
-    assert trips.driven[wd].mean() == pytest.approx(0.95, abs=0.01) and trips.driven[we].mean() == pytest.approx(0.75, abs=0.01)
+    assert trips.driven[wd].mean() == pytest.approx(0.95, abs=0.01) and trips.driven[
+        we
+    ].mean() == pytest.approx(0.75, abs=0.01)
     miles_wd = trips.miles[wd][trips.driven[wd]]
     assert miles_wd.mean() == pytest.approx(30.0, rel=0.03)  # 2017 NHTS: about 30 miles a day
     assert trips.miles[we][trips.driven[we]].mean() < miles_wd.mean()
@@ -193,7 +231,12 @@ def test_observation_shows_time_to_departure_and_energy_needed():
     forecast = task.observe(state, "local_plus_forecast")[0, 0, -6:]
     flat = task.flat_index(state.day_id, state.t)[0]
     np.testing.assert_allclose(forecast, task.grid.price_per_mwh[flat + 1 : flat + 7], rtol=1e-6)
-    dims = {"global": 4 + 4 + 10 + 4 + 80, "local": 4 + 4 + 80, "local_plus_forecast": 94, "local_plus_voltage": 90}
+    dims = {
+        "global": 4 + 4 + 10 + 4 + 80,
+        "local": 4 + 4 + 80,
+        "local_plus_forecast": 94,
+        "local_plus_voltage": 90,
+    }
     for mode, dim in dims.items():
         assert task.observe(state, mode).shape == (1, 5, dim)
 
@@ -202,7 +245,10 @@ def test_observation_shows_time_to_departure_and_energy_needed():
 def test_rule_meets_every_goal_the_oracle_earns_more_and_random_falls_short():
     env = make_env("marl_ev_v2g", split="test")
     days = [0, 76]  # 76: the week from 31 December wraps into January
-    res = {p: evaluate_days(make_baseline_policy(p, env, seed=0), env, days, seed=0) for p in ("random", "rule_based", "oracle")}
+    res = {
+        p: evaluate_days(make_baseline_policy(p, env, seed=0), env, days, seed=0)
+        for p in ("random", "rule_based", "oracle")
+    }
     assert res["rule_based"]["mean_costs"]["departure_shortfall"] == 0.0
     assert res["oracle"]["mean_costs"]["departure_shortfall"] == 0.0
     assert res["random"]["mean_costs"]["departure_shortfall"] > 100.0
@@ -210,7 +256,10 @@ def test_rule_meets_every_goal_the_oracle_earns_more_and_random_falls_short():
     # sends the cars off empty: hence its shortfall)
     assert res["oracle"]["mean_return"] > res["rule_based"]["mean_return"]
     assert res["oracle"]["mean_return"] > res["random"]["mean_return"]
-    assert res["oracle"]["mean_costs"]["voltage_violation"] < res["rule_based"]["mean_costs"]["voltage_violation"]
+    assert (
+        res["oracle"]["mean_costs"]["voltage_violation"]
+        < res["rule_based"]["mean_costs"]["voltage_violation"]
+    )
 
 
 def test_rule_meets_goals_on_other_fleet_sizes():
@@ -227,7 +276,14 @@ def test_rule_meets_goals_on_other_fleet_sizes():
 # ---- determinism and bad input ----------------------------------------------------------------
 def test_same_seed_same_trajectory_and_another_seed_differs():
     def run(seed):
-        env = make_env("marl_ev_v2g", framework="pettingzoo", seed=seed, normalize=True, n_evs=4, vehicles_per_site=3)
+        env = make_env(
+            "marl_ev_v2g",
+            framework="pettingzoo",
+            seed=seed,
+            normalize=True,
+            n_evs=4,
+            vehicles_per_site=3,
+        )
         env.reset(seed=seed)
         rows = []
         for _ in range(30):
@@ -261,6 +317,8 @@ def test_bad_input_gives_clear_errors():
     with pytest.raises(ValueError, match="out of range"):
         env.reset(options={"day_id": 240})  # the train split has 240 start days
     with pytest.raises(ValueError, match="p_request_kw has shape"):
-        ev_fleet_step(FLEET, np.zeros((1, 3)), np.zeros((1, 2)), np.ones((1, 3), bool), np.zeros((1, 3)), 1.0)
+        ev_fleet_step(
+            FLEET, np.zeros((1, 3)), np.zeros((1, 2)), np.ones((1, 3), bool), np.zeros((1, 3)), 1.0
+        )
     with pytest.raises(ValueError, match="soc_min <= target_soc"):
         EVFleetParams(target_soc=0.95)

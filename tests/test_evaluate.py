@@ -33,7 +33,10 @@ class TwoAgentDictEnv:
         return ("overload",)
 
     def _obs(self) -> dict[str, np.ndarray]:
-        return {a: np.array([self.level + i, self.t], np.float32) for i, a in enumerate(self.possible_agents)}
+        return {
+            a: np.array([self.level + i, self.t], np.float32)
+            for i, a in enumerate(self.possible_agents)
+        }
 
     def reset(self, seed=None, options=None):
         self.t, self.level = 0, float(np.random.default_rng(seed).uniform())
@@ -44,8 +47,12 @@ class TwoAgentDictEnv:
         self.t += 1
         overload = max(0.0, p0 + p1 - 1.0)
         done = self.t >= self.HORIZON
-        info = {"constraint_costs": np.array([overload]), "cost_sum": overload, "is_safe": overload == 0.0,
-                "step": self.t}
+        info = {
+            "constraint_costs": np.array([overload]),
+            "cost_sum": overload,
+            "is_safe": overload == 0.0,
+            "step": self.t,
+        }
         return (
             self._obs(),
             {"a0": -abs(p0), "a1": -2.0 * abs(p1)},
@@ -94,7 +101,9 @@ def test_evaluate_is_reproducible_and_reseeds_the_policy_per_episode():
     env = make_env(TASK)
     first = evaluate(RandomPolicy(env.action_space, seed=123), env, n_episodes=3, seed=7)
     second = evaluate(RandomPolicy(env.action_space, seed=999), env, n_episodes=3, seed=7)
-    np.testing.assert_array_equal(first["returns"], second["returns"])  # seed + i drives env and policy
+    np.testing.assert_array_equal(
+        first["returns"], second["returns"]
+    )  # seed + i drives env and policy
     other = evaluate(RandomPolicy(env.action_space), env, n_episodes=3, seed=8)
     assert not np.array_equal(first["returns"], other["returns"])
     assert first["std_return"] == pytest.approx(np.std(first["returns"]))
@@ -122,12 +131,16 @@ def test_random_policy_on_a_dict_space_samples_every_agent_reproducibly():
 
 
 def test_random_policy_block_draws_equal_successive_action_space_samples():
-    space = gym.spaces.Box(np.array([-25.0, 0.0], np.float32), np.array([25.0, 3.0], np.float32), dtype=np.float32)
+    space = gym.spaces.Box(
+        np.array([-25.0, 0.0], np.float32), np.array([25.0, 3.0], np.float32), dtype=np.float32
+    )
     policy = RandomPolicy(space, seed=5)
     drawn = [policy.act(None, {}) for _ in range(3000)]  # spans several blocks
     reference = gym.spaces.Box(space.low, space.high, dtype=np.float32)
     reference.seed(5)
-    np.testing.assert_array_equal(np.stack(drawn), np.stack([reference.sample() for _ in range(3000)]))
+    np.testing.assert_array_equal(
+        np.stack(drawn), np.stack([reference.sample() for _ in range(3000)])
+    )
     assert all(d.dtype == np.float32 and space.contains(d) for d in drawn[:10])
     space.seed(5)  # re-seeding the space from outside restarts the stream
     np.testing.assert_array_equal(policy.act(None, {}), drawn[0])
@@ -135,10 +148,27 @@ def test_random_policy_block_draws_equal_successive_action_space_samples():
 
 def test_rollout_records_traces_and_evaluate_days_keeps_its_summary():
     env = make_env(TASK, split="test")
-    record = rollout(env, ConstantPolicy(np.zeros(1, np.float32)), day_id=2, seed=0, trace_keys=("price_per_mwh",))
-    assert record["length"] == 48 and record["day_id"] == 2 and record["trace"]["price_per_mwh"].shape == (48,)
+    record = rollout(
+        env,
+        ConstantPolicy(np.zeros(1, np.float32)),
+        day_id=2,
+        seed=0,
+        trace_keys=("price_per_mwh",),
+    )
+    assert (
+        record["length"] == 48
+        and record["day_id"] == 2
+        and record["trace"]["price_per_mwh"].shape == (48,)
+    )
     summary = evaluate_days(ConstantPolicy(np.zeros(1, np.float32)), env, [0, 1], seed=0)
-    assert {"episodes", "mean_return", "std_return", "mean_costs", "violation_rate", "returns"} <= set(summary)
+    assert {
+        "episodes",
+        "mean_return",
+        "std_return",
+        "mean_costs",
+        "violation_rate",
+        "returns",
+    } <= set(summary)
     assert summary["episodes"] == 2 and summary["mean_costs"] == {"soc_violation": 0.0}
 
 
@@ -153,7 +183,9 @@ def test_evaluate_days_takes_evaluates_argument_order_and_warns_on_the_old_one()
 
 def test_evaluate_rejects_vector_envs_and_bad_episode_counts():
     with pytest.raises(TypeError, match="single env"):
-        evaluate(RandomPolicy(gym.spaces.Box(-1, 1, (4, 1))), make_env(TASK, num_envs=4), n_episodes=1)
+        evaluate(
+            RandomPolicy(gym.spaces.Box(-1, 1, (4, 1))), make_env(TASK, num_envs=4), n_episodes=1
+        )
     with pytest.raises(ValueError, match="n_episodes must be a positive int"):
         evaluate(RandomPolicy(gym.spaces.Box(-1, 1, (1,))), make_env(TASK), n_episodes=0)
 

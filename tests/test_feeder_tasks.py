@@ -18,7 +18,15 @@ from powerzoo.tasks.der_arbitrage import BATTERY_BUSES, tou_schedule
 from powerzoo.tasks.dso import FLEX_BUSES, FLEX_MAX_FRACTION, VOLL_PER_MWH
 
 warnings.filterwarnings("ignore", message="ignoring unknown reset option")
-GRID_KEYS = {"is_safe", "pf_converged", "p_loss_mw", "feeder_p_mw", "feeder_q_mvar", "v_min_pu", "v_max_pu"}
+GRID_KEYS = {
+    "is_safe",
+    "pf_converged",
+    "p_loss_mw",
+    "feeder_p_mw",
+    "feeder_q_mvar",
+    "v_min_pu",
+    "v_max_pu",
+}
 
 
 # ---- client APIs ------------------------------------------------------------------------------
@@ -33,7 +41,10 @@ def test_dso_passes_gymnasium_and_sb3_env_checkers():
 
 def test_marl_der_arbitrage_passes_the_parallel_api_test():
     parallel_api_test(make_env("marl_der_arbitrage", framework="pettingzoo", seed=0), num_cycles=60)
-    parallel_api_test(make_env("marl_der_arbitrage", framework="pettingzoo", obs_mode="local_plus_voltage"), num_cycles=5)
+    parallel_api_test(
+        make_env("marl_der_arbitrage", framework="pettingzoo", obs_mode="local_plus_voltage"),
+        num_cycles=5,
+    )
 
 
 def test_seed_page_pattern4_env_with_the_pattern3_loop_runs_unchanged():
@@ -57,13 +68,25 @@ def test_a_parallel_api_consumer_takes_the_env():
     from pettingzoo.test import api_test
     from pettingzoo.utils.conversions import parallel_to_aec
 
-    api_test(parallel_to_aec(make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)), num_cycles=20)
+    api_test(
+        parallel_to_aec(make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)),
+        num_cycles=20,
+    )
 
 
 def test_spec_facts():
     dso, der = task_spec("dso"), task_spec("marl_der_arbitrage")
-    assert dso.gym_id == "powerzoo/DSO-v0" and dso.action.dim == 12 and dso.horizon == 48 and dso.step_minutes == 30
-    assert dso.constraint_names == dso.selected_constraints == ("voltage_violation", "thermal_overload")
+    assert (
+        dso.gym_id == "powerzoo/DSO-v0"
+        and dso.action.dim == 12
+        and dso.horizon == 48
+        and dso.step_minutes == 30
+    )
+    assert (
+        dso.constraint_names
+        == dso.selected_constraints
+        == ("voltage_violation", "thermal_overload")
+    )
     assert der.shared_reward is False and der.agents == ("battery_0", "battery_1", "battery_2")
     assert der.constraint_names == ("voltage_violation", "thermal_overload", "soc_violation")
     assert der.obs_modes == ("global", "local", "local_plus_forecast", "local_plus_voltage")
@@ -99,7 +122,9 @@ def _check_grid_step(out, tol=1e-6):
     info = out.info
     assert np.all(out.constraint_costs >= 0.0) and info["pf_converged"].all()
     # feeder-head power = net load (loads - DER injections) + losses
-    np.testing.assert_allclose(info["feeder_p_mw"], info["net_load_mw"] + info["p_loss_mw"], atol=tol)
+    np.testing.assert_allclose(
+        info["feeder_p_mw"], info["net_load_mw"] + info["p_loss_mw"], atol=tol
+    )
     assert np.all(info["p_loss_mw"] > 0.0) and np.all(info["v_min_pu"] <= info["v_max_pu"])
 
 
@@ -119,7 +144,9 @@ def test_dso_invariants_every_step_and_shifted_energy_conserved():
         info = out.info
         # curtailment never exceeds the load actually there, and is priced at the VOLL
         assert np.all(info["flex_curtailed_mwh"] <= base_mw * FLEX_MAX_FRACTION * 0.5 + 1e-12)
-        np.testing.assert_allclose(-out.reward_terms[:, 1], VOLL_PER_MWH * info["flex_curtailed_mwh"].sum(axis=1))
+        np.testing.assert_allclose(
+            -out.reward_terms[:, 1], VOLL_PER_MWH * info["flex_curtailed_mwh"].sum(axis=1)
+        )
         np.testing.assert_allclose(out.reward, out.reward_terms.sum(axis=1))
         shifted += info["flex_shifted_mwh"]
         paid_back += info["flex_payback_mwh"]
@@ -146,12 +173,16 @@ def test_der_arbitrage_invariants_every_step():
         # energy through the efficiencies: stored change = eta_c charged - discharged / eta_d
         p = info["battery_p_mw"]
         stored = np.where(p < 0, -p * 0.5 * 0.95, -p * 0.5 / 0.95)
-        np.testing.assert_allclose((state.soc - soc_before) * bat.energy_capacity_mwh, stored, atol=1e-9)
+        np.testing.assert_allclose(
+            (state.soc - soc_before) * bat.energy_capacity_mwh, stored, atol=1e-9
+        )
         # per-agent rewards add up to the team's reward terms
         np.testing.assert_allclose(out.reward.sum(axis=1), out.reward_terms.sum(axis=1))
         assert out.reward.shape == (days.size, 3)
         soc_violation += out.constraint_costs[:, 2]
-    assert soc_violation.max() > 0.0  # random requests run into the SOC bounds: measured, not hidden
+    assert (
+        soc_violation.max() > 0.0
+    )  # random requests run into the SOC bounds: measured, not hidden
 
 
 def test_nonconvergence_is_reported_with_its_documented_cost_not_raised():
@@ -172,7 +203,9 @@ def test_thermal_overload_fires_in_mva_above_the_rating():
     loading = flow.info["max_branch_loading"][1]
     assert loading > 1.0 and flow.costs[1, 1] > 0.0
     # MVA above the rating: (I / I_rated - 1) x S_rated, summed over branches
-    assert flow.costs[1, 1] <= (loading - 1.0) * task.grid.rating_mva.max() * task.grid.case.n_branch
+    assert (
+        flow.costs[1, 1] <= (loading - 1.0) * task.grid.rating_mva.max() * task.grid.case.n_branch
+    )
 
 
 # ---- controls matter, baselines ---------------------------------------------------------------
@@ -209,9 +242,17 @@ def test_dso_rule_based_beats_random_on_return():
 
 def test_der_arbitrage_oracle_beats_rule_based_beats_random():
     res = _returns("marl_der_arbitrage", [0, 25, 50, 76], ("random", "rule_based", "oracle"))
-    assert res["oracle"]["mean_return"] > res["rule_based"]["mean_return"] > 0.0 > res["random"]["mean_return"]
+    assert (
+        res["oracle"]["mean_return"]
+        > res["rule_based"]["mean_return"]
+        > 0.0
+        > res["random"]["mean_return"]
+    )
     assert res["rule_based"]["mean_costs"]["soc_violation"] == 0.0
-    assert res["oracle"]["mean_costs"]["voltage_violation"] < res["rule_based"]["mean_costs"]["voltage_violation"]
+    assert (
+        res["oracle"]["mean_costs"]["voltage_violation"]
+        < res["rule_based"]["mean_costs"]["voltage_violation"]
+    )
 
 
 def test_tou_schedule_charges_at_night_and_discharges_in_the_evening_peak():
@@ -229,8 +270,10 @@ def test_splits_are_honoured():
     # the same calendar day: the same loads on test and price_spike, 15 % more under load_stress
     assert spike.grid.demand_pu[flat] == test.grid.demand_pu[flat]
     assert stress.grid.demand_pu[flat] == pytest.approx(1.15 * test.grid.demand_pu[flat])
-    assert spike.grid.price_per_mwh[test.grid.flat_index(day, np.arange(48))].max() > \
-        test.grid.price_per_mwh[test.grid.flat_index(day, np.arange(48))].max()
+    assert (
+        spike.grid.price_per_mwh[test.grid.flat_index(day, np.arange(48))].max()
+        > test.grid.price_per_mwh[test.grid.flat_index(day, np.arange(48))].max()
+    )
     train = make_task("marl_der_arbitrage", "train")
     assert not set(train.split_days) & set(make_task("marl_der_arbitrage", "test").split_days)
     env = make_env("dso", split="val", seed=0)
@@ -257,7 +300,9 @@ def test_bad_input_gives_clear_errors():
     penv = make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)
     penv.reset(seed=0)
     with pytest.raises(ValueError, match="NaN"):
-        penv.step({"battery_0": np.array([np.nan]), "battery_1": np.zeros(1), "battery_2": np.zeros(1)})
+        penv.step(
+            {"battery_0": np.array([np.nan]), "battery_1": np.zeros(1), "battery_2": np.zeros(1)}
+        )
     with pytest.raises(ValueError, match="missing"):
         penv.step({"battery_0": np.zeros(1)})
     with pytest.raises(TypeError, match="no task parameters"):
@@ -283,7 +328,9 @@ def test_native_vector_envs_step_batches():
     obs, _ = menv.reset(seed=0)
     assert obs["battery_1"].shape == (8, 8)
     for _ in range(48):
-        obs, rewards, terms, truncs, info = menv.step({a: menv.action_space(a).sample() for a in menv.possible_agents})
+        obs, rewards, terms, truncs, info = menv.step(
+            {a: menv.action_space(a).sample() for a in menv.possible_agents}
+        )
     assert truncs["battery_0"].all() and rewards["battery_2"].shape == (8,)
     assert menv.group_arrays(obs)["agents"].shape == (8, 3, 8)
 

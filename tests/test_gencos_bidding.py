@@ -19,13 +19,23 @@ AGENTS = [f"genco_{i}" for i in range(5)]
 
 def test_parallel_api_test_passes():
     parallel_api_test(make_env(TASK, framework="pettingzoo", seed=0), num_cycles=60)
-    parallel_api_test(make_env(TASK, framework="pettingzoo", obs_mode="local", normalize=True, seed=1), num_cycles=5)
+    parallel_api_test(
+        make_env(TASK, framework="pettingzoo", obs_mode="local", normalize=True, seed=1),
+        num_cycles=5,
+    )
 
 
 def test_spec_and_observation_modes():
     d = info(TASK)
-    assert d["agent_mode"] == "multi" and d["agents"] == AGENTS and d["horizon"] == 48 and d["step_minutes"] == 30
-    assert {"demand_shift", "renewable_shock"} <= set(d["splits"]) and d["constraint_names"] == ["thermal_overload"]
+    assert (
+        d["agent_mode"] == "multi"
+        and d["agents"] == AGENTS
+        and d["horizon"] == 48
+        and d["step_minutes"] == 30
+    )
+    assert {"demand_shift", "renewable_shock"} <= set(d["splits"]) and d["constraint_names"] == [
+        "thermal_overload"
+    ]
     assert "gencos_bidding" in describe(TASK)
     for mode, dim in (("global", 10 + 5 * N_BLOCKS), ("local", 9 + N_BLOCKS)):
         env = make_env(TASK, framework="pettingzoo", obs_mode=mode, seed=0)
@@ -50,15 +60,21 @@ def test_each_company_is_paid_lmp_times_dispatch_minus_its_cost():
     env.reset(seed=0, options={"day_id": 5})
     rng = np.random.default_rng(0)
     case = make_task(TASK).case
-    for rewards, infos in _episode(env, lambda t: {a: rng.uniform(0, 1, N_BLOCKS).astype(np.float32) for a in AGENTS}):
+    for rewards, infos in _episode(
+        env, lambda t: {a: rng.uniform(0, 1, N_BLOCKS).astype(np.float32) for a in AGENTS}
+    ):
         i0 = infos["genco_0"]
         p, lmp = i0["gen_p_mw"], i0["lmp_per_mwh"][case.gen_bus]
-        expected = (lmp * p - case.gen_c1_per_mwh * p - case.gen_c2_per_mw2h * p * p - case.gen_c0_per_h) * 0.5
+        expected = (
+            lmp * p - case.gen_c1_per_mwh * p - case.gen_c2_per_mw2h * p * p - case.gen_c0_per_h
+        ) * 0.5
         np.testing.assert_allclose([rewards[a] for a in AGENTS], expected, rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(i0["agent_profit"], expected, rtol=1e-12, atol=1e-9)
         assert sum(rewards.values()) == pytest.approx(float(np.sum(i0["reward_terms"])))
         assert p.sum() == pytest.approx(i0["total_load_mw"] - i0["wind_mw"])  # the market balances
-        assert i0["pf_converged"] and i0["cost_thermal_overload"] == 0.0 and i0["unserved_mw"] == 0.0
+        assert (
+            i0["pf_converged"] and i0["cost_thermal_overload"] == 0.0 and i0["unserved_mw"] == 0.0
+        )
         assert 0.0 <= i0["lerner_index"] < 1.0 and i0["price_cost_ratio"] >= 1.0 - 1e-12
 
 
@@ -79,8 +95,12 @@ def test_truthful_bidding_dispatches_the_dc_opf_of_the_true_costs():
 def test_same_seed_same_trajectory_and_vector_env_agrees():
     def run(seed):
         env = make_env(TASK, framework="pettingzoo", seed=seed, normalize=True)
-        return [np.array([r[a] for a in AGENTS]) for r, _ in
-                _episode(env, lambda t: {a: env.action_space(a).sample() for a in env.agents})]
+        return [
+            np.array([r[a] for a in AGENTS])
+            for r, _ in _episode(
+                env, lambda t: {a: env.action_space(a).sample() for a in env.agents}
+            )
+        ]
 
     first, second = run(3), run(3)
     assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
@@ -92,18 +112,24 @@ def test_same_seed_same_trajectory_and_vector_env_agrees():
         _, rewards, _, truncs, infos = vec.step(actions)
         assert rewards["genco_0"].shape == (4,) and np.isfinite(rewards["genco_4"]).all()
     assert truncs["genco_0"].all()
-    copy = pickle.loads(pickle.dumps(make_env(TASK, framework="pettingzoo", seed=0)))  # picklable (HiGHS rebuilt)
+    copy = pickle.loads(
+        pickle.dumps(make_env(TASK, framework="pettingzoo", seed=0))
+    )  # picklable (HiGHS rebuilt)
     copy.reset(seed=0)
     copy.step({a: np.zeros(N_BLOCKS, np.float32) for a in AGENTS})
 
 
 def test_stress_splits_shift_demand_and_trip_the_wind():
     base, shift, shock = (make_task(TASK, s) for s in ("test", "demand_shift", "renewable_shock"))
-    assert np.array_equal(shift.split_days, base.split_days) and np.array_equal(shock.split_days, base.split_days)
+    assert np.array_equal(shift.split_days, base.split_days) and np.array_equal(
+        shock.split_days, base.split_days
+    )
     days = np.arange(base.n_days)
     steps = np.arange(48)
-    lw = {name: np.stack([t._load_wind(days, np.full(days.size, k)) for k in steps], axis=1)
-          for name, t in (("base", base), ("shift", shift), ("shock", shock))}  # [day, step, 2]
+    lw = {
+        name: np.stack([t._load_wind(days, np.full(days.size, k)) for k in steps], axis=1)
+        for name, t in (("base", base), ("shift", shift), ("shock", shock))
+    }  # [day, step, 2]
     np.testing.assert_allclose(lw["shift"][..., 0], 1.10 * lw["base"][..., 0])
     load = shift.bus_load_mw(lw["shift"][:, 20])
     assert np.allclose(load[:, 3] / lw["shift"][:, 20, 0], 0.5)  # half the demand at bus 4
@@ -111,13 +137,21 @@ def test_stress_splits_shift_demand_and_trip_the_wind():
     assert (lw["base"][..., 1][~lost] == lw["shock"][..., 1][~lost]).all()
     differs = lw["shock"][..., 1] != lw["base"][..., 1]
     assert (lw["shock"][..., 1][differs] == 0.0).all() and differs.any(axis=1).mean() > 0.9
-    assert not differs[:, :24].any() and not differs[:, 24 + 12 + SHOCK_STEPS :].any()  # 12:00 to 22:00 only
+    assert (
+        not differs[:, :24].any() and not differs[:, 24 + 12 + SHOCK_STEPS :].any()
+    )  # 12:00 to 22:00 only
     mask = _shock_mask(48, 365 * 48).reshape(365, 48)
     assert (mask.sum(axis=1) == 48 - SHOCK_STEPS).all()
     starts = np.argmin(mask, axis=1)
-    assert starts.min() >= 24 and starts.max() <= 35 and (mask[np.arange(365)[:, None], starts[:, None] + np.arange(SHOCK_STEPS)] == 0).all()
+    assert (
+        starts.min() >= 24
+        and starts.max() <= 35
+        and (mask[np.arange(365)[:, None], starts[:, None] + np.arange(SHOCK_STEPS)] == 0).all()
+    )
     wind_bus = shock.bus_load_mw(lw["shock"][:, 30])[:, WIND_BUS]
-    np.testing.assert_allclose(wind_bus, lw["shock"][:, 30, 0] * 0.3 - lw["shock"][:, 30, 1])  # wind is a negative load
+    np.testing.assert_allclose(
+        wind_bus, lw["shock"][:, 30, 0] * 0.3 - lw["shock"][:, 30, 1]
+    )  # wind is a negative load
 
 
 def test_best_response_rule_beats_every_grid_deviation():
@@ -181,5 +215,7 @@ def test_bad_input_raises():
         make_task(TASK, "train", n_blocks=2)
     with pytest.raises(ValueError, match="unknown obs_mode"):
         make_env(TASK, framework="pettingzoo", obs_mode="everything")
-    _, _, _, _, infos = env.step({a: np.full(N_BLOCKS, 5.0, np.float32) for a in AGENTS})  # above the bound
+    _, _, _, _, infos = env.step(
+        {a: np.full(N_BLOCKS, 5.0, np.float32) for a in AGENTS}
+    )  # above the bound
     assert infos["genco_0"]["action_clipped"] and (infos["genco_0"]["action_applied"] == 1.0).all()

@@ -25,9 +25,18 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL = {"n_steps": 8, "n_epochs": 2, "hidden_sizes": [16, 16]}
 
 
-def small_trainer(tmp_path: Path, algorithm: str = "MAPPO", task: str = "marl_opf", steps: int = 64, **kw) -> MAPPOTrainer:
-    options = {"n_envs": 4, "evaluation": None, "checkpoint": None, "output_dir": str(tmp_path),
-               "logging": {"tensorboard": False, "progress_bar": False}, "algorithm_kwargs": dict(SMALL), **kw}
+def small_trainer(
+    tmp_path: Path, algorithm: str = "MAPPO", task: str = "marl_opf", steps: int = 64, **kw
+) -> MAPPOTrainer:
+    options = {
+        "n_envs": 4,
+        "evaluation": None,
+        "checkpoint": None,
+        "output_dir": str(tmp_path),
+        "logging": {"tensorboard": False, "progress_bar": False},
+        "algorithm_kwargs": dict(SMALL),
+        **kw,
+    }
     return Trainer(task, algorithm=algorithm, total_timesteps=steps, seed=3, **options)
 
 
@@ -49,7 +58,9 @@ def test_gae_matches_hand_computed_truncation_and_termination():
     np.testing.assert_allclose(adv[:, 1, 0], [0.8, 1.14 + 0.72 * 1.3, 1.3])
     np.testing.assert_allclose(ret, adv + values)
     # the same step terminated instead of truncated: no bootstrap from the final observation
-    adv_term, _ = compute_gae(rewards, values, nv, terminated | truncated, np.zeros_like(truncated), gamma, lam)
+    adv_term, _ = compute_gae(
+        rewards, values, nv, terminated | truncated, np.zeros_like(truncated), gamma, lam
+    )
     np.testing.assert_allclose(adv_term[:, 0, 0], [1.4 + 0.72 * 1.0, 1.0, 3.3])
 
 
@@ -83,7 +94,9 @@ def test_vectorised_gae_agrees_with_a_brute_force_loop_across_auto_resets():
     term, trunc = done & kind, done & ~kind
     assert term.any() and trunc.any()
     adv, _ = compute_gae(r, v, next_values(v, last, final, trunc), term, trunc, 0.97, 0.9)
-    np.testing.assert_allclose(adv, _gae_brute_force(r, v, last, final, term, trunc, 0.97, 0.9), rtol=1e-12)
+    np.testing.assert_allclose(
+        adv, _gae_brute_force(r, v, last, final, term, trunc, 0.97, 0.9), rtol=1e-12
+    )
 
 
 # ---- env global state -----------------------------------------------------------------------------
@@ -92,15 +105,19 @@ def test_vector_env_global_state_and_final_state():
     obs, _ = env.reset(seed=0)
     n_state = len(env.possible_agents) * env.single_observation_space("gen_0").shape[0]
     assert env.single_state_space.shape == (n_state,) and env.state_space.shape == (3, n_state)
-    np.testing.assert_array_equal(env.state(), np.concatenate([obs[a] for a in env.possible_agents], axis=1))
+    np.testing.assert_array_equal(
+        env.state(), np.concatenate([obs[a] for a in env.possible_agents], axis=1)
+    )
     zero = {a: np.zeros((3, 1)) for a in env.possible_agents}
     for _ in range(env.task_spec.horizon - 1):
-        obs, *_ , info = env.step(zero)
+        obs, *_, info = env.step(zero)
     before = env.state().copy()
     _, _, _, trunc, info = env.step(zero)
     assert trunc["gen_0"].all() and info["final_state"].shape == (3, n_state)
-    np.testing.assert_array_equal(info["final_state"],
-                                  np.concatenate([info["final_obs"][a] for a in env.possible_agents], axis=1))
+    np.testing.assert_array_equal(
+        info["final_state"],
+        np.concatenate([info["final_obs"][a] for a in env.possible_agents], axis=1),
+    )
     assert not np.array_equal(info["final_state"], before)  # one step later than `before`
     pz = make_env("marl_opf", framework="pettingzoo")
     pz.reset(seed=0)
@@ -115,21 +132,36 @@ def test_groups_and_one_hot_sharing_on_ders_benchmark(tmp_path):
     assert set(learner.actors) == set(env.agent_groups) == {"batteries", "pv", "flexible_loads"}
     obs_dim = env.single_observation_space(env.possible_agents[0]).shape[0]
     for group, agents in env.agent_groups.items():
-        assert learner.actors[group].mean[0].in_features == obs_dim + len(agents)  # own obs + one-hot id
-        assert learner.critics[group].net[0].in_features == obs_dim + len(agents)  # IPPO: local critic
+        assert learner.actors[group].mean[0].in_features == obs_dim + len(
+            agents
+        )  # own obs + one-hot id
+        assert learner.critics[group].net[0].in_features == obs_dim + len(
+            agents
+        )  # IPPO: local critic
     # same observation for every agent of a group: the id alone makes their actions differ
     same = {g: np.ones((1, len(a), obs_dim), np.float32) for g, a in env.agent_groups.items()}
     actions, log_probs = learner.act(same, deterministic=True)
     for group, agents in env.agent_groups.items():
-        assert actions[group].shape == (1, len(agents), 2) and log_probs[group].shape == (1, len(agents))
+        assert actions[group].shape == (1, len(agents), 2) and log_probs[group].shape == (
+            1,
+            len(agents),
+        )
         assert not np.allclose(actions[group][0, 0], actions[group][0, 1])
     collector = Collector(env, learner)
     collector.reset(0)
     rollout, episodes, last_v, _ = collector.collect(5)
     for group, agents in env.agent_groups.items():
         g = rollout.groups[group]
-        assert g.obs.shape == (5, 4, len(agents), obs_dim) and g.actions.shape == (5, 4, len(agents), 2)
-        assert g.values.shape == g.rewards.shape == (5, 4, len(agents)) and last_v[group].shape == (4, len(agents))
+        assert g.obs.shape == (5, 4, len(agents), obs_dim) and g.actions.shape == (
+            5,
+            4,
+            len(agents),
+            2,
+        )
+        assert g.values.shape == g.rewards.shape == (5, 4, len(agents)) and last_v[group].shape == (
+            4,
+            len(agents),
+        )
     assert rollout.states is None and len(episodes.returns) == 0
 
 
@@ -146,7 +178,9 @@ def _layout() -> dict[str, GroupLayout]:
 
 
 def test_multiplier_rises_while_cost_exceeds_budget_and_never_goes_negative():
-    learner = MultiAgentPPO(_layout(), 6, MAPPOParams(lambda_lr=0.1), True, ("c1", "c2"), (1.0, 2.0))
+    learner = MultiAgentPPO(
+        _layout(), 6, MAPPOParams(lambda_lr=0.1), True, ("c1", "c2"), (1.0, 2.0)
+    )
     history = [learner.update_multipliers(np.array([3.0, 0.5])) for _ in range(5)]
     np.testing.assert_allclose([h[0] for h in history], [0.2, 0.4, 0.6, 0.8, 1.0])
     assert all(h[1] == 0.0 for h in history)  # under budget: clamped at 0, never negative
@@ -169,7 +203,9 @@ def test_combined_advantage_with_zero_multipliers_is_plain_mappo():
 
 def test_lagrangian_with_zero_multiplier_rate_trains_exactly_like_mappo(tmp_path):
     plain = small_trainer(tmp_path / "a", "MAPPO", steps=64)
-    safe = small_trainer(tmp_path / "b", "MAPPO-L", steps=64, algorithm_kwargs={**SMALL, "lambda_lr": 0.0})
+    safe = small_trainer(
+        tmp_path / "b", "MAPPO-L", steps=64, algorithm_kwargs={**SMALL, "lambda_lr": 0.0}
+    )
     plain.train()
     safe.train()
     for key, value in plain.learner.actors.state_dict().items():
@@ -184,11 +220,16 @@ def test_lagrangian_logs_multipliers_in_the_evaluation_csv(tmp_path):
     assert {"lambda_thermal_overload", "lambda_power_imbalance"} <= set(row)
     assert {f"return_gen_{i}" for i in range(5)} <= set(row)
     header = (result.run_dir / "evaluation" / "evaluation_metrics.csv").read_text().splitlines()[0]
-    assert "cost_power_imbalance" in header and "lambda_power_imbalance" in header and "return_gen_0" in header
+    assert (
+        "cost_power_imbalance" in header
+        and "lambda_power_imbalance" in header
+        and "return_gen_0" in header
+    )
     assert isinstance(row["feasible"], bool)
     # the best policy of a -L run: within the budgets first, then the return
     assert MAPPOTrainer._rank({"feasible": True, "mean_return": -5.0}) > MAPPOTrainer._rank(
-        {"feasible": False, "mean_return": 10.0})
+        {"feasible": False, "mean_return": 10.0}
+    )
 
 
 # ---- Lagrangian on a toy constrained env ----------------------------------------------------------
@@ -209,7 +250,9 @@ class _EffortEnv:
         self.num_envs, self.horizon = num_envs, horizon
         self.possible_agents = ["a", "b"]
         self.agent_groups = {"workers": list(self.possible_agents)}
-        self.task_spec = SimpleNamespace(constraint_names=("overuse",), selected_constraints=("overuse",))
+        self.task_spec = SimpleNamespace(
+            constraint_names=("overuse",), selected_constraints=("overuse",)
+        )
         self.single_state_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
         self._obs_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
         self._act_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
@@ -224,15 +267,23 @@ class _EffortEnv:
 
     def _obs(self) -> dict[str, np.ndarray]:
         time = (self.t / self.horizon).astype(np.float32)
-        return {a: np.stack([time, self.last[:, i].astype(np.float32)], axis=1)
-                for i, a in enumerate(self.possible_agents)}
+        return {
+            a: np.stack([time, self.last[:, i].astype(np.float32)], axis=1)
+            for i, a in enumerate(self.possible_agents)
+        }
 
     def reset(self, seed=None):
         self.t[:], self.last[:] = 0, 0.0
         return self._obs(), {}
 
     def step(self, actions):
-        effort = np.stack([np.clip(np.asarray(actions[a], np.float64)[:, 0], 0.0, 1.0) for a in self.possible_agents], 1)
+        effort = np.stack(
+            [
+                np.clip(np.asarray(actions[a], np.float64)[:, 0], 0.0, 1.0)
+                for a in self.possible_agents
+            ],
+            1,
+        )
         total = effort.sum(axis=1)
         self.t += 1
         self.last = effort
@@ -240,24 +291,42 @@ class _EffortEnv:
         info = {"constraint_costs": total[:, None], "selected_constraint_costs": total[:, None]}
         if trunc.any():
             info["final_obs"] = self._obs()
-            info["final_state"] = np.concatenate([info["final_obs"][a] for a in self.possible_agents], axis=1)
+            info["final_state"] = np.concatenate(
+                [info["final_obs"][a] for a in self.possible_agents], axis=1
+            )
             self.t[trunc], self.last[trunc] = 0, 0.0
         obs = self._obs()
         same = {a: trunc.copy() for a in self.possible_agents}
-        return obs, {a: total.copy() for a in self.possible_agents}, {a: np.zeros_like(trunc) for a in same}, same, info
+        return (
+            obs,
+            {a: total.copy() for a in self.possible_agents},
+            {a: np.zeros_like(trunc) for a in same},
+            same,
+            info,
+        )
 
     group_arrays = PowerZooMultiAgentVectorEnv.group_arrays
     agent_arrays = PowerZooMultiAgentVectorEnv.agent_arrays
 
 
-def _train_on_effort_env(lambda_lr: float, budget: float, iterations: int) -> tuple[list, list, list]:
+def _train_on_effort_env(
+    lambda_lr: float, budget: float, iterations: int
+) -> tuple[list, list, list]:
     """MAPPO-L iterations as :meth:`MAPPOTrainer._iteration` runs them (the trainer itself builds
     registered tasks only): per-iteration mean episode cost, team return and multiplier."""
     torch.manual_seed(0)
     env = _EffortEnv(num_envs=16)
     layout = GroupLayout(env.possible_agents, 2, 1, np.zeros((2, 1)), np.ones((2, 1)))
-    params = MAPPOParams(n_steps=env.horizon, n_epochs=5, hidden_sizes=(16, 16), learning_rate=3e-3,
-                         critic_learning_rate=3e-3, log_std_init=-0.5, gamma=0.9, lambda_lr=lambda_lr)
+    params = MAPPOParams(
+        n_steps=env.horizon,
+        n_epochs=5,
+        hidden_sizes=(16, 16),
+        learning_rate=3e-3,
+        critic_learning_rate=3e-3,
+        log_std_init=-0.5,
+        gamma=0.9,
+        lambda_lr=lambda_lr,
+    )
     learner = MultiAgentPPO({"workers": layout}, 4, params, True, ("overuse",), (budget,))
     collector = Collector(env, learner)
     collector.reset(0)
@@ -288,7 +357,9 @@ def test_lagrangian_on_a_toy_constrained_env_trades_reward_for_the_budget():
     assert costs[0] > budget and max(lam) > 0.5  # starts over budget, the multiplier builds up
     first_under = next(i for i, c in enumerate(costs) if c <= budget)
     assert lam[first_under] < lam[first_under - 1]  # under the budget: the multiplier falls back
-    assert all(c <= budget for c in costs[first_under:])  # the agents gave up reward to stay under it
+    assert all(
+        c <= budget for c in costs[first_under:]
+    )  # the agents gave up reward to stay under it
     assert returns[-1] < 0.5 * max(returns)
     # the same learner without multiplier updates (plain MAPPO) ends far over the budget, with more reward
     plain_costs, plain_returns, plain_lam = _train_on_effort_env(0.0, budget, 25)
@@ -303,9 +374,19 @@ def test_resume_from_a_checkpoint_continues_identically(tmp_path):
     result = full.train()
     assert full.iterations == 4 and result.num_timesteps == 128
     run = result.run_dir
-    assert {p.name for p in (run / "checkpoints").iterdir()} >= {"step_000000000064", "step_000000000128"}
-    for name in ("config.yaml", "run_state.json", "policy.npz", "learner.pt", "evaluation/evaluation_metrics.csv",
-                 "evaluation/best_policy.npz", "evaluation/best_model.json"):
+    assert {p.name for p in (run / "checkpoints").iterdir()} >= {
+        "step_000000000064",
+        "step_000000000128",
+    }
+    for name in (
+        "config.yaml",
+        "run_state.json",
+        "policy.npz",
+        "learner.pt",
+        "evaluation/evaluation_metrics.csv",
+        "evaluation/best_policy.npz",
+        "evaluation/best_model.json",
+    ):
         assert (run / name).is_file(), name
     # a copy "killed" right after the checkpoint at step 64
     killed = tmp_path / "killed"
@@ -320,7 +401,9 @@ def test_resume_from_a_checkpoint_continues_identically(tmp_path):
     assert (resumed.num_timesteps, resumed.iterations) == (128, 4)
     for key, value in full.learner.state_dict().items():
         assert torch.equal(value, resumed.learner.state_dict()[key]), key
-    assert [r["mean_return"] for r in resumed.evaluations] == [r["mean_return"] for r in full.evaluations]
+    assert [r["mean_return"] for r in resumed.evaluations] == [
+        r["mean_return"] for r in full.evaluations
+    ]
     # a finished run resumes to itself
     assert Trainer.resume(run).num_timesteps == 128
 
@@ -335,13 +418,22 @@ def test_exported_policy_acts_without_the_trainer_and_reproduces_its_evaluation(
     # batched observations give batched actions
     batch = policy.act({a: np.zeros((7, 10), np.float32) for a in env.possible_agents})
     assert batch["gen_0"].shape == (7, 1)
-    days = __import__("json").loads((result.run_dir / "evaluation" / "best_model.json").read_text())["day_ids"]
-    again = evaluate_days(MAPPOPolicy.load(result.run_dir / "evaluation" / "best_policy.npz"), env, days, seed=3)
+    days = __import__("json").loads(
+        (result.run_dir / "evaluation" / "best_model.json").read_text()
+    )["day_ids"]
+    again = evaluate_days(
+        MAPPOPolicy.load(result.run_dir / "evaluation" / "best_policy.npz"), env, days, seed=3
+    )
     assert again["mean_return"] == result.evaluations[-1]["mean_return"]
     summary = evaluate(policy, env, n_episodes=2, seed=0)
-    assert np.isfinite(summary["mean_return"]) and set(summary["mean_agent_returns"]) == set(env.possible_agents)
+    assert np.isfinite(summary["mean_return"]) and set(summary["mean_agent_returns"]) == set(
+        env.possible_agents
+    )
     loaded = Trainer.load(result.run_dir)
-    assert loaded.evaluate("val", n_episodes=2)["mean_return"] == trainer.evaluate("val", n_episodes=2)["mean_return"]
+    assert (
+        loaded.evaluate("val", n_episodes=2)["mean_return"]
+        == trainer.evaluate("val", n_episodes=2)["mean_return"]
+    )
     best = Trainer.load(result.run_dir, model="best")
     assert best.policy().act(env.reset(seed=1)[0]).keys() == action.keys()
     with pytest.raises(ValueError, match="observations lack"):
@@ -352,7 +444,9 @@ def test_exported_policy_acts_without_the_trainer_and_reproduces_its_evaluation(
 @pytest.mark.parametrize("path", sorted(REPO.glob("configs/*_mappo.yaml")), ids=lambda p: p.name)
 def test_mappo_config_files_round_trip(path, tmp_path):
     config = TrainConfig.from_file(path)
-    assert config.algorithm in ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L") and config.vec_normalize is None
+    assert (
+        config.algorithm in ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L") and config.vec_normalize is None
+    )
     again = TrainConfig.from_file(config.to_file(tmp_path / "c.yaml"))
     assert again.to_dict() == config.to_dict()
     assert isinstance(Trainer(config), MAPPOTrainer)
@@ -372,8 +466,12 @@ def test_bad_names_and_parameters_fail_clearly():
 
 
 def test_linear_learning_rate_schedule():
-    learner = MultiAgentPPO(_layout(), 6, MAPPOParams(learning_rate=1e-3, critic_learning_rate=4e-3,
-                                                      lr_schedule="linear"), True)
+    learner = MultiAgentPPO(
+        _layout(),
+        6,
+        MAPPOParams(learning_rate=1e-3, critic_learning_rate=4e-3, lr_schedule="linear"),
+        True,
+    )
     learner.set_progress(0.75)
     assert learner.actor_optims["g"].param_groups[0]["lr"] == pytest.approx(2.5e-4)
     assert learner.critic_optims["g"].param_groups[0]["lr"] == pytest.approx(1e-3)
@@ -391,8 +489,22 @@ def test_cli_train_with_a_mappo_config_and_describe(tmp_path, capsys):
     assert "MAPPO, IPPO, MAPPO-L, IPPO-L" in capsys.readouterr().out
     assert main(["describe", "battery_arbitrage"]) == 0
     assert "MAPPO" not in capsys.readouterr().out.splitlines()[-1]
-    code = main(["train", "-c", str(REPO / "configs" / "marl_opf_mappo.yaml"), "--timesteps", "64", "--n-envs", "2",
-                 "--output-dir", str(tmp_path), "--name", "cli", "--no-progress"])
+    code = main(
+        [
+            "train",
+            "-c",
+            str(REPO / "configs" / "marl_opf_mappo.yaml"),
+            "--timesteps",
+            "64",
+            "--n-envs",
+            "2",
+            "--output-dir",
+            str(tmp_path),
+            "--name",
+            "cli",
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert (tmp_path / "cli" / "policy.npz").is_file() and "run folder" in capsys.readouterr().out
 
@@ -409,13 +521,26 @@ def test_mappo_learns_marl_opf_with_its_config(tmp_path):
 
     config = yaml.safe_load((REPO / "configs" / "marl_opf_mappo.yaml").read_text())
     assert config["algorithm_kwargs"]["joint_exploration"] is True
-    trainer = Trainer("marl_opf", algorithm="MAPPO", total_timesteps=399_360, seed=0, n_envs=config["n_envs"],
-                      algorithm_kwargs=config["algorithm_kwargs"], evaluation=None, checkpoint=None,
-                      output_dir=str(tmp_path), logging={"tensorboard": False, "progress_bar": False},
-                      torch_threads=1)
+    trainer = Trainer(
+        "marl_opf",
+        algorithm="MAPPO",
+        total_timesteps=399_360,
+        seed=0,
+        n_envs=config["n_envs"],
+        algorithm_kwargs=config["algorithm_kwargs"],
+        evaluation=None,
+        checkpoint=None,
+        output_dir=str(tmp_path),
+        logging={"tensorboard": False, "progress_bar": False},
+        torch_threads=1,
+    )
     trainer.train()
     summary = trainer.evaluate("test")
     random_return = baseline_row("marl_opf", "random", "test")["mean"]
-    assert summary["mean_return"] > 0.06 * random_return  # more than 16x better than random ($ per day)
-    assert summary["normalized_score"] > 0.985  # the merit order is being learned, not only the balance
+    assert (
+        summary["mean_return"] > 0.06 * random_return
+    )  # more than 16x better than random ($ per day)
+    assert (
+        summary["normalized_score"] > 0.985
+    )  # the merit order is being learned, not only the balance
     assert summary["mean_costs"]["power_imbalance"] < 0.01 * 6317.9  # random: 6,318 MWh per day

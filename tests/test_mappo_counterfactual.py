@@ -56,7 +56,9 @@ def test_baseline_on_a_linear_q_leaves_only_the_agents_own_part():
     actor_x = torch.randn(m, n, 5)
     critic_x = torch.randn(m, n, width)
     joint = torch.rand(m, n) * 2 - 1
-    base = counterfactual_baseline(q, actor, actor_x, critic_x, joint, own_slot_placement([(n, 1)], 0), samples=4)
+    base = counterfactual_baseline(
+        q, actor, actor_x, critic_x, joint, own_slot_placement([(n, 1)], 0), samples=4
+    )
     returns = (critic_x @ u + 4.0) + (joint @ w)[:, None]  # Q(s, a) for every agent row [M, n]
     expected = w * (joint - mu)
     assert torch.allclose(returns - base, expected, atol=1e-5)
@@ -69,8 +71,15 @@ def test_baseline_averages_the_clipped_samples():
     with torch.no_grad():
         q.weight.copy_(torch.tensor([[0.0, 1.0]]))
     actor = _constant_actor(1.0, 0.0, 2)
-    base = counterfactual_baseline(q, actor, torch.zeros(1, 1, 2), torch.zeros(1, 1, 1), torch.zeros(1, 1),
-                                   own_slot_placement([(1, 1)], 0), samples=20_000)
+    base = counterfactual_baseline(
+        q,
+        actor,
+        torch.zeros(1, 1, 2),
+        torch.zeros(1, 1, 1),
+        torch.zeros(1, 1),
+        own_slot_placement([(1, 1)], 0),
+        samples=20_000,
+    )
     # E[min(1 + z, 1)] = 1 - E[max(-z, 0)] = 1 - 1/sqrt(2 pi) (z ~ N(0, 1)); the lower clip is negligible
     assert base.item() == pytest.approx(1.0 - 1.0 / np.sqrt(2 * np.pi), abs=0.02)
 
@@ -93,7 +102,9 @@ def test_qnorm_follows_the_returns_and_preserves_outputs():
 def _learner(samples: int, centralised: bool = True) -> MultiAgentPPO:
     torch.manual_seed(5)
     layout = GroupLayout(["a0", "a1"], 3, 1, -np.ones((2, 1)), np.ones((2, 1)))
-    return MultiAgentPPO({"g": layout}, 6, MAPPOParams(counterfactual_samples=samples, n_epochs=2), centralised)
+    return MultiAgentPPO(
+        {"g": layout}, 6, MAPPOParams(counterfactual_samples=samples, n_epochs=2), centralised
+    )
 
 
 def test_option_off_adds_nothing_and_on_keeps_the_other_networks():
@@ -101,7 +112,10 @@ def test_option_off_adds_nothing_and_on_keeps_the_other_networks():
     assert not off.counterfactual and not off.q_optims and "q_optims" not in off.full_state()
     assert not any(k.startswith("q_") for k in off.state_dict())
     on_state = on.state_dict()
-    for key, value in off.state_dict().items():  # actors, critics: same draws (the Q-critic has its own stream)
+    for (
+        key,
+        value,
+    ) in off.state_dict().items():  # actors, critics: same draws (the Q-critic has its own stream)
         assert torch.equal(on_state[key], value), key
     assert any(k.startswith("q_critics.") for k in on_state)
 
@@ -116,13 +130,21 @@ def test_update_with_the_option_trains_the_q_critic_and_restores():
     g.obs[:] = rng.normal(size=g.obs.shape)
     g.actions[:] = rng.normal(size=g.actions.shape)
     g.rewards[:] = -np.abs(g.actions.sum(axis=(2, 3)))[:, :, None]
-    rollout = Rollout({"g": g}, rng.normal(size=(t, n_envs, 6)).astype(np.float32), None,
-                      np.zeros((t, n_envs), bool), np.zeros((t, n_envs), bool))
+    rollout = Rollout(
+        {"g": g},
+        rng.normal(size=(t, n_envs, 6)).astype(np.float32),
+        None,
+        np.zeros((t, n_envs), bool),
+        np.zeros((t, n_envs), bool),
+    )
     rollout.finish({"g": np.zeros((n_envs, 2))}, None, 0.5, 0.0, 0.5)
     q_before = [p.detach().clone() for p in learner.q_critics["g"].parameters()]
     stats = learner.update(rollout)
     assert np.isfinite(stats["g/q_value_loss"])
-    assert any(not torch.equal(a, b) for a, b in zip(q_before, learner.q_critics["g"].parameters(), strict=True))
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(q_before, learner.q_critics["g"].parameters(), strict=True)
+    )
     copy = _learner(3)
     copy.load_full_state(learner.full_state())
     for key, value in learner.state_dict().items():

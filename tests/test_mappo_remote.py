@@ -37,10 +37,19 @@ def ray_session():
     ray.shutdown()
 
 
-def trainer(tmp_path: Path, name: str, algorithm: str = "MAPPO", workers: int = 0, **kw) -> MAPPOTrainer:
-    options = {"n_envs": 5, "evaluation": None, "checkpoint": None, "output_dir": str(tmp_path), "name": name,
-               "logging": {"tensorboard": False, "progress_bar": False},
-               "algorithm_kwargs": {**SMALL, "rollout_workers": workers}, **kw}
+def trainer(
+    tmp_path: Path, name: str, algorithm: str = "MAPPO", workers: int = 0, **kw
+) -> MAPPOTrainer:
+    options = {
+        "n_envs": 5,
+        "evaluation": None,
+        "checkpoint": None,
+        "output_dir": str(tmp_path),
+        "name": name,
+        "logging": {"tensorboard": False, "progress_bar": False},
+        "algorithm_kwargs": {**SMALL, "rollout_workers": workers},
+        **kw,
+    }
     return Trainer("marl_opf", algorithm=algorithm, total_timesteps=240, seed=3, **options)
 
 
@@ -79,7 +88,12 @@ def test_params_and_bad_input():
         MAPPOParams(rollout_workers=2, rollout_exact=1)
     with pytest.raises(ValueError, match=r"rollout_workers \(6\) must be <= n_envs \(5\)"):
         trainer(Path("/tmp"), "never", workers=6)
-    assert split_rows(5, 2) == [(0, 3), (3, 5)] and split_rows(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert split_rows(5, 2) == [(0, 3), (3, 5)] and split_rows(4, 4) == [
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (3, 4),
+    ]
     with pytest.raises(ValueError, match="rollout_workers"):
         split_rows(3, 4)
 
@@ -92,14 +106,22 @@ def test_missing_ray_gives_the_install_command(monkeypatch):
 
 def test_row_sliced_generator_draws_the_full_batch_rows():
     full = np.random.default_rng(7)
-    blocks = [RowSlicedGenerator(np.random.default_rng(7), 5, lo, hi - lo) for lo, hi in split_rows(5, 2)]
-    for draw in (lambda g, n: g.integers(0, 90, size=n), lambda g, n: g.random((n, 3, 2)),
-                 lambda g, n: g.standard_normal((n, 4)), lambda g, n: g.uniform(0.2, 0.9, size=(n, 3))):
+    blocks = [
+        RowSlicedGenerator(np.random.default_rng(7), 5, lo, hi - lo) for lo, hi in split_rows(5, 2)
+    ]
+    for draw in (
+        lambda g, n: g.integers(0, 90, size=n),
+        lambda g, n: g.random((n, 3, 2)),
+        lambda g, n: g.standard_normal((n, 4)),
+        lambda g, n: g.uniform(0.2, 0.9, size=(n, 3)),
+    ):
         expected = draw(full, 5)
         got = np.concatenate([draw(b, b.n) for b in blocks])
         np.testing.assert_array_equal(got, expected)
     assert all(b.bit_generator.state == full.bit_generator.state for b in blocks)
-    assert full.standard_normal() == blocks[1].standard_normal()  # draws without a batch axis pass through
+    assert (
+        full.standard_normal() == blocks[1].standard_normal()
+    )  # draws without a batch axis pass through
 
 
 def test_blocks_without_padding_match_to_float32_rounding(tmp_path):
@@ -109,19 +131,41 @@ def test_blocks_without_padding_match_to_float32_rounding(tmp_path):
     local = Collector(t.get_env(), learner)
     local.reset(3)
     params = learner.params.to_dict()
-    workers = [RolloutWorker(t.task, t.config.env.split, t._env_kwargs(), 5, lo, hi - lo, learner.layouts, params,
-                             learner.centralised, (), [], torch.get_num_threads()) for lo, hi in split_rows(5, 2)]
+    workers = [
+        RolloutWorker(
+            t.task,
+            t.config.env.split,
+            t._env_kwargs(),
+            5,
+            lo,
+            hi - lo,
+            learner.layouts,
+            params,
+            learner.centralised,
+            (),
+            [],
+            torch.get_num_threads(),
+        )
+        for lo, hi in split_rows(5, 2)
+    ]
     for w in workers:
         w.reset(3)
     torch.manual_seed(5)
     a = local.collect(8)
     torch.manual_seed(5)
-    noise = torch.stack([torch.randn((5, 5, 1)) for _ in range(8)]).numpy()  # the in-process draws, step by step
+    noise = torch.stack(
+        [torch.randn((5, 5, 1)) for _ in range(8)]
+    ).numpy()  # the in-process draws, step by step
     weights, bounds = learner.state_dict(), split_rows(5, 2)
-    parts = [w.collect(weights, {"agents": noise[:, lo:hi]}, 8) for w, (lo, hi) in zip(workers, bounds, strict=True)]
+    parts = [
+        w.collect(weights, {"agents": noise[:, lo:hi]}, 8)
+        for w, (lo, hi) in zip(workers, bounds, strict=True)
+    ]
     for f in ("obs", "actions", "log_probs", "values", "rewards"):
         joined = np.concatenate([getattr(p["rollout"].groups["agents"], f) for p in parts], axis=1)
-        np.testing.assert_allclose(joined, getattr(a[0].groups["agents"], f), rtol=1e-5, atol=1e-5, err_msg=f)
+        np.testing.assert_allclose(
+            joined, getattr(a[0].groups["agents"], f), rtol=1e-5, atol=1e-5, err_msg=f
+        )
 
 
 # ---- actors ---------------------------------------------------------------------------------------
@@ -140,7 +184,9 @@ def test_two_actors_collect_the_in_process_rollouts(ray_session, tmp_path):
             rng_local = torch.get_rng_state()
             torch.manual_seed(10 + it)
             b = remote.collect(32)
-            assert torch.equal(rng_local, torch.get_rng_state())  # the learner's stream is left alike
+            assert torch.equal(
+                rng_local, torch.get_rng_state()
+            )  # the learner's stream is left alike
             for name, ga in a[0].groups.items():
                 for f in dataclasses.fields(ga):
                     x, y = getattr(ga, f.name), getattr(b[0].groups[name], f.name)
@@ -151,14 +197,20 @@ def test_two_actors_collect_the_in_process_rollouts(ray_session, tmp_path):
                 assert np.array_equal(getattr(a[1], f.name), getattr(b[1], f.name)), f.name
             for x, y in ((a[2], b[2]), (a[3], b[3])):
                 assert all(np.array_equal(x[k], y[k]) for k in x)
-        assert a[0].truncated.sum() == 5 and len(b[1].returns) == 5  # the episodes ended and were reported
-        assert len(set(a[0].groups["agents"].rewards[0, :, 0].tolist())) > 1  # envs run different days
+        assert (
+            a[0].truncated.sum() == 5 and len(b[1].returns) == 5
+        )  # the episodes ended and were reported
+        assert (
+            len(set(a[0].groups["agents"].rewards[0, :, 0].tolist())) > 1
+        )  # envs run different days
         sa, sb = local.state(), remote.state()
         assert sa["runner_rng"] == sb["runner_rng"]
         for key in ("ep_agent_returns", "ep_costs", "ep_selected", "ep_lengths"):
             np.testing.assert_array_equal(sa[key], sb[key])
         for f in dataclasses.fields(sa["runner_state"]):
-            np.testing.assert_array_equal(getattr(sa["runner_state"], f.name), getattr(sb["runner_state"], f.name))
+            np.testing.assert_array_equal(
+                getattr(sa["runner_state"], f.name), getattr(sb["runner_state"], f.name)
+            )
     finally:
         remote.close()
 

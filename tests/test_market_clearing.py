@@ -54,8 +54,15 @@ def test_quadratic_costs_converge_to_the_dc_opf_as_blocks_shrink():
     # so the truthful clearing costs at least the exact DC-OPF (7,642.59 $/h) and converges to it
     case = load_case("case14")
     exact = solve_dc_opf(case).cost_per_h
-    gaps = [float(MarketClearing(case, k).clear(case.bus_pd_mw, np.zeros(case.n_gen)).production_cost_per_h[0]) - exact
-            for k in (1, 4, 16, 64)]
+    gaps = [
+        float(
+            MarketClearing(case, k)
+            .clear(case.bus_pd_mw, np.zeros(case.n_gen))
+            .production_cost_per_h[0]
+        )
+        - exact
+        for k in (1, 4, 16, 64)
+    ]
     assert exact == pytest.approx(7642.59, abs=0.01)
     assert all(g >= -1e-6 for g in gaps) and gaps == sorted(gaps, reverse=True)
     assert gaps[-1] < 1e-3 * exact
@@ -79,9 +86,14 @@ def test_lmps_are_the_duals_derivatives_of_the_as_bid_cost(case5):
         derivative = (up.offer_cost_per_h - base.offer_cost_per_h) / eps
         np.testing.assert_allclose(base.lmp_per_mwh[:, bus], derivative, atol=1e-6)
     # energy component = price at the reference bus; congestion = mu' PTDF
-    np.testing.assert_allclose(base.lmp_energy_per_mwh, base.lmp_per_mwh[:, case5.slack_bus], atol=1e-12)
-    np.testing.assert_allclose(base.lmp_per_mwh - base.lmp_energy_per_mwh[:, None],
-                               base.branch_mu_per_mwh @ ptdf_matrix(case5), atol=1e-9)
+    np.testing.assert_allclose(
+        base.lmp_energy_per_mwh, base.lmp_per_mwh[:, case5.slack_bus], atol=1e-12
+    )
+    np.testing.assert_allclose(
+        base.lmp_per_mwh - base.lmp_energy_per_mwh[:, None],
+        base.branch_mu_per_mwh @ ptdf_matrix(case5),
+        atol=1e-9,
+    )
 
 
 def test_complementary_slackness_of_every_offer_block(case5):
@@ -92,11 +104,17 @@ def test_complementary_slackness_of_every_offer_block(case5):
     lmp = res.lmp_per_mwh[:, case5.gen_bus][:, :, None]  # [B, n_gen, 1] at each unit's bus
     width = market.block_mw[None]
     full, empty = res.block_p_mw >= width - 1e-7, res.block_p_mw <= 1e-7
-    assert np.all(price[full] <= np.broadcast_to(lmp, price.shape)[full] + 1e-7)  # cleared: offer <= LMP
-    assert np.all(price[empty] >= np.broadcast_to(lmp, price.shape)[empty] - 1e-7)  # not cleared: offer >= LMP
+    assert np.all(
+        price[full] <= np.broadcast_to(lmp, price.shape)[full] + 1e-7
+    )  # cleared: offer <= LMP
+    assert np.all(
+        price[empty] >= np.broadcast_to(lmp, price.shape)[empty] - 1e-7
+    )  # not cleared: offer >= LMP
     partial = ~full & ~empty
     assert partial.any()  # the marginal blocks set the price
-    np.testing.assert_allclose(price[partial], np.broadcast_to(lmp, price.shape)[partial], atol=1e-7)
+    np.testing.assert_allclose(
+        price[partial], np.broadcast_to(lmp, price.shape)[partial], atol=1e-7
+    )
 
 
 def test_a_binding_line_separates_prices_and_prices_equalise_without_limits(case5):
@@ -104,7 +122,9 @@ def test_a_binding_line_separates_prices_and_prices_equalise_without_limits(case
     assert abs(congested.branch_flow_mw[0, 5]) == pytest.approx(240.0)  # line 4-5 at its rating
     assert congested.branch_mu_per_mwh[0, 5] != 0.0 and np.ptp(congested.lmp_per_mwh) > 25.0
     free = MarketClearing(case5, line_limit_scale=1e6).clear(case5.bus_pd_mw, np.zeros(5))
-    np.testing.assert_allclose(free.lmp_per_mwh[0], 30.0, atol=1e-9)  # Solitude (30 $/MWh) is marginal
+    np.testing.assert_allclose(
+        free.lmp_per_mwh[0], 30.0, atol=1e-9
+    )  # Solitude (30 $/MWh) is marginal
     assert abs(free.branch_flow_mw[0, 5]) > 240.0 and not free.branch_mu_per_mwh.any()
     assert free.production_cost_per_h[0] < congested.production_cost_per_h[0]
 
@@ -116,7 +136,9 @@ def test_a_uniform_markup_scales_prices_and_keeps_the_dispatch(case5):
     marked = market.clear(load, np.full((3, 5), 0.4))
     np.testing.assert_allclose(marked.gen_p_mw, truthful.gen_p_mw, atol=1e-7)
     np.testing.assert_allclose(marked.lmp_per_mwh, 1.4 * truthful.lmp_per_mwh, atol=1e-7)
-    np.testing.assert_allclose(marked.production_cost_per_h, truthful.production_cost_per_h, rtol=1e-12)
+    np.testing.assert_allclose(
+        marked.production_cost_per_h, truthful.production_cost_per_h, rtol=1e-12
+    )
 
 
 def test_withholding_the_cheap_unit_raises_its_price_behind_the_congested_line(case5):
@@ -155,7 +177,9 @@ def test_scarcity_is_shed_at_voll_and_infeasible_hard_limits_are_reported(case5)
     res = tight.clear(np.stack([case5.bus_pd_mw * 0.0, case5.bus_pd_mw]), np.zeros(5))
     assert res.status[0] == "optimal" and res.status[1] == "infeasible"
     assert np.isnan(res.lmp_per_mwh[1]).all() and np.isfinite(res.lmp_per_mwh[0]).all()
-    relaxed = MarketClearing(case5, line_limit_scale=0.01, line_penalty_per_mwh=1000.0).clear(case5.bus_pd_mw, np.zeros(5))
+    relaxed = MarketClearing(case5, line_limit_scale=0.01, line_penalty_per_mwh=1000.0).clear(
+        case5.bus_pd_mw, np.zeros(5)
+    )
     assert relaxed.success and relaxed.overload_mw.sum() > 0
 
 

@@ -49,7 +49,9 @@ def test_single_agent_view_passes_gymnasium_and_sb3_env_checkers():
 def test_single_agent_view_others_act_with_model_callable_or_hold_midrange():
     env = _parallel_env()
     model = _ConstantModel(1.0)  # gen_4 at Pmax
-    view = SingleAgentView(env, "gen_0", {"gen_4": model, "gen_1": lambda obs: np.array([-1.0], np.float32)})
+    view = SingleAgentView(
+        env, "gen_0", {"gen_4": model, "gen_1": lambda obs: np.array([-1.0], np.float32)}
+    )
     view.reset(seed=3)
     _, reward, terminated, truncated, info = view.step(np.array([0.0], np.float32))
     pmin, pmax = env.core.task.case.gen_pmin_mw, env.core.task.case.gen_pmax_mw
@@ -111,14 +113,18 @@ def test_agents_as_vec_env_step_matches_the_native_env():
         actions = rng.uniform(-1, 1, size=(15, 1)).astype(np.float32)
         obs, rewards, dones, infos = vec.step(actions)
         per_copy = actions.reshape(3, 5, 1)
-        native_obs, native_rew, _, _, _ = native.step({a: per_copy[:, i] for i, a in enumerate(AGENTS)})
+        native_obs, native_rew, _, _, _ = native.step(
+            {a: per_copy[:, i] for i, a in enumerate(AGENTS)}
+        )
         expected_obs = np.stack([native_obs[a] for a in AGENTS], axis=1).reshape(15, -1)
         expected_rew = np.stack([native_rew[a] for a in AGENTS], axis=1).reshape(15)
         np.testing.assert_allclose(obs[:, :10], expected_obs)
         np.testing.assert_allclose(rewards, expected_rew, rtol=1e-6)
         assert not dones.any() and all(info == {"TimeLimit.truncated": False} for info in infos)
     # shared reward: every agent of a copy gets the team reward
-    np.testing.assert_allclose(rewards.reshape(3, 5), rewards.reshape(3, 5)[:, :1].repeat(5, axis=1))
+    np.testing.assert_allclose(
+        rewards.reshape(3, 5), rewards.reshape(3, 5)[:, :1].repeat(5, axis=1)
+    )
 
 
 def test_agents_as_vec_env_autoresets_with_terminal_observation_after_48_steps():
@@ -187,7 +193,12 @@ def test_trainers_reject_single_agent_tasks_and_unknown_algorithms():
 def test_independent_learners_round_robin_counts_steps_and_calls_callbacks():
     calls = []
     models = train_independent_learners(
-        TASK, "a2c", rounds=2, steps_per_round=50, seed=1, algo_kwargs={"n_steps": 10},
+        TASK,
+        "a2c",
+        rounds=2,
+        steps_per_round=50,
+        seed=1,
+        algo_kwargs={"n_steps": 10},
         callback_factory=lambda agent, round_index: calls.append((agent, round_index)),
     )
     assert list(models) == AGENTS and all(isinstance(m, A2C) for m in models.values())
@@ -198,8 +209,15 @@ def test_independent_learners_round_robin_counts_steps_and_calls_callbacks():
 
 
 def test_shared_policy_trains_with_off_policy_algorithm_and_fixed_reward_scale():
-    model = train_shared_policy(TASK, "SAC", total_timesteps=400, n_envs=2, seed=0, reward_scale=1e-4,
-                                algo_kwargs={"learning_starts": 100, "batch_size": 32})
+    model = train_shared_policy(
+        TASK,
+        "SAC",
+        total_timesteps=400,
+        n_envs=2,
+        seed=0,
+        reward_scale=1e-4,
+        algo_kwargs={"learning_starts": 100, "batch_size": 32},
+    )
     assert isinstance(model, SAC) and model.num_timesteps == 400
     env = make_env(TASK, split="test", framework="auto", normalize=True)
     summary = evaluate_days(SharedPolicy(model, env.possible_agents), env, [0], seed=0)
@@ -214,7 +232,9 @@ def _test_returns(policy) -> float:
 
 def _random_and_hold_returns() -> tuple[float, float]:
     env = make_env(TASK, split="test", framework="auto", normalize=True)
-    random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, TEST_DAYS, seed=0)["mean_return"]
+    random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, TEST_DAYS, seed=0)[
+        "mean_return"
+    ]
 
     class Hold:  # every unit at mid-range: what an untrained deterministic policy does
         def reset(self):

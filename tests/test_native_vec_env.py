@@ -37,7 +37,11 @@ def test_shapes_dtypes_and_per_env_infos():
     assert obs.shape == (4, 6) and obs.dtype == np.float32
     assert len(venv.reset_infos) == 4
     obs, rewards, dones, infos = venv.step(_actions(np.random.default_rng(0), venv))
-    assert obs.shape == (4, 6) and obs.dtype == np.float32 and all(venv.observation_space.contains(o) for o in obs)
+    assert (
+        obs.shape == (4, 6)
+        and obs.dtype == np.float32
+        and all(venv.observation_space.contains(o) for o in obs)
+    )
     assert rewards.shape == (4,) and rewards.dtype == np.float32
     assert dones.shape == (4,) and dones.dtype == bool and not dones.any()
     assert isinstance(infos, list) and len(infos) == 4
@@ -76,7 +80,9 @@ def test_rows_match_single_envs_and_terminal_observation_is_the_last_obs():
     new_days = runner.task.episode_day(runner.state)
     assert (runner.task.time_index(runner.state) == 0).all()
     for k in range(3):  # the returned obs is the first obs of the next episode
-        np.testing.assert_allclose(obs[k], singles[k].reset(options={"day_id": int(new_days[k])})[0], rtol=1e-6)
+        np.testing.assert_allclose(
+            obs[k], singles[k].reset(options={"day_id": int(new_days[k])})[0], rtol=1e-6
+        )
 
 
 @pytest.mark.parametrize("task", ["battery_arbitrage", "dc_microgrid"])
@@ -97,7 +103,9 @@ def test_a_one_env_batch_reproduces_sb3_dummy_vec_env_exactly(task):
         assert (d1 == d2).all()
         if d1[0]:
             ends += 1
-            np.testing.assert_allclose(i1[0]["terminal_observation"], i2[0]["terminal_observation"], rtol=1e-6)
+            np.testing.assert_allclose(
+                i1[0]["terminal_observation"], i2[0]["terminal_observation"], rtol=1e-6
+            )
             assert i1[0]["TimeLimit.truncated"] == i2[0]["TimeLimit.truncated"]
     assert ends >= 1
 
@@ -161,7 +169,9 @@ def test_info_keys_all_and_a_wrong_key():
     everything = NativeVecEnv.make(TASK, 2, info_keys="all")
     everything.reset()
     _, _, _, infos = everything.step(np.zeros((2, 1), dtype=np.float32))
-    assert {"soc", "day_id", "action_applied", "cost_soc_violation", "TimeLimit.truncated"} <= set(infos[0])
+    assert {"soc", "day_id", "action_applied", "cost_soc_violation", "TimeLimit.truncated"} <= set(
+        infos[0]
+    )
     assert not {"final_obs", "final_info"} & set(infos[0])
     wrong = NativeVecEnv.make(TASK, 2, info_keys=("constraint_costs", "costs_typo"))
     wrong.reset()
@@ -198,7 +208,9 @@ def test_ppo_learns_on_it_with_vec_normalize_and_the_cost_callback():
     assert model.num_timesteps == 512
     episodes = list(model.ep_info_buffer)
     assert len(episodes) == 8 * (512 // 8 // HORIZON) and all(e["l"] == HORIZON for e in episodes)
-    assert len(costs.finished) == len(episodes) and all(c.shape == (1,) and c[0] >= 0 for c in costs.finished)
+    assert len(costs.finished) == len(episodes) and all(
+        c.shape == (1,) and c[0] >= 0 for c in costs.finished
+    )
     assert np.isfinite(venv.obs_rms.mean).all() and venv.obs_rms.count > 512
 
 
@@ -234,11 +246,23 @@ def test_the_trainer_trains_on_the_native_env_by_default(tmp_path):
     from powerzoo.rl import TrainConfig, Trainer
 
     assert TrainConfig(task=TASK, total_timesteps=10).vec_env == "native"
-    trainer = Trainer(TASK, n_envs=4, total_timesteps=384, seed=0, output_dir=str(tmp_path), evaluation=None,
-                      checkpoint=None, n_steps=96, batch_size=96, logging={"progress_bar": False, "tensorboard": False})
+    trainer = Trainer(
+        TASK,
+        n_envs=4,
+        total_timesteps=384,
+        seed=0,
+        output_dir=str(tmp_path),
+        evaluation=None,
+        checkpoint=None,
+        n_steps=96,
+        batch_size=96,
+        logging={"progress_bar": False, "tensorboard": False},
+    )
     venv = trainer.get_env()
     assert isinstance(venv, VecNormalize) and isinstance(venv.venv, VecMonitor)
-    assert isinstance(_base(venv), NativeVecEnv) and _base(venv).num_envs == 4  # n_envs is the batch size
+    assert (
+        isinstance(_base(venv), NativeVecEnv) and _base(venv).num_envs == 4
+    )  # n_envs is the batch size
     result = trainer.train()
     assert result.num_timesteps == 384
     assert [e["l"] for e in trainer.model.ep_info_buffer] == [HORIZON] * 4 * (96 // HORIZON)
@@ -269,7 +293,10 @@ def test_cost_callback_reads_the_native_batch_array_and_agrees_with_the_infos():
     venv = VecMonitor(NativeVecEnv.make(TASK, 4, normalize=True))
     venv.seed(3)
     venv.reset()
-    batched, per_env = ConstraintCostCallback(("soc_violation",)), ConstraintCostCallback(("soc_violation",))
+    batched, per_env = (
+        ConstraintCostCallback(("soc_violation",)),
+        ConstraintCostCallback(("soc_violation",)),
+    )
     model = PPO("MlpPolicy", venv, n_steps=8, seed=0)
     batched.init_callback(model)
     per_env.init_callback(model)
@@ -277,7 +304,9 @@ def test_cost_callback_reads_the_native_batch_array_and_agrees_with_the_infos():
     assert batched._native is venv.venv
     rng = np.random.default_rng(0)
     for _ in range(2 * HORIZON):
-        _, _, dones, infos = venv.step(_actions(rng, venv) * 3.0)  # beyond the bounds: SOC violations
+        _, _, dones, infos = venv.step(
+            _actions(rng, venv) * 3.0
+        )  # beyond the bounds: SOC violations
         for cb in (batched, per_env):
             cb.locals = {"infos": infos, "dones": dones}
             cb._on_step()

@@ -23,7 +23,9 @@ TASK = "battery_arbitrage"
 def collect_random(path, n_episodes=4, seed=42, **generator_kwargs):
     env = make_env(TASK, framework="auto")
     gen = DatasetGenerator(env, info_keys=["cost_sum", "is_safe"], **generator_kwargs)
-    return gen.collect(policy=RandomPolicy(env.action_space), n_episodes=n_episodes, save_path=path, seed=seed)
+    return gen.collect(
+        policy=RandomPolicy(env.action_space), n_episodes=n_episodes, save_path=path, seed=seed
+    )
 
 
 def leftovers(folder):
@@ -46,13 +48,22 @@ def test_seed_page_pattern6_on_battery_arbitrage(tmp_path):
     assert dataset.observations.shape == (n, 6) and dataset.observations.dtype == np.float32
     assert dataset.next_observations.shape == (n, 6)
     assert dataset.actions.shape == (n, 1) and dataset.actions.dtype == np.float32
-    assert dataset.rewards.shape == (n,) and dataset.terminals.dtype == bool and dataset.truncations.dtype == bool
+    assert (
+        dataset.rewards.shape == (n,)
+        and dataset.terminals.dtype == bool
+        and dataset.truncations.dtype == bool
+    )
     assert set(dataset.infos) == {"cost_sum", "is_safe"} and dataset.infos["is_safe"].dtype == bool
     np.testing.assert_array_equal(dataset.episode_starts, np.arange(5) * 48)
     np.testing.assert_array_equal(dataset.episode_lengths, np.full(5, 48))
     a = dataset.attrs
     assert a["format"] == "powerzoo-offline" and a["schema_version"] == 1
-    assert (a["task"], a["split"], a["policy"], a["seed"]) == ("battery_arbitrage", "train", "random", 42)
+    assert (a["task"], a["split"], a["policy"], a["seed"]) == (
+        "battery_arbitrage",
+        "train",
+        "random",
+        42,
+    )
     assert (a["n_episodes"], a["n_steps"], a["num_envs"]) == (5, n, 1)
     assert a["powerzoo_version"] == powerzoo.__version__ and a["normalized"] is False
     assert a["observation_fields"][0] == "soc" and a["action_fields"] == ["p_mw"]
@@ -92,13 +103,16 @@ def test_dataset_equals_a_fresh_rollout_with_the_same_seed_and_policy(tmp_path):
         assert episode["truncations"][-1] and not episode["truncations"][:-1].any()
         assert dataset.episode_returns[i] == pytest.approx(sum(rewards))
     # evaluate() follows the same rule, so it replays the dataset's episodes
-    assert evaluate(RandomPolicy(env.action_space), env, n_episodes, seed)["mean_return"] == pytest.approx(
-        dataset.attrs["mean_return"])
+    assert evaluate(RandomPolicy(env.action_space), env, n_episodes, seed)[
+        "mean_return"
+    ] == pytest.approx(dataset.attrs["mean_return"])
 
 
 def test_small_buffers_append_the_same_data_as_one_block(tmp_path):
     one_block = collect_random(tmp_path / "a.h5", 5, seed=1)
-    many_blocks = collect_random(tmp_path / "b.h5", 5, seed=1, buffer_steps=30)  # one append per episode
+    many_blocks = collect_random(
+        tmp_path / "b.h5", 5, seed=1, buffer_steps=30
+    )  # one append per episode
     for key in ("observations", "actions", "rewards", "next_observations", "episode_returns"):
         np.testing.assert_array_equal(getattr(one_block, key), getattr(many_blocks, key))
     np.testing.assert_array_equal(one_block.infos["cost_sum"], many_blocks.infos["cost_sum"])
@@ -107,7 +121,10 @@ def test_small_buffers_append_the_same_data_as_one_block(tmp_path):
 def test_episodes_and_minibatches(tmp_path):
     dataset = collect_random(tmp_path / "d.h5", 3, seed=0)
     episode = dataset.episode(-1)
-    assert episode["observations"].shape == (48, 6) and set(episode["infos"]) == {"cost_sum", "is_safe"}
+    assert episode["observations"].shape == (48, 6) and set(episode["infos"]) == {
+        "cost_sum",
+        "is_safe",
+    }
     np.testing.assert_array_equal(episode["observations"][1:], episode["next_observations"][:-1])
     np.testing.assert_array_equal(episode["observations"], dataset.observations[96:])
     with pytest.raises(IndexError, match="3 episodes"):
@@ -115,7 +132,9 @@ def test_episodes_and_minibatches(tmp_path):
     batches = list(dataset.iter_minibatches(batch_size=50, seed=0))
     assert [len(b["rewards"]) for b in batches] == [50, 50, 44]
     seen = np.concatenate([b["observations"] for b in batches])
-    assert sorted(map(tuple, seen)) == sorted(map(tuple, dataset.observations))  # each transition once
+    assert sorted(map(tuple, seen)) == sorted(
+        map(tuple, dataset.observations)
+    )  # each transition once
     again = next(dataset.iter_minibatches(batch_size=50, seed=0))
     np.testing.assert_array_equal(again["actions"], batches[0]["actions"])
     assert set(again["infos"]) == {"cost_sum", "is_safe"}
@@ -137,10 +156,16 @@ def test_vector_env_collection_stores_whole_episodes_reproducibly(tmp_path):
     np.testing.assert_array_equal(first.actions, second.actions)
     for i in (0, 7, 8, 19):
         ep = first.episode(i)
-        np.testing.assert_array_equal(ep["observations"][1:], ep["next_observations"][:-1])  # contiguous
-        assert ep["observations"][0, 5] == 1.0 and ep["next_observations"][-1, 5] == 0.0  # time_remaining
+        np.testing.assert_array_equal(
+            ep["observations"][1:], ep["next_observations"][:-1]
+        )  # contiguous
+        assert (
+            ep["observations"][0, 5] == 1.0 and ep["next_observations"][-1, 5] == 0.0
+        )  # time_remaining
         assert ep["truncations"][-1] and ep["truncations"].sum() == 1
-        assert first.episode_returns[i] == pytest.approx(ep["rewards"].astype(np.float64).sum(), rel=1e-5)
+        assert first.episode_returns[i] == pytest.approx(
+            ep["rewards"].astype(np.float64).sum(), rel=1e-5
+        )
 
 
 def test_episode_buffer_hands_out_ragged_episodes_in_finishing_order():
@@ -149,8 +174,10 @@ def test_episode_buffer_hands_out_ragged_episodes_in_finishing_order():
     done[[2, 6, 9], 0] = True  # stream 0: episodes of 3, 4, 3 steps
     done[[4, 5], 1] = True  # stream 1: 5, 1, then an unfinished tail
     done[[1, 8], 2] = True  # stream 2: 2, 7
-    buffer = _EpisodeBuffer(("observations", "actions", "rewards", "next_observations", "terminals", "truncations"),
-                            batched=True)
+    buffer = _EpisodeBuffer(
+        ("observations", "actions", "rewards", "next_observations", "terminals", "truncations"),
+        batched=True,
+    )
     taken = []
     for t in range(10):
         payload = np.array([[s, t] for s in range(3)], np.float32)
@@ -170,19 +197,26 @@ def test_episode_buffer_hands_out_ragged_episodes_in_finishing_order():
 def test_multi_agent_dict_env_dataset_keeps_an_agent_axis(tmp_path):
     env = TwoAgentDictEnv()
     dataset = DatasetGenerator(env, info_keys=["cost_sum", "is_safe"]).collect(
-        RandomPolicy(env.action_space), n_episodes=3, save_path=tmp_path / "ma.h5", seed=0)
+        RandomPolicy(env.action_space), n_episodes=3, save_path=tmp_path / "ma.h5", seed=0
+    )
     n = 3 * TwoAgentDictEnv.HORIZON
     assert dataset.agents == ["a0", "a1"]
     assert dataset.observations.shape == (n, 2, 2) and dataset.actions.shape == (n, 2, 1)
     assert dataset.rewards.shape == (n, 2) and dataset.terminals.shape == (n,)
     assert dataset.episode_returns.shape == (3, 2)
-    np.testing.assert_allclose(dataset.rewards[:, 1], -2 * np.abs(dataset.actions[:, 1, 0]), rtol=1e-6)
+    np.testing.assert_allclose(
+        dataset.rewards[:, 1], -2 * np.abs(dataset.actions[:, 1, 0]), rtol=1e-6
+    )
     assert dataset.attrs["mean_return"] == pytest.approx(dataset.episode_returns.sum(axis=1).mean())
-    np.testing.assert_allclose(dataset.infos["cost_sum"], np.maximum(0, dataset.actions[:, :, 0].sum(axis=1) - 1),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        dataset.infos["cost_sum"],
+        np.maximum(0, dataset.actions[:, :, 0].sum(axis=1) - 1),
+        atol=1e-6,
+    )
     # a fresh rollout with the same seeds reproduces it, as for single-agent envs
     assert evaluate(RandomPolicy(env.action_space), env, 3, seed=0)["mean_return"] == pytest.approx(
-        dataset.attrs["mean_return"])
+        dataset.attrs["mean_return"]
+    )
 
 
 def test_seed_page_pattern6_verbatim_on_marl_opf(tmp_path):
@@ -196,9 +230,13 @@ def test_seed_page_pattern6_verbatim_on_marl_opf(tmp_path):
     )
     n_agents = len(env.possible_agents)
     assert dataset.agents == list(env.possible_agents)
-    assert dataset.actions.shape[:2] == (dataset.n_steps, n_agents) and dataset.rewards.shape == (dataset.n_steps, n_agents)
-    assert evaluate(RandomPolicy(env.action_space), env, 2, seed=42)["mean_return"] == pytest.approx(
-        dataset.attrs["mean_return"])
+    assert dataset.actions.shape[:2] == (dataset.n_steps, n_agents) and dataset.rewards.shape == (
+        dataset.n_steps,
+        n_agents,
+    )
+    assert evaluate(RandomPolicy(env.action_space), env, 2, seed=42)[
+        "mean_return"
+    ] == pytest.approx(dataset.attrs["mean_return"])
 
 
 # ---- no partial files ----------------------------------------------------------------------------
@@ -255,8 +293,11 @@ DatasetGenerator(env, buffer_steps=48).collect(StallAfter(env.action_space), 50,
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_a_killed_collection_leaves_no_file_at_save_path(tmp_path, sig):
     path, marker = tmp_path / "d.h5", tmp_path / "stalled"
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path), str(marker)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(path), str(marker)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
@@ -297,7 +338,10 @@ def test_foreign_hdf5_and_broken_datasets_are_named(tmp_path):
     foreign = tmp_path / "foreign.h5"
     with h5py.File(foreign, "w") as f:
         f["states"] = np.zeros((3, 2))
-    with pytest.raises(ValueError, match=r"foreign.h5: an HDF5 file but not a PowerZoo offline dataset .*\['states'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"foreign.h5: an HDF5 file but not a PowerZoo offline dataset .*\['states'\]",
+    ):
         DatasetLoader(foreign)
 
     path = tmp_path / "d.h5"
@@ -315,8 +359,13 @@ def test_foreign_hdf5_and_broken_datasets_are_named(tmp_path):
 
 def test_bad_arguments_are_reported_before_any_file_is_written(tmp_path):
     env = make_env(TASK)
-    with pytest.raises(ValueError, match="info key 'no_such_key' is not in the env's step info; available: .*cost_sum"):
-        DatasetGenerator(env, info_keys=["no_such_key"]).collect(RandomPolicy(env.action_space), 1, tmp_path / "x.h5")
+    with pytest.raises(
+        ValueError,
+        match="info key 'no_such_key' is not in the env's step info; available: .*cost_sum",
+    ):
+        DatasetGenerator(env, info_keys=["no_such_key"]).collect(
+            RandomPolicy(env.action_space), 1, tmp_path / "x.h5"
+        )
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError, match="n_episodes must be a positive int"):
         DatasetGenerator(env).collect(RandomPolicy(env.action_space), 0, tmp_path / "x.h5")
@@ -334,25 +383,60 @@ def test_to_minari_without_minari_names_the_pip_command(tmp_path, monkeypatch):
 # ---- CLI -----------------------------------------------------------------------------------------
 def test_cli_collect_writes_a_dataset_and_reports_speed(tmp_path, capsys):
     path = tmp_path / "rule.h5"
-    assert main(["collect", TASK, "--policy", "rule_based", "--episodes", "2", "-o", str(path), "--split", "test",
-                 "--seed", "5"]) == 0
+    assert (
+        main(
+            [
+                "collect",
+                TASK,
+                "--policy",
+                "rule_based",
+                "--episodes",
+                "2",
+                "-o",
+                str(path),
+                "--split",
+                "test",
+                "--seed",
+                "5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "transitions/s" in out and "MB" in out
     with DatasetLoader(path) as dataset:
-        assert (dataset.attrs["policy"], dataset.attrs["split"], dataset.attrs["seed"]) == ("rule_based", "test", 5)
-        assert dataset.n_steps == 96 and set(dataset.infos) == {"constraint_costs", "cost_sum", "is_safe"}
+        assert (dataset.attrs["policy"], dataset.attrs["split"], dataset.attrs["seed"]) == (
+            "rule_based",
+            "test",
+            5,
+        )
+        assert dataset.n_steps == 96 and set(dataset.infos) == {
+            "constraint_costs",
+            "cost_sum",
+            "is_safe",
+        }
     fast = tmp_path / "random.h5"
     assert main(["collect", TASK, "--episodes", "10", "-o", str(fast)]) == 0
     assert DatasetLoader(fast).attrs["num_envs"] == 64  # the random policy uses the vector env
-    assert main(["collect", TASK, "--policy", "oracle", "--num-envs", "4", "-o", str(tmp_path / "x.h5")]) == 2
+    assert (
+        main(
+            ["collect", TASK, "--policy", "oracle", "--num-envs", "4", "-o", str(tmp_path / "x.h5")]
+        )
+        == 2
+    )
     assert "--num-envs 4 needs --policy random" in capsys.readouterr().err
 
 
 def test_constant_discharge_dataset_records_its_violations(tmp_path):
     env = make_env(TASK)
     dataset = DatasetGenerator(env, info_keys=["cost_soc_violation", "is_safe"]).collect(
-        ConstantPolicy(np.array([25.0], np.float32)), 1, tmp_path / "d.h5", seed=0)
+        ConstantPolicy(np.array([25.0], np.float32)), 1, tmp_path / "d.h5", seed=0
+    )
     assert dataset.attrs["policy"] == "constant"
     assert dataset.infos["cost_soc_violation"].sum() == pytest.approx(
-        evaluate(ConstantPolicy(np.array([25.0], np.float32)), env, 1, seed=0)["mean_costs"]["soc_violation"], rel=1e-5)
+        evaluate(ConstantPolicy(np.array([25.0], np.float32)), env, 1, seed=0)["mean_costs"][
+            "soc_violation"
+        ],
+        rel=1e-5,
+    )
     assert not dataset.infos["is_safe"][-1]

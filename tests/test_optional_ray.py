@@ -18,7 +18,9 @@ print(sorted(name for name in sys.modules if name == "ray" or name.startswith("r
 
 
 def test_an_ordinary_session_never_imports_ray():
-    out = subprocess.run([sys.executable, "-c", ORDINARY_SESSION], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", ORDINARY_SESSION], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]", out.stdout
 
 
@@ -44,5 +46,7 @@ except ImportError as err:
 
 
 def test_without_the_extra_the_rllib_framework_names_the_install_command():
-    out = subprocess.run([sys.executable, "-c", WITHOUT_RAY], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", WITHOUT_RAY], capture_output=True, text=True, check=True
+    )
     assert 'pip install "powerzoo[ray]"' in out.stdout

@@ -202,8 +202,12 @@ def test_out_arguments_write_the_same_numbers_in_place():
     flow5 = rng.normal(size=(16, case5.n_branch)) * 400.0
     fresh = line_overload_mw(case5, flow5, 0.9)
     assert fresh.max() > 0
-    np.testing.assert_array_equal(line_overload_mw(case5, flow5, 0.9, out=scratch("over", flow5.shape)), fresh)
-    np.testing.assert_array_equal(dispatch_cost(case, gen_p, work=scratch("sq", gen_p.shape)), dispatch_cost(case, gen_p))
+    np.testing.assert_array_equal(
+        line_overload_mw(case5, flow5, 0.9, out=scratch("over", flow5.shape)), fresh
+    )
+    np.testing.assert_array_equal(
+        dispatch_cost(case, gen_p, work=scratch("sq", gen_p.shape)), dispatch_cost(case, gen_p)
+    )
 
 
 def test_scratch_reuses_arrays_by_name_and_shape():
@@ -456,7 +460,11 @@ def test_lmp_equals_finite_difference_of_cost_under_congestion():
     loads = np.repeat(case.bus_pd_mw[None], len(buses), axis=0)
     loads[np.arange(len(buses)), buses] += eps
     bumped = solve_dc_opf(case, loads, line_limit_scale=scale)
-    lowered = solve_dc_opf(case, 2 * np.repeat(case.bus_pd_mw[None], len(buses), axis=0) - loads, line_limit_scale=scale)
+    lowered = solve_dc_opf(
+        case,
+        2 * np.repeat(case.bus_pd_mw[None], len(buses), axis=0) - loads,
+        line_limit_scale=scale,
+    )
     right = (bumped.cost_per_h - base.cost_per_h) / eps
     left = (base.cost_per_h - lowered.cost_per_h) / eps
     # cost(demand) is convex and piecewise quadratic: the LMP is a subgradient, between the one-sided

@@ -24,7 +24,11 @@ def readme_imports() -> list[str]:
     """``from powerzoo... import ...`` / ``import powerzoo...`` lines of the README's code blocks."""
     lines = []
     for block in re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S):
-        lines += [line.strip() for line in block.splitlines() if re.match(r"\s*(from|import) powerzoo", line)]
+        lines += [
+            line.strip()
+            for line in block.splitlines()
+            if re.match(r"\s*(from|import) powerzoo", line)
+        ]
     return lines
 
 
@@ -57,7 +61,9 @@ def test_documented_dotted_name_resolves(dotted):
     pytest.fail(f"{dotted} does not resolve")
 
 
-@pytest.mark.parametrize("package", ["powerzoo.benchmarks", "powerzoo.rl", "powerzoo.envs", "powerzoo.tasks"])
+@pytest.mark.parametrize(
+    "package", ["powerzoo.benchmarks", "powerzoo.rl", "powerzoo.envs", "powerzoo.tasks"]
+)
 def test_every_package_level_name_resolves(package):
     module = importlib.import_module(package)
     assert module.__all__

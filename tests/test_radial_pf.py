@@ -62,8 +62,14 @@ def _oracle_net(case: RadialFeeder):
         pp.create_ext_grid(net, case.slack_bus, vm_pu=case.slack_vm_pu)
         for k in range(case.n_branch):
             pp.create_line_from_parameters(
-                net, case.branch_from_bus[k], case.branch_to_bus[k], 1.0,
-                case.branch_r_ohm[k], case.branch_x_ohm[k], 0.0, 1e5,
+                net,
+                case.branch_from_bus[k],
+                case.branch_to_bus[k],
+                1.0,
+                case.branch_r_ohm[k],
+                case.branch_x_ohm[k],
+                0.0,
+                1e5,
             )
         lines = net.line.index.to_numpy()
     for bus in range(case.n_bus):
@@ -86,7 +92,9 @@ def test_case33bw_base_case_matches_published_values():
     case = load_case("case33bw")
     assert isinstance(case, RadialFeeder)
     assert (case.n_bus, case.n_branch, case.slack_bus) == (33, 32, 0)
-    assert case.total_load_mw == pytest.approx(3.715) and case.total_load_mvar == pytest.approx(2.300)
+    assert case.total_load_mw == pytest.approx(3.715) and case.total_load_mvar == pytest.approx(
+        2.300
+    )
     res = radial_power_flow(case, case.bus_pd_mw, case.bus_qd_mvar)
     assert res.converged.tolist() == [True]
     assert res.p_loss_mw[0] * 1e3 == pytest.approx(202.68, abs=0.005)
@@ -138,10 +146,18 @@ def test_matches_pandapower_newton_raphson_on_random_scenarios(name, method):
         np.testing.assert_allclose(res.branch_p_mw[row], line["p_from_mw"], rtol=0, atol=1e-6)
         np.testing.assert_allclose(res.branch_q_mvar[row], line["q_from_mvar"], rtol=0, atol=1e-6)
         np.testing.assert_allclose(res.branch_i_ka[row], line["i_from_ka"], rtol=0, atol=1e-7)
-        assert res.feeder_p_mw[row] == pytest.approx(float(net.res_ext_grid["p_mw"].iloc[0]), abs=1e-6)
-        assert res.feeder_q_mvar[row] == pytest.approx(float(net.res_ext_grid["q_mvar"].iloc[0]), abs=1e-6)
-        exact_vs_linear.append(np.abs(lindistflow(case, p[row], q[row], slack_vm_pu=vm_slack[row]).vm_pu[0]
-                                      - net.res_bus["vm_pu"].to_numpy()).max())
+        assert res.feeder_p_mw[row] == pytest.approx(
+            float(net.res_ext_grid["p_mw"].iloc[0]), abs=1e-6
+        )
+        assert res.feeder_q_mvar[row] == pytest.approx(
+            float(net.res_ext_grid["q_mvar"].iloc[0]), abs=1e-6
+        )
+        exact_vs_linear.append(
+            np.abs(
+                lindistflow(case, p[row], q[row], slack_vm_pu=vm_slack[row]).vm_pu[0]
+                - net.res_bus["vm_pu"].to_numpy()
+            ).max()
+        )
     # the 1e-6 tolerance tells the exact flow from LinDistFlow, which is off by ~1e-3 p.u.
     assert 1e-4 < max(exact_vs_linear) < 2e-2
     # DER export reverses flow somewhere in these scenarios
@@ -155,9 +171,13 @@ def test_lindistflow_is_linear_and_lossless():
     np.testing.assert_allclose(lin.feeder_p_mw, p.sum(axis=1))
     doubled = lindistflow(case, 2 * p, 2 * q)
     flat = lindistflow(case, 0 * p, 0 * q)
-    np.testing.assert_allclose(doubled.vm_pu**2 - flat.vm_pu**2, 2 * (lin.vm_pu**2 - flat.vm_pu**2), atol=1e-12)
+    np.testing.assert_allclose(
+        doubled.vm_pu**2 - flat.vm_pu**2, 2 * (lin.vm_pu**2 - flat.vm_pu**2), atol=1e-12
+    )
     head = case.branch_from_bus == case.slack_bus
-    np.testing.assert_allclose(lin.branch_p_mw[:, head].sum(axis=1), p.sum(axis=1) - p[:, case.slack_bus])
+    np.testing.assert_allclose(
+        lin.branch_p_mw[:, head].sum(axis=1), p.sum(axis=1) - p[:, case.slack_bus]
+    )
 
 
 # --------------------------------------------------------------------------- batching
@@ -169,12 +189,29 @@ def test_batch_of_identical_rows_equals_single_solve(name):
     p, q = _scenarios(case, 1, seed=5)
     single = radial_power_flow(case, p[0], q[0])  # 1-D input is B = 1
     for batch, method in ((7, "dense"), (7, "sweep"), (300, "auto")):
-        many = radial_power_flow(case, np.repeat(p, batch, axis=0), np.repeat(q, batch, axis=0), method=method)
-        assert many.vm_pu.shape == (batch, case.n_bus) and many.branch_p_mw.shape == (batch, case.n_branch)
-        for key in ("vm_pu", "va_degree", "p_loss_mw", "q_loss_mvar", "branch_p_mw", "branch_q_mvar",
-                    "branch_s_mva", "branch_loading", "feeder_p_mw", "feeder_q_mvar"):
+        many = radial_power_flow(
+            case, np.repeat(p, batch, axis=0), np.repeat(q, batch, axis=0), method=method
+        )
+        assert many.vm_pu.shape == (batch, case.n_bus) and many.branch_p_mw.shape == (
+            batch,
+            case.n_branch,
+        )
+        for key in (
+            "vm_pu",
+            "va_degree",
+            "p_loss_mw",
+            "q_loss_mvar",
+            "branch_p_mw",
+            "branch_q_mvar",
+            "branch_s_mva",
+            "branch_loading",
+            "feeder_p_mw",
+            "feeder_q_mvar",
+        ):
             got, want = getattr(many, key), getattr(single, key)
-            np.testing.assert_allclose(got, np.broadcast_to(want, got.shape), rtol=0, atol=1e-10, err_msg=key)
+            np.testing.assert_allclose(
+                got, np.broadcast_to(want, got.shape), rtol=0, atol=1e-10, err_msg=key
+            )
         assert many.converged.all() and many.iterations == single.iterations
 
 
@@ -206,7 +243,9 @@ def test_results_of_earlier_calls_stay_valid():
     np.testing.assert_array_equal(first.branch_current_pu, saved[1])
     np.testing.assert_array_equal(first.branch_loading, saved[2])
     np.testing.assert_array_equal(kept_view, expected)
-    np.testing.assert_allclose(kept_view, radial_power_flow(case, 1.1 * p, 1.1 * q).vm_pu, atol=1e-12)
+    np.testing.assert_allclose(
+        kept_view, radial_power_flow(case, 1.1 * p, 1.1 * q).vm_pu, atol=1e-12
+    )
 
 
 def test_power_balance_sign_convention_and_reverse_flow():
@@ -226,12 +265,16 @@ def test_warm_start_and_head_voltage():
     case = load_case("case141")
     p, q = _scenarios(case, 4, seed=3)
     cold = radial_power_flow(case, p, q)
-    assert radial_power_flow(case, p, q, v_init=cold.v_complex_pu).iterations == 1  # at the solution
+    assert (
+        radial_power_flow(case, p, q, v_init=cold.v_complex_pu).iterations == 1
+    )  # at the solution
     warm = radial_power_flow(case, 1.01 * p, 1.01 * q, v_init=cold.v_complex_pu)
     again = radial_power_flow(case, 1.01 * p, 1.01 * q)
     assert warm.iterations <= again.iterations
     np.testing.assert_allclose(warm.vm_pu, again.vm_pu, rtol=0, atol=1e-8)
-    assert radial_power_flow(case, case.bus_pd_mw, case.bus_qd_mvar).iterations <= 2  # base-case guess
+    assert (
+        radial_power_flow(case, case.bus_pd_mw, case.bus_qd_mvar).iterations <= 2
+    )  # base-case guess
     raised = radial_power_flow(case, p, q, slack_vm_pu=1.05)
     np.testing.assert_allclose(raised.vm_pu[:, case.slack_bus], 1.05)
     assert np.all(raised.p_loss_mw < cold.p_loss_mw)  # higher voltage, lower current
@@ -247,11 +290,27 @@ def test_overloaded_scenarios_report_non_convergence_without_nan(name, method):
     scale = np.array([1.0, 4.5, 8.0, 100.0, 1e4])[:, None]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no RuntimeWarning from overflow / division either
-        res = radial_power_flow(case, scale * case.bus_pd_mw, scale * case.bus_qd_mvar, method=method, max_iter=40)
-        arrays = {key: getattr(res, key) for key in (
-            "vm_pu", "va_degree", "v_complex_pu", "p_loss_mw", "q_loss_mvar", "branch_p_mw",
-            "branch_q_mvar", "branch_s_mva", "branch_i_ka", "branch_loading", "feeder_p_mw",
-            "feeder_q_mvar", "branch_current_pu")}
+        res = radial_power_flow(
+            case, scale * case.bus_pd_mw, scale * case.bus_qd_mvar, method=method, max_iter=40
+        )
+        arrays = {
+            key: getattr(res, key)
+            for key in (
+                "vm_pu",
+                "va_degree",
+                "v_complex_pu",
+                "p_loss_mw",
+                "q_loss_mvar",
+                "branch_p_mw",
+                "branch_q_mvar",
+                "branch_s_mva",
+                "branch_i_ka",
+                "branch_loading",
+                "feeder_p_mw",
+                "feeder_q_mvar",
+                "branch_current_pu",
+            )
+        }
     assert res.converged.tolist() == [True, False, False, False, False]
     for key, value in arrays.items():
         assert np.all(np.isfinite(value)), key
@@ -302,7 +361,9 @@ def test_line_ratings_follow_the_documented_rule_and_can_bind(name):
     case = load_case(name)
     rated_a = np.round(case.branch_rating_ka * 1e3, 6)
     assert set(rated_a) <= set(AMPACITY_LADDER_A)
-    np.testing.assert_allclose(case.branch_rating_mva, np.sqrt(3) * case.branch_base_kv * case.branch_rating_ka)
+    np.testing.assert_allclose(
+        case.branch_rating_mva, np.sqrt(3) * case.branch_base_kv * case.branch_rating_ka
+    )
     base = radial_power_flow(case, case.bus_pd_mw, case.bus_qd_mvar)
     need_a = RATING_MARGIN * base.branch_i_ka[0] * 1e3
     assert np.all(rated_a >= need_a - 1e-6)  # covers the margin ...
@@ -329,9 +390,17 @@ def test_feeder_is_read_only_cached_and_validated():
     with pytest.raises(ValueError, match="case33bw, case141"):
         load_case("case34bw")
     fields = dict(
-        name="toy", base_mva=1.0, slack_bus=0, slack_vm_pu=1.0, bus_base_kv=np.full(3, 10.0),
-        bus_pd_mw=np.zeros(3), bus_qd_mvar=np.zeros(3), bus_vmin_pu=np.full(3, 0.9),
-        bus_vmax_pu=np.full(3, 1.1), branch_r_pu=np.full(2, 0.01), branch_x_pu=np.full(2, 0.01),
+        name="toy",
+        base_mva=1.0,
+        slack_bus=0,
+        slack_vm_pu=1.0,
+        bus_base_kv=np.full(3, 10.0),
+        bus_pd_mw=np.zeros(3),
+        bus_qd_mvar=np.zeros(3),
+        bus_vmin_pu=np.full(3, 0.9),
+        bus_vmax_pu=np.full(3, 1.1),
+        branch_r_pu=np.full(2, 0.01),
+        branch_x_pu=np.full(2, 0.01),
         branch_rating_mva=np.full(2, 5.0),
     )
     with pytest.raises(ValueError, match="towards the feeder head"):

@@ -40,10 +40,16 @@ def _loads(task, days: np.ndarray, steps) -> np.ndarray:
 
 def _baseline(task_id: str, policy: str) -> dict:
     results = json.loads(BASELINES.read_text())["results"]
-    return next(r for r in results if r["task"] == task_id and r["policy"] == policy and r["split"] == "test")
+    return next(
+        r
+        for r in results
+        if r["task"] == task_id and r["policy"] == policy and r["split"] == "test"
+    )
 
 
-def _episodes(task, days: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _episodes(
+    task, days: np.ndarray, actions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Roll ``actions`` [H, D, n_gen] through ``task.step``: per-day system return ($),
     thermal overload and power imbalance (MWh)."""
     rng = np.random.default_rng(0)
@@ -85,10 +91,13 @@ def test_balance_limits_monotone_and_deterministic(tasks, task_id):
     np.testing.assert_array_equal(again, p)
 
 
-@pytest.mark.parametrize(("task_id", "days", "steps"), [
-    ("marl_opf", np.array([0, 40, 76]), (0, 18, 36, 40)),
-    ("opf_118", np.array([7, 55]), (12, 36)),
-])
+@pytest.mark.parametrize(
+    ("task_id", "days", "steps"),
+    [
+        ("marl_opf", np.array([0, 40, 76]), (0, 18, 36, 40)),
+        ("opf_118", np.array([7, 55]), (12, 36)),
+    ],
+)
 def test_zero_overload_when_the_hard_dc_opf_is_feasible(tasks, task_id, days, steps):
     task = tasks[task_id]
     case = task.case
@@ -130,7 +139,9 @@ def test_rule_from_system_load_scales_the_bus_loads(tasks, task_id):
         np.testing.assert_allclose(got, expected.gen_p_mw, atol=1e-6, rtol=0)
         np.testing.assert_allclose(one[0], expected.gen_p_mw[0], atol=1e-6, rtol=0)
     else:  # round-off in the scaled loads may flip a near-tie: an equally good redispatch
-        np.testing.assert_allclose(dispatch_cost(case, got), dispatch_cost(case, expected.gen_p_mw), rtol=1e-3)
+        np.testing.assert_allclose(
+            dispatch_cost(case, got), dispatch_cost(case, expected.gen_p_mw), rtol=1e-3
+        )
     # from the agents' global observation (float32), as a task policy would
     state = task.reset(np.random.default_rng(0), np.array([3, 44]))
     state.t[:] = 30
@@ -162,10 +173,13 @@ def test_rejects_bad_shapes(tasks):
         redispatch(task.case, task.case.bus_pd_mw, task.marginal_cost, ptdf=np.zeros((2, 2)))
 
 
-@pytest.mark.parametrize(("task_id", "days"), [
-    ("marl_opf", None),  # the full test split: 77 days x 48 steps
-    ("opf_118", np.array([0, 25, 50, 76])),
-])
+@pytest.mark.parametrize(
+    ("task_id", "days"),
+    [
+        ("marl_opf", None),  # the full test split: 77 days x 48 steps
+        ("opf_118", np.array([0, 25, 50, 76])),
+    ],
+)
 def test_raw_return_between_random_and_oracle(tasks, task_id, days):
     """Team return (= n_agents x system return, as in baselines.json) per test day:
     random <= rule <= oracle, with no line overload, while the network-blind merit order
@@ -175,7 +189,9 @@ def test_raw_return_between_random_and_oracle(tasks, task_id, days):
     days = np.arange(task.n_days) if days is None else days
     horizon = task.spec.horizon
     load = _loads(task, days, range(horizon))  # [H * D, n_bus], exogenous
-    rule = redispatch(case, load, task.marginal_cost).gen_p_mw.reshape(horizon, days.size, case.n_gen)
+    rule = redispatch(case, load, task.marginal_cost).gen_p_mw.reshape(
+        horizon, days.size, case.n_gen
+    )
     merit = task.merit_order_dispatch(load.sum(axis=1)).reshape(horizon, days.size, case.n_gen)
     rule_ret, rule_over, rule_imb = _episodes(task, days, rule)
     merit_ret, merit_over, _ = _episodes(task, days, merit)

@@ -45,8 +45,13 @@ def test_env_contract_and_same_numbers_as_pettingzoo():
         check_multiagent_environments(make_env(task, framework="rllib", seed=1))
     ref = make_env("marl_opf", framework="pettingzoo", seed=3)
     rng = np.random.default_rng(0)
-    plan = [{a: rng.uniform(ref.action_space(a).low, ref.action_space(a).high).astype(np.float32)
-             for a in ref.possible_agents} for _ in range(ref.task_spec.horizon)]
+    plan = [
+        {
+            a: rng.uniform(ref.action_space(a).low, ref.action_space(a).high).astype(np.float32)
+            for a in ref.possible_agents
+        }
+        for _ in range(ref.task_spec.horizon)
+    ]
     it = iter(plan)
     ours, final_obs, terms, truncs = _rollout(env, lambda _obs: next(it))
     it = iter(plan)
@@ -56,7 +61,11 @@ def test_env_contract_and_same_numbers_as_pettingzoo():
         last, rew, *_ = ref.step(actions)
         theirs.append([rew[a] for a in ref.possible_agents])
     np.testing.assert_array_equal(ours, np.asarray(theirs))
-    assert truncs["__all__"] and not terms["__all__"] and set(truncs) == {*env.possible_agents, "__all__"}
+    assert (
+        truncs["__all__"]
+        and not terms["__all__"]
+        and set(truncs) == {*env.possible_agents, "__all__"}
+    )
     for a in env.possible_agents:  # the final observation of every agent
         np.testing.assert_array_equal(final_obs[a], last[a])
     with pytest.raises(RuntimeError, match="reset"):
@@ -82,7 +91,9 @@ def test_infos_numeric_and_bad_input():
 
 
 def test_stream_seed_formula():
-    assert stream_seed(5, 0, 0) == 5  # the first sub-env of the local runner = the PettingZoo env's stream
+    assert (
+        stream_seed(5, 0, 0) == 5
+    )  # the first sub-env of the local runner = the PettingZoo env's stream
     seeds = {stream_seed(s, w, k) for s in range(3) for w in range(3) for k in range(3)}
     assert len(seeds) == 27
     with pytest.raises(ValueError):
@@ -169,13 +180,20 @@ def test_train_one_env_runner(ray_session):
 @pytest.mark.slow  # two remote runners each import RLlib (about 20 s on 2 cores)
 def test_seeds_distinct_across_runners_and_sub_envs(ray_session):
     seed = 11
-    config = (prl.ppo_config("marl_opf", num_env_runners=2, num_envs_per_env_runner=3, seed=seed, reward_scale=1.0)
-              .env_runners(num_cpus_per_env_runner=0.5).training(**TINY))
+    config = (
+        prl.ppo_config(
+            "marl_opf", num_env_runners=2, num_envs_per_env_runner=3, seed=seed, reward_scale=1.0
+        )
+        .env_runners(num_cpus_per_env_runner=0.5)
+        .training(**TINY)
+    )
     algo = config.build_algo()
     try:
         algo.train()
         seen = algo.env_runner_group.foreach_env_runner(
-            lambda r: [(e.unwrapped.sub_env_id, list(e.unwrapped.seed_history)) for e in r.env.envs],
+            lambda r: [
+                (e.unwrapped.sub_env_id, list(e.unwrapped.seed_history)) for e in r.env.envs
+            ],
             local_env_runner=False,
         )
     finally:
@@ -185,7 +203,9 @@ def test_seeds_distinct_across_runners_and_sub_envs(ray_session):
     assert sorted(ids) == [(w, k) for w in (1, 2) for k in range(3)]
     for (w, k), history in envs:
         assert history[0] == stream_seed(seed, w, k)  # env_config seed at construction
-        assert history[-1] == stream_seed(seed + w + k, w, k)  # RLlib's reset seed, config.seed + w + k
+        assert history[-1] == stream_seed(
+            seed + w + k, w, k
+        )  # RLlib's reset seed, config.seed + w + k
     used = [s for _, history in envs for s in history]
     assert len(set(used)) == len(used)  # no two sub-envs ever share a stream
 

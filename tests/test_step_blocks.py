@@ -25,8 +25,17 @@ def test_state_and_output_blocks_round_trip():
     merged = concat_states(blocks)
     for f in dataclasses.fields(state):
         np.testing.assert_array_equal(getattr(merged, f.name), getattr(state, f.name))
-    out = [StepOutput(np.full(n, float(n)), np.ones((n, 2)), np.zeros((n, 1)), np.zeros(n, bool), np.ones((n, 3)),
-                      {"x": np.arange(n), "y": np.ones((n, 4))}) for n in (2, 3)]
+    out = [
+        StepOutput(
+            np.full(n, float(n)),
+            np.ones((n, 2)),
+            np.zeros((n, 1)),
+            np.zeros(n, bool),
+            np.ones((n, 3)),
+            {"x": np.arange(n), "y": np.ones((n, 4))},
+        )
+        for n in (2, 3)
+    ]
     joined = concat_outputs(out)
     np.testing.assert_array_equal(joined.reward, [2, 2, 3, 3, 3])
     assert joined.action_applied.shape == (5, 3) and joined.info["y"].shape == (5, 4)

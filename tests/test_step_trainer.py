@@ -23,7 +23,6 @@ from powerzoo.rl.step_trainer import StepResult, StepTrainer, StepTrainerConfig
 QUIET = {"headless": True, "disable_progressbar": True}
 
 
-
 class ToyEnv(gym.Env):
     """Reach a fixed target action; 10-step episodes ending by time-out; counts renders and closes."""
 
@@ -63,14 +62,18 @@ def battery(seed: int = 0, **kwargs):
 
 
 def params(model) -> np.ndarray:
-    return torch.nn.utils.parameters_to_vector(model.policy.parameters()).detach().cpu().numpy().copy()
+    return (
+        torch.nn.utils.parameters_to_vector(model.policy.parameters()).detach().cpu().numpy().copy()
+    )
 
 
 # ------------------------------------------------------------------------------------------ config
 
 
 def test_config_from_dict_round_trip_and_defaults():
-    cfg = StepTrainerConfig.from_dict({"timesteps": 10, "headless": True, "disable_progressbar": None})
+    cfg = StepTrainerConfig.from_dict(
+        {"timesteps": 10, "headless": True, "disable_progressbar": None}
+    )
     assert (cfg.timesteps, cfg.headless, cfg.disable_progressbar) == (10, True, None)
     assert StepTrainerConfig.from_dict(cfg.to_dict()) == cfg
     default = StepTrainerConfig()
@@ -126,7 +129,9 @@ def test_snippet_sac_learns_after_learning_starts_and_eval_is_pure():
             np.testing.assert_array_equal(params(model), before)  # no update during warm-up
         assert model.num_timesteps == timestep + 1
     assert isinstance(obs, np.ndarray) and obs.shape == env.observation_space.shape
-    assert isinstance(reward, float) and isinstance(terminated, bool) and isinstance(truncated, bool)
+    assert (
+        isinstance(reward, float) and isinstance(terminated, bool) and isinstance(truncated, bool)
+    )
     assert isinstance(info, dict) and "price_per_mwh" in info
     assert model.replay_buffer.pos == 60
     assert model._n_updates == 60 - model.learning_starts
@@ -175,7 +180,15 @@ def test_other_algorithms_update(algo):
     elif algo == "td3":
         env = ToyEnv()
         noise = NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
-        model = TD3("MlpPolicy", env, learning_starts=10, batch_size=16, action_noise=noise, policy_delay=1, seed=0)
+        model = TD3(
+            "MlpPolicy",
+            env,
+            learning_starts=10,
+            batch_size=16,
+            action_noise=noise,
+            policy_delay=1,
+            seed=0,
+        )
     else:
         env = ToyEnv()
         model = A2C("MlpPolicy", env, n_steps=5, seed=0)
@@ -295,7 +308,9 @@ def test_eval_on_the_shared_env_closes_the_training_episode_as_truncated():
     with torch.no_grad():
         value = ppo.policy.predict_values(torch.as_tensor(last_obs)).item()
     trainer.eval()
-    np.testing.assert_allclose(ppo.rollout_buffer.rewards[3, 0], raw[3] + ppo.gamma * value, rtol=1e-5)
+    np.testing.assert_allclose(
+        ppo.rollout_buffer.rewards[3, 0], raw[3] + ppo.gamma * value, rtol=1e-5
+    )
     trainer.train()
     assert ppo.rollout_buffer.episode_starts[4, 0] == 1
 
@@ -366,7 +381,9 @@ def test_stochastic_evaluation_samples(stochastic):
     first = [trainer.eval()[1] for _ in range(5)]
     trainer.reset()
     second = [trainer.eval()[1] for _ in range(5)]
-    assert (first != second) == stochastic  # same observations: only sampling can change the rewards
+    assert (
+        first != second
+    ) == stochastic  # same observations: only sampling can change the rewards
 
 
 # ------------------------------------------------------------------------------------------ logging, rendering, bars
@@ -393,7 +410,9 @@ def test_episode_summaries_are_logged(monkeypatch):
     episode = trainer.train_episodes[0]
     assert spy.records["rollout/episode_length"] == [48]
     assert spy.records["rollout/episode_return"] == [pytest.approx(episode["return"])]
-    assert spy.records["rollout/episode_cost_soc_violation"] == [pytest.approx(float(episode["costs"][0]))]
+    assert spy.records["rollout/episode_cost_soc_violation"] == [
+        pytest.approx(float(episode["costs"][0]))
+    ]
     assert "rollout/episode_cost_sum" in spy.records
     for _ in range(48):
         trainer.eval()
@@ -528,7 +547,11 @@ def test_env_is_closed_once_at_interpreter_exit(tmp_path):
     path.write_text(script)
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run(
-        [sys.executable, str(path)], capture_output=True, text=True, timeout=120, cwd=root,
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert out.returncode == 0, out.stderr
@@ -552,7 +575,9 @@ def test_ppo_trained_step_by_step_beats_random_on_test_days():
     for timestep in range(2048):
         trainer.train(timestep=timestep)
     trained = evaluate_days(SB3Policy(model), test_env, days)["mean_return"]
-    random = evaluate_days(RandomPolicy(test_env.action_space, seed=0), test_env, days)["mean_return"]
+    random = evaluate_days(RandomPolicy(test_env.action_space, seed=0), test_env, days)[
+        "mean_return"
+    ]
     assert trained > random + 500.0, (trained, random)
     assert trained > untrained + 500.0, (trained, untrained)
 
@@ -570,7 +595,9 @@ def test_sac_trained_step_by_step_beats_random_on_test_days():
     for timestep in range(1500):
         trainer.train(timestep=timestep)
     trained = evaluate_days(SB3Policy(model), test_env, days)["mean_return"]
-    random = evaluate_days(RandomPolicy(test_env.action_space, seed=0), test_env, days)["mean_return"]
+    random = evaluate_days(RandomPolicy(test_env.action_space, seed=0), test_env, days)[
+        "mean_return"
+    ]
     assert trained > random + 500.0, (trained, random)
 
 

@@ -21,8 +21,12 @@ def test_measure_steps_single_and_batched_envs(throughput):
     single = throughput.measure("marl_opf", 1, 0.05, min_window=0.01)
     batched = throughput.measure("marl_opf", 8, 0.05, min_window=0.01)
     for row in (single, batched):
-        assert row["steps_per_s"] > 0 and row["us_per_env_step"] > 0 and row["cpu_us_per_env_step"] > 0
-        assert row["windows"] >= 3 and row["mean_steps_per_s"] <= row["steps_per_s"]  # the fastest window
+        assert (
+            row["steps_per_s"] > 0 and row["us_per_env_step"] > 0 and row["cpu_us_per_env_step"] > 0
+        )
+        assert (
+            row["windows"] >= 3 and row["mean_steps_per_s"] <= row["steps_per_s"]
+        )  # the fastest window
         assert row["peak_rss_mb"] > 0 and row["task"] == "marl_opf"
         assert row["us_per_env_step"] == pytest.approx(1e6 / row["steps_per_s"])
     assert (single["num_envs"], batched["num_envs"]) == (1, 8)
@@ -42,7 +46,12 @@ def test_results_table_csv_json_and_plot(throughput, tmp_path):
         {"task": "b", "num_envs": 1, "steps_per_s": 500.0, "us_per_env_step": 2000.0},
     ]
     paths = throughput.write_results(rows, tmp_path / "out")
-    assert [p.name for p in paths] == ["throughput.csv", "throughput.json", "throughput.md", "throughput.png"]
+    assert [p.name for p in paths] == [
+        "throughput.csv",
+        "throughput.json",
+        "throughput.md",
+        "throughput.png",
+    ]
     assert all(p.stat().st_size > 0 for p in paths)
     assert json.loads(paths[1].read_text()) == rows
     table = paths[2].read_text().splitlines()

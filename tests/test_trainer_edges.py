@@ -16,13 +16,25 @@ import yaml
 
 from powerzoo.rl import ConfigError, Trainer
 
-TINY_PPO = {"n_steps": 64, "batch_size": 64, "n_epochs": 1}  # 2 envs x 64 steps = 128 env steps per rollout
+TINY_PPO = {
+    "n_steps": 64,
+    "batch_size": 64,
+    "n_epochs": 1,
+}  # 2 envs x 64 steps = 128 env steps per rollout
 QUIET = {"logging": {"progress_bar": False, "tensorboard": False}}
 
 
 def _tiny(tmp_path: Path, name: str, **overrides) -> Trainer:
-    options = {"total_timesteps": 256, "n_envs": 2, "seed": 0, "output_dir": str(tmp_path), "name": name,
-               "algorithm_kwargs": TINY_PPO, **QUIET, **overrides}
+    options = {
+        "total_timesteps": 256,
+        "n_envs": 2,
+        "seed": 0,
+        "output_dir": str(tmp_path),
+        "name": name,
+        "algorithm_kwargs": TINY_PPO,
+        **QUIET,
+        **overrides,
+    }
     return Trainer("battery_arbitrage", **options)
 
 
@@ -35,8 +47,13 @@ def _csv_steps(run: Path) -> list[int]:
 def tiny_run(tmp_path_factory) -> Path:
     """A finished 384-step PPO run on battery_arbitrage: evaluated at 256 and at the end, checkpointed every 128."""
     out = tmp_path_factory.mktemp("runs")
-    trainer = _tiny(out, "tiny", total_timesteps=384, evaluation={"freq": 256, "episodes": 2},
-                    checkpoint={"freq": 128})
+    trainer = _tiny(
+        out,
+        "tiny",
+        total_timesteps=384,
+        evaluation={"freq": 256, "episodes": 2},
+        checkpoint={"freq": 128},
+    )
     trainer.train()
     trainer.close()
     return trainer.run_dir
@@ -45,16 +62,24 @@ def tiny_run(tmp_path_factory) -> Path:
 # ---- item 8: trainer.load(path) on an instance -------------------------------------------------------
 def test_load_on_an_instance_loads_into_it(tiny_run):
     fresh = Trainer.load(tiny_run)  # the classmethod form still builds a new trainer
-    assert isinstance(fresh, Trainer) and fresh.model.num_timesteps == 384 and fresh.run_dir == tiny_run
+    assert (
+        isinstance(fresh, Trainer)
+        and fresh.model.num_timesteps == 384
+        and fresh.run_dir == tiny_run
+    )
 
     trainer = Trainer("battery_arbitrage", total_timesteps=10, algorithm="SAC")
     returned = trainer.load(tiny_run)
     assert returned is trainer
-    assert trainer.algorithm == "PPO" and trainer.config.total_timesteps == 384  # the saved run's config
+    assert (
+        trainer.algorithm == "PPO" and trainer.config.total_timesteps == 384
+    )  # the saved run's config
     assert trainer.model is not None and trainer.model.num_timesteps == 384
     assert trainer.run_dir == tiny_run
     stats, expected = trainer.policy().obs_stats, fresh.policy().obs_stats
-    assert stats is not None and np.array_equal(stats["mean"], expected["mean"])  # normalisation statistics
+    assert stats is not None and np.array_equal(
+        stats["mean"], expected["mean"]
+    )  # normalisation statistics
     a = trainer.evaluate(split="val", n_episodes=2)
     b = fresh.evaluate(split="val", n_episodes=2)
     assert a["mean_return"] == b["mean_return"]
@@ -68,13 +93,17 @@ def test_load_on_an_instance_replaces_a_trained_model_and_picks_the_model(tiny_r
     best = json.loads((tiny_run / "evaluation" / "best_model.json").read_text())
     from powerzoo.benchmarks.evaluation import evaluate_days
 
-    again = evaluate_days(trainer.policy(), trainer.make_eval_env("val"), best["day_ids"], seed=best["seed"])
+    again = evaluate_days(
+        trainer.policy(), trainer.make_eval_env("val"), best["day_ids"], seed=best["seed"]
+    )
     assert again["mean_return"] == pytest.approx(best["mean_return"], rel=1e-9)
 
 
 def test_load_on_an_instance_of_another_task_is_refused_and_changes_nothing(tiny_run):
     trainer = Trainer("dc_microgrid", total_timesteps=10)
-    with pytest.raises(ValueError, match=r"holds a battery_arbitrage model but this trainer is for dc_microgrid"):
+    with pytest.raises(
+        ValueError, match=r"holds a battery_arbitrage model but this trainer is for dc_microgrid"
+    ):
         trainer.load(tiny_run)
     assert trainer.task == "dc_microgrid" and trainer.model is None and trainer.run_dir is None
     with pytest.raises(FileNotFoundError, match="no config.yaml"):
@@ -83,8 +112,14 @@ def test_load_on_an_instance_of_another_task_is_refused_and_changes_nothing(tiny
 
 def test_load_documents_both_forms():
     assert list(inspect.signature(Trainer.load).parameters) == ["path", "model"]
-    assert list(inspect.signature(Trainer("battery_arbitrage").load).parameters) == ["path", "model"]
-    assert "trainer.load(path)" in Trainer.load.__doc__ and "Trainer.load(path)" in Trainer.load.__doc__
+    assert list(inspect.signature(Trainer("battery_arbitrage").load).parameters) == [
+        "path",
+        "model",
+    ]
+    assert (
+        "trainer.load(path)" in Trainer.load.__doc__
+        and "Trainer.load(path)" in Trainer.load.__doc__
+    )
 
 
 # ---- item 9: evaluate once more when training ends -------------------------------------------------
@@ -93,14 +128,20 @@ def test_a_run_shorter_than_the_evaluation_period_is_still_evaluated(tmp_path):
     result = trainer.train()
     run = result.run_dir
     assert _csv_steps(run) == [256]
-    assert len(result.evaluations) == 1 and result.best_mean_return == result.evaluations[0]["mean_return"]
+    assert (
+        len(result.evaluations) == 1
+        and result.best_mean_return == result.evaluations[0]["mean_return"]
+    )
     assert (run / "evaluation" / "best_model.zip").is_file()
     assert json.loads((run / "evaluation" / "best_model.json").read_text())["timestep"] == 256
     assert Trainer.load(run, model="best").model.num_timesteps == 256
 
 
 def test_the_final_evaluation_follows_the_periodic_ones(tiny_run):
-    assert _csv_steps(tiny_run) == [256, 384]  # (a run ending on an evaluation step: test_training's short_run)
+    assert _csv_steps(tiny_run) == [
+        256,
+        384,
+    ]  # (a run ending on an evaluation step: test_training's short_run)
 
 
 def test_resume_does_not_duplicate_the_final_evaluation(tiny_run, tmp_path):
@@ -117,7 +158,9 @@ def test_resume_does_not_duplicate_the_final_evaluation(tiny_run, tmp_path):
     (checkpoints / "latest").write_text("step_000000000256")
     (run / "model.zip").unlink()
     state = json.loads((run / "run_state.json").read_text())
-    (run / "run_state.json").write_text(json.dumps({**state, "status": "running", "num_timesteps": 256}))
+    (run / "run_state.json").write_text(
+        json.dumps({**state, "status": "running", "num_timesteps": 256})
+    )
     resumed = Trainer.resume(run)
     resumed.close()
     assert resumed.result.num_timesteps == 384 and _csv_steps(run) == [256, 384]
@@ -126,8 +169,16 @@ def test_resume_does_not_duplicate_the_final_evaluation(tiny_run, tmp_path):
 
 # ---- item 13: the whole config is checked before the run folder exists -----------------------------
 def _config_file(tmp_path: Path, env: dict | None = None, **fields) -> Path:
-    cfg = {"task": "battery_arbitrage", "total_timesteps": 256, "n_envs": 2, "output_dir": str(tmp_path / "runs"),
-           "algorithm_kwargs": TINY_PPO, **QUIET, **({"env": env} if env is not None else {}), **fields}
+    cfg = {
+        "task": "battery_arbitrage",
+        "total_timesteps": 256,
+        "n_envs": 2,
+        "output_dir": str(tmp_path / "runs"),
+        "algorithm_kwargs": TINY_PPO,
+        **QUIET,
+        **({"env": env} if env is not None else {}),
+        **fields,
+    }
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -136,17 +187,37 @@ def _config_file(tmp_path: Path, env: dict | None = None, **fields) -> Path:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"env": {"split": "tran"}}, "field 'env.split': unknown split 'tran' for battery_arbitrage; valid: train, val"),
-        ({"evaluation": {"split": "validation"}}, "field 'evaluation.split': unknown split 'validation'"),
-        ({"env": {"task_kwargs": {"energy_capacity": 200}}}, "field 'env.task_kwargs': battery_arbitrage got unknown "
-                                                             "parameter(s) ['energy_capacity']"),
-        ({"env": {"task_kwargs": {"energy_capacity_mwh": -1}}}, "field 'env.task_kwargs': energy_capacity_mwh must be"),
+        (
+            {"env": {"split": "tran"}},
+            "field 'env.split': unknown split 'tran' for battery_arbitrage; valid: train, val",
+        ),
+        (
+            {"evaluation": {"split": "validation"}},
+            "field 'evaluation.split': unknown split 'validation'",
+        ),
+        (
+            {"env": {"task_kwargs": {"energy_capacity": 200}}},
+            "field 'env.task_kwargs': battery_arbitrage got unknown "
+            "parameter(s) ['energy_capacity']",
+        ),
+        (
+            {"env": {"task_kwargs": {"energy_capacity_mwh": -1}}},
+            "field 'env.task_kwargs': energy_capacity_mwh must be",
+        ),
         ({"env": {"obs_mode": "local"}}, "field 'env.obs_mode': battery_arbitrage is single-agent"),
-        ({"env": {"forecast_horizon": 100}}, "field 'env.forecast_horizon': forecast_horizon 100 exceeds"),
+        (
+            {"env": {"forecast_horizon": 100}},
+            "field 'env.forecast_horizon': forecast_horizon 100 exceeds",
+        ),
         ({"env": {"reward": "greedy"}}, "field 'env.reward': unknown reward preset 'greedy'"),
-        ({"task": "marl_opf", "env": {"obs_mode": "everything"}}, "field 'env.obs_mode': unknown obs_mode 'everything'"),
-        ({"task": "marl_opf", "env": {"forecast_horizon": 4}}, "field 'env.forecast_horizon': forecast_horizon is "
-                                                               "for single-agent tasks"),
+        (
+            {"task": "marl_opf", "env": {"obs_mode": "everything"}},
+            "field 'env.obs_mode': unknown obs_mode 'everything'",
+        ),
+        (
+            {"task": "marl_opf", "env": {"forecast_horizon": 4}},
+            "field 'env.forecast_horizon': forecast_horizon is for single-agent tasks",
+        ),
     ],
 )
 def test_fields_the_task_rejects_fail_before_any_folder(tmp_path, fields, message):
@@ -158,16 +229,23 @@ def test_fields_the_task_rejects_fail_before_any_folder(tmp_path, fields, messag
 
 
 def test_every_bad_field_is_reported_at_once(tmp_path):
-    path = _config_file(tmp_path, env={"split": "tran", "reward": "greedy"}, evaluation={"split": "nope"})
+    path = _config_file(
+        tmp_path, env={"split": "tran", "reward": "greedy"}, evaluation={"split": "nope"}
+    )
     with pytest.raises(ConfigError) as err:
         Trainer(path)
-    assert all(f"field '{f}'" in str(err.value) for f in ("env.split", "evaluation.split", "env.reward"))
+    assert all(
+        f"field '{f}'" in str(err.value) for f in ("env.split", "evaluation.split", "env.reward")
+    )
 
 
 def test_bad_split_from_the_command_line_leaves_no_folder(tmp_path):
     path = _config_file(tmp_path, env={"split": "tran"})
-    result = subprocess.run([sys.executable, "-m", "powerzoo.cli.main", "train", "-c", str(path)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "powerzoo.cli.main", "train", "-c", str(path)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert f"config {path}: field 'env.split': unknown split 'tran'" in result.stderr
     assert "Traceback" not in result.stderr
@@ -176,7 +254,10 @@ def test_bad_split_from_the_command_line_leaves_no_folder(tmp_path):
 
 @pytest.mark.parametrize(
     ("fields", "error"),
-    [({"policy": "MlpPolicyy"}, ValueError), ({"init_model": "missing/model.zip"}, FileNotFoundError)],
+    [
+        ({"policy": "MlpPolicyy"}, ValueError),
+        ({"init_model": "missing/model.zip"}, FileNotFoundError),
+    ],
 )
 def test_a_model_that_cannot_be_built_leaves_no_folder(tmp_path, fields, error):
     trainer = Trainer(_config_file(tmp_path, **fields))
@@ -187,9 +268,15 @@ def test_a_model_that_cannot_be_built_leaves_no_folder(tmp_path, fields, error):
 
 def test_a_section_given_as_keyword_updates_the_files_section(tmp_path):
     path = _config_file(tmp_path, evaluation={"split": "test", "episodes": 3, "freq": 1000})
-    trainer = Trainer(path, evaluation={"freq": 128})  # what `powerzoo train -c FILE --eval-freq 128` does
-    assert trainer.config.evaluation.model_dump() == {"split": "test", "freq": 128, "episodes": 3,
-                                                      "deterministic": True}
+    trainer = Trainer(
+        path, evaluation={"freq": 128}
+    )  # what `powerzoo train -c FILE --eval-freq 128` does
+    assert trainer.config.evaluation.model_dump() == {
+        "split": "test",
+        "freq": 128,
+        "episodes": 3,
+        "deterministic": True,
+    }
     assert Trainer(path, evaluation=None).config.evaluation is None
 
 
@@ -204,9 +291,13 @@ def test_evaluation_scores_the_task_objective_not_the_training_penalty():
         return {type(e) for e in chain}
 
     trainer = Trainer("battery_arbitrage", reward="penalized", total_timesteps=64)
-    assert RewardOverrideWrapper in wrappers(trainer.make_eval_env("val"))  # model selection: training reward
+    assert RewardOverrideWrapper in wrappers(
+        trainer.make_eval_env("val")
+    )  # model selection: training reward
     objective = trainer.make_eval_env("test", objective=True)
     assert RewardOverrideWrapper not in wrappers(objective)
     objective.reset(seed=0)
-    *_, info = objective.step(objective.action_space.high)  # ask for more than the SOC allows all day
+    *_, info = objective.step(
+        objective.action_space.high
+    )  # ask for more than the SOC allows all day
     assert "task_reward" not in info

@@ -36,7 +36,9 @@ def _write(path: Path, data: dict) -> Path:
 # ---- config validation -----------------------------------------------------------------------------
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_config_from_file_fills_defaults(tmp_path, suffix):
-    cfg = TrainConfig.from_file(_write(tmp_path / f"run{suffix}", {"task": "battery_arbitrage", "total_timesteps": 1000}))
+    cfg = TrainConfig.from_file(
+        _write(tmp_path / f"run{suffix}", {"task": "battery_arbitrage", "total_timesteps": 1000})
+    )
     assert cfg.algorithm == "PPO" and cfg.env.split == "train" and cfg.evaluation.split == "val"
     assert cfg.budget_timesteps() == 1000
     episodes = TrainConfig.from_dict({"task": "battery_arbitrage", "episodes": 10})
@@ -46,15 +48,41 @@ def test_config_from_file_fills_defaults(tmp_path, suffix):
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"task": "battery_arbitrage", "total_timesteps": 10, "evaluaton": {}}, "unknown field 'evaluaton'"),
+        (
+            {"task": "battery_arbitrage", "total_timesteps": 10, "evaluaton": {}},
+            "unknown field 'evaluaton'",
+        ),
         ({"total_timesteps": 10}, "missing required field 'task'"),
         ({"task": "battery_arbitrage"}, "total_timesteps or episodes"),
-        ({"task": "battery_arbitrage", "total_timesteps": 10, "evaluation": {"freq": "often"}}, "'evaluation.freq'"),
-        ({"task": "battery_arbitrage", "total_timesteps": 10, "evaluation": {"frequency": 5}}, "'evaluation.frequency'"),
+        (
+            {"task": "battery_arbitrage", "total_timesteps": 10, "evaluation": {"freq": "often"}},
+            "'evaluation.freq'",
+        ),
+        (
+            {"task": "battery_arbitrage", "total_timesteps": 10, "evaluation": {"frequency": 5}},
+            "'evaluation.frequency'",
+        ),
         ({"task": "nope", "total_timesteps": 10}, "unknown task 'nope'"),
-        ({"task": "battery_arbitrage", "total_timesteps": 10, "algorithm": "DQNX"}, "unknown algorithm 'DQNX'"),
-        ({"task": "battery_arbitrage", "total_timesteps": 10, "algorithm_kwargs": {"learnin_rate": 1}}, "algorithm_kwargs.learnin_rate"),
-        ({"task": "battery_arbitrage", "total_timesteps": 10, "stop_conditions": [{"type": "patience"}]}, "stop condition type 'patience'"),
+        (
+            {"task": "battery_arbitrage", "total_timesteps": 10, "algorithm": "DQNX"},
+            "unknown algorithm 'DQNX'",
+        ),
+        (
+            {
+                "task": "battery_arbitrage",
+                "total_timesteps": 10,
+                "algorithm_kwargs": {"learnin_rate": 1},
+            },
+            "algorithm_kwargs.learnin_rate",
+        ),
+        (
+            {
+                "task": "battery_arbitrage",
+                "total_timesteps": 10,
+                "stop_conditions": [{"type": "patience"}],
+            },
+            "stop condition type 'patience'",
+        ),
     ],
 )
 def test_bad_configs_name_the_file_and_field(tmp_path, data, message):
@@ -74,7 +102,14 @@ def test_config_file_is_never_evaluated(tmp_path):
 def test_trainer_keywords_are_routed_and_checked():
     from powerzoo.rl import Trainer
 
-    t = Trainer("battery_arbitrage", algorithm="sac", total_timesteps=500, seed=3, learning_rate=1e-3, normalize=False)
+    t = Trainer(
+        "battery_arbitrage",
+        algorithm="sac",
+        total_timesteps=500,
+        seed=3,
+        learning_rate=1e-3,
+        normalize=False,
+    )
     assert t.algorithm == "SAC" and t.config.algorithm_kwargs == {"learning_rate": 1e-3}
     assert t.config.env.normalize is False and t.config.seed == 3
     with pytest.raises(ValueError, match="algorithm_kwargs.learnin_rate"):
@@ -89,7 +124,9 @@ def test_stop_conditions():
     assert RewardThreshold(5.0)(p(0, [1.0, 6.0])) and not RewardThreshold(5.0)(p(0, [6.0, 1.0]))
     assert NoImprovement(2)(p(0, [3.0, 1.0, 2.0])) and not NoImprovement(2)(p(0, [3.0, 1.0, 4.0]))
     assert not NoImprovement(2)(p(0, [3.0, 1.0]))
-    assert Plateau(3, 0.5)(p(0, [0.0, 10.0, 10.2, 10.1])) and not Plateau(3, 0.5)(p(0, [9.0, 10.0, 10.2]))
+    assert Plateau(3, 0.5)(p(0, [0.0, 10.0, 10.2, 10.1])) and not Plateau(3, 0.5)(
+        p(0, [9.0, 10.0, 10.2])
+    )
     assert Plateau(2, 0.01, relative=True)(p(0, [1000.0, 1005.0]))
     with pytest.raises(ValueError):
         NoImprovement(0)
@@ -101,9 +138,16 @@ def short_run(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("runs")
     cfg = {
-        "task": "battery_arbitrage", "algorithm": "PPO", "total_timesteps": 768, "seed": 1, "n_envs": 2,
-        "algorithm_kwargs": TINY_PPO, "evaluation": {"freq": 256, "episodes": 3}, "checkpoint": {"freq": 256, "keep": 2},
-        "output_dir": str(out), "logging": {"progress_bar": False},
+        "task": "battery_arbitrage",
+        "algorithm": "PPO",
+        "total_timesteps": 768,
+        "seed": 1,
+        "n_envs": 2,
+        "algorithm_kwargs": TINY_PPO,
+        "evaluation": {"freq": 256, "episodes": 3},
+        "checkpoint": {"freq": 256, "keep": 2},
+        "output_dir": str(out),
+        "logging": {"progress_bar": False},
     }
     path = _write(out / "run.yaml", cfg)
     trainer = TrainConfig.from_file(path).build()
@@ -116,12 +160,24 @@ def test_run_folder_layout(short_run):
     trainer, result = short_run
     run = result.run_dir
     assert run.name.startswith("PPO-battery_arbitrage-seed1-")
-    for rel in ("config.yaml", "run_state.json", "model.zip", "vecnormalize.pkl", "evaluation/evaluation_metrics.csv",
-                "evaluation/best_model.zip", "evaluation/best_vecnormalize.pkl", "checkpoints/latest"):
+    for rel in (
+        "config.yaml",
+        "run_state.json",
+        "model.zip",
+        "vecnormalize.pkl",
+        "evaluation/evaluation_metrics.csv",
+        "evaluation/best_model.zip",
+        "evaluation/best_vecnormalize.pkl",
+        "checkpoints/latest",
+    ):
         assert (run / rel).is_file(), rel
     tags = _tensorboard_tags(run / "tensorboard")
-    assert {"rollout/ep_rew_mean", "rollout/ep_cost_soc_violation_mean", "eval/mean_return",
-            "eval/cost_soc_violation"} <= tags
+    assert {
+        "rollout/ep_rew_mean",
+        "rollout/ep_cost_soc_violation_mean",
+        "eval/mean_return",
+        "eval/cost_soc_violation",
+    } <= tags
     checkpoints = sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir())
     assert checkpoints == ["step_000000000512", "step_000000000768"]  # keep=2 prunes the oldest
     assert yaml.safe_load((run / "config.yaml").read_text())["algorithm_kwargs"] == TINY_PPO
@@ -134,7 +190,13 @@ def test_evaluation_csv_has_one_row_per_evaluation(short_run):
     with (result.run_dir / "evaluation/evaluation_metrics.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert [int(r["timestep"]) for r in rows] == [256, 512, 768]
-    assert {"mean_return", "std_return", "mean_length", "cost_soc_violation", "violation_rate"} <= set(rows[0])
+    assert {
+        "mean_return",
+        "std_return",
+        "mean_length",
+        "cost_soc_violation",
+        "violation_rate",
+    } <= set(rows[0])
     assert all(float(r["mean_length"]) == 48 for r in rows)
 
 
@@ -147,7 +209,9 @@ def test_best_model_reloads_and_reproduces_its_evaluation(short_run):
     loaded = Trainer.load(result.run_dir, model="best")
     from powerzoo.benchmarks.evaluation import evaluate_days
 
-    again = evaluate_days(loaded.policy(), loaded.make_eval_env("val"), best["day_ids"], seed=best["seed"])
+    again = evaluate_days(
+        loaded.policy(), loaded.make_eval_env("val"), best["day_ids"], seed=best["seed"]
+    )
     assert again["mean_return"] == pytest.approx(best["mean_return"], rel=1e-9)
 
 
@@ -172,8 +236,16 @@ def test_a_run_folder_is_not_overwritten(short_run):
 def test_reward_threshold_stops_the_run(tmp_path):
     from powerzoo.rl import RewardThreshold, Trainer
 
-    trainer = Trainer("battery_arbitrage", total_timesteps=4096, n_envs=2, output_dir=str(tmp_path), checkpoint=None,
-                      evaluation={"freq": 128, "episodes": 1}, logging={"progress_bar": False}, **TINY_PPO)
+    trainer = Trainer(
+        "battery_arbitrage",
+        total_timesteps=4096,
+        n_envs=2,
+        output_dir=str(tmp_path),
+        checkpoint=None,
+        evaluation={"freq": 128, "episodes": 1},
+        logging={"progress_bar": False},
+        **TINY_PPO,
+    )
     result = trainer.train(stop_conditions=[RewardThreshold(-1e9)])
     assert result.status == "stopped" and "reward_threshold" in result.stop_reason
     assert result.num_timesteps == 128 and len(result.evaluations) == 1
@@ -200,15 +272,24 @@ def _tensorboard_steps(folder: Path, tag: str) -> list[int]:
 def test_sigkill_then_resume_reaches_the_budget_without_duplicated_steps(tmp_path):
     total, rollout = 5120, 128
     cfg = {
-        "task": "battery_arbitrage", "algorithm": "PPO", "total_timesteps": total, "seed": 0, "n_envs": 2,
-        "algorithm_kwargs": TINY_PPO, "evaluation": {"freq": 1024, "episodes": 1},
-        "checkpoint": {"freq": 512}, "output_dir": str(tmp_path), "name": "killed",
+        "task": "battery_arbitrage",
+        "algorithm": "PPO",
+        "total_timesteps": total,
+        "seed": 0,
+        "n_envs": 2,
+        "algorithm_kwargs": TINY_PPO,
+        "evaluation": {"freq": 1024, "episodes": 1},
+        "checkpoint": {"freq": 512},
+        "output_dir": str(tmp_path),
+        "name": "killed",
         "logging": {"progress_bar": False},
     }
     config = _write(tmp_path / "run.yaml", cfg)
     cli = [sys.executable, "-m", "powerzoo.cli.main"]
     run = tmp_path / "killed"
-    proc = subprocess.Popen([*cli, "train", "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*cli, "train", "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:  # wait for the second checkpoint
         latest = run / "checkpoints" / "latest"
@@ -232,7 +313,9 @@ def test_sigkill_then_resume_reaches_the_budget_without_duplicated_steps(tmp_pat
     steps = _tensorboard_steps(run / "tensorboard", "time/fps")
     assert steps == list(range(rollout, total + 1, rollout))  # none missing, none twice
     with (run / "evaluation/evaluation_metrics.csv").open() as handle:
-        assert [int(r["timestep"]) for r in csv.DictReader(handle)] == list(range(1024, total + 1, 1024))
+        assert [int(r["timestep"]) for r in csv.DictReader(handle)] == list(
+            range(1024, total + 1, 1024)
+        )
     assert np.isfinite(state["num_timesteps"])
 
 
@@ -242,14 +325,27 @@ def test_ppo_learns_battery_arbitrage_beyond_random(tmp_path):
     from powerzoo.benchmarks.policies import RandomPolicy
     from powerzoo.rl import Trainer, make_env
 
-    trainer = Trainer("battery_arbitrage", total_timesteps=4096, n_envs=4, seed=0, output_dir=str(tmp_path),
-                      n_steps=128, batch_size=128, evaluation=None, checkpoint=None, logging={"progress_bar": False})
+    trainer = Trainer(
+        "battery_arbitrage",
+        total_timesteps=4096,
+        n_envs=4,
+        seed=0,
+        output_dir=str(tmp_path),
+        n_steps=128,
+        batch_size=128,
+        evaluation=None,
+        checkpoint=None,
+        logging={"progress_bar": False},
+    )
     trainer.train()
     learned = trainer.evaluate(split="test")  # every test day
     env = make_env("battery_arbitrage", split="test")
     random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, range(learned["episodes"]))
     assert learned["episodes"] == 77
-    assert learned["mean_return"] > random["mean_return"] + 1000.0, (learned["mean_return"], random["mean_return"])
+    assert learned["mean_return"] > random["mean_return"] + 1000.0, (
+        learned["mean_return"],
+        random["mean_return"],
+    )
 
 
 @pytest.mark.slow
@@ -259,14 +355,29 @@ def test_ppo_learns_dc_microgrid_beyond_random(tmp_path):
     from powerzoo.benchmarks.policies import RandomPolicy
     from powerzoo.rl import Trainer, make_env
 
-    trainer = Trainer("dc_microgrid", total_timesteps=16384, n_envs=8, seed=0, output_dir=str(tmp_path),
-                      n_steps=256, batch_size=256, evaluation=None, checkpoint=None, logging={"progress_bar": False})
+    trainer = Trainer(
+        "dc_microgrid",
+        total_timesteps=16384,
+        n_envs=8,
+        seed=0,
+        output_dir=str(tmp_path),
+        n_steps=256,
+        batch_size=256,
+        evaluation=None,
+        checkpoint=None,
+        logging={"progress_bar": False},
+    )
     trainer.train()
     learned = trainer.evaluate(split="test", n_episodes=8)
     env = make_env("dc_microgrid", split="test")
-    random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, spread_days(env.unwrapped.task.n_days, 8))
+    random = evaluate_days(
+        RandomPolicy(env.action_space, seed=0), env, spread_days(env.unwrapped.task.n_days, 8)
+    )
     # about -13,400 vs -39,600 $/day: 16k steps learn to avoid most penalties (still far from the rule's ~-1,200)
-    assert learned["mean_return"] > random["mean_return"] + 10_000.0, (learned["mean_return"], random["mean_return"])
+    assert learned["mean_return"] > random["mean_return"] + 10_000.0, (
+        learned["mean_return"],
+        random["mean_return"],
+    )
     for name in ("sla_violation", "power_deficit"):
         assert learned["mean_costs"][name] < random["mean_costs"][name]
 
@@ -291,12 +402,20 @@ def test_trainer_train_il_on_marl_opf_beats_random_and_reloads(tmp_path):
 
     trainer = Trainer("marl_opf", seed=0, output_dir=str(tmp_path), logging={"progress_bar": False})
     result = trainer.train_il(rounds=2, steps_per_round=256)
-    assert sorted(p.name for p in (result.run_dir / "agents").iterdir()) == [f"gen_{i}.zip" for i in range(5)]
+    assert sorted(p.name for p in (result.run_dir / "agents").iterdir()) == [
+        f"gen_{i}.zip" for i in range(5)
+    ]
     learned = trainer.evaluate(split="test", n_episodes=4)
     env = make_env("marl_opf", split="test", framework="auto", normalize=True)
     random = evaluate_days(RandomPolicy(env.action_space, seed=0), env, [0, 25, 51, 76])
-    assert learned["mean_return"] > 0.7 * random["mean_return"], (learned["mean_return"], random["mean_return"])
-    assert Trainer.load(result.run_dir).evaluate(split="test", n_episodes=4)["mean_return"] == learned["mean_return"]
+    assert learned["mean_return"] > 0.7 * random["mean_return"], (
+        learned["mean_return"],
+        random["mean_return"],
+    )
+    assert (
+        Trainer.load(result.run_dir).evaluate(split="test", n_episodes=4)["mean_return"]
+        == learned["mean_return"]
+    )
     with pytest.raises(ValueError, match="multi-agent"):
         trainer.get_env()
 
@@ -310,12 +429,17 @@ def test_seed_page_pattern1_sac_with_checkpoint_callback(tmp_path, monkeypatch):
 
     env = make_env("battery_arbitrage", normalize=True, seed=0)
     model = SAC(
-        "MlpPolicy", env,
-        learning_rate=3e-4, buffer_size=200_000,
-        verbose=1, tensorboard_log="./logs/",
+        "MlpPolicy",
+        env,
+        learning_rate=3e-4,
+        buffer_size=200_000,
+        verbose=1,
+        tensorboard_log="./logs/",
     )
     cb = CheckpointCallback(save_freq=100, save_path="./ckpt/")
     model.learn(total_timesteps=300, callback=cb)  # the page uses 200_000
     assert model.num_timesteps == 300
-    assert sorted(p.name for p in Path("ckpt").iterdir()) == [f"rl_model_{n}_steps.zip" for n in (100, 200, 300)]
+    assert sorted(p.name for p in Path("ckpt").iterdir()) == [
+        f"rl_model_{n}_steps.zip" for n in (100, 200, 300)
+    ]
     assert list(Path("logs").rglob("events.out.tfevents.*"))

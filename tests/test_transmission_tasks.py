@@ -44,7 +44,13 @@ def test_auto_dict_env_ends_on_all_flag_and_infos_carry_cmdp_keys():
             break
     assert steps == 48 and not terms["__all__"]
     for info in infos.values():
-        assert {"constraint_costs", "cost_sum", "selected_constraint_costs", "is_safe", "pf_converged"} <= set(info)
+        assert {
+            "constraint_costs",
+            "cost_sum",
+            "selected_constraint_costs",
+            "is_safe",
+            "pf_converged",
+        } <= set(info)
         assert info["action_applied"].shape == (1,)
 
 
@@ -72,7 +78,9 @@ def test_power_balance_costs_and_all_units_at_pmax():
     assert out.constraint_costs[0, 1] == pytest.approx(surplus * 0.5)  # MWh over 30 min
     assert -out.reward_terms[0, 1] == pytest.approx(surplus * 0.5 * 1000.0)
     # generation cost of all units at Pmax: sum c1 * Pmax (case5 costs are linear) for 30 min
-    assert -out.reward_terms[0, 0] == pytest.approx((np.array([14, 15, 30, 40, 10]) * task.case.gen_pmax_mw).sum() * 0.5)
+    assert -out.reward_terms[0, 0] == pytest.approx(
+        (np.array([14, 15, 30, 40, 10]) * task.case.gen_pmax_mw).sum() * 0.5
+    )
     assert np.all(out.constraint_costs >= 0)
 
 
@@ -87,7 +95,9 @@ def _episode_scores(task_name, n_days):
         overload = np.zeros(n_days)
         for t in range(task.spec.horizon):
             if policy == "random":
-                a = rng.uniform(task.case.gen_pmin_mw, task.case.gen_pmax_mw, (n_days, task.case.n_gen))
+                a = rng.uniform(
+                    task.case.gen_pmin_mw, task.case.gen_pmax_mw, (n_days, task.case.n_gen)
+                )
             elif policy == "rule_based":
                 a = task.rule_based_action(task.observe(state).astype(np.float64))
             else:
@@ -107,7 +117,9 @@ def test_case5_oracle_beats_rule_beats_random_on_the_raw_return():
     # costs) up to float32 rounding of the observed load, so it ties the oracle from below
     ret = {k: v[0] for k, v in s.items()}
     assert ret["oracle"] + 1e-6 * abs(ret["oracle"]) >= ret["rule_based"] > ret["random"], s
-    assert s["oracle"][1] == pytest.approx(0.0, abs=1e-4) and s["rule_based"][1] == pytest.approx(0.0, abs=1e-4)
+    assert s["oracle"][1] == pytest.approx(0.0, abs=1e-4) and s["rule_based"][1] == pytest.approx(
+        0.0, abs=1e-4
+    )
     assert s["oracle"][2] >= s["rule_based"][2] - 1.0 >= s["random"][2], s
 
 
@@ -116,7 +128,9 @@ def test_case5_merit_order_alone_overloads_lines():
     state = task.reset(np.random.default_rng(0), np.arange(5))
     overload = 0.0
     for _ in range(task.spec.horizon):
-        state, step = task.step(state, task.merit_order_dispatch(task.bus_load_mw(state).sum(axis=1)), None)
+        state, step = task.step(
+            state, task.merit_order_dispatch(task.bus_load_mw(state).sum(axis=1)), None
+        )
         overload += step.constraint_costs[:, 0].sum()
     assert overload > 10.0  # the network-blind merit order is why the rule redispatches
 
@@ -138,7 +152,9 @@ def test_native_multi_agent_vector_env():
     obs, info = env.reset(seed=0)
     assert obs["gen_0"].shape == (64, 10) and env.single_action_space("gen_3").shape == (1,)
     for _ in range(48):
-        obs, rewards, terms, truncs, info = env.step({a: env.action_space(a).sample() for a in env.possible_agents})
+        obs, rewards, terms, truncs, info = env.step(
+            {a: env.action_space(a).sample() for a in env.possible_agents}
+        )
         assert rewards["gen_0"].shape == (64,)
     assert truncs["gen_0"].all() and info["_final_obs"].all()
     with pytest.raises(ValueError, match="missing"):
@@ -165,9 +181,17 @@ def test_multi_agent_reward_override_prices_overloads_in_every_adapter():
 
     actions = {f"gen_{i}": np.array([1.0], np.float32) for i in range(5)}  # every unit at Pmax
     plain = make_env("marl_opf", split="test", framework="auto", normalize=True, seed=0)
-    priced = make_env("marl_opf", split="test", framework="auto", normalize=True, seed=0, reward="penalized")
-    custom = make_env("marl_opf", split="test", framework="pettingzoo", normalize=True, seed=0,
-                      reward=lambda info: -np.asarray(info["constraint_costs"]).sum(axis=-1))
+    priced = make_env(
+        "marl_opf", split="test", framework="auto", normalize=True, seed=0, reward="penalized"
+    )
+    custom = make_env(
+        "marl_opf",
+        split="test",
+        framework="pettingzoo",
+        normalize=True,
+        seed=0,
+        reward=lambda info: -np.asarray(info["constraint_costs"]).sum(axis=-1),
+    )
     for env in (plain, priced, custom):
         env.reset(seed=0, options={"day_id": 0})
     _, r_plain, _, _, info = plain.step(actions)
@@ -175,7 +199,9 @@ def test_multi_agent_reward_override_prices_overloads_in_every_adapter():
     _, r_custom, _, _, _ = custom.step(actions)
     costs = np.asarray(info["gen_0"]["constraint_costs"])
     weights = plain.task_spec.reward_presets["penalized"]
-    expected = r_plain["gen_0"] - sum(weights.get(n, 0.0) * c for n, c in zip(plain.constraint_names(), costs, strict=True))
+    expected = r_plain["gen_0"] - sum(
+        weights.get(n, 0.0) * c for n, c in zip(plain.constraint_names(), costs, strict=True)
+    )
     assert costs.sum() > 0 and r_priced["gen_0"] == pytest.approx(expected)
     assert all(r == pytest.approx(-costs.sum()) for r in r_custom.values())
     vec = make_env("marl_opf", split="test", num_envs=3, normalize=True, seed=0, reward="penalized")

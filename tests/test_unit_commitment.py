@@ -26,10 +26,15 @@ def test_fleet_rule_on_case5_matches_hand_computed_parameters():
     assert f.pmin_mw[2] == pytest.approx(208.0)
     assert f.ramp_up_step_mw[2] == pytest.approx(0.01 * 520 * 30)  # 156 MW per 30-min step
     assert (f.min_up_steps[2], f.min_down_steps[2]) == (16, 16)
-    assert f.startup_cost[2] == pytest.approx(36_400.0) and f.shutdown_cost[2] == pytest.approx(3_640.0)
+    assert f.startup_cost[2] == pytest.approx(36_400.0) and f.shutdown_cost[2] == pytest.approx(
+        3_640.0
+    )
     assert f.no_load_cost_per_h[2] == pytest.approx(0.1 * 30 * 520)
     # Alta: 40 MW peaking unit, ramps its whole range in a step, 1 h minimum times
-    assert f.startup_max_mw[0] == pytest.approx(40.0) and (f.min_up_steps[0], f.min_down_steps[0]) == (2, 2)
+    assert f.startup_max_mw[0] == pytest.approx(40.0) and (
+        f.min_up_steps[0],
+        f.min_down_steps[0],
+    ) == (2, 2)
     assert make_task("tso").fleet.n_units == 54
 
 
@@ -61,10 +66,18 @@ def test_balance_dispatch_shares_the_mismatch_by_headroom():
 
 def test_fleet_rejects_bad_parameters():
     with pytest.raises(ValueError, match="pmin_mw must not exceed pmax_mw"):
-        fleet_from_case(np.array([100.0]), np.array([20.0]), np.array([0.0]), 0.5,
-                        classes=(UnitClass("odd", np.inf, 1.5, 0.01, 1.0, 1.0, 10.0),))
+        fleet_from_case(
+            np.array([100.0]),
+            np.array([20.0]),
+            np.array([0.0]),
+            0.5,
+            classes=(UnitClass("odd", np.inf, 1.5, 0.01, 1.0, 1.0, 10.0),),
+        )
     with pytest.raises(ValueError, match="must be finite and non-negative"):
-        ThermalFleet(*(np.array([v]) for v in (0.0, 10.0, -1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 10.0, 0.0)), dt_h=0.5)
+        ThermalFleet(
+            *(np.array([v]) for v in (0.0, 10.0, -1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 10.0, 0.0)),
+            dt_h=0.5,
+        )
     with pytest.raises(ValueError, match="same length|one length"):
         fleet_from_case(np.array([100.0, 50.0]), np.array([20.0]), np.array([0.0]), 0.5)
 
@@ -101,7 +114,9 @@ def test_schedule_respects_min_times_ramps_balance_and_reserve(task_id):
         min_steps = np.where(before.on, f.min_up_steps, f.min_down_steps)
         assert np.all(before.time_in_state[switched] >= min_steps[switched])
         np.testing.assert_array_equal(info["commitment_overridden"], requested != on)
-        assert np.all(requested[~info["commitment_overridden"]] == on[~info["commitment_overridden"]])
+        assert np.all(
+            requested[~info["commitment_overridden"]] == on[~info["commitment_overridden"]]
+        )
         # output bounds and ramps
         assert np.all(p[~on] == 0.0)
         assert np.all(p[on] >= np.broadcast_to(f.pmin_mw, p.shape)[on] - 1e-9)
@@ -115,7 +130,9 @@ def test_schedule_respects_min_times_ramps_balance_and_reserve(task_id):
         # balance met or reported
         load = info["total_load_mw"]
         np.testing.assert_allclose(p.sum(axis=1) - load, info["imbalance_mw"], atol=1e-6)
-        np.testing.assert_allclose(info["cost_power_imbalance"], np.abs(info["imbalance_mw"]) * dt, atol=1e-9)
+        np.testing.assert_allclose(
+            info["cost_power_imbalance"], np.abs(info["imbalance_mw"]) * dt, atol=1e-9
+        )
         if task.balance:  # tso balances within the committed units' bounds
             lo, hi = f.dispatch_range(before.on, before.p_mw, on, started, before.t == 0)
             feasible = (lo.sum(axis=1) <= load) & (load <= hi.sum(axis=1))
@@ -124,7 +141,9 @@ def test_schedule_respects_min_times_ramps_balance_and_reserve(task_id):
         capacity = on @ f.pmax_mw
         np.testing.assert_allclose(info["committed_capacity_mw"], capacity)
         np.testing.assert_allclose(info["reserve_mw"], capacity - load)
-        np.testing.assert_allclose(info["cost_reserve_shortfall"], np.maximum(0.1 * load - (capacity - load), 0) * dt)
+        np.testing.assert_allclose(
+            info["cost_reserve_shortfall"], np.maximum(0.1 * load - (capacity - load), 0) * dt
+        )
         assert np.all(info["constraint_costs"] >= 0.0)
 
 
@@ -149,7 +168,9 @@ def test_start_up_and_no_load_costs_are_charged():
 # ---- adapters -------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["global", "local"])
 def test_parallel_api_test_passes_on_marl_uc(mode):
-    parallel_api_test(make_env("marl_uc", framework="pettingzoo", obs_mode=mode, seed=0), num_cycles=60)
+    parallel_api_test(
+        make_env("marl_uc", framework="pettingzoo", obs_mode=mode, seed=0), num_cycles=60
+    )
 
 
 def test_marl_uc_observation_modes():
@@ -189,7 +210,9 @@ def test_registered_gym_id_and_splits():
     assert tight.n_days == base.n_days
     stress = make_task("marl_uc", "load_stress")
     assert stress.system_load_mw(np.array([0]), np.zeros((1, 1), int))[0, 0] == pytest.approx(
-        1.15 * make_task("marl_uc", "test").system_load_mw(np.array([0]), np.zeros((1, 1), int))[0, 0])
+        1.15
+        * make_task("marl_uc", "test").system_load_mw(np.array([0]), np.zeros((1, 1), int))[0, 0]
+    )
 
 
 def test_determinism_under_a_seed():
@@ -198,7 +221,9 @@ def test_determinism_under_a_seed():
         rng = np.random.default_rng(1)
         out = []
         for _ in range(60):
-            obs, reward, _, _, info = env.step(rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32))
+            obs, reward, _, _, info = env.step(
+                rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32)
+            )
             out.append(np.concatenate([obs.ravel(), reward, info["constraint_costs"].ravel()]))
         return np.concatenate(out)
 
@@ -223,7 +248,10 @@ def test_bad_input_raises_clear_errors():
 
 # ---- baselines ----------------------------------------------------------------------------
 def test_marl_uc_oracle_replays_without_overrides_and_beats_rule_and_random():
-    rows = {p: evaluate_baseline("marl_uc", p, day_ids=[3, 40]) for p in ("random", "rule_based", "oracle")}
+    rows = {
+        p: evaluate_baseline("marl_uc", p, day_ids=[3, 40])
+        for p in ("random", "rule_based", "oracle")
+    }
     assert rows["oracle"]["mean"] > rows["rule_based"]["mean"] > rows["random"]["mean"]
     assert sum(rows["oracle"]["mean_costs"].values()) < 0.01  # float32 actions: round-off only
     task = make_task("marl_uc", "test")
@@ -238,6 +266,11 @@ def test_marl_uc_oracle_replays_without_overrides_and_beats_rule_and_random():
 
 @pytest.mark.slow
 def test_tso_oracle_beats_rule_and_random():
-    rows = {p: evaluate_baseline("tso", p, day_ids=[3, 40]) for p in ("random", "rule_based", "oracle")}
+    rows = {
+        p: evaluate_baseline("tso", p, day_ids=[3, 40]) for p in ("random", "rule_based", "oracle")
+    }
     assert rows["oracle"]["mean"] > rows["rule_based"]["mean"] > rows["random"]["mean"]
-    assert rows["oracle"]["mean_costs"]["thermal_overload"] < rows["rule_based"]["mean_costs"]["thermal_overload"]
+    assert (
+        rows["oracle"]["mean_costs"]["thermal_overload"]
+        < rows["rule_based"]["mean_costs"]["thermal_overload"]
+    )

@@ -24,8 +24,10 @@ def _uniform(rng: np.random.Generator, space: Any, shape: tuple[int, ...] = ()) 
 
 def _info_digest(info: dict[str, Any]) -> np.ndarray:
     """Numeric info of one step: costs, reward terms, applied action (all adapters carry them)."""
-    parts = [np.asarray(info[k], dtype=np.float64).ravel()
-             for k in ("constraint_costs", "reward_terms", "action_applied")]
+    parts = [
+        np.asarray(info[k], dtype=np.float64).ravel()
+        for k in ("constraint_costs", "reward_terms", "action_applied")
+    ]
     return np.concatenate(parts)
 
 
@@ -38,7 +40,11 @@ def single_agent(task: str, normalize: bool) -> np.ndarray:
     obs, _ = env.reset(seed=7)
     for _ in range(STEPS):
         obs, reward, terminated, truncated, info = env.step(_uniform(rng, env.action_space))
-        rows.append(np.concatenate([np.asarray(obs, np.float64), [reward, terminated, truncated], _info_digest(info)]))
+        rows.append(
+            np.concatenate(
+                [np.asarray(obs, np.float64), [reward, terminated, truncated], _info_digest(info)]
+            )
+        )
         if terminated or truncated:
             episode += 1
             obs, _ = env.reset(seed=100 + episode)
@@ -48,16 +54,30 @@ def single_agent(task: str, normalize: bool) -> np.ndarray:
 def single_agent_vector(task: str, normalize: bool) -> np.ndarray:
     from powerzoo.rl import make_env
 
-    env = make_env(task, split="val", normalize=normalize, num_envs=N_VEC, seed=3, autoreset_mode="same_step")
+    env = make_env(
+        task, split="val", normalize=normalize, num_envs=N_VEC, seed=3, autoreset_mode="same_step"
+    )
     rng = np.random.default_rng(5)
     rows = []
     for _ in range(STEPS):
         actions = _uniform(rng, env.single_action_space, (N_VEC,))
         obs, reward, terminated, truncated, info = env.step(actions)
-        digest = [np.asarray(info[k], np.float64).reshape(N_VEC, -1)
-                  for k in ("constraint_costs", "reward_terms", "action_applied")]
-        rows.append(np.concatenate([np.asarray(obs, np.float64), reward[:, None], terminated[:, None],
-                                    truncated[:, None], *digest], axis=1).ravel())
+        digest = [
+            np.asarray(info[k], np.float64).reshape(N_VEC, -1)
+            for k in ("constraint_costs", "reward_terms", "action_applied")
+        ]
+        rows.append(
+            np.concatenate(
+                [
+                    np.asarray(obs, np.float64),
+                    reward[:, None],
+                    terminated[:, None],
+                    truncated[:, None],
+                    *digest,
+                ],
+                axis=1,
+            ).ravel()
+        )
     return np.stack(rows)
 
 
@@ -65,9 +85,17 @@ def multi_agent(task: str, framework: str, normalize: bool) -> np.ndarray:
     from powerzoo.rl import make_env
     from powerzoo.tasks import task_spec
 
-    local = framework == "pettingzoo" and "local" in task_spec(task).obs_modes  # a second obs mode where there is one
-    env = make_env(task, split="test", framework=framework, normalize=normalize, seed=9,
-                   **({"obs_mode": "local"} if local else {}))
+    local = (
+        framework == "pettingzoo" and "local" in task_spec(task).obs_modes
+    )  # a second obs mode where there is one
+    env = make_env(
+        task,
+        split="test",
+        framework=framework,
+        normalize=normalize,
+        seed=9,
+        **({"obs_mode": "local"} if local else {}),
+    )
     rng = np.random.default_rng(13)
     agents = list(env.possible_agents)
     rows, episode = [], 0
@@ -76,9 +104,16 @@ def multi_agent(task: str, framework: str, normalize: bool) -> np.ndarray:
         actions = {a: _uniform(rng, env.action_space(a)) for a in agents}
         obs, rewards, terms, truncs, infos = env.step(actions)
         first = infos[agents[0]]
-        rows.append(np.concatenate([np.concatenate([np.asarray(obs[a], np.float64) for a in agents]),
-                                    [rewards[a] for a in agents], [terms[agents[0]], truncs[agents[0]]],
-                                    _info_digest(first)]))
+        rows.append(
+            np.concatenate(
+                [
+                    np.concatenate([np.asarray(obs[a], np.float64) for a in agents]),
+                    [rewards[a] for a in agents],
+                    [terms[agents[0]], truncs[agents[0]]],
+                    _info_digest(first),
+                ]
+            )
+        )
         if terms[agents[0]] or truncs[agents[0]]:
             episode += 1
             env.reset(seed=200 + episode)
@@ -95,10 +130,22 @@ def multi_agent_vector(task: str) -> np.ndarray:
     for _ in range(STEPS):
         actions = {a: _uniform(rng, env.single_action_space(a), (N_VEC,)) for a in agents}
         obs, rewards, terms, truncs, info = env.step(actions)
-        digest = [np.asarray(info[k], np.float64).reshape(N_VEC, -1) for k in ("constraint_costs", "reward_terms")]
-        rows.append(np.concatenate([*(np.asarray(obs[a], np.float64) for a in agents),
-                                    *(rewards[a][:, None] for a in agents), terms[agents[0]][:, None],
-                                    truncs[agents[0]][:, None], *digest], axis=1).ravel())
+        digest = [
+            np.asarray(info[k], np.float64).reshape(N_VEC, -1)
+            for k in ("constraint_costs", "reward_terms")
+        ]
+        rows.append(
+            np.concatenate(
+                [
+                    *(np.asarray(obs[a], np.float64) for a in agents),
+                    *(rewards[a][:, None] for a in agents),
+                    terms[agents[0]][:, None],
+                    truncs[agents[0]][:, None],
+                    *digest,
+                ],
+                axis=1,
+            ).ravel()
+        )
     return np.stack(rows)
 
 
@@ -131,4 +178,7 @@ if __name__ == "__main__":
     trajectories.update(all_trajectories(chosen))
     np.savez_compressed(REFERENCE_FILE, **trajectories)
     size = REFERENCE_FILE.stat().st_size
-    print(f"wrote {len(trajectories)} trajectories to {REFERENCE_FILE} ({size / 1e3:.0f} kB)", file=sys.stderr)
+    print(
+        f"wrote {len(trajectories)} trajectories to {REFERENCE_FILE} ({size / 1e3:.0f} kB)",
+        file=sys.stderr,
+    )

@@ -91,7 +91,11 @@ def _describe_days(day_ids: Sequence[int], n_days: int) -> str:
 
 
 def evaluate_baseline(
-    task: str, policy: str, split: str = "test", day_ids: Iterable[int] | None = None, seed: int = 0,
+    task: str,
+    policy: str,
+    split: str = "test",
+    day_ids: Iterable[int] | None = None,
+    seed: int = 0,
     progress: bool | None = False,
 ) -> dict[str, Any]:
     """One row of the table: baseline ``policy`` of ``task`` on ``day_ids`` (default: every split day).
@@ -109,15 +113,25 @@ def evaluate_baseline(
     summary = evaluate_days(agent, env, bar, seed=seed)
     unit = "$ per episode" + (f" (team return: sum over {n_agents} agents)" if n_agents > 1 else "")
     row = {
-        "task": task, "split": split, "policy": policy, "n_agents": n_agents,
-        "episodes": summary["episodes"], "seed": seed, "day_ids": days,
+        "task": task,
+        "split": split,
+        "policy": policy,
+        "n_agents": n_agents,
+        "episodes": summary["episodes"],
+        "seed": seed,
+        "day_ids": days,
         "day_selection": _describe_days(days, task_obj.n_days),
         "returns": summary["returns"].tolist(),
-        "mean": summary["mean_return"], "std": summary["std_return"], "iqm": summary["iqm_return"],
-        "mean_costs": summary["mean_costs"], "violation_rate": summary["violation_rate"],
-        "mean_length": summary["mean_length"], "return_unit": unit,
+        "mean": summary["mean_return"],
+        "std": summary["std_return"],
+        "iqm": summary["iqm_return"],
+        "mean_costs": summary["mean_costs"],
+        "violation_rate": summary["violation_rate"],
+        "mean_length": summary["mean_length"],
+        "return_unit": unit,
         "seconds": round(time.perf_counter() - started, 2),
-        "date": datetime.date.today().isoformat(), "version": _version(),
+        "date": datetime.date.today().isoformat(),
+        "version": _version(),
     }
     if isinstance(agent, OraclePolicy):
         row["oracle_fallback_steps"] = agent.fallback_steps  # steps the oracle's solver failed on
@@ -137,8 +151,11 @@ def _episodes_for(task: str, max_episodes: int | Mapping[str, int] | None) -> in
 
 
 def compute_baselines(
-    tasks: Iterable[str] | None = None, split: str = "test", seed: int = 0,
-    max_episodes: int | Mapping[str, int] | None = None, progress: bool | None = None,
+    tasks: Iterable[str] | None = None,
+    split: str = "test",
+    seed: int = 0,
+    max_episodes: int | Mapping[str, int] | None = None,
+    progress: bool | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate every baseline of ``task.spec.baselines`` for each task (default: all registered).
 
@@ -170,7 +187,9 @@ def load_baselines(path: str | Path | None = None) -> dict[str, Any]:
     """The baseline table (default: the packaged ``baselines.json``): ``{"generated_by", "results": [row]}``."""
     path = BASELINES_FILE if path is None else Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no baseline table at {path}; generate it with benchmarks/compute_baselines.py")
+        raise FileNotFoundError(
+            f"no baseline table at {path}; generate it with benchmarks/compute_baselines.py"
+        )
     table = json.loads(path.read_text())
     if not isinstance(table.get("results"), list):
         raise ValueError(f"{path} has no 'results' list")
@@ -179,9 +198,15 @@ def load_baselines(path: str | Path | None = None) -> dict[str, Any]:
 
 def _rows(task: str, split: str, path: str | Path | None = None) -> dict[str, dict[str, Any]]:
     """``{policy: row}`` of ``task`` on ``split``; ``ValueError`` if the table has none."""
-    rows = {r["policy"]: r for r in load_baselines(path)["results"] if r["task"] == task and r["split"] == split}
+    rows = {
+        r["policy"]: r
+        for r in load_baselines(path)["results"]
+        if r["task"] == task and r["split"] == split
+    }
     if not rows:
-        raise ValueError(f"no baseline numbers for task {task!r} on split {split!r} in the baseline table")
+        raise ValueError(
+            f"no baseline numbers for task {task!r} on split {split!r} in the baseline table"
+        )
     return rows
 
 
@@ -189,7 +214,9 @@ def baseline_row(task: str, policy: str, split: str = "test") -> dict[str, Any]:
     """The table's row of baseline ``policy`` for ``task`` on ``split`` (``ValueError`` if absent)."""
     rows = _rows(task, split)
     if policy not in rows:
-        raise ValueError(f"no {policy!r} baseline for {task!r} on {split!r}; available: {', '.join(rows)}")
+        raise ValueError(
+            f"no {policy!r} baseline for {task!r} on {split!r}; available: {', '.join(rows)}"
+        )
     return rows[policy]
 
 
@@ -223,7 +250,9 @@ def normalized_score(task: str, mean_return: float, split: str = "test") -> floa
     low = float(rows["random"]["mean"])
     high = float(rows[_reference_policy(rows)]["mean"])
     if high == low:
-        raise ValueError(f"{task!r} on {split!r}: reference and random baselines have the same return")
+        raise ValueError(
+            f"{task!r} on {split!r}: reference and random baselines have the same return"
+        )
     return (float(mean_return) - low) / (high - low)
 
 

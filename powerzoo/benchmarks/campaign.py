@@ -162,19 +162,28 @@ def _baseline_factory(name: str) -> Callable[[Any, int], Any]:
     return lambda env, seed: make_baseline_policy(name, env, seed)
 
 
-def _validate(tasks: Sequence[str], policies: Sequence[str], seeds: Sequence[int], split: str,
-              episodes: int | None) -> tuple[list[str], list[str], list[int]]:
+def _validate(
+    tasks: Sequence[str],
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    split: str,
+    episodes: int | None,
+) -> tuple[list[str], list[str], list[int]]:
     registered = list_tasks()
     names = list(registered) if list(tasks) == ["all"] else list(dict.fromkeys(tasks))
     unknown = [t for t in names if t not in registered]
     if unknown:
-        raise ValueError(f"unknown task(s) {', '.join(map(repr, unknown))}; registered tasks: "
-                         f"{', '.join(registered)} (or 'all')")
+        raise ValueError(
+            f"unknown task(s) {', '.join(map(repr, unknown))}; registered tasks: "
+            f"{', '.join(registered)} (or 'all')"
+        )
     policies = list(dict.fromkeys(policies))
     bad = [p for p in policies if p not in BASELINE_POLICIES]
     if bad:
-        raise ValueError(f"unknown policy(ies) {', '.join(map(repr, bad))}; valid: {', '.join(BASELINE_POLICIES)} "
-                         "(evaluate trained agents by giving their run folders)")
+        raise ValueError(
+            f"unknown policy(ies) {', '.join(map(repr, bad))}; valid: {', '.join(BASELINE_POLICIES)} "
+            "(evaluate trained agents by giving their run folders)"
+        )
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("give at least one seed")
@@ -191,8 +200,9 @@ def _validate(tasks: Sequence[str], policies: Sequence[str], seeds: Sequence[int
     return names, policies, seeds
 
 
-def _baseline_entries(task_names: Sequence[str], policy_names: Sequence[str], split: str,
-                      notes: list[str]) -> list[_Entry]:
+def _baseline_entries(
+    task_names: Sequence[str], policy_names: Sequence[str], split: str, notes: list[str]
+) -> list[_Entry]:
     """The baselines of each task (one env per task); a baseline the task does not define gets a note."""
     entries: list[_Entry] = []
     for task in task_names:
@@ -200,32 +210,45 @@ def _baseline_entries(task_names: Sequence[str], policy_names: Sequence[str], sp
         wanted = [p for p in policy_names if p == "random" or p in defined]
         for p in policy_names:
             if p not in wanted:
-                notes.append(f"{task}: skipped {p} (the task defines no {p} baseline; its baselines: "
-                             f"{', '.join(defined)})")
+                notes.append(
+                    f"{task}: skipped {p} (the task defines no {p} baseline; its baselines: "
+                    f"{', '.join(defined)})"
+                )
         if wanted:
             env = make_env(task, split)
             entries += [_Entry(task, p, "baseline", p, env, _baseline_factory(p)) for p in wanted]
     return entries
 
 
-def _extra_entries(extra: Sequence[PolicyEntry], split: str, task_names: Sequence[str], taken: set[tuple[str, str]],
-                   notes: list[str]) -> list[_Entry]:
+def _extra_entries(
+    extra: Sequence[PolicyEntry],
+    split: str,
+    task_names: Sequence[str],
+    taken: set[tuple[str, str]],
+    notes: list[str],
+) -> list[_Entry]:
     """The caller's policies, each on an env of ``split``, with labels made unique per task."""
     entries: list[_Entry] = []
     for item in extra:
         splits = task_spec(item.task).splits
         if split not in splits:
-            raise ValueError(f"unknown split {split!r} for {item.task} (policy {item.label}); "
-                             f"valid: {', '.join(splits)}")
+            raise ValueError(
+                f"unknown split {split!r} for {item.task} (policy {item.label}); "
+                f"valid: {', '.join(splits)}"
+            )
         label, k = item.label, 2
         while (item.task, label) in taken:
             label, k = f"{item.label}_{k}", k + 1
         taken.add((item.task, label))
-        entries.append(_Entry(item.task, label, item.kind, item.source, item.make_env(split), item.make_policy))
+        entries.append(
+            _Entry(item.task, label, item.kind, item.source, item.make_env(split), item.make_policy)
+        )
         if item.task not in task_names:
             what = "run" if item.kind == "trained" else "policy"
-            notes.append(f"{item.task}: {what} {label} evaluated without baselines (the task is not among the "
-                         "campaign's tasks)")
+            notes.append(
+                f"{item.task}: {what} {label} evaluated without baselines (the task is not among the "
+                "campaign's tasks)"
+            )
     return entries
 
 
@@ -233,8 +256,10 @@ def _check_extra(extra: Iterable[PolicyEntry]) -> list[PolicyEntry]:
     items = list(extra)
     for item in items:
         if isinstance(item, (str, os.PathLike)):
-            raise TypeError(f"run_campaign takes PolicyEntry objects, not run folders ({item!r}): load a run "
-                            "folder with powerzoo.cli.runs.run_entry(run_dir)")
+            raise TypeError(
+                f"run_campaign takes PolicyEntry objects, not run folders ({item!r}): load a run "
+                "folder with powerzoo.cli.runs.run_entry(run_dir)"
+            )
         if not isinstance(item, PolicyEntry):
             raise TypeError(f"extra_policies must hold PolicyEntry objects, got {item!r}")
     return items
@@ -272,13 +297,17 @@ def run_campaign(
     Returns a :class:`CampaignResult`. Raises ``ValueError`` for unknown tasks, policies or splits.
     """
     started = time.perf_counter()
-    task_names, policy_names, seed_list = _validate(list(tasks), list(policies), list(seeds), split, episodes)
+    task_names, policy_names, seed_list = _validate(
+        list(tasks), list(policies), list(seeds), split, episodes
+    )
     extra = _check_extra(extra_policies)
     if not task_names and not extra:
         raise ValueError("nothing to evaluate: give at least one task or run folder")
     notes: list[str] = []
     entries = _baseline_entries(task_names, policy_names, split, notes)
-    entries += _extra_entries(extra, split, task_names, {(e.task, e.policy) for e in entries}, notes)
+    entries += _extra_entries(
+        extra, split, task_names, {(e.task, e.policy) for e in entries}, notes
+    )
 
     jobs = [(e, s) for e in entries for s in seed_list]
     bar = progress_bar(total=len(jobs), desc="bench", unit="job", progress=progress)
@@ -286,7 +315,9 @@ def run_campaign(
     by_entry: dict[int, list[dict[str, Any]]] = {}
     cost_names: dict[str, tuple[str, ...]] = {}
     days_of: dict[int, list[int]] = {}
-    traces: dict[int, tuple[EpisodeTrace, int, int]] = {}  # first episode of each entry: (trace, seed, day)
+    traces: dict[
+        int, tuple[EpisodeTrace, int, int]
+    ] = {}  # first episode of each entry: (trace, seed, day)
     failed: set[int] = set()
     for entry, seed in jobs:
         key = id(entry)
@@ -311,25 +342,49 @@ def run_campaign(
                 record = trace.record
             else:
                 record = rollout(entry.env, policy, day_id=day, seed=env_seed)
-            names = cost_names.setdefault(entry.task, tuple(constraint_names_of(entry.env, len(record["costs"]))))
-            row = {"task": entry.task, "policy": entry.policy, "seed": seed, "episode": i,
-                   "day_id": int(record["day_id"]) if record["day_id"] is not None else int(day),
-                   "env_seed": env_seed, "return": float(record["return"]), "length": int(record["length"]),
-                   "total_cost": float(np.sum(record["costs"]))}
+            names = cost_names.setdefault(
+                entry.task, tuple(constraint_names_of(entry.env, len(record["costs"])))
+            )
+            row = {
+                "task": entry.task,
+                "policy": entry.policy,
+                "seed": seed,
+                "episode": i,
+                "day_id": int(record["day_id"]) if record["day_id"] is not None else int(day),
+                "env_seed": env_seed,
+                "return": float(record["return"]),
+                "length": int(record["length"]),
+                "total_cost": float(np.sum(record["costs"])),
+            }
             row.update({f"cost_{n}": float(c) for n, c in zip(names, record["costs"], strict=True)})
             episode_rows.append(row)
             by_entry.setdefault(key, []).append(row)
         fallback = getattr(policy, "fallback_steps", 0)
         if fallback:
-            notes.append(f"{entry.task}: {entry.policy} seed {seed}: the oracle's solver failed on {fallback} "
-                         "step(s), interpolated from the neighbouring steps")
+            notes.append(
+                f"{entry.task}: {entry.policy} seed {seed}: the oracle's solver failed on {fallback} "
+                "step(s), interpolated from the neighbouring steps"
+            )
         bar.update(1)
     bar.close()
 
-    summary_rows = [_summary_row(e, by_entry[id(e)], days_of[id(e)], cost_names[e.task], split)
-                    for e in entries if by_entry.get(id(e))]
-    result = CampaignResult(Path(out_dir), split, tuple(seed_list), summary_rows, episode_rows, notes, cost_names,
-                            {}, [], 0.0)
+    summary_rows = [
+        _summary_row(e, by_entry[id(e)], days_of[id(e)], cost_names[e.task], split)
+        for e in entries
+        if by_entry.get(id(e))
+    ]
+    result = CampaignResult(
+        Path(out_dir),
+        split,
+        tuple(seed_list),
+        summary_rows,
+        episode_rows,
+        notes,
+        cost_names,
+        {},
+        [],
+        0.0,
+    )
     write_csv_tables(result)
     if plots:
         result.plots += _write_plots(result, entries, traces)
@@ -338,31 +393,55 @@ def run_campaign(
     return result
 
 
-def _summary_row(entry: _Entry, records: list[dict[str, Any]], days: list[int], cost_names: Sequence[str],
-                 split: str) -> dict[str, Any]:
+def _summary_row(
+    entry: _Entry,
+    records: list[dict[str, Any]],
+    days: list[int],
+    cost_names: Sequence[str],
+    split: str,
+) -> dict[str, Any]:
     """The ``results.csv`` row of one task x policy from its episode rows."""
     stats = summarize_campaign_episodes(records, cost_names)
     used_seeds = list(dict.fromkeys(r["seed"] for r in records))
-    row = {"task": entry.task, "split": split, "policy": entry.policy, "kind": entry.kind,
-           "source": entry.source, "n_seeds": len(used_seeds), "seeds": " ".join(map(str, used_seeds)),
-           "n_days": len(days), **stats}
+    row = {
+        "task": entry.task,
+        "split": split,
+        "policy": entry.policy,
+        "kind": entry.kind,
+        "source": entry.source,
+        "n_seeds": len(used_seeds),
+        "seeds": " ".join(map(str, used_seeds)),
+        "n_days": len(days),
+        **stats,
+    }
     row.update(score_columns(entry.task, split, days, row))
     return row
 
 
-def _write_plots(result: CampaignResult, entries: Sequence[_Entry],
-                 traces: dict[int, tuple[EpisodeTrace, int, int]]) -> list[Path]:
+def _write_plots(
+    result: CampaignResult,
+    entries: Sequence[_Entry],
+    traces: dict[int, tuple[EpisodeTrace, int, int]],
+) -> list[Path]:
     """``return_vs_cost_<task>.png`` per task and ``episode_<task>_<policy>.png`` per recorded entry."""
     out, split = result.out_dir, result.split
     paths = []
     for task in result.tasks:
         rows = [r for r in result.rows if r["task"] == task]
-        paths.append(plot_return_vs_cost(rows, task, split, out / f"return_vs_cost_{file_label(task)}.png"))
+        paths.append(
+            plot_return_vs_cost(rows, task, split, out / f"return_vs_cost_{file_label(task)}.png")
+        )
     for entry in entries:
         if id(entry) not in traces:
             continue
         trace, seed, day = traces[id(entry)]
         path = out / f"episode_{file_label(entry.task)}_{file_label(entry.policy)}.png"
-        paths.append(plot_recorded_episode(trace, task_of(entry.env).spec, path,
-                                           title=f"{entry.task}: {entry.policy} on {split} day {day} (seed {seed})"))
+        paths.append(
+            plot_recorded_episode(
+                trace,
+                task_of(entry.env).spec,
+                path,
+                title=f"{entry.task}: {entry.policy} on {split} day {day} (seed {seed})",
+            )
+        )
     return paths

@@ -106,8 +106,13 @@ def rollout(
         obs = next_obs
         done = bool(terminated or truncated)
     record = EpisodeRecord(
-        {"return": float(np.sum(total)), "length": length, "costs": costs, "day_id": shared.get("day_id"),
-         "trace": {k: np.asarray(v) for k, v in trace.items()}}
+        {
+            "return": float(np.sum(total)),
+            "length": length,
+            "costs": costs,
+            "day_id": shared.get("day_id"),
+            "trace": {k: np.asarray(v) for k, v in trace.items()},
+        }
     )
     if agents is not None:
         record["agent_returns"] = total
@@ -123,7 +128,9 @@ def interquartile_mean(values: Sequence[float] | np.ndarray) -> float:
     return float(x[cut : x.size - cut].mean())
 
 
-def summarize_episodes(records: Sequence[EpisodeRecord], env: Any, task_id: str | None = None) -> dict[str, Any]:
+def summarize_episodes(
+    records: Sequence[EpisodeRecord], env: Any, task_id: str | None = None
+) -> dict[str, Any]:
     """Summary of episodes: mean / std / IQM return, mean cost per constraint, violation rate, length.
 
     ``mean_costs[name]`` is the mean over episodes of the cost summed over the episode (physical
@@ -149,11 +156,15 @@ def summarize_episodes(records: Sequence[EpisodeRecord], env: Any, task_id: str 
     if agents is not None:
         agent_returns = np.stack([r["agent_returns"] for r in records])
         summary["agents"] = agents
-        summary["mean_agent_returns"] = dict(zip(agents, agent_returns.mean(axis=0).tolist(), strict=True))
+        summary["mean_agent_returns"] = dict(
+            zip(agents, agent_returns.mean(axis=0).tolist(), strict=True)
+        )
     return summary
 
 
-def evaluate(policy: Policy, env: Any, n_episodes: int = 10, seed: int = 0, task_id: str | None = None) -> dict[str, Any]:
+def evaluate(
+    policy: Policy, env: Any, n_episodes: int = 10, seed: int = 0, task_id: str | None = None
+) -> dict[str, Any]:
     """Evaluate ``policy`` on ``n_episodes`` episodes of ``env`` (start days drawn from its split).
 
     Episode ``i`` resets the env with ``seed + i`` and seeds the policy with ``seed + i``
@@ -165,10 +176,18 @@ def evaluate(policy: Policy, env: Any, n_episodes: int = 10, seed: int = 0, task
     ``mean_costs`` per constraint, ``violation_rate``, ``mean_length`` and the ``returns`` array.
     """
     if hasattr(env, "num_envs"):
-        raise TypeError("evaluate takes a single env; build one with make_env(task) without num_envs")
-    if isinstance(n_episodes, bool) or not isinstance(n_episodes, (int, np.integer)) or n_episodes < 1:
+        raise TypeError(
+            "evaluate takes a single env; build one with make_env(task) without num_envs"
+        )
+    if (
+        isinstance(n_episodes, bool)
+        or not isinstance(n_episodes, (int, np.integer))
+        or n_episodes < 1
+    ):
         raise ValueError(f"n_episodes must be a positive int, got {n_episodes!r}")
-    records = [rollout(env, policy, seed=seed + i, seed_policy_too=True) for i in range(int(n_episodes))]
+    records = [
+        rollout(env, policy, seed=seed + i, seed_policy_too=True) for i in range(int(n_episodes))
+    ]
     return {**summarize_episodes(records, env, task_id), "seed": seed}
 
 
@@ -176,7 +195,9 @@ def _is_policy(obj: Any) -> bool:
     return callable(getattr(obj, "act", None)) and not callable(getattr(obj, "step", None))
 
 
-def evaluate_days(policy: Policy, env: Any, day_ids: Iterable[int], seed: int = 0) -> dict[str, Any]:
+def evaluate_days(
+    policy: Policy, env: Any, day_ids: Iterable[int], seed: int = 0
+) -> dict[str, Any]:
     """Evaluate ``policy`` on the given split days (episode ``i`` resets with ``seed + i``).
 
     Arguments are in :func:`evaluate`'s order. The policy is not re-seeded (it keeps its own
@@ -184,8 +205,12 @@ def evaluate_days(policy: Policy, env: Any, day_ids: Iterable[int], seed: int = 
     ``evaluate_days(env, policy, ...)`` still works and warns (``DeprecationWarning``).
     """
     if _is_policy(env) and not _is_policy(policy):
-        warnings.warn("evaluate_days(env, policy, ...) is deprecated; call evaluate_days(policy, env, ...) "
-                      "like evaluate(policy, env, ...)", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "evaluate_days(env, policy, ...) is deprecated; call evaluate_days(policy, env, ...) "
+            "like evaluate(policy, env, ...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         policy, env = env, policy
     records = [rollout(env, policy, day_id=int(d), seed=seed + i) for i, d in enumerate(day_ids)]
     return summarize_episodes(records, env)

@@ -69,7 +69,9 @@ class _StepRecorder:
     def step(self, action: Any) -> Any:
         out = self.env.step(action)
         reward, info = out[1], out[-1]
-        self.rewards.append(float(sum(reward.values())) if isinstance(reward, dict) else float(reward))
+        self.rewards.append(
+            float(sum(reward.values())) if isinstance(reward, dict) else float(reward)
+        )
         self.infos.append(info)
         return out
 
@@ -97,7 +99,12 @@ class EpisodeTrace:
 
 
 def record_episode(
-    env: Any, policy: Policy, *, day_id: int | None = None, seed: int | None = None, trace_keys: Iterable[str] = (),
+    env: Any,
+    policy: Policy,
+    *,
+    day_id: int | None = None,
+    seed: int | None = None,
+    trace_keys: Iterable[str] = (),
 ) -> EpisodeTrace:
     """Run one episode of ``policy`` in ``env`` (:func:`~powerzoo.benchmarks.evaluation.rollout`,
     same arguments) and keep what :func:`plot_recorded_episode` draws.
@@ -111,9 +118,14 @@ def record_episode(
         actions = [np.ravel(info["action_applied"]) for info in recorder.infos]
         costs = [np.ravel(info["constraint_costs"]) for info in recorder.infos]
     else:
-        actions = [np.concatenate([np.ravel(info[a]["action_applied"]) for a in agents]) for info in recorder.infos]
+        actions = [
+            np.concatenate([np.ravel(info[a]["action_applied"]) for a in agents])
+            for info in recorder.infos
+        ]
         costs = [np.ravel(info[agents[0]]["constraint_costs"]) for info in recorder.infos]
-    return EpisodeTrace(np.asarray(recorder.rewards), np.stack(actions), np.stack(costs), agents, record)
+    return EpisodeTrace(
+        np.asarray(recorder.rewards), np.stack(actions), np.stack(costs), agents, record
+    )
 
 
 # ---- plots ------------------------------------------------------------------------------------------
@@ -167,7 +179,9 @@ def plot_episode_trace(
     return _save(fig, path)
 
 
-def plot_recorded_episode(trace: EpisodeTrace, spec: Any, path: str | Path, *, title: str = "") -> Path:
+def plot_recorded_episode(
+    trace: EpisodeTrace, spec: Any, path: str | Path, *, title: str = ""
+) -> Path:
     """:func:`plot_episode_trace` of a recorded episode of a task with spec ``spec`` (a ``TaskSpec``).
 
     Actions are labelled with the spec's action names when their number matches; rewards are in $
@@ -175,12 +189,21 @@ def plot_recorded_episode(trace: EpisodeTrace, spec: Any, path: str | Path, *, t
     """
     names = tuple(spec.action.names) if len(spec.action.names) == trace.actions.shape[1] else ()
     return plot_episode_trace(
-        trace.rewards, trace.actions, trace.costs, path, title=title, step_hours=spec.step_minutes / 60.0,
-        action_names=names, cost_names=spec.constraint_names, reward_unit="$, team" if trace.agents else "$",
+        trace.rewards,
+        trace.actions,
+        trace.costs,
+        path,
+        title=title,
+        step_hours=spec.step_minutes / 60.0,
+        action_names=names,
+        cost_names=spec.constraint_names,
+        reward_unit="$, team" if trace.agents else "$",
     )
 
 
-def plot_return_vs_cost(rows: Sequence[dict[str, Any]], task: str, split: str, path: str | Path) -> Path:
+def plot_return_vs_cost(
+    rows: Sequence[dict[str, Any]], task: str, split: str, path: str | Path
+) -> Path:
     """Mean return against mean total constraint cost per episode, one labelled point per policy.
 
     ``rows`` are campaign summary rows (:data:`~powerzoo.benchmarks.report.SUMMARY_COLUMNS`) of
@@ -194,7 +217,9 @@ def plot_return_vs_cost(rows: Sequence[dict[str, Any]], task: str, split: str, p
         xerr = [[x - r["total_cost_ci_low"]], [r["total_cost_ci_high"] - x]]
         yerr = [[y - r["mean_return_ci_low"]], [r["mean_return_ci_high"] - y]]
         ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="o", capsize=4, label=r["policy"])
-        ax.annotate(r["policy"], (x, y), textcoords="offset points", xytext=(6, 6), fontsize="small")
+        ax.annotate(
+            r["policy"], (x, y), textcoords="offset points", xytext=(6, 6), fontsize="small"
+        )
     costs = [r["total_cost_ci_high"] for r in rows if r["total_cost_ci_high"] > 0]
     positive = [r["total_cost_mean"] for r in rows if r["total_cost_mean"] > 0]
     scale = ""

@@ -22,8 +22,18 @@ import numpy as np
 from powerzoo.envs.introspect import EnvFacts, inspect_env
 from powerzoo.envs.wrappers import NormalizeWrapper
 
-__all__ = ["Policy", "RandomPolicy", "RuleBasedPolicy", "OraclePolicy", "SB3Policy", "seed_policy", "find_normalizer",
-           "fill_plan_gaps", "BASELINE_POLICIES", "make_baseline_policy"]
+__all__ = [
+    "Policy",
+    "RandomPolicy",
+    "RuleBasedPolicy",
+    "OraclePolicy",
+    "SB3Policy",
+    "seed_policy",
+    "find_normalizer",
+    "fill_plan_gaps",
+    "BASELINE_POLICIES",
+    "make_baseline_policy",
+]
 
 BASELINE_POLICIES = ("random", "rule_based", "oracle")
 """Names of the baseline policies (a task lists the ones it defines in ``spec.baselines``)."""
@@ -115,7 +125,9 @@ class SB3Policy:
     def __init__(self, model: Any, deterministic: bool = True) -> None:
         models = model.values() if isinstance(model, Mapping) else [model]
         if not all(callable(getattr(m, "predict", None)) for m in models):
-            raise TypeError(f"SB3Policy needs a model with .predict(obs, ...) (or a dict of them), got {model!r}")
+            raise TypeError(
+                f"SB3Policy needs a model with .predict(obs, ...) (or a dict of them), got {model!r}"
+            )
         self.model = model
         self.deterministic = bool(deterministic)
         first = next(iter(model.values())) if isinstance(model, Mapping) else model
@@ -146,7 +158,9 @@ class SB3Policy:
         if isinstance(self.model, Mapping):
             missing = set(obs) - set(self.model)
             if missing:
-                raise ValueError(f"SB3Policy has no model for agent(s) {sorted(missing)}; models: {sorted(self.model)}")
+                raise ValueError(
+                    f"SB3Policy has no model for agent(s) {sorted(missing)}; models: {sorted(self.model)}"
+                )
             return {agent: self._predict(agent, self.model[agent], o) for agent, o in obs.items()}
         return self._predict(None, self.model, obs)
 
@@ -191,12 +205,16 @@ class _EnvView:
         scaler = self.facts.obs_scaler
         if scaler is not None:
             obs = scaler.from_unit(obs)
-        return obs[None] if self.agents is not None else obs[None, : self._obs_dim]  # forecast entries dropped
+        return (
+            obs[None] if self.agents is not None else obs[None, : self._obs_dim]
+        )  # forecast entries dropped
 
     def env_action(self, physical: np.ndarray) -> Any:
         """Physical joint action -> the env's action (unit range if normalised), float32; a dict per agent."""
         scaler = self.facts.action_scaler
-        action = np.asarray(physical if scaler is None else scaler.to_unit(physical), dtype=np.float32)
+        action = np.asarray(
+            physical if scaler is None else scaler.to_unit(physical), dtype=np.float32
+        )
         if self.agents is None:
             return action
         parts = action.reshape(len(self.agents), self._act_dim)
@@ -326,6 +344,8 @@ def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
         return RuleBasedPolicy(env)
     if name == "oracle":
         return OraclePolicy(env)
-    if name == "truthful":  # market tasks only (listed in their spec.baselines, not in BASELINE_POLICIES)
+    if (
+        name == "truthful"
+    ):  # market tasks only (listed in their spec.baselines, not in BASELINE_POLICIES)
         return TruthfulPolicy(env)
     raise ValueError(f"unknown baseline policy {name!r}; valid: {', '.join(BASELINE_POLICIES)}")

@@ -35,15 +35,44 @@ __all__ = [
 ]
 
 SUMMARY_COLUMNS = (
-    "task", "split", "policy", "kind", "source", "episodes", "n_seeds", "seeds", "n_days",
-    "mean_return", "mean_return_ci_low", "mean_return_ci_high",
-    "iqm_return", "iqm_return_ci_low", "iqm_return_ci_high", "std_return",
-    "total_cost_mean", "total_cost_ci_low", "total_cost_ci_high", "violation_rate", "mean_length",
-    "normalized_score", "normalized_score_ci_low", "normalized_score_ci_high",
+    "task",
+    "split",
+    "policy",
+    "kind",
+    "source",
+    "episodes",
+    "n_seeds",
+    "seeds",
+    "n_days",
+    "mean_return",
+    "mean_return_ci_low",
+    "mean_return_ci_high",
+    "iqm_return",
+    "iqm_return_ci_low",
+    "iqm_return_ci_high",
+    "std_return",
+    "total_cost_mean",
+    "total_cost_ci_low",
+    "total_cost_ci_high",
+    "violation_rate",
+    "mean_length",
+    "normalized_score",
+    "normalized_score_ci_low",
+    "normalized_score_ci_high",
 )
 """Fixed columns of ``results.csv``; ``cost_<name>_mean`` / ``_ci_low`` / ``_ci_high`` follow."""
 
-EPISODE_COLUMNS = ("task", "policy", "seed", "episode", "day_id", "env_seed", "return", "length", "total_cost")
+EPISODE_COLUMNS = (
+    "task",
+    "policy",
+    "seed",
+    "episode",
+    "day_id",
+    "env_seed",
+    "return",
+    "length",
+    "total_cost",
+)
 """Fixed columns of ``episodes.csv``; ``cost_<name>`` (per constraint, summed over the episode) follow."""
 
 
@@ -107,25 +136,43 @@ def _markdown_table(result: CampaignResult, task: str) -> str:
     rows = [r for r in result.rows if r["task"] == task]
     names = result.cost_names[task]
     first = rows[0]
-    unit = "$ per episode" + (" (team return, sum over agents)" if task_spec(task).agent_mode == "multi" else "")
+    unit = "$ per episode" + (
+        " (team return, sum over agents)" if task_spec(task).agent_mode == "multi" else ""
+    )
     head = (
         f"### {task} ({result.split} split; {first['n_days']} days x {first['n_seeds']} seed(s) per policy; "
         f"returns in {unit}; [95% bootstrap CI])"
     )
-    header = ["policy", "episodes", "mean return", "IQM return", "std", "total cost / episode", "violation rate",
-              "normalized score", *[f"{n} / episode" for n in names]]
-    lines = [head, "", "| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    header = [
+        "policy",
+        "episodes",
+        "mean return",
+        "IQM return",
+        "std",
+        "total cost / episode",
+        "violation rate",
+        "normalized score",
+        *[f"{n} / episode" for n in names],
+    ]
+    lines = [
+        head,
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
     for r in rows:
         score = r["normalized_score"]
         cells = [
-            f"{r['policy']}", f"{r['episodes']}",
+            f"{r['policy']}",
+            f"{r['episodes']}",
             f"{_num(r['mean_return'])} [{_num(r['mean_return_ci_low'])}, {_num(r['mean_return_ci_high'])}]",
             f"{_num(r['iqm_return'])} [{_num(r['iqm_return_ci_low'])}, {_num(r['iqm_return_ci_high'])}]",
             _num(r["std_return"]),
             f"{_cost(r['total_cost_mean'])} [{_cost(r['total_cost_ci_low'])}, {_cost(r['total_cost_ci_high'])}]",
             f"{r['violation_rate']:.3f}",
-            "n/a" if score is None else
-            f"{score:.3f} [{r['normalized_score_ci_low']:.3f}, {r['normalized_score_ci_high']:.3f}]",
+            "n/a"
+            if score is None
+            else f"{score:.3f} [{r['normalized_score_ci_low']:.3f}, {r['normalized_score_ci_high']:.3f}]",
             *[_cost(r[f"cost_{n}_mean"]) for n in names],
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -150,14 +197,18 @@ def results_markdown(result: CampaignResult) -> str:
 
 def write_results_markdown(result: CampaignResult) -> Path:
     """Write ``results.md`` into ``result.out_dir``; its path is kept in ``result.files["results_md"]``."""
-    result.files["results_md"] = atomic_write_text(result.out_dir / "results.md", results_markdown(result))
+    result.files["results_md"] = atomic_write_text(
+        result.out_dir / "results.md", results_markdown(result)
+    )
     return result.files["results_md"]
 
 
 # ---- CSV ----------------------------------------------------------------------------------------------
 def _csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(
+        buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
+    )
     writer.writeheader()
     for row in rows:
         writer.writerow({k: _csv_value(row.get(k)) for k in columns})
@@ -182,11 +233,14 @@ def write_csv_tables(result: CampaignResult) -> None:
     out, names = result.out_dir, result.cost_names
     out.mkdir(parents=True, exist_ok=True)
     result.files["results_csv"] = atomic_write_text(
-        out / "results.csv", _csv_text([*SUMMARY_COLUMNS, *_cost_columns(names, ("_mean", "_ci_low", "_ci_high"))],
-                                       result.rows),
+        out / "results.csv",
+        _csv_text(
+            [*SUMMARY_COLUMNS, *_cost_columns(names, ("_mean", "_ci_low", "_ci_high"))], result.rows
+        ),
     )
     result.files["episodes_csv"] = atomic_write_text(
-        out / "episodes.csv", _csv_text([*EPISODE_COLUMNS, *_cost_columns(names, ("",))], result.episodes)
+        out / "episodes.csv",
+        _csv_text([*EPISODE_COLUMNS, *_cost_columns(names, ("",))], result.episodes),
     )
 
 

@@ -32,7 +32,9 @@ __all__ = [
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
-EPISODE_SEED_STRIDE = 1_000_000  # more than any split has days: the seeds' env streams never overlap
+EPISODE_SEED_STRIDE = (
+    1_000_000  # more than any split has days: the seeds' env streams never overlap
+)
 
 
 def episode_seed(seed: int, episode: int) -> int:
@@ -64,8 +66,12 @@ def _interval(stats: np.ndarray, confidence: float) -> tuple[float, float]:
 
 
 def bootstrap_ci(
-    values: Sequence[float] | np.ndarray, statistic: str = "mean", *, n_resamples: int = BOOTSTRAP_RESAMPLES,
-    confidence: float = CONFIDENCE, seed: int = BOOTSTRAP_SEED,
+    values: Sequence[float] | np.ndarray,
+    statistic: str = "mean",
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of ``statistic`` (``"mean"`` or ``"iqm"``) of ``values``.
 
@@ -85,8 +91,12 @@ def bootstrap_ci(
 
 
 def summarize_campaign_episodes(
-    records: Sequence[dict[str, Any]], cost_names: Sequence[str], *, n_resamples: int = BOOTSTRAP_RESAMPLES,
-    confidence: float = CONFIDENCE, seed: int = BOOTSTRAP_SEED,
+    records: Sequence[dict[str, Any]],
+    cost_names: Sequence[str],
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
     """Pooled statistics of episode rows (``episodes.csv`` rows: ``return``, ``length``, ``cost_<name>``).
 
@@ -96,10 +106,14 @@ def summarize_campaign_episodes(
     if not records:
         raise ValueError("no episodes to summarise")
     returns = np.asarray([r["return"] for r in records], dtype=np.float64)
-    costs = np.asarray([[r[f"cost_{name}"] for name in cost_names] for r in records], dtype=np.float64)
+    costs = np.asarray(
+        [[r[f"cost_{name}"] for name in cost_names] for r in records], dtype=np.float64
+    )
     costs = costs.reshape(len(records), len(cost_names))
     total = costs.sum(axis=1)
-    idx = _resample_indices(returns.size, n_resamples, seed)  # one set of resamples for every statistic
+    idx = _resample_indices(
+        returns.size, n_resamples, seed
+    )  # one set of resamples for every statistic
 
     def ci(values: np.ndarray, statistic: str = "mean") -> tuple[float, float]:
         return _interval(_STATISTICS[statistic](values[idx]), confidence)
@@ -119,14 +133,19 @@ def summarize_campaign_episodes(
     return out
 
 
-def score_columns(task: str, split: str, days: Sequence[int], row: dict[str, Any]) -> dict[str, float | None]:
+def score_columns(
+    task: str, split: str, days: Sequence[int], row: dict[str, Any]
+) -> dict[str, float | None]:
     """Normalised score of ``row``'s mean return and its interval; ``None`` off the table's protocol.
 
     The score is only comparable when ``days`` are the days the baselines table was computed on
     (:func:`~powerzoo.benchmarks.baselines.evaluation_protocol`).
     """
-    blank: dict[str, float | None] = {"normalized_score": None, "normalized_score_ci_low": None,
-                                      "normalized_score_ci_high": None}
+    blank: dict[str, float | None] = {
+        "normalized_score": None,
+        "normalized_score_ci_low": None,
+        "normalized_score_ci_high": None,
+    }
     try:
         if list(evaluation_protocol(task, split)["day_ids"]) != list(days):
             return blank
@@ -137,5 +156,8 @@ def score_columns(task: str, split: str, days: Sequence[int], row: dict[str, Any
     high = score_or_none(task, row["mean_return_ci_high"], split)
     if score is None or low is None or high is None:
         return blank
-    return {"normalized_score": score, "normalized_score_ci_low": min(low, high),
-            "normalized_score_ci_high": max(low, high)}
+    return {
+        "normalized_score": score,
+        "normalized_score_ci_low": min(low, high),
+        "normalized_score_ci_high": max(low, high),
+    }

@@ -15,14 +15,25 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from powerzoo.cli.runs import run_entry
 
     result = run_campaign(
-        args.tasks, policies=args.policies, seeds=args.seeds, split=args.split, episodes=args.episodes,
-        extra_policies=(run_entry(run_dir, args.run_model) for run_dir in args.runs),  # loaded after validation
-        out_dir=args.out, progress=args.progress, plots=not args.no_plots,
+        args.tasks,
+        policies=args.policies,
+        seeds=args.seeds,
+        split=args.split,
+        episodes=args.episodes,
+        extra_policies=(
+            run_entry(run_dir, args.run_model) for run_dir in args.runs
+        ),  # loaded after validation
+        out_dir=args.out,
+        progress=args.progress,
+        plots=not args.no_plots,
     )
     print(result.markdown(), end="")
     print()
-    for label, path in (("summary (CSV)", result.files["results_csv"]), ("summary (Markdown)", result.files["results_md"]),
-                        ("episodes (CSV)", result.files["episodes_csv"])):
+    for label, path in (
+        ("summary (CSV)", result.files["results_csv"]),
+        ("summary (Markdown)", result.files["results_md"]),
+        ("episodes (CSV)", result.files["episodes_csv"]),
+    ):
         print(f"{label}: {path}")
     for path in result.plots:
         print(f"plot: {path}")
@@ -33,24 +44,54 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def add_parser(sub: Any) -> None:
     """Register ``bench`` on the ``powerzoo`` sub-parser object."""
     p = sub.add_parser(
-        "bench", help="benchmark campaign: baselines (and trained runs) x tasks x seeds; CSV, Markdown, plots",
+        "bench",
+        help="benchmark campaign: baselines (and trained runs) x tasks x seeds; CSV, Markdown, plots",
         description="Evaluate baseline policies (and trained run folders) on tasks x seeds, with bootstrap 95%% "
-                    "confidence intervals; writes results.csv, results.md, episodes.csv and plots.",
+        "confidence intervals; writes results.csv, results.md, episodes.csv and plots.",
     )
     p.add_argument("tasks", nargs="+", metavar="TASK", help="registered task names, or 'all'")
-    p.add_argument("--policies", nargs="*", default=list(BASELINE_POLICIES), metavar="POLICY",
-                   help=f"baselines among {', '.join(BASELINE_POLICIES)} (default: all three; one a task "
-                        "does not define is skipped with a note)")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="SEED", help="campaign seeds (default: 0)")
+    p.add_argument(
+        "--policies",
+        nargs="*",
+        default=list(BASELINE_POLICIES),
+        metavar="POLICY",
+        help=f"baselines among {', '.join(BASELINE_POLICIES)} (default: all three; one a task "
+        "does not define is skipped with a note)",
+    )
+    p.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=[0],
+        metavar="SEED",
+        help="campaign seeds (default: 0)",
+    )
     p.add_argument("--split", default="test", help="data split (default: test)")
-    p.add_argument("--episodes", type=int, default=None,
-                   help="days per seed, spread evenly over the split (default: every day)")
-    p.add_argument("--runs", nargs="+", default=[], metavar="RUN_DIR",
-                   help="trained run folders (powerzoo train) to evaluate on their own task")
-    p.add_argument("--run-model", choices=("best", "final", "latest"), default="best",
-                   help="model of each run folder (default: best, else final)")
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=None,
+        help="days per seed, spread evenly over the split (default: every day)",
+    )
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        default=[],
+        metavar="RUN_DIR",
+        help="trained run folders (powerzoo train) to evaluate on their own task",
+    )
+    p.add_argument(
+        "--run-model",
+        choices=("best", "final", "latest"),
+        default="best",
+        help="model of each run folder (default: best, else final)",
+    )
     p.add_argument("--out", default="results/bench", help="output folder (default: results/bench)")
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar (default: on when stderr is a terminal)")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: on when stderr is a terminal)",
+    )
     p.set_defaults(func=_cmd_bench)

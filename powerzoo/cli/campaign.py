@@ -32,33 +32,59 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     result = outcome.result
     print(result.markdown(), end="")
     print()
-    for key, label in (("results_csv", "summary (CSV)"), ("results_md", "summary (Markdown)"),
-                       ("trials_csv", "one row per trial (CSV)"), ("episodes_csv", "episodes (CSV)")):
+    for key, label in (
+        ("results_csv", "summary (CSV)"),
+        ("results_md", "summary (Markdown)"),
+        ("trials_csv", "one row per trial (CSV)"),
+        ("episodes_csv", "episodes (CSV)"),
+    ):
         print(f"{label}: {result.files[key]}")
     for path in result.plots:
         print(f"plot: {path}")
     done = len(outcome.trials)
-    print(f"{done} of {len(campaign.trials)} trial(s) finished ({args.backend} backend); "
-          f"trial folders in {result.out_dir / 'trials'}")
+    print(
+        f"{done} of {len(campaign.trials)} trial(s) finished ({args.backend} backend); "
+        f"trial folders in {result.out_dir / 'trials'}"
+    )
     return 0 if not outcome.failed else 1
 
 
 def add_parser(sub: Any) -> None:
     """Register ``campaign`` on the ``powerzoo`` sub-parser object."""
     p = sub.add_parser(
-        "campaign", help="train tasks x algorithms x settings x seeds (local or Ray Tune); tables as `bench`",
+        "campaign",
+        help="train tasks x algorithms x settings x seeds (local or Ray Tune); tables as `bench`",
         description="Train every (task, algorithm, setting, seed) trial of a campaign file, evaluate each on the "
-                    "test split with the baselines, and write the tables and plots of `powerzoo bench` "
-                    "(results.csv: one row per algorithm/setting, trials.csv: one per trial). Running it again "
-                    "into the same --out folder resumes: finished trials are skipped.",
+        "test split with the baselines, and write the tables and plots of `powerzoo bench` "
+        "(results.csv: one row per algorithm/setting, trials.csv: one per trial). Running it again "
+        "into the same --out folder resumes: finished trials are skipped.",
     )
-    p.add_argument("campaign", metavar="CAMPAIGN.yaml", help="campaign file (see campaigns/smoke.yaml)")
-    p.add_argument("--backend", choices=("local", "ray"), default="local",
-                   help="local: trials one after another in this process; ray: Ray Tune trials (pip install "
-                        "\"powerzoo[ray]\")")
-    p.add_argument("--address", default=None, metavar="ADDR",
-                   help="Ray cluster to join (ray.init(address=ADDR), e.g. auto or HOST:6379); default: a local Ray")
-    p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: results/campaign-<name>)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar / Tune status (default: on when stderr is a terminal)")
+    p.add_argument(
+        "campaign", metavar="CAMPAIGN.yaml", help="campaign file (see campaigns/smoke.yaml)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: trials one after another in this process; ray: Ray Tune trials (pip install "
+        '"powerzoo[ray]")',
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="Ray cluster to join (ray.init(address=ADDR), e.g. auto or HOST:6379); default: a local Ray",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="output folder (default: results/campaign-<name>)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar / Tune status (default: on when stderr is a terminal)",
+    )
     p.set_defaults(func=_cmd_campaign)

@@ -29,7 +29,9 @@ __all__ = [
 TASK = "battery_arbitrage"
 TRACE_KEYS = ("price_per_mwh", "p_mw", "soc")
 DEMO_TIMESTEPS = 60_000  # 20-40 s of PPO on two cores
-DEMO_REWARD: str | dict[str, float] = "penalized"  # spec.reward_presets: profit - 100 $/MWh x soc_violation
+DEMO_REWARD: str | dict[str, float] = (
+    "penalized"  # spec.reward_presets: profit - 100 $/MWh x soc_violation
+)
 # Trainer settings of the demo (tuned on seeds 0-3: return between rule-based and oracle, soc_violation
 # < 1 MWh/day): a small initial action noise (std e^-1 of the [-1, 1] range) and a higher learning
 # rate than SB3's default let 60k steps learn both the arbitrage and the SOC bounds.
@@ -42,8 +44,14 @@ DEMO_TRAINING: dict[str, Any] = {
 }
 
 
-def train_demo_agent(out_dir: Path, timesteps: int, progress: bool | None = None, *, seed: int = 0,
-                     reward: str | dict[str, float] | None = DEMO_REWARD) -> Any:
+def train_demo_agent(
+    out_dir: Path,
+    timesteps: int,
+    progress: bool | None = None,
+    *,
+    seed: int = 0,
+    reward: str | dict[str, float] | None = DEMO_REWARD,
+) -> Any:
     """Train PPO on battery_arbitrage's train split into ``out_dir/run`` (replacing an earlier demo run).
 
     Args:
@@ -64,9 +72,17 @@ def train_demo_agent(out_dir: Path, timesteps: int, progress: bool | None = None
     if run_dir.exists():
         shutil.rmtree(run_dir)
     trainer = Trainer(
-        TASK, algorithm="PPO", total_timesteps=timesteps, seed=seed, reward=reward, output_dir=str(out_dir),
-        name="run", evaluation={"freq": max(timesteps // 6, 1), "episodes": 8}, checkpoint=None,
-        logging={"progress_bar": progress}, **DEMO_TRAINING,
+        TASK,
+        algorithm="PPO",
+        total_timesteps=timesteps,
+        seed=seed,
+        reward=reward,
+        output_dir=str(out_dir),
+        name="run",
+        evaluation={"freq": max(timesteps // 6, 1), "episodes": 8},
+        checkpoint=None,
+        logging={"progress_bar": progress},
+        **DEMO_TRAINING,
     )
     trainer.train()
     trainer.close()
@@ -85,8 +101,10 @@ def comparison_table(results: dict[str, dict[str, Any]]) -> str:
     Columns: episodes, mean and std of the return ($/day), mean ``soc_violation`` (MWh/day) and
     violation rate (share of days with any violation).
     """
-    header = (f"{'policy':<12} {'episodes':>8} {'return $/day':>13} {'std $/day':>10} "
-              f"{'soc_violation MWh/day':>22} {'violation rate':>15}")
+    header = (
+        f"{'policy':<12} {'episodes':>8} {'return $/day':>13} {'std $/day':>10} "
+        f"{'soc_violation MWh/day':>22} {'violation rate':>15}"
+    )
     lines = [header, "-" * len(header)]
     for name, r in results.items():
         lines.append(
@@ -132,12 +150,20 @@ def _reward_label(reward: str | dict[str, float] | None) -> str:
         return "the task's own reward (profit)"
     weights = task_spec(TASK).reward_presets.get(reward, {}) if isinstance(reward, str) else reward
     penalty = weights.get("soc_violation", 0.0)
-    return f"reward={reward!r}" + (f" (profit - {penalty:g} $/MWh x soc_violation)" if penalty else "")
+    return f"reward={reward!r}" + (
+        f" (profit - {penalty:g} $/MWh x soc_violation)" if penalty else ""
+    )
 
 
-def run_demo(out_dir: str | Path = "results/demo", episodes: int | None = None, plot_day: int = 0,
-             progress: bool | None = None, timesteps: int = DEMO_TIMESTEPS, seed: int = 0,
-             reward: str | dict[str, float] | None = DEMO_REWARD) -> dict[str, Any]:
+def run_demo(
+    out_dir: str | Path = "results/demo",
+    episodes: int | None = None,
+    plot_day: int = 0,
+    progress: bool | None = None,
+    timesteps: int = DEMO_TIMESTEPS,
+    seed: int = 0,
+    reward: str | dict[str, float] | None = DEMO_REWARD,
+) -> dict[str, Any]:
     """Train PPO (unless ``timesteps`` is 0), evaluate it and the three baselines on the test split,
     print a table, save a plot; return the summaries by policy name.
 
@@ -161,13 +187,22 @@ def run_demo(out_dir: str | Path = "results/demo", episodes: int | None = None, 
         started = time.perf_counter()
         agent = train_demo_agent(Path(out_dir), timesteps, progress, seed=seed, reward=reward)
         seconds = time.perf_counter() - started
-        agent_env, name = agent.make_eval_env(objective=True, split="test"), f"ppo_{timesteps // 1000}k"
+        agent_env, name = (
+            agent.make_eval_env(objective=True, split="test"),
+            f"ppo_{timesteps // 1000}k",
+        )
         results[name] = evaluate_days(agent.policy(), agent_env, days, seed=0)
-        traces[name] = rollout(agent_env, agent.policy(), day_id=plot_day, seed=0, trace_keys=TRACE_KEYS)["trace"]
-        print(f"trained PPO for {timesteps:,} env steps in {seconds:.0f} s on {_reward_label(reward)}, "
-              f"seed {seed} (run folder: {Path(out_dir) / 'run'})")
-    print(f"{TASK}, test split ({len(days)} days, one episode per day). return: profit ($/day, no penalty);\n"
-          "soc_violation: energy asked beyond the SOC bounds (MWh/day); violation rate: share of days with any")
+        traces[name] = rollout(
+            agent_env, agent.policy(), day_id=plot_day, seed=0, trace_keys=TRACE_KEYS
+        )["trace"]
+        print(
+            f"trained PPO for {timesteps:,} env steps in {seconds:.0f} s on {_reward_label(reward)}, "
+            f"seed {seed} (run folder: {Path(out_dir) / 'run'})"
+        )
+    print(
+        f"{TASK}, test split ({len(days)} days, one episode per day). return: profit ($/day, no penalty);\n"
+        "soc_violation: energy asked beyond the SOC bounds (MWh/day); violation rate: share of days with any"
+    )
     print(comparison_table(results))
     date = task.profiles.dates[task.calendar_day(plot_day)]
     path = plot_episode(traces, f"day {plot_day} ({date})", Path(out_dir) / "demo_episode.png")

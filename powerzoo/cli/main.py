@@ -16,7 +16,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     for name in list_tasks():
         spec = task_spec(name)
-        print(f"{name:<22} {spec.agent_mode:<6} {spec.horizon:>4} x {spec.step_minutes:>2} min  {spec.description}")
+        print(
+            f"{name:<22} {spec.agent_mode:<6} {spec.horizon:>4} x {spec.step_minutes:>2} min  {spec.description}"
+        )
     return 0
 
 
@@ -38,7 +40,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     if args.timesteps < 0:
         raise ValueError(f"--timesteps must be >= 0, got {args.timesteps}")
-    run_demo(out_dir=args.out, episodes=args.episodes, plot_day=args.day, timesteps=args.timesteps, seed=args.seed)
+    run_demo(
+        out_dir=args.out,
+        episodes=args.episodes,
+        plot_day=args.day,
+        timesteps=args.timesteps,
+        seed=args.seed,
+    )
     return 0
 
 
@@ -72,8 +80,12 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     try:
         policy = make_baseline_policy(args.policy, env, seed=None)  # the collection seeds it
     except TypeError as err:  # the task policies need a single-agent Gymnasium env
-        raise ValueError(f"--policy {args.policy} is not available for {args.task}: {err}") from None
-    generator = DatasetGenerator(env, **({} if args.info_keys is None else {"info_keys": args.info_keys}))
+        raise ValueError(
+            f"--policy {args.policy} is not available for {args.task}: {err}"
+        ) from None
+    generator = DatasetGenerator(
+        env, **({} if args.info_keys is None else {"info_keys": args.info_keys})
+    )
     started = time.perf_counter()
     dataset = generator.collect(policy, args.episodes, args.output, seed=args.seed)
     seconds = time.perf_counter() - started
@@ -83,14 +95,18 @@ def _cmd_collect(args: argparse.Namespace) -> int:
         f"{dataset.n_steps:,} transitions in {seconds:.2f} s ({dataset.n_steps / seconds:,.0f} transitions/s); "
         f"mean return {dataset.attrs['mean_return']:,.2f}"
     )
-    print(f"wrote {args.output} ({size_mb:.2f} MB, {size_mb * 1e6 / dataset.n_steps:.1f} bytes/transition)")
+    print(
+        f"wrote {args.output} ({size_mb:.2f} MB, {size_mb * 1e6 / dataset.n_steps:.1f} bytes/transition)"
+    )
     dataset.close()
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of the ``powerzoo`` command."""
-    parser = argparse.ArgumentParser(prog="powerzoo", description="Reinforcement-learning tasks on power systems.")
+    parser = argparse.ArgumentParser(
+        prog="powerzoo", description="Reinforcement-learning tasks on power systems."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("list", help="list registered tasks")
     p.set_defaults(func=_cmd_list)
@@ -100,28 +116,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_describe)
     from powerzoo.cli.demo import DEMO_TIMESTEPS
 
-    p = sub.add_parser("demo", help="train PPO on battery_arbitrage; compare with the baselines on the test split")
-    p.add_argument("--out", default="results/demo", help="output folder for the plot (default: results/demo)")
+    p = sub.add_parser(
+        "demo", help="train PPO on battery_arbitrage; compare with the baselines on the test split"
+    )
+    p.add_argument(
+        "--out", default="results/demo", help="output folder for the plot (default: results/demo)"
+    )
     p.add_argument("--episodes", type=int, default=None, help="number of test days (default: all)")
     p.add_argument("--day", type=int, default=0, help="test day to plot (default: 0)")
-    p.add_argument("--timesteps", type=int, default=DEMO_TIMESTEPS,
-                   help=f"PPO training budget in env steps, 0 to skip training (default: {DEMO_TIMESTEPS})")
+    p.add_argument(
+        "--timesteps",
+        type=int,
+        default=DEMO_TIMESTEPS,
+        help=f"PPO training budget in env steps, 0 to skip training (default: {DEMO_TIMESTEPS})",
+    )
     p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
     p.set_defaults(func=_cmd_demo)
-    p = sub.add_parser("collect", help="collect an offline RL dataset (HDF5) with a baseline policy")
+    p = sub.add_parser(
+        "collect", help="collect an offline RL dataset (HDF5) with a baseline policy"
+    )
     p.add_argument("task")
-    p.add_argument("--policy", choices=COLLECT_POLICIES, default="random", help="policy to roll out (default: random)")
+    p.add_argument(
+        "--policy",
+        choices=COLLECT_POLICIES,
+        default="random",
+        help="policy to roll out (default: random)",
+    )
     p.add_argument("--episodes", type=int, default=100, help="number of episodes (default: 100)")
-    p.add_argument("-o", "--output", required=True, help="HDF5 file to write (replaced atomically when done)")
+    p.add_argument(
+        "-o", "--output", required=True, help="HDF5 file to write (replaced atomically when done)"
+    )
     p.add_argument("--split", default="train", help="data split (default: train)")
     p.add_argument("--seed", type=int, default=0, help="seed of the collection (default: 0)")
     p.add_argument(
-        "--num-envs", type=int, default=None,
+        "--num-envs",
+        type=int,
+        default=None,
         help=f"episodes stepped at once in a native vector env (default: {VECTOR_ENVS_FOR_RANDOM} for the random "
-             "policy on single-agent tasks, else 1)",
+        "policy on single-agent tasks, else 1)",
     )
     p.add_argument(
-        "--info-keys", nargs="*", default=None,
+        "--info-keys",
+        nargs="*",
+        default=None,
         help="step-info keys stored under infos/ (default: constraint_costs cost_sum is_safe)",
     )
     p.set_defaults(func=_cmd_collect)

@@ -48,7 +48,10 @@ def run_entry(run_dir: str | Path, model: str = "best", deterministic: bool = Tr
     else:
         shown = f"{model} model"
     return PolicyEntry(
-        label=run_dir.resolve().name, task=trainer.task, make_env=functools.partial(trainer.make_eval_env, objective=True),
+        label=run_dir.resolve().name,
+        task=trainer.task,
+        make_env=functools.partial(trainer.make_eval_env, objective=True),
         make_policy=lambda env, seed: trainer.policy(deterministic),
-        source=f"{run_dir} ({trainer.algorithm} {shown})", kind="trained",
+        source=f"{run_dir} ({trainer.algorithm} {shown})",
+        kind="trained",
     )

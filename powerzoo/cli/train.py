@@ -21,7 +21,10 @@ def format_summary(summary: dict[str, Any], title: str) -> str:
         ("IQM return", f"{summary['iqm_return']:,.2f}"),
         ("mean length", f"{summary['mean_length']:.1f}"),
     ]
-    rows += [(f"cost {name} (per episode)", f"{value:,.4f}") for name, value in summary["mean_costs"].items()]
+    rows += [
+        (f"cost {name} (per episode)", f"{value:,.4f}")
+        for name, value in summary["mean_costs"].items()
+    ]
     rows.append(("violation rate", f"{summary['violation_rate']:.3f}"))
     score = summary.get("normalized_score")
     rows.append(("normalised score", "n/a" if score is None else f"{score:.3f}"))
@@ -33,12 +36,16 @@ def format_summary(summary: dict[str, Any], title: str) -> str:
 def _print_result(result: Any) -> None:
     best = result.best_mean_return
     print(f"run folder: {result.run_dir}")
-    print(f"env steps: {result.num_timesteps:,} ({result.status}{': ' + result.stop_reason if result.stop_reason else ''}), "
-          f"{result.wall_seconds:.1f} s")
+    print(
+        f"env steps: {result.num_timesteps:,} ({result.status}{': ' + result.stop_reason if result.stop_reason else ''}), "
+        f"{result.wall_seconds:.1f} s"
+    )
     if best is not None:
         n = len(result.evaluations)
         print(f"best evaluation mean return: {best:,.2f} ({n} evaluation{'s' if n != 1 else ''})")
-    print(f"evaluate on the test split: powerzoo eval {shlex.quote(str(result.run_dir))} --split test")
+    print(
+        f"evaluate on the test split: powerzoo eval {shlex.quote(str(result.run_dir))} --split test"
+    )
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -46,7 +53,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from powerzoo.rl.trainer import Trainer
 
     if (args.config is None) == (args.task is None):
-        raise ValueError("give either a task (powerzoo train TASK --algo PPO) or a config (powerzoo train -c FILE)")
+        raise ValueError(
+            "give either a task (powerzoo train TASK --algo PPO) or a config (powerzoo train -c FILE)"
+        )
     overrides: dict[str, Any] = {}
     for key in ("seed", "n_envs", "name", "output_dir"):
         value = getattr(args, key)
@@ -56,7 +65,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         overrides["evaluation"] = {"freq": args.eval_freq}
     if args.progress is not None:
         overrides["logging"] = {"progress_bar": args.progress}
-    trainer = Trainer(args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides)
+    trainer = Trainer(
+        args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides
+    )
     if is_native_marl(trainer.algorithm):  # MAPPO / IPPO (-L): the native multi-agent trainer
         result = trainer.train()
     elif trainer.is_multi_agent:
@@ -80,8 +91,15 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     return 0
 
 
-def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None = None, model: str = "best",
-                 deterministic: bool = True, plot_day: int = 0, progress: bool | None = None) -> dict[str, Any]:
+def evaluate_run(
+    run_dir: str | Path,
+    split: str = "test",
+    episodes: int | None = None,
+    model: str = "best",
+    deterministic: bool = True,
+    plot_day: int = 0,
+    progress: bool | None = None,
+) -> dict[str, Any]:
     """Evaluate a run folder's model on ``split``; write a per-episode CSV and a plot of one episode.
 
     Files (in ``<run_dir>/evaluation/``): ``eval_<split>_<model>.csv`` (one row per episode: day,
@@ -99,16 +117,22 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
 
     run_dir = Path(run_dir)
     trainer, model = load_run(run_dir, model)
-    env = trainer.make_eval_env(split, objective=True)  # the task's objective, not a training penalty
+    env = trainer.make_eval_env(
+        split, objective=True
+    )  # the task's objective, not a training penalty
     n_days = task_of(env).n_days
     days = select_days(n_days, episodes)
     if not 0 <= plot_day < n_days:
-        raise ValueError(f"--plot-day must be in [0, {n_days - 1}] for the {split} split, got {plot_day}")
+        raise ValueError(
+            f"--plot-day must be in [0, {n_days - 1}] for the {split} split, got {plot_day}"
+        )
     policy = trainer.policy(deterministic)
     bar = progress_bar(days, progress=progress, desc=f"evaluating on {split}", unit="episode")
     records = [rollout(env, policy, day_id=d, seed=i) for i, d in enumerate(bar)]
     summary = summarize_episodes(records, env, trainer.task)
-    summary["normalized_score"] = score_or_none(trainer.task, summary["mean_return"], split) if episodes is None else None
+    summary["normalized_score"] = (
+        score_or_none(trainer.task, summary["mean_return"], split) if episodes is None else None
+    )
     names = list(summary["mean_costs"])
     out_dir = run_dir / "evaluation"
     buffer = io.StringIO()
@@ -119,7 +143,9 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
     csv_path = atomic_write_text(out_dir / f"eval_{split}_{model}.csv", buffer.getvalue())
     trace = record_episode(env, policy, day_id=plot_day, seed=0)
     plot_path = plot_recorded_episode(
-        trace, trainer.spec, out_dir / f"eval_{split}_{model}_day{plot_day}.png",
+        trace,
+        trainer.spec,
+        out_dir / f"eval_{split}_{model}_day{plot_day}.png",
         title=f"{trainer.task} ({trainer.algorithm}, {model} model), {split} day {plot_day}",
     )
     summary.update(csv=csv_path, plot=plot_path, model=model)
@@ -127,8 +153,14 @@ def evaluate_run(run_dir: str | Path, split: str = "test", episodes: int | None 
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    summary = evaluate_run(args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day)
-    print(format_summary(summary, f"{summary['task']} — {summary['model']} model on the {args.split} split"))
+    summary = evaluate_run(
+        args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day
+    )
+    print(
+        format_summary(
+            summary, f"{summary['task']} — {summary['model']} model on the {args.split} split"
+        )
+    )
     print(f"per-episode results: {summary['csv']}")
     print(f"plot of one episode: {summary['plot']}")
     return 0
@@ -138,32 +170,65 @@ def add_parsers(sub: Any) -> None:
     """Register ``train``, ``eval`` and ``resume`` on the ``powerzoo`` sub-parser object."""
     from powerzoo.rl.algorithms import ALL_ALGORITHMS
 
-    p = sub.add_parser("train", help="train an agent: SB3, or MAPPO / IPPO (-L) on multi-agent tasks "
-                                     "(from a task name or a YAML/JSON run config)")
+    p = sub.add_parser(
+        "train",
+        help="train an agent: SB3, or MAPPO / IPPO (-L) on multi-agent tasks "
+        "(from a task name or a YAML/JSON run config)",
+    )
     p.add_argument("task", nargs="?", help="registered task (or use -c CONFIG)")
     p.add_argument("-c", "--config", help="YAML or JSON run config (see powerzoo.rl.config)")
-    p.add_argument("--algo", type=str.upper, choices=ALL_ALGORITHMS, default=None,
-                   help="algorithm (default: PPO; multi-agent tasks also MAPPO, IPPO, MAPPO-L, IPPO-L)")
+    p.add_argument(
+        "--algo",
+        type=str.upper,
+        choices=ALL_ALGORITHMS,
+        default=None,
+        help="algorithm (default: PPO; multi-agent tasks also MAPPO, IPPO, MAPPO-L, IPPO-L)",
+    )
     p.add_argument("--timesteps", type=int, default=None, help="training budget in env steps")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--n-envs", type=int, default=None, help="parallel training envs")
     p.add_argument("--eval-freq", type=int, default=None, help="env steps between evaluations")
-    p.add_argument("--name", default=None, help="run folder name (default <ALGO>-<task>-seed<S>-<time>)")
+    p.add_argument(
+        "--name", default=None, help="run folder name (default <ALGO>-<task>-seed<S>-<time>)"
+    )
     p.add_argument("--output-dir", default=None, help="where run folders go (default: runs)")
-    p.add_argument("--marl", choices=("shared", "il"), default="shared",
-                   help="multi-agent tasks: one shared policy (default) or independent learners")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar (default: on when stderr is a terminal)")
+    p.add_argument(
+        "--marl",
+        choices=("shared", "il"),
+        default="shared",
+        help="multi-agent tasks: one shared policy (default) or independent learners",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: on when stderr is a terminal)",
+    )
     p.set_defaults(func=_cmd_train)
-    p = sub.add_parser("eval", help="evaluate a run's model: table, per-episode CSV, plot of one episode")
+    p = sub.add_parser(
+        "eval", help="evaluate a run's model: table, per-episode CSV, plot of one episode"
+    )
     p.add_argument("run_dir")
     p.add_argument("--split", default="test", help="data split (default: test)")
-    p.add_argument("--episodes", type=int, default=None, help="number of days (default: every day of the split)")
-    p.add_argument("--model", choices=("best", "final", "latest"), default="best",
-                   help="which model of the run (default: best, else final)")
-    p.add_argument("--stochastic", action="store_true", help="sample actions instead of the deterministic ones")
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=None,
+        help="number of days (default: every day of the split)",
+    )
+    p.add_argument(
+        "--model",
+        choices=("best", "final", "latest"),
+        default="best",
+        help="which model of the run (default: best, else final)",
+    )
+    p.add_argument(
+        "--stochastic", action="store_true", help="sample actions instead of the deterministic ones"
+    )
     p.add_argument("--plot-day", type=int, default=0, help="split day to plot (default: 0)")
     p.set_defaults(func=_cmd_eval)
-    p = sub.add_parser("resume", help="continue a killed or unfinished run from its newest checkpoint")
+    p = sub.add_parser(
+        "resume", help="continue a killed or unfinished run from its newest checkpoint"
+    )
     p.add_argument("run_dir")
     p.set_defaults(func=_cmd_resume)

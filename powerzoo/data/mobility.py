@@ -42,7 +42,15 @@ import numpy as np
 
 from powerzoo.data import calendar
 
-__all__ = ["DayTypeTrips", "TRIP_LAWS", "KWH_PER_MILE", "MAX_MILES", "LATEST_RETURN_H", "Trips", "sample_trips"]
+__all__ = [
+    "DayTypeTrips",
+    "TRIP_LAWS",
+    "KWH_PER_MILE",
+    "MAX_MILES",
+    "LATEST_RETURN_H",
+    "Trips",
+    "sample_trips",
+]
 
 KWH_PER_MILE = 0.30
 MIN_MILES, MAX_MILES = 2.0, 120.0
@@ -68,19 +76,48 @@ class DayTypeTrips:
         if not 0.0 <= self.p_drive <= 1.0:
             raise ValueError(f"p_drive must lie in [0, 1], got {self.p_drive}")
         if not 0.0 <= self.leave_min_h <= self.leave_max_h <= LATEST_RETURN_H - MIN_AWAY_H:
-            raise ValueError(f"need 0 <= leave_min_h <= leave_max_h <= {LATEST_RETURN_H - MIN_AWAY_H} h")
-        if min(self.leave_sd_h, self.away_sd_h, self.miles_sigma_log) < 0.0 or self.miles_mean <= 0.0:
+            raise ValueError(
+                f"need 0 <= leave_min_h <= leave_max_h <= {LATEST_RETURN_H - MIN_AWAY_H} h"
+            )
+        if (
+            min(self.leave_sd_h, self.away_sd_h, self.miles_sigma_log) < 0.0
+            or self.miles_mean <= 0.0
+        ):
             raise ValueError("spreads must be >= 0 and miles_mean > 0")
 
 
 # by calendar.day_types(): 0 weekday, 1 Saturday, 2 Sunday or holiday
 TRIP_LAWS = (
-    DayTypeTrips(p_drive=0.95, leave_mean_h=7.5, leave_sd_h=1.4, leave_min_h=5.0, leave_max_h=11.0,
-                 away_mean_h=9.5, away_sd_h=1.5, miles_mean=30.0),
-    DayTypeTrips(p_drive=0.75, leave_mean_h=11.0, leave_sd_h=2.0, leave_min_h=7.0, leave_max_h=18.0,
-                 away_mean_h=4.0, away_sd_h=2.0, miles_mean=24.0),
-    DayTypeTrips(p_drive=0.60, leave_mean_h=11.0, leave_sd_h=2.0, leave_min_h=7.0, leave_max_h=18.0,
-                 away_mean_h=4.0, away_sd_h=2.0, miles_mean=24.0),
+    DayTypeTrips(
+        p_drive=0.95,
+        leave_mean_h=7.5,
+        leave_sd_h=1.4,
+        leave_min_h=5.0,
+        leave_max_h=11.0,
+        away_mean_h=9.5,
+        away_sd_h=1.5,
+        miles_mean=30.0,
+    ),
+    DayTypeTrips(
+        p_drive=0.75,
+        leave_mean_h=11.0,
+        leave_sd_h=2.0,
+        leave_min_h=7.0,
+        leave_max_h=18.0,
+        away_mean_h=4.0,
+        away_sd_h=2.0,
+        miles_mean=24.0,
+    ),
+    DayTypeTrips(
+        p_drive=0.60,
+        leave_mean_h=11.0,
+        leave_sd_h=2.0,
+        leave_min_h=7.0,
+        leave_max_h=18.0,
+        away_mean_h=4.0,
+        away_sd_h=2.0,
+        miles_mean=24.0,
+    ),
 )
 
 
@@ -99,7 +136,9 @@ class Trips:
         return self.miles * KWH_PER_MILE
 
 
-def sample_trips(rng: np.random.Generator, first_day: np.ndarray, n_days: int, n_vehicles: int) -> Trips:
+def sample_trips(
+    rng: np.random.Generator, first_day: np.ndarray, n_days: int, n_vehicles: int
+) -> Trips:
     """Trips of ``n_vehicles`` cars on ``n_days`` consecutive calendar days from each ``first_day`` [B].
 
     ``first_day`` are day-of-year indices (0 = 1 January); days past 31 December wrap to the start
@@ -108,17 +147,27 @@ def sample_trips(rng: np.random.Generator, first_day: np.ndarray, n_days: int, n
     """
     first_day = np.asarray(first_day, dtype=np.int64)
     if first_day.ndim != 1:
-        raise ValueError(f"first_day must be a 1-D array of day indices, got shape {first_day.shape}")
+        raise ValueError(
+            f"first_day must be a 1-D array of day indices, got shape {first_day.shape}"
+        )
     if n_days < 1 or n_vehicles < 1:
         raise ValueError(f"need n_days >= 1 and n_vehicles >= 1, got {n_days}, {n_vehicles}")
     days = (first_day[:, None] + np.arange(n_days)) % calendar.N_DAYS  # [B, D]
     kind = calendar.day_types()[days]  # [B, D]
-    law = {f.name: np.array([getattr(t, f.name) for t in TRIP_LAWS])[kind][:, :, None]
-           for f in dataclasses.fields(DayTypeTrips)}  # each [B, D, 1]
+    law = {
+        f.name: np.array([getattr(t, f.name) for t in TRIP_LAWS])[kind][:, :, None]
+        for f in dataclasses.fields(DayTypeTrips)
+    }  # each [B, D, 1]
     shape = (first_day.size, n_days, n_vehicles)
     driven = rng.random(shape) < law["p_drive"]
-    leave = np.clip(law["leave_mean_h"] + law["leave_sd_h"] * rng.standard_normal(shape), law["leave_min_h"], law["leave_max_h"])
-    away = np.maximum(law["away_mean_h"] + law["away_sd_h"] * rng.standard_normal(shape), MIN_AWAY_H)
+    leave = np.clip(
+        law["leave_mean_h"] + law["leave_sd_h"] * rng.standard_normal(shape),
+        law["leave_min_h"],
+        law["leave_max_h"],
+    )
+    away = np.maximum(
+        law["away_mean_h"] + law["away_sd_h"] * rng.standard_normal(shape), MIN_AWAY_H
+    )
     back = np.minimum(leave + away, LATEST_RETURN_H)
     sigma = law["miles_sigma_log"]
     mu = np.log(law["miles_mean"]) - 0.5 * sigma**2  # so that the mean is miles_mean

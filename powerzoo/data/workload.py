@@ -107,7 +107,9 @@ class Workload:
     steps_per_day: int
     class_names: tuple[str, ...]
     arrival_gpuh: np.ndarray  # [T, C] GPU-hours of work arriving at each step
-    arrival_cum_gpuh: np.ndarray  # [T, C, N_BUCKETS] float32: the same as a cumulative queue increment
+    arrival_cum_gpuh: (
+        np.ndarray
+    )  # [T, C, N_BUCKETS] float32: the same as a cumulative queue increment
     arrival_jobs: np.ndarray  # [T, C] number of jobs arriving at each step (int64)
     arrival_bucket: np.ndarray  # [T, C] deadline bucket of that batch in its own day (int64)
     arrival_carry_gpuh: np.ndarray  # [T, C] part of a bucket-24 batch that may be left at midnight
@@ -144,7 +146,9 @@ def _base_arrivals(step_minutes: int) -> dict[str, np.ndarray]:
     weekly = np.asarray(WEEKLY_FACTOR)[calendar.day_types()]  # [N_DAYS]
     jobs, gpuh, slack = [], [], []
     for job in JOB_CLASSES:
-        diurnal = 1.0 + job.diurnal_amplitude * np.cos(2.0 * np.pi * (start_h + dt_h / 2 - DIURNAL_PEAK_HOUR) / 24.0)
+        diurnal = 1.0 + job.diurnal_amplitude * np.cos(
+            2.0 * np.pi * (start_h + dt_h / 2 - DIURNAL_PEAK_HOUR) / 24.0
+        )
         rate = job.jobs_per_day / steps * weekly[:, None] * diurnal[None, :]
         counts = rng.poisson(rate)  # [N_DAYS, steps]
         sizes = rng.lognormal(np.log(job.size_median_gpuh), job.size_sigma, counts.sum())
@@ -176,8 +180,15 @@ def _carry_over(gpuh: np.ndarray, deadline_h: np.ndarray, slack_h: np.ndarray) -
     out = np.zeros((calendar.N_DAYS, n_classes, N_BUCKETS))
     day = np.arange(calendar.N_DAYS)[:, None, None]
     cls = np.arange(n_classes)[None, None, :]
-    np.add.at(out, (np.broadcast_to(day, remaining.shape), np.broadcast_to(cls, remaining.shape),
-                    _hourly_bucket(late_h)), remaining)
+    np.add.at(
+        out,
+        (
+            np.broadcast_to(day, remaining.shape),
+            np.broadcast_to(cls, remaining.shape),
+            _hourly_bucket(late_h),
+        ),
+        remaining,
+    )
     return out
 
 
@@ -196,7 +207,9 @@ def _per_step(per_day: np.ndarray) -> np.ndarray:
 def get_workload(scenario: str = "base", step_minutes: int = 5) -> Workload:
     """Job arrivals of ``scenario`` at ``step_minutes`` resolution (a divisor of 60), cached per process."""
     if scenario not in WORKLOAD_SCENARIOS:
-        raise ValueError(f"unknown workload scenario {scenario!r}; valid: {', '.join(WORKLOAD_SCENARIOS)}")
+        raise ValueError(
+            f"unknown workload scenario {scenario!r}; valid: {', '.join(WORKLOAD_SCENARIOS)}"
+        )
     if step_minutes < 1 or 60 % step_minutes:
         raise ValueError(f"step_minutes must divide 60, got {step_minutes}")
     raw = _base_arrivals(step_minutes)
@@ -207,12 +220,16 @@ def get_workload(scenario: str = "base", step_minutes: int = 5) -> Workload:
     due = (np.arange(N_BUCKETS) + 1) * steps_per_hour
     due[-1] = HOURS_PER_DAY * steps_per_hour  # checked against the carry allowance at the day's end
     bucket = _hourly_bucket(raw["deadline_h"])
-    carry = np.where(bucket == N_BUCKETS - 1, _left_at_midnight(gpuh, raw["deadline_h"], raw["slack_h"]), 0.0)
+    carry = np.where(
+        bucket == N_BUCKETS - 1, _left_at_midnight(gpuh, raw["deadline_h"], raw["slack_h"]), 0.0
+    )
     step_gpuh, step_bucket = _per_step(gpuh), _per_step(bucket)
     later = np.arange(N_BUCKETS) >= step_bucket[:, :, None]
     arrays = {
         "arrival_gpuh": step_gpuh,
-        "arrival_cum_gpuh": np.where(later, step_gpuh[:, :, None].astype(np.float32), np.float32(0.0)),
+        "arrival_cum_gpuh": np.where(
+            later, step_gpuh[:, :, None].astype(np.float32), np.float32(0.0)
+        ),
         "arrival_jobs": _per_step(jobs),
         "arrival_bucket": step_bucket,
         "arrival_carry_gpuh": _per_step(carry),

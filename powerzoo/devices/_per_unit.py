@@ -14,7 +14,9 @@ import numpy as np
 __all__ = ["unit_arrays"]
 
 
-def unit_arrays(owner: str, values: Mapping[str, object], n_units: int | None) -> tuple[dict[str, np.ndarray], int]:
+def unit_arrays(
+    owner: str, values: Mapping[str, object], n_units: int | None
+) -> tuple[dict[str, np.ndarray], int]:
     """Broadcast named per-unit values to read-only float64 arrays of one length.
 
     ``n_units`` fixes the length (scalars are repeated); ``None`` takes it from the sequences
@@ -25,7 +27,9 @@ def unit_arrays(owner: str, values: Mapping[str, object], n_units: int | None) -
     for name, value in values.items():
         array = np.asarray(value, dtype=np.float64)
         if array.ndim > 1:
-            raise ValueError(f"{owner}.{name} must be a scalar or a 1-D sequence per unit, got shape {array.shape}")
+            raise ValueError(
+                f"{owner}.{name} must be a scalar or a 1-D sequence per unit, got shape {array.shape}"
+            )
         if not np.all(np.isfinite(array)):
             raise ValueError(f"{owner}.{name} must be finite, got {value!r}")
         arrays[name] = array

@@ -17,7 +17,9 @@ import numpy as np
 
 __all__ = ["BatteryDispatch", "BatteryParams", "BatteryStep", "battery_step", "feasible_power_mw"]
 
-_TOLERANCE_MW = 1e-5  # requests within 10 W of a limit count as feasible (float32 actions, LP round-off)
+_TOLERANCE_MW = (
+    1e-5  # requests within 10 W of a limit count as feasible (float32 actions, LP round-off)
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +36,9 @@ class BatteryParams:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.soc_min < self.soc_max <= 1.0:
-            raise ValueError(f"need 0 <= soc_min < soc_max <= 1, got {self.soc_min}, {self.soc_max}")
+            raise ValueError(
+                f"need 0 <= soc_min < soc_max <= 1, got {self.soc_min}, {self.soc_max}"
+            )
         for name in ("charge_efficiency", "discharge_efficiency"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
@@ -79,12 +83,23 @@ class BatteryDispatch:
     module functions use. Either way the values equal the plain formulas' bit for bit (tested).
     """
 
-    def __init__(self, params: BatteryParams, dt_h: float, *, float64_constants: bool = True) -> None:
+    def __init__(
+        self, params: BatteryParams, dt_h: float, *, float64_constants: bool = True
+    ) -> None:
         const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
-        self.soc_min, self.soc_max, self.capacity_mwh = const(params.soc_min), const(params.soc_max), const(params.energy_capacity_mwh)
+        self.soc_min, self.soc_max, self.capacity_mwh = (
+            const(params.soc_min),
+            const(params.soc_max),
+            const(params.energy_capacity_mwh),
+        )
         self.power_max_mw = const(params.power_max_mw)
-        self.charge_efficiency, self.discharge_efficiency = const(params.charge_efficiency), const(params.discharge_efficiency)
-        self.charge_divisor = const(params.charge_efficiency * dt_h)  # MWh stored per MW charged over the step
+        self.charge_efficiency, self.discharge_efficiency = (
+            const(params.charge_efficiency),
+            const(params.discharge_efficiency),
+        )
+        self.charge_divisor = const(
+            params.charge_efficiency * dt_h
+        )  # MWh stored per MW charged over the step
         self.neg_charge_divisor = const(-(params.charge_efficiency * dt_h))
         self.dt_h, self.neg_dt_h, self.zero = const(dt_h), const(-dt_h), const(0.0)
 
@@ -99,22 +114,39 @@ class BatteryDispatch:
     def feasible_power_mw(self, soc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Largest charge and discharge power (MW, both >= 0) the SOC bounds and the rating allow."""
         room_below_max, p_dis_mw = self._soc_limits(soc)
-        return np.minimum(room_below_max / self.charge_divisor, self.power_max_mw), np.minimum(p_dis_mw, self.power_max_mw)
+        return np.minimum(room_below_max / self.charge_divisor, self.power_max_mw), np.minimum(
+            p_dis_mw, self.power_max_mw
+        )
 
-    def apply_power(self, soc: np.ndarray, p_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def apply_power(
+        self, soc: np.ndarray, p_mw: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(SOC after the step, ``p_mw``, charged MWh, discharged MWh) for a feasible grid-side power ``p_mw``."""
         maximum, zero = np.maximum, self.zero
         discharge_mwh = maximum(p_mw, zero) * self.dt_h
         charge_mwh = maximum(p_mw * self.neg_dt_h, zero)
-        new_soc = soc + (self.charge_efficiency * charge_mwh - discharge_mwh / self.discharge_efficiency) / self.capacity_mwh
-        return new_soc.clip(self.soc_min, self.soc_max), p_mw, charge_mwh, discharge_mwh  # the clip: round-off only
+        new_soc = (
+            soc
+            + (self.charge_efficiency * charge_mwh - discharge_mwh / self.discharge_efficiency)
+            / self.capacity_mwh
+        )
+        return (
+            new_soc.clip(self.soc_min, self.soc_max),
+            p_mw,
+            charge_mwh,
+            discharge_mwh,
+        )  # the clip: round-off only
 
-    def __call__(self, soc: np.ndarray, p_request_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def __call__(
+        self, soc: np.ndarray, p_request_mw: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(SOC after the step, grid-side power MW, charged MWh, discharged MWh), each [B], for
         requests [B] within the rating."""
         room_below_max, p_dis_mw = self._soc_limits(soc)
         # ndarray.clip is np.clip without its Python-level dispatch (the same ufunc, the same values)
-        return self.apply_power(soc, p_request_mw.clip(room_below_max / self.neg_charge_divisor, p_dis_mw))
+        return self.apply_power(
+            soc, p_request_mw.clip(room_below_max / self.neg_charge_divisor, p_dis_mw)
+        )
 
 
 @functools.lru_cache(maxsize=32, typed=True)
@@ -130,7 +162,9 @@ def _dispatch(params: BatteryParams, dt_h: float) -> BatteryDispatch:
         return BatteryDispatch(params, dt_h, float64_constants=False)
 
 
-def feasible_power_mw(params: BatteryParams, soc: np.ndarray, dt_h: float) -> tuple[np.ndarray, np.ndarray]:
+def feasible_power_mw(
+    params: BatteryParams, soc: np.ndarray, dt_h: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Largest charge and discharge power (MW, both >= 0) the SOC bounds allow over ``dt_h``."""
     return _dispatch(params, dt_h).feasible_power_mw(soc)
 
@@ -146,11 +180,15 @@ def battery_step(
     battery = _dispatch(params, dt_h)
     p_ch_max, p_dis_max = battery.feasible_power_mw(soc)
     p_request_mw = np.asarray(p_request_mw)
-    new_soc, p_mw, charge_mwh, discharge_mwh = battery.apply_power(soc, p_request_mw.clip(-p_ch_max, p_dis_max))
+    new_soc, p_mw, charge_mwh, discharge_mwh = battery.apply_power(
+        soc, p_request_mw.clip(-p_ch_max, p_dis_max)
+    )
 
     excess_mw = p_request_mw - p_mw  # > 0: asked too much discharge, < 0: too much charge
     # storage-side energy asked beyond the bounds; an excess within the tolerance counts as none
     excess_abs = np.abs(excess_mw)
-    storage_mwh_per_mw = np.where(excess_mw > 0.0, dt_h / params.discharge_efficiency, dt_h * params.charge_efficiency)
+    storage_mwh_per_mw = np.where(
+        excess_mw > 0.0, dt_h / params.discharge_efficiency, dt_h * params.charge_efficiency
+    )
     soc_violation_mwh = np.where(excess_abs < _TOLERANCE_MW, 0.0, excess_abs * storage_mwh_per_mw)
     return BatteryStep(new_soc, p_mw, charge_mwh, discharge_mwh, soc_violation_mwh)

@@ -61,8 +61,15 @@ class CoolingPlant:
 
     def __init__(self, params: CoolingParams, *, float64_constants: bool = True) -> None:
         const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
-        self.evaporator_approach_k, self.condenser_approach_k = const(params.evaporator_approach_k), const(params.condenser_approach_k)
-        self.carnot_fraction, self.kelvin, self.min_lift_k = const(params.carnot_fraction), const(KELVIN), const(1.0)
+        self.evaporator_approach_k, self.condenser_approach_k = (
+            const(params.evaporator_approach_k),
+            const(params.condenser_approach_k),
+        )
+        self.carnot_fraction, self.kelvin, self.min_lift_k = (
+            const(params.carnot_fraction),
+            const(KELVIN),
+            const(1.0),
+        )
         self.cop_min, self.cop_max = const(params.cop_min), const(params.cop_max)
 
     def condenser_temp_c(self, temp_out_c: np.ndarray) -> np.ndarray:
@@ -88,6 +95,8 @@ def _plant(params: CoolingParams) -> CoolingPlant:
     return CoolingPlant(params, float64_constants=False)
 
 
-def cooling_cop(params: CoolingParams, temp_out_c: np.ndarray, setpoint_c: np.ndarray) -> np.ndarray:
+def cooling_cop(
+    params: CoolingParams, temp_out_c: np.ndarray, setpoint_c: np.ndarray
+) -> np.ndarray:
     """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg C)."""
     return _plant(params).cop(temp_out_c, setpoint_c)

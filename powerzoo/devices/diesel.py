@@ -34,7 +34,9 @@ class DieselParams:
         if self.rated_mw <= 0.0:
             raise ValueError(f"rated_mw must be positive, got {self.rated_mw}")
         if not 0.0 <= self.min_stable_fraction <= 1.0:
-            raise ValueError(f"min_stable_fraction must be in [0, 1], got {self.min_stable_fraction}")
+            raise ValueError(
+                f"min_stable_fraction must be in [0, 1], got {self.min_stable_fraction}"
+            )
         if self.fuel_cost_per_mwh < 0.0 or self.co2_t_per_mwh < 0.0:
             raise ValueError("fuel cost and CO2 factor must be non-negative")
 

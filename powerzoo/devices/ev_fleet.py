@@ -36,10 +36,19 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["EVFleetParams", "EVFleetStep", "ev_fleet_step", "ev_power_limits_kw", "departure_goal_kwh",
-           "departure_shortfall_kwh", "SHORTFALL_TOLERANCE_KWH"]
+__all__ = [
+    "EVFleetParams",
+    "EVFleetStep",
+    "ev_fleet_step",
+    "ev_power_limits_kw",
+    "departure_goal_kwh",
+    "departure_shortfall_kwh",
+    "SHORTFALL_TOLERANCE_KWH",
+]
 
-SHORTFALL_TOLERANCE_KWH = 1e-4  # below this (0.1 Wh) a car counts as leaving on target (float32 round-off)
+SHORTFALL_TOLERANCE_KWH = (
+    1e-4  # below this (0.1 Wh) a car counts as leaving on target (float32 round-off)
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,12 +67,18 @@ class EVFleetParams:
     def __post_init__(self) -> None:
         for name in ("battery_kwh", "charge_max_kw"):
             if not getattr(self, name) > 0.0:
-                raise ValueError(f"EVFleetParams.{name} must be positive, got {getattr(self, name)}")
+                raise ValueError(
+                    f"EVFleetParams.{name} must be positive, got {getattr(self, name)}"
+                )
         if not self.discharge_max_kw >= 0.0:
-            raise ValueError(f"EVFleetParams.discharge_max_kw must be >= 0 (0: no V2G), got {self.discharge_max_kw}")
+            raise ValueError(
+                f"EVFleetParams.discharge_max_kw must be >= 0 (0: no V2G), got {self.discharge_max_kw}"
+            )
         for name in ("charge_efficiency", "discharge_efficiency"):
             if not 0.0 < getattr(self, name) <= 1.0:
-                raise ValueError(f"EVFleetParams.{name} must be in (0, 1], got {getattr(self, name)}")
+                raise ValueError(
+                    f"EVFleetParams.{name} must be in (0, 1], got {getattr(self, name)}"
+                )
         if not 0.0 <= self.soc_min <= self.target_soc <= self.soc_max <= 1.0:
             raise ValueError(
                 "need 0 <= soc_min <= target_soc <= soc_max <= 1, got "
@@ -95,8 +110,9 @@ class EVFleetStep:
     unserved_drive_kwh: np.ndarray  # part of drive_kwh the battery could not supply (>= 0)
 
 
-def ev_power_limits_kw(params: EVFleetParams, energy_kwh: np.ndarray, plugged: np.ndarray,
-                       dt_h: float) -> tuple[np.ndarray, np.ndarray]:
+def ev_power_limits_kw(
+    params: EVFleetParams, energy_kwh: np.ndarray, plugged: np.ndarray, dt_h: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Largest charge and discharge power (kW, both >= 0) each car can take this step; 0 while away."""
     charge = np.subtract(params.max_kwh, energy_kwh)
     np.maximum(charge, 0.0, out=charge)
@@ -111,8 +127,14 @@ def ev_power_limits_kw(params: EVFleetParams, energy_kwh: np.ndarray, plugged: n
     return charge, discharge
 
 
-def ev_fleet_step(params: EVFleetParams, energy_kwh: np.ndarray, p_request_kw: np.ndarray, plugged: np.ndarray,
-                  drive_kwh: np.ndarray, dt_h: float) -> EVFleetStep:
+def ev_fleet_step(
+    params: EVFleetParams,
+    energy_kwh: np.ndarray,
+    p_request_kw: np.ndarray,
+    plugged: np.ndarray,
+    drive_kwh: np.ndarray,
+    dt_h: float,
+) -> EVFleetStep:
     """Advance the fleet one step of ``dt_h`` hours (module docstring).
 
     ``energy_kwh`` [B, N] battery energy, ``p_request_kw`` [B, N] requested power (+ discharge),
@@ -122,7 +144,9 @@ def ev_fleet_step(params: EVFleetParams, energy_kwh: np.ndarray, p_request_kw: n
     fleet step of a large batch is a few dozen passes over ``[B, N]`` arrays, so temporaries matter.
     """
     if p_request_kw.shape != energy_kwh.shape:
-        raise ValueError(f"p_request_kw has shape {p_request_kw.shape}, expected {energy_kwh.shape} (B, n_vehicles)")
+        raise ValueError(
+            f"p_request_kw has shape {p_request_kw.shape}, expected {energy_kwh.shape} (B, n_vehicles)"
+        )
     maximum, minimum = np.maximum, np.minimum
     limit = np.subtract(energy_kwh, params.max_kwh)  # -(room below soc_max), storage side
     minimum(limit, 0.0, out=limit)
@@ -156,15 +180,21 @@ def ev_fleet_step(params: EVFleetParams, energy_kwh: np.ndarray, p_request_kw: n
     return EVFleetStep(energy, p_kw, charge_kwh, discharge_kwh, drive, unserved)
 
 
-def departure_goal_kwh(params: EVFleetParams, energy_kwh: np.ndarray, plugged_steps: np.ndarray,
-                       dt_h: float) -> np.ndarray:
+def departure_goal_kwh(
+    params: EVFleetParams, energy_kwh: np.ndarray, plugged_steps: np.ndarray, dt_h: float
+) -> np.ndarray:
     """Energy a car arriving with ``energy_kwh`` should leave with after ``plugged_steps`` steps at
     its charger: the target, or what charging at full power all that time reaches if that is less."""
-    reach = np.minimum(energy_kwh + params.charge_efficiency * params.charge_max_kw * dt_h * plugged_steps, params.max_kwh)
+    reach = np.minimum(
+        energy_kwh + params.charge_efficiency * params.charge_max_kw * dt_h * plugged_steps,
+        params.max_kwh,
+    )
     return np.minimum(params.target_kwh, np.maximum(reach, energy_kwh))
 
 
-def departure_shortfall_kwh(goal_kwh: np.ndarray, energy_kwh: np.ndarray, leaving: np.ndarray) -> np.ndarray:
+def departure_shortfall_kwh(
+    goal_kwh: np.ndarray, energy_kwh: np.ndarray, leaving: np.ndarray
+) -> np.ndarray:
     """Energy (kWh, >= 0) each leaving car lacks of its goal; 0 for cars that stay or miss it by
     less than :data:`SHORTFALL_TOLERANCE_KWH`."""
     gap = goal_kwh - energy_kwh

@@ -42,7 +42,13 @@ import numpy.typing as npt
 
 from powerzoo.devices._per_unit import unit_arrays
 
-__all__ = ["FlexibleLoadParams", "FlexibleLoadState", "FlexibleLoadStep", "flexible_load_reset", "flexible_load_step"]
+__all__ = [
+    "FlexibleLoadParams",
+    "FlexibleLoadState",
+    "FlexibleLoadStep",
+    "flexible_load_reset",
+    "flexible_load_step",
+]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -60,16 +66,26 @@ class FlexibleLoadParams:
     power_factor: npt.ArrayLike = 0.85  # lagging, in (0, 1]
     payback_steps: int = 4  # shifted energy is paid back within this many steps
     n_units: int | None = None
-    tan_phi: np.ndarray = dataclasses.field(init=False, repr=False)  # Mvar per MW, derived from power_factor
-    slot_column: np.ndarray = dataclasses.field(init=False, repr=False)  # arange(payback_steps)[:, None], derived
+    tan_phi: np.ndarray = dataclasses.field(
+        init=False, repr=False
+    )  # Mvar per MW, derived from power_factor
+    slot_column: np.ndarray = dataclasses.field(
+        init=False, repr=False
+    )  # arange(payback_steps)[:, None], derived
 
     def __post_init__(self) -> None:
-        values = {"curtail_max": self.curtail_max, "shift_max": self.shift_max, "power_factor": self.power_factor}
+        values = {
+            "curtail_max": self.curtail_max,
+            "shift_max": self.shift_max,
+            "power_factor": self.power_factor,
+        }
         arrays, n_units = unit_arrays("FlexibleLoadParams", values, self.n_units)
         for name in ("curtail_max", "shift_max"):
             bad = np.flatnonzero((arrays[name] < 0.0) | (arrays[name] > 1.0))
             if bad.size:
-                raise ValueError(f"FlexibleLoadParams unit {bad[0]}: {name} must be in [0, 1], got {arrays[name][bad[0]]}")
+                raise ValueError(
+                    f"FlexibleLoadParams unit {bad[0]}: {name} must be in [0, 1], got {arrays[name][bad[0]]}"
+                )
         bad = np.flatnonzero(arrays["curtail_max"] + arrays["shift_max"] > 1.0)
         if bad.size:
             i = bad[0]
@@ -80,7 +96,9 @@ class FlexibleLoadParams:
         pf = arrays["power_factor"]
         bad = np.flatnonzero((pf <= 0.0) | (pf > 1.0))
         if bad.size:
-            raise ValueError(f"FlexibleLoadParams unit {bad[0]}: power_factor must be in (0, 1], got {pf[bad[0]]}")
+            raise ValueError(
+                f"FlexibleLoadParams unit {bad[0]}: power_factor must be in (0, 1], got {pf[bad[0]]}"
+            )
         k = self.payback_steps
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"FlexibleLoadParams.payback_steps must be an integer >= 1, got {k!r}")
@@ -98,8 +116,12 @@ class FlexibleLoadParams:
 class FlexibleLoadState:
     """Deferred energy of a fleet; merge rows with :func:`powerzoo.tasks.base.merge_state`."""
 
-    due_mwh: np.ndarray  # [B, payback_steps, n_units] energy paid back in each of the next steps (slot 0 = next)
-    backlog_mwh: np.ndarray  # [B, n_units] deferred energy not yet paid back (= due_mwh.sum(axis=1))
+    due_mwh: (
+        np.ndarray
+    )  # [B, payback_steps, n_units] energy paid back in each of the next steps (slot 0 = next)
+    backlog_mwh: (
+        np.ndarray
+    )  # [B, n_units] deferred energy not yet paid back (= due_mwh.sum(axis=1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +180,9 @@ def flexible_load_step(
     window = np.minimum(np.asarray(steps_remaining), params.payback_steps)
     if window.ndim:
         if window.shape != (due.shape[0],):
-            raise ValueError(f"flexible_load_step: steps_remaining {window.shape} must be an int or [B] with B={due.shape[0]}")
+            raise ValueError(
+                f"flexible_load_step: steps_remaining {window.shape} must be an int or [B] with B={due.shape[0]}"
+            )
         window = window[:, None]  # [B, 1], against [B, n_units]
     shift_applied = np.where(window > 0, shift, 0.0)
 

@@ -59,10 +59,16 @@ class GpuCluster:
     functions use.
     """
 
-    def __init__(self, params: GpuClusterParams, n_classes: int, *, float64_constants: bool = True) -> None:
+    def __init__(
+        self, params: GpuClusterParams, n_classes: int, *, float64_constants: bool = True
+    ) -> None:
         const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
         self.n_gpus, self.one = const(params.n_gpus), const(1.0)
-        self.p_active_kw, self.p_idle_kw, self.p_parked_kw = const(params.p_active_kw), const(params.p_idle_kw), const(params.p_parked_kw)
+        self.p_active_kw, self.p_idle_kw, self.p_parked_kw = (
+            const(params.p_active_kw),
+            const(params.p_idle_kw),
+            const(params.p_parked_kw),
+        )
         self.kw_to_mw = const(1e-3)
         # share totals: [B, 2] (each row's total in both columns) for two classes, else [B]
         self._totals_per_class = n_classes == 2
@@ -73,14 +79,18 @@ class GpuCluster:
 
         When the shares sum to more than 1 they are scaled down proportionally to sum to 1.
         """
-        gpus_per_share = self.n_gpus / np.maximum(shares @ self._row_sum, self.one)  # faster than sum(axis=1)
+        gpus_per_share = self.n_gpus / np.maximum(
+            shares @ self._row_sum, self.one
+        )  # faster than sum(axis=1)
         return shares * (gpus_per_share if self._totals_per_class else gpus_per_share[:, None])
 
     def it_power_mw(self, allocated: np.ndarray, busy: np.ndarray) -> np.ndarray:
         """IT power [B] (MW) from allocated and busy GPUs, both summed over classes [B]."""
         idle = allocated - busy
         parked = self.n_gpus - allocated
-        return (busy * self.p_active_kw + idle * self.p_idle_kw + parked * self.p_parked_kw) * self.kw_to_mw
+        return (
+            busy * self.p_active_kw + idle * self.p_idle_kw + parked * self.p_parked_kw
+        ) * self.kw_to_mw
 
 
 @functools.lru_cache(maxsize=16, typed=True)

@@ -43,7 +43,9 @@ def grid_carbon_intensity(
     params: GridTieParams, demand_pu: np.ndarray, pv_cf: np.ndarray, wind_cf: np.ndarray
 ) -> np.ndarray:
     """Carbon intensity of grid energy (tCO2/MWh) from the system's demand and renewable output."""
-    re_share = np.clip((params.pv_share * pv_cf + params.wind_share * wind_cf) / demand_pu, 0.0, 1.0)
+    re_share = np.clip(
+        (params.pv_share * pv_cf + params.wind_share * wind_cf) / demand_pu, 0.0, 1.0
+    )
     return params.fossil_co2_t_per_mwh * (1.0 - re_share)
 
 
@@ -76,7 +78,9 @@ def _tie(params: GridTieParams) -> GridTie:
     return GridTie(params, float64_constants=False)
 
 
-def settle(params: GridTieParams, residual_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def settle(
+    params: GridTieParams, residual_mw: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split the residual load [B] (MW, load minus on-site supply) into (import, deficit, spill) >= 0.
 
     ``import - spill + deficit == residual`` (up to round-off).

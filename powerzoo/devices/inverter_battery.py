@@ -43,9 +43,16 @@ import numpy.typing as npt
 from powerzoo.devices._per_unit import unit_arrays
 from powerzoo.devices.battery import BatteryParams, battery_step
 
-__all__ = ["InverterBatteryParams", "InverterBatteryStep", "inverter_battery_reset", "inverter_battery_step"]
+__all__ = [
+    "InverterBatteryParams",
+    "InverterBatteryStep",
+    "inverter_battery_reset",
+    "inverter_battery_step",
+]
 
-S_RATING_FACTOR = 1.1  # default S rating as a multiple of the power rating (see the module docstring)
+S_RATING_FACTOR = (
+    1.1  # default S rating as a multiple of the power rating (see the module docstring)
+)
 
 _FIELDS = (
     "energy_capacity_mwh",
@@ -79,21 +86,36 @@ class InverterBatteryParams:
     soc_init: npt.ArrayLike = 0.5  # SOC at reset
     degradation_cost_per_mwh: npt.ArrayLike = 2.0  # $ per MWh of grid-side throughput
     n_units: int | None = None
-    s_squared_mva2: np.ndarray = dataclasses.field(init=False, repr=False)  # s_rating_mva ** 2, derived
+    s_squared_mva2: np.ndarray = dataclasses.field(
+        init=False, repr=False
+    )  # s_rating_mva ** 2, derived
 
     def __post_init__(self) -> None:
         values = {name: getattr(self, name) for name in _FIELDS}
         if values["s_rating_mva"] is None:
-            values["s_rating_mva"] = S_RATING_FACTOR * np.asarray(values["power_max_mw"], dtype=np.float64)
+            values["s_rating_mva"] = S_RATING_FACTOR * np.asarray(
+                values["power_max_mw"], dtype=np.float64
+            )
         arrays, n_units = unit_arrays("InverterBatteryParams", values, self.n_units)
         for name, array in arrays.items():
             object.__setattr__(self, name, array)
         object.__setattr__(self, "n_units", n_units)
         for i in range(n_units):
             try:  # the single-battery checks: SOC window, efficiencies, positive ratings
-                BatteryParams(**{name: float(arrays[name][i]) for name in (
-                    "energy_capacity_mwh", "power_max_mw", "charge_efficiency", "discharge_efficiency",
-                    "soc_min", "soc_max", "degradation_cost_per_mwh")})
+                BatteryParams(
+                    **{
+                        name: float(arrays[name][i])
+                        for name in (
+                            "energy_capacity_mwh",
+                            "power_max_mw",
+                            "charge_efficiency",
+                            "discharge_efficiency",
+                            "soc_min",
+                            "soc_max",
+                            "degradation_cost_per_mwh",
+                        )
+                    }
+                )
             except ValueError as err:
                 raise ValueError(f"InverterBatteryParams unit {i}: {err}") from None
             if arrays["s_rating_mva"][i] < arrays["power_max_mw"][i]:

@@ -35,7 +35,9 @@ _ZERO.setflags(write=False)
 
 def serve_edf(cum: np.ndarray, capacity_gpuh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Serve ``capacity_gpuh`` [B, C] earliest-deadline-first; return (new cum, served [B, C])."""
-    served = np.minimum(capacity_gpuh, cum.take(cum.shape[2] - 1, axis=2))  # a contiguous copy of cum[:, :, -1]
+    served = np.minimum(
+        capacity_gpuh, cum.take(cum.shape[2] - 1, axis=2)
+    )  # a contiguous copy of cum[:, :, -1]
     remaining = cum - capacity_gpuh[:, :, None]
     np.maximum(remaining, _ZERO, out=remaining)
     return remaining, served
@@ -54,7 +56,10 @@ def drop_due(cum: np.ndarray, t: np.ndarray, steps_per_bucket: int) -> np.ndarra
     if not np.count_nonzero(due_now):  # most steps: no bucket falls due
         return np.zeros((n_rows, n_classes))
     # cum[b, :, k_b] for every row (k clipped into range where nothing is due), as one flat gather
-    dropped = cum.take(_row_starts(n_rows, n_classes, n_buckets) + np.minimum(np.maximum(k, 0), n_buckets - 2)[:, None])
+    dropped = cum.take(
+        _row_starts(n_rows, n_classes, n_buckets)
+        + np.minimum(np.maximum(k, 0), n_buckets - 2)[:, None]
+    )
     dropped *= due_now[:, None]
     cum -= dropped[:, :, None]
     np.maximum(cum, _ZERO, out=cum)  # buckets before k were empty: they stay at 0
@@ -73,7 +78,9 @@ def queue_outlook(
     earliest-deadline-first drops nothing (absent new arrivals). A task that asks every step
     builds a :class:`QueueOutlook` of its steps once instead.
     """
-    return QueueOutlook(inv_hours_left, k_now, cum.shape[1])(cum, np.arange(cum.shape[0]), carry_allowance)
+    return QueueOutlook(inv_hours_left, k_now, cum.shape[1])(
+        cum, np.arange(cum.shape[0]), carry_allowance
+    )
 
 
 class QueueOutlook:
@@ -103,18 +110,32 @@ class QueueOutlook:
         inv[:, :, -1] = 0.0
         self._inv_head = inv
         # bucket read per row and class: [current bucket, second to last, last] x [T, C]
-        buckets = np.stack([np.asarray(k_now), np.full(len(k_now), n_buckets - 2), np.full(len(k_now), n_buckets - 1)])
+        buckets = np.stack(
+            [
+                np.asarray(k_now),
+                np.full(len(k_now), n_buckets - 2),
+                np.full(len(k_now), n_buckets - 1),
+            ]
+        )
         self._buckets = np.repeat(buckets[:, :, None], n_classes, axis=2)  # [3, T, C]
 
-    def __call__(self, cum: np.ndarray, rows: np.ndarray, carry_allowance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(
+        self, cum: np.ndarray, rows: np.ndarray, carry_allowance: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(work due by the end of the current bucket, required GPUs) [B, C] of queue ``cum`` [B, C, K]
         (GPU-h, >= 0) at table rows ``rows`` [B]."""
         n_rows, n_classes, n_buckets = cum.shape
-        due_soon, before_last, queued = cum.take(_row_starts_3(n_rows, n_classes, n_buckets) + self._buckets.take(rows, axis=1))
+        due_soon, before_last, queued = cum.take(
+            _row_starts_3(n_rows, n_classes, n_buckets) + self._buckets.take(rows, axis=1)
+        )
         rate = cum * self._inv_head.take(rows, axis=0)
-        last = queued - np.minimum(carry_allowance, queued - before_last)  # due by the end: above the allowance
+        last = queued - np.minimum(
+            carry_allowance, queued - before_last
+        )  # due by the end: above the allowance
         last_rate = last * self._inv_last.take(rows, axis=0)
-        return due_soon, np.maximum(rate.take(_row_starts(n_rows, n_classes, n_buckets) + rate.argmax(axis=2)), last_rate)
+        return due_soon, np.maximum(
+            rate.take(_row_starts(n_rows, n_classes, n_buckets) + rate.argmax(axis=2)), last_rate
+        )
 
 
 @functools.lru_cache(maxsize=16)

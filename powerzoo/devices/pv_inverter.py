@@ -33,7 +33,9 @@ from powerzoo.devices.pv import pv_power_mw
 
 __all__ = ["PVInverterParams", "PVInverterStep", "pv_inverter_step"]
 
-S_RATING_FACTOR = 1.1  # default S rating as a multiple of the DC/AC capacity (see the module docstring)
+S_RATING_FACTOR = (
+    1.1  # default S rating as a multiple of the DC/AC capacity (see the module docstring)
+)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -48,17 +50,23 @@ class PVInverterParams:
     capacity_mw: npt.ArrayLike = 1.0  # MW of active power at capacity factor 1
     s_rating_mva: npt.ArrayLike | None = None  # MVA; None: S_RATING_FACTOR * capacity_mw
     n_units: int | None = None
-    s_squared_mva2: np.ndarray = dataclasses.field(init=False, repr=False)  # s_rating_mva ** 2, derived
+    s_squared_mva2: np.ndarray = dataclasses.field(
+        init=False, repr=False
+    )  # s_rating_mva ** 2, derived
 
     def __post_init__(self) -> None:
         values = {"capacity_mw": self.capacity_mw, "s_rating_mva": self.s_rating_mva}
         if values["s_rating_mva"] is None:
-            values["s_rating_mva"] = S_RATING_FACTOR * np.asarray(self.capacity_mw, dtype=np.float64)
+            values["s_rating_mva"] = S_RATING_FACTOR * np.asarray(
+                self.capacity_mw, dtype=np.float64
+            )
         arrays, n_units = unit_arrays("PVInverterParams", values, self.n_units)
         capacity, s_rating = arrays["capacity_mw"], arrays["s_rating_mva"]
         bad = np.flatnonzero(capacity < 0.0)
         if bad.size:
-            raise ValueError(f"PVInverterParams unit {bad[0]}: capacity_mw must be non-negative, got {capacity[bad[0]]}")
+            raise ValueError(
+                f"PVInverterParams unit {bad[0]}: capacity_mw must be non-negative, got {capacity[bad[0]]}"
+            )
         bad = np.flatnonzero(s_rating < capacity)
         if bad.size:
             i = bad[0]
@@ -68,7 +76,11 @@ class PVInverterParams:
             )
         s_squared = s_rating * s_rating
         s_squared.setflags(write=False)
-        for name, value in (("capacity_mw", capacity), ("s_rating_mva", s_rating), ("s_squared_mva2", s_squared)):
+        for name, value in (
+            ("capacity_mw", capacity),
+            ("s_rating_mva", s_rating),
+            ("s_squared_mva2", s_squared),
+        ):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "n_units", n_units)
 
@@ -102,12 +114,20 @@ def pv_inverter_step(
     curtail = np.asarray(curtail_fraction, dtype=np.float64)
     q_request_mvar = np.asarray(q_request_mvar, dtype=np.float64)
     capacity_factor = np.asarray(capacity_factor, dtype=np.float64)
-    if curtail.ndim != 2 or curtail.shape[1] != params.n_units or q_request_mvar.shape != curtail.shape:
+    if (
+        curtail.ndim != 2
+        or curtail.shape[1] != params.n_units
+        or q_request_mvar.shape != curtail.shape
+    ):
         raise ValueError(
             f"pv_inverter_step: curtail_fraction {curtail.shape} and q_request_mvar {q_request_mvar.shape} "
             f"must both be [B, n_units] with n_units={params.n_units}"
         )
-    if capacity_factor.ndim != 2 or capacity_factor.shape[0] != curtail.shape[0] or capacity_factor.shape[1] not in (1, params.n_units):
+    if (
+        capacity_factor.ndim != 2
+        or capacity_factor.shape[0] != curtail.shape[0]
+        or capacity_factor.shape[1] not in (1, params.n_units)
+    ):
         raise ValueError(
             f"pv_inverter_step: capacity_factor {capacity_factor.shape} must be [B, n_units] or [B, 1] "
             f"with B={curtail.shape[0]}, n_units={params.n_units}"

@@ -121,7 +121,9 @@ class ThermalFleet:
             if value.shape != (n,):
                 raise ValueError(f"ThermalFleet.{f.name} has shape {value.shape}, expected ({n},)")
             if not np.all(np.isfinite(value)) or np.any(value < 0.0):
-                raise ValueError(f"ThermalFleet.{f.name} must be finite and non-negative, got {value.tolist()}")
+                raise ValueError(
+                    f"ThermalFleet.{f.name} must be finite and non-negative, got {value.tolist()}"
+                )
             value.setflags(write=False)
             object.__setattr__(self, f.name, value)
         if not self.dt_h > 0.0:
@@ -171,7 +173,11 @@ class ThermalFleet:
 
     # ---- 2. output bounds -----------------------------------------------------------------
     def dispatch_range(
-        self, on: np.ndarray, p_mw: np.ndarray, on_new: np.ndarray, start: np.ndarray,
+        self,
+        on: np.ndarray,
+        p_mw: np.ndarray,
+        on_new: np.ndarray,
+        start: np.ndarray,
         free: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Output bounds ``(lo, hi)`` [B, n] in MW of the step (module docstring, stage 2);
@@ -199,7 +205,9 @@ class ThermalFleet:
     def average_cost_per_mwh(self) -> np.ndarray:
         """Full-load average cost [$/MWh] per unit (fuel + no-load at Pmax): the priority list order."""
         p = self.pmax_mw
-        return (self.c2_per_mw2h * p * p + self.c1_per_mwh * p + self.no_load_cost_per_h) / np.maximum(p, 1e-9)
+        return (
+            self.c2_per_mw2h * p * p + self.c1_per_mwh * p + self.no_load_cost_per_h
+        ) / np.maximum(p, 1e-9)
 
     def describe(self) -> list[dict[str, Any]]:
         """One row per unit with its parameters (for documentation and tests)."""
@@ -220,7 +228,10 @@ class ThermalFleet:
 
 
 def fleet_from_case(
-    pmax_mw: np.ndarray, c1_per_mwh: np.ndarray, c2_per_mw2h: np.ndarray, dt_h: float,
+    pmax_mw: np.ndarray,
+    c1_per_mwh: np.ndarray,
+    c2_per_mw2h: np.ndarray,
+    dt_h: float,
     classes: tuple[UnitClass, ...] = UNIT_CLASSES,
 ) -> ThermalFleet:
     """UC parameters derived from each unit's Pmax and cost curve by the size-class rule
@@ -229,7 +240,9 @@ def fleet_from_case(
     c1 = np.asarray(c1_per_mwh, dtype=np.float64)
     c2 = np.asarray(c2_per_mw2h, dtype=np.float64)
     if pmax.ndim != 1 or c1.shape != pmax.shape or c2.shape != pmax.shape:
-        raise ValueError(f"pmax_mw, c1 and c2 must be [n] arrays of one length, got {pmax.shape}, {c1.shape}, {c2.shape}")
+        raise ValueError(
+            f"pmax_mw, c1 and c2 must be [n] arrays of one length, got {pmax.shape}, {c1.shape}, {c2.shape}"
+        )
     bounds = np.array([c.max_pmax_mw for c in classes])
     if not np.all(np.diff(bounds) > 0) or np.isfinite(bounds[-1]):
         raise ValueError("classes must be sorted by max_pmax_mw with an unbounded last class")
@@ -277,7 +290,11 @@ def balance_dispatch(
 
 
 def priority_list_commitment(
-    order: np.ndarray, pmax_mw: np.ndarray, target_mw: np.ndarray, must_on: np.ndarray, must_off: np.ndarray
+    order: np.ndarray,
+    pmax_mw: np.ndarray,
+    target_mw: np.ndarray,
+    must_on: np.ndarray,
+    must_off: np.ndarray,
 ) -> np.ndarray:
     """Status [B, n]: ``must_on`` units, then units in priority ``order`` ([n], cheapest first)
     until the committed capacity reaches ``target_mw`` [B]; ``must_off`` units stay off."""
@@ -290,7 +307,9 @@ def priority_list_commitment(
     return must_on | pick
 
 
-def merit_order_within(lo: np.ndarray, hi: np.ndarray, load_mw: np.ndarray, order: np.ndarray) -> np.ndarray:
+def merit_order_within(
+    lo: np.ndarray, hi: np.ndarray, load_mw: np.ndarray, order: np.ndarray
+) -> np.ndarray:
     """Dispatch [B, n]: every unit at ``lo``, then units loaded in ``order`` ([n], cheapest first)
     up to ``hi`` until ``load_mw`` [B] is met (clipped to the range the bounds allow)."""
     room = (hi - lo)[:, order]

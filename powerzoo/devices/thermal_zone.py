@@ -71,7 +71,9 @@ def _tracking_decay(params: ZoneParams, dt_h: float) -> float:
     return math.exp(-dt_h * 60.0 / params.tau_min)
 
 
-def setpoint_reaching(params: ZoneParams, temp_c: np.ndarray, target_c: float, dt_h: float) -> np.ndarray:
+def setpoint_reaching(
+    params: ZoneParams, temp_c: np.ndarray, target_c: float, dt_h: float
+) -> np.ndarray:
     """Setpoint (deg C) under which the controller takes the zone from ``temp_c`` to ``target_c`` in one step.
 
     Exact while the plant is not at a limit (see :func:`zone_step`); the result may lie outside
@@ -91,20 +93,31 @@ class ZoneStepper:
     Python-scalar rules apply and a float32 batch stays float32: what :func:`zone_step` uses.
     """
 
-    def __init__(self, params: ZoneParams, q_max_mw: float, dt_h: float, *, float64_constants: bool = True) -> None:
+    def __init__(
+        self, params: ZoneParams, q_max_mw: float, dt_h: float, *, float64_constants: bool = True
+    ) -> None:
         const = (lambda x: np.array(x, np.float64)) if float64_constants else (lambda x: x)
         c = params.heat_capacity_mwh_per_k
-        self.ua_mw_per_k, self.decay = const(params.ua_mw_per_k), const(_tracking_decay(params, dt_h))
+        self.ua_mw_per_k, self.decay = (
+            const(params.ua_mw_per_k),
+            const(_tracking_decay(params, dt_h)),
+        )
         self.c_over_dt, self.dt_over_c = const(c / dt_h), const(dt_h / c)
         self.q_max_mw, self.zero = const(q_max_mw), const(0.0)
 
     def __call__(
-        self, temp_c: np.ndarray, temp_out_c: np.ndarray, setpoint_c: np.ndarray, heat_mw: np.ndarray
+        self,
+        temp_c: np.ndarray,
+        temp_out_c: np.ndarray,
+        setpoint_c: np.ndarray,
+        heat_mw: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(new zone temperature deg C, heat removed MW), each [B], under IT heat ``heat_mw`` [B]."""
         gains = heat_mw + self.ua_mw_per_k * (temp_out_c - temp_c)
         target = setpoint_c + (temp_c - setpoint_c) * self.decay  # where the controller aims
-        q_cool = np.minimum(np.maximum(gains + (temp_c - target) * self.c_over_dt, self.zero), self.q_max_mw)
+        q_cool = np.minimum(
+            np.maximum(gains + (temp_c - target) * self.c_over_dt, self.zero), self.q_max_mw
+        )
         return temp_c + (gains - q_cool) * self.dt_over_c, q_cool
 
 

@@ -58,7 +58,11 @@ class PowerZooEnv(TaskMetadata, gym.Env):
         self._episode_over = False
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None, day_id: int | None = None
+        self,
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        day_id: int | None = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         if seed is not None or self.runner.state is None:

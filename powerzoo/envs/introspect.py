@@ -68,8 +68,15 @@ def inspect_env(env: Any) -> EnvFacts | None:
         core = getattr(layer, "core", None)
         if core is not None and hasattr(core, "runner") and hasattr(core, "task"):
             num_envs = getattr(layer, "num_envs", None)
-            return EnvFacts(core.task, core.runner, tuple(core.agents), core.obs_mode, core.obs_scaler,
-                            core.action_scaler, num_envs)
+            return EnvFacts(
+                core.task,
+                core.runner,
+                tuple(core.agents),
+                core.obs_mode,
+                core.obs_scaler,
+                core.action_scaler,
+                num_envs,
+            )
     base = chain[-1]
     task, runner = getattr(base, "task", None), getattr(base, "runner", None)
     if task is None or runner is None or not hasattr(task, "spec"):
@@ -79,7 +86,9 @@ def inspect_env(env: Any) -> EnvFacts | None:
         if getattr(layer, "action_scaler", None) is not None:
             obs_scaler, action_scaler = layer.obs_scaler, layer.action_scaler
             break
-    return EnvFacts(task, runner, None, None, obs_scaler, action_scaler, getattr(base, "num_envs", None))
+    return EnvFacts(
+        task, runner, None, None, obs_scaler, action_scaler, getattr(base, "num_envs", None)
+    )
 
 
 def task_of(env: Any) -> Any:
@@ -120,4 +129,7 @@ def constraint_names_of(env: Any, n_costs: int | None = None) -> tuple[str, ...]
 def env_metadata(env: Any) -> dict[str, Any]:
     """What can be said about ``env`` without stepping it: ``task``, ``split`` (``None`` if unknown)."""
     facts = inspect_env(env)
-    return {"task": None if facts is None else facts.task_id, "split": None if facts is None else facts.split}
+    return {
+        "task": None if facts is None else facts.task_id,
+        "split": None if facts is None else facts.split,
+    }

@@ -43,7 +43,9 @@ class EnvOptions:
 
     def __post_init__(self) -> None:
         if self.framework not in FRAMEWORKS:
-            raise ValueError(f"unknown framework {self.framework!r}; valid: {', '.join(FRAMEWORKS)}")
+            raise ValueError(
+                f"unknown framework {self.framework!r}; valid: {', '.join(FRAMEWORKS)}"
+            )
         n = self.num_envs
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
             raise ValueError(f"num_envs must be a positive int (or None for one env), got {n!r}")
@@ -59,7 +61,9 @@ class EnvOptions:
         return dataclasses.replace(self, **updates)
 
 
-def _load_task_config(task: str | Mapping[str, Any] | Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _load_task_config(
+    task: str | Mapping[str, Any] | Path,
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Split ``task`` into (task name, make_env options, task kwargs)."""
     source = "dict"
     if isinstance(task, (str, Path)) and Path(task).suffix.lower() in (".yaml", ".yml", ".json"):
@@ -135,9 +139,17 @@ def make_env(
     """
     name, from_file, file_kwargs = _load_task_config(task)
     options = EnvOptions(
-        split=split, normalize=normalize, seed=seed, framework=framework, num_envs=num_envs,
-        obs_mode=obs_mode, forecast_horizon=forecast_horizon, safe_rl=safe_rl,
-        cost_threshold=cost_threshold, reward=reward, autoreset_mode=autoreset_mode,
+        split=split,
+        normalize=normalize,
+        seed=seed,
+        framework=framework,
+        num_envs=num_envs,
+        obs_mode=obs_mode,
+        forecast_horizon=forecast_horizon,
+        safe_rl=safe_rl,
+        cost_threshold=cost_threshold,
+        reward=reward,
+        autoreset_mode=autoreset_mode,
     ).merged_with_file(from_file)
     return build_env(name, options, {**file_kwargs, **task_kwargs})
 
@@ -149,15 +161,19 @@ def build_env(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) ->
     if spec.agent_mode == "multi":
         return _make_multi_agent_env(name, options, task_kwargs)
     if options.framework == "rllib":
-        raise ValueError(f"{name} is a single-agent task; framework='rllib' needs a multi-agent task "
-                         "(RLlib takes the Gymnasium env of a single-agent task directly)")
+        raise ValueError(
+            f"{name} is a single-agent task; framework='rllib' needs a multi-agent task "
+            "(RLlib takes the Gymnasium env of a single-agent task directly)"
+        )
     if options.framework == "pettingzoo":
         raise ValueError(
             f"{name} is a single-agent task; framework='pettingzoo' needs a multi-agent task. "
             "Use framework='gymnasium' (or 'auto') for it."
         )
     if options.obs_mode is not None:
-        raise ValueError(f"{name} is single-agent and has no observation modes; got obs_mode={options.obs_mode!r}")
+        raise ValueError(
+            f"{name} is single-agent and has no observation modes; got obs_mode={options.obs_mode!r}"
+        )
     if options.autoreset_mode is not None and options.num_envs is None:
         raise ValueError("autoreset_mode applies to the native vector env; pass num_envs=N with it")
     env = _make_single_agent_env(name, options, task_kwargs)
@@ -170,7 +186,9 @@ def build_env(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) ->
     return env
 
 
-def registered_spec(gym_id: str | None, name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) -> Any:
+def registered_spec(
+    gym_id: str | None, name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]
+) -> Any:
     """The Gymnasium ``EnvSpec`` that ``gymnasium.make`` would rebuild this env from, or ``None``.
 
     Recorders (Minari's ``DataCollector``, ``recover_environment``) read ``env.spec``. ``None``
@@ -195,7 +213,9 @@ def registered_spec(gym_id: str | None, name: str, options: EnvOptions, task_kwa
         id=gym_id,
         entry_point="powerzoo.envs.registration:make_registered",
         vector_entry_point="powerzoo.envs.registration:make_registered_vector",
-        kwargs=kwargs, order_enforce=False, disable_env_checker=True,
+        kwargs=kwargs,
+        order_enforce=False,
+        disable_env_checker=True,
     )
 
 
@@ -208,8 +228,11 @@ def _make_single_agent_env(name: str, options: EnvOptions, task_kwargs: dict[str
         from powerzoo.envs.vector_env import PowerZooVectorEnv
 
         env: Any = PowerZooVectorEnv(
-            task_obj, options.num_envs, normalize=options.normalize,
-            forecast_horizon=options.forecast_horizon, reward=options.reward,
+            task_obj,
+            options.num_envs,
+            normalize=options.normalize,
+            forecast_horizon=options.forecast_horizon,
+            reward=options.reward,
             autoreset_mode=options.autoreset_mode or "next_step",
         )
         if options.safe_rl:
@@ -236,25 +259,47 @@ def _make_multi_agent_env(name: str, options: EnvOptions, task_kwargs: dict[str,
     if options.framework == "gymnasium":
         raise ValueError(f"{name} is a multi-agent task; use framework='pettingzoo' or 'auto'")
     if options.forecast_horizon is not None:
-        raise ValueError(f"forecast_horizon is for single-agent tasks; {name} takes obs_mode='local_plus_forecast' "
-                         "(forecasts in each agent's observation)")
+        raise ValueError(
+            f"forecast_horizon is for single-agent tasks; {name} takes obs_mode='local_plus_forecast' "
+            "(forecasts in each agent's observation)"
+        )
     if options.autoreset_mode is not None:
-        raise ValueError(f"autoreset_mode is for single-agent vector envs; {name}'s multi-agent vector env resets "
-                         "in the same step (info['final_obs'])")
+        raise ValueError(
+            f"autoreset_mode is for single-agent vector envs; {name}'s multi-agent vector env resets "
+            "in the same step (info['final_obs'])"
+        )
     if options.safe_rl or options.cost_threshold is not None:
-        raise ValueError(f"safe_rl / cost_threshold give a single-agent 6-tuple step; on {name} every agent's info "
-                         "already carries constraint_costs, selected_cost_sum and is_safe")
-    get_task_class(name).make_spec(**task_kwargs).observation_spec(options.obs_mode)  # validates obs_mode
+        raise ValueError(
+            f"safe_rl / cost_threshold give a single-agent 6-tuple step; on {name} every agent's info "
+            "already carries constraint_costs, selected_cost_sum and is_safe"
+        )
+    get_task_class(name).make_spec(**task_kwargs).observation_spec(
+        options.obs_mode
+    )  # validates obs_mode
     if options.framework == "rllib":  # imports Ray only here
         if options.num_envs is not None:
-            raise ValueError("framework='rllib' gives one env; RLlib's runners make the copies (num_envs_per_env_runner)")
+            raise ValueError(
+                "framework='rllib' gives one env; RLlib's runners make the copies (num_envs_per_env_runner)"
+            )
         from powerzoo.envs.rllib_env import PowerZooRLlibEnv
 
-        return PowerZooRLlibEnv({"task": name, "split": options.split, "normalize": options.normalize,
-                                 "seed": options.seed, "obs_mode": options.obs_mode, "reward": options.reward,
-                                 "task_kwargs": task_kwargs})
+        return PowerZooRLlibEnv(
+            {
+                "task": name,
+                "split": options.split,
+                "normalize": options.normalize,
+                "seed": options.seed,
+                "obs_mode": options.obs_mode,
+                "reward": options.reward,
+                "task_kwargs": task_kwargs,
+            }
+        )
     task_obj = make_task(name, options.split, **task_kwargs)
-    kwargs = {"obs_mode": options.obs_mode, "normalize": options.normalize, "reward": options.reward}
+    kwargs = {
+        "obs_mode": options.obs_mode,
+        "normalize": options.normalize,
+        "reward": options.reward,
+    }
     if options.num_envs is not None:
         env: Any = ma.PowerZooMultiAgentVectorEnv(task_obj, options.num_envs, **kwargs)
     elif options.framework == "pettingzoo":

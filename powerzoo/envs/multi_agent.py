@@ -27,14 +27,25 @@ from powerzoo.envs.pipeline import (
 from powerzoo.envs.runner import TaskRunner, start_day_option
 from powerzoo.tasks.base import Task
 
-__all__ = ["MultiAgentCore", "PowerZooParallelEnv", "PowerZooDictEnv", "PowerZooMultiAgentVectorEnv"]
+__all__ = [
+    "MultiAgentCore",
+    "PowerZooParallelEnv",
+    "PowerZooDictEnv",
+    "PowerZooMultiAgentVectorEnv",
+]
 
 
 class MultiAgentCore:
     """Batched multi-agent view of a task: dict actions in, per-agent arrays out."""
 
-    def __init__(self, task: Task, num_envs: int = 1, obs_mode: str | None = None, normalize: bool = False,
-                 reward: RewardSpec = None) -> None:
+    def __init__(
+        self,
+        task: Task,
+        num_envs: int = 1,
+        obs_mode: str | None = None,
+        normalize: bool = False,
+        reward: RewardSpec = None,
+    ) -> None:
         spec = task.spec
         if spec.agent_mode != "multi":
             raise ValueError(f"{spec.task_id} is a single-agent task; use framework='gymnasium'")
@@ -48,9 +59,13 @@ class MultiAgentCore:
         self.agents = spec.agents
         self._agent_set = frozenset(spec.agents)
         self.n_agents, self.act_dim = len(spec.agents), spec.agent_action_dim
-        low, high = (b.reshape(self.n_agents, self.act_dim) for b in (self.actions.low, self.actions.high))
+        low, high = (
+            b.reshape(self.n_agents, self.act_dim) for b in (self.actions.low, self.actions.high)
+        )
         space = self.observations.space
-        self.observation_spaces = {a: gym.spaces.Box(space.low, space.high, dtype=np.float32) for a in self.agents}
+        self.observation_spaces = {
+            a: gym.spaces.Box(space.low, space.high, dtype=np.float32) for a in self.agents
+        }
         self.action_spaces = {
             a: gym.spaces.Box(low[i], high[i], dtype=np.float32) for i, a in enumerate(self.agents)
         }
@@ -62,7 +77,9 @@ class MultiAgentCore:
     def joint_action(self, actions: Any) -> np.ndarray:
         """Dict ``{agent: [B, act_dim]}`` -> physical joint action [B, n_agents * act_dim]."""
         if not isinstance(actions, dict):
-            raise ValueError(f"{self.spec.task_id}: actions must be a dict keyed by agent, got {type(actions).__name__}")
+            raise ValueError(
+                f"{self.spec.task_id}: actions must be a dict keyed by agent, got {type(actions).__name__}"
+            )
         if actions.keys() != self._agent_set:
             missing, unknown = set(self.agents) - set(actions), set(actions) - set(self.agents)
             raise ValueError(
@@ -117,11 +134,17 @@ class MultiAgentCore:
             info["task_reward"] = np.zeros(self.runner.num_envs)
         return self.observe(), info
 
-    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Batched step: obs [B, n, d], rewards [B, n], terminated [B], truncated [B], info."""
-        _, reward, terminated, truncated, info = self.runner.step(self.joint_action(actions), observe=False)
+        _, reward, terminated, truncated, info = self.runner.step(
+            self.joint_action(actions), observe=False
+        )
         if self.reward_fn is not None:  # the team reward [B]
-            reward = np.asarray(apply_reward(self.reward_fn, reward, info), dtype=np.float64).reshape(-1)
+            reward = np.asarray(
+                apply_reward(self.reward_fn, reward, info), dtype=np.float64
+            ).reshape(-1)
         rewards = reward if reward.ndim == 2 else np.repeat(reward[:, None], self.n_agents, axis=1)
         return self.observe(), rewards, terminated, truncated, info
 
@@ -136,7 +159,10 @@ class MultiAgentCore:
         if applied is None:
             return {agent: dict(shared) for agent in self.agents}
         own = applied.reshape(self.n_agents, self.act_dim)  # row i: agent i's slice, a view
-        return {agent: {**shared, "action_applied": row} for agent, row in zip(self.agents, own, strict=True)}
+        return {
+            agent: {**shared, "action_applied": row}
+            for agent, row in zip(self.agents, own, strict=True)
+        }
 
     def observation_fields(self, agent: str) -> tuple[str, ...]:
         if agent not in self.agents:
@@ -176,11 +202,18 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
 
     metadata = {"render_modes": [], "name": "powerzoo_parallel_v0", "is_parallelizable": True}
 
-    def __init__(self, task: Task, obs_mode: str | None = None, normalize: bool = False,
-                 reward: RewardSpec = None) -> None:
+    def __init__(
+        self,
+        task: Task,
+        obs_mode: str | None = None,
+        normalize: bool = False,
+        reward: RewardSpec = None,
+    ) -> None:
         self.core = MultiAgentCore(task, 1, obs_mode, normalize, reward)
         self.task_spec = task.spec
-        self.render_mode: str | None = None  # no render modes (SuperSuit and TorchRL read the attribute)
+        self.render_mode: str | None = (
+            None  # no render modes (SuperSuit and TorchRL read the attribute)
+        )
         self.possible_agents = list(self.core.agents)
         self.agents: list[str] = []
         self.observation_spaces = self.core.observation_spaces
@@ -195,11 +228,16 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         return self.action_spaces[agent]
 
     def reset(
-        self, seed: int | None = None, options: dict[str, Any] | None = None, day_id: int | None = None
+        self,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        day_id: int | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
         obs, info = self.core.reset(seed, start_day_option(options, day_id, strict=False))
         self.agents = list(self.possible_agents)
-        return {a: obs[0, i] for i, a in enumerate(self.possible_agents)}, self.core.agent_infos(info)
+        return {a: obs[0, i] for i, a in enumerate(self.possible_agents)}, self.core.agent_infos(
+            info
+        )
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if not self.agents:
@@ -222,7 +260,6 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         return self.core.global_state()[0]
 
 
-
 class PowerZooDictEnv(PowerZooParallelEnv):
     """``framework="auto"`` for multi-agent tasks: a Parallel env whose done dicts add ``"__all__"``.
 
@@ -235,8 +272,13 @@ class PowerZooDictEnv(PowerZooParallelEnv):
     samples a joint action).
     """
 
-    def __init__(self, task: Task, obs_mode: str | None = None, normalize: bool = False,
-                 reward: RewardSpec = None) -> None:
+    def __init__(
+        self,
+        task: Task,
+        obs_mode: str | None = None,
+        normalize: bool = False,
+        reward: RewardSpec = None,
+    ) -> None:
         super().__init__(task, obs_mode, normalize, reward)
         self.observation_space_dict = gym.spaces.Dict(self.observation_spaces)
         self.action_space_dict = gym.spaces.Dict(self.action_spaces)
@@ -277,8 +319,14 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
     observation, agent-major), described by ``single_state_space`` / ``state_space``.
     """
 
-    def __init__(self, task: Task, num_envs: int, obs_mode: str | None = None, normalize: bool = False,
-                 reward: RewardSpec = None) -> None:
+    def __init__(
+        self,
+        task: Task,
+        num_envs: int,
+        obs_mode: str | None = None,
+        normalize: bool = False,
+        reward: RewardSpec = None,
+    ) -> None:
         self.core = MultiAgentCore(task, num_envs, obs_mode, normalize, reward)
         self.task_spec = task.spec
         self.render_mode: str | None = None
@@ -291,7 +339,9 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
         self._obs = {a: batch_space(s, self.num_envs) for a, s in self._single_obs.items()}
         self._act = {a: batch_space(s, self.num_envs) for a, s in self._single_act.items()}
         n_state = self.core.n_agents * self.core.obs_spec.dim
-        self.single_state_space = gym.spaces.Box(-np.inf, np.inf, shape=(n_state,), dtype=np.float32)
+        self.single_state_space = gym.spaces.Box(
+            -np.inf, np.inf, shape=(n_state,), dtype=np.float32
+        )
         self.state_space = batch_space(self.single_state_space, self.num_envs)
 
     def state(self) -> np.ndarray:
@@ -312,7 +362,10 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
 
     def group_arrays(self, per_agent: dict[str, Any]) -> dict[str, np.ndarray]:
         """``{agent: [N, ...]}`` -> ``{group: [N, n_group, ...]}`` (one network per group)."""
-        return {g: np.stack([np.asarray(per_agent[a]) for a in agents], axis=1) for g, agents in self.agent_groups.items()}
+        return {
+            g: np.stack([np.asarray(per_agent[a]) for a in agents], axis=1)
+            for g, agents in self.agent_groups.items()
+        }
 
     def agent_arrays(self, per_group: dict[str, Any]) -> dict[str, np.ndarray]:
         """``{group: [N, n_group, ...]}`` -> ``{agent: [N, ...]}``, e.g. a group's actions for :meth:`step`."""
@@ -320,14 +373,18 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
         for g, agents in self.agent_groups.items():
             values = np.asarray(per_group[g])
             if values.ndim < 2 or values.shape[1] != len(agents):
-                raise ValueError(f"group {g!r} needs an array [N, {len(agents)}, ...], got shape {values.shape}")
+                raise ValueError(
+                    f"group {g!r} needs an array [N, {len(agents)}, ...], got shape {values.shape}"
+                )
             out.update({a: values[:, i] for i, a in enumerate(agents)})
         return out
 
     def _split(self, obs: np.ndarray) -> dict[str, np.ndarray]:
         return {a: obs[:, i] for i, a in enumerate(self.possible_agents)}
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict, dict]:
         obs, info = self.core.reset(seed, start_day_option(options, strict=False))
         return self._split(obs), info
 
@@ -348,4 +405,3 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
             dict.fromkeys(agents, truncated),
             info,
         )
-

@@ -55,14 +55,22 @@ class ObservationPipeline:
     ``[B, dim]`` (single-agent) or ``[B, n_agents, dim]`` (multi-agent), float32.
     """
 
-    def __init__(self, task: Task, *, obs_mode: str | None = None, forecast_horizon: int | None = None,
-                 normalize: bool = False) -> None:
+    def __init__(
+        self,
+        task: Task,
+        *,
+        obs_mode: str | None = None,
+        forecast_horizon: int | None = None,
+        normalize: bool = False,
+    ) -> None:
         spec = task.spec
         self.task = task
         self.multi_agent = spec.agent_mode == "multi"
         self.obs_mode = (obs_mode or spec.default_obs_mode) if self.multi_agent else None
         self.layout = spec.observation_spec(self.obs_mode) if self.multi_agent else spec.observation
-        self.forecast_horizon = None if forecast_horizon is None else check_forecast_horizon(spec, forecast_horizon)
+        self.forecast_horizon = (
+            None if forecast_horizon is None else check_forecast_horizon(spec, forecast_horizon)
+        )
         low, high = self.layout.bounds()
         if self.forecast_horizon:
             f_low, f_high = task.forecast_range(self.forecast_horizon)
@@ -85,7 +93,11 @@ class ObservationPipeline:
 
     def observe(self, state: Any) -> np.ndarray:
         """The agent's observation batch of ``state``."""
-        obs = self.task.observe(state, self.obs_mode) if self.multi_agent else self.task.observe(state)
+        obs = (
+            self.task.observe(state, self.obs_mode)
+            if self.multi_agent
+            else self.task.observe(state)
+        )
         if self.forecast_horizon:
             ahead = self.task.forecast(state, self.forecast_horizon).astype(np.float32)
             obs = np.concatenate([obs, ahead], axis=1)
@@ -124,7 +136,9 @@ class ActionPipeline:
 
     def from_physical(self, physical: Any) -> np.ndarray:
         """Physical action -> what the agent would send (float32)."""
-        return np.asarray(physical if self.scaler is None else self.scaler.to_unit(physical), dtype=np.float32)
+        return np.asarray(
+            physical if self.scaler is None else self.scaler.to_unit(physical), dtype=np.float32
+        )
 
 
 def compile_reward(spec: TaskSpec, reward: RewardSpec) -> RewardFn | None:
@@ -153,11 +167,15 @@ def compile_reward(spec: TaskSpec, reward: RewardSpec) -> RewardFn | None:
             )
         reward = spec.reward_presets[reward]
     if not isinstance(reward, Mapping):
-        raise ValueError(f"reward must be None, a preset name, a dict of weights or a callable, got {reward!r}")
+        raise ValueError(
+            f"reward must be None, a preset name, a dict of weights or a callable, got {reward!r}"
+        )
     valid = spec.reward_terms + spec.constraint_names
     unknown = set(reward) - set(valid)
     if unknown:
-        raise ValueError(f"unknown reward key(s) {sorted(unknown)} for {spec.task_id}; valid: {', '.join(valid)}")
+        raise ValueError(
+            f"unknown reward key(s) {sorted(unknown)} for {spec.task_id}; valid: {', '.join(valid)}"
+        )
     term_w = np.asarray([float(reward.get(k, 1.0)) for k in spec.reward_terms])
     cost_w = np.asarray([float(reward.get(k, 0.0)) for k in spec.constraint_names])
 

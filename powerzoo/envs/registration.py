@@ -54,7 +54,9 @@ def make_registered(task: str, render_mode: str | None = None, **kwargs: Any) ->
     return make_env(task, **kwargs)
 
 
-def make_registered_vector(task: str, num_envs: int = 1, render_mode: str | None = None, **kwargs: Any) -> Any:
+def make_registered_vector(
+    task: str, num_envs: int = 1, render_mode: str | None = None, **kwargs: Any
+) -> Any:
     """Vector entry point used by ``gymnasium.make_vec``: ``make_env(task, num_envs=num_envs, **kwargs)``."""
     from powerzoo.envs.make import make_env
 

@@ -46,18 +46,30 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["PowerZooRLlibEnv", "ENV_CONFIG_KEYS", "stream_seed"]
 
-ENV_CONFIG_KEYS: tuple[str, ...] = ("task", "split", "normalize", "seed", "obs_mode", "reward", "reward_scale",
-                                    "task_kwargs")
+ENV_CONFIG_KEYS: tuple[str, ...] = (
+    "task",
+    "split",
+    "normalize",
+    "seed",
+    "obs_mode",
+    "reward",
+    "reward_scale",
+    "task_kwargs",
+)
 """``env_config`` keys the env reads; any other key is a task parameter (like ``make_env``'s ``**task_kwargs``)."""
 
-_SUB_ENV_COUNT = "_powerzoo_sub_envs"  # attribute set on RLlib's EnvContext: sub-envs built from it so far
+_SUB_ENV_COUNT = (
+    "_powerzoo_sub_envs"  # attribute set on RLlib's EnvContext: sub-envs built from it so far
+)
 
 
 def stream_seed(seed: int, worker_index: int, sub_index: int) -> int:
     """Seed of the generator of sub-env ``sub_index`` of env runner ``worker_index`` given ``seed`` (module doc)."""
     seed, worker_index, sub_index = int(seed), int(worker_index), int(sub_index)
     if seed < 0 or worker_index < 0 or sub_index < 0:
-        raise ValueError(f"seed, worker_index and sub_index must be >= 0, got {seed}, {worker_index}, {sub_index}")
+        raise ValueError(
+            f"seed, worker_index and sub_index must be >= 0, got {seed}, {worker_index}, {sub_index}"
+        )
     if worker_index == 0 and sub_index == 0:
         return seed
     sequence = np.random.SeedSequence(seed, spawn_key=(worker_index, sub_index))
@@ -77,7 +89,9 @@ def _sub_env_identity(config: Any) -> tuple[int, int]:
     if not hasattr(config, "worker_index"):  # a plain dict: a standalone env
         return worker, vector
     built = int(getattr(config, _SUB_ENV_COUNT, 0))
-    setattr(config, _SUB_ENV_COUNT, built + 1)  # the next sub-env of this runner gets the next index
+    setattr(
+        config, _SUB_ENV_COUNT, built + 1
+    )  # the next sub-env of this runner gets the next index
     return worker, vector + built
 
 
@@ -113,15 +127,24 @@ class PowerZooRLlibEnv(_TaskMetadata, MultiAgentEnv):
         task_kwargs.update({k: v for k, v in config.items() if k not in ENV_CONFIG_KEYS})
         spec = get_task_class(name).make_spec(**task_kwargs)
         if spec.agent_mode != "multi":
-            raise ValueError(f"{name} is a single-agent task; RLlib takes its Gymnasium env directly "
-                             f"(make_env({name!r}) or gymnasium.make)")
+            raise ValueError(
+                f"{name} is a single-agent task; RLlib takes its Gymnasium env directly "
+                f"(make_env({name!r}) or gymnasium.make)"
+            )
         self.reward_scale = float(config.get("reward_scale", 1.0))
         if not np.isfinite(self.reward_scale) or self.reward_scale <= 0:
-            raise ValueError(f"reward_scale must be a positive number, got {config.get('reward_scale')!r}")
+            raise ValueError(
+                f"reward_scale must be a positive number, got {config.get('reward_scale')!r}"
+            )
         spec.observation_spec(config.get("obs_mode"))  # validates obs_mode
         task = make_task(name, str(config.get("split", "train")), **task_kwargs)
-        self.core = MultiAgentCore(task, 1, config.get("obs_mode"), bool(config.get("normalize", False)),
-                                   config.get("reward"))
+        self.core = MultiAgentCore(
+            task,
+            1,
+            config.get("obs_mode"),
+            bool(config.get("normalize", False)),
+            config.get("reward"),
+        )
         self.task_spec = task.spec
         self.render_mode: str | None = None
         self.possible_agents = list(self.core.agents)
@@ -160,10 +183,14 @@ class PowerZooRLlibEnv(_TaskMetadata, MultiAgentEnv):
         return dict(zip(self.possible_agents, obs, strict=True))
 
     def _infos(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        return {a: {k: v for k, v in row.items() if _numeric(v)} for a, row in self.core.agent_infos(info).items()}
+        return {
+            a: {k: v for k, v in row.items() if _numeric(v)}
+            for a, row in self.core.agent_infos(info).items()
+        }
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
         """Start an episode (``options={"day_id": k}`` picks the start day); ``seed`` goes through :func:`stream_seed`."""
         if seed is not None or self.core.runner.state is None:
             self._seed_streams(seed)
@@ -183,8 +210,13 @@ class PowerZooRLlibEnv(_TaskMetadata, MultiAgentEnv):
         terms = dict.fromkeys(self.possible_agents, term)
         truncs = dict.fromkeys(self.possible_agents, trunc)
         terms["__all__"], truncs["__all__"] = term, trunc
-        return (self._obs_dict(), dict(zip(self.possible_agents, scaled, strict=True)), terms, truncs,
-                self._infos(info))
+        return (
+            self._obs_dict(),
+            dict(zip(self.possible_agents, scaled, strict=True)),
+            terms,
+            truncs,
+            self._infos(info),
+        )
 
     def state(self) -> np.ndarray:
         """Global state [n_agents * obs_dim] for centralised critics: every agent's observation, agent-major."""

@@ -47,7 +47,9 @@ class CostLayout:
         self.selected_names = spec.selected_constraints
         self.selected_index = spec.selected_index
         # the usual case: every constraint selected, in order (no gather, the sums coincide)
-        self.select_all = bool(np.array_equal(self.selected_index, np.arange(len(spec.constraint_names))))
+        self.select_all = bool(
+            np.array_equal(self.selected_index, np.arange(len(spec.constraint_names)))
+        )
         self.cost_keys = tuple(f"cost_{name}" for name in spec.constraint_names)
 
     def info(self, costs: np.ndarray) -> dict[str, Any]:
@@ -64,7 +66,9 @@ class CostLayout:
             "selected_constraint_costs": selected,
             "selected_cost_sum": selected_sum,
             "is_safe": ~_or_reduce(costs > _ZERO, axis=1),
-            **dict(zip(self.cost_keys, costs.T, strict=True)),  # column i of costs (views) as cost_<name i>
+            **dict(
+                zip(self.cost_keys, costs.T, strict=True)
+            ),  # column i of costs (views) as cost_<name i>
         }
 
 
@@ -73,7 +77,9 @@ def cost_info(task: Task, costs: np.ndarray) -> dict[str, Any]:
     return CostLayout(task.spec).info(costs)
 
 
-def start_day_option(options: dict[str, Any] | None, day_id: Any = None, *, strict: bool = True) -> Any:
+def start_day_option(
+    options: dict[str, Any] | None, day_id: Any = None, *, strict: bool = True
+) -> Any:
     """The start day asked for by ``reset(options={"day_id": k})`` or the ``day_id=k`` shortcut.
 
     Unknown option keys raise ``ValueError`` (``strict``) or only warn: PettingZoo's API test
@@ -95,7 +101,11 @@ class TaskRunner:
     """Batched episodes of one task: reset, checked step, truncation, partial reset."""
 
     def __init__(self, task: Task, num_envs: int = 1) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        if (
+            isinstance(num_envs, bool)
+            or not isinstance(num_envs, (int, np.integer))
+            or num_envs < 1
+        ):
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.task = task
         self.spec = task.spec
@@ -106,7 +116,9 @@ class TaskRunner:
         # the bounds as [1, act_dim] rows: the same shape as a single env's action (a broadcast
         # costs numpy about twice an element-wise call on equal shapes)
         self._low_row, self._high_row = self.act_low[None], self.act_high[None]
-        self._horizon = np.array(self.spec.horizon)  # 0-d: numpy converts a Python int operand on every call
+        self._horizon = np.array(
+            self.spec.horizon
+        )  # 0-d: numpy converts a Python int operand on every call
         self.rng = np.random.default_rng()
         self.state: Any = None
         self.cost_layout = CostLayout(task.spec)
@@ -125,7 +137,9 @@ class TaskRunner:
         if day_id.ndim == 0:
             day_id = np.full(n, day_id)
         if day_id.shape != (n,):
-            raise ValueError(f"day_id must be an int or an array of {n} ints, got shape {day_id.shape}")
+            raise ValueError(
+                f"day_id must be an int or an array of {n} ints, got shape {day_id.shape}"
+            )
         return self.task.check_day_id(day_id)
 
     def reset(self, day_id: Any = None) -> np.ndarray:
@@ -162,7 +176,10 @@ class TaskRunner:
         the observation). Same keys at reset and step let recorders (Minari's ``DataCollector``,
         Gymnasium's vector wrappers) treat infos as one table.
         """
-        info = {key: np.zeros((self.num_envs, *shape), dtype) for key, (shape, dtype) in self._info_layout().items()}
+        info = {
+            key: np.zeros((self.num_envs, *shape), dtype)
+            for key, (shape, dtype) in self._info_layout().items()
+        }
         info["day_id"] = self.task.episode_day(self.state)
         info["step"] = self.task.time_index(self.state)
         return info
@@ -177,7 +194,9 @@ class TaskRunner:
             action = np.zeros(self._action_shape).clip(self.act_low, self.act_high)
             _, out = self.task.step(copy.deepcopy(self.state), action, np.random.default_rng(0))
             info = self._step_info(out, action, np.zeros(self.num_envs, dtype=bool))
-            self._layout = {key: (np.shape(value)[1:], np.asarray(value).dtype) for key, value in info.items()}
+            self._layout = {
+                key: (np.shape(value)[1:], np.asarray(value).dtype) for key, value in info.items()
+            }
         return self._layout
 
     def current_dates(self) -> np.ndarray:
@@ -192,12 +211,16 @@ class TaskRunner:
         shape, non-numeric dtype and NaN/inf raise ``ValueError``.
         """
         if action is None:
-            raise ValueError(f"{self.spec.task_id}: action is None; expected {self.spec.action.dim} numbers "
-                             f"({', '.join(self.spec.action.names)})")
+            raise ValueError(
+                f"{self.spec.task_id}: action is None; expected {self.spec.action.dim} numbers "
+                f"({', '.join(self.spec.action.names)})"
+            )
         try:
             action = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{self.spec.task_id}: action must be numeric, got {action!r}") from err
+            raise ValueError(
+                f"{self.spec.task_id}: action must be numeric, got {action!r}"
+            ) from err
         expected = self._action_shape
         if action.shape != expected:
             if action.size == expected[0] * expected[1] and self.num_envs == 1:
@@ -210,7 +233,9 @@ class TaskRunner:
                 )
         # NaN passes through the clip and +-inf is clipped to a bound, so a non-finite entry
         # always shows up as "changed": the finiteness check only runs when something changed
-        clipped = _minimum(_maximum(action, self._low_row), self._high_row)  # np.clip's values, without its wrapper
+        clipped = _minimum(
+            _maximum(action, self._low_row), self._high_row
+        )  # np.clip's values, without its wrapper
         changed = clipped != action
         if not _count_nonzero(changed):  # no reduction machinery for "any"
             return clipped, np.zeros(expected[0], dtype=bool)
@@ -229,7 +254,10 @@ class TaskRunner:
         if blocks is None:
             self.state, out = self.task.step(self.state, physical, self.rng)
         else:  # row blocks that fit the caches (Task.step_block_rows)
-            parts = [self.task.step(state_rows(self.state, rows), physical[rows], self.rng) for rows in blocks]
+            parts = [
+                self.task.step(state_rows(self.state, rows), physical[rows], self.rng)
+                for rows in blocks
+            ]
             self.state = concat_states([state for state, _ in parts])
             out = concat_outputs([output for _, output in parts])
         truncated = (self.task.time_index(self.state) >= self._horizon) & ~out.terminated
@@ -237,7 +265,9 @@ class TaskRunner:
         obs = self.task.observe(self.state) if observe else None
         return obs, out.reward, out.terminated, truncated, info
 
-    def _step_info(self, out: StepOutput, requested: np.ndarray, clipped: np.ndarray) -> dict[str, Any]:
+    def _step_info(
+        self, out: StepOutput, requested: np.ndarray, clipped: np.ndarray
+    ) -> dict[str, Any]:
         return {  # one dict display: the keys in this order, a later value replacing an earlier one
             **out.info,
             **self.cost_layout.info(out.constraint_costs),

@@ -35,4 +35,6 @@ class AffineScaler:
     def unit_bounds(self, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Normalised image of space bounds (infinite bounds stay infinite)."""
         with np.errstate(invalid="ignore"):
-            return self.to_unit(np.asarray(low, np.float64)), self.to_unit(np.asarray(high, np.float64))
+            return self.to_unit(np.asarray(low, np.float64)), self.to_unit(
+                np.asarray(high, np.float64)
+            )

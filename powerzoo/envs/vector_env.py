@@ -78,7 +78,9 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         autoreset_mode: str | AutoresetMode = "next_step",
     ) -> None:
         if task.spec.agent_mode != "single":
-            raise ValueError(f"{task.spec.task_id} is multi-agent; PowerZooVectorEnv serves single-agent tasks")
+            raise ValueError(
+                f"{task.spec.task_id} is multi-agent; PowerZooVectorEnv serves single-agent tasks"
+            )
         self.task = task
         self.task_spec = task.spec
         self.runner = TaskRunner(task, num_envs)
@@ -86,14 +88,20 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = None
-        self._pending_reset = np.zeros(self.num_envs, dtype=bool)  # NEXT_STEP: rows to reset at the next step
-        self.observations = ObservationPipeline(task, forecast_horizon=forecast_horizon, normalize=normalize)
+        self._pending_reset = np.zeros(
+            self.num_envs, dtype=bool
+        )  # NEXT_STEP: rows to reset at the next step
+        self.observations = ObservationPipeline(
+            task, forecast_horizon=forecast_horizon, normalize=normalize
+        )
         self.actions = ActionPipeline(self.task_spec, normalize=normalize)
         self.forecast_horizon = self.observations.forecast_horizon
         self.obs_scaler, self.action_scaler = self.observations.scaler, self.actions.scaler
         self.reward_fn = compile_reward(self.task_spec, reward)
         self.single_observation_space = self.observations.space
-        self.single_action_space = gym.spaces.Box(self.actions.low, self.actions.high, dtype=np.float32)
+        self.single_action_space = gym.spaces.Box(
+            self.actions.low, self.actions.high, dtype=np.float32
+        )
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
@@ -106,8 +114,12 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         """Reset every env, or the rows of ``options["reset_mask"]``; ``options["day_id"]`` picks start days."""
         if seed is not None:
             if not isinstance(seed, (int, np.integer)) and len(seed) != self.num_envs:
-                raise ValueError(f"seed must be an int or a list of {self.num_envs} ints, got {len(seed)} seeds")
-            self.runner.seed(seed if isinstance(seed, (int, np.integer)) else [int(s) for s in seed])
+                raise ValueError(
+                    f"seed must be an int or a list of {self.num_envs} ints, got {len(seed)} seeds"
+                )
+            self.runner.seed(
+                seed if isinstance(seed, (int, np.integer)) else [int(s) for s in seed]
+            )
             self._np_random_seed = seed if isinstance(seed, int) else None
         elif self.runner.state is None:
             self.runner.seed(None)
@@ -128,11 +140,15 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
             info["task_reward"] = np.zeros(self.num_envs)
         return self._observe(), info
 
-    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         try:
             actions = self.actions.to_physical(actions)
         except ValueError as err:
-            raise ValueError(f"actions must be a numeric array of shape {self.action_space.shape}") from err
+            raise ValueError(
+                f"actions must be a numeric array of shape {self.action_space.shape}"
+            ) from err
         pending = self._pending_reset
         if pending.any():  # NEXT_STEP: rows that ended last step start again now
             self.runner.reset_done(pending)
@@ -140,8 +156,12 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         _, reward, terminated, truncated, info = self.runner.step(actions, observe=False)
         reward = apply_reward(self.reward_fn, reward, info)
         if pending.any():
-            self.runner.state = merge_state(self.runner.state, pending, fresh)  # the reset rows did not step
-            reward, terminated, truncated = self._blank_rows(pending, reward, terminated, truncated, info)
+            self.runner.state = merge_state(
+                self.runner.state, pending, fresh
+            )  # the reset rows did not step
+            reward, terminated, truncated = self._blank_rows(
+                pending, reward, terminated, truncated, info
+            )
         obs = self._observe()
         done = terminated | truncated
         if self.autoreset_mode is AutoresetMode.NEXT_STEP:
@@ -155,13 +175,21 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
             obs = self._observe()
         return obs, reward, terminated, truncated, info
 
-    def _blank_rows(self, rows: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
-                    info: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _blank_rows(
+        self,
+        rows: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        info: dict[str, Any],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows reset at this step (NEXT_STEP): reward 0, flags false, zero step quantities in ``info``."""
         n = self.num_envs
         for key, value in info.items():
             if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == n:
-                info[key] = np.where(rows.reshape((n,) + (1,) * (value.ndim - 1)), np.zeros((), value.dtype), value)
+                info[key] = np.where(
+                    rows.reshape((n,) + (1,) * (value.ndim - 1)), np.zeros((), value.dtype), value
+                )
         info["day_id"] = self.task.episode_day(self.runner.state)
         info["step"] = self.task.time_index(self.runner.state)
         return np.where(rows, 0.0, reward), terminated & ~rows, truncated & ~rows

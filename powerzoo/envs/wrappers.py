@@ -36,6 +36,7 @@ __all__ = [
     "RewardSpec",
 ]
 
+
 def episode_cost_budget(spec: TaskSpec, cost_threshold: float | None) -> float:
     """Per-episode budget of the summed selected costs (default: sum of the task's thresholds)."""
     budget = float(sum(spec.cost_thresholds.values()) if cost_threshold is None else cost_threshold)
@@ -96,7 +97,9 @@ class RewardOverrideWrapper(gym.Wrapper):
         super().__init__(env)
         fn = compile_reward(env.unwrapped.task_spec, reward)
         if fn is None:
-            raise ValueError("RewardOverrideWrapper needs a reward preset, weights dict or callable")
+            raise ValueError(
+                "RewardOverrideWrapper needs a reward preset, weights dict or callable"
+            )
         self.reward_fn = fn
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:

@@ -50,7 +50,12 @@ __all__ = [
 SHARING_MODES: tuple[str, ...] = ("shared", "per_group", "per_agent")
 ENV_PREFIX = "powerzoo/"
 SHARED_MODULE = "shared"
-_ENV_KEYS = ("normalize", "obs_mode", "reward", "reward_scale")  # ppo_config's env_kwargs that are not task kwargs
+_ENV_KEYS = (
+    "normalize",
+    "obs_mode",
+    "reward",
+    "reward_scale",
+)  # ppo_config's env_kwargs that are not task kwargs
 
 
 class _EnvCreator:
@@ -74,7 +79,9 @@ class AgentToModule:
         try:
             return self.mapping[agent_id]
         except KeyError:
-            raise ValueError(f"unknown agent {agent_id!r}; agents: {', '.join(self.mapping)}") from None
+            raise ValueError(
+                f"unknown agent {agent_id!r}; agents: {', '.join(self.mapping)}"
+            ) from None
 
 
 def _multi_agent_tasks() -> list[str]:
@@ -95,10 +102,14 @@ def register_rllib_envs() -> list[str]:
 
 
 def _multi_agent_spec(task: str, task_kwargs: Mapping[str, Any]) -> Any:
-    spec = get_task_class(task).make_spec(**task_kwargs)  # unknown task -> ValueError listing the valid ones
+    spec = get_task_class(task).make_spec(
+        **task_kwargs
+    )  # unknown task -> ValueError listing the valid ones
     if spec.agent_mode != "multi":
-        raise ValueError(f"{task} is a single-agent task; RLlib trains it from its Gymnasium env "
-                         f"(PPOConfig().environment('{spec.gym_id or task}')), not through ppo_config")
+        raise ValueError(
+            f"{task} is a single-agent task; RLlib trains it from its Gymnasium env "
+            f"(PPOConfig().environment('{spec.gym_id or task}')), not through ppo_config"
+        )
     return spec
 
 
@@ -120,12 +131,22 @@ def auto_reward_scale(task: str, split: str = "train", seed: int = 0, **env_kwar
     The mean absolute per-agent reward is measured on one episode of uniform random actions
     (the action spaces seeded from ``seed``); a task whose rewards are all 0 there gets 1.0.
     """
-    env = PowerZooRLlibEnv({"task": task, "split": split, "seed": seed, **env_kwargs, "normalize": True,
-                            "reward_scale": 1.0})
+    env = PowerZooRLlibEnv(
+        {
+            "task": task,
+            "split": split,
+            "seed": seed,
+            **env_kwargs,
+            "normalize": True,
+            "reward_scale": 1.0,
+        }
+    )
     env.reset(seed=seed)
     total, steps, done = 0.0, 0, False
     while not done:
-        _, rewards, terms, truncs, _ = env.step({a: env.action_spaces[a].sample() for a in env.possible_agents})
+        _, rewards, terms, truncs, _ = env.step(
+            {a: env.action_spaces[a].sample() for a in env.possible_agents}
+        )
         total += float(np.mean(np.abs(list(rewards.values()))))
         steps += 1
         done = terms["__all__"] or truncs["__all__"]
@@ -165,8 +186,10 @@ def ppo_config(
     """
     if sharing not in SHARING_MODES:
         raise ValueError(f"unknown sharing {sharing!r}; valid: {', '.join(SHARING_MODES)}")
-    for name, value, least in (("num_env_runners", num_env_runners, 0),
-                               ("num_envs_per_env_runner", num_envs_per_env_runner, 1)):
+    for name, value, least in (
+        ("num_env_runners", num_env_runners, 0),
+        ("num_envs_per_env_runner", num_envs_per_env_runner, 1),
+    ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
     task_kwargs = {k: v for k, v in env_kwargs.items() if k not in _ENV_KEYS}
@@ -176,15 +199,23 @@ def ppo_config(
         "task": task,
         "split": split,
         "seed": int(seed),
-        "normalize": bool(env_kwargs.get("normalize", True)),  # observations and actions in about [-1, 1]
+        "normalize": bool(
+            env_kwargs.get("normalize", True)
+        ),  # observations and actions in about [-1, 1]
         "obs_mode": env_kwargs.get("obs_mode"),
         "reward": env_kwargs.get("reward"),
         "task_kwargs": task_kwargs,
     }
     scale = env_kwargs.get("reward_scale", "auto")  # dispatch rewards are -1e3 .. -1e6 $ per step
     if scale == "auto":
-        scale = auto_reward_scale(task, split, seed, obs_mode=env_config["obs_mode"], reward=env_config["reward"],
-                                  task_kwargs=task_kwargs)
+        scale = auto_reward_scale(
+            task,
+            split,
+            seed,
+            obs_mode=env_config["obs_mode"],
+            reward=env_config["reward"],
+            task_kwargs=task_kwargs,
+        )
     env_config["reward_scale"] = float(scale)
     probe = PowerZooRLlibEnv({**env_config, "seed": None})  # spaces of every agent
     modules: dict[str, RLModuleSpec] = {}
@@ -193,8 +224,10 @@ def ppo_config(
         if module_id in modules:
             first = modules[module_id]
             if first.observation_space != obs_space or first.action_space != act_space:
-                raise ValueError(f"{task}: agents of module {module_id!r} have different spaces "
-                                 "(physical action bounds); use normalize=True or sharing='per_agent'")
+                raise ValueError(
+                    f"{task}: agents of module {module_id!r} have different spaces "
+                    "(physical action bounds); use normalize=True or sharing='per_agent'"
+                )
             continue
         modules[module_id] = RLModuleSpec(
             observation_space=obs_space,
@@ -218,7 +251,9 @@ def ppo_config(
         .multi_agent(policies=set(modules), policy_mapping_fn=AgentToModule(mapping))
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=modules))
         .training(
-            train_batch_size_per_learner=max(2048, 8 * spec.horizon),  # env steps per iteration (>= 8 episodes)
+            train_batch_size_per_learner=max(
+                2048, 8 * spec.horizon
+            ),  # env steps per iteration (>= 8 episodes)
             minibatch_size=512,  # SGD mini-batch (module steps)
             num_epochs=5,  # passes over each batch, as the native MAPPO
             lr=3e-4,  # Adam step size
@@ -234,8 +269,13 @@ def ppo_config(
     return config
 
 
-def rllib_sampling_rate(task: str = "marl_opf", num_env_runners: int = 0, num_envs_per_env_runner: int = 1,
-                        seconds: float = 5.0, **env_kwargs: Any) -> float:
+def rllib_sampling_rate(
+    task: str = "marl_opf",
+    num_env_runners: int = 0,
+    num_envs_per_env_runner: int = 1,
+    seconds: float = 5.0,
+    **env_kwargs: Any,
+) -> float:
     """Env-steps/s of RLlib's own sampling (the env runners of :func:`ppo_config`, no learning).
 
     Builds the algorithm, samples once to warm up, then samples whole fragments (``env_runner.sample``
@@ -248,12 +288,20 @@ def rllib_sampling_rate(task: str = "marl_opf", num_env_runners: int = 0, num_en
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
     env_kwargs.setdefault("reward_scale", 1.0)  # no probe episode; the rate does not depend on it
-    config = ppo_config(task, num_env_runners=num_env_runners, num_envs_per_env_runner=num_envs_per_env_runner,
-                        **env_kwargs)
-    fragment = 256 * num_envs_per_env_runner  # env steps per runner per call: whole rollouts, not single steps
+    config = ppo_config(
+        task,
+        num_env_runners=num_env_runners,
+        num_envs_per_env_runner=num_envs_per_env_runner,
+        **env_kwargs,
+    )
+    fragment = (
+        256 * num_envs_per_env_runner
+    )  # env steps per runner per call: whole rollouts, not single steps
 
     def sample(runner: Any) -> int:
-        return int(sum(e.env_steps() for e in runner.sample(num_timesteps=fragment, random_actions=False)))
+        return int(
+            sum(e.env_steps() for e in runner.sample(num_timesteps=fragment, random_actions=False))
+        )
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

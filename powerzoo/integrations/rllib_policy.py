@@ -40,7 +40,7 @@ def _task_from_config(env_config: Mapping[str, Any], env: Any, task: str | None)
     """The task a run trained on: ``task`` if given (checked), else its env_config or registered env name."""
     known = env_config.get("task")
     if known is None and isinstance(env, str) and env.startswith(_ENV_PREFIX):
-        known = env[len(_ENV_PREFIX):]
+        known = env[len(_ENV_PREFIX) :]
     if task is not None and known is not None and task != known:
         raise ValueError(f"the checkpoint trained on {known!r}, not {task!r}")
     if task is None and known is None:
@@ -62,8 +62,13 @@ class RLlibPolicy:
         meta: free-form facts (checkpoint path, ...).
     """
 
-    def __init__(self, modules: Mapping[str, Any], agent_to_module: Mapping[str, str], env_config: Mapping[str, Any],
-                 meta: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        modules: Mapping[str, Any],
+        agent_to_module: Mapping[str, str],
+        env_config: Mapping[str, Any],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
         self.modules = dict(modules)
         self.agent_to_module = dict(agent_to_module)
         self.env_config = dict(env_config)
@@ -71,8 +76,12 @@ class RLlibPolicy:
         self.name = "rllib_ppo"
         unknown = set(self.agent_to_module.values()) - set(self.modules)
         if unknown:
-            raise ValueError(f"agents map to modules {sorted(unknown)} that are not among {sorted(self.modules)}")
-        probe = PowerZooRLlibEnv({**self.env_config, "seed": None})  # the training env's spaces and scalers
+            raise ValueError(
+                f"agents map to modules {sorted(unknown)} that are not among {sorted(self.modules)}"
+            )
+        probe = PowerZooRLlibEnv(
+            {**self.env_config, "seed": None}
+        )  # the training env's spaces and scalers
         self.task_id = probe.task_spec.task_id
         self.agents = list(probe.possible_agents)
         missing = set(self.agents) - set(self.agent_to_module)
@@ -81,7 +90,10 @@ class RLlibPolicy:
         self.obs_scaler = probe.core.obs_scaler
         low, high = probe.task_spec.action.bounds()
         n, d = len(self.agents), probe.task_spec.agent_action_dim
-        low, high = np.asarray(low, np.float64).reshape(n, d), np.asarray(high, np.float64).reshape(n, d)
+        low, high = (
+            np.asarray(low, np.float64).reshape(n, d),
+            np.asarray(high, np.float64).reshape(n, d),
+        )
         bounded = np.isfinite(low) & np.isfinite(high)
         self._bounded = bounded
         self._act_mid = np.where(bounded, (high + low) / 2.0, 0.0)
@@ -105,13 +117,17 @@ class RLlibPolicy:
             raise FileNotFoundError(f"RLlib checkpoint folder {path} not found")
         ctor_file, module_dir = path / "class_and_ctor_args.pkl", path / MODULES_DIR
         if not ctor_file.is_file() or not module_dir.is_dir():
-            raise FileNotFoundError(f"{path} is not an RLlib Algorithm checkpoint (no class_and_ctor_args.pkl "
-                                    f"or {MODULES_DIR})")
+            raise FileNotFoundError(
+                f"{path} is not an RLlib Algorithm checkpoint (no class_and_ctor_args.pkl "
+                f"or {MODULES_DIR})"
+            )
         with open(ctor_file, "rb") as fh:
             ctor = pickle.load(fh)
         config = ctor["ctor_args_and_kwargs"][0][0]  # the AlgorithmConfig's state dict
         multi = RLModule.from_checkpoint(module_dir)
-        return cls._from_parts(config, lambda mid: multi[mid], list(multi.keys()), task, {"checkpoint": str(path)})
+        return cls._from_parts(
+            config, lambda mid: multi[mid], list(multi.keys()), task, {"checkpoint": str(path)}
+        )
 
     @classmethod
     def from_algorithm(cls, algo: Any, task: str | None = None) -> RLlibPolicy:
@@ -120,8 +136,14 @@ class RLlibPolicy:
         return cls._from_parts(config, algo.get_module, sorted(algo.config.policies), task, {})
 
     @classmethod
-    def _from_parts(cls, config: Mapping[str, Any], get_module: Callable[[str], Any], module_ids: list[str],
-                    task: str | None, meta: dict[str, Any]) -> RLlibPolicy:
+    def _from_parts(
+        cls,
+        config: Mapping[str, Any],
+        get_module: Callable[[str], Any],
+        module_ids: list[str],
+        task: str | None,
+        meta: dict[str, Any],
+    ) -> RLlibPolicy:
         env_config = dict(config.get("env_config") or {})
         env_config["task"] = _task_from_config(env_config, config.get("env"), task)
         probe = PowerZooRLlibEnv({**env_config, "seed": None})
@@ -149,7 +171,9 @@ class RLlibPolicy:
         for module_id, index in self._groups.items():
             module = self.modules[module_id]
             agents = [self.agents[i] for i in index]
-            x = np.stack([np.asarray(unit_obs[a], np.float32) for a in agents], axis=-2)  # [..., n, d]
+            x = np.stack(
+                [np.asarray(unit_obs[a], np.float32) for a in agents], axis=-2
+            )  # [..., n, d]
             flat = torch.from_numpy(np.ascontiguousarray(x.reshape(-1, x.shape[-1])))
             with torch.no_grad():
                 logits = module.forward_inference({"obs": flat})["action_dist_inputs"]
@@ -164,8 +188,14 @@ class RLlibPolicy:
         """Physical actions of every agent for physical observations (module docstring)."""
         missing = set(self.agents) - set(obs)
         if missing:
-            raise ValueError(f"RLlibPolicy acts for {self.agents}; observations lack {sorted(missing)}")
-        unit = obs if self.obs_scaler is None else {a: self.obs_scaler.to_unit(np.asarray(obs[a])) for a in self.agents}
+            raise ValueError(
+                f"RLlibPolicy acts for {self.agents}; observations lack {sorted(missing)}"
+            )
+        unit = (
+            obs
+            if self.obs_scaler is None
+            else {a: self.obs_scaler.to_unit(np.asarray(obs[a])) for a in self.agents}
+        )
         actions = self.module_actions(unit)
         out: dict[str, np.ndarray] = {}
         for i, agent in enumerate(self.agents):

@@ -67,7 +67,9 @@ def require_tune() -> tuple[Any, Any]:
     return ray, tune
 
 
-def run_rllib_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> dict[str, Any]:
+def run_rllib_trial(
+    campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path
+) -> dict[str, Any]:
     """Train RLlib PPO for one ``rllib_ppo`` trial, save its checkpoint, evaluate it; writes ``trial.json``."""
     folder, record = prepare_folder(out_dir, trial)
     if record is not None:
@@ -80,9 +82,15 @@ def run_rllib_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Pat
     env_kwargs = dict(cfg["env"])
     with one_thread():
         started = time.perf_counter()
-        config = ppo_config(trial.task, cfg["sharing"], split="train", seed=trial.seed,
-                            num_env_runners=cfg["num_env_runners"],
-                            num_envs_per_env_runner=cfg["num_envs_per_env_runner"], **env_kwargs)
+        config = ppo_config(
+            trial.task,
+            cfg["sharing"],
+            split="train",
+            seed=trial.seed,
+            num_env_runners=cfg["num_env_runners"],
+            num_envs_per_env_runner=cfg["num_envs_per_env_runner"],
+            **env_kwargs,
+        )
         if cfg["training"]:
             config = config.training(**cfg["training"])
         algo = config.build_algo()
@@ -96,15 +104,31 @@ def run_rllib_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Pat
         train_seconds = time.perf_counter() - started
         policy = RLlibPolicy.from_checkpoint(checkpoint, task=trial.task)
         obs_mode = env_kwargs.get("obs_mode")
-        task_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("normalize", "obs_mode", "reward", "reward_scale")}
-        entry = PolicyEntry(label=trial.trial_label, task=trial.task,
-                            make_env=lambda split: make_env(trial.task, split, obs_mode=obs_mode, **task_kwargs),
-                            make_policy=lambda env, seed: policy,
-                            source=f"{trial.trial_id} (RLlib PPO, {cfg['sharing']} modules)", kind="trained")
+        task_kwargs = {
+            k: v
+            for k, v in env_kwargs.items()
+            if k not in ("normalize", "obs_mode", "reward", "reward_scale")
+        }
+        entry = PolicyEntry(
+            label=trial.trial_label,
+            task=trial.task,
+            make_env=lambda split: make_env(trial.task, split, obs_mode=obs_mode, **task_kwargs),
+            make_policy=lambda env, seed: policy,
+            source=f"{trial.trial_id} (RLlib PPO, {cfg['sharing']} modules)",
+            kind="trained",
+        )
         started = time.perf_counter()
         evaluation = evaluate_policy(campaign, trial, entry, folder / "evaluation")
-    record = {**base_record(trial), "status": "finished", "num_timesteps": steps, "train_seconds": train_seconds,
-              "eval_seconds": time.perf_counter() - started, "model": "final", "run_dir": str(checkpoint), **evaluation}
+    record = {
+        **base_record(trial),
+        "status": "finished",
+        "num_timesteps": steps,
+        "train_seconds": train_seconds,
+        "eval_seconds": time.perf_counter() - started,
+        "model": "final",
+        "run_dir": str(checkpoint),
+        **evaluation,
+    }
     write_record(out_dir, record)
     return record
 
@@ -116,9 +140,16 @@ def campaign_trainable(config: dict[str, Any], campaign: CampaignSpec, out_dir: 
     trial = campaign.trial(config["trial_id"])
     run = run_rllib_trial if trial.is_rllib else run_trial
     record = run(campaign, trial, out_dir)
-    tune.report({"trial_id": trial.trial_id, "mean_return": record["mean_return"],
-                 "normalized_score": record["normalized_score"], "num_timesteps": record["num_timesteps"],
-                 "train_seconds": record["train_seconds"], "record_json": json.dumps(record)})
+    tune.report(
+        {
+            "trial_id": trial.trial_id,
+            "mean_return": record["mean_return"],
+            "normalized_score": record["normalized_score"],
+            "num_timesteps": record["num_timesteps"],
+            "train_seconds": record["train_seconds"],
+            "record_json": json.dumps(record),
+        }
+    )
 
 
 def _trial_dirname(trial: Any) -> str:
@@ -136,8 +167,12 @@ def _resources(campaign: CampaignSpec, config: dict[str, Any]) -> Any:
     return tune.PlacementGroupFactory(bundles)
 
 
-def run_ray(campaign: CampaignSpec | str | Path, out_dir: str | Path = "results/campaign", address: str | None = None,
-            progress: bool | None = None) -> CampaignOutcome:
+def run_ray(
+    campaign: CampaignSpec | str | Path,
+    out_dir: str | Path = "results/campaign",
+    address: str | None = None,
+    progress: bool | None = None,
+) -> CampaignOutcome:
     """Run a campaign's trials as Ray Tune trials, then gather them into the tables of the local backend.
 
     Args:
@@ -167,24 +202,37 @@ def run_ray(campaign: CampaignSpec | str | Path, out_dir: str | Path = "results/
         storage = out / "ray"
         path = storage / EXPERIMENT
         if tune.Tuner.can_restore(str(path)):
-            tuner = tune.Tuner.restore(str(path), trainable, resume_unfinished=True, restart_errored=True)
+            tuner = tune.Tuner.restore(
+                str(path), trainable, resume_unfinished=True, restart_errored=True
+            )
         else:
             tuner = tune.Tuner(
                 trainable,
                 param_space={"trial_id": tune.grid_search([t.trial_id for t in campaign.trials])},
-                tune_config=tune.TuneConfig(max_concurrent_trials=campaign.max_concurrent_trials,
-                                            trial_dirname_creator=_trial_dirname, trial_name_creator=_trial_dirname),
-                run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(storage), verbose=1 if progress else 0,
-                                          failure_config=tune.FailureConfig(max_failures=0)),
+                tune_config=tune.TuneConfig(
+                    max_concurrent_trials=campaign.max_concurrent_trials,
+                    trial_dirname_creator=_trial_dirname,
+                    trial_name_creator=_trial_dirname,
+                ),
+                run_config=tune.RunConfig(
+                    name=EXPERIMENT,
+                    storage_path=str(storage),
+                    verbose=1 if progress else 0,
+                    failure_config=tune.FailureConfig(max_failures=0),
+                ),
             )
         for result in tuner.fit():
             trial_id = result.config["trial_id"]
             record_json = (result.metrics or {}).get("record_json")
             if result.error is not None or record_json is None:
-                failed[trial_id] = str(result.error or "no result reported").strip().splitlines()[-1][:300]
+                failed[trial_id] = (
+                    str(result.error or "no result reported").strip().splitlines()[-1][:300]
+                )
                 continue
             record = json.loads(record_json)
-            if read_record(out, campaign.trial(trial_id)) is None:  # the worker wrote it elsewhere (another node)
+            if (
+                read_record(out, campaign.trial(trial_id)) is None
+            ):  # the worker wrote it elsewhere (another node)
                 write_record(out, record)
             records[trial_id] = record
     finally:

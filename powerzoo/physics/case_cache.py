@@ -14,8 +14,13 @@ __all__ = ["read_or_build", "write_npz_cache"]
 T = TypeVar("T")
 
 
-def read_or_build(path: Path | None, read: Callable[[Path], T], build: Callable[[], T],
-                  write: Callable[[Path, T], None], source: str) -> T:
+def read_or_build(
+    path: Path | None,
+    read: Callable[[Path], T],
+    build: Callable[[], T],
+    write: Callable[[Path, T], None],
+    source: str,
+) -> T:
     """``read(path)`` if the cache file is there and valid, else ``build()`` and ``write(path, value)``.
 
     An unreadable or inconsistent cache file is rebuilt with a ``RuntimeWarning`` naming it and

@@ -82,8 +82,13 @@ def load_case(name: str) -> NetworkCase | RadialFeeder:
 
 @functools.cache
 def _load_case_cached(name: str) -> NetworkCase:
-    return read_or_build(_cache_path(name), lambda path: _read_cache(path, name), lambda: _build_case(name),
-                         _write_cache, "pandapower")
+    return read_or_build(
+        _cache_path(name),
+        lambda path: _read_cache(path, name),
+        lambda: _build_case(name),
+        _write_cache,
+        "pandapower",
+    )
 
 
 def _build_case(name: str) -> NetworkCase:

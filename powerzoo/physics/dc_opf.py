@@ -65,7 +65,9 @@ class DCOPFResult:
         return bool(np.all(np.asarray(self.status) == "optimal"))
 
 
-def dispatch_cost(case: NetworkCase, gen_p_mw: np.ndarray, work: np.ndarray | None = None) -> np.ndarray:
+def dispatch_cost(
+    case: NetworkCase, gen_p_mw: np.ndarray, work: np.ndarray | None = None
+) -> np.ndarray:
     """Generation cost [$/h] of dispatch ``[B, n_gen]`` (or ``[n_gen]``) -> ``[B]`` (or 0-d).
 
     ``sum_g c2 p^2 + c1 p + c0`` over in-service units; no LP is solved. ``work``: an optional

@@ -121,7 +121,9 @@ def generation_shift_matrix(case: NetworkCase) -> np.ndarray:
     return cached
 
 
-def dc_power_flow(case: NetworkCase, p_inj_mw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def dc_power_flow(
+    case: NetworkCase, p_inj_mw: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
     """Branch flows ``[B, n_branch]`` [MW, from -> to] for bus injections ``[B, n_bus]`` [MW].
 
     One matrix product; the slack bus injection is ignored (it balances the system). ``out``:

@@ -51,7 +51,19 @@ __all__ = [
 
 RATING_MARGIN = 1.25  # ampacity per ampere of base-case current
 AMPACITY_LADDER_A: tuple[float, ...] = (
-    50.0, 75.0, 100.0, 150.0, 200.0, 250.0, 300.0, 400.0, 500.0, 600.0, 800.0, 1000.0, 1200.0
+    50.0,
+    75.0,
+    100.0,
+    150.0,
+    200.0,
+    250.0,
+    300.0,
+    400.0,
+    500.0,
+    600.0,
+    800.0,
+    1000.0,
+    1200.0,
 )
 _LADDER_STEP_ABOVE_A = 200.0  # beyond the ladder: next multiple of this
 
@@ -154,7 +166,9 @@ class RadialFeeder:
             raise ValueError(f"slack_bus {self.slack_bus} out of range 0..{n_bus - 1}")
         for key in ("bus_pd_mw", "bus_qd_mvar", "bus_vmin_pu", "bus_vmax_pu"):
             object.__setattr__(self, key, _float_array(getattr(self, key), key, (n_bus,)))
-        object.__setattr__(self, "bus_base_kv", _float_array(self.bus_base_kv, "bus_base_kv", (n_bus,)))
+        object.__setattr__(
+            self, "bus_base_kv", _float_array(self.bus_base_kv, "bus_base_kv", (n_bus,))
+        )
         f = np.asarray(self.branch_from_bus, dtype=np.int64)
         t = np.asarray(self.branch_to_bus, dtype=np.int64)
         parent_branch = _tree_parent_branch(n_bus, int(self.slack_bus), f, t)
@@ -171,7 +185,9 @@ class RadialFeeder:
         if np.any(self.branch_r_pu < 0) or np.any(self.branch_x_pu < 0):
             raise ValueError("branch resistances and reactances must be non-negative")
         if np.any(self.bus_base_kv[f] != self.bus_base_kv[t]):
-            raise ValueError("a branch joins buses of different base voltage (transformers are not supported)")
+            raise ValueError(
+                "a branch joins buses of different base voltage (transformers are not supported)"
+            )
         if not (np.all(self.branch_rating_mva > 0) and np.all(self.bus_base_kv > 0)):
             raise ValueError("ratings and base voltages must be positive")
         parent = np.full(n_bus, -1, dtype=np.int64)

@@ -71,7 +71,13 @@ def load_feeder(name: str, cache_root: str | Path | None = None) -> RadialFeeder
 @functools.cache
 def _load_cached(name: str, cache_root: str | None) -> RadialFeeder:
     path = None if cache_root is None else _cache_path(Path(cache_root), name)
-    return read_or_build(path, lambda p: _read_cache(p, name), lambda: build_feeder(name), _write_cache, "the case data")
+    return read_or_build(
+        path,
+        lambda p: _read_cache(p, name),
+        lambda: build_feeder(name),
+        _write_cache,
+        "the case data",
+    )
 
 
 def build_feeder(name: str) -> RadialFeeder:
@@ -94,7 +100,9 @@ def build_feeder(name: str) -> RadialFeeder:
 def _feeder(name: str, source: str, **fields: object) -> RadialFeeder:
     """RadialFeeder with branches oriented away from the head and no ratings yet."""
     n_bus = len(fields["bus_base_kv"])  # type: ignore[arg-type]
-    f, t = orient_branches(n_bus, int(fields["slack_bus"]), fields.pop("from_bus"), fields.pop("to_bus"))  # type: ignore[arg-type]
+    f, t = orient_branches(
+        n_bus, int(fields["slack_bus"]), fields.pop("from_bus"), fields.pop("to_bus")
+    )  # type: ignore[arg-type]
     return RadialFeeder(
         name=name,
         source=source,
@@ -159,8 +167,12 @@ def _read_case141() -> RadialFeeder:
     path = _case141_path()
     text = path.read_text(encoding="utf-8")
     # the conversion we replicate must be the one the file performs
-    expected = (r"Vbase\s*=\s*mpc\.bus\(1,\s*BASE_KV\)\s*\*\s*1e3", r"/\s*\(Vbase\^2\s*/\s*Sbase\)",
-                r"\[PD,\s*QD\]\)\s*/\s*1e3", rf"pf\s*=\s*{_CASE141_PF}\s*;")
+    expected = (
+        r"Vbase\s*=\s*mpc\.bus\(1,\s*BASE_KV\)\s*\*\s*1e3",
+        r"/\s*\(Vbase\^2\s*/\s*Sbase\)",
+        r"\[PD,\s*QD\]\)\s*/\s*1e3",
+        rf"pf\s*=\s*{_CASE141_PF}\s*;",
+    )
     missing = [pattern for pattern in expected if not re.search(pattern, text)]
     if missing:
         raise RuntimeError(f"{path}: its unit conversion changed ({missing}); update _read_case141")
@@ -251,6 +263,8 @@ def _read_cache(path: Path, name: str) -> RadialFeeder:
             continue
         kind = "i" if f.name in _INT_FIELDS else "f"
         if value.ndim != 1 or value.dtype.kind != kind:
-            raise ValueError(f"{f.name}: {value.dtype}{list(value.shape)} is not a 1-D {kind!r} array")
+            raise ValueError(
+                f"{f.name}: {value.dtype}{list(value.shape)} is not a 1-D {kind!r} array"
+            )
         values[f.name] = value
     return RadialFeeder(**values)  # type: ignore[arg-type]

@@ -119,7 +119,9 @@ class MarketClearing:
         if not line_limit_scale > 0:
             raise ValueError(f"line_limit_scale must be > 0, got {line_limit_scale!r}")
         if line_penalty_per_mwh is not None and not line_penalty_per_mwh >= 0:
-            raise ValueError(f"line_penalty_per_mwh must be >= 0 or None, got {line_penalty_per_mwh!r}")
+            raise ValueError(
+                f"line_penalty_per_mwh must be >= 0 or None, got {line_penalty_per_mwh!r}"
+            )
         if not voll_per_mwh > 0:
             raise ValueError(f"voll_per_mwh must be > 0, got {voll_per_mwh!r}")
         if np.any(case.gen_c2_per_mw2h[case.gen_in_service] < 0):
@@ -138,7 +140,9 @@ class MarketClearing:
         on = case.gen_in_service
         c1 = np.where(on, case.gen_c1_per_mwh, 0.0)
         c2 = np.where(on, case.gen_c2_per_mw2h, 0.0)
-        self.block_marginal_cost = c1[:, None] + c2[:, None] * (edges[:, :-1] + edges[:, 1:])  # [n_gen, K]
+        self.block_marginal_cost = c1[:, None] + c2[:, None] * (
+            edges[:, :-1] + edges[:, 1:]
+        )  # [n_gen, K]
         self._cost_coefficients = (float(np.sum(case.gen_c0_per_h[on])), c1, c2)
         self._gen_bus = gen_bus_matrix(case)
 
@@ -165,10 +169,15 @@ class MarketClearing:
             a[1:, self._n_x + n_lim : self._n_x + n_slack] = np.eye(n_lim)
         self._a_env = a
         self._col_cost_env = np.concatenate(
-            [np.zeros(self._n_x), np.full(n_slack, line_penalty_per_mwh or 0.0), [self.voll, self.voll]]
+            [
+                np.zeros(self._n_x),
+                np.full(n_slack, line_penalty_per_mwh or 0.0),
+                [self.voll, self.voll],
+            ]
         )
-        self._col_upper_env = np.concatenate([np.where(on.repeat(k), self.block_mw.ravel(), 0.0),
-                                              np.full(n_slack + 2, np.inf)])
+        self._col_upper_env = np.concatenate(
+            [np.where(on.repeat(k), self.block_mw.ravel(), 0.0), np.full(n_slack + 2, np.inf)]
+        )
         self._models: dict[int, _BatchLP] = {}
 
     def __getstate__(self) -> dict:
@@ -195,8 +204,10 @@ class MarketClearing:
         if m.ndim == 2 and m.shape[1] == n_gen:
             m = np.repeat(m[:, :, None], k, axis=2)
         if m.ndim != 3 or m.shape[1:] != (n_gen, k):
-            raise ValueError(f"markup must be [B, n_gen, n_blocks] = [B, {n_gen}, {k}], [B, {n_gen}] or "
-                             f"[{n_gen}], got shape {np.shape(markup)}")
+            raise ValueError(
+                f"markup must be [B, n_gen, n_blocks] = [B, {n_gen}, {k}], [B, {n_gen}] or "
+                f"[{n_gen}], got shape {np.shape(markup)}"
+            )
         if n_batch is not None and m.shape[0] != n_batch:
             if m.shape[0] != 1:
                 raise ValueError(f"markup batch {m.shape[0]} != load batch {n_batch}")
@@ -219,7 +230,9 @@ class MarketClearing:
             load = load[None]
         n_bus = self.case.n_bus
         if load.ndim != 2 or load.shape[1] != n_bus:
-            raise ValueError(f"load_mw must be [B, n_bus] with n_bus={n_bus}, got shape {np.shape(load_mw)}")
+            raise ValueError(
+                f"load_mw must be [B, n_bus] with n_bus={n_bus}, got shape {np.shape(load_mw)}"
+            )
         if not np.all(np.isfinite(load)):
             raise ValueError("load_mw contains NaN or inf")
         n_batch = load.shape[0]
@@ -236,15 +249,21 @@ class MarketClearing:
         if model is None:
             if len(self._models) >= 8:  # batch sizes seen by one env are few; drop old ones
                 self._models.pop(next(iter(self._models)))
-            model = self._models[n_batch] = _BatchLP(self._a_env, self._col_cost_env, self._col_upper_env, n_batch)
+            model = self._models[n_batch] = _BatchLP(
+                self._a_env, self._col_cost_env, self._col_upper_env, n_batch
+            )
         return model
 
-    def _solve(self, cost: np.ndarray, lo: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _solve(
+        self, cost: np.ndarray, lo: np.ndarray, up: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(status [B], x [B, n_col], row_dual [B, n_row])``, NaN rows where infeasible."""
         n_batch = cost.shape[0]
         if n_batch > CHUNK:  # HiGHS's time per env grows with the stacked LP's size past ~100 envs
-            parts = [self._solve(cost[i : i + CHUNK], lo[i : i + CHUNK], up[i : i + CHUNK])
-                     for i in range(0, n_batch, CHUNK)]
+            parts = [
+                self._solve(cost[i : i + CHUNK], lo[i : i + CHUNK], up[i : i + CHUNK])
+                for i in range(0, n_batch, CHUNK)
+            ]
             return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
         text, x, y = self._model(n_batch)(self._n_x, cost, lo, up)
         if text == "optimal":
@@ -255,8 +274,9 @@ class MarketClearing:
         parts = [self._solve(cost[i : i + 1], lo[i : i + 1], up[i : i + 1]) for i in range(n_batch)]
         return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
 
-    def _result(self, load: np.ndarray, prices: np.ndarray, status: np.ndarray, x: np.ndarray,
-                y: np.ndarray) -> MarketResult:
+    def _result(
+        self, load: np.ndarray, prices: np.ndarray, status: np.ndarray, x: np.ndarray, y: np.ndarray
+    ) -> MarketResult:
         case, n_batch, n_lim = self.case, load.shape[0], self._limited.size
         # HiGHS meets bounds to its feasibility tolerance: clip the round-off (|err| < 1e-7 MW)
         blocks = np.minimum(np.maximum(x[:, : self._n_x].reshape(prices.shape), 0.0), self.block_mw)
@@ -265,14 +285,21 @@ class MarketClearing:
         mu = np.zeros((n_batch, case.n_branch))
         mu[:, self._limited] = y[:, 1:]
         lmp_energy = y[:, 0]
-        lmp = lmp_energy[:, None] + y[:, 1:] @ self._ptdf_lim if n_lim else np.repeat(lmp_energy[:, None], case.n_bus, 1)
+        lmp = (
+            lmp_energy[:, None] + y[:, 1:] @ self._ptdf_lim
+            if n_lim
+            else np.repeat(lmp_energy[:, None], case.n_bus, 1)
+        )
         unserved, spilled = x[:, -2], x[:, -1]
         injection = gen_p @ self._gen_bus - load
         injection[:, case.slack_bus] += unserved - spilled
         flow = dc_power_flow(case, injection)
         overload = np.zeros((n_batch, case.n_branch))
         if self.soft:
-            overload[:, self._limited] = x[:, self._n_x : self._n_x + n_lim] + x[:, self._n_x + n_lim : self._n_x + 2 * n_lim]
+            overload[:, self._limited] = (
+                x[:, self._n_x : self._n_x + n_lim]
+                + x[:, self._n_x + n_lim : self._n_x + 2 * n_lim]
+            )
         c0, c1, c2 = self._cost_coefficients
         return MarketResult(
             gen_p_mw=gen_p,
@@ -298,7 +325,9 @@ class _BatchLP:
     (the first ``n_x`` change per call), column bounds ``[0, col_upper]``.
     """
 
-    def __init__(self, a_env: np.ndarray, col_cost: np.ndarray, col_upper: np.ndarray, n_batch: int) -> None:
+    def __init__(
+        self, a_env: np.ndarray, col_cost: np.ndarray, col_upper: np.ndarray, n_batch: int
+    ) -> None:
         import highspy
 
         self._hs = highspy
@@ -330,26 +359,38 @@ class _BatchLP:
         self._x_cols: np.ndarray | None = None
         self._rows = np.arange(n_row * n_batch, dtype=np.int32)
 
-    def __call__(self, n_x: int, cost: np.ndarray, lo: np.ndarray, up: np.ndarray
-                 ) -> tuple[str, np.ndarray, np.ndarray]:
+    def __call__(
+        self, n_x: int, cost: np.ndarray, lo: np.ndarray, up: np.ndarray
+    ) -> tuple[str, np.ndarray, np.ndarray]:
         """Solve cold with block costs ``cost`` [B, n_x] and row bounds ``lo``/``up`` [B, n_row]."""
         if self._x_cols is None:
             cols = np.arange(n_x)[None, :] + self.n_col * np.arange(self.n_batch)[:, None]
             self._x_cols = cols.ravel().astype(np.int32)
         h = self.highs
         h.clearSolver()
-        h.changeColsCost(self._x_cols.size, self._x_cols, np.ascontiguousarray(cost, dtype=float).ravel())
+        h.changeColsCost(
+            self._x_cols.size, self._x_cols, np.ascontiguousarray(cost, dtype=float).ravel()
+        )
         h.changeRowsBounds(self._rows.size, self._rows, lo.ravel(), up.ravel())
         h.run()
         status = h.getModelStatus()
         shape_x, shape_y = (self.n_batch, self.n_col), (self.n_batch, self.n_row)
         if status != self._hs.HighsModelStatus.kOptimal:
-            return h.modelStatusToString(status).lower(), np.full(shape_x, np.nan), np.full(shape_y, np.nan)
+            return (
+                h.modelStatusToString(status).lower(),
+                np.full(shape_x, np.nan),
+                np.full(shape_y, np.nan),
+            )
         sol = h.getSolution()
-        return "optimal", np.asarray(sol.col_value).reshape(shape_x), np.asarray(sol.row_dual).reshape(shape_y)
+        return (
+            "optimal",
+            np.asarray(sol.col_value).reshape(shape_x),
+            np.asarray(sol.row_dual).reshape(shape_y),
+        )
 
 
-def clear_market(case: NetworkCase, load_mw: np.ndarray, markup: np.ndarray, **kwargs: float | int | None
-                 ) -> MarketResult:
+def clear_market(
+    case: NetworkCase, load_mw: np.ndarray, markup: np.ndarray, **kwargs: float | int | None
+) -> MarketResult:
     """One-off :meth:`MarketClearing.clear` (``kwargs`` go to :class:`MarketClearing`)."""
     return MarketClearing(case, **kwargs).clear(load_mw, markup)  # type: ignore[arg-type]

@@ -129,7 +129,9 @@ class RadialPFResult:
     def branch_loading(self) -> np.ndarray:
         """[B, n_branch] current over the thermal rating (1.0 = at the limit; pandapower's
         ``loading_percent / 100``)."""
-        return self._finite(self._current_abs_pu * (self.case.branch_i_base_ka / self.case.branch_rating_ka))
+        return self._finite(
+            self._current_abs_pu * (self.case.branch_i_base_ka / self.case.branch_rating_ka)
+        )
 
     def _finite(self, value: np.ndarray) -> np.ndarray:
         """``value`` with NaN / inf (possible only in non-converged rows) made finite."""
@@ -149,7 +151,9 @@ class LinDistFlowResult:
     feeder_q_mvar: np.ndarray  # [B]
 
 
-def _check_inputs(case: RadialFeeder, p_mw: object, q_mvar: object) -> tuple[np.ndarray, np.ndarray]:
+def _check_inputs(
+    case: RadialFeeder, p_mw: object, q_mvar: object
+) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(case, RadialFeeder):
         raise TypeError(
             f"case must be a RadialFeeder (load_case('case33bw') or load_case('case141')), "
@@ -236,14 +240,18 @@ def radial_power_flow(
         if v_init.ndim == 1:
             v_init = v_init[None, :]
         if v_init.shape != (batch, case.n_bus) or not np.all(np.isfinite(v_init)):
-            raise ValueError(f"v_init must be finite with shape {(batch, case.n_bus)}, got {v_init.shape}")
+            raise ValueError(
+                f"v_init must be finite with shape {(batch, case.n_bus)}, got {v_init.shape}"
+            )
         gather(v_init, plan.order, 1.0, v, rows)
     # OpenBLAS runs a product on one thread below 4 x 65,536 multiply-adds anyway (its
     # GEMM_MULTITHREAD_THRESHOLD): small batches skip the pinning and its library calls
     blas, threads = _pin_blas() if batch * plan.m * plan.m >= _PIN_MIN_WORK else ((), ())
     try:
         with np.errstate(all="ignore"):
-            v, converged, iterations = iterate(plan, cs, v0, v, new, work, scratch, int(max_iter), float(tol_pu), rows)
+            v, converged, iterations = iterate(
+                plan, cs, v0, v, new, work, scratch, int(max_iter), float(tol_pu), rows
+            )
             return _outputs(case, plan, p, q, cs, v0, v, work, scratch, converged, iterations, rows)
     finally:
         for lib, n in zip(blas, threads, strict=True):
@@ -263,7 +271,9 @@ def _pin_blas() -> tuple[list, list[int]]:
         try:
             from threadpoolctl import ThreadpoolController
 
-            _BLAS_LIBS = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+            _BLAS_LIBS = [
+                lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"
+            ]
         except Exception:  # noqa: BLE001 - no threadpoolctl / unknown BLAS: leave threads alone
             _BLAS_LIBS = []
     changed, threads = [], []
@@ -295,12 +305,19 @@ def _outputs(
     batch, slack, n_bus, m = p.shape[0], case.slack_bus, case.n_bus, plan.m
     bus_shape, branch_shape = ((n_bus, batch), (m, batch)) if rows else ((batch, n_bus), (batch, m))
     if batch * m < _POOL_MIN_SIZE:  # small: fresh memory is cheap
-        v_bus, j = np.empty(bus_shape, dtype=np.complex128), np.empty(branch_shape, dtype=np.complex128)
+        v_bus, j = (
+            np.empty(bus_shape, dtype=np.complex128),
+            np.empty(branch_shape, dtype=np.complex128),
+        )
         vm, j_abs = np.empty(bus_shape), np.empty(branch_shape)
     else:
         block = plan.output_block(batch)
         v_bus = block[: 2 * n_bus * batch].view(np.complex128).reshape(bus_shape)
-        j = block[2 * n_bus * batch : 2 * (n_bus + m) * batch].view(np.complex128).reshape(branch_shape)
+        j = (
+            block[2 * n_bus * batch : 2 * (n_bus + m) * batch]
+            .view(np.complex128)
+            .reshape(branch_shape)
+        )
         vm = block[2 * (n_bus + m) * batch : (3 * n_bus + 2 * m) * batch].reshape(bus_shape)
         j_abs = block[(3 * n_bus + 2 * m) * batch :].reshape(branch_shape)
     j2 = scratch.reshape(branch_shape)

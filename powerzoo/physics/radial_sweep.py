@@ -103,8 +103,18 @@ class FeederPlan:
             v0 = np.full(1, case.slack_vm_pu, dtype=np.complex128)
             flat = np.full((1, m), case.slack_vm_pu, dtype=np.complex128)
             with np.errstate(all="ignore"):
-                v, ok, _ = iterate(self, base_cs[None, :].copy(), v0, flat, np.empty_like(flat),
-                                    np.empty_like(flat), np.empty(m), 200, 1e-12, False)
+                v, ok, _ = iterate(
+                    self,
+                    base_cs[None, :].copy(),
+                    v0,
+                    flat,
+                    np.empty_like(flat),
+                    np.empty_like(flat),
+                    np.empty(m),
+                    200,
+                    1e-12,
+                    False,
+                )
             if ok.all():
                 self.base_drop = v0[0] - v[0]
 
@@ -161,16 +171,30 @@ def cold_start(plan: FeederPlan, cs: np.ndarray, v0: np.ndarray, v: np.ndarray, 
 
 
 def gather(
-    x: np.ndarray, columns: np.ndarray, scale: float, out: np.ndarray, rows: bool, scratch: np.ndarray | None = None
+    x: np.ndarray,
+    columns: np.ndarray,
+    scale: float,
+    out: np.ndarray,
+    rows: bool,
+    scratch: np.ndarray | None = None,
 ) -> None:
     """``out = scale * x[:, columns]`` ([B, m]), or its transpose ([m, B]) when ``rows``;
     ``scratch`` (a flat array of ``x``'s dtype and size B * m) spares the temporary."""
     out_shape = (x.shape[0], columns.size)
-    picked = np.take(x, columns, axis=1, out=None if scratch is None else scratch.reshape(out_shape))
+    picked = np.take(
+        x, columns, axis=1, out=None if scratch is None else scratch.reshape(out_shape)
+    )
     np.multiply(picked.T if rows else picked, scale, out=out)
 
 
-def dense_step(plan: FeederPlan, cs: np.ndarray, v0: np.ndarray, v: np.ndarray, out: np.ndarray, work: np.ndarray) -> None:
+def dense_step(
+    plan: FeederPlan,
+    cs: np.ndarray,
+    v0: np.ndarray,
+    v: np.ndarray,
+    out: np.ndarray,
+    work: np.ndarray,
+) -> None:
     """One iteration in the [B, m] layout: ``out = V0 - conj(S / V) @ Z`` (``v0``: [B, 1])."""
     np.conjugate(v, out=work)
     np.divide(cs, work, out=work)
@@ -178,7 +202,14 @@ def dense_step(plan: FeederPlan, cs: np.ndarray, v0: np.ndarray, v: np.ndarray, 
     np.subtract(v0, out, out=out)
 
 
-def sweep_step(plan: FeederPlan, cs: np.ndarray, v0: np.ndarray, v: np.ndarray, out: np.ndarray, work: np.ndarray) -> None:
+def sweep_step(
+    plan: FeederPlan,
+    cs: np.ndarray,
+    v0: np.ndarray,
+    v: np.ndarray,
+    out: np.ndarray,
+    work: np.ndarray,
+) -> None:
     """One iteration in the [m, B] layout, level by level over the tree depth (``v0``: [B])."""
     np.conjugate(v, out=work)
     np.divide(cs, work, out=work)  # bus currents
@@ -252,7 +283,9 @@ def iterate(
     return _merge(result, active, v, axis), converged, iterations
 
 
-def _merge(result: np.ndarray | None, active: np.ndarray, values: np.ndarray, axis: int) -> np.ndarray:
+def _merge(
+    result: np.ndarray | None, active: np.ndarray, values: np.ndarray, axis: int
+) -> np.ndarray:
     if result is None:
         return values
     _put(result, active, values, axis)

@@ -119,7 +119,9 @@ def _overload_slope(flow: np.ndarray, q: np.ndarray, rate: np.ndarray, tol: floa
     return (sign * np.abs(q)).sum(axis=-1)
 
 
-def _overload_line_search(flow: np.ndarray, q: np.ndarray, rate: np.ndarray, tol: float) -> np.ndarray:
+def _overload_line_search(
+    flow: np.ndarray, q: np.ndarray, rate: np.ndarray, tol: float
+) -> np.ndarray:
     """Step ``x >= 0`` [b] minimising the total overload along ``q`` [b, n_lim] (inf: unbounded).
 
     The total overload is convex and piecewise linear in ``x``: its slope starts at
@@ -238,12 +240,14 @@ def _pair_phase(
 
         moved = np.flatnonzero(chosen >= 0)
         up, dn = chosen[moved] // n_g, chosen[moved] % n_g
-        shift = np.minimum.reduce([
-            gap[moved, target[moved]] / relief[moved, chosen[moved]],  # clears the target
-            room_up[moved, up],
-            room_dn[moved, dn],
-            _overload_line_search(f_a[moved], sens_t[up] - sens_t[dn], rate, tol),
-        ])
+        shift = np.minimum.reduce(
+            [
+                gap[moved, target[moved]] / relief[moved, chosen[moved]],  # clears the target
+                room_up[moved, up],
+                room_dn[moved, dn],
+                _overload_line_search(f_a[moved], sens_t[up] - sens_t[dn], rate, tol),
+            ]
+        )
         keep = shift > 0.0
         env, up, dn, dx = act[moved][keep], up[keep], dn[keep], shift[keep]
         p[env, up] = np.minimum(p[env, up] + dx, grid.pmax[up])
@@ -258,7 +262,9 @@ def _pair_phase(
     return n_shifts
 
 
-def _volume_phase(grid: _Grid, p: np.ndarray, max_steps: int, trace: list[np.ndarray]) -> np.ndarray:
+def _volume_phase(
+    grid: _Grid, p: np.ndarray, max_steps: int, trace: list[np.ndarray]
+) -> np.ndarray:
     """Security phase (module docstring, step 3); updates ``p`` in place, returns step counts."""
     n_b, n_g = p.shape
     tol, rate, sens_t = grid.tol, grid.rate, grid.sens_t
@@ -280,7 +286,9 @@ def _volume_phase(grid: _Grid, p: np.ndarray, max_steps: int, trace: list[np.nda
         free = ((grid.pmax - p_a) > tol) | ((p_a - grid.pmin) > tol)
         for _pass in range(n_g):
             n_free = np.maximum(free.sum(axis=1), 1)[:, None]
-            centred = rows - (rows * free[:, None, :]).sum(axis=2, keepdims=True) / n_free[:, :, None]
+            centred = (
+                rows - (rows * free[:, None, :]).sum(axis=2, keepdims=True) / n_free[:, :, None]
+            )
             centred = centred * free[:, None, :]  # d = centred' lam sums to 0 over the free units
             gram = centred @ centred.transpose(0, 2, 1)
             scale = np.trace(gram, axis1=1, axis2=2) / lines.size
@@ -288,16 +296,20 @@ def _volume_phase(grid: _Grid, p: np.ndarray, max_steps: int, trace: list[np.nda
             lam = np.linalg.solve(gram, rhs[:, :, None])[:, :, 0]
             d = (centred * lam[:, :, None]).sum(axis=1)
             d = (d - d.sum(axis=1, keepdims=True) / n_free) * free  # exact balance
-            bad = free & (((d > _EPS) & (grid.pmax - p_a <= tol)) | ((d < -_EPS) & (p_a - grid.pmin <= tol)))
+            bad = free & (
+                ((d > _EPS) & (grid.pmax - p_a <= tol)) | ((d < -_EPS) & (p_a - grid.pmin <= tol))
+            )
             if not bad.any():
                 break
             free &= ~bad
         q = d @ sens_t
-        x = np.minimum.reduce([
-            np.ones(act.size),
-            _step_cap(p_a, d, grid.pmin, grid.pmax),
-            _overload_line_search(f_a, q, rate, tol),
-        ])
+        x = np.minimum.reduce(
+            [
+                np.ones(act.size),
+                _step_cap(p_a, d, grid.pmin, grid.pmax),
+                _overload_line_search(f_a, q, rate, tol),
+            ]
+        )
         good = (_overload_slope(f_a, q, rate, tol) < 0.0) & (x > 0.0)
         if not good.any():
             break
@@ -347,7 +359,9 @@ def redispatch(
     """
     load = np.atleast_2d(np.asarray(bus_load_mw, dtype=float))
     if load.ndim != 2 or load.shape[1] != case.n_bus:
-        raise ValueError(f"bus_load_mw must be [B, n_bus] with n_bus={case.n_bus}, got {load.shape}")
+        raise ValueError(
+            f"bus_load_mw must be [B, n_bus] with n_bus={case.n_bus}, got {load.shape}"
+        )
     mc = np.asarray(marginal_cost, dtype=float)
     if mc.shape != (case.n_gen,):
         raise ValueError(f"marginal_cost must be [n_gen] with n_gen={case.n_gen}, got {mc.shape}")

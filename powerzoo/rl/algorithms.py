@@ -76,7 +76,9 @@ def algorithms_for(spec: Any) -> tuple[str, ...]:
     shared / independent-learner subset and the native family (the ``-L`` variants need selected costs)."""
     if spec.agent_mode != "multi":
         return ALGORITHMS
-    native = tuple(a for a in NATIVE_MARL_ALGORITHMS if spec.selected_constraints or not a.endswith("-L"))
+    native = tuple(
+        a for a in NATIVE_MARL_ALGORITHMS if spec.selected_constraints or not a.endswith("-L")
+    )
     return native + MULTI_AGENT_ALGORITHMS
 
 
@@ -94,24 +96,38 @@ def algorithm_class(name: str, valid: Sequence[str] = ALGORITHMS) -> type:
     """The SB3 class of algorithm ``name`` (imports SB3 and torch on first use); ``valid`` as in
     :func:`canonical_algorithm`."""
     if is_native_marl(name):
-        raise ValueError(f"{name.upper()} is a native multi-agent algorithm (powerzoo.rl.mappo), not an SB3 class")
+        raise ValueError(
+            f"{name.upper()} is a native multi-agent algorithm (powerzoo.rl.mappo), not an SB3 class"
+        )
     entry = _REGISTRY[canonical_algorithm(name, valid)]
     return getattr(importlib.import_module(entry.module), entry.cls)
 
 
-def check_algorithm_kwargs(name: str, kwargs: dict[str, Any], where: str = "algorithm_kwargs") -> None:
+def check_algorithm_kwargs(
+    name: str, kwargs: dict[str, Any], where: str = "algorithm_kwargs"
+) -> None:
     """Raise ``ValueError`` naming any key of ``kwargs`` that the SB3 constructor (or, for the
     native multi-agent algorithms, :class:`~powerzoo.rl.mappo.hparams.MAPPOParams`) does not take."""
     if is_native_marl(name):
         check_params(kwargs, where)
         return
     params = inspect.signature(algorithm_class(name).__init__).parameters
-    valid = sorted(p for p in params if p not in _RESERVED and p != "self" and params[p].kind is not inspect.Parameter.VAR_KEYWORD)
+    valid = sorted(
+        p
+        for p in params
+        if p not in _RESERVED
+        and p != "self"
+        and params[p].kind is not inspect.Parameter.VAR_KEYWORD
+    )
     for key in kwargs:
         if key in _RESERVED:
-            raise ValueError(f"{where}.{key}: set by the trainer (use the config's own field for it)")
+            raise ValueError(
+                f"{where}.{key}: set by the trainer (use the config's own field for it)"
+            )
         if key not in params:
-            raise ValueError(f"{where}.{key}: not an argument of {canonical_algorithm(name)}; valid: {', '.join(valid)}")
+            raise ValueError(
+                f"{where}.{key}: not an argument of {canonical_algorithm(name)}; valid: {', '.join(valid)}"
+            )
 
 
 def default_gamma(horizon: int) -> float | None:

@@ -86,7 +86,9 @@ class ConstraintCostCallback(BaseCallback):
 
     def _init_callback(self) -> None:
         env = self.training_env
-        while isinstance(env, VecEnvWrapper):  # VecNormalize, VecMonitor, ... down to the base VecEnv
+        while isinstance(
+            env, VecEnvWrapper
+        ):  # VecNormalize, VecMonitor, ... down to the base VecEnv
             env = env.venv
         self._native = env if hasattr(env, "last_constraint_costs") else None
 
@@ -96,7 +98,10 @@ class ConstraintCostCallback(BaseCallback):
         batch = getattr(self._native, "last_constraint_costs", None)
         if batch is not None:
             return np.asarray(batch, dtype=np.float64)
-        return np.asarray([info.get("constraint_costs", np.zeros(len(self.names))) for info in infos], dtype=np.float64)
+        return np.asarray(
+            [info.get("constraint_costs", np.zeros(len(self.names))) for info in infos],
+            dtype=np.float64,
+        )
 
     def _on_step(self) -> bool:
         infos, dones = self.locals.get("infos"), self.locals.get("dones")
@@ -217,11 +222,18 @@ class EvaluationCallback(BaseCallback):
     def _save_best(self, row: dict[str, Any], vec_normalize: Any) -> None:
         atomic_save(self.eval_dir / "best_model.zip", self.model.save)
         if vec_normalize is not None:
-            atomic_save(self.eval_dir / "best_vecnormalize.pkl", lambda p: vec_normalize.save(str(p)))
+            atomic_save(
+                self.eval_dir / "best_vecnormalize.pkl", lambda p: vec_normalize.save(str(p))
+            )
         write_json(
             self.eval_dir / "best_model.json",
-            {"timestep": row["timestep"], "mean_return": row["mean_return"], "day_ids": self.day_ids,
-             "seed": self.seed, "deterministic": self.deterministic},
+            {
+                "timestep": row["timestep"],
+                "mean_return": row["mean_return"],
+                "day_ids": self.day_ids,
+                "seed": self.seed,
+                "deterministic": self.deterministic,
+            },
         )
 
 
@@ -270,7 +282,9 @@ class StopConditionCallback(BaseCallback):
     def _on_step(self) -> bool:
         if not self.conditions:
             return True
-        met = first_met(self.conditions, TrainingProgress(int(self.num_timesteps), self.eval_returns()))
+        met = first_met(
+            self.conditions, TrainingProgress(int(self.num_timesteps), self.eval_returns())
+        )
         if met is not None:
             self.stop_reason = describe_condition(met)
             return False
@@ -284,7 +298,9 @@ class TqdmProgressCallback(BaseCallback):
     only when stderr is a terminal.
     """
 
-    def __init__(self, total_timesteps: int, enabled: bool | None = None, desc: str = "training") -> None:
+    def __init__(
+        self, total_timesteps: int, enabled: bool | None = None, desc: str = "training"
+    ) -> None:
         super().__init__()
         self.total = int(total_timesteps)
         self.enabled = enabled
@@ -292,8 +308,14 @@ class TqdmProgressCallback(BaseCallback):
         self.bar: Any = None
 
     def _on_training_start(self) -> None:
-        self.bar = progress_bar(progress=self.enabled, total=self.total, initial=self.num_timesteps, desc=self.desc,
-                                unit="step", dynamic_ncols=True)
+        self.bar = progress_bar(
+            progress=self.enabled,
+            total=self.total,
+            initial=self.num_timesteps,
+            desc=self.desc,
+            unit="step",
+            dynamic_ncols=True,
+        )
 
     def _on_step(self) -> bool:
         if self.bar is not None:

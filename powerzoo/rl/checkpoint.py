@@ -28,7 +28,11 @@ def rng_state() -> dict[str, Any]:
     """The global Python, NumPy and torch random states."""
     import torch
 
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
@@ -41,7 +45,11 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def write_checkpoint(
-    run_dir: Path, keep: int, model: Any, num_timesteps: int, evaluations: Sequence[dict[str, Any]],
+    run_dir: Path,
+    keep: int,
+    model: Any,
+    num_timesteps: int,
+    evaluations: Sequence[dict[str, Any]],
     replay_buffer: bool,
 ) -> Path:
     """Write ``checkpoints/step_<N>/`` of ``run_dir`` atomically, keeping the newest ``keep``; returns the folder.
@@ -57,9 +65,12 @@ def write_checkpoint(
         if replay_buffer:
             model.save_replay_buffer(folder / rd.REPLAY_FILE)
         (folder / rd.RNG_FILE).write_bytes(pickle.dumps(rng_state()))
-        write_json(folder / STATE_JSON, {
-            "num_timesteps": int(num_timesteps),
-            "evaluations": [r for r in evaluations if r["timestep"] <= num_timesteps],
-        })
+        write_json(
+            folder / STATE_JSON,
+            {
+                "num_timesteps": int(num_timesteps),
+                "evaluations": [r for r in evaluations if r["timestep"] <= num_timesteps],
+            },
+        )
 
     return rd.CheckpointStore(run_dir, keep).write(int(num_timesteps), write)

@@ -137,12 +137,16 @@ def condition_from_dict(spec: dict[str, Any]) -> Any:
     params = dict(spec)
     kind = params.pop("type", None)
     if kind not in CONDITION_TYPES:
-        raise ValueError(f"stop condition type {kind!r} unknown; valid: {', '.join(CONDITION_TYPES)}")
+        raise ValueError(
+            f"stop condition type {kind!r} unknown; valid: {', '.join(CONDITION_TYPES)}"
+        )
     cls = CONDITION_TYPES[kind]
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = set(params) - names
     if unknown:
-        raise ValueError(f"stop condition {kind}: unknown field(s) {sorted(unknown)}; valid: {sorted(names)}")
+        raise ValueError(
+            f"stop condition {kind}: unknown field(s) {sorted(unknown)}; valid: {sorted(names)}"
+        )
     try:
         return cls(**params)
     except TypeError as err:

@@ -212,7 +212,9 @@ class TrainConfig(_Section):
     @model_validator(mode="after")
     def _budget_and_kwargs(self) -> TrainConfig:
         if (self.total_timesteps is None) == (self.episodes is None):
-            raise ValueError("give exactly one of total_timesteps or episodes (the training budget)")
+            raise ValueError(
+                "give exactly one of total_timesteps or episodes (the training budget)"
+            )
         check_algorithm_kwargs(self.algorithm, self.algorithm_kwargs)
         return self
 
@@ -245,7 +247,9 @@ class TrainConfig(_Section):
         try:
             data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as err:
-            raise ConfigError(f"config {path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {err}") from None
+            raise ConfigError(
+                f"config {path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {err}"
+            ) from None
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,7 +260,11 @@ class TrainConfig(_Section):
         """Write the resolved config as YAML (or JSON for a ``.json`` path), atomically."""
         path = Path(path)
         data = self.to_dict()
-        text = json.dumps(data, indent=2) if path.suffix.lower() == ".json" else yaml.safe_dump(data, sort_keys=False)
+        text = (
+            json.dumps(data, indent=2)
+            if path.suffix.lower() == ".json"
+            else yaml.safe_dump(data, sort_keys=False)
+        )
         return atomic_write_text(path, text)
 
     # ---- derived values ------------------------------------------------------------------------
@@ -280,7 +288,9 @@ class TrainConfig(_Section):
 
         return Trainer(self)
 
-    def run(self, stop_conditions: list[Any] | None = None, steps_per_eval: int | None = None) -> Any:
+    def run(
+        self, stop_conditions: list[Any] | None = None, steps_per_eval: int | None = None
+    ) -> Any:
         """Build the trainer and train until the budget or a stop condition; returns its result."""
         return self.build().train(stop_conditions=stop_conditions, steps_per_eval=steps_per_eval)
 
@@ -316,25 +326,36 @@ def task_field_problems(config: TrainConfig) -> list[str]:
         splits.append(("evaluation.split", config.evaluation.split))
     for field, split in splits:
         if split not in spec.splits:
-            problems.append(f"field '{field}': unknown split {split!r} for {config.task}; valid: {', '.join(spec.splits)}")
+            problems.append(
+                f"field '{field}': unknown split {split!r} for {config.task}; valid: {', '.join(spec.splits)}"
+            )
     multi = spec.agent_mode == "multi"
     if is_native_marl(config.algorithm) and not multi:
-        problems.append(f"field 'algorithm': {config.algorithm} is for multi-agent tasks; {config.task} is "
-                        "single-agent (use PPO, SAC, ...)")
+        problems.append(
+            f"field 'algorithm': {config.algorithm} is for multi-agent tasks; {config.task} is "
+            "single-agent (use PPO, SAC, ...)"
+        )
 
     def obs_mode(mode: Any) -> None:
         if not multi:
-            raise ValueError(f"{config.task} is single-agent and has no observation modes; got {mode!r} (leave it null)")
+            raise ValueError(
+                f"{config.task} is single-agent and has no observation modes; got {mode!r} (leave it null)"
+            )
         spec.observation_spec(mode)
 
     def forecast_horizon(horizon: Any) -> None:
         if multi:
-            raise ValueError(f"forecast_horizon is for single-agent tasks; {config.task} takes obs_mode: "
-                             "local_plus_forecast (forecasts in each agent's observation)")
+            raise ValueError(
+                f"forecast_horizon is for single-agent tasks; {config.task} takes obs_mode: "
+                "local_plus_forecast (forecasts in each agent's observation)"
+            )
         check_forecast_horizon(spec, horizon)
 
-    checks = {"env.obs_mode": (env.obs_mode, obs_mode), "env.forecast_horizon": (env.forecast_horizon, forecast_horizon),
-              "env.reward": (env.reward, lambda reward: compile_reward(spec, reward))}
+    checks = {
+        "env.obs_mode": (env.obs_mode, obs_mode),
+        "env.forecast_horizon": (env.forecast_horizon, forecast_horizon),
+        "env.reward": (env.reward, lambda reward: compile_reward(spec, reward)),
+    }
     for field, (value, check) in checks.items():
         if value is None:
             continue
@@ -359,19 +380,29 @@ def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfi
         data, source = task_or_config.to_dict(), task_or_config._source
     elif isinstance(task_or_config, Mapping):
         data, source = dict(task_or_config), None
-    elif isinstance(task_or_config, (str, Path)) and Path(task_or_config).suffix.lower() in (".yaml", ".yml", ".json"):
+    elif isinstance(task_or_config, (str, Path)) and Path(task_or_config).suffix.lower() in (
+        ".yaml",
+        ".yml",
+        ".json",
+    ):
         data, source = TrainConfig.from_file(task_or_config).to_dict(), str(task_or_config)
     elif isinstance(task_or_config, str):
         data, source = {"task": task_or_config}, None
     else:
-        raise TypeError(f"Trainer needs a task name, a TrainConfig, a dict or a config file path, got {task_or_config!r}")
+        raise TypeError(
+            f"Trainer needs a task name, a TrainConfig, a dict or a config file path, got {task_or_config!r}"
+        )
     env_fields = set(EnvConfig.model_fields)
     for key, value in overrides.items():
         if value is None and key in ("algorithm", "total_timesteps", "seed"):
             continue
         if key in TrainConfig.model_fields:
             section = data.get(key)
-            merge = isinstance(value, Mapping) and isinstance(section, Mapping) and key != "algorithm_kwargs"
+            merge = (
+                isinstance(value, Mapping)
+                and isinstance(section, Mapping)
+                and key != "algorithm_kwargs"
+            )
             data[key] = {**section, **value} if merge else value
         elif key in env_fields:
             data["env"] = {**(data.get("env") or {}), key: value}

@@ -34,7 +34,9 @@ class EpisodeTracker:
         self.lengths = np.zeros(self.n_envs, dtype=np.int64)
         self.costs: list[np.ndarray | None] = [None] * self.n_envs
 
-    def update(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def update(
+        self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         """Add one step; return the summaries (``return``, ``length``, ``costs``, ``env_index``)
         of the episodes that ended at it."""
         self.returns += np.asarray(rewards, dtype=np.float64).reshape(self.n_envs)
@@ -48,7 +50,12 @@ class EpisodeTracker:
                 self.costs[i] = step_costs.copy() if previous is None else previous + step_costs
             if dones[i]:
                 finished.append(
-                    {"return": float(self.returns[i]), "length": int(self.lengths[i]), "costs": self.costs[i], "env_index": i}
+                    {
+                        "return": float(self.returns[i]),
+                        "length": int(self.lengths[i]),
+                        "costs": self.costs[i],
+                        "env_index": i,
+                    }
                 )
                 self.returns[i], self.lengths[i], self.costs[i] = 0.0, 0, None
         return finished
@@ -68,8 +75,13 @@ class EpisodeStats:
         episodes: summaries of the last :data:`EPISODE_HISTORY` finished episodes, oldest first.
     """
 
-    def __init__(self, n_envs: int, prefix: str, environment_info: str,
-                 cost_names: Callable[[int], tuple[str, ...]]) -> None:
+    def __init__(
+        self,
+        n_envs: int,
+        prefix: str,
+        environment_info: str,
+        cost_names: Callable[[int], tuple[str, ...]],
+    ) -> None:
         self.tracker = EpisodeTracker(n_envs)
         self.prefix = prefix
         self.environment_info = environment_info
@@ -81,8 +93,9 @@ class EpisodeStats:
         """Forget the episodes in progress (finished ones are kept)."""
         self.tracker.reset()
 
-    def record(self, logger: Any, rewards: np.ndarray, dones: np.ndarray,
-               infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def record(
+        self, logger: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         """Add one step (``rewards`` in the env's own scale) and log it; return the episodes that ended."""
         finished = self.tracker.update(rewards, dones, infos)
         self.episodes.extend(finished)

@@ -52,12 +52,16 @@ class MultiAgentRuns:
 
     def _require_multi_agent(self, what: str) -> None:
         if not self.is_multi_agent:
-            raise ValueError(f"{what} is for multi-agent tasks; {self.task} is single-agent: use train()")
+            raise ValueError(
+                f"{what} is for multi-agent tasks; {self.task} is single-agent: use train()"
+            )
 
     def _tensorboard_log(self, run_dir: Path) -> str | None:
         return str(run_dir / rd.TENSORBOARD_DIR) if self.config.logging.tensorboard else None
 
-    def train_il(self, rounds: int | None = None, steps_per_round: int | None = None) -> TrainResult:
+    def train_il(
+        self, rounds: int | None = None, steps_per_round: int | None = None
+    ) -> TrainResult:
         """Independent learners: one SB3 model per agent, trained round-robin, the others frozen.
 
         The budget ``total_timesteps`` is split into ``rounds`` rounds (default 4) of
@@ -69,15 +73,27 @@ class MultiAgentRuns:
         env = self.config.env
         n_agents = len(self.spec.agents)
         rounds = rounds or IL_ROUNDS
-        steps_per_round = steps_per_round or max(1, self.config.budget_timesteps() // (rounds * n_agents))
+        steps_per_round = steps_per_round or max(
+            1, self.config.budget_timesteps() // (rounds * n_agents)
+        )
         self.models = train_independent_learners(
-            self.task, self.algorithm, rounds=rounds, steps_per_round=steps_per_round, seed=self.config.seed,
-            split=env.split, normalize=env.normalize, obs_mode=env.obs_mode, algo_kwargs=self.algorithm_kwargs(),
-            task_kwargs=env.task_kwargs, progress=self.config.logging.progress_bar,
+            self.task,
+            self.algorithm,
+            rounds=rounds,
+            steps_per_round=steps_per_round,
+            seed=self.config.seed,
+            split=env.split,
+            normalize=env.normalize,
+            obs_mode=env.obs_mode,
+            algo_kwargs=self.algorithm_kwargs(),
+            task_kwargs=env.task_kwargs,
+            progress=self.config.logging.progress_bar,
             tensorboard_log=self._tensorboard_log(run_dir),
         )
         self.shared_model = None
-        return self._finish_multi_agent(run_dir, rounds * steps_per_round * n_agents, started, eval_env)
+        return self._finish_multi_agent(
+            run_dir, rounds * steps_per_round * n_agents, started, eval_env
+        )
 
     def train_marl_simultaneous(self, total_timesteps: int | None = None) -> TrainResult:
         """All agents learn at once: one shared SB3 policy (one-hot agent id in the observation).
@@ -91,9 +107,17 @@ class MultiAgentRuns:
         env = self.config.env
         budget = total_timesteps or self.config.budget_timesteps()
         self.shared_model = train_shared_policy(
-            self.task, self.algorithm, total_timesteps=budget, n_envs=self.config.n_envs, seed=self.config.seed,
-            split=env.split, normalize=env.normalize, obs_mode=env.obs_mode, algo_kwargs=self.algorithm_kwargs(),
-            task_kwargs=env.task_kwargs, tensorboard_log=self._tensorboard_log(run_dir),
+            self.task,
+            self.algorithm,
+            total_timesteps=budget,
+            n_envs=self.config.n_envs,
+            seed=self.config.seed,
+            split=env.split,
+            normalize=env.normalize,
+            obs_mode=env.obs_mode,
+            algo_kwargs=self.algorithm_kwargs(),
+            task_kwargs=env.task_kwargs,
+            tensorboard_log=self._tensorboard_log(run_dir),
             progress=self.config.logging.progress_bar,
         )
         self.models = None
@@ -101,7 +125,11 @@ class MultiAgentRuns:
 
     def _final_eval_env(self) -> Any:
         """The evaluation env of :meth:`_evaluate_at_end` (``None`` without evaluation), built before the run folder."""
-        return None if self.config.evaluation is None else self._multi_agent_eval_env(self.config.evaluation.split)
+        return (
+            None
+            if self.config.evaluation is None
+            else self._multi_agent_eval_env(self.config.evaluation.split)
+        )
 
     def _evaluate_at_end(self, run_dir: Path, steps: int, eval_env: Any) -> list[dict[str, Any]]:
         """Evaluate the trained agents once (``evaluation.episodes`` days of ``evaluation.split``).
@@ -118,38 +146,71 @@ class MultiAgentRuns:
         ev = self.config.evaluation
         days = select_days(task_of(eval_env).n_days, ev.episodes)
         started = time.perf_counter()
-        summary = evaluate_days(self._multi_agent_policy(ev.deterministic), eval_env, days, seed=self.config.seed)
+        summary = evaluate_days(
+            self._multi_agent_policy(ev.deterministic), eval_env, days, seed=self.config.seed
+        )
         row = {**evaluation_row(summary, steps, time.perf_counter() - started), "new_best": True}
         write_evaluation_csv(run_dir / rd.EVAL_DIR, [row])
-        write_json(run_dir / rd.EVAL_DIR / "best_model.json",
-                   {"timestep": steps, "mean_return": row["mean_return"], "day_ids": days, "seed": self.config.seed,
-                    "deterministic": ev.deterministic, "model": f"{rd.AGENTS_DIR}/ (the final models)"})
+        write_json(
+            run_dir / rd.EVAL_DIR / "best_model.json",
+            {
+                "timestep": steps,
+                "mean_return": row["mean_return"],
+                "day_ids": days,
+                "seed": self.config.seed,
+                "deterministic": ev.deterministic,
+                "model": f"{rd.AGENTS_DIR}/ (the final models)",
+            },
+        )
         return [row]
 
-    def _finish_multi_agent(self, run_dir: Path, steps: int, started: float, eval_env: Any) -> TrainResult:
+    def _finish_multi_agent(
+        self, run_dir: Path, steps: int, started: float, eval_env: Any
+    ) -> TrainResult:
         self.save(run_dir)
-        self.evaluations = [] if eval_env is None else self._evaluate_at_end(run_dir, steps, eval_env)
-        write_json(run_dir / rd.STATE_FILE, {"status": "finished", "stop_reason": None, "num_timesteps": steps,
-                                             "task": self.task, "algorithm": self.algorithm})
-        self.result = TrainResult(run_dir, steps, "finished", None, list(self.evaluations),
-                                  time.perf_counter() - started)
+        self.evaluations = (
+            [] if eval_env is None else self._evaluate_at_end(run_dir, steps, eval_env)
+        )
+        write_json(
+            run_dir / rd.STATE_FILE,
+            {
+                "status": "finished",
+                "stop_reason": None,
+                "num_timesteps": steps,
+                "task": self.task,
+                "algorithm": self.algorithm,
+            },
+        )
+        self.result = TrainResult(
+            run_dir, steps, "finished", None, list(self.evaluations), time.perf_counter() - started
+        )
         return self.result
 
     def _multi_agent_eval_env(self, split: str) -> Any:
         """The dict env (``framework="auto"``) on ``split`` with the training env's normalize / obs_mode / task_kwargs."""
         env = self.config.env
-        return make_env(self.task, split, framework="auto", normalize=env.normalize, obs_mode=env.obs_mode,
-                        **env.task_kwargs)
+        return make_env(
+            self.task,
+            split,
+            framework="auto",
+            normalize=env.normalize,
+            obs_mode=env.obs_mode,
+            **env.task_kwargs,
+        )
 
     def _multi_agent_policy(self, deterministic: bool) -> Any:
         from powerzoo.benchmarks.policies import SB3Policy
         from powerzoo.rl.policy import SharedPolicy
 
         if self.shared_model is not None:
-            return SharedPolicy(self.shared_model, list(self.spec.agents), deterministic=deterministic)
+            return SharedPolicy(
+                self.shared_model, list(self.spec.agents), deterministic=deterministic
+            )
         if self.models is not None:
             return SB3Policy(self.models, deterministic=deterministic)
-        raise RuntimeError("no models yet: call train_il(), train_marl_simultaneous() or Trainer.load(...) first")
+        raise RuntimeError(
+            "no models yet: call train_il(), train_marl_simultaneous() or Trainer.load(...) first"
+        )
 
     def _save_multi_agent(self, path: Path) -> None:
         """Write ``path/agents/``: ``shared.zip`` or one ``<agent>.zip`` per agent."""
@@ -161,7 +222,9 @@ class MultiAgentRuns:
             for agent, m in self.models.items():
                 atomic_save(folder / f"{agent}.zip", m.save)
         else:
-            raise RuntimeError("nothing to save: call train_il() or train_marl_simultaneous() first")
+            raise RuntimeError(
+                "nothing to save: call train_il() or train_marl_simultaneous() first"
+            )
 
     def _load_multi_agent(self, path: Path) -> None:
         """Read what :meth:`_save_multi_agent` wrote into ``shared_model`` or ``models``."""

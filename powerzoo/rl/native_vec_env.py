@@ -31,7 +31,13 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvS
 
 from powerzoo.envs.make import make_env
 
-__all__ = ["BatchedVecEnv", "NativeVecEnv", "make_native_vec_env", "DEFAULT_INFO_KEYS", "merge_reset_options"]
+__all__ = [
+    "BatchedVecEnv",
+    "NativeVecEnv",
+    "make_native_vec_env",
+    "DEFAULT_INFO_KEYS",
+    "merge_reset_options",
+]
 
 DEFAULT_INFO_KEYS: tuple[str, ...] = ("constraint_costs", "cost_sum", "is_safe", "reward_terms")
 """Keys of the native step info copied into each sub-env's info dict by default.
@@ -45,7 +51,6 @@ cost per step that grows with the number of keys.
 
 # info keys of the native env that describe the batch, not a row (SAME_STEP bookkeeping)
 _BATCH_KEYS = frozenset({"final_obs", "_final_obs", "final_info", "_final_info"})
-
 
 
 def merge_reset_options(options: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -68,7 +73,9 @@ def merge_reset_options(options: Sequence[Mapping[str, Any]]) -> dict[str, Any] 
             )
         values = [option[key] for option in options]
         first = values[0]
-        merged[key] = first if all(v is first or np.array_equal(v, first) for v in values) else values
+        merged[key] = (
+            first if all(v is first or np.array_equal(v, first) for v in values) else values
+        )
     return merged
 
 
@@ -87,7 +94,11 @@ class BatchedVecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """``attr_name`` of the batched env, once per index (``render_mode`` is ``None`` if unset)."""
-        value = getattr(self.env, attr_name, None) if attr_name == "render_mode" else getattr(self.env, attr_name)
+        value = (
+            getattr(self.env, attr_name, None)
+            if attr_name == "render_mode"
+            else getattr(self.env, attr_name)
+        )
         return [value] * self._count(indices)
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
@@ -99,13 +110,20 @@ class BatchedVecEnv(VecEnv):
             )
         setattr(self.env, attr_name, value)
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
         """Call ``method_name`` once on the batched env (shared by every sub-env) and repeat the result."""
         result = getattr(self.env, method_name)(*method_args, **method_kwargs)
         return [result] * self._count(indices)
 
-    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
+    ) -> list[bool]:
         return [False] * self._count(indices)
 
     def close(self) -> None:
@@ -122,8 +140,10 @@ class BatchedVecEnv(VecEnv):
         if all(s is None for s in seeds):
             seed: int | list[int] | None = None
         elif any(s is None for s in seeds):
-            raise ValueError(f"seeds of the next reset are set for some sub-envs only ({seeds}); use seed(int) to "
-                             "seed all of them")
+            raise ValueError(
+                f"seeds of the next reset are set for some sub-envs only ({seeds}); use seed(int) to "
+                "seed all of them"
+            )
         else:
             seed = int(seeds[0]) if len(seeds) == 1 else [int(s) for s in seeds]
         return seed, merge_reset_options(options)
@@ -157,11 +177,17 @@ class NativeVecEnv(BatchedVecEnv):
             )
         obs_space, act_space = env.single_observation_space, env.single_action_space
         if not (isinstance(obs_space, gym.spaces.Box) and isinstance(act_space, gym.spaces.Box)):
-            raise ValueError(f"NativeVecEnv needs Box observation and action spaces, got {obs_space} and {act_space}")
+            raise ValueError(
+                f"NativeVecEnv needs Box observation and action spaces, got {obs_space} and {act_space}"
+            )
         if isinstance(info_keys, str) and info_keys != "all":
-            raise ValueError(f"info_keys must be a sequence of info keys, None or 'all', got {info_keys!r}")
+            raise ValueError(
+                f"info_keys must be a sequence of info keys, None or 'all', got {info_keys!r}"
+            )
         self.env = env
-        self.info_keys: tuple[str, ...] | None = None if info_keys == "all" else tuple(info_keys or DEFAULT_INFO_KEYS)
+        self.info_keys: tuple[str, ...] | None = (
+            None if info_keys == "all" else tuple(info_keys or DEFAULT_INFO_KEYS)
+        )
         self._explicit_keys = info_keys is not None and info_keys != "all"
         self._checked_keys = False
         self._actions: np.ndarray | None = None
@@ -170,10 +196,20 @@ class NativeVecEnv(BatchedVecEnv):
         super().__init__(int(env.num_envs), obs_space, act_space)
 
     @classmethod
-    def make(cls, task: Any, n_envs: int, split: str = "train", *, info_keys: Sequence[str] | str | None = None,
-             **env_options: Any) -> NativeVecEnv:
+    def make(
+        cls,
+        task: Any,
+        n_envs: int,
+        split: str = "train",
+        *,
+        info_keys: Sequence[str] | str | None = None,
+        **env_options: Any,
+    ) -> NativeVecEnv:
         """``NativeVecEnv(make_env(task, split, num_envs=n_envs, autoreset_mode="same_step", **env_options))``."""
-        return cls(make_env(task, split, num_envs=n_envs, autoreset_mode="same_step", **env_options), info_keys=info_keys)
+        return cls(
+            make_env(task, split, num_envs=n_envs, autoreset_mode="same_step", **env_options),
+            info_keys=info_keys,
+        )
 
     # ---- per-env infos ----------------------------------------------------------------------
     def _columns(self, info: Mapping[str, Any], at_step: bool) -> tuple[list[str], list[Any]]:
@@ -185,8 +221,10 @@ class NativeVecEnv(BatchedVecEnv):
             if at_step and self._explicit_keys and not self._checked_keys:
                 missing = sorted(set(self.info_keys) - set(keys))
                 if missing:
-                    raise ValueError(f"info_keys {missing} are not in the step info; available: "
-                                     f"{', '.join(sorted(set(info) - _BATCH_KEYS))}")
+                    raise ValueError(
+                        f"info_keys {missing} are not in the step info; available: "
+                        f"{', '.join(sorted(set(info) - _BATCH_KEYS))}"
+                    )
                 self._checked_keys = True
         n = self.num_envs
         columns: list[Any] = []
@@ -204,7 +242,9 @@ class NativeVecEnv(BatchedVecEnv):
         if at_step:
             keys, columns = [*keys, "TimeLimit.truncated"], [*columns, timeouts]
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        for key, column in zip(keys, columns, strict=True):  # by key: cheaper than a dict(zip()) per row
+        for key, column in zip(
+            keys, columns, strict=True
+        ):  # by key: cheaper than a dict(zip()) per row
             for row_info, value in zip(infos, column, strict=True):
                 row_info[key] = value
         return infos
@@ -224,15 +264,25 @@ class NativeVecEnv(BatchedVecEnv):
             raise RuntimeError("step_async must be called before step_wait")
         actions, self._actions = self._actions, None
         obs, rewards, terminated, truncated, info = self.env.step(actions)
-        terminated, truncated = np.asarray(terminated, dtype=bool), np.asarray(truncated, dtype=bool)
+        terminated, truncated = (
+            np.asarray(terminated, dtype=bool),
+            np.asarray(truncated, dtype=bool),
+        )
         dones = terminated | truncated
         self.last_constraint_costs = info.get("constraint_costs")
         infos = self._infos(info, (truncated & ~terminated).tolist())
         if dones.any():
-            final = np.array(info["final_obs"], dtype=self._obs_dtype)  # own copy: rows outlive the step
+            final = np.array(
+                info["final_obs"], dtype=self._obs_dtype
+            )  # own copy: rows outlive the step
             for i in np.flatnonzero(dones).tolist():
                 infos[i]["terminal_observation"] = final[i]
-        return np.array(obs, dtype=self._obs_dtype), np.asarray(rewards, dtype=np.float32), dones, infos
+        return (
+            np.array(obs, dtype=self._obs_dtype),
+            np.asarray(rewards, dtype=np.float32),
+            dones,
+            infos,
+        )
 
     # ---- task metadata (the native env's) ----------------------------------------------------
     def constraint_names(self) -> tuple[str, ...]:
@@ -244,9 +294,15 @@ class NativeVecEnv(BatchedVecEnv):
         return tuple(self.env.reward_term_names())
 
 
-def make_native_vec_env(task: Any, n_envs: int, env_options: Mapping[str, Any] | None = None, *,
-                        seed: int | None = None, monitor: bool = True,
-                        info_keys: Sequence[str] | str | None = None) -> VecEnv:
+def make_native_vec_env(
+    task: Any,
+    n_envs: int,
+    env_options: Mapping[str, Any] | None = None,
+    *,
+    seed: int | None = None,
+    monitor: bool = True,
+    info_keys: Sequence[str] | str | None = None,
+) -> VecEnv:
     """The training ``VecEnv`` of a single-agent task on the native batched env.
 
     Args:
@@ -264,7 +320,9 @@ def make_native_vec_env(task: Any, n_envs: int, env_options: Mapping[str, Any] |
     split = options.pop("split", "train")
     if options.get("obs_mode") is None:
         options.pop("obs_mode", None)
-    venv: VecEnv = NativeVecEnv.make(task, n_envs, split, info_keys=info_keys, **options, **task_kwargs)
+    venv: VecEnv = NativeVecEnv.make(
+        task, n_envs, split, info_keys=info_keys, **options, **task_kwargs
+    )
     if seed is not None:
         venv.seed(seed)
     return VecMonitor(venv) if monitor else venv

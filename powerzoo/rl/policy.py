@@ -41,7 +41,9 @@ class ModelPolicy(SB3Policy):
     applied as SB3's ``VecNormalize`` does: ``clip((obs - mean) / sqrt(var + eps), ±clip_obs)``.
     """
 
-    def __init__(self, model: Any, obs_stats: dict[str, Any] | None = None, deterministic: bool = True) -> None:
+    def __init__(
+        self, model: Any, obs_stats: dict[str, Any] | None = None, deterministic: bool = True
+    ) -> None:
         super().__init__(model, deterministic=deterministic)
         self.obs_stats = copy.deepcopy(obs_stats)
 
@@ -90,8 +92,12 @@ class SharedPolicy:
         present = [a for a in obs if a in self._index]
         unknown = set(obs) - set(present)
         if unknown:
-            raise ValueError(f"SharedPolicy was built for agents {self.agents}; got unknown {sorted(unknown)}")
+            raise ValueError(
+                f"SharedPolicy was built for agents {self.agents}; got unknown {sorted(unknown)}"
+            )
         rows = np.stack([np.asarray(obs[a], dtype=np.float32).reshape(-1) for a in present])
         ids = self._ids[[self._index[a] for a in present]]
-        actions, _ = self.model.predict(np.concatenate([rows, ids], axis=1), deterministic=self.deterministic)
+        actions, _ = self.model.predict(
+            np.concatenate([rows, ids], axis=1), deterministic=self.deterministic
+        )
         return {a: actions[i] for i, a in enumerate(present)}

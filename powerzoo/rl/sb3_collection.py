@@ -65,7 +65,9 @@ def is_on_policy(agent: Any) -> bool:
         return True
     if isinstance(agent, OffPolicyAlgorithm):
         return False
-    raise TypeError(f"{type(agent).__name__} is neither an on-policy nor an off-policy SB3 algorithm")
+    raise TypeError(
+        f"{type(agent).__name__} is neither an on-policy nor an off-policy SB3 algorithm"
+    )
 
 
 class SB3Collection:
@@ -99,7 +101,9 @@ class SB3Collection:
         if not self.on_policy:
             train_freq = agent.train_freq
             if self.n_envs > 1 and getattr(train_freq, "unit", None) == TrainFrequencyUnit.EPISODE:
-                raise ValueError("an episodic train_freq needs a single env; use a step train_freq with a VecEnv")
+                raise ValueError(
+                    "an episodic train_freq needs a single env; use a step train_freq with a VecEnv"
+                )
         # update schedule
         self._iteration = 0
         self._collected_steps = 0
@@ -120,7 +124,11 @@ class SB3Collection:
         starts = np.ones(self.n_envs, dtype=bool)
         if continuing:  # e.g. after model.learn(): carry on with the episodes in progress
             previous = getattr(agent, "_last_episode_starts", None) if self.on_policy else None
-            starts = np.zeros(self.n_envs, dtype=bool) if previous is None else np.asarray(previous, dtype=bool)
+            starts = (
+                np.zeros(self.n_envs, dtype=bool)
+                if previous is None
+                else np.asarray(previous, dtype=bool)
+            )
         if self.on_policy:
             agent.rollout_buffer.reset()
             agent._last_episode_starts = starts.copy()
@@ -169,7 +177,9 @@ class SB3Collection:
             buffer = agent.rollout_buffer
             if 0 < buffer.pos and not buffer.full:
                 with th.no_grad():
-                    values = agent.policy.predict_values(obs_as_tensor(agent._last_obs, agent.device))
+                    values = agent.policy.predict_values(
+                        obs_as_tensor(agent._last_obs, agent.device)
+                    )
                 values = values.cpu().numpy().reshape(self.n_envs)
                 buffer.rewards[buffer.pos - 1] += agent.gamma * values * in_progress
         else:
@@ -203,7 +213,10 @@ class SB3Collection:
         policy = agent.policy
         buffer = agent.rollout_buffer
         policy.set_training_mode(False)
-        if agent.use_sde and (buffer.pos == 0 or (agent.sde_sample_freq > 0 and buffer.pos % agent.sde_sample_freq == 0)):
+        if agent.use_sde and (
+            buffer.pos == 0
+            or (agent.sde_sample_freq > 0 and buffer.pos % agent.sde_sample_freq == 0)
+        ):
             policy.reset_noise(self.n_envs)
 
         with th.no_grad():
@@ -231,7 +244,9 @@ class SB3Collection:
                 with th.no_grad():
                     terminal_value = policy.predict_values(policy.obs_to_tensor(terminal)[0])[0]
                 stored_rewards[i] += agent.gamma * float(terminal_value.item())
-        buffer.add(agent._last_obs, actions, stored_rewards, agent._last_episode_starts, values, log_probs)
+        buffer.add(
+            agent._last_obs, actions, stored_rewards, agent._last_episode_starts, values, log_probs
+        )
         agent._last_obs = new_obs
         agent._last_episode_starts = np.asarray(dones, dtype=bool)
 
@@ -257,7 +272,9 @@ class SB3Collection:
         ):
             agent.actor.reset_noise(self.n_envs)
 
-        actions, buffer_actions = agent._sample_action(agent.learning_starts, agent.action_noise, self.n_envs)
+        actions, buffer_actions = agent._sample_action(
+            agent.learning_starts, agent.action_noise, self.n_envs
+        )
         new_obs, rewards, dones, infos = self.venv.step(actions)
         agent.num_timesteps += self.n_envs
         self._collected_steps += 1
@@ -276,7 +293,9 @@ class SB3Collection:
                 if agent._episode_num % OFF_POLICY_LOG_INTERVAL == 0:
                     self._dump_logs()
 
-        if not should_collect_more_steps(agent.train_freq, self._collected_steps, self._collected_episodes):
+        if not should_collect_more_steps(
+            agent.train_freq, self._collected_steps, self._collected_episodes
+        ):
             steps = self._collected_steps * self.n_envs
             self._collected_steps = self._collected_episodes = 0
             if agent.num_timesteps > 0 and agent.num_timesteps > agent.learning_starts:

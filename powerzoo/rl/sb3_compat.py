@@ -33,7 +33,9 @@ def _patch(module: ModuleType) -> None:
 
             choices = {"subproc": SubprocVecEnv, "dummy": DummyVecEnv}
             if vec_env_cls not in choices:
-                raise ValueError(f"unknown vec_env_cls {vec_env_cls!r}; valid: subproc, dummy, or a VecEnv class")
+                raise ValueError(
+                    f"unknown vec_env_cls {vec_env_cls!r}; valid: subproc, dummy, or a VecEnv class"
+                )
             vec_env_cls = choices[vec_env_cls]
         return original(*args, vec_env_cls=vec_env_cls, **kwargs)
 

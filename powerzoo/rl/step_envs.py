@@ -35,7 +35,9 @@ def attach_train_env(agent: Any, env: Any) -> Any:
     if current is not None and _holds_env(current, env):
         return current
     if agent.n_envs != 1:
-        raise ValueError(f"a single Gymnasium env was given but the agent was built for {agent.n_envs} envs")
+        raise ValueError(
+            f"a single Gymnasium env was given but the agent was built for {agent.n_envs} envs"
+        )
     agent.set_env(env, force_reset=True)  # Monitor + DummyVecEnv
     attached = agent.get_env()
     assert attached is not None
@@ -58,7 +60,9 @@ def cost_names(venv: Any, n_costs: int) -> tuple[str, ...]:
     (``"0"``, ``"1"``, ...) when it does not name them (or runs in another process)."""
     base = _base_vec_env(venv)
     envs = getattr(base, "envs", None)
-    first = envs[0] if envs else getattr(base, "env", None)  # DummyVecEnv's first env, or the native batch
+    first = (
+        envs[0] if envs else getattr(base, "env", None)
+    )  # DummyVecEnv's first env, or the native batch
     try:
         names = tuple(str(n) for n in constraint_names_of(first)) if first is not None else ()
     except TypeError:  # not a PowerZoo env and no constraint_names() of its own

@@ -163,12 +163,18 @@ class StepTrainer:
         self._vecnorm_training_flag: bool | None = None
 
         self._stats = {
-            mode: EpisodeStats(venv.num_envs, _LOG_PREFIX[mode], self.cfg.environment_info,
-                               functools.partial(cost_names, venv))
+            mode: EpisodeStats(
+                venv.num_envs,
+                _LOG_PREFIX[mode],
+                self.cfg.environment_info,
+                functools.partial(cost_names, venv),
+            )
             for mode, venv in (("train", self.venv), ("eval", self.eval_venv))
         }
         # the hook holds the statistics, not the trainer (no reference cycle through the collection)
-        on_step = functools.partial(_record_step, agent, self._stats["train"], self._vecnorm["train"])
+        on_step = functools.partial(
+            _record_step, agent, self._stats["train"], self._vecnorm["train"]
+        )
         self._collection = SB3Collection(agent, self.venv, self.cfg.timesteps, on_step=on_step)
         self._closed = False
 
@@ -382,10 +388,18 @@ class StepTrainer:
         return step
 
     def _finish(
-        self, mode: str, step: int, new_obs: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
+        self,
+        mode: str,
+        step: int,
+        new_obs: Any,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
     ) -> StepResult:
         if mode == "eval":
-            finished = _record_step(self.agent, self._stats["eval"], self._vecnorm["eval"], rewards, dones, infos)
+            finished = _record_step(
+                self.agent, self._stats["eval"], self._vecnorm["eval"], rewards, dones, infos
+            )
             if finished and self.cfg.environment_info:
                 self.agent.logger.dump(step=self.agent.num_timesteps)
         venv = self.venv if mode == "train" else self.eval_venv
@@ -394,11 +408,19 @@ class StepTrainer:
         self._bars.advance(mode, self._planned[mode])
 
         dones = np.asarray(dones, dtype=bool)
-        timeouts = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool)
+        timeouts = np.array(
+            [bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool
+        )
         terminated, truncated = dones & ~timeouts, dones & timeouts
         if self._batched[mode]:
             return StepResult(_copy_obs(new_obs), np.array(rewards), terminated, truncated, infos)
-        return StepResult(_index_obs(new_obs, 0), float(rewards[0]), bool(terminated[0]), bool(truncated[0]), infos[0])
+        return StepResult(
+            _index_obs(new_obs, 0),
+            float(rewards[0]),
+            bool(terminated[0]),
+            bool(truncated[0]),
+            infos[0],
+        )
 
     def _render(self, venv: VecEnv) -> None:
         if getattr(venv, "render_mode", None) is None:
@@ -413,7 +435,9 @@ class StepTrainer:
             venv.render()
         except NotImplementedError:
             self._render_enabled = False
-            warnings.warn("StepTrainer: the env cannot render; rendering is switched off", stacklevel=3)
+            warnings.warn(
+                "StepTrainer: the env cannot render; rendering is switched off", stacklevel=3
+            )
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -431,8 +455,14 @@ def _copy_obs(obs: Any) -> Any:
     return np.array(obs)
 
 
-def _record_step(agent: BaseAlgorithm, stats: EpisodeStats, vecnorm: VecNormalize | None, rewards: np.ndarray,
-                 dones: np.ndarray, infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _record_step(
+    agent: BaseAlgorithm,
+    stats: EpisodeStats,
+    vecnorm: VecNormalize | None,
+    rewards: np.ndarray,
+    dones: np.ndarray,
+    infos: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
     """Episode statistics and ``environment_info`` logging of one step, in the env's own reward scale."""
     raw_rewards = vecnorm.get_original_reward() if vecnorm is not None else rewards
     return stats.record(agent.logger, raw_rewards, dones, infos)

@@ -88,7 +88,9 @@ class StepTrainerConfig(BaseModel):
     def from_dict(cls, data: Mapping[str, Any]) -> StepTrainerConfig:
         """Build a config from a mapping; unknown keys or bad values raise ``ValueError`` naming the field."""
         if not isinstance(data, Mapping):
-            raise ValueError(f"StepTrainerConfig.from_dict needs a mapping, got {type(data).__name__}")
+            raise ValueError(
+                f"StepTrainerConfig.from_dict needs a mapping, got {type(data).__name__}"
+            )
         names = cls.field_names()
         unknown = sorted(str(k) for k in data if k not in names)
         if unknown:
@@ -115,7 +117,9 @@ def _describe(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def coerce_step_trainer_config(cfg: StepTrainerConfig | Mapping[str, Any] | None) -> StepTrainerConfig:
+def coerce_step_trainer_config(
+    cfg: StepTrainerConfig | Mapping[str, Any] | None,
+) -> StepTrainerConfig:
     """``cfg`` as a :class:`StepTrainerConfig`: ``None`` gives the defaults, a mapping is validated."""
     if cfg is None:
         return StepTrainerConfig()

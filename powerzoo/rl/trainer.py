@@ -82,20 +82,41 @@ class Trainer(MultiAgentRuns):
             (``learning_rate=1e-3``, ``gamma=0.999``); unknown names raise ``ValueError``.
     """
 
-    def __new__(cls, task_or_config: Any = None, algorithm: str | None = None, total_timesteps: int | None = None,
-                seed: int | None = None, **kwargs: Any) -> Any:
+    def __new__(
+        cls,
+        task_or_config: Any = None,
+        algorithm: str | None = None,
+        total_timesteps: int | None = None,
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
         # the native multi-agent algorithms have their own trainer (powerzoo.rl.mappo)
         if cls is Trainer and task_or_config is not None:
-            config = resolve_config(task_or_config, {"algorithm": algorithm, "total_timesteps": total_timesteps,
-                                                     "seed": seed, **kwargs})
+            config = resolve_config(
+                task_or_config,
+                {
+                    "algorithm": algorithm,
+                    "total_timesteps": total_timesteps,
+                    "seed": seed,
+                    **kwargs,
+                },
+            )
             if is_native_marl(config.algorithm):
                 return native_trainer(config)
         return super().__new__(cls)
 
-    def __init__(self, task_or_config: Any, algorithm: str | None = None, total_timesteps: int | None = None,
-                 seed: int | None = None, **kwargs: Any) -> None:
-        self.config = resolve_config(task_or_config, {"algorithm": algorithm, "total_timesteps": total_timesteps,
-                                                       "seed": seed, **kwargs})
+    def __init__(
+        self,
+        task_or_config: Any,
+        algorithm: str | None = None,
+        total_timesteps: int | None = None,
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.config = resolve_config(
+            task_or_config,
+            {"algorithm": algorithm, "total_timesteps": total_timesteps, "seed": seed, **kwargs},
+        )
         self.spec = task_spec(self.config.task, **self.config.env.task_kwargs)
         self.model: Any = None
         self.models: dict[str, Any] | None = None  # multi-agent: one model per agent (train_il)
@@ -144,8 +165,10 @@ class Trainer(MultiAgentRuns):
     # ---- envs -----------------------------------------------------------------------------------
     def _require_single_agent(self, what: str) -> None:
         if self.is_multi_agent:
-            raise ValueError(f"{what} is for single-agent tasks; {self.task} is multi-agent: use train_il() or "
-                             "train_marl_simultaneous()")
+            raise ValueError(
+                f"{what} is for single-agent tasks; {self.task} is multi-agent: use train_il() or "
+                "train_marl_simultaneous()"
+            )
 
     def _build_train_env(self, seed: int) -> Any:
         from stable_baselines3.common.env_util import make_vec_env
@@ -157,7 +180,9 @@ class Trainer(MultiAgentRuns):
 
             venv = make_native_vec_env(cfg.task, cfg.n_envs, self._env_options(), seed=seed)
         else:  # n_envs single envs, in this process or one process each
-            factory = functools.partial(_make_single_env, cfg.task, self._env_options(), cfg.env.split)
+            factory = functools.partial(
+                _make_single_env, cfg.task, self._env_options(), cfg.env.split
+            )
             vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
             venv = make_vec_env(factory, n_envs=cfg.n_envs, seed=seed, vec_env_cls=vec_cls)
         if self._loaded_vecnormalize is not None:
@@ -167,8 +192,14 @@ class Trainer(MultiAgentRuns):
         if cfg.vec_normalize is not None:
             v = cfg.vec_normalize
             gamma = self.algorithm_kwargs().get("gamma", 0.99)
-            venv = VecNormalize(venv, norm_obs=v.norm_obs, norm_reward=v.norm_reward, clip_obs=v.clip_obs,
-                                clip_reward=v.clip_reward, gamma=gamma)
+            venv = VecNormalize(
+                venv,
+                norm_obs=v.norm_obs,
+                norm_reward=v.norm_reward,
+                clip_obs=v.clip_obs,
+                clip_reward=v.clip_reward,
+                gamma=gamma,
+            )
         return venv
 
     def get_env(self) -> Any:
@@ -206,18 +237,34 @@ class Trainer(MultiAgentRuns):
             cls = algorithm_class(self.algorithm)
             env = self.get_env()
             if self.config.init_model:
-                self.model = cls.load(self.config.init_model, env=env, seed=self.config.seed, **self.algorithm_kwargs())
+                self.model = cls.load(
+                    self.config.init_model,
+                    env=env,
+                    seed=self.config.seed,
+                    **self.algorithm_kwargs(),
+                )
             else:
-                self.model = cls(self.config.policy, env, seed=self.config.seed, verbose=self.config.logging.verbose,
-                                 **self.algorithm_kwargs())
+                self.model = cls(
+                    self.config.policy,
+                    env,
+                    seed=self.config.seed,
+                    verbose=self.config.logging.verbose,
+                    **self.algorithm_kwargs(),
+                )
         elif self.model.get_env() is None:
             self.model.set_env(self.get_env())
         return self.model
 
     def _configure_logger(self) -> None:
         logging = self.config.logging
-        self.model.set_logger(run_logger(self.run_dir / rd.TENSORBOARD_DIR, logging.verbose, logging.tensorboard,
-                                         self._purge_step))
+        self.model.set_logger(
+            run_logger(
+                self.run_dir / rd.TENSORBOARD_DIR,
+                logging.verbose,
+                logging.tensorboard,
+                self._purge_step,
+            )
+        )
 
     def _planned_run_dir(self) -> Path:
         """The run folder :meth:`_ensure_run_dir` will use; ``FileExistsError`` if a new one is taken. Writes nothing."""
@@ -225,10 +272,14 @@ class Trainer(MultiAgentRuns):
             return self.run_dir
         if self._planned_dir is None:
             cfg = self.config
-            self._planned_dir = Path(cfg.output_dir) / (cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed))
+            self._planned_dir = Path(cfg.output_dir) / (
+                cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed)
+            )
         if (self._planned_dir / rd.CONFIG_FILE).exists():
-            raise FileExistsError(f"run folder {self._planned_dir} already holds a run; resume it with "
-                                  f"`powerzoo resume {self._planned_dir}` or choose another name")
+            raise FileExistsError(
+                f"run folder {self._planned_dir} already holds a run; resume it with "
+                f"`powerzoo resume {self._planned_dir}` or choose another name"
+            )
         return self._planned_dir
 
     def _ensure_run_dir(self) -> Path:
@@ -241,7 +292,9 @@ class Trainer(MultiAgentRuns):
         return self.run_dir
 
     # ---- training -------------------------------------------------------------------------------
-    def train(self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None) -> TrainResult:
+    def train(
+        self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
+    ) -> TrainResult:
         """Train until the budget (``total_timesteps``) or a stop condition; returns a :class:`TrainResult`.
 
         Args:
@@ -274,8 +327,16 @@ class Trainer(MultiAgentRuns):
             ev = cfg.evaluation or EvaluationConfig()
             eval_env = self.make_eval_env(ev.split)
             days = select_days(task_of(eval_env).n_days, ev.episodes)
-            eval_cb = cb.EvaluationCallback(eval_env, planned / rd.EVAL_DIR, steps_per_eval or ev.freq, days, names,
-                                            deterministic=ev.deterministic, seed=cfg.seed, history=self.evaluations)
+            eval_cb = cb.EvaluationCallback(
+                eval_env,
+                planned / rd.EVAL_DIR,
+                steps_per_eval or ev.freq,
+                days,
+                names,
+                deterministic=ev.deterministic,
+                seed=cfg.seed,
+                history=self.evaluations,
+            )
             callbacks.append(eval_cb)
         run_dir = self._ensure_run_dir()
         self._configure_logger()
@@ -283,7 +344,8 @@ class Trainer(MultiAgentRuns):
             callbacks.append(cb.RunCheckpointCallback(cfg.checkpoint.freq, self._save_checkpoint))
         conditions = cfg.stop_condition_objects() + list(stop_conditions or [])
         stop_cb = cb.StopConditionCallback(
-            conditions, lambda: [] if eval_cb is None else [r["mean_return"] for r in eval_cb.history]
+            conditions,
+            lambda: [] if eval_cb is None else [r["mean_return"] for r in eval_cb.history],
         )
         callbacks += [stop_cb, cb.TqdmProgressCallback(budget, cfg.logging.progress_bar)]
         remaining = budget - model.num_timesteps
@@ -298,16 +360,29 @@ class Trainer(MultiAgentRuns):
         self.save(run_dir)
         self._write_state(status, stop_cb.stop_reason)
         flush_logger(model)
-        self.result = TrainResult(run_dir, int(model.num_timesteps), status, stop_cb.stop_reason,
-                                  list(self.evaluations), time.perf_counter() - started)
+        self.result = TrainResult(
+            run_dir,
+            int(model.num_timesteps),
+            status,
+            stop_cb.stop_reason,
+            list(self.evaluations),
+            time.perf_counter() - started,
+        )
         return self.result
 
     def _write_state(self, status: str, stop_reason: str | None = None) -> None:
-        write_json(self.run_dir / rd.STATE_FILE, {
-            "status": status, "stop_reason": stop_reason, "num_timesteps": self.num_timesteps,
-            "total_timesteps": self.config.budget_timesteps(), "task": self.task, "algorithm": self.algorithm,
-            "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        })
+        write_json(
+            self.run_dir / rd.STATE_FILE,
+            {
+                "status": status,
+                "stop_reason": stop_reason,
+                "num_timesteps": self.num_timesteps,
+                "total_timesteps": self.config.budget_timesteps(),
+                "task": self.task,
+                "algorithm": self.algorithm,
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+        )
 
     def _save_checkpoint(self, num_timesteps: int) -> Path | None:
         """Write ``checkpoints/step_<N>/`` atomically: model, statistics, replay buffer, RNG, counters."""
@@ -315,7 +390,9 @@ class Trainer(MultiAgentRuns):
         if checkpoint is None:
             return None
         keep_replay = checkpoint.replay_buffer and self.algorithm not in ON_POLICY
-        return write_checkpoint(self.run_dir, checkpoint.keep, self.model, num_timesteps, self.evaluations, keep_replay)
+        return write_checkpoint(
+            self.run_dir, checkpoint.keep, self.model, num_timesteps, self.evaluations, keep_replay
+        )
 
     # ---- evaluation -----------------------------------------------------------------------------
     def policy(self, deterministic: bool = True) -> Any:
@@ -330,11 +407,22 @@ class Trainer(MultiAgentRuns):
             return self._multi_agent_policy(deterministic)
         if self.model is None:
             raise RuntimeError("no model yet: call train() or Trainer.load(...) first")
-        stats = frozen_obs_stats(self.model.get_vec_normalize_env()) if self.model.get_env() is not None else None
-        return ModelPolicy(self.model, stats if stats is not None else self._obs_stats, deterministic=deterministic)
+        stats = (
+            frozen_obs_stats(self.model.get_vec_normalize_env())
+            if self.model.get_env() is not None
+            else None
+        )
+        return ModelPolicy(
+            self.model, stats if stats is not None else self._obs_stats, deterministic=deterministic
+        )
 
-    def evaluate(self, split: str = "test", n_episodes: int | None = None, deterministic: bool = True,
-                 seed: int = 0) -> dict[str, Any]:
+    def evaluate(
+        self,
+        split: str = "test",
+        n_episodes: int | None = None,
+        deterministic: bool = True,
+        seed: int = 0,
+    ) -> dict[str, Any]:
         """Evaluate the agent on ``split``: one episode per start day, without exploration noise.
 
         ``n_episodes=None`` runs every day of the split (the protocol of the baselines table, so
@@ -354,7 +442,9 @@ class Trainer(MultiAgentRuns):
         days = list(range(n_days)) if n_episodes is None else select_days(n_days, int(n_episodes))
         summary = evaluate_days(self.policy(deterministic), env, days, seed=seed)
         summary["split"] = split
-        summary["normalized_score"] = score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
+        summary["normalized_score"] = (
+            score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
+        )
         return summary
 
     # ---- persistence ----------------------------------------------------------------------------
@@ -368,7 +458,11 @@ class Trainer(MultiAgentRuns):
             if self.model is None:
                 raise RuntimeError("nothing to save: call train() first")
             atomic_save(path / rd.MODEL_FILE, self.model.save)
-            vec_normalize = self.model.get_vec_normalize_env() if self.model.get_env() is not None else self._loaded_vecnormalize
+            vec_normalize = (
+                self.model.get_vec_normalize_env()
+                if self.model.get_env() is not None
+                else self._loaded_vecnormalize
+            )
             if vec_normalize is not None:
                 atomic_save(path / rd.VECNORM_FILE, lambda p: vec_normalize.save(str(p)))
         if not (path / rd.CONFIG_FILE).exists() or path != self.run_dir:
@@ -394,13 +488,17 @@ class Trainer(MultiAgentRuns):
         if model not in MODEL_CHOICES:
             raise ValueError(f"model must be one of {MODEL_CHOICES}, got {model!r}")
         if not (path / rd.CONFIG_FILE).is_file():
-            raise FileNotFoundError(f"{path} has no {rd.CONFIG_FILE}: not a PowerZoo model or run folder")
+            raise FileNotFoundError(
+                f"{path} has no {rd.CONFIG_FILE}: not a PowerZoo model or run folder"
+            )
         config = TrainConfig.from_file(path / rd.CONFIG_FILE)
         if is_native_marl(config.algorithm):
             return native_load(self, path, config, model)
         if self is not None and config.task != self.task:
-            raise ValueError(f"{path} holds a {config.task} model but this trainer is for {self.task}; "
-                             f"use Trainer.load({str(path)!r}) for a new trainer")
+            raise ValueError(
+                f"{path} holds a {config.task} model but this trainer is for {self.task}; "
+                f"use Trainer.load({str(path)!r}) for a new trainer"
+            )
         trainer = cls(config)
         trainer._load_files(path, model)
         if self is None:
@@ -413,13 +511,18 @@ class Trainer(MultiAgentRuns):
         """Read the model(s) and statistics of ``path`` into this fresh trainer (see :meth:`load`)."""
         if self.is_multi_agent:
             if model == "latest":
-                raise FileNotFoundError(f"{path} is a multi-agent run: it keeps only its final models "
-                                        f"({rd.AGENTS_DIR}/), no checkpoints; use model='final'")
+                raise FileNotFoundError(
+                    f"{path} is a multi-agent run: it keeps only its final models "
+                    f"({rd.AGENTS_DIR}/), no checkpoints; use model='final'"
+                )
             self._load_multi_agent(path)
             return
         model_file, vecnorm_file = {
             "final": (path / rd.MODEL_FILE, path / rd.VECNORM_FILE),
-            "best": (path / rd.EVAL_DIR / "best_model.zip", path / rd.EVAL_DIR / "best_vecnormalize.pkl"),
+            "best": (
+                path / rd.EVAL_DIR / "best_model.zip",
+                path / rd.EVAL_DIR / "best_vecnormalize.pkl",
+            ),
             "latest": (None, None),
         }[model]
         if model == "latest":
@@ -457,8 +560,9 @@ class Trainer(MultiAgentRuns):
             trainer._loaded_vecnormalize = pickle.loads((folder / rd.VECNORM_FILE).read_bytes())
         # a fresh env stream for the remaining steps (the interrupted episodes are not replayed)
         trainer._train_env = trainer._build_train_env(trainer.config.seed + steps)
-        trainer.model = algorithm_class(trainer.algorithm).load(folder / rd.MODEL_FILE, env=trainer._train_env,
-                                                                device="cpu")
+        trainer.model = algorithm_class(trainer.algorithm).load(
+            folder / rd.MODEL_FILE, env=trainer._train_env, device="cpu"
+        )
         if (folder / rd.REPLAY_FILE).is_file():
             trainer.model.load_replay_buffer(folder / rd.REPLAY_FILE)
         set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
@@ -488,7 +592,9 @@ class Trainer(MultiAgentRuns):
 
     def close(self) -> None:
         """Close the training env and flush the logs."""
-        if getattr(self.model, "logger", None) is not None:  # a loaded model has no logger until it trains
+        if (
+            getattr(self.model, "logger", None) is not None
+        ):  # a loaded model has no logger until it trains
             flush_logger(self.model)
         if self._train_env is not None:
             self._train_env.close()

@@ -17,7 +17,13 @@ from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import is_native_marl
 from powerzoo.tasks.registry import task_spec
 
-__all__ = ["class_or_instance_method", "native_trainer", "native_load", "native_from_checkpoint", "native_resume"]
+__all__ = [
+    "class_or_instance_method",
+    "native_trainer",
+    "native_load",
+    "native_from_checkpoint",
+    "native_resume",
+]
 
 
 def _spec(config: Any) -> Any:

@@ -56,16 +56,24 @@ def state_rows(state: Any, rows: slice) -> Any:
 
 def concat_states(parts: list[Any]) -> Any:
     """One state from the states of consecutive row blocks (in order)."""
-    return type(parts[0])(**{f.name: np.concatenate([getattr(part, f.name) for part in parts])
-                             for f in dataclasses.fields(parts[0])})
+    return type(parts[0])(
+        **{
+            f.name: np.concatenate([getattr(part, f.name) for part in parts])
+            for f in dataclasses.fields(parts[0])
+        }
+    )
 
 
 def concat_outputs(parts: list[StepOutput]) -> StepOutput:
     """One :class:`StepOutput` from those of consecutive row blocks (in order)."""
-    return StepOutput(**{
-        f.name: np.concatenate([getattr(part, f.name) for part in parts])
-        for f in dataclasses.fields(StepOutput) if f.name != "info"
-    }, info={key: np.concatenate([part.info[key] for part in parts]) for key in parts[0].info})
+    return StepOutput(
+        **{
+            f.name: np.concatenate([getattr(part, f.name) for part in parts])
+            for f in dataclasses.fields(StepOutput)
+            if f.name != "info"
+        },
+        info={key: np.concatenate([part.info[key] for part in parts]) for key in parts[0].info},
+    )
 
 
 class Task(abc.ABC):
@@ -86,7 +94,9 @@ class Task(abc.ABC):
         self.spec = spec
         calendar.check_split(split, spec.splits)
         self.split = split
-        self.profiles: Profiles = get_profiles(calendar.scenario_of_split(split), self.spec.step_minutes)
+        self.profiles: Profiles = get_profiles(
+            calendar.scenario_of_split(split), self.spec.step_minutes
+        )
         self.split_days: np.ndarray = calendar.split_day_indices(split)
 
     @classmethod
@@ -126,7 +136,9 @@ class Task(abc.ABC):
         """Observation [B, obs_dim] in physical units."""
 
     @abc.abstractmethod
-    def step(self, state: Any, action: np.ndarray, rng: np.random.Generator) -> tuple[Any, StepOutput]:
+    def step(
+        self, state: Any, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[Any, StepOutput]:
         """Advance one step under physical actions [B, act_dim] within bounds."""
 
     def time_index(self, state: Any) -> np.ndarray:

@@ -65,7 +65,9 @@ class BatteryArbitrage(Task):
 
     task_id = "battery_arbitrage"
 
-    def __init__(self, split: str = "train", *, initial_soc: float = 0.5, **battery_kwargs: Any) -> None:
+    def __init__(
+        self, split: str = "train", *, initial_soc: float = 0.5, **battery_kwargs: Any
+    ) -> None:
         super().__init__(self.make_spec(**battery_kwargs), split)
         self.battery = _battery_params(battery_kwargs)
         if not self.battery.soc_min <= initial_soc <= self.battery.soc_max:
@@ -105,7 +107,14 @@ class BatteryArbitrage(Task):
             ),
             agents=("agent",),
             observation=VectorSpec(
-                names=("soc", "price_per_mwh", "price_avg_24h_per_mwh", "hour_sin", "hour_cos", "time_remaining"),
+                names=(
+                    "soc",
+                    "price_per_mwh",
+                    "price_avg_24h_per_mwh",
+                    "hour_sin",
+                    "hour_cos",
+                    "time_remaining",
+                ),
                 units=("fraction", "$/MWh", "$/MWh", "-", "-", "fraction of horizon"),
                 low=(0.0, PRICE_FLOOR, PRICE_FLOOR, -1.0, -1.0, 0.0),
                 high=(1.0, PRICE_CAP, PRICE_CAP, 1.0, 1.0, 1.0),
@@ -146,8 +155,12 @@ class BatteryArbitrage(Task):
         """
         steps = self.profiles.steps_per_day
         phase = 2.0 * np.pi * (np.arange(self._price.size) % steps) / steps
-        columns = {"price_per_mwh": self._price, "price_avg_24h_per_mwh": self._price_avg,
-                   "hour_sin": np.sin(phase), "hour_cos": np.cos(phase)}
+        columns = {
+            "price_per_mwh": self._price,
+            "price_avg_24h_per_mwh": self._price_avg,
+            "hour_sin": np.sin(phase),
+            "hour_cos": np.cos(phase),
+        }
         table = np.empty((self._price.size, len(EXOGENOUS_OBS)), dtype=np.float32)
         for i, name in enumerate(EXOGENOUS_OBS):
             table[:, i] = columns[name]
@@ -171,10 +184,14 @@ class BatteryArbitrage(Task):
         dt_h = self.spec.dt_h
         price = self._price.take(self._flat_index(state))
         result = battery_step(self.battery, state.soc, action[:, 0], dt_h)
-        terms = np.empty((price.size, 3))  # filled column by column: cheaper than np.stack at small B
+        terms = np.empty(
+            (price.size, 3)
+        )  # filled column by column: cheaper than np.stack at small B
         terms[:, 0] = price * result.discharge_mwh
         terms[:, 1] = -price * result.charge_mwh
-        terms[:, 2] = -self.battery.degradation_cost_per_mwh * (result.charge_mwh + result.discharge_mwh)
+        terms[:, 2] = -self.battery.degradation_cost_per_mwh * (
+            result.charge_mwh + result.discharge_mwh
+        )
         new_state = BatteryArbitrageState(day_id=state.day_id, t=state.t + 1, soc=result.soc)
         out = StepOutput(
             reward=terms.sum(axis=1),
@@ -196,7 +213,11 @@ class BatteryArbitrage(Task):
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when > 1.1 x."""
         slots = self._slots
-        soc, price, avg = obs[:, slots.soc], obs[:, slots.price_per_mwh], obs[:, slots.price_avg_24h_per_mwh]
+        soc, price, avg = (
+            obs[:, slots.soc],
+            obs[:, slots.price_per_mwh],
+            obs[:, slots.price_avg_24h_per_mwh],
+        )
         p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)
         cheap, dear = price < (1 - RULE_BAND) * avg, price > (1 + RULE_BAND) * avg
         return np.where(cheap, -p_ch_max, np.where(dear, p_dis_max, 0.0))[:, None]
@@ -208,7 +229,9 @@ class BatteryArbitrage(Task):
             day = self.split_days[state.day_id[row]]
             t0 = int(state.t[row])
             prices = self._price[day * self.profiles.steps_per_day + np.arange(t0, HORIZON)]
-            plans[row, t0:, 0] = _solve_arbitrage_lp(self.battery, prices, float(state.soc[row]), self.spec.dt_h)
+            plans[row, t0:, 0] = _solve_arbitrage_lp(
+                self.battery, prices, float(state.soc[row]), self.spec.dt_h
+            )
         return plans
 
 
@@ -222,7 +245,9 @@ def _battery_params(kwargs: dict[str, Any]) -> BatteryParams:
     return BatteryParams(**kwargs)
 
 
-def _solve_arbitrage_lp(battery: BatteryParams, price: np.ndarray, soc0: float, dt_h: float) -> np.ndarray:
+def _solve_arbitrage_lp(
+    battery: BatteryParams, price: np.ndarray, soc0: float, dt_h: float
+) -> np.ndarray:
     """Net power schedule [H] (MW, + = discharge) maximising the day's profit: an LP on HiGHS.
 
     Maximise ``sum_t (price_t - deg) d_t dt - (price_t + deg) c_t dt`` over charge ``c_t`` and
@@ -239,7 +264,9 @@ def _solve_arbitrage_lp(battery: BatteryParams, price: np.ndarray, soc0: float, 
     charge = h.addVariables(price.size, lb=0.0, ub=p_max)
     discharge = h.addVariables(price.size, lb=0.0, ub=p_max)
     stored = h.addVariables(price.size, lb=battery.soc_min * cap, ub=battery.soc_max * cap)
-    stored_in = battery.charge_efficiency * dt_h * charge - dt_h / battery.discharge_efficiency * discharge
+    stored_in = (
+        battery.charge_efficiency * dt_h * charge - dt_h / battery.discharge_efficiency * discharge
+    )
     h.addConstr(stored[0] - stored_in[0] == soc0 * cap)
     h.addConstrs(stored[1:] - stored[:-1] - stored_in[1:] == 0.0)
     deg = battery.degradation_cost_per_mwh

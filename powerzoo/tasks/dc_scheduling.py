@@ -102,7 +102,12 @@ DC_POWER_FACTOR = 0.95
 SLA_PENALTY_PER_GPUH = 10.0
 PENALIZED = {"voltage_violation": 1000.0, "thermal_overload": 1000.0, "overtemperature": 100.0}
 CONSTRAINTS = (*GRID_COSTS, "sla_violation", "overtemperature")
-THRESHOLDS = {"voltage_violation": 0.2, "thermal_overload": 0.5, "sla_violation": 50.0, "overtemperature": 0.5}
+THRESHOLDS = {
+    "voltage_violation": 0.2,
+    "thermal_overload": 0.5,
+    "sla_violation": 50.0,
+    "overtemperature": 0.5,
+}
 PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
 QUEUE_CAP_GPUH, GPUS_CAP = 1e6, 1e8  # observation bounds, far above a day's work
 ORACLE_THERMAL_PENALTY = 10_000.0  # $ per MW planned above a line's headroom
@@ -129,10 +134,18 @@ class DCSchedulingParams:
         """Defaults overridden by the task keywords ``dc_bus`` (0-based, 1..32), ``load_scale`` (> 0)."""
         unknown = set(kwargs) - {"dc_bus", "load_scale"}
         if unknown:
-            raise TypeError(f"dc_scheduling got unknown parameter(s) {sorted(unknown)}; valid: dc_bus, load_scale")
+            raise TypeError(
+                f"dc_scheduling got unknown parameter(s) {sorted(unknown)}; valid: dc_bus, load_scale"
+            )
         params = cls(**kwargs)
-        if isinstance(params.dc_bus, bool) or not isinstance(params.dc_bus, (int, np.integer)) or not 1 <= params.dc_bus <= 32:
-            raise ValueError(f"dc_bus must be a 0-based bus index of case33bw in 1..32 (0 is the head), got {params.dc_bus!r}")
+        if (
+            isinstance(params.dc_bus, bool)
+            or not isinstance(params.dc_bus, (int, np.integer))
+            or not 1 <= params.dc_bus <= 32
+        ):
+            raise ValueError(
+                f"dc_bus must be a 0-based bus index of case33bw in 1..32 (0 is the head), got {params.dc_bus!r}"
+            )
         if not (np.isfinite(params.load_scale) and params.load_scale > 0.0):
             raise ValueError(f"load_scale must be a positive number, got {params.load_scale!r}")
         return params
@@ -170,10 +183,15 @@ class DCScheduling(Task):
         self.tan_phi = float(np.tan(np.arccos(DC_POWER_FACTOR)))
         series = self.profiles.series
         self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
-        self._exogenous = np.stack([series[k] for k in _EXOGENOUS], axis=1).astype(np.float32)  # [T, 3] observation
+        self._exogenous = np.stack([series[k] for k in _EXOGENOUS], axis=1).astype(
+            np.float32
+        )  # [T, 3] observation
         obs = self.spec.observation
         self._obs_dim = obs.dim
-        self._s_time, self._s_exo = obs.slot("hour_sin", "hour_cos", "time_remaining"), obs.slot(*_EXOGENOUS)
+        self._s_time, self._s_exo = (
+            obs.slot("hour_sin", "hour_cos", "time_remaining"),
+            obs.slot(*_EXOGENOUS),
+        )
         self._s_zone, self._s_grid = obs.slot("zone_temp_c"), obs.slot(*_GRID)
         self._s_queue = {f: obs.slot(*(f"{j.name}_{f}" for j in JOB_CLASSES)) for f in _QUEUE}
         # warm start of each step's flow: the last flow's voltages moved by the first-order change
@@ -182,9 +200,13 @@ class DCScheduling(Task):
         z = np.zeros((case.n_bus, case.n_bus), dtype=complex)
         z[np.ix_(plan.order, plan.order)] = plan.z_path
         self._z_dc = z[p.dc_bus]  # [n_bus] per p.u. of DC current
-        self._z_demand = ((self.grid.bus_p_mw - 1j * self.grid.bus_q_mvar) / case.base_mva) @ z  # per unit of demand_pu
+        self._z_demand = (
+            (self.grid.bus_p_mw - 1j * self.grid.bus_q_mvar) / case.base_mva
+        ) @ z  # per unit of demand_pu
         self._dc_conj_s = (1.0 - 1j * self.tan_phi) / case.base_mva  # conj(S) per MW of DC load
-        self._feeder_p_mw = float(self.grid.bus_p_mw.sum())  # feeder load per unit of demand_pu (MW)
+        self._feeder_p_mw = float(
+            self.grid.bus_p_mw.sum()
+        )  # feeder load per unit of demand_pu (MW)
         self._init_step_constants()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -200,8 +222,16 @@ class DCScheduling(Task):
         self._dc = DataCentre(p.cluster, p.cooling, p.zone, self.workload, HORIZON, self.spec.dt_h)
         self._neg_dt, self._sla_price = np.array(-self.spec.dt_h), np.array(-SLA_PENALTY_PER_GPUH)
         temp = series["temp_c"]
-        self._inputs = np.ascontiguousarray(np.stack(
-            [temp, series["price_per_mwh"], series["demand_pu"], self._dc.plant.condenser_temp_c(temp)]))
+        self._inputs = np.ascontiguousarray(
+            np.stack(
+                [
+                    temp,
+                    series["price_per_mwh"],
+                    series["demand_pu"],
+                    self._dc.plant.condenser_temp_c(temp),
+                ]
+            )
+        )
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -209,13 +239,43 @@ class DCScheduling(Task):
         p = DCSchedulingParams.from_kwargs(task_kwargs)
         n = float(p.cluster.n_gpus)
         queue = tuple(f"{j.name}_{f}" for j in JOB_CLASSES for f in _QUEUE)
-        names = ("hour_sin", "hour_cos", "time_remaining", *_EXOGENOUS, "zone_temp_c", *_GRID, *queue)
-        units = ("-", "-", "fraction of horizon", "deg C", "$/MWh", "p.u. of annual peak", "deg C", "p.u.", "p.u.",
-                 "I / I_rated", "MW") + ("GPU-h", "GPU-h", "GPUs") * 2
+        names = (
+            "hour_sin",
+            "hour_cos",
+            "time_remaining",
+            *_EXOGENOUS,
+            "zone_temp_c",
+            *_GRID,
+            *queue,
+        )
+        units = (
+            "-",
+            "-",
+            "fraction of horizon",
+            "deg C",
+            "$/MWh",
+            "p.u. of annual peak",
+            "deg C",
+            "p.u.",
+            "p.u.",
+            "I / I_rated",
+            "MW",
+        ) + ("GPU-h", "GPU-h", "GPUs") * 2
         low = (-1.0, -1.0, 0.0, -60.0, PRICE_FLOOR, 0.0, -60.0, 0.0, 0.0, 0.0, 0.0) + (0.0,) * 6
-        high = (1.0, 1.0, 1.0, 60.0, PRICE_CAP, 2.0, 100.0, 1.2, 1.2, 1000.0, 20.0) + (QUEUE_CAP_GPUH, QUEUE_CAP_GPUH, GPUS_CAP) * 2
+        high = (1.0, 1.0, 1.0, 60.0, PRICE_CAP, 2.0, 100.0, 1.2, 1.2, 1000.0, 20.0) + (
+            QUEUE_CAP_GPUH,
+            QUEUE_CAP_GPUH,
+            GPUS_CAP,
+        ) * 2
         nominal_low = (-1.0, -1.0, 0.0, -10.0, 0.0, 0.0, 15.0, 0.9, 0.9, 0.0, 0.0) + (0.0,) * 6
-        nominal_high = (1.0, 1.0, 1.0, 45.0, 150.0, 1.0, 35.0, 1.0, 1.0, 1.0, 3.5) + (20000.0, 2000.0, n, 2000.0, 1000.0, n)
+        nominal_high = (1.0, 1.0, 1.0, 45.0, 150.0, 1.0, 35.0, 1.0, 1.0, 1.0, 3.5) + (
+            20000.0,
+            2000.0,
+            n,
+            2000.0,
+            1000.0,
+            n,
+        )
         return TaskSpec(
             task_id=cls.task_id,
             description=(
@@ -234,7 +294,9 @@ class DCScheduling(Task):
             ),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
-            splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "price_spike") + calendar.WORKLOAD_STRESS_SPLITS,
+            splits=calendar.BASE_SPLITS
+            + ("load_stress", "heatwave", "price_spike")
+            + calendar.WORKLOAD_STRESS_SPLITS,
             reward_terms=("energy_cost", "sla_penalty"),
             reward_doc=(
                 f"-(price x facility MWh) - {SLA_PENALTY_PER_GPUH:g} $/GPU-h x sla_violation per step ($); "
@@ -252,7 +314,9 @@ class DCScheduling(Task):
         )
 
     # ---- batched model ----------------------------------------------------------------------
-    def _flow(self, demand: np.ndarray, dc_mw: np.ndarray, v_init: np.ndarray | None) -> tuple[Any, np.ndarray]:
+    def _flow(
+        self, demand: np.ndarray, dc_mw: np.ndarray, v_init: np.ndarray | None
+    ) -> tuple[Any, np.ndarray]:
         """Exact power flow of the feeder loads at ``demand`` [B] plus the data centre's ``dc_mw`` [B],
         and the total net load [B] (MW)."""
         p, q = self.grid.bus_loads(demand)
@@ -281,8 +345,19 @@ class DCScheduling(Task):
         zeros = np.zeros(cum.shape[:2])
         demand = self.grid.demand_pu.take(idx)
         return DCSchedulingState(
-            day_id, t, np.full(b, p.initial_zone_temp_c), cum, cum[:, :, -1].copy(), zeros, zeros.copy(), allowance,
-            due_1h, required, self._grid_obs(flow, parked), demand, flow.v_complex_pu,
+            day_id,
+            t,
+            np.full(b, p.initial_zone_temp_c),
+            cum,
+            cum[:, :, -1].copy(),
+            zeros,
+            zeros.copy(),
+            allowance,
+            due_1h,
+            required,
+            self._grid_obs(flow, parked),
+            demand,
+            flow.v_complex_pu,
         )
 
     def observe(self, state: DCSchedulingState) -> np.ndarray:
@@ -311,8 +386,16 @@ class DCScheduling(Task):
         zone_temp, cooling_mw = dc.cool(state.zone_temp_c, temp_out, condenser_c, setpoint, it_mw)
         facility_mw = it_mw + cooling_mw
         v = state.v_complex_pu
-        d_current = (facility_mw - state.grid_obs[:, 3]) * self._dc_conj_s / np.conj(v[:, self.params.dc_bus])
-        v_init = v - np.multiply.outer(d_current, self._z_dc) - np.multiply.outer(demand - state.flow_demand_pu, self._z_demand)
+        d_current = (
+            (facility_mw - state.grid_obs[:, 3])
+            * self._dc_conj_s
+            / np.conj(v[:, self.params.dc_bus])
+        )
+        v_init = (
+            v
+            - np.multiply.outer(d_current, self._z_dc)
+            - np.multiply.outer(demand - state.flow_demand_pu, self._z_demand)
+        )
         flow, net_load = self._flow(demand, facility_mw, v_init)
         b = t.size
         costs = np.zeros((b, len(CONSTRAINTS)))
@@ -325,8 +408,18 @@ class DCScheduling(Task):
         np.multiply(price * facility_mw, self._neg_dt, out=terms[:, 0])
         np.multiply(costs[:, 2], self._sla_price, out=terms[:, 1])
         new_state = DCSchedulingState(
-            state.day_id, t + 1, zone_temp, q.cum, state.arrived_gpuh + q.arrived, state.served_gpuh + served,
-            q.dropped_gpuh, q.allowance, q.due_1h, q.required, self._grid_obs(flow, facility_mw), demand,
+            state.day_id,
+            t + 1,
+            zone_temp,
+            q.cum,
+            state.arrived_gpuh + q.arrived,
+            state.served_gpuh + served,
+            q.dropped_gpuh,
+            q.allowance,
+            q.due_1h,
+            q.required,
+            self._grid_obs(flow, facility_mw),
+            demand,
             flow.v_complex_pu,
         )
         applied = np.empty_like(action)
@@ -334,10 +427,22 @@ class DCScheduling(Task):
         applied[:, 2] = setpoint
         info = dict(flow.info)
         info.update(
-            net_load_mw=net_load, price_per_mwh=price, demand_pu=demand, temp_c=temp_out, it_mw=it_mw, cooling_mw=cooling_mw,
-            dc_load_mw=facility_mw, dc_bus_v_pu=new_state.grid_obs[:, 1], zone_temp_c=zone_temp, gpus_allocated=gpus,
-            gpus_busy=served * dc.per_dt, arrived_gpuh=new_state.arrived_gpuh, served_gpuh=new_state.served_gpuh,
-            dropped_gpuh=q.dropped_gpuh, behind_schedule_gpuh=q.behind, queued_gpuh=q.cum[:, :, -1],
+            net_load_mw=net_load,
+            price_per_mwh=price,
+            demand_pu=demand,
+            temp_c=temp_out,
+            it_mw=it_mw,
+            cooling_mw=cooling_mw,
+            dc_load_mw=facility_mw,
+            dc_bus_v_pu=new_state.grid_obs[:, 1],
+            zone_temp_c=zone_temp,
+            gpus_allocated=gpus,
+            gpus_busy=served * dc.per_dt,
+            arrived_gpuh=new_state.arrived_gpuh,
+            served_gpuh=new_state.served_gpuh,
+            dropped_gpuh=q.dropped_gpuh,
+            behind_schedule_gpuh=q.behind,
+            queued_gpuh=q.cum[:, :, -1],
         )
         return new_state, StepOutput(
             reward=terms[:, 0] + terms[:, 1],
@@ -368,7 +473,9 @@ class DCScheduling(Task):
                 plans[row, t0:] = self.oracle_day_plan(state, row)[0]
         return plans
 
-    def oracle_day_plan(self, state: DCSchedulingState, row: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def oracle_day_plan(
+        self, state: DCSchedulingState, row: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(actions [S, 3], planned facility power [S] MW) of row ``row`` from its step on.
 
         An LP on HiGHS: ``dc_microgrid``'s job-service and cooling blocks
@@ -383,21 +490,41 @@ class DCScheduling(Task):
         """
         p, w, dt_h, grid = self.params, self.workload, self.spec.dt_h, self.grid
         t0 = int(state.t[row])
-        idx = grid.flat_index(state.day_id[row:row + 1], np.arange(t0, HORIZON))  # [S] calendar steps
+        idx = grid.flat_index(
+            state.day_id[row : row + 1], np.arange(t0, HORIZON)
+        )  # [S] calendar steps
         temp_out, price, demand, _ = self._inputs[:, idx]
         arrivals = per_bucket(w.arrival_cum_gpuh[idx].astype(np.float64))  # [S, C, K]
-        arrivals[0] = per_bucket(state.queue_cum_gpuh[row:row + 1])[0]  # queued now, this step's arrivals in
+        arrivals[0] = per_bucket(state.queue_cum_gpuh[row : row + 1])[
+            0
+        ]  # queued now, this step's arrivals in
         allowance = state.carry_allowance_gpuh[row] + w.arrival_carry_gpuh[idx[1:]].sum(axis=0)
-        setpoint, _, heat_offset = zone_trajectory(p, float(state.zone_temp_c[row]), temp_out, ORACLE_SETPOINT_C,
-                                                   SETPOINT_MIN_C, dt_h)
+        setpoint, _, heat_offset = zone_trajectory(
+            p, float(state.zone_temp_c[row]), temp_out, ORACLE_SETPOINT_C, SETPOINT_MIN_C, dt_h
+        )
         cop = cooling_cop(p.cooling, temp_out, setpoint)
-        sens = voltage_sq_sensitivity(grid.case, np.array([p.dc_bus]), self.tan_phi)[0]  # [n_bus] per MW
+        sens = voltage_sq_sensitivity(grid.case, np.array([p.dc_bus]), self.tan_phi)[
+            0
+        ]  # [n_bus] per MW
         headroom = self._line_headroom_mw(demand)
         p_ref = np.full(idx.size, 1.9)
         for _ in range(ORACLE_PASSES):
             v2_ref = self._flow(demand, p_ref, None)[0].vm_pu ** 2
-            shares, p_ref = _solve_day(p, arrivals, w.bucket_due_step, t0, allowance, price, cop, heat_offset,
-                                       v2_ref, p_ref, sens, headroom, dt_h)
+            shares, p_ref = _solve_day(
+                p,
+                arrivals,
+                w.bucket_due_step,
+                t0,
+                allowance,
+                price,
+                cop,
+                heat_offset,
+                v2_ref,
+                p_ref,
+                sens,
+                headroom,
+                dt_h,
+            )
         return np.column_stack([shares, setpoint]), p_ref
 
     def _line_headroom_mw(self, demand: np.ndarray) -> np.ndarray:
@@ -418,26 +545,55 @@ class DCScheduling(Task):
         return np.maximum((np.sqrt(np.maximum(disc, 0.0)) - half_b) / a, 0.0).min(axis=1)
 
 
-def _solve_day(params: DCSchedulingParams, arrivals: np.ndarray, bucket_due_step: np.ndarray, t0: int,
-               allowance: np.ndarray, price: np.ndarray, cop: np.ndarray, heat_offset: np.ndarray, v2_ref: np.ndarray,
-               p_ref: np.ndarray, sens: np.ndarray, headroom: np.ndarray, dt_h: float) -> tuple[np.ndarray, np.ndarray]:
+def _solve_day(
+    params: DCSchedulingParams,
+    arrivals: np.ndarray,
+    bucket_due_step: np.ndarray,
+    t0: int,
+    allowance: np.ndarray,
+    price: np.ndarray,
+    cop: np.ndarray,
+    heat_offset: np.ndarray,
+    v2_ref: np.ndarray,
+    p_ref: np.ndarray,
+    sens: np.ndarray,
+    headroom: np.ndarray,
+    dt_h: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """GPU shares [S, 2] and facility power [S] (MW) of one LP (see :meth:`DCScheduling.oracle_day_plan`)."""
     n_steps = price.size
     it_base, mw_per_gpuh = it_power_model(params.cluster, dt_h)
     model = SparseModel()
     cooling = model.columns(n_steps, 0.0, np.inf, price * dt_h)
-    served_by_class, groups = add_job_service(model, arrivals, bucket_due_step, t0, allowance,
-                                              price * dt_h * mw_per_gpuh, SLA_PENALTY_PER_GPUH, params.cluster.n_gpus, dt_h)
+    served_by_class, groups = add_job_service(
+        model,
+        arrivals,
+        bucket_due_step,
+        t0,
+        allowance,
+        price * dt_h * mw_per_gpuh,
+        SLA_PENALTY_PER_GPUH,
+        params.cluster.n_gpus,
+        dt_h,
+    )
     add_cooling_rows(model, params, cooling, groups, cop, heat_offset, dt_h)
     # facility power P = it_base + mw_per_gpuh sum x + cooling: v2_ref + s (P - P_ref) + slack >= lo
     lo = (V_MIN_PU + ORACLE_BAND_MARGIN_PU) ** 2
-    swing = np.abs(sens) * params.cluster.p_max_mw * 1.5  # the largest change of v2 the plan can make
+    swing = (
+        np.abs(sens) * params.cluster.p_max_mw * 1.5
+    )  # the largest change of v2 the plan can make
     for bus in np.flatnonzero(np.any(v2_ref - swing < lo, axis=0)):
         steps = np.flatnonzero(v2_ref[:, bus] - swing[bus] < lo)
         s = sens[bus]
         slack = model.columns(steps.size, 0.0, np.inf, ORACLE_VOLTAGE_PENALTY)
         rhs = lo - v2_ref[steps, bus] + s * (p_ref[steps] - it_base)
-        model.rows([(cooling[steps], s), (slack, 1.0)], rhs, np.inf, [groups[j] for j in steps], s * mw_per_gpuh)
+        model.rows(
+            [(cooling[steps], s), (slack, 1.0)],
+            rhs,
+            np.inf,
+            [groups[j] for j in steps],
+            s * mw_per_gpuh,
+        )
     # lines: P - slack <= headroom
     slack = model.columns(n_steps, 0.0, np.inf, ORACLE_THERMAL_PENALTY * dt_h)
     model.rows([(cooling, 1.0), (slack, -1.0)], -np.inf, headroom - it_base, groups, mw_per_gpuh)
@@ -449,4 +605,6 @@ def _solve_day(params: DCSchedulingParams, arrivals: np.ndarray, bucket_due_step
         raise RuntimeError(f"dc_scheduling oracle: HiGHS found no plan from step {t0} ({status})")
     v = np.asarray(solution.col_value)
     served = np.array([sum(v[c].sum() for c in step) for step in served_by_class])
-    return plan_shares(v, served_by_class, params.cluster.n_gpus, dt_h), it_base + mw_per_gpuh * served + v[cooling]
+    return plan_shares(
+        v, served_by_class, params.cluster.n_gpus, dt_h
+    ), it_base + mw_per_gpuh * served + v[cooling]

@@ -86,22 +86,41 @@ BATTERY_BUSES = (16, 23, 31)
 ENERGY_MWH, POWER_MW = 1.0, 0.5
 TOU_STEPS = 8  # half-hours of charging and of discharging in the rule-based schedule
 FORECAST_STEPS = 4
-ORACLE_MARGIN_PU = 0.002  # the oracle plans in [0.952, 1.048] p.u.: 1.5 MW swings linearise less well
+ORACLE_MARGIN_PU = (
+    0.002  # the oracle plans in [0.952, 1.048] p.u.: 1.5 MW swings linearise less well
+)
 PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
 _N = len(BATTERY_BUSES)
 _min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 AGENTS = tuple(f"battery_{i}" for i in range(_N))
 
-_TIME = (("hour_sin", "-", -1.0, 1.0, -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-         ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-         ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0))
-_OWN = (("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0), ("own_prev_p_mw", "MW", -POWER_MW, POWER_MW, -POWER_MW, POWER_MW),
-        ("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0), ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.3))
-_GLOBAL = (("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0), ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
-           ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0), ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-           *((f"soc_battery_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(_N)))
-_FORECAST = tuple((f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0) for k in range(1, FORECAST_STEPS + 1))
-_NEIGHBOURS = (("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0), ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0))
+_TIME = (
+    ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
+    ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
+    ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
+    ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
+)
+_OWN = (
+    ("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0),
+    ("own_prev_p_mw", "MW", -POWER_MW, POWER_MW, -POWER_MW, POWER_MW),
+    ("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+    ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.3),
+)
+_GLOBAL = (
+    ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
+    ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
+    ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+    ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+    *((f"soc_battery_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(_N)),
+)
+_FORECAST = tuple(
+    (f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0)
+    for k in range(1, FORECAST_STEPS + 1)
+)
+_NEIGHBOURS = (
+    ("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+    ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+)
 _MODES = {
     "global": _TIME + _GLOBAL + _OWN,
     "local": _TIME + _OWN,
@@ -174,14 +193,18 @@ class MarlDerArbitrage(Task):
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         super().__init__(self.make_spec(**task_kwargs), split)
         self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
-        self.battery = InverterBatteryParams(energy_capacity_mwh=ENERGY_MWH, power_max_mw=POWER_MW, n_units=_N)
+        self.battery = InverterBatteryParams(
+            energy_capacity_mwh=ENERGY_MWH, power_max_mw=POWER_MW, n_units=_N
+        )
         self.buses = np.asarray(BATTERY_BUSES)
         case = self.grid.case
         self.upstream_bus = case.bus_parent[self.buses]
         self._children = child_buses(case, BATTERY_BUSES)
         self._own_load_mw = self.grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
         self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
-        self._slots = {mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
+        self._slots = {
+            mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
+        }
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._tou = tou_schedule(self.profiles.steps_per_day)
         glob = self.spec.observation
@@ -191,7 +214,9 @@ class MarlDerArbitrage(Task):
     @classmethod
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
         if task_kwargs:
-            raise TypeError(f"marl_der_arbitrage takes no task parameters, got {sorted(task_kwargs)}")
+            raise TypeError(
+                f"marl_der_arbitrage takes no task parameters, got {sorted(task_kwargs)}"
+            )
         modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _MODES.items()}
         return TaskSpec(
             task_id=cls.task_id,
@@ -210,7 +235,8 @@ class MarlDerArbitrage(Task):
             ),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
-            splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "low_renewable", "price_spike"),
+            splits=calendar.BASE_SPLITS
+            + ("load_stress", "heatwave", "low_renewable", "price_spike"),
             reward_terms=("discharge_revenue", "charge_payment", "degradation"),
             reward_doc=(
                 "per agent: own price x (discharged - charged MWh) - 2 $/MWh x throughput ($ per step); "
@@ -219,11 +245,19 @@ class MarlDerArbitrage(Task):
             constraint_names=(*GRID_COSTS, "soc_violation"),
             constraint_units=(*GRID_COST_UNITS, "MWh (sum over batteries)"),
             selected_constraints=(*GRID_COSTS, "soc_violation"),
-            cost_thresholds={"voltage_violation": 0.2, "thermal_overload": 0.5, "soc_violation": 0.5},
+            cost_thresholds={
+                "voltage_violation": 0.2,
+                "thermal_overload": 0.5,
+                "soc_violation": 0.5,
+            },
             baselines=("random", "rule_based", "oracle"),
             reward_presets={
                 "profit": {},
-                "penalized": {"voltage_violation": 1000.0, "thermal_overload": 1000.0, "soc_violation": 100.0},
+                "penalized": {
+                    "voltage_violation": 1000.0,
+                    "thermal_overload": 1000.0,
+                    "soc_violation": 100.0,
+                },
             },
             obs_modes=tuple(_MODES),
             obs_mode_specs=modes,
@@ -239,12 +273,28 @@ class MarlDerArbitrage(Task):
         p, q = self.grid.bus_loads(self.grid.demand_pu.take(self.grid.flat_index(day_id, t)))
         flow = self.grid.solve(p, q)
         soc = inverter_battery_reset(self.battery, b)
-        return DerArbitrageState(day_id, t, soc, np.zeros((b, _N)), flow.vm_pu, flow.info["feeder_p_mw"], flow.v_complex_pu)
+        return DerArbitrageState(
+            day_id,
+            t,
+            soc,
+            np.zeros((b, _N)),
+            flow.vm_pu,
+            flow.info["feeder_p_mw"],
+            flow.v_complex_pu,
+        )
 
     def observe(self, state: DerArbitrageState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, 3, obs_dim] (float32) of ``obs_mode`` (default ``global``)."""
-        slots, obs, flat = begin_observation(self.spec, self._slots, self._time, self.grid,
-                                             self.profiles.steps_per_day, state, obs_mode, _N)
+        slots, obs, flat = begin_observation(
+            self.spec,
+            self._slots,
+            self._time,
+            self.grid,
+            self.profiles.steps_per_day,
+            state,
+            obs_mode,
+            _N,
+        )
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
         obs[:, :, slots.own_soc] = state.soc
@@ -294,7 +344,13 @@ class MarlDerArbitrage(Task):
         costs[:, :2] = flow.costs
         costs[:, 2] = result.soc_violation_mwh.sum(axis=1)
         new_state = DerArbitrageState(
-            state.day_id, state.t + 1, result.soc, result.p_mw, flow.vm_pu, flow.info["feeder_p_mw"], flow.v_complex_pu
+            state.day_id,
+            state.t + 1,
+            result.soc,
+            result.p_mw,
+            flow.vm_pu,
+            flow.info["feeder_p_mw"],
+            flow.v_complex_pu,
         )
         info = dict(flow.info)
         info.update(
@@ -317,11 +373,15 @@ class MarlDerArbitrage(Task):
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Time-of-use schedule (module docstring) from ``global`` observations [B, 3, d]: [B, 3] MW."""
         t = np.rint((1.0 - obs[:, 0, self._rule_t].astype(np.float64)) * HORIZON).astype(np.int64)
-        mode = self._tou.take(np.clip(t, 0, HORIZON - 1) % self.profiles.steps_per_day)  # -1 charge, +1 discharge
+        mode = self._tou.take(
+            np.clip(t, 0, HORIZON - 1) % self.profiles.steps_per_day
+        )  # -1 charge, +1 discharge
         soc = obs[:, :, self._rule_soc].astype(np.float64)
         p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)  # type: ignore[arg-type]
         usable = (self.battery.soc_max - self.battery.soc_min) * self.battery.energy_capacity_mwh
-        rate = usable / (TOU_STEPS * self.spec.dt_h)  # MW that moves the usable energy in TOU_STEPS steps
+        rate = usable / (
+            TOU_STEPS * self.spec.dt_h
+        )  # MW that moves the usable energy in TOU_STEPS steps
         charge = np.minimum(rate / self.battery.charge_efficiency, p_ch_max)
         discharge = np.minimum(rate * self.battery.discharge_efficiency, p_dis_max)
         return np.where(mode[:, None] < 0, -charge, np.where(mode[:, None] > 0, discharge, 0.0))
@@ -337,19 +397,31 @@ class MarlDerArbitrage(Task):
         sens = voltage_sq_sensitivity(self.grid.case, self.buses)
         for row in range(state.t.size):
             t0 = int(state.t[row])
-            flat = self.grid.flat_index(state.day_id[row : row + 1], np.array([t0]))[0] + np.arange(HORIZON - t0)
+            flat = self.grid.flat_index(state.day_id[row : row + 1], np.array([t0]))[0] + np.arange(
+                HORIZON - t0
+            )
             p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
             v2_base = self.grid.solve(p, q).vm_pu ** 2
-            plans[row, t0:] = _solve_day(self.battery, self.grid.price_per_mwh.take(flat), state.soc[row], v2_base, sens,
-                                         self.spec.dt_h)
+            plans[row, t0:] = _solve_day(
+                self.battery,
+                self.grid.price_per_mwh.take(flat),
+                state.soc[row],
+                v2_base,
+                sens,
+                self.spec.dt_h,
+            )
         return plans
 
 
 def tou_schedule(steps_per_day: int) -> np.ndarray:
     """Time-of-use plan [steps_per_day]: -1 in the ``TOU_STEPS`` cheapest steps of the average day, +1 in the
     dearest, else 0 (average over the train days of the base price profile, the same for every split)."""
-    price = get_profiles("base", STEP_MINUTES).series["price_per_mwh"][: calendar.N_DAYS * steps_per_day]
-    mean_day = price.reshape(calendar.N_DAYS, steps_per_day)[calendar.split_day_indices("train")].mean(axis=0)
+    price = get_profiles("base", STEP_MINUTES).series["price_per_mwh"][
+        : calendar.N_DAYS * steps_per_day
+    ]
+    mean_day = price.reshape(calendar.N_DAYS, steps_per_day)[
+        calendar.split_day_indices("train")
+    ].mean(axis=0)
     order = np.argsort(mean_day, kind="stable")
     plan = np.zeros(steps_per_day, dtype=np.int64)
     plan[order[:TOU_STEPS]] = -1
@@ -357,8 +429,14 @@ def tou_schedule(steps_per_day: int) -> np.ndarray:
     return plan
 
 
-def _solve_day(battery: InverterBatteryParams, price: np.ndarray, soc0: np.ndarray, v2_base: np.ndarray,
-               sens: np.ndarray, dt_h: float) -> np.ndarray:
+def _solve_day(
+    battery: InverterBatteryParams,
+    price: np.ndarray,
+    soc0: np.ndarray,
+    v2_base: np.ndarray,
+    sens: np.ndarray,
+    dt_h: float,
+) -> np.ndarray:
     """Net battery powers [T, 3] (MW, + discharge) of the day plan (LP on HiGHS via highspy).
 
     Maximise ``sum price (d - c) dt - deg (c + d) dt - voltage penalty`` over charge ``c`` and
@@ -375,15 +453,21 @@ def _solve_day(battery: InverterBatteryParams, price: np.ndarray, soc0: np.ndarr
     charge = unit_variables(h, t, np.zeros(n), battery.power_max_mw)
     discharge = unit_variables(h, t, np.zeros(n), battery.power_max_mw)
     stored = unit_variables(h, t, battery.soc_min * cap, battery.soc_max * cap)
-    stored_in = (battery.charge_efficiency * dt_h) * charge - (dt_h / battery.discharge_efficiency) * discharge
+    stored_in = (battery.charge_efficiency * dt_h) * charge - (
+        dt_h / battery.discharge_efficiency
+    ) * discharge
     h.addConstrs(stored[0] - stored_in[0] == soc0 * cap)
     if t > 1:
         h.addConstrs((stored[1:] - stored[:-1] - stored_in[1:]).ravel() == 0.0)
     bound = np.broadcast_to(np.abs(sens).T @ battery.power_max_mw, v2_base.shape)
     penalty = add_voltage_band(h, v2_base, (charge - discharge) @ sens, bound, ORACLE_MARGIN_PU)
     deg = battery.degradation_cost_per_mwh
-    profit = h.qsum(((price[:, None] - deg) * dt_h * discharge).ravel()) - h.qsum(((price[:, None] + deg) * dt_h * charge).ravel())
+    profit = h.qsum(((price[:, None] - deg) * dt_h * discharge).ravel()) - h.qsum(
+        ((price[:, None] + deg) * dt_h * charge).ravel()
+    )
     h.maximize(profit if penalty is None else profit - penalty)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"marl_der_arbitrage oracle LP failed: {h.modelStatusToString(h.getModelStatus())}")
+        raise RuntimeError(
+            f"marl_der_arbitrage oracle LP failed: {h.modelStatusToString(h.getModelStatus())}"
+        )
     return h.vals(discharge) - h.vals(charge)

@@ -129,22 +129,41 @@ _BAT, _PV, _FLEX = slice(0, _K), slice(_K, 2 * _K), slice(2 * _K, _N)
 DER_BUSES = BATTERY_BUSES + PV_BUSES + FLEX_BUSES
 
 _V = ("p.u.", 0.0, 1.2, 0.9, 1.05)
-_TIME = (("hour_sin", "-", -1.0, 1.0, -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-         ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-         ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0))
-_KIND = tuple((f"is_{k}", "one-hot", 0.0, 1.0, 0.0, 1.0) for k in ("battery", "pv", "flexible_load"))
-_DEVICE = (("own_v_pu", *_V), ("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0),
-           ("own_pv_available_mw", "MW", 0.0, PV_MW, 0.0, PV_MW),
-           ("own_base_load_mw", "MW", 0.0, 2.0, 0.0, 0.3), ("own_backlog_mwh", "MWh", 0.0, 2.0, 0.0, 0.2))
-_PREV = (("own_prev_p_mw", "MW (+ into the feeder)", -2.0, 2.0, -0.5, 0.5),
-         ("own_prev_q_mvar", "Mvar (+ injection)", -2.0, 2.0, -0.5, 0.5),
-         ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.6))
+_TIME = (
+    ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
+    ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
+    ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
+    ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
+)
+_KIND = tuple(
+    (f"is_{k}", "one-hot", 0.0, 1.0, 0.0, 1.0) for k in ("battery", "pv", "flexible_load")
+)
+_DEVICE = (
+    ("own_v_pu", *_V),
+    ("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0),
+    ("own_pv_available_mw", "MW", 0.0, PV_MW, 0.0, PV_MW),
+    ("own_base_load_mw", "MW", 0.0, 2.0, 0.0, 0.3),
+    ("own_backlog_mwh", "MWh", 0.0, 2.0, 0.0, 0.2),
+)
+_PREV = (
+    ("own_prev_p_mw", "MW (+ into the feeder)", -2.0, 2.0, -0.5, 0.5),
+    ("own_prev_q_mvar", "Mvar (+ injection)", -2.0, 2.0, -0.5, 0.5),
+    ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.6),
+)
 _NEIGHBOURS = (("upstream_v_pu", *_V), ("downstream_v_pu", *_V))
-_SYSTEM = (("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0), ("pv_cf", "fraction", 0.0, 1.0, 0.0, 1.0),
-           ("feeder_p_mw", "MW", -20.0, 30.0, 0.0, 12.0), ("p_loss_mw", "MW", 0.0, 5.0, 0.0, 0.6),
-           ("v_min_pu", *_V), ("v_max_pu", *_V))
-_FLEET = (*((f"v_{a}_pu", *_V) for a in AGENTS), *((f"soc_{a}", "fraction", 0.0, 1.0, 0.0, 1.0) for a in BATTERIES),
-          *((f"backlog_{a}_mwh", "MWh", 0.0, 2.0, 0.0, 0.2) for a in LOADS))
+_SYSTEM = (
+    ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
+    ("pv_cf", "fraction", 0.0, 1.0, 0.0, 1.0),
+    ("feeder_p_mw", "MW", -20.0, 30.0, 0.0, 12.0),
+    ("p_loss_mw", "MW", 0.0, 5.0, 0.0, 0.6),
+    ("v_min_pu", *_V),
+    ("v_max_pu", *_V),
+)
+_FLEET = (
+    *((f"v_{a}_pu", *_V) for a in AGENTS),
+    *((f"soc_{a}", "fraction", 0.0, 1.0, 0.0, 1.0) for a in BATTERIES),
+    *((f"backlog_{a}_mwh", "MWh", 0.0, 2.0, 0.0, 0.2) for a in LOADS),
+)
 _MODES = {
     "ders_local": _TIME + _KIND + _DEVICE,
     "global": _TIME + _KIND + _DEVICE + _SYSTEM + _FLEET,
@@ -181,10 +200,15 @@ class _Slots:
             return where.start if isinstance(where, slice) else where
 
         return cls(
-            width=spec.dim, time=spec.slot("hour_sin", "hour_cos", "time_remaining"),  # type: ignore[arg-type]
-            price=spec.slot("price_per_mwh"), device=start(_DEVICE),  # type: ignore[arg-type]
+            width=spec.dim,
+            time=spec.slot("hour_sin", "hour_cos", "time_remaining"),  # type: ignore[arg-type]
+            price=spec.slot("price_per_mwh"),
+            device=start(_DEVICE),  # type: ignore[arg-type]
             kind=spec.slot(*_names(_KIND)) if start(_KIND) is not None else None,  # type: ignore[arg-type]
-            prev=start(_PREV), neighbours=start(_NEIGHBOURS), system=start(_SYSTEM), fleet=start(_FLEET),
+            prev=start(_PREV),
+            neighbours=start(_NEIGHBOURS),
+            system=start(_SYSTEM),
+            fleet=start(_FLEET),
         )
 
 
@@ -215,21 +239,36 @@ class MarlDersBenchmark(Task):
         super().__init__(self.make_spec(), split)
         self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
         case = self.grid.case
-        self.battery = InverterBatteryParams(energy_capacity_mwh=ENERGY_MWH, power_max_mw=POWER_MW,
-                                             s_rating_mva=BATTERY_S_MVA, n_units=_K)
+        self.battery = InverterBatteryParams(
+            energy_capacity_mwh=ENERGY_MWH,
+            power_max_mw=POWER_MW,
+            s_rating_mva=BATTERY_S_MVA,
+            n_units=_K,
+        )
         self.pv = PVInverterParams(capacity_mw=PV_MW, s_rating_mva=PV_S_MVA, n_units=_K)
         self.flex_buses = np.asarray(FLEX_BUSES)
-        pf = case.bus_pd_mw[self.flex_buses] / np.hypot(case.bus_pd_mw[self.flex_buses], case.bus_qd_mvar[self.flex_buses])
-        self.flex = FlexibleLoadParams(curtail_max=FLEX_MAX, shift_max=FLEX_MAX, power_factor=pf,
-                                       payback_steps=PAYBACK_STEPS, n_units=_K)
-        self.flex_mw = FLEX_SHARE * self.grid.bus_p_mw[self.flex_buses]  # flexible MW per unit of demand_pu
+        pf = case.bus_pd_mw[self.flex_buses] / np.hypot(
+            case.bus_pd_mw[self.flex_buses], case.bus_qd_mvar[self.flex_buses]
+        )
+        self.flex = FlexibleLoadParams(
+            curtail_max=FLEX_MAX,
+            shift_max=FLEX_MAX,
+            power_factor=pf,
+            payback_steps=PAYBACK_STEPS,
+            n_units=_K,
+        )
+        self.flex_mw = (
+            FLEX_SHARE * self.grid.bus_p_mw[self.flex_buses]
+        )  # flexible MW per unit of demand_pu
         self.bat_buses, self.pv_buses = np.asarray(BATTERY_BUSES), np.asarray(PV_BUSES)
         self.der_buses = np.asarray(DER_BUSES)
         self.pv_cf = self.profiles.series["pv_cf"]
         self.upstream_bus = case.bus_parent[self.der_buses]
         self._children = child_buses(case, DER_BUSES)
         self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
-        self._slots = {mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
+        self._slots = {
+            mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
+        }
         self._kind = np.repeat(np.eye(3, dtype=np.float32), _K, axis=0)  # [12, 3]
         self._tou = tou_schedule(self.profiles.steps_per_day)
         obs = self.spec.observation
@@ -239,11 +278,16 @@ class MarlDersBenchmark(Task):
     @classmethod
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
         if task_kwargs:
-            raise TypeError(f"marl_ders_benchmark takes no task parameters, got {sorted(task_kwargs)}")
+            raise TypeError(
+                f"marl_ders_benchmark takes no task parameters, got {sorted(task_kwargs)}"
+            )
         modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _MODES.items()}
         actions = (
             [(f"{a}.p_mw", "MW (+ discharge)", -POWER_MW, POWER_MW) for a in BATTERIES]
-            + [(f"{a}.q_mvar", "Mvar (+ injection)", -BATTERY_S_MVA, BATTERY_S_MVA) for a in BATTERIES]
+            + [
+                (f"{a}.q_mvar", "Mvar (+ injection)", -BATTERY_S_MVA, BATTERY_S_MVA)
+                for a in BATTERIES
+            ]
             + [(f"{a}.curtail", "fraction of available PV", 0.0, 1.0) for a in PVS]
             + [(f"{a}.q_mvar", "Mvar (+ injection)", -PV_S_MVA, PV_S_MVA) for a in PVS]
             + [(f"{a}.curtail", "fraction of the unit's demand", 0.0, FLEX_MAX) for a in LOADS]
@@ -265,29 +309,50 @@ class MarlDersBenchmark(Task):
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "price_spike"),
-            reward_terms=("loss_cost", "pv_curtailment_cost", "load_curtailment_cost", "battery_cost"),
+            reward_terms=(
+                "loss_cost",
+                "pv_curtailment_cost",
+                "load_curtailment_cost",
+                "battery_cost",
+            ),
             reward_doc=(
                 f"shared: -(price x losses x dt + price x curtailed PV MWh + {VOLL_PER_MWH:g} $/MWh x curtailed "
                 "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per step ($)"
             ),
             constraint_names=(*GRID_COSTS, "device_violation"),
-            constraint_units=(*GRID_COST_UNITS,
-                              "MWh-equivalent (SOC violation MWh + S-limit Q cut Mvarh + refused shift MWh)"),
+            constraint_units=(
+                *GRID_COST_UNITS,
+                "MWh-equivalent (SOC violation MWh + S-limit Q cut Mvarh + refused shift MWh)",
+            ),
             selected_constraints=(*GRID_COSTS, "device_violation"),
-            cost_thresholds={"voltage_violation": 1.0, "thermal_overload": 0.5, "device_violation": 0.5},
+            cost_thresholds={
+                "voltage_violation": 1.0,
+                "thermal_overload": 0.5,
+                "device_violation": 0.5,
+            },
             baselines=("random", "rule_based", "oracle"),
             reward_presets={
                 "objective": {},
-                "penalized": {"voltage_violation": 1000.0, "thermal_overload": 1000.0, "device_violation": 100.0},
+                "penalized": {
+                    "voltage_violation": 1000.0,
+                    "thermal_overload": 1000.0,
+                    "device_violation": 100.0,
+                },
             },
             obs_modes=tuple(_MODES),
             obs_mode_specs=modes,
             default_obs_mode="ders_local",
             shared_reward=True,
             agent_groups=(
-                AgentGroup("batteries", BATTERIES, "inverter batteries: [p_mw (+ discharge), q_mvar (+ injection)]"),
+                AgentGroup(
+                    "batteries",
+                    BATTERIES,
+                    "inverter batteries: [p_mw (+ discharge), q_mvar (+ injection)]",
+                ),
                 AgentGroup("pv", PVS, "PV inverters: [curtail fraction, q_mvar (+ injection)]"),
-                AgentGroup("flexible_loads", LOADS, "flexible loads: [curtail fraction, shift fraction]"),
+                AgentGroup(
+                    "flexible_loads", LOADS, "flexible loads: [curtail fraction, shift fraction]"
+                ),
             ),
         )
 
@@ -303,7 +368,9 @@ class MarlDersBenchmark(Task):
     @staticmethod
     def _grid(flow: Any) -> np.ndarray:
         info = flow.info
-        return np.stack([info["feeder_p_mw"], info["p_loss_mw"], info["v_min_pu"], info["v_max_pu"]], axis=1)
+        return np.stack(
+            [info["feeder_p_mw"], info["p_loss_mw"], info["v_min_pu"], info["v_max_pu"]], axis=1
+        )
 
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DersState:
         day_id = self.check_day_id(day_id)
@@ -321,13 +388,31 @@ class MarlDersBenchmark(Task):
         prev_p[:, _PV] = pv_mw
         prev_p[:, _FLEX] = -flex
         fl = flexible_load_reset(self.flex, b)
-        return DersState(day_id, t, inverter_battery_reset(self.battery, b), fl.due_mwh, fl.backlog_mwh, prev_p,
-                         np.zeros((b, _N)), flow.vm_pu, self._grid(flow), flow.v_complex_pu)
+        return DersState(
+            day_id,
+            t,
+            inverter_battery_reset(self.battery, b),
+            fl.due_mwh,
+            fl.backlog_mwh,
+            prev_p,
+            np.zeros((b, _N)),
+            flow.vm_pu,
+            self._grid(flow),
+            flow.v_complex_pu,
+        )
 
     def observe(self, state: DersState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, 12, obs_dim] (float32) of ``obs_mode`` (default ``ders_local``)."""
-        s, obs, flat = begin_observation(self.spec, self._slots, self._time, self.grid,
-                                         self.profiles.steps_per_day, state, obs_mode, _N)
+        s, obs, flat = begin_observation(
+            self.spec,
+            self._slots,
+            self._time,
+            self.grid,
+            self.profiles.steps_per_day,
+            state,
+            obs_mode,
+            _N,
+        )
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
         if s.kind is not None:
@@ -361,7 +446,9 @@ class MarlDersBenchmark(Task):
             obs[:, :, f + _N + _K : f + _N + 2 * _K] = state.backlog_mwh[:, None, :]
         return obs
 
-    def step(self, state: DersState, action: np.ndarray, rng: np.random.Generator) -> tuple[DersState, StepOutput]:
+    def step(
+        self, state: DersState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[DersState, StepOutput]:
         dt_h = self.spec.dt_h
         b = state.t.size
         act = action.reshape(b, _N, 2)
@@ -369,10 +456,19 @@ class MarlDersBenchmark(Task):
         demand = self.grid.demand_pu.take(flat)
         price = self.grid.price_per_mwh.take(flat)
         bat = inverter_battery_step(self.battery, state.soc, act[:, _BAT, 0], act[:, _BAT, 1], dt_h)
-        pv = pv_inverter_step(self.pv, self.pv_cf.take(flat)[:, None], act[:, _PV, 0], act[:, _PV, 1], dt_h)
+        pv = pv_inverter_step(
+            self.pv, self.pv_cf.take(flat)[:, None], act[:, _PV, 0], act[:, _PV, 1], dt_h
+        )
         p, q, flex_base = self._loads(demand)
-        fl = flexible_load_step(self.flex, FlexibleLoadState(state.due_mwh, state.backlog_mwh), flex_base,
-                                act[:, _FLEX, 0], act[:, _FLEX, 1], dt_h, HORIZON - 1 - state.t)
+        fl = flexible_load_step(
+            self.flex,
+            FlexibleLoadState(state.due_mwh, state.backlog_mwh),
+            flex_base,
+            act[:, _FLEX, 0],
+            act[:, _FLEX, 1],
+            dt_h,
+            HORIZON - 1 - state.t,
+        )
         p[:, self.flex_buses] += fl.p_mw
         q[:, self.flex_buses] += fl.q_mvar
         served_mw = p.sum(axis=1)
@@ -386,20 +482,35 @@ class MarlDersBenchmark(Task):
         terms[:, 1] = -(price * pv.curtailed_mwh.sum(axis=1))
         terms[:, 2] = -(VOLL_PER_MWH * fl.curtailed_mwh.sum(axis=1))
         throughput = bat.charge_mwh + bat.discharge_mwh
-        terms[:, 3] = -(price * (bat.charge_mwh - bat.discharge_mwh).sum(axis=1)
-                        + (self.battery.degradation_cost_per_mwh * throughput).sum(axis=1))
+        terms[:, 3] = -(
+            price * (bat.charge_mwh - bat.discharge_mwh).sum(axis=1)
+            + (self.battery.degradation_cost_per_mwh * throughput).sum(axis=1)
+        )
         costs = np.empty((b, 3))
         costs[:, :2] = flow.costs
-        costs[:, 2] = (bat.soc_violation_mwh.sum(axis=1) + (bat.q_cut_mvar.sum(axis=1) + pv.q_cut_mvar.sum(axis=1)) * dt_h
-                       + fl.shift_refused_mwh.sum(axis=1))
+        costs[:, 2] = (
+            bat.soc_violation_mwh.sum(axis=1)
+            + (bat.q_cut_mvar.sum(axis=1) + pv.q_cut_mvar.sum(axis=1)) * dt_h
+            + fl.shift_refused_mwh.sum(axis=1)
+        )
         applied = np.empty((b, _N, 2))
         applied[:, _BAT, 0], applied[:, _BAT, 1] = bat.p_mw, bat.q_mvar
         applied[:, _PV, 0], applied[:, _PV, 1] = pv.curtail_fraction, pv.q_mvar
         applied[:, _FLEX, 0], applied[:, _FLEX, 1] = fl.curtail_fraction, fl.shift_fraction
         prev_p = np.concatenate([bat.p_mw, pv.p_mw, -fl.p_mw], axis=1)
         prev_q = np.concatenate([bat.q_mvar, pv.q_mvar, -fl.q_mvar], axis=1)
-        new_state = DersState(state.day_id, state.t + 1, bat.soc, fl.state.due_mwh, fl.state.backlog_mwh, prev_p, prev_q,
-                              flow.vm_pu, self._grid(flow), flow.v_complex_pu)
+        new_state = DersState(
+            state.day_id,
+            state.t + 1,
+            bat.soc,
+            fl.state.due_mwh,
+            fl.state.backlog_mwh,
+            prev_p,
+            prev_q,
+            flow.vm_pu,
+            self._grid(flow),
+            flow.v_complex_pu,
+        )
         info = dict(flow.info)
         info.update(
             price_per_mwh=price,
@@ -431,14 +542,21 @@ class MarlDersBenchmark(Task):
         obs = obs.astype(np.float64)
         b = obs.shape[0]
         t = np.rint((1.0 - obs[:, 0, self._rule_t]) * HORIZON).astype(np.int64)
-        mode = self._tou.take(np.clip(t, 0, HORIZON - 1) % self.profiles.steps_per_day)  # -1 charge, +1 discharge
+        mode = self._tou.take(
+            np.clip(t, 0, HORIZON - 1) % self.profiles.steps_per_day
+        )  # -1 charge, +1 discharge
         d = self._rule_dev
         soc = obs[:, _BAT, d + 1]
         p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)  # type: ignore[arg-type]
         usable = (self.battery.soc_max - self.battery.soc_min) * self.battery.energy_capacity_mwh
         rate = usable / (TOU_STEPS * self.spec.dt_h)
-        charge = np.minimum(np.minimum(rate / self.battery.charge_efficiency, p_ch_max), self.battery.power_max_mw)
-        discharge = np.minimum(np.minimum(rate * self.battery.discharge_efficiency, p_dis_max), self.battery.power_max_mw)
+        charge = np.minimum(
+            np.minimum(rate / self.battery.charge_efficiency, p_ch_max), self.battery.power_max_mw
+        )
+        discharge = np.minimum(
+            np.minimum(rate * self.battery.discharge_efficiency, p_dis_max),
+            self.battery.power_max_mw,
+        )
         p_bat = np.where(mode[:, None] < 0, -charge, np.where(mode[:, None] > 0, discharge, 0.0))
         q_share = np.interp(obs[:, :, d], VOLT_VAR_V, VOLT_VAR_Q)  # [B, 12] Q per unit of S
         act = np.zeros((b, _N, 2))
@@ -460,6 +578,8 @@ class MarlDersBenchmark(Task):
         plans = np.zeros((state.t.size, HORIZON, 2 * _N))
         for row in range(state.t.size):
             t0 = int(state.t[row])
-            day = self._oracle.plan_day(int(state.day_id[row]), t0, state.soc[row], state.due_mwh[row])
+            day = self._oracle.plan_day(
+                int(state.day_id[row]), t0, state.soc[row], state.due_mwh[row]
+            )
             plans[row, t0:] = day.actions
         return plans

@@ -61,7 +61,9 @@ from powerzoo.tasks.feeder import (
 
 __all__ = ["DersOracle", "OracleDay", "payback_matrix"]
 
-PASSES = 2  # LP solves per day: around the uncontrolled flow, then around the first plan's exact flow
+PASSES = (
+    2  # LP solves per day: around the uncontrolled flow, then around the first plan's exact flow
+)
 POLYGON_SIDES = 24  # inscribed polygon of the inverters' S circle (gives up 0.9 % of S)
 THERMAL_SIDES = 16  # polygon inscribed in a branch's MVA limit
 THERMAL_MARGIN = 0.02  # planned branch limit: 98 % of rating x voltage
@@ -88,8 +90,12 @@ def payback_matrix(t0: int, horizon: int, payback_steps: int) -> np.ndarray:
 class OracleDay:
     """One day's plan and what the LP predicted of it (steps ``t0 .. horizon - 1``)."""
 
-    actions: np.ndarray  # [T, 24] physical joint action, agent-major ([p, q], [curtail, q], [curtail, shift])
-    predicted_vm_pu: np.ndarray  # [T, n_bus] the last LP's voltages (LinDistFlow around the operating point)
+    actions: (
+        np.ndarray
+    )  # [T, 24] physical joint action, agent-major ([p, q], [curtail, q], [curtail, shift])
+    predicted_vm_pu: (
+        np.ndarray
+    )  # [T, n_bus] the last LP's voltages (LinDistFlow around the operating point)
     exact_vm_pu: np.ndarray  # [T, n_bus] exact AC flow of the plan
     predicted_loss_mw: np.ndarray  # [T] the last LP's loss model at its solution
     exact_loss_mw: np.ndarray  # [T] exact losses of the plan
@@ -141,7 +147,9 @@ class _LP:
         a = csc_matrix((vals, (rows, cols)), shape=(self.m, self.n))
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = self.n, self.m
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = (np.concatenate(x) for x in (self.cost, self.lb, self.ub))
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = (
+            np.concatenate(x) for x in (self.cost, self.lb, self.ub)
+        )
         lp.row_lower_, lp.row_upper_ = np.concatenate(self.row_lo), np.concatenate(self.row_hi)
         lp.sense_ = highspy.ObjSense.kMaximize
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
@@ -153,7 +161,9 @@ class _LP:
         h.run()
         seconds = time.perf_counter() - start
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(f"marl_ders_benchmark oracle LP failed: {h.modelStatusToString(h.getModelStatus())}")
+            raise RuntimeError(
+                f"marl_ders_benchmark oracle LP failed: {h.modelStatusToString(h.getModelStatus())}"
+            )
         return np.asarray(h.getSolution().col_value), (self.n, self.m, int(a.nnz)), seconds
 
 
@@ -176,7 +186,9 @@ class DersOracle:
 
     def __init__(self, task: Any, voll_per_mwh: float) -> None:
         self.task = task
-        self.voll = float(voll_per_mwh)  # $ per MWh of curtailed load (the task's value of lost load)
+        self.voll = float(
+            voll_per_mwh
+        )  # $ per MWh of curtailed load (the task's value of lost load)
         case = task.grid.case
         self.case = case
         self.buses = np.asarray(task.der_buses)
@@ -188,7 +200,9 @@ class DersOracle:
         self.sens_q = voltage_sq_sensitivity(case, self.buses, 1.0) - self.sens_p  # per Mvar
         unit = np.zeros((self.n_der, case.n_bus))
         unit[np.arange(self.n_der), self.buses] = 1.0
-        self.below = np.rint(lindistflow(case, unit, np.zeros_like(unit)).branch_p_mw)  # [12, n_branch] 1 on the path
+        self.below = np.rint(
+            lindistflow(case, unit, np.zeros_like(unit)).branch_p_mw
+        )  # [12, n_branch] 1 on the path
         self.r_mw = case.branch_r_pu / case.base_mva  # loss MW = r_pu S_MW^2 / (v^2 base)
 
     # ---- one day ----------------------------------------------------------------------------
@@ -215,23 +229,36 @@ class DersOracle:
         due_mw[:n_due] = np.asarray(due_mwh)[:n_due] / dt
         day["due"] = due_mw
         y_p = np.concatenate([np.zeros_like(base), -day["avail"], base + due_mw], axis=1)
-        y_q = np.concatenate([np.zeros_like(base), np.zeros_like(base), (base + due_mw) * task.flex.tan_phi], axis=1)
+        y_q = np.concatenate(
+            [np.zeros_like(base), np.zeros_like(base), (base + due_mw) * task.flex.tan_phi], axis=1
+        )
         point = self._point(p_rest, q_rest, y_p, y_q)
         solve_s, best = 0.0, None
         for _ in range(PASSES):
             sol, size, seconds, pred = self._solve(day, point, np.asarray(soc0, dtype=np.float64))
             solve_s += seconds
-            actions, y_p, y_q, bill = self._realise(day, sol, np.asarray(soc0, dtype=np.float64), np.asarray(due_mwh))
+            actions, y_p, y_q, bill = self._realise(
+                day, sol, np.asarray(soc0, dtype=np.float64), np.asarray(due_mwh)
+            )
             try:
                 lin, point = point, self._point(p_rest, q_rest, y_p, y_q)
-            except RuntimeError:  # the plan's exact flow failed (far beyond the feeder's loadability)
+            except (
+                RuntimeError
+            ):  # the plan's exact flow failed (far beyond the feeder's loadability)
                 if best is not None:
                     break
                 raise
             score = self._score(day, point, bill)
             if best is None or score > best[0]:
                 dv2 = (y_p - lin.y_p) @ self.sens_p + (y_q - lin.y_q) @ self.sens_q
-                best = (score, actions, np.sqrt(np.maximum(lin.v2 + dv2, 0.0)), np.sqrt(point.v2), pred, point.loss)
+                best = (
+                    score,
+                    actions,
+                    np.sqrt(np.maximum(lin.v2 + dv2, 0.0)),
+                    np.sqrt(point.v2),
+                    pred,
+                    point.loss,
+                )
         return OracleDay(*best[1:], size, solve_s, time.perf_counter() - start)
 
     def _score(self, day: dict, pt: _Point, bill: float) -> float:
@@ -240,10 +267,14 @@ class DersOracle:
         reward = bill - float(np.sum(day["price"] * self.task.spec.dt_h * pt.loss))
         vm = np.sqrt(pt.v2)
         volt = np.maximum(np.maximum(V_MIN_PU - vm, vm - V_MAX_PU), 0.0).sum()
-        over = np.maximum(np.hypot(pt.branch_p, pt.branch_q) - self.case.branch_rating_mva * pt.v_from, 0.0).sum()
+        over = np.maximum(
+            np.hypot(pt.branch_p, pt.branch_q) - self.case.branch_rating_mva * pt.v_from, 0.0
+        ).sum()
         return reward - 2 * ORACLE_VOLTAGE_PENALTY * volt - THERMAL_PENALTY * over
 
-    def _point(self, p_rest: np.ndarray, q_rest: np.ndarray, y_p: np.ndarray, y_q: np.ndarray) -> _Point:
+    def _point(
+        self, p_rest: np.ndarray, q_rest: np.ndarray, y_p: np.ndarray, y_q: np.ndarray
+    ) -> _Point:
         """Exact flows at net DER demand ``y_p``, ``y_q`` and the central-difference loss gradient."""
         t, n = y_p.shape
         reps = 1 + 4 * n
@@ -254,19 +285,38 @@ class DersOracle:
         steps = np.arange(n)
         for j, (target, sign) in enumerate(((p, 1.0), (p, -1.0), (q, 1.0), (q, -1.0))):
             target[:, 1 + j * n + steps, self.buses] += sign * FD_STEP
-        flow = radial_power_flow(self.case, p.reshape(t * reps, -1), q.reshape(t * reps, -1), max_iter=PF_MAX_ITER)
+        flow = radial_power_flow(
+            self.case, p.reshape(t * reps, -1), q.reshape(t * reps, -1), max_iter=PF_MAX_ITER
+        )
         if not flow.converged.all():
-            raise RuntimeError("marl_ders_benchmark oracle: the exact power flow of the plan did not converge")
+            raise RuntimeError(
+                "marl_ders_benchmark oracle: the exact power flow of the plan did not converge"
+            )
         loss = flow.p_loss_mw.reshape(t, reps)
-        grad = np.concatenate([(loss[:, 1 : 1 + n] - loss[:, 1 + n : 1 + 2 * n]),
-                               (loss[:, 1 + 2 * n : 1 + 3 * n] - loss[:, 1 + 3 * n :])], axis=1) / (2 * FD_STEP)
+        grad = np.concatenate(
+            [
+                (loss[:, 1 : 1 + n] - loss[:, 1 + n : 1 + 2 * n]),
+                (loss[:, 1 + 2 * n : 1 + 3 * n] - loss[:, 1 + 3 * n :]),
+            ],
+            axis=1,
+        ) / (2 * FD_STEP)
         head = np.arange(t) * reps
         vm = flow.vm_pu[head]
-        return _Point(y_p, y_q, vm**2, loss[:, 0], grad, flow.branch_p_mw[head], flow.branch_q_mvar[head],
-                      vm[:, self.case.branch_from_bus])
+        return _Point(
+            y_p,
+            y_q,
+            vm**2,
+            loss[:, 0],
+            grad,
+            flow.branch_p_mw[head],
+            flow.branch_q_mvar[head],
+            vm[:, self.case.branch_from_bus],
+        )
 
     # ---- the LP -----------------------------------------------------------------------------
-    def _solve(self, day: dict, pt: _Point, soc0: np.ndarray) -> tuple[dict, tuple[int, int, int], float, np.ndarray]:
+    def _solve(
+        self, day: dict, pt: _Point, soc0: np.ndarray
+    ) -> tuple[dict, tuple[int, int, int], float, np.ndarray]:
         """One LP around ``pt``: the solution's device set-points, LP size, HiGHS seconds, predicted losses [T]."""
         task, lp = self.task, _LP()
         bat, pv, flex = task.battery, task.pv, task.flex
@@ -283,7 +333,9 @@ class DersOracle:
         base = day["base"]
         shift_hi = np.full((t, k), flex.shift_max)
         shift_hi[-1] = 0.0  # the episode's last step: nothing can be shifted
-        curtail = lp.var((t, k), 0.0, np.broadcast_to(flex.curtail_max, (t, k)), -self.voll * dt * base)
+        curtail = lp.var(
+            (t, k), 0.0, np.broadcast_to(flex.curtail_max, (t, k)), -self.voll * dt * base
+        )
         shift = lp.var((t, k), 0.0, shift_hi, -SHIFT_TIE_BREAK * dt * base)
         dp = lp.var((t, n), -np.inf, np.inf, -pc * pt.grad[:, :n])
         dq = lp.var((t, n), -np.inf, np.inf, -pc * pt.grad[:, n:])
@@ -292,9 +344,14 @@ class DersOracle:
         # storage
         gain_c, loss_d = bat.charge_efficiency * dt, dt / bat.discharge_efficiency
         prev = np.vstack([np.full((1, k), -1), stored[:-1]])
-        lp.rows(np.stack([stored, prev, charge, discharge], -1).reshape(-1, 4),
-                np.stack([one, np.where(prev < 0, 0.0, -1.0), -gain_c * one, loss_d * one], -1).reshape(-1, 4),
-                np.vstack([soc0 * cap, np.zeros((t - 1, k))]).ravel(), np.vstack([soc0 * cap, np.zeros((t - 1, k))]).ravel())
+        lp.rows(
+            np.stack([stored, prev, charge, discharge], -1).reshape(-1, 4),
+            np.stack([one, np.where(prev < 0, 0.0, -1.0), -gain_c * one, loss_d * one], -1).reshape(
+                -1, 4
+            ),
+            np.vstack([soc0 * cap, np.zeros((t - 1, k))]).ravel(),
+            np.vstack([soc0 * cap, np.zeros((t - 1, k))]).ravel(),
+        )
         # inverter polygons: cos(a) p + sin(a) q <= S cos(pi / sides)
         angles = 2 * np.pi * np.arange(POLYGON_SIDES) / POLYGON_SIDES
         for a in angles:
@@ -302,30 +359,67 @@ class DersOracle:
             reach = bat.power_max_mw * abs(c) + bat.s_rating_mva * abs(s)
             lim = bat.s_rating_mva * np.cos(np.pi / POLYGON_SIDES)
             if np.any(reach > lim):
-                lp.rows(np.stack([discharge, charge, q_bat], -1).reshape(-1, 3), np.array([c, -c, s]) * np.ones((t * k, 3)),
-                        -np.inf, np.broadcast_to(lim, (t, k)).ravel())
+                lp.rows(
+                    np.stack([discharge, charge, q_bat], -1).reshape(-1, 3),
+                    np.array([c, -c, s]) * np.ones((t * k, 3)),
+                    -np.inf,
+                    np.broadcast_to(lim, (t, k)).ravel(),
+                )
             lim = pv.s_rating_mva * np.cos(np.pi / POLYGON_SIDES)
             if c >= -1e-12:
-                lp.rows(np.stack([cut, q_pv], -1).reshape(-1, 2), np.array([-c, s]) * np.ones((t * k, 2)),
-                        -np.inf, (lim - c * day["avail"]).ravel())
+                lp.rows(
+                    np.stack([cut, q_pv], -1).reshape(-1, 2),
+                    np.array([-c, s]) * np.ones((t * k, 2)),
+                    -np.inf,
+                    (lim - c * day["avail"]).ravel(),
+                )
         # changes of net demand at the DER buses (definitions)
         b, p_, f = self.bat, self.pv, self.flex
         rhs = -pt.y_p
-        lp.rows(np.stack([dp[:, b], charge, discharge], -1).reshape(-1, 3), np.array([1.0, -1.0, 1.0]), rhs[:, b].ravel(), rhs[:, b].ravel())
-        lp.rows(np.stack([dq[:, b], q_bat], -1).reshape(-1, 2), np.array([1.0, 1.0]), -pt.y_q[:, b].ravel(), -pt.y_q[:, b].ravel())
+        lp.rows(
+            np.stack([dp[:, b], charge, discharge], -1).reshape(-1, 3),
+            np.array([1.0, -1.0, 1.0]),
+            rhs[:, b].ravel(),
+            rhs[:, b].ravel(),
+        )
+        lp.rows(
+            np.stack([dq[:, b], q_bat], -1).reshape(-1, 2),
+            np.array([1.0, 1.0]),
+            -pt.y_q[:, b].ravel(),
+            -pt.y_q[:, b].ravel(),
+        )
         r = (-day["avail"] - pt.y_p[:, p_]).ravel()
         lp.rows(np.stack([dp[:, p_], cut], -1).reshape(-1, 2), np.array([1.0, -1.0]), r, r)
-        lp.rows(np.stack([dq[:, p_], q_pv], -1).reshape(-1, 2), np.array([1.0, 1.0]), -pt.y_q[:, p_].ravel(), -pt.y_q[:, p_].ravel())
+        lp.rows(
+            np.stack([dq[:, p_], q_pv], -1).reshape(-1, 2),
+            np.array([1.0, 1.0]),
+            -pt.y_q[:, p_].ravel(),
+            -pt.y_q[:, p_].ravel(),
+        )
         # flexible loads: dp + base (c + s) - sum_tau W[t, tau] base_tau s_tau = base + due - y_p
         lags = np.arange(1, flex.payback_steps + 1)
         tau = np.arange(t)[:, None] - lags[None, :]  # [t, L]
         w = np.where(tau >= 0, day["w"][np.arange(t)[:, None], np.maximum(tau, 0)], 0.0)  # [t, L]
-        cols = [dp[:, f], curtail, shift] + [shift[np.maximum(tau[:, j], 0)] for j in range(lags.size)]
-        vals = [one, base, base] + [-(w[:, j, None] * base[np.maximum(tau[:, j], 0)]) for j in range(lags.size)]
+        cols = [dp[:, f], curtail, shift] + [
+            shift[np.maximum(tau[:, j], 0)] for j in range(lags.size)
+        ]
+        vals = [one, base, base] + [
+            -(w[:, j, None] * base[np.maximum(tau[:, j], 0)]) for j in range(lags.size)
+        ]
         r = (base + day["due"] - pt.y_p[:, f]).ravel()
-        lp.rows(np.stack(cols, -1).reshape(-1, len(cols)), np.stack(vals, -1).reshape(-1, len(vals)), r, r)
+        lp.rows(
+            np.stack(cols, -1).reshape(-1, len(cols)),
+            np.stack(vals, -1).reshape(-1, len(vals)),
+            r,
+            r,
+        )
         tan = np.broadcast_to(flex.tan_phi, (t, k))
-        lp.rows(np.stack([dq[:, f], dp[:, f]], -1).reshape(-1, 2), np.stack([one, -tan], -1).reshape(-1, 2), 0.0, 0.0)
+        lp.rows(
+            np.stack([dq[:, f], dp[:, f]], -1).reshape(-1, 2),
+            np.stack([one, -tan], -1).reshape(-1, 2),
+            0.0,
+            0.0,
+        )
 
         dcols = np.concatenate([dp, dq], axis=1)  # [t, 24]
         self._voltage_rows(lp, pt, dcols, day)
@@ -333,16 +427,26 @@ class DersOracle:
         z_terms = self._loss_rows(lp, pt, dp, dq, day, pc)
         x, size, seconds = lp.solve()
         pred = pt.loss + np.einsum("tj,tj->t", pt.grad, x[dcols]) + x[z_terms].sum(axis=1)
-        sol = {"p_bat": x[discharge] - x[charge], "q_bat": x[q_bat], "cut": x[cut], "q_pv": x[q_pv],
-               "curtail": x[curtail], "shift": x[shift]}
+        sol = {
+            "p_bat": x[discharge] - x[charge],
+            "q_bat": x[q_bat],
+            "cut": x[cut],
+            "q_pv": x[q_pv],
+            "curtail": x[curtail],
+            "shift": x[shift],
+        }
         return sol, size, seconds, pred
 
     def _bounds(self, day: dict) -> tuple[np.ndarray, np.ndarray]:
         """Largest |dP|, |dQ| [12] of each DER bus between two feasible points (MW, Mvar)."""
         task = self.task
         base_max = (day["base"] + day["due"]).max(axis=0) + day["base"].max(axis=0)
-        p = np.concatenate([np.full(self.k, 2 * task.battery.power_max_mw[0]), day["avail"].max(axis=0), base_max])
-        q = np.concatenate([2 * task.battery.s_rating_mva, 2 * task.pv.s_rating_mva, base_max * task.flex.tan_phi])
+        p = np.concatenate(
+            [np.full(self.k, 2 * task.battery.power_max_mw[0]), day["avail"].max(axis=0), base_max]
+        )
+        q = np.concatenate(
+            [2 * task.battery.s_rating_mva, 2 * task.pv.s_rating_mva, base_max * task.flex.tan_phi]
+        )
         return p, q
 
     def _voltage_rows(self, lp: _LP, pt: _Point, dcols: np.ndarray, day: dict) -> None:
@@ -366,7 +470,9 @@ class DersOracle:
     def _thermal_rows(self, lp: _LP, pt: _Point, dp: np.ndarray, dq: np.ndarray, day: dict) -> None:
         rating = self.case.branch_rating_mva
         # polygon inscribed in the circle of (1 - margin) x rating x v: never above it
-        limit = (1.0 - THERMAL_MARGIN) * np.cos(np.pi / THERMAL_SIDES) * rating[None, :] * pt.v_from  # [t, n_branch]
+        limit = (
+            (1.0 - THERMAL_MARGIN) * np.cos(np.pi / THERMAL_SIDES) * rating[None, :] * pt.v_from
+        )  # [t, n_branch]
         p_max, q_max = self._bounds(day)
         reach_p, reach_q = p_max @ self.below, q_max @ self.below  # [n_branch]
         angles = 2 * np.pi * np.arange(THERMAL_SIDES) / THERMAL_SIDES
@@ -395,13 +501,32 @@ class DersOracle:
         slack[:, used] = lp.var((t, used.size), 0.0, np.inf, -THERMAL_PENALTY)
         for d_vars, flow in ((dp, flow_p), (dq, flow_q)):
             flow[:, used] = lp.var((t, used.size), -np.inf, np.inf)
-            cols = np.concatenate([flow[:, used][:, :, None], np.broadcast_to(d_vars[:, None, :], (t, used.size, self.n_der))], 2)
-            vals = np.concatenate([np.ones((t, used.size, 1)), np.broadcast_to(-patterns[used][None], (t, used.size, self.n_der))], 2)
+            cols = np.concatenate(
+                [
+                    flow[:, used][:, :, None],
+                    np.broadcast_to(d_vars[:, None, :], (t, used.size, self.n_der)),
+                ],
+                2,
+            )
+            vals = np.concatenate(
+                [
+                    np.ones((t, used.size, 1)),
+                    np.broadcast_to(-patterns[used][None], (t, used.size, self.n_der)),
+                ],
+                2,
+            )
             lp.rows(cols.reshape(-1, 1 + self.n_der), vals.reshape(-1, 1 + self.n_der), 0.0, 0.0)
         for c, s, tg, gg, room in rows:
-            lp.rows(np.stack([flow_p[tg, gg], flow_q[tg, gg], slack[tg, gg]], axis=1), np.array([c, s, -1.0]), -np.inf, room)
+            lp.rows(
+                np.stack([flow_p[tg, gg], flow_q[tg, gg], slack[tg, gg]], axis=1),
+                np.array([c, s, -1.0]),
+                -np.inf,
+                room,
+            )
 
-    def _loss_rows(self, lp: _LP, pt: _Point, dp: np.ndarray, dq: np.ndarray, day: dict, pc: np.ndarray) -> np.ndarray:
+    def _loss_rows(
+        self, lp: _LP, pt: _Point, dp: np.ndarray, dq: np.ndarray, day: dict, pc: np.ndarray
+    ) -> np.ndarray:
         """Epigraph of ``dP' H dP + dQ' H dQ`` per step; returns the column indices [t, terms] of its parts."""
         t = pt.v2.shape[0]
         weight = self.r_mw[None, :] / np.mean(pt.v_from, axis=0)[None, :] ** 2  # [1, n_branch]
@@ -412,24 +537,42 @@ class DersOracle:
         p_max, q_max = self._bounds(day)
         terms = []
         grid = np.linspace(-1.0, 1.0, LOSS_TANGENTS)
-        tangents = grid * np.abs(grid)  # denser near the operating point, where the plan of a later pass stays
+        tangents = grid * np.abs(
+            grid
+        )  # denser near the operating point, where the plan of a later pass stays
         for d_var, d_max in ((dp, p_max), (dq, q_max)):
             span = np.abs(u).T @ d_max  # [terms] largest |u' d|
             proj = lp.var((t, lam.size), -span, span)
-            cols = np.concatenate([np.repeat(proj[:, :, None], 1, 2), np.broadcast_to(d_var[:, None, :], (t, lam.size, self.n_der))], axis=2)
-            vals = np.concatenate([np.ones((t, lam.size, 1)), np.broadcast_to(-u.T[None], (t, lam.size, self.n_der))], axis=2)
+            cols = np.concatenate(
+                [
+                    np.repeat(proj[:, :, None], 1, 2),
+                    np.broadcast_to(d_var[:, None, :], (t, lam.size, self.n_der)),
+                ],
+                axis=2,
+            )
+            vals = np.concatenate(
+                [np.ones((t, lam.size, 1)), np.broadcast_to(-u.T[None], (t, lam.size, self.n_der))],
+                axis=2,
+            )
             lp.rows(cols.reshape(-1, 1 + self.n_der), vals.reshape(-1, 1 + self.n_der), 0.0, 0.0)
             z = lp.var((t, lam.size), 0.0, np.inf, -np.broadcast_to(pc, (t, lam.size)))
             for a in tangents:  # z >= lam (2 a y - a^2), a = tangent point
                 at = a * span[None, :]
-                lp.rows(np.stack([z, proj], -1).reshape(-1, 2),
-                        np.stack([np.ones((t, lam.size)), np.broadcast_to(-2 * lam * at, (t, lam.size))], -1).reshape(-1, 2),
-                        np.broadcast_to(-lam * at**2, (t, lam.size)).ravel(), np.inf)
+                lp.rows(
+                    np.stack([z, proj], -1).reshape(-1, 2),
+                    np.stack(
+                        [np.ones((t, lam.size)), np.broadcast_to(-2 * lam * at, (t, lam.size))], -1
+                    ).reshape(-1, 2),
+                    np.broadcast_to(-lam * at**2, (t, lam.size)).ravel(),
+                    np.inf,
+                )
             terms.append(z)
         return np.concatenate(terms, axis=1)
 
     # ---- through the devices ----------------------------------------------------------------
-    def _realise(self, day: dict, sol: dict, soc0: np.ndarray, due_mwh: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    def _realise(
+        self, day: dict, sol: dict, soc0: np.ndarray, due_mwh: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """Step the LP's set-points through the device models; returns the delivered joint actions [T, 24]
         (what the env is then given, so it applies exactly this), the net demand ``y_p``, ``y_q``
         [T, 12] they put at the DER buses and the reward's terms other than losses ($ over the plan)."""
@@ -438,7 +581,10 @@ class DersOracle:
         dt, horizon = task.spec.dt_h, task.spec.horizon
         t = sol["p_bat"].shape[0]
         soc = soc0[None, :].copy()
-        state = FlexibleLoadState(np.array(due_mwh, dtype=np.float64)[None], np.sum(due_mwh, axis=0, dtype=np.float64)[None])
+        state = FlexibleLoadState(
+            np.array(due_mwh, dtype=np.float64)[None],
+            np.sum(due_mwh, axis=0, dtype=np.float64)[None],
+        )
         act = np.zeros((t, 3 * k, 2))
         y_p, y_q = np.zeros((t, 3 * k)), np.zeros((t, 3 * k))
         avail, bill = day["avail"], 0.0
@@ -446,22 +592,47 @@ class DersOracle:
         for i in range(t):
             p_req = sol["p_bat"][i]
             q_lim = np.sqrt(np.maximum(s2_bat - p_req * p_req, 0.0)) * Q_SHRINK
-            bat = inverter_battery_step(task.battery, soc, p_req[None], np.clip(sol["q_bat"][i], -q_lim, q_lim)[None], dt)
+            bat = inverter_battery_step(
+                task.battery, soc, p_req[None], np.clip(sol["q_bat"][i], -q_lim, q_lim)[None], dt
+            )
             soc = bat.soc
-            frac = np.where(avail[i] > 1e-9, sol["cut"][i] / np.maximum(avail[i], 1e-9), 0.0).clip(0.0, 1.0)
+            frac = np.where(avail[i] > 1e-9, sol["cut"][i] / np.maximum(avail[i], 1e-9), 0.0).clip(
+                0.0, 1.0
+            )
             p_pv = avail[i] * (1.0 - frac)
             q_lim = np.sqrt(np.maximum(s2_pv - p_pv * p_pv, 0.0)) * Q_SHRINK
-            pv = pv_inverter_step(task.pv, day["cf"][i : i + 1, None], frac[None], np.clip(sol["q_pv"][i], -q_lim, q_lim)[None], dt)
-            fl = flexible_load_step(task.flex, state, day["base"][i][None], sol["curtail"][i][None], sol["shift"][i][None],
-                                    dt, horizon - 1 - (day["t0"] + i))
+            pv = pv_inverter_step(
+                task.pv,
+                day["cf"][i : i + 1, None],
+                frac[None],
+                np.clip(sol["q_pv"][i], -q_lim, q_lim)[None],
+                dt,
+            )
+            fl = flexible_load_step(
+                task.flex,
+                state,
+                day["base"][i][None],
+                sol["curtail"][i][None],
+                sol["shift"][i][None],
+                dt,
+                horizon - 1 - (day["t0"] + i),
+            )
             state = fl.state
             price = day["price"][i]
-            bill -= float(np.sum(price * (bat.charge_mwh - bat.discharge_mwh)
-                                 + task.battery.degradation_cost_per_mwh * (bat.charge_mwh + bat.discharge_mwh))
-                          + price * pv.curtailed_mwh.sum() + self.voll * fl.curtailed_mwh.sum())
+            bill -= float(
+                np.sum(
+                    price * (bat.charge_mwh - bat.discharge_mwh)
+                    + task.battery.degradation_cost_per_mwh * (bat.charge_mwh + bat.discharge_mwh)
+                )
+                + price * pv.curtailed_mwh.sum()
+                + self.voll * fl.curtailed_mwh.sum()
+            )
             act[i, self.bat, 0], act[i, self.bat, 1] = bat.p_mw[0], bat.q_mvar[0]
             act[i, self.pv, 0], act[i, self.pv, 1] = pv.curtail_fraction[0], pv.q_mvar[0]
-            act[i, self.flex, 0], act[i, self.flex, 1] = fl.curtail_fraction[0], fl.shift_fraction[0]
+            act[i, self.flex, 0], act[i, self.flex, 1] = (
+                fl.curtail_fraction[0],
+                fl.shift_fraction[0],
+            )
             y_p[i] = np.concatenate([-bat.p_mw[0], -pv.p_mw[0], fl.p_mw[0]])
             y_q[i] = np.concatenate([-bat.q_mvar[0], -pv.q_mvar[0], fl.q_mvar[0]])
         return act.reshape(t, 6 * k), y_p, y_q, bill

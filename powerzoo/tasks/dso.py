@@ -107,7 +107,9 @@ class DsoState:
     t: np.ndarray  # [B] steps elapsed
     due_mwh: np.ndarray  # [B, PAYBACK_STEPS, 6] payback schedule of the flexible loads
     backlog_mwh: np.ndarray  # [B, 6] deferred energy not yet paid back
-    grid_obs: np.ndarray  # [B, 4 + 6] last flow: v_min, v_max, p_loss, feeder_p, v at the flexible buses
+    grid_obs: (
+        np.ndarray
+    )  # [B, 4 + 6] last flow: v_min, v_max, p_loss, feeder_p, v at the flexible buses
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
 
 
@@ -122,8 +124,11 @@ class Dso(Task):
         super().__init__(self.make_spec(**task_kwargs), split)
         self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
         self.flex = FlexibleLoadParams(
-            curtail_max=FLEX_MAX_FRACTION, shift_max=FLEX_MAX_FRACTION, power_factor=FLEX_POWER_FACTOR,
-            payback_steps=PAYBACK_STEPS, n_units=_N,
+            curtail_max=FLEX_MAX_FRACTION,
+            shift_max=FLEX_MAX_FRACTION,
+            power_factor=FLEX_POWER_FACTOR,
+            payback_steps=PAYBACK_STEPS,
+            n_units=_N,
         )
         self.flex_buses = np.asarray(FLEX_BUSES)
         self.flex_peak_mw = np.full(_N, FLEX_PEAK_MW)
@@ -151,17 +156,90 @@ class Dso(Task):
         volt, volt_u = _unit_fields("v_pu", "p.u.")
         flex_hi = FLEX_PEAK_MW * 1.5  # demand_pu peaks at 1.0 (1.15 in load_stress)
         due_hi = flex_hi * FLEX_MAX_FRACTION * STEP_MINUTES / 60.0
-        names = ("hour_sin", "hour_cos", "time_remaining", "demand_pu", "price_per_mwh", *_GRID_FIELDS,
-                 *volt, *base, *due, *backlog)
-        units = ("-", "-", "fraction of horizon", "p.u. of annual peak", "$/MWh", "p.u.", "p.u.", "MW", "MW",
-                 *volt_u, *base_u, *due_u, *backlog_u)
-        low = (-1.0, -1.0, 0.0, 0.0, PRICE_FLOOR, 0.0, 0.0, 0.0, -10.0, *[0.0] * _N, *[0.0] * (3 * _N))
+        names = (
+            "hour_sin",
+            "hour_cos",
+            "time_remaining",
+            "demand_pu",
+            "price_per_mwh",
+            *_GRID_FIELDS,
+            *volt,
+            *base,
+            *due,
+            *backlog,
+        )
+        units = (
+            "-",
+            "-",
+            "fraction of horizon",
+            "p.u. of annual peak",
+            "$/MWh",
+            "p.u.",
+            "p.u.",
+            "MW",
+            "MW",
+            *volt_u,
+            *base_u,
+            *due_u,
+            *backlog_u,
+        )
+        low = (
+            -1.0,
+            -1.0,
+            0.0,
+            0.0,
+            PRICE_FLOOR,
+            0.0,
+            0.0,
+            0.0,
+            -10.0,
+            *[0.0] * _N,
+            *[0.0] * (3 * _N),
+        )
         backlog_hi = due_hi * PAYBACK_STEPS  # every deferred MWh due at once bounds any slot
-        high = (1.0, 1.0, 1.0, 2.0, PRICE_CAP, 1.2, 1.2, 2.0, 10.0, *[1.2] * _N, *[flex_hi] * _N,
-                *[backlog_hi] * _N, *[backlog_hi] * _N)
-        nominal_low = (-1.0, -1.0, 0.0, 0.0, 0.0, 0.9, 0.9, 0.0, 0.0, *[0.9] * _N, *[0.0] * (3 * _N))
-        nominal_high = (1.0, 1.0, 1.0, 1.0, 150.0, 1.0, 1.0, 0.2, 3.0, *[1.0] * _N, *[FLEX_PEAK_MW] * _N,
-                        *[due_hi] * _N, *[due_hi * PAYBACK_STEPS] * _N)
+        high = (
+            1.0,
+            1.0,
+            1.0,
+            2.0,
+            PRICE_CAP,
+            1.2,
+            1.2,
+            2.0,
+            10.0,
+            *[1.2] * _N,
+            *[flex_hi] * _N,
+            *[backlog_hi] * _N,
+            *[backlog_hi] * _N,
+        )
+        nominal_low = (
+            -1.0,
+            -1.0,
+            0.0,
+            0.0,
+            0.0,
+            0.9,
+            0.9,
+            0.0,
+            0.0,
+            *[0.9] * _N,
+            *[0.0] * (3 * _N),
+        )
+        nominal_high = (
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            150.0,
+            1.0,
+            1.0,
+            0.2,
+            3.0,
+            *[1.0] * _N,
+            *[FLEX_PEAK_MW] * _N,
+            *[due_hi] * _N,
+            *[due_hi * PAYBACK_STEPS] * _N,
+        )
         actions = tuple(f"load_{k}.{kind}" for k in range(_N) for kind in ("curtail", "shift"))
         return TaskSpec(
             task_id=cls.task_id,
@@ -194,7 +272,10 @@ class Dso(Task):
             forecast_series=("demand_pu", "price_per_mwh"),
             reward_presets={
                 "objective": {},
-                "penalized": {"voltage_violation": PENALTY_PER_PU, "thermal_overload": PENALTY_PER_MVA},
+                "penalized": {
+                    "voltage_violation": PENALTY_PER_PU,
+                    "thermal_overload": PENALTY_PER_MVA,
+                },
             },
             gym_id="powerzoo/DSO-v0",
         )
@@ -209,7 +290,7 @@ class Dso(Task):
         out = np.empty((flow.vm_pu.shape[0], len(_GRID_FIELDS) + _N))
         for i, key in enumerate(_GRID_FIELDS):
             out[:, i] = info[key]
-        out[:, len(_GRID_FIELDS):] = flow.vm_pu[:, self.flex_buses]
+        out[:, len(_GRID_FIELDS) :] = flow.vm_pu[:, self.flex_buses]
         return out
 
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DsoState:
@@ -223,7 +304,9 @@ class Dso(Task):
         p[:, self.flex_buses] += base
         q[:, self.flex_buses] += base * self.flex.tan_phi
         flow = self.grid.solve(p, q)
-        return DsoState(day_id, t, flex.due_mwh, flex.backlog_mwh, self._grid_obs(flow), flow.v_complex_pu)
+        return DsoState(
+            day_id, t, flex.due_mwh, flex.backlog_mwh, self._grid_obs(flow), flow.v_complex_pu
+        )
 
     def observe(self, state: DsoState) -> np.ndarray:
         flat = self.grid.flat_index(state.day_id, state.t)
@@ -241,14 +324,21 @@ class Dso(Task):
         obs[:, self._s_backlog] = state.backlog_mwh
         return obs
 
-    def step(self, state: DsoState, action: np.ndarray, rng: np.random.Generator) -> tuple[DsoState, StepOutput]:
+    def step(
+        self, state: DsoState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[DsoState, StepOutput]:
         dt_h = self.spec.dt_h
         flat = self.grid.flat_index(state.day_id, state.t)
         demand = self.grid.demand_pu.take(flat)
         price = self.grid.price_per_mwh.take(flat)
         flex = flexible_load_step(
-            self.flex, FlexibleLoadState(state.due_mwh, state.backlog_mwh), self._flex_base_mw(demand),
-            action[:, self._curtail], action[:, self._shift], dt_h, HORIZON - 1 - state.t,
+            self.flex,
+            FlexibleLoadState(state.due_mwh, state.backlog_mwh),
+            self._flex_base_mw(demand),
+            action[:, self._curtail],
+            action[:, self._shift],
+            dt_h,
+            HORIZON - 1 - state.t,
         )
         p, q = self.grid.bus_loads(demand)
         p[:, self.flex_buses] += flex.p_mw
@@ -263,7 +353,12 @@ class Dso(Task):
         applied[:, self._curtail] = flex.curtail_fraction
         applied[:, self._shift] = flex.shift_fraction
         new_state = DsoState(
-            state.day_id, state.t + 1, flex.state.due_mwh, flex.state.backlog_mwh, self._grid_obs(flow), flow.v_complex_pu
+            state.day_id,
+            state.t + 1,
+            flex.state.due_mwh,
+            flex.state.backlog_mwh,
+            self._grid_obs(flow),
+            flow.v_complex_pu,
         )
         info = dict(flow.info)
         info.update(
@@ -302,7 +397,9 @@ class Dso(Task):
         dt_h = self.spec.dt_h
         for row in range(state.t.size):
             t0 = int(state.t[row])
-            flat = self.grid.flat_index(state.day_id[row : row + 1], np.array([t0]))[0] + np.arange(HORIZON - t0)
+            flat = self.grid.flat_index(state.day_id[row : row + 1], np.array([t0]))[0] + np.arange(
+                HORIZON - t0
+            )
             demand = self.grid.demand_pu.take(flat)
             base = self._flex_base_mw(demand)
             due_mw = np.zeros_like(base)  # payback already scheduled (MW), slot j = step t0 + j
@@ -329,7 +426,9 @@ def _payback_matrix(t0: int) -> np.ndarray:
     return w
 
 
-def _solve_day(base: np.ndarray, v2_base: np.ndarray, sens: np.ndarray, t0: int, dt_h: float) -> tuple[np.ndarray, np.ndarray]:
+def _solve_day(
+    base: np.ndarray, v2_base: np.ndarray, sens: np.ndarray, t0: int, dt_h: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Curtail and shift fractions [T, 6] of the day plan (LP on HiGHS via highspy).
 
     Minimise ``VOLL x curtailed MWh + 0.01 $/MWh x shifted MWh + voltage penalty`` with fractions

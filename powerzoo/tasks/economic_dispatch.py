@@ -69,13 +69,19 @@ def _congestion_ready_case(name: str) -> NetworkCase:
     return with_binding_line_ratings(case, case.bus_pd_mw * LOAD_SCALE)
 
 
-def _dispatch_spec(task_id: str, case: NetworkCase, horizon: int, description: str, gym_id: str | None) -> TaskSpec:
+def _dispatch_spec(
+    task_id: str, case: NetworkCase, horizon: int, description: str, gym_id: str | None
+) -> TaskSpec:
     n = case.n_gen
     agents = tuple(f"gen_{i}" for i in range(n))
     pmax_total = float(case.gen_pmax_mw.sum())
     load_hi = float(case.total_load_mw * LOAD_SCALE * 1.3)
     bus_hi = float(case.bus_pd_mw.max() * LOAD_SCALE * 1.3) or 1.0
-    time_fields = (("hour_sin", "-", -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0), ("time_remaining", "fraction", 0.0, 1.0))
+    time_fields = (
+        ("hour_sin", "-", -1.0, 1.0),
+        ("hour_cos", "-", -1.0, 1.0),
+        ("time_remaining", "fraction", 0.0, 1.0),
+    )
     own = (
         ("own_pmin_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
         ("own_pmax_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
@@ -89,13 +95,23 @@ def _dispatch_spec(task_id: str, case: NetworkCase, horizon: int, description: s
         unbounded = ["load" in k or "imbalance" in k for k in names]
         low = tuple(-1e6 if u else v for u, v in zip(unbounded, lo, strict=True))
         high = tuple(1e6 if u else v for u, v in zip(unbounded, hi, strict=True))
-        return VectorSpec(names=names, units=units, low=low, high=high, nominal_low=lo, nominal_high=hi)
+        return VectorSpec(
+            names=names, units=units, low=low, high=high, nominal_low=lo, nominal_high=hi
+        )
 
-    glob = vec(time_fields + (("system_load_mw", "MW", 0.0, load_hi), ("system_load_next_mw", "MW", 0.0, load_hi)) + own
-               + (("prev_imbalance_mw", "MW", -pmax_total, pmax_total),))
+    glob = vec(
+        time_fields
+        + (("system_load_mw", "MW", 0.0, load_hi), ("system_load_next_mw", "MW", 0.0, load_hi))
+        + own
+        + (("prev_imbalance_mw", "MW", -pmax_total, pmax_total),)
+    )
     local = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own)
-    forecast = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own
-                   + tuple((name, "MW", 0.0, load_hi) for name in _FORECAST_FIELDS))
+    forecast = vec(
+        time_fields
+        + (("bus_load_mw", "MW", 0.0, bus_hi),)
+        + own
+        + tuple((name, "MW", 0.0, load_hi) for name in _FORECAST_FIELDS)
+    )
     return TaskSpec(
         task_id=task_id,
         description=description,
@@ -173,33 +189,47 @@ class EconomicDispatch(Task):
         self.marginal_cost = _marginal_cost(self.case)
         demand = self.profiles.series["demand_pu"]
         self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]  # wrap by modulo
-        self._own = np.stack([self.case.gen_pmin_mw, self.case.gen_pmax_mw, self.marginal_cost], axis=1)
+        self._own = np.stack(
+            [self.case.gen_pmin_mw, self.case.gen_pmax_mw, self.marginal_cost], axis=1
+        )
         self._gen_bus_load_share = self.case.bus_pd_mw[self.case.gen_bus]
         # constants of the per-step model and observation, worked out once
         self._day_start = self.split_days * self.profiles.steps_per_day
         self._bus_load_scale = self.case.bus_pd_mw * LOAD_SCALE  # bus load per unit of demand
         self._gen_bus_load_scale = self._gen_bus_load_share * LOAD_SCALE
-        self._system_load = self._demand * (self.case.total_load_mw * LOAD_SCALE)  # per calendar step
+        self._system_load = self._demand * (
+            self.case.total_load_mw * LOAD_SCALE
+        )  # per calendar step
         self._own_obs = self._own.astype(np.float32)
-        self._time_obs = self._time_features(np.arange(self.spec.horizon + 1))  # by step, 0..horizon
+        self._time_obs = self._time_features(
+            np.arange(self.spec.horizon + 1)
+        )  # by step, 0..horizon
         rate = self.case.branch_rate_a_mw
         self._rating = np.where(np.isfinite(rate), rate, np.inf)
-        self._congested_above = self._rating - 1e-6  # |flow| from which a branch counts as congested
+        self._congested_above = (
+            self._rating - 1e-6
+        )  # |flow| from which a branch counts as congested
         # the DC power flow in two parts, flow = p @ gsf - demand * load_flow (bus loads are one
         # demand series times fixed shares, so their flow is one vector per unit of demand)
         self._gsf = generation_shift_matrix(self.case)  # [n_gen, n_branch]
-        self._load_flow = ptdf_matrix(self.case) @ self._bus_load_scale  # [n_branch] MW per unit demand
+        self._load_flow = (
+            ptdf_matrix(self.case) @ self._bus_load_scale
+        )  # [n_branch] MW per unit demand
         self._scratch = Scratch()  # the step's [B, n_branch] temporaries, reused
         self._next_two = np.arange(2)
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
-        self._obs_slots = {mode: _ObsSlots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
+        self._obs_slots = {
+            mode: _ObsSlots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
+        }
         self._system_load_slot = self.spec.observation.slot("system_load_mw")
 
     @classmethod
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
         if task_kwargs:
             raise TypeError(f"{cls.task_id} takes no task parameters, got {sorted(task_kwargs)}")
-        return _dispatch_spec(cls.task_id, load_case(cls.case_name), cls.horizon, cls.description, None)
+        return _dispatch_spec(
+            cls.task_id, load_case(cls.case_name), cls.horizon, cls.description, None
+        )
 
     # ---- exogenous load ---------------------------------------------------------------------
     def _demand_index(self, state: DispatchState, offset: int | np.ndarray = 0) -> np.ndarray:
@@ -228,7 +258,9 @@ class EconomicDispatch(Task):
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DispatchState:
         day_id = self.check_day_id(day_id)
         b = day_id.size
-        return DispatchState(day_id, np.zeros(b, np.int64), np.zeros((b, self.case.n_gen)), np.zeros(b))
+        return DispatchState(
+            day_id, np.zeros(b, np.int64), np.zeros((b, self.case.n_gen)), np.zeros(b)
+        )
 
     def observe(self, state: DispatchState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field block."""
@@ -236,7 +268,9 @@ class EconomicDispatch(Task):
         try:
             slots = self._obs_slots[mode]
         except KeyError:
-            raise ValueError(f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._obs_slots)}") from None
+            raise ValueError(
+                f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._obs_slots)}"
+            ) from None
         b, n = state.t.size, self.case.n_gen
         try:
             time = self._time_obs.take(state.t, axis=0)  # precomputed for steps 0..horizon
@@ -247,11 +281,15 @@ class EconomicDispatch(Task):
         row = self._scratch("obs_row", (b, slots.width), np.float32)
         row[:, slots.time] = time
         if slots.system_load is not None:
-            row[:, slots.system_load] = self._system_load.take(self._demand_index(state, self._next_two))
+            row[:, slots.system_load] = self._system_load.take(
+                self._demand_index(state, self._next_two)
+            )
         if slots.prev_imbalance is not None:
             row[:, slots.prev_imbalance] = state.prev_imbalance_mw
         if slots.forecast is not None:
-            row[:, slots.forecast] = self._system_load.take(self._demand_index(state, self._forecast_offsets))
+            row[:, slots.forecast] = self._system_load.take(
+                self._demand_index(state, self._forecast_offsets)
+            )
         obs = np.empty((b, n, slots.width), dtype=np.float32)
         obs[...] = row[:, None, :]
         obs[:, :, slots.own] = self._own_obs
@@ -260,15 +298,21 @@ class EconomicDispatch(Task):
             obs[:, :, slots.bus_load] = self._demand_at(state) * self._gen_bus_load_scale
         return obs
 
-    def step(self, state: DispatchState, action: np.ndarray, rng: np.random.Generator) -> tuple[DispatchState, StepOutput]:
+    def step(
+        self, state: DispatchState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[DispatchState, StepOutput]:
         dt_h = self.spec.dt_h
         demand = self._demand_at(state)  # [B, 1]
         total_load, overload_mw, loading, n_congested = self._network_terms(action, demand)
         total_generation = action.sum(axis=1)
         imbalance_mw = total_generation - total_load
         imbalance_mwh = np.abs(imbalance_mw) * dt_h
-        generation = dispatch_cost(self.case, action, work=self._scratch("squares", action.shape)) * dt_h
-        terms = np.empty((state.t.size, 2))  # filled column by column: cheaper than np.stack at small B
+        generation = (
+            dispatch_cost(self.case, action, work=self._scratch("squares", action.shape)) * dt_h
+        )
+        terms = np.empty(
+            (state.t.size, 2)
+        )  # filled column by column: cheaper than np.stack at small B
         terms[:, 0] = -generation
         terms[:, 1] = -(imbalance_mwh * IMBALANCE_PRICE)
         costs = np.empty((state.t.size, 2))
@@ -294,8 +338,9 @@ class EconomicDispatch(Task):
             },
         )
 
-    def _network_terms(self, action: np.ndarray, demand: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _network_terms(
+        self, action: np.ndarray, demand: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(total load [B] MW, overload [B] MW, max branch loading [B], congested branches [B])``
         of dispatch ``action`` [B, n_gen] MW under ``demand`` [B, 1] (per unit).
 
@@ -309,13 +354,25 @@ class EconomicDispatch(Task):
         for rows in row_blocks(b):
             k = rows.stop - rows.start
             d = demand[rows]
-            total_load[rows] = np.multiply(d, self._bus_load_scale, out=work("load", (m, n_bus))[:k]).sum(axis=1)
+            total_load[rows] = np.multiply(
+                d, self._bus_load_scale, out=work("load", (m, n_bus))[:k]
+            ).sum(axis=1)
             flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
-            np.subtract(flow, np.multiply(d, self._load_flow, out=work("load_flow", (m, n_branch))[:k]), out=flow)
-            overload_mw[rows] = line_overload_mw(self.case, flow, out=work("overload", (m, n_branch))[:k]).sum(axis=1)
+            np.subtract(
+                flow,
+                np.multiply(d, self._load_flow, out=work("load_flow", (m, n_branch))[:k]),
+                out=flow,
+            )
+            overload_mw[rows] = line_overload_mw(
+                self.case, flow, out=work("overload", (m, n_branch))[:k]
+            ).sum(axis=1)
             abs_flow = np.abs(flow, out=flow)
-            loading[rows] = np.divide(abs_flow, self._rating, out=work("loading", (m, n_branch))[:k]).max(axis=1)
-            congested = np.greater_equal(abs_flow, self._congested_above, out=work("congested", (m, n_branch), bool)[:k])
+            loading[rows] = np.divide(
+                abs_flow, self._rating, out=work("loading", (m, n_branch))[:k]
+            ).max(axis=1)
+            congested = np.greater_equal(
+                abs_flow, self._congested_above, out=work("congested", (m, n_branch), bool)[:k]
+            )
             n_congested[rows] = congested.sum(axis=1)
         return total_load, overload_mw, loading, n_congested
 
@@ -344,7 +401,12 @@ class EconomicDispatch(Task):
         plan = np.zeros((state.t.size, h, self.case.n_gen))
         for row in range(state.t.size):
             t0 = int(state.t[row])
-            one = DispatchState(state.day_id[row : row + 1], np.array([t0]), state.prev_p_mw[row : row + 1], state.prev_imbalance_mw[row : row + 1])
+            one = DispatchState(
+                state.day_id[row : row + 1],
+                np.array([t0]),
+                state.prev_p_mw[row : row + 1],
+                state.prev_imbalance_mw[row : row + 1],
+            )
             demand = self._demand_at(one, np.arange(h - t0))[0]
             loads = demand[:, None] * (self.case.bus_pd_mw * LOAD_SCALE)
             result = solve_dc_opf(self.case, loads, soft_line_penalty=OVERLOAD_PENALTY)
@@ -356,7 +418,9 @@ class MarlOpf(EconomicDispatch):
     task_id = "marl_opf"
     case_name = "case5"
     horizon = 48
-    description = "Five generator agents dispatch the PJM 5-bus system (DC power flow) over one day."
+    description = (
+        "Five generator agents dispatch the PJM 5-bus system (DC power flow) over one day."
+    )
 
 
 class Opf118(EconomicDispatch):

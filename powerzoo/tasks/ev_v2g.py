@@ -98,7 +98,9 @@ PEAK_HOURS = 3  # rule: V2G in the dearest hours of the average day
 PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
 FLEET = EVFleetParams()
 _NEVER = np.iinfo(np.int16).max  # a trip that never happens (int16 step tables)
-CAR_FLOAT = np.float32  # per-car energies and powers (4 mWh resolution at 60 kWh; halves the step's memory traffic)
+CAR_FLOAT = (
+    np.float32
+)  # per-car energies and powers (4 mWh resolution at 60 kWh; halves the step's memory traffic)
 _min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 
 
@@ -118,34 +120,70 @@ def _check_count(name: str, value: Any, high: int) -> int:
 def _sizes(task_kwargs: dict[str, Any]) -> tuple[int, int]:
     unknown = set(task_kwargs) - {"n_evs", "vehicles_per_site"}
     if unknown:
-        raise TypeError(f"marl_ev_v2g got unknown parameter(s) {sorted(unknown)}; valid: n_evs, vehicles_per_site")
+        raise TypeError(
+            f"marl_ev_v2g got unknown parameter(s) {sorted(unknown)}; valid: n_evs, vehicles_per_site"
+        )
     n = _check_count("n_evs", task_kwargs.get("n_evs", DEFAULT_N_EVS), MAX_SITES)
     per_site = task_kwargs.get("vehicles_per_site")
-    v = max(1, round(FLEET_VEHICLES / n)) if per_site is None else _check_count("vehicles_per_site", per_site, MAX_VEHICLES_PER_SITE)
+    v = (
+        max(1, round(FLEET_VEHICLES / n))
+        if per_site is None
+        else _check_count("vehicles_per_site", per_site, MAX_VEHICLES_PER_SITE)
+    )
     return n, v
 
 
 def _fields(n: int, v: int) -> dict[str, tuple]:
     """Observation fields of each mode: (name, unit, low, high, nominal_low, nominal_high)."""
     cap, hours = FLEET.battery_kwh, float(HORIZON)
-    time = (("hour_sin", "-", -1.0, 1.0, -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-            ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-            ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0))
+    time = (
+        ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
+        ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
+        ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
+        ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
+    )
     site_mw = v * FLEET.charge_max_kw / 1000.0
-    own = (("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-           ("own_prev_p_mw", "MW (+ into the feeder)", -site_mw, site_mw, -site_mw, site_mw),
-           ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.3), ("own_plugged_share", "fraction", 0.0, 1.0, 0.0, 1.0))
-    cars = (*((f"plugged_{j}", "0/1", 0.0, 1.0, 0.0, 1.0) for j in range(v)),
-            *((f"soc_{j}", "fraction", 0.0, 1.0, 0.0, 1.0) for j in range(v)),
-            *((f"hours_to_departure_{j}", "h", 0.0, hours, 0.0, 24.0) for j in range(v)),
-            *((f"energy_needed_kwh_{j}", "kWh (goal - energy)", -cap, cap, -20.0, 20.0) for j in range(v)))
-    system = (("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0), ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
-              ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0), ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-              *((f"plugged_share_site_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(n)),
-              *((f"energy_needed_site_{i}_mwh", "MWh", -v * cap / 1e3, v * cap / 1e3, -0.2 * v / 20, 0.2 * v / 20)
-                for i in range(n)))
-    forecast = tuple((f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0) for k in range(1, FORECAST_STEPS + 1))
-    neighbours = (("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0), ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0))
+    own = (
+        ("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+        ("own_prev_p_mw", "MW (+ into the feeder)", -site_mw, site_mw, -site_mw, site_mw),
+        ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.3),
+        ("own_plugged_share", "fraction", 0.0, 1.0, 0.0, 1.0),
+    )
+    cars = (
+        *((f"plugged_{j}", "0/1", 0.0, 1.0, 0.0, 1.0) for j in range(v)),
+        *((f"soc_{j}", "fraction", 0.0, 1.0, 0.0, 1.0) for j in range(v)),
+        *((f"hours_to_departure_{j}", "h", 0.0, hours, 0.0, 24.0) for j in range(v)),
+        *(
+            (f"energy_needed_kwh_{j}", "kWh (goal - energy)", -cap, cap, -20.0, 20.0)
+            for j in range(v)
+        ),
+    )
+    system = (
+        ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
+        ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
+        ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+        ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+        *((f"plugged_share_site_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(n)),
+        *(
+            (
+                f"energy_needed_site_{i}_mwh",
+                "MWh",
+                -v * cap / 1e3,
+                v * cap / 1e3,
+                -0.2 * v / 20,
+                0.2 * v / 20,
+            )
+            for i in range(n)
+        ),
+    )
+    forecast = tuple(
+        (f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0)
+        for k in range(1, FORECAST_STEPS + 1)
+    )
+    neighbours = (
+        ("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+        ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+    )
     return {
         "global": time + system + own + cars,
         "local": time + own + cars,
@@ -163,7 +201,9 @@ class _Slots:
     price: int
     own: int  # own_v_pu, own_prev_p_mw, own_bus_load_mw, own_plugged_share
     cars: int  # plugged, soc, hours_to_departure, energy_needed: V entries each
-    system: int | None  # demand_pu, feeder_p_mw, v_min_pu, v_max_pu, plugged shares, energy needed per site
+    system: (
+        int | None
+    )  # demand_pu, feeder_p_mw, v_min_pu, v_max_pu, plugged shares, energy needed per site
     forecast: int | None
     neighbours: int | None
 
@@ -172,9 +212,16 @@ class _Slots:
         def start(name: str) -> Any:
             return spec.names.index(name) if name in spec.names else None
 
-        return cls(spec.dim, spec.slot("hour_sin", "hour_cos", "time_remaining"), spec.slot("price_per_mwh"),  # type: ignore[arg-type]
-                   start("own_v_pu"), start("plugged_0"), start("demand_pu"), start("price_t1_per_mwh"),
-                   start("upstream_v_pu"))
+        return cls(
+            spec.dim,
+            spec.slot("hour_sin", "hour_cos", "time_remaining"),
+            spec.slot("price_per_mwh"),  # type: ignore[arg-type]
+            start("own_v_pu"),
+            start("plugged_0"),
+            start("demand_pu"),
+            start("price_t1_per_mwh"),
+            start("upstream_v_pu"),
+        )
 
 
 @dataclasses.dataclass
@@ -232,13 +279,17 @@ class MarlEvV2g(Task):
         case = self.grid.case
         self.buses = site_buses(self.n_sites, case.n_bus)
         self.incidence = np.zeros((self.n_sites, case.n_bus))
-        self.incidence[np.arange(self.n_sites), self.buses] = 1.0  # [S, n_bus]: sites may share a bus
+        self.incidence[np.arange(self.n_sites), self.buses] = (
+            1.0  # [S, n_bus]: sites may share a bus
+        )
         self.upstream_bus = case.bus_parent[self.buses]
         self._children = child_buses(case, self.buses)
         self._own_load_mw = self.grid.bus_p_mw[self.buses]
         self._year_steps = calendar.N_DAYS * self.profiles.steps_per_day
         self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
-        self._slots = {mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
+        self._slots = {
+            mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
+        }
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._peak = peak_hours(PEAK_HOURS, STEP_MINUTES)
 
@@ -266,17 +317,26 @@ class MarlEvV2g(Task):
             ),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
-            splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "low_renewable", "price_spike"),
+            splits=calendar.BASE_SPLITS
+            + ("load_stress", "heatwave", "low_renewable", "price_spike"),
             reward_terms=("v2g_revenue", "charging_cost"),
             reward_doc="per agent: own price x (discharged - charged kWh) / 1000 ($ per step); reward_terms are the team sums",
             constraint_names=("departure_shortfall", *GRID_COSTS),
             constraint_units=("kWh (sum over leaving cars)", *GRID_COST_UNITS),
             selected_constraints=("departure_shortfall", *GRID_COSTS),
-            cost_thresholds={"departure_shortfall": 5.0, "voltage_violation": 0.5, "thermal_overload": 0.5},
+            cost_thresholds={
+                "departure_shortfall": 5.0,
+                "voltage_violation": 0.5,
+                "thermal_overload": 0.5,
+            },
             baselines=("random", "rule_based", "oracle"),
             reward_presets={
                 "profit": {},
-                "penalized": {"departure_shortfall": 1.0, "voltage_violation": 1000.0, "thermal_overload": 1000.0},
+                "penalized": {
+                    "departure_shortfall": 1.0,
+                    "voltage_violation": 1000.0,
+                    "thermal_overload": 1000.0,
+                },
             },
             obs_modes=tuple(modes),
             obs_mode_specs=modes,
@@ -304,8 +364,22 @@ class MarlEvV2g(Task):
         goal = departure_goal_kwh(self.fleet, energy, departure.astype(CAR_FLOAT), self.spec.dt_h)
         p, q = self.grid.bus_loads(self.grid.demand_pu.take(self.flat_index(day_id, t)))
         flow = self.grid.solve(p, q)
-        return EvV2gState(day_id, t, energy, goal, day.plugged, departure, leave, back, next_dep, drive,
-                          np.zeros((b, self.n_sites)), flow.vm_pu, flow.info["feeder_p_mw"], flow.v_complex_pu)
+        return EvV2gState(
+            day_id,
+            t,
+            energy,
+            goal,
+            day.plugged,
+            departure,
+            leave,
+            back,
+            next_dep,
+            drive,
+            np.zeros((b, self.n_sites)),
+            flow.vm_pu,
+            flow.info["feeder_p_mw"],
+            flow.v_complex_pu,
+        )
 
     def _tables(self, trips: Any) -> tuple[np.ndarray, ...]:
         """Per-day trip tables [B, D+1, N] (see :class:`EvV2gState`) from sampled trips."""
@@ -314,13 +388,17 @@ class MarlEvV2g(Task):
         b, d, n = trips.driven.shape
         day0 = np.arange(d)[None, :, None] * spd
         leave_step = day0 + np.rint(trips.leave_h * sph).astype(np.int64)
-        back_step = np.maximum(day0 + np.rint(trips.return_h * sph).astype(np.int64), leave_step + 1)
+        back_step = np.maximum(
+            day0 + np.rint(trips.return_h * sph).astype(np.int64), leave_step + 1
+        )
         leave = np.full((b, d + 1, n), _NEVER, dtype=np.int16)
         back = np.full((b, d + 1, n), _NEVER, dtype=np.int16)
         leave[:, :d] = np.where(trips.driven, leave_step, _NEVER)
         back[:, :d] = np.where(trips.driven, back_step, _NEVER)
         later = np.minimum(leave, HORIZON)[:, ::-1]  # departures, HORIZON where none
-        first_from = np.minimum.accumulate(later, axis=1)[:, ::-1]  # first departure that day or later
+        first_from = np.minimum.accumulate(later, axis=1)[
+            :, ::-1
+        ]  # first departure that day or later
         next_dep = np.full((b, d + 1, n), HORIZON, dtype=np.int16)
         next_dep[:, :d] = first_from[:, 1:]
         drive = np.zeros((b, d + 1, n), dtype=CAR_FLOAT)
@@ -335,16 +413,25 @@ class MarlEvV2g(Task):
         if lo == int(_max_reduce(t)):
             at = lo + offset
             d = min(at // spd, EPISODE_DAYS)
-            return _Day(at, state.leave[:, d], state.back[:, d], state.next_dep[:, d], state.drive_kwh[:, d])
+            return _Day(
+                at, state.leave[:, d], state.back[:, d], state.next_dep[:, d], state.drive_kwh[:, d]
+            )
         at = t + offset
         d = np.minimum(at // spd, EPISODE_DAYS)
         rows = np.arange(t.size)
-        return _Day(at[:, None], state.leave[rows, d], state.back[rows, d], state.next_dep[rows, d],
-                    state.drive_kwh[rows, d])
+        return _Day(
+            at[:, None],
+            state.leave[rows, d],
+            state.back[rows, d],
+            state.next_dep[rows, d],
+            state.drive_kwh[rows, d],
+        )
 
     def _site_sum(self, x: np.ndarray) -> np.ndarray:
         """Per-site sums [B, S] (float64) of a per-car array [B, N]."""
-        return np.einsum("bsv->bs", x.reshape(x.shape[0], self.n_sites, self.per_site), dtype=np.float64)
+        return np.einsum(
+            "bsv->bs", x.reshape(x.shape[0], self.n_sites, self.per_site), dtype=np.float64
+        )
 
     def observe(self, state: EvV2gState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, S, obs_dim] (float32) of ``obs_mode`` (default ``global``)."""
@@ -352,14 +439,18 @@ class MarlEvV2g(Task):
         try:
             s = self._slots[mode]
         except KeyError:
-            raise ValueError(f"unknown obs_mode {mode!r} for {self.task_id}; valid: {', '.join(self._slots)}") from None
+            raise ValueError(
+                f"unknown obs_mode {mode!r} for {self.task_id}; valid: {', '.join(self._slots)}"
+            ) from None
         b, n_s, v = state.t.size, self.n_sites, self.per_site
         flat = self.flat_index(state.day_id, state.t)
         obs = np.empty((b, n_s, s.width), dtype=np.float32)
         try:
             obs[:, :, s.time] = self._time.take(state.t, axis=0)[:, None, :]
         except IndexError:  # stepped past the horizon without a reset
-            obs[:, :, s.time] = time_features(state.t, self.profiles.steps_per_day, HORIZON)[:, None, :]
+            obs[:, :, s.time] = time_features(state.t, self.profiles.steps_per_day, HORIZON)[
+                :, None, :
+            ]
         obs[:, :, s.price] = self.grid.price_per_mwh.take(flat)[:, None]
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
@@ -367,7 +458,9 @@ class MarlEvV2g(Task):
         o, c = s.own, s.cars
         cars = obs[:, :, c : c + 4 * v].reshape(b, n_s, 4, v)  # a view: plugged, soc, hours, need
         np.copyto(cars[:, :, 0], plugged.reshape(b, n_s, v))
-        np.multiply(state.energy_kwh.reshape(b, n_s, v), 1.0 / self.fleet.battery_kwh, out=cars[:, :, 1])
+        np.multiply(
+            state.energy_kwh.reshape(b, n_s, v), 1.0 / self.fleet.battery_kwh, out=cars[:, :, 1]
+        )
         hours = state.departure - state.t[:, None].astype(np.int16)
         hours *= plugged
         np.multiply(hours.reshape(b, n_s, v), self.spec.dt_h, out=cars[:, :, 2])
@@ -388,7 +481,9 @@ class MarlEvV2g(Task):
             obs[:, :, g + 4 : g + 4 + n_s] = share[:, None, :]
             obs[:, :, g + 4 + n_s : g + 4 + 2 * n_s] = self._site_sum(need)[:, None, :] * 1e-3
         if s.forecast is not None:
-            ahead = self.grid.price_per_mwh.take((flat[:, None] + self._forecast_offsets) % self._year_steps)
+            ahead = self.grid.price_per_mwh.take(
+                (flat[:, None] + self._forecast_offsets) % self._year_steps
+            )
             obs[:, :, s.forecast : s.forecast + FORECAST_STEPS] = ahead[:, None, :]
         if s.neighbours is not None:
             obs[:, :, s.neighbours] = vm[:, self.upstream_bus]
@@ -396,14 +491,23 @@ class MarlEvV2g(Task):
                 obs[:, i, s.neighbours + 1] = _min_reduce(vm[:, kids], axis=1)
         return obs
 
-    def step(self, state: EvV2gState, action: np.ndarray, rng: np.random.Generator) -> tuple[EvV2gState, StepOutput]:
+    def step(
+        self, state: EvV2gState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[EvV2gState, StepOutput]:
         dt_h = self.spec.dt_h
         b = state.t.size
         flat = self.flat_index(state.day_id, state.t)
         price = self.grid.price_per_mwh.take(flat)
         today = self.day_tables(state)
         plugged = state.plugged
-        ev = ev_fleet_step(self.fleet, state.energy_kwh, action.reshape(b, self.n_vehicles), plugged, today.drive_kwh, dt_h)
+        ev = ev_fleet_step(
+            self.fleet,
+            state.energy_kwh,
+            action.reshape(b, self.n_vehicles),
+            plugged,
+            today.drive_kwh,
+            dt_h,
+        )
         site_kw = self._site_sum(ev.p_kw)  # [B, S] + into the feeder
         site_dis_kwh = self._site_sum(ev.discharge_kwh)
         p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
@@ -420,7 +524,9 @@ class MarlEvV2g(Task):
         departure, goal = state.departure, state.goal_kwh
         if leaving.any():
             idx = np.flatnonzero(leaving)
-            short = departure_shortfall_kwh(state.goal_kwh.ravel().take(idx), ev.energy_kwh.ravel().take(idx), True)
+            short = departure_shortfall_kwh(
+                state.goal_kwh.ravel().take(idx), ev.energy_kwh.ravel().take(idx), True
+            )
             shortfall.ravel()[idx] = short
             costs[:, 0] = np.bincount(idx // self.n_vehicles, weights=short, minlength=b)
             row, car = np.divmod(idx, self.n_vehicles)
@@ -434,7 +540,9 @@ class MarlEvV2g(Task):
             row, car = np.divmod(np.flatnonzero(arriving), self.n_vehicles)
             steps = departure[row, car] - t_next[row]
             goal = goal.copy()
-            goal[row, car] = departure_goal_kwh(self.fleet, ev.energy_kwh[row, car], steps.astype(CAR_FLOAT), dt_h)
+            goal[row, car] = departure_goal_kwh(
+                self.fleet, ev.energy_kwh[row, car], steps.astype(CAR_FLOAT), dt_h
+            )
         revenue = price[:, None] * (site_dis_kwh * 1e-3)
         payment = price[:, None] * ((site_dis_kwh - site_kw * dt_h) * 1e-3)
         profit = revenue - payment
@@ -442,9 +550,18 @@ class MarlEvV2g(Task):
         terms[:, 0] = revenue.sum(axis=1)
         terms[:, 1] = -payment.sum(axis=1)
         site_mw = site_kw * 1e-3
-        new_state = dataclasses.replace(state, t=t_next, energy_kwh=ev.energy_kwh, goal_kwh=goal, plugged=plugged_next,
-                                        departure=departure, prev_p_mw=site_mw,
-                                        vm_pu=flow.vm_pu, feeder_p_mw=flow.info["feeder_p_mw"], v_complex_pu=flow.v_complex_pu)
+        new_state = dataclasses.replace(
+            state,
+            t=t_next,
+            energy_kwh=ev.energy_kwh,
+            goal_kwh=goal,
+            plugged=plugged_next,
+            departure=departure,
+            prev_p_mw=site_mw,
+            vm_pu=flow.vm_pu,
+            feeder_p_mw=flow.info["feeder_p_mw"],
+            v_complex_pu=flow.v_complex_pu,
+        )
         info = dict(flow.info)
         info.update(
             price_per_mwh=price,
@@ -473,10 +590,22 @@ class MarlEvV2g(Task):
         from ``global`` observations [B, S, d]: the physical joint action [B, S * V] (kW)."""
         obs = obs.astype(np.float64)
         b, v, s = obs.shape[0], self.per_site, self._slots["global"]
-        hour = np.rint(np.arctan2(obs[:, 0, s.time.start], obs[:, 0, s.time.start + 1]) * 12 / np.pi).astype(np.int64) % 24
+        hour = (
+            np.rint(
+                np.arctan2(obs[:, 0, s.time.start], obs[:, 0, s.time.start + 1]) * 12 / np.pi
+            ).astype(np.int64)
+            % 24
+        )
         cars = obs[:, :, s.cars : s.cars + 4 * v].reshape(b, self.n_sites, 4, v)
-        p = rule_powers_kw(self.fleet, cars[:, :, 0] > 0.5, cars[:, :, 1] * self.fleet.battery_kwh, cars[:, :, 2],
-                           cars[:, :, 3], self._peak[hour][:, None, None], self.spec.dt_h)
+        p = rule_powers_kw(
+            self.fleet,
+            cars[:, :, 0] > 0.5,
+            cars[:, :, 1] * self.fleet.battery_kwh,
+            cars[:, :, 2],
+            cars[:, :, 3],
+            self._peak[hour][:, None, None],
+            self.spec.dt_h,
+        )
         return p.reshape(b, self.n_sites * v)
 
     def oracle_plan(self, state: EvV2gState) -> np.ndarray:

@@ -52,7 +52,14 @@ from powerzoo.tasks.feeder import (
     voltage_sq_sensitivity,
 )
 
-__all__ = ["peak_hours", "rule_powers_kw", "solve_week", "RESERVE_SOC", "SHORTFALL_PENALTY", "UNSERVED_PENALTY"]
+__all__ = [
+    "peak_hours",
+    "rule_powers_kw",
+    "solve_week",
+    "RESERVE_SOC",
+    "SHORTFALL_PENALTY",
+    "UNSERVED_PENALTY",
+]
 
 RESERVE_SOC = 0.5  # rule: V2G never below this SOC
 RULE_MARGIN_KWH = 1e-3  # rule: charge this much past the goal (float32 observations)
@@ -72,17 +79,31 @@ def peak_hours(k: int, step_minutes: int = 60) -> np.ndarray:
     return mask
 
 
-def rule_powers_kw(fleet: EVFleetParams, plugged: np.ndarray, energy_kwh: np.ndarray, hours_to_departure: np.ndarray,
-                   energy_needed_kwh: np.ndarray, peak: np.ndarray, dt_h: float) -> np.ndarray:
+def rule_powers_kw(
+    fleet: EVFleetParams,
+    plugged: np.ndarray,
+    energy_kwh: np.ndarray,
+    hours_to_departure: np.ndarray,
+    energy_needed_kwh: np.ndarray,
+    peak: np.ndarray,
+    dt_h: float,
+) -> np.ndarray:
     """The rule's power per car (kW, + discharge; module docstring); arrays broadcast together, ``peak``
     (bool) marks the peak hours. ``energy_needed_kwh`` is goal - energy (< 0 above the goal)."""
     need = energy_needed_kwh + RULE_MARGIN_KWH
     per_step = fleet.charge_efficiency * dt_h  # kWh stored per kW over a step
-    later = per_step * fleet.charge_max_kw * np.maximum(hours_to_departure / dt_h - 1.0, 0.0)  # full power after now
+    later = (
+        per_step * fleet.charge_max_kw * np.maximum(hours_to_departure / dt_h - 1.0, 0.0)
+    )  # full power after now
     charge = np.clip(need / per_step, 0.0, fleet.charge_max_kw)
     must = np.clip((need - later) / per_step, 0.0, fleet.charge_max_kw)
-    floor = np.maximum(RESERVE_SOC * fleet.battery_kwh, energy_kwh + need - later) + 10 * RULE_MARGIN_KWH
-    spare = np.clip((energy_kwh - floor) * fleet.discharge_efficiency / dt_h, 0.0, fleet.discharge_max_kw)
+    floor = (
+        np.maximum(RESERVE_SOC * fleet.battery_kwh, energy_kwh + need - later)
+        + 10 * RULE_MARGIN_KWH
+    )
+    spare = np.clip(
+        (energy_kwh - floor) * fleet.discharge_efficiency / dt_h, 0.0, fleet.discharge_max_kw
+    )
     p = np.where(peak, np.where(must > 0.0, -must, spare), -charge)
     return np.where(plugged, p, 0.0)
 
@@ -91,7 +112,9 @@ def _plugged_steps(task: Any, state: Any, row: int) -> tuple[np.ndarray, np.ndar
     """(car, step) of every plugged step from the state's step to the horizon, sorted by car then step."""
     steps = np.arange(int(state.t[row]), task.spec.horizon)
     day = np.minimum(steps // task.profiles.steps_per_day, state.leave.shape[1] - 1)
-    plugged = (steps[:, None] < state.leave[row][day]) | (steps[:, None] >= state.back[row][day])  # [T, N]
+    plugged = (steps[:, None] < state.leave[row][day]) | (
+        steps[:, None] >= state.back[row][day]
+    )  # [T, N]
     car, t_idx = np.nonzero(plugged.T)
     return car, steps[t_idx]
 
@@ -128,7 +151,11 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
     # energy balance rows (one per pair): e_p - e_prev - eta_c dt c_p + dt/eta_d d_p [- u] = const
     rows = [pair, pair, pair]
     cols = [ie + pair, ic + pair, id_ + pair]
-    vals = [np.ones(n_pair), np.full(n_pair, -fleet.charge_efficiency * dt), np.full(n_pair, dt / fleet.discharge_efficiency)]
+    vals = [
+        np.ones(n_pair),
+        np.full(n_pair, -fleet.charge_efficiency * dt),
+        np.full(n_pair, dt / fleet.discharge_efficiency),
+    ]
     const = np.zeros(n_pair)
     inner = ~first
     rows.append(pair[inner])
@@ -147,7 +174,9 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
     later = first_idx[~of_car]
     lc, lt = car[later], t_abs[later]
     trip_day = lt // spd
-    trip_kwh = drive[trip_day, lc] * (state.back[row][trip_day, lc] - state.leave[row][trip_day, lc])
+    trip_kwh = drive[trip_day, lc] * (
+        state.back[row][trip_day, lc] - state.leave[row][trip_day, lc]
+    )
     rows += [later, later]
     cols += [ie + later - 1, i_unserved + np.searchsorted(np.flatnonzero(last), later - 1)]
     vals += [-np.ones(later.size), -np.ones(later.size)]
@@ -190,7 +219,10 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
         r = n_ub + np.arange(m)
         # sign = +1: -(sum sens P) - slack <= base - lo; sign = -1: sum sens P - slack <= hi - base
         ub_rows += [np.repeat(r, n_sites), r]
-        ub_cols += [(i_site + np.arange(n_sites)[None, :] * n_t + t_r[:, None]).ravel(), n_base + n_slack + np.arange(m)]
+        ub_cols += [
+            (i_site + np.arange(n_sites)[None, :] * n_t + t_r[:, None]).ravel(),
+            n_base + n_slack + np.arange(m),
+        ]
         ub_vals += [(-sign * sens[:, bus_r].T).ravel(), -np.ones(m)]
         b_ub.append(v2_base[t_r, bus_r] - lo if sign > 0 else hi - v2_base[t_r, bus_r])
         n_ub += m
@@ -209,10 +241,24 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
     bounds[ic : ic + n_pair, 1] = fleet.charge_max_kw
     bounds[id_ : id_ + n_pair, 1] = fleet.discharge_max_kw
     bounds[ie : ie + n_pair] = (fleet.min_kwh, fleet.max_kwh)
-    bounds[i_site : n_base] = (-np.inf, np.inf)
-    a_eq = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_pair + n_sites * n_t, n_var))
-    a_ub = sp.csr_matrix((np.concatenate(ub_vals), (np.concatenate(ub_rows), np.concatenate(ub_cols))), shape=(n_ub, n_var))
-    res = linprog(cost, A_ub=a_ub, b_ub=np.concatenate(b_ub), A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    bounds[i_site:n_base] = (-np.inf, np.inf)
+    a_eq = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(n_pair + n_sites * n_t, n_var),
+    )
+    a_ub = sp.csr_matrix(
+        (np.concatenate(ub_vals), (np.concatenate(ub_rows), np.concatenate(ub_cols))),
+        shape=(n_ub, n_var),
+    )
+    res = linprog(
+        cost,
+        A_ub=a_ub,
+        b_ub=np.concatenate(b_ub),
+        A_eq=a_eq,
+        b_eq=b_eq,
+        bounds=bounds,
+        method="highs",
+    )
     if res.status != 0:
         raise RuntimeError(f"marl_ev_v2g oracle LP failed: {res.message}")
     plan = np.zeros((horizon, n_cars))

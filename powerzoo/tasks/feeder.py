@@ -75,10 +75,15 @@ PF_TOL_PU = 1e-8
 # oracles: $ per unit of squared-voltage slack outside the band (about 10,000 $ per p.u. of voltage,
 # so a plan gives up any amount of profit or lost-load value before it lets a voltage leave the band)
 ORACLE_VOLTAGE_PENALTY = 20_000.0
-ORACLE_BAND_MARGIN_PU = 0.001  # default planned band [0.951, 1.049]: room for the linearisation error
+ORACLE_BAND_MARGIN_PU = (
+    0.001  # default planned band [0.951, 1.049]: room for the linearisation error
+)
 
 
-_add_reduce, _and_reduce = np.add.reduce, np.logical_and.reduce  # without ndarray.sum's Python wrapper
+_add_reduce, _and_reduce = (
+    np.add.reduce,
+    np.logical_and.reduce,
+)  # without ndarray.sum's Python wrapper
 _min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 
 
@@ -110,7 +115,9 @@ class FeederModel:
     ``split_days`` its calendar days; loads are ``bus_pd_mw * load_scale * demand_pu``.
     """
 
-    def __init__(self, case_name: str, profiles: Profiles, split_days: np.ndarray, load_scale: float) -> None:
+    def __init__(
+        self, case_name: str, profiles: Profiles, split_days: np.ndarray, load_scale: float
+    ) -> None:
         case = load_case(case_name)
         if not isinstance(case, RadialFeeder):
             raise ValueError(f"{case_name} is not a radial feeder case")
@@ -119,7 +126,9 @@ class FeederModel:
         self.steps_per_day = profiles.steps_per_day
         self.demand_pu = profiles.series["demand_pu"]
         self.price_per_mwh = profiles.series["price_per_mwh"]
-        self.day_start = split_days * profiles.steps_per_day  # first calendar step of each split day
+        self.day_start = (
+            split_days * profiles.steps_per_day
+        )  # first calendar step of each split day
         self.bus_p_mw = case.bus_pd_mw * self.load_scale  # bus demand per unit of demand_pu
         self.bus_q_mvar = case.bus_qd_mvar * self.load_scale
         self.rating_mva = case.branch_rating_mva
@@ -141,16 +150,22 @@ class FeederModel:
         d = demand_pu[:, None]
         return d * self.bus_p_mw, d * self.bus_q_mvar
 
-    def solve(self, p_mw: np.ndarray, q_mvar: np.ndarray, v_init: np.ndarray | None = None) -> GridStep:
+    def solve(
+        self, p_mw: np.ndarray, q_mvar: np.ndarray, v_init: np.ndarray | None = None
+    ) -> GridStep:
         """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative = export)."""
-        result = radial_power_flow(self.case, p_mw, q_mvar, max_iter=PF_MAX_ITER, tol_pu=PF_TOL_PU, v_init=v_init)
+        result = radial_power_flow(
+            self.case, p_mw, q_mvar, max_iter=PF_MAX_ITER, tol_pu=PF_TOL_PU, v_init=v_init
+        )
         vm, loading = result.vm_pu, result.branch_loading
         maximum, zero, work = np.maximum, self._zero, self._scratch
         costs = np.empty((vm.shape[0], 2))
         # max(lo - v, v - hi) is > 0 exactly when v is outside the band (both cannot be)
         below = np.subtract(self._v_lo, vm, out=work("below", vm.shape))
         above = np.subtract(vm, self._v_hi, out=work("above", vm.shape))
-        _add_reduce(maximum(maximum(below, above, out=below), zero, out=below), axis=1, out=costs[:, 0])
+        _add_reduce(
+            maximum(maximum(below, above, out=below), zero, out=below), axis=1, out=costs[:, 0]
+        )
         over = np.subtract(loading, self._one, out=work("over", loading.shape))
         np.matmul(maximum(over, zero, out=over), self.rating_mva, out=costs[:, 1])
         converged = result.converged
@@ -179,8 +194,16 @@ def child_buses(case: RadialFeeder, buses: Any) -> list[np.ndarray]:
     return [c if c.size else np.array([b]) for c, b in zip(children, buses, strict=True)]
 
 
-def begin_observation(spec: Any, slots_by_mode: dict[str, Any], time_table: np.ndarray, grid: FeederModel,
-                      steps_per_day: int, state: Any, obs_mode: str | None, n_agents: int) -> tuple[Any, np.ndarray, np.ndarray]:
+def begin_observation(
+    spec: Any,
+    slots_by_mode: dict[str, Any],
+    time_table: np.ndarray,
+    grid: FeederModel,
+    steps_per_day: int,
+    state: Any,
+    obs_mode: str | None,
+    n_agents: int,
+) -> tuple[Any, np.ndarray, np.ndarray]:
     """What every feeder task's ``observe`` starts with: the slots of ``obs_mode`` (``ValueError`` if
     unknown), a zeroed observation [B, n_agents, width] (float32) with the time features and the price
     filled in, and the profile index of each row. ``time_table`` holds the time features of steps
@@ -189,7 +212,9 @@ def begin_observation(spec: Any, slots_by_mode: dict[str, Any], time_table: np.n
     try:
         slots = slots_by_mode[mode]
     except KeyError:
-        raise ValueError(f"unknown obs_mode {mode!r} for {spec.task_id}; valid: {', '.join(slots_by_mode)}") from None
+        raise ValueError(
+            f"unknown obs_mode {mode!r} for {spec.task_id}; valid: {', '.join(slots_by_mode)}"
+        ) from None
     flat = grid.flat_index(state.day_id, state.t)
     obs = np.zeros((state.t.size, n_agents, slots.width), dtype=np.float32)
     try:
@@ -200,7 +225,9 @@ def begin_observation(spec: Any, slots_by_mode: dict[str, Any], time_table: np.n
     return slots, obs, flat
 
 
-def voltage_sq_sensitivity(case: RadialFeeder, buses: np.ndarray, tan_phi: np.ndarray | float = 0.0) -> np.ndarray:
+def voltage_sq_sensitivity(
+    case: RadialFeeder, buses: np.ndarray, tan_phi: np.ndarray | float = 0.0
+) -> np.ndarray:
     """LinDistFlow sensitivity ``d(v^2) / dP`` [n_units, n_bus] (p.u.^2 per MW, <= 0).
 
     Row ``k``: the change of every bus's squared voltage when the net demand at ``buses[k]``
@@ -215,12 +242,18 @@ def voltage_sq_sensitivity(case: RadialFeeder, buses: np.ndarray, tan_phi: np.nd
 
 def unit_variables(h: Any, n_steps: int, lb: np.ndarray, ub: np.ndarray) -> Any:
     """HiGHS variables [n_steps, n_units] with per-unit bounds ``lb`` / ``ub`` [n_units] (a highspy array)."""
-    columns = [h.addVariables(n_steps, lb=float(lo), ub=float(hi)) for lo, hi in zip(lb, ub, strict=True)]
+    columns = [
+        h.addVariables(n_steps, lb=float(lo), ub=float(hi)) for lo, hi in zip(lb, ub, strict=True)
+    ]
     return np.stack(columns, axis=1).view(type(columns[0]))
 
 
 def add_voltage_band(
-    h: Any, v2_base: np.ndarray, dv2: Any, dv2_bound: np.ndarray, margin_pu: float = ORACLE_BAND_MARGIN_PU
+    h: Any,
+    v2_base: np.ndarray,
+    dv2: Any,
+    dv2_bound: np.ndarray,
+    margin_pu: float = ORACLE_BAND_MARGIN_PU,
 ) -> Any:
     """Soft voltage-band rows of a day plan on a HiGHS model ``h``; returns the penalty expression ($).
 

@@ -81,17 +81,34 @@ PRICE_LIMIT = 1e5  # $/MWh, space bound of the LMP fields (soft-limit and VOLL p
 _N = 5
 AGENTS = tuple(f"genco_{i}" for i in range(_N))
 
-_TIME = (("hour_sin", "-", -1.0, 1.0, -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-         ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0))
-_MARKET = (("system_load_mw", "MW", 0.0, 1e4, 0.0, 1300.0), ("wind_mw", "MW", 0.0, WIND_MW, 0.0, WIND_MW))
+_TIME = (
+    ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
+    ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
+    ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
+)
+_MARKET = (
+    ("system_load_mw", "MW", 0.0, 1e4, 0.0, 1300.0),
+    ("wind_mw", "MW", 0.0, WIND_MW, 0.0, WIND_MW),
+)
 _LAST_PRICE = (("prev_mean_lmp_per_mwh", "$/MWh", -PRICE_LIMIT, PRICE_LIMIT, 0.0, 80.0),)
-_OWN = (("own_pmax_mw", "MW", 0.0, 600.0, 0.0, 600.0), ("own_marginal_cost_per_mwh", "$/MWh", 0.0, 100.0, 0.0, 40.0),
-        ("own_prev_p_mw", "MW", 0.0, 600.0, 0.0, 600.0),
-        ("own_prev_lmp_per_mwh", "$/MWh", -PRICE_LIMIT, PRICE_LIMIT, 0.0, 80.0))
-_OWN_MARKUPS = tuple((f"own_prev_markup_b{k}", "fraction", 0.0, MARKUP_MAX, 0.0, MARKUP_MAX) for k in range(N_BLOCKS))
-_ALL_MARKUPS = tuple((f"prev_markup_{a}_b{k}", "fraction", 0.0, MARKUP_MAX, 0.0, MARKUP_MAX)
-                     for a in AGENTS for k in range(N_BLOCKS))
-_MODES = {"global": _TIME + _MARKET + _LAST_PRICE + _OWN + _ALL_MARKUPS, "local": _TIME + _MARKET + _OWN + _OWN_MARKUPS}
+_OWN = (
+    ("own_pmax_mw", "MW", 0.0, 600.0, 0.0, 600.0),
+    ("own_marginal_cost_per_mwh", "$/MWh", 0.0, 100.0, 0.0, 40.0),
+    ("own_prev_p_mw", "MW", 0.0, 600.0, 0.0, 600.0),
+    ("own_prev_lmp_per_mwh", "$/MWh", -PRICE_LIMIT, PRICE_LIMIT, 0.0, 80.0),
+)
+_OWN_MARKUPS = tuple(
+    (f"own_prev_markup_b{k}", "fraction", 0.0, MARKUP_MAX, 0.0, MARKUP_MAX) for k in range(N_BLOCKS)
+)
+_ALL_MARKUPS = tuple(
+    (f"prev_markup_{a}_b{k}", "fraction", 0.0, MARKUP_MAX, 0.0, MARKUP_MAX)
+    for a in AGENTS
+    for k in range(N_BLOCKS)
+)
+_MODES = {
+    "global": _TIME + _MARKET + _LAST_PRICE + _OWN + _ALL_MARKUPS,
+    "local": _TIME + _MARKET + _OWN + _OWN_MARKUPS,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,15 +174,23 @@ class GencosBidding(Task):
         wind = self.profiles.series["wind_cf"] * WIND_MW
         if split == "renewable_shock":
             wind = wind * _shock_mask(spd, wind.size)
-        self._exogenous = np.stack([self.profiles.series["demand_pu"] * level, wind], axis=1)  # [steps, 2] MW
+        self._exogenous = np.stack(
+            [self.profiles.series["demand_pu"] * level, wind], axis=1
+        )  # [steps, 2] MW
         self._day_start = self.split_days * spd
         steps = np.arange(HORIZON + 1)
         phase = 2.0 * np.pi * (steps % spd) / spd
-        self._time = np.stack([np.sin(phase), np.cos(phase), 1.0 - steps / HORIZON], axis=1).astype(np.float32)
+        self._time = np.stack([np.sin(phase), np.cos(phase), 1.0 - steps / HORIZON], axis=1).astype(
+            np.float32
+        )
         self._gen_bus = case.gen_bus
         mc = self.market.block_marginal_cost
-        self._own = np.stack([case.gen_pmax_mw, mc.mean(axis=1)], axis=1).astype(np.float32)  # [5, 2]
-        self._slots = {mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes}
+        self._own = np.stack([case.gen_pmax_mw, mc.mean(axis=1)], axis=1).astype(
+            np.float32
+        )  # [5, 2]
+        self._slots = {
+            mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
+        }
         self._c1, self._c2, self._c0 = case.gen_c1_per_mwh, case.gen_c2_per_mw2h, case.gen_c0_per_h
         rate = case.branch_rate_a_mw
         self._rating = np.where(np.isfinite(rate), rate, np.inf)
@@ -229,14 +254,22 @@ class GencosBidding(Task):
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> BiddingState:
         day_id = self.check_day_id(day_id)
         b = day_id.size
-        return BiddingState(day_id, np.zeros(b, np.int64), np.zeros((b, _N, N_BLOCKS)), np.zeros((b, _N)),
-                            np.zeros((b, _N)), np.zeros(b))
+        return BiddingState(
+            day_id,
+            np.zeros(b, np.int64),
+            np.zeros((b, _N, N_BLOCKS)),
+            np.zeros((b, _N)),
+            np.zeros((b, _N)),
+            np.zeros(b),
+        )
 
     def observe(self, state: BiddingState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, 5, obs_dim] (float32) of ``obs_mode`` (default ``global``)."""
         mode = obs_mode or self.spec.default_obs_mode
         if mode not in self._slots:
-            raise ValueError(f"unknown obs_mode {mode!r} for {self.task_id}; valid: {', '.join(self._slots)}")
+            raise ValueError(
+                f"unknown obs_mode {mode!r} for {self.task_id}; valid: {', '.join(self._slots)}"
+            )
         slots = self._slots[mode]
         b = state.t.size
         obs = np.empty((b, _N, slots.width), dtype=np.float32)
@@ -257,8 +290,9 @@ class GencosBidding(Task):
         """Revenue and true production cost [..., 5] in $/h of dispatch ``gen_p`` paid ``lmp_gen``."""
         return lmp_gen * gen_p, self._c0 + self._c1 * gen_p + self._c2 * gen_p * gen_p
 
-    def step(self, state: BiddingState, action: np.ndarray, rng: np.random.Generator
-             ) -> tuple[BiddingState, StepOutput]:
+    def step(
+        self, state: BiddingState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[BiddingState, StepOutput]:
         dt_h = self.spec.dt_h
         b = state.t.size
         load_wind = self._load_wind(state.day_id, state.t)
@@ -285,7 +319,9 @@ class GencosBidding(Task):
             "gen_p_mw": gen_p,
             "agent_profit": profit,
             "mean_lmp_per_mwh": mean_lmp,
-            "lerner_index": np.where(paid > 0, (paid - valued) / np.where(paid > 0, paid, 1.0), 0.0),
+            "lerner_index": np.where(
+                paid > 0, (paid - valued) / np.where(paid > 0, paid, 1.0), 0.0
+            ),
             "price_cost_ratio": np.where(valued > 0, paid / np.where(valued > 0, valued, 1.0), 1.0),
             "production_cost": cost.sum(axis=1) * dt_h,
             "as_bid_cost": res.offer_cost_per_h * dt_h,
@@ -322,13 +358,19 @@ class GencosBidding(Task):
         b, n_grid = obs.shape[0], BR_GRID.size
         load = self.bus_load_mw(obs[:, 0, self._rule_load].astype(np.float64))  # [B, n_bus]
         last = obs[:, 0, self._rule_markups].astype(np.float64).reshape(b, _N, N_BLOCKS)
-        trial = np.repeat(last[:, None, None], _N, axis=1).repeat(n_grid, axis=2)  # [B, i, grid, 5, K]
+        trial = np.repeat(last[:, None, None], _N, axis=1).repeat(
+            n_grid, axis=2
+        )  # [B, i, grid, 5, K]
         own = np.arange(_N)
         trial[:, own, :, own, :] = BR_GRID[None, :, None]
-        res = self.market.clear(np.repeat(load, _N * n_grid, axis=0), trial.reshape(-1, _N, N_BLOCKS))
+        res = self.market.clear(
+            np.repeat(load, _N * n_grid, axis=0), trial.reshape(-1, _N, N_BLOCKS)
+        )
         gen_p = res.gen_p_mw.reshape(b, _N, n_grid, _N)[:, own, :, own]  # [i, B, grid]: own output
         lmp = res.lmp_per_mwh[:, self._gen_bus].reshape(b, _N, n_grid, _N)[:, own, :, own]
-        revenue, cost = self._profits(np.moveaxis(gen_p, 0, -1), np.moveaxis(lmp, 0, -1))  # [B, grid, i]
+        revenue, cost = self._profits(
+            np.moveaxis(gen_p, 0, -1), np.moveaxis(lmp, 0, -1)
+        )  # [B, grid, i]
         best = np.argmax(np.round(revenue - cost, 6), axis=1)  # [B, i]
         return np.repeat(BR_GRID[best], N_BLOCKS, axis=1)
 

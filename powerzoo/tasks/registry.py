@@ -60,7 +60,11 @@ def _baseline_numbers(task_id: str) -> dict[str, Any]:
     if not _BASELINES_FILE.is_file():
         return {}
     rows = json.loads(_BASELINES_FILE.read_text()).get("results", [])
-    return {r["policy"]: {"split": r["split"], "mean": r["mean"], "std": r["std"]} for r in rows if r["task"] == task_id}
+    return {
+        r["policy"]: {"split": r["split"], "mean": r["mean"], "std": r["std"]}
+        for r in rows
+        if r["task"] == task_id
+    }
 
 
 def info(name: str) -> dict[str, Any]:
@@ -74,13 +78,22 @@ def info(name: str) -> dict[str, Any]:
         "n_agents": len(spec.agents),
         "agents": list(spec.agents),
         "agent_groups": {
-            g.name: {"agents": list(g.agents), "description": g.description,
-                     "action": [n.removeprefix(f"{g.agents[0]}.") for n in spec.agent_action_names(g.agents[0])]}
+            g.name: {
+                "agents": list(g.agents),
+                "description": g.description,
+                "action": [
+                    n.removeprefix(f"{g.agents[0]}.") for n in spec.agent_action_names(g.agents[0])
+                ],
+            }
             for g in spec.groups
         },
         "observation_space": spec.observation.describe(),
         "action_space": spec.action.describe(),
-        "reward": {"description": spec.reward_doc, "terms": list(spec.reward_terms), "presets": list(spec.reward_presets)},
+        "reward": {
+            "description": spec.reward_doc,
+            "terms": list(spec.reward_terms),
+            "presets": list(spec.reward_presets),
+        },
         "constraint_names": list(spec.constraint_names),
         "constraint_units": list(spec.constraint_units),
         "selected_constraints": list(spec.selected_constraints),
@@ -110,12 +123,16 @@ def describe(name: str) -> str:
     d = info(name)
 
     def vector(rows: list[dict[str, Any]]) -> str:
-        return "\n".join(f"    {r['name']:<24} [{r['low']:g}, {r['high']:g}] {r['unit']}" for r in rows)
+        return "\n".join(
+            f"    {r['name']:<24} [{r['low']:g}, {r['high']:g}] {r['unit']}" for r in rows
+        )
 
     baselines = ", ".join(
         f"{k} ({v['mean']:.2f} on {v['split']})" if v else k for k, v in d["baselines"].items()
     )
-    costs = ", ".join(f"{n} [{u}]" for n, u in zip(d["constraint_names"], d["constraint_units"], strict=True))
+    costs = ", ".join(
+        f"{n} [{u}]" for n, u in zip(d["constraint_names"], d["constraint_units"], strict=True)
+    )
     thresholds = ", ".join(f"{k} <= {v:g}/episode" for k, v in d["cost_thresholds"].items())
     return "\n".join(
         [
@@ -123,10 +140,15 @@ def describe(name: str) -> str:
             f"  {d['description']}",
             f"  horizon: {d['horizon']} steps x {d['step_minutes']} min",
             *(
-                ["  agent groups: " + "; ".join(
-                    f"{name} ({len(g['agents'])}: {', '.join(g['action'])})" for name, g in d["agent_groups"].items()
-                )]
-                if d["agent_mode"] == "multi" else []
+                [
+                    "  agent groups: "
+                    + "; ".join(
+                        f"{name} ({len(g['agents'])}: {', '.join(g['action'])})"
+                        for name, g in d["agent_groups"].items()
+                    )
+                ]
+                if d["agent_mode"] == "multi"
+                else []
             ),
             "  observation:",
             vector(d["observation_space"]),

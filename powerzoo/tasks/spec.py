@@ -36,7 +36,9 @@ class VectorSpec:
         n = len(self.names)
         for field in ("units", "low", "high"):
             if len(getattr(self, field)) != n:
-                raise ValueError(f"VectorSpec.{field} has {len(getattr(self, field))} entries, names has {n}")
+                raise ValueError(
+                    f"VectorSpec.{field} has {len(getattr(self, field))} entries, names has {n}"
+                )
         if self.nominal_low is None:
             object.__setattr__(self, "nominal_low", self.low)
         if self.nominal_high is None:
@@ -48,7 +50,14 @@ class VectorSpec:
     def from_rows(cls, rows: tuple) -> VectorSpec:
         """A spec from rows ``(name, unit, low, high, nominal_low, nominal_high)``, one per entry."""
         names, units, low, high, nominal_low, nominal_high = zip(*rows, strict=True)
-        return cls(names=names, units=units, low=low, high=high, nominal_low=nominal_low, nominal_high=nominal_high)
+        return cls(
+            names=names,
+            units=units,
+            low=low,
+            high=high,
+            nominal_low=nominal_low,
+            nominal_high=nominal_high,
+        )
 
     @property
     def dim(self) -> int:
@@ -76,13 +85,17 @@ class VectorSpec:
         """
         missing = [n for n in names if n not in self.names]
         if not names or missing:
-            raise ValueError(f"unknown field(s) {missing or '(none given)'}; fields: {', '.join(self.names)}")
+            raise ValueError(
+                f"unknown field(s) {missing or '(none given)'}; fields: {', '.join(self.names)}"
+            )
         positions = [self.names.index(n) for n in names]
         if len(positions) == 1:
             return positions[0]
         step = positions[1] - positions[0]
         if step < 1 or any(b - a != step for a, b in zip(positions, positions[1:], strict=False)):
-            raise ValueError(f"fields {list(names)} are not evenly spaced in order (positions {positions})")
+            raise ValueError(
+                f"fields {list(names)} are not evenly spaced in order (positions {positions})"
+            )
         return slice(positions[0], positions[-1] + 1, None if step == 1 else step)
 
     def describe(self) -> list[dict[str, Any]]:
@@ -148,16 +161,24 @@ class TaskSpec:
     def __post_init__(self) -> None:
         unknown = set(self.selected_constraints) - set(self.constraint_names)
         if unknown:
-            raise ValueError(f"{self.task_id}: selected constraints {sorted(unknown)} not in constraint_names")
+            raise ValueError(
+                f"{self.task_id}: selected constraints {sorted(unknown)} not in constraint_names"
+            )
         if set(self.cost_thresholds) != set(self.selected_constraints):
-            raise ValueError(f"{self.task_id}: cost_thresholds must cover exactly the selected constraints")
+            raise ValueError(
+                f"{self.task_id}: cost_thresholds must cover exactly the selected constraints"
+            )
         if len(self.constraint_units) != len(self.constraint_names):
             raise ValueError(f"{self.task_id}: one unit per constraint needed")
         if self.action.dim % len(self.agents):
-            raise ValueError(f"{self.task_id}: joint action dim {self.action.dim} not divisible by the agent count")
+            raise ValueError(
+                f"{self.task_id}: joint action dim {self.action.dim} not divisible by the agent count"
+            )
         grouped = [a for group in self.agent_groups for a in group.agents]
         if self.agent_groups and sorted(grouped) != sorted(self.agents):
-            raise ValueError(f"{self.task_id}: agent_groups must list every agent exactly once, got {grouped}")
+            raise ValueError(
+                f"{self.task_id}: agent_groups must list every agent exactly once, got {grouped}"
+            )
 
     @property
     def agent_mode(self) -> str:
@@ -205,4 +226,6 @@ class TaskSpec:
     @functools.cached_property
     def selected_index(self) -> np.ndarray:
         """Positions of the selected constraints inside ``constraint_names``."""
-        return np.asarray([self.constraint_names.index(n) for n in self.selected_constraints], np.int64)
+        return np.asarray(
+            [self.constraint_names.index(n) for n in self.selected_constraints], np.int64
+        )

@@ -22,7 +22,9 @@ class EpisodeBuffer:
     def __init__(self, names: Sequence[str], batched: bool) -> None:
         self.names = tuple(names)
         self.batched = batched
-        self.steps: list[tuple[Any, ...]] = []  # one tuple per step (one append per step, not one per name)
+        self.steps: list[
+            tuple[Any, ...]
+        ] = []  # one tuple per step (one append per step, not one per name)
         self._done_index = (self.names.index("terminals"), self.names.index("truncations"))
         self._row_start: np.ndarray | None = None  # first pending step of each stream's episode
 
@@ -34,7 +36,9 @@ class EpisodeBuffer:
     def add(self, *values: Any) -> None:
         """Append one step: one value per name, in ``names`` order."""
         if len(values) != len(self.names):
-            raise ValueError(f"add() needs {len(self.names)} values ({', '.join(self.names)}), got {len(values)}")
+            raise ValueError(
+                f"add() needs {len(self.names)} values ({', '.join(self.names)}), got {len(values)}"
+            )
         self.steps.append(values)
 
     def add_step(self, values: tuple[Any, ...]) -> None:
@@ -50,7 +54,9 @@ class EpisodeBuffer:
         done = stacked[self._done_index[0]] | stacked[self._done_index[1]]  # [T, B]
         n_steps, n_streams = done.shape
         row_start = np.zeros(n_streams, np.int64) if self._row_start is None else self._row_start
-        done &= np.arange(n_steps)[:, None] >= row_start  # ends before a stream's start were taken already
+        done &= (
+            np.arange(n_steps)[:, None] >= row_start
+        )  # ends before a stream's start were taken already
         t_end, rows = np.nonzero(done)  # sorted by step, then stream: the order episodes finish
         if limit is not None:
             t_end, rows = t_end[:limit], rows[:limit]

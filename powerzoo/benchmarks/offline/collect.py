@@ -79,8 +79,10 @@ class DatasetGenerator:
         if self.vectorized:
             mode = env.metadata.get("autoreset_mode")
             if mode != gym.vector.AutoresetMode.SAME_STEP and not hasattr(env, "autoreset_as"):
-                raise ValueError(f"DatasetGenerator needs a vector env with same-step autoreset (PowerZoo's "
-                                 f"make_env(task, num_envs=N)), got {mode}")
+                raise ValueError(
+                    f"DatasetGenerator needs a vector env with same-step autoreset (PowerZoo's "
+                    f"make_env(task, num_envs=N)), got {mode}"
+                )
         elif hasattr(env, "num_envs"):
             raise TypeError(
                 f"{type(env).__name__} is not supported; pass make_env(task), make_env(task, framework='auto') "
@@ -104,7 +106,11 @@ class DatasetGenerator:
         renamed into place when complete (:func:`~powerzoo.benchmarks.offline.writer.write_hdf5_atomically`).
         ``progress``: show a progress bar (``None``: only when stderr is a terminal).
         """
-        if isinstance(n_episodes, bool) or not isinstance(n_episodes, (int, np.integer)) or n_episodes < 1:
+        if (
+            isinstance(n_episodes, bool)
+            or not isinstance(n_episodes, (int, np.integer))
+            or n_episodes < 1
+        ):
             raise ValueError(f"n_episodes must be a positive int, got {n_episodes!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an int, got {seed!r}")
@@ -113,7 +119,9 @@ class DatasetGenerator:
 
         def fill(h5file: Any) -> None:
             appender = HDF5Appender(h5file, self.compression_level)
-            with progress_bar(total=n_episodes, unit="ep", desc=f"collect {name}", progress=progress) as bar:
+            with progress_bar(
+                total=n_episodes, unit="ep", desc=f"collect {name}", progress=progress
+            ) as bar:
                 if self.vectorized:
                     self._collect_vector(policy, n_episodes, seed, appender, bar)
                 else:
@@ -131,7 +139,9 @@ class DatasetGenerator:
                 f"info key {err.args[0]!r} is not in the env's step info; available: {', '.join(sorted(info))}"
             ) from None
 
-    def _collect_episodes(self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any) -> None:
+    def _collect_episodes(
+        self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any
+    ) -> None:
         """Single env (Gymnasium or multi-agent dict): episode ``i`` from ``seed + i`` via :func:`rollout`."""
         buffer = EpisodeBuffer(self._names, batched=False)
         agents = self.agents
@@ -141,25 +151,54 @@ class DatasetGenerator:
         if agents is None:
             action_shape = self.env.action_space.shape
 
-            def as_arrays(obs: Any, action: Any, next_obs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-                return (np.array(obs, dtype=f32), np.array(action, dtype=f32).reshape(action_shape),
-                        np.array(next_obs, dtype=f32))
+            def as_arrays(
+                obs: Any, action: Any, next_obs: Any
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                return (
+                    np.array(obs, dtype=f32),
+                    np.array(action, dtype=f32).reshape(action_shape),
+                    np.array(next_obs, dtype=f32),
+                )
         else:
             action_space = self.env.action_space
             action_shapes = [action_space[a].shape for a in agents]
 
-            def as_arrays(obs: Any, action: Any, next_obs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            def as_arrays(
+                obs: Any, action: Any, next_obs: Any
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 return (
                     np.stack([np.asarray(obs[a], dtype=f32) for a in agents]),
-                    np.stack([np.asarray(action[a], dtype=f32).reshape(s) for a, s in zip(agents, action_shapes, strict=True)]),
+                    np.stack(
+                        [
+                            np.asarray(action[a], dtype=f32).reshape(s)
+                            for a, s in zip(agents, action_shapes, strict=True)
+                        ]
+                    ),
                     np.stack([np.asarray(next_obs[a], dtype=f32) for a in agents]),
                 )
 
-        def record_step(obs: Any, action: Any, reward: Any, next_obs: Any, terminated: bool, truncated: bool,
-                        info: dict[str, Any]) -> None:
+        def record_step(
+            obs: Any,
+            action: Any,
+            reward: Any,
+            next_obs: Any,
+            terminated: bool,
+            truncated: bool,
+            info: dict[str, Any],
+        ) -> None:
             obs_arr, action_arr, next_arr = as_arrays(obs, action, next_obs)
             try:
-                add_step((obs_arr, action_arr, reward, next_arr, terminated, truncated, *[info[k] for k in info_keys]))
+                add_step(
+                    (
+                        obs_arr,
+                        action_arr,
+                        reward,
+                        next_arr,
+                        terminated,
+                        truncated,
+                        *[info[k] for k in info_keys],
+                    )
+                )
             except KeyError:
                 self._info_values(info, False)  # raises the ValueError naming the missing key
                 raise
@@ -172,7 +211,9 @@ class DatasetGenerator:
                 appender.write_episodes(*taken)
             bar.update(1)
 
-    def _collect_vector(self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any) -> None:
+    def _collect_vector(
+        self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any
+    ) -> None:
         """Native vector env: reset once with ``seed``, autoreset, keep episodes in finishing order.
 
         A PowerZoo vector env in another autoreset mode collects in same-step mode (restored after).
@@ -184,7 +225,9 @@ class DatasetGenerator:
         else:
             self._collect_same_step(policy, n_episodes, seed, appender, bar)
 
-    def _collect_same_step(self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any) -> None:
+    def _collect_same_step(
+        self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any
+    ) -> None:
         env = self.env
         buffer = EpisodeBuffer(self._names, batched=True)
         obs, info = env.reset(seed=seed)
@@ -196,19 +239,32 @@ class DatasetGenerator:
             action = np.array(policy.act(obs, info), dtype=np.float32).reshape(action_shape)
             out = env.step(action)
             if len(out) != 5:
-                raise TypeError("DatasetGenerator needs step() -> (obs, reward, terminated, truncated, info); "
-                                "build the env without safe_rl=True")
+                raise TypeError(
+                    "DatasetGenerator needs step() -> (obs, reward, terminated, truncated, info); "
+                    "build the env without safe_rl=True"
+                )
             next_obs, reward, terminated, truncated, info = out
             done = np.logical_or(terminated, truncated)
             last_obs = next_obs
             if done.any():
-                last_obs = np.where(done.reshape((-1,) + (1,) * (next_obs.ndim - 1)), info["final_obs"], next_obs)
+                last_obs = np.where(
+                    done.reshape((-1,) + (1,) * (next_obs.ndim - 1)), info["final_obs"], next_obs
+                )
                 finished_pending += int(done.sum())
-            buffer.add(np.array(obs, dtype=np.float32), action, np.array(reward, dtype=np.float64),
-                       np.array(last_obs, dtype=np.float32), np.array(terminated, dtype=bool),
-                       np.array(truncated, dtype=bool), *self._info_values(info, True))
+            buffer.add(
+                np.array(obs, dtype=np.float32),
+                action,
+                np.array(reward, dtype=np.float64),
+                np.array(last_obs, dtype=np.float32),
+                np.array(terminated, dtype=bool),
+                np.array(truncated, dtype=bool),
+                *self._info_values(info, True),
+            )
             needed = n_episodes - appender.n_episodes
-            if finished_pending and (finished_pending >= needed or buffer.n_pending_steps * env.num_envs >= self.buffer_steps):
+            if finished_pending and (
+                finished_pending >= needed
+                or buffer.n_pending_steps * env.num_envs >= self.buffer_steps
+            ):
                 taken = buffer.take(limit=needed)
                 assert taken is not None
                 bar.update(appender.write_episodes(*taken))
@@ -216,7 +272,9 @@ class DatasetGenerator:
             obs = next_obs
 
     # ---- metadata -----------------------------------------------------------------------------
-    def _attrs(self, h5file: Any, appender: HDF5Appender, policy: Policy, seed: int) -> dict[str, Any]:
+    def _attrs(
+        self, h5file: Any, appender: HDF5Appender, policy: Policy, seed: int
+    ) -> dict[str, Any]:
         """Root attributes of the finished file (schema in :mod:`powerzoo.benchmarks.offline.schema`)."""
         import powerzoo
 
@@ -233,8 +291,9 @@ class DatasetGenerator:
             "seed": seed,
             "seeding": (
                 "env.reset(seed=seed) once and the policy seeded with seed; episodes auto-reset and are stored "
-                "in the order they finish" if self.vectorized else
-                "episode i: env.reset(seed=seed + i) and the policy seeded with seed + i"
+                "in the order they finish"
+                if self.vectorized
+                else "episode i: env.reset(seed=seed + i) and the policy seeded with seed + i"
             ),
             "num_envs": int(self.env.num_envs) if self.vectorized else 1,
             "n_episodes": appender.n_episodes,
@@ -242,7 +301,9 @@ class DatasetGenerator:
             "mean_return": float(team_returns.mean()),
             "std_return": float(team_returns.std()),
             "info_keys": list(self.info_keys),
-            "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"
+            ),
         }
         facts = inspect_env(self.env)
         if facts is not None:
@@ -263,8 +324,10 @@ class DatasetGenerator:
             if isinstance(space, gym.spaces.Box):
                 attrs[f"{prefix}_low"], attrs[f"{prefix}_high"] = space.low, space.high
         if facts is not None:
-            for prefix, vector, space in (("observation", facts.spec.observation, obs_space),
-                                          ("action", facts.spec.action, act_space)):
+            for prefix, vector, space in (
+                ("observation", facts.spec.observation, obs_space),
+                ("action", facts.spec.action, act_space),
+            ):
                 if space.shape == (len(vector.names),):
                     attrs[f"{prefix}_fields"] = list(vector.names)
         return attrs

@@ -83,28 +83,42 @@ class DatasetLoader:
             )
         version = int(attrs.get("schema_version", -1))
         if version > SCHEMA_VERSION:
-            raise self._fail(f"schema version {version} is newer than this PowerZoo reads ({SCHEMA_VERSION}); upgrade powerzoo")
+            raise self._fail(
+                f"schema version {version} is newer than this PowerZoo reads ({SCHEMA_VERSION}); upgrade powerzoo"
+            )
         missing = [k for k in TRANSITION_KEYS + EPISODE_KEYS if k not in f]
         missing += [f"attribute {k}" for k in ("n_steps", "n_episodes") if k not in attrs]
         if missing:
-            raise self._fail(f"missing {', '.join(missing)} (schema version {SCHEMA_VERSION} needs "
-                             f"{', '.join(TRANSITION_KEYS + EPISODE_KEYS)} and attributes n_steps, n_episodes)")
+            raise self._fail(
+                f"missing {', '.join(missing)} (schema version {SCHEMA_VERSION} needs "
+                f"{', '.join(TRANSITION_KEYS + EPISODE_KEYS)} and attributes n_steps, n_episodes)"
+            )
         n_steps, n_episodes = int(attrs["n_steps"]), int(attrs["n_episodes"])
-        expected = dict.fromkeys((*TRANSITION_KEYS, *(f"infos/{k}" for k in self.info_keys)), n_steps)
+        expected = dict.fromkeys(
+            (*TRANSITION_KEYS, *(f"infos/{k}" for k in self.info_keys)), n_steps
+        )
         expected.update(dict.fromkeys(EPISODE_KEYS, n_episodes))
         for name, rows in expected.items():
             found_rows = f[name].shape[0] if f[name].shape else 0
             if found_rows != rows:
                 which = "n_episodes" if name in EPISODE_KEYS else "n_steps"
-                raise self._fail(f"{name} has {found_rows} rows, expected {rows} ({which}); the file is inconsistent")
+                raise self._fail(
+                    f"{name} has {found_rows} rows, expected {rows} ({which}); the file is inconsistent"
+                )
             try:
                 if rows:
                     f[name][rows - 1]  # decompress the last chunk: catches damaged data early
             except (OSError, RuntimeError) as err:
-                raise self._fail(f"{name} cannot be read (truncated or corrupt file): {err}") from None
+                raise self._fail(
+                    f"{name} cannot be read (truncated or corrupt file): {err}"
+                ) from None
         lengths = self.episode_lengths
-        if int(lengths.sum()) != n_steps or not np.array_equal(self.episode_starts, np.cumsum(lengths) - lengths):
-            raise self._fail("episode_starts / episode_lengths do not tile the transitions; the file is inconsistent")
+        if int(lengths.sum()) != n_steps or not np.array_equal(
+            self.episode_starts, np.cumsum(lengths) - lengths
+        ):
+            raise self._fail(
+                "episode_starts / episode_lengths do not tile the transitions; the file is inconsistent"
+            )
 
     # ---- metadata ----------------------------------------------------------------------------
     @cached_property
@@ -137,8 +151,10 @@ class DatasetLoader:
 
     def __repr__(self) -> str:
         a = self.attrs
-        return (f"DatasetLoader({str(self.path)!r}: task={a.get('task')!r}, split={a.get('split')!r}, "
-                f"policy={a.get('policy')!r}, {self.n_episodes} episodes, {self.n_steps} steps)")
+        return (
+            f"DatasetLoader({str(self.path)!r}: task={a.get('task')!r}, split={a.get('split')!r}, "
+            f"policy={a.get('policy')!r}, {self.n_episodes} episodes, {self.n_steps} steps)"
+        )
 
     # ---- whole arrays ------------------------------------------------------------------------
     def _read(self, name: str) -> np.ndarray:
@@ -188,7 +204,9 @@ class DatasetLoader:
     def episode(self, index: int) -> dict[str, Any]:
         """Episode ``index`` (negative counts from the end): the transition arrays and ``infos``."""
         if not -self.n_episodes <= index < self.n_episodes:
-            raise IndexError(f"episode {index} out of range; the dataset has {self.n_episodes} episodes")
+            raise IndexError(
+                f"episode {index} out of range; the dataset has {self.n_episodes} episodes"
+            )
         start = int(self.episode_starts[index])
         rows = slice(start, start + int(self.episode_lengths[index]))
         out: dict[str, Any] = {k: self._file[k][rows] for k in TRANSITION_KEYS}
@@ -203,11 +221,19 @@ class DatasetLoader:
         Each batch is a dict of the transition arrays plus ``infos``; the whole dataset is read
         into memory on the first call.
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        if (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, (int, np.integer))
+            or batch_size < 1
+        ):
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         arrays = {k: getattr(self, k) for k in TRANSITION_KEYS}
         infos = self.infos
-        order = np.random.default_rng(seed).permutation(self.n_steps) if shuffle else np.arange(self.n_steps)
+        order = (
+            np.random.default_rng(seed).permutation(self.n_steps)
+            if shuffle
+            else np.arange(self.n_steps)
+        )
         for first in range(0, self.n_steps, batch_size):
             idx = order[first : first + batch_size]
             if drop_last and idx.size < batch_size:

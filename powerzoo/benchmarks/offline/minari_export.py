@@ -24,25 +24,39 @@ def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
         import minari
         from minari.data_collector import EpisodeBuffer
     except ImportError as err:
-        raise ImportError("to_minari needs the optional package minari: pip install minari") from err
+        raise ImportError(
+            "to_minari needs the optional package minari: pip install minari"
+        ) from err
     if dataset.agents is not None:
-        raise ValueError(f"{dataset.path}: Minari datasets are single-agent; this one has agents {dataset.agents}")
+        raise ValueError(
+            f"{dataset.path}: Minari datasets are single-agent; this one has agents {dataset.agents}"
+        )
     attrs = dataset.attrs
     if "observation_low" not in attrs or "action_low" not in attrs:
-        raise ValueError(f"{dataset.path}: no Box bounds stored (observation_low / action_low); cannot build Minari spaces")
-    obs_space = gym.spaces.Box(np.asarray(attrs["observation_low"]), np.asarray(attrs["observation_high"]), dtype=np.float32)
-    act_space = gym.spaces.Box(np.asarray(attrs["action_low"]), np.asarray(attrs["action_high"]), dtype=np.float32)
+        raise ValueError(
+            f"{dataset.path}: no Box bounds stored (observation_low / action_low); cannot build Minari spaces"
+        )
+    obs_space = gym.spaces.Box(
+        np.asarray(attrs["observation_low"]),
+        np.asarray(attrs["observation_high"]),
+        dtype=np.float32,
+    )
+    act_space = gym.spaces.Box(
+        np.asarray(attrs["action_low"]), np.asarray(attrs["action_high"]), dtype=np.float32
+    )
     buffers = []
     for i in range(dataset.n_episodes):
         ep = dataset.episode(i)
-        buffers.append(EpisodeBuffer(
-            id=i,
-            observations=np.concatenate([ep["observations"], ep["next_observations"][-1:]]),
-            actions=ep["actions"],
-            rewards=ep["rewards"],
-            terminations=ep["terminals"],
-            truncations=ep["truncations"],
-        ))
+        buffers.append(
+            EpisodeBuffer(
+                id=i,
+                observations=np.concatenate([ep["observations"], ep["next_observations"][-1:]]),
+                actions=ep["actions"],
+                rewards=ep["rewards"],
+                terminations=ep["terminals"],
+                truncations=ep["truncations"],
+            )
+        )
     kwargs.setdefault("algorithm_name", attrs.get("policy"))
     if "env" not in kwargs:
         kwargs["env"] = dataset_env_spec(attrs)
@@ -65,6 +79,9 @@ def dataset_env_spec(attrs: dict[str, Any]) -> gym.envs.registration.EnvSpec | N
         return None
     register_envs()
     spec = copy.deepcopy(gym.spec(env_id))
-    spec.kwargs = {**spec.kwargs, "split": str(attrs.get("split") or "train"),
-                   "normalize": bool(attrs.get("normalized", False))}
+    spec.kwargs = {
+        **spec.kwargs,
+        "split": str(attrs.get("split") or "train"),
+        "normalize": bool(attrs.get("normalized", False)),
+    }
     return spec

@@ -52,7 +52,14 @@ FORMAT_NAME = "powerzoo-offline"
 """Value of the root attribute ``format``."""
 SCHEMA_VERSION = 1
 """Version of the layout above; readers refuse newer files."""
-TRANSITION_KEYS = ("observations", "actions", "rewards", "next_observations", "terminals", "truncations")
+TRANSITION_KEYS = (
+    "observations",
+    "actions",
+    "rewards",
+    "next_observations",
+    "terminals",
+    "truncations",
+)
 """Datasets with one row per transition."""
 EPISODE_KEYS = ("episode_starts", "episode_lengths", "episode_returns")
 """Datasets with one row per episode."""
@@ -67,7 +74,9 @@ def require_h5py() -> Any:
     try:
         import h5py
     except ImportError as err:  # pragma: no cover - h5py is in powerzoo[data]
-        raise ImportError("offline datasets need h5py: pip install h5py (or pip install 'powerzoo[data]')") from err
+        raise ImportError(
+            "offline datasets need h5py: pip install h5py (or pip install 'powerzoo[data]')"
+        ) from err
     return h5py
 
 
@@ -80,4 +89,6 @@ def storage_array(name: str, values: np.ndarray) -> np.ndarray:
         return values
     if kind == "U":
         return np.char.encode(values, "utf-8")
-    raise TypeError(f"{name}: values of dtype {values.dtype} cannot be stored in HDF5 (numbers, bools or strings only)")
+    raise TypeError(
+        f"{name}: values of dtype {values.dtype} cannot be stored in HDF5 (numbers, bools or strings only)"
+    )

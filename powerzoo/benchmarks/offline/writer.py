@@ -44,12 +44,19 @@ class HDF5Appender:
             row_bytes = max(1, block.dtype.itemsize * int(np.prod(row_shape, dtype=np.int64)))
             chunk_rows = int(np.clip(CHUNK_BYTES // row_bytes, 1, 65536))
             dataset = self.file.create_dataset(
-                name, shape=(0, *row_shape), maxshape=(None, *row_shape), dtype=block.dtype,
-                chunks=(chunk_rows, *row_shape), compression="gzip",
-                compression_opts=self.compression_level, shuffle=True,
+                name,
+                shape=(0, *row_shape),
+                maxshape=(None, *row_shape),
+                dtype=block.dtype,
+                chunks=(chunk_rows, *row_shape),
+                compression="gzip",
+                compression_opts=self.compression_level,
+                shuffle=True,
             )
         elif dataset.shape[1:] != row_shape:
-            raise ValueError(f"{name}: rows changed shape from {dataset.shape[1:]} to {row_shape} during collection")
+            raise ValueError(
+                f"{name}: rows changed shape from {dataset.shape[1:]} to {row_shape} during collection"
+            )
         n = dataset.shape[0]
         dataset.resize(n + block.shape[0], axis=0)
         dataset[n:] = block
@@ -57,7 +64,9 @@ class HDF5Appender:
     def write_episodes(self, columns: dict[str, np.ndarray], lengths: np.ndarray) -> int:
         """Append a block of whole episodes (episode-major columns); returns the number of episodes."""
         starts_in_block = np.cumsum(lengths) - lengths
-        returns = np.add.reduceat(np.asarray(columns["rewards"], dtype=np.float64), starts_in_block, axis=0)
+        returns = np.add.reduceat(
+            np.asarray(columns["rewards"], dtype=np.float64), starts_in_block, axis=0
+        )
         for name, values in columns.items():
             self._append(name, storage_array(name, values))
         self._append("episode_starts", (self.n_steps + starts_in_block).astype(np.int64))

@@ -20,13 +20,23 @@ from __future__ import annotations
 from powerzoo.rl.campaigns.gather import CampaignOutcome, gather
 from powerzoo.rl.campaigns.local import run_local
 from powerzoo.rl.campaigns.spec import (
-           CampaignError,
-           CampaignSpec,
-           TrialSpec,
-           load_campaign,
-           parse_campaign,
+    CampaignError,
+    CampaignSpec,
+    TrialSpec,
+    load_campaign,
+    parse_campaign,
 )
 from powerzoo.rl.campaigns.trial import read_record, run_trial
 
-__all__ = ["CampaignError", "CampaignOutcome", "CampaignSpec", "TrialSpec", "gather", "load_campaign",
-           "parse_campaign", "read_record", "run_local", "run_trial"]
+__all__ = [
+    "CampaignError",
+    "CampaignOutcome",
+    "CampaignSpec",
+    "TrialSpec",
+    "gather",
+    "load_campaign",
+    "parse_campaign",
+    "read_record",
+    "run_local",
+    "run_trial",
+]

@@ -49,7 +49,15 @@ from powerzoo.rl.campaigns.spec import CampaignSpec
 
 __all__ = ["gather", "CampaignOutcome", "TRIAL_COLUMNS", "summary_row"]
 
-TRIAL_COLUMNS = ("trial_id", "algorithm", "setting", "seed", "num_timesteps", "train_seconds", "model")
+TRIAL_COLUMNS = (
+    "trial_id",
+    "algorithm",
+    "setting",
+    "seed",
+    "num_timesteps",
+    "train_seconds",
+    "model",
+)
 """Columns of ``trials.csv`` before the ``results.csv`` columns."""
 
 
@@ -73,24 +81,52 @@ class CampaignOutcome:
         return self.result.markdown()
 
 
-def summary_row(task: str, policy: str, source: str, episodes: Sequence[dict[str, Any]], days: Sequence[int],
-                cost_names: Sequence[str], split: str) -> dict[str, Any]:
+def summary_row(
+    task: str,
+    policy: str,
+    source: str,
+    episodes: Sequence[dict[str, Any]],
+    days: Sequence[int],
+    cost_names: Sequence[str],
+    split: str,
+) -> dict[str, Any]:
     """The ``results.csv`` row of some trained episodes (the statistics ``bench`` computes)."""
     seeds = list(dict.fromkeys(r["seed"] for r in episodes))
-    row = {"task": task, "split": split, "policy": policy, "kind": "trained", "source": source,
-           "n_seeds": len(seeds), "seeds": " ".join(map(str, seeds)), "n_days": len(days),
-           **summarize_campaign_episodes(episodes, cost_names)}
+    row = {
+        "task": task,
+        "split": split,
+        "policy": policy,
+        "kind": "trained",
+        "source": source,
+        "n_seeds": len(seeds),
+        "seeds": " ".join(map(str, seeds)),
+        "n_days": len(days),
+        **summarize_campaign_episodes(episodes, cost_names),
+    }
     row.update(score_columns(task, split, days, row))
     return row
 
 
-def gather(campaign: CampaignSpec, records: dict[str, dict[str, Any]], out_dir: str | Path,
-           failed: dict[str, str] | None = None, progress: bool | None = None) -> CampaignOutcome:
+def gather(
+    campaign: CampaignSpec,
+    records: dict[str, dict[str, Any]],
+    out_dir: str | Path,
+    failed: dict[str, str] | None = None,
+    progress: bool | None = None,
+) -> CampaignOutcome:
     """Evaluate the baselines, add the trials' rows, write every table and plot into ``out_dir``."""
     out = Path(out_dir)
     failed = dict(failed or {})
-    result = run_campaign(campaign.tasks, policies=campaign.baselines, seeds=campaign.seeds, split=campaign.split,
-                          episodes=campaign.episodes, out_dir=out, progress=progress, plots=campaign.plots)
+    result = run_campaign(
+        campaign.tasks,
+        policies=campaign.baselines,
+        seeds=campaign.seeds,
+        split=campaign.split,
+        episodes=campaign.episodes,
+        out_dir=out,
+        progress=progress,
+        plots=campaign.plots,
+    )
     result.notes.extend(campaign.notes)
     done = [t for t in campaign.trials if t.trial_id in records]
     trial_rows: list[dict[str, Any]] = []
@@ -100,8 +136,18 @@ def gather(campaign: CampaignSpec, records: dict[str, dict[str, Any]], out_dir: 
         names = tuple(rec["cost_names"])
         result.cost_names.setdefault(trial.task, names)
         source = f"{trial.trial_id} ({rec['model']} model, {rec['num_timesteps']} steps)"
-        row = summary_row(trial.task, trial.trial_label, source, rec["episodes"], rec["days"], names, campaign.split)
-        trial_rows.append({**{k: rec.get(k, getattr(trial, k, None)) for k in TRIAL_COLUMNS}, **row})
+        row = summary_row(
+            trial.task,
+            trial.trial_label,
+            source,
+            rec["episodes"],
+            rec["days"],
+            names,
+            campaign.split,
+        )
+        trial_rows.append(
+            {**{k: rec.get(k, getattr(trial, k, None)) for k in TRIAL_COLUMNS}, **row}
+        )
         episodes = [{**e, "policy": trial.label} for e in rec["episodes"]]
         pooled.setdefault((trial.task, trial.label), []).extend(episodes)
         result.episodes.extend(episodes)
@@ -113,10 +159,21 @@ def gather(campaign: CampaignSpec, records: dict[str, dict[str, Any]], out_dir: 
     days_of = {t.task: records[t.trial_id]["days"] for t in done}  # one protocol per task
     for (task, label), episodes in pooled.items():
         n_trials = len({e["seed"] for e in episodes})
-        result.rows.append(summary_row(task, label, f"{n_trials} trial(s) of {label}", episodes, days_of[task],
-                                       result.cost_names[task], campaign.split))
+        result.rows.append(
+            summary_row(
+                task,
+                label,
+                f"{n_trials} trial(s) of {label}",
+                episodes,
+                days_of[task],
+                result.cost_names[task],
+                campaign.split,
+            )
+        )
     order = {t: i for i, t in enumerate(campaign.tasks)}
-    result.rows.sort(key=lambda r: order.get(r["task"], len(order)))  # stable: baselines, then trained
+    result.rows.sort(
+        key=lambda r: order.get(r["task"], len(order))
+    )  # stable: baselines, then trained
     write_csv_tables(result)
     write_results_markdown(result)
     _write_trial_tables(result, trial_rows, out)
@@ -127,10 +184,14 @@ def gather(campaign: CampaignSpec, records: dict[str, dict[str, Any]], out_dir: 
             rows = [r for r in result.rows if r["task"] == task]
             path = out / f"return_vs_cost_{file_label(task)}.png"
             result.plots.append(plot_return_vs_cost(rows, task, campaign.split, path))
-    return CampaignOutcome(result, trial_rows, {t.trial_id: records[t.trial_id] for t in done}, failed)
+    return CampaignOutcome(
+        result, trial_rows, {t.trial_id: records[t.trial_id] for t in done}, failed
+    )
 
 
-def _copy_episode_plots(campaign: CampaignSpec, records: dict[str, dict[str, Any]], out: Path) -> list[Path]:
+def _copy_episode_plots(
+    campaign: CampaignSpec, records: dict[str, dict[str, Any]], out: Path
+) -> list[Path]:
     """``episode_<task>_<algorithm>_<setting>.png``: the first seed's episode plot of each (task, algorithm, setting).
 
     Copied from the trial folder when it is on this machine (a trial on another node keeps its own).
@@ -141,7 +202,11 @@ def _copy_episode_plots(campaign: CampaignSpec, records: dict[str, dict[str, Any
         if key in seen or trial.trial_id not in records:
             continue
         seen.add(key)
-        found = [Path(p) for p in records[trial.trial_id].get("plots", []) if Path(p).name.startswith("episode_")]
+        found = [
+            Path(p)
+            for p in records[trial.trial_id].get("plots", [])
+            if Path(p).name.startswith("episode_")
+        ]
         if found and found[0].is_file():
             target = out / f"episode_{file_label(trial.task)}_{file_label(trial.label)}.png"
             shutil.copyfile(found[0], target)
@@ -149,22 +214,36 @@ def _copy_episode_plots(campaign: CampaignSpec, records: dict[str, dict[str, Any
     return paths
 
 
-def _write_trial_tables(result: CampaignResult, trial_rows: list[dict[str, Any]], out: Path) -> None:
+def _write_trial_tables(
+    result: CampaignResult, trial_rows: list[dict[str, Any]], out: Path
+) -> None:
     names = list(dict.fromkeys(n for names in result.cost_names.values() for n in names))
     cost_cols = [f"cost_{n}{s}" for n in names for s in ("_mean", "_ci_low", "_ci_high")]
     columns = [*TRIAL_COLUMNS, *SUMMARY_COLUMNS, *cost_cols]
     result.files["trials_csv"] = atomic_write_text(out / "trials.csv", _csv(columns, trial_rows))
     per_trial = dataclasses.replace(result, rows=trial_rows, notes=[], files={}, plots=[])
-    text = results_markdown(per_trial).replace("# PowerZoo benchmark campaign", "# PowerZoo campaign: one row per trial", 1)
+    text = results_markdown(per_trial).replace(
+        "# PowerZoo benchmark campaign", "# PowerZoo campaign: one row per trial", 1
+    )
     result.files["trials_md"] = atomic_write_text(out / "trials.md", text)
 
 
 def _csv(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> str:
     """CSV text with floats written by ``repr`` (exact round trip) and ``None`` as an empty cell."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(
+        buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
+    )
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: "" if row.get(k) is None else repr(v) if isinstance(v := row.get(k), float) else v
-                         for k in columns})
+        writer.writerow(
+            {
+                k: ""
+                if row.get(k) is None
+                else repr(v)
+                if isinstance(v := row.get(k), float)
+                else v
+                for k in columns
+            }
+        )
     return buffer.getvalue()

@@ -39,15 +39,22 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path) -> Path:
     if path.is_file():
         held = read_json(path).get("fingerprint")
         if held != campaign.fingerprint():
-            raise ValueError(f"{out} holds another campaign (fingerprint {held}, this one {campaign.fingerprint()}); "
-                             "choose another --out folder")
+            raise ValueError(
+                f"{out} holds another campaign (fingerprint {held}, this one {campaign.fingerprint()}); "
+                "choose another --out folder"
+            )
     out.mkdir(parents=True, exist_ok=True)
     write_json(path, campaign.to_dict())
     return out
 
 
-def run_local(campaign: CampaignSpec | str | Path, out_dir: str | Path = "results/campaign",
-              progress: bool | None = None, *, gather_results: bool = True) -> CampaignOutcome | dict[str, Any]:
+def run_local(
+    campaign: CampaignSpec | str | Path,
+    out_dir: str | Path = "results/campaign",
+    progress: bool | None = None,
+    *,
+    gather_results: bool = True,
+) -> CampaignOutcome | dict[str, Any]:
     """Run every unfinished trial in turn, then gather (:func:`~powerzoo.rl.campaigns.gather.gather`).
 
     Returns the :class:`~powerzoo.rl.campaigns.gather.CampaignOutcome`, or with
@@ -57,8 +64,10 @@ def run_local(campaign: CampaignSpec | str | Path, out_dir: str | Path = "result
     campaign = as_campaign(campaign)
     rllib = [t.trial_id for t in campaign.trials if t.is_rllib]
     if rllib:
-        raise ValueError(f"rllib_ppo trials ({', '.join(rllib[:3])}{', ...' if len(rllib) > 3 else ''}) run on the "
-                         "Ray backend: use --backend ray")
+        raise ValueError(
+            f"rllib_ppo trials ({', '.join(rllib[:3])}{', ...' if len(rllib) > 3 else ''}) run on the "
+            "Ray backend: use --backend ray"
+        )
     out = check_out_dir(campaign, out_dir)
     records: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
@@ -69,8 +78,13 @@ def run_local(campaign: CampaignSpec | str | Path, out_dir: str | Path = "result
             todo.append(trial)
         else:
             records[trial.trial_id] = record
-    bar = progress_bar(total=len(campaign.trials), initial=len(records), desc=f"campaign {campaign.name}",
-                       unit="trial", progress=progress)
+    bar = progress_bar(
+        total=len(campaign.trials),
+        initial=len(records),
+        desc=f"campaign {campaign.name}",
+        unit="trial",
+        progress=progress,
+    )
     for trial in todo:
         bar.set_description(f"campaign {campaign.name}: {trial.trial_id}")
         try:

@@ -154,9 +154,15 @@ class CampaignSpec:
 
     def fingerprint(self) -> str:
         """Hash of the evaluation protocol and every trial's config (a resumed campaign must match it)."""
-        data = {"tasks": self.tasks, "seeds": self.seeds, "split": self.split, "episodes": self.episodes,
-                "baselines": self.baselines, "model": self.model,
-                "trials": [(t.trial_id, t.config_hash) for t in self.trials]}
+        data = {
+            "tasks": self.tasks,
+            "seeds": self.seeds,
+            "split": self.split,
+            "episodes": self.episodes,
+            "baselines": self.baselines,
+            "model": self.model,
+            "trials": [(t.trial_id, t.config_hash) for t in self.trials],
+        }
         return _hash(data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -192,13 +198,17 @@ def _check_keys(where: str, section: Any, allowed: set[str], field: str) -> dict
         raise _fail(where, f"'{field}' must be a mapping, got {type(section).__name__}")
     unknown = sorted(set(section) - allowed)
     if unknown:
-        raise _fail(where, f"unknown key(s) {', '.join(repr(f'{field}.{k}') for k in unknown)}; "
-                           f"valid: {', '.join(sorted(allowed))}")
+        raise _fail(
+            where,
+            f"unknown key(s) {', '.join(repr(f'{field}.{k}') for k in unknown)}; "
+            f"valid: {', '.join(sorted(allowed))}",
+        )
     return dict(section)
 
 
-def parse_campaign(data: Any, base_dir: str | Path = ".", source: str | None = None,
-                   default_name: str = "campaign") -> CampaignSpec:
+def parse_campaign(
+    data: Any, base_dir: str | Path = ".", source: str | None = None, default_name: str = "campaign"
+) -> CampaignSpec:
     """Validate a campaign mapping (the parsed YAML) and expand its trials; ``CampaignError`` on bad input."""
     from powerzoo.benchmarks.policies import BASELINE_POLICIES
     from powerzoo.tasks import list_tasks, task_spec
@@ -219,46 +229,71 @@ def parse_campaign(data: Any, base_dir: str | Path = ".", source: str | None = N
         raise _fail(where, "'tasks' must be a non-empty list of task names")
     unknown = [t for t in tasks if t not in registered]
     if unknown:
-        raise _fail(where, f"unknown task(s) {', '.join(map(repr, unknown))}; registered: {', '.join(registered)}")
+        raise _fail(
+            where,
+            f"unknown task(s) {', '.join(map(repr, unknown))}; registered: {', '.join(registered)}",
+        )
     if len(set(tasks)) != len(tasks):
         raise _fail(where, f"'tasks' repeats a task: {tasks}")
     seeds = data["seeds"]
     if not isinstance(seeds, list) or not seeds:
         raise _fail(where, "'seeds' must be a non-empty list of integers >= 0")
-    if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+    if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds) or len(
+        set(seeds)
+    ) != len(seeds):
         raise _fail(where, f"'seeds' must be distinct integers >= 0, got {seeds}")
 
     ev = _check_keys(where, data.get("evaluation"), _EVAL_KEYS, "evaluation")
     split = str(ev.get("split", "test"))
     for t in tasks:
         if split not in task_spec(t).splits:
-            raise _fail(where, f"'evaluation.split': unknown split {split!r} for {t}; valid: {', '.join(task_spec(t).splits)}")
+            raise _fail(
+                where,
+                f"'evaluation.split': unknown split {split!r} for {t}; valid: {', '.join(task_spec(t).splits)}",
+            )
     episodes = ev.get("episodes")
     if episodes in ("all",):
         episodes = None
-    if episodes is not None and (isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1):
-        raise _fail(where, f"'evaluation.episodes' must be a positive integer or null (every day), got {episodes!r}")
+    if episodes is not None and (
+        isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1
+    ):
+        raise _fail(
+            where,
+            f"'evaluation.episodes' must be a positive integer or null (every day), got {episodes!r}",
+        )
     baselines = ev.get("baselines", list(BASELINE_POLICIES)) or []
     bad = [b for b in baselines if b not in BASELINE_POLICIES]
     if bad:
-        raise _fail(where, f"'evaluation.baselines': unknown baseline(s) {', '.join(map(repr, bad))}; "
-                           f"valid: {', '.join(BASELINE_POLICIES)}")
+        raise _fail(
+            where,
+            f"'evaluation.baselines': unknown baseline(s) {', '.join(map(repr, bad))}; "
+            f"valid: {', '.join(BASELINE_POLICIES)}",
+        )
     model = ev.get("model", "best")
     if model not in MODEL_CHOICES:
-        raise _fail(where, f"'evaluation.model' must be one of {', '.join(MODEL_CHOICES)}, got {model!r}")
+        raise _fail(
+            where, f"'evaluation.model' must be one of {', '.join(MODEL_CHOICES)}, got {model!r}"
+        )
 
     ray = _check_keys(where, data.get("ray"), _RAY_KEYS, "ray")
     cpus = ray.get("cpus_per_trial", 1)
     if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0:
         raise _fail(where, f"'ray.cpus_per_trial' must be a positive number, got {cpus!r}")
     concurrent = ray.get("max_concurrent_trials")
-    if concurrent is not None and (isinstance(concurrent, bool) or not isinstance(concurrent, int) or concurrent < 1):
-        raise _fail(where, f"'ray.max_concurrent_trials' must be a positive integer or null, got {concurrent!r}")
+    if concurrent is not None and (
+        isinstance(concurrent, bool) or not isinstance(concurrent, int) or concurrent < 1
+    ):
+        raise _fail(
+            where,
+            f"'ray.max_concurrent_trials' must be a positive integer or null, got {concurrent!r}",
+        )
 
     budget = _budget(where, data.get("budget"), tasks)
     algorithms = data["algorithms"]
     if not isinstance(algorithms, Mapping) or not algorithms:
-        raise _fail(where, "'algorithms' must be a non-empty mapping {algorithm: {tasks, settings}}")
+        raise _fail(
+            where, "'algorithms' must be a non-empty mapping {algorithm: {tasks, settings}}"
+        )
     notes: list[str] = []
     trials: list[TrialSpec] = []
     for algo_name, entry in algorithms.items():
@@ -267,7 +302,9 @@ def parse_campaign(data: Any, base_dir: str | Path = ".", source: str | None = N
         algo_tasks = _algorithm_tasks(where, algo, algo_name, entry.get("tasks"), tasks, notes)
         settings = entry.get("settings") or {"default": {}}
         if not isinstance(settings, Mapping):
-            raise _fail(where, f"'algorithms.{algo_name}.settings' must be a mapping {{name: setting}}")
+            raise _fail(
+                where, f"'algorithms.{algo_name}.settings' must be a mapping {{name: setting}}"
+            )
         for setting_name, setting in settings.items():
             field = f"algorithms.{algo_name}.settings.{setting_name}"
             if not isinstance(setting_name, str) or not _NAME.match(setting_name):
@@ -275,19 +312,49 @@ def parse_campaign(data: Any, base_dir: str | Path = ".", source: str | None = N
             allowed = _RLLIB_KEYS if algo == RLLIB_PPO else _SETTING_KEYS
             setting = _check_keys(where, setting, allowed, field)
             for task in algo_tasks:
-                config = (_rllib_config(where, field, task, setting, budget[task]) if algo == RLLIB_PPO else
-                          _train_config(where, field, task, algo, setting, budget[task], Path(base_dir)))
+                config = (
+                    _rllib_config(where, field, task, setting, budget[task])
+                    if algo == RLLIB_PPO
+                    else _train_config(
+                        where, field, task, algo, setting, budget[task], Path(base_dir)
+                    )
+                )
                 for seed in seeds:
                     cfg = {**config, "seed": int(seed)}
-                    trials.append(TrialSpec(f"{task}-{algo}-{setting_name}-seed{seed}", task, algo, setting_name,
-                                            int(seed), cfg, _hash(cfg)))
+                    trials.append(
+                        TrialSpec(
+                            f"{task}-{algo}-{setting_name}-seed{seed}",
+                            task,
+                            algo,
+                            setting_name,
+                            int(seed),
+                            cfg,
+                            _hash(cfg),
+                        )
+                    )
     if not trials:
         raise _fail(where, "no trials: no algorithm can train any of the campaign's tasks")
     ids = [t.trial_id for t in trials]
     if len(set(ids)) != len(ids):
-        raise _fail(where, f"an algorithm is listed twice (trial ids repeat: {sorted({i for i in ids if ids.count(i) > 1})[:3]})")
-    return CampaignSpec(name, tuple(tasks), tuple(int(s) for s in seeds), split, episodes, tuple(baselines), model,
-                        bool(ev.get("plots", True)), tuple(trials), float(cpus), concurrent, tuple(notes), source)
+        raise _fail(
+            where,
+            f"an algorithm is listed twice (trial ids repeat: {sorted({i for i in ids if ids.count(i) > 1})[:3]})",
+        )
+    return CampaignSpec(
+        name,
+        tuple(tasks),
+        tuple(int(s) for s in seeds),
+        split,
+        episodes,
+        tuple(baselines),
+        model,
+        bool(ev.get("plots", True)),
+        tuple(trials),
+        float(cpus),
+        concurrent,
+        tuple(notes),
+        source,
+    )
 
 
 def _budget(where: str, section: Any, tasks: list[str]) -> dict[str, dict[str, Any]]:
@@ -298,10 +365,15 @@ def _budget(where: str, section: Any, tasks: list[str]) -> dict[str, dict[str, A
         raise _fail(where, "'budget.per_task' must be a mapping {task: {total_timesteps, n_envs}}")
     stray = [t for t in per_task if t not in tasks]
     if stray:
-        raise _fail(where, f"'budget.per_task' names task(s) outside 'tasks': {', '.join(map(repr, stray))}")
+        raise _fail(
+            where, f"'budget.per_task' names task(s) outside 'tasks': {', '.join(map(repr, stray))}"
+        )
     out = {}
     for task in tasks:
-        merged = {**section, **_check_keys(where, per_task.get(task), _BUDGET_KEYS, f"budget.per_task.{task}")}
+        merged = {
+            **section,
+            **_check_keys(where, per_task.get(task), _BUDGET_KEYS, f"budget.per_task.{task}"),
+        }
         for key, value in merged.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise _fail(where, f"'budget.{key}' must be a positive integer, got {value!r}")
@@ -318,7 +390,9 @@ def _algorithm_name(where: str, name: Any) -> str:
         return RLLIB_PPO
     if isinstance(name, str) and name.upper() in ALL_ALGORITHMS:
         return name.upper()
-    raise _fail(where, f"unknown algorithm {name!r}; valid: {', '.join(ALL_ALGORITHMS)}, {RLLIB_PPO}")
+    raise _fail(
+        where, f"unknown algorithm {name!r}; valid: {', '.join(ALL_ALGORITHMS)}, {RLLIB_PPO}"
+    )
 
 
 def _can_train(algo: str, task: str) -> bool:
@@ -331,22 +405,34 @@ def _can_train(algo: str, task: str) -> bool:
     return algo in algorithms_for(spec)
 
 
-def _algorithm_tasks(where: str, algo: str, name: str, listed: Any, tasks: list[str], notes: list[str]) -> list[str]:
+def _algorithm_tasks(
+    where: str, algo: str, name: str, listed: Any, tasks: list[str], notes: list[str]
+) -> list[str]:
     if listed is None:
         fit = [t for t in tasks if _can_train(algo, t)]
-        notes.extend(f"{t}: no {algo} trials ({algo} cannot train this task)" for t in tasks if t not in fit)
+        notes.extend(
+            f"{t}: no {algo} trials ({algo} cannot train this task)" for t in tasks if t not in fit
+        )
         return fit
     if isinstance(listed, str):
         listed = [listed]
     if not isinstance(listed, list) or not listed:
-        raise _fail(where, f"'algorithms.{name}.tasks' must be a non-empty list of the campaign's tasks")
+        raise _fail(
+            where, f"'algorithms.{name}.tasks' must be a non-empty list of the campaign's tasks"
+        )
     stray = [t for t in listed if t not in tasks]
     if stray:
-        raise _fail(where, f"'algorithms.{name}.tasks' names task(s) outside 'tasks': {', '.join(map(repr, stray))}")
+        raise _fail(
+            where,
+            f"'algorithms.{name}.tasks' names task(s) outside 'tasks': {', '.join(map(repr, stray))}",
+        )
     bad = [t for t in listed if not _can_train(algo, t)]
     if bad:
-        raise _fail(where, f"'algorithms.{name}.tasks': {algo} cannot train {', '.join(bad)}"
-                           + (" (rllib_ppo is for multi-agent tasks)" if algo == RLLIB_PPO else ""))
+        raise _fail(
+            where,
+            f"'algorithms.{name}.tasks': {algo} cannot train {', '.join(bad)}"
+            + (" (rllib_ppo is for multi-agent tasks)" if algo == RLLIB_PPO else ""),
+        )
     return list(dict.fromkeys(listed))
 
 
@@ -365,19 +451,32 @@ def _base_config(where: str, field: str, task: str, config: Any, base_dir: Path)
     except (ConfigError, FileNotFoundError) as err:
         raise _fail(where, f"{field}.config: {err}") from None
     if data["task"] != task:
-        raise _fail(where, f"{field}.config: {path} is a {data['task']} config, not {task} (give {{task: path}} "
-                           "per task)")
+        raise _fail(
+            where,
+            f"{field}.config: {path} is a {data['task']} config, not {task} (give {{task: path}} "
+            "per task)",
+        )
     return data
 
 
-def _train_config(where: str, field: str, task: str, algo: str, setting: dict[str, Any], budget: dict[str, Any],
-                  base_dir: Path) -> dict[str, Any]:
+def _train_config(
+    where: str,
+    field: str,
+    task: str,
+    algo: str,
+    setting: dict[str, Any],
+    budget: dict[str, Any],
+    base_dir: Path,
+) -> dict[str, Any]:
     """The resolved, validated run-config dict of one (task, algorithm, setting), seed and folder left out."""
     data = _base_config(where, field, task, setting.get("config"), base_dir)
     data.update(task=task, algorithm=algo)
     if budget:
         if "total_timesteps" in budget or "episodes" in budget:
-            data["total_timesteps"], data["episodes"] = budget.get("total_timesteps"), budget.get("episodes")
+            data["total_timesteps"], data["episodes"] = (
+                budget.get("total_timesteps"),
+                budget.get("episodes"),
+            )
         if "n_envs" in budget:
             data["n_envs"] = budget["n_envs"]
     overrides = setting.get("overrides") or {}
@@ -385,18 +484,31 @@ def _train_config(where: str, field: str, task: str, algo: str, setting: dict[st
         raise _fail(where, f"{field}.overrides must be a mapping of run-config fields")
     owned = sorted(set(overrides) & _CAMPAIGN_OWNED)
     if owned:
-        raise _fail(where, f"{field}.overrides: {', '.join(owned)} set by the campaign (tasks, algorithms, seeds, --out)")
+        raise _fail(
+            where,
+            f"{field}.overrides: {', '.join(owned)} set by the campaign (tasks, algorithms, seeds, --out)",
+        )
     for key, value in overrides.items():
         section = data.get(key)
-        merge = isinstance(value, Mapping) and isinstance(section, Mapping) and key != "algorithm_kwargs"
+        merge = (
+            isinstance(value, Mapping)
+            and isinstance(section, Mapping)
+            and key != "algorithm_kwargs"
+        )
         data[key] = {**section, **value} if merge else value
     kwargs = setting.get("algorithm_kwargs") or {}
     if not isinstance(kwargs, Mapping):
         raise _fail(where, f"{field}.algorithm_kwargs must be a mapping")
     data["algorithm_kwargs"] = {**(data.get("algorithm_kwargs") or {}), **kwargs}
     logging = {**(data.get("logging") or {}), "tensorboard": False, "progress_bar": False}
-    data.update(checkpoint=None, logging=logging, torch_threads=1, init_model=data.get("init_model"),
-                output_dir="runs", name=None)
+    data.update(
+        checkpoint=None,
+        logging=logging,
+        torch_threads=1,
+        init_model=data.get("init_model"),
+        output_dir="runs",
+        name=None,
+    )
     if "checkpoint" in overrides:
         data["checkpoint"] = overrides["checkpoint"]
     try:
@@ -408,10 +520,14 @@ def _train_config(where: str, field: str, task: str, algo: str, setting: dict[st
     return resolved
 
 
-def _rllib_config(where: str, field: str, task: str, setting: dict[str, Any], budget: dict[str, Any]) -> dict[str, Any]:
+def _rllib_config(
+    where: str, field: str, task: str, setting: dict[str, Any], budget: dict[str, Any]
+) -> dict[str, Any]:
     sharing = setting.get("sharing", "shared")
     if sharing not in SHARING_MODES:
-        raise _fail(where, f"{field}.sharing must be one of {', '.join(SHARING_MODES)}, got {sharing!r}")
+        raise _fail(
+            where, f"{field}.sharing must be one of {', '.join(SHARING_MODES)}, got {sharing!r}"
+        )
     if "total_timesteps" not in budget:
         raise _fail(where, f"budget of {task}: rllib_ppo trials need total_timesteps (env steps)")
     for key in ("training", "env"):
@@ -419,8 +535,22 @@ def _rllib_config(where: str, field: str, task: str, setting: dict[str, Any], bu
             raise _fail(where, f"{field}.{key} must be a mapping")
     runners = setting.get("num_env_runners", 0)
     per_runner = setting.get("num_envs_per_env_runner", 1)
-    if not isinstance(runners, int) or runners < 0 or not isinstance(per_runner, int) or per_runner < 1:
-        raise _fail(where, f"{field}: num_env_runners must be >= 0 and num_envs_per_env_runner >= 1")
-    return {"task": task, "algorithm": RLLIB_PPO, "sharing": sharing, "total_timesteps": int(budget["total_timesteps"]),
-            "training": dict(setting.get("training") or {}), "env": dict(setting.get("env") or {}),
-            "num_env_runners": runners, "num_envs_per_env_runner": per_runner}
+    if (
+        not isinstance(runners, int)
+        or runners < 0
+        or not isinstance(per_runner, int)
+        or per_runner < 1
+    ):
+        raise _fail(
+            where, f"{field}: num_env_runners must be >= 0 and num_envs_per_env_runner >= 1"
+        )
+    return {
+        "task": task,
+        "algorithm": RLLIB_PPO,
+        "sharing": sharing,
+        "total_timesteps": int(budget["total_timesteps"]),
+        "training": dict(setting.get("training") or {}),
+        "env": dict(setting.get("env") or {}),
+        "num_env_runners": runners,
+        "num_envs_per_env_runner": per_runner,
+    }

@@ -29,8 +29,18 @@ from typing import Any
 from powerzoo.fileio import write_json
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 
-__all__ = ["run_trial", "trial_dir", "read_record", "write_record", "prepare_folder", "base_record", "evaluate_policy",
-           "one_thread", "TRIAL_FILE", "TRIALS_DIR"]
+__all__ = [
+    "run_trial",
+    "trial_dir",
+    "read_record",
+    "write_record",
+    "prepare_folder",
+    "base_record",
+    "evaluate_policy",
+    "one_thread",
+    "TRIAL_FILE",
+    "TRIALS_DIR",
+]
 
 TRIALS_DIR = "trials"
 TRIAL_FILE = "trial.json"
@@ -51,8 +61,10 @@ def read_record(out_dir: str | Path, trial: TrialSpec) -> dict[str, Any] | None:
         return None
     record = json.loads(path.read_text())
     if record.get("config_hash") != trial.config_hash:
-        raise ValueError(f"{path} holds trial {trial.trial_id} with another config (hash {record.get('config_hash')}, "
-                         f"now {trial.config_hash}); use another --out folder or delete that trial folder")
+        raise ValueError(
+            f"{path} holds trial {trial.trial_id} with another config (hash {record.get('config_hash')}, "
+            f"now {trial.config_hash}); use another --out folder or delete that trial folder"
+        )
     return record
 
 
@@ -72,22 +84,40 @@ def one_thread() -> Any:
     return threadpool_limits(limits=1)
 
 
-def evaluate_policy(campaign: CampaignSpec, trial: TrialSpec, entry: Any, folder: Path) -> dict[str, Any]:
+def evaluate_policy(
+    campaign: CampaignSpec, trial: TrialSpec, entry: Any, folder: Path
+) -> dict[str, Any]:
     """Evaluate one policy entry on the campaign's split with the trial's seed; the record's evaluation fields."""
     from powerzoo.benchmarks.campaign import run_campaign
 
-    result = run_campaign([], policies=[], seeds=[trial.seed], split=campaign.split, episodes=campaign.episodes,
-                          extra_policies=[entry], out_dir=folder, progress=False, plots=campaign.plots)
+    result = run_campaign(
+        [],
+        policies=[],
+        seeds=[trial.seed],
+        split=campaign.split,
+        episodes=campaign.episodes,
+        extra_policies=[entry],
+        out_dir=folder,
+        progress=False,
+        plots=campaign.plots,
+    )
     if not result.rows:
-        raise RuntimeError(f"trial {trial.trial_id}: the policy could not be evaluated ({'; '.join(result.notes)})")
+        raise RuntimeError(
+            f"trial {trial.trial_id}: the policy could not be evaluated ({'; '.join(result.notes)})"
+        )
     row = result.rows[0]
     from powerzoo.benchmarks.baselines import select_days
     from powerzoo.tasks import make_task
 
     days = select_days(make_task(trial.task, campaign.split).n_days, campaign.episodes)
-    return {"days": days, "cost_names": list(result.cost_names[trial.task]), "episodes": result.episodes,
-            "mean_return": row["mean_return"], "normalized_score": row["normalized_score"],
-            "plots": [str(p) for p in result.plots]}
+    return {
+        "days": days,
+        "cost_names": list(result.cost_names[trial.task]),
+        "episodes": result.episodes,
+        "mean_return": row["mean_return"],
+        "normalized_score": row["normalized_score"],
+        "plots": [str(p) for p in result.plots],
+    }
 
 
 def _trained_entry(trial: TrialSpec, run_dir: Path, model: str) -> tuple[Any, str]:
@@ -99,10 +129,14 @@ def _trained_entry(trial: TrialSpec, run_dir: Path, model: str) -> tuple[Any, st
     if model == "best" and not any((run_dir / EVAL_DIR / name).is_file() for name in best):
         model = "final"
     trainer = Trainer.load(run_dir, model=model)
-    entry = PolicyEntry(label=trial.trial_label, task=trial.task,
-                        make_env=functools.partial(trainer.make_eval_env, objective=True),
-                        make_policy=lambda env, seed: trainer.policy(True),
-                        source=f"{trial.trial_id} ({trial.algorithm} {model} model)", kind="trained")
+    entry = PolicyEntry(
+        label=trial.trial_label,
+        task=trial.task,
+        make_env=functools.partial(trainer.make_eval_env, objective=True),
+        make_policy=lambda env, seed: trainer.policy(True),
+        source=f"{trial.trial_id} ({trial.algorithm} {model} model)",
+        kind="trained",
+    )
     return entry, model
 
 
@@ -116,9 +150,16 @@ def prepare_folder(out_dir: str | Path, trial: TrialSpec) -> tuple[Path, dict[st
 
 
 def base_record(trial: TrialSpec) -> dict[str, Any]:
-    return {"trial_id": trial.trial_id, "task": trial.task, "algorithm": trial.algorithm, "setting": trial.setting,
-            "seed": trial.seed, "config_hash": trial.config_hash, "label": trial.label,
-            "trial_label": trial.trial_label}
+    return {
+        "trial_id": trial.trial_id,
+        "task": trial.task,
+        "algorithm": trial.algorithm,
+        "setting": trial.setting,
+        "seed": trial.seed,
+        "config_hash": trial.config_hash,
+        "label": trial.label,
+        "trial_label": trial.trial_label,
+    }
 
 
 def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> dict[str, Any]:
@@ -127,7 +168,9 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
     ``rllib_ppo`` trials need the Ray backend (:mod:`powerzoo.integrations.tune`); here they raise ``ValueError``.
     """
     if trial.is_rllib:
-        raise ValueError(f"trial {trial.trial_id}: rllib_ppo trials run on the Ray backend (--backend ray)")
+        raise ValueError(
+            f"trial {trial.trial_id}: rllib_ppo trials run on the Ray backend (--backend ray)"
+        )
     folder, record = prepare_folder(out_dir, trial)
     if record is not None:
         return record
@@ -142,8 +185,15 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
         entry, model = _trained_entry(trial, folder / "run", campaign.model)
         started = time.perf_counter()
         evaluation = evaluate_policy(campaign, trial, entry, folder / "evaluation")
-        record = {**base_record(trial), "status": result.status, "num_timesteps": int(result.num_timesteps),
-                  "train_seconds": train_seconds, "eval_seconds": time.perf_counter() - started, "model": model,
-                  "run_dir": str(folder / "run"), **evaluation}
+        record = {
+            **base_record(trial),
+            "status": result.status,
+            "num_timesteps": int(result.num_timesteps),
+            "train_seconds": train_seconds,
+            "eval_seconds": time.perf_counter() - started,
+            "model": model,
+            "run_dir": str(folder / "run"),
+            **evaluation,
+        }
     write_json(folder / TRIAL_FILE, record)
     return record

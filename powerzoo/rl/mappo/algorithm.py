@@ -48,7 +48,9 @@ __all__ = ["GroupLayout", "MultiAgentPPO"]
 class GroupLayout:
     """What the learner needs to know about one agent group: agents, sizes, action bounds [n, act_dim]."""
 
-    def __init__(self, agents: Sequence[str], obs_dim: int, act_dim: int, low: np.ndarray, high: np.ndarray) -> None:
+    def __init__(
+        self, agents: Sequence[str], obs_dim: int, act_dim: int, low: np.ndarray, high: np.ndarray
+    ) -> None:
         self.agents, self.n = list(agents), len(agents)
         self.obs_dim, self.act_dim = int(obs_dim), int(act_dim)
         self.low = np.asarray(low, np.float32).reshape(self.n, self.act_dim)
@@ -67,8 +69,15 @@ class MultiAgentPPO(nn.Module):
         thresholds: per-episode budget of each selected cost (same order, physical units).
     """
 
-    def __init__(self, groups: Mapping[str, GroupLayout], state_dim: int, params: MAPPOParams, centralised: bool,
-                 cost_names: Sequence[str] = (), thresholds: Sequence[float] = ()) -> None:
+    def __init__(
+        self,
+        groups: Mapping[str, GroupLayout],
+        state_dim: int,
+        params: MAPPOParams,
+        centralised: bool,
+        cost_names: Sequence[str] = (),
+        thresholds: Sequence[float] = (),
+    ) -> None:
         super().__init__()
         self.layouts = dict(groups)
         self.params, self.centralised = params, bool(centralised)
@@ -77,7 +86,11 @@ class MultiAgentPPO(nn.Module):
         self.device = torch.device(params.device)
         k, hidden = len(self.cost_names), params.hidden_sizes
         self.actors, self.critics = nn.ModuleDict(), nn.ModuleDict()
-        self.cost_critics, self.value_norms, self.cost_norms = nn.ModuleDict(), nn.ModuleDict(), nn.ModuleDict()
+        self.cost_critics, self.value_norms, self.cost_norms = (
+            nn.ModuleDict(),
+            nn.ModuleDict(),
+            nn.ModuleDict(),
+        )
         for name, g in self.layouts.items():
             ids = g.n if g.n > 1 else 0
             self.actors[name] = Actor(g.obs_dim + ids, g.act_dim, hidden, params.log_std_init)
@@ -92,35 +105,56 @@ class MultiAgentPPO(nn.Module):
                     critic_in = (state_dim if self.centralised else g.obs_dim) + ids
                     self.cost_critics[name] = Critic(critic_in, hidden, k)
                     self.cost_norms[name] = ValueNorm(k)
-        self.q_critics, self.q_norms = nn.ModuleDict(), nn.ModuleDict()  # counterfactual baseline only
+        self.q_critics, self.q_norms = (
+            nn.ModuleDict(),
+            nn.ModuleDict(),
+        )  # counterfactual baseline only
         self.counterfactual = params.counterfactual_samples > 0
         if self.counterfactual:
             if not self.centralised:
-                raise ValueError("counterfactual_samples needs a centralised critic (MAPPO or MAPPO-L), not IPPO")
+                raise ValueError(
+                    "counterfactual_samples needs a centralised critic (MAPPO or MAPPO-L), not IPPO"
+                )
             sizes = [(g.n, g.act_dim) for g in self.layouts.values()]
             with torch.random.fork_rng(devices=[]):  # a side stream, as the cost critics
                 torch.manual_seed(torch.initial_seed() + 104729)
                 for name, g in self.layouts.items():
                     ids = g.n if g.n > 1 else 0
-                    self.q_critics[name] = Critic(state_dim + ids + sum(n * d for n, d in sizes), hidden, 1)
+                    self.q_critics[name] = Critic(
+                        state_dim + ids + sum(n * d for n, d in sizes), hidden, 1
+                    )
                     self.q_norms[name] = QNorm()
-            self._places = {name: own_slot_placement(sizes, i).to(self.device) for i, name in enumerate(self.layouts)}
-        self.joint_noise = nn.ModuleDict()  # joint_exploration only: one correlated Gaussian per group
+            self._places = {
+                name: own_slot_placement(sizes, i).to(self.device)
+                for i, name in enumerate(self.layouts)
+            }
+        self.joint_noise = (
+            nn.ModuleDict()
+        )  # joint_exploration only: one correlated Gaussian per group
         if params.joint_exploration:
             for name, g in self.layouts.items():
                 self.joint_noise[name] = JointNoise(g.n, g.act_dim, params.log_std_init)
                 self.actors[name].log_std.requires_grad_(False)  # the joint noise replaces it
         self.to(self.device)
-        self.actor_optims = {n: torch.optim.Adam(self._actor_parameters(n), lr=params.learning_rate, eps=1e-5)
-                             for n in self.layouts}
-        self.critic_optims = {
-            n: torch.optim.Adam(list(self.critics[n].parameters())
-                                + (list(self.cost_critics[n].parameters()) if k else []),
-                                lr=params.critic_learning_rate, eps=1e-5)
+        self.actor_optims = {
+            n: torch.optim.Adam(self._actor_parameters(n), lr=params.learning_rate, eps=1e-5)
             for n in self.layouts
         }
-        self.q_optims = {n: torch.optim.Adam(self.q_critics[n].parameters(), lr=params.counterfactual_learning_rate,
-                                             eps=1e-5) for n in self.q_critics}
+        self.critic_optims = {
+            n: torch.optim.Adam(
+                list(self.critics[n].parameters())
+                + (list(self.cost_critics[n].parameters()) if k else []),
+                lr=params.critic_learning_rate,
+                eps=1e-5,
+            )
+            for n in self.layouts
+        }
+        self.q_optims = {
+            n: torch.optim.Adam(
+                self.q_critics[n].parameters(), lr=params.counterfactual_learning_rate, eps=1e-5
+            )
+            for n in self.q_critics
+        }
         self.multipliers = np.full(k, params.lambda_init, np.float64)
 
     @property
@@ -134,7 +168,9 @@ class MultiAgentPPO(nn.Module):
 
     def _actor_parameters(self, name: str) -> list[nn.Parameter]:
         params = [q for q in self.actors[name].parameters() if q.requires_grad]
-        return params + (list(self.joint_noise[name].parameters()) if name in self.joint_noise else [])
+        return params + (
+            list(self.joint_noise[name].parameters()) if name in self.joint_noise else []
+        )
 
     def policy_distribution(self, name: str, x: torch.Tensor) -> torch.distributions.Distribution:
         """Group ``name``'s action distribution on actor inputs ``x`` [..., n, in].
@@ -146,7 +182,9 @@ class MultiAgentPPO(nn.Module):
             return self.joint_noise[name].distribution(self.actors[name].mean(x))
         return self.actors[name].distribution(x)
 
-    def group_log_prob(self, name: str, dist: torch.distributions.Distribution, actions: torch.Tensor) -> torch.Tensor:
+    def group_log_prob(
+        self, name: str, dist: torch.distributions.Distribution, actions: torch.Tensor
+    ) -> torch.Tensor:
         """Log-probability of ``actions`` [..., n, act_dim]: per agent [..., n], or the joint one [...]."""
         if name in self.joint_noise:
             return dist.log_prob(actions.flatten(-2))
@@ -166,7 +204,9 @@ class MultiAgentPPO(nn.Module):
         """[..., n, obs_dim] -> [..., n, obs_dim (+ n ids)]."""
         return with_agent_ids(obs, self.layouts[name].n)
 
-    def critic_input(self, name: str, obs: torch.Tensor, state: torch.Tensor | None) -> torch.Tensor:
+    def critic_input(
+        self, name: str, obs: torch.Tensor, state: torch.Tensor | None
+    ) -> torch.Tensor:
         """Global state (MAPPO, broadcast to every agent) or own observation (IPPO), plus the agent id."""
         n = self.layouts[name].n
         if self.centralised:
@@ -179,8 +219,9 @@ class MultiAgentPPO(nn.Module):
 
     # ---- acting ----------------------------------------------------------------------------------
     @torch.no_grad()
-    def act(self, obs: Mapping[str, np.ndarray], deterministic: bool = False
-            ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def act(
+        self, obs: Mapping[str, np.ndarray], deterministic: bool = False
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Actions ``{group: [N, n, act_dim]}`` (unclipped samples, [-1, 1] units) and their log-probabilities."""
         actions, log_probs = {}, {}
         for name, g in self.layouts.items():
@@ -189,7 +230,9 @@ class MultiAgentPPO(nn.Module):
             a = dist.mean if deterministic else dist.sample()
             if name in self.joint_noise:  # [N, n * act_dim] -> [N, n, act_dim]; the joint log-prob
                 a = a.reshape(*a.shape[:-1], g.n, g.act_dim)  # is split evenly over the agents
-                logp = (self.group_log_prob(name, dist, a) / g.n).unsqueeze(-1).expand(*a.shape[:-1])
+                logp = (
+                    (self.group_log_prob(name, dist, a) / g.n).unsqueeze(-1).expand(*a.shape[:-1])
+                )
             else:
                 logp = self.group_log_prob(name, dist, a)
             actions[name] = a.cpu().numpy()
@@ -205,16 +248,30 @@ class MultiAgentPPO(nn.Module):
         return out
 
     @torch.no_grad()
-    def values(self, obs: Mapping[str, np.ndarray], state: np.ndarray | None
-               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    def values(
+        self, obs: Mapping[str, np.ndarray], state: np.ndarray | None
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
         """Reward values ``{group: [N, n]}`` and cost values ``{group: [N, n, k]}`` (task units)."""
         st = None if state is None or not self.centralised else self._tensor(state)
         values, costs = {}, ({} if self.lagrangian else None)
         for name in self.layouts:
             x = self.critic_input(name, self._tensor(obs[name]), st)
-            values[name] = self.value_norms[name].denormalize(self.critics[name](x)).squeeze(-1).double().cpu().numpy()
+            values[name] = (
+                self.value_norms[name]
+                .denormalize(self.critics[name](x))
+                .squeeze(-1)
+                .double()
+                .cpu()
+                .numpy()
+            )
             if costs is not None:
-                costs[name] = self.cost_norms[name].denormalize(self.cost_critics[name](x)).double().cpu().numpy()
+                costs[name] = (
+                    self.cost_norms[name]
+                    .denormalize(self.cost_critics[name](x))
+                    .double()
+                    .cpu()
+                    .numpy()
+                )
         return values, costs
 
     # ---- multipliers -----------------------------------------------------------------------------
@@ -226,7 +283,9 @@ class MultiAgentPPO(nn.Module):
         if not self.lagrangian or mean_episode_costs is None:
             return self.multipliers.copy()
         p = self.params
-        step = self.multipliers + p.lambda_lr * (np.asarray(mean_episode_costs, np.float64) - self.thresholds)
+        step = self.multipliers + p.lambda_lr * (
+            np.asarray(mean_episode_costs, np.float64) - self.thresholds
+        )
         self.multipliers = np.clip(step, 0.0, np.inf if p.lambda_max is None else p.lambda_max)
         return self.multipliers.copy()
 
@@ -234,7 +293,10 @@ class MultiAgentPPO(nn.Module):
         """Apply the learning-rate schedule at ``done_fraction`` (in [0, 1]) of the run's budget."""
         p = self.params
         scale = 1.0 if p.lr_schedule == "constant" else max(1.0 - float(done_fraction), 0.0)
-        for optims, lr in ((self.actor_optims, p.learning_rate), (self.critic_optims, p.critic_learning_rate)):
+        for optims, lr in (
+            (self.actor_optims, p.learning_rate),
+            (self.critic_optims, p.critic_learning_rate),
+        ):
             for optim in optims.values():
                 for group in optim.param_groups:
                     group["lr"] = lr * scale
@@ -258,10 +320,14 @@ class MultiAgentPPO(nn.Module):
     def update(self, rollout: Rollout) -> dict[str, float]:
         """PPO epochs on every group; returns mean losses and diagnostics (``<group>/<stat>``)."""
         p, stats = self.params, {}
-        states = None if rollout.states is None or not self.centralised else self._tensor(rollout.states)
+        states = (
+            None if rollout.states is None or not self.centralised else self._tensor(rollout.states)
+        )
         joint = None  # [T, N, J] every agent's clipped action (counterfactual baseline)
         if self.counterfactual:
-            joint = joint_actions({n: self._tensor(rollout.groups[n].actions) for n in self.layouts})
+            joint = joint_actions(
+                {n: self._tensor(rollout.groups[n].actions) for n in self.layouts}
+            )
         for name, g in rollout.groups.items():
             t, n_envs, n = g.rewards.shape
             m = t * n_envs * n
@@ -275,19 +341,36 @@ class MultiAgentPPO(nn.Module):
             cost_adv = cost_returns = None
             if self.lagrangian and g.cost_advantages is not None:
                 k = len(self.cost_names)
-                cost_adv = torch.as_tensor(g.cost_advantages, device=self.device).reshape(m, k).float()
+                cost_adv = (
+                    torch.as_tensor(g.cost_advantages, device=self.device).reshape(m, k).float()
+                )
                 cost_returns = torch.as_tensor(g.cost_returns, device=self.device).reshape(m, k)
             vnorm = self.value_norms[name]
             qx = None
-            if joint is not None:  # A_i = G_i - E_{a_i'} Q(s, a_i', a_-i), Q before this rollout's update
-                qx = torch.cat([cx.reshape(t, n_envs, n, -1),
-                                joint.unsqueeze(2).expand(t, n_envs, n, joint.shape[-1])], -1)
+            if (
+                joint is not None
+            ):  # A_i = G_i - E_{a_i'} Q(s, a_i', a_-i), Q before this rollout's update
+                qx = torch.cat(
+                    [
+                        cx.reshape(t, n_envs, n, -1),
+                        joint.unsqueeze(2).expand(t, n_envs, n, joint.shape[-1]),
+                    ],
+                    -1,
+                )
                 qnorm = self.q_norms[name]
-                qnorm.update(returns, self.q_critics[name].net[-1])  # outputs preserved: Q before the update
+                qnorm.update(
+                    returns, self.q_critics[name].net[-1]
+                )  # outputs preserved: Q before the update
                 q_targets = qnorm.normalize(returns).float()
-                base = counterfactual_baseline(self.q_critics[name], self.actors[name], x.reshape(t * n_envs, n, -1),
-                                               cx.reshape(t * n_envs, n, -1), joint.reshape(t * n_envs, -1),
-                                               self._places[name], p.counterfactual_samples)
+                base = counterfactual_baseline(
+                    self.q_critics[name],
+                    self.actors[name],
+                    x.reshape(t * n_envs, n, -1),
+                    cx.reshape(t * n_envs, n, -1),
+                    joint.reshape(t * n_envs, -1),
+                    self._places[name],
+                    p.counterfactual_samples,
+                )
                 adv = (returns.reshape(m) - qnorm.denormalize(base.double()).reshape(m)).float()
                 qx = qx.reshape(m, -1)
             advantages = self.combined_advantages(adv, cost_adv)
@@ -303,12 +386,28 @@ class MultiAgentPPO(nn.Module):
                 rows = (t * n_envs, n)
                 x, cx = x.reshape(*rows, -1), cx.reshape(*rows, -1)
                 actions, targets = actions.reshape(*rows, -1), targets.reshape(*rows, 1)
-                old_logp, advantages = old_logp.reshape(rows).sum(-1), advantages.reshape(rows).mean(-1)
+                old_logp, advantages = (
+                    old_logp.reshape(rows).sum(-1),
+                    advantages.reshape(rows).mean(-1),
+                )
                 if cost_targets is not None:
                     cost_targets = cost_targets.reshape(*rows, -1)
-            stats.update({f"{name}/{k}": v for k, v in self._epochs(name, x, cx, actions, old_logp, advantages,
-                                                                     targets, cost_targets,
-                                                                     None if qx is None else (qx, q_targets)).items()})
+            stats.update(
+                {
+                    f"{name}/{k}": v
+                    for k, v in self._epochs(
+                        name,
+                        x,
+                        cx,
+                        actions,
+                        old_logp,
+                        advantages,
+                        targets,
+                        cost_targets,
+                        None if qx is None else (qx, q_targets),
+                    ).items()
+                }
+            )
         return stats
 
     def _entropy_per_agent(self, name: str, dist: torch.distributions.Distribution) -> torch.Tensor:
@@ -317,9 +416,18 @@ class MultiAgentPPO(nn.Module):
             return dist.entropy().mean() / self.layouts[name].n
         return dist.entropy().sum(-1).mean()
 
-    def _epochs(self, name: str, x: torch.Tensor, cx: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
-                advantages: torch.Tensor, targets: torch.Tensor, cost_targets: torch.Tensor | None,
-                q_batch: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, float]:
+    def _epochs(
+        self,
+        name: str,
+        x: torch.Tensor,
+        cx: torch.Tensor,
+        actions: torch.Tensor,
+        old_logp: torch.Tensor,
+        advantages: torch.Tensor,
+        targets: torch.Tensor,
+        cost_targets: torch.Tensor | None,
+        q_batch: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> dict[str, float]:
         p = self.params
         critic = self.critics[name]
         q_critic = self.q_critics[name] if q_batch is not None else None
@@ -332,12 +440,14 @@ class MultiAgentPPO(nn.Module):
         for _ in range(p.n_epochs):
             order = torch.randperm(m, device=self.device)
             for start in range(0, size * p.n_minibatches, size):
-                idx = order[start:start + size]
+                idx = order[start : start + size]
                 dist = self.policy_distribution(name, x[idx])
                 logp = self.group_log_prob(name, dist, actions[idx])
                 ratio = torch.exp(logp - old_logp[idx])
                 adv = advantages[idx]
-                policy_loss = -torch.min(ratio * adv, ratio.clamp(1 - p.clip_range, 1 + p.clip_range) * adv).mean()
+                policy_loss = -torch.min(
+                    ratio * adv, ratio.clamp(1 - p.clip_range, 1 + p.clip_range) * adv
+                ).mean()
                 entropy = self._entropy_per_agent(name, dist)
                 actor_loss = policy_loss - p.ent_coef * entropy
                 self.actor_optims[name].zero_grad()
@@ -352,7 +462,9 @@ class MultiAgentPPO(nn.Module):
                     cost_loss = 0.5 * (cost_critic(cx[idx]) - cost_targets[idx]).pow(2).mean()
                     critic_loss = critic_loss + cost_loss
                 q_loss = torch.zeros(())
-                if q_critic is not None:  # own optimiser, constant step, no gradient clip (see hparams)
+                if (
+                    q_critic is not None
+                ):  # own optimiser, constant step, no gradient clip (see hparams)
                     q_loss = 0.5 * (q_critic(qx[idx]) - q_targets[idx]).pow(2).mean()
                     self.q_optims[name].zero_grad()
                     q_loss.backward()
@@ -366,9 +478,13 @@ class MultiAgentPPO(nn.Module):
 
                 with torch.no_grad():
                     log_ratio = logp - old_logp[idx]
-                    batch = {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
-                             "entropy": entropy.item(), "approx_kl": ((ratio - 1) - log_ratio).mean().item(),
-                             "clip_fraction": ((ratio - 1).abs() > p.clip_range).float().mean().item()}
+                    batch = {
+                        "policy_loss": policy_loss.item(),
+                        "value_loss": value_loss.item(),
+                        "entropy": entropy.item(),
+                        "approx_kl": ((ratio - 1) - log_ratio).mean().item(),
+                        "clip_fraction": ((ratio - 1).abs() > p.clip_range).float().mean().item(),
+                    }
                     if cost_critic is not None:
                         batch["cost_value_loss"] = cost_loss.item()
                     if q_critic is not None:
@@ -405,9 +521,13 @@ class MultiAgentPPO(nn.Module):
             o.load_state_dict(state["q_optims"][n])
         self.multipliers = np.asarray(state["multipliers"], np.float64).copy()
 
-    def export_policy(self, deterministic: bool = True, meta: dict[str, Any] | None = None,
-                      obs_affine: tuple[np.ndarray, np.ndarray] | None = None,
-                      action_affine: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> MAPPOPolicy:
+    def export_policy(
+        self,
+        deterministic: bool = True,
+        meta: dict[str, Any] | None = None,
+        obs_affine: tuple[np.ndarray, np.ndarray] | None = None,
+        action_affine: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> MAPPOPolicy:
         """The actors as a :class:`MAPPOPolicy` (numpy copies: later training does not change it).
 
         ``obs_affine``: ``(mid, half)`` of the training env's observation normalisation (``None``:
@@ -417,14 +537,29 @@ class MultiAgentPPO(nn.Module):
         groups = {}
         for name, g in self.layouts.items():
             linears = [m for m in self.actors[name].mean if isinstance(m, nn.Linear)]
-            layers = [(m.weight.detach().cpu().numpy().T.copy(), m.bias.detach().cpu().numpy().copy()) for m in linears]
+            layers = [
+                (m.weight.detach().cpu().numpy().T.copy(), m.bias.detach().cpu().numpy().copy())
+                for m in linears
+            ]
             if action_affine is not None:
                 mid, half = action_affine[name]
             else:
-                mid, half = (g.high.astype(np.float64) + g.low) / 2.0, (g.high.astype(np.float64) - g.low) / 2.0
+                mid, half = (
+                    (g.high.astype(np.float64) + g.low) / 2.0,
+                    (g.high.astype(np.float64) - g.low) / 2.0,
+                )
             with torch.no_grad():  # joint exploration: each agent samples its own marginal
-                log_std = (self.joint_noise[name].marginal_log_std() if name in self.joint_noise
-                           else self.actors[name].log_std)
-            groups[name] = GroupActor(g.agents, layers, log_std.detach().cpu().numpy().copy(),
-                                      mid, half, *(obs_affine if obs_affine is not None else (None, None)))
+                log_std = (
+                    self.joint_noise[name].marginal_log_std()
+                    if name in self.joint_noise
+                    else self.actors[name].log_std
+                )
+            groups[name] = GroupActor(
+                g.agents,
+                layers,
+                log_std.detach().cpu().numpy().copy(),
+                mid,
+                half,
+                *(obs_affine if obs_affine is not None else (None, None)),
+            )
         return MAPPOPolicy(groups, deterministic, meta)

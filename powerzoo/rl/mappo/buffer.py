@@ -32,16 +32,24 @@ def _expand(flags: np.ndarray, like: np.ndarray) -> np.ndarray:
     return flags.reshape(flags.shape + (1,) * (like.ndim - flags.ndim)).astype(like.dtype)
 
 
-def next_values(values: np.ndarray, last_values: np.ndarray, final_values: np.ndarray,
-                truncated: np.ndarray) -> np.ndarray:
+def next_values(
+    values: np.ndarray, last_values: np.ndarray, final_values: np.ndarray, truncated: np.ndarray
+) -> np.ndarray:
     """``V(next_t)`` [T, N, ...]: ``values[t + 1]`` (``last_values`` after the rollout), or the
     value of the final observation (``final_values[t]``) where the episode was truncated at ``t``."""
     shifted = np.concatenate([values[1:], last_values[None]], axis=0)
     return np.where(_expand(truncated, values) > 0, final_values, shifted)
 
 
-def compute_gae(rewards: np.ndarray, values: np.ndarray, next_vals: np.ndarray, terminated: np.ndarray,
-                truncated: np.ndarray, gamma: float, gae_lambda: float) -> tuple[np.ndarray, np.ndarray]:
+def compute_gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_vals: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """Advantages and returns (module docstring), both shaped like ``rewards`` [T, N, ...].
 
     ``terminated`` / ``truncated`` are [T, N] flags of the step's outcome; ``next_vals`` from
@@ -79,13 +87,18 @@ class GroupRollout:
     cost_returns: np.ndarray | None = None
 
     @classmethod
-    def empty(cls, t: int, n_envs: int, n_agents: int, obs_dim: int, act_dim: int, n_costs: int) -> GroupRollout:
+    def empty(
+        cls, t: int, n_envs: int, n_agents: int, obs_dim: int, act_dim: int, n_costs: int
+    ) -> GroupRollout:
         shape = (t, n_envs, n_agents)
         costs = n_costs > 0
         return cls(
-            obs=np.zeros((*shape, obs_dim), np.float32), actions=np.zeros((*shape, act_dim), np.float32),
-            log_probs=np.zeros(shape, np.float32), values=np.zeros(shape, np.float64),
-            final_values=np.zeros(shape, np.float64), rewards=np.zeros(shape, np.float64),
+            obs=np.zeros((*shape, obs_dim), np.float32),
+            actions=np.zeros((*shape, act_dim), np.float32),
+            log_probs=np.zeros(shape, np.float32),
+            values=np.zeros(shape, np.float64),
+            final_values=np.zeros(shape, np.float64),
+            rewards=np.zeros(shape, np.float64),
             cost_values=np.zeros((*shape, n_costs), np.float64) if costs else None,
             final_cost_values=np.zeros((*shape, n_costs), np.float64) if costs else None,
         )
@@ -101,15 +114,35 @@ class Rollout:
     terminated: np.ndarray  # [T, N] bool
     truncated: np.ndarray  # [T, N] bool
 
-    def finish(self, last_values: dict[str, np.ndarray], last_cost_values: dict[str, np.ndarray] | None,
-               gamma: float, gae_lambda: float, cost_gamma: float) -> None:
+    def finish(
+        self,
+        last_values: dict[str, np.ndarray],
+        last_cost_values: dict[str, np.ndarray] | None,
+        gamma: float,
+        gae_lambda: float,
+        cost_gamma: float,
+    ) -> None:
         """Fill every group's advantages / returns (and cost ones) from the values after the rollout."""
         for name, g in self.groups.items():
             nv = next_values(g.values, last_values[name], g.final_values, self.truncated)
-            g.advantages, g.returns = compute_gae(g.rewards, g.values, nv, self.terminated, self.truncated,
-                                                  gamma, gae_lambda)
-            if g.cost_values is not None and last_cost_values is not None and self.costs is not None:
+            g.advantages, g.returns = compute_gae(
+                g.rewards, g.values, nv, self.terminated, self.truncated, gamma, gae_lambda
+            )
+            if (
+                g.cost_values is not None
+                and last_cost_values is not None
+                and self.costs is not None
+            ):
                 costs = np.broadcast_to(self.costs[:, :, None, :], g.cost_values.shape)
-                ncv = next_values(g.cost_values, last_cost_values[name], g.final_cost_values, self.truncated)
-                g.cost_advantages, g.cost_returns = compute_gae(costs, g.cost_values, ncv, self.terminated,
-                                                                self.truncated, cost_gamma, gae_lambda)
+                ncv = next_values(
+                    g.cost_values, last_cost_values[name], g.final_cost_values, self.truncated
+                )
+                g.cost_advantages, g.cost_returns = compute_gae(
+                    costs,
+                    g.cost_values,
+                    ncv,
+                    self.terminated,
+                    self.truncated,
+                    cost_gamma,
+                    gae_lambda,
+                )

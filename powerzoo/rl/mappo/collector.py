@@ -73,7 +73,9 @@ class Collector:
         """[N, n_agents * d]: every agent's observation, agent-major (equals ``env.state()``)."""
         return np.concatenate([np.asarray(obs[a], np.float32) for a in self.agents], axis=1)
 
-    def collect(self, n_steps: int) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    def collect(
+        self, n_steps: int
+    ) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
         """``n_steps`` batched steps: the rollout, the finished episodes, and the values after the last step."""
         if self.obs is None:
             raise RuntimeError("call reset() before collect()")
@@ -83,7 +85,9 @@ class Collector:
             name: GroupRollout.empty(n_steps, self.n_envs, g.n, g.obs_dim, g.act_dim, k)
             for name, g in learner.layouts.items()
         }
-        states = np.zeros((n_steps, self.n_envs, self._state_dim()), np.float32) if centralised else None
+        states = (
+            np.zeros((n_steps, self.n_envs, self._state_dim()), np.float32) if centralised else None
+        )
         costs = np.zeros((n_steps, self.n_envs, self.n_selected))
         terminated = np.zeros((n_steps, self.n_envs), bool)
         truncated = np.zeros((n_steps, self.n_envs), bool)
@@ -94,12 +98,16 @@ class Collector:
             state = self.global_state(obs) if centralised else None
             values, cost_values = learner.values(obs_g, state)
             actions, log_probs = learner.act(obs_g)
-            next_obs, rewards, terms, truncs, info = env.step(env.agent_arrays(learner.env_actions(actions)))
+            next_obs, rewards, terms, truncs, info = env.step(
+                env.agent_arrays(learner.env_actions(actions))
+            )
             term, trunc = np.asarray(terms[self.agents[0]]), np.asarray(truncs[self.agents[0]])
             rewards_g = env.group_arrays(rewards)
             if trunc.any():  # bootstrap values of the final observations (before the auto-reset)
-                final_v, final_cv = learner.values(env.group_arrays(info["final_obs"]),
-                                                   info["final_state"] if centralised else None)
+                final_v, final_cv = learner.values(
+                    env.group_arrays(info["final_obs"]),
+                    info["final_state"] if centralised else None,
+                )
             for name, g in groups.items():
                 g.obs[t], g.actions[t], g.log_probs[t] = obs_g[name], actions[name], log_probs[name]
                 g.values[t], g.rewards[t] = values[name], rewards_g[name]
@@ -111,52 +119,85 @@ class Collector:
                         g.final_cost_values[t] = final_cv[name]
             if states is not None:
                 states[t] = state
-            selected = np.asarray(info["selected_constraint_costs"], np.float64).reshape(self.n_envs, self.n_selected)
+            selected = np.asarray(info["selected_constraint_costs"], np.float64).reshape(
+                self.n_envs, self.n_selected
+            )
             costs[t], terminated[t], truncated[t] = selected, term, trunc
             finished += self._track(rewards, info, selected, term | trunc)
             obs = next_obs
         self.obs = obs
-        last_v, last_cv = learner.values(env.group_arrays(obs), self.global_state(obs) if centralised else None)
+        last_v, last_cv = learner.values(
+            env.group_arrays(obs), self.global_state(obs) if centralised else None
+        )
         rollout = Rollout(groups, states, costs if k else None, terminated, truncated)
         return rollout, self._episodes(finished, costs), last_v, last_cv
 
     def _state_dim(self) -> int:
         return int(self.env.single_state_space.shape[0])
 
-    def _track(self, rewards: dict[str, np.ndarray], info: dict[str, Any], selected: np.ndarray,
-               done: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    def _track(
+        self,
+        rewards: dict[str, np.ndarray],
+        info: dict[str, Any],
+        selected: np.ndarray,
+        done: np.ndarray,
+    ) -> list[tuple[np.ndarray, ...]]:
         """Add one step to the running episodes; return and zero the rows that ended."""
-        self.ep_agent_returns += np.stack([np.asarray(rewards[a], np.float64) for a in self.agents], axis=1)
-        self.ep_costs += np.asarray(info["constraint_costs"], np.float64).reshape(self.n_envs, self.n_constraints)
+        self.ep_agent_returns += np.stack(
+            [np.asarray(rewards[a], np.float64) for a in self.agents], axis=1
+        )
+        self.ep_costs += np.asarray(info["constraint_costs"], np.float64).reshape(
+            self.n_envs, self.n_constraints
+        )
         self.ep_selected += selected
         self.ep_lengths += 1
         if not done.any():
             return []
         rows = np.flatnonzero(done)
-        out = [(self.ep_agent_returns[rows].copy(), self.ep_costs[rows].copy(), self.ep_selected[rows].copy(),
-                self.ep_lengths[rows].copy())]
+        out = [
+            (
+                self.ep_agent_returns[rows].copy(),
+                self.ep_costs[rows].copy(),
+                self.ep_selected[rows].copy(),
+                self.ep_lengths[rows].copy(),
+            )
+        ]
         for arr in (self.ep_agent_returns, self.ep_costs, self.ep_selected, self.ep_lengths):
             arr[rows] = 0
         return out
 
     def _episodes(self, finished: list[tuple[np.ndarray, ...]], costs: np.ndarray) -> EpisodeBatch:
         if finished:
-            agent_returns, ep_costs, ep_selected, lengths = (np.concatenate(x) for x in zip(*finished, strict=True))
+            agent_returns, ep_costs, ep_selected, lengths = (
+                np.concatenate(x) for x in zip(*finished, strict=True)
+            )
         else:
             agent_returns = np.zeros((0, len(self.agents)))
-            ep_costs, ep_selected = np.zeros((0, self.n_constraints)), np.zeros((0, self.n_selected))
+            ep_costs, ep_selected = (
+                np.zeros((0, self.n_constraints)),
+                np.zeros((0, self.n_selected)),
+            )
             lengths = np.zeros(0, np.int64)
-        return EpisodeBatch(agent_returns.sum(axis=1), agent_returns, ep_costs, ep_selected, lengths,
-                            costs.reshape(-1, self.n_selected).mean(axis=0))
+        return EpisodeBatch(
+            agent_returns.sum(axis=1),
+            agent_returns,
+            ep_costs,
+            ep_selected,
+            lengths,
+            costs.reshape(-1, self.n_selected).mean(axis=0),
+        )
 
     # ---- exact continuation ----------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """The env's episodes and random stream, the current observations and the running episode sums."""
         runner = inspect_env(self.env).runner
         return {
-            "runner_state": copy.deepcopy(runner.state), "runner_rng": copy.deepcopy(runner.rng.bit_generator.state),
-            "obs": copy.deepcopy(self.obs), "ep_agent_returns": self.ep_agent_returns.copy(),
-            "ep_costs": self.ep_costs.copy(), "ep_selected": self.ep_selected.copy(),
+            "runner_state": copy.deepcopy(runner.state),
+            "runner_rng": copy.deepcopy(runner.rng.bit_generator.state),
+            "obs": copy.deepcopy(self.obs),
+            "ep_agent_returns": self.ep_agent_returns.copy(),
+            "ep_costs": self.ep_costs.copy(),
+            "ep_selected": self.ep_selected.copy(),
             "ep_lengths": self.ep_lengths.copy(),
         }
 

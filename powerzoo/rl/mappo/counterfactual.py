@@ -64,7 +64,11 @@ class QNorm(nn.Module):
         self.count.add_(1)
         new_std = self.std()
         last.weight.mul_((old_std / new_std).to(last.weight.dtype))
-        last.bias.copy_(((old_std * last.bias.to(torch.float64) + old_mean - self.mean) / new_std).to(last.bias.dtype))
+        last.bias.copy_(
+            ((old_std * last.bias.to(torch.float64) + old_mean - self.mean) / new_std).to(
+                last.bias.dtype
+            )
+        )
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         return ((x.to(torch.float64) - self.mean) / self.std()).to(x.dtype)
@@ -78,7 +82,10 @@ def joint_actions(actions: Mapping[str, torch.Tensor]) -> torch.Tensor:
 
     Groups in mapping order, agents in group order (agent-major), clipped as the env receives them.
     """
-    parts = [a.clamp(-1.0, 1.0).reshape(*a.shape[:-2], a.shape[-2] * a.shape[-1]) for a in actions.values()]
+    parts = [
+        a.clamp(-1.0, 1.0).reshape(*a.shape[:-2], a.shape[-2] * a.shape[-1])
+        for a in actions.values()
+    ]
     return torch.cat(parts, dim=-1)
 
 
@@ -96,9 +103,16 @@ def own_slot_placement(sizes: Sequence[tuple[int, int]], group: int) -> torch.Te
 
 
 @torch.no_grad()
-def counterfactual_baseline(q_critic: nn.Module, actor: Actor, actor_x: torch.Tensor, critic_x: torch.Tensor,
-                            joint: torch.Tensor, place: torch.Tensor, samples: int,
-                            chunk: int = 65_536) -> torch.Tensor:
+def counterfactual_baseline(
+    q_critic: nn.Module,
+    actor: Actor,
+    actor_x: torch.Tensor,
+    critic_x: torch.Tensor,
+    joint: torch.Tensor,
+    place: torch.Tensor,
+    samples: int,
+    chunk: int = 65_536,
+) -> torch.Tensor:
     """``b_i`` (the Q-critic's normalised units) for every row of one group.
 
     Args:
@@ -119,10 +133,11 @@ def counterfactual_baseline(q_critic: nn.Module, actor: Actor, actor_x: torch.Te
     dist = actor.distribution(actor_x)  # [M, n, d]
     draws = dist.sample((samples,)).clamp(-1.0, 1.0)  # [K, M, n, d]
     own = place.sum(1)  # [n, J]: 1 on each agent's own slot
-    others = joint.unsqueeze(1) * (1.0 - own)  # [M, n, J] joint action with the agent's own slot zeroed
+    others = joint.unsqueeze(1) * (
+        1.0 - own
+    )  # [M, n, J] joint action with the agent's own slot zeroed
     swapped = others.unsqueeze(0) + torch.einsum("kmnd,ndj->kmnj", draws, place)  # [K, M, n, J]
     rows = torch.cat([critic_x.unsqueeze(0).expand(samples, -1, -1, -1), swapped], dim=-1)
     flat = rows.reshape(samples * m * n, -1)
-    q = torch.cat([q_critic(flat[s:s + chunk]) for s in range(0, flat.shape[0], chunk)])
+    q = torch.cat([q_critic(flat[s : s + chunk]) for s in range(0, flat.shape[0], chunk)])
     return q.reshape(samples, m, n).mean(0)
-

@@ -113,8 +113,13 @@ class MAPPOParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name in ("learning_rate", "critic_learning_rate", "counterfactual_learning_rate", "clip_range",
-                     "max_grad_norm"):
+        for name in (
+            "learning_rate",
+            "critic_learning_rate",
+            "counterfactual_learning_rate",
+            "clip_range",
+            "max_grad_norm",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         for name in ("gamma", "cost_gamma"):
@@ -128,26 +133,38 @@ class MAPPOParams:
         if self.ent_coef < 0 or self.lambda_lr < 0 or self.lambda_init < 0:
             raise ValueError("ent_coef, lambda_lr and lambda_init must be >= 0")
         if self.lambda_max is not None and self.lambda_max < self.lambda_init:
-            raise ValueError(f"lambda_max ({self.lambda_max}) must be >= lambda_init ({self.lambda_init})")
+            raise ValueError(
+                f"lambda_max ({self.lambda_max}) must be >= lambda_init ({self.lambda_init})"
+            )
         cf = self.counterfactual_samples
         if isinstance(cf, bool) or not isinstance(cf, int) or cf < 0:
             raise ValueError(f"counterfactual_samples must be an int >= 0 (0: off), got {cf!r}")
         if not isinstance(self.joint_exploration, bool):
             raise ValueError(f"joint_exploration must be a bool, got {self.joint_exploration!r}")
         if self.joint_exploration and cf:
-            raise ValueError("joint_exploration and counterfactual_samples > 0 do not combine: choose one")
+            raise ValueError(
+                "joint_exploration and counterfactual_samples > 0 do not combine: choose one"
+            )
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             raise ValueError(f"hidden_sizes must be positive widths, got {self.hidden_sizes!r}")
         workers = self.rollout_workers
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-            raise ValueError(f"rollout_workers must be an int >= 0 (0: in-process rollouts), got {workers!r}")
+            raise ValueError(
+                f"rollout_workers must be an int >= 0 (0: in-process rollouts), got {workers!r}"
+            )
         if self.joint_exploration and workers:
-            raise ValueError("joint_exploration runs with in-process rollouts only (rollout_workers = 0)")
+            raise ValueError(
+                "joint_exploration runs with in-process rollouts only (rollout_workers = 0)"
+            )
         if self.rollout_address is not None:
             if not isinstance(self.rollout_address, str) or not self.rollout_address.strip():
-                raise ValueError(f"rollout_address must be a non-empty string or None, got {self.rollout_address!r}")
+                raise ValueError(
+                    f"rollout_address must be a non-empty string or None, got {self.rollout_address!r}"
+                )
             if workers == 0:
-                raise ValueError("rollout_address needs rollout_workers > 0 (remote rollouts are off)")
+                raise ValueError(
+                    "rollout_address needs rollout_workers > 0 (remote rollouts are off)"
+                )
         if not isinstance(self.rollout_exact, bool):
             raise ValueError(f"rollout_exact must be a bool, got {self.rollout_exact!r}")
 
@@ -170,7 +187,9 @@ def check_params(kwargs: dict[str, Any], where: str = "algorithm_kwargs") -> MAP
     fields = [f.name for f in dataclasses.fields(MAPPOParams)]
     for key in kwargs:
         if key not in fields:
-            raise ValueError(f"{where}.{key}: not a MAPPO/IPPO parameter; valid: {', '.join(fields)}")
+            raise ValueError(
+                f"{where}.{key}: not a MAPPO/IPPO parameter; valid: {', '.join(fields)}"
+            )
     try:
         return MAPPOParams(**kwargs)
     except (TypeError, ValueError) as err:

@@ -54,7 +54,9 @@ class Actor(nn.Module):
         self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
 
     def distribution(self, x: torch.Tensor) -> torch.distributions.Normal:
-        return torch.distributions.Normal(self.mean(x), self.log_std.exp().expand(*x.shape[:-1], -1))
+        return torch.distributions.Normal(
+            self.mean(x), self.log_std.exp().expand(*x.shape[:-1], -1)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Deterministic action (the mean)."""
@@ -86,7 +88,9 @@ class JointNoise(nn.Module):
 
     def distribution(self, mean: torch.Tensor) -> torch.distributions.MultivariateNormal:
         """The joint Gaussian around per-agent means [..., n, act_dim] (its samples: [..., D])."""
-        return torch.distributions.MultivariateNormal(mean.flatten(-2), scale_tril=self.scale_tril())
+        return torch.distributions.MultivariateNormal(
+            mean.flatten(-2), scale_tril=self.scale_tril()
+        )
 
     def marginal_log_std(self) -> torch.Tensor:
         """Each agent's own log standard deviation [n, act_dim] (what one agent sees of the noise)."""

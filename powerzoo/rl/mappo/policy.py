@@ -35,13 +35,23 @@ class GroupActor:
     ``obs_mid`` / ``obs_half`` [obs_dim] (or ``None``) map physical observations to the network's.
     """
 
-    def __init__(self, agents: Sequence[str], layers: Sequence[tuple[np.ndarray, np.ndarray]], log_std: np.ndarray,
-                 act_mid: np.ndarray, act_half: np.ndarray, obs_mid: np.ndarray | None = None,
-                 obs_half: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        agents: Sequence[str],
+        layers: Sequence[tuple[np.ndarray, np.ndarray]],
+        log_std: np.ndarray,
+        act_mid: np.ndarray,
+        act_half: np.ndarray,
+        obs_mid: np.ndarray | None = None,
+        obs_half: np.ndarray | None = None,
+    ) -> None:
         self.agents = list(agents)
         self.layers = [(np.asarray(w, np.float32), np.asarray(b, np.float32)) for w, b in layers]
         self.log_std = np.asarray(log_std, np.float32)
-        self.act_mid, self.act_half = np.asarray(act_mid, np.float64), np.asarray(act_half, np.float64)
+        self.act_mid, self.act_half = (
+            np.asarray(act_mid, np.float64),
+            np.asarray(act_half, np.float64),
+        )
         self.obs_mid = None if obs_mid is None else np.asarray(obs_mid, np.float64)
         self.obs_half = None if obs_half is None else np.asarray(obs_half, np.float64)
         self.ids = np.eye(len(self.agents), dtype=np.float32)
@@ -52,7 +62,9 @@ class GroupActor:
         if self.obs_mid is not None:  # exactly what the normalised env computes
             x = ((x - self.obs_mid) / self.obs_half).astype(np.float32)
         if len(self.agents) > 1:
-            x = np.concatenate([x, np.broadcast_to(self.ids, (*x.shape[:-1], len(self.agents)))], axis=-1)
+            x = np.concatenate(
+                [x, np.broadcast_to(self.ids, (*x.shape[:-1], len(self.agents)))], axis=-1
+            )
         for i, (w, b) in enumerate(self.layers):
             x = x @ w + b
             if i < len(self.layers) - 1:
@@ -73,8 +85,12 @@ class MAPPOPolicy:
         meta: free-form facts saved with the policy (task, algorithm, obs_mode, normalize, ...).
     """
 
-    def __init__(self, groups: Mapping[str, GroupActor], deterministic: bool = True,
-                 meta: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        groups: Mapping[str, GroupActor],
+        deterministic: bool = True,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
         self.groups = dict(groups)
         self.deterministic = bool(deterministic)
         self.meta = dict(meta or {})
@@ -97,13 +113,19 @@ class MAPPOPolicy:
         """Actions of every agent: ``{agent: obs[d]}`` -> ``{agent: action[a]}`` (or batched ``[N, ...]``)."""
         missing = set(self.agents) - set(obs)
         if missing:
-            raise ValueError(f"MAPPOPolicy acts for {self.agents}; observations lack {sorted(missing)}")
+            raise ValueError(
+                f"MAPPOPolicy acts for {self.agents}; observations lack {sorted(missing)}"
+            )
         out: dict[str, np.ndarray] = {}
         for actor in self.groups.values():
-            x = np.stack([np.asarray(obs[a], np.float32) for a in actor.agents], axis=-2)  # [..., n, d]
+            x = np.stack(
+                [np.asarray(obs[a], np.float32) for a in actor.agents], axis=-2
+            )  # [..., n, d]
             mean = actor.mean(x)
             if not self.deterministic:
-                mean = mean + np.exp(actor.log_std) * self._rng.standard_normal(mean.shape).astype(np.float32)
+                mean = mean + np.exp(actor.log_std) * self._rng.standard_normal(mean.shape).astype(
+                    np.float32
+                )
             action = actor.to_physical(mean)
             for i, a in enumerate(actor.agents):
                 out[a] = action[..., i, :]
@@ -123,7 +145,9 @@ class MAPPOPolicy:
             arrays[f"{name}/act_mid"], arrays[f"{name}/act_half"] = g.act_mid, g.act_half
             if g.obs_mid is not None:
                 arrays[f"{name}/obs_mid"], arrays[f"{name}/obs_half"] = g.obs_mid, g.obs_half
-        arrays["__meta__"] = np.frombuffer(json.dumps({"groups": groups_meta, "meta": self.meta}).encode(), np.uint8)
+        arrays["__meta__"] = np.frombuffer(
+            json.dumps({"groups": groups_meta, "meta": self.meta}).encode(), np.uint8
+        )
 
         def write(target: Path) -> None:
             with open(target, "wb") as fh:
@@ -141,9 +165,17 @@ class MAPPOPolicy:
             info = json.loads(bytes(data["__meta__"]).decode())
             groups = {}
             for name, g in info["groups"].items():
-                layers = [(data[f"{name}/w{i}"], data[f"{name}/b{i}"]) for i in range(g["n_layers"])]
+                layers = [
+                    (data[f"{name}/w{i}"], data[f"{name}/b{i}"]) for i in range(g["n_layers"])
+                ]
                 scaled = f"{name}/obs_mid" in data.files
-                groups[name] = GroupActor(g["agents"], layers, data[f"{name}/log_std"], data[f"{name}/act_mid"],
-                                          data[f"{name}/act_half"], data[f"{name}/obs_mid"] if scaled else None,
-                                          data[f"{name}/obs_half"] if scaled else None)
+                groups[name] = GroupActor(
+                    g["agents"],
+                    layers,
+                    data[f"{name}/log_std"],
+                    data[f"{name}/act_mid"],
+                    data[f"{name}/act_half"],
+                    data[f"{name}/obs_mid"] if scaled else None,
+                    data[f"{name}/obs_half"] if scaled else None,
+                )
         return cls(groups, deterministic, info["meta"])

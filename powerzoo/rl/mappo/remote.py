@@ -56,8 +56,19 @@ RAY_HINT = 'pip install "powerzoo[ray]"'
 
 # position of ``size`` among the positional arguments of numpy Generator methods
 _SIZE_POSITION = {
-    "random": 0, "standard_normal": 0, "standard_exponential": 0, "integers": 2, "uniform": 2, "normal": 2,
-    "lognormal": 2, "exponential": 1, "poisson": 1, "binomial": 2, "gamma": 2, "beta": 2, "choice": 1,
+    "random": 0,
+    "standard_normal": 0,
+    "standard_exponential": 0,
+    "integers": 2,
+    "uniform": 2,
+    "normal": 2,
+    "lognormal": 2,
+    "exponential": 1,
+    "poisson": 1,
+    "binomial": 2,
+    "gamma": 2,
+    "beta": 2,
+    "choice": 1,
     "standard_gamma": 1,
 }
 
@@ -120,7 +131,7 @@ class RowSlicedGenerator:
                 kwargs["size"] = full
             else:
                 args_list[pos] = full
-            return method(*args_list, **kwargs)[self.lo:self.lo + self.n]
+            return method(*args_list, **kwargs)[self.lo : self.lo + self.n]
 
         return draw
 
@@ -135,7 +146,12 @@ class _NoisePolicy:
 
     def __init__(self, learner: MultiAgentPPO, n_total: int, lo: int, n: int, pad: bool) -> None:
         self._learner = learner
-        self.n_total, self.lo, self.n, self.pad = int(n_total), int(lo), int(n), bool(pad) and n != n_total
+        self.n_total, self.lo, self.n, self.pad = (
+            int(n_total),
+            int(lo),
+            int(n),
+            bool(pad) and n != n_total,
+        )
         self._noise: Mapping[str, np.ndarray] = {}
         self._t = 0
 
@@ -149,24 +165,32 @@ class _NoisePolicy:
         if not self.pad:
             return x
         out = np.zeros((self.n_total, *np.shape(x)[1:]), np.asarray(x).dtype)
-        out[self.lo:self.lo + self.n] = x
+        out[self.lo : self.lo + self.n] = x
         return out
 
     def _out(self, x: np.ndarray) -> np.ndarray:
-        return x[self.lo:self.lo + self.n] if self.pad else x
+        return x[self.lo : self.lo + self.n] if self.pad else x
 
-    def values(self, obs: Mapping[str, np.ndarray], state: np.ndarray | None
-               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-        values, costs = self._learner.values({k: self._in(x) for k, x in obs.items()},
-                                             None if state is None else self._in(state))
-        return ({k: self._out(x) for k, x in values.items()},
-                None if costs is None else {k: self._out(x) for k, x in costs.items()})
+    def values(
+        self, obs: Mapping[str, np.ndarray], state: np.ndarray | None
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+        values, costs = self._learner.values(
+            {k: self._in(x) for k, x in obs.items()}, None if state is None else self._in(state)
+        )
+        return (
+            {k: self._out(x) for k, x in values.items()},
+            None if costs is None else {k: self._out(x) for k, x in costs.items()},
+        )
 
     @torch.no_grad()
-    def act(self, obs: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def act(
+        self, obs: Mapping[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         learner, actions, log_probs = self._learner, {}, {}
         for name in learner.layouts:
-            dist = learner.actors[name].distribution(learner.actor_input(name, learner._tensor(self._in(obs[name]))))
+            dist = learner.actors[name].distribution(
+                learner.actor_input(name, learner._tensor(self._in(obs[name])))
+            )
             a = dist.mean + dist.stddev * torch.as_tensor(self._in(self._noise[name][self._t]))
             actions[name] = self._out(a.numpy())
             log_probs[name] = self._out(dist.log_prob(a).sum(-1).numpy())
@@ -184,12 +208,19 @@ class _BlockCollector(Collector):
         self.finished: list[tuple[np.ndarray, ...]] = []
         self.costs: np.ndarray | None = None
 
-    def collect(self, n_steps: int) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    def collect(
+        self, n_steps: int
+    ) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
         self._t, self.keys = 0, []
         return super().collect(n_steps)
 
-    def _track(self, rewards: dict[str, np.ndarray], info: dict[str, Any], selected: np.ndarray,
-               done: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    def _track(
+        self,
+        rewards: dict[str, np.ndarray],
+        info: dict[str, Any],
+        selected: np.ndarray,
+        done: np.ndarray,
+    ) -> list[tuple[np.ndarray, ...]]:
         out = super()._track(rewards, info, selected, done)
         if out:
             self.keys.append((self._t, np.flatnonzero(done) + self.row0))
@@ -211,9 +242,21 @@ class RolloutWorker:
         torch_threads: torch threads of this worker (exact mode: the learner's; see :class:`_NoisePolicy`).
     """
 
-    def __init__(self, task: str, split: str, env_kwargs: dict[str, Any], n_total: int, lo: int, n: int,
-                 layouts: Mapping[str, GroupLayout], params: dict[str, Any], centralised: bool,
-                 cost_names: tuple[str, ...], thresholds: list[float], torch_threads: int = 1) -> None:
+    def __init__(
+        self,
+        task: str,
+        split: str,
+        env_kwargs: dict[str, Any],
+        n_total: int,
+        lo: int,
+        n: int,
+        layouts: Mapping[str, GroupLayout],
+        params: dict[str, Any],
+        centralised: bool,
+        cost_names: tuple[str, ...],
+        thresholds: list[float],
+        torch_threads: int = 1,
+    ) -> None:
         torch.set_num_threads(int(torch_threads))
         env = make_env(task, split, framework="pettingzoo", num_envs=n, **env_kwargs)
         runner = inspect_env(env).runner
@@ -222,25 +265,38 @@ class RolloutWorker:
             runner.rng = RowSlicedGenerator(np.random.default_rng(value), n_total, lo, n)
 
         runner.seed = seed
-        local = MAPPOParams(**{**params, "device": "cpu", "rollout_workers": 0, "rollout_address": None})
-        self.learner = MultiAgentPPO(layouts, env.single_state_space.shape[0], local, centralised, cost_names,
-                                     thresholds)
-        self.policy = _NoisePolicy(self.learner, n_total, lo, n, bool(params.get("rollout_exact", True)))
+        local = MAPPOParams(
+            **{**params, "device": "cpu", "rollout_workers": 0, "rollout_address": None}
+        )
+        self.learner = MultiAgentPPO(
+            layouts, env.single_state_space.shape[0], local, centralised, cost_names, thresholds
+        )
+        self.policy = _NoisePolicy(
+            self.learner, n_total, lo, n, bool(params.get("rollout_exact", True))
+        )
         self.collector = _BlockCollector(env, self.policy, lo)
 
     def reset(self, seed: int) -> bool:
         self.collector.reset(seed)
         return True
 
-    def collect(self, weights: dict[str, torch.Tensor], noise: dict[str, np.ndarray], n_steps: int) -> dict[str, Any]:
+    def collect(
+        self, weights: dict[str, torch.Tensor], noise: dict[str, np.ndarray], n_steps: int
+    ) -> dict[str, Any]:
         """``n_steps`` steps of this block with ``weights``; the rollout and its raw episode records."""
         self.learner.load_state_dict(weights)
         self.policy.start(noise)
         rollout, _, last_v, last_cv = self.collector.collect(n_steps)
         c = self.collector
-        return {"rollout": rollout, "last_values": last_v, "last_cost_values": last_cv, "costs": c.costs,
-                "finished": c.finished, "keys": c.keys,
-                "sizes": (len(c.agents), c.n_constraints)}
+        return {
+            "rollout": rollout,
+            "last_values": last_v,
+            "last_cost_values": last_cv,
+            "costs": c.costs,
+            "finished": c.finished,
+            "keys": c.keys,
+            "sizes": (len(c.agents), c.n_constraints),
+        }
 
     def state(self) -> dict[str, Any]:
         return self.collector.state()
@@ -256,12 +312,21 @@ def _cat(parts: list[Any], axis: int) -> Any:
 
 def _join_state(states: list[Any]) -> Any:
     """Task states (dataclasses of [B, ...] arrays) of consecutive blocks as one batch."""
-    return type(states[0])(**{f.name: np.concatenate([getattr(s, f.name) for s in states], axis=0)
-                              for f in dataclasses.fields(states[0])})
+    return type(states[0])(
+        **{
+            f.name: np.concatenate([getattr(s, f.name) for s in states], axis=0)
+            for f in dataclasses.fields(states[0])
+        }
+    )
 
 
 def _slice_state(state: Any, lo: int, hi: int) -> Any:
-    return type(state)(**{f.name: np.asarray(getattr(state, f.name))[lo:hi].copy() for f in dataclasses.fields(state)})
+    return type(state)(
+        **{
+            f.name: np.asarray(getattr(state, f.name))[lo:hi].copy()
+            for f in dataclasses.fields(state)
+        }
+    )
 
 
 class RemoteCollector:
@@ -271,8 +336,16 @@ class RemoteCollector:
     a new local session on this machine's cores; it is shut down by :meth:`close`).
     """
 
-    def __init__(self, learner: MultiAgentPPO, task: str, split: str, env_kwargs: dict[str, Any], n_envs: int,
-                 workers: int, address: str | None = None) -> None:
+    def __init__(
+        self,
+        learner: MultiAgentPPO,
+        task: str,
+        split: str,
+        env_kwargs: dict[str, Any],
+        n_envs: int,
+        workers: int,
+        address: str | None = None,
+    ) -> None:
         ray = import_ray()
         self.learner, self.n_envs = learner, int(n_envs)
         self.bounds = split_rows(self.n_envs, int(workers))
@@ -282,14 +355,29 @@ class RemoteCollector:
             self._own_session = True
         cpus = ray.cluster_resources().get("CPU", 0)
         if cpus < workers:
-            warnings.warn(f"{workers} rollout workers need {workers} CPUs; the Ray cluster has {cpus:g} "
-                          f"(actors wait until CPUs are free)", stacklevel=2)
+            warnings.warn(
+                f"{workers} rollout workers need {workers} CPUs; the Ray cluster has {cpus:g} "
+                f"(actors wait until CPUs are free)",
+                stacklevel=2,
+            )
         worker_cls = ray.remote(num_cpus=1)(RolloutWorker)
         params = learner.params.to_dict()
         threads = torch.get_num_threads() if learner.params.rollout_exact else 1
         self.workers = [
-            worker_cls.remote(task, split, dict(env_kwargs), self.n_envs, lo, hi - lo, learner.layouts, params,
-                              learner.centralised, learner.cost_names, learner.thresholds.tolist(), threads)
+            worker_cls.remote(
+                task,
+                split,
+                dict(env_kwargs),
+                self.n_envs,
+                lo,
+                hi - lo,
+                learner.layouts,
+                params,
+                learner.centralised,
+                learner.cost_names,
+                learner.thresholds.tolist(),
+                threads,
+            )
             for lo, hi in self.bounds
         ]
         self.obs: Any = None
@@ -310,28 +398,48 @@ class RemoteCollector:
                 draws[name].append(torch.randn((self.n_envs, g.n, g.act_dim), device=dev))
         return {name: torch.stack(d).cpu().numpy() for name, d in draws.items()}
 
-    def collect(self, n_steps: int) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    def collect(
+        self, n_steps: int
+    ) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
         """One whole rollout per actor, joined: the rollout, finished episodes, values after the last step."""
         if self.obs is None:
             raise RuntimeError("call reset() before collect()")
         ray = self._ray
         weights = ray.put({k: v.detach().cpu() for k, v in self.learner.state_dict().items()})
         noise = self._noise(n_steps)
-        parts = ray.get([
-            w.collect.remote(weights, {g: np.ascontiguousarray(x[:, lo:hi]) for g, x in noise.items()}, n_steps)
-            for w, (lo, hi) in zip(self.workers, self.bounds, strict=True)
-        ])
+        parts = ray.get(
+            [
+                w.collect.remote(
+                    weights,
+                    {g: np.ascontiguousarray(x[:, lo:hi]) for g, x in noise.items()},
+                    n_steps,
+                )
+                for w, (lo, hi) in zip(self.workers, self.bounds, strict=True)
+            ]
+        )
         rollouts = [p["rollout"] for p in parts]
         groups = {
-            name: GroupRollout(**{f.name: _cat([getattr(r.groups[name], f.name) for r in rollouts], 1)
-                                  for f in dataclasses.fields(GroupRollout)})
+            name: GroupRollout(
+                **{
+                    f.name: _cat([getattr(r.groups[name], f.name) for r in rollouts], 1)
+                    for f in dataclasses.fields(GroupRollout)
+                }
+            )
             for name in rollouts[0].groups
         }
-        rollout = Rollout(groups, _cat([r.states for r in rollouts], 1), _cat([r.costs for r in rollouts], 1),
-                          _cat([r.terminated for r in rollouts], 1), _cat([r.truncated for r in rollouts], 1))
+        rollout = Rollout(
+            groups,
+            _cat([r.states for r in rollouts], 1),
+            _cat([r.costs for r in rollouts], 1),
+            _cat([r.terminated for r in rollouts], 1),
+            _cat([r.truncated for r in rollouts], 1),
+        )
         last_v = {name: _cat([p["last_values"][name] for p in parts], 0) for name in groups}
-        last_cv = None if parts[0]["last_cost_values"] is None else {
-            name: _cat([p["last_cost_values"][name] for p in parts], 0) for name in groups}
+        last_cv = (
+            None
+            if parts[0]["last_cost_values"] is None
+            else {name: _cat([p["last_cost_values"][name] for p in parts], 0) for name in groups}
+        )
         return rollout, self._episodes(parts), last_v, last_cv
 
     @staticmethod
@@ -344,13 +452,23 @@ class RemoteCollector:
         step_costs = costs.reshape(-1, k).mean(axis=0)
         if not chunks:
             n_agents, n_constraints = parts[0]["sizes"]
-            return EpisodeBatch(np.zeros(0), np.zeros((0, n_agents)), np.zeros((0, n_constraints)), np.zeros((0, k)),
-                                np.zeros(0, np.int64), step_costs)
+            return EpisodeBatch(
+                np.zeros(0),
+                np.zeros((0, n_agents)),
+                np.zeros((0, n_constraints)),
+                np.zeros((0, k)),
+                np.zeros(0, np.int64),
+                step_costs,
+            )
         steps = np.concatenate([np.full(len(rows), t) for t, rows in keys])
         rows = np.concatenate([rows for _, rows in keys])
         order = np.lexsort((rows, steps))
-        agent_returns, ep_costs, ep_selected, lengths = (np.concatenate(x)[order] for x in zip(*chunks, strict=True))
-        return EpisodeBatch(agent_returns.sum(axis=1), agent_returns, ep_costs, ep_selected, lengths, step_costs)
+        agent_returns, ep_costs, ep_selected, lengths = (
+            np.concatenate(x)[order] for x in zip(*chunks, strict=True)
+        )
+        return EpisodeBatch(
+            agent_returns.sum(axis=1), agent_returns, ep_costs, ep_selected, lengths, step_costs
+        )
 
     # ---- exact continuation (in-process format) --------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -358,9 +476,16 @@ class RemoteCollector:
         states = self._ray.get([w.state.remote() for w in self.workers])
         rng = states[0]["runner_rng"]
         if any(s["runner_rng"] != rng for s in states):
-            raise RuntimeError("rollout workers' env generators diverged; cannot checkpoint exactly")
-        out = {"runner_state": _join_state([s["runner_state"] for s in states]), "runner_rng": rng,
-               "obs": {a: np.concatenate([s["obs"][a] for s in states], axis=0) for a in states[0]["obs"]}}
+            raise RuntimeError(
+                "rollout workers' env generators diverged; cannot checkpoint exactly"
+            )
+        out = {
+            "runner_state": _join_state([s["runner_state"] for s in states]),
+            "runner_rng": rng,
+            "obs": {
+                a: np.concatenate([s["obs"][a] for s in states], axis=0) for a in states[0]["obs"]
+            },
+        }
         for key in ("ep_agent_returns", "ep_costs", "ep_selected", "ep_lengths"):
             out[key] = np.concatenate([s[key] for s in states], axis=0)
         return out
@@ -369,8 +494,11 @@ class RemoteCollector:
         """Continue from an in-process (or joined remote) collector state of ``n_envs`` rows."""
         calls = []
         for w, (lo, hi) in zip(self.workers, self.bounds, strict=True):
-            block = {"runner_state": _slice_state(state["runner_state"], lo, hi), "runner_rng": state["runner_rng"],
-                     "obs": {a: np.asarray(v)[lo:hi].copy() for a, v in state["obs"].items()}}
+            block = {
+                "runner_state": _slice_state(state["runner_state"], lo, hi),
+                "runner_rng": state["runner_rng"],
+                "obs": {a: np.asarray(v)[lo:hi].copy() for a, v in state["obs"].items()},
+            }
             for key in ("ep_agent_returns", "ep_costs", "ep_selected", "ep_lengths"):
                 block[key] = np.asarray(state[key])[lo:hi].copy()
             calls.append(w.set_state.remote(block))

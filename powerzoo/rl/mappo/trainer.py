@@ -66,11 +66,15 @@ class MAPPOTrainer:
         self.cost_gamma = self.params.cost_gamma or self.gamma
         self.cost_names = tuple(spec.selected_constraints) if self.lagrangian else ()
         if self.lagrangian and not self.cost_names:
-            raise ValueError(f"{config.algorithm} needs selected costs; {spec.task_id} selects none (use "
-                             f"{config.algorithm[:-2]})")
+            raise ValueError(
+                f"{config.algorithm} needs selected costs; {spec.task_id} selects none (use "
+                f"{config.algorithm[:-2]})"
+            )
         if self.params.rollout_workers > config.n_envs:
-            raise ValueError(f"rollout_workers ({self.params.rollout_workers}) must be <= n_envs ({config.n_envs}): "
-                             f"each worker holds a block of the n_envs envs")
+            raise ValueError(
+                f"rollout_workers ({self.params.rollout_workers}) must be <= n_envs ({config.n_envs}): "
+                f"each worker holds a block of the n_envs envs"
+            )
         self.learner: MultiAgentPPO | None = None
         self.env: Any = None
         self.collector: Collector | None = None
@@ -104,13 +108,23 @@ class MAPPOTrainer:
     # ---- envs and learner ------------------------------------------------------------------------
     def _env_kwargs(self) -> dict[str, Any]:
         env = self.config.env
-        return {"normalize": env.normalize, "obs_mode": env.obs_mode, "reward": env.reward, **env.task_kwargs}
+        return {
+            "normalize": env.normalize,
+            "obs_mode": env.obs_mode,
+            "reward": env.reward,
+            **env.task_kwargs,
+        }
 
     def get_env(self) -> Any:
         """The training env: the native multi-agent vector env with ``n_envs`` rows (built on first use)."""
         if self.env is None:
-            self.env = make_env(self.task, self.config.env.split, framework="pettingzoo", num_envs=self.config.n_envs,
-                                **self._env_kwargs())
+            self.env = make_env(
+                self.task,
+                self.config.env.split,
+                framework="pettingzoo",
+                num_envs=self.config.n_envs,
+                **self._env_kwargs(),
+            )
         return self.env
 
     def make_eval_env(self, split: str, objective: bool = False) -> Any:
@@ -156,8 +170,14 @@ class MAPPOTrainer:
                 obs_dim = env.single_observation_space(agents[0]).shape[0]
                 layouts[group] = GroupLayout(agents, obs_dim, low.shape[1], low, high)
             thresholds = [self.spec.cost_thresholds[c] for c in self.cost_names]
-            self.learner = MultiAgentPPO(layouts, env.single_state_space.shape[0], self.params, self.centralised,
-                                         self.cost_names, thresholds)
+            self.learner = MultiAgentPPO(
+                layouts,
+                env.single_state_space.shape[0],
+                self.params,
+                self.centralised,
+                self.cost_names,
+                thresholds,
+            )
         return self.learner
 
     def _new_collector(self) -> Any:
@@ -166,18 +186,29 @@ class MAPPOTrainer:
             return Collector(self.get_env(), self._ensure_learner())
         from powerzoo.rl.mappo.remote import RemoteCollector
 
-        return RemoteCollector(self._ensure_learner(), self.task, self.config.env.split, self._env_kwargs(),
-                               self.config.n_envs, self.params.rollout_workers, self.params.rollout_address)
+        return RemoteCollector(
+            self._ensure_learner(),
+            self.task,
+            self.config.env.split,
+            self._env_kwargs(),
+            self.config.n_envs,
+            self.params.rollout_workers,
+            self.params.rollout_address,
+        )
 
     # ---- run folder ------------------------------------------------------------------------------
     def _planned_run_dir(self) -> Path:
         if self.run_dir is not None:
             return self.run_dir
         cfg = self.config
-        planned = Path(cfg.output_dir) / (cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed))
+        planned = Path(cfg.output_dir) / (
+            cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed)
+        )
         if (planned / rd.CONFIG_FILE).exists():
-            raise FileExistsError(f"run folder {planned} already holds a run; resume it with "
-                                  f"`powerzoo resume {planned}` or choose another name")
+            raise FileExistsError(
+                f"run folder {planned} already holds a run; resume it with "
+                f"`powerzoo resume {planned}` or choose another name"
+            )
         return planned
 
     def _ensure_run_dir(self, planned: Path) -> Path:
@@ -188,11 +219,19 @@ class MAPPOTrainer:
         return self.run_dir
 
     def _write_state(self, status: str, stop_reason: str | None = None) -> None:
-        write_json(self.run_dir / rd.STATE_FILE, {
-            "status": status, "stop_reason": stop_reason, "num_timesteps": self.num_timesteps,
-            "iterations": self.iterations, "total_timesteps": self.config.budget_timesteps(), "task": self.task,
-            "algorithm": self.algorithm, "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        })
+        write_json(
+            self.run_dir / rd.STATE_FILE,
+            {
+                "status": status,
+                "stop_reason": stop_reason,
+                "num_timesteps": self.num_timesteps,
+                "iterations": self.iterations,
+                "total_timesteps": self.config.budget_timesteps(),
+                "task": self.task,
+                "algorithm": self.algorithm,
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+        )
 
     def _log(self, scalars: dict[str, float]) -> None:
         if self._writer is not None:
@@ -200,7 +239,9 @@ class MAPPOTrainer:
                 self._writer.add_scalar(key, value, self.num_timesteps)
 
     # ---- training --------------------------------------------------------------------------------
-    def train(self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None) -> TrainResult:
+    def train(
+        self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
+    ) -> TrainResult:
         """Train until the budget (``total_timesteps`` env steps) or a stop condition; writes the run folder.
 
         With evaluation configured, the policy is evaluated every ``evaluation.freq`` env steps
@@ -229,18 +270,29 @@ class MAPPOTrainer:
         if cfg.logging.tensorboard and self._writer is None:
             from torch.utils.tensorboard import SummaryWriter
 
-            self._writer = SummaryWriter(log_dir=str(run_dir / rd.TENSORBOARD_DIR), purge_step=self._purge_step)
+            self._writer = SummaryWriter(
+                log_dir=str(run_dir / rd.TENSORBOARD_DIR), purge_step=self._purge_step
+            )
         if eval_freq is not None and self._next_eval is None:
             self._next_eval = (self.num_timesteps // eval_freq + 1) * eval_freq
         conditions = cfg.stop_condition_objects() + list(stop_conditions or [])
         budget, stop_reason = cfg.budget_timesteps(), None
-        bar = progress_bar(progress=cfg.logging.progress_bar, total=budget, initial=min(self.num_timesteps, budget),
-                           desc=f"training {self.algorithm}", unit="step", dynamic_ncols=True)
+        bar = progress_bar(
+            progress=cfg.logging.progress_bar,
+            total=budget,
+            initial=min(self.num_timesteps, budget),
+            desc=f"training {self.algorithm}",
+            unit="step",
+            dynamic_ncols=True,
+        )
         if self.num_timesteps < budget:
             self._write_state("running")
         try:
             while self.num_timesteps < budget:
-                if cfg.checkpoint is not None and self.num_timesteps - self._last_checkpoint >= cfg.checkpoint.freq:
+                if (
+                    cfg.checkpoint is not None
+                    and self.num_timesteps - self._last_checkpoint >= cfg.checkpoint.freq
+                ):
                     self._save_checkpoint()
                 self._iteration()
                 bar.update(min(self.num_timesteps, budget) - bar.n)
@@ -248,14 +300,20 @@ class MAPPOTrainer:
                     while self._next_eval <= self.num_timesteps:
                         self._next_eval += eval_freq
                     self._evaluate_now(eval_env, eval_days)
-                met = first_met(conditions, TrainingProgress(self.num_timesteps,
-                                                             [r["mean_return"] for r in self.evaluations]))
+                met = first_met(
+                    conditions,
+                    TrainingProgress(
+                        self.num_timesteps, [r["mean_return"] for r in self.evaluations]
+                    ),
+                )
                 if met is not None:
                     stop_reason = describe_condition(met)
                     break
         finally:
             bar.close()
-        if eval_env is not None and (not self.evaluations or self.evaluations[-1]["timestep"] != self.num_timesteps):
+        if eval_env is not None and (
+            not self.evaluations or self.evaluations[-1]["timestep"] != self.num_timesteps
+        ):
             self._evaluate_now(eval_env, eval_days)
         status = "stopped" if stop_reason else "finished"
         if cfg.checkpoint is not None:
@@ -264,8 +322,14 @@ class MAPPOTrainer:
         self._write_state(status, stop_reason)
         if self._writer is not None:
             self._writer.flush()
-        self.result = TrainResult(run_dir, self.num_timesteps, status, stop_reason, list(self.evaluations),
-                                  time.perf_counter() - started)
+        self.result = TrainResult(
+            run_dir,
+            self.num_timesteps,
+            status,
+            stop_reason,
+            list(self.evaluations),
+            time.perf_counter() - started,
+        )
         return self.result
 
     def _iteration(self) -> dict[str, float]:
@@ -274,8 +338,9 @@ class MAPPOTrainer:
         t0 = time.perf_counter()
         rollout, episodes, last_v, last_cv = collector.collect(p.n_steps)
         t1 = time.perf_counter()
-        multipliers = learner.update_multipliers(episodes.mean_episode_selected_costs(self.spec.horizon)
-                                                 if self.lagrangian else None)
+        multipliers = learner.update_multipliers(
+            episodes.mean_episode_selected_costs(self.spec.horizon) if self.lagrangian else None
+        )
         rollout.finish(last_v, last_cv, self.gamma, p.gae_lambda, self.cost_gamma)
         learner.set_progress(self.num_timesteps / max(self.config.budget_timesteps(), 1))
         stats = learner.update(rollout)
@@ -284,7 +349,9 @@ class MAPPOTrainer:
         self.num_timesteps += steps
         self.iterations += 1
         scalars = {f"train/{k}": v for k, v in stats.items()}
-        scalars["train/learning_rate"] = float(next(iter(learner.actor_optims.values())).param_groups[0]["lr"])
+        scalars["train/learning_rate"] = float(
+            next(iter(learner.actor_optims.values())).param_groups[0]["lr"]
+        )
         scalars.update(self._episode_scalars(episodes))
         for name, value in zip(self.cost_names, multipliers, strict=True):
             scalars[f"lagrangian/lambda_{name}"] = float(value)
@@ -298,11 +365,16 @@ class MAPPOTrainer:
         if len(episodes.returns):
             out["rollout/ep_return_mean"] = float(episodes.returns.mean())
             out["rollout/ep_len_mean"] = float(episodes.lengths.mean())
-            for name, value in zip(self.spec.constraint_names, episodes.costs.mean(axis=0), strict=True):
+            for name, value in zip(
+                self.spec.constraint_names, episodes.costs.mean(axis=0), strict=True
+            ):
                 out[f"rollout/ep_cost_{name}_mean"] = float(value)
         if self.lagrangian:
-            for name, value in zip(self.cost_names, episodes.mean_episode_selected_costs(self.spec.horizon),
-                                   strict=True):
+            for name, value in zip(
+                self.cost_names,
+                episodes.mean_episode_selected_costs(self.spec.horizon),
+                strict=True,
+            ):
                 out[f"lagrangian/episode_cost_{name}"] = float(value)
         return out
 
@@ -314,8 +386,14 @@ class MAPPOTrainer:
                 raise RuntimeError("no policy yet: call train() or Trainer.load(...) first")
             return self._loaded_policy.with_mode(deterministic)
         env = self.config.env
-        meta = {"task": self.task, "algorithm": self.algorithm, "normalize": env.normalize, "obs_mode": env.obs_mode,
-                "task_kwargs": dict(env.task_kwargs), "num_timesteps": self.num_timesteps}
+        meta = {
+            "task": self.task,
+            "algorithm": self.algorithm,
+            "normalize": env.normalize,
+            "obs_mode": env.obs_mode,
+            "task_kwargs": dict(env.task_kwargs),
+            "num_timesteps": self.num_timesteps,
+        }
         return self.learner.export_policy(deterministic, meta, *self._affine_maps())
 
     def _evaluate_now(self, eval_env: Any, days: list[int]) -> dict[str, Any]:
@@ -329,9 +407,16 @@ class MAPPOTrainer:
         summary = evaluate_days(policy, eval_env, days, seed=self.config.seed)
         row = evaluation_row(summary, self.num_timesteps, time.perf_counter() - started)
         row.update({f"return_{a}": v for a, v in summary["mean_agent_returns"].items()})
-        row.update({f"lambda_{n}": float(v) for n, v in zip(self.cost_names, self.learner.multipliers, strict=True)})
+        row.update(
+            {
+                f"lambda_{n}": float(v)
+                for n, v in zip(self.cost_names, self.learner.multipliers, strict=True)
+            }
+        )
         if self.lagrangian:  # -L: a policy within every budget beats any policy outside them
-            row["feasible"] = all(row[f"cost_{n}"] <= self.spec.cost_thresholds[n] for n in self.cost_names)
+            row["feasible"] = all(
+                row[f"cost_{n}"] <= self.spec.cost_thresholds[n] for n in self.cost_names
+            )
         best = max((self._rank(r) for r in self.evaluations), default=None)
         row["new_best"] = best is None or self._rank(row) > best
         self.evaluations.append(row)
@@ -339,10 +424,23 @@ class MAPPOTrainer:
         write_evaluation_csv(eval_dir, self.evaluations)
         if row["new_best"]:
             policy.save(eval_dir / BEST_POLICY_FILE)
-            write_json(eval_dir / "best_model.json", {
-                "timestep": row["timestep"], "mean_return": row["mean_return"], "day_ids": list(days),
-                "seed": self.config.seed, "deterministic": deterministic, "model": BEST_POLICY_FILE})
-        self._log({f"eval/{k}": row[k] for k in ("mean_return", "std_return", "mean_length", "violation_rate")})
+            write_json(
+                eval_dir / "best_model.json",
+                {
+                    "timestep": row["timestep"],
+                    "mean_return": row["mean_return"],
+                    "day_ids": list(days),
+                    "seed": self.config.seed,
+                    "deterministic": deterministic,
+                    "model": BEST_POLICY_FILE,
+                },
+            )
+        self._log(
+            {
+                f"eval/{k}": row[k]
+                for k in ("mean_return", "std_return", "mean_length", "violation_rate")
+            }
+        )
         self._log({f"eval/cost_{n}": row[f"cost_{n}"] for n in summary["mean_costs"]})
         return row
 
@@ -351,8 +449,13 @@ class MAPPOTrainer:
         """Order of evaluations for the best policy: within the cost budgets first (``-L``), then return."""
         return bool(row.get("feasible", True)), float(row["mean_return"])
 
-    def evaluate(self, split: str = "test", n_episodes: int | None = None, deterministic: bool = True,
-                 seed: int = 0) -> dict[str, Any]:
+    def evaluate(
+        self,
+        split: str = "test",
+        n_episodes: int | None = None,
+        deterministic: bool = True,
+        seed: int = 0,
+    ) -> dict[str, Any]:
         """Evaluate on ``split`` as :meth:`powerzoo.rl.Trainer.evaluate` does (one episode per day).
 
         ``n_episodes=None`` runs every day of the split and adds ``normalized_score`` (0 = random,
@@ -369,16 +472,21 @@ class MAPPOTrainer:
         days = list(range(n_days)) if n_episodes is None else select_days(n_days, int(n_episodes))
         summary = evaluate_days(self.policy(deterministic), env, days, seed=seed)
         summary["split"] = split
-        summary["normalized_score"] = score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
+        summary["normalized_score"] = (
+            score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
+        )
         return summary
 
     # ---- checkpoints, save, load, resume ---------------------------------------------------------
     def _save_checkpoint(self) -> Path:
         """``checkpoints/step_<N>/``: learner, collector (env episodes and RNG), global RNG, counters."""
         learner_state, collector_state = self.learner.full_state(), self.collector.state()
-        counters = {"num_timesteps": self.num_timesteps, "iterations": self.iterations,
-                    "next_eval": self._next_eval,
-                    "evaluations": [r for r in self.evaluations if r["timestep"] <= self.num_timesteps]}
+        counters = {
+            "num_timesteps": self.num_timesteps,
+            "iterations": self.iterations,
+            "next_eval": self._next_eval,
+            "evaluations": [r for r in self.evaluations if r["timestep"] <= self.num_timesteps],
+        }
 
         def write(folder: Path) -> None:
             torch.save(learner_state, folder / LEARNER_FILE)
@@ -387,7 +495,9 @@ class MAPPOTrainer:
             write_json(folder / STATE_JSON, counters)
 
         self._last_checkpoint = self.num_timesteps
-        return rd.CheckpointStore(self.run_dir, self.config.checkpoint.keep).write(self.num_timesteps, write)
+        return rd.CheckpointStore(self.run_dir, self.config.checkpoint.keep).write(
+            self.num_timesteps, write
+        )
 
     def save(self, path: str | Path) -> Path:
         """Write ``policy.npz`` (torch-free), ``learner.pt`` and the resolved config into folder ``path``."""
@@ -416,8 +526,12 @@ class MAPPOTrainer:
         elif model in ("final", "latest"):
             folder = path if model == "final" else rd.CheckpointStore(path).latest()
             if folder is None or not (folder / LEARNER_FILE).is_file():
-                raise FileNotFoundError(f"{path} has no {'checkpoint' if model == 'latest' else LEARNER_FILE}")
-            trainer._ensure_learner().load_full_state(torch.load(folder / LEARNER_FILE, weights_only=False))
+                raise FileNotFoundError(
+                    f"{path} has no {'checkpoint' if model == 'latest' else LEARNER_FILE}"
+                )
+            trainer._ensure_learner().load_full_state(
+                torch.load(folder / LEARNER_FILE, weights_only=False)
+            )
             if (folder / STATE_JSON).is_file():
                 trainer.num_timesteps = int(read_json(folder / STATE_JSON)["num_timesteps"])
         else:
@@ -443,7 +557,10 @@ class MAPPOTrainer:
         trainer.collector.set_state(pickle.loads((folder / COLLECTOR_FILE).read_bytes()))
         set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
         state = read_json(folder / STATE_JSON)
-        trainer.num_timesteps, trainer.iterations = int(state["num_timesteps"]), int(state["iterations"])
+        trainer.num_timesteps, trainer.iterations = (
+            int(state["num_timesteps"]),
+            int(state["iterations"]),
+        )
         trainer._next_eval = state.get("next_eval")
         trainer._last_checkpoint = trainer.num_timesteps
         trainer.evaluations = list(state["evaluations"])
@@ -452,8 +569,13 @@ class MAPPOTrainer:
         return trainer
 
     @classmethod
-    def resume(cls, run_dir: str | Path, config: Any, spec: Any,
-               stop_conditions: Sequence[Any] | None = None) -> MAPPOTrainer:
+    def resume(
+        cls,
+        run_dir: str | Path,
+        config: Any,
+        spec: Any,
+        stop_conditions: Sequence[Any] | None = None,
+    ) -> MAPPOTrainer:
         """Continue ``run_dir`` from its newest checkpoint up to its budget (a stopped run is returned as is)."""
         run_dir = Path(run_dir)
         trainer = cls.from_checkpoint(run_dir, config, spec)

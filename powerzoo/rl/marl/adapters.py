@@ -39,7 +39,9 @@ def _hold_action(space: gym.Space) -> Any:
         return np.asarray(space.start, dtype=space.dtype).copy()
     if isinstance(space, gym.spaces.MultiBinary):
         return np.zeros(space.shape, dtype=space.dtype)
-    raise TypeError(f"no default action for a {type(space).__name__} space; give that agent a policy")
+    raise TypeError(
+        f"no default action for a {type(space).__name__} space; give that agent a policy"
+    )
 
 
 def _check_other(agent: str, policy: Any) -> None:
@@ -69,7 +71,9 @@ class SingleAgentView(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, env: ParallelEnv, agent: str, others: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, env: ParallelEnv, agent: str, others: Mapping[str, Any] | None = None
+    ) -> None:
         agents = list(env.possible_agents)
         if agent not in agents:
             raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(agents)}")
@@ -88,7 +92,9 @@ class SingleAgentView(gym.Env):
             raise ValueError(f"others must not include the view's own agent {self.agent!r}")
         unknown = set(others) - set(self.possible_agents)
         if unknown:
-            raise ValueError(f"unknown agent(s) {sorted(unknown)} in others; agents: {', '.join(self.possible_agents)}")
+            raise ValueError(
+                f"unknown agent(s) {sorted(unknown)} in others; agents: {', '.join(self.possible_agents)}"
+            )
         for a, policy in others.items():
             _check_other(a, policy)
         self.others = {a: others.get(a) for a in self._defaults}
@@ -103,7 +109,9 @@ class SingleAgentView(gym.Env):
             action = policy(obs)
         return action
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         obs, infos = self.env.reset(seed=seed, options=options)
         self._last_obs = obs
@@ -112,7 +120,9 @@ class SingleAgentView(gym.Env):
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self._last_obs is None or self.agent not in self.env.agents:
             raise RuntimeError("episode is over (or not started); call reset()")
-        actions = {a: self._other_action(a, self._last_obs[a]) for a in self.env.agents if a != self.agent}
+        actions = {
+            a: self._other_action(a, self._last_obs[a]) for a in self.env.agents if a != self.agent
+        }
         actions[self.agent] = action
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         self._last_obs = obs
@@ -156,16 +166,24 @@ class AgentsAsVecEnv(BatchedVecEnv):
                 "use an obs_mode with equal sizes or train_independent_learners"
             )
         first = act_spaces[0]
-        if not all(s.shape == first.shape and np.array_equal(s.low, first.low) and np.array_equal(s.high, first.high)
-                   for s in act_spaces):
+        if not all(
+            s.shape == first.shape
+            and np.array_equal(s.low, first.low)
+            and np.array_equal(s.high, first.high)
+            for s in act_spaces
+        ):
             raise ValueError(
                 "a shared policy needs the same action space for every agent; build the env with "
                 "normalize=True (all actions in [-1, 1]) or use train_independent_learners"
             )
         eye = np.eye(self.n_agents, dtype=np.float32)
         low = np.concatenate([np.min([s.low for s in obs_spaces], axis=0), np.zeros(self.n_agents)])
-        high = np.concatenate([np.max([s.high for s in obs_spaces], axis=0), np.ones(self.n_agents)])
-        observation_space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        high = np.concatenate(
+            [np.max([s.high for s in obs_spaces], axis=0), np.ones(self.n_agents)]
+        )
+        observation_space = gym.spaces.Box(
+            low.astype(np.float32), high.astype(np.float32), dtype=np.float32
+        )
         self._ids = np.broadcast_to(eye, (self.n_copies, self.n_agents, self.n_agents))
         self._actions: np.ndarray | None = None
         super().__init__(self.n_copies * self.n_agents, observation_space, first)
@@ -197,8 +215,13 @@ class AgentsAsVecEnv(BatchedVecEnv):
         shape = (self.n_copies, self.n_agents, *self.action_space.shape)
         actions = self._actions.reshape(shape)
         self._actions = None
-        obs, rewards, terms, truncs, info = self.env.step({a: actions[:, i] for i, a in enumerate(self.agents)})
-        terminated, truncated = self._per_env(terms).astype(bool), self._per_env(truncs).astype(bool)
+        obs, rewards, terms, truncs, info = self.env.step(
+            {a: actions[:, i] for i, a in enumerate(self.agents)}
+        )
+        terminated, truncated = (
+            self._per_env(terms).astype(bool),
+            self._per_env(truncs).astype(bool),
+        )
         dones = terminated | truncated
         timeout = truncated & ~terminated
         infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(t)} for t in timeout]

@@ -99,10 +99,14 @@ def _default_algo_kwargs(
     kwargs = dict(algo_kwargs or {})
     reserved = {"env", "policy", "seed", "tensorboard_log"} & set(kwargs)
     if reserved:
-        raise ValueError(f"algo_kwargs may not set {sorted(reserved)}; the trainer sets them itself")
+        raise ValueError(
+            f"algo_kwargs may not set {sorted(reserved)}; the trainer sets them itself"
+        )
     kwargs.setdefault("gamma", gamma)
     if algo_cls.__name__ == "PPO" and "n_steps" not in kwargs:
-        multiple = 64 // math.gcd(64, int(n_envs))  # rollout a multiple of SB3's default batch of 64
+        multiple = 64 // math.gcd(
+            64, int(n_envs)
+        )  # rollout a multiple of SB3's default batch of 64
         n_steps = max(8, -(-ON_POLICY_ROLLOUT // (n_envs * multiple)) * multiple)
         if max_steps is not None:
             n_steps = max(2, min(n_steps, max_steps))
@@ -160,7 +164,9 @@ def train_independent_learners(
     """
     algo_cls = _algorithm_class(algorithm)
     if int(rounds) < 1 or int(steps_per_round) < 1:
-        raise ValueError(f"rounds and steps_per_round must be >= 1, got {rounds} and {steps_per_round}")
+        raise ValueError(
+            f"rounds and steps_per_round must be >= 1, got {rounds} and {steps_per_round}"
+        )
     task_kwargs = dict(task_kwargs or {})
     facts = _multi_agent_facts(task, split, task_kwargs)
     agents, gamma = list(facts.agents), float(facts.spec.gamma)
@@ -170,24 +176,48 @@ def train_independent_learners(
     views: dict[str, SingleAgentView] = {}
     models: dict[str, BaseAlgorithm] = {}
     for agent, agent_seed in zip(agents, seeds, strict=True):
-        pz = make_env(task, split, framework="pettingzoo", normalize=normalize, obs_mode=obs_mode,
-                      seed=agent_seed, **task_kwargs)
+        pz = make_env(
+            task,
+            split,
+            framework="pettingzoo",
+            normalize=normalize,
+            obs_mode=obs_mode,
+            seed=agent_seed,
+            **task_kwargs,
+        )
         view = SingleAgentView(pz, agent)
         view.action_space.seed(agent_seed)
-        venv = scale_rewards(DummyVecEnv([lambda v=view: Monitor(v)]), reward_scale, kwargs["gamma"])
+        venv = scale_rewards(
+            DummyVecEnv([lambda v=view: Monitor(v)]), reward_scale, kwargs["gamma"]
+        )
         views[agent] = view
-        models[agent] = algo_cls("MlpPolicy", venv, seed=agent_seed,
-                                 tensorboard_log=None if tensorboard_log is None else str(tensorboard_log), **kwargs)
+        models[agent] = algo_cls(
+            "MlpPolicy",
+            venv,
+            seed=agent_seed,
+            tensorboard_log=None if tensorboard_log is None else str(tensorboard_log),
+            **kwargs,
+        )
     for agent, view in views.items():
         view.set_others({a: m for a, m in models.items() if a != agent})
 
-    with progress_bar(progress=progress, total=int(rounds) * len(agents), desc=f"IL {algo_cls.__name__}",
-                      unit="learn") as bar:
+    with progress_bar(
+        progress=progress,
+        total=int(rounds) * len(agents),
+        desc=f"IL {algo_cls.__name__}",
+        unit="learn",
+    ) as bar:
         for round_index in range(int(rounds)):
             for agent in agents:
-                callback = None if callback_factory is None else callback_factory(agent, round_index)
-                models[agent].learn(int(steps_per_round), callback=callback, reset_num_timesteps=False,
-                                    tb_log_name=agent)
+                callback = (
+                    None if callback_factory is None else callback_factory(agent, round_index)
+                )
+                models[agent].learn(
+                    int(steps_per_round),
+                    callback=callback,
+                    reset_num_timesteps=False,
+                    tb_log_name=agent,
+                )
                 bar.set_postfix(round=round_index, agent=agent)
                 bar.update(1)
     return models
@@ -239,17 +269,37 @@ def train_shared_policy(
     """
     algo_cls = _algorithm_class(algorithm)
     if int(total_timesteps) < 1 or int(n_envs) < 1:
-        raise ValueError(f"total_timesteps and n_envs must be >= 1, got {total_timesteps} and {n_envs}")
+        raise ValueError(
+            f"total_timesteps and n_envs must be >= 1, got {total_timesteps} and {n_envs}"
+        )
     task_kwargs = dict(task_kwargs or {})
     gamma = float(_multi_agent_facts(task, split, task_kwargs).spec.gamma)
-    native = make_env(task, split, normalize=normalize, obs_mode=obs_mode, num_envs=int(n_envs), seed=seed,
-                      **task_kwargs)
+    native = make_env(
+        task,
+        split,
+        normalize=normalize,
+        obs_mode=obs_mode,
+        num_envs=int(n_envs),
+        seed=seed,
+        **task_kwargs,
+    )
     vec = AgentsAsVecEnv(native)
-    kwargs = _default_algo_kwargs(algo_cls, algo_kwargs, gamma, vec.num_envs, None, SHARED_LOG_STD_INIT)
+    kwargs = _default_algo_kwargs(
+        algo_cls, algo_kwargs, gamma, vec.num_envs, None, SHARED_LOG_STD_INIT
+    )
     venv = scale_rewards(VecMonitor(vec), reward_scale, kwargs["gamma"])
-    model = algo_cls("MlpPolicy", venv, seed=seed,
-                     tensorboard_log=None if tensorboard_log is None else str(tensorboard_log), **kwargs)
-    callbacks = [] if callback is None else (list(callback) if isinstance(callback, list) else [callback])
-    callbacks.append(TqdmProgressCallback(int(total_timesteps), progress, desc=f"shared {algo_cls.__name__}"))
+    model = algo_cls(
+        "MlpPolicy",
+        venv,
+        seed=seed,
+        tensorboard_log=None if tensorboard_log is None else str(tensorboard_log),
+        **kwargs,
+    )
+    callbacks = (
+        [] if callback is None else (list(callback) if isinstance(callback, list) else [callback])
+    )
+    callbacks.append(
+        TqdmProgressCallback(int(total_timesteps), progress, desc=f"shared {algo_cls.__name__}")
+    )
     model.learn(int(total_timesteps), callback=callbacks, tb_log_name=f"{algo_cls.__name__}_shared")
     return model

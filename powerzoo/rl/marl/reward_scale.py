@@ -40,8 +40,12 @@ def scale_rewards(venv: VecEnv, reward_scale: float | str, gamma: float) -> VecE
     the running return of ``"auto"``."""
     if isinstance(reward_scale, str):
         if reward_scale != "auto":
-            raise ValueError(f"reward_scale must be 'auto' or a positive number, got {reward_scale!r}")
-        return VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=gamma, clip_reward=np.inf)  # no clipping
+            raise ValueError(
+                f"reward_scale must be 'auto' or a positive number, got {reward_scale!r}"
+            )
+        return VecNormalize(
+            venv, norm_obs=False, norm_reward=True, gamma=gamma, clip_reward=np.inf
+        )  # no clipping
     if not np.isfinite(reward_scale) or reward_scale <= 0:
         raise ValueError(f"reward_scale must be 'auto' or a positive number, got {reward_scale!r}")
     return venv if reward_scale == 1.0 else ScaleReward(venv, reward_scale)

@@ -32,18 +32,43 @@ __all__ = ["DataCentre", "QueueAdvance"]
 class QueueAdvance:
     """What :meth:`DataCentre.advance` returns (plain attributes, each ``[B, C]`` unless noted)."""
 
-    __slots__ = ("t_next", "cum", "allowance", "arrived", "behind", "dropped_gpuh", "sla_gpuh", "due_1h", "required")
+    __slots__ = (
+        "t_next",
+        "cum",
+        "allowance",
+        "arrived",
+        "behind",
+        "dropped_gpuh",
+        "sla_gpuh",
+        "due_1h",
+        "required",
+    )
 
-    def __init__(self, t_next: np.ndarray, cum: np.ndarray, allowance: np.ndarray, arrived: np.ndarray,
-                 behind: np.ndarray, dropped_gpuh: np.ndarray, sla_gpuh: np.ndarray | None, due_1h: np.ndarray,
-                 required: np.ndarray) -> None:
+    def __init__(
+        self,
+        t_next: np.ndarray,
+        cum: np.ndarray,
+        allowance: np.ndarray,
+        arrived: np.ndarray,
+        behind: np.ndarray,
+        dropped_gpuh: np.ndarray,
+        sla_gpuh: np.ndarray | None,
+        due_1h: np.ndarray,
+        required: np.ndarray,
+    ) -> None:
         self.t_next = t_next  # [B] steps elapsed after this step (t + 1)
-        self.cum = cum  # [B, C, K] the queue after this step's deadlines and the next step's arrivals
+        self.cum = (
+            cum  # [B, C, K] the queue after this step's deadlines and the next step's arrivals
+        )
         self.allowance = allowance  # work due after the day that may be left at its end
         self.arrived = arrived  # new work arrived for the next step
         self.behind = behind  # work behind schedule at the day's end (0 before)
-        self.dropped_gpuh = dropped_gpuh  # work dropped at its deadline this episode (running total)
-        self.sla_gpuh = sla_gpuh  # [B] GPU-h dropped + behind this step; None when it is 0 in every row
+        self.dropped_gpuh = (
+            dropped_gpuh  # work dropped at its deadline this episode (running total)
+        )
+        self.sla_gpuh = (
+            sla_gpuh  # [B] GPU-h dropped + behind this step; None when it is 0 in every row
+        )
         self.due_1h = due_1h  # work due by the end of the current hour
         self.required = required  # least constant allocation meeting every deadline (GPUs)
 
@@ -56,10 +81,19 @@ class DataCentre:
     Pickles without its tables (several are views of the shared workload) and rebuilds them.
     """
 
-    def __init__(self, cluster: GpuClusterParams, cooling: CoolingParams, zone: ZoneParams, workload: Workload,
-                 horizon: int, dt_h: float) -> None:
+    def __init__(
+        self,
+        cluster: GpuClusterParams,
+        cooling: CoolingParams,
+        zone: ZoneParams,
+        workload: Workload,
+        horizon: int,
+        dt_h: float,
+    ) -> None:
         if abs(horizon * dt_h - 24.0) > 1e-9 or workload.steps_per_day != horizon:
-            raise ValueError(f"a data-centre episode is one day of the workload's steps, got {horizon} x {dt_h} h")
+            raise ValueError(
+                f"a data-centre episode is one day of the workload's steps, got {horizon} x {dt_h} h"
+            )
         zone.check_step(dt_h)
         self.cluster_params, self.cooling_params, self.zone_params = cluster, cooling, zone
         self.workload, self.horizon, self.dt_h = workload, int(horizon), float(dt_h)
@@ -99,15 +133,20 @@ class DataCentre:
         # a bucket falls due (drop_due) or the day is over (no arrivals, carry check): the full path
         self.eventful = (t_next % self.steps_per_hour == 0) | (t_next >= horizon)
         self.outlook = QueueOutlook(  # by step 0..horizon + 1: reset reads row 0, step row t + 1
-            self.inv_hours_left[np.minimum(t_next, horizon)], np.minimum(t_next // self.steps_per_hour, N_BUCKETS - 2),
+            self.inv_hours_left[np.minimum(t_next, horizon)],
+            np.minimum(t_next // self.steps_per_hour, N_BUCKETS - 2),
             n_classes,
         )
         # by calendar step idx, row idx + 1: what arrives at the next step when it is in the same day
         self.arrivals_after = w.arrival_cum_gpuh[1:]
         self.carry_after = w.arrival_carry_gpuh[1:]
-        self.arrived_after = w.arrival_cum_gpuh[1:, :, -1].astype(np.float64)  # [T - 1, C]: all of a step's new work
+        self.arrived_after = w.arrival_cum_gpuh[1:, :, -1].astype(
+            np.float64
+        )  # [T - 1, C]: all of a step's new work
 
-    def initial_queue(self, calendar_day: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def initial_queue(
+        self, calendar_day: np.ndarray, idx: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Queue ``cum`` [B, C, K] (GPU-h) and carry allowance [B, C] at the first step ``idx`` [B]
         (calendar step) of calendar days ``calendar_day`` [B]: last night's carry-over plus the
         first step's arrivals."""
@@ -116,7 +155,9 @@ class DataCentre:
         cum += w.arrival_cum_gpuh.take(idx, axis=0)
         return cum, w.arrival_carry_gpuh.take(idx, axis=0)
 
-    def compute(self, cum: np.ndarray, shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def compute(
+        self, cum: np.ndarray, shares: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Allocate GPUs to the job classes and serve the queue earliest-deadline-first.
 
         ``shares`` [B, C]: requested fractions of the GPUs (scaled down when they sum above 1).
@@ -126,11 +167,20 @@ class DataCentre:
         class_ones = self.class_ones
         gpus = self.cluster.allocate(shares)
         cum, served = serve_edf(cum, gpus * self.dt)
-        allocated, busy = gpus @ class_ones, (served @ class_ones) * self.per_dt  # sums over job classes
+        allocated, busy = (
+            gpus @ class_ones,
+            (served @ class_ones) * self.per_dt,
+        )  # sums over job classes
         return gpus, cum, served, self.cluster.it_power_mw(allocated, busy)
 
-    def cool(self, zone_temp_c: np.ndarray, temp_out_c: np.ndarray, condenser_c: np.ndarray, setpoint_c: np.ndarray,
-             it_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def cool(
+        self,
+        zone_temp_c: np.ndarray,
+        temp_out_c: np.ndarray,
+        condenser_c: np.ndarray,
+        setpoint_c: np.ndarray,
+        it_mw: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(zone temperature after the step [B] deg C, cooling plant power [B] MW) under IT heat ``it_mw``;
         ``condenser_c`` is :meth:`CoolingPlant.condenser_temp_c` of ``temp_out_c``."""
         zone_temp, q_cool = self.zone(zone_temp_c, temp_out_c, setpoint_c, it_mw)
@@ -140,8 +190,14 @@ class DataCentre:
         """K h above the zone's limit over the step, written into ``out`` [B]."""
         return np.multiply(np.maximum(zone_temp_c - self.temp_max, self.zero), self.dt, out=out)
 
-    def advance(self, cum: np.ndarray, t: np.ndarray, idx: np.ndarray, allowance: np.ndarray,
-                dropped_gpuh: np.ndarray) -> QueueAdvance:
+    def advance(
+        self,
+        cum: np.ndarray,
+        t: np.ndarray,
+        idx: np.ndarray,
+        allowance: np.ndarray,
+        dropped_gpuh: np.ndarray,
+    ) -> QueueAdvance:
         """Time advances from step ``t`` [B] (calendar step ``idx``): work due now is dropped (in
         place in ``cum``), then the next step's jobs arrive; at the day's end the work behind schedule
         is counted. ``allowance`` and ``dropped_gpuh`` [B, C] are the state's running values."""
@@ -172,4 +228,6 @@ class DataCentre:
             behind = np.zeros(allowance.shape)
             dropped_gpuh = dropped_gpuh.copy()
         due_1h, required = self.outlook(cum, next_row, allowance)
-        return QueueAdvance(t_next, cum, allowance, arrived, behind, dropped_gpuh, sla, due_1h, required)
+        return QueueAdvance(
+            t_next, cum, allowance, arrived, behind, dropped_gpuh, sla, due_1h, required
+        )

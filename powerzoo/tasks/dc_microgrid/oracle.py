@@ -117,8 +117,14 @@ class SparseModel:
         self.row_high: list[np.ndarray] = []
         self.extra_cost: list[tuple[np.ndarray, float]] = []
 
-    def columns(self, n: int, low: float, high: float | np.ndarray, cost: float | np.ndarray = 0.0,
-                integer: bool = False) -> np.ndarray:
+    def columns(
+        self,
+        n: int,
+        low: float,
+        high: float | np.ndarray,
+        cost: float | np.ndarray = 0.0,
+        integer: bool = False,
+    ) -> np.ndarray:
         """Indices of ``n`` new columns with bounds ``[low, high]`` and objective coefficients ``cost``."""
         idx = np.arange(self.n_cols, self.n_cols + n)
         self.n_cols += n
@@ -132,8 +138,14 @@ class SparseModel:
         """Add ``value`` to the objective coefficients of ``cols`` (distinct columns)."""
         self.extra_cost.append((np.asarray(cols, dtype=int), value))
 
-    def rows(self, terms: list[tuple[np.ndarray, float | np.ndarray]], low: float | np.ndarray,
-             high: float | np.ndarray, groups: list[np.ndarray] | None = None, group_coef: float = 0.0) -> None:
+    def rows(
+        self,
+        terms: list[tuple[np.ndarray, float | np.ndarray]],
+        low: float | np.ndarray,
+        high: float | np.ndarray,
+        groups: list[np.ndarray] | None = None,
+        group_coef: float = 0.0,
+    ) -> None:
         """Rows ``low <= sum coef * x[cols] (+ group_coef * sum x[groups[i]]) <= high``.
 
         Each term's ``cols`` holds one column per row; ``groups`` (optional) a ragged list of
@@ -142,9 +154,15 @@ class SparseModel:
         n = len(groups) if groups is not None else len(terms[0][0])
         row_ids = np.arange(self.n_rows, self.n_rows + n)
         for cols, coef in terms:
-            self._triplets(row_ids, np.asarray(cols), np.broadcast_to(np.asarray(coef, dtype=float), (n,)))
+            self._triplets(
+                row_ids, np.asarray(cols), np.broadcast_to(np.asarray(coef, dtype=float), (n,))
+            )
         for i, group in enumerate(groups or ()):
-            self._triplets(np.full(len(group), self.n_rows + i), np.asarray(group), np.full(len(group), group_coef))
+            self._triplets(
+                np.full(len(group), self.n_rows + i),
+                np.asarray(group),
+                np.full(len(group), group_coef),
+            )
         self.row_low.append(np.broadcast_to(np.asarray(low, dtype=float), (n,)))
         self.row_high.append(np.broadcast_to(np.asarray(high, dtype=float), (n,)))
         self.n_rows += n
@@ -163,20 +181,41 @@ class SparseModel:
         cost = np.concatenate(self.cost)
         for cols, value in self.extra_cost:
             cost[cols] += value
-        h.addCols(self.n_cols, cost, np.concatenate(self.col_low), np.concatenate(self.col_high),
-                  0, np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0))
+        h.addCols(
+            self.n_cols,
+            cost,
+            np.concatenate(self.col_low),
+            np.concatenate(self.col_high),
+            0,
+            np.empty(0, np.int32),
+            np.empty(0, np.int32),
+            np.empty(0),
+        )
         integer = np.flatnonzero(np.concatenate(self.integer)).astype(np.int32)
-        h.changeColsIntegrality(integer.size, integer, np.full(integer.size, highspy.HighsVarType.kInteger))
+        h.changeColsIntegrality(
+            integer.size, integer, np.full(integer.size, highspy.HighsVarType.kInteger)
+        )
         rows, cols = np.concatenate(self.row_ids), np.concatenate(self.col_ids)
         order = np.lexsort((cols, rows))  # row-major, columns ascending within a row
         starts = np.searchsorted(rows[order], np.arange(self.n_rows))
-        h.addRows(self.n_rows, np.concatenate(self.row_low), np.concatenate(self.row_high), order.size,
-                  starts.astype(np.int32), cols[order].astype(np.int32), np.concatenate(self.coefs)[order])
+        h.addRows(
+            self.n_rows,
+            np.concatenate(self.row_low),
+            np.concatenate(self.row_high),
+            order.size,
+            starts.astype(np.int32),
+            cols[order].astype(np.int32),
+            np.concatenate(self.coefs)[order],
+        )
         return h
 
 
 def zone_trajectory(
-    params: DCMicrogridParams, zone_temp_c: float, temp_out_c: np.ndarray, setpoint_c: float, setpoint_min_c: float,
+    params: DCMicrogridParams,
+    zone_temp_c: float,
+    temp_out_c: np.ndarray,
+    setpoint_c: float,
+    setpoint_min_c: float,
     dt_h: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Setpoint [S], zone temperature after each step [S] and the heat [S] (MW) to remove besides the IT load.
@@ -198,13 +237,21 @@ def zone_trajectory(
     offset_max = params.cooling.q_max_mw - params.cluster.p_max_mw  # room the IT heat never needs
 
     def advance(j: int, value: float) -> tuple[np.ndarray, float]:
-        nxt, q = zone_step(params.zone, current, temp_out_c[j:j + 1], np.array([value]), probe, np.inf, dt_h)
+        nxt, q = zone_step(
+            params.zone, current, temp_out_c[j : j + 1], np.array([value]), probe, np.inf, dt_h
+        )
         return nxt, q[0] - probe_mw
 
     for j in range(n):
         value = setpoint_c
         if current[0] > setpoint_c + 1e-6:  # cool down: land on setpoint_c if the plant allows it
-            low = float(np.clip(setpoint_reaching(params.zone, current, setpoint_c, dt_h)[0], setpoint_min_c, setpoint_c))
+            low = float(
+                np.clip(
+                    setpoint_reaching(params.zone, current, setpoint_c, dt_h)[0],
+                    setpoint_min_c,
+                    setpoint_c,
+                )
+            )
             if advance(j, low)[1] <= offset_max:
                 value = low
             elif advance(j, setpoint_c)[1] < offset_max:  # the offset falls as the setpoint rises
@@ -225,12 +272,21 @@ def it_power_model(cluster: GpuClusterParams, dt_h: float) -> tuple[float, float
     Planned GPUs are always busy (an allocated idle GPU draws more than a parked one), so
     ``it = n_gpus p_parked + (p_active - p_parked) gpus``.
     """
-    return cluster.n_gpus * cluster.p_parked_kw * 1e-3, (cluster.p_active_kw - cluster.p_parked_kw) * 1e-3 / dt_h
+    return cluster.n_gpus * cluster.p_parked_kw * 1e-3, (
+        cluster.p_active_kw - cluster.p_parked_kw
+    ) * 1e-3 / dt_h
 
 
 def add_job_service(
-    model: SparseModel, arrivals: np.ndarray, bucket_due_step: np.ndarray, t0: int, carry_allowance_gpuh: np.ndarray,
-    served_cost: float | np.ndarray, pen_sla: float, n_gpus: int, dt_h: float,
+    model: SparseModel,
+    arrivals: np.ndarray,
+    bucket_due_step: np.ndarray,
+    t0: int,
+    carry_allowance_gpuh: np.ndarray,
+    served_cost: float | np.ndarray,
+    pen_sla: float,
+    n_gpus: int,
+    dt_h: float,
 ) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
     """The job model of a day plan (module docstring) on ``model``; returns the served columns.
 
@@ -243,7 +299,9 @@ def add_job_service(
     n_steps, n_classes, n_buckets = arrivals.shape
     per_step = np.ndim(served_cost) > 0
     # jobs: served (x) and left (r) per class, bucket and step while the bucket is open
-    served_cols: list[list[list[np.ndarray]]] = [[[] for _ in range(n_classes)] for _ in range(n_steps)]  # [j][c]
+    served_cols: list[list[list[np.ndarray]]] = [
+        [[] for _ in range(n_classes)] for _ in range(n_steps)
+    ]  # [j][c]
     drop_cols, behind_cols = [], []
     for k in range(n_buckets):
         last = n_steps if k == n_buckets - 1 else min(int(bucket_due_step[k]) - t0, n_steps)
@@ -255,29 +313,46 @@ def add_job_service(
             # r[0] + x[0] = arrivals[0];  r[j] - r[j-1] + x[j] = arrivals[j]
             model.rows([(r[:1], 1.0), (x[:1], 1.0)], arrivals[0, c, k], arrivals[0, c, k])
             if last > 1:
-                model.rows([(r[1:], 1.0), (r[:-1], -1.0), (x[1:], 1.0)], arrivals[1:last, c, k], arrivals[1:last, c, k])
+                model.rows(
+                    [(r[1:], 1.0), (r[:-1], -1.0), (x[1:], 1.0)],
+                    arrivals[1:last, c, k],
+                    arrivals[1:last, c, k],
+                )
             for j in range(last):
-                served_cols[j][c].append(x[j:j + 1])
+                served_cols[j][c].append(x[j : j + 1])
             if k == n_buckets - 1:  # checked against its carry allowance at the day's end
                 behind_cols.append((c, r[-1]))
             else:  # falls due within the day: what is left is dropped
                 drop_cols.append(r[-1])
-    served_by_class = [[np.concatenate(g) if g else np.zeros(0, dtype=int) for g in step] for step in served_cols]
+    served_by_class = [
+        [np.concatenate(g) if g else np.zeros(0, dtype=int) for g in step] for step in served_cols
+    ]
     served_groups = [np.concatenate(step) for step in served_by_class]  # x columns of each step
 
     # work behind schedule at the day's end: behind >= r_last - allowance
     behind = model.columns(len(behind_cols), 0.0, np.inf, pen_sla)
     for i, (c, r_last) in enumerate(behind_cols):
-        model.rows([(behind[i:i + 1], 1.0), (np.array([r_last]), -1.0)], -carry_allowance_gpuh[c], np.inf)
-    model.add_cost(np.asarray(drop_cols, dtype=int), pen_sla)  # work left when its bucket falls due is dropped
+        model.rows(
+            [(behind[i : i + 1], 1.0), (np.array([r_last]), -1.0)], -carry_allowance_gpuh[c], np.inf
+        )
+    model.add_cost(
+        np.asarray(drop_cols, dtype=int), pen_sla
+    )  # work left when its bucket falls due is dropped
 
     # GPU capacity per step
     model.rows([], -np.inf, n_gpus * dt_h, served_groups, 1.0)
     return served_by_class, served_groups
 
 
-def add_cooling_rows(model: SparseModel, params: DCMicrogridParams, cooling: np.ndarray, served_groups: list[np.ndarray],
-                     cop: np.ndarray, heat_offset: np.ndarray, dt_h: float) -> None:
+def add_cooling_rows(
+    model: SparseModel,
+    params: DCMicrogridParams,
+    cooling: np.ndarray,
+    served_groups: list[np.ndarray],
+    cop: np.ndarray,
+    heat_offset: np.ndarray,
+    dt_h: float,
+) -> None:
     """Cooling rows of a day plan: the plant's capacity and ``cooling >= (it + offset) / COP``.
 
     ``cooling`` [S]: the plant-power columns (MW); ``cop`` [S] and ``heat_offset`` [S] (MW) from
@@ -291,10 +366,14 @@ def add_cooling_rows(model: SparseModel, params: DCMicrogridParams, cooling: np.
     model.rows([(cooling, cop)], it_base_mw + heat_offset, np.inf, served_groups, -mw_per_gpuh)
 
 
-def plan_shares(values: np.ndarray, served_by_class: list[list[np.ndarray]], n_gpus: int, dt_h: float) -> np.ndarray:
+def plan_shares(
+    values: np.ndarray, served_by_class: list[list[np.ndarray]], n_gpus: int, dt_h: float
+) -> np.ndarray:
     """GPU shares [S, C] (the env's action) of a solved plan: the planned GPUs of each class, plus
     :data:`SHARE_MARGIN` against float32 round-off; ``values``: the solution's column values."""
-    gpus = np.array([[values[idx].sum() for idx in step] for step in served_by_class]) / dt_h  # [S, C]
+    gpus = (
+        np.array([[values[idx].sum() for idx in step] for step in served_by_class]) / dt_h
+    )  # [S, C]
     shares = gpus / n_gpus
     shares = np.where(gpus > 0.0, shares + SHARE_MARGIN, 0.0)
     over = shares.sum(axis=1, keepdims=True)
@@ -326,41 +405,73 @@ def solve_day_plan(
     t0 = foresight.t0
     price, co2 = foresight.price_per_mwh, foresight.grid_co2_t_per_mwh
 
-    setpoint, zone_temp, heat_offset = zone_trajectory(params, foresight.zone_temp_c, foresight.temp_out_c, setpoint_c,
-                                                       setpoint_min_c, dt_h)
+    setpoint, zone_temp, heat_offset = zone_trajectory(
+        params, foresight.zone_temp_c, foresight.temp_out_c, setpoint_c, setpoint_min_c, dt_h
+    )
     cop = cooling_cop(params.cooling, foresight.temp_out_c, setpoint)
     it_base_mw, mw_per_gpuh = it_power_model(cl, dt_h)
 
     model = SparseModel()
     # supply side, one column per step
     energy_cost = w_energy * dt_h  # per MWh of facility energy
-    charge = model.columns(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
-    discharge = model.columns(n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h)
-    stored = model.columns(n_steps, bat.soc_min * bat.energy_capacity_mwh, bat.soc_max * bat.energy_capacity_mwh)
-    diesel = model.columns(n_steps, 0.0, dsl.rated_mw,
-                           (w_cost * dsl.fuel_cost_per_mwh + w_carbon * dsl.co2_t_per_mwh) * dt_h)
+    charge = model.columns(
+        n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h
+    )
+    discharge = model.columns(
+        n_steps, 0.0, bat.power_max_mw, w_cost * bat.degradation_cost_per_mwh * dt_h
+    )
+    stored = model.columns(
+        n_steps, bat.soc_min * bat.energy_capacity_mwh, bat.soc_max * bat.energy_capacity_mwh
+    )
+    diesel = model.columns(
+        n_steps,
+        0.0,
+        dsl.rated_mw,
+        (w_cost * dsl.fuel_cost_per_mwh + w_carbon * dsl.co2_t_per_mwh) * dt_h,
+    )
     diesel_on = model.columns(n_steps, 0.0, 1.0, integer=True)
-    grid_import = model.columns(n_steps, 0.0, grid.import_max_mw, (w_cost * price + w_carbon * co2) * dt_h)
+    grid_import = model.columns(
+        n_steps, 0.0, grid.import_max_mw, (w_cost * price + w_carbon * co2) * dt_h
+    )
     spill = model.columns(n_steps, 0.0, np.inf)
     deficit = model.columns(n_steps, 0.0, np.inf, pen_deficit * dt_h)
     cooling = model.columns(n_steps, 0.0, np.inf, energy_cost)
 
     served_by_class, served_groups = add_job_service(
-        model, arrivals, foresight.bucket_due_step, t0, foresight.carry_allowance_gpuh, energy_cost * mw_per_gpuh,
-        pen_sla, cl.n_gpus, dt_h,
+        model,
+        arrivals,
+        foresight.bucket_due_step,
+        t0,
+        foresight.carry_allowance_gpuh,
+        energy_cost * mw_per_gpuh,
+        pen_sla,
+        cl.n_gpus,
+        dt_h,
     )
     add_cooling_rows(model, params, cooling, served_groups, cop, heat_offset, dt_h)
     # power balance: diesel + discharge - charge + import - spill + deficit - cooling - it_var = it_base - pv
-    balance = [(diesel, 1.0), (discharge, 1.0), (charge, -1.0), (grid_import, 1.0), (spill, -1.0), (deficit, 1.0),
-               (cooling, -1.0)]
+    balance = [
+        (diesel, 1.0),
+        (discharge, 1.0),
+        (charge, -1.0),
+        (grid_import, 1.0),
+        (spill, -1.0),
+        (deficit, 1.0),
+        (cooling, -1.0),
+    ]
     rhs = it_base_mw + SUPPLY_MARGIN_MW - foresight.pv_mw
     model.rows(balance, rhs, rhs, served_groups, -mw_per_gpuh)
     # battery energy: e[j] - e[j-1] - eta_c dt ch + dt / eta_d dis = 0 (e[-1] = soc0 * capacity)
     e0 = foresight.soc * bat.energy_capacity_mwh
-    storage = [(charge, -bat.charge_efficiency * dt_h), (discharge, dt_h / bat.discharge_efficiency)]
+    storage = [
+        (charge, -bat.charge_efficiency * dt_h),
+        (discharge, dt_h / bat.discharge_efficiency),
+    ]
     model.rows([(stored[:1], 1.0)] + [(c[:1], v) for c, v in storage], e0, e0)
     if n_steps > 1:
-        model.rows([(stored[1:], 1.0), (stored[:-1], -1.0)] + [(c[1:], v) for c, v in storage], 0.0, 0.0)
+        model.rows(
+            [(stored[1:], 1.0), (stored[:-1], -1.0)] + [(c[1:], v) for c, v in storage], 0.0, 0.0
+        )
     # diesel: p_min on <= diesel <= rated on
     model.rows([(diesel, 1.0), (diesel_on, -dsl.p_min_mw)], 0.0, np.inf)
     model.rows([(diesel, 1.0), (diesel_on, -dsl.rated_mw)], -np.inf, 0.0)
@@ -385,4 +496,6 @@ def solve_day_plan(
     it_energy = it_base_mw * dt_h * n_steps * w_energy
     objective = highs.getInfo().objective_function_value
     predicted = -(float(objective) + it_energy + pen_temp * overtemp_kh)
-    return DayPlan(actions=actions, predicted_return=predicted, predicted_zone_temp_c=zone_temp, status=status)
+    return DayPlan(
+        actions=actions, predicted_return=predicted, predicted_zone_temp_c=zone_temp, status=status
+    )

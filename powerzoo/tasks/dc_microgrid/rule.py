@@ -20,7 +20,9 @@ RULE_SETPOINT_C, RULE_RECOVERY_SETPOINT_C, RULE_RECOVERY_ABOVE_C = 26.0, 24.0, 2
 RULE_LOAD_MARGIN = 1.05  # load estimate inflated 5 % (cooling transients, envelope gains)
 
 
-def rule_compute_and_cooling(n_gpus: int, obs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rule_compute_and_cooling(
+    n_gpus: int, obs: Mapping[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """GPUs for training and for fine-tuning [B] and the cooling setpoint [B] (deg C) of the rule.
 
     Reads the observation fields ``{training,finetune}_required_gpus``, ``..._queued_gpuh`` and
@@ -29,15 +31,21 @@ def rule_compute_and_cooling(n_gpus: int, obs: Mapping[str, np.ndarray]) -> tupl
     """
 
     def gpus_for(job: str) -> np.ndarray:
-        return np.maximum(obs[f"{job}_required_gpus"] * RULE_GPU_MARGIN, obs[f"{job}_queued_gpuh"] / RULE_DRAIN_H)
+        return np.maximum(
+            obs[f"{job}_required_gpus"] * RULE_GPU_MARGIN, obs[f"{job}_queued_gpuh"] / RULE_DRAIN_H
+        )
 
     ft = np.minimum(gpus_for("finetune"), n_gpus)
     tr = np.minimum(gpus_for("training"), n_gpus - ft)
-    setpoint = np.where(obs["zone_temp_c"] > RULE_RECOVERY_ABOVE_C, RULE_RECOVERY_SETPOINT_C, RULE_SETPOINT_C)
+    setpoint = np.where(
+        obs["zone_temp_c"] > RULE_RECOVERY_ABOVE_C, RULE_RECOVERY_SETPOINT_C, RULE_SETPOINT_C
+    )
     return tr, ft, setpoint
 
 
-def rule_based_action(params: DCMicrogridParams, obs: Mapping[str, np.ndarray], dt_h: float) -> np.ndarray:
+def rule_based_action(
+    params: DCMicrogridParams, obs: Mapping[str, np.ndarray], dt_h: float
+) -> np.ndarray:
     """Physical actions [B, 5] from the observation fields ``obs`` (name -> [B] column, physical units).
 
     * GPUs: fine-tuning (the class with the earliest deadlines) first, then training, each
@@ -56,11 +64,15 @@ def rule_based_action(params: DCMicrogridParams, obs: Mapping[str, np.ndarray], 
     tr, ft, setpoint = rule_compute_and_cooling(n, obs)
     allocated = ft + tr
     it_mw = it_power_mw(p.cluster, allocated, allocated)
-    load_mw = it_mw * (1.0 + 1.0 / cooling_cop(p.cooling, obs["temp_c"], setpoint)) * RULE_LOAD_MARGIN
+    load_mw = (
+        it_mw * (1.0 + 1.0 / cooling_cop(p.cooling, obs["temp_c"], setpoint)) * RULE_LOAD_MARGIN
+    )
     shortfall = load_mw - pv_power_mw(p.pv, obs["pv_cf"]) - p.grid.import_max_mw
     p_ch_max, p_dis_max = feasible_power_mw(p.battery, obs["soc"], dt_h)
     diesel = np.where(
-        shortfall > p_dis_max, np.clip(shortfall - p_dis_max, p.diesel.p_min_mw, p.diesel.rated_mw), 0.0
+        shortfall > p_dis_max,
+        np.clip(shortfall - p_dis_max, p.diesel.p_min_mw, p.diesel.rated_mw),
+        0.0,
     )
     battery = np.clip(shortfall - diesel, -p_ch_max, p_dis_max)
     return np.stack([tr / n, ft / n, setpoint, battery, diesel], axis=1)

@@ -19,7 +19,10 @@ from powerzoo.devices.thermal_zone import ZoneParams
 
 __all__ = ["DCMicrogridParams", "SETPOINT_MIN_C", "SETPOINT_MAX_C"]
 
-SETPOINT_MIN_C, SETPOINT_MAX_C = 18.0, 32.0  # cooling setpoint range, deg C (ASHRAE A1: recommended 18-27, allowable to 32)
+SETPOINT_MIN_C, SETPOINT_MAX_C = (
+    18.0,
+    32.0,
+)  # cooling setpoint range, deg C (ASHRAE A1: recommended 18-27, allowable to 32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,15 +61,25 @@ class DCMicrogridParams:
         valid = set(cls.KWARGS) | {"initial_soc", "initial_zone_temp_c"}
         unknown = set(kwargs) - valid
         if unknown:
-            raise TypeError(f"{task_id} got unknown parameter(s) {sorted(unknown)}; valid: {', '.join(sorted(valid))}")
-        params = cls(**{k: float(v) for k, v in kwargs.items() if k in ("initial_soc", "initial_zone_temp_c")})
+            raise TypeError(
+                f"{task_id} got unknown parameter(s) {sorted(unknown)}; valid: {', '.join(sorted(valid))}"
+            )
+        params = cls(
+            **{
+                k: float(v)
+                for k, v in kwargs.items()
+                if k in ("initial_soc", "initial_zone_temp_c")
+            }
+        )
         for key, (device, field) in cls.KWARGS.items():
             if key in kwargs:
                 value = int(kwargs[key]) if field == "n_gpus" else float(kwargs[key])
                 replaced = dataclasses.replace(getattr(params, device), **{field: value})
                 params = dataclasses.replace(params, **{device: replaced})
         if not 10.0 <= params.initial_zone_temp_c <= 40.0:
-            raise ValueError(f"initial_zone_temp_c must lie in [10, 40] deg C, got {params.initial_zone_temp_c}")
+            raise ValueError(
+                f"initial_zone_temp_c must lie in [10, 40] deg C, got {params.initial_zone_temp_c}"
+            )
         if not params.battery.soc_min <= params.initial_soc <= params.battery.soc_max:
             raise ValueError(
                 f"initial_soc must lie in [{params.battery.soc_min}, {params.battery.soc_max}], got {params.initial_soc}"

@@ -25,7 +25,14 @@ from powerzoo.tasks.dc_microgrid.rule import rule_based_action
 from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
-__all__ = ["DCMicrogrid", "DCMicrogridSafe", "DCMicrogridState", "REWARD_WEIGHTS", "PENALTIES", "THRESHOLDS"]
+__all__ = [
+    "DCMicrogrid",
+    "DCMicrogridSafe",
+    "DCMicrogridState",
+    "REWARD_WEIGHTS",
+    "PENALTIES",
+    "THRESHOLDS",
+]
 
 HORIZON = 288
 STEP_MINUTES = 5
@@ -34,7 +41,10 @@ REWARD_TERMS = ("energy", "cost", "carbon")
 REWARD_WEIGHTS = np.array([1.0, 0.5, 0.3])  # energy, cost, carbon
 CONSTRAINTS = ("sla_violation", "overtemperature", "power_deficit")
 PENALTIES = np.array([10.0, 100.0, 5000.0])  # per GPU-h, per K h, per MWh (dc_microgrid only)
-QUEUE_CAP_GPUH, GPUS_CAP = 1e6, 1e8  # observation bounds: far above a day's work (~3e4 GPU-h) x 12 steps/h
+QUEUE_CAP_GPUH, GPUS_CAP = (
+    1e6,
+    1e8,
+)  # observation bounds: far above a day's work (~3e4 GPU-h) x 12 steps/h
 THRESHOLDS = {"sla_violation": 50.0, "overtemperature": 0.5, "power_deficit": 0.25}  # per episode
 
 TIME_OBS = ("hour_sin", "hour_cos", "time_remaining")
@@ -104,7 +114,9 @@ class DCMicrogrid(Task):
         self._temp = series["temp_c"]
         self._pv_cf = series["pv_cf"]
         self._price = series["price_per_mwh"]
-        self._co2 = grid_carbon_intensity(p.grid, series["demand_pu"], series["pv_cf"], series["wind_cf"])
+        self._co2 = grid_carbon_intensity(
+            p.grid, series["demand_pu"], series["pv_cf"], series["wind_cf"]
+        )
         self._weights = REWARD_WEIGHTS.copy()
         self._penalties = PENALTIES.copy()
         self._obs_dim = self.spec.observation.dim
@@ -112,17 +124,39 @@ class DCMicrogrid(Task):
         # per calendar step, gathered with one ``take`` per step: [temp, price, co2, pv_mw] for the
         # model and the EXOGENOUS_OBS fields of the observation
         self._day_start = self.split_days * self.profiles.steps_per_day
-        self._exogenous = np.stack([self._temp, self._price, self._co2, pv_power_mw(p.pv, self._pv_cf)], axis=1)
-        exogenous_obs = {"temp_c": self._temp, "zone_temp_c": np.zeros_like(self._temp), "pv_cf": self._pv_cf,
-                         "price_per_mwh": self._price, "grid_co2_t_per_mwh": self._co2}
-        self._exogenous_obs = np.stack([exogenous_obs[name] for name in EXOGENOUS_OBS], axis=1).astype(np.float32)
+        self._exogenous = np.stack(
+            [self._temp, self._price, self._co2, pv_power_mw(p.pv, self._pv_cf)], axis=1
+        )
+        exogenous_obs = {
+            "temp_c": self._temp,
+            "zone_temp_c": np.zeros_like(self._temp),
+            "pv_cf": self._pv_cf,
+            "price_per_mwh": self._price,
+            "grid_co2_t_per_mwh": self._co2,
+        }
+        self._exogenous_obs = np.stack(
+            [exogenous_obs[name] for name in EXOGENOUS_OBS], axis=1
+        ).astype(np.float32)
         self._time_obs = self._time_features(np.arange(HORIZON + 1))  # TIME_OBS fields by step
         self._init_step_constants()
 
     # built by _init_step_constants from the parameters and data: left out of pickles (several of
     # them are views of the shared workload, which pickles by reference), rebuilt on unpickling
-    _STEP_TABLES = ("_dc", "_inv_hours_left", "_battery", "_diesel", "_grid", "_neg_dt", "_fuel_cost", "_diesel_co2",
-                    "_degradation_cost", "_step_inputs", "_obs_base", "_obs_day_row", "_obs_step_row")
+    _STEP_TABLES = (
+        "_dc",
+        "_inv_hours_left",
+        "_battery",
+        "_diesel",
+        "_grid",
+        "_neg_dt",
+        "_fuel_cost",
+        "_diesel_co2",
+        "_degradation_cost",
+        "_step_inputs",
+        "_obs_base",
+        "_obs_day_row",
+        "_obs_step_row",
+    )
 
     def __getstate__(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if key not in self._STEP_TABLES}
@@ -149,23 +183,35 @@ class DCMicrogrid(Task):
             return np.array(x, np.float64)
 
         self._dc = DataCentre(p.cluster, p.cooling, p.zone, w, HORIZON, dt_h)
-        self._inv_hours_left = self._dc.inv_hours_left  # [t, K] (1/h) until each bucket is due, at least one step
+        self._inv_hours_left = (
+            self._dc.inv_hours_left
+        )  # [t, K] (1/h) until each bucket is due, at least one step
         self._battery = BatteryDispatch(p.battery, dt_h)
         self._diesel = DieselGenerator(p.diesel)
         self._grid = GridTie(p.grid)
         # -(x) * dt == x * (-dt) exactly, so the reward terms fold their sign into the constant
         self._neg_dt = f64(-dt_h)
-        self._fuel_cost, self._diesel_co2 = f64(p.diesel.fuel_cost_per_mwh), f64(p.diesel.co2_t_per_mwh)
+        self._fuel_cost, self._diesel_co2 = (
+            f64(p.diesel.fuel_cost_per_mwh),
+            f64(p.diesel.co2_t_per_mwh),
+        )
         self._degradation_cost = f64(p.battery.degradation_cost_per_mwh)
         # rows [temp, price, co2, pv_mw, condenser temperature] x calendar step: contiguous per series
-        self._step_inputs = np.ascontiguousarray(np.concatenate([self._exogenous.T, self._dc.plant.condenser_temp_c(self._temp)[None]]))
+        self._step_inputs = np.ascontiguousarray(
+            np.concatenate([self._exogenous.T, self._dc.plant.condenser_temp_c(self._temp)[None]])
+        )
         # observation rows by (split day, step 0..HORIZON): the time and exogenous fields filled in
         days, steps = np.arange(self.n_days), np.arange(HORIZON + 1)
         base = np.zeros((self.n_days, HORIZON + 1, self._obs_dim), np.float32)
         base[:, :, self._slots.time] = self._time_obs[None]
-        base[:, :, self._slots.exogenous] = self._exogenous_obs[self._day_start[:, None] + steps[None, :]]
+        base[:, :, self._slots.exogenous] = self._exogenous_obs[
+            self._day_start[:, None] + steps[None, :]
+        ]
         self._obs_base = base.reshape(-1, self._obs_dim)
-        self._obs_day_row, self._obs_step_row = days * (HORIZON + 1), steps  # the latter raises past the horizon
+        self._obs_day_row, self._obs_step_row = (
+            days * (HORIZON + 1),
+            steps,
+        )  # the latter raises past the horizon
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -176,29 +222,64 @@ class DCMicrogrid(Task):
         queue_names = tuple(f"{job.name}_{k}" for job in JOB_CLASSES for k in QUEUE_OBS)
         weights = dict(zip(REWARD_TERMS, REWARD_WEIGHTS.tolist(), strict=True))
         penalties = dict(zip(CONSTRAINTS, PENALTIES.tolist(), strict=True))
-        penalty_doc = " - (" + " + ".join(f"{v:g} * {k}" for k, v in penalties.items()) + ")" if cls.penalized else ""
+        penalty_doc = (
+            " - (" + " + ".join(f"{v:g} * {k}" for k, v in penalties.items()) + ")"
+            if cls.penalized
+            else ""
+        )
         return TaskSpec(
             task_id=cls.task_id,
             description=(
                 f"AI data centre ({n} GPUs, training and fine-tuning jobs with deadlines) on a microgrid with "
                 f"PV, battery, diesel and a {p.grid.import_max_mw:g} MW grid tie: schedule jobs, set cooling and "
                 "dispatch storage and diesel over one day. Multi-objective reward [energy, cost, carbon]"
-                + ("; violation penalties folded in (MDP)." if cls.penalized else "; costs kept apart (CMDP).")
+                + (
+                    "; violation penalties folded in (MDP)."
+                    if cls.penalized
+                    else "; costs kept apart (CMDP)."
+                )
             ),
             agents=("agent",),
             observation=VectorSpec(
-                names=("hour_sin", "hour_cos", "time_remaining", "temp_c", "zone_temp_c", "pv_cf",
-                       "price_per_mwh", "grid_co2_t_per_mwh", "soc") + queue_names,
-                units=("-", "-", "fraction of horizon", "deg C", "deg C", "fraction", "$/MWh", "tCO2/MWh",
-                       "fraction") + ("GPU-h", "GPU-h", "GPUs") * 2,
+                names=(
+                    "hour_sin",
+                    "hour_cos",
+                    "time_remaining",
+                    "temp_c",
+                    "zone_temp_c",
+                    "pv_cf",
+                    "price_per_mwh",
+                    "grid_co2_t_per_mwh",
+                    "soc",
+                )
+                + queue_names,
+                units=(
+                    "-",
+                    "-",
+                    "fraction of horizon",
+                    "deg C",
+                    "deg C",
+                    "fraction",
+                    "$/MWh",
+                    "tCO2/MWh",
+                    "fraction",
+                )
+                + ("GPU-h", "GPU-h", "GPUs") * 2,
                 low=(-1.0, -1.0, 0.0, -60.0, -60.0, 0.0, PRICE_FLOOR, 0.0, 0.0) + (0.0,) * 6,
-                high=(1.0, 1.0, 1.0, 60.0, 100.0, 1.0, PRICE_CAP, 2.0, 1.0) + (QUEUE_CAP_GPUH, QUEUE_CAP_GPUH, GPUS_CAP) * 2,
+                high=(1.0, 1.0, 1.0, 60.0, 100.0, 1.0, PRICE_CAP, 2.0, 1.0)
+                + (QUEUE_CAP_GPUH, QUEUE_CAP_GPUH, GPUS_CAP) * 2,
                 nominal_low=(-1.0, -1.0, 0.0, -10.0, 15.0, 0.0, 0.0, 0.0, 0.0) + (0.0,) * 6,
                 nominal_high=(1.0, 1.0, 1.0, 45.0, 35.0, 1.0, 150.0, 0.6, 1.0)
                 + (20000.0, 2000.0, float(n), 2000.0, 1000.0, float(n)),
             ),
             action=VectorSpec(
-                names=("training_share", "finetune_share", "cooling_setpoint_c", "battery_p_mw", "diesel_p_mw"),
+                names=(
+                    "training_share",
+                    "finetune_share",
+                    "cooling_setpoint_c",
+                    "battery_p_mw",
+                    "diesel_p_mw",
+                ),
                 units=("fraction of GPUs", "fraction of GPUs", "deg C", "MW (+ discharge)", "MW"),
                 low=(0.0, 0.0, SETPOINT_MIN_C, -b_max, 0.0),
                 high=(1.0, 1.0, SETPOINT_MAX_C, b_max, p.diesel.rated_mw),
@@ -241,7 +322,9 @@ class DCMicrogrid(Task):
         day_id = self.check_day_id(day_id)
         p = self.params
         t = np.zeros_like(day_id)
-        cum, allowance = self._dc.initial_queue(self.split_days[day_id], self._step_index(day_id, t))
+        cum, allowance = self._dc.initial_queue(
+            self.split_days[day_id], self._step_index(day_id, t)
+        )
         due_1h, required = self._dc.outlook(cum, t, allowance)
         zeros = np.zeros(cum.shape[:2])
         return DCMicrogridState(
@@ -261,11 +344,15 @@ class DCMicrogrid(Task):
     def observe(self, state: DCMicrogridState) -> np.ndarray:
         t, slots = state.t, self._slots
         try:  # the time and exogenous fields, precomputed for steps 0..HORIZON
-            obs = self._obs_base.take(self._obs_day_row.take(state.day_id) + self._obs_step_row.take(t), axis=0)
+            obs = self._obs_base.take(
+                self._obs_day_row.take(state.day_id) + self._obs_step_row.take(t), axis=0
+            )
         except IndexError:  # stepped on past the horizon without a reset
             obs = np.empty((t.size, self._obs_dim), dtype=np.float32)
             obs[:, slots.time] = self._time_features(t)
-            obs[:, slots.exogenous] = self._exogenous_obs.take(self._step_index(state.day_id, t), axis=0)
+            obs[:, slots.exogenous] = self._exogenous_obs.take(
+                self._step_index(state.day_id, t), axis=0
+            )
         obs[:, slots.zone_temp_c] = state.zone_temp_c
         obs[:, slots.soc] = state.soc
         obs[:, slots.queued_gpuh] = state.queue_cum_gpuh[:, :, -1]
@@ -299,8 +386,11 @@ class DCMicrogrid(Task):
         reward_vector = np.empty((n_rows, 3))
         neg_dt = self._neg_dt
         np.multiply(facility_mw, neg_dt, out=reward_vector[:, 0])
-        np.subtract((grid_mw * price + diesel_mw * self._fuel_cost) * neg_dt,
-                    self._degradation_cost * (charge_mwh + discharge_mwh), out=reward_vector[:, 1])
+        np.subtract(
+            (grid_mw * price + diesel_mw * self._fuel_cost) * neg_dt,
+            self._degradation_cost * (charge_mwh + discharge_mwh),
+            out=reward_vector[:, 1],
+        )
         np.multiply(grid_mw * co2 + diesel_mw * self._diesel_co2, neg_dt, out=reward_vector[:, 2])
         costs = np.zeros((n_rows, 3))
         dc.overtemperature_kh(zone_temp, out=costs[:, 1])
@@ -316,9 +406,17 @@ class DCMicrogrid(Task):
             reward = reward - costs @ self._penalties
 
         new_state = DCMicrogridState(
-            day_id=state.day_id, t=q.t_next, soc=soc, zone_temp_c=zone_temp, queue_cum_gpuh=cum,
-            arrived_gpuh=state.arrived_gpuh + q.arrived, served_gpuh=state.served_gpuh + served,
-            dropped_gpuh=dropped_gpuh, carry_allowance_gpuh=q.allowance, due_1h_gpuh=q.due_1h, required_gpus=q.required,
+            day_id=state.day_id,
+            t=q.t_next,
+            soc=soc,
+            zone_temp_c=zone_temp,
+            queue_cum_gpuh=cum,
+            arrived_gpuh=state.arrived_gpuh + q.arrived,
+            served_gpuh=state.served_gpuh + served,
+            dropped_gpuh=dropped_gpuh,
+            carry_allowance_gpuh=q.allowance,
+            due_1h_gpuh=q.due_1h,
+            required_gpus=q.required,
         )
         applied = action.copy(order="K")  # the setpoint is applied as asked
         np.multiply(gpus, dc.per_gpu, out=applied[:, :2])
@@ -360,7 +458,9 @@ class DCMicrogrid(Task):
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Physical actions [B, 5] of the rule-based controller (see :func:`.rule.rule_based_action`)."""
-        fields = dict(zip(self.spec.observation.names, obs.T, strict=True))  # field name -> [B] column
+        fields = dict(
+            zip(self.spec.observation.names, obs.T, strict=True)
+        )  # field name -> [B] column
         return rule_based_action(self.params, fields, self.spec.dt_h)
 
     def oracle_plan(self, state: DCMicrogridState) -> np.ndarray:
@@ -380,7 +480,11 @@ class DCMicrogrid(Task):
     def oracle_day_plan(self, state: DCMicrogridState, row: int = 0) -> DayPlan:
         """The oracle's plan for row ``row`` of ``state``, with its forecast of the (penalised) return."""
         return solve_day_plan(
-            self.params, self.day_foresight(state, row), self.spec.dt_h, self._weights, self._penalties,
+            self.params,
+            self.day_foresight(state, row),
+            self.spec.dt_h,
+            self._weights,
+            self._penalties,
             setpoint_min_c=SETPOINT_MIN_C,
         )
 
@@ -388,10 +492,14 @@ class DCMicrogrid(Task):
         """What the oracle knows at row ``row`` of ``state``: the rest of its day (see :class:`DayForesight`)."""
         w = self.workload
         t0 = int(state.t[row])
-        idx = self._step_index(state.day_id[row:row + 1], np.arange(t0, HORIZON))  # [S] calendar steps
+        idx = self._step_index(
+            state.day_id[row : row + 1], np.arange(t0, HORIZON)
+        )  # [S] calendar steps
         temp_out, price, co2, pv_mw = self._exogenous[idx].T
         arrivals = per_bucket(w.arrival_cum_gpuh[idx].astype(np.float64))  # [S, C, K]
-        arrivals[0] = per_bucket(state.queue_cum_gpuh[row:row + 1])[0]  # queued now, this step's arrivals in
+        arrivals[0] = per_bucket(state.queue_cum_gpuh[row : row + 1])[
+            0
+        ]  # queued now, this step's arrivals in
         allowance = state.carry_allowance_gpuh[row] + w.arrival_carry_gpuh[idx[1:]].sum(axis=0)
         return DayForesight(
             t0=t0,

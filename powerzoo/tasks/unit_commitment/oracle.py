@@ -101,8 +101,14 @@ class _Model:
         self.row_lo: list[np.ndarray] = []
         self.row_hi: list[np.ndarray] = []
 
-    def cols(self, shape: tuple[int, ...], lo: float | np.ndarray, hi: float | np.ndarray,
-             cost: float | np.ndarray = 0.0, integer: bool = False) -> np.ndarray:
+    def cols(
+        self,
+        shape: tuple[int, ...],
+        lo: float | np.ndarray,
+        hi: float | np.ndarray,
+        cost: float | np.ndarray = 0.0,
+        integer: bool = False,
+    ) -> np.ndarray:
         size = int(np.prod(shape))
         idx = np.arange(self.n_cols, self.n_cols + size).reshape(shape)
         self.n_cols += size
@@ -112,15 +118,20 @@ class _Model:
         self.integer.append(np.full(size, int(integer)))
         return idx
 
-    def rows(self, terms: list[tuple[np.ndarray, float | np.ndarray]], lo: float | np.ndarray,
-             hi: float | np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    def rows(
+        self,
+        terms: list[tuple[np.ndarray, float | np.ndarray]],
+        lo: float | np.ndarray,
+        hi: float | np.ndarray,
+        shape: tuple[int, ...],
+    ) -> np.ndarray:
         """Rows ``lo <= sum coef * x[cols] <= hi``, one per entry of ``shape``; each term's
         ``cols`` broadcasts to ``shape`` (or has an extra trailing axis summed over)."""
         size = int(np.prod(shape))
         ids = np.arange(self.n_rows, self.n_rows + size).reshape(shape)
         for cols, coef in terms:
             cols = np.asarray(cols)
-            extra = cols.shape[len(shape):]
+            extra = cols.shape[len(shape) :]
             rows = np.broadcast_to(ids.reshape(shape + (1,) * len(extra)), cols.shape)
             self.r.append(rows.ravel())
             self.c.append(cols.ravel())
@@ -136,7 +147,9 @@ class _Model:
         self.c.append(np.asarray(cols).ravel())
         self.v.append(np.broadcast_to(np.asarray(coef, float), np.shape(cols)).ravel())
 
-    def solve(self, time_limit_s: float, start: np.ndarray | None = None) -> tuple[np.ndarray | None, float, str]:
+    def solve(
+        self, time_limit_s: float, start: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, float, str]:
         """Solve on HiGHS (one MIP worker, relative gap :data:`MIP_REL_GAP`); ``start``: a MIP start
         (values of the first ``len(start)`` columns, the rest 0). Returns ``(x, objective, status)``."""
         import highspy
@@ -149,19 +162,38 @@ class _Model:
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
         h.setOptionValue("time_limit", float(max(time_limit_s, 1.0)))
         cost = np.concatenate(self.cost)
-        h.addCols(self.n_cols, cost, np.concatenate(self.lo), np.concatenate(self.hi),
-                  0, np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0))
+        h.addCols(
+            self.n_cols,
+            cost,
+            np.concatenate(self.lo),
+            np.concatenate(self.hi),
+            0,
+            np.empty(0, np.int32),
+            np.empty(0, np.int32),
+            np.empty(0),
+        )
         integer = np.flatnonzero(np.concatenate(self.integer)).astype(np.int32)
         if integer.size:
-            h.changeColsIntegrality(integer.size, integer, np.full(integer.size, highspy.HighsVarType.kInteger))
+            h.changeColsIntegrality(
+                integer.size, integer, np.full(integer.size, highspy.HighsVarType.kInteger)
+            )
         from scipy.sparse import csr_matrix  # sums duplicate entries
 
-        a = csr_matrix((np.concatenate(self.v), (np.concatenate(self.r), np.concatenate(self.c))),
-                       shape=(self.n_rows, self.n_cols))
+        a = csr_matrix(
+            (np.concatenate(self.v), (np.concatenate(self.r), np.concatenate(self.c))),
+            shape=(self.n_rows, self.n_cols),
+        )
         a.eliminate_zeros()
         a.sort_indices()
-        h.addRows(self.n_rows, np.concatenate(self.row_lo), np.concatenate(self.row_hi), a.nnz,
-                  a.indptr[:-1].astype(np.int32), a.indices.astype(np.int32), a.data)
+        h.addRows(
+            self.n_rows,
+            np.concatenate(self.row_lo),
+            np.concatenate(self.row_hi),
+            a.nnz,
+            a.indptr[:-1].astype(np.int32),
+            a.indices.astype(np.int32),
+            a.data,
+        )
         if start is not None:
             sol = highspy.HighsSolution()
             sol.col_value = np.concatenate([start, np.zeros(self.n_cols - start.size)]).tolist()
@@ -186,8 +218,14 @@ def _window_terms(cols: np.ndarray, min_steps: np.ndarray) -> list[tuple[np.ndar
 
 
 def _build(
-    task: Any, demand: np.ndarray, on0: np.ndarray, time0: np.ndarray, p0: np.ndarray,
-    network: bool, fixed_on: np.ndarray | None, free_first: bool,
+    task: Any,
+    demand: np.ndarray,
+    on0: np.ndarray,
+    time0: np.ndarray,
+    p0: np.ndarray,
+    network: bool,
+    fixed_on: np.ndarray | None,
+    free_first: bool,
 ) -> tuple[_Model, np.ndarray, np.ndarray]:
     """The model (module docstring) and its ``u``, ``p`` column indices [T, n]; ``network``: with the
     nodal balance and line limits (else one system balance); ``fixed_on`` [T, n]: status fixed (an LP)."""
@@ -210,8 +248,12 @@ def _build(
     seg = f.pmax_mw / k_n
     mid = (np.arange(k_n)[:, None] + 0.5) * seg  # segment midpoints [K, n]
     slope = (f.c1_per_mwh + 2.0 * f.c2_per_mw2h * mid) * dt  # secant slope of each segment
-    delta = m.cols((t_n, n, k_n), 0.0, np.broadcast_to(seg[None, :, None], (t_n, n, k_n)),
-                   np.broadcast_to(slope.T[None], (t_n, n, k_n)))
+    delta = m.cols(
+        (t_n, n, k_n),
+        0.0,
+        np.broadcast_to(seg[None, :, None], (t_n, n, k_n)),
+        np.broadcast_to(slope.T[None], (t_n, n, k_n)),
+    )
     s_up = m.cols((t_n,), 0.0, np.inf, _SLACK_FACTOR * IMBALANCE_PRICE * dt)
     s_dn = m.cols((t_n,), 0.0, np.inf, _SLACK_FACTOR * IMBALANCE_PRICE * dt)
     r = m.cols((t_n,), 0.0, np.inf, _SLACK_FACTOR * OVERLOAD_PENALTY * dt)
@@ -219,7 +261,12 @@ def _build(
     shape = (t_n, n)
     m.rows([(p, 1.0), (delta, -1.0)], 0.0, 0.0, shape)
     # transitions
-    m.rows([(v[:1], 1.0), (w[:1], -1.0), (u[:1], -1.0)], -on0[None].astype(float), -on0[None].astype(float), (1, n))
+    m.rows(
+        [(v[:1], 1.0), (w[:1], -1.0), (u[:1], -1.0)],
+        -on0[None].astype(float),
+        -on0[None].astype(float),
+        (1, n),
+    )
     if t_n > 1:
         m.rows([(v[1:], 1.0), (w[1:], -1.0), (u[1:], -1.0), (u[:-1], 1.0)], 0.0, 0.0, (t_n - 1, n))
         m.rows([(v[1:], 1.0), (u[:-1], 1.0)], -np.inf, 1.0, (t_n - 1, n))
@@ -236,23 +283,56 @@ def _build(
     ru, rd, su, pmax = f.ramp_up_step_mw, f.ramp_down_step_mw, f.startup_max_mw, f.pmax_mw
     g = np.flatnonzero(su < pmax)
     if g.size:
-        m.rows([(p[:, g], 1.0), (u[:, g], -pmax[g]), (v[:, g], pmax[g] - su[g])], -np.inf, 0.0, (t_n, g.size))
+        m.rows(
+            [(p[:, g], 1.0), (u[:, g], -pmax[g]), (v[:, g], pmax[g] - su[g])],
+            -np.inf,
+            0.0,
+            (t_n, g.size),
+        )
     g = np.flatnonzero((ru < pmax) | (su < pmax))
     if g.size:
         if not free_first:
-            m.rows([(p[:1, g], 1.0), (v[:1, g], -su[g])], -np.inf, (p0 + ru * on0)[None, g], (1, g.size))
-        m.rows([(p[1:, g], 1.0), (p[:-1, g], -1.0), (u[:-1, g], -ru[g]), (v[1:, g], -su[g])], -np.inf, 0.0,
-               (t_n - 1, g.size))
+            m.rows(
+                [(p[:1, g], 1.0), (v[:1, g], -su[g])],
+                -np.inf,
+                (p0 + ru * on0)[None, g],
+                (1, g.size),
+            )
+        m.rows(
+            [(p[1:, g], 1.0), (p[:-1, g], -1.0), (u[:-1, g], -ru[g]), (v[1:, g], -su[g])],
+            -np.inf,
+            0.0,
+            (t_n - 1, g.size),
+        )
     g = np.flatnonzero(rd < pmax)
     if g.size:  # p_{t-1} - p_t <= RD u_t + Pmax w_t
         if not free_first:
-            m.rows([(p[:1, g], -1.0), (u[:1, g], -rd[g]), (w[:1, g], -pmax[g])], -np.inf, -p0[None, g], (1, g.size))
-        m.rows([(p[:-1, g], 1.0), (p[1:, g], -1.0), (u[1:, g], -rd[g]), (w[1:, g], -pmax[g])], -np.inf, 0.0,
-               (t_n - 1, g.size))
+            m.rows(
+                [(p[:1, g], -1.0), (u[:1, g], -rd[g]), (w[:1, g], -pmax[g])],
+                -np.inf,
+                -p0[None, g],
+                (1, g.size),
+            )
+        m.rows(
+            [(p[:-1, g], 1.0), (p[1:, g], -1.0), (u[1:, g], -rd[g]), (w[1:, g], -pmax[g])],
+            -np.inf,
+            0.0,
+            (t_n - 1, g.size),
+        )
     # reserve
-    m.rows([(u, f.pmax_mw), (r[:, None], 1.0)], ((1.0 + RESERVE_MARGIN) * load)[:, None], np.inf, (t_n, 1))
+    m.rows(
+        [(u, f.pmax_mw), (r[:, None], 1.0)],
+        ((1.0 + RESERVE_MARGIN) * load)[:, None],
+        np.inf,
+        (t_n, 1),
+    )
     if not network:
-        m.rows([(p, 1.0), (s_up[:, None], 1.0), (s_dn[:, None], -1.0)], load[:, None], load[:, None], (t_n, 1))
+        m.rows(
+            [(p, 1.0), (s_up[:, None], 1.0), (s_dn[:, None], -1.0)],
+            load[:, None],
+            load[:, None],
+            (t_n, 1),
+        )
         return m, u, p
     # network (bus-angle form): nodal balance at every bus, the slack bus takes the imbalance
     case = task.case
@@ -260,11 +340,18 @@ def _build(
     angle_lo = np.full((t_n, n_bus), -np.inf)
     angle_hi = np.full((t_n, n_bus), np.inf)
     angle_lo[:, case.slack_bus] = angle_hi[:, case.slack_bus] = 0.0
-    theta = m.cols((t_n, n_bus), angle_lo, angle_hi)  # MW-scaled angles: flow = b (theta_f - theta_t)
+    theta = m.cols(
+        (t_n, n_bus), angle_lo, angle_hi
+    )  # MW-scaled angles: flow = b (theta_f - theta_t)
     b = branch_susceptance_pu(case)
     fb, tb = case.branch_from_bus, case.branch_to_bus
     live = np.flatnonzero(b != 0.0)
-    bus_rows = m.rows([], demand[:, None] * task.bus_load_scale, demand[:, None] * task.bus_load_scale, (t_n, n_bus))
+    bus_rows = m.rows(
+        [],
+        demand[:, None] * task.bus_load_scale,
+        demand[:, None] * task.bus_load_scale,
+        (t_n, n_bus),
+    )
     steps = np.arange(t_n)[:, None]
     m.triplets(bus_rows[:, case.gen_bus], p, 1.0)
     m.triplets(bus_rows[:, case.slack_bus], s_up, 1.0)
@@ -281,8 +368,15 @@ def _build(
     return m, u, p
 
 
-def _ptdf_limits(m: _Model, p: np.ndarray, pairs: np.ndarray, sens: np.ndarray, rating: np.ndarray,
-                 load_flow: np.ndarray, dt_h: float) -> np.ndarray:
+def _ptdf_limits(
+    m: _Model,
+    p: np.ndarray,
+    pairs: np.ndarray,
+    sens: np.ndarray,
+    rating: np.ndarray,
+    load_flow: np.ndarray,
+    dt_h: float,
+) -> np.ndarray:
     """Soft limits ``|PTDF_l (C_g p_t - d_t)| <= F_l + o`` of the (step, branch) ``pairs`` [T, n_lim];
     returns the overload columns ``o`` (in ``pairs``' row-major order)."""
     ts, ls = np.nonzero(pairs)
@@ -290,13 +384,28 @@ def _ptdf_limits(m: _Model, p: np.ndarray, pairs: np.ndarray, sens: np.ndarray, 
     if ts.size:
         coef = sens[:, ls].T  # [k, n]
         coef = np.where(np.abs(coef) > 1e-6, coef, 0.0)
-        m.rows([(p[ts], coef), (o[:, None], -1.0)], -np.inf, (rating[ls] + load_flow[ts, ls])[:, None], (ts.size, 1))
-        m.rows([(p[ts], coef), (o[:, None], 1.0)], (load_flow[ts, ls] - rating[ls])[:, None], np.inf, (ts.size, 1))
+        m.rows(
+            [(p[ts], coef), (o[:, None], -1.0)],
+            -np.inf,
+            (rating[ls] + load_flow[ts, ls])[:, None],
+            (ts.size, 1),
+        )
+        m.rows(
+            [(p[ts], coef), (o[:, None], 1.0)],
+            (load_flow[ts, ls] - rating[ls])[:, None],
+            np.inf,
+            (ts.size, 1),
+        )
     return o
 
 
 def _network_dispatch(
-    task: Any, demand: np.ndarray, on0: np.ndarray, time0: np.ndarray, p0: np.ndarray, on: np.ndarray,
+    task: Any,
+    demand: np.ndarray,
+    on0: np.ndarray,
+    time0: np.ndarray,
+    p0: np.ndarray,
+    on: np.ndarray,
     free_first: bool,
 ) -> tuple[np.ndarray, float, str]:
     """Network dispatch LP of commitment ``on`` [T, n]: ``(p [T, n], objective, status)``."""
@@ -307,7 +416,9 @@ def _network_dispatch(
     return x[p], objective, status
 
 
-def _switch_on(series: np.ndarray, t: int, on0: bool, up: int, down: int, banned: np.ndarray) -> np.ndarray | None:
+def _switch_on(
+    series: np.ndarray, t: int, on0: bool, up: int, down: int, banned: np.ndarray
+) -> np.ndarray | None:
     """A unit's status [T] with step ``t`` on and the minimum up / down times kept by turning
     further steps on only (an off gap shorter than ``down`` is filled, an on run shorter than
     ``up`` is extended); ``None`` where that would turn on a ``banned`` step."""
@@ -315,7 +426,9 @@ def _switch_on(series: np.ndarray, t: int, on0: bool, up: int, down: int, banned
     s[t] = True
     t_n = s.size
     for _ in range(t_n):
-        edges = np.flatnonzero(np.diff(np.concatenate([[on0], s]).astype(np.int8)))  # status changes at these steps
+        edges = np.flatnonzero(
+            np.diff(np.concatenate([[on0], s]).astype(np.int8))
+        )  # status changes at these steps
         bounds = np.concatenate([[0], edges, [t_n]])
         changed = False
         for a, b in zip(bounds[:-1], bounds[1:], strict=True):
@@ -326,7 +439,7 @@ def _switch_on(series: np.ndarray, t: int, on0: bool, up: int, down: int, banned
                 s[a:b] = True
                 changed = True
             elif s[a] and b - a < up:  # short on run
-                s[a:min(a + up, t_n)] = True
+                s[a : min(a + up, t_n)] = True
                 changed = True
         if not changed:
             break
@@ -334,8 +447,17 @@ def _switch_on(series: np.ndarray, t: int, on0: bool, up: int, down: int, banned
 
 
 def _repair(
-    task: Any, demand: np.ndarray, on0: np.ndarray, time0: np.ndarray, p0: np.ndarray,
-    on: np.ndarray, p_mw: np.ndarray, objective: float, status: str, started: float, free_first: bool,
+    task: Any,
+    demand: np.ndarray,
+    on0: np.ndarray,
+    time0: np.ndarray,
+    p0: np.ndarray,
+    on: np.ndarray,
+    p_mw: np.ndarray,
+    objective: float,
+    status: str,
+    started: float,
+    free_first: bool,
 ) -> tuple[np.ndarray, np.ndarray, float, str]:
     """Commitment repair (module docstring): commit relieving units where the network dispatch
     overloads a branch while that lowers the LP objective; returns ``(on, p, objective, status)``."""
@@ -343,7 +465,9 @@ def _repair(
     sens, rating = task.gen_flow, task.rating
     load_flow = demand[:, None] * task.load_flow_pu
     load = demand * task.load_scale
-    banned = ~on0 & (np.arange(demand.size)[:, None] < f.min_down_steps - time0)  # still off at the start
+    banned = ~on0 & (
+        np.arange(demand.size)[:, None] < f.min_down_steps - time0
+    )  # still off at the start
     batch = demand.size  # overloaded steps treated per trial; halved when a trial does not pay
     for _ in range(MAX_REPAIRS):
         if batch == 0 or time.perf_counter() - started > TIME_LIMIT_S - MIN_REPAIR_S:
@@ -362,8 +486,14 @@ def _repair(
             for g in task.priority_order:
                 if trial[t, g] or relief[g] >= -_RELIEF:
                     continue
-                series = _switch_on(trial[:, g], int(t), bool(on0[g]), int(f.min_up_steps[g]),
-                                    int(f.min_down_steps[g]), banned[:, g])
+                series = _switch_on(
+                    trial[:, g],
+                    int(t),
+                    bool(on0[g]),
+                    int(f.min_up_steps[g]),
+                    int(f.min_down_steps[g]),
+                    banned[:, g],
+                )
                 if series is None:
                     continue
                 candidate = trial.copy()
@@ -373,7 +503,9 @@ def _repair(
                     break
         if np.array_equal(trial, on):
             break
-        p_new, obj_new, status_new = _network_dispatch(task, demand, on0, time0, p0, trial, free_first)
+        p_new, obj_new, status_new = _network_dispatch(
+            task, demand, on0, time0, p0, trial, free_first
+        )
         if obj_new < objective:
             on, p_mw, objective, status = trial, p_new, obj_new, status_new
         else:
@@ -382,7 +514,11 @@ def _repair(
 
 
 def solve_uc_day(
-    task: Any, demand_pu: np.ndarray, on0: np.ndarray, time0: np.ndarray, p0: np.ndarray,
+    task: Any,
+    demand_pu: np.ndarray,
+    on0: np.ndarray,
+    time0: np.ndarray,
+    p0: np.ndarray,
     free_first: bool = False,
 ) -> UCPlan:
     """Schedule for ``task`` (a :class:`~powerzoo.tasks.unit_commitment.task.UnitCommitment`) of the
@@ -401,7 +537,9 @@ def solve_uc_day(
     best: tuple[np.ndarray, np.ndarray, float, str] | None = None
     while True:
         rounds += 1
-        m, u, p = _build(task, demand, on0, time0, p0, network=eager, fixed_on=None, free_first=free_first)
+        m, u, p = _build(
+            task, demand, on0, time0, p0, network=eager, fixed_on=None, free_first=free_first
+        )
         o_cols = _ptdf_limits(m, p, pairs, sens, rating, load_flow, task.spec.dt_h)
         if start is not None:  # the last round's schedule, with the slacks of the new limits
             start_p = start[p]
@@ -422,7 +560,11 @@ def solve_uc_day(
         flow = np.abs(p_mw @ sens - load_flow)
         over = flow > rating + _OVERLOAD_TOL_MW
         new = ((flow > _ADD_ABOVE * rating) & over.any(axis=0)) & ~pairs
-        if not new.any() or rounds >= MAX_LINE_ROUNDS or time.perf_counter() - started > TIME_LIMIT_S - MIN_ROUND_S:
+        if (
+            not new.any()
+            or rounds >= MAX_LINE_ROUNDS
+            or time.perf_counter() - started > TIME_LIMIT_S - MIN_ROUND_S
+        ):
             break
         pairs |= new
         start = x
@@ -430,6 +572,8 @@ def solve_uc_day(
     if eager:
         p_mw = x[p]
     else:
-        on, p_mw, objective, status = _repair(task, demand, on0, time0, p0, *best, started, free_first)
+        on, p_mw, objective, status = _repair(
+            task, demand, on0, time0, p0, *best, started, free_first
+        )
     p_mw = np.clip(p_mw, f.pmin_mw, f.pmax_mw) * on
     return UCPlan(p_mw, on, objective, status, time.perf_counter() - started)

@@ -19,15 +19,19 @@ __all__ = [
 ]
 
 RESERVE_MARGIN = 0.10  # reserve requirement: 10 % of the load, met by committed capacity
-IMBALANCE_PRICE = 1000.0  # $/MWh, settles the slack bus's balancing energy (as in the dispatch tasks)
+IMBALANCE_PRICE = (
+    1000.0  # $/MWh, settles the slack bus's balancing energy (as in the dispatch tasks)
+)
 OVERLOAD_PENALTY = 1000.0  # $/MWh, soft line limits and reserve of the oracle MILP
 LINE_TIGHTENING_FACTOR = 0.8  # line_tightening split: every finite rating x 0.8
 TIME_IN_STATE_CAP_H = 24.0  # observed time in state is capped here (longer than any minimum time)
 REWARD_TERMS = ("fuel_cost", "no_load_cost", "startup_cost", "shutdown_cost", "imbalance_cost")
-_REWARD_DOC = (
-    "-(fuel + no-load + start-up + shut-down cost + |imbalance| x {price:g} $/MWh) per step ($){shared}"
+_REWARD_DOC = "-(fuel + no-load + start-up + shut-down cost + |imbalance| x {price:g} $/MWh) per step ($){shared}"
+_TIME = (
+    ("hour_sin", "-", -1.0, 1.0),
+    ("hour_cos", "-", -1.0, 1.0),
+    ("time_remaining", "fraction", 0.0, 1.0),
 )
-_TIME = (("hour_sin", "-", -1.0, 1.0), ("hour_cos", "-", -1.0, 1.0), ("time_remaining", "fraction", 0.0, 1.0))
 
 
 def _vector(fields: tuple) -> VectorSpec:
@@ -72,7 +76,9 @@ def _common(horizon: int, step_minutes: int) -> dict:
     }
 
 
-def marl_uc_spec(case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon: int, step_minutes: int) -> TaskSpec:
+def marl_uc_spec(
+    case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon: int, step_minutes: int
+) -> TaskSpec:
     """``marl_uc``: one agent per unit; per-agent observation ``global`` (system + own unit, default)
     or ``local`` (time, the load at the unit's bus, own unit)."""
     agents = tuple(f"gen_{i}" for i in range(case.n_gen))
@@ -93,7 +99,7 @@ def marl_uc_spec(case: NetworkCase, fleet: ThermalFleet, load_scale: float, hori
     return TaskSpec(
         task_id="marl_uc",
         description="Five unit agents commit and dispatch the PJM 5-bus system (min up/down, ramps, "
-                    "start-up costs, 10 % reserve) over one day.",
+        "start-up costs, 10 % reserve) over one day.",
         agents=agents,
         observation=glob,
         action=_action(case, agents),
@@ -103,8 +109,13 @@ def marl_uc_spec(case: NetworkCase, fleet: ThermalFleet, load_scale: float, hori
         constraint_units=("MWh", "MWh", "MWh"),
         selected_constraints=("thermal_overload", "reserve_shortfall", "power_imbalance"),
         cost_thresholds={"thermal_overload": 1.0, "reserve_shortfall": 1.0, "power_imbalance": 1.0},
-        reward_presets={"objective": {}, "penalized": {"thermal_overload": OVERLOAD_PENALTY,
-                                                       "reserve_shortfall": OVERLOAD_PENALTY}},
+        reward_presets={
+            "objective": {},
+            "penalized": {
+                "thermal_overload": OVERLOAD_PENALTY,
+                "reserve_shortfall": OVERLOAD_PENALTY,
+            },
+        },
         obs_modes=("global", "local"),
         obs_mode_specs={"global": glob, "local": local},
         default_obs_mode="global",
@@ -112,7 +123,9 @@ def marl_uc_spec(case: NetworkCase, fleet: ThermalFleet, load_scale: float, hori
     )
 
 
-def tso_spec(case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon: int, step_minutes: int) -> TaskSpec:
+def tso_spec(
+    case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon: int, step_minutes: int
+) -> TaskSpec:
     """``tso``: one agent commits and dispatches every unit; observation = system + per-unit blocks."""
     n = case.n_gen
     pmax = fleet.pmax_mw
@@ -124,7 +137,7 @@ def tso_spec(case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon:
     return TaskSpec(
         task_id="tso",
         description="A transmission operator commits and dispatches the 54 units of the IEEE 118-bus "
-                    "system (binding line limits, 10 % reserve) over one day.",
+        "system (binding line limits, 10 % reserve) over one day.",
         agents=("operator",),
         observation=_vector(_system_fields(case, load_scale) + units),
         action=_action(case, ("operator",)),
@@ -134,8 +147,13 @@ def tso_spec(case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon:
         constraint_units=("MWh", "MWh", "MWh"),
         selected_constraints=("thermal_overload", "reserve_shortfall"),
         cost_thresholds={"thermal_overload": 1.0, "reserve_shortfall": 1.0},
-        reward_presets={"objective": {}, "penalized": {"thermal_overload": OVERLOAD_PENALTY,
-                                                       "reserve_shortfall": OVERLOAD_PENALTY}},
+        reward_presets={
+            "objective": {},
+            "penalized": {
+                "thermal_overload": OVERLOAD_PENALTY,
+                "reserve_shortfall": OVERLOAD_PENALTY,
+            },
+        },
         gym_id="powerzoo/TSO-v0",
         **_common(horizon, step_minutes),
     )

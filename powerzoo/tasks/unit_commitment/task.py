@@ -100,13 +100,17 @@ def uc_case(case_name: str, split: str) -> NetworkCase:
     """The task's network: ``opf_118``'s binding ratings (case5: published), x 0.8 on ``line_tightening``."""
     case = _congestion_ready_case(case_name)
     if split == "line_tightening":
-        case = dataclasses.replace(case, branch_rate_a_mw=case.branch_rate_a_mw * LINE_TIGHTENING_FACTOR)
+        case = dataclasses.replace(
+            case, branch_rate_a_mw=case.branch_rate_a_mw * LINE_TIGHTENING_FACTOR
+        )
     return case
 
 
 def uc_fleet(case: NetworkCase) -> ThermalFleet:
     """The case's units with UC parameters by size class (:func:`fleet_from_case`)."""
-    return fleet_from_case(case.gen_pmax_mw, case.gen_c1_per_mwh, case.gen_c2_per_mw2h, STEP_MINUTES / 60.0)
+    return fleet_from_case(
+        case.gen_pmax_mw, case.gen_c1_per_mwh, case.gen_c2_per_mw2h, STEP_MINUTES / 60.0
+    )
 
 
 class UnitCommitment(Task):
@@ -114,7 +118,9 @@ class UnitCommitment(Task):
 
     task_id: str = ""
     case_name: str = ""
-    balance: bool = False  # True: setpoints balanced by headroom (tso); False: mismatch to the slack
+    balance: bool = (
+        False  # True: setpoints balanced by headroom (tso); False: mismatch to the slack
+    )
 
     def __init__(self, split: str = "train") -> None:
         spec = self.make_spec()
@@ -128,12 +134,16 @@ class UnitCommitment(Task):
         demand = self.profiles.series["demand_pu"]
         self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]
         self._day_start = self.split_days * self.profiles.steps_per_day
-        self.bus_load_scale = self.case.bus_pd_mw * LOAD_SCALE  # bus load per unit of demand [n_bus]
+        self.bus_load_scale = (
+            self.case.bus_pd_mw * LOAD_SCALE
+        )  # bus load per unit of demand [n_bus]
         self.load_scale = float(self.bus_load_scale.sum())  # system load per unit of demand
         ptdf = ptdf_matrix(self.case)
         limited = self.case.limited_branches
         self.limited = limited
-        self.gen_flow = np.ascontiguousarray((gen_bus_matrix(self.case) @ ptdf.T)[:, limited])  # [n, n_lim]
+        self.gen_flow = np.ascontiguousarray(
+            (gen_bus_matrix(self.case) @ ptdf.T)[:, limited]
+        )  # [n, n_lim]
         self.load_flow_pu = self.bus_load_scale @ ptdf.T[:, limited]  # [n_lim] per unit of demand
         self.rating = self.case.branch_rate_a_mw[limited]
         self._inv_rating = 1.0 / self.rating
@@ -147,7 +157,9 @@ class UnitCommitment(Task):
         self._time_cap_steps = TIME_IN_STATE_CAP_H * self._steps_per_h
         self._n = n
         obs = self.spec.observation
-        self._sys = obs.slot("system_load_mw", "system_load_next_mw", "committed_capacity_mw", "prev_imbalance_mw")
+        self._sys = obs.slot(
+            "system_load_mw", "system_load_next_mw", "committed_capacity_mw", "prev_imbalance_mw"
+        )
         self._time = obs.slot("hour_sin", "hour_cos", "time_remaining")
         self._init_obs_slots()
 
@@ -174,7 +186,9 @@ class UnitCommitment(Task):
     def _time_features(self, t: np.ndarray) -> np.ndarray:
         steps = self.profiles.steps_per_day
         phase = 2.0 * np.pi * (t % steps) / steps
-        return np.stack([np.sin(phase), np.cos(phase), 1.0 - t / HORIZON], axis=1).astype(np.float32)
+        return np.stack([np.sin(phase), np.cos(phase), 1.0 - t / HORIZON], axis=1).astype(
+            np.float32
+        )
 
     # ---- batched model ----------------------------------------------------------------------
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> UCState:
@@ -183,9 +197,18 @@ class UnitCommitment(Task):
         load = self.system_load_mw(day_id, np.zeros((b, 1), np.int64))[:, 0]
         none = np.zeros((b, self._n), dtype=bool)
         f = self.fleet
-        on = priority_list_commitment(self.priority_order, f.pmax_mw, (1.0 + RESERVE_MARGIN) * load, none, none)
+        on = priority_list_commitment(
+            self.priority_order, f.pmax_mw, (1.0 + RESERVE_MARGIN) * load, none, none
+        )
         p = merit_order_within(on * f.pmin_mw, on * f.pmax_mw, load, self.merit_order)
-        return UCState(day_id, np.zeros(b, np.int64), on, np.full((b, self._n), _FREE_STEPS, np.int64), p, np.zeros(b))
+        return UCState(
+            day_id,
+            np.zeros(b, np.int64),
+            on,
+            np.full((b, self._n), _FREE_STEPS, np.int64),
+            p,
+            np.zeros(b),
+        )
 
     def _system_obs(self, state: UCState) -> tuple[np.ndarray, np.ndarray]:
         """Time features [B, 3] and ``[load, load next, committed capacity, prev imbalance]`` [B, 4]."""
@@ -200,13 +223,19 @@ class UnitCommitment(Task):
         sys[:, 3] = state.prev_imbalance_mw
         return time, sys
 
-    def step(self, state: UCState, action: np.ndarray, rng: np.random.Generator) -> tuple[UCState, StepOutput]:
+    def step(
+        self, state: UCState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[UCState, StepOutput]:
         b, n, f = state.t.size, self._n, self.fleet
         act = action.reshape(b, n, 2)
         setpoint = act[:, :, 0]
-        on_new, start, stop, overridden = f.commit(state.on, state.time_in_state, act[:, :, 1] > 0.5)
+        on_new, start, stop, overridden = f.commit(
+            state.on, state.time_in_state, act[:, :, 1] > 0.5
+        )
         lo, hi = f.dispatch_range(state.on, state.p_mw, on_new, start, state.t == 0)
-        demand = self._demand.take((self._day_start.take(state.day_id) + state.t) % self._demand.size)
+        demand = self._demand.take(
+            (self._day_start.take(state.day_id) + state.t) % self._demand.size
+        )
         load = demand * self.load_scale
         if self.balance:
             p, imbalance = balance_dispatch(setpoint, lo, hi, load)
@@ -232,8 +261,14 @@ class UnitCommitment(Task):
         applied = np.empty((b, n, 2))
         applied[:, :, 0] = p
         applied[:, :, 1] = on_f
-        new_state = UCState(state.day_id, state.t + 1, on_new, f.advance_time(state.time_in_state, start | stop), p,
-                            imbalance)
+        new_state = UCState(
+            state.day_id,
+            state.t + 1,
+            on_new,
+            f.advance_time(state.time_in_state, start | stop),
+            p,
+            imbalance,
+        )
         return new_state, StepOutput(
             reward=terms.sum(axis=1),
             reward_terms=terms,
@@ -253,7 +288,9 @@ class UnitCommitment(Task):
                 "n_stops": stop.sum(axis=1),
                 "commitment_overridden": overridden,
                 "n_commitment_overridden": overridden.sum(axis=1),
-                "dispatch_adjusted_mw": np.abs(p - setpoint).sum(axis=1),  # setpoints -> applied outputs
+                "dispatch_adjusted_mw": np.abs(p - setpoint).sum(
+                    axis=1
+                ),  # setpoints -> applied outputs
                 "max_branch_loading": loading,
                 "n_congested_branches": n_congested,
                 "losses_mw": np.zeros(b),  # DC power flow is lossless
@@ -261,7 +298,9 @@ class UnitCommitment(Task):
             },
         )
 
-    def _branch_terms(self, p: np.ndarray, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _branch_terms(
+        self, p: np.ndarray, demand: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(overload [B] MW summed over limited branches, max loading [B], congested branches [B])``
         of outputs ``p`` [B, n] MW under ``demand`` [B] (per unit); the DC flow's [rows, n_lim]
         temporaries run in :func:`~powerzoo.scratch.row_blocks` through one block's work arrays."""
@@ -276,8 +315,12 @@ class UnitCommitment(Task):
             np.abs(abs_flow, out=abs_flow)
             np.subtract(abs_flow, self.rating, out=tmp)
             overload[rows] = np.maximum(tmp, 0.0, out=tmp).sum(axis=1)
-            loading[rows] = np.multiply(abs_flow, self._inv_rating, out=tmp).max(axis=1, initial=0.0)
-            congested = np.greater_equal(abs_flow, self._congested_above, out=work("congested", lim, bool)[:k])
+            loading[rows] = np.multiply(abs_flow, self._inv_rating, out=tmp).max(
+                axis=1, initial=0.0
+            )
+            congested = np.greater_equal(
+                abs_flow, self._congested_above, out=work("congested", lim, bool)[:k]
+            )
             n_congested[rows] = congested.sum(axis=1)
         return overload, loading, n_congested
 
@@ -289,7 +332,9 @@ class UnitCommitment(Task):
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Priority-list commitment + congestion-aware economic dispatch (module docstring) [B, 2n]."""
-        load, load_next, on, time_steps, p_prev, first = self.unit_obs(np.asarray(obs, dtype=np.float64))
+        load, load_next, on, time_steps, p_prev, first = self.unit_obs(
+            np.asarray(obs, dtype=np.float64)
+        )
         f = self.fleet
         must_on = on & (time_steps < f.min_up_steps)
         must_off = ~on & (time_steps < f.min_down_steps)
@@ -297,14 +342,21 @@ class UnitCommitment(Task):
         want = priority_list_commitment(self.priority_order, f.pmax_mw, target, must_on, must_off)
         p = np.empty(want.shape)
         for row in range(want.shape[0]):  # redispatch takes one set of unit limits per call
-            p[row] = self._secure_dispatch(load[row], on[row], p_prev[row], want[row], must_off[row], first[row])
+            p[row] = self._secure_dispatch(
+                load[row], on[row], p_prev[row], want[row], must_off[row], first[row]
+            )
         action = np.empty((want.shape[0], self._n, 2))
         action[:, :, 0] = p
         action[:, :, 1] = want
         return action.reshape(want.shape[0], -1)
 
     def _secure_dispatch(
-        self, load: float, on: np.ndarray, p_prev: np.ndarray, want: np.ndarray, must_off: np.ndarray,
+        self,
+        load: float,
+        on: np.ndarray,
+        p_prev: np.ndarray,
+        want: np.ndarray,
+        must_off: np.ndarray,
         first: bool,
     ) -> np.ndarray:
         """Congestion-aware dispatch [n] of the units ``want`` (updated in place): while a branch
@@ -315,14 +367,18 @@ class UnitCommitment(Task):
         ptdf = ptdf_matrix(self.case)
         bus_load = load * self.case.bus_pd_mw / self.case.bus_pd_mw.sum()
         for _ in range(_MAX_EXTRA_UNITS + 1):
-            lo, hi = f.dispatch_range(on[None], p_prev[None], want[None], (want & ~on)[None], np.array([first]))
+            lo, hi = f.dispatch_range(
+                on[None], p_prev[None], want[None], (want & ~on)[None], np.array([first])
+            )
             limited = dataclasses.replace(self.case, gen_pmin_mw=lo[0], gen_pmax_mw=hi[0])
             result = redispatch(limited, bus_load[None], self.marginal_cost, ptdf=ptdf)
             over = np.abs(result.branch_flow_mw[0, self.limited]) - self.rating
             worst = int(np.argmax(over))
             if over[worst] <= 1e-6:
                 break
-            relief = np.sign(result.branch_flow_mw[0, self.limited[worst]]) * self.gen_flow[:, worst]
+            relief = (
+                np.sign(result.branch_flow_mw[0, self.limited[worst]]) * self.gen_flow[:, worst]
+            )
             # ... and whose minimum output still fits under the load (no forced over-generation)
             can = ~want & ~must_off & (relief < -_RELIEF) & (lo[0].sum() + f.pmin_mw <= load)
             if not can.any():
@@ -345,8 +401,14 @@ class UnitCommitment(Task):
             t0 = int(state.t[row])
             steps = np.arange(t0, HORIZON)[None]
             demand = self.demand_pu(state.day_id[row : row + 1], steps)[0]
-            result = solve_uc_day(self, demand, state.on[row], state.time_in_state[row], state.p_mw[row],
-                                  free_first=t0 == 0)
+            result = solve_uc_day(
+                self,
+                demand,
+                state.on[row],
+                state.time_in_state[row],
+                state.p_mw[row],
+                free_first=t0 == 0,
+            )
             plan[row, t0:, 0::2] = result.p_mw
             plan[row, t0:, 1::2] = result.on
         return plan
@@ -359,19 +421,25 @@ class MarlUc(UnitCommitment):
 
     def _init_obs_slots(self) -> None:
         obs = self.spec.observation
-        self._own_static = obs.slot("own_pmin_mw", "own_pmax_mw", "own_average_cost_per_mwh", "own_ramp_mw")
+        self._own_static = obs.slot(
+            "own_pmin_mw", "own_pmax_mw", "own_average_cost_per_mwh", "own_ramp_mw"
+        )
         self._own_dyn = obs.slot("own_on", "own_time_in_state_h", "own_can_switch", "own_prev_p_mw")
         local = self.spec.observation_spec("local")
         self._local = {
             "time": local.slot("hour_sin", "hour_cos", "time_remaining"),
             "bus": local.slot("own_bus_load_mw"),
-            "static": local.slot("own_pmin_mw", "own_pmax_mw", "own_average_cost_per_mwh", "own_ramp_mw"),
+            "static": local.slot(
+                "own_pmin_mw", "own_pmax_mw", "own_average_cost_per_mwh", "own_ramp_mw"
+            ),
             "dyn": local.slot("own_on", "own_time_in_state_h", "own_can_switch", "own_prev_p_mw"),
             "dim": local.dim,
         }
         self._gen_bus_load_scale = self.bus_load_scale[self.case.gen_bus]
         f = self.fleet
-        static = np.stack([f.pmin_mw, f.pmax_mw, f.average_cost_per_mwh(), f.ramp_up_step_mw], axis=1)
+        static = np.stack(
+            [f.pmin_mw, f.pmax_mw, f.average_cost_per_mwh(), f.ramp_up_step_mw], axis=1
+        )
         self._static_obs = static.astype(np.float32)
 
     def observe(self, state: UCState, obs_mode: str | None = None) -> np.ndarray:
