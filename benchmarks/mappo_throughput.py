@@ -11,7 +11,7 @@ One torch thread everywhere. Rows:
 * ``MAPPO``: ``Trainer(task, algorithm="MAPPO")`` with the defaults of ``configs/<task>_mappo.yaml``'s
   algorithm_kwargs (no evaluation, no checkpoints, no TensorBoard), ``--timesteps`` env steps over
   the wall time of ``train()`` (collection and PPO epochs);
-* ``SB3 shared PPO``: :func:`powerzoo.rl.marl.train_shared_policy` (one SB3 PPO policy for all agents,
+* ``SB3 shared PPO``: :func:`powerzoo.rl.sb3.marl.train_shared_policy` (one SB3 PPO policy for all agents,
   the ``powerzoo train`` default before MAPPO) with ``configs/<task>.yaml``'s algorithm_kwargs,
   the same number of env steps (SB3 counts agent-steps: ``n_agents`` times more).
 
@@ -103,7 +103,7 @@ def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) ->
     """The SB3 shared-policy path (``train_shared_policy``) for the same number of env steps."""
     import torch
 
-    from powerzoo.rl.marl.loops import train_shared_policy
+    from powerzoo.rl.sb3.marl.loops import train_shared_policy
     from powerzoo.tasks.registry import task_spec
 
     torch.set_num_threads(1)

@@ -62,8 +62,8 @@ def _measure(
 
     from powerzoo.rl import make_env
     from powerzoo.rl.algorithms import algorithm_class, default_gamma
-    from powerzoo.rl.callbacks import ConstraintCostCallback
-    from powerzoo.rl.native_vec_env import make_native_vec_env
+    from powerzoo.rl.sb3.callbacks import ConstraintCostCallback
+    from powerzoo.rl.sb3.native_vec_env import make_native_vec_env
     from powerzoo.tasks import task_spec
 
     torch.set_num_threads(1)

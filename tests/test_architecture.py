@@ -33,7 +33,7 @@ LAYERS = (
 )
 ALLOWED_CYCLES = [
     # TrainConfig.build() returns a Trainer and the Trainer is configured by a TrainConfig
-    {"powerzoo.rl.config", "powerzoo.rl.trainer"},
+    {"powerzoo.rl.config", "powerzoo.rl.sb3.trainer"},
 ]
 MAX_LINES = 500
 
@@ -155,7 +155,7 @@ def test_the_cycle_finder_sees_a_cycle():
 
 def test_the_layer_rule_catches_an_upward_import():
     assert (
-        layer_of("powerzoo.rl.trainer")
+        layer_of("powerzoo.rl.sb3.trainer")
         > layer_of("powerzoo.benchmarks.evaluation")
         > layer_of("powerzoo.envs.make")
     )

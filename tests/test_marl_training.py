@@ -9,7 +9,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from powerzoo.benchmarks.evaluation import evaluate_days
 from powerzoo.benchmarks.policies import RandomPolicy, SB3Policy
 from powerzoo.rl import make_env
-from powerzoo.rl.marl import (
+from powerzoo.rl.sb3.marl import (
     AgentsAsVecEnv,
     SharedPolicy,
     SingleAgentView,

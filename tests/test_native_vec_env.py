@@ -12,8 +12,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor, Ve
 
 from powerzoo.envs.introspect import inspect_env
 from powerzoo.rl import make_env
-from powerzoo.rl.callbacks import ConstraintCostCallback
-from powerzoo.rl.native_vec_env import (
+from powerzoo.rl.sb3.callbacks import ConstraintCostCallback
+from powerzoo.rl.sb3.native_vec_env import (
     DEFAULT_INFO_KEYS,
     NativeVecEnv,
     make_native_vec_env,

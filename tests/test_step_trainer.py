@@ -1,4 +1,4 @@
-"""Tests of powerzoo.rl.step_trainer: one-step-per-call training / evaluation of SB3 models."""
+"""Tests of powerzoo.rl.step.trainer: one-step-per-call training / evaluation of SB3 models."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from powerzoo.rl import make_env
-from powerzoo.rl.step_trainer import StepResult, StepTrainer, StepTrainerConfig
+from powerzoo.rl.step.trainer import StepResult, StepTrainer, StepTrainerConfig
 
 QUIET = {"headless": True, "disable_progressbar": True}
 
@@ -526,7 +526,7 @@ def test_env_is_closed_once_at_interpreter_exit(tmp_path):
         """
         import gymnasium as gym, numpy as np
         from stable_baselines3 import PPO
-        from powerzoo.rl.step_trainer import StepTrainer
+        from powerzoo.rl.step.trainer import StepTrainer
 
         class Env(gym.Env):
             observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)

@@ -10,18 +10,18 @@ import importlib
 from typing import Any
 
 from powerzoo.envs.make import make_env
-from powerzoo.rl import sb3_compat as _sb3_compat
+from powerzoo.rl.sb3 import compat as _sb3_compat
 
 _sb3_compat.install()
 
 _LAZY = {
-    "Trainer": "powerzoo.rl.trainer",
-    "TrainResult": "powerzoo.rl.trainer",
+    "Trainer": "powerzoo.rl.sb3.trainer",
+    "TrainResult": "powerzoo.rl.sb3.trainer",
     "TrainConfig": "powerzoo.rl.config",
     "RLConfig": "powerzoo.rl.config",
     "ConfigError": "powerzoo.rl.config",
-    "StepTrainer": "powerzoo.rl.step_trainer",
-    "StepTrainerConfig": "powerzoo.rl.step_trainer",
+    "StepTrainer": "powerzoo.rl.step.trainer",
+    "StepTrainerConfig": "powerzoo.rl.step.trainer",
     "MaxSteps": "powerzoo.rl.conditions",
     "RewardThreshold": "powerzoo.rl.conditions",
     "NoImprovement": "powerzoo.rl.conditions",

@@ -1,8 +1,8 @@
 """Stable-Baselines3 algorithms by name, their keyword arguments, and task-aware defaults.
 
-This is the one algorithm registry of the training layer: :class:`~powerzoo.rl.trainer.Trainer`
+This is the one algorithm registry of the training layer: :class:`~powerzoo.rl.sb3.trainer.Trainer`
 and the run config accept every name in :data:`ALGORITHMS`; the multi-agent loops of
-:mod:`powerzoo.rl.marl` accept the subset :data:`MULTI_AGENT_ALGORITHMS`.
+:mod:`powerzoo.rl.sb3.marl` accept the subset :data:`MULTI_AGENT_ALGORITHMS`.
 
 torch and SB3 are imported only when an algorithm class is asked for, so importing
 :mod:`powerzoo.rl` stays cheap.
@@ -40,7 +40,7 @@ class _Algorithm:
     module: str
     cls: str
     on_policy: bool
-    multi_agent: bool  # accepted by the multi-agent loops (powerzoo.rl.marl)
+    multi_agent: bool  # accepted by the multi-agent loops (powerzoo.rl.sb3.marl)
 
 
 _REGISTRY: dict[str, _Algorithm] = {

@@ -281,10 +281,10 @@ class TrainConfig(_Section):
         return [condition_from_dict(spec) for spec in self.stop_conditions]
 
     def build(self) -> Any:
-        """A :class:`powerzoo.rl.trainer.Trainer` for this config (envs and model are built lazily)."""
+        """A :class:`powerzoo.rl.sb3.trainer.Trainer` for this config (envs and model are built lazily)."""
         # The one import cycle kept inside rl/ (issue 12): trainer.py imports this module at the
         # top, and build() returns a Trainer, so this import waits until build() is called.
-        from powerzoo.rl.trainer import Trainer
+        from powerzoo.rl.sb3.trainer import Trainer
 
         return Trainer(self)
 

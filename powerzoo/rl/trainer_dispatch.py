@@ -1,4 +1,4 @@
-"""What :class:`powerzoo.rl.trainer.Trainer` hands to the native multi-agent trainer, and its load descriptor.
+"""What :class:`powerzoo.rl.sb3.trainer.Trainer` hands to the native multi-agent trainer, and its load descriptor.
 
 ``Trainer(task, algorithm="MAPPO" | "IPPO" | "MAPPO-L" | "IPPO-L")`` and ``Trainer.load`` /
 ``from_checkpoint`` / ``resume`` of such a run return a

@@ -398,7 +398,7 @@ class MAPPOTrainer:
 
     def _evaluate_now(self, eval_env: Any, days: list[int]) -> dict[str, Any]:
         from powerzoo.benchmarks.evaluation import evaluate_days
-        from powerzoo.rl.callbacks import evaluation_row, write_evaluation_csv
+        from powerzoo.rl.sb3.callbacks import evaluation_row, write_evaluation_csv
 
         ev = self.config.evaluation
         deterministic = True if ev is None else ev.deterministic

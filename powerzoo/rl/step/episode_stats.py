@@ -3,7 +3,7 @@
 :class:`EpisodeTracker` sums the return, length and constraint costs of the episode in progress
 in each sub-env; :class:`EpisodeStats` keeps the summaries of the last finished episodes of one
 mode (training or evaluation) and records them, or an ``info`` key, on an SB3 logger
-(``environment_info`` of :class:`~powerzoo.rl.step_trainer_config.StepTrainerConfig`).
+(``environment_info`` of :class:`~powerzoo.rl.step.config.StepTrainerConfig`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import VecEnvWrapper
 from powerzoo.fileio import atomic_save, atomic_write_text, write_json
 from powerzoo.progress import progress_bar
 from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
-from powerzoo.rl.policy import ModelPolicy, frozen_obs_stats
+from powerzoo.rl.sb3.policy import ModelPolicy, frozen_obs_stats
 
 __all__ = [
     "EVAL_CSV",
@@ -127,7 +127,7 @@ class EvaluationCallback(BaseCallback):
     """Evaluate every ``eval_freq`` env steps on a separate env; keep the best model; write a CSV.
 
     Before each evaluation the training ``VecNormalize``'s observation statistics are copied and
-    frozen into the evaluation policy (:class:`~powerzoo.rl.policy.ModelPolicy`); the training
+    frozen into the evaluation policy (:class:`~powerzoo.rl.sb3.policy.ModelPolicy`); the training
     env is never touched. Each evaluation runs the same ``day_ids`` of the evaluation split with
     the same seeds, so evaluations are comparable and a reloaded best model reproduces its score.
 

@@ -1,4 +1,4 @@
-"""Settings of a :class:`~powerzoo.rl.step_trainer.StepTrainer`, validated by pydantic.
+"""Settings of a :class:`~powerzoo.rl.step.trainer.StepTrainer`, validated by pydantic.
 
 Like the run config (:mod:`powerzoo.rl.config`): unknown fields are refused and every error names
 the bad field. Counts take Python or NumPy integers but never ``bool`` or strings; switches take
@@ -53,7 +53,7 @@ _Switch = Annotated[bool, BeforeValidator(_switch)]
 
 
 class StepTrainerConfig(BaseModel):
-    """Settings of a :class:`~powerzoo.rl.step_trainer.StepTrainer`; keyword arguments or :meth:`from_dict`.
+    """Settings of a :class:`~powerzoo.rl.step.trainer.StepTrainer`; keyword arguments or :meth:`from_dict`.
 
     Attributes:
         timesteps: planned number of calls per mode: size of the progress bars and, for training,
@@ -64,7 +64,7 @@ class StepTrainerConfig(BaseModel):
         close_environment_at_exit: close the env(s) at normal interpreter exit (``atexit``).
         environment_info: what is logged to the agent's logger: ``"episode"`` (episode return,
             length and summed constraint costs when an episode ends), another ``info`` key (its
-            value at every step where present) or ``""`` (nothing). See :mod:`powerzoo.rl.step_trainer`.
+            value at every step where present) or ``""`` (nothing). See :mod:`powerzoo.rl.step.trainer`.
         stochastic_evaluation: sample actions in :meth:`StepTrainer.eval` instead of taking the
             deterministic one.
     """

@@ -12,10 +12,10 @@
     Trainer.resume("runs/PPO-battery_arbitrage-seed0-20261121-101500")   # after a crash
 
 Single-agent tasks train one SB3 model on ``n_envs`` rows of the native batched env
-(:class:`~powerzoo.rl.native_vec_env.NativeVecEnv`, one numpy call per step; ``vec_env: dummy |
+(:class:`~powerzoo.rl.sb3.native_vec_env.NativeVecEnv`, one numpy call per step; ``vec_env: dummy |
 subproc`` for SB3's own) wrapped in ``VecNormalize`` (unless the config turns it off). Multi-agent tasks train with
 :meth:`Trainer.train_il` (independent learners) or :meth:`Trainer.train_marl_simultaneous` (one
-shared policy); :meth:`Trainer.train` picks the latter (:mod:`powerzoo.rl.multi_agent_trainer`).
+shared policy); :meth:`Trainer.train` picks the latter (:mod:`powerzoo.rl.sb3.multi_agent`).
 ``algorithm="MAPPO" | "IPPO" | "MAPPO-L" | "IPPO-L"`` returns a
 :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer` instead (native multi-agent PPO, same run folder).
 The run folder layout is documented in :mod:`powerzoo.rl.run_dir`, checkpoints in
@@ -42,10 +42,10 @@ from powerzoo.rl.checkpoint import STATE_JSON, set_rng_state, write_checkpoint
 # config.py imports this module back inside TrainConfig.build() (which returns a Trainer): the
 # one import cycle kept inside rl/ (issue 12).
 from powerzoo.rl.config import EvaluationConfig, TrainConfig, resolve_config
-from powerzoo.rl.multi_agent_trainer import MultiAgentRuns
-from powerzoo.rl.policy import frozen_obs_stats
+from powerzoo.rl.sb3.multi_agent import MultiAgentRuns
+from powerzoo.rl.sb3.policy import frozen_obs_stats
 from powerzoo.rl.result import TrainResult
-from powerzoo.rl.run_logger import flush_logger, run_logger
+from powerzoo.rl.sb3.logger import flush_logger, run_logger
 from powerzoo.rl.trainer_dispatch import (
     class_or_instance_method,
     native_from_checkpoint,
@@ -176,7 +176,7 @@ class Trainer(MultiAgentRuns):
 
         cfg = self.config
         if cfg.vec_env == "native":  # one batched numpy call per step for all n_envs
-            from powerzoo.rl.native_vec_env import make_native_vec_env
+            from powerzoo.rl.sb3.native_vec_env import make_native_vec_env
 
             venv = make_native_vec_env(cfg.task, cfg.n_envs, self._env_options(), seed=seed)
         else:  # n_envs single envs, in this process or one process each
@@ -312,7 +312,7 @@ class Trainer(MultiAgentRuns):
             return self.train_marl_simultaneous()
         from stable_baselines3.common.callbacks import CallbackList
 
-        from powerzoo.rl import callbacks as cb
+        from powerzoo.rl.sb3 import callbacks as cb
 
         started = time.perf_counter()
         cfg = self.config
@@ -400,7 +400,7 @@ class Trainer(MultiAgentRuns):
 
         Sets torch's thread count to the config's ``torch_threads`` (small MLPs act fastest on one).
         """
-        from powerzoo.rl.policy import ModelPolicy
+        from powerzoo.rl.sb3.policy import ModelPolicy
 
         self._set_torch_threads()
         if self.is_multi_agent:

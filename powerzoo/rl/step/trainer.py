@@ -12,7 +12,7 @@ environment steps so that the caller decides what happens between two of them::
 Semantics
 ---------
 * ``train()`` takes exactly **one** step of every sub-env with the agent's exploration policy and
-  does what SB3's own ``collect_rollouts`` does for that step (:mod:`powerzoo.rl.sb3_collection`):
+  does what SB3's own ``collect_rollouts`` does for that step (:mod:`powerzoo.rl.step.sb3_collection`):
   on-policy agents (PPO, A2C) fill the rollout buffer (time-outs bootstrapped with
   ``gamma * V(terminal_observation)``) and update once it holds ``n_steps`` steps; off-policy agents
   (SAC, TD3, DDPG, DQN) act uniformly until ``learning_starts``, add action noise, store the
@@ -50,16 +50,16 @@ Semantics
   - ``""``: nothing.
 
   Finished episodes are also kept in :attr:`StepTrainer.train_episodes` /
-  :attr:`StepTrainer.eval_episodes` (the last 100 of each; :mod:`powerzoo.rl.episode_stats`).
+  :attr:`StepTrainer.eval_episodes` (the last 100 of each; :mod:`powerzoo.rl.step.episode_stats`).
   Evaluation logs are dumped when an evaluation episode ends; training logs when SB3 would dump them.
 * One tqdm bar per mode, of ``timesteps`` calls, advanced by each call (``disable_progressbar``;
-  ``None`` shows it only on a terminal; :mod:`powerzoo.rl.step_progress`). ``env.render()`` runs
+  ``None`` shows it only on a terminal; :mod:`powerzoo.rl.step.progress`). ``env.render()`` runs
   every ``render_interval`` steps unless ``headless`` (skipped with one warning if the env cannot
   render).
 * ``close()`` closes the bars and the env(s) once; with ``close_environment_at_exit`` it also runs
   at normal interpreter exit.
 
-The config is :class:`~powerzoo.rl.step_trainer_config.StepTrainerConfig` (re-exported here). SB3
+The config is :class:`~powerzoo.rl.step.config.StepTrainerConfig` (re-exported here). SB3
 and torch are imported when a trainer is built, not when this module is imported.
 """
 
@@ -75,11 +75,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from powerzoo.rl.episode_stats import EpisodeStats
-from powerzoo.rl.sb3_collection import SB3Collection, is_on_policy
-from powerzoo.rl.step_envs import attach_train_env, cost_names, wrap_eval_env
-from powerzoo.rl.step_progress import ModeBars
-from powerzoo.rl.step_trainer_config import StepTrainerConfig, coerce_step_trainer_config, is_count
+from powerzoo.rl.step.episode_stats import EpisodeStats
+from powerzoo.rl.step.sb3_collection import SB3Collection, is_on_policy
+from powerzoo.rl.step.envs import attach_train_env, cost_names, wrap_eval_env
+from powerzoo.rl.step.progress import ModeBars
+from powerzoo.rl.step.config import StepTrainerConfig, coerce_step_trainer_config, is_count
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm

@@ -4,7 +4,7 @@
   other agents act with fixed policies (the independent learners' env).
 * :class:`AgentsAsVecEnv` turns the native batched multi-agent vector env into an SB3 ``VecEnv``
   of ``N * n_agents`` single-agent envs with a one-hot agent id appended to each observation (the
-  shared policy's env; :class:`~powerzoo.rl.policy.SharedPolicy` acts with the same layout).
+  shared policy's env; :class:`~powerzoo.rl.sb3.policy.SharedPolicy` acts with the same layout).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-from powerzoo.rl.native_vec_env import BatchedVecEnv
+from powerzoo.rl.sb3.native_vec_env import BatchedVecEnv
 
 if TYPE_CHECKING:
     from pettingzoo import ParallelEnv

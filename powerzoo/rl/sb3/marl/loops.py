@@ -1,20 +1,20 @@
 """The two multi-agent training loops on SB3: independent learners and one shared policy.
 
 * **Independent learners (IL)**, :func:`train_independent_learners`: one SB3 model per agent,
-  each on its own :class:`~powerzoo.rl.marl.adapters.SingleAgentView` (the other agents act with
+  each on its own :class:`~powerzoo.rl.sb3.marl.adapters.SingleAgentView` (the other agents act with
   frozen policies). Training is round-robin: in each round every agent in turn learns for
   ``steps_per_round`` steps while the others act deterministically with their current models.
   Agents may have different spaces. Each agent sees a stationary env while it learns, at the
   price of ``n_agents`` separate envs and ``n_agents - 1`` policy calls per step.
 * **Shared simultaneous training**, :func:`train_shared_policy`: one policy acts for every agent at
-  once (parameter sharing) on :class:`~powerzoo.rl.marl.adapters.AgentsAsVecEnv`; all agents of
+  once (parameter sharing) on :class:`~powerzoo.rl.sb3.marl.adapters.AgentsAsVecEnv`; all agents of
   all copies are stepped in one batched call. Every agent learns at the same time from the same
   samples, so it is far cheaper per sample than IL, but the agents need identical action spaces
-  and equal observation sizes. :class:`~powerzoo.rl.policy.SharedPolicy` runs the trained model on
+  and equal observation sizes. :class:`~powerzoo.rl.sb3.policy.SharedPolicy` runs the trained model on
   the dict env for :func:`powerzoo.benchmarks.evaluation.evaluate_days`.
 
 Both loops accept the algorithms of :data:`powerzoo.rl.algorithms.MULTI_AGENT_ALGORITHMS` and
-rescale rewards for learning only (:mod:`powerzoo.rl.marl.reward_scale`).
+rescale rewards for learning only (:mod:`powerzoo.rl.sb3.marl.reward_scale`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from powerzoo.envs.introspect import inspect_env
 from powerzoo.envs.make import make_env
 from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import MULTI_AGENT_ALGORITHMS, algorithm_class
-from powerzoo.rl.callbacks import TqdmProgressCallback
-from powerzoo.rl.marl.adapters import AgentsAsVecEnv, SingleAgentView
-from powerzoo.rl.marl.reward_scale import scale_rewards
+from powerzoo.rl.sb3.callbacks import TqdmProgressCallback
+from powerzoo.rl.sb3.marl.adapters import AgentsAsVecEnv, SingleAgentView
+from powerzoo.rl.sb3.marl.reward_scale import scale_rewards
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -140,7 +140,7 @@ def train_independent_learners(
     """Train one SB3 model per agent, round-robin, the others frozen (independent learners).
 
     In each of ``rounds`` rounds every agent in turn learns ``steps_per_round`` env steps on its
-    :class:`~powerzoo.rl.marl.adapters.SingleAgentView` while the other agents act
+    :class:`~powerzoo.rl.sb3.marl.adapters.SingleAgentView` while the other agents act
     deterministically with their current models (``learn(..., reset_num_timesteps=False)``, so step
     counters, logs and episodes carry on across rounds). Each agent costs ``rounds *
     steps_per_round`` steps.
@@ -157,7 +157,7 @@ def train_independent_learners(
         callback_factory: ``callback_factory(agent, round_index)`` returns the callback for that
             ``learn`` call (or ``None``).
         reward_scale: ``"auto"`` (running return normalisation) or a fixed factor; learning only
-            (:mod:`powerzoo.rl.marl.reward_scale`).
+            (:mod:`powerzoo.rl.sb3.marl.reward_scale`).
 
     Returns:
         ``{agent: model}``; ``SB3Policy(models)`` evaluates them on the dict env.
@@ -242,7 +242,7 @@ def train_shared_policy(
 ) -> BaseAlgorithm:
     """Train one policy shared by all agents, all agents learning at once (parameter sharing).
 
-    The env is :class:`~powerzoo.rl.marl.adapters.AgentsAsVecEnv` over ``make_env(task,
+    The env is :class:`~powerzoo.rl.sb3.marl.adapters.AgentsAsVecEnv` over ``make_env(task,
     num_envs=n_envs)``: SB3 sees ``n_envs * n_agents`` envs, so ``total_timesteps`` counts
     agent-steps (SB3's convention: one vector step adds ``n_envs * n_agents``); the task is stepped
     ``total_timesteps / (n_envs * n_agents)`` times per copy.
@@ -262,7 +262,7 @@ def train_shared_policy(
         callback: SB3 callback(s) for ``learn``.
         progress: tqdm bar over agent-steps (``None``: only on a terminal).
         reward_scale: ``"auto"`` (running return normalisation) or a fixed factor; learning only
-            (:mod:`powerzoo.rl.marl.reward_scale`).
+            (:mod:`powerzoo.rl.sb3.marl.reward_scale`).
 
     Returns:
         The model; evaluate it with ``SharedPolicy(model, env.possible_agents)``.

@@ -2,7 +2,7 @@
 
 :class:`ModelPolicy` is a single-agent model with its frozen observation statistics;
 :class:`SharedPolicy` is one model acting for every agent of a multi-agent dict env (one-hot
-agent id appended, the layout of :class:`~powerzoo.rl.marl.AgentsAsVecEnv`).
+agent id appended, the layout of :class:`~powerzoo.rl.sb3.marl.AgentsAsVecEnv`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class ModelPolicy(SB3Policy):
 
 
 class SharedPolicy:
-    """A model trained by :func:`~powerzoo.rl.marl.train_shared_policy` acting for every agent of a dict env.
+    """A model trained by :func:`~powerzoo.rl.sb3.marl.train_shared_policy` acting for every agent of a dict env.
 
     ``act(obs, info)`` appends each agent's one-hot id (the order of ``agents``, which must be the
     training env's ``possible_agents``) and predicts all agents in one batched call.

@@ -1,11 +1,11 @@
-"""The multi-agent half of :class:`~powerzoo.rl.trainer.Trainer`: its two loops, eval env, policy and ``agents/``.
+"""The multi-agent half of :class:`~powerzoo.rl.sb3.trainer.Trainer`: its two loops, eval env, policy and ``agents/``.
 
 :class:`MultiAgentRuns` is a mixin of ``Trainer``; it reads the trainer's ``config``, ``spec``,
 ``task``, ``algorithm``, ``algorithm_kwargs()``, ``_planned_run_dir()``, ``_ensure_run_dir()``,
 ``_set_torch_threads()`` and ``save()``, and keeps the trained models in ``models`` (independent
 learners, one per agent) or ``shared_model`` (one shared policy). With evaluation configured, the
 trained agents are evaluated once at the end (``evaluation/evaluation_metrics.csv``). The loops
-themselves are in :mod:`powerzoo.rl.marl`.
+themselves are in :mod:`powerzoo.rl.sb3.marl`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class MultiAgentRuns:
         The budget ``total_timesteps`` is split into ``rounds`` rounds (default 4) of
         ``steps_per_round`` steps per agent. Models are saved in the run folder.
         """
-        from powerzoo.rl.marl.loops import train_independent_learners
+        from powerzoo.rl.sb3.marl.loops import train_independent_learners
 
         started, eval_env, run_dir = self._start_multi_agent_run("train_il")
         env = self.config.env
@@ -101,7 +101,7 @@ class MultiAgentRuns:
         ``total_timesteps`` counts agent-steps (default: the config's budget); ``n_envs`` copies of
         the task are stepped in one batched call.
         """
-        from powerzoo.rl.marl.loops import train_shared_policy
+        from powerzoo.rl.sb3.marl.loops import train_shared_policy
 
         started, eval_env, run_dir = self._start_multi_agent_run("train_marl_simultaneous")
         env = self.config.env
@@ -141,7 +141,7 @@ class MultiAgentRuns:
         from powerzoo.benchmarks.baselines import select_days
         from powerzoo.benchmarks.evaluation import evaluate_days
         from powerzoo.envs.introspect import task_of
-        from powerzoo.rl.callbacks import evaluation_row, write_evaluation_csv
+        from powerzoo.rl.sb3.callbacks import evaluation_row, write_evaluation_csv
 
         ev = self.config.evaluation
         days = select_days(task_of(eval_env).n_days, ev.episodes)
@@ -200,7 +200,7 @@ class MultiAgentRuns:
 
     def _multi_agent_policy(self, deterministic: bool) -> Any:
         from powerzoo.benchmarks.policies import SB3Policy
-        from powerzoo.rl.policy import SharedPolicy
+        from powerzoo.rl.sb3.policy import SharedPolicy
 
         if self.shared_model is not None:
             return SharedPolicy(
