@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from powerzoo.rl.config import TrainConfig
-from powerzoo.rl.sb3.trainer import Trainer
+from powerzoo.rl.trainer import Trainer
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "battery_arbitrage.yaml"
 

@@ -196,7 +196,7 @@ def test_invalid_arguments_raise_value_error(tmp_path, kwargs, message):
 
 def test_trained_run_folder_is_evaluated(tmp_path):
     from powerzoo.cli.runs import run_entry
-    from powerzoo.rl.sb3.trainer import Trainer
+    from powerzoo.rl.trainer import Trainer
 
     trainer = Trainer(
         "battery_arbitrage",

@@ -242,6 +242,6 @@ def test_remote_training_equals_local_and_resumes_both_ways(ray_session, tmp_pat
     assert_same_weights(local, resumed)
     config = remote.config.model_copy(deep=True)
     config.algorithm_kwargs["rollout_workers"] = 0
-    resumed_local = MAPPOTrainer.resume(in_process, config, remote.spec)
+    resumed_local = MAPPOTrainer(config).resume(in_process)
     assert resumed_local.num_timesteps == 240 and resumed_local.params.rollout_workers == 0
     assert_same_weights(local, resumed_local)

@@ -34,7 +34,7 @@ def readme_imports() -> list[str]:
 
 def readme_dotted_names() -> list[str]:
     """Dotted ``powerzoo.x.y`` names the README's prose points readers at (modules or attributes)."""
-    names = re.findall(r"`(powerzoo(?:\.[a-z_]+)+)", README.read_text(encoding="utf-8"))
+    names = re.findall(r"`(powerzoo(?:\.[a-z_][a-z0-9_]*)+)", README.read_text(encoding="utf-8"))
     return sorted(set(names))
 
 

@@ -112,8 +112,10 @@ def test_dispatch_observation_matches_the_formula(obs_mode):
     b, n = t.size, task.case.n_gen
     steps = task.profiles.steps_per_day
     start = task.split_days[day_id] * steps
+
     def demand(k):
         return task._demand[(start[:, None] + t[:, None] + np.atleast_1d(k)) % task._demand.size]
+
     total = task.case.total_load_mw * 1.1
     phase = 2.0 * np.pi * (t % steps) / steps
     time = np.stack([np.sin(phase), np.cos(phase), 1.0 - t / task.spec.horizon], axis=1)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from powerzoo.rl import ConfigError, Trainer
+from powerzoo.rl import ConfigError, SB3Trainer, Trainer, TrainerProtocol
 
 TINY_PPO = {
     "n_steps": 64,
@@ -63,7 +63,8 @@ def tiny_run(tmp_path_factory) -> Path:
 def test_load_on_an_instance_loads_into_it(tiny_run):
     fresh = Trainer.load(tiny_run)  # the classmethod form still builds a new trainer
     assert (
-        isinstance(fresh, Trainer)
+        isinstance(fresh, TrainerProtocol)
+        and isinstance(fresh, SB3Trainer)
         and fresh.model.num_timesteps == 384
         and fresh.run_dir == tiny_run
     )

@@ -115,7 +115,8 @@ def test_trainer_keywords_are_routed_and_checked():
     with pytest.raises(ValueError, match="algorithm_kwargs.learnin_rate"):
         Trainer("battery_arbitrage", learnin_rate=1e-3)
     assert Trainer("opf_118_7d").algorithm_kwargs()["gamma"] == 0.999  # long-horizon preset
-    assert "gamma" not in Trainer("battery_arbitrage").algorithm_kwargs()
+    # the discount factor has one home, the task's spec (0.99 on a day of 48 steps)
+    assert Trainer("battery_arbitrage").algorithm_kwargs()["gamma"] == 0.99
 
 
 def test_stop_conditions():

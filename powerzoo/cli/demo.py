@@ -62,11 +62,11 @@ def train_demo_agent(
         reward: the training reward (``make_env``'s ``reward=``; ``None``: the task's own profit).
             The best model is chosen on the validation split under this same reward.
 
-    Returns the best model (on the validation split) as a loaded :class:`~powerzoo.rl.sb3.trainer.Trainer`.
+    Returns the best model (on the validation split) as a loaded :func:`~powerzoo.rl.trainer.Trainer`.
     """
     import shutil
 
-    from powerzoo.rl.sb3.trainer import Trainer
+    from powerzoo.rl.trainer import Trainer
 
     run_dir = Path(out_dir) / "run"
     if run_dir.exists():

@@ -1,4 +1,4 @@
-"""Run folders (written by :class:`powerzoo.rl.sb3.trainer.Trainer`) for the command line.
+"""Run folders (written by :func:`powerzoo.rl.trainer.Trainer`) for the command line.
 
 :func:`load_run` loads a run's model (``best`` falls back to ``final`` for runs that saved no best
 model); :func:`run_entry` turns a run folder into a
@@ -19,13 +19,13 @@ __all__ = ["load_run", "run_entry"]
 
 
 def load_run(run_dir: str | Path, model: str = "best") -> tuple[Any, str]:
-    """``(trainer, model)``: the run's :class:`~powerzoo.rl.sb3.trainer.Trainer` and the model loaded.
+    """``(trainer, model)``: the run's :func:`~powerzoo.rl.trainer.Trainer` and the model loaded.
 
     ``model`` is ``best``, ``final`` or ``latest``; ``best`` becomes ``final`` when the run saved no
     best model (no evaluations, or a multi-agent run). ``FileNotFoundError`` if ``run_dir`` is not a
     run folder.
     """
-    from powerzoo.rl.sb3.trainer import Trainer
+    from powerzoo.rl.trainer import Trainer
 
     run_dir = Path(run_dir)
     if not (run_dir / CONFIG_FILE).is_file():
@@ -38,7 +38,7 @@ def load_run(run_dir: str | Path, model: str = "best") -> tuple[Any, str]:
 
 def run_entry(run_dir: str | Path, model: str = "best", deterministic: bool = True) -> PolicyEntry:
     """A run folder as a campaign policy: its task, its evaluation env
-    (:meth:`~powerzoo.rl.sb3.trainer.Trainer.make_eval_env`), its policy, labelled with the folder's name."""
+    (:meth:`~powerzoo.rl.trainer_base.TrainerBase.make_eval_env`), its policy, labelled with the folder's name."""
     run_dir = Path(run_dir)
     trainer, model = load_run(run_dir, model)
     if trainer.is_multi_agent and not hasattr(trainer, "shared_model"):  # MAPPO / IPPO runs

@@ -50,7 +50,7 @@ def _print_result(result: Any) -> None:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from powerzoo.rl.algorithms import is_native_marl
-    from powerzoo.rl.sb3.trainer import Trainer
+    from powerzoo.rl.trainer import Trainer
 
     if (args.config is None) == (args.task is None):
         raise ValueError(
@@ -80,7 +80,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from powerzoo.rl.sb3.trainer import Trainer
+    from powerzoo.rl.trainer import Trainer
 
     trainer = Trainer.resume(args.run_dir)
     if trainer.result is None:
@@ -104,7 +104,7 @@ def evaluate_run(
 
     Files (in ``<run_dir>/evaluation/``): ``eval_<split>_<model>.csv`` (one row per episode: day,
     return, length, cost per constraint) and ``eval_<split>_<model>_day<plot_day>.png``.
-    Returns the summary (as :meth:`powerzoo.rl.sb3.trainer.Trainer.evaluate`) plus the two paths.
+    Returns the summary (as :meth:`powerzoo.rl.trainer_base.TrainerBase.evaluate`) plus the two paths.
     ``progress``: bar over the episodes (``None``: only when stderr is a terminal).
     """
     from powerzoo.benchmarks.baselines import score_or_none, select_days

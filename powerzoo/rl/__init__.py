@@ -15,8 +15,14 @@ from powerzoo.rl.sb3 import compat as _sb3_compat
 _sb3_compat.install()
 
 _LAZY = {
-    "Trainer": "powerzoo.rl.sb3.trainer",
-    "TrainResult": "powerzoo.rl.sb3.trainer",
+    "Trainer": "powerzoo.rl.trainer",
+    "TrainerProtocol": "powerzoo.rl.trainer",
+    "make_trainer": "powerzoo.rl.trainer",
+    "load_trainer": "powerzoo.rl.trainer",
+    "resume_trainer": "powerzoo.rl.trainer",
+    "TrainResult": "powerzoo.rl.result",
+    "SB3Trainer": "powerzoo.rl.sb3.trainer",
+    "SB3MultiAgentTrainer": "powerzoo.rl.sb3.multi_agent",
     "TrainConfig": "powerzoo.rl.config",
     "RLConfig": "powerzoo.rl.config",
     "ConfigError": "powerzoo.rl.config",

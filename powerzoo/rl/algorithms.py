@@ -1,6 +1,6 @@
 """Stable-Baselines3 algorithms by name, their keyword arguments, and task-aware defaults.
 
-This is the one algorithm registry of the training layer: :class:`~powerzoo.rl.sb3.trainer.Trainer`
+This is the one algorithm registry of the training layer: :func:`~powerzoo.rl.trainer.Trainer`
 and the run config accept every name in :data:`ALGORITHMS`; the multi-agent loops of
 :mod:`powerzoo.rl.sb3.marl` accept the subset :data:`MULTI_AGENT_ALGORITHMS`.
 
@@ -16,8 +16,6 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from powerzoo.rl.mappo.hparams import NATIVE_MARL_ALGORITHMS, check_params
-
 __all__ = [
     "ALGORITHMS",
     "ON_POLICY",
@@ -25,9 +23,7 @@ __all__ = [
     "algorithm_class",
     "canonical_algorithm",
     "check_algorithm_kwargs",
-    "default_gamma",
-    "LONG_HORIZON_STEPS",
-    "LONG_HORIZON_GAMMA",
+    "trainer_class",
     "NATIVE_MARL_ALGORITHMS",
     "ALL_ALGORITHMS",
     "is_native_marl",
@@ -51,6 +47,9 @@ _REGISTRY: dict[str, _Algorithm] = {
     "DDPG": _Algorithm("stable_baselines3", "DDPG", on_policy=False, multi_agent=False),
 }
 ALGORITHMS: tuple[str, ...] = tuple(_REGISTRY)
+NATIVE_MARL_ALGORITHMS: tuple[str, ...] = ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L")
+"""The native multi-agent PPO family (:mod:`powerzoo.rl.mappo`): centralised critic (MAPPO) or
+local critics (IPPO), ``-L`` with Lagrangian cost budgets."""
 """Every algorithm the single-agent trainer and the run config accept (names are case-insensitive)."""
 ON_POLICY: frozenset[str] = frozenset(k for k, v in _REGISTRY.items() if v.on_policy)
 MULTI_AGENT_ALGORITHMS: tuple[str, ...] = tuple(k for k, v in _REGISTRY.items() if v.multi_agent)
@@ -59,9 +58,13 @@ ALL_ALGORITHMS: tuple[str, ...] = ALGORITHMS + NATIVE_MARL_ALGORITHMS
 """What ``Trainer`` and the run config accept: the SB3 algorithms and the native multi-agent
 PPO family (``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L``; :mod:`powerzoo.rl.mappo`)."""
 
-LONG_HORIZON_STEPS = 168
-"""Episodes of at least this many steps get :data:`LONG_HORIZON_GAMMA` unless gamma is given."""
-LONG_HORIZON_GAMMA = 0.999
+# The trainer class of each family, imported when a trainer is built: the run config builds its
+# trainer through this table, so the config never imports a trainer module.
+_TRAINERS = {
+    "sb3": "powerzoo.rl.sb3.trainer:SB3Trainer",
+    "sb3_multi_agent": "powerzoo.rl.sb3.multi_agent:SB3MultiAgentTrainer",
+    "native": "powerzoo.rl.mappo.trainer:MAPPOTrainer",
+}
 # Arguments the trainer sets itself; a config may not pass them through ``algorithm_kwargs``.
 _RESERVED = frozenset({"env", "policy", "seed", "tensorboard_log", "verbose", "_init_setup_model"})
 
@@ -108,7 +111,8 @@ def check_algorithm_kwargs(
 ) -> None:
     """Raise ``ValueError`` naming any key of ``kwargs`` that the SB3 constructor (or, for the
     native multi-agent algorithms, :class:`~powerzoo.rl.mappo.hparams.MAPPOParams`) does not take."""
-    if is_native_marl(name):
+    if is_native_marl(name):  # MAPPOParams checks them (imported here: it is the mappo wing's)
+        check_params = importlib.import_module("powerzoo.rl.mappo.hparams").check_params
         check_params(kwargs, where)
         return
     params = inspect.signature(algorithm_class(name).__init__).parameters
@@ -130,6 +134,14 @@ def check_algorithm_kwargs(
             )
 
 
-def default_gamma(horizon: int) -> float | None:
-    """``0.999`` for long episodes (>= 168 steps, SPEC 4), else ``None`` (the algorithm's default)."""
-    return LONG_HORIZON_GAMMA if horizon >= LONG_HORIZON_STEPS else None
+def trainer_class(name: str, multi_agent: bool) -> type:
+    """The trainer class for algorithm ``name`` on a single- or multi-agent task.
+
+    The native multi-agent family (``MAPPO``, ``IPPO``, ``-L``) trains with
+    :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer`; the SB3 algorithms with
+    :class:`~powerzoo.rl.sb3.trainer.SB3Trainer` on single-agent tasks and
+    :class:`~powerzoo.rl.sb3.multi_agent.SB3MultiAgentTrainer` on multi-agent ones.
+    """
+    family = "native" if is_native_marl(name) else "sb3_multi_agent" if multi_agent else "sb3"
+    module, cls = _TRAINERS[family].split(":")
+    return getattr(importlib.import_module(module), cls)

@@ -73,6 +73,7 @@ from powerzoo.rl.algorithms import (
     canonical_algorithm,
     check_algorithm_kwargs,
     is_native_marl,
+    trainer_class,
 )
 from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
 
@@ -281,12 +282,12 @@ class TrainConfig(_Section):
         return [condition_from_dict(spec) for spec in self.stop_conditions]
 
     def build(self) -> Any:
-        """A :class:`powerzoo.rl.sb3.trainer.Trainer` for this config (envs and model are built lazily)."""
-        # The one import cycle kept inside rl/ (issue 12): trainer.py imports this module at the
-        # top, and build() returns a Trainer, so this import waits until build() is called.
-        from powerzoo.rl.sb3.trainer import Trainer
+        """The trainer of this config (:func:`powerzoo.rl.Trainer` builds the same one); its envs
+        and model are built on first use."""
+        from powerzoo.tasks.registry import task_spec
 
-        return Trainer(self)
+        multi_agent = task_spec(self.task, **self.env.task_kwargs).agent_mode == "multi"
+        return trainer_class(self.algorithm, multi_agent)(self)
 
     def run(
         self, stop_conditions: list[Any] | None = None, steps_per_eval: int | None = None
@@ -296,7 +297,7 @@ class TrainConfig(_Section):
 
 
 RLConfig = TrainConfig
-"""Alias (SPEC 7 names both)."""
+"""Another name of :class:`TrainConfig` (both names are in use)."""
 
 DEFAULT_BUDGET = 100_000
 """Env steps trained when neither ``total_timesteps`` nor ``episodes`` is given to a ``Trainer``."""

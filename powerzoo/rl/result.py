@@ -11,7 +11,7 @@ __all__ = ["TrainResult"]
 
 @dataclasses.dataclass
 class TrainResult:
-    """Outcome of :meth:`~powerzoo.rl.sb3.trainer.Trainer.train`: where, how far, why it stopped, the evaluations."""
+    """Outcome of :meth:`~powerzoo.rl.trainer.TrainerProtocol.train`: where, how far, why it stopped, the evaluations."""
 
     run_dir: Path
     num_timesteps: int

@@ -105,6 +105,14 @@ class VectorSpec:
         ]
 
 
+DEFAULT_GAMMA = 0.99
+"""Discount factor of tasks with short episodes (a day of 48 half-hour steps)."""
+LONG_HORIZON_STEPS = 168
+"""Episodes of at least this many steps (a week of hours, a day of 5-minute steps) discount with
+:data:`LONG_HORIZON_GAMMA`."""
+LONG_HORIZON_GAMMA = 0.999
+
+
 @dataclasses.dataclass(frozen=True)
 class AgentGroup:
     """Agents of one kind (batteries, PV inverters, ...): their actions mean the same thing.
@@ -151,7 +159,10 @@ class TaskSpec:
     default_obs_mode: str | None = None
     shared_reward: bool = True
     termination_doc: str = "never terminates early; episodes are truncated at the horizon"
-    gamma: float = 0.99
+    # the discount factor every trainer and adapter uses unless a run sets its own; ``None``:
+    # LONG_HORIZON_GAMMA for episodes of at least LONG_HORIZON_STEPS steps (a day-end reward
+    # 168-336 steps away keeps about 70-85 % of its weight), else DEFAULT_GAMMA
+    gamma: float | None = None
     gym_id: str | None = None
     # heterogeneous multi-agent tasks: agents of each kind (empty: one group with every agent).
     # Every agent's observation has the same length in each mode (kinds fill the fields that
@@ -159,6 +170,11 @@ class TaskSpec:
     agent_groups: tuple[AgentGroup, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.gamma is None:
+            long = self.horizon >= LONG_HORIZON_STEPS
+            object.__setattr__(self, "gamma", LONG_HORIZON_GAMMA if long else DEFAULT_GAMMA)
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"{self.task_id}: gamma must be in (0, 1], got {self.gamma}")
         unknown = set(self.selected_constraints) - set(self.constraint_names)
         if unknown:
             raise ValueError(

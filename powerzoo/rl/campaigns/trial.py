@@ -1,4 +1,4 @@
-"""One campaign trial: train with :class:`~powerzoo.rl.sb3.trainer.Trainer`, evaluate on the test split, keep a record.
+"""One campaign trial: train with :func:`~powerzoo.rl.trainer.Trainer`, evaluate on the test split, keep a record.
 
 A trial's folder is ``<out>/trials/<trial_id>/``:
 
@@ -123,7 +123,7 @@ def evaluate_policy(
 def _trained_entry(trial: TrialSpec, run_dir: Path, model: str) -> tuple[Any, str]:
     from powerzoo.benchmarks.campaign import PolicyEntry
     from powerzoo.rl.run_dir import EVAL_DIR
-    from powerzoo.rl.sb3.trainer import Trainer
+    from powerzoo.rl.trainer import Trainer
 
     best = ("best_model.zip", "best_policy.npz")  # SB3 runs, native multi-agent (MAPPO / IPPO) runs
     if model == "best" and not any((run_dir / EVAL_DIR / name).is_file() for name in best):
@@ -174,7 +174,7 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
     folder, record = prepare_folder(out_dir, trial)
     if record is not None:
         return record
-    from powerzoo.rl.sb3.trainer import Trainer
+    from powerzoo.rl.trainer import Trainer
 
     with one_thread():
         started = time.perf_counter()

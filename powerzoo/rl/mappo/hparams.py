@@ -18,10 +18,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from powerzoo.rl.algorithms import NATIVE_MARL_ALGORITHMS
+
 __all__ = ["NATIVE_MARL_ALGORITHMS", "MAPPOParams", "algorithm_flags", "check_params"]
 
-NATIVE_MARL_ALGORITHMS: tuple[str, ...] = ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L")
-"""The multi-agent on-policy algorithms of :mod:`powerzoo.rl.mappo` (multi-agent tasks only)."""
 LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
 
 

@@ -34,14 +34,15 @@ import torch
 from powerzoo.envs.make import make_env
 from powerzoo.fileio import atomic_save, read_json, write_json
 from powerzoo.rl import run_dir as rd
-from powerzoo.rl.algorithms import default_gamma
 from powerzoo.rl.checkpoint import STATE_JSON, rng_state, set_rng_state
 from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
+from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
 from powerzoo.rl.mappo.hparams import algorithm_flags, check_params
 from powerzoo.rl.mappo.policy import POLICY_FILE, MAPPOPolicy
 from powerzoo.rl.result import TrainResult
+from powerzoo.rl.trainer_base import TrainerBase
 
 __all__ = ["MAPPOTrainer", "LEARNER_FILE", "BEST_POLICY_FILE", "COLLECTOR_FILE"]
 
@@ -50,19 +51,18 @@ COLLECTOR_FILE = "collector.pkl"
 BEST_POLICY_FILE = "best_policy.npz"
 
 
-class MAPPOTrainer:
+class MAPPOTrainer(TrainerBase):
     """Train, evaluate, save, load and resume a native multi-agent PPO run (see the module docstring).
 
     Args:
         config: a validated run config whose ``algorithm`` is a native multi-agent one.
-        spec: the task's spec (with the config's ``task_kwargs``).
     """
 
-    def __init__(self, config: Any, spec: Any) -> None:
-        self.config, self.spec = config, spec
+    def __init__(self, config: TrainConfig) -> None:
+        super().__init__(config)
+        spec = self.spec
         self.centralised, self.lagrangian = algorithm_flags(config.algorithm)
         self.params = check_params(dict(config.algorithm_kwargs))
-        self.gamma = self.params.gamma or default_gamma(spec.horizon) or spec.gamma
         self.cost_gamma = self.params.cost_gamma or self.gamma
         self.cost_names = tuple(spec.selected_constraints) if self.lagrangian else ()
         if self.lagrangian and not self.cost_names:
@@ -79,27 +79,10 @@ class MAPPOTrainer:
         self.env: Any = None
         self.collector: Collector | None = None
         self.num_timesteps, self.iterations = 0, 0
-        self.run_dir: Path | None = None
-        self.evaluations: list[dict[str, Any]] = []
-        self.result: TrainResult | None = None
         self._writer: Any = None
-        self._purge_step: int | None = None
         self._next_eval: int | None = None
         self._last_checkpoint = 0
         self._loaded_policy: MAPPOPolicy | None = None
-
-    # ---- facts -----------------------------------------------------------------------------------
-    @property
-    def task(self) -> str:
-        return self.config.task
-
-    @property
-    def algorithm(self) -> str:
-        return self.config.algorithm
-
-    @property
-    def is_multi_agent(self) -> bool:
-        return True
 
     def algorithm_kwargs(self) -> dict[str, Any]:
         """The resolved hyperparameters (gamma filled in)."""
@@ -196,42 +179,8 @@ class MAPPOTrainer:
             self.params.rollout_address,
         )
 
-    # ---- run folder ------------------------------------------------------------------------------
-    def _planned_run_dir(self) -> Path:
-        if self.run_dir is not None:
-            return self.run_dir
-        cfg = self.config
-        planned = Path(cfg.output_dir) / (
-            cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed)
-        )
-        if (planned / rd.CONFIG_FILE).exists():
-            raise FileExistsError(
-                f"run folder {planned} already holds a run; resume it with "
-                f"`powerzoo resume {planned}` or choose another name"
-            )
-        return planned
-
-    def _ensure_run_dir(self, planned: Path) -> Path:
-        if self.run_dir is None:
-            planned.mkdir(parents=True, exist_ok=True)
-            self.config.to_file(planned / rd.CONFIG_FILE)
-            self.run_dir = planned
-        return self.run_dir
-
-    def _write_state(self, status: str, stop_reason: str | None = None) -> None:
-        write_json(
-            self.run_dir / rd.STATE_FILE,
-            {
-                "status": status,
-                "stop_reason": stop_reason,
-                "num_timesteps": self.num_timesteps,
-                "iterations": self.iterations,
-                "total_timesteps": self.config.budget_timesteps(),
-                "task": self.task,
-                "algorithm": self.algorithm,
-                "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            },
-        )
+    def _write_state(self, status: str, stop_reason: str | None = None, **extra: Any) -> None:
+        super()._write_state(status, stop_reason, iterations=self.iterations, **extra)
 
     def _log(self, scalars: dict[str, float]) -> None:
         if self._writer is not None:
@@ -252,7 +201,7 @@ class MAPPOTrainer:
 
         started = time.perf_counter()
         cfg = self.config
-        planned = self._planned_run_dir()
+        self._planned_run_dir()  # FileExistsError before anything is built
         self._ensure_learner()  # everything that can fail before the folder exists
         ev = cfg.evaluation
         eval_freq = steps_per_eval or (ev.freq if ev is not None else None)
@@ -263,7 +212,7 @@ class MAPPOTrainer:
 
             eval_env = self.make_eval_env(ev.split if ev is not None else "val")
             eval_days = select_days(task_of(eval_env).n_days, ev.episodes if ev is not None else 8)
-        run_dir = self._ensure_run_dir(planned)
+        run_dir = self._ensure_run_dir()
         if self.collector is None:
             self.collector = self._new_collector()
             self.collector.reset(cfg.seed)
@@ -322,15 +271,7 @@ class MAPPOTrainer:
         self._write_state(status, stop_reason)
         if self._writer is not None:
             self._writer.flush()
-        self.result = TrainResult(
-            run_dir,
-            self.num_timesteps,
-            status,
-            stop_reason,
-            list(self.evaluations),
-            time.perf_counter() - started,
-        )
-        return self.result
+        return self._result(status, stop_reason, started)
 
     def _iteration(self) -> dict[str, float]:
         """Collect one rollout, step the multipliers, compute GAE, run the PPO epochs, log."""
@@ -398,7 +339,7 @@ class MAPPOTrainer:
 
     def _evaluate_now(self, eval_env: Any, days: list[int]) -> dict[str, Any]:
         from powerzoo.benchmarks.evaluation import evaluate_days
-        from powerzoo.rl.sb3.callbacks import evaluation_row, write_evaluation_csv
+        from powerzoo.rl.evaluation_log import evaluation_row, write_evaluation_csv
 
         ev = self.config.evaluation
         deterministic = True if ev is None else ev.deterministic
@@ -449,34 +390,6 @@ class MAPPOTrainer:
         """Order of evaluations for the best policy: within the cost budgets first (``-L``), then return."""
         return bool(row.get("feasible", True)), float(row["mean_return"])
 
-    def evaluate(
-        self,
-        split: str = "test",
-        n_episodes: int | None = None,
-        deterministic: bool = True,
-        seed: int = 0,
-    ) -> dict[str, Any]:
-        """Evaluate on ``split`` as :meth:`powerzoo.rl.Trainer.evaluate` does (one episode per day).
-
-        ``n_episodes=None`` runs every day of the split and adds ``normalized_score`` (0 = random,
-        1 = oracle / best baseline); returns are the task's objective (team return, summed over agents).
-        """
-        from powerzoo.benchmarks.baselines import score_or_none, select_days
-        from powerzoo.benchmarks.evaluation import evaluate_days
-        from powerzoo.envs.introspect import task_of
-
-        if n_episodes is not None and (isinstance(n_episodes, bool) or int(n_episodes) < 1):
-            raise ValueError(f"n_episodes must be a positive int or None, got {n_episodes!r}")
-        env = self.make_eval_env(split, objective=True)
-        n_days = task_of(env).n_days
-        days = list(range(n_days)) if n_episodes is None else select_days(n_days, int(n_episodes))
-        summary = evaluate_days(self.policy(deterministic), env, days, seed=seed)
-        summary["split"] = split
-        summary["normalized_score"] = (
-            score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
-        )
-        return summary
-
     # ---- checkpoints, save, load, resume ---------------------------------------------------------
     def _save_checkpoint(self) -> Path:
         """``checkpoints/step_<N>/``: learner, collector (env episodes and RNG), global RNG, counters."""
@@ -512,78 +425,51 @@ class MAPPOTrainer:
             self.config.to_file(path / rd.CONFIG_FILE)
         return path
 
-    @classmethod
-    def load(cls, path: str | Path, config: Any, spec: Any, model: str = "final") -> MAPPOTrainer:
-        """A trainer holding the saved policy (``final``: ``policy.npz`` + learner, ``best``:
-        ``evaluation/best_policy.npz``, ``latest``: newest checkpoint's learner)."""
-        path = Path(path)
-        trainer = cls(config, spec)
+    def _load_files(self, path: Path, model: str) -> None:
+        """Read the saved policy into this fresh trainer: ``final`` (``policy.npz`` + learner),
+        ``best`` (``evaluation/best_policy.npz``) or ``latest`` (newest checkpoint's learner)."""
         if model == "best":
             file = path / rd.EVAL_DIR / BEST_POLICY_FILE
             if not file.is_file():
                 raise FileNotFoundError(f"{file} not found (model='best')")
-            trainer._loaded_policy = MAPPOPolicy.load(file)
-        elif model in ("final", "latest"):
+            self._loaded_policy = MAPPOPolicy.load(file)
+        else:
             folder = path if model == "final" else rd.CheckpointStore(path).latest()
             if folder is None or not (folder / LEARNER_FILE).is_file():
                 raise FileNotFoundError(
                     f"{path} has no {'checkpoint' if model == 'latest' else LEARNER_FILE}"
                 )
-            trainer._ensure_learner().load_full_state(
+            self._ensure_learner().load_full_state(
                 torch.load(folder / LEARNER_FILE, weights_only=False)
             )
             if (folder / STATE_JSON).is_file():
-                trainer.num_timesteps = int(read_json(folder / STATE_JSON)["num_timesteps"])
-        else:
-            raise ValueError(f"model must be one of ('final', 'best', 'latest'), got {model!r}")
+                self.num_timesteps = int(read_json(folder / STATE_JSON)["num_timesteps"])
         if (path / rd.STATE_FILE).is_file():
-            trainer.run_dir = path
+            self.run_dir = path
             if model == "final":
-                trainer.num_timesteps = int(read_json(path / rd.STATE_FILE).get("num_timesteps", 0))
-        return trainer
+                self.num_timesteps = int(read_json(path / rd.STATE_FILE).get("num_timesteps", 0))
 
-    @classmethod
-    def from_checkpoint(cls, run_dir: str | Path, config: Any, spec: Any) -> MAPPOTrainer:
-        """A trainer at the newest checkpoint of ``run_dir``: learner, env episodes, RNG and counters restored."""
+    def restore_checkpoint(self, run_dir: str | Path) -> MAPPOTrainer:
+        """Position this fresh trainer at the newest checkpoint of ``run_dir``: learner, env
+        episodes, RNG and counters restored."""
         run_dir = Path(run_dir)
         folder = rd.CheckpointStore(run_dir).latest()
         if folder is None:
             raise FileNotFoundError(f"{run_dir} has no checkpoint to resume from")
-        trainer = cls(config, spec)
-        learner = trainer._ensure_learner()
+        learner = self._ensure_learner()
         learner.load_full_state(torch.load(folder / LEARNER_FILE, weights_only=False))
-        trainer.collector = trainer._new_collector()
-        trainer.collector.reset(config.seed)
-        trainer.collector.set_state(pickle.loads((folder / COLLECTOR_FILE).read_bytes()))
+        self.collector = self._new_collector()
+        self.collector.reset(self.config.seed)
+        self.collector.set_state(pickle.loads((folder / COLLECTOR_FILE).read_bytes()))
         set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
         state = read_json(folder / STATE_JSON)
-        trainer.num_timesteps, trainer.iterations = (
-            int(state["num_timesteps"]),
-            int(state["iterations"]),
-        )
-        trainer._next_eval = state.get("next_eval")
-        trainer._last_checkpoint = trainer.num_timesteps
-        trainer.evaluations = list(state["evaluations"])
-        trainer.run_dir = run_dir
-        trainer._purge_step = trainer.num_timesteps + 1
-        return trainer
-
-    @classmethod
-    def resume(
-        cls,
-        run_dir: str | Path,
-        config: Any,
-        spec: Any,
-        stop_conditions: Sequence[Any] | None = None,
-    ) -> MAPPOTrainer:
-        """Continue ``run_dir`` from its newest checkpoint up to its budget (a stopped run is returned as is)."""
-        run_dir = Path(run_dir)
-        trainer = cls.from_checkpoint(run_dir, config, spec)
-        state_file = run_dir / rd.STATE_FILE
-        if state_file.is_file() and read_json(state_file).get("status") == "stopped":
-            return trainer
-        trainer.train(stop_conditions=stop_conditions)
-        return trainer
+        self.num_timesteps, self.iterations = int(state["num_timesteps"]), int(state["iterations"])
+        self._next_eval = state.get("next_eval")
+        self._last_checkpoint = self.num_timesteps
+        self.evaluations = list(state["evaluations"])
+        self.run_dir = run_dir
+        self._purge_step = self.num_timesteps + 1
+        return self
 
     def close(self) -> None:
         """Flush and close the TensorBoard writer; stop remote rollout workers."""

@@ -7,8 +7,6 @@ closes, resets or steps the training env.
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -19,9 +17,10 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnvWrapper
 
-from powerzoo.fileio import atomic_save, atomic_write_text, write_json
+from powerzoo.fileio import atomic_save, write_json
 from powerzoo.progress import progress_bar
 from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
+from powerzoo.rl.evaluation_log import EVAL_CSV, evaluation_row, write_evaluation_csv
 from powerzoo.rl.sb3.policy import ModelPolicy, frozen_obs_stats
 
 __all__ = [
@@ -34,40 +33,6 @@ __all__ = [
     "StopConditionCallback",
     "TqdmProgressCallback",
 ]
-
-
-EVAL_CSV = "evaluation_metrics.csv"
-"""One row per evaluation, in the run's ``evaluation/`` folder."""
-
-
-def evaluation_row(summary: dict[str, Any], timestep: int, seconds: float) -> dict[str, Any]:
-    """One ``evaluation_metrics.csv`` row from an :func:`~powerzoo.benchmarks.evaluation.evaluate_days` summary.
-
-    ``timestep``: env steps trained when evaluated; ``seconds``: wall time of the evaluation.
-    """
-    return {
-        "timestep": int(timestep),
-        "episodes": summary["episodes"],
-        "mean_return": summary["mean_return"],
-        "std_return": summary["std_return"],
-        "iqm_return": summary["iqm_return"],
-        "mean_length": summary["mean_length"],
-        **{f"cost_{k}": v for k, v in summary["mean_costs"].items()},
-        "violation_rate": summary["violation_rate"],
-        "eval_seconds": round(seconds, 3),
-    }
-
-
-def write_evaluation_csv(eval_dir: str | Path, history: Sequence[dict[str, Any]]) -> Path:
-    """(Re)write ``eval_dir/evaluation_metrics.csv`` atomically from every row of ``history``."""
-    fields: list[str] = []
-    for row in history:
-        fields += [k for k in row if k not in fields]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=fields)
-    writer.writeheader()
-    writer.writerows(history)
-    return atomic_write_text(Path(eval_dir) / EVAL_CSV, buffer.getvalue())
 
 
 class ConstraintCostCallback(BaseCallback):

@@ -1,16 +1,19 @@
-"""The multi-agent half of :class:`~powerzoo.rl.sb3.trainer.Trainer`: its two loops, eval env, policy and ``agents/``.
+"""``SB3MultiAgentTrainer``: SB3 algorithms on a multi-agent task, as one shared policy or as
+independent learners, with the run folder of the single-agent trainer.
 
-:class:`MultiAgentRuns` is a mixin of ``Trainer``; it reads the trainer's ``config``, ``spec``,
-``task``, ``algorithm``, ``algorithm_kwargs()``, ``_planned_run_dir()``, ``_ensure_run_dir()``,
-``_set_torch_threads()`` and ``save()``, and keeps the trained models in ``models`` (independent
-learners, one per agent) or ``shared_model`` (one shared policy). With evaluation configured, the
-trained agents are evaluated once at the end (``evaluation/evaluation_metrics.csv``). The loops
-themselves are in :mod:`powerzoo.rl.sb3.marl`.
+Built by :func:`powerzoo.rl.Trainer` for an SB3 algorithm on a multi-agent task.
+:meth:`~SB3MultiAgentTrainer.train` trains one shared policy
+(:meth:`~SB3MultiAgentTrainer.train_marl_simultaneous`); :meth:`~SB3MultiAgentTrainer.train_il`
+trains one model per agent, round-robin. The trained models are kept in ``shared_model`` or
+``models`` and saved under ``agents/``. With evaluation configured, the trained agents are
+evaluated once at the end (``evaluation/evaluation_metrics.csv``). The loops themselves are in
+:mod:`powerzoo.rl.sb3.marl`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +21,90 @@ from powerzoo.envs.make import make_env
 from powerzoo.fileio import atomic_save, write_json
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import algorithm_class
+from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.result import TrainResult
+from powerzoo.rl.trainer_base import TrainerBase
 
-__all__ = ["MultiAgentRuns", "SHARED_MODEL_FILE"]
+__all__ = ["SB3MultiAgentTrainer", "SHARED_MODEL_FILE"]
 
 SHARED_MODEL_FILE = "shared.zip"
 IL_ROUNDS = 4
-"""Rounds of :meth:`MultiAgentRuns.train_il` when not given."""
+"""Rounds of :meth:`SB3MultiAgentTrainer.train_il` when not given."""
 
 
-class MultiAgentRuns:
-    """Training, evaluation env, policy and persistence of a trainer on a multi-agent task."""
+class SB3MultiAgentTrainer(TrainerBase):
+    """Train, evaluate, save and load SB3 agents on a multi-agent task.
 
-    config: Any
-    spec: Any
-    models: dict[str, Any] | None
-    shared_model: Any
-    result: TrainResult | None
-    evaluations: list[dict[str, Any]]
+    Args:
+        config: a validated run config naming an SB3 algorithm and a multi-agent task.
+    """
+
+    def __init__(self, config: TrainConfig) -> None:
+        super().__init__(config)
+        if not self.is_multi_agent:
+            raise ValueError(
+                f"SB3MultiAgentTrainer is for multi-agent tasks; {self.task} is single-agent: "
+                "build its trainer with powerzoo.rl.Trainer"
+            )
+        self.models: dict[str, Any] | None = None  # independent learners: one model per agent
+        self.shared_model: Any = None  # one shared policy
+        self._trained_steps = 0
+
+    @property
+    def num_timesteps(self) -> int:
+        """Agent-steps trained by the last call of a training loop."""
+        return self._trained_steps
+
+    def algorithm_kwargs(self) -> dict[str, Any]:
+        """SB3 constructor arguments: the config's, with the task's discount factor by default."""
+        return {**self.config.algorithm_kwargs, "gamma": self.gamma}
+
+    def train(
+        self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
+    ) -> TrainResult:
+        """Train one shared policy (:meth:`train_marl_simultaneous`) for the config's budget.
+
+        The multi-agent loops run to their budget and evaluate once at the end, so
+        ``stop_conditions`` and ``steps_per_eval`` are not used.
+        """
+        return self.train_marl_simultaneous()
+
+    def restore_checkpoint(self, run_dir: str | Path) -> SB3MultiAgentTrainer:
+        """Refused: SB3 multi-agent runs keep only their final models, no checkpoints."""
+        raise ValueError(
+            f"{run_dir} is an SB3 multi-agent run: it keeps only its final models "
+            f"({rd.AGENTS_DIR}/), no checkpoints to resume from; train it again or use MAPPO"
+        )
+
+    def make_eval_env(self, split: str, objective: bool = False) -> Any:
+        """The dict env (``framework="auto"``) on ``split`` with the training env's
+        ``normalize``, ``obs_mode`` and ``task_kwargs``; returns are always the task's own."""
+        return self._multi_agent_eval_env(split)
+
+    def policy(self, deterministic: bool = True) -> Any:
+        """The trained agents behind the benchmark policy interface (``act(obs, info)``)."""
+        self._set_torch_threads()
+        return self._multi_agent_policy(deterministic)
+
+    def save(self, path: str | Path) -> Path:
+        """Save the model(s) (``agents/``) and the resolved config into folder ``path``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self._save_multi_agent(path)
+        if not (path / rd.CONFIG_FILE).exists() or path != self.run_dir:
+            self.config.to_file(path / rd.CONFIG_FILE)
+        return path
+
+    def _load_files(self, path: Path, model: str) -> None:
+        """Read ``agents/`` of ``path`` (``final`` and ``best`` both: the final models)."""
+        if model == "latest":
+            raise FileNotFoundError(
+                f"{path} is a multi-agent run: it keeps only its final models "
+                f"({rd.AGENTS_DIR}/), no checkpoints; use model='final'"
+            )
+        self._load_multi_agent(path)
+        if (path / rd.STATE_FILE).is_file():
+            self.run_dir = path
 
     def _start_multi_agent_run(self, what: str) -> tuple[float, Any, Path]:
         """Checks, torch threads, the final-evaluation env and the run folder, in that order.
@@ -43,18 +112,11 @@ class MultiAgentRuns:
         The evaluation env is built before the folder so a bad config leaves no folder behind.
         Returns (start time, evaluation env, run folder).
         """
-        self._require_multi_agent(what)
         self._set_torch_threads()
         started = time.perf_counter()
         self._planned_run_dir()
         eval_env = self._final_eval_env()
         return started, eval_env, self._ensure_run_dir()
-
-    def _require_multi_agent(self, what: str) -> None:
-        if not self.is_multi_agent:
-            raise ValueError(
-                f"{what} is for multi-agent tasks; {self.task} is single-agent: use train()"
-            )
 
     def _tensorboard_log(self, run_dir: Path) -> str | None:
         return str(run_dir / rd.TENSORBOARD_DIR) if self.config.logging.tensorboard else None
@@ -141,7 +203,7 @@ class MultiAgentRuns:
         from powerzoo.benchmarks.baselines import select_days
         from powerzoo.benchmarks.evaluation import evaluate_days
         from powerzoo.envs.introspect import task_of
-        from powerzoo.rl.sb3.callbacks import evaluation_row, write_evaluation_csv
+        from powerzoo.rl.evaluation_log import evaluation_row, write_evaluation_csv
 
         ev = self.config.evaluation
         days = select_days(task_of(eval_env).n_days, ev.episodes)
@@ -167,24 +229,13 @@ class MultiAgentRuns:
     def _finish_multi_agent(
         self, run_dir: Path, steps: int, started: float, eval_env: Any
     ) -> TrainResult:
+        self._trained_steps = steps
         self.save(run_dir)
         self.evaluations = (
             [] if eval_env is None else self._evaluate_at_end(run_dir, steps, eval_env)
         )
-        write_json(
-            run_dir / rd.STATE_FILE,
-            {
-                "status": "finished",
-                "stop_reason": None,
-                "num_timesteps": steps,
-                "task": self.task,
-                "algorithm": self.algorithm,
-            },
-        )
-        self.result = TrainResult(
-            run_dir, steps, "finished", None, list(self.evaluations), time.perf_counter() - started
-        )
-        return self.result
+        self._write_state("finished")
+        return self._result("finished", None, started)
 
     def _multi_agent_eval_env(self, split: str) -> Any:
         """The dict env (``framework="auto"``) on ``split`` with the training env's normalize / obs_mode / task_kwargs."""

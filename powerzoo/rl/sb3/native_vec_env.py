@@ -13,7 +13,7 @@ num_envs=N, autoreset_mode="same_step")``), so one SB3 step is one batched step:
     PPO("MlpPolicy", venv, n_steps=64).learn(100_000)
 
 :func:`make_native_vec_env` builds that (with ``VecMonitor`` for SB3's ``ep_rew_mean``) from a
-run config's env options; the :class:`~powerzoo.rl.sb3.trainer.Trainer` uses it by default
+run config's env options; the :func:`~powerzoo.rl.trainer.Trainer` uses it by default
 (``vec_env: native``). :class:`BatchedVecEnv` holds what every SB3 ``VecEnv`` over one batched
 PowerZoo env shares (attribute access, seeds and options of the next reset).
 """

@@ -75,11 +75,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from powerzoo.rl.step.episode_stats import EpisodeStats
-from powerzoo.rl.step.sb3_collection import SB3Collection, is_on_policy
-from powerzoo.rl.step.envs import attach_train_env, cost_names, wrap_eval_env
-from powerzoo.rl.step.progress import ModeBars
 from powerzoo.rl.step.config import StepTrainerConfig, coerce_step_trainer_config, is_count
+from powerzoo.rl.step.envs import attach_train_env, cost_names, wrap_eval_env
+from powerzoo.rl.step.episode_stats import EpisodeStats
+from powerzoo.rl.step.progress import ModeBars
+from powerzoo.rl.step.sb3_collection import SB3Collection, is_on_policy
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm

@@ -1,0 +1,179 @@
+"""One face for every trainer: the :class:`TrainerProtocol` and the factories that build trainers.
+
+::
+
+    from powerzoo.rl import Trainer
+
+    trainer = Trainer("battery_arbitrage", algorithm="PPO", total_timesteps=100_000, seed=0)
+    result = trainer.train()                       # run folder, evaluations, checkpoints
+    trainer.evaluate(split="test")                 # mean/std return, costs, normalised score
+    trainer.save("my_model")                       # model + normalisation statistics + config
+    Trainer.load("my_model").evaluate()            # a new trainer; trainer.load(path) loads into it
+    Trainer.resume("runs/PPO-battery_arbitrage-seed0-20261121-101500")   # after a crash
+
+``Trainer(...)`` is :func:`make_trainer`: it resolves the run config and builds the trainer of the
+algorithm's family (:func:`powerzoo.rl.algorithms.trainer_class`):
+
+- SB3 algorithms on single-agent tasks: :class:`~powerzoo.rl.sb3.trainer.SB3Trainer`;
+- SB3 algorithms on multi-agent tasks (one shared policy, or independent learners):
+  :class:`~powerzoo.rl.sb3.multi_agent.SB3MultiAgentTrainer`;
+- ``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L``: :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer`.
+
+Each is a :class:`~powerzoo.rl.trainer_base.TrainerBase` and satisfies :class:`TrainerProtocol`.
+``Trainer.load`` / ``Trainer.resume`` / ``Trainer.from_checkpoint`` read a run folder's config
+and build the matching trainer the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from powerzoo.rl import run_dir as rd
+from powerzoo.rl.config import TrainConfig, resolve_config
+from powerzoo.rl.result import TrainResult
+from powerzoo.rl.trainer_base import MODEL_CHOICES, TrainerBase
+
+__all__ = [
+    "Trainer",
+    "TrainerProtocol",
+    "TrainResult",
+    "MODEL_CHOICES",
+    "make_trainer",
+    "load_trainer",
+    "resume_trainer",
+    "trainer_from_checkpoint",
+]
+
+
+@runtime_checkable
+class TrainerProtocol(Protocol):
+    """What every PowerZoo trainer offers, whatever trains underneath."""
+
+    @property
+    def task(self) -> str: ...
+
+    @property
+    def algorithm(self) -> str: ...
+
+    def train(
+        self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
+    ) -> TrainResult: ...
+
+    def evaluate(
+        self,
+        split: str = "test",
+        n_episodes: int | None = None,
+        deterministic: bool = True,
+        seed: int = 0,
+    ) -> dict[str, Any]: ...
+
+    def save(self, path: str | Path) -> Path: ...
+
+    def load(self, path: str | Path, model: str = "final") -> TrainerProtocol: ...
+
+    def resume(
+        self, run_dir: str | Path, stop_conditions: Sequence[Any] | None = None
+    ) -> TrainerProtocol: ...
+
+    def policy(self, deterministic: bool = True) -> Any: ...
+
+
+def _build(config: TrainConfig) -> TrainerBase:
+    return config.build()
+
+
+def make_trainer(
+    task_or_config: Any,
+    algorithm: str | None = None,
+    total_timesteps: int | None = None,
+    seed: int | None = None,
+    **kwargs: Any,
+) -> TrainerBase:
+    """The trainer for a task or run config (envs and models are built on first use).
+
+    Args:
+        task_or_config: a task name, a :class:`~powerzoo.rl.config.TrainConfig`, a dict of config
+            fields, or a YAML/JSON run-config path.
+        algorithm: ``"PPO"``, ``"A2C"``, ``"SAC"``, ``"TD3"``, ``"DDPG"`` or, on multi-agent
+            tasks, ``"MAPPO"``, ``"IPPO"``, ``"MAPPO-L"``, ``"IPPO-L"`` (default from the
+            config, else PPO).
+        total_timesteps: training budget in env steps (default from the config, else 100,000).
+        seed: seeds the model, the training envs and the evaluation (default 0).
+        **kwargs: other config fields (``n_envs=8``, ``evaluation={...}``, ``output_dir=...``),
+            ``make_env`` options (``normalize``, ``split``, ``reward``, ...), or algorithm
+            arguments (``learning_rate=1e-3``, ``gamma=0.999``); unknown names raise
+            ``ValueError``.
+    """
+    overrides = {"algorithm": algorithm, "total_timesteps": total_timesteps, "seed": seed}
+    return _build(resolve_config(task_or_config, {**overrides, **kwargs}))
+
+
+def _run_config(path: Path) -> TrainConfig:
+    if not (path / rd.CONFIG_FILE).is_file():
+        raise FileNotFoundError(
+            f"{path} has no {rd.CONFIG_FILE}: not a PowerZoo model or run folder"
+        )
+    return TrainConfig.from_file(path / rd.CONFIG_FILE)
+
+
+def load_trainer(path: str | Path, model: str = "final") -> TrainerBase:
+    """A new trainer holding the model saved in ``path`` (a saved folder or a run folder).
+
+    ``Trainer.load(path)`` is this function; ``trainer.load(path)`` on an existing trainer loads
+    into that trainer instead (:meth:`~powerzoo.rl.trainer_base.TrainerBase.load`).
+
+    Args:
+        path: a folder written by ``save`` or a run folder (``config.yaml`` inside).
+        model: in a run folder, ``"final"``, ``"best"`` (best evaluated) or ``"latest"``
+            (newest checkpoint).
+    """
+    path = Path(path)
+    if model not in MODEL_CHOICES:
+        raise ValueError(f"model must be one of {MODEL_CHOICES}, got {model!r}")
+    return _build(_run_config(path)).load(path, model)
+
+
+def trainer_from_checkpoint(run_dir: str | Path) -> TrainerBase:
+    """A trainer positioned at the newest checkpoint of ``run_dir``, ready to ``train`` on."""
+    run_dir = Path(run_dir)
+    if not (run_dir / rd.CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"{run_dir} is not a run folder (no {rd.CONFIG_FILE})")
+    return _build(_run_config(run_dir)).restore_checkpoint(run_dir)
+
+
+def resume_trainer(
+    run_dir: str | Path, stop_conditions: Sequence[Any] | None = None
+) -> TrainerBase:
+    """Continue the run in ``run_dir`` from its newest checkpoint up to its budget.
+
+    Model, normalisation statistics, replay buffer, step counter, RNG state, evaluation history
+    and the TensorBoard run continue; a run stopped by a stop condition is returned as is. The
+    result is in ``trainer.result``.
+    """
+    run_dir = Path(run_dir)
+    if not (run_dir / rd.CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"{run_dir} is not a run folder (no {rd.CONFIG_FILE})")
+    return _build(_run_config(run_dir)).resume(run_dir, stop_conditions)
+
+
+def Trainer(  # noqa: N802 (the documented name of the factory)
+    task_or_config: Any,
+    algorithm: str | None = None,
+    total_timesteps: int | None = None,
+    seed: int | None = None,
+    **kwargs: Any,
+) -> TrainerBase:
+    """Build the trainer of a task or run config: :func:`make_trainer` under its documented name.
+
+    ``Trainer.load(path, model=...)``, ``Trainer.resume(run_dir)`` and
+    ``Trainer.from_checkpoint(run_dir)`` are :func:`load_trainer`, :func:`resume_trainer` and
+    :func:`trainer_from_checkpoint`.
+    """
+    return make_trainer(task_or_config, algorithm, total_timesteps, seed, **kwargs)
+
+
+Trainer.load = load_trainer  # type: ignore[attr-defined]
+Trainer.resume = resume_trainer  # type: ignore[attr-defined]
+Trainer.from_checkpoint = trainer_from_checkpoint  # type: ignore[attr-defined]

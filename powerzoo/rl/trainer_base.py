@@ -1,0 +1,248 @@
+"""What every trainer shares: its config and task, its run folder, its run state and evaluation.
+
+:class:`TrainerBase` holds the run state the SB3 trainers (:mod:`powerzoo.rl.sb3`) and the native
+multi-agent trainer (:mod:`powerzoo.rl.mappo`) have in common: the resolved run config, the task
+spec, the run folder (planned before anything is written, created once everything that can fail
+was built), ``run_state.json``, the evaluation history and the result. Each backend adds how it
+trains, saves, loads, resumes and acts; :mod:`powerzoo.rl.trainer` builds the right one.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from powerzoo.fileio import read_json, write_json
+from powerzoo.rl import run_dir as rd
+from powerzoo.rl.algorithms import trainer_class
+from powerzoo.rl.config import TrainConfig
+from powerzoo.rl.result import TrainResult
+from powerzoo.tasks.registry import task_spec
+
+__all__ = ["TrainerBase", "MODEL_CHOICES"]
+
+MODEL_CHOICES = ("final", "best", "latest")
+"""Which model of a run folder ``load`` reads: the final one, the best evaluated one, the newest
+checkpoint."""
+
+
+class TrainerBase(abc.ABC):
+    """Run state shared by every trainer; subclasses implement training, persistence and acting.
+
+    Args:
+        config: a validated run config (:class:`~powerzoo.rl.config.TrainConfig`).
+    """
+
+    def __init__(self, config: TrainConfig) -> None:
+        self.config = config
+        self.spec = task_spec(config.task, **config.env.task_kwargs)
+        self.run_dir: Path | None = None
+        self.evaluations: list[dict[str, Any]] = []
+        self.result: TrainResult | None = None
+        self._purge_step: int | None = None  # TensorBoard steps hidden after a resume
+        self._planned_dir: Path | None = None
+
+    # ---- facts -----------------------------------------------------------------------------------
+    @property
+    def task(self) -> str:
+        """The task's registered name."""
+        return self.config.task
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithm's canonical name (``PPO``, ``SAC``, ``MAPPO``, ...)."""
+        return self.config.algorithm
+
+    @property
+    def is_multi_agent(self) -> bool:
+        """Whether the task has several agents."""
+        return self.spec.agent_mode == "multi"
+
+    @property
+    def gamma(self) -> float:
+        """The discount factor: ``algorithm_kwargs.gamma`` if given, else the task's own."""
+        gamma = self.config.algorithm_kwargs.get("gamma")
+        return float(self.spec.gamma if gamma is None else gamma)
+
+    # ---- the protocol each backend implements -----------------------------------------------------
+    @abc.abstractmethod
+    def train(
+        self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
+    ) -> TrainResult:
+        """Train until the budget or a stop condition; writes the run folder."""
+
+    @abc.abstractmethod
+    def save(self, path: str | Path) -> Path:
+        """Write the trained model(s) and the resolved config into folder ``path``."""
+
+    def load(self, path: str | Path, model: str = "final") -> TrainerBase:
+        """Load a saved folder or run folder into this trainer and return it.
+
+        The saved config, model(s), normalisation statistics and run folder replace the
+        trainer's own; the saved run must be of this trainer's task and kind (else
+        ``ValueError``: use ``powerzoo.rl.Trainer.load(path)`` for a new trainer). To train a
+        saved SB3 model further with new settings, start a trainer with ``init_model=``.
+
+        Args:
+            path: a folder written by :meth:`save` or a run folder (``config.yaml`` inside).
+            model: in a run folder, ``"final"``, ``"best"`` (best evaluated) or ``"latest"``
+                (newest checkpoint).
+        """
+        path = Path(path)
+        if model not in MODEL_CHOICES:
+            raise ValueError(f"model must be one of {MODEL_CHOICES}, got {model!r}")
+        if not (path / rd.CONFIG_FILE).is_file():
+            raise FileNotFoundError(
+                f"{path} has no {rd.CONFIG_FILE}: not a PowerZoo model or run folder"
+            )
+        config = TrainConfig.from_file(path / rd.CONFIG_FILE)
+        if config.task != self.task:
+            raise ValueError(
+                f"{path} holds a {config.task} model but this trainer is for {self.task}; "
+                f"use Trainer.load({str(path)!r}) for a new trainer"
+            )
+        kind = trainer_class(config.algorithm, self.is_multi_agent)
+        if kind is not type(self):
+            raise ValueError(
+                f"{path} holds a {config.algorithm} run ({kind.__name__}); this trainer is a "
+                f"{type(self).__name__}: use Trainer.load({str(path)!r})"
+            )
+        fresh = type(self)(config)
+        fresh._load_files(path, model)
+        self.close()  # this trainer drops its own model, envs and run folder for the loaded ones
+        vars(self).update(vars(fresh))
+        return self
+
+    @abc.abstractmethod
+    def _load_files(self, path: Path, model: str) -> None:
+        """Read the model(s) that ``path`` keeps under ``model`` into this fresh trainer."""
+
+    @abc.abstractmethod
+    def restore_checkpoint(self, run_dir: str | Path) -> TrainerBase:
+        """Position this fresh trainer at the newest checkpoint of ``run_dir``; returns it."""
+
+    def resume(
+        self, run_dir: str | Path, stop_conditions: Sequence[Any] | None = None
+    ) -> TrainerBase:
+        """Continue ``run_dir`` from its newest checkpoint up to its budget; returns this trainer.
+
+        A run that a stop condition ended is restored but not trained further.
+        """
+        run_dir = Path(run_dir)
+        self.restore_checkpoint(run_dir)
+        state_file = run_dir / rd.STATE_FILE
+        if state_file.is_file() and read_json(state_file).get("status") == "stopped":
+            return self
+        self.train(stop_conditions=stop_conditions)
+        return self
+
+    @abc.abstractmethod
+    def policy(self, deterministic: bool = True) -> Any:
+        """The trained agent(s) behind the benchmark policy interface."""
+
+    @abc.abstractmethod
+    def make_eval_env(self, split: str, objective: bool = False) -> Any:
+        """An evaluation env on ``split`` with the training env's options (``objective=True``
+        drops a ``reward=`` override)."""
+
+    def close(self) -> None:  # noqa: B027 (a hook: most backends hold nothing to close)
+        """Release envs, workers and log writers."""
+
+    # ---- run folder and run state ----------------------------------------------------------------
+    def _set_torch_threads(self) -> None:
+        if self.config.torch_threads is not None:
+            import torch
+
+            torch.set_num_threads(self.config.torch_threads)
+
+    def _planned_run_dir(self) -> Path:
+        """The folder :meth:`_ensure_run_dir` will use; ``FileExistsError`` if it holds a run.
+
+        Writes nothing, so a config that fails later leaves no folder behind.
+        """
+        if self.run_dir is not None:
+            return self.run_dir
+        if self._planned_dir is None:
+            cfg = self.config
+            name = cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed)
+            self._planned_dir = Path(cfg.output_dir) / name
+        if (self._planned_dir / rd.CONFIG_FILE).exists():
+            raise FileExistsError(
+                f"run folder {self._planned_dir} already holds a run; resume it with "
+                f"`powerzoo resume {self._planned_dir}` or choose another name"
+            )
+        return self._planned_dir
+
+    def _ensure_run_dir(self) -> Path:
+        """Create the run folder and its ``config.yaml`` (once everything that can fail was built)."""
+        if self.run_dir is None:
+            run_dir = self._planned_run_dir()
+            run_dir.mkdir(parents=True, exist_ok=True)
+            self.config.to_file(run_dir / rd.CONFIG_FILE)
+            self.run_dir = run_dir
+        return self.run_dir
+
+    def _write_state(self, status: str, stop_reason: str | None = None, **extra: Any) -> None:
+        """Write ``run_state.json``: status, stop reason, step counters, task and algorithm."""
+        write_json(
+            self.run_dir / rd.STATE_FILE,
+            {
+                "status": status,
+                "stop_reason": stop_reason,
+                "num_timesteps": self.num_timesteps,
+                **extra,
+                "total_timesteps": self.config.budget_timesteps(),
+                "task": self.task,
+                "algorithm": self.algorithm,
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+        )
+
+    def _result(self, status: str, stop_reason: str | None, started: float) -> TrainResult:
+        """Keep and return the :class:`TrainResult` of a run that started at ``started``."""
+        self.result = TrainResult(
+            self.run_dir,
+            self.num_timesteps,
+            status,
+            stop_reason,
+            list(self.evaluations),
+            time.perf_counter() - started,
+        )
+        return self.result
+
+    # ---- evaluation ------------------------------------------------------------------------------
+    def evaluate(
+        self,
+        split: str = "test",
+        n_episodes: int | None = None,
+        deterministic: bool = True,
+        seed: int = 0,
+    ) -> dict[str, Any]:
+        """Evaluate the agent(s) on ``split``: one episode per start day, without exploration noise.
+
+        ``n_episodes=None`` runs every day of the split (the protocol of the baselines table, so
+        ``normalized_score`` compares like with like); ``n_episodes=k`` runs k days spread evenly.
+        Returns ``mean_return`` / ``std_return`` / ``iqm_return`` (task units, e.g. $ per episode;
+        the team return on multi-agent tasks), ``mean_costs`` per constraint (physical units per
+        episode), ``violation_rate``, ``mean_length`` and ``normalized_score`` (0 = random,
+        1 = oracle; ``None`` when the baselines table has no entry for this task and split).
+        Returns are the task's own objective: a ``reward=`` the agent trained on is not applied.
+        """
+        from powerzoo.benchmarks.baselines import score_or_none, select_days
+        from powerzoo.benchmarks.evaluation import evaluate_days
+        from powerzoo.envs.introspect import task_of
+
+        if n_episodes is not None and (isinstance(n_episodes, bool) or int(n_episodes) < 1):
+            raise ValueError(f"n_episodes must be a positive int or None, got {n_episodes!r}")
+        env = self.make_eval_env(split, objective=True)
+        n_days = task_of(env).n_days
+        days = list(range(n_days)) if n_episodes is None else select_days(n_days, int(n_episodes))
+        summary = evaluate_days(self.policy(deterministic), env, days, seed=seed)
+        summary["split"] = split
+        summary["normalized_score"] = (
+            score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
+        )
+        return summary
