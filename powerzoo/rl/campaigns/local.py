@@ -15,7 +15,8 @@ from typing import Any
 from powerzoo.fileio import read_json, write_json
 from powerzoo.progress import progress_bar
 from powerzoo.rl.campaigns.gather import CampaignOutcome, gather
-from powerzoo.rl.campaigns.spec import CampaignSpec, load_campaign
+from powerzoo.rl.campaigns.parse import load_campaign
+from powerzoo.rl.campaigns.spec import CampaignSpec
 from powerzoo.rl.campaigns.trial import read_record, run_trial
 
 __all__ = ["run_local", "CAMPAIGN_FILE", "check_out_dir", "as_campaign"]

@@ -1,4 +1,4 @@
-"""Campaign files: parse and validate a YAML campaign, expand it into trials with stable ids.
+"""Campaign files and their trials: the format, and the specs a campaign expands into.
 
 A campaign file (YAML, read with ``yaml.safe_load``; nothing in it runs as code)::
 
@@ -35,7 +35,8 @@ setting's config file (or just the task), the campaign budget (then ``per_task``
 ``overrides`` and ``algorithm_kwargs``, then the fields the campaign owns (no checkpoints, no
 TensorBoard, no progress bar, one torch thread, the run folder inside the trial folder). Every
 trial's config is validated here (:class:`~powerzoo.rl.config.TrainConfig`), so a bad key fails
-before anything trains.
+before anything trains
+(:mod:`powerzoo.rl.campaigns.parse`).
 
 ``rllib_ppo`` trials (RLlib PPO on a multi-agent task; :mod:`powerzoo.integrations.rllib`) take
 the setting keys ``sharing`` (``shared`` | ``per_group`` | ``per_agent``), ``training``
@@ -48,21 +49,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
-
-import yaml
-
-from powerzoo.rl.config import ConfigError, TrainConfig
 
 __all__ = [
     "CampaignError",
     "CampaignSpec",
     "TrialSpec",
-    "load_campaign",
-    "parse_campaign",
     "RLLIB_PPO",
     "SHARING_MODES",
     "MODEL_CHOICES",
@@ -71,15 +64,6 @@ __all__ = [
 RLLIB_PPO = "rllib_ppo"
 SHARING_MODES = ("shared", "per_group", "per_agent")
 MODEL_CHOICES = ("best", "final")
-_TOP_KEYS = {"name", "tasks", "seeds", "budget", "evaluation", "algorithms", "ray"}
-_BUDGET_KEYS = {"total_timesteps", "episodes", "n_envs"}
-_EVAL_KEYS = {"split", "episodes", "baselines", "model", "plots"}
-_ALGO_KEYS = {"tasks", "settings"}
-_SETTING_KEYS = {"config", "algorithm_kwargs", "overrides"}
-_RLLIB_KEYS = {"sharing", "training", "num_env_runners", "num_envs_per_env_runner", "env"}
-_RAY_KEYS = {"cpus_per_trial", "max_concurrent_trials"}
-_CAMPAIGN_OWNED = {"task", "algorithm", "seed", "output_dir", "name"}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class CampaignError(ValueError):
@@ -163,7 +147,7 @@ class CampaignSpec:
             "model": self.model,
             "trials": [(t.trial_id, t.config_hash) for t in self.trials],
         }
-        return _hash(data)
+        return config_hash(data)
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -171,386 +155,5 @@ class CampaignSpec:
         return data
 
 
-def _hash(data: Any) -> str:
+def config_hash(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def load_campaign(path: str | Path) -> CampaignSpec:
-    """Read and validate a campaign YAML file (paths inside it are relative to the file)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"campaign file {path} not found")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise CampaignError(f"campaign {path}: not valid YAML: {err}") from None
-    return parse_campaign(data, base_dir=path.parent, source=str(path), default_name=path.stem)
-
-
-def _fail(where: str, message: str) -> CampaignError:
-    return CampaignError(f"{where}: {message}")
-
-
-def _check_keys(where: str, section: Any, allowed: set[str], field: str) -> dict[str, Any]:
-    if section is None:
-        return {}
-    if not isinstance(section, Mapping):
-        raise _fail(where, f"'{field}' must be a mapping, got {type(section).__name__}")
-    unknown = sorted(set(section) - allowed)
-    if unknown:
-        raise _fail(
-            where,
-            f"unknown key(s) {', '.join(repr(f'{field}.{k}') for k in unknown)}; "
-            f"valid: {', '.join(sorted(allowed))}",
-        )
-    return dict(section)
-
-
-def parse_campaign(
-    data: Any, base_dir: str | Path = ".", source: str | None = None, default_name: str = "campaign"
-) -> CampaignSpec:
-    """Validate a campaign mapping (the parsed YAML) and expand its trials; ``CampaignError`` on bad input."""
-    from powerzoo.benchmarks.policies import BASELINE_POLICIES
-    from powerzoo.tasks import list_tasks, task_spec
-
-    where = f"campaign {source}" if source else "campaign"
-    if not isinstance(data, Mapping):
-        raise _fail(where, f"expected a mapping of keys, got {type(data).__name__}")
-    data = _check_keys(where, data, _TOP_KEYS, "(top level)")
-    for key in ("tasks", "seeds", "algorithms"):
-        if key not in data:
-            raise _fail(where, f"missing required key {key!r}")
-    name = str(data.get("name") or default_name)
-    registered = list_tasks()
-    tasks = data["tasks"]
-    if isinstance(tasks, str):
-        tasks = [tasks]
-    if not isinstance(tasks, list) or not tasks:
-        raise _fail(where, "'tasks' must be a non-empty list of task names")
-    unknown = [t for t in tasks if t not in registered]
-    if unknown:
-        raise _fail(
-            where,
-            f"unknown task(s) {', '.join(map(repr, unknown))}; registered: {', '.join(registered)}",
-        )
-    if len(set(tasks)) != len(tasks):
-        raise _fail(where, f"'tasks' repeats a task: {tasks}")
-    seeds = data["seeds"]
-    if not isinstance(seeds, list) or not seeds:
-        raise _fail(where, "'seeds' must be a non-empty list of integers >= 0")
-    if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds) or len(
-        set(seeds)
-    ) != len(seeds):
-        raise _fail(where, f"'seeds' must be distinct integers >= 0, got {seeds}")
-
-    ev = _check_keys(where, data.get("evaluation"), _EVAL_KEYS, "evaluation")
-    split = str(ev.get("split", "test"))
-    for t in tasks:
-        if split not in task_spec(t).splits:
-            raise _fail(
-                where,
-                f"'evaluation.split': unknown split {split!r} for {t}; valid: {', '.join(task_spec(t).splits)}",
-            )
-    episodes = ev.get("episodes")
-    if episodes in ("all",):
-        episodes = None
-    if episodes is not None and (
-        isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1
-    ):
-        raise _fail(
-            where,
-            f"'evaluation.episodes' must be a positive integer or null (every day), got {episodes!r}",
-        )
-    baselines = ev.get("baselines", list(BASELINE_POLICIES)) or []
-    bad = [b for b in baselines if b not in BASELINE_POLICIES]
-    if bad:
-        raise _fail(
-            where,
-            f"'evaluation.baselines': unknown baseline(s) {', '.join(map(repr, bad))}; "
-            f"valid: {', '.join(BASELINE_POLICIES)}",
-        )
-    model = ev.get("model", "best")
-    if model not in MODEL_CHOICES:
-        raise _fail(
-            where, f"'evaluation.model' must be one of {', '.join(MODEL_CHOICES)}, got {model!r}"
-        )
-
-    ray = _check_keys(where, data.get("ray"), _RAY_KEYS, "ray")
-    cpus = ray.get("cpus_per_trial", 1)
-    if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0:
-        raise _fail(where, f"'ray.cpus_per_trial' must be a positive number, got {cpus!r}")
-    concurrent = ray.get("max_concurrent_trials")
-    if concurrent is not None and (
-        isinstance(concurrent, bool) or not isinstance(concurrent, int) or concurrent < 1
-    ):
-        raise _fail(
-            where,
-            f"'ray.max_concurrent_trials' must be a positive integer or null, got {concurrent!r}",
-        )
-
-    budget = _budget(where, data.get("budget"), tasks)
-    algorithms = data["algorithms"]
-    if not isinstance(algorithms, Mapping) or not algorithms:
-        raise _fail(
-            where, "'algorithms' must be a non-empty mapping {algorithm: {tasks, settings}}"
-        )
-    notes: list[str] = []
-    trials: list[TrialSpec] = []
-    for algo_name, entry in algorithms.items():
-        algo = _algorithm_name(where, algo_name)
-        entry = _check_keys(where, entry, _ALGO_KEYS, f"algorithms.{algo_name}")
-        algo_tasks = _algorithm_tasks(where, algo, algo_name, entry.get("tasks"), tasks, notes)
-        settings = entry.get("settings") or {"default": {}}
-        if not isinstance(settings, Mapping):
-            raise _fail(
-                where, f"'algorithms.{algo_name}.settings' must be a mapping {{name: setting}}"
-            )
-        for setting_name, setting in settings.items():
-            field = f"algorithms.{algo_name}.settings.{setting_name}"
-            if not isinstance(setting_name, str) or not _NAME.match(setting_name):
-                raise _fail(where, f"{field}: a setting name takes letters, digits, '.', '_', '-'")
-            allowed = _RLLIB_KEYS if algo == RLLIB_PPO else _SETTING_KEYS
-            setting = _check_keys(where, setting, allowed, field)
-            for task in algo_tasks:
-                config = (
-                    _rllib_config(where, field, task, setting, budget[task])
-                    if algo == RLLIB_PPO
-                    else _train_config(
-                        where, field, task, algo, setting, budget[task], Path(base_dir)
-                    )
-                )
-                for seed in seeds:
-                    cfg = {**config, "seed": int(seed)}
-                    trials.append(
-                        TrialSpec(
-                            f"{task}-{algo}-{setting_name}-seed{seed}",
-                            task,
-                            algo,
-                            setting_name,
-                            int(seed),
-                            cfg,
-                            _hash(cfg),
-                        )
-                    )
-    if not trials:
-        raise _fail(where, "no trials: no algorithm can train any of the campaign's tasks")
-    ids = [t.trial_id for t in trials]
-    if len(set(ids)) != len(ids):
-        raise _fail(
-            where,
-            f"an algorithm is listed twice (trial ids repeat: {sorted({i for i in ids if ids.count(i) > 1})[:3]})",
-        )
-    return CampaignSpec(
-        name,
-        tuple(tasks),
-        tuple(int(s) for s in seeds),
-        split,
-        episodes,
-        tuple(baselines),
-        model,
-        bool(ev.get("plots", True)),
-        tuple(trials),
-        float(cpus),
-        concurrent,
-        tuple(notes),
-        source,
-    )
-
-
-def _budget(where: str, section: Any, tasks: list[str]) -> dict[str, dict[str, Any]]:
-    """``{task: {total_timesteps | episodes, n_envs}}`` from the campaign's ``budget`` section."""
-    section = _check_keys(where, section, _BUDGET_KEYS | {"per_task"}, "budget")
-    per_task = section.pop("per_task", None) or {}
-    if not isinstance(per_task, Mapping):
-        raise _fail(where, "'budget.per_task' must be a mapping {task: {total_timesteps, n_envs}}")
-    stray = [t for t in per_task if t not in tasks]
-    if stray:
-        raise _fail(
-            where, f"'budget.per_task' names task(s) outside 'tasks': {', '.join(map(repr, stray))}"
-        )
-    out = {}
-    for task in tasks:
-        merged = {
-            **section,
-            **_check_keys(where, per_task.get(task), _BUDGET_KEYS, f"budget.per_task.{task}"),
-        }
-        for key, value in merged.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise _fail(where, f"'budget.{key}' must be a positive integer, got {value!r}")
-        if "total_timesteps" in merged and "episodes" in merged:
-            raise _fail(where, f"budget of {task}: give total_timesteps or episodes, not both")
-        out[task] = merged
-    return out
-
-
-def _algorithm_name(where: str, name: Any) -> str:
-    from powerzoo.rl.algorithms import ALL_ALGORITHMS
-
-    if isinstance(name, str) and name.lower() == RLLIB_PPO:
-        return RLLIB_PPO
-    if isinstance(name, str) and name.upper() in ALL_ALGORITHMS:
-        return name.upper()
-    raise _fail(
-        where, f"unknown algorithm {name!r}; valid: {', '.join(ALL_ALGORITHMS)}, {RLLIB_PPO}"
-    )
-
-
-def _can_train(algo: str, task: str) -> bool:
-    from powerzoo.rl.algorithms import algorithms_for
-    from powerzoo.tasks import task_spec
-
-    spec = task_spec(task)
-    if algo == RLLIB_PPO:
-        return spec.agent_mode == "multi"
-    return algo in algorithms_for(spec)
-
-
-def _algorithm_tasks(
-    where: str, algo: str, name: str, listed: Any, tasks: list[str], notes: list[str]
-) -> list[str]:
-    if listed is None:
-        fit = [t for t in tasks if _can_train(algo, t)]
-        notes.extend(
-            f"{t}: no {algo} trials ({algo} cannot train this task)" for t in tasks if t not in fit
-        )
-        return fit
-    if isinstance(listed, str):
-        listed = [listed]
-    if not isinstance(listed, list) or not listed:
-        raise _fail(
-            where, f"'algorithms.{name}.tasks' must be a non-empty list of the campaign's tasks"
-        )
-    stray = [t for t in listed if t not in tasks]
-    if stray:
-        raise _fail(
-            where,
-            f"'algorithms.{name}.tasks' names task(s) outside 'tasks': {', '.join(map(repr, stray))}",
-        )
-    bad = [t for t in listed if not _can_train(algo, t)]
-    if bad:
-        raise _fail(
-            where,
-            f"'algorithms.{name}.tasks': {algo} cannot train {', '.join(bad)}"
-            + (" (rllib_ppo is for multi-agent tasks)" if algo == RLLIB_PPO else ""),
-        )
-    return list(dict.fromkeys(listed))
-
-
-def _base_config(where: str, field: str, task: str, config: Any, base_dir: Path) -> dict[str, Any]:
-    if config is None:
-        return {"task": task}
-    if isinstance(config, Mapping):
-        if task not in config:
-            return {"task": task}
-        config = config[task]
-    path = Path(config)
-    if not path.is_absolute():
-        path = base_dir / path
-    try:
-        data = TrainConfig.from_file(path).to_dict()
-    except (ConfigError, FileNotFoundError) as err:
-        raise _fail(where, f"{field}.config: {err}") from None
-    if data["task"] != task:
-        raise _fail(
-            where,
-            f"{field}.config: {path} is a {data['task']} config, not {task} (give {{task: path}} "
-            "per task)",
-        )
-    return data
-
-
-def _train_config(
-    where: str,
-    field: str,
-    task: str,
-    algo: str,
-    setting: dict[str, Any],
-    budget: dict[str, Any],
-    base_dir: Path,
-) -> dict[str, Any]:
-    """The resolved, validated run-config dict of one (task, algorithm, setting), seed and folder left out."""
-    data = _base_config(where, field, task, setting.get("config"), base_dir)
-    data.update(task=task, algorithm=algo)
-    if budget:
-        if "total_timesteps" in budget or "episodes" in budget:
-            data["total_timesteps"], data["episodes"] = (
-                budget.get("total_timesteps"),
-                budget.get("episodes"),
-            )
-        if "n_envs" in budget:
-            data["n_envs"] = budget["n_envs"]
-    overrides = setting.get("overrides") or {}
-    if not isinstance(overrides, Mapping):
-        raise _fail(where, f"{field}.overrides must be a mapping of run-config fields")
-    owned = sorted(set(overrides) & _CAMPAIGN_OWNED)
-    if owned:
-        raise _fail(
-            where,
-            f"{field}.overrides: {', '.join(owned)} set by the campaign (tasks, algorithms, seeds, --out)",
-        )
-    for key, value in overrides.items():
-        section = data.get(key)
-        merge = (
-            isinstance(value, Mapping)
-            and isinstance(section, Mapping)
-            and key != "algorithm_kwargs"
-        )
-        data[key] = {**section, **value} if merge else value
-    kwargs = setting.get("algorithm_kwargs") or {}
-    if not isinstance(kwargs, Mapping):
-        raise _fail(where, f"{field}.algorithm_kwargs must be a mapping")
-    data["algorithm_kwargs"] = {**(data.get("algorithm_kwargs") or {}), **kwargs}
-    logging = {**(data.get("logging") or {}), "tensorboard": False, "progress_bar": False}
-    data.update(
-        checkpoint=None,
-        logging=logging,
-        torch_threads=1,
-        init_model=data.get("init_model"),
-        output_dir="runs",
-        name=None,
-    )
-    if "checkpoint" in overrides:
-        data["checkpoint"] = overrides["checkpoint"]
-    try:
-        resolved = TrainConfig.from_dict({**data, "seed": 0}, source=None).to_dict()
-    except ConfigError as err:
-        raise _fail(where, f"{field} on {task}: {str(err).removeprefix('config: ')}") from None
-    for key in ("seed", "output_dir", "name"):
-        resolved.pop(key)
-    return resolved
-
-
-def _rllib_config(
-    where: str, field: str, task: str, setting: dict[str, Any], budget: dict[str, Any]
-) -> dict[str, Any]:
-    sharing = setting.get("sharing", "shared")
-    if sharing not in SHARING_MODES:
-        raise _fail(
-            where, f"{field}.sharing must be one of {', '.join(SHARING_MODES)}, got {sharing!r}"
-        )
-    if "total_timesteps" not in budget:
-        raise _fail(where, f"budget of {task}: rllib_ppo trials need total_timesteps (env steps)")
-    for key in ("training", "env"):
-        if not isinstance(setting.get(key) or {}, Mapping):
-            raise _fail(where, f"{field}.{key} must be a mapping")
-    runners = setting.get("num_env_runners", 0)
-    per_runner = setting.get("num_envs_per_env_runner", 1)
-    if (
-        not isinstance(runners, int)
-        or runners < 0
-        or not isinstance(per_runner, int)
-        or per_runner < 1
-    ):
-        raise _fail(
-            where, f"{field}: num_env_runners must be >= 0 and num_envs_per_env_runner >= 1"
-        )
-    return {
-        "task": task,
-        "algorithm": RLLIB_PPO,
-        "sharing": sharing,
-        "total_timesteps": int(budget["total_timesteps"]),
-        "training": dict(setting.get("training") or {}),
-        "env": dict(setting.get("env") or {}),
-        "num_env_runners": runners,
-        "num_envs_per_env_runner": per_runner,
-    }
