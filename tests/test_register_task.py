@@ -303,6 +303,12 @@ class OtherGymId(ToyStore):
         return dataclasses.replace(ToyStore.make_spec(), gym_id="powerzoo/BatteryArbitrage-v0")
 
 
+class SpecNeedsArguments(ToyStore):
+    @classmethod
+    def make_spec(cls, capacity_mwh: float) -> TaskSpec:
+        return ToyStore.make_spec(capacity_mwh)
+
+
 @pytest.mark.parametrize(
     ("name", "entry_point", "kwargs", "error", "match"),
     [
@@ -315,6 +321,7 @@ class OtherGymId(ToyStore):
         ("toy", ToyStore.make_spec, {}, TypeError, "subclass of powerzoo.tasks.base.Task"),
         ("toy", HalfATask, {}, TypeError, "does not implement observe, reset, step"),
         ("toy", ToyStore, {}, ValueError, "names the task 'toy_store'"),
+        (STORE, SpecNeedsArguments, {"overwrite": True}, TypeError, "without arguments"),
         (STORE, ToyStore, {"gym_id": "x/Y-v0", "overwrite": True}, ValueError, "declares"),
         (STORE, OtherGymId, {"overwrite": True}, ValueError, "belongs to task 'battery_arb"),
     ],

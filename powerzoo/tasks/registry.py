@@ -154,8 +154,8 @@ def get_task_class(name: str) -> type[Task]:
         task_class, spec = _checked_class(name, getattr(module, attribute), entry.gym_id)
         if entry.gym_id is None and spec.gym_id is not None:
             _check_gym_id_free(name, spec.gym_id)
-            entry.gym_id = spec.gym_id
             _announce(name, spec.gym_id)
+            entry.gym_id = spec.gym_id
         entry.task_class = task_class
     return entry.task_class
 
@@ -206,7 +206,13 @@ def _checked_class(name: str, task_class: Any, gym_id: str | None) -> tuple[type
     if inspect.isabstract(task_class):
         missing = ", ".join(sorted(task_class.__abstractmethods__))
         raise TypeError(f"task {name!r}: {task_class.__qualname__} does not implement {missing}")
-    spec = task_class.make_spec()
+    try:
+        spec = task_class.make_spec()
+    except TypeError as error:
+        raise TypeError(
+            f"task {name!r}: {task_class.__qualname__}.make_spec() must work without arguments "
+            f"(the default parameters): {error}"
+        ) from error
     if spec.task_id != name:
         raise ValueError(
             f"task {name!r}: {task_class.__qualname__}.make_spec() names the task "
