@@ -72,7 +72,8 @@ class PowerZooEnv(TaskMetadata, gym.Env):
         return obs[0], scalar_info(self.runner.reset_info())
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """One step; after the episode ended (terminated or truncated) ``step`` raises until ``reset``."""
+        """One step; after the episode ended (terminated or truncated) ``step`` raises until
+        ``reset``."""
         if self._episode_over:
             raise RuntimeError("episode is over; call reset()")
         obs, reward, terminated, truncated, info = self.runner.step(action)

@@ -20,8 +20,8 @@ class EnvFacts:
     """The PowerZoo facts of one env (see :func:`inspect_env`).
 
     ``obs_scaler`` / ``action_scaler`` are the :class:`~powerzoo.envs.scaling.AffineScaler`
-    of ``normalize=True`` (``None`` in physical units); ``agents`` is ``None`` for single-agent envs;
-    ``num_envs`` is ``None`` for an env that runs one episode at a time.
+    of ``normalize=True`` (``None`` in physical units); ``agents`` is ``None`` for single-agent
+    envs; ``num_envs`` is ``None`` for an env that runs one episode at a time.
     """
 
     task: Any
@@ -98,7 +98,8 @@ def task_of(env: Any) -> Any:
 
 
 def agents_of(env: Any) -> list[str] | None:
-    """Agent names of a multi-agent env; ``None`` for single-agent envs (or foreign multi-agent envs' agents)."""
+    """Agent names of a multi-agent env; ``None`` for single-agent envs (or foreign multi-agent
+    envs' agents)."""
     facts = inspect_env(env)
     if facts is not None:
         return None if facts.agents is None else list(facts.agents)
@@ -127,7 +128,8 @@ def constraint_names_of(env: Any, n_costs: int | None = None) -> tuple[str, ...]
 
 
 def env_metadata(env: Any) -> dict[str, Any]:
-    """What can be said about ``env`` without stepping it: ``task``, ``split`` (``None`` if unknown)."""
+    """What can be said about ``env`` without stepping it: ``task``, ``split`` (``None`` if
+    unknown)."""
     facts = inspect_env(env)
     return {
         "task": None if facts is None else facts.task_id,

@@ -90,8 +90,8 @@ def _load_task_config(
     unknown = set(config) - set(EnvOptions.field_names())
     if unknown:
         raise ValueError(
-            f"task config ({source}): unknown field(s) {sorted(unknown)}; valid: task, task_kwargs, "
-            f"{', '.join(EnvOptions.field_names())}"
+            f"task config ({source}): unknown field(s) {sorted(unknown)}; valid: task, "
+            f"task_kwargs, {', '.join(EnvOptions.field_names())}"
         )
     return name, config, task_kwargs
 
@@ -125,8 +125,9 @@ def make_env(
         framework: ``"gymnasium"``, ``"pettingzoo"`` (multi-agent tasks) or ``"auto"``: a
             Gymnasium env for single-agent tasks; for multi-agent tasks a PettingZoo Parallel env
             whose ``step`` adds ``"__all__"`` to the done dicts (the shape RLlib uses; not an
-            RLlib ``MultiAgentEnv`` class); ``"rllib"`` (multi-agent tasks, needs ``powerzoo[ray]``):
-            :class:`~powerzoo.envs.rllib_env.PowerZooRLlibEnv`, an RLlib ``MultiAgentEnv``.
+            RLlib ``MultiAgentEnv`` class); ``"rllib"`` (multi-agent tasks, needs
+            ``powerzoo[ray]``): :class:`~powerzoo.envs.rllib_env.PowerZooRLlibEnv`, an RLlib
+            ``MultiAgentEnv``.
         num_envs: if given, a native vectorised env stepping ``num_envs`` copies per call.
         obs_mode: observation mode of multi-agent tasks (single-agent tasks have none).
         forecast_horizon: append perfect forecasts of the task's exogenous series (steps).
@@ -172,7 +173,8 @@ def build_env(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) ->
         )
     if options.obs_mode is not None:
         raise ValueError(
-            f"{name} is single-agent and has no observation modes; got obs_mode={options.obs_mode!r}"
+            f"{name} is single-agent and has no observation modes; "
+            f"got obs_mode={options.obs_mode!r}"
         )
     if options.autoreset_mode is not None and options.num_envs is None:
         raise ValueError("autoreset_mode applies to the native vector env; pass num_envs=N with it")
@@ -260,18 +262,18 @@ def _make_multi_agent_env(name: str, options: EnvOptions, task_kwargs: dict[str,
         raise ValueError(f"{name} is a multi-agent task; use framework='pettingzoo' or 'auto'")
     if options.forecast_horizon is not None:
         raise ValueError(
-            f"forecast_horizon is for single-agent tasks; {name} takes obs_mode='local_plus_forecast' "
-            "(forecasts in each agent's observation)"
+            f"forecast_horizon is for single-agent tasks; {name} takes "
+            "obs_mode='local_plus_forecast' (forecasts in each agent's observation)"
         )
     if options.autoreset_mode is not None:
         raise ValueError(
-            f"autoreset_mode is for single-agent vector envs; {name}'s multi-agent vector env resets "
-            "in the same step (info['final_obs'])"
+            f"autoreset_mode is for single-agent vector envs; {name}'s multi-agent vector env "
+            "resets in the same step (info['final_obs'])"
         )
     if options.safe_rl or options.cost_threshold is not None:
         raise ValueError(
-            f"safe_rl / cost_threshold give a single-agent 6-tuple step; on {name} every agent's info "
-            "already carries constraint_costs, selected_cost_sum and is_safe"
+            f"safe_rl / cost_threshold give a single-agent 6-tuple step; on {name} every agent's "
+            "info already carries constraint_costs, selected_cost_sum and is_safe"
         )
     get_task_class(name).make_spec(**task_kwargs).observation_spec(
         options.obs_mode
@@ -279,7 +281,8 @@ def _make_multi_agent_env(name: str, options: EnvOptions, task_kwargs: dict[str,
     if options.framework == "rllib":  # imports Ray only here
         if options.num_envs is not None:
             raise ValueError(
-                "framework='rllib' gives one env; RLlib's runners make the copies (num_envs_per_env_runner)"
+                "framework='rllib' gives one env; RLlib's runners make the copies "
+                "(num_envs_per_env_runner)"
             )
         from powerzoo.envs.rllib_env import PowerZooRLlibEnv
 

@@ -1,4 +1,5 @@
-"""Generic multi-agent adapters: PettingZoo Parallel, the ``"auto"`` dict env, and a native vector env.
+"""Generic multi-agent adapters: PettingZoo Parallel, the ``"auto"`` dict env, and a native
+vector env.
 
 All three sit on :class:`MultiAgentCore`, which turns per-agent action dicts into the task's joint
 action (agent-major, checked and clipped once by the runner) and the task's per-agent
@@ -78,7 +79,8 @@ class MultiAgentCore:
         """Dict ``{agent: [B, act_dim]}`` -> physical joint action [B, n_agents * act_dim]."""
         if not isinstance(actions, dict):
             raise ValueError(
-                f"{self.spec.task_id}: actions must be a dict keyed by agent, got {type(actions).__name__}"
+                f"{self.spec.task_id}: actions must be a dict keyed by agent, "
+                f"got {type(actions).__name__}"
             )
         if actions.keys() != self._agent_set:
             missing, unknown = set(self.agents) - set(actions), set(actions) - set(self.agents)
@@ -170,7 +172,8 @@ class MultiAgentCore:
         return self.obs_spec.names
 
     def global_state(self) -> np.ndarray:
-        """Global state [B, n_agents * obs_dim] for centralised critics: every agent's observation."""
+        """Global state [B, n_agents * obs_dim] for centralised critics: every agent's
+        observation."""
         return self.observe().reshape(self.runner.num_envs, -1)
 
 
@@ -186,7 +189,8 @@ class _TaskMetadata(TaskMetadata):
 
     @property
     def agent_groups(self) -> dict[str, list[str]]:
-        """Agents of each kind, ``{group: [agent, ...]}`` (one group ``"agents"`` if all are alike)."""
+        """Agents of each kind, ``{group: [agent, ...]}`` (one group ``"agents"`` if all are
+        alike)."""
         return {g.name: list(g.agents) for g in self.task_spec.groups}
 
     def current_date(self) -> str:
@@ -261,15 +265,16 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
 
 
 class PowerZooDictEnv(PowerZooParallelEnv):
-    """``framework="auto"`` for multi-agent tasks: a Parallel env whose done dicts add ``"__all__"``.
+    """``framework="auto"`` for multi-agent tasks: a Parallel env whose done dicts add
+    ``"__all__"``.
 
     ``"__all__"`` follows RLlib's multi-agent convention, but this is not an RLlib
     ``MultiAgentEnv`` (RLlib refuses it): use it for PowerZoo's own loops and evaluation.
 
     ``observation_space`` / ``action_space`` are also available as ``gymnasium.spaces.Dict``
     through :attr:`observation_space_dict` / :attr:`action_space_dict`; calling
-    ``env.action_space`` without an agent gives the Dict space (so ``RandomPolicy(env.action_space)``
-    samples a joint action).
+    ``env.action_space`` without an agent gives the Dict space (so
+    ``RandomPolicy(env.action_space)`` samples a joint action).
     """
 
     def __init__(
@@ -309,7 +314,7 @@ class _SpaceView(gym.spaces.Dict):
 
 
 class PowerZooMultiAgentVectorEnv(_TaskMetadata):
-    """``num_envs`` copies of a multi-agent task stepped at once (SPEC 3.1 batched dict API).
+    """``num_envs`` copies of a multi-agent task stepped at once (the batched dict API).
 
     ``step({agent: actions[N, act_dim]})`` returns ``({agent: obs[N, d]}, {agent: rewards[N]},
     {agent: terminations[N]}, {agent: truncations[N]}, info)`` where ``info`` holds batched shared
@@ -368,7 +373,8 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
         }
 
     def agent_arrays(self, per_group: dict[str, Any]) -> dict[str, np.ndarray]:
-        """``{group: [N, n_group, ...]}`` -> ``{agent: [N, ...]}``, e.g. a group's actions for :meth:`step`."""
+        """``{group: [N, n_group, ...]}`` -> ``{agent: [N, ...]}``, e.g. a group's actions for
+        :meth:`step`."""
         out: dict[str, np.ndarray] = {}
         for g, agents in self.agent_groups.items():
             values = np.asarray(per_group[g])

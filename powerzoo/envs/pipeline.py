@@ -163,7 +163,8 @@ def compile_reward(spec: TaskSpec, reward: RewardSpec) -> RewardFn | None:
     if isinstance(reward, str):
         if reward not in spec.reward_presets:
             raise ValueError(
-                f"unknown reward preset {reward!r} for {spec.task_id}; valid: {', '.join(spec.reward_presets) or 'none'}"
+                f"unknown reward preset {reward!r} for {spec.task_id}; "
+                f"valid: {', '.join(spec.reward_presets) or 'none'}"
             )
         reward = spec.reward_presets[reward]
     if not isinstance(reward, Mapping):
@@ -188,7 +189,8 @@ def compile_reward(spec: TaskSpec, reward: RewardSpec) -> RewardFn | None:
 
 
 def apply_reward(reward_fn: RewardFn | None, reward: Any, info: dict[str, Any]) -> Any:
-    """The reward the agent gets: ``reward`` itself, or ``reward_fn``'s (then ``info["task_reward"] = reward``)."""
+    """The reward the agent gets: ``reward`` itself, or ``reward_fn``'s (then
+    ``info["task_reward"] = reward``)."""
     if reward_fn is None:
         return reward
     info["task_reward"] = reward

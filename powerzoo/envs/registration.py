@@ -1,32 +1,31 @@
-"""Gymnasium registration: ``gymnasium.make("powerzoo/BatteryArbitrage-v0")`` after ``import powerzoo``.
+"""Gymnasium registration: ``gymnasium.make("powerzoo/BatteryArbitrage-v0")`` after
+``import powerzoo``.
 
-Each single-agent task is registered with an ``entry_point`` (one env) and a
-``vector_entry_point`` (the native batched env), so ``gymnasium.make_vec(id, num_envs=N)`` steps
-N copies in one numpy call. Both accept Gymnasium's standard ``render_mode`` (PowerZoo envs have
-no render modes, so only ``None``), every ``make_env`` option and the task's parameters; any
-other keyword raises ``TypeError("... unexpected keyword argument 'x' ...")`` as a Python
-function would, which is what client libraries such as TorchRL probe for.
+Every registered task whose spec has a ``gym_id`` gets that Gymnasium id, also tasks registered
+later with :func:`powerzoo.tasks.register_task` (this module listens to the task registry). Each
+id has an ``entry_point`` (one env) and a ``vector_entry_point`` (the native batched env), so
+``gymnasium.make_vec(id, num_envs=N)`` steps N copies in one numpy call. Both accept Gymnasium's
+standard ``render_mode`` (PowerZoo envs have no render modes, so only ``None``), every
+``make_env`` option and the task's parameters; any other keyword raises ``TypeError("...
+unexpected keyword argument 'x' ...")`` as a Python function would, which is what client
+libraries such as TorchRL probe for.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["register_envs", "make_registered", "make_registered_vector", "GYM_IDS"]
+__all__ = ["register_envs", "register_gym_id", "make_registered", "make_registered_vector"]
 
-# Gymnasium ids of the single-agent tasks (kept here so registering imports no task module)
-GYM_IDS = {
-    "battery_arbitrage": "powerzoo/BatteryArbitrage-v0",
-    "dc_microgrid": "powerzoo/DCMicrogrid-v0",
-    "dc_microgrid_safe": "powerzoo/DCMicrogridSafe-v0",
-    "dc_scheduling": "powerzoo/DCScheduling-v0",
-    "dso": "powerzoo/DSO-v0",
-    "tso": "powerzoo/TSO-v0",
-}
+ENTRY_POINT = "powerzoo.envs.registration:make_registered"
+VECTOR_ENTRY_POINT = "powerzoo.envs.registration:make_registered_vector"
+
+_IDS: dict[str, str] = {}  # task name -> the Gymnasium id this module registered for it
 
 
 def _check_keywords(task: str, render_mode: str | None, kwargs: dict[str, Any], entry: str) -> None:
-    """``ValueError`` for a render mode, ``TypeError`` naming a keyword neither make_env nor the task takes."""
+    """``ValueError`` for a render mode; ``TypeError`` naming a keyword that neither
+    ``make_env`` nor the task takes."""
     from powerzoo.envs.make import EnvOptions
     from powerzoo.tasks.registry import get_task_class
 
@@ -57,22 +56,49 @@ def make_registered(task: str, render_mode: str | None = None, **kwargs: Any) ->
 def make_registered_vector(
     task: str, num_envs: int = 1, render_mode: str | None = None, **kwargs: Any
 ) -> Any:
-    """Vector entry point used by ``gymnasium.make_vec``: ``make_env(task, num_envs=num_envs, **kwargs)``."""
+    """Vector entry point used by ``gymnasium.make_vec``:
+    ``make_env(task, num_envs=num_envs, **kwargs)``."""
     from powerzoo.envs.make import make_env
 
     _check_keywords(task, render_mode, kwargs, "make_registered_vector")
     return make_env(task, num_envs=num_envs, **kwargs)
 
 
-def register_envs() -> None:
-    """Register every single-agent task with Gymnasium (idempotent)."""
+def register_gym_id(task: str, gym_id: str | None) -> None:
+    """Make ``gymnasium.make(gym_id)`` build ``task`` (``None``: withdraw the task's id).
+
+    An id this module registered earlier for ``task`` under another name is withdrawn. Raises
+    ``ValueError`` when ``gym_id`` is already a Gymnasium id of something other than ``task``.
+    """
     from gymnasium.envs.registration import register, registry
 
-    for task, env_id in GYM_IDS.items():
-        if env_id not in registry:
-            register(
-                id=env_id,
-                entry_point="powerzoo.envs.registration:make_registered",
-                vector_entry_point="powerzoo.envs.registration:make_registered_vector",
-                kwargs={"task": task},
+    if gym_id is not None:
+        existing = registry.get(gym_id)
+        if existing is not None and not (
+            existing.entry_point == ENTRY_POINT and existing.kwargs.get("task") == task
+        ):
+            raise ValueError(
+                f"Gymnasium id {gym_id!r} of task {task!r} is already registered "
+                f"(entry point {existing.entry_point!r}, kwargs {existing.kwargs})"
             )
+    old = _IDS.pop(task, None)
+    if old is not None and old != gym_id:
+        registry.pop(old, None)
+    if gym_id is None:
+        return
+    if gym_id not in registry:
+        register(
+            id=gym_id,
+            entry_point=ENTRY_POINT,
+            vector_entry_point=VECTOR_ENTRY_POINT,
+            kwargs={"task": task},
+        )
+    _IDS[task] = gym_id
+
+
+def register_envs() -> None:
+    """Register the Gymnasium id of every task, now and whenever a task is registered later
+    (idempotent)."""
+    from powerzoo.tasks.registry import add_gym_id_listener
+
+    add_gym_id_listener(register_gym_id)

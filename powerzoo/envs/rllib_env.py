@@ -56,7 +56,8 @@ ENV_CONFIG_KEYS: tuple[str, ...] = (
     "reward_scale",
     "task_kwargs",
 )
-"""``env_config`` keys the env reads; any other key is a task parameter (like ``make_env``'s ``**task_kwargs``)."""
+"""``env_config`` keys the env reads; any other key is a task parameter (like ``make_env``'s
+``**task_kwargs``)."""
 
 _SUB_ENV_COUNT = (
     "_powerzoo_sub_envs"  # attribute set on RLlib's EnvContext: sub-envs built from it so far
@@ -64,11 +65,13 @@ _SUB_ENV_COUNT = (
 
 
 def stream_seed(seed: int, worker_index: int, sub_index: int) -> int:
-    """Seed of the generator of sub-env ``sub_index`` of env runner ``worker_index`` given ``seed`` (module doc)."""
+    """Seed of the generator of sub-env ``sub_index`` of env runner ``worker_index`` given
+    ``seed`` (module doc)."""
     seed, worker_index, sub_index = int(seed), int(worker_index), int(sub_index)
     if seed < 0 or worker_index < 0 or sub_index < 0:
         raise ValueError(
-            f"seed, worker_index and sub_index must be >= 0, got {seed}, {worker_index}, {sub_index}"
+            "seed, worker_index and sub_index must be >= 0, "
+            f"got {seed}, {worker_index}, {sub_index}"
         )
     if worker_index == 0 and sub_index == 0:
         return seed
@@ -83,7 +86,8 @@ def _numeric(value: Any) -> bool:
 
 
 def _sub_env_identity(config: Any) -> tuple[int, int]:
-    """``(worker_index, sub_index)`` of the env being built from ``config`` (an EnvContext or a dict)."""
+    """``(worker_index, sub_index)`` of the env being built from ``config`` (an EnvContext or a
+    dict)."""
     worker = int(getattr(config, "worker_index", 0) or 0)
     vector = int(getattr(config, "vector_index", 0) or 0)
     if not hasattr(config, "worker_index"):  # a plain dict: a standalone env
@@ -191,7 +195,8 @@ class PowerZooRLlibEnv(_TaskMetadata, MultiAgentEnv):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
-        """Start an episode (``options={"day_id": k}`` picks the start day); ``seed`` goes through :func:`stream_seed`."""
+        """Start an episode (``options={"day_id": k}`` picks the start day); ``seed`` goes
+        through :func:`stream_seed`."""
         if seed is not None or self.core.runner.state is None:
             self._seed_streams(seed)
         self.core.runner.reset(start_day_option(options, strict=False))
@@ -200,7 +205,8 @@ class PowerZooRLlibEnv(_TaskMetadata, MultiAgentEnv):
         return self._obs_dict(), self._infos(info)
 
     def step(self, action_dict: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        """One step of every agent; ``"__all__"`` in the done dicts; final observations at the end."""
+        """One step of every agent; ``"__all__"`` in the done dicts; final observations at the
+        end."""
         if self._done:
             raise RuntimeError("episode is over (or not started); call reset()")
         _, rewards, terminated, truncated, info = self.core.step(action_dict)
@@ -219,5 +225,6 @@ class PowerZooRLlibEnv(_TaskMetadata, MultiAgentEnv):
         )
 
     def state(self) -> np.ndarray:
-        """Global state [n_agents * obs_dim] for centralised critics: every agent's observation, agent-major."""
+        """Global state [n_agents * obs_dim] for centralised critics: every agent's observation,
+        agent-major."""
         return np.array(self.core.global_state()[0], dtype=np.float32)

@@ -39,8 +39,9 @@ _ZERO = np.zeros(())  # 0-d: numpy converts a Python float operand on every call
 class CostLayout:
     """What :func:`cost_info` needs from a spec, worked out once per runner (not once per step).
 
-    ``info(costs)`` builds the CMDP info keys (SPEC 3.2) from a cost array [B, n_constraints];
-    it is the only place they are built.
+    ``info(costs)`` builds the CMDP info keys (``constraint_costs``, ``cost_sum``, the selected
+    constraints' costs and sum, ``is_safe``, one ``cost_<name>`` per constraint) from a cost
+    array [B, n_constraints]; it is the only place they are built.
     """
 
     def __init__(self, spec: TaskSpec) -> None:
@@ -73,7 +74,7 @@ class CostLayout:
 
 
 def cost_info(task: Task, costs: np.ndarray) -> dict[str, Any]:
-    """CMDP info keys (SPEC 3.2) from a cost array [B, n_constraints] (see :class:`CostLayout`)."""
+    """CMDP info keys from a cost array [B, n_constraints] (see :class:`CostLayout`)."""
     return CostLayout(task.spec).info(costs)
 
 
@@ -111,7 +112,8 @@ class TaskRunner:
         self.spec = task.spec
         self.num_envs = int(num_envs)
         if self.num_envs >= _TUNE_ALLOCATOR_FROM:
-            keep_freed_memory()  # large batches: reuse freed temporaries instead of faulting pages back in
+            # large batches: reuse freed temporaries instead of faulting pages back in
+            keep_freed_memory()
         self.act_low, self.act_high = (a.astype(np.float64) for a in task.spec.action.bounds())
         # the bounds as [1, act_dim] rows: the same shape as a single env's action (a broadcast
         # costs numpy about twice an element-wise call on equal shapes)
@@ -169,7 +171,8 @@ class TaskRunner:
         return concat_states([self.task.reset(self.rng, day_ids[rows]) for rows in blocks])
 
     def reset_info(self) -> dict[str, Any]:
-        """Info returned by ``reset``: the keys of a step's info, numeric, with every step quantity 0.
+        """Info returned by ``reset``: the keys of a step's info, numeric, with every step
+        quantity 0.
 
         Only ``day_id`` and ``step`` describe the new episode; costs, reward terms, actions and
         the task's per-step quantities are zero, since no step happened (read the state from
@@ -246,7 +249,8 @@ class TaskRunner:
     def step(
         self, action: Any, observe: bool = True
     ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """One batched step; returns obs (``None`` if not ``observe``), reward, terminated, truncated, info."""
+        """One batched step; returns obs (``None`` if not ``observe``), reward, terminated,
+        truncated, info."""
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         physical, clipped = self.check_action(action)

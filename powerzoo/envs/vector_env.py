@@ -111,7 +111,8 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Reset every env, or the rows of ``options["reset_mask"]``; ``options["day_id"]`` picks start days."""
+        """Reset every env, or the rows of ``options["reset_mask"]``; ``options["day_id"]`` picks
+        start days."""
         if seed is not None:
             if not isinstance(seed, (int, np.integer)) and len(seed) != self.num_envs:
                 raise ValueError(
@@ -183,7 +184,8 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         truncated: np.ndarray,
         info: dict[str, Any],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Rows reset at this step (NEXT_STEP): reward 0, flags false, zero step quantities in ``info``."""
+        """Rows reset at this step (NEXT_STEP): reward 0, flags false, zero step quantities in
+        ``info``."""
         n = self.num_envs
         for key, value in info.items():
             if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == n:
@@ -196,7 +198,8 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
 
     @contextlib.contextmanager
     def autoreset_as(self, mode: str | AutoresetMode) -> Iterator[PowerZooVectorEnv]:
-        """Run a block under another autoreset mode (for consumers written for one mode); restored after.
+        """Run a block under another autoreset mode (for consumers written for one mode);
+        restored after.
 
         Rows waiting for a NEXT_STEP reset are not carried over: call ``reset`` inside the block.
         """

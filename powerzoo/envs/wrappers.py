@@ -1,4 +1,5 @@
-"""Wrappers for single-agent PowerZoo envs: forecast window, normalisation, reward override, safe RL.
+"""Wrappers for single-agent PowerZoo envs: forecast window, normalisation, reward override,
+safe RL.
 
 :func:`powerzoo.rl.make_env` applies them in this order (inner to outer)::
 

@@ -1,5 +1,27 @@
-"""Tasks: declarative specs plus batched reset / step functions, and their registry."""
+"""Tasks: declarative specs plus batched reset / step functions, and their registry.
 
-from powerzoo.tasks.registry import describe, get_task_class, info, list_tasks, make_task, task_spec
+``register_task(name, "package.module:Class")`` (or the class itself) adds a task; see
+``docs/architecture.md`` for everything a new task brings along.
+"""
 
-__all__ = ["describe", "get_task_class", "info", "list_tasks", "make_task", "task_spec"]
+from powerzoo.tasks.registry import (
+    describe,
+    get_task_class,
+    info,
+    list_tasks,
+    make_task,
+    register_task,
+    task_spec,
+    unregister_task,
+)
+
+__all__ = [
+    "describe",
+    "get_task_class",
+    "info",
+    "list_tasks",
+    "make_task",
+    "register_task",
+    "task_spec",
+    "unregister_task",
+]
