@@ -19,6 +19,7 @@ from powerzoo.rl.mappo.buffer import compute_gae, next_values
 from powerzoo.rl.mappo.collector import Collector
 from powerzoo.rl.mappo.hparams import MAPPOParams
 from powerzoo.rl.mappo.policy import MAPPOPolicy
+from powerzoo.rl.mappo.ppo import standardise
 from powerzoo.rl.mappo.trainer import MAPPOTrainer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -194,11 +195,11 @@ def test_multiplier_rises_while_cost_exceeds_budget_and_never_goes_negative():
 def test_combined_advantage_with_zero_multipliers_is_plain_mappo():
     learner = MultiAgentPPO(_layout(), 6, MAPPOParams(), True, ("c1",), (1.0,))
     adv, cost_adv = torch.randn(50), torch.randn(50, 1)
-    plain = MultiAgentPPO._standardise(adv)
+    plain = standardise(adv)
     assert torch.equal(learner.combined_advantages(adv, cost_adv), plain)
     learner.multipliers[:] = 1.0
     mixed = learner.combined_advantages(adv, cost_adv)
-    torch.testing.assert_close(mixed, (plain - MultiAgentPPO._standardise(cost_adv)[:, 0]) / 2.0)
+    torch.testing.assert_close(mixed, (plain - standardise(cost_adv)[:, 0]) / 2.0)
 
 
 def test_lagrangian_with_zero_multiplier_rate_trains_exactly_like_mappo(tmp_path):
