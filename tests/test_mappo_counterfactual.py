@@ -26,7 +26,8 @@ def test_team_actions_are_clipped_and_agent_major_over_groups():
 
 
 def test_own_slot_placement_maps_each_agent_onto_its_slot():
-    place = own_slot_placement([(2, 1), (1, 2)], group=1)  # team action length 4, group 1 at offset 2
+    # team action of length 4, group 1 at offset 2
+    place = own_slot_placement([(2, 1), (1, 2)], group=1)
     assert place.shape == (1, 2, 4)
     assert place[0].tolist() == [[0, 0, 1, 0], [0, 0, 0, 1]]
     place0 = own_slot_placement([(2, 1), (1, 2)], group=0)
@@ -42,8 +43,9 @@ def _constant_actor(mean: float, log_std: float, n_in: int) -> Actor:
 
 
 def test_baseline_on_a_linear_q_leaves_only_the_agents_own_part():
-    """Q(s, a) = w . a (+ u . critic input): with the return equal to Q, A_i = G - b_i = w_i (a_i - mu_i),
-    whatever the other agents did (hand-computed; a near-deterministic policy makes the samples its mean)."""
+    """Q(s, a) = w . a (+ u . critic input): with the return equal to Q,
+    A_i = G - b_i = w_i (a_i - mu_i), whatever the other agents did (hand-computed; a
+    near-deterministic policy makes the samples its mean)."""
     torch.manual_seed(0)
     m, n, width = 6, 3, 2
     w = torch.tensor([1.0, -2.0, 0.5])
@@ -81,7 +83,8 @@ def test_baseline_averages_the_clipped_samples():
         own_slot_placement([(1, 1)], 0),
         samples=20_000,
     )
-    # E[min(1 + z, 1)] = 1 - E[max(-z, 0)] = 1 - 1/sqrt(2 pi) (z ~ N(0, 1)); the lower clip is negligible
+    # E[min(1 + z, 1)] = 1 - E[max(-z, 0)] = 1 - 1/sqrt(2 pi) (z ~ N(0, 1)); the lower clip is
+    # negligible
     assert base.item() == pytest.approx(1.0 - 1.0 / np.sqrt(2 * np.pi), abs=0.02)
 
 

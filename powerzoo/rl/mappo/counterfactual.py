@@ -62,7 +62,7 @@ class QNorm(nn.Module):
 
     @torch.no_grad()
     def update(self, targets: torch.Tensor, last: nn.Linear) -> None:
-        """Fold a batch of targets (task units) into the statistics and rescale ``last`` to match."""
+        """Fold a batch of targets (task units) into the statistics; rescale ``last`` to match."""
         x = targets.detach().reshape(-1).to(torch.float64)
         if x.numel() == 0:
             return

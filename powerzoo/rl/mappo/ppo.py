@@ -62,7 +62,7 @@ class Rows:
         actions: the sampled actions [R, act_dim] or [R, n, act_dim].
         old_log_probs: their log-probabilities under the behaviour policy [R].
         advantages: the advantages the surrogate weighs the ratios with [R].
-        value: the reward critic's regression (``stat`` ``"value_loss"``).
+        value: the reward critic's regression (its ``stat``: ``"value_loss"``).
         extra_fits: other critics trained in the same steps (cost critic, Q-critic).
     """
 
@@ -117,14 +117,13 @@ def ppo_step(
     nn.utils.clip_grad_norm_(policy.parameters(), p.max_grad_norm)
     actor_optim.step()
 
-    # critics: the value loss, then the other critics' (each critic has its own graph)
-    value_loss = rows.value.loss(idx)
+    # critics: the value loss, and the extra critics' losses (cost critic, Q-critic)
     fits = [rows.value, *rows.extra_fits]
-    losses = [value_loss, *(fit.loss(idx) for fit in rows.extra_fits)]
-    optims = list({id(fit.optim): fit.optim for fit in fits}.values())  # each optimiser once
+    losses = {fit.stat: fit.loss(idx) for fit in fits}
+    optims = {id(fit.optim): fit.optim for fit in fits}.values()  # each once (some are shared)
     for optim in optims:
         optim.zero_grad()
-    for loss in losses:
+    for loss in losses.values():  # separate graphs: the gradients of one summed loss
         loss.backward()
     for fit in fits:
         if fit.max_grad_norm is not None:
@@ -135,14 +134,12 @@ def ppo_step(
     with torch.no_grad():
         stats = {
             "policy_loss": policy_loss.item(),
-            "value_loss": value_loss.item(),
+            "value_loss": losses["value_loss"].item(),
             "entropy": entropy.item(),
             "approx_kl": ((ratio - 1) - log_ratio).mean().item(),
             "clip_fraction": ((ratio - 1).abs() > p.clip_range).float().mean().item(),
         }
-        stats.update(
-            {fit.stat: loss.item() for fit, loss in zip(fits[1:], losses[1:], strict=True)}
-        )
+        stats.update({stat: loss.item() for stat, loss in losses.items()})  # extra critics'
     return stats
 
 
@@ -157,9 +154,8 @@ def ppo_epochs(
     for _ in range(p.n_epochs):
         order = torch.randperm(len(rows), device=rows.advantages.device)
         for start in range(0, size * p.n_minibatches, size):
-            for key, value in ppo_step(
-                policy, actor_optim, rows, order[start : start + size], p
-            ).items():
+            batch = ppo_step(policy, actor_optim, rows, order[start : start + size], p)
+            for key, value in batch.items():
                 sums[key] = sums.get(key, 0.0) + value
             count += 1
     return {key: value / max(count, 1) for key, value in sums.items()}
