@@ -56,20 +56,9 @@ RAY_HINT = 'pip install "powerzoo[ray]"'
 
 # position of ``size`` among the positional arguments of numpy Generator methods
 _SIZE_POSITION = {
-    "random": 0,
-    "standard_normal": 0,
-    "standard_exponential": 0,
-    "integers": 2,
-    "uniform": 2,
-    "normal": 2,
-    "lognormal": 2,
-    "exponential": 1,
-    "poisson": 1,
-    "binomial": 2,
-    "gamma": 2,
-    "beta": 2,
-    "choice": 1,
-    "standard_gamma": 1,
+    **dict.fromkeys(("random", "standard_normal", "standard_exponential"), 0),
+    **dict.fromkeys(("exponential", "poisson", "choice", "standard_gamma"), 1),
+    **dict.fromkeys(("integers", "uniform", "normal", "lognormal", "binomial", "gamma", "beta"), 2),
 }
 
 
@@ -148,12 +137,8 @@ class _NoisePolicy:
 
     def __init__(self, learner: MultiAgentPPO, n_total: int, lo: int, n: int, pad: bool) -> None:
         self._learner = learner
-        self.n_total, self.lo, self.n, self.pad = (
-            int(n_total),
-            int(lo),
-            int(n),
-            bool(pad) and n != n_total,
-        )
+        self.n_total, self.lo, self.n = int(n_total), int(lo), int(n)
+        self.pad = bool(pad) and n != n_total
         self._noise: Mapping[str, np.ndarray] = {}
         self._t = 0
 
@@ -368,21 +353,11 @@ class RemoteCollector:
         worker_cls = ray.remote(num_cpus=1)(RolloutWorker)
         params = learner.params.to_dict()
         threads = torch.get_num_threads() if learner.params.rollout_exact else 1
+        env_args = (task, split, dict(env_kwargs), self.n_envs)
+        learner_args = (learner.layouts, params, learner.centralised, learner.cost_names)
+        thresholds = learner.thresholds.tolist()
         self.workers = [
-            worker_cls.remote(
-                task,
-                split,
-                dict(env_kwargs),
-                self.n_envs,
-                lo,
-                hi - lo,
-                learner.layouts,
-                params,
-                learner.centralised,
-                learner.cost_names,
-                learner.thresholds.tolist(),
-                threads,
-            )
+            worker_cls.remote(*env_args, lo, hi - lo, *learner_args, thresholds, threads)
             for lo, hi in self.bounds
         ]
         self.obs: Any = None
