@@ -173,7 +173,7 @@ class MultiAgentPPO(nn.Module):
 
     def policy_distribution(self, name: str, x: torch.Tensor) -> torch.distributions.Distribution:
         """Group ``name``'s action distribution on actor inputs ``x`` [..., n, in]
-        (:meth:`GroupPolicy.distribution`)."""
+        (:meth:`~powerzoo.rl.mappo.exploration.GroupPolicy.distribution`)."""
         return self.group_policy(name).distribution(x)
 
     def group_log_prob(
@@ -216,7 +216,7 @@ class MultiAgentPPO(nn.Module):
         self, obs: Mapping[str, np.ndarray], deterministic: bool = False
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Actions ``{group: [N, n, act_dim]}`` (unclipped samples, [-1, 1] units) and their
-        per-agent log-probabilities ``{group: [N, n]}`` (:meth:`GroupPolicy.sample`)."""
+        per-agent log-probabilities ``{group: [N, n]}`` (:meth:`~powerzoo.rl.mappo.exploration.GroupPolicy.sample`)."""
         actions, log_probs = {}, {}
         for name in self.layouts:
             x = self.actor_input(name, self._tensor(obs[name]))
