@@ -216,7 +216,8 @@ class MultiAgentPPO(nn.Module):
         self, obs: Mapping[str, np.ndarray], deterministic: bool = False
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Actions ``{group: [N, n, act_dim]}`` (unclipped samples, [-1, 1] units) and their
-        per-agent log-probabilities ``{group: [N, n]}`` (:meth:`~powerzoo.rl.mappo.exploration.GroupPolicy.sample`)."""
+        per-agent log-probabilities ``{group: [N, n]}``
+        (:meth:`~powerzoo.rl.mappo.exploration.GroupPolicy.sample`)."""
         actions, log_probs = {}, {}
         for name in self.layouts:
             x = self.actor_input(name, self._tensor(obs[name]))
