@@ -1,4 +1,5 @@
-"""Native multi-agent PPO (powerzoo.rl.mappo): GAE, groups, multipliers, run folder, resume, export, entry points."""
+"""Native multi-agent PPO (powerzoo.rl.mappo): GAE, groups, multipliers, run folder, resume,
+export, entry points."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from powerzoo.rl.mappo.buffer import compute_gae, next_values
 from powerzoo.rl.mappo.collector import Collector
 from powerzoo.rl.mappo.hparams import MAPPOParams
 from powerzoo.rl.mappo.policy import MAPPOPolicy
+from powerzoo.rl.mappo.ppo import standardise
 from powerzoo.rl.mappo.trainer import MAPPOTrainer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,7 +42,7 @@ def small_trainer(
     return Trainer(task, algorithm=algorithm, total_timesteps=steps, seed=3, **options)
 
 
-# ---- GAE ------------------------------------------------------------------------------------------
+# ---- GAE ---------------------------------------------------------------------------------------
 def test_gae_matches_hand_computed_truncation_and_termination():
     gamma, lam = 0.9, 0.8
     rewards = np.array([[1.0, 1.0], [2.0, 1.0], [3.0, 1.0]])[..., None]  # [T=3, N=2, n=1]
@@ -99,7 +101,7 @@ def test_vectorised_gae_agrees_with_a_brute_force_loop_across_auto_resets():
     )
 
 
-# ---- env global state -----------------------------------------------------------------------------
+# ---- env global state --------------------------------------------------------------------------
 def test_vector_env_global_state_and_final_state():
     env = make_env("marl_opf", framework="pettingzoo", num_envs=3)
     obs, _ = env.reset(seed=0)
@@ -124,7 +126,7 @@ def test_vector_env_global_state_and_final_state():
     assert pz.state().shape == pz.state_space.shape == (n_state,)
 
 
-# ---- groups, one-hot ids, shapes ------------------------------------------------------------------
+# ---- groups, one-hot ids, shapes ---------------------------------------------------------------
 def test_groups_and_one_hot_sharing_on_ders_benchmark(tmp_path):
     trainer = small_trainer(tmp_path, "IPPO", task="marl_ders_benchmark", steps=32)
     learner = trainer._ensure_learner()
@@ -172,7 +174,7 @@ def test_mappo_critic_sees_the_global_state(tmp_path):
     assert learner.actors["agents"].mean[0].in_features == 10 + 5
 
 
-# ---- Lagrangian -----------------------------------------------------------------------------------
+# ---- Lagrangian --------------------------------------------------------------------------------
 def _layout() -> dict[str, GroupLayout]:
     return {"g": GroupLayout(["a", "b"], 3, 1, -np.ones((2, 1)), np.ones((2, 1)))}
 
@@ -194,11 +196,11 @@ def test_multiplier_rises_while_cost_exceeds_budget_and_never_goes_negative():
 def test_combined_advantage_with_zero_multipliers_is_plain_mappo():
     learner = MultiAgentPPO(_layout(), 6, MAPPOParams(), True, ("c1",), (1.0,))
     adv, cost_adv = torch.randn(50), torch.randn(50, 1)
-    plain = MultiAgentPPO._standardise(adv)
+    plain = standardise(adv)
     assert torch.equal(learner.combined_advantages(adv, cost_adv), plain)
     learner.multipliers[:] = 1.0
     mixed = learner.combined_advantages(adv, cost_adv)
-    torch.testing.assert_close(mixed, (plain - MultiAgentPPO._standardise(cost_adv)[:, 0]) / 2.0)
+    torch.testing.assert_close(mixed, (plain - standardise(cost_adv)[:, 0]) / 2.0)
 
 
 def test_lagrangian_with_zero_multiplier_rate_trains_exactly_like_mappo(tmp_path):
@@ -232,14 +234,15 @@ def test_lagrangian_logs_multipliers_in_the_evaluation_csv(tmp_path):
     )
 
 
-# ---- Lagrangian on a toy constrained env ----------------------------------------------------------
+# ---- Lagrangian on a toy constrained env -------------------------------------------------------
 class _EffortEnv:
-    """Toy two-agent constrained env, batched like the native multi-agent vector env (the collector's API).
+    """Toy two-agent constrained env, batched like the native multi-agent vector env (the
+    collector's API).
 
     Each agent picks an effort in [0, 1] every step; the shared reward and the one selected cost
     ("overuse") of a step are both the total effort, so the only way under the per-episode cost
-    budget is to give up reward. Episodes are ``horizon`` steps and truncate (auto-reset) at the end;
-    the observation of each agent is ``[t / horizon, own last effort]``.
+    budget is to give up reward. Episodes are ``horizon`` steps and truncate (auto-reset) at the
+    end; the observation of each agent is ``[t / horizon, own last effort]``.
     """
 
     def __init__(self, num_envs: int, horizon: int = 10) -> None:
@@ -361,13 +364,14 @@ def test_lagrangian_on_a_toy_constrained_env_trades_reward_for_the_budget():
         c <= budget for c in costs[first_under:]
     )  # the agents gave up reward to stay under it
     assert returns[-1] < 0.5 * max(returns)
-    # the same learner without multiplier updates (plain MAPPO) ends far over the budget, with more reward
+    # the same learner without multiplier updates (plain MAPPO) ends far over the budget, with
+    # more reward
     plain_costs, plain_returns, plain_lam = _train_on_effort_env(0.0, budget, 25)
     assert set(plain_lam) == {0.0} and min(plain_costs[first_under:]) > 2.0 * budget
     assert plain_returns[-1] > 2.0 * returns[-1]
 
 
-# ---- run folder, resume, export -------------------------------------------------------------------
+# ---- run folder, resume, export ----------------------------------------------------------------
 def test_resume_from_a_checkpoint_continues_identically(tmp_path):
     options = {"evaluation": {"freq": 64, "episodes": 1}, "checkpoint": {"freq": 64, "keep": 5}}
     full = small_trainer(tmp_path / "full", steps=128, name="run", **options)
@@ -440,7 +444,7 @@ def test_exported_policy_acts_without_the_trainer_and_reproduces_its_evaluation(
         MAPPOPolicy.load(result.run_dir / "policy.npz").act({"gen_0": np.zeros(10)})
 
 
-# ---- entry points ---------------------------------------------------------------------------------
+# ---- entry points ------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", sorted(REPO.glob("configs/*_mappo.yaml")), ids=lambda p: p.name)
 def test_mappo_config_files_round_trip(path, tmp_path):
     config = TrainConfig.from_file(path)
@@ -511,10 +515,11 @@ def test_cli_train_with_a_mappo_config_and_describe(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_mappo_learns_marl_opf_with_its_config(tmp_path):
-    """The settings of configs/marl_opf_mappo.yaml at a sixth of its budget (130 iterations, 399,360 env
-    steps, about a minute): on every test day far past random and past what independent exploration
-    reaches at this budget (normalised score 0 = random, 1 = rule-based = oracle; measured 0.992 / 0.993
-    with joint exploration, 0.979 / 0.978 without it, seeds 0 / 1)."""
+    """The settings of configs/marl_opf_mappo.yaml at a sixth of its budget (130 iterations,
+    399,360 env steps, about a minute): on every test day far past random and past what
+    independent exploration reaches at this budget (normalised score 0 = random, 1 = rule-based =
+    oracle; measured 0.992 / 0.993 with joint exploration, 0.979 / 0.978 without it, seeds 0 /
+    1)."""
     import yaml
 
     from powerzoo.benchmarks.baselines import baseline_row

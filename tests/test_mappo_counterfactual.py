@@ -1,4 +1,5 @@
-"""The counterfactual baseline of MAPPO (``counterfactual_samples``): joint actions, baseline, Q normaliser, option."""
+"""The counterfactual baseline of MAPPO (``counterfactual_samples``): team actions, baseline,
+Q normaliser, option."""
 
 from __future__ import annotations
 
@@ -11,21 +12,22 @@ from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.counterfactual import (
     QNorm,
     counterfactual_baseline,
-    joint_actions,
     own_slot_placement,
+    team_actions,
 )
 from powerzoo.rl.mappo.hparams import MAPPOParams, check_params
 from powerzoo.rl.mappo.networks import Actor
 
 
-def test_joint_actions_are_clipped_and_agent_major_over_groups():
+def test_team_actions_are_clipped_and_agent_major_over_groups():
     a = torch.tensor([[[0.5], [2.0]]])  # [M=1, n=2, d=1]
     b = torch.tensor([[[-3.0, 0.25]]])  # [M=1, n=1, d=2]
-    assert joint_actions({"a": a, "b": b}).tolist() == [[0.5, 1.0, -1.0, 0.25]]
+    assert team_actions({"a": a, "b": b}).tolist() == [[0.5, 1.0, -1.0, 0.25]]
 
 
 def test_own_slot_placement_maps_each_agent_onto_its_slot():
-    place = own_slot_placement([(2, 1), (1, 2)], group=1)  # joint length 4, group 1 at offset 2
+    # team action of length 4, group 1 at offset 2
+    place = own_slot_placement([(2, 1), (1, 2)], group=1)
     assert place.shape == (1, 2, 4)
     assert place[0].tolist() == [[0, 0, 1, 0], [0, 0, 0, 1]]
     place0 = own_slot_placement([(2, 1), (1, 2)], group=0)
@@ -41,8 +43,9 @@ def _constant_actor(mean: float, log_std: float, n_in: int) -> Actor:
 
 
 def test_baseline_on_a_linear_q_leaves_only_the_agents_own_part():
-    """Q(s, a) = w . a (+ u . critic input): with the return equal to Q, A_i = G - b_i = w_i (a_i - mu_i),
-    whatever the other agents did (hand-computed; a near-deterministic policy makes the samples its mean)."""
+    """Q(s, a) = w . a (+ u . critic input): with the return equal to Q,
+    A_i = G - b_i = w_i (a_i - mu_i), whatever the other agents did (hand-computed; a
+    near-deterministic policy makes the samples its mean)."""
     torch.manual_seed(0)
     m, n, width = 6, 3, 2
     w = torch.tensor([1.0, -2.0, 0.5])
@@ -55,12 +58,12 @@ def test_baseline_on_a_linear_q_leaves_only_the_agents_own_part():
     actor = _constant_actor(mu, -20.0, 5)
     actor_x = torch.randn(m, n, 5)
     critic_x = torch.randn(m, n, width)
-    joint = torch.rand(m, n) * 2 - 1
+    team = torch.rand(m, n) * 2 - 1
     base = counterfactual_baseline(
-        q, actor, actor_x, critic_x, joint, own_slot_placement([(n, 1)], 0), samples=4
+        q, actor, actor_x, critic_x, team, own_slot_placement([(n, 1)], 0), samples=4
     )
-    returns = (critic_x @ u + 4.0) + (joint @ w)[:, None]  # Q(s, a) for every agent row [M, n]
-    expected = w * (joint - mu)
+    returns = (critic_x @ u + 4.0) + (team @ w)[:, None]  # Q(s, a) for every agent row [M, n]
+    expected = w * (team - mu)
     assert torch.allclose(returns - base, expected, atol=1e-5)
 
 
@@ -80,7 +83,8 @@ def test_baseline_averages_the_clipped_samples():
         own_slot_placement([(1, 1)], 0),
         samples=20_000,
     )
-    # E[min(1 + z, 1)] = 1 - E[max(-z, 0)] = 1 - 1/sqrt(2 pi) (z ~ N(0, 1)); the lower clip is negligible
+    # E[min(1 + z, 1)] = 1 - E[max(-z, 0)] = 1 - 1/sqrt(2 pi) (z ~ N(0, 1)); the lower clip is
+    # negligible
     assert base.item() == pytest.approx(1.0 - 1.0 / np.sqrt(2 * np.pi), abs=0.02)
 
 

@@ -65,11 +65,11 @@ def test_act_splits_the_joint_log_prob_evenly_over_the_agents():
 def _train_on_balance_bandit(
     joint: bool, iterations: int = 30, n_envs: int = 256
 ) -> tuple[float, float, float]:
-    """A one-step team bandit: reward ``-10 |a0 + a1| + 0.1 (a0 - a1)`` on actions clipped to [-1, 1],
-    a balance penalty plus a reward 100x smaller for moving agent 0 up and agent 1 down together
-    (marl_opf's merit order in miniature: 10-40 $/MWh under a 1,000 $/MWh imbalance price).
-    Returns the deterministic ``a0 - a1`` and ``|a0 + a1|`` after training (clipped), and the noise
-    correlation."""
+    """A one-step team bandit: reward ``-10 |a0 + a1| + 0.1 (a0 - a1)`` on actions clipped to
+    [-1, 1], a balance penalty plus a reward 100x smaller for moving agent 0 up and agent 1 down
+    together (marl_opf's merit order in miniature: 10-40 $/MWh under a 1,000 $/MWh imbalance
+    price). Returns the deterministic ``a0 - a1`` and ``|a0 + a1|`` after training (clipped), and
+    the noise correlation."""
     learner = _learner(joint)
     obs = {"g": np.zeros((n_envs, 2, 2), np.float32)}
     state = np.zeros((1, n_envs, 4), np.float32)

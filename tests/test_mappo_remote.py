@@ -1,4 +1,5 @@
-"""Remote rollouts of the native multi-agent trainer (powerzoo.rl.mappo.remote): equal to in-process ones."""
+"""Remote rollouts of the native multi-agent trainer (powerzoo.rl.mappo.remote): equal to
+in-process ones."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def assert_same_weights(a: MAPPOTrainer, b: MAPPOTrainer) -> None:
     np.testing.assert_array_equal(a.learner.multipliers, b.learner.multipliers)
 
 
-# ---- pieces without actors ------------------------------------------------------------------------
+# ---- pieces without actors ---------------------------------------------------------------------
 def test_params_and_bad_input():
     assert MAPPOParams().rollout_workers == 0 and MAPPOParams().rollout_address is None
     for bad in (-1, True, 1.5, "2"):
@@ -125,7 +126,8 @@ def test_row_sliced_generator_draws_the_full_batch_rows():
 
 
 def test_blocks_without_padding_match_to_float32_rounding(tmp_path):
-    """``rollout_exact=False`` (block-sized network batches), workers run in this process: same rollout to ~1e-6."""
+    """``rollout_exact=False`` (block-sized network batches), workers run in this process: same
+    rollout to ~1e-6."""
     t = trainer(tmp_path, "blocks", algorithm_kwargs={**SMALL, "rollout_exact": False})
     learner = t._ensure_learner()
     local = Collector(t.get_env(), learner)
@@ -168,9 +170,10 @@ def test_blocks_without_padding_match_to_float32_rounding(tmp_path):
         )
 
 
-# ---- actors ---------------------------------------------------------------------------------------
+# ---- actors ------------------------------------------------------------------------------------
 def test_two_actors_collect_the_in_process_rollouts(ray_session, tmp_path):
-    """MAPPO-L (costs, cost critics), 5 envs on 2 actors (3 + 2): two rollouts crossing the horizon."""
+    """MAPPO-L (costs, cost critics), 5 envs on 2 actors (3 + 2): two rollouts crossing the
+    horizon."""
     t = trainer(tmp_path, "collect", "MAPPO-L")
     learner = t._ensure_learner()
     local = Collector(t.get_env(), learner)
@@ -217,7 +220,8 @@ def test_two_actors_collect_the_in_process_rollouts(ray_session, tmp_path):
 
 @pytest.mark.slow
 def test_remote_training_equals_local_and_resumes_both_ways(ray_session, tmp_path):
-    """Two MAPPO iterations: same scalars and weights; a remote checkpoint resumes remotely and in-process."""
+    """Two MAPPO iterations: same scalars and weights; a remote checkpoint resumes remotely and
+    in-process."""
     local = trainer(tmp_path, "local")
     local_rows = record_iterations(local)
     local.train()

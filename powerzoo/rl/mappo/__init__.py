@@ -1,12 +1,18 @@
 """Native multi-agent on-policy training: MAPPO / IPPO and their Lagrangian variants (torch).
 
 Modules, in reading order: :mod:`~powerzoo.rl.mappo.hparams` (names and hyperparameters),
-:mod:`~powerzoo.rl.mappo.networks` (actor, critic, value normaliser),
-:mod:`~powerzoo.rl.mappo.buffer` (rollout arrays and GAE), :mod:`~powerzoo.rl.mappo.algorithm`
-(acting, multipliers, PPO update), :mod:`~powerzoo.rl.mappo.collector` (batched rollouts on the
-native multi-agent vector env), :mod:`~powerzoo.rl.mappo.remote` (the same rollouts from Ray
-actors, ``algorithm_kwargs: {rollout_workers: K}``), :mod:`~powerzoo.rl.mappo.policy` (the exported,
-torch-free policy) and :mod:`~powerzoo.rl.mappo.trainer` (run folder, evaluation, checkpoints, resume).
+:mod:`~powerzoo.rl.mappo.networks` (actor, critic, value normaliser, joint noise),
+:mod:`~powerzoo.rl.mappo.buffer` (rollout arrays and GAE), :mod:`~powerzoo.rl.mappo.ppo` (the
+plain PPO step and epochs), the variants that prepare what it trains on
+(:mod:`~powerzoo.rl.mappo.exploration`: independent or joint exploration;
+:mod:`~powerzoo.rl.mappo.lagrangian`: multipliers and cost advantages;
+:mod:`~powerzoo.rl.mappo.counterfactual`: the counterfactual baseline),
+:mod:`~powerzoo.rl.mappo.algorithm` (networks per group, acting, the update),
+:mod:`~powerzoo.rl.mappo.collector` (batched rollouts on the native multi-agent vector env),
+:mod:`~powerzoo.rl.mappo.remote` (the same rollouts from Ray actors,
+``algorithm_kwargs: {rollout_workers: K}``), :mod:`~powerzoo.rl.mappo.policy` (the exported,
+torch-free policy) and :mod:`~powerzoo.rl.mappo.trainer` (run folder, evaluation, checkpoints,
+resume).
 
 Use it through :class:`powerzoo.rl.Trainer`::
 

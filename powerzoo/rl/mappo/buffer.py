@@ -36,7 +36,8 @@ def next_values(
     values: np.ndarray, last_values: np.ndarray, final_values: np.ndarray, truncated: np.ndarray
 ) -> np.ndarray:
     """``V(next_t)`` [T, N, ...]: ``values[t + 1]`` (``last_values`` after the rollout), or the
-    value of the final observation (``final_values[t]``) where the episode was truncated at ``t``."""
+    value of the final observation (``final_values[t]``) where the episode was truncated at
+    ``t``."""
     shifted = np.concatenate([values[1:], last_values[None]], axis=0)
     return np.where(_expand(truncated, values) > 0, final_values, shifted)
 
@@ -122,7 +123,8 @@ class Rollout:
         gae_lambda: float,
         cost_gamma: float,
     ) -> None:
-        """Fill every group's advantages / returns (and cost ones) from the values after the rollout."""
+        """Fill every group's advantages / returns (and cost ones) from the values after the
+        rollout."""
         for name, g in self.groups.items():
             nv = next_values(g.values, last_values[name], g.final_values, self.truncated)
             g.advantages, g.returns = compute_gae(

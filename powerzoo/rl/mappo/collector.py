@@ -40,14 +40,16 @@ class EpisodeBatch:
     mean_step_selected_costs: np.ndarray  # [k] over every step of the rollout
 
     def mean_episode_selected_costs(self, horizon: int) -> np.ndarray:
-        """Mean episode cost per selected constraint: over finished episodes, else step rate x horizon."""
+        """Mean episode cost per selected constraint: over finished episodes, else step rate x
+        horizon."""
         if len(self.returns):
             return self.selected_costs.mean(axis=0)
         return self.mean_step_selected_costs * horizon
 
 
 class Collector:
-    """Steps ``env`` (a :class:`~powerzoo.envs.multi_agent.PowerZooMultiAgentVectorEnv`) with a learner."""
+    """Steps ``env`` (a :class:`~powerzoo.envs.multi_agent.PowerZooMultiAgentVectorEnv`) with a
+    learner."""
 
     def __init__(self, env: Any, learner: MultiAgentPPO) -> None:
         self.env, self.learner = env, learner
@@ -76,7 +78,8 @@ class Collector:
     def collect(
         self, n_steps: int
     ) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-        """``n_steps`` batched steps: the rollout, the finished episodes, and the values after the last step."""
+        """``n_steps`` batched steps: the rollout, the finished episodes, and the values after the
+        last step."""
         if self.obs is None:
             raise RuntimeError("call reset() before collect()")
         learner, env = self.learner, self.env
@@ -187,9 +190,10 @@ class Collector:
             costs.reshape(-1, self.n_selected).mean(axis=0),
         )
 
-    # ---- exact continuation ----------------------------------------------------------------------
+    # ---- exact continuation ---------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """The env's episodes and random stream, the current observations and the running episode sums."""
+        """The env's episodes and random stream, the current observations and the running
+        episode sums."""
         runner = inspect_env(self.env).runner
         return {
             "runner_state": copy.deepcopy(runner.state),

@@ -2,12 +2,14 @@
 
 With a shared (team) reward every agent's advantage carries the noise of every other agent's
 exploration; on ``marl_opf`` the 1,000 $/MWh imbalance penalty that the other four generators'
-noise causes drowns the 10-40 $/MWh cost difference one generator's own action makes. A COMA-style
-baseline removes that noise (continuous actions, Monte-Carlo over the agent's own policy):
+noise causes drowns the 10-40 $/MWh cost difference one generator's own action makes. A
+COMA-style baseline removes that noise (continuous actions, Monte-Carlo over the agent's own
+policy):
 
-* a **Q-critic** per agent group, ``Q_g(s, a, id_i)`` on the global state, the joint action of
-  every agent (clipped to [-1, 1], agent-major over the groups) and the agent's one-hot id,
-  regressed on the same value-normalised return targets as the state-value critic;
+* a **Q-critic** per agent group, ``Q_g(s, a, id_i)`` on the global state, the **team action**
+  ``a`` (every agent's action of every group, clipped to [-1, 1], agent-major over the groups:
+  :func:`team_actions`) and the agent's one-hot id, regressed on the same return targets as the
+  state-value critic (standardised by :class:`QNorm`);
 * agent ``i``'s baseline ``b_i = E_{a_i' ~ pi_i(.|o_i)} Q(s, a_i', a_-i, id_i)``, estimated with
   ``K`` samples of ``a_i'`` from the behaviour policy (the actor before the update);
 * advantage ``A_i = G_i - b_i``, with ``G_i`` the (GAE) return target. ``b_i`` does not depend on
@@ -15,7 +17,8 @@ baseline removes that noise (continuous actions, Monte-Carlo over the agent's ow
   Q-critic; the better Q fits, the more of the other agents' noise it cancels.
 
 The baseline is computed with the Q-critic before it is trained on the current rollout (it never
-sees the returns it is subtracted from), then the Q-critic trains with the value critic.
+sees the returns it is subtracted from), then the Q-critic trains with the value critic
+(:func:`counterfactual_advantages` prepares both, before the PPO epochs).
 """
 
 from __future__ import annotations
@@ -25,13 +28,19 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import nn
 
-from powerzoo.rl.mappo.networks import Actor
+from powerzoo.rl.mappo.networks import Actor, Critic
 
-__all__ = ["QNorm", "joint_actions", "own_slot_placement", "counterfactual_baseline"]
+__all__ = [
+    "QNorm",
+    "team_actions",
+    "own_slot_placement",
+    "counterfactual_baseline",
+    "counterfactual_advantages",
+]
 
 
 class QNorm(nn.Module):
-    """Target statistics of a Q-critic that follow the current returns, with outputs preserved (PopArt).
+    """Target statistics of a Q-critic that follow the current returns, outputs preserved (PopArt).
 
     :class:`~powerzoo.rl.mappo.networks.ValueNorm` keeps exact statistics over every target ever
     seen, so after the first, very poor, iterations its scale is many times the spread of today's
@@ -53,7 +62,7 @@ class QNorm(nn.Module):
 
     @torch.no_grad()
     def update(self, targets: torch.Tensor, last: nn.Linear) -> None:
-        """Fold a batch of targets (task units) into the statistics and rescale ``last`` to match."""
+        """Fold a batch of targets (task units) into the statistics; rescale ``last`` to match."""
         x = targets.detach().reshape(-1).to(torch.float64)
         if x.numel() == 0:
             return
@@ -77,10 +86,11 @@ class QNorm(nn.Module):
         return (x.to(torch.float64) * self.std() + self.mean).to(x.dtype)
 
 
-def joint_actions(actions: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """Every group's actions ``[..., n_g, d_g]`` -> the joint action ``[..., sum_g n_g d_g]`` in [-1, 1].
+def team_actions(actions: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Every group's actions ``[..., n_g, d_g]`` -> the team action ``[..., sum_g n_g d_g]``.
 
-    Groups in mapping order, agents in group order (agent-major), clipped as the env receives them.
+    Groups in mapping order, agents in group order (agent-major), clipped to [-1, 1] as the env
+    receives them.
     """
     parts = [
         a.clamp(-1.0, 1.0).reshape(*a.shape[:-2], a.shape[-2] * a.shape[-1])
@@ -91,7 +101,7 @@ def joint_actions(actions: Mapping[str, torch.Tensor]) -> torch.Tensor:
 
 def own_slot_placement(sizes: Sequence[tuple[int, int]], group: int) -> torch.Tensor:
     """``[n, d, J]`` 0/1 map from agent ``i`` of group number ``group``'s own action (d values) to
-    its slot in the joint action of length ``J`` (``sizes``: ``(n_g, d_g)`` per group, in order)."""
+    its slot in the team action of length ``J`` (``sizes``: ``(n_g, d_g)`` per group, in order)."""
     offset = sum(n * d for n, d in sizes[:group])
     total = sum(n * d for n, d in sizes)
     n, d = sizes[group]
@@ -108,7 +118,7 @@ def counterfactual_baseline(
     actor: Actor,
     actor_x: torch.Tensor,
     critic_x: torch.Tensor,
-    joint: torch.Tensor,
+    team: torch.Tensor,
     place: torch.Tensor,
     samples: int,
     chunk: int = 65_536,
@@ -116,11 +126,11 @@ def counterfactual_baseline(
     """``b_i`` (the Q-critic's normalised units) for every row of one group.
 
     Args:
-        q_critic: maps ``[critic input, joint action]`` rows to one (normalised) value.
+        q_critic: maps ``[critic input, team action]`` rows to one (normalised) value.
         actor: the group's actor (the behaviour policy: call before the update).
         actor_x: actor inputs ``[M, n, obs (+ ids)]``.
         critic_x: critic inputs ``[M, n, state (+ ids)]``.
-        joint: joint actions ``[M, J]`` (:func:`joint_actions`).
+        team: team actions ``[M, J]`` (:func:`team_actions`).
         place: :func:`own_slot_placement` of the group ``[n, d, J]``.
         samples: ``K`` draws of each agent's own action.
         chunk: rows per Q-critic call (memory bound).
@@ -129,15 +139,52 @@ def counterfactual_baseline(
         ``[M, n]``: the mean over ``K`` draws ``a_i' ~ pi_i`` of ``Q(s, a_i', a_-i, id_i)``.
     """
     m, n = actor_x.shape[0], actor_x.shape[1]
-    place = place.to(joint.dtype)
+    place = place.to(team.dtype)
     dist = actor.distribution(actor_x)  # [M, n, d]
     draws = dist.sample((samples,)).clamp(-1.0, 1.0)  # [K, M, n, d]
     own = place.sum(1)  # [n, J]: 1 on each agent's own slot
-    others = joint.unsqueeze(1) * (
-        1.0 - own
-    )  # [M, n, J] joint action with the agent's own slot zeroed
+    others = team.unsqueeze(1) * (1.0 - own)  # [M, n, J] with the agent's own slot zeroed
     swapped = others.unsqueeze(0) + torch.einsum("kmnd,ndj->kmnj", draws, place)  # [K, M, n, J]
     rows = torch.cat([critic_x.unsqueeze(0).expand(samples, -1, -1, -1), swapped], dim=-1)
     flat = rows.reshape(samples * m * n, -1)
     q = torch.cat([q_critic(flat[s : s + chunk]) for s in range(0, flat.shape[0], chunk)])
     return q.reshape(samples, m, n).mean(0)
+
+
+def counterfactual_advantages(
+    q_critic: Critic,
+    q_norm: QNorm,
+    actor: Actor,
+    actor_x: torch.Tensor,
+    critic_x: torch.Tensor,
+    team: torch.Tensor,
+    place: torch.Tensor,
+    samples: int,
+    returns: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The advantage variant of one group, and its Q-critic's training rows (one per agent).
+
+    Folds ``returns`` into ``q_norm`` (rescaling the Q-critic so its outputs are preserved), then
+    ``A_i = G_i - b_i`` with the baseline of the Q-critic before this rollout's update.
+
+    Args:
+        q_critic, q_norm: the group's Q-critic and its target statistics.
+        actor: the group's actor (the behaviour policy).
+        actor_x: actor inputs ``[E, n, obs (+ ids)]``, one row per env step.
+        critic_x: critic inputs ``[E, n, state (+ ids)]``.
+        team: team actions ``[E, J]``.
+        place: :func:`own_slot_placement` of the group ``[n, d, J]``.
+        samples: ``K`` draws of each agent's own action.
+        returns: return targets ``[E * n, 1]`` (task units, float64; agent fastest).
+
+    Returns:
+        Advantages ``[E * n]`` (float32), Q-critic inputs ``[E * n, state (+ ids) + J]`` and
+        targets ``[E * n, 1]`` (normalised, float32).
+    """
+    e, n = critic_x.shape[0], critic_x.shape[1]
+    q_inputs = torch.cat([critic_x, team.unsqueeze(1).expand(e, n, team.shape[-1])], -1)
+    q_norm.update(returns, q_critic.net[-1])
+    q_targets = q_norm.normalize(returns).float()
+    base = counterfactual_baseline(q_critic, actor, actor_x, critic_x, team, place, samples)
+    adv = (returns.reshape(e * n) - q_norm.denormalize(base.double()).reshape(e * n)).float()
+    return adv, q_inputs.reshape(e * n, -1), q_targets

@@ -27,7 +27,8 @@ LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
 
 @dataclasses.dataclass
 class MAPPOParams:
-    """Hyperparameters (defaults follow published MAPPO practice: few epochs, one mini-batch, clip 0.2).
+    """Hyperparameters (defaults follow published MAPPO practice: few epochs, one mini-batch,
+    clip 0.2).
 
     Attributes:
         n_steps: env steps per env per iteration (the rollout length T); the batch of one
@@ -50,17 +51,19 @@ class MAPPOParams:
         normalize_advantage: standardise advantages per group and iteration.
         counterfactual_samples: ``K > 0`` (centralised critics only: MAPPO, MAPPO-L): each agent's
             reward advantage is its return minus a counterfactual baseline, the mean over ``K``
-            draws of its own action of a Q-critic on (global state, joint action, agent id)
+            draws of its own action of a Q-critic on (global state, team action, agent id)
             (:mod:`~powerzoo.rl.mappo.counterfactual`); removes the other agents' exploration
             noise from a shared reward. ``0`` (default): the state-value (GAE) advantage.
-        joint_exploration: explore with one Gaussian over each group's joint action, with a
-            learned full covariance (:class:`~powerzoo.rl.mappo.networks.JointNoise`), instead of
-            independent noise per agent; the means stay decentralised (each agent's own
-            observation), the PPO ratio is the joint one and its advantage the group's mean. For
-            groups whose agents share a coupling penalty (power balance): the noise learns to
-            move them against each other. Not with ``counterfactual_samples`` or remote rollouts.
+        joint_exploration: explore with one Gaussian over each group's group action (its agents'
+            actions stacked), with a learned full covariance
+            (:class:`~powerzoo.rl.mappo.networks.JointNoise`), instead of independent noise per
+            agent; the means stay decentralised (each agent's own observation), the PPO ratio is
+            the group's and its advantage the mean of its agents'. For groups whose agents share
+            a coupling penalty (power balance): the noise learns to move them against each
+            other. Not with ``counterfactual_samples`` or remote rollouts.
         counterfactual_learning_rate: Adam step size of the Q-critics (constant, no gradient
-            clip; their targets are standardised by :class:`~powerzoo.rl.mappo.counterfactual.QNorm`).
+            clip; their targets are standardised by
+            :class:`~powerzoo.rl.mappo.counterfactual.QNorm`).
         lambda_lr: Lagrangian variants: step size of the multipliers (per unit of episode cost
             above the threshold); 0 keeps them at ``lambda_init``.
         lambda_init: initial value of every multiplier (>= 0).
@@ -74,7 +77,8 @@ class MAPPOParams:
         rollout_exact: with remote rollouts, actors run the networks on the full ``n_envs`` batch
             shape with the learner's torch thread count, so rollouts equal in-process ones bit for
             bit (on the same CPU type); ``False``: block-sized batches on one thread (less network
-            work per actor; equal to float32 rounding, reproducible for a fixed ``rollout_workers``).
+            work per actor; equal to float32 rounding, reproducible for a fixed
+            ``rollout_workers``).
         rollout_address: Ray cluster to join (``"auto"``, ``"ray://host:10001"``); ``None``: the
             running Ray session, else a new local one. Needs ``rollout_workers > 0``.
     """
@@ -159,7 +163,8 @@ class MAPPOParams:
         if self.rollout_address is not None:
             if not isinstance(self.rollout_address, str) or not self.rollout_address.strip():
                 raise ValueError(
-                    f"rollout_address must be a non-empty string or None, got {self.rollout_address!r}"
+                    "rollout_address must be a non-empty string or None, "
+                    f"got {self.rollout_address!r}"
                 )
             if workers == 0:
                 raise ValueError(

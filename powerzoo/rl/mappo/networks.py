@@ -64,7 +64,8 @@ class Actor(nn.Module):
 
 
 class JointNoise(nn.Module):
-    """Correlated exploration of a whole agent group: one Gaussian over the group's joint action.
+    """Joint exploration of a whole agent group: one Gaussian over its group action (the agents'
+    actions stacked agent-major).
 
     The means still come from each agent's own observation (decentralised execution); only the
     exploration noise is joint, with covariance ``L L^T`` learned through a Cholesky factor ``L``
@@ -93,7 +94,8 @@ class JointNoise(nn.Module):
         )
 
     def marginal_log_std(self) -> torch.Tensor:
-        """Each agent's own log standard deviation [n, act_dim] (what one agent sees of the noise)."""
+        """Each agent's own log standard deviation [n, act_dim] (what one agent sees of the
+        noise)."""
         std = self.scale_tril().pow(2).sum(-1).sqrt()
         return std.log().reshape(self.n_agents, self.act_dim)
 

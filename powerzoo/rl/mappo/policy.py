@@ -1,4 +1,5 @@
-"""A trained multi-agent policy that runs without the trainer (and without torch): ``act(obs_dict)``.
+"""A trained multi-agent policy that runs without the trainer (and without torch):
+``act(obs_dict)``.
 
 :class:`MAPPOPolicy` holds each agent group's actor as numpy arrays (weights of a tanh MLP and the
 Gaussian log standard deviation) plus the agents of each group and their action bounds. It acts
@@ -77,7 +78,8 @@ class GroupActor:
 
 
 class MAPPOPolicy:
-    """Per-group actors behind the benchmark policy interface: ``act(obs, info=None) -> {agent: action}``.
+    """Per-group actors behind the benchmark policy interface:
+    ``act(obs, info=None) -> {agent: action}``.
 
     Args:
         groups: ``{group: GroupActor}``.
@@ -110,7 +112,8 @@ class MAPPOPolicy:
         return MAPPOPolicy(self.groups, deterministic, self.meta)
 
     def act(self, obs: Mapping[str, Any], info: Any = None) -> dict[str, np.ndarray]:
-        """Actions of every agent: ``{agent: obs[d]}`` -> ``{agent: action[a]}`` (or batched ``[N, ...]``)."""
+        """Actions of every agent: ``{agent: obs[d]}`` -> ``{agent: action[a]}`` (or batched
+        ``[N, ...]``)."""
         missing = set(self.agents) - set(obs)
         if missing:
             raise ValueError(
@@ -131,7 +134,7 @@ class MAPPOPolicy:
                 out[a] = action[..., i, :]
         return out
 
-    # ---- files -----------------------------------------------------------------------------------
+    # ---- files ----------------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write the policy as one ``.npz`` file (atomically); returns the path."""
         path = Path(path)

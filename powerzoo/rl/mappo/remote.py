@@ -56,20 +56,9 @@ RAY_HINT = 'pip install "powerzoo[ray]"'
 
 # position of ``size`` among the positional arguments of numpy Generator methods
 _SIZE_POSITION = {
-    "random": 0,
-    "standard_normal": 0,
-    "standard_exponential": 0,
-    "integers": 2,
-    "uniform": 2,
-    "normal": 2,
-    "lognormal": 2,
-    "exponential": 1,
-    "poisson": 1,
-    "binomial": 2,
-    "gamma": 2,
-    "beta": 2,
-    "choice": 1,
-    "standard_gamma": 1,
+    **dict.fromkeys(("random", "standard_normal", "standard_exponential"), 0),
+    **dict.fromkeys(("exponential", "poisson", "choice", "standard_gamma"), 1),
+    **dict.fromkeys(("integers", "uniform", "normal", "lognormal", "binomial", "gamma", "beta"), 2),
 }
 
 
@@ -83,7 +72,8 @@ def import_ray() -> Any:
 
 
 def split_rows(n_envs: int, n_workers: int) -> list[tuple[int, int]]:
-    """Contiguous blocks ``[(lo, hi), ...]`` of ``n_envs`` rows over ``n_workers`` (sizes differ by <= 1)."""
+    """Contiguous blocks ``[(lo, hi), ...]`` of ``n_envs`` rows over ``n_workers`` (sizes differ
+    by <= 1)."""
     if n_workers < 1 or n_workers > n_envs:
         raise ValueError(f"rollout_workers must be in [1, n_envs={n_envs}], got {n_workers}")
     base, extra = divmod(n_envs, n_workers)
@@ -137,7 +127,8 @@ class RowSlicedGenerator:
 
 
 class _NoisePolicy:
-    """The worker's learner, acting with the learner's noise; with ``pad``, on the full batch's shape.
+    """The worker's learner, acting with the learner's noise; with ``pad``, on the full batch's
+    shape.
 
     Small matrix products give slightly different bits for a row depending on the batch size
     (MKL picks kernels by shape), so with ``pad`` the block's rows are placed at their place in an
@@ -146,12 +137,8 @@ class _NoisePolicy:
 
     def __init__(self, learner: MultiAgentPPO, n_total: int, lo: int, n: int, pad: bool) -> None:
         self._learner = learner
-        self.n_total, self.lo, self.n, self.pad = (
-            int(n_total),
-            int(lo),
-            int(n),
-            bool(pad) and n != n_total,
-        )
+        self.n_total, self.lo, self.n = int(n_total), int(lo), int(n)
+        self.pad = bool(pad) and n != n_total
         self._noise: Mapping[str, np.ndarray] = {}
         self._t = 0
 
@@ -236,10 +223,13 @@ class RolloutWorker:
     """One block of envs and a copy of the networks; run as a Ray actor by :class:`RemoteCollector`.
 
     Args:
-        task, split, env_kwargs: the training env (``make_env(task, split, framework="pettingzoo", ...)``).
+        task, split, env_kwargs: the training env
+            (``make_env(task, split, framework="pettingzoo", ...)``).
         n_total: the run's ``n_envs``; ``lo``, ``n``: this block's first row and size.
-        layouts, params, centralised, cost_names, thresholds: the learner's (see :class:`MultiAgentPPO`).
-        torch_threads: torch threads of this worker (exact mode: the learner's; see :class:`_NoisePolicy`).
+        layouts, params, centralised, cost_names, thresholds: the learner's
+            (see :class:`MultiAgentPPO`).
+        torch_threads: torch threads of this worker (exact mode: the learner's; see
+            :class:`_NoisePolicy`).
     """
 
     def __init__(
@@ -283,7 +273,7 @@ class RolloutWorker:
     def collect(
         self, weights: dict[str, torch.Tensor], noise: dict[str, np.ndarray], n_steps: int
     ) -> dict[str, Any]:
-        """``n_steps`` steps of this block with ``weights``; the rollout and its raw episode records."""
+        """``n_steps`` steps of this block with ``weights``; its rollout and raw episode records."""
         self.learner.load_state_dict(weights)
         self.policy.start(noise)
         rollout, _, last_v, last_cv = self.collector.collect(n_steps)
@@ -363,34 +353,25 @@ class RemoteCollector:
         worker_cls = ray.remote(num_cpus=1)(RolloutWorker)
         params = learner.params.to_dict()
         threads = torch.get_num_threads() if learner.params.rollout_exact else 1
+        env_args = (task, split, dict(env_kwargs), self.n_envs)
+        learner_args = (learner.layouts, params, learner.centralised, learner.cost_names)
+        thresholds = learner.thresholds.tolist()
         self.workers = [
-            worker_cls.remote(
-                task,
-                split,
-                dict(env_kwargs),
-                self.n_envs,
-                lo,
-                hi - lo,
-                learner.layouts,
-                params,
-                learner.centralised,
-                learner.cost_names,
-                learner.thresholds.tolist(),
-                threads,
-            )
+            worker_cls.remote(*env_args, lo, hi - lo, *learner_args, thresholds, threads)
             for lo, hi in self.bounds
         ]
         self.obs: Any = None
 
     def reset(self, seed: int | None) -> None:
-        """Start every block on the full batch's seeded generator (``None``: one drawn here for all)."""
+        """Start every block on the full batch's seeded generator (``None``: one drawn here for
+        all)."""
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1)[0])
         self._ray.get([w.reset.remote(seed) for w in self.workers])
         self.obs = True
 
     def _noise(self, n_steps: int) -> dict[str, np.ndarray]:
-        """Action noise [T, N, n, act_dim] per group, drawn in the order in-process sampling draws it."""
+        """Action noise [T, N, n, act_dim] per group, in the order in-process sampling draws it."""
         layouts, dev = self.learner.layouts, self.learner.device
         draws: dict[str, list[torch.Tensor]] = {name: [] for name in layouts}
         for _ in range(n_steps):
@@ -401,7 +382,8 @@ class RemoteCollector:
     def collect(
         self, n_steps: int
     ) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-        """One whole rollout per actor, joined: the rollout, finished episodes, values after the last step."""
+        """One whole rollout per actor, joined: the rollout, finished episodes, values after the
+        last step."""
         if self.obs is None:
             raise RuntimeError("call reset() before collect()")
         ray = self._ray
@@ -470,7 +452,7 @@ class RemoteCollector:
             agent_returns.sum(axis=1), agent_returns, ep_costs, ep_selected, lengths, step_costs
         )
 
-    # ---- exact continuation (in-process format) --------------------------------------------------
+    # ---- exact continuation (in-process format) -------------------------------------------------
     def state(self) -> dict[str, Any]:
         """The blocks' collector states joined into one in-process :meth:`Collector.state`."""
         states = self._ray.get([w.state.remote() for w in self.workers])
