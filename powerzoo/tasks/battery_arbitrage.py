@@ -21,7 +21,7 @@ Model
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,12 +30,44 @@ from powerzoo.devices.battery import BatteryParams, battery_step, feasible_power
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
-__all__ = ["BatteryArbitrage", "BatteryArbitrageState"]
+__all__ = ["BatteryArbitrage", "BatteryArbitrageParams", "BatteryArbitrageState"]
 
 HORIZON = 48
 STEP_MINUTES = 30
 PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
-RULE_BAND = 0.10  # rule-based controller acts when the price is 10 % off its 24 h mean
+_BATTERY_FIELDS = tuple(f.name for f in dataclasses.fields(BatteryParams))
+
+
+@dataclasses.dataclass(frozen=True)
+class BatteryArbitrageParams:
+    """What a ``battery_arbitrage`` episode is built from; task keywords are ``initial_soc``,
+    ``rule_band_fraction`` and the fields of :class:`BatteryParams` (``energy_capacity_mwh``, ...).
+    """
+
+    # a 100 MWh / 25 MW (4 h) grid-scale Li-ion battery: BatteryParams' defaults
+    battery: BatteryParams = BatteryParams()
+    # state of charge at reset (fraction of capacity), mid-range so either direction is open
+    initial_soc: float = 0.5
+    # the rule-based controller acts when the price is this far off its trailing 24 h mean
+    rule_band_fraction: float = 0.10
+
+    KEYWORDS: ClassVar[tuple[str, ...]] = ("initial_soc", "rule_band_fraction", *_BATTERY_FIELDS)
+
+    def __post_init__(self) -> None:
+        if not self.battery.soc_min <= self.initial_soc <= self.battery.soc_max:
+            raise ValueError(
+                f"initial_soc must lie in [{self.battery.soc_min}, {self.battery.soc_max}], "
+                f"got {self.initial_soc}"
+            )
+
+    @classmethod
+    def from_keywords(cls, **kwargs: Any) -> BatteryArbitrageParams:
+        """Defaults with the task keywords in their place (battery ones go to ``battery``)."""
+        battery = BatteryParams(**{k: v for k, v in kwargs.items() if k in _BATTERY_FIELDS})
+        rest = {k: float(v) for k, v in kwargs.items() if k not in _BATTERY_FIELDS}
+        return cls(battery=battery, **rest)
+
+
 # gathered per calendar step from one table (they depend on the calendar step only)
 EXOGENOUS_OBS = ("price_per_mwh", "price_avg_24h_per_mwh", "hour_sin", "hour_cos")
 
@@ -65,16 +97,13 @@ class BatteryArbitrage(Task):
 
     task_id = "battery_arbitrage"
 
-    def __init__(
-        self, split: str = "train", *, initial_soc: float = 0.5, **battery_kwargs: Any
-    ) -> None:
-        super().__init__(self.make_spec(**battery_kwargs), split)
-        self.battery = _battery_params(battery_kwargs)
-        if not self.battery.soc_min <= initial_soc <= self.battery.soc_max:
-            raise ValueError(
-                f"initial_soc must lie in [{self.battery.soc_min}, {self.battery.soc_max}], got {initial_soc}"
-            )
-        self.initial_soc = float(initial_soc)
+    Params = BatteryArbitrageParams
+
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
+        super().__init__(self.spec_for(p), split)
+        self.battery = p.battery
+        self.initial_soc = p.initial_soc
         price = self.profiles.series["price_per_mwh"]
         steps = self.profiles.steps_per_day
         # trailing mean of the previous 24 h (the wrap-around day supplies 1 January's past)
@@ -96,8 +125,8 @@ class BatteryArbitrage(Task):
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **battery_kwargs: Any) -> TaskSpec:
-        battery = _battery_params(battery_kwargs)
+    def spec_for(cls, params: BatteryArbitrageParams) -> TaskSpec:
+        battery = params.battery
         p = battery.power_max_mw
         return TaskSpec(
             task_id=cls.task_id,
@@ -219,7 +248,8 @@ class BatteryArbitrage(Task):
             obs[:, slots.price_avg_24h_per_mwh],
         )
         p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)
-        cheap, dear = price < (1 - RULE_BAND) * avg, price > (1 + RULE_BAND) * avg
+        band = self.params.rule_band_fraction
+        cheap, dear = price < (1 - band) * avg, price > (1 + band) * avg
         return np.where(cheap, -p_ch_max, np.where(dear, p_dis_max, 0.0))[:, None]
 
     def oracle_plan(self, state: BatteryArbitrageState) -> np.ndarray:
@@ -233,16 +263,6 @@ class BatteryArbitrage(Task):
                 self.battery, prices, float(state.soc[row]), self.spec.dt_h
             )
         return plans
-
-
-def _battery_params(kwargs: dict[str, Any]) -> BatteryParams:
-    valid = {f.name for f in dataclasses.fields(BatteryParams)}
-    unknown = set(kwargs) - valid
-    if unknown:
-        raise TypeError(
-            f"battery_arbitrage got unknown parameter(s) {sorted(unknown)}; valid: initial_soc, {', '.join(sorted(valid))}"
-        )
-    return BatteryParams(**kwargs)
 
 
 def _solve_arbitrage_lp(
