@@ -16,7 +16,7 @@ from powerzoo.devices.gpu_cluster import it_power_mw
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task, task_spec
 from powerzoo.tasks.dc_microgrid.rule import rule_based_action as dc_microgrid_rule
-from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
+from powerzoo.tasks.datacentre.site import DCMicrogridParams
 from powerzoo.tasks.dc_scheduling import DC_BUS, SLA_PENALTY_PER_GPUH
 
 warnings.filterwarnings("ignore", message="ignoring unknown reset option")

@@ -8,7 +8,7 @@ from powerzoo.benchmarks.policies import make_baseline_policy
 from powerzoo.rl import make_env
 from powerzoo.tasks import describe, task_spec
 from powerzoo.tasks.ders_benchmark import MarlDersBenchmark
-from powerzoo.tasks.ders_oracle import DersOracle, payback_matrix
+from powerzoo.tasks.ders_benchmark.oracle import DersOracle, payback_matrix
 
 TASK = "marl_ders_benchmark"
 GROUPS = {

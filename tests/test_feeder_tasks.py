@@ -15,7 +15,10 @@ from powerzoo.benchmarks.policies import make_baseline_policy
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task, task_spec
 from powerzoo.tasks.der_arbitrage import BATTERY_BUSES, tou_schedule
-from powerzoo.tasks.dso import FLEX_BUSES, FLEX_MAX_FRACTION, VOLL_PER_MWH
+from powerzoo.tasks.dso import FLEX_BUSES, DsoParams
+
+FLEX_MAX_FRACTION = DsoParams.flex_max_fraction
+VOLL_PER_MWH = DsoParams.voll_per_mwh
 
 warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 GRID_KEYS = {
@@ -305,8 +308,8 @@ def test_bad_input_gives_clear_errors():
         )
     with pytest.raises(ValueError, match="missing"):
         penv.step({"battery_0": np.zeros(1)})
-    with pytest.raises(TypeError, match="no task parameters"):
-        make_task("dso", "train", flex_peak_mw=1.0)
+    with pytest.raises(TypeError, match=r"unknown parameter\(s\) \['flex_peak'\].*flex_peak_mw"):
+        make_task("dso", "train", flex_peak=1.0)
 
 
 def test_out_of_range_action_is_clipped_and_flagged():

@@ -48,6 +48,7 @@ __all__ = [
     "FlexibleLoadStep",
     "flexible_load_reset",
     "flexible_load_step",
+    "payback_matrix",
 ]
 
 
@@ -214,3 +215,17 @@ def flexible_load_step(
         payback_mwh=payback_mwh,
         shift_refused_mwh=(shift - shift_applied) * base_mwh,
     )
+
+
+def payback_matrix(t0: int, horizon: int, payback_steps: int) -> np.ndarray:
+    """``W`` [T, T], T = horizon - t0: payback MW at step ``t`` per MW shifted at step ``tau``.
+
+    ``1 / m`` for the ``m = min(payback_steps, steps left)`` steps after ``tau``, as
+    :func:`flexible_load_step` pays it back (a planner's linear model of the device).
+    """
+    t = horizon - t0
+    w = np.zeros((t, t))
+    for tau in range(t):
+        m = min(payback_steps, horizon - 1 - (t0 + tau))
+        w[tau + 1 : tau + 1 + m, tau] = 1.0 / max(m, 1)
+    return w

@@ -44,7 +44,7 @@ import numpy as np
 from powerzoo.devices.cooling import cooling_cop
 from powerzoo.devices.gpu_cluster import GpuClusterParams
 from powerzoo.devices.thermal_zone import setpoint_reaching, zone_step
-from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
+from powerzoo.tasks.datacentre.site import DCMicrogridParams
 
 if TYPE_CHECKING:  # highspy is imported when a plan is solved, not with the task
     import highspy

@@ -10,7 +10,7 @@ from powerzoo.devices.battery import feasible_power_mw
 from powerzoo.devices.cooling import cooling_cop
 from powerzoo.devices.gpu_cluster import it_power_mw
 from powerzoo.devices.pv import pv_power_mw
-from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
+from powerzoo.tasks.datacentre.site import DCMicrogridParams
 
 __all__ = ["rule_based_action", "rule_compute_and_cooling"]
 

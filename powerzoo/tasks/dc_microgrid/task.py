@@ -19,10 +19,10 @@ from powerzoo.devices.grid_tie import GridTie, grid_carbon_intensity
 from powerzoo.devices.job_queue import per_bucket
 from powerzoo.devices.pv import pv_power_mw
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.dc_microgrid.datacentre import DataCentre
+from powerzoo.tasks.datacentre.model import DataCentre
 from powerzoo.tasks.dc_microgrid.oracle import DayForesight, DayPlan, solve_day_plan
 from powerzoo.tasks.dc_microgrid.rule import rule_based_action
-from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
+from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
 __all__ = [
@@ -105,9 +105,11 @@ class DCMicrogrid(Task):
     penalized = True
     gym_id = "powerzoo/DCMicrogrid-v0"
 
+    Params = DCMicrogridParams
+
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
-        super().__init__(self.make_spec(**task_kwargs), split)
-        self.params = p = DCMicrogridParams.from_kwargs(self.task_id, task_kwargs)
+        self.params = p = self.make_params(**task_kwargs)
+        super().__init__(self.spec_for(p), split)
         p.zone.check_step(self.spec.dt_h)
         self.workload = get_workload(workload_scenario_of_split(split), STEP_MINUTES)
         series = self.profiles.series
@@ -215,8 +217,8 @@ class DCMicrogrid(Task):
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        p = DCMicrogridParams.from_kwargs(cls.task_id, task_kwargs)
+    def spec_for(cls, params: DCMicrogridParams) -> TaskSpec:
+        p = params
         n = p.cluster.n_gpus
         b_max = p.battery.power_max_mw
         queue_names = tuple(f"{job.name}_{k}" for job in JOB_CLASSES for k in QUEUE_OBS)

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.devices.flexible_load import FlexibleLoadState, flexible_load_step
+from powerzoo.devices.flexible_load import FlexibleLoadState, flexible_load_step, payback_matrix
 from powerzoo.devices.inverter_battery import inverter_battery_step
 from powerzoo.devices.pv_inverter import pv_inverter_step
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
@@ -73,17 +73,6 @@ FD_STEP = 0.02  # MW / Mvar, central differences of the exact losses
 SHIFT_TIE_BREAK = 0.01  # $ per MWh shifted: no shifting that buys nothing
 Q_SHRINK = 1.0 - 1e-5  # planned Q stays this far inside the inverter's limit (float32 actions)
 PF_MAX_ITER = 50
-
-
-def payback_matrix(t0: int, horizon: int, payback_steps: int) -> np.ndarray:
-    """``W`` [T, T], T = horizon - t0: payback MW at step ``t`` per MW shifted at step ``tau`` (``1 / m``
-    for the ``m = min(payback_steps, steps left)`` steps after ``tau``, as the device pays it back)."""
-    t = horizon - t0
-    w = np.zeros((t, t))
-    for tau in range(t):
-        m = min(payback_steps, horizon - 1 - (t0 + tau))
-        w[tau + 1 : tau + 1 + m, tau] = 1.0 / max(m, 1)
-    return w
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +211,7 @@ class DersOracle:
             "w": payback_matrix(t0, horizon, task.flex.payback_steps),
             "t0": t0,
         }
-        p_rest, q_rest, base = task._loads(demand)
+        p_rest, q_rest, base = task.loads(demand)
         day["base"] = base
         due_mw = np.zeros_like(base)
         n_due = min(task.flex.payback_steps, t)
