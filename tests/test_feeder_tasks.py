@@ -1,4 +1,5 @@
-"""Distribution-feeder tasks ``dso`` and ``marl_der_arbitrage``: client APIs, physics invariants, baselines."""
+"""Distribution-feeder tasks ``dso`` and ``marl_der_arbitrage``: client APIs, physics invariants,
+baselines."""
 
 import warnings
 
@@ -50,9 +51,9 @@ def test_marl_der_arbitrage_passes_the_parallel_api_test():
     )
 
 
-def test_seed_page_pattern4_env_with_the_pattern3_loop_runs_unchanged():
-    env = make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)  # Pattern 4's line
-    # Pattern 3's loop: random rollout with per-agent reward accounting
+def test_the_pettingzoo_env_runs_a_random_loop_with_per_agent_rewards():
+    env = make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)
+    # a random rollout with per-agent reward accounting
     obs, info = env.reset(seed=0)
     totals = {a: 0.0 for a in env.agents}
     steps = 0
@@ -94,7 +95,7 @@ def test_spec_facts():
     assert der.constraint_names == ("voltage_violation", "thermal_overload", "soc_violation")
     assert der.obs_modes == ("global", "local", "local_plus_forecast", "local_plus_voltage")
     assert set(dso.baselines) == set(der.baselines) == {"random", "rule_based", "oracle"}
-    assert der.agent_action_dim == 1  # battery power P only (SPEC 4.2)
+    assert der.agent_action_dim == 1  # battery active power only
 
 
 def test_observation_modes_and_neighbour_voltages():

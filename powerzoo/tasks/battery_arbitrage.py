@@ -15,7 +15,8 @@ Model
 * Observation: ``[soc, price_per_mwh, price_avg_24h_per_mwh, hour_sin, hour_cos,
   time_remaining]``; ``price_avg_24h_per_mwh`` is the trailing 24 h mean price.
 * Baselines: random; rule-based (charge as hard as the SOC allows when the price is 10 % below
-  its trailing 24 h mean, discharge when 10 % above); oracle (perfect-foresight LP over the day, HiGHS via highspy).
+  its trailing 24 h mean, discharge when 10 % above); oracle (perfect-foresight LP over the day,
+  HiGHS via highspy).
 """
 
 from __future__ import annotations
@@ -131,8 +132,10 @@ class BatteryArbitrage(Task):
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                f"One {battery.energy_capacity_mwh:g} MWh / {p:g} MW battery buys and sells energy at a "
-                "market price (price taker) over one day; reward is arbitrage profit net of degradation."
+                f"One {battery.energy_capacity_mwh:g} MWh / {p:g} MW battery buys and sells "
+                "energy at a "
+                "market price (price taker) over one day; reward is arbitrage profit net of "
+                "degradation."
             ),
             agents=("agent",),
             observation=VectorSpec(
@@ -155,7 +158,10 @@ class BatteryArbitrage(Task):
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS + calendar.STRESS_SPLITS,
             reward_terms=("discharge_revenue", "charge_payment", "degradation"),
-            reward_doc="price * discharged MWh - price * charged MWh - degradation $/MWh * throughput MWh ($)",
+            reward_doc=(
+                "price * discharged MWh - price * charged MWh - degradation $/MWh * throughput "
+                "MWh ($)"
+            ),
             constraint_names=("soc_violation",),
             constraint_units=("MWh",),
             selected_constraints=("soc_violation",),
@@ -176,7 +182,8 @@ class BatteryArbitrage(Task):
         )
 
     def _exogenous_table(self) -> np.ndarray:
-        """The EXOGENOUS_OBS fields of every calendar step [n_steps, 4] (float32), gathered by :meth:`observe`.
+        """The EXOGENOUS_OBS fields of every calendar step [n_steps, 4] (float32), gathered by
+        :meth:`observe`.
 
         ``[price, price_avg_24h, sin(phase), cos(phase)]``: they depend on the calendar step only
         (``phase`` on the step within the day, and a day starts at a multiple of ``steps_per_day``),
@@ -240,7 +247,8 @@ class BatteryArbitrage(Task):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when > 1.1 x."""
+        """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when >
+        1.1 x."""
         slots = self._slots
         soc, price, avg = (
             obs[:, slots.soc],
@@ -272,7 +280,8 @@ def _solve_arbitrage_lp(
 
     Maximise ``sum_t (price_t - deg) d_t dt - (price_t + deg) c_t dt`` over charge ``c_t`` and
     discharge ``d_t`` in ``[0, p_max]`` (MW) and the stored energy ``e_t`` (MWh) within the SOC
-    bounds, with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d`` from ``e_{-1} = soc0 * capacity``.
+    bounds, with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d`` from ``e_{-1} = soc0 *
+    capacity``.
     Prices are positive in PowerZoo's data, so charging and discharging at once never pays and
     the net schedule ``d - c`` is what the env can apply.
     """

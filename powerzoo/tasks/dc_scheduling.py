@@ -1,4 +1,5 @@
-"""``dc_scheduling``: the ``dc_microgrid`` data centre on a bus of the IEEE 33-bus feeder, scheduling its jobs.
+"""``dc_scheduling``: the ``dc_microgrid`` data centre on a bus of the IEEE 33-bus feeder,
+scheduling its jobs.
 
 Model (single agent, 30-minute steps, 48 per episode = one calendar day)
 ------------------------------------------------------------------------
@@ -68,6 +69,7 @@ from powerzoo.physics.radial_pf import lindistflow
 from powerzoo.physics.radial_sweep import feeder_plan
 from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.datacentre.model import DataCentre
+from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.dc_microgrid.oracle import (
     ORACLE_SETPOINT_C,
     SparseModel,
@@ -78,7 +80,6 @@ from powerzoo.tasks.dc_microgrid.oracle import (
     zone_trajectory,
 )
 from powerzoo.tasks.dc_microgrid.rule import rule_compute_and_cooling
-from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.feeder import (
     GRID_COST_UNITS,
     GRID_COSTS,
@@ -119,7 +120,8 @@ _QUEUE = ("queued_gpuh", "due_1h_gpuh", "required_gpus")
 
 @dataclasses.dataclass(frozen=True)
 class DCSchedulingParams:
-    """The data centre (the ``dc_microgrid`` site's cluster, cooling and zone) and where it sits on the feeder."""
+    """The data centre (the ``dc_microgrid`` site's cluster, cooling and zone) and where it sits on
+    the feeder."""
 
     cluster: GpuClusterParams = DCMicrogridParams.cluster
     cooling: CoolingParams = DCMicrogridParams.cooling
@@ -162,7 +164,8 @@ class DCSchedulingState:
 
 
 class DCScheduling(FeederTask):
-    """The ``dc_microgrid`` data centre on the 33-bus feeder: schedule jobs and cooling against price and voltage."""
+    """The ``dc_microgrid`` data centre on the 33-bus feeder: schedule jobs and cooling against
+    price and voltage."""
 
     task_id = "dc_scheduling"
     horizon = HORIZON
@@ -188,7 +191,8 @@ class DCScheduling(FeederTask):
         self._s_zone, self._s_grid = obs.slot("zone_temp_c"), obs.slot(*_GRID)
         self._s_queue = {f: obs.slot(*(f"{j.name}_{f}" for j in JOB_CLASSES)) for f in _QUEUE}
         # warm start of each step's flow: the last flow's voltages moved by the first-order change
-        # dv = -Z conj(dS / v) of the DC's and the feeder's load change (common-path impedances Z, p.u.)
+        # dv = -Z conj(dS / v) of the DC's and the feeder's load change (common-path impedances Z,
+        # p.u.)
         case, plan = self.grid.case, feeder_plan(self.grid.case)
         z = np.zeros((case.n_bus, case.n_bus), dtype=complex)
         z[np.ix_(plan.order, plan.order)] = plan.z_path
@@ -210,7 +214,8 @@ class DCScheduling(FeederTask):
         self._init_step_constants()
 
     def _init_step_constants(self) -> None:
-        """The data centre's step tables and, per calendar step, [temp, price, demand, condenser temperature]."""
+        """The data centre's step tables and, per calendar step, [temp, price, demand, condenser
+        temperature]."""
         p, series = self.params, self.profiles.series
         self._dc = DataCentre(p.cluster, p.cooling, p.zone, self.workload, HORIZON, self.spec.dt_h)
         self._neg_dt, self._sla_price = np.array(-self.spec.dt_h), np.array(-SLA_PENALTY_PER_GPUH)
@@ -272,9 +277,12 @@ class DCScheduling(FeederTask):
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                f"The dc_microgrid AI data centre ({p.cluster.n_gpus} GPUs, training and fine-tuning jobs with "
-                f"deadlines, cooling) at bus {p.dc_bus + 1} (1-based) of the IEEE 33-bus feeder (exact AC power flow), no local "
-                "generation: schedule the jobs and the cooling setpoint against the energy price and SLA penalties, "
+                f"The dc_microgrid AI data centre ({p.cluster.n_gpus} GPUs, training and "
+                "fine-tuning jobs with "
+                f"deadlines, cooling) at bus {p.dc_bus + 1} (1-based) of the IEEE 33-bus feeder "
+                "(exact AC power flow), no local "
+                "generation: schedule the jobs and the cooling setpoint against the energy price "
+                "and SLA penalties, "
                 "within the feeder's voltage band and line ratings."
             ),
             agents=("agent",),
@@ -292,7 +300,8 @@ class DCScheduling(FeederTask):
             + calendar.WORKLOAD_STRESS_SPLITS,
             reward_terms=("energy_cost", "sla_penalty"),
             reward_doc=(
-                f"-(price x facility MWh) - {SLA_PENALTY_PER_GPUH:g} $/GPU-h x sla_violation per step ($); "
+                f"-(price x facility MWh) - {SLA_PENALTY_PER_GPUH:g} $/GPU-h x sla_violation per "
+                "step ($); "
                 "terms [energy_cost, sla_penalty]"
             ),
             constraint_names=CONSTRAINTS,
@@ -310,7 +319,8 @@ class DCScheduling(FeederTask):
     def _flow(
         self, demand: np.ndarray, dc_mw: np.ndarray, v_init: np.ndarray | None
     ) -> tuple[Any, np.ndarray]:
-        """Exact power flow of the feeder loads at ``demand`` [B] plus the data centre's ``dc_mw`` [B],
+        """Exact power flow of the feeder loads at ``demand`` [B] plus the data centre's ``dc_mw``
+        [B],
         and the total net load [B] (MW)."""
         p, q = self.grid.bus_loads(demand)
         bus = self.params.dc_bus
@@ -439,14 +449,16 @@ class DCScheduling(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """``dc_microgrid``'s compute and cooling rule (module docstring) from observations [B, 17]: [B, 3]."""
+        """``dc_microgrid``'s compute and cooling rule (module docstring) from observations [B, 17]:
+        [B, 3]."""
         fields = dict(zip(self.spec.observation.names, obs.T.astype(np.float64), strict=True))
         n = self.params.cluster.n_gpus
         training, finetune, setpoint = rule_compute_and_cooling(n, fields)
         return np.stack([training / n, finetune / n, setpoint], axis=1)
 
     def oracle_plan(self, state: DCSchedulingState) -> np.ndarray:
-        """Perfect-foresight actions [B, 48, 3] from ``state`` on: one day plan per row (:meth:`oracle_day_plan`).
+        """Perfect-foresight actions [B, 48, 3] from ``state`` on: one day plan per row
+        (:meth:`oracle_day_plan`).
 
         Rows before each episode's current step are NaN.
         """
@@ -512,7 +524,8 @@ class DCScheduling(FeederTask):
         return np.column_stack([shares, setpoint]), p_ref
 
     def _line_headroom_mw(self, demand: np.ndarray) -> np.ndarray:
-        """Most DC power [S] (MW, at its power factor) the lines from the head to its bus carry within
+        """Most DC power [S] (MW, at its power factor) the lines from the head to its bus carry
+        within
         ``rating x ORACLE_LINE_VOLTAGE_PU`` over the LinDistFlow flows of the feeder loads."""
         case, bus = self.grid.case, self.params.dc_bus
         path = []
@@ -544,7 +557,8 @@ def _solve_day(
     headroom: np.ndarray,
     dt_h: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """GPU shares [S, 2] and facility power [S] (MW) of one LP (see :meth:`DCScheduling.oracle_day_plan`)."""
+    """GPU shares [S, 2] and facility power [S] (MW) of one LP (see
+    :meth:`DCScheduling.oracle_day_plan`)."""
     n_steps = price.size
     it_base, mw_per_gpuh = it_power_model(params.cluster, dt_h)
     model = SparseModel()

@@ -1,4 +1,5 @@
-"""``marl_der_arbitrage``: three batteries on the IEEE 33-bus feeder trade energy at the market price.
+"""``marl_der_arbitrage``: three batteries on the IEEE 33-bus feeder trade energy at the market
+price.
 
 Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
 -----------------------------------------------------------------------
@@ -14,7 +15,8 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   degradation 2 $/MWh, at 0-based buses ``BATTERY_BUSES = (16, 23, 31)`` (1-based 17, 24, 32:
   one bus short of the ends of the main trunk and of the two long laterals).
 * Action per agent: ``p_mw`` in [-0.5, 0.5] MW (+ = discharge into the feeder); reactive power
-  is 0 (the batteries trade active power only). A request the SOC cannot serve is cut to the feasible power
+  is 0 (the batteries trade active power only). A request the SOC cannot serve is cut to the
+  feasible power
   and the energy asked beyond the bounds is the ``soc_violation`` cost.
 * Reward, **per agent** (``shared_reward=False``): each battery's own arbitrage profit at the
   data layer's ``price_per_mwh`` in $ per step, ``price x (discharged - charged MWh) -
@@ -198,7 +200,8 @@ class DerArbitrageState:
 
 
 class MarlDerArbitrage(FeederTask):
-    """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal limits."""
+    """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal
+    limits."""
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
@@ -226,14 +229,14 @@ class MarlDerArbitrage(FeederTask):
     @classmethod
     def spec_for(cls, params: DerArbitrageParams) -> TaskSpec:
         power_mw = params.power_mw
-        modes = {
-            mode: VectorSpec.from_rows(fields) for mode, fields in _modes(power_mw).items()
-        }
+        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _modes(power_mw).items()}
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "Three 1 MWh / 0.5 MW batteries on the IEEE 33-bus feeder (exact AC power flow) buy and sell "
-                "energy at the market price; each agent is paid its own arbitrage profit, under the feeder's "
+                "Three 1 MWh / 0.5 MW batteries on the IEEE 33-bus feeder (exact AC power flow) "
+                "buy and sell "
+                "energy at the market price; each agent is paid its own arbitrage profit, under "
+                "the feeder's "
                 "voltage and thermal limits."
             ),
             agents=AGENTS,
@@ -250,7 +253,8 @@ class MarlDerArbitrage(FeederTask):
             + ("load_stress", "heatwave", "low_renewable", "price_spike"),
             reward_terms=("discharge_revenue", "charge_payment", "degradation"),
             reward_doc=(
-                "per agent: own price x (discharged - charged MWh) - 2 $/MWh x throughput ($ per step); "
+                "per agent: own price x (discharged - charged MWh) - 2 $/MWh x throughput ($ per "
+                "step); "
                 "reward_terms are the team sums"
             ),
             constraint_names=(*GRID_COSTS, "soc_violation"),
@@ -368,7 +372,8 @@ class MarlDerArbitrage(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Time-of-use schedule (module docstring) from ``global`` observations [B, 3, d]: [B, 3] MW."""
+        """Time-of-use schedule (module docstring) from ``global`` observations [B, 3, d]: [B, 3]
+        MW."""
         mode = tou_mode(
             self._tou,
             obs[:, 0, self._rule_t].astype(np.float64),
@@ -376,12 +381,11 @@ class MarlDerArbitrage(FeederTask):
             self.profiles.steps_per_day,
         )  # -1 charge, +1 discharge
         soc = obs[:, :, self._rule_soc].astype(np.float64)
-        return tou_battery_power_mw(
-            self.battery, mode, soc, self.spec.dt_h, self.params.tou_steps
-        )
+        return tou_battery_power_mw(self.battery, mode, soc, self.spec.dt_h, self.params.tou_steps)
 
     def oracle_plan(self, state: DerArbitrageState) -> np.ndarray:
-        """Team-profit-maximising battery powers [B, H, 3] with perfect foresight of prices and loads.
+        """Team-profit-maximising battery powers [B, H, 3] with perfect foresight of prices and
+        loads.
 
         One LP per episode on HiGHS (:func:`_solve_day`): the SOC model of the batteries and the
         voltage band on LinDistFlow, linearised around the exact flow of the day's loads with the

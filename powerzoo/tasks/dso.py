@@ -106,6 +106,7 @@ class DsoParams:
     # "penalized" preset: $ per MVA of thermal overload
     penalty_per_mva: float = 1000.0
 
+
 _N = len(FLEX_BUSES)
 _GRID_FIELDS = ("v_min_pu", "v_max_pu", "p_loss_mw", "feeder_p_mw")
 
@@ -261,8 +262,10 @@ class Dso(FeederTask):
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "A distribution operator curtails and shifts six flexible loads on the IEEE 33-bus feeder "
-                "(exact AC power flow) to keep voltages in [0.95, 1.05] p.u.; reward is minus the cost of "
+                "A distribution operator curtails and shifts six flexible loads on the IEEE "
+                "33-bus feeder "
+                "(exact AC power flow) to keep voltages in [0.95, 1.05] p.u.; reward is minus "
+                "the cost of "
                 "losses and of lost load."
             ),
             agents=("agent",),
@@ -278,8 +281,10 @@ class Dso(FeederTask):
             splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "price_spike"),
             reward_terms=("loss_cost", "curtailment_cost"),
             reward_doc=(
-                f"-(price x network losses x dt + {p.voll_per_mwh:g} $/MWh x curtailed energy) per step ($); "
-                f"shifted energy is paid back within {p.payback_steps * STEP_MINUTES / 60:g} h at no cost"
+                f"-(price x network losses x dt + {p.voll_per_mwh:g} $/MWh x curtailed energy) "
+                "per step ($); "
+                f"shifted energy is paid back within {p.payback_steps * STEP_MINUTES / 60:g} h at "
+                "no cost"
             ),
             constraint_names=GRID_COSTS,
             constraint_units=GRID_COST_UNITS,
@@ -396,10 +401,12 @@ class Dso(FeederTask):
         return np.zeros((obs.shape[0], self.spec.action.dim))
 
     def oracle_plan(self, state: DsoState) -> np.ndarray:
-        """Perfect-foresight curtail / shift fractions [B, H, 12]: one LP per episode (:func:`_solve_day`).
+        """Perfect-foresight curtail / shift fractions [B, H, 12]: one LP per episode
+        (:func:`_solve_day`).
 
         Voltages on LinDistFlow, linearised around the exact flow of the day's loads without
-        control (perfect foresight of the loads); the plan is applied and scored under the exact flow.
+        control (perfect foresight of the loads); the plan is applied and scored under the exact
+        flow.
         """
         plans = np.zeros((state.t.size, HORIZON, self.spec.action.dim))
         sens = voltage_sq_sensitivity(self.grid.case, self.flex_buses, self.flex.tan_phi)
@@ -422,8 +429,7 @@ class Dso(FeederTask):
 
 
 def _solve_day(
-    params: DsoParams,
-    base: np.ndarray, v2_base: np.ndarray, sens: np.ndarray, t0: int, dt_h: float
+    params: DsoParams, base: np.ndarray, v2_base: np.ndarray, sens: np.ndarray, t0: int, dt_h: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Curtail and shift fractions [T, 6] of the day plan (LP on HiGHS via highspy).
 

@@ -1,4 +1,5 @@
-"""Multi-agent economic dispatch on DC networks: ``marl_opf`` (case5), ``opf_118``, ``opf_118_7d`` (case118).
+"""Multi-agent economic dispatch on DC networks: ``marl_opf`` (case5), ``opf_118``, ``opf_118_7d``
+(case118).
 
 Model
 -----
@@ -16,7 +17,8 @@ Model
   (MWh = |mismatch| x dt).
 * Line limits: case5 keeps its published ratings (400 MW on 1-2, 240 MW on 4-5). pandapower's
   case118 rates every branch at 9,900 MW, so congestion could never occur; its ratings are
-  derived from the flows of the DC-OPF at the base load times ``RATING_LOAD_SCALE`` (1.1) so that congestion
+  derived from the flows of the DC-OPF at the base load times ``RATING_LOAD_SCALE`` (1.1) so that
+  congestion
   binds at high load (:mod:`powerzoo.physics.line_ratings`).
 * Observation modes (per agent, ``env.observation_fields(agent)``): ``global`` (default: time,
   system load now and next step, own limits, marginal cost and last output, last imbalance),
@@ -100,7 +102,12 @@ def _dispatch_spec(
     own = (
         ("own_pmin_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
         ("own_pmax_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
-        ("own_marginal_cost_per_mwh", "$/MWh", 0.0, float(marginal_cost_per_mwh(case).max()) * 1.5 + 1.0),
+        (
+            "own_marginal_cost_per_mwh",
+            "$/MWh",
+            0.0,
+            float(marginal_cost_per_mwh(case).max()) * 1.5 + 1.0,
+        ),
         ("own_prev_p_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
     )
 
@@ -279,13 +286,15 @@ class EconomicDispatch(Task):
         )
 
     def observe(self, state: DispatchState, obs_mode: str | None = None) -> np.ndarray:
-        """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field block."""
+        """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field
+        block."""
         mode = obs_mode or self.spec.default_obs_mode
         try:
             slots = self._obs_slots[mode]
         except KeyError:
             raise ValueError(
-                f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._obs_slots)}"
+                f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: "
+                f"{', '.join(self._obs_slots)}"
             ) from None
         b, n = state.t.size, self.case.n_gen
         try:
@@ -360,7 +369,8 @@ class EconomicDispatch(Task):
         """``(total load [B] MW, overload [B] MW, max branch loading [B], congested branches [B])``
         of dispatch ``action`` [B, n_gen] MW under ``demand`` [B, 1] (per unit).
 
-        The DC power flow and its [rows, n_branch] temporaries run in :func:`~powerzoo.scratch.row_blocks`
+        The DC power flow and its [rows, n_branch] temporaries run in
+        :func:`~powerzoo.scratch.row_blocks`
         through work arrays of one block's size, so they stay in the CPU caches at any batch size.
         """
         b, n_bus, n_branch = action.shape[0], self.case.n_bus, self.case.n_branch
@@ -402,7 +412,8 @@ class EconomicDispatch(Task):
         return merit_order_dispatch(self.case, total_load_mw, self.marginal_cost)
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Congestion-aware merit order on the observed system load (``global`` mode, ``system_load_mw``).
+        """Congestion-aware merit order on the observed system load (``global`` mode,
+        ``system_load_mw``).
 
         Merit order first, then redispatch by PTDF sensitivities until no line is overloaded
         (:func:`powerzoo.physics.redispatch.rule_dispatch_from_system_load`): what an operator
@@ -444,11 +455,17 @@ class Opf118(EconomicDispatch):
     task_id = "opf_118"
     case_name = "case118"
     horizon = 48
-    description = "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one day."
+    description = (
+        "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one "
+        "day."
+    )
 
 
 class Opf118Week(EconomicDispatch):
     task_id = "opf_118_7d"
     case_name = "case118"
     horizon = 336
-    description = "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one week."
+    description = (
+        "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one "
+        "week."
+    )

@@ -31,7 +31,7 @@ NONCONVERGED_VOLTAGE_PU_PER_BUS x (n_bus - 1)`` (as if every bus had collapsed 0
 the band), ``thermal_overload = 0``, and its losses are taken as 0 (the last iterate is not a
 solution; its voltages are reported as they are, finite).
 
-Grid info keys (SPEC 3.2), each ``[B]``: ``pf_converged``, ``p_loss_mw``, ``feeder_p_mw``,
+Grid info keys (every feeder task reports them), each ``[B]``: ``pf_converged``, ``p_loss_mw``, ``feeder_p_mw``,
 ``feeder_q_mvar`` (power drawn at the head = loads - DER + losses), ``v_min_pu``, ``v_max_pu``,
 ``max_branch_loading`` (largest I / I_rated); ``is_safe`` is added by the env from the costs.
 """
@@ -74,7 +74,8 @@ GRID_COST_UNITS = ("p.u. (sum over buses, per step)", "MVA (sum over branches, p
 PF_MAX_ITER = 30  # sweeps per step; a 33-bus flow converges in under 10 (1 to 4 warm-started)
 PF_TOL_PU = 1e-8
 # oracles: $ per unit of squared-voltage slack outside the band (about 10,000 $ per p.u. of voltage,
-# so a plan gives up any amount of profit or lost-load value before it lets a voltage leave the band)
+# so a plan gives up any amount of profit or lost-load value before it lets a voltage leave the
+# band)
 ORACLE_VOLTAGE_PENALTY = 20_000.0
 ORACLE_BAND_MARGIN_PU = (
     0.001  # default planned band [0.951, 1.049]: room for the linearisation error
@@ -100,7 +101,8 @@ def time_features(t: np.ndarray, steps_per_day: int, horizon: int) -> np.ndarray
 
 @dataclasses.dataclass(frozen=True)
 class GridStep:
-    """One power flow of a batch and what the tasks take from it (arrays with leading axis ``B``)."""
+    """One power flow of a batch and what the tasks take from it (arrays with leading axis
+    ``B``)."""
 
     vm_pu: np.ndarray  # [B, n_bus] voltage magnitudes
     v_complex_pu: np.ndarray  # [B, n_bus] complex voltages (warm start of the next flow)
@@ -110,7 +112,8 @@ class GridStep:
 
 
 class FeederModel:
-    """A radial feeder with its calendar loads: per-bus demand of any step, and the step's power flow.
+    """A radial feeder with its calendar loads: per-bus demand of any step, and the step's power
+    flow.
 
     ``profiles`` is the split's profiles (:attr:`powerzoo.tasks.base.Task.profiles`),
     ``split_days`` its calendar days; loads are ``bus_pd_mw * load_scale * demand_pu``.
@@ -154,7 +157,8 @@ class FeederModel:
     def solve(
         self, p_mw: np.ndarray, q_mvar: np.ndarray, v_init: np.ndarray | None = None
     ) -> GridStep:
-        """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative = export)."""
+        """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative =
+        export)."""
         result = radial_power_flow(
             self.case, p_mw, q_mvar, max_iter=PF_MAX_ITER, tol_pu=PF_TOL_PU, v_init=v_init
         )
@@ -199,9 +203,7 @@ class FeederTask(Task):
     horizon: int = 48
     """Steps per episode (a subclass sets its own)."""
 
-    def setup_feeder(
-        self, case_name: str, load_scale: float, slots_of: Any = None
-    ) -> FeederModel:
+    def setup_feeder(self, case_name: str, load_scale: float, slots_of: Any = None) -> FeederModel:
         """Build :attr:`grid` (``case_name`` with bus loads x ``load_scale``), the time features of
         steps 0..horizon and, given ``slots_of`` (a ``VectorSpec -> slots`` function), the
         observation slots of every mode (:attr:`obs_slots`)."""
@@ -283,7 +285,8 @@ class FeederTask(Task):
 
 # ---- oracle planning on LinDistFlow ---------------------------------------------------------
 def child_buses(case: RadialFeeder, buses: Any) -> list[np.ndarray]:
-    """The buses fed directly from each of ``buses`` (a bus at a lateral's end stands for itself)."""
+    """The buses fed directly from each of ``buses`` (a bus at a lateral's end stands for
+    itself)."""
     children = [np.flatnonzero(case.bus_parent == b) for b in buses]
     return [c if c.size else np.array([b]) for c, b in zip(children, buses, strict=True)]
 
@@ -304,7 +307,8 @@ def voltage_sq_sensitivity(
 
 
 def unit_variables(h: Any, n_steps: int, lb: np.ndarray, ub: np.ndarray) -> Any:
-    """HiGHS variables [n_steps, n_units] with per-unit bounds ``lb`` / ``ub`` [n_units] (a highspy array)."""
+    """HiGHS variables [n_steps, n_units] with per-unit bounds ``lb`` / ``ub`` [n_units] (a highspy
+    array)."""
     columns = [
         h.addVariables(n_steps, lb=float(lo), ub=float(hi)) for lo, hi in zip(lb, ub, strict=True)
     ]
@@ -318,7 +322,8 @@ def add_voltage_band(
     dv2_bound: np.ndarray,
     margin_pu: float = ORACLE_BAND_MARGIN_PU,
 ) -> Any:
-    """Soft voltage-band rows of a day plan on a HiGHS model ``h``; returns the penalty expression ($).
+    """Soft voltage-band rows of a day plan on a HiGHS model ``h``; returns the penalty expression
+    ($).
 
     ``v2_base`` [T, n_bus]: squared voltages of the exact power flow without control (known with
     perfect foresight); ``dv2`` [T, n_bus]: highspy expressions of the linearised change the plan

@@ -1,4 +1,5 @@
-"""``gencos_bidding``: five generation companies bid into the PJM 5-bus market (competitive, multi-agent).
+"""``gencos_bidding``: five generation companies bid into the PJM 5-bus market (competitive,
+multi-agent).
 
 Model (30-minute steps, 48 per episode = one calendar day)
 ---------------------------------------------------------
@@ -164,7 +165,8 @@ class GencosBiddingParams:
 
 
 class GencosBidding(Task):
-    """Five generation companies compete by marking up their offer curves on case5 (module docstring)."""
+    """Five generation companies compete by marking up their offer curves on case5 (module
+    docstring)."""
 
     task_id = "gencos_bidding"
 
@@ -178,9 +180,7 @@ class GencosBidding(Task):
         super().__init__(spec, "test" if split in TASK_STRESS_SPLITS else split)
         self.split = split
         self.case = case = load_case(CASE)
-        self.market = MarketClearing(
-            case, N_BLOCKS, line_penalty_per_mwh=p.line_penalty_per_mwh
-        )
+        self.market = MarketClearing(case, N_BLOCKS, line_penalty_per_mwh=p.line_penalty_per_mwh)
         spd = self.profiles.steps_per_day
         shares = case.bus_pd_mw / case.total_load_mw
         level = case.total_load_mw * p.load_scale
@@ -221,8 +221,10 @@ class GencosBidding(Task):
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "Five generation companies bid markups on their offer curves into the PJM 5-bus market, cleared "
-                "every half-hour by a DC-OPF with line limits; each is paid its own profit at its LMP."
+                "Five generation companies bid markups on their offer curves into the PJM 5-bus "
+                "market, cleared "
+                "every half-hour by a DC-OPF with line limits; each is paid its own profit at "
+                "its LMP."
             ),
             agents=AGENTS,
             observation=modes["global"],
@@ -237,7 +239,8 @@ class GencosBidding(Task):
             splits=calendar.BASE_SPLITS + TASK_STRESS_SPLITS + ("load_stress", "low_renewable"),
             reward_terms=("energy_revenue", "production_cost"),
             reward_doc=(
-                "per agent: own profit (LMP at its bus x dispatch - true production cost) x 0.5 h in $ per step; "
+                "per agent: own profit (LMP at its bus x dispatch - true production cost) x 0.5 "
+                "h in $ per step; "
                 "reward_terms are the team sums"
             ),
             constraint_names=("thermal_overload",),
@@ -259,7 +262,8 @@ class GencosBidding(Task):
         return self._exogenous.take(flat, axis=0)
 
     def bus_load_mw(self, load_wind: np.ndarray) -> np.ndarray:
-        """Net bus demand [B, n_bus] from ``[system load, wind]`` [B, 2] MW (wind as negative load)."""
+        """Net bus demand [B, n_bus] from ``[system load, wind]`` [B, 2] MW (wind as negative
+        load)."""
         load = load_wind[:, :1] * self.bus_shares
         load[:, WIND_BUS] -= load_wind[:, 1]
         return load
@@ -301,7 +305,8 @@ class GencosBidding(Task):
         return obs
 
     def _profits(self, gen_p: np.ndarray, lmp_gen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Revenue and true production cost [..., 5] in $/h of dispatch ``gen_p`` paid ``lmp_gen``."""
+        """Revenue and true production cost [..., 5] in $/h of dispatch ``gen_p`` paid
+        ``lmp_gen``."""
         return lmp_gen * gen_p, self._c0 + self._c1 * gen_p + self._c2 * gen_p * gen_p
 
     def step(

@@ -75,8 +75,7 @@ class DCMicrogridParams:
                 params = dataclasses.replace(params, **{device: replaced})
         if not 10.0 <= params.initial_zone_temp_c <= 40.0:
             raise ValueError(
-                "initial_zone_temp_c must lie in [10, 40] deg C, "
-                f"got {params.initial_zone_temp_c}"
+                f"initial_zone_temp_c must lie in [10, 40] deg C, got {params.initial_zone_temp_c}"
             )
         if not params.battery.soc_min <= params.initial_soc <= params.battery.soc_max:
             raise ValueError(

@@ -113,5 +113,3 @@ class Slots:
             system=start(_SYSTEM),
             fleet=start(_FLEET),
         )
-
-

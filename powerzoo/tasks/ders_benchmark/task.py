@@ -60,7 +60,8 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   inverter (battery and PV) applies the IEEE 1547-2018 category B volt-var droop on its own
   bus voltage (Q / S = +0.44 at 0.92 p.u., 0 in [0.98, 1.02], -0.44 at 1.08, linear between),
   within the reactive capability left at its P. Oracle: the whole day planned with perfect
-  foresight, one LP on HiGHS per day (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's limits,
+  foresight, one LP on HiGHS per day (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's
+  limits,
   voltages on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic;
   solved around the uncontrolled day, then around its own plan), applied under the exact flow.
   Test split (77 days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared
@@ -228,17 +229,26 @@ class MarlDersBenchmark(FeederTask):
             ]
             + [(f"{a}.curtail", "fraction of available PV", 0.0, 1.0) for a in PVS]
             + [(f"{a}.q_mvar", "Mvar (+ injection)", -p.pv_s_mva, p.pv_s_mva) for a in PVS]
-            + [(f"{a}.curtail", "fraction of the unit's demand", 0.0, p.flex_max_fraction) for a in LOADS]
-            + [(f"{a}.shift", "fraction of the unit's demand", 0.0, p.flex_max_fraction) for a in LOADS]
+            + [
+                (f"{a}.curtail", "fraction of the unit's demand", 0.0, p.flex_max_fraction)
+                for a in LOADS
+            ]
+            + [
+                (f"{a}.shift", "fraction of the unit's demand", 0.0, p.flex_max_fraction)
+                for a in LOADS
+            ]
         )
-        # agent-major order: agent i's two entries are actions[i] and actions[i + 4] of its kind's block
+        # agent-major order: agent i's two entries are actions[i] and actions[i + 4] of its kind's
+        # block
         ordered = [actions[8 * (i // _K) + (i % _K) + _K * j] for i in range(_N) for j in range(2)]
         names, units, low, high = zip(*ordered, strict=True)
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "Four batteries, four PV inverters and four flexible loads on the 141-bus feeder (exact AC power "
-                "flow) keep voltages in band at least cost: one team reward, minus losses, curtailed PV and load "
+                "Four batteries, four PV inverters and four flexible loads on the 141-bus feeder "
+                "(exact AC power "
+                "flow) keep voltages in band at least cost: one team reward, minus losses, "
+                "curtailed PV and load "
                 "and the batteries' energy bill."
             ),
             agents=AGENTS,
@@ -254,8 +264,10 @@ class MarlDersBenchmark(FeederTask):
                 "battery_cost",
             ),
             reward_doc=(
-                f"shared: -(price x losses x dt + price x curtailed PV MWh + {p.voll_per_mwh:g} $/MWh x curtailed "
-                "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per step ($)"
+                f"shared: -(price x losses x dt + price x curtailed PV MWh + {p.voll_per_mwh:g} "
+                "$/MWh x curtailed "
+                "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per "
+                "step ($)"
             ),
             constraint_names=(*GRID_COSTS, "device_violation"),
             constraint_units=(
@@ -296,7 +308,8 @@ class MarlDersBenchmark(FeederTask):
 
     # ---- batched model ----------------------------------------------------------------------
     def loads(self, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Bus loads (p, q) [B, n_bus] with the flexible share removed, and the flexible demand [B, 4]."""
+        """Bus loads (p, q) [B, n_bus] with the flexible share removed, and the flexible demand [B,
+        4]."""
         p, q = self.grid.bus_loads(demand)
         flex = demand[:, None] * self.flex_mw
         p[:, self.flex_buses] -= flex
@@ -338,7 +351,8 @@ class MarlDersBenchmark(FeederTask):
         )
 
     def observe(self, state: DersState, obs_mode: str | None = None) -> np.ndarray:
-        """Per-agent observations [B, 12, obs_dim] (float32) of ``obs_mode`` (default ``ders_local``)."""
+        """Per-agent observations [B, 12, obs_dim] (float32) of ``obs_mode`` (default
+        ``ders_local``)."""
         s, obs, flat = self.begin_agent_observation(state, obs_mode, _N)
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
@@ -460,7 +474,8 @@ class MarlDersBenchmark(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """TOU batteries + volt-var inverters, no curtailment (module docstring), from ``ders_local``
+        """TOU batteries + volt-var inverters, no curtailment (module docstring), from
+        ``ders_local``
         observations [B, 12, d]: the physical joint action [B, 24]."""
         obs = obs.astype(np.float64)
         b = obs.shape[0]
@@ -482,8 +497,10 @@ class MarlDersBenchmark(FeederTask):
         return act.reshape(b, 2 * _N)
 
     def oracle_plan(self, state: DersState) -> np.ndarray:
-        """Perfect-foresight physical joint actions [B, H, 24] (rows before each state's step are 0): one
-        LinDistFlow LP per episode on HiGHS (:mod:`powerzoo.tasks.ders_benchmark.oracle`), applied under the exact flow."""
+        """Perfect-foresight physical joint actions [B, H, 24] (rows before each state's step are
+        0): one
+        LinDistFlow LP per episode on HiGHS (:mod:`powerzoo.tasks.ders_benchmark.oracle`), applied
+        under the exact flow."""
         from powerzoo.tasks.ders_benchmark.oracle import DersOracle
 
         if getattr(self, "_oracle", None) is None:

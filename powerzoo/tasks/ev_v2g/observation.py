@@ -75,7 +75,8 @@ def observation_modes(n: int, v: int, fleet: EVFleetParams, horizon: int) -> dic
 
 @dataclasses.dataclass(frozen=True)
 class Slots:
-    """Where the blocks of one observation mode start (``None``: not in the mode); blocks are contiguous."""
+    """Where the blocks of one observation mode start (``None``: not in the mode); blocks are
+    contiguous."""
 
     width: int
     time: slice

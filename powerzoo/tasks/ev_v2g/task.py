@@ -1,4 +1,5 @@
-"""``marl_ev_v2g``: EV charging sites on the IEEE 33-bus feeder charge for their drivers and sell V2G energy.
+"""``marl_ev_v2g``: EV charging sites on the IEEE 33-bus feeder charge for their drivers and sell
+V2G energy.
 
 Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one week from midnight)
 ---------------------------------------------------------------------------------------------------
@@ -26,7 +27,8 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   back; its trip energy is drawn evenly over the hours away.
 * Action per agent: one power per car of the site, ``ev_j.p_kw`` in [-7.2, 7.2] kW (- charge,
   + discharge). Only plugged-in cars act: an away car's entry is ignored, a request beyond the
-  battery's limits is cut (``info["action_applied"]`` and ``info["ev_p_kw"]`` hold what was applied).
+  battery's limits is cut (``info["action_applied"]`` and ``info["ev_p_kw"]`` hold what was
+  applied).
 * Reward, **per agent**: the site's V2G revenue minus its charging cost at the data layer's
   ``price_per_mwh`` (``price x (discharged - charged kWh) / 1000``, $ per step);
   ``info["reward_terms"]`` holds the team sums ``[v2g_revenue, charging_cost]`` and
@@ -160,7 +162,8 @@ class EvV2gState:
 
 @dataclasses.dataclass(frozen=True)
 class _Day:
-    """The trip tables at the day of step ``t`` of each row: ``t`` is an int when every row is at the
+    """The trip tables at the day of step ``t`` of each row: ``t`` is an int when every row is at
+    the
     same step (the tables are then views), else ``[B, 1]``; tables ``[B, N]``."""
 
     t: Any
@@ -214,9 +217,12 @@ class MarlEvV2g(FeederTask):
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                f"{n} EV charging sites of {v} cars with 7.2 kW V2G chargers on the IEEE 33-bus feeder (exact AC "
-                "power flow) over a week of stochastic commutes: each site pays for its charging and earns V2G "
-                "revenue, must send every car off with its target charge and keep the feeder in limits."
+                f"{n} EV charging sites of {v} cars with 7.2 kW V2G chargers on the IEEE 33-bus "
+                "feeder (exact AC "
+                "power flow) over a week of stochastic commutes: each site pays for its charging "
+                "and earns V2G "
+                "revenue, must send every car off with its target charge and keep the feeder in "
+                "limits."
             ),
             agents=agents,
             observation=modes["global"],
@@ -231,7 +237,10 @@ class MarlEvV2g(FeederTask):
             splits=calendar.BASE_SPLITS
             + ("load_stress", "heatwave", "low_renewable", "price_spike"),
             reward_terms=("v2g_revenue", "charging_cost"),
-            reward_doc="per agent: own price x (discharged - charged kWh) / 1000 ($ per step); reward_terms are the team sums",
+            reward_doc=(
+                "per agent: own price x (discharged - charged kWh) / 1000 ($ per step); "
+                "reward_terms are the team sums"
+            ),
             constraint_names=("departure_shortfall", *GRID_COSTS),
             constraint_units=("kWh (sum over leaving cars)", *GRID_COST_UNITS),
             selected_constraints=("departure_shortfall", *GRID_COSTS),
@@ -254,12 +263,16 @@ class MarlEvV2g(FeederTask):
             default_obs_mode="global",
             shared_reward=False,
             gamma=0.999,
-            termination_doc="never terminates early; episodes are truncated at the horizon (the end of the week)",
+            termination_doc=(
+                "never terminates early; episodes are truncated at the horizon (the end of the "
+                "week)"
+            ),
         )
 
     # ---- exogenous series -------------------------------------------------------------------
     def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Calendar step index of step ``t`` of the week started on split day ``day_id`` (wraps at year end)."""
+        """Calendar step index of step ``t`` of the week started on split day ``day_id`` (wraps at
+        year end)."""
         return (self.grid.day_start.take(day_id) + t) % self._year_steps
 
     # ---- batched model ----------------------------------------------------------------------
@@ -317,7 +330,8 @@ class MarlEvV2g(FeederTask):
         return leave, back, next_dep, drive
 
     def day_tables(self, state: EvV2gState, offset: int = 0) -> _Day:
-        """The trip tables at the day of step ``t + offset`` of each row (views when all rows are at one step)."""
+        """The trip tables at the day of step ``t + offset`` of each row (views when all rows are at
+        one step)."""
         t = state.t
         spd = self.profiles.steps_per_day
         lo = int(_min_reduce(t))
@@ -409,7 +423,8 @@ class MarlEvV2g(FeederTask):
         p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
         p -= (site_kw * 1e-3) @ self.incidence
         flow = self.grid.solve(p, q, state.v_complex_pu)
-        # cars leaving at the start of the next step are checked against their goal; few cars leave or
+        # cars leaving at the start of the next step are checked against their goal; few cars leave
+        # or
         # arrive in a step, so both work on the indices of those cars only
         t_next = state.t + 1
         nxt = self.day_tables(state, 1)
@@ -478,7 +493,8 @@ class MarlEvV2g(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Charge to the goal from arrival, V2G in the peak hours above a reserve (module docstring),
+        """Charge to the goal from arrival, V2G in the peak hours above a reserve (module
+        docstring),
         from ``global`` observations [B, S, d]: the physical joint action [B, S * V] (kW)."""
         obs = obs.astype(np.float64)
         b, v, s = obs.shape[0], self.per_site, self.obs_slots["global"]
@@ -501,8 +517,10 @@ class MarlEvV2g(FeederTask):
         return p.reshape(b, self.n_sites * v)
 
     def oracle_plan(self, state: EvV2gState) -> np.ndarray:
-        """Profit-maximising car powers [B, H, S * V] (kW) with perfect foresight of prices, loads and trips:
-        one LP per episode on HiGHS (:func:`powerzoo.tasks.ev_v2g.baselines.solve_week`), applied under the exact flow."""
+        """Profit-maximising car powers [B, H, S * V] (kW) with perfect foresight of prices, loads
+        and trips:
+        one LP per episode on HiGHS (:func:`powerzoo.tasks.ev_v2g.baselines.solve_week`), applied
+        under the exact flow."""
         plans = np.zeros((state.t.size, HORIZON, self.n_vehicles))
         for row in range(state.t.size):
             plans[row] = solve_week(self, state, row)

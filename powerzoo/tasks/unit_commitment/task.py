@@ -1,4 +1,5 @@
-"""Unit commitment on DC networks: ``marl_uc`` (case5, five unit agents) and ``tso`` (case118, one operator).
+"""Unit commitment on DC networks: ``marl_uc`` (case5, five unit agents) and ``tso`` (case118, one
+operator).
 
 Model
 -----
@@ -114,7 +115,8 @@ class UCState:
 
 
 def uc_case(case_name: str, split: str) -> NetworkCase:
-    """The task's network: ``opf_118``'s binding ratings (case5: published), x 0.8 on ``line_tightening``."""
+    """The task's network: ``opf_118``'s binding ratings (case5: published), x 0.8 on
+    ``line_tightening``."""
     case = congestion_ready_case(case_name)
     if split == "line_tightening":
         case = dataclasses.replace(
@@ -131,7 +133,8 @@ def uc_fleet(case: NetworkCase) -> ThermalFleet:
 
 
 class UnitCommitment(Task):
-    """Shared batched model of ``marl_uc`` and ``tso``; subclasses choose the case and the balance."""
+    """Shared batched model of ``marl_uc`` and ``tso``; subclasses choose the case and the
+    balance."""
 
     task_id: str = ""
     case_name: str = ""
@@ -193,7 +196,8 @@ class UnitCommitment(Task):
 
     # ---- exogenous load ---------------------------------------------------------------------
     def demand_pu(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Demand per unit [B, k] of steps ``t`` [B, k] of the episodes starting on ``day_id`` [B]."""
+        """Demand per unit [B, k] of steps ``t`` [B, k] of the episodes starting on ``day_id``
+        [B]."""
         return self._demand.take((self._day_start.take(day_id)[:, None] + t) % self._demand.size)
 
     def system_load_mw(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -228,7 +232,8 @@ class UnitCommitment(Task):
         )
 
     def _system_obs(self, state: UCState) -> tuple[np.ndarray, np.ndarray]:
-        """Time features [B, 3] and ``[load, load next, committed capacity, prev imbalance]`` [B, 4]."""
+        """Time features [B, 3] and ``[load, load next, committed capacity, prev imbalance]`` [B,
+        4]."""
         b = state.t.size
         try:
             time = self._time_obs.take(state.t, axis=0)
@@ -318,7 +323,8 @@ class UnitCommitment(Task):
     def _branch_terms(
         self, p: np.ndarray, demand: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(overload [B] MW summed over limited branches, max loading [B], congested branches [B])``
+        """``(overload [B] MW summed over limited branches, max loading [B], congested branches
+        [B])``
         of outputs ``p`` [B, n] MW under ``demand`` [B] (per unit); the DC flow's [rows, n_lim]
         temporaries run in :func:`~powerzoo.scratch.row_blocks` through one block's work arrays."""
         b, work = p.shape[0], self._scratch
@@ -343,12 +349,14 @@ class UnitCommitment(Task):
 
     # ---- rule-based baseline ----------------------------------------------------------------
     def unit_obs(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``(load now [B], load next [B], on [B, n], time in state [B, n] steps, last output [B, n],
+        """``(load now [B], load next [B], on [B, n], time in state [B, n] steps, last output [B,
+        n],
         first step [B])`` from observations."""
         raise NotImplementedError
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Priority-list commitment + congestion-aware economic dispatch (module docstring) [B, 2n]."""
+        """Priority-list commitment + congestion-aware economic dispatch (module docstring) [B,
+        2n]."""
         load, load_next, on, time_steps, p_prev, first = self.unit_obs(
             np.asarray(obs, dtype=np.float64)
         )
@@ -460,7 +468,8 @@ class MarlUc(UnitCommitment):
         self._static_obs = static.astype(np.float32)
 
     def observe(self, state: UCState, obs_mode: str | None = None) -> np.ndarray:
-        """Per-agent observations [B, n, obs_dim] (float32) of mode ``global`` (default) or ``local``."""
+        """Per-agent observations [B, n, obs_dim] (float32) of mode ``global`` (default) or
+        ``local``."""
         if obs_mode not in (None, "global", "local"):
             raise ValueError(f"unknown obs_mode {obs_mode!r} for marl_uc; valid: global, local")
         f = self.fleet
@@ -512,7 +521,8 @@ class Tso(UnitCommitment):
         self._prev_p = obs.slot(*(f"gen_{i}.prev_p_mw" for i in range(n)))
 
     def observe(self, state: UCState) -> np.ndarray:
-        """Observation [B, obs_dim] (float32): time, system block, then on / time in state / last output per unit."""
+        """Observation [B, obs_dim] (float32): time, system block, then on / time in state / last
+        output per unit."""
         time, sys = self._system_obs(state)
         obs = np.empty((state.t.size, self.spec.observation.dim), dtype=np.float32)
         obs[:, self._time] = time
