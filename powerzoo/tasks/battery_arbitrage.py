@@ -102,7 +102,7 @@ class BatteryArbitrage(Task):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.spec_for(p), split)
+        super().__init__(self.make_spec(**task_kwargs), split)
         self.battery = p.battery
         self.initial_soc = p.initial_soc
         price = self.profiles.series["price_per_mwh"]

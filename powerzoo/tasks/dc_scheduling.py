@@ -174,7 +174,7 @@ class DCScheduling(FeederTask):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.spec_for(p), split)
+        super().__init__(self.make_spec(**task_kwargs), split)
         self.setup_feeder(CASE, p.load_scale)
         self.workload = get_workload(workload_scenario_of_split(split), STEP_MINUTES)
         self.tan_phi = float(np.tan(np.arccos(DC_POWER_FACTOR)))

@@ -211,7 +211,7 @@ class MarlDerArbitrage(FeederTask):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.spec_for(p), split)
+        super().__init__(self.make_spec(**task_kwargs), split)
         grid = self.setup_feeder(CASE, p.load_scale, _Slots.of)
         self.battery = InverterBatteryParams(
             energy_capacity_mwh=p.energy_mwh, power_max_mw=p.power_mw, n_units=_N

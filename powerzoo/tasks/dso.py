@@ -141,7 +141,7 @@ class Dso(FeederTask):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.spec_for(p), split)
+        super().__init__(self.make_spec(**task_kwargs), split)
         self.setup_feeder(CASE, p.load_scale)
         self.flex = FlexibleLoadParams(
             curtail_max=p.flex_max_fraction,

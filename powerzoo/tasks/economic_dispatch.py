@@ -209,7 +209,7 @@ class EconomicDispatch(Task):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = params = self.make_params(**task_kwargs)
-        super().__init__(self.spec_for(params), split)
+        super().__init__(self.make_spec(**task_kwargs), split)
         load_scale = params.load_scale
         self.case = congestion_ready_case(self.case_name)
         self.marginal_cost = marginal_cost_per_mwh(self.case)

@@ -174,7 +174,7 @@ class GencosBidding(Task):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = p = self.make_params(**task_kwargs)
-        spec = self.spec_for(p)
+        spec = self.make_spec(**task_kwargs)
         calendar.check_split(split, spec.splits)
         # the task's own stress splits start on the test days and read the base profiles
         super().__init__(spec, "test" if split in TASK_STRESS_SPLITS else split)

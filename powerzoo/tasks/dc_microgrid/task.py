@@ -110,7 +110,7 @@ class DCMicrogrid(Task):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.spec_for(p), split)
+        super().__init__(self.make_spec(**task_kwargs), split)
         p.zone.check_step(self.spec.dt_h)
         self.workload = get_workload(workload_scenario_of_split(split), STEP_MINUTES)
         series = self.profiles.series

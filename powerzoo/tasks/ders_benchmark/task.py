@@ -180,7 +180,7 @@ class MarlDersBenchmark(FeederTask):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.spec_for(p), split)
+        super().__init__(self.make_spec(**task_kwargs), split)
         grid = self.setup_feeder(CASE, p.load_scale, Slots.of)
         case = grid.case
         self.battery = InverterBatteryParams(

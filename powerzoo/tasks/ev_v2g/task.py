@@ -188,7 +188,7 @@ class MarlEvV2g(FeederTask):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.spec_for(p), split)
+        super().__init__(self.make_spec(**task_kwargs), split)
         self.n_sites, self.per_site = p.n_evs, p.vehicles_per_site
         self.n_vehicles = self.n_sites * self.per_site
         self.fleet = p.fleet

@@ -146,7 +146,7 @@ class UnitCommitment(Task):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = params = self.make_params(**task_kwargs)
-        spec = self.spec_for(params)
+        spec = self.make_spec(**task_kwargs)
         calendar.check_split(split, spec.splits)
         # line_tightening reads the test days' base profiles; only the ratings change
         super().__init__(spec, "test" if split == "line_tightening" else split)
