@@ -42,7 +42,8 @@ def test_profiles_have_realistic_ranges():
     s = p.series
     assert set(s) == {"demand_pu", "price_per_mwh", "pv_cf", "wind_cf", "temp_c"}
     assert all(v.size == (N_DAYS + 1) * 48 for v in s.values())
-    # PV capacity factor is a real fraction, not stuck at 0 or 1 (SPEC pitfall)
+    # PV capacity factor is a real fraction, not stuck at 0 or 1 (a constant series would be a data
+    # bug)
     assert 0.10 < s["pv_cf"].mean() < 0.25
     assert s["pv_cf"].min() == 0.0 and 0.6 < s["pv_cf"].max() <= 1.0
     noon = p.at("pv_cf", np.arange(N_DAYS), np.full(N_DAYS, 24))
@@ -88,7 +89,11 @@ def test_step_length_averaging_preserves_means():
 
 
 def test_profiles_are_identical_across_processes():
-    code = "from powerzoo.data import get_profiles; import hashlib; print(hashlib.sha256(get_profiles('base', 30).series['price_per_mwh'].tobytes()).hexdigest())"
+    code = (
+        "from powerzoo.data import get_profiles; import hashlib; "
+        "print(hashlib.sha256(get_profiles('base', "
+        "30).series['price_per_mwh'].tobytes()).hexdigest())"
+    )
     digests = {
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True

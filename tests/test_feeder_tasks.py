@@ -1,4 +1,5 @@
-"""Distribution-feeder tasks ``dso`` and ``marl_der_arbitrage``: client APIs, physics invariants, baselines."""
+"""Distribution-feeder tasks ``dso`` and ``marl_der_arbitrage``: client APIs, physics invariants,
+baselines."""
 
 import warnings
 
@@ -15,7 +16,10 @@ from powerzoo.benchmarks.policies import make_baseline_policy
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task, task_spec
 from powerzoo.tasks.der_arbitrage import BATTERY_BUSES, tou_schedule
-from powerzoo.tasks.dso import FLEX_BUSES, FLEX_MAX_FRACTION, VOLL_PER_MWH
+from powerzoo.tasks.dso import FLEX_BUSES, DsoParams
+
+FLEX_MAX_FRACTION = DsoParams.flex_max_fraction
+VOLL_PER_MWH = DsoParams.voll_per_mwh
 
 warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 GRID_KEYS = {
@@ -47,9 +51,9 @@ def test_marl_der_arbitrage_passes_the_parallel_api_test():
     )
 
 
-def test_seed_page_pattern4_env_with_the_pattern3_loop_runs_unchanged():
-    env = make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)  # Pattern 4's line
-    # Pattern 3's loop: random rollout with per-agent reward accounting
+def test_the_pettingzoo_env_runs_a_random_loop_with_per_agent_rewards():
+    env = make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)
+    # a random rollout with per-agent reward accounting
     obs, info = env.reset(seed=0)
     totals = {a: 0.0 for a in env.agents}
     steps = 0
@@ -91,7 +95,7 @@ def test_spec_facts():
     assert der.constraint_names == ("voltage_violation", "thermal_overload", "soc_violation")
     assert der.obs_modes == ("global", "local", "local_plus_forecast", "local_plus_voltage")
     assert set(dso.baselines) == set(der.baselines) == {"random", "rule_based", "oracle"}
-    assert der.agent_action_dim == 1  # battery power P only (SPEC 4.2)
+    assert der.agent_action_dim == 1  # battery active power only
 
 
 def test_observation_modes_and_neighbour_voltages():
@@ -305,8 +309,8 @@ def test_bad_input_gives_clear_errors():
         )
     with pytest.raises(ValueError, match="missing"):
         penv.step({"battery_0": np.zeros(1)})
-    with pytest.raises(TypeError, match="no task parameters"):
-        make_task("dso", "train", flex_peak_mw=1.0)
+    with pytest.raises(TypeError, match=r"unknown parameter\(s\) \['flex_peak'\].*flex_peak_mw"):
+        make_task("dso", "train", flex_peak=1.0)
 
 
 def test_out_of_range_action_is_clipped_and_flagged():

@@ -76,7 +76,8 @@ def check_split(
 
 
 def scenario_of_split(split: str) -> str:
-    """Profile scenario a split reads: ``"base"`` for train/val/test and workload stress splits, else the stress name."""
+    """Profile scenario a split reads: ``"base"`` for train/val/test and workload stress splits,
+    else the stress name."""
     check_split(split)
     return "base" if split in BASE_SPLITS + WORKLOAD_STRESS_SPLITS else split
 

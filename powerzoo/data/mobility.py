@@ -1,8 +1,10 @@
-"""Home-based trips of a fleet of private cars: when each car leaves home, when it is back, how far it went.
+"""Home-based trips of a fleet of private cars: when each car leaves home, when it is back, how far
+it went.
 
 A documented stochastic commuting model (no survey file is read). Each car makes at most one
 round trip a day, leaving home and coming back the same day; on a day without a trip it stays
-plugged in at home. What a day looks like depends on its type in :func:`powerzoo.data.calendar.day_types`
+plugged in at home. What a day looks like depends on its type in
+:func:`powerzoo.data.calendar.day_types`
 (weekday; Saturday; Sunday or a US federal holiday), so an episode that starts on a split day
 sees that calendar's own weekends and holidays.
 
@@ -139,7 +141,8 @@ class Trips:
 def sample_trips(
     rng: np.random.Generator, first_day: np.ndarray, n_days: int, n_vehicles: int
 ) -> Trips:
-    """Trips of ``n_vehicles`` cars on ``n_days`` consecutive calendar days from each ``first_day`` [B].
+    """Trips of ``n_vehicles`` cars on ``n_days`` consecutive calendar days from each ``first_day``
+    [B].
 
     ``first_day`` are day-of-year indices (0 = 1 January); days past 31 December wrap to the start
     of the year, as the profiles do. Draws come from ``rng`` in a fixed order, so a seeded

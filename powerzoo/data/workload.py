@@ -205,7 +205,8 @@ def _per_step(per_day: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=8)
 def get_workload(scenario: str = "base", step_minutes: int = 5) -> Workload:
-    """Job arrivals of ``scenario`` at ``step_minutes`` resolution (a divisor of 60), cached per process."""
+    """Job arrivals of ``scenario`` at ``step_minutes`` resolution (a divisor of 60), cached per
+    process."""
     if scenario not in WORKLOAD_SCENARIOS:
         raise ValueError(
             f"unknown workload scenario {scenario!r}; valid: {', '.join(WORKLOAD_SCENARIOS)}"

@@ -1,4 +1,5 @@
-"""Per-unit parameter arrays shared by the fleet device models (inverter battery, PV inverter, flexible load).
+"""Per-unit parameter arrays shared by the fleet device models (inverter battery, PV inverter,
+flexible load).
 
 A fleet's parameters are given per unit: a scalar (the same for every unit) or a 1-D sequence of
 length ``n_units``. :func:`unit_arrays` turns them into read-only float64 arrays ``[n_units]``
@@ -28,7 +29,8 @@ def unit_arrays(
         array = np.asarray(value, dtype=np.float64)
         if array.ndim > 1:
             raise ValueError(
-                f"{owner}.{name} must be a scalar or a 1-D sequence per unit, got shape {array.shape}"
+                f"{owner}.{name} must be a scalar or a 1-D sequence per unit, got shape "
+                f"{array.shape}"
             )
         if not np.all(np.isfinite(array)):
             raise ValueError(f"{owner}.{name} must be finite, got {value!r}")

@@ -112,7 +112,8 @@ class BatteryDispatch:
         return room_below_max, stored_above_min * self.discharge_efficiency / self.dt_h
 
     def feasible_power_mw(self, soc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Largest charge and discharge power (MW, both >= 0) the SOC bounds and the rating allow."""
+        """Largest charge and discharge power (MW, both >= 0) the SOC bounds and the rating
+        allow."""
         room_below_max, p_dis_mw = self._soc_limits(soc)
         return np.minimum(room_below_max / self.charge_divisor, self.power_max_mw), np.minimum(
             p_dis_mw, self.power_max_mw
@@ -121,7 +122,8 @@ class BatteryDispatch:
     def apply_power(
         self, soc: np.ndarray, p_mw: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(SOC after the step, ``p_mw``, charged MWh, discharged MWh) for a feasible grid-side power ``p_mw``."""
+        """(SOC after the step, ``p_mw``, charged MWh, discharged MWh) for a feasible grid-side
+        power ``p_mw``."""
         maximum, zero = np.maximum, self.zero
         discharge_mwh = maximum(p_mw, zero) * self.dt_h
         charge_mwh = maximum(p_mw * self.neg_dt_h, zero)
@@ -143,7 +145,8 @@ class BatteryDispatch:
         """(SOC after the step, grid-side power MW, charged MWh, discharged MWh), each [B], for
         requests [B] within the rating."""
         room_below_max, p_dis_mw = self._soc_limits(soc)
-        # ndarray.clip is np.clip without its Python-level dispatch (the same ufunc, the same values)
+        # ndarray.clip is np.clip without its Python-level dispatch (the same ufunc, the same
+        # values)
         return self.apply_power(
             soc, p_request_mw.clip(room_below_max / self.neg_charge_divisor, p_dis_mw)
         )

@@ -85,7 +85,8 @@ class CoolingPlant:
         return np.minimum(np.maximum(cop, self.cop_min), self.cop_max)
 
     def cop(self, temp_out_c: np.ndarray, setpoint_c: np.ndarray) -> np.ndarray:
-        """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg C)."""
+        """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg
+        C)."""
         return self.cop_at(self.condenser_temp_c(temp_out_c), setpoint_c)
 
 

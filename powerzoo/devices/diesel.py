@@ -64,7 +64,8 @@ class DieselGenerator:
         self.p_min_mw, self.half_p_min_mw = const(p_min), const(0.5 * p_min)
 
     def output_mw(self, request_mw: np.ndarray) -> np.ndarray:
-        """Output [B] (MW) for requests [B] in [0, rated]: below ``p_min`` the nearest of 0 and ``p_min``."""
+        """Output [B] (MW) for requests [B] in [0, rated]: below ``p_min`` the nearest of 0 and
+        ``p_min``."""
         return np.maximum(request_mw, self.p_min_mw) * (request_mw >= self.half_p_min_mw)
 
 
@@ -75,5 +76,6 @@ def _generator(params: DieselParams) -> DieselGenerator:
 
 
 def diesel_output_mw(params: DieselParams, request_mw: np.ndarray) -> np.ndarray:
-    """Output [B] (MW) for requests [B] in [0, rated]: below ``p_min`` the nearest of 0 and ``p_min``."""
+    """Output [B] (MW) for requests [B] in [0, rated]: below ``p_min`` the nearest of 0 and
+    ``p_min``."""
     return np.asarray(_generator(params).output_mw(request_mw))  # an array for a scalar request too

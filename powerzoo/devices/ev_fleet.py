@@ -18,7 +18,8 @@ A car is either **plugged in** (at its charger) or **away** (driving). One step 
 
 So, per car and step, exactly::
 
-    energy_after = energy + eta_c * charge_kwh - discharge_kwh / eta_d - drive_kwh + unserved_drive_kwh
+    energy_after = energy + eta_c * charge_kwh - discharge_kwh / eta_d - drive_kwh +
+    unserved_drive_kwh
 
 Departure target: a car should leave with ``target_soc``; :func:`departure_goal_kwh` caps that at
 what charging at full power from its arrival could reach, so a shortfall always measures the
@@ -72,7 +73,8 @@ class EVFleetParams:
                 )
         if not self.discharge_max_kw >= 0.0:
             raise ValueError(
-                f"EVFleetParams.discharge_max_kw must be >= 0 (0: no V2G), got {self.discharge_max_kw}"
+                "EVFleetParams.discharge_max_kw must be >= 0 (0: no V2G), got "
+                f"{self.discharge_max_kw}"
             )
         for name in ("charge_efficiency", "discharge_efficiency"):
             if not 0.0 < getattr(self, name) <= 1.0:
@@ -113,7 +115,8 @@ class EVFleetStep:
 def ev_power_limits_kw(
     params: EVFleetParams, energy_kwh: np.ndarray, plugged: np.ndarray, dt_h: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Largest charge and discharge power (kW, both >= 0) each car can take this step; 0 while away."""
+    """Largest charge and discharge power (kW, both >= 0) each car can take this step; 0 while
+    away."""
     charge = np.subtract(params.max_kwh, energy_kwh)
     np.maximum(charge, 0.0, out=charge)
     charge *= 1.0 / (params.charge_efficiency * dt_h)
@@ -145,7 +148,8 @@ def ev_fleet_step(
     """
     if p_request_kw.shape != energy_kwh.shape:
         raise ValueError(
-            f"p_request_kw has shape {p_request_kw.shape}, expected {energy_kwh.shape} (B, n_vehicles)"
+            f"p_request_kw has shape {p_request_kw.shape}, expected {energy_kwh.shape} (B, "
+            "n_vehicles)"
         )
     maximum, minimum = np.maximum, np.minimum
     limit = np.subtract(energy_kwh, params.max_kwh)  # -(room below soc_max), storage side
@@ -184,7 +188,8 @@ def departure_goal_kwh(
     params: EVFleetParams, energy_kwh: np.ndarray, plugged_steps: np.ndarray, dt_h: float
 ) -> np.ndarray:
     """Energy a car arriving with ``energy_kwh`` should leave with after ``plugged_steps`` steps at
-    its charger: the target, or what charging at full power all that time reaches if that is less."""
+    its charger: the target, or what charging at full power all that time reaches if that is
+    less."""
     reach = np.minimum(
         energy_kwh + params.charge_efficiency * params.charge_max_kw * dt_h * plugged_steps,
         params.max_kwh,

@@ -22,7 +22,8 @@ the backlog. Payback is not itself curtailable or shiftable.
 
 State (:class:`FlexibleLoadState`): ``due_mwh [B, payback_steps, n_units]``, the energy to be
 paid back in each of the next ``payback_steps`` steps (slot 0 = the next step taken), and
-``backlog_mwh [B, n_units]`` = its sum over the slots. :func:`flexible_load_reset` gives the empty state.
+``backlog_mwh [B, n_units]`` = its sum over the slots. :func:`flexible_load_reset` gives the empty
+state.
 
 Default parameters (an aggregate of residential and commercial demand response at one bus):
 ``curtail_max = 0.3`` and ``shift_max = 0.3`` (up to 30 % of a unit's load can be interrupted
@@ -48,6 +49,7 @@ __all__ = [
     "FlexibleLoadStep",
     "flexible_load_reset",
     "flexible_load_step",
+    "payback_matrix",
 ]
 
 
@@ -84,20 +86,23 @@ class FlexibleLoadParams:
             bad = np.flatnonzero((arrays[name] < 0.0) | (arrays[name] > 1.0))
             if bad.size:
                 raise ValueError(
-                    f"FlexibleLoadParams unit {bad[0]}: {name} must be in [0, 1], got {arrays[name][bad[0]]}"
+                    f"FlexibleLoadParams unit {bad[0]}: {name} must be in [0, 1], got "
+                    f"{arrays[name][bad[0]]}"
                 )
         bad = np.flatnonzero(arrays["curtail_max"] + arrays["shift_max"] > 1.0)
         if bad.size:
             i = bad[0]
             raise ValueError(
-                f"FlexibleLoadParams unit {i}: curtail_max + shift_max = {arrays['curtail_max'][i] + arrays['shift_max'][i]} "
+                f"FlexibleLoadParams unit {i}: curtail_max + shift_max = "
+                f"{arrays['curtail_max'][i] + arrays['shift_max'][i]} "
                 "exceeds 1; a unit cannot give up more than its whole load"
             )
         pf = arrays["power_factor"]
         bad = np.flatnonzero((pf <= 0.0) | (pf > 1.0))
         if bad.size:
             raise ValueError(
-                f"FlexibleLoadParams unit {bad[0]}: power_factor must be in (0, 1], got {pf[bad[0]]}"
+                f"FlexibleLoadParams unit {bad[0]}: power_factor must be in (0, 1], got "
+                f"{pf[bad[0]]}"
             )
         k = self.payback_steps
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -126,7 +131,8 @@ class FlexibleLoadState:
 
 @dataclasses.dataclass(frozen=True)
 class FlexibleLoadStep:
-    """Result of one step; ``state`` is the state after it, every other field ``[B, n_units]`` float64."""
+    """Result of one step; ``state`` is the state after it, every other field ``[B, n_units]``
+    float64."""
 
     state: FlexibleLoadState
     p_mw: np.ndarray  # active power drawn from the bus: base - curtailed - shifted + payback
@@ -170,7 +176,8 @@ def flexible_load_step(
     shape = state.backlog_mwh.shape
     if p_base_mw.shape != shape or curtail.shape != shape or shift.shape != shape:
         raise ValueError(
-            f"flexible_load_step: p_base_mw {p_base_mw.shape}, curtail_fraction {curtail.shape} and "
+            f"flexible_load_step: p_base_mw {p_base_mw.shape}, curtail_fraction {curtail.shape} "
+            "and "
             f"shift_fraction {shift.shape} must all be [B, n_units] = {shape} (the state's shape)"
         )
     curtail = curtail.clip(0.0, params.curtail_max)
@@ -181,7 +188,8 @@ def flexible_load_step(
     if window.ndim:
         if window.shape != (due.shape[0],):
             raise ValueError(
-                f"flexible_load_step: steps_remaining {window.shape} must be an int or [B] with B={due.shape[0]}"
+                f"flexible_load_step: steps_remaining {window.shape} must be an int or [B] with "
+                f"B={due.shape[0]}"
             )
         window = window[:, None]  # [B, 1], against [B, n_units]
     shift_applied = np.where(window > 0, shift, 0.0)
@@ -214,3 +222,17 @@ def flexible_load_step(
         payback_mwh=payback_mwh,
         shift_refused_mwh=(shift - shift_applied) * base_mwh,
     )
+
+
+def payback_matrix(t0: int, horizon: int, payback_steps: int) -> np.ndarray:
+    """``W`` [T, T], T = horizon - t0: payback MW at step ``t`` per MW shifted at step ``tau``.
+
+    ``1 / m`` for the ``m = min(payback_steps, steps left)`` steps after ``tau``, as
+    :func:`flexible_load_step` pays it back (a planner's linear model of the device).
+    """
+    t = horizon - t0
+    w = np.zeros((t, t))
+    for tau in range(t):
+        m = min(payback_steps, horizon - 1 - (t0 + tau))
+        w[tau + 1 : tau + 1 + m, tau] = 1.0 / max(m, 1)
+    return w

@@ -63,7 +63,8 @@ class GridTie:
         self.import_max_mw, self.zero = const(params.import_max_mw), const(0.0)
 
     def settle(self, residual_mw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Split the residual load [B] (MW, load minus on-site supply) into (import, deficit, spill) >= 0.
+        """Split the residual load [B] (MW, load minus on-site supply) into (import, deficit, spill)
+        >= 0.
 
         ``import - spill + deficit == residual`` (up to round-off).
         """
@@ -81,7 +82,8 @@ def _tie(params: GridTieParams) -> GridTie:
 def settle(
     params: GridTieParams, residual_mw: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Split the residual load [B] (MW, load minus on-site supply) into (import, deficit, spill) >= 0.
+    """Split the residual load [B] (MW, load minus on-site supply) into (import, deficit, spill) >=
+    0.
 
     ``import - spill + deficit == residual`` (up to round-off).
     """

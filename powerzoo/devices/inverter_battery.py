@@ -1,4 +1,5 @@
-"""Batched fleet of inverter-coupled batteries: active power (SOC model) plus reactive power within an S rating.
+"""Batched fleet of inverter-coupled batteries: active power (SOC model) plus reactive power within
+an S rating.
 
 Every array is ``[B, n_units]``: ``B`` independent environments, ``n_units`` batteries each.
 Sign conventions: ``p_mw > 0`` discharges (energy delivered to the grid), ``q_mvar > 0``
@@ -120,12 +121,15 @@ class InverterBatteryParams:
                 raise ValueError(f"InverterBatteryParams unit {i}: {err}") from None
             if arrays["s_rating_mva"][i] < arrays["power_max_mw"][i]:
                 raise ValueError(
-                    f"InverterBatteryParams unit {i}: s_rating_mva ({arrays['s_rating_mva'][i]}) must be at least "
-                    f"power_max_mw ({arrays['power_max_mw'][i]}); an inverter cannot deliver more P than its S rating"
+                    f"InverterBatteryParams unit {i}: s_rating_mva ({arrays['s_rating_mva'][i]}) "
+                    "must be at least "
+                    f"power_max_mw ({arrays['power_max_mw'][i]}); an inverter cannot deliver more "
+                    "P than its S rating"
                 )
             if not arrays["soc_min"][i] <= arrays["soc_init"][i] <= arrays["soc_max"][i]:
                 raise ValueError(
-                    f"InverterBatteryParams unit {i}: soc_init ({arrays['soc_init'][i]}) must lie in "
+                    f"InverterBatteryParams unit {i}: soc_init ({arrays['soc_init'][i]}) must lie "
+                    "in "
                     f"[soc_min, soc_max] = [{arrays['soc_min'][i]}, {arrays['soc_max'][i]}]"
                 )
         s_squared = arrays["s_rating_mva"] * arrays["s_rating_mva"]
@@ -170,7 +174,8 @@ def inverter_battery_step(
     q_request_mvar = np.asarray(q_request_mvar, dtype=np.float64)
     if p_request_mw.shape != soc.shape or q_request_mvar.shape != soc.shape:
         raise ValueError(
-            f"inverter_battery_step: p_request_mw {p_request_mw.shape} and q_request_mvar {q_request_mvar.shape} "
+            f"inverter_battery_step: p_request_mw {p_request_mw.shape} and q_request_mvar "
+            f"{q_request_mvar.shape} "
             f"must have the shape of soc {soc.shape} ([B, n_units])"
         )
     p_max = params.power_max_mw

@@ -103,7 +103,8 @@ class QueueOutlook:
         inv = np.repeat(np.asarray(inv_hours_left)[:, None, :], n_classes, axis=1)  # [T, C, K]
         if not np.all(np.isfinite(inv) & (inv > 0.0)):
             raise ValueError(
-                "inv_hours_left must be finite and positive: one over the hours (> 0) until each bucket is due"
+                "inv_hours_left must be finite and positive: one over the hours (> 0) until each "
+                "bucket is due"
             )
         n_buckets = inv.shape[2]
         self._inv_last = inv[:, :, -1].copy()  # [T, C]
@@ -122,7 +123,8 @@ class QueueOutlook:
     def __call__(
         self, cum: np.ndarray, rows: np.ndarray, carry_allowance: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(work due by the end of the current bucket, required GPUs) [B, C] of queue ``cum`` [B, C, K]
+        """(work due by the end of the current bucket, required GPUs) [B, C] of queue ``cum`` [B, C,
+        K]
         (GPU-h, >= 0) at table rows ``rows`` [B]."""
         n_rows, n_classes, n_buckets = cum.shape
         due_soon, before_last, queued = cum.take(
@@ -140,7 +142,8 @@ class QueueOutlook:
 
 @functools.lru_cache(maxsize=16)
 def _row_starts(n_rows: int, n_classes: int, n_buckets: int) -> np.ndarray:
-    """C-order flat index [B, C] of bucket 0 of each (row, class) of a [B, C, K] queue (read-only)."""
+    """C-order flat index [B, C] of bucket 0 of each (row, class) of a [B, C, K] queue
+    (read-only)."""
     starts = (np.arange(n_rows * n_classes) * n_buckets).reshape(n_rows, n_classes)
     starts.setflags(write=False)
     return starts

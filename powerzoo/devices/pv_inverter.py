@@ -65,13 +65,15 @@ class PVInverterParams:
         bad = np.flatnonzero(capacity < 0.0)
         if bad.size:
             raise ValueError(
-                f"PVInverterParams unit {bad[0]}: capacity_mw must be non-negative, got {capacity[bad[0]]}"
+                f"PVInverterParams unit {bad[0]}: capacity_mw must be non-negative, got "
+                f"{capacity[bad[0]]}"
             )
         bad = np.flatnonzero(s_rating < capacity)
         if bad.size:
             i = bad[0]
             raise ValueError(
-                f"PVInverterParams unit {i}: s_rating_mva ({s_rating[i]}) must be at least capacity_mw "
+                f"PVInverterParams unit {i}: s_rating_mva ({s_rating[i]}) must be at least "
+                "capacity_mw "
                 f"({capacity[i]}); an inverter cannot deliver more P than its S rating"
             )
         s_squared = s_rating * s_rating
@@ -120,7 +122,8 @@ def pv_inverter_step(
         or q_request_mvar.shape != curtail.shape
     ):
         raise ValueError(
-            f"pv_inverter_step: curtail_fraction {curtail.shape} and q_request_mvar {q_request_mvar.shape} "
+            f"pv_inverter_step: curtail_fraction {curtail.shape} and q_request_mvar "
+            f"{q_request_mvar.shape} "
             f"must both be [B, n_units] with n_units={params.n_units}"
         )
     if (
@@ -129,7 +132,8 @@ def pv_inverter_step(
         or capacity_factor.shape[1] not in (1, params.n_units)
     ):
         raise ValueError(
-            f"pv_inverter_step: capacity_factor {capacity_factor.shape} must be [B, n_units] or [B, 1] "
+            f"pv_inverter_step: capacity_factor {capacity_factor.shape} must be [B, n_units] or "
+            "[B, 1] "
             f"with B={curtail.shape[0]}, n_units={params.n_units}"
         )
     # pv_power_mw reads capacity_mw only; as an [n_units] array it broadcasts against [B, n_units]

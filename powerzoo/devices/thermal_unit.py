@@ -155,7 +155,8 @@ class ThermalFleet:
     def commit(
         self, on: np.ndarray, time_in_state: np.ndarray, want_on: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Status after the minimum up/down rules: ``(on_new, start, stop, overridden)``, each [B, n] bool.
+        """Status after the minimum up/down rules: ``(on_new, start, stop, overridden)``, each [B,
+        n] bool.
 
         ``on``: current status; ``time_in_state``: steps in it; ``want_on``: requested status.
         """
@@ -203,7 +204,8 @@ class ThermalFleet:
         return fuel, no_load, start @ self.startup_cost, stop @ self.shutdown_cost
 
     def average_cost_per_mwh(self) -> np.ndarray:
-        """Full-load average cost [$/MWh] per unit (fuel + no-load at Pmax): the priority list order."""
+        """Full-load average cost [$/MWh] per unit (fuel + no-load at Pmax): the priority list
+        order."""
         p = self.pmax_mw
         return (
             self.c2_per_mw2h * p * p + self.c1_per_mwh * p + self.no_load_cost_per_h
@@ -241,13 +243,17 @@ def fleet_from_case(
     c2 = np.asarray(c2_per_mw2h, dtype=np.float64)
     if pmax.ndim != 1 or c1.shape != pmax.shape or c2.shape != pmax.shape:
         raise ValueError(
-            f"pmax_mw, c1 and c2 must be [n] arrays of one length, got {pmax.shape}, {c1.shape}, {c2.shape}"
+            f"pmax_mw, c1 and c2 must be [n] arrays of one length, got {pmax.shape}, {c1.shape}, "
+            f"{c2.shape}"
         )
     bounds = np.array([c.max_pmax_mw for c in classes])
     if not np.all(np.diff(bounds) > 0) or np.isfinite(bounds[-1]):
         raise ValueError("classes must be sorted by max_pmax_mw with an unbounded last class")
     idx = np.searchsorted(bounds, pmax, side="right")
-    pick = lambda attr: np.array([getattr(classes[i], attr) for i in idx], dtype=np.float64)  # noqa: E731
+
+    def pick(attr: str) -> np.ndarray:
+        return np.array([getattr(classes[i], attr) for i in idx], dtype=np.float64)
+
     ramp = pick("ramp_fraction_per_min") * pmax * 60.0
     startup = pick("startup_cost_per_mw") * pmax
     return ThermalFleet(

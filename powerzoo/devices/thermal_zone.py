@@ -62,7 +62,8 @@ def zone_step(
     q_max_mw: float,
     dt_h: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Advance the zone temperature over ``dt_h``; return (new temperature deg C, heat removed MW)."""
+    """Advance the zone temperature over ``dt_h``; return (new temperature deg C, heat removed
+    MW)."""
     return _stepper(params, q_max_mw, dt_h)(temp_c, temp_out_c, setpoint_c, heat_mw)
 
 
@@ -74,7 +75,8 @@ def _tracking_decay(params: ZoneParams, dt_h: float) -> float:
 def setpoint_reaching(
     params: ZoneParams, temp_c: np.ndarray, target_c: float, dt_h: float
 ) -> np.ndarray:
-    """Setpoint (deg C) under which the controller takes the zone from ``temp_c`` to ``target_c`` in one step.
+    """Setpoint (deg C) under which the controller takes the zone from ``temp_c`` to ``target_c`` in
+    one step.
 
     Exact while the plant is not at a limit (see :func:`zone_step`); the result may lie outside
     any setpoint range, so callers clip it.
@@ -112,7 +114,8 @@ class ZoneStepper:
         setpoint_c: np.ndarray,
         heat_mw: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(new zone temperature deg C, heat removed MW), each [B], under IT heat ``heat_mw`` [B]."""
+        """(new zone temperature deg C, heat removed MW), each [B], under IT heat ``heat_mw``
+        [B]."""
         gains = heat_mw + self.ua_mw_per_k * (temp_out_c - temp_c)
         target = setpoint_c + (temp_c - setpoint_c) * self.decay  # where the controller aims
         q_cool = np.minimum(

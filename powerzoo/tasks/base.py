@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,7 +24,33 @@ from powerzoo.data import calendar
 from powerzoo.data.profiles import Profiles, get_profiles
 from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["Task", "StepOutput", "merge_state", "state_rows", "concat_states", "concat_outputs"]
+__all__ = [
+    "Task",
+    "NoParams",
+    "StepOutput",
+    "merge_state",
+    "state_rows",
+    "concat_states",
+    "concat_outputs",
+    "task_keywords",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class NoParams:
+    """The parameters of a task that has none to set."""
+
+
+def task_keywords(params_class: type) -> tuple[str, ...]:
+    """The task keywords a parameters class accepts.
+
+    Its ``KEYWORDS`` class attribute when it names them itself (a class whose keywords reach into
+    nested device parameters), else the names of its dataclass fields.
+    """
+    named = getattr(params_class, "KEYWORDS", None)
+    if named is not None:
+        return tuple(named)
+    return tuple(f.name for f in dataclasses.fields(params_class) if f.init)
 
 
 @dataclasses.dataclass
@@ -83,6 +109,13 @@ class Task(abc.ABC):
     without building it) and the batched model methods below.
     """
 
+    task_id: ClassVar[str]
+
+    Params: ClassVar[type] = NoParams
+    """The task's frozen parameters dataclass; the task keywords of :func:`make_task` and
+    :meth:`make_spec` are its fields (or its ``KEYWORDS``), each defaulting to the published
+    setting. Values are checked by the class itself (``__post_init__`` or ``from_keywords``)."""
+
     step_block_rows: int | None = None
     """Rows per ``step`` (and ``reset``) call in the batched runner: larger batches are stepped and
     reset in blocks of this many rows (states and outputs concatenated), so a wide step's work
@@ -100,9 +133,32 @@ class Task(abc.ABC):
         self.split_days: np.ndarray = calendar.split_day_indices(split)
 
     @classmethod
-    @abc.abstractmethod
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        """The task's spec for the given task parameters (defaults when none are given)."""
+        """The task's spec for the given task keywords (defaults when none are given)."""
+        return cls.spec_for(cls.make_params(**task_kwargs))
+
+    @classmethod
+    @abc.abstractmethod
+    def spec_for(cls, params: Any) -> TaskSpec:
+        """The task's spec for parameters ``params`` (an instance of :attr:`Params`)."""
+
+    @classmethod
+    def make_params(cls, **task_kwargs: Any) -> Any:
+        """The task's :attr:`Params` with ``task_kwargs`` in place of the defaults.
+
+        An unknown keyword raises ``TypeError`` naming it and listing the valid ones. A parameters
+        class with a ``from_keywords`` classmethod builds itself from the keywords (to map them
+        onto nested fields); any other is called with them.
+        """
+        valid = task_keywords(cls.Params)
+        unknown = sorted(set(task_kwargs) - set(valid))
+        if unknown:
+            raise TypeError(
+                f"{cls.task_id} got unknown parameter(s) {unknown}; valid: "
+                + (", ".join(valid) if valid else f"none, {cls.task_id} takes no task parameters")
+            )
+        build = getattr(cls.Params, "from_keywords", cls.Params)
+        return build(**task_kwargs)
 
     # ---- split handling -------------------------------------------------------------------
     @property

@@ -15,13 +15,14 @@ Model
 * Observation: ``[soc, price_per_mwh, price_avg_24h_per_mwh, hour_sin, hour_cos,
   time_remaining]``; ``price_avg_24h_per_mwh`` is the trailing 24 h mean price.
 * Baselines: random; rule-based (charge as hard as the SOC allows when the price is 10 % below
-  its trailing 24 h mean, discharge when 10 % above); oracle (perfect-foresight LP over the day, HiGHS via highspy).
+  its trailing 24 h mean, discharge when 10 % above); oracle (perfect-foresight LP over the day,
+  HiGHS via highspy).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,12 +31,44 @@ from powerzoo.devices.battery import BatteryParams, battery_step, feasible_power
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
-__all__ = ["BatteryArbitrage", "BatteryArbitrageState"]
+__all__ = ["BatteryArbitrage", "BatteryArbitrageParams", "BatteryArbitrageState"]
 
 HORIZON = 48
 STEP_MINUTES = 30
 PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
-RULE_BAND = 0.10  # rule-based controller acts when the price is 10 % off its 24 h mean
+_BATTERY_FIELDS = tuple(f.name for f in dataclasses.fields(BatteryParams))
+
+
+@dataclasses.dataclass(frozen=True)
+class BatteryArbitrageParams:
+    """What a ``battery_arbitrage`` episode is built from; task keywords are ``initial_soc``,
+    ``rule_band_fraction`` and the fields of :class:`BatteryParams` (``energy_capacity_mwh``, ...).
+    """
+
+    # a 100 MWh / 25 MW (4 h) grid-scale Li-ion battery: BatteryParams' defaults
+    battery: BatteryParams = BatteryParams()
+    # state of charge at reset (fraction of capacity), mid-range so either direction is open
+    initial_soc: float = 0.5
+    # the rule-based controller acts when the price is this far off its trailing 24 h mean
+    rule_band_fraction: float = 0.10
+
+    KEYWORDS: ClassVar[tuple[str, ...]] = ("initial_soc", "rule_band_fraction", *_BATTERY_FIELDS)
+
+    def __post_init__(self) -> None:
+        if not self.battery.soc_min <= self.initial_soc <= self.battery.soc_max:
+            raise ValueError(
+                f"initial_soc must lie in [{self.battery.soc_min}, {self.battery.soc_max}], "
+                f"got {self.initial_soc}"
+            )
+
+    @classmethod
+    def from_keywords(cls, **kwargs: Any) -> BatteryArbitrageParams:
+        """Defaults with the task keywords in their place (battery ones go to ``battery``)."""
+        battery = BatteryParams(**{k: v for k, v in kwargs.items() if k in _BATTERY_FIELDS})
+        rest = {k: float(v) for k, v in kwargs.items() if k not in _BATTERY_FIELDS}
+        return cls(battery=battery, **rest)
+
+
 # gathered per calendar step from one table (they depend on the calendar step only)
 EXOGENOUS_OBS = ("price_per_mwh", "price_avg_24h_per_mwh", "hour_sin", "hour_cos")
 
@@ -65,16 +98,13 @@ class BatteryArbitrage(Task):
 
     task_id = "battery_arbitrage"
 
-    def __init__(
-        self, split: str = "train", *, initial_soc: float = 0.5, **battery_kwargs: Any
-    ) -> None:
-        super().__init__(self.make_spec(**battery_kwargs), split)
-        self.battery = _battery_params(battery_kwargs)
-        if not self.battery.soc_min <= initial_soc <= self.battery.soc_max:
-            raise ValueError(
-                f"initial_soc must lie in [{self.battery.soc_min}, {self.battery.soc_max}], got {initial_soc}"
-            )
-        self.initial_soc = float(initial_soc)
+    Params = BatteryArbitrageParams
+
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
+        super().__init__(self.make_spec(**task_kwargs), split)
+        self.battery = p.battery
+        self.initial_soc = p.initial_soc
         price = self.profiles.series["price_per_mwh"]
         steps = self.profiles.steps_per_day
         # trailing mean of the previous 24 h (the wrap-around day supplies 1 January's past)
@@ -96,14 +126,16 @@ class BatteryArbitrage(Task):
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **battery_kwargs: Any) -> TaskSpec:
-        battery = _battery_params(battery_kwargs)
+    def spec_for(cls, params: BatteryArbitrageParams) -> TaskSpec:
+        battery = params.battery
         p = battery.power_max_mw
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                f"One {battery.energy_capacity_mwh:g} MWh / {p:g} MW battery buys and sells energy at a "
-                "market price (price taker) over one day; reward is arbitrage profit net of degradation."
+                f"One {battery.energy_capacity_mwh:g} MWh / {p:g} MW battery buys and sells "
+                "energy at a "
+                "market price (price taker) over one day; reward is arbitrage profit net of "
+                "degradation."
             ),
             agents=("agent",),
             observation=VectorSpec(
@@ -126,7 +158,10 @@ class BatteryArbitrage(Task):
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS + calendar.STRESS_SPLITS,
             reward_terms=("discharge_revenue", "charge_payment", "degradation"),
-            reward_doc="price * discharged MWh - price * charged MWh - degradation $/MWh * throughput MWh ($)",
+            reward_doc=(
+                "price * discharged MWh - price * charged MWh - degradation $/MWh * throughput "
+                "MWh ($)"
+            ),
             constraint_names=("soc_violation",),
             constraint_units=("MWh",),
             selected_constraints=("soc_violation",),
@@ -147,7 +182,8 @@ class BatteryArbitrage(Task):
         )
 
     def _exogenous_table(self) -> np.ndarray:
-        """The EXOGENOUS_OBS fields of every calendar step [n_steps, 4] (float32), gathered by :meth:`observe`.
+        """The EXOGENOUS_OBS fields of every calendar step [n_steps, 4] (float32), gathered by
+        :meth:`observe`.
 
         ``[price, price_avg_24h, sin(phase), cos(phase)]``: they depend on the calendar step only
         (``phase`` on the step within the day, and a day starts at a multiple of ``steps_per_day``),
@@ -211,7 +247,8 @@ class BatteryArbitrage(Task):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when > 1.1 x."""
+        """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when >
+        1.1 x."""
         slots = self._slots
         soc, price, avg = (
             obs[:, slots.soc],
@@ -219,7 +256,8 @@ class BatteryArbitrage(Task):
             obs[:, slots.price_avg_24h_per_mwh],
         )
         p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)
-        cheap, dear = price < (1 - RULE_BAND) * avg, price > (1 + RULE_BAND) * avg
+        band = self.params.rule_band_fraction
+        cheap, dear = price < (1 - band) * avg, price > (1 + band) * avg
         return np.where(cheap, -p_ch_max, np.where(dear, p_dis_max, 0.0))[:, None]
 
     def oracle_plan(self, state: BatteryArbitrageState) -> np.ndarray:
@@ -235,16 +273,6 @@ class BatteryArbitrage(Task):
         return plans
 
 
-def _battery_params(kwargs: dict[str, Any]) -> BatteryParams:
-    valid = {f.name for f in dataclasses.fields(BatteryParams)}
-    unknown = set(kwargs) - valid
-    if unknown:
-        raise TypeError(
-            f"battery_arbitrage got unknown parameter(s) {sorted(unknown)}; valid: initial_soc, {', '.join(sorted(valid))}"
-        )
-    return BatteryParams(**kwargs)
-
-
 def _solve_arbitrage_lp(
     battery: BatteryParams, price: np.ndarray, soc0: float, dt_h: float
 ) -> np.ndarray:
@@ -252,7 +280,8 @@ def _solve_arbitrage_lp(
 
     Maximise ``sum_t (price_t - deg) d_t dt - (price_t + deg) c_t dt`` over charge ``c_t`` and
     discharge ``d_t`` in ``[0, p_max]`` (MW) and the stored energy ``e_t`` (MWh) within the SOC
-    bounds, with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d`` from ``e_{-1} = soc0 * capacity``.
+    bounds, with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d`` from ``e_{-1} = soc0 *
+    capacity``.
     Prices are positive in PowerZoo's data, so charging and discharging at once never pays and
     the net schedule ``d - c`` is what the env can apply.
     """

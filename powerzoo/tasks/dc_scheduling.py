@@ -1,11 +1,12 @@
-"""``dc_scheduling``: the ``dc_microgrid`` data centre on a bus of the IEEE 33-bus feeder, scheduling its jobs.
+"""``dc_scheduling``: the ``dc_microgrid`` data centre on a bus of the IEEE 33-bus feeder,
+scheduling its jobs.
 
 Model (single agent, 30-minute steps, 48 per episode = one calendar day)
 ------------------------------------------------------------------------
 * Data centre: the one of ``dc_microgrid`` (:mod:`powerzoo.tasks.dc_microgrid`: 2,048 GPUs,
   training and fine-tuning jobs with hourly deadline buckets served earliest-deadline-first,
   cooling plant tracking the zone setpoint, lumped server zone), stepped by the same model
-  (:class:`~powerzoo.tasks.dc_microgrid.datacentre.DataCentre`) at 30-minute steps, with the
+  (:class:`~powerzoo.tasks.datacentre.model.DataCentre`) at 30-minute steps, with the
   workload of :mod:`powerzoo.data.workload` drawn at that resolution. No local generation: no
   PV, battery or diesel; the facility power ``it_mw + cooling_mw`` is drawn from the feeder.
 * Feeder: ``case33bw`` with one exact AC power flow per step (:mod:`powerzoo.tasks.feeder`);
@@ -66,8 +67,9 @@ from powerzoo.devices.job_queue import per_bucket
 from powerzoo.devices.thermal_zone import ZoneParams
 from powerzoo.physics.radial_pf import lindistflow
 from powerzoo.physics.radial_sweep import feeder_plan
-from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.dc_microgrid.datacentre import DataCentre
+from powerzoo.tasks.base import StepOutput
+from powerzoo.tasks.datacentre.model import DataCentre
+from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.dc_microgrid.oracle import (
     ORACLE_SETPOINT_C,
     SparseModel,
@@ -78,15 +80,13 @@ from powerzoo.tasks.dc_microgrid.oracle import (
     zone_trajectory,
 )
 from powerzoo.tasks.dc_microgrid.rule import rule_compute_and_cooling
-from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.feeder import (
     GRID_COST_UNITS,
     GRID_COSTS,
     ORACLE_BAND_MARGIN_PU,
     ORACLE_VOLTAGE_PENALTY,
     V_MIN_PU,
-    FeederModel,
-    time_features,
+    FeederTask,
     voltage_sq_sensitivity,
 )
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
@@ -120,7 +120,8 @@ _QUEUE = ("queued_gpuh", "due_1h_gpuh", "required_gpus")
 
 @dataclasses.dataclass(frozen=True)
 class DCSchedulingParams:
-    """The data centre (the ``dc_microgrid`` site's cluster, cooling and zone) and where it sits on the feeder."""
+    """The data centre (the ``dc_microgrid`` site's cluster, cooling and zone) and where it sits on
+    the feeder."""
 
     cluster: GpuClusterParams = DCMicrogridParams.cluster
     cooling: CoolingParams = DCMicrogridParams.cooling
@@ -129,26 +130,18 @@ class DCSchedulingParams:
     dc_bus: int = DC_BUS
     load_scale: float = LOAD_SCALE
 
-    @classmethod
-    def from_kwargs(cls, kwargs: dict[str, Any]) -> DCSchedulingParams:
-        """Defaults overridden by the task keywords ``dc_bus`` (0-based, 1..32), ``load_scale`` (> 0)."""
-        unknown = set(kwargs) - {"dc_bus", "load_scale"}
-        if unknown:
-            raise TypeError(
-                f"dc_scheduling got unknown parameter(s) {sorted(unknown)}; valid: dc_bus, load_scale"
-            )
-        params = cls(**kwargs)
+    def __post_init__(self) -> None:
         if (
-            isinstance(params.dc_bus, bool)
-            or not isinstance(params.dc_bus, (int, np.integer))
-            or not 1 <= params.dc_bus <= 32
+            isinstance(self.dc_bus, bool)
+            or not isinstance(self.dc_bus, (int, np.integer))
+            or not 1 <= self.dc_bus <= 32
         ):
             raise ValueError(
-                f"dc_bus must be a 0-based bus index of case33bw in 1..32 (0 is the head), got {params.dc_bus!r}"
+                "dc_bus must be a 0-based bus index of case33bw in 1..32 (0 is the head), "
+                f"got {self.dc_bus!r}"
             )
-        if not (np.isfinite(params.load_scale) and params.load_scale > 0.0):
-            raise ValueError(f"load_scale must be a positive number, got {params.load_scale!r}")
-        return params
+        if not (np.isfinite(self.load_scale) and self.load_scale > 0.0):
+            raise ValueError(f"load_scale must be a positive number, got {self.load_scale!r}")
 
 
 @dataclasses.dataclass
@@ -170,19 +163,22 @@ class DCSchedulingState:
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
 
 
-class DCScheduling(Task):
-    """The ``dc_microgrid`` data centre on the 33-bus feeder: schedule jobs and cooling against price and voltage."""
+class DCScheduling(FeederTask):
+    """The ``dc_microgrid`` data centre on the 33-bus feeder: schedule jobs and cooling against
+    price and voltage."""
 
     task_id = "dc_scheduling"
+    horizon = HORIZON
+
+    Params = DCSchedulingParams
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
         super().__init__(self.make_spec(**task_kwargs), split)
-        self.params = p = DCSchedulingParams.from_kwargs(task_kwargs)
-        self.grid = FeederModel(CASE, self.profiles, self.split_days, p.load_scale)
+        self.setup_feeder(CASE, p.load_scale)
         self.workload = get_workload(workload_scenario_of_split(split), STEP_MINUTES)
         self.tan_phi = float(np.tan(np.arccos(DC_POWER_FACTOR)))
         series = self.profiles.series
-        self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
         self._exogenous = np.stack([series[k] for k in _EXOGENOUS], axis=1).astype(
             np.float32
         )  # [T, 3] observation
@@ -195,7 +191,8 @@ class DCScheduling(Task):
         self._s_zone, self._s_grid = obs.slot("zone_temp_c"), obs.slot(*_GRID)
         self._s_queue = {f: obs.slot(*(f"{j.name}_{f}" for j in JOB_CLASSES)) for f in _QUEUE}
         # warm start of each step's flow: the last flow's voltages moved by the first-order change
-        # dv = -Z conj(dS / v) of the DC's and the feeder's load change (common-path impedances Z, p.u.)
+        # dv = -Z conj(dS / v) of the DC's and the feeder's load change (common-path impedances Z,
+        # p.u.)
         case, plan = self.grid.case, feeder_plan(self.grid.case)
         z = np.zeros((case.n_bus, case.n_bus), dtype=complex)
         z[np.ix_(plan.order, plan.order)] = plan.z_path
@@ -217,7 +214,8 @@ class DCScheduling(Task):
         self._init_step_constants()
 
     def _init_step_constants(self) -> None:
-        """The data centre's step tables and, per calendar step, [temp, price, demand, condenser temperature]."""
+        """The data centre's step tables and, per calendar step, [temp, price, demand, condenser
+        temperature]."""
         p, series = self.params, self.profiles.series
         self._dc = DataCentre(p.cluster, p.cooling, p.zone, self.workload, HORIZON, self.spec.dt_h)
         self._neg_dt, self._sla_price = np.array(-self.spec.dt_h), np.array(-SLA_PENALTY_PER_GPUH)
@@ -235,8 +233,8 @@ class DCScheduling(Task):
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        p = DCSchedulingParams.from_kwargs(task_kwargs)
+    def spec_for(cls, params: DCSchedulingParams) -> TaskSpec:
+        p = params
         n = float(p.cluster.n_gpus)
         queue = tuple(f"{j.name}_{f}" for j in JOB_CLASSES for f in _QUEUE)
         names = (
@@ -279,9 +277,12 @@ class DCScheduling(Task):
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                f"The dc_microgrid AI data centre ({p.cluster.n_gpus} GPUs, training and fine-tuning jobs with "
-                f"deadlines, cooling) at bus {p.dc_bus + 1} (1-based) of the IEEE 33-bus feeder (exact AC power flow), no local "
-                "generation: schedule the jobs and the cooling setpoint against the energy price and SLA penalties, "
+                f"The dc_microgrid AI data centre ({p.cluster.n_gpus} GPUs, training and "
+                "fine-tuning jobs with "
+                f"deadlines, cooling) at bus {p.dc_bus + 1} (1-based) of the IEEE 33-bus feeder "
+                "(exact AC power flow), no local "
+                "generation: schedule the jobs and the cooling setpoint against the energy price "
+                "and SLA penalties, "
                 "within the feeder's voltage band and line ratings."
             ),
             agents=("agent",),
@@ -299,7 +300,8 @@ class DCScheduling(Task):
             + calendar.WORKLOAD_STRESS_SPLITS,
             reward_terms=("energy_cost", "sla_penalty"),
             reward_doc=(
-                f"-(price x facility MWh) - {SLA_PENALTY_PER_GPUH:g} $/GPU-h x sla_violation per step ($); "
+                f"-(price x facility MWh) - {SLA_PENALTY_PER_GPUH:g} $/GPU-h x sla_violation per "
+                "step ($); "
                 "terms [energy_cost, sla_penalty]"
             ),
             constraint_names=CONSTRAINTS,
@@ -317,7 +319,8 @@ class DCScheduling(Task):
     def _flow(
         self, demand: np.ndarray, dc_mw: np.ndarray, v_init: np.ndarray | None
     ) -> tuple[Any, np.ndarray]:
-        """Exact power flow of the feeder loads at ``demand`` [B] plus the data centre's ``dc_mw`` [B],
+        """Exact power flow of the feeder loads at ``demand`` [B] plus the data centre's ``dc_mw``
+        [B],
         and the total net load [B] (MW)."""
         p, q = self.grid.bus_loads(demand)
         bus = self.params.dc_bus
@@ -334,10 +337,8 @@ class DCScheduling(Task):
         return out
 
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DCSchedulingState:
-        day_id = self.check_day_id(day_id)
+        day_id, t, idx = self.first_step(day_id)
         b, dc, p = day_id.size, self._dc, self.params
-        t = np.zeros(b, dtype=np.int64)
-        idx = self.grid.flat_index(day_id, t)
         cum, allowance = dc.initial_queue(self.split_days[day_id], idx)
         due_1h, required = dc.outlook(cum, t, allowance)
         parked = np.full(b, it_power_model(p.cluster, self.spec.dt_h)[0])
@@ -363,10 +364,7 @@ class DCScheduling(Task):
     def observe(self, state: DCSchedulingState) -> np.ndarray:
         t = state.t
         obs = np.empty((t.size, self._obs_dim), dtype=np.float32)
-        try:
-            obs[:, self._s_time] = self._time.take(t, axis=0)
-        except IndexError:  # stepped past the horizon without a reset
-            obs[:, self._s_time] = time_features(t, self.profiles.steps_per_day, HORIZON)
+        obs[:, self._s_time] = self.time_obs(t)
         obs[:, self._s_exo] = self._exogenous.take(self.grid.flat_index(state.day_id, t), axis=0)
         obs[:, self._s_zone] = state.zone_temp_c
         obs[:, self._s_grid] = state.grid_obs
@@ -425,8 +423,12 @@ class DCScheduling(Task):
         applied = np.empty_like(action)
         np.multiply(gpus, dc.per_gpu, out=applied[:, :2])
         applied[:, 2] = setpoint
-        info = dict(flow.info)
-        info.update(
+        return new_state, self.feeder_output(
+            flow,
+            terms[:, 0] + terms[:, 1],
+            terms,
+            costs,
+            applied,
             net_load_mw=net_load,
             price_per_mwh=price,
             demand_pu=demand,
@@ -444,25 +446,19 @@ class DCScheduling(Task):
             behind_schedule_gpuh=q.behind,
             queued_gpuh=q.cum[:, :, -1],
         )
-        return new_state, StepOutput(
-            reward=terms[:, 0] + terms[:, 1],
-            reward_terms=terms,
-            constraint_costs=costs,
-            terminated=np.zeros(b, dtype=bool),
-            action_applied=applied,
-            info=info,
-        )
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """``dc_microgrid``'s compute and cooling rule (module docstring) from observations [B, 17]: [B, 3]."""
+        """``dc_microgrid``'s compute and cooling rule (module docstring) from observations [B, 17]:
+        [B, 3]."""
         fields = dict(zip(self.spec.observation.names, obs.T.astype(np.float64), strict=True))
         n = self.params.cluster.n_gpus
         training, finetune, setpoint = rule_compute_and_cooling(n, fields)
         return np.stack([training / n, finetune / n, setpoint], axis=1)
 
     def oracle_plan(self, state: DCSchedulingState) -> np.ndarray:
-        """Perfect-foresight actions [B, 48, 3] from ``state`` on: one day plan per row (:meth:`oracle_day_plan`).
+        """Perfect-foresight actions [B, 48, 3] from ``state`` on: one day plan per row
+        (:meth:`oracle_day_plan`).
 
         Rows before each episode's current step are NaN.
         """
@@ -528,7 +524,8 @@ class DCScheduling(Task):
         return np.column_stack([shares, setpoint]), p_ref
 
     def _line_headroom_mw(self, demand: np.ndarray) -> np.ndarray:
-        """Most DC power [S] (MW, at its power factor) the lines from the head to its bus carry within
+        """Most DC power [S] (MW, at its power factor) the lines from the head to its bus carry
+        within
         ``rating x ORACLE_LINE_VOLTAGE_PU`` over the LinDistFlow flows of the feeder loads."""
         case, bus = self.grid.case, self.params.dc_bus
         path = []
@@ -560,7 +557,8 @@ def _solve_day(
     headroom: np.ndarray,
     dt_h: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """GPU shares [S, 2] and facility power [S] (MW) of one LP (see :meth:`DCScheduling.oracle_day_plan`)."""
+    """GPU shares [S, 2] and facility power [S] (MW) of one LP (see
+    :meth:`DCScheduling.oracle_day_plan`)."""
     n_steps = price.size
     it_base, mw_per_gpuh = it_power_model(params.cluster, dt_h)
     model = SparseModel()

@@ -1,9 +1,10 @@
-"""``marl_der_arbitrage``: three batteries on the IEEE 33-bus feeder trade energy at the market price.
+"""``marl_der_arbitrage``: three batteries on the IEEE 33-bus feeder trade energy at the market
+price.
 
 Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
 -----------------------------------------------------------------------
 * Feeder: ``case33bw`` with an exact AC power flow every step (:mod:`powerzoo.tasks.feeder`);
-  bus loads = the case's base load x ``LOAD_SCALE = 0.7`` x the calendar load shape
+  bus loads = the case's base load x ``load_scale = 0.7`` x the calendar load shape
   ``demand_pu``. Sizing: with the batteries idle, the far end of the main trunk dips below
   0.95 p.u. at the daily peak on 47 of the 77 test days (0.05 p.u.-steps a day on average; 76
   days and 0.67 under ``load_stress``), so where and when the batteries charge matters for the
@@ -14,7 +15,8 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   degradation 2 $/MWh, at 0-based buses ``BATTERY_BUSES = (16, 23, 31)`` (1-based 17, 24, 32:
   one bus short of the ends of the main trunk and of the two long laterals).
 * Action per agent: ``p_mw`` in [-0.5, 0.5] MW (+ = discharge into the feeder); reactive power
-  is 0 (SPEC 4.2: battery power P). A request the SOC cannot serve is cut to the feasible power
+  is 0 (the batteries trade active power only). A request the SOC cannot serve is cut to the
+  feasible power
   and the energy asked beyond the bounds is the ``soc_violation`` cost.
 * Reward, **per agent** (``shared_reward=False``): each battery's own arbitrage profit at the
   data layer's ``price_per_mwh`` in $ per step, ``price x (discharged - charged MWh) -
@@ -54,43 +56,53 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
-from powerzoo.data.profiles import get_profiles
-from powerzoo.devices.battery import feasible_power_mw
 from powerzoo.devices.inverter_battery import (
     InverterBatteryParams,
     inverter_battery_reset,
     inverter_battery_step,
 )
 from powerzoo.scratch import ROW_BLOCK
-from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.feeder import (
     GRID_COST_UNITS,
     GRID_COSTS,
-    FeederModel,
+    FeederTask,
     add_voltage_band,
-    begin_observation,
     child_buses,
-    time_features,
     unit_variables,
     voltage_sq_sensitivity,
 )
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode, tou_schedule
 
-__all__ = ["MarlDerArbitrage", "DerArbitrageState", "BATTERY_BUSES"]
+__all__ = ["MarlDerArbitrage", "DerArbitrageParams", "DerArbitrageState", "BATTERY_BUSES"]
 
 HORIZON = 48
 STEP_MINUTES = 30
 CASE = "case33bw"
-LOAD_SCALE = 0.7
-BATTERY_BUSES = (16, 23, 31)
-ENERGY_MWH, POWER_MW = 1.0, 0.5
-TOU_STEPS = 8  # half-hours of charging and of discharging in the rule-based schedule
-FORECAST_STEPS = 4
-ORACLE_MARGIN_PU = (
-    0.002  # the oracle plans in [0.952, 1.048] p.u.: 1.5 MW swings linearise less well
-)
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
+BATTERY_BUSES = (16, 23, 31)  # 0-based; one bus short of the ends of the trunk and the laterals
+FORECAST_STEPS = 4  # price look-ahead of the local_plus_forecast observation
+PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
 _N = len(BATTERY_BUSES)
+
+
+@dataclasses.dataclass(frozen=True)
+class DerArbitrageParams:
+    """The numbers of a ``marl_der_arbitrage`` episode; each is a task keyword."""
+
+    # bus loads = the case's base load x this x demand_pu: the trunk's far end dips below 0.95
+    # p.u. at the daily peak on most test days, so where the batteries charge matters
+    load_scale: float = 0.7
+    # each battery's energy (MWh): a 2 h system at the feeder's scale
+    energy_mwh: float = 1.0
+    # each battery's power rating (MW), the action bound
+    power_mw: float = 0.5
+    # half-hours of charging and of discharging in the rule-based time-of-use schedule
+    tou_steps: int = 8
+    # the oracle plans in [0.95 + m, 1.05 - m] p.u.: 1.5 MW swings linearise less well
+    oracle_margin_pu: float = 0.002
+
+
 _min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 AGENTS = tuple(f"battery_{i}" for i in range(_N))
 
@@ -99,12 +111,6 @@ _TIME = (
     ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
     ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
     ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
-)
-_OWN = (
-    ("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0),
-    ("own_prev_p_mw", "MW", -POWER_MW, POWER_MW, -POWER_MW, POWER_MW),
-    ("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-    ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.3),
 )
 _GLOBAL = (
     ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
@@ -121,12 +127,22 @@ _NEIGHBOURS = (
     ("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
     ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
 )
-_MODES = {
-    "global": _TIME + _GLOBAL + _OWN,
-    "local": _TIME + _OWN,
-    "local_plus_forecast": _TIME + _OWN + _FORECAST,
-    "local_plus_voltage": _TIME + _OWN + _NEIGHBOURS,
-}
+
+
+def _modes(power_mw: float) -> dict[str, tuple]:
+    """Observation fields of each mode: (name, unit, low, high, nominal_low, nominal_high)."""
+    own = (
+        ("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0),
+        ("own_prev_p_mw", "MW", -power_mw, power_mw, -power_mw, power_mw),
+        ("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+        ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.3),
+    )
+    return {
+        "global": _TIME + _GLOBAL + own,
+        "local": _TIME + own,
+        "local_plus_forecast": _TIME + own + _FORECAST,
+        "local_plus_voltage": _TIME + own + _NEIGHBOURS,
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,46 +199,44 @@ class DerArbitrageState:
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
 
 
-class MarlDerArbitrage(Task):
-    """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal limits."""
+class MarlDerArbitrage(FeederTask):
+    """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal
+    limits."""
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "marl_der_arbitrage"
+    horizon = HORIZON
+    Params = DerArbitrageParams
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
         super().__init__(self.make_spec(**task_kwargs), split)
-        self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
+        grid = self.setup_feeder(CASE, p.load_scale, _Slots.of)
         self.battery = InverterBatteryParams(
-            energy_capacity_mwh=ENERGY_MWH, power_max_mw=POWER_MW, n_units=_N
+            energy_capacity_mwh=p.energy_mwh, power_max_mw=p.power_mw, n_units=_N
         )
         self.buses = np.asarray(BATTERY_BUSES)
-        case = self.grid.case
-        self.upstream_bus = case.bus_parent[self.buses]
-        self._children = child_buses(case, BATTERY_BUSES)
-        self._own_load_mw = self.grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
-        self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
-        self._slots = {
-            mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
-        }
+        self.upstream_bus = grid.case.bus_parent[self.buses]
+        self._children = child_buses(grid.case, BATTERY_BUSES)
+        self._own_load_mw = grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
-        self._tou = tou_schedule(self.profiles.steps_per_day)
+        self._tou = tou_schedule(self.profiles.steps_per_day, p.tou_steps, STEP_MINUTES)
         glob = self.spec.observation
         self._rule_t, self._rule_soc = glob.slot("time_remaining"), glob.slot("own_soc")
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        if task_kwargs:
-            raise TypeError(
-                f"marl_der_arbitrage takes no task parameters, got {sorted(task_kwargs)}"
-            )
-        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _MODES.items()}
+    def spec_for(cls, params: DerArbitrageParams) -> TaskSpec:
+        power_mw = params.power_mw
+        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _modes(power_mw).items()}
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "Three 1 MWh / 0.5 MW batteries on the IEEE 33-bus feeder (exact AC power flow) buy and sell "
-                "energy at the market price; each agent is paid its own arbitrage profit, under the feeder's "
+                "Three 1 MWh / 0.5 MW batteries on the IEEE 33-bus feeder (exact AC power flow) "
+                "buy and sell "
+                "energy at the market price; each agent is paid its own arbitrage profit, under "
+                "the feeder's "
                 "voltage and thermal limits."
             ),
             agents=AGENTS,
@@ -230,8 +244,8 @@ class MarlDerArbitrage(Task):
             action=VectorSpec(
                 names=tuple(f"{a}.p_mw" for a in AGENTS),
                 units=("MW (+ discharge)",) * _N,
-                low=(-POWER_MW,) * _N,
-                high=(POWER_MW,) * _N,
+                low=(-power_mw,) * _N,
+                high=(power_mw,) * _N,
             ),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
@@ -239,7 +253,8 @@ class MarlDerArbitrage(Task):
             + ("load_stress", "heatwave", "low_renewable", "price_spike"),
             reward_terms=("discharge_revenue", "charge_payment", "degradation"),
             reward_doc=(
-                "per agent: own price x (discharged - charged MWh) - 2 $/MWh x throughput ($ per step); "
+                "per agent: own price x (discharged - charged MWh) - 2 $/MWh x throughput ($ per "
+                "step); "
                 "reward_terms are the team sums"
             ),
             constraint_names=(*GRID_COSTS, "soc_violation"),
@@ -259,7 +274,7 @@ class MarlDerArbitrage(Task):
                     "soc_violation": 100.0,
                 },
             },
-            obs_modes=tuple(_MODES),
+            obs_modes=tuple(modes),
             obs_mode_specs=modes,
             default_obs_mode="global",
             shared_reward=False,
@@ -267,10 +282,9 @@ class MarlDerArbitrage(Task):
 
     # ---- batched model ----------------------------------------------------------------------
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DerArbitrageState:
-        day_id = self.check_day_id(day_id)
+        day_id, t, flat = self.first_step(day_id)
         b = day_id.size
-        t = np.zeros(b, dtype=np.int64)
-        p, q = self.grid.bus_loads(self.grid.demand_pu.take(self.grid.flat_index(day_id, t)))
+        p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
         flow = self.grid.solve(p, q)
         soc = inverter_battery_reset(self.battery, b)
         return DerArbitrageState(
@@ -285,16 +299,7 @@ class MarlDerArbitrage(Task):
 
     def observe(self, state: DerArbitrageState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, 3, obs_dim] (float32) of ``obs_mode`` (default ``global``)."""
-        slots, obs, flat = begin_observation(
-            self.spec,
-            self._slots,
-            self._time,
-            self.grid,
-            self.profiles.steps_per_day,
-            state,
-            obs_mode,
-            _N,
-        )
+        slots, obs, flat = self.begin_agent_observation(state, obs_mode, _N)
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
         obs[:, :, slots.own_soc] = state.soc
@@ -352,42 +357,35 @@ class MarlDerArbitrage(Task):
             flow.info["feeder_p_mw"],
             flow.v_complex_pu,
         )
-        info = dict(flow.info)
-        info.update(
+        return new_state, self.feeder_output(
+            flow,
+            profit,
+            terms,
+            costs,
+            result.p_mw,
             price_per_mwh=price,
             net_load_mw=p.sum(axis=1),
             soc=result.soc,
             battery_p_mw=result.p_mw,
             agent_profit=profit,
         )
-        return new_state, StepOutput(
-            reward=profit,
-            reward_terms=terms,
-            constraint_costs=costs,
-            terminated=np.zeros(b, dtype=bool),
-            action_applied=result.p_mw,
-            info=info,
-        )
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Time-of-use schedule (module docstring) from ``global`` observations [B, 3, d]: [B, 3] MW."""
-        t = np.rint((1.0 - obs[:, 0, self._rule_t].astype(np.float64)) * HORIZON).astype(np.int64)
-        mode = self._tou.take(
-            np.clip(t, 0, HORIZON - 1) % self.profiles.steps_per_day
+        """Time-of-use schedule (module docstring) from ``global`` observations [B, 3, d]: [B, 3]
+        MW."""
+        mode = tou_mode(
+            self._tou,
+            obs[:, 0, self._rule_t].astype(np.float64),
+            HORIZON,
+            self.profiles.steps_per_day,
         )  # -1 charge, +1 discharge
         soc = obs[:, :, self._rule_soc].astype(np.float64)
-        p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)  # type: ignore[arg-type]
-        usable = (self.battery.soc_max - self.battery.soc_min) * self.battery.energy_capacity_mwh
-        rate = usable / (
-            TOU_STEPS * self.spec.dt_h
-        )  # MW that moves the usable energy in TOU_STEPS steps
-        charge = np.minimum(rate / self.battery.charge_efficiency, p_ch_max)
-        discharge = np.minimum(rate * self.battery.discharge_efficiency, p_dis_max)
-        return np.where(mode[:, None] < 0, -charge, np.where(mode[:, None] > 0, discharge, 0.0))
+        return tou_battery_power_mw(self.battery, mode, soc, self.spec.dt_h, self.params.tou_steps)
 
     def oracle_plan(self, state: DerArbitrageState) -> np.ndarray:
-        """Team-profit-maximising battery powers [B, H, 3] with perfect foresight of prices and loads.
+        """Team-profit-maximising battery powers [B, H, 3] with perfect foresight of prices and
+        loads.
 
         One LP per episode on HiGHS (:func:`_solve_day`): the SOC model of the batteries and the
         voltage band on LinDistFlow, linearised around the exact flow of the day's loads with the
@@ -396,10 +394,7 @@ class MarlDerArbitrage(Task):
         plans = np.zeros((state.t.size, HORIZON, _N))
         sens = voltage_sq_sensitivity(self.grid.case, self.buses)
         for row in range(state.t.size):
-            t0 = int(state.t[row])
-            flat = self.grid.flat_index(state.day_id[row : row + 1], np.array([t0]))[0] + np.arange(
-                HORIZON - t0
-            )
+            t0, flat = self.rest_of_day(state, row)
             p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
             v2_base = self.grid.solve(p, q).vm_pu ** 2
             plans[row, t0:] = _solve_day(
@@ -409,24 +404,9 @@ class MarlDerArbitrage(Task):
                 v2_base,
                 sens,
                 self.spec.dt_h,
+                self.params.oracle_margin_pu,
             )
         return plans
-
-
-def tou_schedule(steps_per_day: int) -> np.ndarray:
-    """Time-of-use plan [steps_per_day]: -1 in the ``TOU_STEPS`` cheapest steps of the average day, +1 in the
-    dearest, else 0 (average over the train days of the base price profile, the same for every split)."""
-    price = get_profiles("base", STEP_MINUTES).series["price_per_mwh"][
-        : calendar.N_DAYS * steps_per_day
-    ]
-    mean_day = price.reshape(calendar.N_DAYS, steps_per_day)[
-        calendar.split_day_indices("train")
-    ].mean(axis=0)
-    order = np.argsort(mean_day, kind="stable")
-    plan = np.zeros(steps_per_day, dtype=np.int64)
-    plan[order[:TOU_STEPS]] = -1
-    plan[order[-TOU_STEPS:]] = 1
-    return plan
 
 
 def _solve_day(
@@ -436,6 +416,7 @@ def _solve_day(
     v2_base: np.ndarray,
     sens: np.ndarray,
     dt_h: float,
+    margin_pu: float,
 ) -> np.ndarray:
     """Net battery powers [T, 3] (MW, + discharge) of the day plan (LP on HiGHS via highspy).
 
@@ -460,7 +441,7 @@ def _solve_day(
     if t > 1:
         h.addConstrs((stored[1:] - stored[:-1] - stored_in[1:]).ravel() == 0.0)
     bound = np.broadcast_to(np.abs(sens).T @ battery.power_max_mw, v2_base.shape)
-    penalty = add_voltage_band(h, v2_base, (charge - discharge) @ sens, bound, ORACLE_MARGIN_PU)
+    penalty = add_voltage_band(h, v2_base, (charge - discharge) @ sens, bound, margin_pu)
     deg = battery.degradation_cost_per_mwh
     profit = h.qsum(((price[:, None] - deg) * dt_h * discharge).ravel()) - h.qsum(
         ((price[:, None] + deg) * dt_h * charge).ravel()

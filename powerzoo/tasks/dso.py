@@ -4,14 +4,14 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
 ------------------------------------------------------------------------
 * Feeder: Baran & Wu's 33-bus 12.66 kV feeder (``case33bw``, tie lines open), exact AC power
   flow every step (:mod:`powerzoo.tasks.feeder`). Bus loads: the case's base load x
-  ``LOAD_SCALE = 0.5`` x the calendar load shape ``demand_pu`` (peak 1.0).
+  ``load_scale = 0.5`` x the calendar load shape ``demand_pu`` (peak 1.0).
 * Six flexible loads (:mod:`powerzoo.devices.flexible_load`) at 0-based buses
   ``FLEX_BUSES = (13, 17, 24, 29, 31, 32)`` (1-based 14, 18, 25, 30, 32, 33: the far ends of the
   main trunk and of the laterals, where voltage sags first). Each is an aggregate of flexible
-  commercial / residential demand of ``FLEX_PEAK_MW = 0.12`` MW at ``demand_pu = 1`` (following
+  commercial / residential demand of ``flex_peak_mw = 0.12`` MW at ``demand_pu = 1`` (following
   the same calendar shape), power factor 0.85, on top of its bus's published load. Per step up
   to half of it can be curtailed (lost, priced at the value of lost load) and up to half
-  shifted: deferred energy is paid back evenly over the next ``PAYBACK_STEPS = 8`` steps (4 h),
+  shifted: deferred energy is paid back evenly over the next ``payback_steps = 8`` steps (4 h),
   and always before the day ends.
 * Sizing: without control the flexible loads push the far-end buses below 0.95 p.u. at the
   daily peaks on 76 of the 77 test days (0.88 p.u.-steps of ``voltage_violation`` per day on
@@ -62,35 +62,51 @@ from powerzoo.devices.flexible_load import (
     FlexibleLoadState,
     flexible_load_reset,
     flexible_load_step,
+    payback_matrix,
 )
 from powerzoo.scratch import ROW_BLOCK
-from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.feeder import (
     GRID_COST_UNITS,
     GRID_COSTS,
-    FeederModel,
+    FeederTask,
     add_voltage_band,
-    time_features,
     unit_variables,
     voltage_sq_sensitivity,
 )
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
-__all__ = ["Dso", "DsoState", "FLEX_BUSES"]
+__all__ = ["Dso", "DsoParams", "DsoState", "FLEX_BUSES"]
 
 HORIZON = 48
 STEP_MINUTES = 30
 CASE = "case33bw"
-LOAD_SCALE = 0.5
-FLEX_BUSES = (13, 17, 24, 29, 31, 32)
-FLEX_PEAK_MW = 0.12
-FLEX_MAX_FRACTION = 0.5  # curtail_max and shift_max of every unit
-PAYBACK_STEPS = 8
-FLEX_POWER_FACTOR = 0.85
-VOLL_PER_MWH = 1000.0
-PENALTY_PER_PU = 1000.0  # "penalized" preset, $ per p.u. of voltage violation
-PENALTY_PER_MVA = 1000.0  # "penalized" preset, $ per MVA of thermal overload
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
+FLEX_BUSES = (13, 17, 24, 29, 31, 32)  # 0-based; the far ends of the trunk and the laterals
+PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
+
+
+@dataclasses.dataclass(frozen=True)
+class DsoParams:
+    """The numbers of a ``dso`` episode; each is a task keyword."""
+
+    # bus loads = the case's base load x this x demand_pu: the feeder at half its design load
+    load_scale: float = 0.5
+    # flexible demand of each unit at demand_pu = 1 (MW), on top of its bus's published load
+    flex_peak_mw: float = 0.12
+    # curtail_max and shift_max of every unit (fraction of its demand per step)
+    flex_max_fraction: float = 0.5
+    # steps over which deferred energy is paid back evenly (8 x 30 min = 4 h)
+    payback_steps: int = 8
+    # power factor of the flexible demand (commercial / residential aggregate)
+    flex_power_factor: float = 0.85
+    # value of lost load ($/MWh), 25x the mean price: curtailing everything never pays
+    voll_per_mwh: float = 1000.0
+    # "penalized" preset: $ per p.u. of voltage violation
+    penalty_per_pu: float = 1000.0
+    # "penalized" preset: $ per MVA of thermal overload
+    penalty_per_mva: float = 1000.0
+
+
 _N = len(FLEX_BUSES)
 _GRID_FIELDS = ("v_min_pu", "v_max_pu", "p_loss_mw", "feeder_p_mw")
 
@@ -105,7 +121,7 @@ class DsoState:
 
     day_id: np.ndarray  # [B] split day the episode started on
     t: np.ndarray  # [B] steps elapsed
-    due_mwh: np.ndarray  # [B, PAYBACK_STEPS, 6] payback schedule of the flexible loads
+    due_mwh: np.ndarray  # [B, payback_steps, 6] payback schedule of the flexible loads
     backlog_mwh: np.ndarray  # [B, 6] deferred energy not yet paid back
     grid_obs: (
         np.ndarray
@@ -113,26 +129,29 @@ class DsoState:
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
 
 
-class Dso(Task):
+class Dso(FeederTask):
     """Flexible-load control on the 33-bus feeder against losses, lost load and voltage limits."""
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "dso"
+    horizon = HORIZON
+
+    Params = DsoParams
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
         super().__init__(self.make_spec(**task_kwargs), split)
-        self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
+        self.setup_feeder(CASE, p.load_scale)
         self.flex = FlexibleLoadParams(
-            curtail_max=FLEX_MAX_FRACTION,
-            shift_max=FLEX_MAX_FRACTION,
-            power_factor=FLEX_POWER_FACTOR,
-            payback_steps=PAYBACK_STEPS,
+            curtail_max=p.flex_max_fraction,
+            shift_max=p.flex_max_fraction,
+            power_factor=p.flex_power_factor,
+            payback_steps=p.payback_steps,
             n_units=_N,
         )
         self.flex_buses = np.asarray(FLEX_BUSES)
-        self.flex_peak_mw = np.full(_N, FLEX_PEAK_MW)
-        self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
+        self.flex_peak_mw = np.full(_N, p.flex_peak_mw)
         obs = self.spec.observation
         self._obs_dim = obs.dim
         self._s_time = obs.slot("hour_sin", "hour_cos", "time_remaining")
@@ -147,15 +166,14 @@ class Dso(Task):
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        if task_kwargs:
-            raise TypeError(f"dso takes no task parameters, got {sorted(task_kwargs)}")
+    def spec_for(cls, params: DsoParams) -> TaskSpec:
+        p = params
         base, base_u = _unit_fields("base_mw", "MW")
         due, due_u = _unit_fields("due_next_mwh", "MWh")
         backlog, backlog_u = _unit_fields("backlog_mwh", "MWh")
         volt, volt_u = _unit_fields("v_pu", "p.u.")
-        flex_hi = FLEX_PEAK_MW * 1.5  # demand_pu peaks at 1.0 (1.15 in load_stress)
-        due_hi = flex_hi * FLEX_MAX_FRACTION * STEP_MINUTES / 60.0
+        flex_hi = p.flex_peak_mw * 1.5  # demand_pu peaks at 1.0 (1.15 in load_stress)
+        due_hi = flex_hi * p.flex_max_fraction * STEP_MINUTES / 60.0
         names = (
             "hour_sin",
             "hour_cos",
@@ -196,7 +214,7 @@ class Dso(Task):
             *[0.0] * _N,
             *[0.0] * (3 * _N),
         )
-        backlog_hi = due_hi * PAYBACK_STEPS  # every deferred MWh due at once bounds any slot
+        backlog_hi = due_hi * p.payback_steps  # every deferred MWh due at once bounds any slot
         high = (
             1.0,
             1.0,
@@ -236,16 +254,18 @@ class Dso(Task):
             0.2,
             3.0,
             *[1.0] * _N,
-            *[FLEX_PEAK_MW] * _N,
+            *[p.flex_peak_mw] * _N,
             *[due_hi] * _N,
-            *[due_hi * PAYBACK_STEPS] * _N,
+            *[due_hi * p.payback_steps] * _N,
         )
         actions = tuple(f"load_{k}.{kind}" for k in range(_N) for kind in ("curtail", "shift"))
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "A distribution operator curtails and shifts six flexible loads on the IEEE 33-bus feeder "
-                "(exact AC power flow) to keep voltages in [0.95, 1.05] p.u.; reward is minus the cost of "
+                "A distribution operator curtails and shifts six flexible loads on the IEEE "
+                "33-bus feeder "
+                "(exact AC power flow) to keep voltages in [0.95, 1.05] p.u.; reward is minus "
+                "the cost of "
                 "losses and of lost load."
             ),
             agents=("agent",),
@@ -254,15 +274,17 @@ class Dso(Task):
                 names=actions,
                 units=("fraction of the unit's demand",) * (2 * _N),
                 low=(0.0,) * (2 * _N),
-                high=(FLEX_MAX_FRACTION,) * (2 * _N),
+                high=(p.flex_max_fraction,) * (2 * _N),
             ),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "price_spike"),
             reward_terms=("loss_cost", "curtailment_cost"),
             reward_doc=(
-                f"-(price x network losses x dt + {VOLL_PER_MWH:g} $/MWh x curtailed energy) per step ($); "
-                f"shifted energy is paid back within {PAYBACK_STEPS * STEP_MINUTES / 60:g} h at no cost"
+                f"-(price x network losses x dt + {p.voll_per_mwh:g} $/MWh x curtailed energy) "
+                "per step ($); "
+                f"shifted energy is paid back within {p.payback_steps * STEP_MINUTES / 60:g} h at "
+                "no cost"
             ),
             constraint_names=GRID_COSTS,
             constraint_units=GRID_COST_UNITS,
@@ -273,8 +295,8 @@ class Dso(Task):
             reward_presets={
                 "objective": {},
                 "penalized": {
-                    "voltage_violation": PENALTY_PER_PU,
-                    "thermal_overload": PENALTY_PER_MVA,
+                    "voltage_violation": p.penalty_per_pu,
+                    "thermal_overload": p.penalty_per_mva,
                 },
             },
             gym_id="powerzoo/DSO-v0",
@@ -294,11 +316,10 @@ class Dso(Task):
         return out
 
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DsoState:
-        day_id = self.check_day_id(day_id)
+        day_id, t, flat = self.first_step(day_id)
         b = day_id.size
         flex = flexible_load_reset(self.flex, b)
-        t = np.zeros(b, dtype=np.int64)
-        demand = self.grid.demand_pu.take(self.grid.flat_index(day_id, t))
+        demand = self.grid.demand_pu.take(flat)
         p, q = self.grid.bus_loads(demand)
         base = self._flex_base_mw(demand)
         p[:, self.flex_buses] += base
@@ -309,13 +330,10 @@ class Dso(Task):
         )
 
     def observe(self, state: DsoState) -> np.ndarray:
-        flat = self.grid.flat_index(state.day_id, state.t)
+        flat = self.flat_index(state.day_id, state.t)
         demand = self.grid.demand_pu.take(flat)
         obs = np.empty((state.t.size, self._obs_dim), dtype=np.float32)
-        try:
-            obs[:, self._s_time] = self._time.take(state.t, axis=0)
-        except IndexError:  # stepped past the horizon without a reset
-            obs[:, self._s_time] = time_features(state.t, self.profiles.steps_per_day, HORIZON)
+        obs[:, self._s_time] = self.time_obs(state.t)
         obs[:, self._s_demand] = demand
         obs[:, self._s_price] = self.grid.price_per_mwh.take(flat)
         obs[:, self._s_grid] = state.grid_obs
@@ -328,7 +346,7 @@ class Dso(Task):
         self, state: DsoState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[DsoState, StepOutput]:
         dt_h = self.spec.dt_h
-        flat = self.grid.flat_index(state.day_id, state.t)
+        flat = self.flat_index(state.day_id, state.t)
         demand = self.grid.demand_pu.take(flat)
         price = self.grid.price_per_mwh.take(flat)
         flex = flexible_load_step(
@@ -348,7 +366,7 @@ class Dso(Task):
         b = state.t.size
         terms = np.empty((b, 2))
         terms[:, 0] = -(price * flow.p_loss_mw * dt_h)
-        terms[:, 1] = -(VOLL_PER_MWH * curtailed)
+        terms[:, 1] = -(self.params.voll_per_mwh * curtailed)
         applied = np.empty_like(action)
         applied[:, self._curtail] = flex.curtail_fraction
         applied[:, self._shift] = flex.shift_fraction
@@ -360,8 +378,12 @@ class Dso(Task):
             self._grid_obs(flow),
             flow.v_complex_pu,
         )
-        info = dict(flow.info)
-        info.update(
+        return new_state, self.feeder_output(
+            flow,
+            terms.sum(axis=1),
+            terms,
+            flow.costs,
+            applied,
             price_per_mwh=price,
             demand_pu=demand,
             net_load_mw=p.sum(axis=1),
@@ -372,14 +394,6 @@ class Dso(Task):
             flex_payback_mwh=flex.payback_mwh,
             flex_backlog_mwh=flex.state.backlog_mwh,
         )
-        return new_state, StepOutput(
-            reward=terms.sum(axis=1),
-            reward_terms=terms,
-            constraint_costs=flow.costs,
-            terminated=np.zeros(b, dtype=bool),
-            action_applied=applied,
-            info=info,
-        )
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
@@ -387,47 +401,35 @@ class Dso(Task):
         return np.zeros((obs.shape[0], self.spec.action.dim))
 
     def oracle_plan(self, state: DsoState) -> np.ndarray:
-        """Perfect-foresight curtail / shift fractions [B, H, 12]: one LP per episode (:func:`_solve_day`).
+        """Perfect-foresight curtail / shift fractions [B, H, 12]: one LP per episode
+        (:func:`_solve_day`).
 
         Voltages on LinDistFlow, linearised around the exact flow of the day's loads without
-        control (perfect foresight of the loads); the plan is applied and scored under the exact flow.
+        control (perfect foresight of the loads); the plan is applied and scored under the exact
+        flow.
         """
         plans = np.zeros((state.t.size, HORIZON, self.spec.action.dim))
         sens = voltage_sq_sensitivity(self.grid.case, self.flex_buses, self.flex.tan_phi)
         dt_h = self.spec.dt_h
         for row in range(state.t.size):
-            t0 = int(state.t[row])
-            flat = self.grid.flat_index(state.day_id[row : row + 1], np.array([t0]))[0] + np.arange(
-                HORIZON - t0
-            )
+            t0, flat = self.rest_of_day(state, row)
             demand = self.grid.demand_pu.take(flat)
             base = self._flex_base_mw(demand)
             due_mw = np.zeros_like(base)  # payback already scheduled (MW), slot j = step t0 + j
-            k = min(PAYBACK_STEPS, base.shape[0])
+            k = min(self.params.payback_steps, base.shape[0])
             due_mw[:k] = state.due_mwh[row, :k] / dt_h
             p, q = self.grid.bus_loads(demand)
             p[:, self.flex_buses] += base + due_mw
             q[:, self.flex_buses] += (base + due_mw) * self.flex.tan_phi
             v2_base = self.grid.solve(p, q).vm_pu ** 2
-            curtail, shift = _solve_day(base, v2_base, sens, t0, dt_h)
+            curtail, shift = _solve_day(self.params, base, v2_base, sens, t0, dt_h)
             plans[row, t0:, self._curtail] = curtail
             plans[row, t0:, self._shift] = shift
         return plans
 
 
-def _payback_matrix(t0: int) -> np.ndarray:
-    """``W`` [T, T], T = HORIZON - t0: payback MW at step ``t`` per MW shifted at step ``tau``
-    (``1 / m`` for the ``m = min(PAYBACK_STEPS, steps left)`` steps after ``tau``, as the device does)."""
-    t = HORIZON - t0
-    w = np.zeros((t, t))
-    for tau in range(t):
-        m = min(PAYBACK_STEPS, HORIZON - 1 - (t0 + tau))
-        w[tau + 1 : tau + 1 + m, tau] = 1.0 / max(m, 1)
-    return w
-
-
 def _solve_day(
-    base: np.ndarray, v2_base: np.ndarray, sens: np.ndarray, t0: int, dt_h: float
+    params: DsoParams, base: np.ndarray, v2_base: np.ndarray, sens: np.ndarray, t0: int, dt_h: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Curtail and shift fractions [T, 6] of the day plan (LP on HiGHS via highspy).
 
@@ -442,17 +444,17 @@ def _solve_day(
     t, n = base.shape
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    top = np.full(n, FLEX_MAX_FRACTION)
+    top = np.full(n, params.flex_max_fraction)
     curtail = unit_variables(h, t, np.zeros(n), top)
     shift = unit_variables(h, t - 1, np.zeros(n), top) if t > 1 else None
     dp = -base * curtail
     if shift is not None:
         shifted = base[:-1] * shift  # MW deferred at steps 0..T-2
         dp[:-1] = dp[:-1] - shifted
-        dp = dp + _payback_matrix(t0)[:, :-1] @ shifted
+        dp = dp + payback_matrix(t0, HORIZON, params.payback_steps)[:, :-1] @ shifted
     bound = (1.2 * base.max(axis=0) @ np.abs(sens))[None, :] + np.zeros_like(v2_base)
     penalty = add_voltage_band(h, v2_base, dp @ sens, bound)
-    cost = VOLL_PER_MWH * dt_h * h.qsum((base * curtail).ravel())
+    cost = params.voll_per_mwh * dt_h * h.qsum((base * curtail).ravel())
     if shift is not None:
         cost = cost + 0.01 * dt_h * h.qsum((base[:-1] * shift).ravel())
     h.minimize(cost if penalty is None else cost + penalty)

@@ -1,4 +1,5 @@
-"""Multi-agent economic dispatch on DC networks: ``marl_opf`` (case5), ``opf_118``, ``opf_118_7d`` (case118).
+"""Multi-agent economic dispatch on DC networks: ``marl_opf`` (case5), ``opf_118``, ``opf_118_7d``
+(case118).
 
 Model
 -----
@@ -16,7 +17,8 @@ Model
   (MWh = |mismatch| x dt).
 * Line limits: case5 keeps its published ratings (400 MW on 1-2, 240 MW on 4-5). pandapower's
   case118 rates every branch at 9,900 MW, so congestion could never occur; its ratings are
-  derived from the flows of the DC-OPF at the base load times ``LOAD_SCALE`` so that congestion
+  derived from the flows of the DC-OPF at the base load times ``RATING_LOAD_SCALE`` (1.1) so that
+  congestion
   binds at high load (:mod:`powerzoo.physics.line_ratings`).
 * Observation modes (per agent, ``env.observation_fields(agent)``): ``global`` (default: time,
   system load now and next step, own limits, marginal cost and last output, last imbalance),
@@ -29,7 +31,6 @@ Model
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 import numpy as np
@@ -38,20 +39,38 @@ from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase, load_case
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
 from powerzoo.physics.dc_power_flow import generation_shift_matrix, ptdf_matrix
-from powerzoo.physics.line_ratings import with_binding_line_ratings
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.transmission import (
+    RATING_LOAD_SCALE,
+    STEP_MINUTES,
+    congestion_ready_case,
+    marginal_cost_per_mwh,
+)
 
-__all__ = ["MarlOpf", "Opf118", "Opf118Week", "DispatchState"]
+__all__ = ["MarlOpf", "Opf118", "Opf118Week", "DispatchParams", "DispatchState"]
 
-STEP_MINUTES = 30
-LOAD_SCALE = 1.1
-IMBALANCE_PRICE = 1000.0  # $/MWh, settles the slack bus's balancing energy
-OVERLOAD_PENALTY = 1000.0  # $/MWh, soft line limits of the oracle
 FORECAST_STEPS = 4
 _FORECAST_FIELDS = tuple(f"system_load_t{k}_mw" for k in range(1, FORECAST_STEPS + 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class DispatchParams:
+    """The numbers of a dispatch episode; each is a task keyword."""
+
+    # bus loads = the case's published base load x this x demand_pu (the load the line ratings
+    # were derived for)
+    load_scale: float = RATING_LOAD_SCALE
+    # $/MWh settling the slack bus's balancing energy, 25x the mean price
+    imbalance_price_per_mwh: float = 1000.0
+    # $/MWh of line overload in the oracle's soft line limits and the "penalized" preset
+    overload_penalty_per_mwh: float = 1000.0
+
+
+LOAD_SCALE = DispatchParams.load_scale
+OVERLOAD_PENALTY = DispatchParams.overload_penalty_per_mwh
 
 
 @dataclasses.dataclass
@@ -62,21 +81,19 @@ class DispatchState:
     prev_imbalance_mw: np.ndarray  # [B] last mismatch (generation - load)
 
 
-@functools.lru_cache(maxsize=4)
-def _congestion_ready_case(name: str) -> NetworkCase:
-    """``name`` with binding line limits (case118) or its published ratings (case5)."""
-    case = load_case(name)
-    return with_binding_line_ratings(case, case.bus_pd_mw * LOAD_SCALE)
-
-
 def _dispatch_spec(
-    task_id: str, case: NetworkCase, horizon: int, description: str, gym_id: str | None
+    task_id: str,
+    case: NetworkCase,
+    horizon: int,
+    description: str,
+    gym_id: str | None,
+    params: DispatchParams,
 ) -> TaskSpec:
     n = case.n_gen
     agents = tuple(f"gen_{i}" for i in range(n))
     pmax_total = float(case.gen_pmax_mw.sum())
-    load_hi = float(case.total_load_mw * LOAD_SCALE * 1.3)
-    bus_hi = float(case.bus_pd_mw.max() * LOAD_SCALE * 1.3) or 1.0
+    load_hi = float(case.total_load_mw * params.load_scale * 1.3)
+    bus_hi = float(case.bus_pd_mw.max() * params.load_scale * 1.3) or 1.0
     time_fields = (
         ("hour_sin", "-", -1.0, 1.0),
         ("hour_cos", "-", -1.0, 1.0),
@@ -85,7 +102,12 @@ def _dispatch_spec(
     own = (
         ("own_pmin_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
         ("own_pmax_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
-        ("own_marginal_cost_per_mwh", "$/MWh", 0.0, float(_marginal_cost(case).max()) * 1.5 + 1.0),
+        (
+            "own_marginal_cost_per_mwh",
+            "$/MWh",
+            0.0,
+            float(marginal_cost_per_mwh(case).max()) * 1.5 + 1.0,
+        ),
         ("own_prev_p_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
     )
 
@@ -127,25 +149,25 @@ def _dispatch_spec(
         step_minutes=STEP_MINUTES,
         splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
         reward_terms=("generation_cost", "imbalance_cost"),
-        reward_doc=f"-(generation cost + |imbalance| x {IMBALANCE_PRICE:g} $/MWh) per step ($), shared by all agents",
+        reward_doc=(
+            f"-(generation cost + |imbalance| x {params.imbalance_price_per_mwh:g} $/MWh) per "
+            "step ($), shared by all agents"
+        ),
         constraint_names=("thermal_overload", "power_imbalance"),
         constraint_units=("MWh", "MWh"),
         selected_constraints=("thermal_overload", "power_imbalance"),
         cost_thresholds={"thermal_overload": 1.0, "power_imbalance": 1.0},
         baselines=("random", "rule_based", "oracle"),
-        reward_presets={"objective": {}, "penalized": {"thermal_overload": OVERLOAD_PENALTY}},
+        reward_presets={
+            "objective": {},
+            "penalized": {"thermal_overload": params.overload_penalty_per_mwh},
+        },
         obs_modes=("global", "local", "local_plus_forecast"),
         obs_mode_specs={"global": glob, "local": local, "local_plus_forecast": forecast},
         default_obs_mode="global",
         gamma=0.999 if horizon > 200 else 0.99,
         gym_id=gym_id,
     )
-
-
-def _marginal_cost(case: NetworkCase) -> np.ndarray:
-    """Marginal cost at mid output ($/MWh) per unit, for the merit order."""
-    p_mid = (case.gen_pmin_mw + case.gen_pmax_mw) / 2.0
-    return case.gen_c1_per_mwh + 2.0 * case.gen_c2_per_mw2h * p_mid
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,10 +205,14 @@ class EconomicDispatch(Task):
     horizon: int = 48
     description: str = ""
 
-    def __init__(self, split: str = "train") -> None:
-        super().__init__(self.make_spec(), split)
-        self.case = _congestion_ready_case(self.case_name)
-        self.marginal_cost = _marginal_cost(self.case)
+    Params = DispatchParams
+
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = params = self.make_params(**task_kwargs)
+        super().__init__(self.make_spec(**task_kwargs), split)
+        load_scale = params.load_scale
+        self.case = congestion_ready_case(self.case_name)
+        self.marginal_cost = marginal_cost_per_mwh(self.case)
         demand = self.profiles.series["demand_pu"]
         self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]  # wrap by modulo
         self._own = np.stack(
@@ -195,11 +221,10 @@ class EconomicDispatch(Task):
         self._gen_bus_load_share = self.case.bus_pd_mw[self.case.gen_bus]
         # constants of the per-step model and observation, worked out once
         self._day_start = self.split_days * self.profiles.steps_per_day
-        self._bus_load_scale = self.case.bus_pd_mw * LOAD_SCALE  # bus load per unit of demand
-        self._gen_bus_load_scale = self._gen_bus_load_share * LOAD_SCALE
-        self._system_load = self._demand * (
-            self.case.total_load_mw * LOAD_SCALE
-        )  # per calendar step
+        self._bus_load_scale = self.case.bus_pd_mw * load_scale  # bus load per unit of demand
+        self._gen_bus_load_scale = self._gen_bus_load_share * load_scale
+        # system load per calendar step
+        self._system_load = self._demand * (self.case.total_load_mw * load_scale)
         self._own_obs = self._own.astype(np.float32)
         self._time_obs = self._time_features(
             np.arange(self.spec.horizon + 1)
@@ -224,11 +249,9 @@ class EconomicDispatch(Task):
         self._system_load_slot = self.spec.observation.slot("system_load_mw")
 
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        if task_kwargs:
-            raise TypeError(f"{cls.task_id} takes no task parameters, got {sorted(task_kwargs)}")
+    def spec_for(cls, params: DispatchParams) -> TaskSpec:
         return _dispatch_spec(
-            cls.task_id, load_case(cls.case_name), cls.horizon, cls.description, None
+            cls.task_id, load_case(cls.case_name), cls.horizon, cls.description, None, params
         )
 
     # ---- exogenous load ---------------------------------------------------------------------
@@ -263,13 +286,15 @@ class EconomicDispatch(Task):
         )
 
     def observe(self, state: DispatchState, obs_mode: str | None = None) -> np.ndarray:
-        """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field block."""
+        """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field
+        block."""
         mode = obs_mode or self.spec.default_obs_mode
         try:
             slots = self._obs_slots[mode]
         except KeyError:
             raise ValueError(
-                f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: {', '.join(self._obs_slots)}"
+                f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: "
+                f"{', '.join(self._obs_slots)}"
             ) from None
         b, n = state.t.size, self.case.n_gen
         try:
@@ -314,7 +339,7 @@ class EconomicDispatch(Task):
             (state.t.size, 2)
         )  # filled column by column: cheaper than np.stack at small B
         terms[:, 0] = -generation
-        terms[:, 1] = -(imbalance_mwh * IMBALANCE_PRICE)
+        terms[:, 1] = -(imbalance_mwh * self.params.imbalance_price_per_mwh)
         costs = np.empty((state.t.size, 2))
         costs[:, 0] = overload_mw * dt_h
         costs[:, 1] = imbalance_mwh
@@ -344,7 +369,8 @@ class EconomicDispatch(Task):
         """``(total load [B] MW, overload [B] MW, max branch loading [B], congested branches [B])``
         of dispatch ``action`` [B, n_gen] MW under ``demand`` [B, 1] (per unit).
 
-        The DC power flow and its [rows, n_branch] temporaries run in :func:`~powerzoo.scratch.row_blocks`
+        The DC power flow and its [rows, n_branch] temporaries run in
+        :func:`~powerzoo.scratch.row_blocks`
         through work arrays of one block's size, so they stay in the CPU caches at any batch size.
         """
         b, n_bus, n_branch = action.shape[0], self.case.n_bus, self.case.n_branch
@@ -386,7 +412,8 @@ class EconomicDispatch(Task):
         return merit_order_dispatch(self.case, total_load_mw, self.marginal_cost)
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Congestion-aware merit order on the observed system load (``global`` mode, ``system_load_mw``).
+        """Congestion-aware merit order on the observed system load (``global`` mode,
+        ``system_load_mw``).
 
         Merit order first, then redispatch by PTDF sensitivities until no line is overloaded
         (:func:`powerzoo.physics.redispatch.rule_dispatch_from_system_load`): what an operator
@@ -408,8 +435,9 @@ class EconomicDispatch(Task):
                 state.prev_imbalance_mw[row : row + 1],
             )
             demand = self._demand_at(one, np.arange(h - t0))[0]
-            loads = demand[:, None] * (self.case.bus_pd_mw * LOAD_SCALE)
-            result = solve_dc_opf(self.case, loads, soft_line_penalty=OVERLOAD_PENALTY)
+            loads = demand[:, None] * self._bus_load_scale
+            penalty = self.params.overload_penalty_per_mwh
+            result = solve_dc_opf(self.case, loads, soft_line_penalty=penalty)
             plan[row, t0:] = result.gen_p_mw
         return plan
 
@@ -427,11 +455,17 @@ class Opf118(EconomicDispatch):
     task_id = "opf_118"
     case_name = "case118"
     horizon = 48
-    description = "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one day."
+    description = (
+        "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one "
+        "day."
+    )
 
 
 class Opf118Week(EconomicDispatch):
     task_id = "opf_118_7d"
     case_name = "case118"
     horizon = 336
-    description = "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one week."
+    description = (
+        "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one "
+        "week."
+    )

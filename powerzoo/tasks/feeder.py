@@ -31,7 +31,7 @@ NONCONVERGED_VOLTAGE_PU_PER_BUS x (n_bus - 1)`` (as if every bus had collapsed 0
 the band), ``thermal_overload = 0``, and its losses are taken as 0 (the last iterate is not a
 solution; its voltages are reported as they are, finite).
 
-Grid info keys (SPEC 3.2), each ``[B]``: ``pf_converged``, ``p_loss_mw``, ``feeder_p_mw``,
+Grid info keys (every feeder task reports them), each ``[B]``: ``pf_converged``, ``p_loss_mw``, ``feeder_p_mw``,
 ``feeder_q_mvar`` (power drawn at the head = loads - DER + losses), ``v_min_pu``, ``v_max_pu``,
 ``max_branch_loading`` (largest I / I_rated); ``is_safe`` is added by the env from the costs.
 """
@@ -48,6 +48,7 @@ from powerzoo.physics.cases import load_case
 from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
 from powerzoo.scratch import Scratch
+from powerzoo.tasks.base import StepOutput, Task
 
 __all__ = [
     "V_MIN_PU",
@@ -57,8 +58,8 @@ __all__ = [
     "GRID_COST_UNITS",
     "GridStep",
     "FeederModel",
+    "FeederTask",
     "time_features",
-    "begin_observation",
     "child_buses",
     "voltage_sq_sensitivity",
     "add_voltage_band",
@@ -73,7 +74,8 @@ GRID_COST_UNITS = ("p.u. (sum over buses, per step)", "MVA (sum over branches, p
 PF_MAX_ITER = 30  # sweeps per step; a 33-bus flow converges in under 10 (1 to 4 warm-started)
 PF_TOL_PU = 1e-8
 # oracles: $ per unit of squared-voltage slack outside the band (about 10,000 $ per p.u. of voltage,
-# so a plan gives up any amount of profit or lost-load value before it lets a voltage leave the band)
+# so a plan gives up any amount of profit or lost-load value before it lets a voltage leave the
+# band)
 ORACLE_VOLTAGE_PENALTY = 20_000.0
 ORACLE_BAND_MARGIN_PU = (
     0.001  # default planned band [0.951, 1.049]: room for the linearisation error
@@ -99,7 +101,8 @@ def time_features(t: np.ndarray, steps_per_day: int, horizon: int) -> np.ndarray
 
 @dataclasses.dataclass(frozen=True)
 class GridStep:
-    """One power flow of a batch and what the tasks take from it (arrays with leading axis ``B``)."""
+    """One power flow of a batch and what the tasks take from it (arrays with leading axis
+    ``B``)."""
 
     vm_pu: np.ndarray  # [B, n_bus] voltage magnitudes
     v_complex_pu: np.ndarray  # [B, n_bus] complex voltages (warm start of the next flow)
@@ -109,7 +112,8 @@ class GridStep:
 
 
 class FeederModel:
-    """A radial feeder with its calendar loads: per-bus demand of any step, and the step's power flow.
+    """A radial feeder with its calendar loads: per-bus demand of any step, and the step's power
+    flow.
 
     ``profiles`` is the split's profiles (:attr:`powerzoo.tasks.base.Task.profiles`),
     ``split_days`` its calendar days; loads are ``bus_pd_mw * load_scale * demand_pu``.
@@ -153,7 +157,8 @@ class FeederModel:
     def solve(
         self, p_mw: np.ndarray, q_mvar: np.ndarray, v_init: np.ndarray | None = None
     ) -> GridStep:
-        """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative = export)."""
+        """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative =
+        export)."""
         result = radial_power_flow(
             self.case, p_mw, q_mvar, max_iter=PF_MAX_ITER, tol_pu=PF_TOL_PU, v_init=v_init
         )
@@ -187,42 +192,103 @@ class FeederModel:
         return GridStep(vm, result.v_complex_pu, p_loss, costs, info)
 
 
+class FeederTask(Task):
+    """The skeleton every feeder task shares: the feeder and its calendar, the episode's calendar
+    steps, the start of an observation and the step output with the grid info keys.
+
+    A subclass calls :meth:`setup_feeder` in its ``__init__`` (after ``Task.__init__``) and then
+    writes only its own model: parameters, state, transition, reward and costs.
+    """
+
+    horizon: int = 48
+    """Steps per episode (a subclass sets its own)."""
+
+    def setup_feeder(self, case_name: str, load_scale: float, slots_of: Any = None) -> FeederModel:
+        """Build :attr:`grid` (``case_name`` with bus loads x ``load_scale``), the time features of
+        steps 0..horizon and, given ``slots_of`` (a ``VectorSpec -> slots`` function), the
+        observation slots of every mode (:attr:`obs_slots`)."""
+        steps = self.profiles.steps_per_day
+        self.grid = FeederModel(case_name, self.profiles, self.split_days, load_scale)
+        self.time_table = time_features(np.arange(self.horizon + 1), steps, self.horizon)
+        if slots_of is not None:
+            self.obs_slots = {
+                mode: slots_of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
+            }
+        return self.grid
+
+    def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Calendar step index [B] of step ``t`` of the episode started on split day ``day_id``."""
+        return self.grid.flat_index(day_id, t)
+
+    def first_step(self, day_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(day_id, t, flat)`` [B] at reset: checked split days, step 0, its calendar step."""
+        day_id = self.check_day_id(day_id)
+        t = np.zeros(day_id.size, dtype=np.int64)
+        return day_id, t, self.flat_index(day_id, t)
+
+    def time_obs(self, t: np.ndarray) -> np.ndarray:
+        """``[hour_sin, hour_cos, time_remaining]`` [B, 3] at steps ``t`` (from the table, or
+        computed for a state stepped past the horizon without a reset)."""
+        try:
+            return self.time_table.take(t, axis=0)
+        except IndexError:
+            return time_features(t, self.profiles.steps_per_day, self.horizon)
+
+    def begin_agent_observation(
+        self, state: Any, obs_mode: str | None, n_agents: int
+    ) -> tuple[Any, np.ndarray, np.ndarray]:
+        """The slots of ``obs_mode`` (``ValueError`` if unknown), a zeroed observation
+        [B, n_agents, width] (float32) with the time features and the price filled in, and the
+        calendar step of each row."""
+        mode = obs_mode or self.spec.default_obs_mode
+        try:
+            slots = self.obs_slots[mode]
+        except KeyError:
+            raise ValueError(
+                f"unknown obs_mode {mode!r} for {self.spec.task_id}; "
+                f"valid: {', '.join(self.obs_slots)}"
+            ) from None
+        flat = self.flat_index(state.day_id, state.t)
+        obs = np.zeros((state.t.size, n_agents, slots.width), dtype=np.float32)
+        obs[:, :, slots.time] = self.time_obs(state.t)[:, None, :]
+        obs[:, :, slots.price] = self.grid.price_per_mwh.take(flat)[:, None]
+        return slots, obs, flat
+
+    def rest_of_day(self, state: Any, row: int) -> tuple[int, np.ndarray]:
+        """``(t0, flat)``: row ``row``'s current step and the calendar steps from it to the
+        horizon (what an oracle plans over)."""
+        t0 = int(state.t[row])
+        start = self.flat_index(state.day_id[row : row + 1], np.array([t0]))[0]
+        return t0, start + np.arange(self.horizon - t0)
+
+    @staticmethod
+    def feeder_output(
+        flow: GridStep,
+        reward: np.ndarray,
+        reward_terms: np.ndarray,
+        constraint_costs: np.ndarray,
+        action_applied: np.ndarray,
+        **info: np.ndarray,
+    ) -> StepOutput:
+        """A step's output: never terminal, info = the grid info keys then ``info``."""
+        merged = dict(flow.info)
+        merged.update(info)
+        return StepOutput(
+            reward=reward,
+            reward_terms=reward_terms,
+            constraint_costs=constraint_costs,
+            terminated=np.zeros(reward.shape[0], dtype=bool),
+            action_applied=action_applied,
+            info=merged,
+        )
+
+
 # ---- oracle planning on LinDistFlow ---------------------------------------------------------
 def child_buses(case: RadialFeeder, buses: Any) -> list[np.ndarray]:
-    """The buses fed directly from each of ``buses`` (a bus at a lateral's end stands for itself)."""
+    """The buses fed directly from each of ``buses`` (a bus at a lateral's end stands for
+    itself)."""
     children = [np.flatnonzero(case.bus_parent == b) for b in buses]
     return [c if c.size else np.array([b]) for c, b in zip(children, buses, strict=True)]
-
-
-def begin_observation(
-    spec: Any,
-    slots_by_mode: dict[str, Any],
-    time_table: np.ndarray,
-    grid: FeederModel,
-    steps_per_day: int,
-    state: Any,
-    obs_mode: str | None,
-    n_agents: int,
-) -> tuple[Any, np.ndarray, np.ndarray]:
-    """What every feeder task's ``observe`` starts with: the slots of ``obs_mode`` (``ValueError`` if
-    unknown), a zeroed observation [B, n_agents, width] (float32) with the time features and the price
-    filled in, and the profile index of each row. ``time_table`` holds the time features of steps
-    0..horizon; a state stepped past the horizon gets them computed."""
-    mode = obs_mode or spec.default_obs_mode
-    try:
-        slots = slots_by_mode[mode]
-    except KeyError:
-        raise ValueError(
-            f"unknown obs_mode {mode!r} for {spec.task_id}; valid: {', '.join(slots_by_mode)}"
-        ) from None
-    flat = grid.flat_index(state.day_id, state.t)
-    obs = np.zeros((state.t.size, n_agents, slots.width), dtype=np.float32)
-    try:
-        obs[:, :, slots.time] = time_table.take(state.t, axis=0)[:, None, :]
-    except IndexError:  # stepped past the horizon without a reset
-        obs[:, :, slots.time] = time_features(state.t, steps_per_day, spec.horizon)[:, None, :]
-    obs[:, :, slots.price] = grid.price_per_mwh.take(flat)[:, None]
-    return slots, obs, flat
 
 
 def voltage_sq_sensitivity(
@@ -241,7 +307,8 @@ def voltage_sq_sensitivity(
 
 
 def unit_variables(h: Any, n_steps: int, lb: np.ndarray, ub: np.ndarray) -> Any:
-    """HiGHS variables [n_steps, n_units] with per-unit bounds ``lb`` / ``ub`` [n_units] (a highspy array)."""
+    """HiGHS variables [n_steps, n_units] with per-unit bounds ``lb`` / ``ub`` [n_units] (a highspy
+    array)."""
     columns = [
         h.addVariables(n_steps, lb=float(lo), ub=float(hi)) for lo, hi in zip(lb, ub, strict=True)
     ]
@@ -255,7 +322,8 @@ def add_voltage_band(
     dv2_bound: np.ndarray,
     margin_pu: float = ORACLE_BAND_MARGIN_PU,
 ) -> Any:
-    """Soft voltage-band rows of a day plan on a HiGHS model ``h``; returns the penalty expression ($).
+    """Soft voltage-band rows of a day plan on a HiGHS model ``h``; returns the penalty expression
+    ($).
 
     ``v2_base`` [T, n_bus]: squared voltages of the exact power flow without control (known with
     perfect foresight); ``dv2`` [T, n_bus]: highspy expressions of the linearised change the plan

@@ -1,10 +1,11 @@
-"""``gencos_bidding``: five generation companies bid into the PJM 5-bus market (competitive, multi-agent).
+"""``gencos_bidding``: five generation companies bid into the PJM 5-bus market (competitive,
+multi-agent).
 
 Model (30-minute steps, 48 per episode = one calendar day)
 ---------------------------------------------------------
 * Network: case5 (PJM 5-bus) with its published ratings (400 MW on 1-2, 240 MW on 4-5) and a
   200 MW wind farm at bus 3 (0-based 2) that is taken at zero price (a negative load).
-* Load: bus demand = the calendar load shape ``demand_pu`` x ``LOAD_SCALE`` (1.1, as
+* Load: bus demand = the calendar load shape ``demand_pu`` x ``load_scale`` (1.1, as
   ``marl_opf``: the case's 1,000 MW at 91 % of the annual peak) x the case's bus shares
   (300 / 300 / 400 MW at buses 2 / 3 / 4); wind = ``wind_cf`` x 200 MW.
 * Agents ``genco_0..4``: one company per case5 generator (Alta 40 MW at 14 $/MWh and Park City
@@ -61,19 +62,16 @@ from powerzoo.physics.market_clearing import MarketClearing
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
-__all__ = ["GencosBidding", "BiddingState", "N_BLOCKS", "MARKUP_MAX"]
+__all__ = ["GencosBidding", "GencosBiddingParams", "BiddingState", "N_BLOCKS", "MARKUP_MAX"]
 
 CASE = "case5"
 HORIZON = 48
 STEP_MINUTES = 30
-LOAD_SCALE = 1.1
 N_BLOCKS = 3
 MARKUP_MAX = 1.0
-WIND_BUS, WIND_MW = 2, 200.0
-LINE_PENALTY = 1000.0  # $/MWh of flow above a rating
+WIND_BUS, WIND_MW = 2, 200.0  # the wind farm's bus (0-based) and the wind_mw observation bound
 BR_GRID = np.linspace(0.0, MARKUP_MAX, 11)
 # stress splits of this task (test days, base profiles, transformed here)
-DEMAND_SHIFT_LEVEL = 1.10
 DEMAND_SHIFT_SHARES = np.array([0.0, 200.0, 300.0, 500.0, 0.0]) / 1000.0
 SHOCK_STEPS, SHOCK_FIRST, SHOCK_LAST, SHOCK_SEED = 8, 24, 35, 20230616
 TASK_STRESS_SPLITS = ("demand_shift", "renewable_shock")
@@ -152,26 +150,44 @@ class BiddingState:
     prev_mean_lmp: np.ndarray  # [B] last load-weighted LMP
 
 
+@dataclasses.dataclass(frozen=True)
+class GencosBiddingParams:
+    """The numbers of a ``gencos_bidding`` episode; each is a task keyword."""
+
+    # system load = the case's published load x this x demand_pu (as in marl_opf)
+    load_scale: float = 1.1
+    # wind farm capacity (MW) at WIND_BUS: the wind_cf profile times this, offered at no cost
+    wind_mw: float = WIND_MW
+    # $/MWh of flow above a rating in the market clearing (soft line limits)
+    line_penalty_per_mwh: float = 1000.0
+    # demand_shift split: the system load x this (and the load moved to other buses)
+    demand_shift_level: float = 1.10
+
+
 class GencosBidding(Task):
-    """Five generation companies compete by marking up their offer curves on case5 (module docstring)."""
+    """Five generation companies compete by marking up their offer curves on case5 (module
+    docstring)."""
 
     task_id = "gencos_bidding"
 
+    Params = GencosBiddingParams
+
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
         spec = self.make_spec(**task_kwargs)
         calendar.check_split(split, spec.splits)
         # the task's own stress splits start on the test days and read the base profiles
         super().__init__(spec, "test" if split in TASK_STRESS_SPLITS else split)
         self.split = split
         self.case = case = load_case(CASE)
-        self.market = MarketClearing(case, N_BLOCKS, line_penalty_per_mwh=LINE_PENALTY)
+        self.market = MarketClearing(case, N_BLOCKS, line_penalty_per_mwh=p.line_penalty_per_mwh)
         spd = self.profiles.steps_per_day
         shares = case.bus_pd_mw / case.total_load_mw
-        level = case.total_load_mw * LOAD_SCALE
+        level = case.total_load_mw * p.load_scale
         if split == "demand_shift":
-            shares, level = DEMAND_SHIFT_SHARES, level * DEMAND_SHIFT_LEVEL
+            shares, level = DEMAND_SHIFT_SHARES, level * p.demand_shift_level
         self.bus_shares = shares
-        wind = self.profiles.series["wind_cf"] * WIND_MW
+        wind = self.profiles.series["wind_cf"] * p.wind_mw
         if split == "renewable_shock":
             wind = wind * _shock_mask(spd, wind.size)
         self._exogenous = np.stack(
@@ -200,15 +216,15 @@ class GencosBidding(Task):
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        if task_kwargs:
-            raise TypeError(f"gencos_bidding takes no task parameters, got {sorted(task_kwargs)}")
+    def spec_for(cls, params: GencosBiddingParams) -> TaskSpec:
         modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _MODES.items()}
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "Five generation companies bid markups on their offer curves into the PJM 5-bus market, cleared "
-                "every half-hour by a DC-OPF with line limits; each is paid its own profit at its LMP."
+                "Five generation companies bid markups on their offer curves into the PJM 5-bus "
+                "market, cleared "
+                "every half-hour by a DC-OPF with line limits; each is paid its own profit at "
+                "its LMP."
             ),
             agents=AGENTS,
             observation=modes["global"],
@@ -223,7 +239,8 @@ class GencosBidding(Task):
             splits=calendar.BASE_SPLITS + TASK_STRESS_SPLITS + ("load_stress", "low_renewable"),
             reward_terms=("energy_revenue", "production_cost"),
             reward_doc=(
-                "per agent: own profit (LMP at its bus x dispatch - true production cost) x 0.5 h in $ per step; "
+                "per agent: own profit (LMP at its bus x dispatch - true production cost) x 0.5 "
+                "h in $ per step; "
                 "reward_terms are the team sums"
             ),
             constraint_names=("thermal_overload",),
@@ -245,7 +262,8 @@ class GencosBidding(Task):
         return self._exogenous.take(flat, axis=0)
 
     def bus_load_mw(self, load_wind: np.ndarray) -> np.ndarray:
-        """Net bus demand [B, n_bus] from ``[system load, wind]`` [B, 2] MW (wind as negative load)."""
+        """Net bus demand [B, n_bus] from ``[system load, wind]`` [B, 2] MW (wind as negative
+        load)."""
         load = load_wind[:, :1] * self.bus_shares
         load[:, WIND_BUS] -= load_wind[:, 1]
         return load
@@ -287,7 +305,8 @@ class GencosBidding(Task):
         return obs
 
     def _profits(self, gen_p: np.ndarray, lmp_gen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Revenue and true production cost [..., 5] in $/h of dispatch ``gen_p`` paid ``lmp_gen``."""
+        """Revenue and true production cost [..., 5] in $/h of dispatch ``gen_p`` paid
+        ``lmp_gen``."""
         return lmp_gen * gen_p, self._c0 + self._c1 * gen_p + self._c2 * gen_p * gen_p
 
     def step(

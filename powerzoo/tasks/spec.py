@@ -48,7 +48,8 @@ class VectorSpec:
 
     @classmethod
     def from_rows(cls, rows: tuple) -> VectorSpec:
-        """A spec from rows ``(name, unit, low, high, nominal_low, nominal_high)``, one per entry."""
+        """A spec from rows ``(name, unit, low, high, nominal_low, nominal_high)``, one per
+        entry."""
         names, units, low, high, nominal_low, nominal_high = zip(*rows, strict=True)
         return cls(
             names=names,
@@ -128,7 +129,7 @@ class AgentGroup:
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
-    """Static description of a task (see SPEC section 3 for the meaning of each field).
+    """Static description of a task: its agents, spaces, reward, costs, horizon and splits.
 
     Costs are non-negative and in physical units, in the fixed order ``constraint_names``.
     ``selected_constraints`` define the task's CMDP, with per-episode budgets in
@@ -188,7 +189,8 @@ class TaskSpec:
             raise ValueError(f"{self.task_id}: one unit per constraint needed")
         if self.action.dim % len(self.agents):
             raise ValueError(
-                f"{self.task_id}: joint action dim {self.action.dim} not divisible by the agent count"
+                f"{self.task_id}: joint action dim {self.action.dim} not divisible by the agent "
+                "count"
             )
         grouped = [a for group in self.agent_groups for a in group.agents]
         if self.agent_groups and sorted(grouped) != sorted(self.agents):
@@ -233,7 +235,10 @@ class TaskSpec:
         return self.obs_mode_specs[obs_mode]
 
     def _bad_mode(self, obs_mode: str) -> str:
-        return f"unknown obs_mode {obs_mode!r} for {self.task_id}; valid: {', '.join(self.obs_modes) or 'none'}"
+        return (
+            f"unknown obs_mode {obs_mode!r} for {self.task_id}; valid: "
+            f"{', '.join(self.obs_modes) or 'none'}"
+        )
 
     @property
     def dt_h(self) -> float:

@@ -82,7 +82,7 @@ observe / step), :mod:`.rule` (rule-based controller), :mod:`.oracle` (the MILP 
 cooling blocks, also used by the ``dc_scheduling`` oracle).
 """
 
-from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
+from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.dc_microgrid.task import (
     CONSTRAINTS,
     HORIZON,

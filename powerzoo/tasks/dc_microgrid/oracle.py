@@ -17,7 +17,8 @@ the violation penalties). Model, per step ``j`` (length ``dt`` h):
   ``it = n_gpus p_parked + (p_active - p_parked) gpus``.
 * Cooling: the setpoint is held at :data:`ORACLE_SETPOINT_C`, just under the 27 deg C limit
   (the highest COP with no overtemperature); a zone that starts warmer is first brought down as
-  fast as the setpoint range and the plant's capacity allow. The zone's trajectory is then fixed by the plant's
+  fast as the setpoint range and the plant's capacity allow. The zone's trajectory is then fixed by
+  the plant's
   controller, so the heat to remove is the IT power plus a known offset (envelope gains and the
   zone's own warming), and the cooling power ``max(it + offset, 0) / COP`` is an LP constraint.
 * Supply: ``pv + diesel + discharge - charge + import - spill + deficit = it + cooling``;
@@ -44,7 +45,7 @@ import numpy as np
 from powerzoo.devices.cooling import cooling_cop
 from powerzoo.devices.gpu_cluster import GpuClusterParams
 from powerzoo.devices.thermal_zone import setpoint_reaching, zone_step
-from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
+from powerzoo.tasks.datacentre.site import DCMicrogridParams
 
 if TYPE_CHECKING:  # highspy is imported when a plan is solved, not with the task
     import highspy
@@ -63,7 +64,8 @@ __all__ = [
 
 ORACLE_SETPOINT_C = 26.9  # deg C: 0.1 K below the ASHRAE A1 limit
 SHARE_MARGIN = 5e-7  # fraction of GPUs added to each planned share (float32 actions lose ~6e-8)
-# supply planned above the load (MW), for that margin's extra load (~1.5e-6 MW) and float32 round-off
+# supply planned above the load (MW), for that margin's extra load (~1.5e-6 MW) and float32
+# round-off
 # (~1e-7 MW): the env imports that much less, or spills it, instead of running a deficit
 SUPPLY_MARGIN_MW = 1e-5
 MIP_TIME_LIMIT_S = 60.0
@@ -101,7 +103,8 @@ class DayPlan:
 
 
 class SparseModel:
-    """A (MI)LP ``min cost x`` s.t. ``lower <= A x <= upper``, ``low <= x <= high``, built from numpy blocks."""
+    """A (MI)LP ``min cost x`` s.t. ``lower <= A x <= upper``, ``low <= x <= high``, built from
+    numpy blocks."""
 
     def __init__(self) -> None:
         self.n_cols = 0
@@ -125,7 +128,8 @@ class SparseModel:
         cost: float | np.ndarray = 0.0,
         integer: bool = False,
     ) -> np.ndarray:
-        """Indices of ``n`` new columns with bounds ``[low, high]`` and objective coefficients ``cost``."""
+        """Indices of ``n`` new columns with bounds ``[low, high]`` and objective coefficients
+        ``cost``."""
         idx = np.arange(self.n_cols, self.n_cols + n)
         self.n_cols += n
         self.col_low.append(np.full(n, low, dtype=float))
@@ -173,7 +177,8 @@ class SparseModel:
         self.coefs.append(vals)
 
     def to_highs(self) -> highspy.Highs:
-        """The model in a quiet :class:`highspy.Highs` (columns, then rows in compressed-row form)."""
+        """The model in a quiet :class:`highspy.Highs` (columns, then rows in compressed-row
+        form)."""
         import highspy
 
         h = highspy.Highs()
@@ -218,7 +223,8 @@ def zone_trajectory(
     setpoint_min_c: float,
     dt_h: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Setpoint [S], zone temperature after each step [S] and the heat [S] (MW) to remove besides the IT load.
+    """Setpoint [S], zone temperature after each step [S] and the heat [S] (MW) to remove besides
+    the IT load.
 
     The setpoint is ``setpoint_c``, or lower (down to ``setpoint_min_c``) while the zone is above
     it: the one that brings the zone back fastest while the plant, at its capacity, could still
@@ -449,7 +455,8 @@ def solve_day_plan(
         dt_h,
     )
     add_cooling_rows(model, params, cooling, served_groups, cop, heat_offset, dt_h)
-    # power balance: diesel + discharge - charge + import - spill + deficit - cooling - it_var = it_base - pv
+    # power balance: diesel + discharge - charge + import - spill + deficit - cooling - it_var =
+    # it_base - pv
     balance = [
         (diesel, 1.0),
         (discharge, 1.0),

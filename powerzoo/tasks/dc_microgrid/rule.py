@@ -1,4 +1,5 @@
-"""Rule-based controller of ``dc_microgrid``: deadline-driven GPU shares, thermostat cooling, PV-following storage."""
+"""Rule-based controller of ``dc_microgrid``: deadline-driven GPU shares, thermostat cooling,
+PV-following storage."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from powerzoo.devices.battery import feasible_power_mw
 from powerzoo.devices.cooling import cooling_cop
 from powerzoo.devices.gpu_cluster import it_power_mw
 from powerzoo.devices.pv import pv_power_mw
-from powerzoo.tasks.dc_microgrid.site import DCMicrogridParams
+from powerzoo.tasks.datacentre.site import DCMicrogridParams
 
 __all__ = ["rule_based_action", "rule_compute_and_cooling"]
 
@@ -46,7 +47,8 @@ def rule_compute_and_cooling(
 def rule_based_action(
     params: DCMicrogridParams, obs: Mapping[str, np.ndarray], dt_h: float
 ) -> np.ndarray:
-    """Physical actions [B, 5] from the observation fields ``obs`` (name -> [B] column, physical units).
+    """Physical actions [B, 5] from the observation fields ``obs`` (name -> [B] column, physical
+    units).
 
     * GPUs: fine-tuning (the class with the earliest deadlines) first, then training, each
       ``max(1.1 x required_gpus, queued_gpuh / 4 h)``: at least the least allocation that

@@ -19,10 +19,10 @@ from powerzoo.devices.grid_tie import GridTie, grid_carbon_intensity
 from powerzoo.devices.job_queue import per_bucket
 from powerzoo.devices.pv import pv_power_mw
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.dc_microgrid.datacentre import DataCentre
+from powerzoo.tasks.datacentre.model import DataCentre
+from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.dc_microgrid.oracle import DayForesight, DayPlan, solve_day_plan
 from powerzoo.tasks.dc_microgrid.rule import rule_based_action
-from powerzoo.tasks.dc_microgrid.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
 __all__ = [
@@ -67,7 +67,8 @@ class ObservationSlots:
 
     @classmethod
     def of(cls, observation: VectorSpec) -> ObservationSlots:
-        """Slots of ``observation`` (raises ``ValueError`` if a field is missing or out of order)."""
+        """Slots of ``observation`` (raises ``ValueError`` if a field is missing or out of
+        order)."""
 
         def per_class(field: str) -> int | slice:
             return observation.slot(*(f"{job.name}_{field}" for job in JOB_CLASSES))
@@ -105,9 +106,11 @@ class DCMicrogrid(Task):
     penalized = True
     gym_id = "powerzoo/DCMicrogrid-v0"
 
+    Params = DCMicrogridParams
+
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
         super().__init__(self.make_spec(**task_kwargs), split)
-        self.params = p = DCMicrogridParams.from_kwargs(self.task_id, task_kwargs)
         p.zone.check_step(self.spec.dt_h)
         self.workload = get_workload(workload_scenario_of_split(split), STEP_MINUTES)
         series = self.profiles.series
@@ -196,7 +199,8 @@ class DCMicrogrid(Task):
             f64(p.diesel.co2_t_per_mwh),
         )
         self._degradation_cost = f64(p.battery.degradation_cost_per_mwh)
-        # rows [temp, price, co2, pv_mw, condenser temperature] x calendar step: contiguous per series
+        # rows [temp, price, co2, pv_mw, condenser temperature] x calendar step: contiguous per
+        # series
         self._step_inputs = np.ascontiguousarray(
             np.concatenate([self._exogenous.T, self._dc.plant.condenser_temp_c(self._temp)[None]])
         )
@@ -215,8 +219,8 @@ class DCMicrogrid(Task):
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        p = DCMicrogridParams.from_kwargs(cls.task_id, task_kwargs)
+    def spec_for(cls, params: DCMicrogridParams) -> TaskSpec:
+        p = params
         n = p.cluster.n_gpus
         b_max = p.battery.power_max_mw
         queue_names = tuple(f"{job.name}_{k}" for job in JOB_CLASSES for k in QUEUE_OBS)
@@ -230,9 +234,12 @@ class DCMicrogrid(Task):
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                f"AI data centre ({n} GPUs, training and fine-tuning jobs with deadlines) on a microgrid with "
-                f"PV, battery, diesel and a {p.grid.import_max_mw:g} MW grid tie: schedule jobs, set cooling and "
-                "dispatch storage and diesel over one day. Multi-objective reward [energy, cost, carbon]"
+                f"AI data centre ({n} GPUs, training and fine-tuning jobs with deadlines) on a "
+                "microgrid with "
+                f"PV, battery, diesel and a {p.grid.import_max_mw:g} MW grid tie: schedule jobs, "
+                "set cooling and "
+                "dispatch storage and diesel over one day. Multi-objective reward [energy, cost, "
+                "carbon]"
                 + (
                     "; violation penalties folded in (MDP)."
                     if cls.penalized
@@ -289,9 +296,10 @@ class DCMicrogrid(Task):
             splits=calendar.BASE_SPLITS + calendar.STRESS_SPLITS + calendar.WORKLOAD_STRESS_SPLITS,
             reward_terms=REWARD_TERMS,
             reward_doc=(
-                "reward_vector = [energy, cost, carbon] = -[facility MWh, $ (grid import + diesel fuel + battery "
-                "degradation), tCO2 (grid import + diesel)] per step; reward = reward_vector @ (1, 0.5, 0.3)"
-                + penalty_doc
+                "reward_vector = [energy, cost, carbon] = -[facility MWh, $ (grid import + "
+                "diesel fuel + battery "
+                "degradation), tCO2 (grid import + diesel)] per step; reward = reward_vector @ "
+                "(1, 0.5, 0.3)" + penalty_doc
             ),
             constraint_names=CONSTRAINTS,
             constraint_units=("GPU-h", "K h", "MWh"),
@@ -370,7 +378,8 @@ class DCMicrogrid(Task):
         n_rows = idx.size
         temp_out, price, co2, pv_mw, condenser_c = self._step_inputs.take(idx, axis=1)
 
-        # compute: allocate GPUs, serve the queue earliest-deadline-first; cooling and zone temperature
+        # compute: allocate GPUs, serve the queue earliest-deadline-first; cooling and zone
+        # temperature
         gpus, cum, served, it_mw = dc.compute(state.queue_cum_gpuh, action[:, :2])
         setpoint = action[:, 2]
         zone_temp, cooling_mw = dc.cool(state.zone_temp_c, temp_out, condenser_c, setpoint, it_mw)
@@ -457,14 +466,16 @@ class DCMicrogrid(Task):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Physical actions [B, 5] of the rule-based controller (see :func:`.rule.rule_based_action`)."""
+        """Physical actions [B, 5] of the rule-based controller (see
+        :func:`.rule.rule_based_action`)."""
         fields = dict(
             zip(self.spec.observation.names, obs.T, strict=True)
         )  # field name -> [B] column
         return rule_based_action(self.params, fields, self.spec.dt_h)
 
     def oracle_plan(self, state: DCMicrogridState) -> np.ndarray:
-        """Perfect-foresight physical actions [B, 288, 5] from ``state`` on (one MILP per row, HiGHS).
+        """Perfect-foresight physical actions [B, 288, 5] from ``state`` on (one MILP per row,
+        HiGHS).
 
         Rows before each episode's current step are NaN. See
         :func:`~powerzoo.tasks.dc_microgrid.oracle.solve_day_plan` for the model.
@@ -478,7 +489,8 @@ class DCMicrogrid(Task):
         return plans
 
     def oracle_day_plan(self, state: DCMicrogridState, row: int = 0) -> DayPlan:
-        """The oracle's plan for row ``row`` of ``state``, with its forecast of the (penalised) return."""
+        """The oracle's plan for row ``row`` of ``state``, with its forecast of the (penalised)
+        return."""
         return solve_day_plan(
             self.params,
             self.day_foresight(state, row),
@@ -489,7 +501,8 @@ class DCMicrogrid(Task):
         )
 
     def day_foresight(self, state: DCMicrogridState, row: int) -> DayForesight:
-        """What the oracle knows at row ``row`` of ``state``: the rest of its day (see :class:`DayForesight`)."""
+        """What the oracle knows at row ``row`` of ``state``: the rest of its day (see
+        :class:`DayForesight`)."""
         w = self.workload
         t0 = int(state.t[row])
         idx = self._step_index(

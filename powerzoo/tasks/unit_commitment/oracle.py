@@ -151,7 +151,8 @@ class _Model:
         self, time_limit_s: float, start: np.ndarray | None = None
     ) -> tuple[np.ndarray | None, float, str]:
         """Solve on HiGHS (one MIP worker, relative gap :data:`MIP_REL_GAP`); ``start``: a MIP start
-        (values of the first ``len(start)`` columns, the rest 0). Returns ``(x, objective, status)``."""
+        (values of the first ``len(start)`` columns, the rest 0). Returns ``(x, objective,
+        status)``."""
         import highspy
 
         h = highspy.Highs()
@@ -207,7 +208,8 @@ class _Model:
 
 
 def _window_terms(cols: np.ndarray, min_steps: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Terms ``sum_{k=t-m+1..t} cols[k, g]`` for every (t, g), as one term per lag (coef 0 where out of window)."""
+    """Terms ``sum_{k=t-m+1..t} cols[k, g]`` for every (t, g), as one term per lag (coef 0 where out
+    of window)."""
     t_n = cols.shape[0]
     terms = []
     for lag in range(int(min_steps.max(initial=1))):
@@ -227,8 +229,10 @@ def _build(
     fixed_on: np.ndarray | None,
     free_first: bool,
 ) -> tuple[_Model, np.ndarray, np.ndarray]:
-    """The model (module docstring) and its ``u``, ``p`` column indices [T, n]; ``network``: with the
-    nodal balance and line limits (else one system balance); ``fixed_on`` [T, n]: status fixed (an LP)."""
+    """The model (module docstring) and its ``u``, ``p`` column indices [T, n]; ``network``: with
+    the
+    nodal balance and line limits (else one system balance); ``fixed_on`` [T, n]: status fixed (an
+    LP)."""
     f, dt = task.fleet, task.spec.dt_h
     t_n, n = demand.size, f.n_units
     load = demand * task.load_scale
@@ -377,7 +381,8 @@ def _ptdf_limits(
     load_flow: np.ndarray,
     dt_h: float,
 ) -> np.ndarray:
-    """Soft limits ``|PTDF_l (C_g p_t - d_t)| <= F_l + o`` of the (step, branch) ``pairs`` [T, n_lim];
+    """Soft limits ``|PTDF_l (C_g p_t - d_t)| <= F_l + o`` of the (step, branch) ``pairs`` [T,
+    n_lim];
     returns the overload columns ``o`` (in ``pairs``' row-major order)."""
     ts, ls = np.nonzero(pairs)
     o = m.cols((ts.size,), 0.0, np.inf, OVERLOAD_PENALTY * dt_h)
@@ -460,7 +465,8 @@ def _repair(
     free_first: bool,
 ) -> tuple[np.ndarray, np.ndarray, float, str]:
     """Commitment repair (module docstring): commit relieving units where the network dispatch
-    overloads a branch while that lowers the LP objective; returns ``(on, p, objective, status)``."""
+    overloads a branch while that lowers the LP objective; returns ``(on, p, objective,
+    status)``."""
     f = task.fleet
     sens, rating = task.gen_flow, task.rating
     load_flow = demand[:, None] * task.load_flow_pu
@@ -522,7 +528,8 @@ def solve_uc_day(
     free_first: bool = False,
 ) -> UCPlan:
     """Schedule for ``task`` (a :class:`~powerzoo.tasks.unit_commitment.task.UnitCommitment`) of the
-    steps with demand ``demand_pu`` [T] (per unit of the task's load), from status ``on0`` [n], steps in it ``time0`` [n] and output ``p0`` [n] (module docstring)."""
+    steps with demand ``demand_pu`` [T] (per unit of the task's load), from status ``on0`` [n],
+    steps in it ``time0`` [n] and output ``p0`` [n] (module docstring)."""
     started = time.perf_counter()
     demand = np.asarray(demand_pu, dtype=float)
     on0 = np.asarray(on0, dtype=bool)

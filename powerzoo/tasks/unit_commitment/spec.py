@@ -1,4 +1,5 @@
-"""Specs of the unit-commitment tasks ``marl_uc`` (case5, five unit agents) and ``tso`` (case118, one agent)."""
+"""Specs of the unit-commitment tasks ``marl_uc`` (case5, five unit agents) and ``tso`` (case118,
+one agent)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,10 @@ OVERLOAD_PENALTY = 1000.0  # $/MWh, soft line limits and reserve of the oracle M
 LINE_TIGHTENING_FACTOR = 0.8  # line_tightening split: every finite rating x 0.8
 TIME_IN_STATE_CAP_H = 24.0  # observed time in state is capped here (longer than any minimum time)
 REWARD_TERMS = ("fuel_cost", "no_load_cost", "startup_cost", "shutdown_cost", "imbalance_cost")
-_REWARD_DOC = "-(fuel + no-load + start-up + shut-down cost + |imbalance| x {price:g} $/MWh) per step ($){shared}"
+_REWARD_DOC = (
+    "-(fuel + no-load + start-up + shut-down cost + |imbalance| x {price:g} $/MWh) per step "
+    "($){shared}"
+)
 _TIME = (
     ("hour_sin", "-", -1.0, 1.0),
     ("hour_cos", "-", -1.0, 1.0),
@@ -55,7 +59,8 @@ def _system_fields(case: NetworkCase, load_scale: float) -> tuple:
 
 
 def _action(case: NetworkCase, agents: tuple[str, ...]) -> VectorSpec:
-    """``[p_mw, on]`` per unit, unit-major: output setpoint in [0, Pmax] and on/off (on if > 0.5)."""
+    """``[p_mw, on]`` per unit, unit-major: output setpoint in [0, Pmax] and on/off (on if >
+    0.5)."""
     names, units, low, high = [], [], [], []
     for i in range(case.n_gen):
         names += [f"gen_{i}.p_mw", f"gen_{i}.on"]
@@ -79,7 +84,8 @@ def _common(horizon: int, step_minutes: int) -> dict:
 def marl_uc_spec(
     case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon: int, step_minutes: int
 ) -> TaskSpec:
-    """``marl_uc``: one agent per unit; per-agent observation ``global`` (system + own unit, default)
+    """``marl_uc``: one agent per unit; per-agent observation ``global`` (system + own unit,
+    default)
     or ``local`` (time, the load at the unit's bus, own unit)."""
     agents = tuple(f"gen_{i}" for i in range(case.n_gen))
     pmax = float(fleet.pmax_mw.max())
@@ -98,8 +104,10 @@ def marl_uc_spec(
     local = _vector(_TIME + (("own_bus_load_mw", "MW", 0.0, bus_hi),) + own)
     return TaskSpec(
         task_id="marl_uc",
-        description="Five unit agents commit and dispatch the PJM 5-bus system (min up/down, ramps, "
-        "start-up costs, 10 % reserve) over one day.",
+        description=(
+            "Five unit agents commit and dispatch the PJM 5-bus system (min up/down, ramps, "
+            "start-up costs, 10 % reserve) over one day."
+        ),
         agents=agents,
         observation=glob,
         action=_action(case, agents),
@@ -126,7 +134,8 @@ def marl_uc_spec(
 def tso_spec(
     case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon: int, step_minutes: int
 ) -> TaskSpec:
-    """``tso``: one agent commits and dispatches every unit; observation = system + per-unit blocks."""
+    """``tso``: one agent commits and dispatches every unit; observation = system + per-unit
+    blocks."""
     n = case.n_gen
     pmax = fleet.pmax_mw
     units = (
@@ -136,8 +145,10 @@ def tso_spec(
     )
     return TaskSpec(
         task_id="tso",
-        description="A transmission operator commits and dispatches the 54 units of the IEEE 118-bus "
-        "system (binding line limits, 10 % reserve) over one day.",
+        description=(
+            "A transmission operator commits and dispatches the 54 units of the IEEE 118-bus "
+            "system (binding line limits, 10 % reserve) over one day."
+        ),
         agents=("operator",),
         observation=_vector(_system_fields(case, load_scale) + units),
         action=_action(case, ("operator",)),

@@ -1,4 +1,5 @@
-"""Unit commitment on DC networks: ``marl_uc`` (case5, five unit agents) and ``tso`` (case118, one operator).
+"""Unit commitment on DC networks: ``marl_uc`` (case5, five unit agents) and ``tso`` (case118, one
+operator).
 
 Model
 -----
@@ -13,7 +14,7 @@ Model
   (Pmin/Pmax when on, ramp limits from the last output, start-up output at most
   ``max(Pmin, ramp)``; an off unit gives 0).
 * Load: as in the dispatch tasks (:mod:`powerzoo.tasks.economic_dispatch`): each bus's case
-  demand x the calendar demand shape x ``LOAD_SCALE``; ``load_stress`` reads demand x 1.15.
+  demand x the calendar demand shape x ``load_scale`` (1.1); ``load_stress`` reads demand x 1.15.
 * Balance. ``marl_uc``: the units' clipped setpoints are applied as they are and the mismatch
   with the load goes to the slack bus (``power_imbalance`` cost, settled in the reward at
   ``IMBALANCE_PRICE``), as in ``marl_opf``. ``tso``: the clipped setpoints are balanced by the
@@ -62,13 +63,13 @@ from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.redispatch import redispatch
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.economic_dispatch import (
-    LOAD_SCALE,
-    STEP_MINUTES,
-    _congestion_ready_case,
-    _marginal_cost,
-)
 from powerzoo.tasks.spec import TaskSpec
+from powerzoo.tasks.transmission import (
+    RATING_LOAD_SCALE,
+    STEP_MINUTES,
+    congestion_ready_case,
+    marginal_cost_per_mwh,
+)
 from powerzoo.tasks.unit_commitment.spec import (
     IMBALANCE_PRICE,
     LINE_TIGHTENING_FACTOR,
@@ -78,12 +79,29 @@ from powerzoo.tasks.unit_commitment.spec import (
     tso_spec,
 )
 
-__all__ = ["UCState", "UnitCommitment", "MarlUc", "Tso", "uc_case", "uc_fleet"]
+__all__ = [
+    "UCParams",
+    "UCState",
+    "UnitCommitment",
+    "MarlUc",
+    "Tso",
+    "uc_case",
+    "uc_fleet",
+]
 
 HORIZON = 48
 _FREE_STEPS = 10_000  # time in state at the episode start: every minimum time has passed
 _MAX_EXTRA_UNITS = 6  # rule: units committed per step to relieve congestion
 _RELIEF = 0.05  # rule: MW of relief per MW injected for a unit to count as relieving a branch
+
+
+@dataclasses.dataclass(frozen=True)
+class UCParams:
+    """The numbers of a unit-commitment episode; each is a task keyword."""
+
+    # bus loads = the case's published base load x this x demand_pu (the load the line ratings
+    # were derived for, as in the dispatch tasks)
+    load_scale: float = RATING_LOAD_SCALE
 
 
 @dataclasses.dataclass
@@ -97,8 +115,9 @@ class UCState:
 
 
 def uc_case(case_name: str, split: str) -> NetworkCase:
-    """The task's network: ``opf_118``'s binding ratings (case5: published), x 0.8 on ``line_tightening``."""
-    case = _congestion_ready_case(case_name)
+    """The task's network: ``opf_118``'s binding ratings (case5: published), x 0.8 on
+    ``line_tightening``."""
+    case = congestion_ready_case(case_name)
     if split == "line_tightening":
         case = dataclasses.replace(
             case, branch_rate_a_mw=case.branch_rate_a_mw * LINE_TIGHTENING_FACTOR
@@ -114,7 +133,8 @@ def uc_fleet(case: NetworkCase) -> ThermalFleet:
 
 
 class UnitCommitment(Task):
-    """Shared batched model of ``marl_uc`` and ``tso``; subclasses choose the case and the balance."""
+    """Shared batched model of ``marl_uc`` and ``tso``; subclasses choose the case and the
+    balance."""
 
     task_id: str = ""
     case_name: str = ""
@@ -122,8 +142,11 @@ class UnitCommitment(Task):
         False  # True: setpoints balanced by headroom (tso); False: mismatch to the slack
     )
 
-    def __init__(self, split: str = "train") -> None:
-        spec = self.make_spec()
+    Params = UCParams
+
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = params = self.make_params(**task_kwargs)
+        spec = self.make_spec(**task_kwargs)
         calendar.check_split(split, spec.splits)
         # line_tightening reads the test days' base profiles; only the ratings change
         super().__init__(spec, "test" if split == "line_tightening" else split)
@@ -134,9 +157,8 @@ class UnitCommitment(Task):
         demand = self.profiles.series["demand_pu"]
         self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]
         self._day_start = self.split_days * self.profiles.steps_per_day
-        self.bus_load_scale = (
-            self.case.bus_pd_mw * LOAD_SCALE
-        )  # bus load per unit of demand [n_bus]
+        # bus load per unit of demand [n_bus]
+        self.bus_load_scale = self.case.bus_pd_mw * params.load_scale
         self.load_scale = float(self.bus_load_scale.sum())  # system load per unit of demand
         ptdf = ptdf_matrix(self.case)
         limited = self.case.limited_branches
@@ -149,7 +171,7 @@ class UnitCommitment(Task):
         self._inv_rating = 1.0 / self.rating
         self._congested_above = self.rating - 1e-6  # |flow| from which a branch counts as congested
         self._scratch = Scratch()  # the step's [B, n_lim] temporaries, reused
-        self.marginal_cost = _marginal_cost(self.case)
+        self.marginal_cost = marginal_cost_per_mwh(self.case)
         self.merit_order = np.argsort(self.marginal_cost, kind="stable")
         self.priority_order = np.argsort(self.fleet.average_cost_per_mwh(), kind="stable")
         self._time_obs = self._time_features(np.arange(HORIZON + 1))
@@ -167,16 +189,15 @@ class UnitCommitment(Task):
         """Where the unit fields sit in the observation (subclasses)."""
 
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        if task_kwargs:
-            raise TypeError(f"{cls.task_id} takes no task parameters, got {sorted(task_kwargs)}")
-        case = _congestion_ready_case(cls.case_name)
+    def spec_for(cls, params: UCParams) -> TaskSpec:
+        case = congestion_ready_case(cls.case_name)
         builder = marl_uc_spec if cls.task_id == "marl_uc" else tso_spec
-        return builder(case, uc_fleet(case), LOAD_SCALE, HORIZON, STEP_MINUTES)
+        return builder(case, uc_fleet(case), params.load_scale, HORIZON, STEP_MINUTES)
 
     # ---- exogenous load ---------------------------------------------------------------------
     def demand_pu(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Demand per unit [B, k] of steps ``t`` [B, k] of the episodes starting on ``day_id`` [B]."""
+        """Demand per unit [B, k] of steps ``t`` [B, k] of the episodes starting on ``day_id``
+        [B]."""
         return self._demand.take((self._day_start.take(day_id)[:, None] + t) % self._demand.size)
 
     def system_load_mw(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -211,7 +232,8 @@ class UnitCommitment(Task):
         )
 
     def _system_obs(self, state: UCState) -> tuple[np.ndarray, np.ndarray]:
-        """Time features [B, 3] and ``[load, load next, committed capacity, prev imbalance]`` [B, 4]."""
+        """Time features [B, 3] and ``[load, load next, committed capacity, prev imbalance]`` [B,
+        4]."""
         b = state.t.size
         try:
             time = self._time_obs.take(state.t, axis=0)
@@ -301,7 +323,8 @@ class UnitCommitment(Task):
     def _branch_terms(
         self, p: np.ndarray, demand: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(overload [B] MW summed over limited branches, max loading [B], congested branches [B])``
+        """``(overload [B] MW summed over limited branches, max loading [B], congested branches
+        [B])``
         of outputs ``p`` [B, n] MW under ``demand`` [B] (per unit); the DC flow's [rows, n_lim]
         temporaries run in :func:`~powerzoo.scratch.row_blocks` through one block's work arrays."""
         b, work = p.shape[0], self._scratch
@@ -326,12 +349,14 @@ class UnitCommitment(Task):
 
     # ---- rule-based baseline ----------------------------------------------------------------
     def unit_obs(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``(load now [B], load next [B], on [B, n], time in state [B, n] steps, last output [B, n],
+        """``(load now [B], load next [B], on [B, n], time in state [B, n] steps, last output [B,
+        n],
         first step [B])`` from observations."""
         raise NotImplementedError
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Priority-list commitment + congestion-aware economic dispatch (module docstring) [B, 2n]."""
+        """Priority-list commitment + congestion-aware economic dispatch (module docstring) [B,
+        2n]."""
         load, load_next, on, time_steps, p_prev, first = self.unit_obs(
             np.asarray(obs, dtype=np.float64)
         )
@@ -443,7 +468,8 @@ class MarlUc(UnitCommitment):
         self._static_obs = static.astype(np.float32)
 
     def observe(self, state: UCState, obs_mode: str | None = None) -> np.ndarray:
-        """Per-agent observations [B, n, obs_dim] (float32) of mode ``global`` (default) or ``local``."""
+        """Per-agent observations [B, n, obs_dim] (float32) of mode ``global`` (default) or
+        ``local``."""
         if obs_mode not in (None, "global", "local"):
             raise ValueError(f"unknown obs_mode {obs_mode!r} for marl_uc; valid: global, local")
         f = self.fleet
@@ -495,7 +521,8 @@ class Tso(UnitCommitment):
         self._prev_p = obs.slot(*(f"gen_{i}.prev_p_mw" for i in range(n)))
 
     def observe(self, state: UCState) -> np.ndarray:
-        """Observation [B, obs_dim] (float32): time, system block, then on / time in state / last output per unit."""
+        """Observation [B, obs_dim] (float32): time, system block, then on / time in state / last
+        output per unit."""
         time, sys = self._system_obs(state)
         obs = np.empty((state.t.size, self.spec.observation.dim), dtype=np.float32)
         obs[:, self._time] = time

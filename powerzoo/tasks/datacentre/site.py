@@ -1,7 +1,7 @@
-"""The ``dc_microgrid`` site: every device of the data centre and its microgrid, with their ratings.
+"""The data-centre site: every device of the data centre and its microgrid, with their ratings.
 
-Shared by the task (:mod:`.task`), the rule-based controller (:mod:`.rule`) and the oracle
-(:mod:`.oracle`); it imports only the device models, so none of them imports another.
+Shared by ``dc_microgrid`` (task, rule-based controller and oracle) and ``dc_scheduling`` (which
+places the same data centre on a feeder); it imports only the device models.
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ from powerzoo.devices.thermal_zone import ZoneParams
 
 __all__ = ["DCMicrogridParams", "SETPOINT_MIN_C", "SETPOINT_MAX_C"]
 
-SETPOINT_MIN_C, SETPOINT_MAX_C = (
-    18.0,
-    32.0,
-)  # cooling setpoint range, deg C (ASHRAE A1: recommended 18-27, allowable to 32)
+# cooling setpoint range, deg C (ASHRAE A1: recommended 18-27, allowable to 32)
+SETPOINT_MIN_C, SETPOINT_MAX_C = 18.0, 32.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +42,8 @@ class DCMicrogridParams:
     initial_soc: float = 0.5
     initial_zone_temp_c: float = 24.0
 
-    # task keyword -> (device, field)
-    KWARGS: ClassVar[dict[str, tuple[str, str]]] = {
+    # task keyword -> (device, field); the other keywords are the two fields above
+    DEVICE_KEYWORDS: ClassVar[dict[str, tuple[str, str]]] = {
         "n_gpus": ("cluster", "n_gpus"),
         "pv_capacity_mw": ("pv", "capacity_mw"),
         "battery_energy_mwh": ("battery", "energy_capacity_mwh"),
@@ -54,16 +52,15 @@ class DCMicrogridParams:
         "grid_import_max_mw": ("grid", "import_max_mw"),
         "cooling_capacity_mw": ("cooling", "q_max_mw"),
     }
+    KEYWORDS: ClassVar[tuple[str, ...]] = (
+        *DEVICE_KEYWORDS,
+        "initial_soc",
+        "initial_zone_temp_c",
+    )
 
     @classmethod
-    def from_kwargs(cls, task_id: str, kwargs: dict[str, Any]) -> DCMicrogridParams:
-        """Defaults overridden by task keywords (see ``KWARGS``, plus ``initial_soc``, ``initial_zone_temp_c``)."""
-        valid = set(cls.KWARGS) | {"initial_soc", "initial_zone_temp_c"}
-        unknown = set(kwargs) - valid
-        if unknown:
-            raise TypeError(
-                f"{task_id} got unknown parameter(s) {sorted(unknown)}; valid: {', '.join(sorted(valid))}"
-            )
+    def from_keywords(cls, **kwargs: Any) -> DCMicrogridParams:
+        """Defaults overridden by task keywords (see ``KEYWORDS``; the caller rejects others)."""
         params = cls(
             **{
                 k: float(v)
@@ -71,7 +68,7 @@ class DCMicrogridParams:
                 if k in ("initial_soc", "initial_zone_temp_c")
             }
         )
-        for key, (device, field) in cls.KWARGS.items():
+        for key, (device, field) in cls.DEVICE_KEYWORDS.items():
             if key in kwargs:
                 value = int(kwargs[key]) if field == "n_gpus" else float(kwargs[key])
                 replaced = dataclasses.replace(getattr(params, device), **{field: value})
@@ -82,6 +79,7 @@ class DCMicrogridParams:
             )
         if not params.battery.soc_min <= params.initial_soc <= params.battery.soc_max:
             raise ValueError(
-                f"initial_soc must lie in [{params.battery.soc_min}, {params.battery.soc_max}], got {params.initial_soc}"
+                f"initial_soc must lie in [{params.battery.soc_min}, {params.battery.soc_max}], "
+                f"got {params.initial_soc}"
             )
         return params

@@ -1,4 +1,5 @@
-"""Perfect-foresight day plan of ``marl_ders_benchmark``: one LP per day on HiGHS, voltages on LinDistFlow.
+"""Perfect-foresight day plan of ``marl_ders_benchmark``: one LP per day on HiGHS, voltages on
+LinDistFlow.
 
 The oracle knows the whole day (loads, PV, prices) and plans the twelve DERs together to
 maximise the task's shared reward, ``-(price x losses + price x curtailed PV + VOLL x curtailed
@@ -26,7 +27,8 @@ LP (per day, ``T`` half-hours; MW, Mvar, MWh; highspy, matrix form)
     :func:`powerzoo.tasks.feeder.voltage_sq_sensitivity`) kept in the band narrowed by
     ``ORACLE_BAND_MARGIN_PU``, with slacks priced at ``ORACLE_VOLTAGE_PENALTY``;
   - branch flows ``S_exact + dS`` (lossless DistFlow: a branch carries the change of everything
-    below it) inside a 16-gon inscribed in the circle of ``(1 - THERMAL_MARGIN) x rating x v`` (soft, priced);
+    below it) inside a 16-gon inscribed in the circle of ``(1 - THERMAL_MARGIN) x rating x v``
+    (soft, priced);
   - losses ``L_exact + g . (dP, dQ) + dP' H dP + dQ' H dQ``: ``g`` the exact gradient at the
     operating point (central differences of the exact flow), ``H`` the DistFlow loss matrix
     (``sum of r / v^2`` over the branches two DER buses share); the quadratic is split along
@@ -47,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.devices.flexible_load import FlexibleLoadState, flexible_load_step
+from powerzoo.devices.flexible_load import FlexibleLoadState, flexible_load_step, payback_matrix
 from powerzoo.devices.inverter_battery import inverter_battery_step
 from powerzoo.devices.pv_inverter import pv_inverter_step
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
@@ -73,17 +75,6 @@ FD_STEP = 0.02  # MW / Mvar, central differences of the exact losses
 SHIFT_TIE_BREAK = 0.01  # $ per MWh shifted: no shifting that buys nothing
 Q_SHRINK = 1.0 - 1e-5  # planned Q stays this far inside the inverter's limit (float32 actions)
 PF_MAX_ITER = 50
-
-
-def payback_matrix(t0: int, horizon: int, payback_steps: int) -> np.ndarray:
-    """``W`` [T, T], T = horizon - t0: payback MW at step ``t`` per MW shifted at step ``tau`` (``1 / m``
-    for the ``m = min(payback_steps, steps left)`` steps after ``tau``, as the device pays it back)."""
-    t = horizon - t0
-    w = np.zeros((t, t))
-    for tau in range(t):
-        m = min(payback_steps, horizon - 1 - (t0 + tau))
-        w[tau + 1 : tau + 1 + m, tau] = 1.0 / max(m, 1)
-    return w
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +160,8 @@ class _LP:
 
 @dataclasses.dataclass(frozen=True)
 class _Point:
-    """Exact flow of the day at an operating point (net demand ``y_p``, ``y_q`` [T, 12] at the DER buses)."""
+    """Exact flow of the day at an operating point (net demand ``y_p``, ``y_q`` [T, 12] at the DER
+    buses)."""
 
     y_p: np.ndarray
     y_q: np.ndarray
@@ -182,7 +174,8 @@ class _Point:
 
 
 class DersOracle:
-    """Plans days of a :class:`~powerzoo.tasks.ders_benchmark.MarlDersBenchmark` task (module docstring)."""
+    """Plans days of a :class:`~powerzoo.tasks.ders_benchmark.MarlDersBenchmark` task (module
+    docstring)."""
 
     def __init__(self, task: Any, voll_per_mwh: float) -> None:
         self.task = task
@@ -207,7 +200,8 @@ class DersOracle:
 
     # ---- one day ----------------------------------------------------------------------------
     def plan_day(self, day_id: int, t0: int, soc0: np.ndarray, due_mwh: np.ndarray) -> OracleDay:
-        """The plan of split day ``day_id`` from step ``t0`` with SOC ``soc0`` [4] and payback schedule
+        """The plan of split day ``day_id`` from step ``t0`` with SOC ``soc0`` [4] and payback
+        schedule
         ``due_mwh`` [payback_steps, 4] (the task state's row)."""
         start = time.perf_counter()
         task = self.task
@@ -222,7 +216,7 @@ class DersOracle:
             "w": payback_matrix(t0, horizon, task.flex.payback_steps),
             "t0": t0,
         }
-        p_rest, q_rest, base = task._loads(demand)
+        p_rest, q_rest, base = task.loads(demand)
         day["base"] = base
         due_mw = np.zeros_like(base)
         n_due = min(task.flex.payback_steps, t)
@@ -262,7 +256,8 @@ class DersOracle:
         return OracleDay(*best[1:], size, solve_s, time.perf_counter() - start)
 
     def _score(self, day: dict, pt: _Point, bill: float) -> float:
-        """Exact value of a realised plan ($): the reward (losses at the exact flow) minus the planning
+        """Exact value of a realised plan ($): the reward (losses at the exact flow) minus the
+        planning
         penalties on voltages outside the band and on branch overloads."""
         reward = bill - float(np.sum(day["price"] * self.task.spec.dt_h * pt.loss))
         vm = np.sqrt(pt.v2)
@@ -275,7 +270,8 @@ class DersOracle:
     def _point(
         self, p_rest: np.ndarray, q_rest: np.ndarray, y_p: np.ndarray, y_q: np.ndarray
     ) -> _Point:
-        """Exact flows at net DER demand ``y_p``, ``y_q`` and the central-difference loss gradient."""
+        """Exact flows at net DER demand ``y_p``, ``y_q`` and the central-difference loss
+        gradient."""
         t, n = y_p.shape
         reps = 1 + 4 * n
         p = np.repeat(p_rest, reps, axis=0).reshape(t, reps, -1)
@@ -317,7 +313,8 @@ class DersOracle:
     def _solve(
         self, day: dict, pt: _Point, soc0: np.ndarray
     ) -> tuple[dict, tuple[int, int, int], float, np.ndarray]:
-        """One LP around ``pt``: the solution's device set-points, LP size, HiGHS seconds, predicted losses [T]."""
+        """One LP around ``pt``: the solution's device set-points, LP size, HiGHS seconds, predicted
+        losses [T]."""
         task, lp = self.task, _LP()
         bat, pv, flex = task.battery, task.pv, task.flex
         t, k, n = pt.y_p.shape[0], self.k, self.n_der
@@ -482,8 +479,10 @@ class DersOracle:
             value = c * pt.branch_p + s * pt.branch_q
             ts, brs = np.nonzero(value + abs(c) * reach_p + abs(s) * reach_q > limit)
             facets.append((c, s, value, ts, brs))
-        # branches below the same DER buses see the same change of flow: per group, step and facet only the
-        # branch with the least headroom gives a row; one (dP, dQ) pair and one overload slack per group and step
+        # branches below the same DER buses see the same change of flow: per group, step and facet
+        # only the
+        # branch with the least headroom gives a row; one (dP, dQ) pair and one overload slack per
+        # group and step
         patterns, group = np.unique(self.below.T, axis=0, return_inverse=True)
         group = group.ravel()
         n_group, t = patterns.shape[0], pt.v2.shape[0]
@@ -527,7 +526,8 @@ class DersOracle:
     def _loss_rows(
         self, lp: _LP, pt: _Point, dp: np.ndarray, dq: np.ndarray, day: dict, pc: np.ndarray
     ) -> np.ndarray:
-        """Epigraph of ``dP' H dP + dQ' H dQ`` per step; returns the column indices [t, terms] of its parts."""
+        """Epigraph of ``dP' H dP + dQ' H dQ`` per step; returns the column indices [t, terms] of
+        its parts."""
         t = pt.v2.shape[0]
         weight = self.r_mw[None, :] / np.mean(pt.v_from, axis=0)[None, :] ** 2  # [1, n_branch]
         h = (self.below * weight) @ self.below.T  # [12, 12] MW per MW^2
@@ -573,9 +573,11 @@ class DersOracle:
     def _realise(
         self, day: dict, sol: dict, soc0: np.ndarray, due_mwh: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """Step the LP's set-points through the device models; returns the delivered joint actions [T, 24]
+        """Step the LP's set-points through the device models; returns the delivered joint actions
+        [T, 24]
         (what the env is then given, so it applies exactly this), the net demand ``y_p``, ``y_q``
-        [T, 12] they put at the DER buses and the reward's terms other than losses ($ over the plan)."""
+        [T, 12] they put at the DER buses and the reward's terms other than losses ($ over the
+        plan)."""
 
         task, k = self.task, self.k
         dt, horizon = task.spec.dt_h, task.spec.horizon

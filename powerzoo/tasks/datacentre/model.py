@@ -1,4 +1,5 @@
-"""The data centre itself (GPU cluster, job queue, cooling plant, server zone) at a fixed step length.
+"""The data centre itself (GPU cluster, job queue, cooling plant, server zone) at a fixed step
+length.
 
 One model behind every task that runs the ``dc_microgrid`` data centre: ``dc_microgrid`` and
 ``dc_microgrid_safe`` (on its own microgrid, 5-minute steps) and ``dc_scheduling`` (on a
@@ -76,7 +77,8 @@ class QueueAdvance:
 class DataCentre:
     """GPU cluster, job queue and cooling of one data centre, stepped every ``dt_h`` hours.
 
-    ``workload``: job arrivals at the task's step length (:func:`powerzoo.data.workload.get_workload`);
+    ``workload``: job arrivals at the task's step length
+    (:func:`powerzoo.data.workload.get_workload`);
     ``horizon``: steps per episode (one day: the deadline buckets are hours of that day).
     Pickles without its tables (several are views of the shared workload) and rebuilds them.
     """
@@ -92,7 +94,8 @@ class DataCentre:
     ) -> None:
         if abs(horizon * dt_h - 24.0) > 1e-9 or workload.steps_per_day != horizon:
             raise ValueError(
-                f"a data-centre episode is one day of the workload's steps, got {horizon} x {dt_h} h"
+                f"a data-centre episode is one day of the workload's steps, got {horizon} x "
+                f"{dt_h} h"
             )
         zone.check_step(dt_h)
         self.cluster_params, self.cooling_params, self.zone_params = cluster, cooling, zone
@@ -137,7 +140,8 @@ class DataCentre:
             np.minimum(t_next // self.steps_per_hour, N_BUCKETS - 2),
             n_classes,
         )
-        # by calendar step idx, row idx + 1: what arrives at the next step when it is in the same day
+        # by calendar step idx, row idx + 1: what arrives at the next step when it is in the same
+        # day
         self.arrivals_after = w.arrival_cum_gpuh[1:]
         self.carry_after = w.arrival_carry_gpuh[1:]
         self.arrived_after = w.arrival_cum_gpuh[1:, :, -1].astype(
@@ -181,7 +185,8 @@ class DataCentre:
         setpoint_c: np.ndarray,
         it_mw: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(zone temperature after the step [B] deg C, cooling plant power [B] MW) under IT heat ``it_mw``;
+        """(zone temperature after the step [B] deg C, cooling plant power [B] MW) under IT heat
+        ``it_mw``;
         ``condenser_c`` is :meth:`CoolingPlant.condenser_temp_c` of ``temp_out_c``."""
         zone_temp, q_cool = self.zone(zone_temp_c, temp_out_c, setpoint_c, it_mw)
         return zone_temp, q_cool / self.plant.cop_at(condenser_c, setpoint_c)
@@ -199,7 +204,8 @@ class DataCentre:
         dropped_gpuh: np.ndarray,
     ) -> QueueAdvance:
         """Time advances from step ``t`` [B] (calendar step ``idx``): work due now is dropped (in
-        place in ``cum``), then the next step's jobs arrive; at the day's end the work behind schedule
+        place in ``cum``), then the next step's jobs arrive; at the day's end the work behind
+        schedule
         is counted. ``allowance`` and ``dropped_gpuh`` [B, C] are the state's running values."""
         w = self.workload
         t_next = t + self.one_step
@@ -221,7 +227,8 @@ class DataCentre:
             behind = carry_excess(cum, allowance) * ~in_day[:, None]
             sla = (dropped + behind) @ self.class_ones
             dropped_gpuh = dropped_gpuh + dropped
-        else:  # most steps: nothing falls due, every row stays in its day (the lines above, shortened)
+        # most steps: nothing falls due, every row stays in its day (the lines above, shortened)
+        else:
             cum += self.arrivals_after.take(idx, axis=0)
             allowance = allowance + self.carry_after.take(idx, axis=0)
             arrived = self.arrived_after.take(idx, axis=0)

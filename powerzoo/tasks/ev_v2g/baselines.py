@@ -22,7 +22,8 @@ per arrival a slack for trip energy the battery could not supply; per voltage ro
   ``SHORTFALL_PENALTY`` $/kWh: the plan misses a target only where even full-power charging cannot
   reach it, which the env's goal forgives.
 * Voltage band on LinDistFlow: squared voltages of the exact flow of the week's loads with the
-  fleet idle plus ``sum_sites P x d(v^2)/dP`` (:func:`powerzoo.tasks.feeder.voltage_sq_sensitivity`),
+  fleet idle plus ``sum_sites P x d(v^2)/dP``
+  (:func:`powerzoo.tasks.feeder.voltage_sq_sensitivity`),
   kept in [0.951, 1.049] p.u. with slacks priced as the other feeder oracles
   (:data:`powerzoo.tasks.feeder.ORACLE_VOLTAGE_PENALTY`); rows only where the band could be left.
 * Objective: minimise ``sum price x (c - d) dt / 1000`` plus the penalties.
@@ -69,7 +70,8 @@ UNSERVED_PENALTY = 1000.0  # $ per kWh of trip energy the battery could not supp
 
 
 def peak_hours(k: int, step_minutes: int = 60) -> np.ndarray:
-    """Mask [steps per day] of the ``k`` dearest steps of the average day (train days of the base prices)."""
+    """Mask [steps per day] of the ``k`` dearest steps of the average day (train days of the base
+    prices)."""
     profiles = get_profiles("base", step_minutes)
     spd = profiles.steps_per_day
     price = profiles.series["price_per_mwh"][: calendar.N_DAYS * spd]
@@ -88,7 +90,8 @@ def rule_powers_kw(
     peak: np.ndarray,
     dt_h: float,
 ) -> np.ndarray:
-    """The rule's power per car (kW, + discharge; module docstring); arrays broadcast together, ``peak``
+    """The rule's power per car (kW, + discharge; module docstring); arrays broadcast together,
+    ``peak``
     (bool) marks the peak hours. ``energy_needed_kwh`` is goal - energy (< 0 above the goal)."""
     need = energy_needed_kwh + RULE_MARGIN_KWH
     per_step = fleet.charge_efficiency * dt_h  # kWh stored per kW over a step
@@ -109,7 +112,8 @@ def rule_powers_kw(
 
 
 def _plugged_steps(task: Any, state: Any, row: int) -> tuple[np.ndarray, np.ndarray]:
-    """(car, step) of every plugged step from the state's step to the horizon, sorted by car then step."""
+    """(car, step) of every plugged step from the state's step to the horizon, sorted by car then
+    step."""
     steps = np.arange(int(state.t[row]), task.spec.horizon)
     day = np.minimum(steps // task.profiles.steps_per_day, state.leave.shape[1] - 1)
     plugged = (steps[:, None] < state.leave[row][day]) | (
@@ -120,7 +124,8 @@ def _plugged_steps(task: Any, state: Any, row: int) -> tuple[np.ndarray, np.ndar
 
 
 def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
-    """Car powers [H, N] (kW, + discharge) planned from the state of batch row ``row`` (zeros before its step)."""
+    """Car powers [H, N] (kW, + discharge) planned from the state of batch row ``row`` (zeros before
+    its step)."""
     fleet, dt = task.fleet, task.spec.dt_h
     horizon = task.spec.horizon
     n_sites, per_site, n_cars = task.n_sites, task.per_site, task.n_vehicles
@@ -139,7 +144,8 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
     first[1:] = (car[1:] != car[:-1]) | (t_abs[1:] != t_abs[:-1] + 1)
     last = np.ones(n_pair, dtype=bool)
     last[:-1] = first[1:]
-    # columns: c, d, e (pairs) | shortfall (sessions) | unserved (sessions) | P (sites x steps) | voltage slacks
+    # columns: c, d, e (pairs) | shortfall (sessions) | unserved (sessions) | P (sites x steps) |
+    # voltage slacks
     ic, id_, ie = 0, n_pair, 2 * n_pair
     n_sess = int(last.sum())
     i_short = 3 * n_pair
@@ -170,7 +176,8 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
     kc, kt = first_car[of_car], first_t[of_car]
     d0 = min(t0 // spd, drive.shape[0] - 1)
     const[first_idx[of_car]] = np.maximum(energy_now[kc] - drive[d0, kc] * (kt - t0), 0.0)
-    # later sessions: from the previous session's last energy minus the day's trip, plus an unserved slack
+    # later sessions: from the previous session's last energy minus the day's trip, plus an unserved
+    # slack
     later = first_idx[~of_car]
     lc, lt = car[later], t_abs[later]
     trip_day = lt // spd

@@ -1,9 +1,10 @@
-"""``marl_ev_v2g``: EV charging sites on the IEEE 33-bus feeder charge for their drivers and sell V2G energy.
+"""``marl_ev_v2g``: EV charging sites on the IEEE 33-bus feeder charge for their drivers and sell
+V2G energy.
 
 Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one week from midnight)
 ---------------------------------------------------------------------------------------------------
 * Feeder: ``case33bw`` with an exact AC power flow every step (:mod:`powerzoo.tasks.feeder`); bus
-  loads = the case's base load x ``LOAD_SCALE = 0.7`` x the calendar load shape ``demand_pu``
+  loads = the case's base load x ``load_scale = 0.7`` x the calendar load shape ``demand_pu``
   (as ``marl_der_arbitrage``). A week that runs past 31 December wraps to January.
 * Agents ``site_0 .. site_{n-1}`` (``n_evs`` of them, default 5): charging sites, each with
   ``vehicles_per_site`` cars (default ``round(100 / n_evs)``, so the fleet stays about 100 cars)
@@ -26,7 +27,8 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   back; its trip energy is drawn evenly over the hours away.
 * Action per agent: one power per car of the site, ``ev_j.p_kw`` in [-7.2, 7.2] kW (- charge,
   + discharge). Only plugged-in cars act: an away car's entry is ignored, a request beyond the
-  battery's limits is cut (``info["action_applied"]`` and ``info["ev_p_kw"]`` hold what was applied).
+  battery's limits is cut (``info["action_applied"]`` and ``info["ev_p_kw"]`` hold what was
+  applied).
 * Reward, **per agent**: the site's V2G revenue minus its charging cost at the data layer's
   ``price_per_mwh`` (``price x (discharged - charged kWh) / 1000``, $ per step);
   ``info["reward_terms"]`` holds the team sums ``[v2g_revenue, charging_cost]`` and
@@ -49,7 +51,7 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   its goal, and in the 3 dearest hours of the average day (train days: 17-20 h) it discharges
   whatever lies above a reserve (50 % SOC, and never more than full-power charging can bring
   back before departure), charging back afterwards (:meth:`MarlEvV2g.rule_based_action`);
-  oracle: one LP on HiGHS for the week (:mod:`powerzoo.tasks.ev_v2g_baselines`). Team return
+  oracle: one LP on HiGHS for the week (:mod:`powerzoo.tasks.ev_v2g.baselines`). Team return
   ($/week) on the 77 test weeks (``benchmarks/compute_baselines.py``): random -234.1 with 16,054
   kWh of shortfall a week (it spends less only because it sends the cars off empty), rule-based
   -246.4 with no shortfall and 0.54 p.u.-steps of voltage violation, oracle +40.0 with no
@@ -71,36 +73,22 @@ from powerzoo.devices.ev_fleet import (
     departure_shortfall_kwh,
     ev_fleet_step,
 )
-from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.ev_v2g_baselines import peak_hours, rule_powers_kw, solve_week
-from powerzoo.tasks.feeder import (
-    GRID_COST_UNITS,
-    GRID_COSTS,
-    FeederModel,
-    child_buses,
-    time_features,
-)
+from powerzoo.tasks.base import StepOutput
+from powerzoo.tasks.ev_v2g.baselines import peak_hours, rule_powers_kw, solve_week
+from powerzoo.tasks.ev_v2g.observation import FORECAST_STEPS, Slots, observation_modes
+from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS, FeederTask, child_buses
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 
-__all__ = ["MarlEvV2g", "EvV2gState", "site_buses"]
+__all__ = ["MarlEvV2g", "EvV2gParams", "EvV2gState", "site_buses"]
 
 HORIZON = 168
 STEP_MINUTES = 60
 EPISODE_DAYS = 7
 CASE = "case33bw"
-LOAD_SCALE = 0.7
-DEFAULT_N_EVS = 5
-FLEET_VEHICLES = 100  # default fleet size, split over the sites
-MAX_SITES, MAX_VEHICLES_PER_SITE = 64, 200
-INITIAL_SOC = (0.5, 0.8)
-FORECAST_STEPS = 6
-PEAK_HOURS = 3  # rule: V2G in the dearest hours of the average day
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
-FLEET = EVFleetParams()
+MAX_SITES, MAX_VEHICLES_PER_SITE = 64, 200  # bounds of the task keywords
 _NEVER = np.iinfo(np.int16).max  # a trip that never happens (int16 step tables)
-CAR_FLOAT = (
-    np.float32
-)  # per-car energies and powers (4 mWh resolution at 60 kWh; halves the step's memory traffic)
+# per-car energies and powers (4 mWh resolution at 60 kWh; halves the step's memory traffic)
+CAR_FLOAT = np.float32
 _min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 
 
@@ -117,111 +105,35 @@ def _check_count(name: str, value: Any, high: int) -> int:
     return int(value)
 
 
-def _sizes(task_kwargs: dict[str, Any]) -> tuple[int, int]:
-    unknown = set(task_kwargs) - {"n_evs", "vehicles_per_site"}
-    if unknown:
-        raise TypeError(
-            f"marl_ev_v2g got unknown parameter(s) {sorted(unknown)}; valid: n_evs, vehicles_per_site"
-        )
-    n = _check_count("n_evs", task_kwargs.get("n_evs", DEFAULT_N_EVS), MAX_SITES)
-    per_site = task_kwargs.get("vehicles_per_site")
-    v = (
-        max(1, round(FLEET_VEHICLES / n))
-        if per_site is None
-        else _check_count("vehicles_per_site", per_site, MAX_VEHICLES_PER_SITE)
-    )
-    return n, v
-
-
-def _fields(n: int, v: int) -> dict[str, tuple]:
-    """Observation fields of each mode: (name, unit, low, high, nominal_low, nominal_high)."""
-    cap, hours = FLEET.battery_kwh, float(HORIZON)
-    time = (
-        ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
-        ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-        ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-        ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
-    )
-    site_mw = v * FLEET.charge_max_kw / 1000.0
-    own = (
-        ("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-        ("own_prev_p_mw", "MW (+ into the feeder)", -site_mw, site_mw, -site_mw, site_mw),
-        ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.3),
-        ("own_plugged_share", "fraction", 0.0, 1.0, 0.0, 1.0),
-    )
-    cars = (
-        *((f"plugged_{j}", "0/1", 0.0, 1.0, 0.0, 1.0) for j in range(v)),
-        *((f"soc_{j}", "fraction", 0.0, 1.0, 0.0, 1.0) for j in range(v)),
-        *((f"hours_to_departure_{j}", "h", 0.0, hours, 0.0, 24.0) for j in range(v)),
-        *(
-            (f"energy_needed_kwh_{j}", "kWh (goal - energy)", -cap, cap, -20.0, 20.0)
-            for j in range(v)
-        ),
-    )
-    system = (
-        ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
-        ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
-        ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-        ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-        *((f"plugged_share_site_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(n)),
-        *(
-            (
-                f"energy_needed_site_{i}_mwh",
-                "MWh",
-                -v * cap / 1e3,
-                v * cap / 1e3,
-                -0.2 * v / 20,
-                0.2 * v / 20,
-            )
-            for i in range(n)
-        ),
-    )
-    forecast = tuple(
-        (f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0)
-        for k in range(1, FORECAST_STEPS + 1)
-    )
-    neighbours = (
-        ("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-        ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-    )
-    return {
-        "global": time + system + own + cars,
-        "local": time + own + cars,
-        "local_plus_forecast": time + own + cars + forecast,
-        "local_plus_voltage": time + own + cars + neighbours,
-    }
-
-
 @dataclasses.dataclass(frozen=True)
-class _Slots:
-    """Where the blocks of one observation mode start (``None``: not in the mode); blocks are contiguous."""
+class EvV2gParams:
+    """The numbers of a ``marl_ev_v2g`` episode; each is a task keyword."""
 
-    width: int
-    time: slice
-    price: int
-    own: int  # own_v_pu, own_prev_p_mw, own_bus_load_mw, own_plugged_share
-    cars: int  # plugged, soc, hours_to_departure, energy_needed: V entries each
-    system: (
-        int | None
-    )  # demand_pu, feeder_p_mw, v_min_pu, v_max_pu, plugged shares, energy needed per site
-    forecast: int | None
-    neighbours: int | None
+    # charging sites (agents), spread evenly over the feeder's load buses
+    n_evs: int = 5
+    # cars per site; None: the default fleet (``fleet_vehicles``) split over the sites
+    vehicles_per_site: int | None = None
+    # cars of the default fleet when vehicles_per_site is not given
+    fleet_vehicles: int = 100
+    # bus loads = the case's base load x this x demand_pu
+    load_scale: float = 0.7
+    # range of the cars' state of charge at reset (fraction), drawn uniformly
+    initial_soc: tuple[float, float] = (0.5, 0.8)
+    # the rule sells V2G in this many dearest hours of the average day
+    peak_hours: int = 3
+    # the cars: 60 kWh batteries on 7.2 kW bidirectional chargers (EVFleetParams' defaults)
+    fleet: EVFleetParams = EVFleetParams()
 
-    @classmethod
-    def of(cls, spec: VectorSpec) -> _Slots:
-        def start(name: str) -> Any:
-            return spec.names.index(name) if name in spec.names else None
-
-        return cls(
-            spec.dim,
-            spec.slot("hour_sin", "hour_cos", "time_remaining"),
-            spec.slot("price_per_mwh"),  # type: ignore[arg-type]
-            start("own_v_pu"),
-            start("plugged_0"),
-            start("demand_pu"),
-            start("price_t1_per_mwh"),
-            start("upstream_v_pu"),
+    def __post_init__(self) -> None:
+        n = _check_count("n_evs", self.n_evs, MAX_SITES)
+        object.__setattr__(self, "n_evs", n)
+        per_site = self.vehicles_per_site
+        v = (
+            max(1, round(self.fleet_vehicles / n))
+            if per_site is None
+            else _check_count("vehicles_per_site", per_site, MAX_VEHICLES_PER_SITE)
         )
+        object.__setattr__(self, "vehicles_per_site", v)
 
 
 @dataclasses.dataclass
@@ -250,7 +162,8 @@ class EvV2gState:
 
 @dataclasses.dataclass(frozen=True)
 class _Day:
-    """The trip tables at the day of step ``t`` of each row: ``t`` is an int when every row is at the
+    """The trip tables at the day of step ``t`` of each row: ``t`` is an int when every row is at
+    the
     same step (the tables are then views), else ``[B, 1]``; tables ``[B, N]``."""
 
     t: Any
@@ -265,47 +178,51 @@ class _Day:
         return (self.t < self.leave) | (self.t >= self.back)
 
 
-class MarlEvV2g(Task):
-    """EV charging sites on a feeder: meet the drivers' departure targets, buy cheap, sell V2G at peaks."""
+class MarlEvV2g(FeederTask):
+    """EV charging sites on a feeder: meet the drivers' departure targets, buy cheap, sell V2G
+    at peaks."""
 
     task_id = "marl_ev_v2g"
+    horizon = HORIZON
+    Params = EvV2gParams
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
         super().__init__(self.make_spec(**task_kwargs), split)
-        self.n_sites, self.per_site = _sizes(task_kwargs)
+        self.n_sites, self.per_site = p.n_evs, p.vehicles_per_site
         self.n_vehicles = self.n_sites * self.per_site
-        self.fleet = FLEET
-        self.grid = FeederModel(CASE, self.profiles, self.split_days, LOAD_SCALE)
-        case = self.grid.case
+        self.fleet = p.fleet
+        self._year_steps = calendar.N_DAYS * self.profiles.steps_per_day
+        case = self.setup_feeder(CASE, p.load_scale, Slots.of).case
         self.buses = site_buses(self.n_sites, case.n_bus)
+        # [S, n_bus]: sites may share a bus
         self.incidence = np.zeros((self.n_sites, case.n_bus))
-        self.incidence[np.arange(self.n_sites), self.buses] = (
-            1.0  # [S, n_bus]: sites may share a bus
-        )
+        self.incidence[np.arange(self.n_sites), self.buses] = 1.0
         self.upstream_bus = case.bus_parent[self.buses]
         self._children = child_buses(case, self.buses)
         self._own_load_mw = self.grid.bus_p_mw[self.buses]
-        self._year_steps = calendar.N_DAYS * self.profiles.steps_per_day
-        self._time = time_features(np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON)
-        self._slots = {
-            mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
-        }
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
-        self._peak = peak_hours(PEAK_HOURS, STEP_MINUTES)
+        self._peak = peak_hours(p.peak_hours, STEP_MINUTES)
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
-    def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        n, v = _sizes(task_kwargs)
+    def spec_for(cls, params: EvV2gParams) -> TaskSpec:
+        n, v, fleet = params.n_evs, params.vehicles_per_site, params.fleet
         agents = tuple(f"site_{i}" for i in range(n))
-        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _fields(n, v).items()}
-        p = FLEET.charge_max_kw
+        modes = {
+            mode: VectorSpec.from_rows(fields)
+            for mode, fields in observation_modes(n, v, fleet, HORIZON).items()
+        }
+        p = fleet.charge_max_kw
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                f"{n} EV charging sites of {v} cars with 7.2 kW V2G chargers on the IEEE 33-bus feeder (exact AC "
-                "power flow) over a week of stochastic commutes: each site pays for its charging and earns V2G "
-                "revenue, must send every car off with its target charge and keep the feeder in limits."
+                f"{n} EV charging sites of {v} cars with 7.2 kW V2G chargers on the IEEE 33-bus "
+                "feeder (exact AC "
+                "power flow) over a week of stochastic commutes: each site pays for its charging "
+                "and earns V2G "
+                "revenue, must send every car off with its target charge and keep the feeder in "
+                "limits."
             ),
             agents=agents,
             observation=modes["global"],
@@ -313,14 +230,17 @@ class MarlEvV2g(Task):
                 names=tuple(f"{a}.ev_{j}.p_kw" for a in agents for j in range(v)),
                 units=("kW (+ discharge)",) * (n * v),
                 low=(-p,) * (n * v),
-                high=(FLEET.discharge_max_kw,) * (n * v),
+                high=(fleet.discharge_max_kw,) * (n * v),
             ),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS
             + ("load_stress", "heatwave", "low_renewable", "price_spike"),
             reward_terms=("v2g_revenue", "charging_cost"),
-            reward_doc="per agent: own price x (discharged - charged kWh) / 1000 ($ per step); reward_terms are the team sums",
+            reward_doc=(
+                "per agent: own price x (discharged - charged kWh) / 1000 ($ per step); "
+                "reward_terms are the team sums"
+            ),
             constraint_names=("departure_shortfall", *GRID_COSTS),
             constraint_units=("kWh (sum over leaving cars)", *GRID_COST_UNITS),
             selected_constraints=("departure_shortfall", *GRID_COSTS),
@@ -343,26 +263,30 @@ class MarlEvV2g(Task):
             default_obs_mode="global",
             shared_reward=False,
             gamma=0.999,
-            termination_doc="never terminates early; episodes are truncated at the horizon (the end of the week)",
+            termination_doc=(
+                "never terminates early; episodes are truncated at the horizon (the end of the "
+                "week)"
+            ),
         )
 
     # ---- exogenous series -------------------------------------------------------------------
     def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Calendar step index of step ``t`` of the week started on split day ``day_id`` (wraps at year end)."""
+        """Calendar step index of step ``t`` of the week started on split day ``day_id`` (wraps at
+        year end)."""
         return (self.grid.day_start.take(day_id) + t) % self._year_steps
 
     # ---- batched model ----------------------------------------------------------------------
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> EvV2gState:
-        day_id = self.check_day_id(day_id)
+        day_id, t, flat = self.first_step(day_id)
         b, n = day_id.size, self.n_vehicles
         trips = sample_trips(rng, self.calendar_day(day_id), EPISODE_DAYS, n)
-        energy = (rng.uniform(*INITIAL_SOC, size=(b, n)) * self.fleet.battery_kwh).astype(CAR_FLOAT)
+        soc = rng.uniform(*self.params.initial_soc, size=(b, n))
+        energy = (soc * self.fleet.battery_kwh).astype(CAR_FLOAT)
         leave, back, next_dep, drive = self._tables(trips)
-        t = np.zeros(b, dtype=np.int64)
         day = _Day(0, leave[:, 0], back[:, 0], next_dep[:, 0], drive[:, 0])
         departure = np.minimum(leave[:, 0], next_dep[:, 0])  # a car can only leave after midnight
         goal = departure_goal_kwh(self.fleet, energy, departure.astype(CAR_FLOAT), self.spec.dt_h)
-        p, q = self.grid.bus_loads(self.grid.demand_pu.take(self.flat_index(day_id, t)))
+        p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
         flow = self.grid.solve(p, q)
         return EvV2gState(
             day_id,
@@ -406,7 +330,8 @@ class MarlEvV2g(Task):
         return leave, back, next_dep, drive
 
     def day_tables(self, state: EvV2gState, offset: int = 0) -> _Day:
-        """The trip tables at the day of step ``t + offset`` of each row (views when all rows are at one step)."""
+        """The trip tables at the day of step ``t + offset`` of each row (views when all rows are at
+        one step)."""
         t = state.t
         spd = self.profiles.steps_per_day
         lo = int(_min_reduce(t))
@@ -435,23 +360,8 @@ class MarlEvV2g(Task):
 
     def observe(self, state: EvV2gState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, S, obs_dim] (float32) of ``obs_mode`` (default ``global``)."""
-        mode = obs_mode or self.spec.default_obs_mode
-        try:
-            s = self._slots[mode]
-        except KeyError:
-            raise ValueError(
-                f"unknown obs_mode {mode!r} for {self.task_id}; valid: {', '.join(self._slots)}"
-            ) from None
         b, n_s, v = state.t.size, self.n_sites, self.per_site
-        flat = self.flat_index(state.day_id, state.t)
-        obs = np.empty((b, n_s, s.width), dtype=np.float32)
-        try:
-            obs[:, :, s.time] = self._time.take(state.t, axis=0)[:, None, :]
-        except IndexError:  # stepped past the horizon without a reset
-            obs[:, :, s.time] = time_features(state.t, self.profiles.steps_per_day, HORIZON)[
-                :, None, :
-            ]
-        obs[:, :, s.price] = self.grid.price_per_mwh.take(flat)[:, None]
+        s, obs, flat = self.begin_agent_observation(state, obs_mode, n_s)
         demand = self.grid.demand_pu.take(flat)
         vm = state.vm_pu
         plugged = state.plugged
@@ -513,7 +423,8 @@ class MarlEvV2g(Task):
         p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
         p -= (site_kw * 1e-3) @ self.incidence
         flow = self.grid.solve(p, q, state.v_complex_pu)
-        # cars leaving at the start of the next step are checked against their goal; few cars leave or
+        # cars leaving at the start of the next step are checked against their goal; few cars leave
+        # or
         # arrive in a step, so both work on the indices of those cars only
         t_next = state.t + 1
         nxt = self.day_tables(state, 1)
@@ -562,8 +473,12 @@ class MarlEvV2g(Task):
             feeder_p_mw=flow.info["feeder_p_mw"],
             v_complex_pu=flow.v_complex_pu,
         )
-        info = dict(flow.info)
-        info.update(
+        return new_state, self.feeder_output(
+            flow,
+            profit,
+            terms,
+            costs,
+            ev.p_kw,
             price_per_mwh=price,
             net_load_mw=p.sum(axis=1),
             site_p_mw=site_mw,
@@ -575,21 +490,14 @@ class MarlEvV2g(Task):
             ev_unserved_drive_kwh=ev.unserved_drive_kwh,
             ev_shortfall_kwh=shortfall,
         )
-        return new_state, StepOutput(
-            reward=profit,
-            reward_terms=terms,
-            constraint_costs=costs,
-            terminated=np.zeros(b, dtype=bool),
-            action_applied=ev.p_kw,
-            info=info,
-        )
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Charge to the goal from arrival, V2G in the peak hours above a reserve (module docstring),
+        """Charge to the goal from arrival, V2G in the peak hours above a reserve (module
+        docstring),
         from ``global`` observations [B, S, d]: the physical joint action [B, S * V] (kW)."""
         obs = obs.astype(np.float64)
-        b, v, s = obs.shape[0], self.per_site, self._slots["global"]
+        b, v, s = obs.shape[0], self.per_site, self.obs_slots["global"]
         hour = (
             np.rint(
                 np.arctan2(obs[:, 0, s.time.start], obs[:, 0, s.time.start + 1]) * 12 / np.pi
@@ -609,8 +517,10 @@ class MarlEvV2g(Task):
         return p.reshape(b, self.n_sites * v)
 
     def oracle_plan(self, state: EvV2gState) -> np.ndarray:
-        """Profit-maximising car powers [B, H, S * V] (kW) with perfect foresight of prices, loads and trips:
-        one LP per episode on HiGHS (:func:`powerzoo.tasks.ev_v2g_baselines.solve_week`), applied under the exact flow."""
+        """Profit-maximising car powers [B, H, S * V] (kW) with perfect foresight of prices, loads
+        and trips:
+        one LP per episode on HiGHS (:func:`powerzoo.tasks.ev_v2g.baselines.solve_week`), applied
+        under the exact flow."""
         plans = np.zeros((state.t.size, HORIZON, self.n_vehicles))
         for row in range(state.t.size):
             plans[row] = solve_week(self, state, row)
