@@ -45,16 +45,25 @@ class StoreState:
     level_mwh: np.ndarray  # [B] stored energy
 
 
+@dataclasses.dataclass(frozen=True)
+class StoreParams:
+    capacity_mwh: float = 1.0  # energy held when full (MWh)
+
+
 class ToyStore(Task):
     """A store of ``capacity_mwh`` trading up to 1 MW at the day's price (+ = discharge)."""
 
-    def __init__(self, split: str = "train", capacity_mwh: float = 1.0) -> None:
-        super().__init__(self.make_spec(capacity_mwh), split)
-        self.capacity_mwh = capacity_mwh
+    Params = StoreParams
+
+    def __init__(self, split: str = "train", **params: float) -> None:
+        self.params = self.make_params(**params)
+        super().__init__(self.spec_for(self.params), split)
+        self.capacity_mwh = self.params.capacity_mwh
         self.price = self.profiles.series["price_per_mwh"]
 
     @classmethod
-    def make_spec(cls, capacity_mwh: float = 1.0) -> TaskSpec:
+    def spec_for(cls, params: StoreParams) -> TaskSpec:
+        capacity_mwh = params.capacity_mwh
         return TaskSpec(
             task_id=STORE,
             description=f"A {capacity_mwh:g} MWh store buys and sells 1 MW at the day's price.",
@@ -127,7 +136,7 @@ class ToyDispatch(Task):
         self.demand = self.profiles.series["demand_pu"]
 
     @classmethod
-    def make_spec(cls) -> TaskSpec:
+    def spec_for(cls, params: object) -> TaskSpec:
         agents = ("gen_0", "gen_1")
         return TaskSpec(
             task_id=DISPATCH,
@@ -293,20 +302,23 @@ class NotATask:
 
 class HalfATask(Task):
     @classmethod
-    def make_spec(cls) -> TaskSpec:
+    def spec_for(cls, params: object) -> TaskSpec:
         return ToyStore.make_spec()
 
 
 class OtherGymId(ToyStore):
     @classmethod
-    def make_spec(cls, capacity_mwh: float = 1.0) -> TaskSpec:
+    def spec_for(cls, params: StoreParams) -> TaskSpec:
         return dataclasses.replace(ToyStore.make_spec(), gym_id="powerzoo/BatteryArbitrage-v0")
 
 
+@dataclasses.dataclass(frozen=True)
+class CapacityRequired:
+    capacity_mwh: float  # no default: the spec cannot be made without it
+
+
 class SpecNeedsArguments(ToyStore):
-    @classmethod
-    def make_spec(cls, capacity_mwh: float) -> TaskSpec:
-        return ToyStore.make_spec(capacity_mwh)
+    Params = CapacityRequired
 
 
 @pytest.mark.parametrize(

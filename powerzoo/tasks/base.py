@@ -153,9 +153,10 @@ class Task(abc.ABC):
         valid = task_keywords(cls.Params)
         unknown = sorted(set(task_kwargs) - set(valid))
         if unknown:
+            name = getattr(cls, "task_id", cls.__name__)
             raise TypeError(
-                f"{cls.task_id} got unknown parameter(s) {unknown}; valid: "
-                + (", ".join(valid) if valid else f"none, {cls.task_id} takes no task parameters")
+                f"{name} got unknown parameter(s) {unknown}; valid: "
+                + (", ".join(valid) if valid else f"none, {name} takes no task parameters")
             )
         build = getattr(cls.Params, "from_keywords", cls.Params)
         return build(**task_kwargs)
