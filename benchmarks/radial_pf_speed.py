@@ -144,9 +144,9 @@ def run(feeders, batches, methods, seconds: float) -> list[dict]:
                     }
                 )
                 print(
-                    f"{name:9s} B={batch:5d} {method:6s} wall {wall_us:9.2f} us/solve "
-                    f"({1e6 / wall_us:9,.0f}/s)  cpu {cpu_us:9.2f} us/solve ({1e6 / cpu_us:9,.0f}/s)  "
-                    f"it={iterations[method]}"
+                    f"{name:9s} B={batch:5d} {method:6s} wall {wall_us:9.2f} "
+                    f"us/solve ({1e6 / wall_us:9,.0f}/s)  cpu {cpu_us:9.2f} "
+                    f"us/solve ({1e6 / cpu_us:9,.0f}/s)  it={iterations[method]}"
                     + ("" if target is None else f"  target <= {target:.1f} us"),
                     flush=True,
                 )

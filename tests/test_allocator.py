@@ -21,7 +21,8 @@ env = make_env("tso", num_envs=1024, seed=0)
 env.reset(seed=0)
 rng = np.random.default_rng(0)
 space = env.single_action_space
-actions = [rng.uniform(space.low, space.high, size=(1024,) + space.shape).astype(np.float32) for _ in range(4)]
+actions = [rng.uniform(space.low, space.high, size=(1024,) + space.shape).astype(np.float32)
+           for _ in range(4)]
 for i in range(6):
     env.step(actions[i % 4])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -59,7 +60,10 @@ def test_a_batched_uc_step_faults_no_pages_back_in():
 
 
 def test_opt_out_leaves_the_allocator_alone():
-    code = "import json; from powerzoo.scratch import keep_freed_memory; print(json.dumps(keep_freed_memory()))"
+    code = (
+        "import json; from powerzoo.scratch import keep_freed_memory; "
+        "print(json.dumps(keep_freed_memory()))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -73,8 +77,8 @@ def test_opt_out_leaves_the_allocator_alone():
 def test_the_single_env_does_not_touch_the_allocator():
     code = (
         "import json; from powerzoo.rl import make_env; from powerzoo import scratch; "
-        "env = make_env('battery_arbitrage'); env.reset(seed=0); env.step(env.action_space.sample()); "
-        "print(json.dumps(scratch._allocator_tuned))"
+        "env = make_env('battery_arbitrage'); env.reset(seed=0); "
+        "env.step(env.action_space.sample()); print(json.dumps(scratch._allocator_tuned))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) is None

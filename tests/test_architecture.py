@@ -108,7 +108,8 @@ def test_imports_point_down_the_layers(module):
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
-    """Tarjan's algorithm: the groups of modules that import each other (directly or around a loop)."""
+    """Tarjan's algorithm: the groups of modules that
+    import each other (directly or around a loop)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

@@ -1,4 +1,5 @@
-"""Benchmark campaigns: ``run_campaign`` files, statistics, skipped policies, trained runs, ``powerzoo bench``."""
+"""Benchmark campaigns: ``run_campaign`` files, statistics,
+skipped policies, trained runs, ``powerzoo bench``."""
 
 import csv
 import subprocess

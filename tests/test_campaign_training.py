@@ -84,7 +84,7 @@ def local_run(tiny_file, tmp_path_factory):
     return out, run_local(tiny_file, out, progress=False)
 
 
-# ---- campaign files -------------------------------------------------------------------------------
+# ---- campaign files ------------------------------------------------------------------------------
 def test_spec_expands_every_task_algorithm_setting_seed_into_one_trial(tiny_file):
     spec = load_campaign(tiny_file)
     assert [t.trial_id for t in spec.trials] == TRIAL_IDS
@@ -208,7 +208,7 @@ def test_missing_campaign_file_and_rllib_on_the_local_backend(tmp_path):
         )
 
 
-# ---- the local backend ----------------------------------------------------------------------------
+# ---- the local backend ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_local_campaign_gives_one_row_per_trial_and_a_pooled_row_per_setting(local_run):
     out, outcome = local_run
@@ -282,7 +282,7 @@ def test_cli_ray_backend_without_ray_is_one_line_with_the_pip_command(tiny_file)
     )
 
 
-# ---- the Ray backend ------------------------------------------------------------------------------
+# ---- the Ray backend -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")

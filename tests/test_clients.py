@@ -17,7 +17,7 @@ TASK = "battery_arbitrage"
 H = 48
 
 
-# ---- Gymnasium registration -----------------------------------------------------------------------
+# ---- Gymnasium registration ----------------------------------------------------------------------
 def test_gym_make_accepts_render_mode_none_and_task_options():
     env = gym.make("powerzoo/BatteryArbitrage-v0", render_mode=None, split="val", normalize=True)
     obs, _ = env.reset(seed=0)
@@ -56,7 +56,7 @@ def test_torchrl_gym_env_rolls_out():
     assert not rollout["next", "done"].any()
 
 
-# ---- native vector env: Gymnasium's conventions ------------------------------------------------------
+# ---- native vector env: Gymnasium's conventions --------------------------------------------------
 def test_gymnasium_vector_wrappers_accept_the_native_env():
     env = make_env(TASK, num_envs=4)
     env = gym.wrappers.vector.RecordEpisodeStatistics(gym.wrappers.vector.NormalizeObservation(env))
@@ -129,7 +129,7 @@ def test_per_env_seed_lists_are_deterministic_and_checked():
         make_env(TASK, num_envs=4).reset(seed=[1, 2])
 
 
-# ---- infos: numeric, the same keys at reset and step ----------------------------------------------
+# ---- infos: numeric, the same keys at reset and step ---------------------------------------------
 def _is_numeric(value):
     return isinstance(value, (bool, int, float, np.number, np.bool_)) or (
         isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
@@ -192,7 +192,7 @@ def test_torchrl_pettingzoo_wrapper_rolls_out():
     assert ("gen", "info", "cost_sum") in rollout.keys(True)
 
 
-# ---- Minari -----------------------------------------------------------------------------------------
+# ---- Minari --------------------------------------------------------------------------------------
 @pytest.fixture
 def minari_home(tmp_path, monkeypatch):
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))

@@ -14,7 +14,8 @@ from powerzoo.tasks.dc_microgrid.oracle import ORACLE_SETPOINT_C
 
 
 def play(task, state, actions, rng):
-    """Step ``task`` from ``state`` through float32 ``actions`` [S, 5]; return (return, costs, infos)."""
+    """Step ``task`` from ``state`` through float32 ``actions`` [S,
+    5]; return (return, costs, infos)."""
     ret, costs, infos = 0.0, np.zeros(3), []
     for action in actions.astype(np.float32).astype(np.float64):
         state, out = task.step(state, action[None], rng)
@@ -147,7 +148,8 @@ def test_oracle_beats_rule_beats_random(task, normalize):
 def test_building_and_stepping_the_env_does_not_import_the_solver():
     # scipy.optimize adds ~0.3 s and ~40 MB to make_env; only a plan needs it
     code = (
-        "import sys; from powerzoo.rl import make_env; env = make_env('dc_microgrid'); env.reset(seed=0); "
+        "import sys; from powerzoo.rl import make_env; "
+        "env = make_env('dc_microgrid'); env.reset(seed=0); "
         "env.step(env.action_space.sample()); print('scipy.optimize' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

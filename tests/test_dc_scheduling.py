@@ -1,4 +1,5 @@
-"""``dc_scheduling``: the dc_microgrid data centre on the 33-bus feeder (client APIs, invariants, sizing, baselines)."""
+"""``dc_scheduling``: the dc_microgrid data centre on the 33-bus feeder (client APIs,
+invariants, sizing, baselines)."""
 
 import warnings
 
@@ -108,7 +109,8 @@ def test_jobs_conserved_feeder_balanced_costs_non_negative_every_step(task):
 
 
 def test_data_centre_is_the_dc_microgrid_model(task):
-    """Same IT power law and plant COP as dc_microgrid's devices, and the GPUs busy never exceed those allocated."""
+    """Same IT power law and plant COP as dc_microgrid's devices,
+    and the GPUs busy never exceed those allocated."""
     rng = np.random.default_rng(0)
     state = task.reset(rng, np.array([5, 40]))
     state, out = task.step(state, np.array([[0.5, 0.2, 25.0], [0.1, 0.1, 30.0]]), rng)
@@ -133,7 +135,7 @@ def test_rule_is_dc_microgrid_rule_for_compute_and_cooling(task):
     np.testing.assert_array_equal(task.rule_based_action(obs), want)
 
 
-# ---- sizing: the data centre moves the feeder's voltages ------------------------------------------
+# ---- sizing: the data centre moves the feeder's voltages -----------------------------------------
 def test_sizing_full_dc_at_peak_leaves_the_band_parked_dc_does_not(task):
     peak = np.array([0.99])
     parked, _ = task._flow(peak, np.array([0.1]), None)

@@ -19,7 +19,8 @@ GROUPS = {
 
 
 def _rollout(task, days, policy, seed=0):
-    """Whole episodes of ``days`` under ``policy(task, state, rng) -> joint action``: return, costs [B, 3]."""
+    """Whole episodes of ``days`` under ``policy(task, state, rng) -> joint action``:
+    return, costs [B, 3]."""
     rng = np.random.default_rng(seed)
     state = task.reset(rng, days)
     ret, costs = np.zeros(days.size), np.zeros((days.size, 3))
@@ -60,8 +61,8 @@ def test_three_agent_groups_with_their_own_action_bounds():
     env = make_env(TASK, framework="pettingzoo", seed=0)
     assert env.agent_groups == GROUPS
     assert (
-        "agent groups: batteries (4: p_mw, q_mvar); pv (4: curtail, q_mvar); flexible_loads (4: curtail, shift)"
-        in describe(TASK)
+        "agent groups: batteries (4: p_mw, q_mvar); "
+        "pv (4: curtail, q_mvar); flexible_loads (4: curtail, shift)" in describe(TASK)
     )
     bat, pv, load = (env.action_space(a) for a in ("battery_0", "pv_2", "load_3"))
     np.testing.assert_allclose(bat.low, [-0.5, -0.55])

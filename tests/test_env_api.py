@@ -121,7 +121,8 @@ def test_trajectories_are_identical_across_processes():
         "import numpy as np, hashlib; from powerzoo.rl import make_env\n"
         "env = make_env('battery_arbitrage', seed=11); h = hashlib.sha256()\n"
         "for _ in range(120):\n"
-        "    obs, r, te, tr, info = env.step(env.action_space.sample()); h.update(obs.tobytes()); h.update(np.float64(r).tobytes())\n"
+        "    obs, r, te, tr, info = env.step(env.action_space.sample()); "
+        "h.update(obs.tobytes()); h.update(np.float64(r).tobytes())\n"
         "    if te or tr: obs, info = env.reset()\n"
         "print(h.hexdigest())"
     )

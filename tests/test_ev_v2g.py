@@ -1,4 +1,5 @@
-"""``marl_ev_v2g``: client APIs, the EV fleet's energy accounting, the feeder, the trip model, baselines, bad input."""
+"""``marl_ev_v2g``: client APIs, the EV fleet's energy accounting,
+the feeder, the trip model, baselines, bad input."""
 
 import warnings
 
@@ -137,7 +138,8 @@ def test_the_fleet_device_on_hand_computed_numbers():
     step = ev_fleet_step(
         FLEET, energy, np.array([[-7.2, -7.2, 7.2, 7.2]]), plugged, np.array([[0, 0, 0, 9.0]]), 1.0
     )
-    # room below 54 kWh is 0.5 kWh -> 0.5 / 0.92 kW; 0.5 kWh above the 12 kWh floor -> 0.46 kW delivered
+    # room below 54 kWh is 0.5 kWh -> 0.5 / 0.92 kW;
+    # 0.5 kWh above the 12 kWh floor -> 0.46 kW delivered
     np.testing.assert_allclose(step.p_kw, [[-7.2, -0.5 / 0.92, 0.5 * 0.92, 0.0]], rtol=1e-12)
     np.testing.assert_allclose(step.energy_kwh, [[30.0 + 0.92 * 7.2, 54.0, 12.0, 21.0]], rtol=1e-12)
     np.testing.assert_allclose(step.drive_kwh, [[0, 0, 0, 9.0]])

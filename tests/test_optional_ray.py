@@ -8,7 +8,8 @@ import sys
 ORDINARY_SESSION = """
 import sys
 import powerzoo, powerzoo.rl, powerzoo.benchmarks, powerzoo.integrations
-import powerzoo.rl.trainer, powerzoo.rl.mappo.trainer, powerzoo.benchmarks.campaign, powerzoo.cli.main
+import powerzoo.rl.trainer, powerzoo.rl.mappo.trainer
+import powerzoo.benchmarks.campaign, powerzoo.cli.main
 from powerzoo.rl import make_env
 env = make_env("marl_opf", framework="pettingzoo", seed=0)
 env.step({agent: env.action_space(agent).sample() for agent in env.agents})

@@ -174,7 +174,8 @@ def test_cache_dir_resolution(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["case5", "case118"])
 def test_generation_shift_factors_give_the_same_flows(name):
-    """``p @ GSF - load @ PTDF.T`` (the dispatch tasks' form) equals the flow of the bus injections."""
+    """``p @ GSF - load @ PTDF.T`` (the dispatch tasks'
+    form) equals the flow of the bus injections."""
     case = load_case(name)
     rng = np.random.default_rng(4)
     gen_p = rng.uniform(case.gen_pmin_mw, case.gen_pmax_mw, size=(32, case.n_gen))
@@ -467,8 +468,9 @@ def test_lmp_equals_finite_difference_of_cost_under_congestion():
     )
     right = (bumped.cost_per_h - base.cost_per_h) / eps
     left = (base.cost_per_h - lowered.cost_per_h) / eps
-    # cost(demand) is convex and piecewise quadratic: the LMP is a subgradient, between the one-sided
-    # derivatives (equal to both where the active set does not change; at a kink the dual is not unique)
+    # cost(demand) is convex and piecewise quadratic: the LMP is a subgradient, between the
+    # one-sided derivatives (equal to both where the active set does not change; at a kink the dual
+    # is not unique)
     lmp = base.lmp_per_mwh[buses]
     assert np.all(left - 1e-3 <= lmp) and np.all(lmp <= right + 1e-3), (left, lmp, right)
     smooth = np.abs(right - left) < 1e-3

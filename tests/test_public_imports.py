@@ -21,7 +21,8 @@ SEED_PAGE_IMPORTS = [
 
 
 def readme_imports() -> list[str]:
-    """``from powerzoo... import ...`` / ``import powerzoo...`` lines of the README's code blocks."""
+    """``from powerzoo... import ...`` / ``import powerzoo...``
+    lines of the README's code blocks."""
     lines = []
     for block in re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S):
         lines += [
@@ -33,7 +34,8 @@ def readme_imports() -> list[str]:
 
 
 def readme_dotted_names() -> list[str]:
-    """Dotted ``powerzoo.x.y`` names the README's prose points readers at (modules or attributes)."""
+    """Dotted ``powerzoo.x.y`` names the README's prose
+    points readers at (modules or attributes)."""
     names = re.findall(r"`(powerzoo(?:\.[a-z_]+)+)", README.read_text(encoding="utf-8"))
     return sorted(set(names))
 

@@ -1,4 +1,5 @@
-"""Tests for the radial feeders and the batched exact AC power flow (``powerzoo.physics.radial_pf``).
+"""Tests for the radial feeders and the batched exact AC power flow
+(``powerzoo.physics.radial_pf``).
 
 Reference values: Baran & Wu's 33-bus feeder (case33bw: losses 202.68 kW / 135.14 kVAr,
 Vmin 0.91309 p.u. at bus 18, 1-based) and Khodr et al.'s 141-bus feeder (MATPOWER case141:
@@ -353,7 +354,7 @@ def test_bad_options_raise():
         radial_power_flow(load_case("case5"), np.zeros(5), np.zeros(5))
 
 
-# --------------------------------------------------------------------------- feeder data and ratings
+# -------------------------------------------------------------------------- feeder data and ratings
 
 
 @pytest.mark.parametrize("name", FEEDER_CASE_NAMES)
@@ -417,10 +418,10 @@ def test_feeder_is_read_only_cached_and_validated():
 def test_warm_feeder_cache_imports_neither_pandapower_nor_matpower(tmp_path):
     env = dict(os.environ, POWERZOO_CACHE_DIR=str(tmp_path))
     code = (
-        "import sys; from powerzoo.physics.cases import load_case; "
-        "a = load_case('case33bw'); b = load_case('case141'); "
-        "assert (a.n_bus, b.n_bus) == (33, 141); print(a.branch_rating_mva.sum(), b.bus_pd_mw.sum()); "
-        "print(*[m in sys.modules for m in ('pandapower', 'matpowercaseframes', 'matpower', 'pandas')])"
+        "import sys; from powerzoo.physics.cases import load_case; a = "
+        "load_case('case33bw'); b = load_case('case141'); assert (a.n_bus, b.n_bus) == "
+        "(33, 141); print(a.branch_rating_mva.sum(), b.bus_pd_mw.sum()); print(*[m in "
+        "sys.modules for m in ('pandapower', 'matpowercaseframes', 'matpower', 'pandas')])"
     )
     runs = [
         subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -1,4 +1,5 @@
-"""RLlib adapter (issue 18 item 1): the MultiAgentEnv, ppo_config, seeds across runners, checkpoint policies."""
+"""RLlib adapter (issue 18 item 1): the MultiAgentEnv,
+ppo_config, seeds across runners, checkpoint policies."""
 
 import shutil
 import tempfile

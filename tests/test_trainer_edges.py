@@ -1,4 +1,5 @@
-"""Trainer rough edges (issue 13): instance ``load``, the end-of-training evaluation, whole-config checks."""
+"""Trainer rough edges (issue 13): instance ``load``,
+the end-of-training evaluation, whole-config checks."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def _csv_steps(run: Path) -> list[int]:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
-    """A finished 384-step PPO run on battery_arbitrage: evaluated at 256 and at the end, checkpointed every 128."""
+    """A finished 384-step PPO run on battery_arbitrage:
+    evaluated at 256 and at the end, checkpointed every 128."""
     out = tmp_path_factory.mktemp("runs")
     trainer = _tiny(
         out,
@@ -59,7 +61,7 @@ def tiny_run(tmp_path_factory) -> Path:
     return trainer.run_dir
 
 
-# ---- item 8: trainer.load(path) on an instance -------------------------------------------------------
+# ---- item 8: trainer.load(path) on an instance ---------------------------------------------------
 def test_load_on_an_instance_loads_into_it(tiny_run):
     fresh = Trainer.load(tiny_run)  # the classmethod form still builds a new trainer
     assert (
@@ -122,7 +124,7 @@ def test_load_documents_both_forms():
     )
 
 
-# ---- item 9: evaluate once more when training ends -------------------------------------------------
+# ---- item 9: evaluate once more when training ends -----------------------------------------------
 def test_a_run_shorter_than_the_evaluation_period_is_still_evaluated(tmp_path):
     trainer = _tiny(tmp_path, "short", evaluation={"freq": 10_000, "episodes": 2}, checkpoint=None)
     result = trainer.train()
@@ -150,7 +152,8 @@ def test_resume_does_not_duplicate_the_final_evaluation(tiny_run, tmp_path):
     shutil.copytree(tiny_run, run)
     Trainer.resume(run).close()
     assert _csv_steps(run) == [256, 384]
-    # killed after the final evaluation was written, before the final checkpoint: resume from step 256
+    # killed after the final evaluation was written,
+    # before the final checkpoint: resume from step 256
     run = tmp_path / "killed"
     shutil.copytree(tiny_run, run)
     checkpoints = run / "checkpoints"
@@ -167,7 +170,7 @@ def test_resume_does_not_duplicate_the_final_evaluation(tiny_run, tmp_path):
     assert [row["timestep"] for row in resumed.result.evaluations] == [256, 384]
 
 
-# ---- item 13: the whole config is checked before the run folder exists -----------------------------
+# ---- item 13: the whole config is checked before the run folder exists ---------------------------
 def _config_file(tmp_path: Path, env: dict | None = None, **fields) -> Path:
     cfg = {
         "task": "battery_arbitrage",

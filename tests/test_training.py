@@ -1,4 +1,5 @@
-"""Training layer: run configs, Trainer run folders, best model, stop conditions, SIGKILL + resume."""
+"""Training layer: run configs, Trainer run folders,
+best model, stop conditions, SIGKILL + resume."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _write(path: Path, data: dict) -> Path:
     return path
 
 
-# ---- config validation -----------------------------------------------------------------------------
+# ---- config validation ---------------------------------------------------------------------------
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_config_from_file_fills_defaults(tmp_path, suffix):
     cfg = TrainConfig.from_file(
@@ -132,7 +133,7 @@ def test_stop_conditions():
         NoImprovement(0)
 
 
-# ---- a short run: folder layout, CSV, best model ---------------------------------------------------
+# ---- a short run: folder layout, CSV, best model -------------------------------------------------
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
 
@@ -251,7 +252,7 @@ def test_reward_threshold_stops_the_run(tmp_path):
     assert result.num_timesteps == 128 and len(result.evaluations) == 1
 
 
-# ---- SIGKILL and resume ------------------------------------------------------------------------------
+# ---- SIGKILL and resume --------------------------------------------------------------------------
 def _tensorboard_tags(folder: Path) -> set[str]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -373,7 +374,8 @@ def test_ppo_learns_dc_microgrid_beyond_random(tmp_path):
     random = evaluate_days(
         RandomPolicy(env.action_space, seed=0), env, spread_days(env.unwrapped.task.n_days, 8)
     )
-    # about -13,400 vs -39,600 $/day: 16k steps learn to avoid most penalties (still far from the rule's ~-1,200)
+    # about -13,400 vs -39,600 $/day: 16k steps learn to avoid
+    # most penalties (still far from the rule's ~-1,200)
     assert learned["mean_return"] > random["mean_return"] + 10_000.0, (
         learned["mean_return"],
         random["mean_return"],

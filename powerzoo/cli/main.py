@@ -1,4 +1,5 @@
-"""The ``powerzoo`` command: list and describe tasks, demo, collect datasets, train / eval / resume agents."""
+"""The ``powerzoo`` command: list and describe tasks,
+demo, collect datasets, train / eval / resume agents."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for name in list_tasks():
         spec = task_spec(name)
         print(
-            f"{name:<22} {spec.agent_mode:<6} {spec.horizon:>4} x {spec.step_minutes:>2} min  {spec.description}"
+            f"{name:<22} {spec.agent_mode:<6} {spec.horizon:>4} "
+            f"x {spec.step_minutes:>2} min  {spec.description}"
         )
     return 0
 
@@ -91,12 +93,14 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     size_mb = os.path.getsize(args.output) / 1e6
     print(
-        f"{args.task} ({args.split}), {args.policy} policy, {num_envs} env(s): {dataset.n_episodes} episodes, "
-        f"{dataset.n_steps:,} transitions in {seconds:.2f} s ({dataset.n_steps / seconds:,.0f} transitions/s); "
+        f"{args.task} ({args.split}), {args.policy} policy, {num_envs} env(s): "
+        f"{dataset.n_episodes} episodes, {dataset.n_steps:,} transitions in {seconds:.2f} s "
+        f"({dataset.n_steps / seconds:,.0f} transitions/s); "
         f"mean return {dataset.attrs['mean_return']:,.2f}"
     )
     print(
-        f"wrote {args.output} ({size_mb:.2f} MB, {size_mb * 1e6 / dataset.n_steps:.1f} bytes/transition)"
+        f"wrote {args.output} ({size_mb:.2f} MB, "
+        f"{size_mb * 1e6 / dataset.n_steps:.1f} bytes/transition)"
     )
     dataset.close()
     return 0
@@ -152,8 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--num-envs",
         type=int,
         default=None,
-        help=f"episodes stepped at once in a native vector env (default: {VECTOR_ENVS_FOR_RANDOM} for the random "
-        "policy on single-agent tasks, else 1)",
+        help=(
+            "episodes stepped at once in a native vector env "
+            f"(default: {VECTOR_ENVS_FOR_RANDOM} for the random policy on single-agent tasks, "
+            "else 1)"
+        ),
     )
     p.add_argument(
         "--info-keys",
