@@ -3,10 +3,9 @@
 import json
 import os
 import platform
-import subprocess
-import sys
 
 import pytest
+from helpers import run_python
 
 from powerzoo.scratch import keep_freed_memory
 
@@ -34,10 +33,8 @@ print(json.dumps({"faults_per_step": faults, "tuned": scratch.keep_freed_memory(
 
 
 def _run(code: str, **env: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
+    out = run_python(
+        code,
         check=True,
         env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", **env},
     )
@@ -64,13 +61,7 @@ def test_opt_out_leaves_the_allocator_alone():
         "import json; from powerzoo.scratch import keep_freed_memory; "
         "print(json.dumps(keep_freed_memory()))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "POWERZOO_KEEP_FREED_MEMORY": "0"},
-    )
+    out = run_python(code, check=True, env={**os.environ, "POWERZOO_KEEP_FREED_MEMORY": "0"})
     assert json.loads(out.stdout) is False
 
 
@@ -80,5 +71,5 @@ def test_the_single_env_does_not_touch_the_allocator():
         "env = make_env('battery_arbitrage'); env.reset(seed=0); "
         "env.step(env.action_space.sample()); print(json.dumps(scratch._allocator_tuned))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_python(code, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) is None

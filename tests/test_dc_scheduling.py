@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from helpers import step_rule_based
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import powerzoo  # noqa: F401  (registers the Gymnasium ids)
@@ -172,9 +173,7 @@ def test_oracle_beats_rule_beats_random_and_keeps_the_band_better():
 
 def test_oracle_plan_rows_before_the_current_step_are_nan(task):
     rng = np.random.default_rng(0)
-    state = task.reset(rng, np.array([7]))
-    for _ in range(40):
-        state, _ = task.step(state, task.rule_based_action(task.observe(state)), rng)
+    state = step_rule_based(task, task.reset(rng, np.array([7])), 40, rng)
     plan = task.oracle_plan(state)
     assert (
         plan.shape == (1, H, 3) and np.isnan(plan[0, :40]).all() and np.isfinite(plan[0, 40:]).all()

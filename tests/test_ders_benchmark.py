@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers import random_parallel_rollout
 from pettingzoo.test import parallel_api_test
 
 from powerzoo.benchmarks.policies import make_baseline_policy
@@ -47,14 +48,9 @@ def _rule(task, state, rng):
 def test_parallel_api_and_seed_page_pattern_3_loop():
     parallel_api_test(make_env(TASK, framework="pettingzoo"), num_cycles=5)
     env = make_env(TASK, framework="pettingzoo", seed=0)
-    observations, infos = env.reset(seed=0)
-    steps = 0
-    while env.agents:
-        actions = {agent: env.action_space(agent).sample() for agent in env.agents}
-        observations, rewards, terminations, truncations, infos = env.step(actions)
-        steps += 1
-        assert len(set(rewards.values())) == 1  # shared team reward
-    assert steps == 48 and all(truncations.values())
+    rollout = random_parallel_rollout(env, seed=0)
+    assert all(len(set(rewards.values())) == 1 for rewards in rollout.rewards)  # shared team reward
+    assert rollout.steps == 48 and all(rollout.truncations.values())
 
 
 def test_three_agent_groups_with_their_own_action_bounds():

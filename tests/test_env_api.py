@@ -2,13 +2,12 @@
 
 import json
 import pickle
-import subprocess
-import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from helpers import run_python
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import powerzoo  # noqa: F401  (registers the Gymnasium ids)
@@ -126,12 +125,7 @@ def test_trajectories_are_identical_across_processes():
         "    if te or tr: obs, info = env.reset()\n"
         "print(h.hexdigest())"
     )
-    outs = {
-        subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        ).stdout
-        for _ in range(2)
-    }
+    outs = {run_python(code, check=True).stdout for _ in range(2)}
     assert len(outs) == 1
 
 

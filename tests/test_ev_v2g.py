@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import random_parallel_rollout
 from pettingzoo.test import parallel_api_test
 
 from powerzoo.benchmarks.evaluation import evaluate_days
@@ -36,16 +37,9 @@ def test_parallel_api_test_passes_with_5_and_20_evs(n_evs):
 
 def test_seed_page_pattern3_loop_runs_unchanged():
     env = make_env("marl_ev_v2g", framework="pettingzoo", seed=0)
-    # Pattern 3's loop: random rollout with per-agent reward accounting
-    obs, info = env.reset(seed=0)
-    totals = {a: 0.0 for a in env.agents}
-    steps = 0
-    while env.agents:
-        actions = {a: env.action_space(a).sample() for a in env.agents}
-        obs, rewards, terms, truncs, info = env.step(actions)
-        for a, r in rewards.items():
-            totals[a] += r
-        steps += 1
+    # random rollout with per-agent reward accounting
+    rollout = random_parallel_rollout(env, seed=0)
+    steps, totals, info = rollout.steps, rollout.returns, rollout.infos
     assert steps == 168 and set(totals) == {f"site_{i}" for i in range(5)}
     assert len(set(totals.values())) == 5  # per-agent rewards: each site's own bill
     assert all(

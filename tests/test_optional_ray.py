@@ -1,7 +1,6 @@
 """Ray is an optional extra: nothing a user imports or runs without asking for Ray may import it."""
 
-import subprocess
-import sys
+from helpers import run_python
 
 # Everything an ordinary session touches: the package, envs of both kinds, training (SB3 and native
 # MAPPO), evaluation, campaigns of baselines, the CLI and the integrations package itself.
@@ -19,9 +18,7 @@ print(sorted(name for name in sys.modules if name == "ray" or name.startswith("r
 
 
 def test_an_ordinary_session_never_imports_ray():
-    out = subprocess.run(
-        [sys.executable, "-c", ORDINARY_SESSION], capture_output=True, text=True, check=True
-    )
+    out = run_python(ORDINARY_SESSION, check=True)
     assert out.stdout.strip() == "[]", out.stdout
 
 
@@ -31,7 +28,7 @@ def test_the_cli_help_never_imports_ray():
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('ray' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_python(code, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
 
 
@@ -47,7 +44,5 @@ except ImportError as err:
 
 
 def test_without_the_extra_the_rllib_framework_names_the_install_command():
-    out = subprocess.run(
-        [sys.executable, "-c", WITHOUT_RAY], capture_output=True, text=True, check=True
-    )
+    out = run_python(WITHOUT_RAY, check=True)
     assert 'pip install "powerzoo[ray]"' in out.stdout

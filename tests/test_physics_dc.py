@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
-import subprocess
-import sys
 import warnings
 from importlib.metadata import version
 
 import numpy as np
 import pytest
+from helpers import cold_and_warm_runs
 
 from powerzoo.physics import cases as cases_mod
 from powerzoo.physics.cases import (
@@ -293,20 +291,14 @@ def test_unwritable_case_cache_only_warns(tmp_path, monkeypatch):
 
 
 def test_warm_case_cache_does_not_import_pandapower(tmp_path):
-    env = dict(os.environ, POWERZOO_CACHE_DIR=str(tmp_path))
     code = (
         "import sys; from powerzoo.physics.cases import load_case; "
         "c = load_case('case118'); assert c.n_bus == 118; "
         "print('pandapower' in sys.modules, 'pandas' in sys.modules)"
     )
-    runs = [
-        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-        for _ in range(2)
-    ]
-    for run in runs:
-        assert run.returncode == 0, run.stderr
-    assert runs[0].stdout.split() == ["True", "True"]  # cold: built from pandapower
-    assert runs[1].stdout.split() == ["False", "False"]  # warm: read from the .npz only
+    cold, warm = cold_and_warm_runs(code, tmp_path)
+    assert cold.stdout.split() == ["True", "True"]  # cold: built from pandapower
+    assert warm.stdout.split() == ["False", "False"]  # warm: read from the .npz only
 
 
 # --------------------------------------------------------------------------- PTDF / flows

@@ -7,13 +7,12 @@ import csv
 import inspect
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from helpers import run_cli
 
 from powerzoo.rl import ConfigError, Trainer
 
@@ -244,11 +243,7 @@ def test_every_bad_field_is_reported_at_once(tmp_path):
 
 def test_bad_split_from_the_command_line_leaves_no_folder(tmp_path):
     path = _config_file(tmp_path, env={"split": "tran"})
-    result = subprocess.run(
-        [sys.executable, "-m", "powerzoo.cli.main", "train", "-c", str(path)],
-        capture_output=True,
-        text=True,
-    )
+    result = run_cli("train", "-c", str(path))
     assert result.returncode == 2
     assert f"config {path}: field 'env.split': unknown split 'tran'" in result.stderr
     assert "Traceback" not in result.stderr
