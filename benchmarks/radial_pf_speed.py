@@ -18,7 +18,7 @@ best of 7 rounds in which every formulation runs a timed loop of about ``--secon
 turn (a shared machine's load then hits all alike), as wall time and as CPU time of this
 process (the honest one-core cost when other processes share the cores; targets are checked on
 it); a call includes the input checks and every eagerly computed output (voltages, branch
-currents, losses, head power). Targets (issue 14):
+currents, losses, head power). Speed targets of the solver (CPU time):
 33-bus >= 200,000 solves/s at B = 1024 and <= 150 us at B = 1; 141-bus >= 40,000 solves/s at
 B = 1024 and <= 300 us at B = 1.
 """

@@ -1,6 +1,6 @@
 """The package's shape: layers only import downwards, no import cycles, no oversized modules.
 
-Layers (SPEC section 2, docs/architecture.md), lowest first. A module may import from its own
+Layers (as in docs/architecture.md), lowest first. A module may import from its own
 layer and the ones below it; every import counts, also those inside functions and under
 ``TYPE_CHECKING``.
 """

@@ -68,7 +68,7 @@ def test_gymnasium_and_sb3_checkers_pass(task, normalize):
     sb3_check_env(env, warn=False)
 
 
-def test_seed_page_pattern2_multi_objective_loop(capsys):
+def test_multi_objective_loop_over_the_reward_vector(capsys):
     import numpy as np
 
     from powerzoo.rl import make_env

@@ -45,7 +45,7 @@ def _rule(task, state, rng):
     return task.rule_based_action(task.observe(state))
 
 
-def test_parallel_api_and_seed_page_pattern_3_loop():
+def test_parallel_api_and_a_random_rollout_with_the_shared_team_reward():
     parallel_api_test(make_env(TASK, framework="pettingzoo"), num_cycles=5)
     env = make_env(TASK, framework="pettingzoo", seed=0)
     rollout = random_parallel_rollout(env, seed=0)

@@ -35,7 +35,7 @@ def test_parallel_api_test_passes_with_5_and_20_evs(n_evs):
     )
 
 
-def test_seed_page_pattern3_loop_runs_unchanged():
+def test_random_pettingzoo_rollout_gives_each_site_its_own_bill():
     env = make_env("marl_ev_v2g", framework="pettingzoo", seed=0)
     # random rollout with per-agent reward accounting
     rollout = random_parallel_rollout(env, seed=0)

@@ -33,7 +33,7 @@ def leftovers(folder):
 
 
 # ---- schema and round trip -----------------------------------------------------------------------
-def test_seed_page_pattern6_on_battery_arbitrage(tmp_path):
+def test_random_dataset_of_battery_arbitrage_round_trips(tmp_path):
     env = make_env("battery_arbitrage", framework="auto")  # task adapter
     gen = DatasetGenerator(env, info_keys=["cost_sum", "is_safe"])
     dataset = gen.collect(
@@ -220,7 +220,7 @@ def test_multi_agent_dict_env_dataset_keeps_an_agent_axis(tmp_path):
     )
 
 
-def test_seed_page_pattern6_verbatim_on_marl_opf(tmp_path):
+def test_random_dataset_of_marl_opf_round_trips(tmp_path):
     env = make_env("marl_opf", framework="auto")  # task adapter
     gen = DatasetGenerator(env, info_keys=["cost_sum", "is_safe"])
     dataset = gen.collect(

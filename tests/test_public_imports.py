@@ -1,7 +1,7 @@
-"""Every import the README and the seed documentation show still works.
+"""Every documented user-facing import still works.
 
 The README's Python blocks are read at test time, so a new example there is checked too; the
-seed page's imports (the user's own documentation, not in this repository) are listed here.
+imports that user scripts rely on beyond the README are listed here.
 """
 
 import importlib
@@ -12,7 +12,7 @@ import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
-SEED_PAGE_IMPORTS = [
+USER_SCRIPT_IMPORTS = [
     "from powerzoo.rl import make_env",
     "from powerzoo.rl import Trainer",
     "from powerzoo.benchmarks.offline import DatasetGenerator, DatasetLoader",
@@ -44,7 +44,7 @@ def test_readme_shows_imports():
     assert len(readme_imports()) >= 3
 
 
-@pytest.mark.parametrize("statement", sorted(set(readme_imports() + SEED_PAGE_IMPORTS)))
+@pytest.mark.parametrize("statement", sorted(set(readme_imports() + USER_SCRIPT_IMPORTS)))
 def test_documented_import_works(statement):
     exec(statement, {})
 
@@ -73,7 +73,7 @@ def test_every_package_level_name_resolves(package):
         assert getattr(module, name) is not None, f"{package}.{name}"
 
 
-def test_benchmarks_exports_what_the_seed_pages_use():
+def test_benchmarks_package_exports_the_user_facing_names():
     from powerzoo.benchmarks import (
         DatasetGenerator,
         DatasetLoader,

@@ -1,5 +1,5 @@
-"""Trainer rough edges (issue 13): instance ``load``,
-the end-of-training evaluation, whole-config checks."""
+"""Trainer edge cases: ``load`` on an instance, the end-of-training evaluation, whole-config
+checks."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def tiny_run(tmp_path_factory) -> Path:
     return trainer.run_dir
 
 
-# ---- item 8: trainer.load(path) on an instance ---------------------------------------------------
+# ---- trainer.load(path) on an instance -----------------------------------------------------------
 def test_load_on_an_instance_loads_into_it(tiny_run):
     fresh = Trainer.load(tiny_run)  # the classmethod form still builds a new trainer
     assert (
@@ -123,7 +123,7 @@ def test_load_documents_both_forms():
     )
 
 
-# ---- item 9: evaluate once more when training ends -----------------------------------------------
+# ---- evaluate once more when training ends -------------------------------------------------------
 def test_a_run_shorter_than_the_evaluation_period_is_still_evaluated(tmp_path):
     trainer = _tiny(tmp_path, "short", evaluation={"freq": 10_000, "episodes": 2}, checkpoint=None)
     result = trainer.train()
@@ -169,7 +169,7 @@ def test_resume_does_not_duplicate_the_final_evaluation(tiny_run, tmp_path):
     assert [row["timestep"] for row in resumed.result.evaluations] == [256, 384]
 
 
-# ---- item 13: the whole config is checked before the run folder exists ---------------------------
+# ---- the whole config is checked before the run folder exists -----------------------------------
 def _config_file(tmp_path: Path, env: dict | None = None, **fields) -> Path:
     cfg = {
         "task": "battery_arbitrage",

@@ -422,7 +422,7 @@ def test_trainer_train_il_on_marl_opf_beats_random_and_reloads(tmp_path):
         trainer.get_env()
 
 
-def test_seed_page_pattern1_sac_with_checkpoint_callback(tmp_path, monkeypatch):
+def test_sb3_sac_script_with_checkpoint_callback_and_tensorboard_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     from stable_baselines3 import SAC
     from stable_baselines3.common.callbacks import CheckpointCallback
@@ -439,7 +439,7 @@ def test_seed_page_pattern1_sac_with_checkpoint_callback(tmp_path, monkeypatch):
         tensorboard_log="./logs/",
     )
     cb = CheckpointCallback(save_freq=100, save_path="./ckpt/")
-    model.learn(total_timesteps=300, callback=cb)  # the page uses 200_000
+    model.learn(total_timesteps=300, callback=cb)  # a real run would use ~200_000
     assert model.num_timesteps == 300
     assert sorted(p.name for p in Path("ckpt").iterdir()) == [
         f"rl_model_{n}_steps.zip" for n in (100, 200, 300)

@@ -18,7 +18,7 @@ def test_parallel_api_test_passes(task):
     parallel_api_test(make_env(task, framework="pettingzoo", seed=0), num_cycles=60)
 
 
-def test_seed_page_pattern3_loop_runs_unchanged():
+def test_random_pettingzoo_rollout_accumulates_the_shared_reward():
     env = make_env("marl_opf", framework="pettingzoo", seed=0)
     rollout = random_parallel_rollout(env, seed=0)
     steps, totals = rollout.steps, rollout.returns
