@@ -100,13 +100,15 @@ def main() -> None:
     transitions = 1_000_000 if args.million else args.transitions
     n_episodes = math.ceil(transitions / task_spec(args.task).horizon)
     print(
-        f"{'task':<20} {'envs':>5} {'episodes':>9} {'transitions':>12} {'transitions/s':>14} {'peak RSS MB':>12} {'MB per 1M':>10}"
+        f"{'task':<20} {'envs':>5} {'episodes':>9} {'transitions':>12} "
+        f"{'transitions/s':>14} {'peak RSS MB':>12} {'MB per 1M':>10}"
     )
     for num_envs in args.num_envs:
         r = measure(args.task, num_envs, n_episodes)
         print(
-            f"{r['task']:<20} {r['num_envs']:>5} {r['episodes']:>9,} {r['transitions']:>12,} "
-            f"{r['transitions_per_s']:>14,.0f} {r['peak_rss_mb']:>12.1f} {r['mb_per_million']:>10.1f}"
+            f"{r['task']:<20} {r['num_envs']:>5} {r['episodes']:>9,} "
+            f"{r['transitions']:>12,} {r['transitions_per_s']:>14,.0f} "
+            f"{r['peak_rss_mb']:>12.1f} {r['mb_per_million']:>10.1f}"
         )
 
 

@@ -26,7 +26,8 @@ from powerzoo.fileio import write_json
 
 
 def parse_max_episodes(values: list[str] | None) -> int | dict[str, int] | None:
-    """``["20"]`` -> 20; ``["77", "opf_118_7d=20"]`` -> ``{task: n}`` (the bare number is the default)."""
+    """``["20"]`` -> 20; ``["77", "opf_118_7d=20"]`` ->
+    ``{task: n}`` (the bare number is the default)."""
     if not values:
         return None
     default: int | None = None
@@ -55,13 +56,16 @@ def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dic
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """Plain-text table: task, policy, episodes, mean / std / IQM return, mean cost sum, seconds."""
-    header = f"{'task':<18} {'policy':<11} {'episodes':>8} {'mean return':>16} {'std':>13} {'iqm':>16} {'costs/ep':>11} {'s':>7}"
+    header = (
+        f"{'task':<18} {'policy':<11} {'episodes':>8} {'mean return':>16} {'std':>13} "
+        f"{'iqm':>16} {'costs/ep':>11} {'s':>7}"
+    )
     lines = [header, "-" * len(header)]
     for r in rows:
         cost = sum(r["mean_costs"].values())
         lines.append(
-            f"{r['task']:<18} {r['policy']:<11} {r['episodes']:>8d} {r['mean']:>16,.2f} {r['std']:>13,.2f} "
-            f"{r['iqm']:>16,.2f} {cost:>11.4g} {r['seconds']:>7.1f}"
+            f"{r['task']:<18} {r['policy']:<11} {r['episodes']:>8d} {r['mean']:>16,.2f} "
+            f"{r['std']:>13,.2f} {r['iqm']:>16,.2f} {cost:>11.4g} {r['seconds']:>7.1f}"
         )
     return "\n".join(lines)
 
@@ -82,7 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         default=None,
         metavar="N|TASK=N",
-        help="episodes per task (default: every split day); TASK=N sets one task, a bare N the others",
+        help=(
+            "episodes per task (default: every split day); "
+            "TASK=N sets one task, a bare N the others"
+        ),
     )
     parser.add_argument(
         "--output", type=Path, default=BASELINES_FILE, help=f"JSON file (default: {BASELINES_FILE})"

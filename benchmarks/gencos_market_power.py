@@ -39,7 +39,8 @@ POLICIES = ("random", "rule_based", "truthful")
 def market_power(
     split: str = "test", n_days: int | None = None, seed: int = 0
 ) -> dict[str, dict[str, float]]:
-    """Summary per policy (module docstring) on ``n_days`` evenly spread days of ``split`` (``None``: all)."""
+    """Summary per policy (module docstring) on ``n_days``
+    evenly spread days of ``split`` (``None``: all)."""
     out: dict[str, dict[str, float]] = {}
     lmp_by_policy: dict[str, np.ndarray] = {}
     for name in POLICIES:
@@ -107,14 +108,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     results = {}
-    header = f"{'split':<16} {'policy':<11} {'days':>4} {'profit $/day':>13} {'mean LMP':>9} {'x compet.':>9} {'Lerner':>7} {'P/MC':>6}"
+    header = (
+        f"{'split':<16} {'policy':<11} {'days':>4} {'profit $/day':>13} {'mean LMP':>9} "
+        f"{'x compet.':>9} {'Lerner':>7} {'P/MC':>6}"
+    )
     print(header + "\n" + "-" * len(header))
     for split in args.splits:
         results[split] = market_power(split, args.days, args.seed)
         for name, r in results[split].items():
             print(
-                f"{split:<16} {name:<11} {r['days']:>4d} {r['team_profit_per_day']:>13,.0f} {r['mean_lmp_per_mwh']:>9.2f} "
-                f"{r['price_over_competitive']:>9.3f} {r['lerner_index']:>7.3f} {r['price_cost_ratio']:>6.3f}"
+                f"{split:<16} {name:<11} {r['days']:>4d} {r['team_profit_per_day']:>13,.0f} "
+                f"{r['mean_lmp_per_mwh']:>9.2f} {r['price_over_competitive']:>9.3f} "
+                f"{r['lerner_index']:>7.3f} {r['price_cost_ratio']:>6.3f}"
             )
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1))

@@ -1,6 +1,7 @@
 """Share of SB3 PPO training time spent building and copying per-env info dicts.
 
-Usage: python benchmarks/info_share.py [--tasks battery_arbitrage dc_microgrid] [--n-envs 64] [--timesteps 16384]
+Usage: python benchmarks/info_share.py [--tasks battery_arbitrage dc_microgrid] [--n-envs 64]
+       [--timesteps 16384]
 
 Trains PPO as ``benchmarks/train_throughput.py`` does (same hyperparameters, one torch thread),
 once on each env path, and times the info work inside ``model.learn``: on the DummyVecEnv path
@@ -69,7 +70,8 @@ def main(argv: list[str] | None = None) -> None:
         for kind in ("dummy", "native"):
             r = measure(kind, task, args.n_envs, args.timesteps)
             print(
-                f"{task:<18} {kind:<7} {r['learn_s']:>8.2f} {r['info_s']:>7.3f} {100 * r['info_s'] / r['learn_s']:>5.1f}%",
+                f"{task:<18} {kind:<7} {r['learn_s']:>8.2f} {r['info_s']:>7.3f} "
+                f"{100 * r['info_s'] / r['learn_s']:>5.1f}%",
                 flush=True,
             )
     print(f"({time.perf_counter() - started:.0f} s)")

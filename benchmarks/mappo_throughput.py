@@ -1,19 +1,21 @@
-"""Native multi-agent PPO throughput: batched collection, end-to-end MAPPO, and the SB3 shared-policy path.
+"""Native multi-agent PPO throughput: batched collection, end-to-end MAPPO, SB3 shared policy.
 
-Usage: python benchmarks/mappo_throughput.py [--task marl_opf] [--collect-envs 1024] [--train-envs 128]
-       [--timesteps 61440] [--sb3-timesteps 61440] [--seed 0] [--json OUT]
+Usage: python benchmarks/mappo_throughput.py [--task marl_opf] [--collect-envs 1024]
+       [--train-envs 128] [--timesteps 61440] [--sb3-timesteps 61440] [--seed 0] [--json OUT]
 
 One torch thread everywhere. Rows:
 
 * ``collect``: :class:`powerzoo.rl.mappo.collector.Collector` over ``--collect-envs`` envs (actors
   and the centralised critic in the loop, final-observation values included), env steps per second
   of ``collect()``;
-* ``MAPPO``: ``Trainer(task, algorithm="MAPPO")`` with the defaults of ``configs/<task>_mappo.yaml``'s
-  algorithm_kwargs (no evaluation, no checkpoints, no TensorBoard), ``--timesteps`` env steps over
-  the wall time of ``train()`` (collection and PPO epochs);
-* ``SB3 shared PPO``: :func:`powerzoo.rl.sb3.marl.train_shared_policy` (one SB3 PPO policy for all agents,
-  the ``powerzoo train`` default before MAPPO) with ``configs/<task>.yaml``'s algorithm_kwargs,
-  the same number of env steps (SB3 counts agent-steps: ``n_agents`` times more).
+* ``MAPPO``: ``Trainer(task, algorithm="MAPPO")`` with the defaults of
+  ``configs/<task>_mappo.yaml``'s algorithm_kwargs (no evaluation, no checkpoints, no
+  TensorBoard), ``--timesteps`` env steps over the wall time of ``train()`` (collection and PPO
+  epochs);
+* ``SB3 shared PPO``: :func:`powerzoo.rl.sb3.marl.train_shared_policy` (one SB3 PPO policy for all
+  agents, the ``powerzoo train`` default before MAPPO) with ``configs/<task>.yaml``'s
+  algorithm_kwargs, the same number of env steps (SB3 counts agent-steps: ``n_agents`` times
+  more).
 
 Env steps: one step of one task copy, all agents acting (agent-steps = env steps x n_agents).
 """
@@ -143,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     sb3 = measure_sb3_shared(args.task, args.sb3_envs, args.timesteps, args.seed)
     print(f"{args.task}, one torch thread")
     print(
-        f"  collect (MAPPO actors + centralised critic), {args.collect_envs} envs: {collect:>10,.0f} env-steps/s"
+        "  collect (MAPPO actors + centralised critic), "
+        f"{args.collect_envs} envs: {collect:>10,.0f} env-steps/s"
     )
     print(
         f"  MAPPO end-to-end, {args.train_envs} envs, {mappo['env_steps']:,} env steps: "

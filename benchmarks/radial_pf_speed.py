@@ -18,7 +18,7 @@ best of 7 rounds in which every formulation runs a timed loop of about ``--secon
 turn (a shared machine's load then hits all alike), as wall time and as CPU time of this
 process (the honest one-core cost when other processes share the cores; targets are checked on
 it); a call includes the input checks and every eagerly computed output (voltages, branch
-currents, losses, head power). Targets (issue 14):
+currents, losses, head power). Speed targets of the solver (CPU time):
 33-bus >= 200,000 solves/s at B = 1024 and <= 150 us at B = 1; 141-bus >= 40,000 solves/s at
 B = 1024 and <= 300 us at B = 1.
 """
@@ -144,9 +144,9 @@ def run(feeders, batches, methods, seconds: float) -> list[dict]:
                     }
                 )
                 print(
-                    f"{name:9s} B={batch:5d} {method:6s} wall {wall_us:9.2f} us/solve "
-                    f"({1e6 / wall_us:9,.0f}/s)  cpu {cpu_us:9.2f} us/solve ({1e6 / cpu_us:9,.0f}/s)  "
-                    f"it={iterations[method]}"
+                    f"{name:9s} B={batch:5d} {method:6s} wall {wall_us:9.2f} "
+                    f"us/solve ({1e6 / wall_us:9,.0f}/s)  cpu {cpu_us:9.2f} "
+                    f"us/solve ({1e6 / cpu_us:9,.0f}/s)  it={iterations[method]}"
                     + ("" if target is None else f"  target <= {target:.1f} us"),
                     flush=True,
                 )

@@ -1,8 +1,9 @@
-"""Env-steps/s of the Ray paths against the in-process ones, on one multi-agent task (default ``marl_opf``).
+"""Env-steps/s of the Ray paths against the in-process ones, on one multi-agent task.
 
-Usage::
+The task defaults to ``marl_opf``. Usage::
 
-    python benchmarks/ray_throughput.py                       # N = 256 envs, 2 actors, writes results/ray_throughput/
+    # N = 256 envs, 2 actors, writes results/ray_throughput/
+    python benchmarks/ray_throughput.py
     python benchmarks/ray_throughput.py --num-envs 1024 --collect-envs 256 --rllib-seconds 20
 
 Rows (one env-step = one step of one task copy, every agent acting):
@@ -96,7 +97,8 @@ def _row(
 
 
 def _best(fn: Any, steps: int, repeats: int) -> tuple[float, float]:
-    """Best env-steps/s over ``repeats`` calls of ``fn`` (``steps`` env steps each) and the total time."""
+    """Best env-steps/s over ``repeats`` calls of ``fn``
+    (``steps`` env steps each) and the total time."""
     best, started = 0.0, time.perf_counter()
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -237,8 +239,8 @@ def write_outputs(rows: list[dict[str, Any]], out: Path, header: str) -> None:
     for r in rows:
         rate = "-" if r["env_steps_per_s"] is None else f"{r['env_steps_per_s']:,}"
         lines.append(
-            f"| {r['path']} | {r['n_envs']} | {r['workers']} | {r['actions']} | {rate} | {r['load_1m']} "
-            f"| {r['note']} |"
+            f"| {r['path']} | {r['n_envs']} | {r['workers']} | "
+            f"{r['actions']} | {rate} | {r['load_1m']} | {r['note']} |"
         )
     (out / "ray_throughput.md").write_text("\n".join(lines) + "\n")
 
@@ -298,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     for runners in (0, 1):
         rows.append(measure_rllib(args.task, runners, args.rllib_seconds))
     header = (
-        f"{args.task}, ray {ray.__version__}, {cpus} CPU cores, {args.steps} steps per rollout, best of "
-        f"{args.repeats}; load average (1/5/15 min) at the end: "
+        f"{args.task}, ray {ray.__version__}, {cpus} CPU cores, {args.steps} steps "
+        f"per rollout, best of {args.repeats}; load average (1/5/15 min) at the end: "
         + "/".join(f"{x:.2f}" for x in os.getloadavg())
     )
     print(header)

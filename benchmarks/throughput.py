@@ -1,12 +1,12 @@
-"""Env throughput: env-steps/s and µs per env-step against the batch size N, peak memory, build time.
+"""Env throughput: env-steps/s and µs per env-step against batch size N, peak memory, build time.
 
 Usage::
 
-    python benchmarks/throughput.py                                  # every task, N = 1 and 1,024
+    python benchmarks/throughput.py                     # every task, N = 1 and 1,024
     python benchmarks/throughput.py --tasks opf_118 --num-envs 1 256 1024
-    python benchmarks/throughput.py --sweep                          # N = 1, 64, 256, 1,024, 4,096 + plot
-    python benchmarks/throughput.py --sweep --repeats 3              # fastest of 3 fresh processes per point
-    python benchmarks/throughput.py --sweep --together               # every N of a task in one process, in turn
+    python benchmarks/throughput.py --sweep             # N = 1, 64, 256, 1,024, 4,096 + plot
+    python benchmarks/throughput.py --sweep --repeats 3 # fastest of 3 fresh processes per point
+    python benchmarks/throughput.py --sweep --together  # every N of a task in one process, in turn
 
 N = 1 is the single env (Gymnasium or PettingZoo, as a user steps it); N > 1 is the native batched
 env (``make_env(task, num_envs=N)``). Each measurement runs in a fresh subprocess pinned to one
@@ -16,9 +16,9 @@ action sampler; episode resets are included (the batched env resets finished row
 runs in windows of whole episodes (horizon calls, repeated until a window lasts >= 0.5 s), so every
 step of the day weighs the same at every N (some hours cost more: congested peaks, harder market
 LPs); windows are timed until ``--seconds`` have passed and at least three were taken, and the
-**fastest window** is reported (``timeit``'s rule: on a shared machine the noise only ever adds time;
-the same work in one process varies by up to 50 % between windows here, e.g. gencos_bidding's HiGHS
-solves). The CSV also has the mean over all windows (``mean_steps_per_s``).
+**fastest window** is reported (``timeit``'s rule: on a shared machine the noise only ever adds
+time; the same work in one process varies by up to 50 % between windows here, e.g. gencos_bidding's
+HiGHS solves). The CSV also has the mean over all windows (``mean_steps_per_s``).
 "CPU µs" is the process's CPU time per env-step: on a busy machine it stays close to the idle
 figure while wall-clock steps/s drop.
 ``--sweep`` also writes ``results/throughput/throughput.{csv,json,md,png}`` (the Markdown table is
@@ -42,7 +42,8 @@ MIN_WINDOW_S = 0.5  # shortest timed window (whole episodes); the fastest of >= 
 
 _CHILD = r"""
 import json, resource, sys, time, warnings
-task, sizes, seconds, pool_bytes = sys.argv[1], [int(n) for n in sys.argv[2].split(",")], float(sys.argv[3]), int(sys.argv[4])
+task, sizes, seconds, pool_bytes = (sys.argv[1], [int(n) for n in sys.argv[2].split(",")],
+                                    float(sys.argv[3]), int(sys.argv[4]))
 min_window = float(sys.argv[5])
 t0 = time.perf_counter(); import powerzoo; import_s = time.perf_counter() - t0
 import numpy as np
@@ -67,11 +68,14 @@ class Point:
         spaces = [env.action_space(a) for a in agents] if multi else [env.action_space]
         per_call = sum(int(np.prod(s.shape)) for s in spaces) * 4
         self.n_pool = int(max(4, min(256, pool_bytes // max(per_call, 1))))
-        draws = [rng.uniform(s.low, s.high, size=(self.n_pool,) + s.shape).astype(np.float32) for s in spaces]
-        self.pool = [dict(zip(agents, [d[i] for d in draws])) for i in range(self.n_pool)] if multi else list(draws[0])
+        draws = [rng.uniform(s.low, s.high, size=(self.n_pool,) + s.shape).astype(np.float32)
+                 for s in spaces]
+        self.pool = ([dict(zip(agents, [d[i] for d in draws])) for i in range(self.n_pool)]
+                     if multi else list(draws[0]))
         self.run(min(self.n_pool, 16))  # warm-up: caches, buffers sized for N
         t0 = time.perf_counter(); self.run(8); per_call = (time.perf_counter() - t0) / 8
-        self.window = horizon * max(1, int(np.ceil(min_window / (per_call * horizon))))  # whole episodes
+        # whole episodes
+        self.window = horizon * max(1, int(np.ceil(min_window / (per_call * horizon))))
         self.walls, self.cpus = [], []
 
     def run(self, n_calls):
@@ -97,7 +101,8 @@ for p in points:
     print(json.dumps({"task": task, "num_envs": p.num_envs, "steps_per_s": steps / p.walls[best],
                       "us_per_env_step": p.walls[best] / steps * 1e6,
                       "cpu_us_per_env_step": p.cpus[best] / steps * 1e6,
-                      "mean_steps_per_s": steps * len(p.walls) / sum(p.walls), "windows": len(p.walls),
+                      "mean_steps_per_s": steps * len(p.walls) / sum(p.walls),
+                      "windows": len(p.walls),
                       "import_s": import_s, "build_s": p.build_s,
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -106,8 +111,9 @@ for p in points:
 def measure(
     task: str, num_envs: int, seconds: float, min_window: float = MIN_WINDOW_S
 ) -> dict[str, Any]:
-    """One measurement of ``task`` at batch size ``num_envs`` in a fresh subprocess: the fastest of at
-    least three windows of whole episodes (each >= ``min_window`` s), timed for >= ``seconds`` in all."""
+    """One measurement of ``task`` at batch size ``num_envs`` in a fresh subprocess: the fastest of
+    at least three windows of whole episodes (each >= ``min_window`` s), timed for >= ``seconds`` in
+    all."""
     return measure_together(task, [num_envs], seconds, min_window)[0]
 
 
@@ -240,8 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.repeats < 1:
         parser.error("--repeats must be positive")
     header = (
-        f"{'task':<22} {'N':>5} {'env-steps/s':>12} {'(mean)':>12} {'µs/env-step':>12} {'CPU µs':>8} {'build s':>8} "
-        f"{'peak MB':>8}"
+        f"{'task':<22} {'N':>5} {'env-steps/s':>12} {'(mean)':>12} "
+        f"{'µs/env-step':>12} {'CPU µs':>8} {'build s':>8} {'peak MB':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -264,8 +270,9 @@ def main(argv: list[str] | None = None) -> None:
         for n, r in zip(sizes, points, strict=True):
             rows.append(r)
             print(
-                f"{task:<22} {n:>5} {r['steps_per_s']:>12,.0f} {r['mean_steps_per_s']:>12,.0f} {r['us_per_env_step']:>12.2f} "
-                f"{r['cpu_us_per_env_step']:>8.2f} {r['build_s']:>8.3f} {r['peak_rss_mb']:>8.1f}",
+                f"{task:<22} {n:>5} {r['steps_per_s']:>12,.0f} {r['mean_steps_per_s']:>12,.0f} "
+                f"{r['us_per_env_step']:>12.2f} {r['cpu_us_per_env_step']:>8.2f} "
+                f"{r['build_s']:>8.3f} {r['peak_rss_mb']:>8.1f}",
                 flush=True,
             )
     if args.sweep:

@@ -1,6 +1,6 @@
 """Train PPO on battery_arbitrage and report the normalised test score and the wall time.
 
-    python benchmarks/train_battery.py                 # 100k env steps, configs/battery_arbitrage.yaml
+    python benchmarks/train_battery.py          # 100k env steps, configs/battery_arbitrage.yaml
     python benchmarks/train_battery.py --timesteps 50000 --seeds 0 1 2
 
 Normalised score: 0 = random policy, 1 = perfect-foresight oracle, on every test day
@@ -35,11 +35,12 @@ def main() -> None:
     base = TrainConfig.from_file(args.config)
     out = args.output_dir or tempfile.mkdtemp(prefix="powerzoo-train-battery-")
     print(
-        f"{base.algorithm} on {base.task}, {args.timesteps:,} env steps, {base.n_envs} envs, config {args.config}"
+        f"{base.algorithm} on {base.task}, {args.timesteps:,} "
+        f"env steps, {base.n_envs} envs, config {args.config}"
     )
     print(
-        f"{'seed':>4} {'train s':>8} {'steps/s':>8} {'final $/day':>12} {'score':>6} {'best $/day':>11} {'score':>6} "
-        f"{'soc_violation MWh/day':>22}"
+        f"{'seed':>4} {'train s':>8} {'steps/s':>8} {'final $/day':>12} "
+        f"{'score':>6} {'best $/day':>11} {'score':>6} {'soc_violation MWh/day':>22}"
     )
     scores = []
     for seed in args.seeds:
@@ -61,12 +62,14 @@ def main() -> None:
         trainer.close()
         scores.append(final["normalized_score"])
         print(
-            f"{seed:>4} {seconds:>8.1f} {result.num_timesteps / seconds:>8.0f} {final['mean_return']:>12,.1f} "
-            f"{final['normalized_score']:>6.3f} {best['mean_return']:>11,.1f} {best['normalized_score']:>6.3f} "
+            f"{seed:>4} {seconds:>8.1f} {result.num_timesteps / seconds:>8.0f} "
+            f"{final['mean_return']:>12,.1f} {final['normalized_score']:>6.3f} "
+            f"{best['mean_return']:>11,.1f} {best['normalized_score']:>6.3f} "
             f"{final['mean_costs']['soc_violation']:>22.1f}"
         )
     print(
-        f"mean normalised score of the final models: {np.mean(scores):.3f} (target >= 0.5); run folders in {out}"
+        f"mean normalised score of the final models: {np.mean(scores):.3f} (target >= 0.5); "
+        f"run folders in {out}"
     )
 
 

@@ -1,7 +1,8 @@
 """SB3 training throughput: the native vector env against DummyVecEnv over single envs.
 
-Usage: python benchmarks/train_throughput.py [--tasks battery_arbitrage dc_microgrid] [--algos PPO SAC]
-       [--n-envs 64] [--sac-n-envs 64] [--timesteps 16384] [--repeats 2] [--seed 0] [--ppo-epochs 10]
+Usage: python benchmarks/train_throughput.py [--tasks battery_arbitrage dc_microgrid]
+       [--algos PPO SAC] [--n-envs 64] [--sac-n-envs 64] [--timesteps 16384] [--repeats 2]
+       [--seed 0] [--ppo-epochs 10]
 
 Each run trains one SB3 model from scratch for a fixed budget of env steps, the way the Trainer
 builds it: ``make_env(task, normalize=True)`` envs, SB3 ``VecNormalize`` (observations and

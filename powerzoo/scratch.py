@@ -27,11 +27,13 @@ import numpy as np
 __all__ = ["Scratch", "ROW_BLOCK", "row_blocks", "keep_freed_memory", "TRIM_THRESHOLD_BYTES"]
 
 ROW_BLOCK = 1024
-"""Rows per pass of a kernel whose [rows, n] temporaries would outgrow the CPU caches past ~1,000 rows."""
+"""Rows per pass of a kernel whose [rows, n] temporaries would outgrow the CPU caches past ~1,000
+rows."""
 
 
 TRIM_THRESHOLD_BYTES = 256 * 2**20
-"""Free memory glibc keeps at the top of the heap before returning it to the OS (default ~128 KB-64 MB)."""
+"""Free memory glibc keeps at the top of the heap before returning it to the OS (bytes; glibc's
+default is ~128 KB-64 MB)."""
 _MMAP_THRESHOLD_BYTES = (
     32 * 2**20
 )  # blocks below this come from the heap (glibc's largest allowed value)

@@ -3,10 +3,9 @@
 import json
 import os
 import platform
-import subprocess
-import sys
 
 import pytest
+from helpers import run_python
 
 from powerzoo.scratch import keep_freed_memory
 
@@ -21,7 +20,8 @@ env = make_env("tso", num_envs=1024, seed=0)
 env.reset(seed=0)
 rng = np.random.default_rng(0)
 space = env.single_action_space
-actions = [rng.uniform(space.low, space.high, size=(1024,) + space.shape).astype(np.float32) for _ in range(4)]
+actions = [rng.uniform(space.low, space.high, size=(1024,) + space.shape).astype(np.float32)
+           for _ in range(4)]
 for i in range(6):
     env.step(actions[i % 4])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -33,10 +33,8 @@ print(json.dumps({"faults_per_step": faults, "tuned": scratch.keep_freed_memory(
 
 
 def _run(code: str, **env: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
+    out = run_python(
+        code,
         check=True,
         env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", **env},
     )
@@ -59,22 +57,19 @@ def test_a_batched_uc_step_faults_no_pages_back_in():
 
 
 def test_opt_out_leaves_the_allocator_alone():
-    code = "import json; from powerzoo.scratch import keep_freed_memory; print(json.dumps(keep_freed_memory()))"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "POWERZOO_KEEP_FREED_MEMORY": "0"},
+    code = (
+        "import json; from powerzoo.scratch import keep_freed_memory; "
+        "print(json.dumps(keep_freed_memory()))"
     )
+    out = run_python(code, check=True, env={**os.environ, "POWERZOO_KEEP_FREED_MEMORY": "0"})
     assert json.loads(out.stdout) is False
 
 
 def test_the_single_env_does_not_touch_the_allocator():
     code = (
         "import json; from powerzoo.rl import make_env; from powerzoo import scratch; "
-        "env = make_env('battery_arbitrage'); env.reset(seed=0); env.step(env.action_space.sample()); "
-        "print(json.dumps(scratch._allocator_tuned))"
+        "env = make_env('battery_arbitrage'); env.reset(seed=0); "
+        "env.step(env.action_space.sample()); print(json.dumps(scratch._allocator_tuned))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_python(code, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) is None

@@ -1,6 +1,6 @@
 """The package's shape: layers only import downwards, no import cycles, no oversized modules.
 
-Layers (SPEC section 2, docs/architecture.md), lowest first. A module may import from its own
+Layers (as in docs/architecture.md), lowest first. A module may import from its own
 layer and the ones below it; every import counts, also those inside functions and under
 ``TYPE_CHECKING``.
 """
@@ -104,7 +104,8 @@ def test_imports_point_down_the_layers(module):
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
-    """Tarjan's algorithm: the groups of modules that import each other (directly or around a loop)."""
+    """Tarjan's algorithm: the groups of modules that
+    import each other (directly or around a loop)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

@@ -1,5 +1,5 @@
-"""The baseline table, normalised scores, the evaluation protocol, and task policies on
-multi-agent envs."""
+"""The baseline table, normalised scores, the evaluation protocol,
+and task policies on multi-agent envs."""
 
 import importlib.util
 import json

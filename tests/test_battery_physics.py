@@ -39,7 +39,8 @@ def test_request_beyond_soc_bounds_is_cut_and_costed():
     # 1 MWh stored above soc_min -> at most 0.95 MWh delivered = 1.9 MW for 30 min
     np.testing.assert_allclose(r.p_mw, [1.9, -1.0 / 0.95 / 0.5], rtol=1e-12)
     np.testing.assert_allclose(r.soc, [0.1, 0.9], atol=1e-12)
-    # storage-side energy asked beyond the bound: (25 - 1.9) * 0.5 / 0.95 and (25 - 2.105..) * 0.5 * 0.95
+    # storage-side energy asked beyond the bound:
+    # (25 - 1.9) * 0.5 / 0.95 and (25 - 2.105..) * 0.5 * 0.95
     np.testing.assert_allclose(
         r.soc_violation_mwh, [(25 - 1.9) * 0.5 / 0.95, (25 - 1.0 / 0.95 / 0.5) * 0.5 * 0.95]
     )

@@ -1,11 +1,11 @@
-"""Benchmark campaigns: ``run_campaign`` files, statistics, skipped policies, trained runs, ``powerzoo bench``."""
+"""Benchmark campaigns: ``run_campaign`` files, statistics,
+skipped policies, trained runs, ``powerzoo bench``."""
 
 import csv
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from helpers import run_cli
 
 from powerzoo.benchmarks.campaign import (
     EPISODE_COLUMNS,
@@ -228,12 +228,6 @@ def test_trained_run_folder_is_evaluated(tmp_path):
     assert (tmp_path / "bench" / "episode_battery_arbitrage_tiny.png").is_file()
     rows = read_csv(result.files["results_csv"])
     assert [r["policy"] for r in rows] == ["random", "tiny"]
-
-
-def run_cli(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "powerzoo.cli.main", *args], capture_output=True, text=True, cwd=cwd
-    )
 
 
 def test_cli_bench_prints_markdown(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import run_python
 
 from powerzoo.rl.campaigns import CampaignError, load_campaign, parse_campaign, run_local
 from powerzoo.rl.campaigns.trial import TRIAL_FILE
@@ -84,7 +85,7 @@ def local_run(tiny_file, tmp_path_factory):
     return out, run_local(tiny_file, out, progress=False)
 
 
-# ---- campaign files -------------------------------------------------------------------------------
+# ---- campaign files ------------------------------------------------------------------------------
 def test_spec_expands_every_task_algorithm_setting_seed_into_one_trial(tiny_file):
     spec = load_campaign(tiny_file)
     assert [t.trial_id for t in spec.trials] == TRIAL_IDS
@@ -208,7 +209,7 @@ def test_missing_campaign_file_and_rllib_on_the_local_backend(tmp_path):
         )
 
 
-# ---- the local backend ----------------------------------------------------------------------------
+# ---- the local backend ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_local_campaign_gives_one_row_per_trial_and_a_pooled_row_per_setting(local_run):
     out, outcome = local_run
@@ -264,7 +265,7 @@ def test_cli_campaign_prints_the_table_and_never_imports_ray(local_run, tiny_fil
         f"rc = main(['campaign', {str(tiny_file)!r}, '--out', {str(out)!r}, '--no-progress'])\n"
         "print('RAY', 'ray' in sys.modules, rc)"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    run = run_python(code, check=True)
     assert "| PPO/fast |" in run.stdout and "4 of 4 trial(s) finished (local backend)" in run.stdout
     assert run.stdout.strip().splitlines()[-1] == "RAY False 0"
 
@@ -274,7 +275,7 @@ def test_cli_ray_backend_without_ray_is_one_line_with_the_pip_command(tiny_file)
         "import sys; sys.modules['ray'] = None\nfrom powerzoo.cli.main import main\n"
         f"sys.exit(main(['campaign', {str(tiny_file)!r}, '--backend', 'ray']))"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    run = run_python(code)
     assert run.returncode == 2
     assert (
         run.stderr.strip()
@@ -282,7 +283,7 @@ def test_cli_ray_backend_without_ray_is_one_line_with_the_pip_command(tiny_file)
     )
 
 
-# ---- the Ray backend ------------------------------------------------------------------------------
+# ---- the Ray backend -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")

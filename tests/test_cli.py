@@ -3,19 +3,12 @@
 import csv
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
 from powerzoo.cli.main import main
-
-
-def run_cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "powerzoo.cli.main", *args], capture_output=True, text=True
-    )
 
 
 def test_list_shows_registered_tasks(capsys):

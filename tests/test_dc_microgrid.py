@@ -1,4 +1,5 @@
-"""dc_microgrid / dc_microgrid_safe: API, multi-objective reward, physical invariants, baselines, data."""
+"""dc_microgrid / dc_microgrid_safe: API, multi-objective reward,
+physical invariants, baselines, data."""
 
 import pickle
 
@@ -58,7 +59,7 @@ def check_step_invariants(info, obs, space):
     assert np.all(np.isfinite(obs)) and space.contains(obs)
 
 
-# ---- API ------------------------------------------------------------------------------------------
+# ---- API -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("normalize", [False, True])
 def test_gymnasium_and_sb3_checkers_pass(task, normalize):
@@ -67,7 +68,7 @@ def test_gymnasium_and_sb3_checkers_pass(task, normalize):
     sb3_check_env(env, warn=False)
 
 
-def test_seed_page_pattern2_multi_objective_loop(capsys):
+def test_multi_objective_loop_over_the_reward_vector(capsys):
     import numpy as np
 
     from powerzoo.rl import make_env
@@ -330,7 +331,7 @@ def test_stress_splits_shift_their_inputs():
     ]  # weather as in the test split
 
 
-# ---- bad input and determinism ---------------------------------------------------------------------
+# ---- bad input and determinism -------------------------------------------------------------------
 def test_bad_input_raises_clear_errors():
     env = make_env("dc_microgrid", seed=0)
     with pytest.raises(
@@ -389,7 +390,8 @@ def test_env_pickles_without_the_task_step_tables_and_steps_identically():
     env.reset(seed=0, options={"day_id": 3})
     env.step(env.action_space.sample())
     blob = pickle.dumps(env)
-    # the task's step tables (several are views of the shared workload) are rebuilt on load, not pickled
+    # the task's step tables (several are views of the shared workload) are rebuilt on load,
+    # not pickled
     assert len(blob) < 25e6
     clone = pickle.loads(blob)
     actions = np.random.default_rng(0).uniform(
@@ -405,7 +407,7 @@ def test_env_pickles_without_the_task_step_tables_and_steps_identically():
     assert first[3]  # truncated at the horizon
 
 
-# ---- workload data and device models ------------------------------------------------------------------
+# ---- workload data and device models -------------------------------------------------------------
 def test_workload_is_deterministic_shaped_and_consistent():
     w = get_workload("base", 5)
     assert w is get_workload("base", 5)  # prepared once per process

@@ -1,10 +1,8 @@
 """dc_microgrid oracle: the perfect-foresight MILP plan, executed in the env."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from helpers import run_python, step_rule_based
 
 from powerzoo.benchmarks.evaluation import rollout
 from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy
@@ -14,7 +12,8 @@ from powerzoo.tasks.dc_microgrid.oracle import ORACLE_SETPOINT_C
 
 
 def play(task, state, actions, rng):
-    """Step ``task`` from ``state`` through float32 ``actions`` [S, 5]; return (return, costs, infos)."""
+    """Step ``task`` from ``state`` through float32 ``actions`` [S,
+    5]; return (return, costs, infos)."""
     ret, costs, infos = 0.0, np.zeros(3), []
     for action in actions.astype(np.float32).astype(np.float64):
         state, out = task.step(state, action[None], rng)
@@ -76,9 +75,7 @@ def test_plan_actions_respect_device_limits(test_task):
 
 def test_plan_from_the_middle_of_an_episode(test_task):
     rng = np.random.default_rng(1)
-    state = test_task.reset(rng, np.array([10]))
-    for _ in range(100):
-        state, _ = test_task.step(state, test_task.rule_based_action(test_task.observe(state)), rng)
+    state = step_rule_based(test_task, test_task.reset(rng, np.array([10])), 100, rng)
     plans = test_task.oracle_plan(state)
     assert plans.shape == (1, HORIZON, 5)
     assert np.isnan(plans[0, :100]).all() and np.isfinite(plans[0, 100:]).all()
@@ -147,10 +144,11 @@ def test_oracle_beats_rule_beats_random(task, normalize):
 def test_building_and_stepping_the_env_does_not_import_the_solver():
     # scipy.optimize adds ~0.3 s and ~40 MB to make_env; only a plan needs it
     code = (
-        "import sys; from powerzoo.rl import make_env; env = make_env('dc_microgrid'); env.reset(seed=0); "
+        "import sys; from powerzoo.rl import make_env; "
+        "env = make_env('dc_microgrid'); env.reset(seed=0); "
         "env.step(env.action_space.sample()); print('scipy.optimize' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_python(code, check=True)
     assert out.stdout.strip() == "False"
 
 

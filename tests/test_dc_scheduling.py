@@ -1,5 +1,5 @@
-"""``dc_scheduling``: the dc_microgrid data centre on the 33-bus feeder (client APIs, invariants,
-sizing, baselines)."""
+"""``dc_scheduling``: the dc_microgrid data centre on the 33-bus feeder (client APIs,
+invariants, sizing, baselines)."""
 
 import warnings
 
@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from helpers import step_rule_based
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import powerzoo  # noqa: F401  (registers the Gymnasium ids)
@@ -109,8 +110,8 @@ def test_jobs_conserved_feeder_balanced_costs_non_negative_every_step(task):
 
 
 def test_data_centre_is_the_dc_microgrid_model(task):
-    """Same IT power law and plant COP as dc_microgrid's devices, and the GPUs busy never exceed
-    those allocated."""
+    """Same IT power law and plant COP as dc_microgrid's devices,
+    and the GPUs busy never exceed those allocated."""
     rng = np.random.default_rng(0)
     state = task.reset(rng, np.array([5, 40]))
     state, out = task.step(state, np.array([[0.5, 0.2, 25.0], [0.1, 0.1, 30.0]]), rng)
@@ -135,8 +136,7 @@ def test_rule_is_dc_microgrid_rule_for_compute_and_cooling(task):
     np.testing.assert_array_equal(task.rule_based_action(obs), want)
 
 
-# ---- sizing: the data centre moves the feeder's voltages
-# ------------------------------------------
+# ---- sizing: the data centre moves the feeder's voltages -----------------------------------------
 def test_sizing_full_dc_at_peak_leaves_the_band_parked_dc_does_not(task):
     peak = np.array([0.99])
     parked, _ = task._flow(peak, np.array([0.1]), None)
@@ -173,9 +173,7 @@ def test_oracle_beats_rule_beats_random_and_keeps_the_band_better():
 
 def test_oracle_plan_rows_before_the_current_step_are_nan(task):
     rng = np.random.default_rng(0)
-    state = task.reset(rng, np.array([7]))
-    for _ in range(40):
-        state, _ = task.step(state, task.rule_based_action(task.observe(state)), rng)
+    state = step_rule_based(task, task.reset(rng, np.array([7])), 40, rng)
     plan = task.oracle_plan(state)
     assert (
         plan.shape == (1, H, 3) and np.isnan(plan[0, :40]).all() and np.isfinite(plan[0, 40:]).all()

@@ -1,5 +1,6 @@
-"""``powerzoo demo``: its table (profit, constraint cost, violation rate) and its agent, trained on the
-penalised reward so that it keeps its requests inside the SOC bounds, scored on the task's profit."""
+"""``powerzoo demo``: its table (profit, constraint cost, violation rate) and its agent, trained on
+the penalised reward so that it keeps its requests inside the SOC bounds, scored on the task's
+profit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DER device fleets of the distribution-feeder tasks: inverter battery, PV inverter, flexible load."""
+"""DER device fleets of the distribution-feeder tasks:
+inverter battery, PV inverter, flexible load."""
 
 import numpy as np
 import pytest
@@ -37,7 +38,8 @@ LOADS = FlexibleLoadParams(
 
 
 def extreme(rng, shape, scale):
-    """Finite actions from far outside the limits to well inside them, with exact zeros and bounds."""
+    """Finite actions from far outside the limits to well inside them,
+    with exact zeros and bounds."""
     choice = rng.choice([-1e6, -10.0, -1.0, 0.0, 1.0, 10.0, 1e6], size=shape)
     return choice * rng.uniform(0.0, 1.0, shape) * scale
 
@@ -327,7 +329,8 @@ def test_shifted_energy_is_conserved_over_an_episode_with_staggered_envs():
     assert shifted.sum() > 10.0  # the test shifts a real amount of energy
     np.testing.assert_allclose(paid, shifted, rtol=1e-12)
     np.testing.assert_allclose(state.backlog_mwh, 0.0, atol=1e-15)
-    # nothing is carried over an episode boundary either: the backlog is empty after each first episode
+    # nothing is carried over an episode boundary either:
+    # the backlog is empty after each first episode
     for b in np.flatnonzero(start > 0):
         np.testing.assert_allclose(results[start[b] - 1].state.backlog_mwh[b], 0.0, atol=1e-15)
     # energy balance of the whole day: served + curtailed == base demand

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers import random_parallel_rollout
 from pettingzoo.test import parallel_api_test
 
 from powerzoo.benchmarks.policies import make_baseline_policy
@@ -19,8 +20,8 @@ GROUPS = {
 
 
 def _rollout(task, days, policy, seed=0):
-    """Whole episodes of ``days`` under ``policy(task, state, rng) -> joint action``: return, costs
-    [B, 3]."""
+    """Whole episodes of ``days`` under ``policy(task, state, rng) -> joint action``:
+    return, costs [B, 3]."""
     rng = np.random.default_rng(seed)
     state = task.reset(rng, days)
     ret, costs = np.zeros(days.size), np.zeros((days.size, 3))
@@ -44,25 +45,20 @@ def _rule(task, state, rng):
     return task.rule_based_action(task.observe(state))
 
 
-def test_parallel_api_and_a_random_loop():
+def test_parallel_api_and_a_random_rollout_with_the_shared_team_reward():
     parallel_api_test(make_env(TASK, framework="pettingzoo"), num_cycles=5)
     env = make_env(TASK, framework="pettingzoo", seed=0)
-    observations, infos = env.reset(seed=0)
-    steps = 0
-    while env.agents:
-        actions = {agent: env.action_space(agent).sample() for agent in env.agents}
-        observations, rewards, terminations, truncations, infos = env.step(actions)
-        steps += 1
-        assert len(set(rewards.values())) == 1  # shared team reward
-    assert steps == 48 and all(truncations.values())
+    rollout = random_parallel_rollout(env, seed=0)
+    assert all(len(set(rewards.values())) == 1 for rewards in rollout.rewards)  # shared team reward
+    assert rollout.steps == 48 and all(rollout.truncations.values())
 
 
 def test_three_agent_groups_with_their_own_action_bounds():
     env = make_env(TASK, framework="pettingzoo", seed=0)
     assert env.agent_groups == GROUPS
     assert (
-        "agent groups: batteries (4: p_mw, q_mvar); pv (4: curtail, q_mvar); flexible_loads (4: "
-        "curtail, shift)" in describe(TASK)
+        "agent groups: batteries (4: p_mw, q_mvar); "
+        "pv (4: curtail, q_mvar); flexible_loads (4: curtail, shift)" in describe(TASK)
     )
     bat, pv, load = (env.action_space(a) for a in ("battery_0", "pv_2", "load_3"))
     np.testing.assert_allclose(bat.low, [-0.5, -0.55])

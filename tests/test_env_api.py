@@ -2,13 +2,12 @@
 
 import json
 import pickle
-import subprocess
-import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from helpers import run_python
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import powerzoo  # noqa: F401  (registers the Gymnasium ids)
@@ -60,14 +59,14 @@ def test_normalized_spaces_and_observation_scale():
     assert info["action_requested"].tolist() == [25.0]
 
 
-# ---- seed-page snippets (unchanged apart from the training budget) ---------------------------
-def test_seed_page_building_block():
+# ---- typical user snippets (a tiny training budget) -----------------------------------------
+def test_normalised_train_split_env_resets_into_its_space():
     env = make_env("battery_arbitrage", split="train", normalize=True, seed=0)
     obs, info = env.reset(seed=0)
     assert env.observation_space.contains(obs)
 
 
-def test_seed_page_pattern5_make_vec_env_subproc():
+def test_sb3_make_vec_env_with_subprocess_workers_trains():
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
@@ -121,16 +120,12 @@ def test_trajectories_are_identical_across_processes():
         "import numpy as np, hashlib; from powerzoo.rl import make_env\n"
         "env = make_env('battery_arbitrage', seed=11); h = hashlib.sha256()\n"
         "for _ in range(120):\n"
-        "    obs, r, te, tr, info = env.step(env.action_space.sample()); h.update(obs.tobytes()); h.update(np.float64(r).tobytes())\n"
+        "    obs, r, te, tr, info = env.step(env.action_space.sample()); "
+        "h.update(obs.tobytes()); h.update(np.float64(r).tobytes())\n"
         "    if te or tr: obs, info = env.reset()\n"
         "print(h.hexdigest())"
     )
-    outs = {
-        subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        ).stdout
-        for _ in range(2)
-    }
+    outs = {run_python(code, check=True).stdout for _ in range(2)}
     assert len(outs) == 1
 
 
@@ -149,7 +144,7 @@ def test_day_id_selects_the_start_day_and_is_checked():
     env = make_env(TASK, split="test")
     _, info = env.reset(seed=0, options={"day_id": 5})
     assert info["day_id"] == 5 and env.unwrapped.current_date() == "2023-01-30"
-    _, info = env.reset(day_id=6)  # the seed page's shortcut
+    _, info = env.reset(day_id=6)  # shortcut: day_id as a keyword of reset
     assert info["day_id"] == 6 and env.unwrapped.current_date() == "2023-01-31"
     with pytest.raises(ValueError, match=r"day_id \[77\] out of range .* valid 0..76"):
         env.reset(options={"day_id": 77})

@@ -1,10 +1,11 @@
-"""``marl_ev_v2g``: client APIs, the EV fleet's energy accounting, the feeder, the trip model,
-baselines, bad input."""
+"""``marl_ev_v2g``: client APIs, the EV fleet's energy accounting,
+the feeder, the trip model, baselines, bad input."""
 
 import warnings
 
 import numpy as np
 import pytest
+from helpers import random_parallel_rollout
 from pettingzoo.test import parallel_api_test
 
 from powerzoo.benchmarks.evaluation import evaluate_days
@@ -34,18 +35,11 @@ def test_parallel_api_test_passes_with_5_and_20_evs(n_evs):
     )
 
 
-def test_a_random_loop_runs_unchanged():
+def test_random_pettingzoo_rollout_gives_each_site_its_own_bill():
     env = make_env("marl_ev_v2g", framework="pettingzoo", seed=0)
-    # a random rollout with per-agent reward accounting
-    obs, info = env.reset(seed=0)
-    totals = {a: 0.0 for a in env.agents}
-    steps = 0
-    while env.agents:
-        actions = {a: env.action_space(a).sample() for a in env.agents}
-        obs, rewards, terms, truncs, info = env.step(actions)
-        for a, r in rewards.items():
-            totals[a] += r
-        steps += 1
+    # random rollout with per-agent reward accounting
+    rollout = random_parallel_rollout(env, seed=0)
+    steps, totals, info = rollout.steps, rollout.returns, rollout.infos
     assert steps == 168 and set(totals) == {f"site_{i}" for i in range(5)}
     assert len(set(totals.values())) == 5  # per-agent rewards: each site's own bill
     assert all(
@@ -138,8 +132,8 @@ def test_the_fleet_device_on_hand_computed_numbers():
     step = ev_fleet_step(
         FLEET, energy, np.array([[-7.2, -7.2, 7.2, 7.2]]), plugged, np.array([[0, 0, 0, 9.0]]), 1.0
     )
-    # room below 54 kWh is 0.5 kWh -> 0.5 / 0.92 kW; 0.5 kWh above the 12 kWh floor -> 0.46 kW
-    # delivered
+    # room below 54 kWh is 0.5 kWh -> 0.5 / 0.92 kW;
+    # 0.5 kWh above the 12 kWh floor -> 0.46 kW delivered
     np.testing.assert_allclose(step.p_kw, [[-7.2, -0.5 / 0.92, 0.5 * 0.92, 0.0]], rtol=1e-12)
     np.testing.assert_allclose(step.energy_kwh, [[30.0 + 0.92 * 7.2, 54.0, 12.0, 21.0]], rtol=1e-12)
     np.testing.assert_allclose(step.drive_kwh, [[0, 0, 0, 9.0]])

@@ -1,4 +1,5 @@
-"""evaluate(), rollout() and the policies: returns, IQM, costs without wrappers, multi-agent dict envs."""
+"""evaluate(), rollout() and the policies: returns,
+IQM, costs without wrappers, multi-agent dict envs."""
 
 import gymnasium as gym
 import numpy as np

@@ -1,5 +1,5 @@
-"""``gencos_bidding``: PettingZoo contract, profits, truthful clearing = DC-OPF, splits, baselines,
-bad input."""
+"""``gencos_bidding``: PettingZoo contract, profits,
+truthful clearing = DC-OPF, splits, baselines, bad input."""
 
 import pickle
 
@@ -46,8 +46,8 @@ def test_spec_and_observation_modes():
 
 
 def _episode(env, actions):
-    """Step a whole day of a pettingzoo env with ``actions(t) -> {agent: markups}``; per-step
-    records."""
+    """Step a whole day of a pettingzoo env with ``actions(t) -> {agent: markups}``;
+    per-step records."""
     rows = []
     t = 0
     while env.agents:

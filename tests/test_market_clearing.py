@@ -1,4 +1,5 @@
-"""Market clearing (offer curves cleared by a DC-OPF) against the DC-OPF, its duals and the network."""
+"""Market clearing (offer curves cleared by a DC-OPF) against the DC-OPF,
+its duals and the network."""
 
 import pickle
 

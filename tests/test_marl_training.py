@@ -1,4 +1,5 @@
-"""Multi-agent training on SB3: the single-agent view, the agents-as-envs VecEnv, and both trainers."""
+"""Multi-agent training on SB3: the single-agent view,
+the agents-as-envs VecEnv, and both trainers."""
 
 import numpy as np
 import pytest
@@ -20,7 +21,8 @@ from powerzoo.rl.sb3.marl import (
 TASK = "marl_opf"
 AGENTS = [f"gen_{i}" for i in range(5)]
 TEST_DAYS = [0, 10, 20, 30, 40, 50, 60, 70]  # 8 of the 77 test-split days
-TIME_REMAINING = 2  # index of ``time_remaining`` in the global observation (normalised: 1 at the start, -1 at the end)
+# index of ``time_remaining`` in the global observation (normalised: 1 at the start, -1 at the end)
+TIME_REMAINING = 2
 
 
 def _parallel_env(seed: int = 0):

@@ -1,4 +1,5 @@
-"""SB3 on the native vector env: the VecEnv contract, SB3 training on it, VecNormalize, the Trainer default."""
+"""SB3 on the native vector env: the VecEnv contract, SB3 training on it,
+VecNormalize, the Trainer default."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def _actions(rng: np.random.Generator, venv: VecEnv) -> np.ndarray:
     return rng.uniform(-1.0, 1.0, size=(venv.num_envs, *venv.action_space.shape)).astype(np.float32)
 
 
-# ---- the VecEnv contract ----------------------------------------------------------------------------
+# ---- the VecEnv contract -------------------------------------------------------------------------
 def test_shapes_dtypes_and_per_env_infos():
     venv = NativeVecEnv.make(TASK, 4, normalize=True)
     assert isinstance(venv, VecEnv) and venv.num_envs == 4
@@ -184,7 +185,7 @@ def test_a_next_step_vector_env_is_refused_with_the_fix():
         NativeVecEnv(make_env(TASK, num_envs=2, autoreset_mode="next_step"))
 
 
-# ---- SB3 on it ----------------------------------------------------------------------------------------
+# ---- SB3 on it -----------------------------------------------------------------------------------
 def test_vec_monitor_episode_stats_match_the_summed_rewards():
     venv = VecMonitor(NativeVecEnv.make(TASK, 4, normalize=True))
     venv.seed(0)
@@ -235,7 +236,7 @@ def test_vec_normalize_round_trip(tmp_path):
     np.testing.assert_allclose(loaded.normalize_obs(raw), venv.normalize_obs(raw))
 
 
-# ---- the Trainer --------------------------------------------------------------------------------------
+# ---- the Trainer ---------------------------------------------------------------------------------
 def _base(venv: VecEnv) -> VecEnv:
     while hasattr(venv, "venv"):
         venv = venv.venv

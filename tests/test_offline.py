@@ -33,7 +33,7 @@ def leftovers(folder):
 
 
 # ---- schema and round trip -----------------------------------------------------------------------
-def test_seed_page_pattern6_on_battery_arbitrage(tmp_path):
+def test_random_dataset_of_battery_arbitrage_round_trips(tmp_path):
     env = make_env("battery_arbitrage", framework="auto")  # task adapter
     gen = DatasetGenerator(env, info_keys=["cost_sum", "is_safe"])
     dataset = gen.collect(
@@ -69,7 +69,8 @@ def test_seed_page_pattern6_on_battery_arbitrage(tmp_path):
     assert a["observation_fields"][0] == "soc" and a["action_fields"] == ["p_mw"]
     assert a["mean_return"] == pytest.approx(dataset.episode_returns.mean())
     assert a["std_return"] == pytest.approx(dataset.episode_returns.std())
-    # costs agree with the discharge that was asked: a violation is a positive cost, is_safe the opposite
+    # costs agree with the discharge that was asked: a violation is a positive cost,
+    # is_safe the opposite
     np.testing.assert_array_equal(dataset.infos["is_safe"], dataset.infos["cost_sum"] == 0.0)
     with h5py.File(dataset.path) as f:
         assert f["observations"].compression == "gzip" and f["observations"].maxshape == (None, 6)
@@ -219,7 +220,7 @@ def test_multi_agent_dict_env_dataset_keeps_an_agent_axis(tmp_path):
     )
 
 
-def test_seed_page_pattern6_verbatim_on_marl_opf(tmp_path):
+def test_random_dataset_of_marl_opf_round_trips(tmp_path):
     env = make_env("marl_opf", framework="auto")  # task adapter
     gen = DatasetGenerator(env, info_keys=["cost_sum", "is_safe"])
     dataset = gen.collect(
@@ -286,7 +287,9 @@ class StallAfter(RandomPolicy):
         return super().act(obs, info)
 
 env = make_env("battery_arbitrage")
-DatasetGenerator(env, buffer_steps=48).collect(StallAfter(env.action_space), 50, sys.argv[1], progress=False)
+DatasetGenerator(env, buffer_steps=48).collect(
+    StallAfter(env.action_space), 50, sys.argv[1], progress=False
+)
 """
 
 

@@ -1,14 +1,14 @@
 """Ray is an optional extra: nothing a user imports or runs without asking for Ray may import it."""
 
-import subprocess
-import sys
+from helpers import run_python
 
 # Everything an ordinary session touches: the package, envs of both kinds, training (SB3 and native
 # MAPPO), evaluation, campaigns of baselines, the CLI and the integrations package itself.
 ORDINARY_SESSION = """
 import sys
 import powerzoo, powerzoo.rl, powerzoo.benchmarks, powerzoo.integrations
-import powerzoo.rl.sb3.trainer, powerzoo.rl.mappo.trainer, powerzoo.benchmarks.campaign, powerzoo.cli.main
+import powerzoo.rl.trainer, powerzoo.rl.mappo.trainer
+import powerzoo.benchmarks.campaign, powerzoo.cli.main
 from powerzoo.rl import make_env
 env = make_env("marl_opf", framework="pettingzoo", seed=0)
 env.step({agent: env.action_space(agent).sample() for agent in env.agents})
@@ -18,9 +18,7 @@ print(sorted(name for name in sys.modules if name == "ray" or name.startswith("r
 
 
 def test_an_ordinary_session_never_imports_ray():
-    out = subprocess.run(
-        [sys.executable, "-c", ORDINARY_SESSION], capture_output=True, text=True, check=True
-    )
+    out = run_python(ORDINARY_SESSION, check=True)
     assert out.stdout.strip() == "[]", out.stdout
 
 
@@ -30,7 +28,7 @@ def test_the_cli_help_never_imports_ray():
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('ray' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_python(code, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
 
 
@@ -46,7 +44,5 @@ except ImportError as err:
 
 
 def test_without_the_extra_the_rllib_framework_names_the_install_command():
-    out = subprocess.run(
-        [sys.executable, "-c", WITHOUT_RAY], capture_output=True, text=True, check=True
-    )
+    out = run_python(WITHOUT_RAY, check=True)
     assert 'pip install "powerzoo[ray]"' in out.stdout

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
-import subprocess
-import sys
 import warnings
 from importlib.metadata import version
 
 import numpy as np
 import pytest
+from helpers import cold_and_warm_runs
 
 from powerzoo.physics import cases as cases_mod
 from powerzoo.physics.cases import (
@@ -174,7 +172,8 @@ def test_cache_dir_resolution(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["case5", "case118"])
 def test_generation_shift_factors_give_the_same_flows(name):
-    """``p @ GSF - load @ PTDF.T`` (the dispatch tasks' form) equals the flow of the bus injections."""
+    """``p @ GSF - load @ PTDF.T`` (the dispatch tasks'
+    form) equals the flow of the bus injections."""
     case = load_case(name)
     rng = np.random.default_rng(4)
     gen_p = rng.uniform(case.gen_pmin_mw, case.gen_pmax_mw, size=(32, case.n_gen))
@@ -292,20 +291,14 @@ def test_unwritable_case_cache_only_warns(tmp_path, monkeypatch):
 
 
 def test_warm_case_cache_does_not_import_pandapower(tmp_path):
-    env = dict(os.environ, POWERZOO_CACHE_DIR=str(tmp_path))
     code = (
         "import sys; from powerzoo.physics.cases import load_case; "
         "c = load_case('case118'); assert c.n_bus == 118; "
         "print('pandapower' in sys.modules, 'pandas' in sys.modules)"
     )
-    runs = [
-        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-        for _ in range(2)
-    ]
-    for run in runs:
-        assert run.returncode == 0, run.stderr
-    assert runs[0].stdout.split() == ["True", "True"]  # cold: built from pandapower
-    assert runs[1].stdout.split() == ["False", "False"]  # warm: read from the .npz only
+    cold, warm = cold_and_warm_runs(code, tmp_path)
+    assert cold.stdout.split() == ["True", "True"]  # cold: built from pandapower
+    assert warm.stdout.split() == ["False", "False"]  # warm: read from the .npz only
 
 
 # --------------------------------------------------------------------------- PTDF / flows
@@ -467,8 +460,9 @@ def test_lmp_equals_finite_difference_of_cost_under_congestion():
     )
     right = (bumped.cost_per_h - base.cost_per_h) / eps
     left = (base.cost_per_h - lowered.cost_per_h) / eps
-    # cost(demand) is convex and piecewise quadratic: the LMP is a subgradient, between the one-sided
-    # derivatives (equal to both where the active set does not change; at a kink the dual is not unique)
+    # cost(demand) is convex and piecewise quadratic: the LMP is a subgradient, between the
+    # one-sided derivatives (equal to both where the active set does not change; at a kink the dual
+    # is not unique)
     lmp = base.lmp_per_mwh[buses]
     assert np.all(left - 1e-3 <= lmp) and np.all(lmp <= right + 1e-3), (left, lmp, right)
     smooth = np.abs(right - left) < 1e-3

@@ -1,7 +1,7 @@
-"""Every import the README and the seed documentation show still works.
+"""Every documented user-facing import still works.
 
 The README's Python blocks are read at test time, so a new example there is checked too; the
-seed page's imports (the user's own documentation, not in this repository) are listed here.
+imports that user scripts rely on beyond the README are listed here.
 """
 
 import importlib
@@ -12,7 +12,7 @@ import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
-SEED_PAGE_IMPORTS = [
+USER_SCRIPT_IMPORTS = [
     "from powerzoo.rl import make_env",
     "from powerzoo.rl import Trainer",
     "from powerzoo.benchmarks.offline import DatasetGenerator, DatasetLoader",
@@ -21,7 +21,8 @@ SEED_PAGE_IMPORTS = [
 
 
 def readme_imports() -> list[str]:
-    """``from powerzoo... import ...`` / ``import powerzoo...`` lines of the README's code blocks."""
+    """``from powerzoo... import ...`` / ``import powerzoo...``
+    lines of the README's code blocks."""
     lines = []
     for block in re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S):
         lines += [
@@ -33,7 +34,8 @@ def readme_imports() -> list[str]:
 
 
 def readme_dotted_names() -> list[str]:
-    """Dotted ``powerzoo.x.y`` names the README's prose points readers at (modules or attributes)."""
+    """Dotted ``powerzoo.x.y`` names the README's prose
+    points readers at (modules or attributes)."""
     names = re.findall(r"`(powerzoo(?:\.[a-z_][a-z0-9_]*)+)", README.read_text(encoding="utf-8"))
     return sorted(set(names))
 
@@ -42,7 +44,7 @@ def test_readme_shows_imports():
     assert len(readme_imports()) >= 3
 
 
-@pytest.mark.parametrize("statement", sorted(set(readme_imports() + SEED_PAGE_IMPORTS)))
+@pytest.mark.parametrize("statement", sorted(set(readme_imports() + USER_SCRIPT_IMPORTS)))
 def test_documented_import_works(statement):
     exec(statement, {})
 
@@ -71,7 +73,7 @@ def test_every_package_level_name_resolves(package):
         assert getattr(module, name) is not None, f"{package}.{name}"
 
 
-def test_benchmarks_exports_what_the_seed_pages_use():
+def test_benchmarks_package_exports_the_user_facing_names():
     from powerzoo.benchmarks import (
         DatasetGenerator,
         DatasetLoader,

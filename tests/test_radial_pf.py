@@ -1,4 +1,5 @@
-"""Tests for the radial feeders and the batched exact AC power flow (``powerzoo.physics.radial_pf``).
+"""Tests for the radial feeders and the batched exact AC power flow
+(``powerzoo.physics.radial_pf``).
 
 Reference values: Baran & Wu's 33-bus feeder (case33bw: losses 202.68 kW / 135.14 kVAr,
 Vmin 0.91309 p.u. at bus 18, 1-based) and Khodr et al.'s 141-bus feeder (MATPOWER case141:
@@ -8,13 +9,11 @@ test-time oracle on randomised scenarios generated here.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
+from helpers import cold_and_warm_runs
 
 from powerzoo.physics.cases import FEEDER_CASE_NAMES, load_case
 from powerzoo.physics.feeder import AMPACITY_LADDER_A, RATING_MARGIN, RadialFeeder, orient_branches
@@ -353,7 +352,7 @@ def test_bad_options_raise():
         radial_power_flow(load_case("case5"), np.zeros(5), np.zeros(5))
 
 
-# --------------------------------------------------------------------------- feeder data and ratings
+# -------------------------------------------------------------------------- feeder data and ratings
 
 
 @pytest.mark.parametrize("name", FEEDER_CASE_NAMES)
@@ -415,20 +414,15 @@ def test_feeder_is_read_only_cached_and_validated():
 
 
 def test_warm_feeder_cache_imports_neither_pandapower_nor_matpower(tmp_path):
-    env = dict(os.environ, POWERZOO_CACHE_DIR=str(tmp_path))
     code = (
         "import sys; from powerzoo.physics.cases import load_case; "
         "a = load_case('case33bw'); b = load_case('case141'); "
-        "assert (a.n_bus, b.n_bus) == (33, 141); print(a.branch_rating_mva.sum(), b.bus_pd_mw.sum()); "
-        "print(*[m in sys.modules for m in ('pandapower', 'matpowercaseframes', 'matpower', 'pandas')])"
+        "assert (a.n_bus, b.n_bus) == (33, 141); "
+        "print(a.branch_rating_mva.sum(), b.bus_pd_mw.sum()); "
+        "print(*[m in sys.modules "
+        "for m in ('pandapower', 'matpowercaseframes', 'matpower', 'pandas')])"
     )
-    runs = [
-        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-        for _ in range(2)
-    ]
-    for run in runs:
-        assert run.returncode == 0, run.stderr
-    cold, warm = (run.stdout.splitlines() for run in runs)
+    cold, warm = (run.stdout.splitlines() for run in cold_and_warm_runs(code, tmp_path))
     assert cold[1].split() == ["True", "True", "True", "True"]  # built from the packages
     assert warm[1].split() == ["False", "False", "False", "False"]  # read from the .npz only
     assert cold[0] == warm[0]  # the same data

@@ -1,4 +1,4 @@
-"""RLlib adapter (issue 18 item 1): the MultiAgentEnv, ppo_config, seeds across runners, checkpoint policies."""
+"""RLlib adapter: the MultiAgentEnv, ppo_config, seeds across runners, checkpoint policies."""
 
 import shutil
 import tempfile

@@ -410,7 +410,8 @@ def test_battery_dispatch_matches_the_reference(params):
 
 
 def test_battery_functions_take_fleet_ratings_as_arrays():
-    # ratings per unit [n_units] broadcast against [B, n_units], as for a fleet of inverter batteries
+    # ratings per unit [n_units] broadcast against [B, n_units],
+    # as for a fleet of inverter batteries
     fleet = types.SimpleNamespace(
         energy_capacity_mwh=np.array([2.0, 1.0, 4.0]),
         power_max_mw=np.array([1.0, 0.5, 2.0]),
@@ -586,7 +587,8 @@ def _dtype_cases():
             _reference_battery_step,
             (b, soc, req, dt_h),
         )
-        # Python floats: the SOC, power and energies (the violation is a 0-d array, as np.where gives)
+        # Python floats: the SOC, power and energies (the violation is a 0-d array,
+        # as np.where gives)
         yield (
             (lambda *a: dataclasses.astuple(battery_step(*a))[:4]),
             (lambda *a: _reference_battery_step(*a)[:4]),
@@ -644,11 +646,13 @@ def test_device_functions_give_hand_computed_values():
         [2.6112, 0.512 * 1.275 + 0.512 * 0.4 + 1.024 * 0.05, 0.1024],
         rtol=1e-12,
     )
-    # 100 MWh at 25 MW, 0.95 each way, over 30 min: room 80, 40 and 1 MWh above soc_min at 0.1 / 0.5 / 0.89
+    # 100 MWh at 25 MW, 0.95 each way, over 30 min:
+    # room 80, 40 and 1 MWh above soc_min at 0.1 / 0.5 / 0.89
     p_ch, p_dis = feasible_power_mw(BatteryParams(), np.array([0.1, 0.5, 0.89, 0.9]), 0.5)
     np.testing.assert_allclose(p_ch, [25.0, 25.0, 1.0 / (0.95 * 0.5), 0.0], rtol=1e-12)
     np.testing.assert_allclose(p_dis, [0.0, 25.0, 25.0, 25.0], rtol=1e-12)
-    # COP at a 25 deg C setpoint (evaporator 17 deg C): 0.35 x 290.15 K / lift, lift = outdoor + 8 - 17
+    # COP at a 25 deg C setpoint (evaporator 17 deg C):
+    # 0.35 x 290.15 K / lift, lift = outdoor + 8 - 17
     np.testing.assert_allclose(
         cooling_cop(CoolingParams(), np.array([25.0, 35.0, 42.0]), np.full(3, 25.0)),
         [0.35 * 290.15 / 16, 0.35 * 290.15 / 26, 0.35 * 290.15 / 33],
@@ -660,9 +664,10 @@ def test_device_functions_give_hand_computed_values():
     )
 
 
-# ---- the dc_microgrid step against the plain formulas ---------------------------------------------
+# ---- the dc_microgrid step against the plain formulas --------------------------------------------
 def _reference_dc_step(task, state, action):
-    """DCMicrogrid.step written the plain way with the plain device formulas (its form before the shortcuts)."""
+    """DCMicrogrid.step written the plain way with the plain
+    device formulas (its form before the shortcuts)."""
     p, w, dt_h, horizon = task.params, task.workload, task.spec.dt_h, task.spec.horizon
     idx = task.split_days[state.day_id] * task.profiles.steps_per_day + state.t
     temp_out, price, co2, pv_mw = task._exogenous[idx].T

@@ -24,7 +24,8 @@ QUIET = {"headless": True, "disable_progressbar": True}
 
 
 class ToyEnv(gym.Env):
-    """Reach a fixed target action; 10-step episodes ending by time-out; counts renders and closes."""
+    """Reach a fixed target action; 10-step episodes ending by time-out;
+    counts renders and closes."""
 
     metadata = {"render_modes": ["rgb_array"]}
 
@@ -113,7 +114,7 @@ def test_trainer_rejects_bad_config_before_touching_the_agent():
     assert model.num_timesteps == 0
 
 
-# ------------------------------------------------------------------------------------------ the snippet
+# -------------------------------------------------------------------------------------- the snippet
 
 
 def test_snippet_sac_learns_after_learning_starts_and_eval_is_pure():
@@ -252,7 +253,7 @@ def test_a_different_plain_env_is_attached_and_unbatched():
     trainer.close()
 
 
-# ------------------------------------------------------------------------------------------ truncation / modes
+# ------------------------------------------------------------------------------- truncation / modes
 
 
 def test_time_out_bootstraps_like_sb3():
@@ -386,7 +387,7 @@ def test_stochastic_evaluation_samples(stochastic):
     ) == stochastic  # same observations: only sampling can change the rewards
 
 
-# ------------------------------------------------------------------------------------------ logging, rendering, bars
+# ------------------------------------------------------------------------- logging, rendering, bars
 
 
 class _Spy:
@@ -539,7 +540,9 @@ def test_env_is_closed_once_at_interpreter_exit(tmp_path):
                 print("closed", flush=True)
 
         env = Env()
-        trainer = StepTrainer(env, PPO("MlpPolicy", env, n_steps=4, batch_size=4), {"headless": True})
+        trainer = StepTrainer(
+            env, PPO("MlpPolicy", env, n_steps=4, batch_size=4), {"headless": True}
+        )
         trainer.train()
         """
     )
@@ -558,7 +561,7 @@ def test_env_is_closed_once_at_interpreter_exit(tmp_path):
     assert out.stdout.count("closed") == 1
 
 
-# ------------------------------------------------------------------------------------------ learning
+# ----------------------------------------------------------------------------------------- learning
 
 
 def test_ppo_trained_step_by_step_beats_random_on_test_days():

@@ -1,4 +1,5 @@
-"""Training layer: run configs, Trainer run folders, best model, stop conditions, SIGKILL + resume."""
+"""Training layer: run configs, Trainer run folders,
+best model, stop conditions, SIGKILL + resume."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _write(path: Path, data: dict) -> Path:
     return path
 
 
-# ---- config validation -----------------------------------------------------------------------------
+# ---- config validation ---------------------------------------------------------------------------
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_config_from_file_fills_defaults(tmp_path, suffix):
     cfg = TrainConfig.from_file(
@@ -133,7 +134,7 @@ def test_stop_conditions():
         NoImprovement(0)
 
 
-# ---- a short run: folder layout, CSV, best model ---------------------------------------------------
+# ---- a short run: folder layout, CSV, best model -------------------------------------------------
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
 
@@ -252,7 +253,7 @@ def test_reward_threshold_stops_the_run(tmp_path):
     assert result.num_timesteps == 128 and len(result.evaluations) == 1
 
 
-# ---- SIGKILL and resume ------------------------------------------------------------------------------
+# ---- SIGKILL and resume --------------------------------------------------------------------------
 def _tensorboard_tags(folder: Path) -> set[str]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -374,7 +375,8 @@ def test_ppo_learns_dc_microgrid_beyond_random(tmp_path):
     random = evaluate_days(
         RandomPolicy(env.action_space, seed=0), env, spread_days(env.unwrapped.task.n_days, 8)
     )
-    # about -13,400 vs -39,600 $/day: 16k steps learn to avoid most penalties (still far from the rule's ~-1,200)
+    # about -13,400 vs -39,600 $/day: 16k steps learn to avoid
+    # most penalties (still far from the rule's ~-1,200)
     assert learned["mean_return"] > random["mean_return"] + 10_000.0, (
         learned["mean_return"],
         random["mean_return"],
@@ -421,7 +423,7 @@ def test_trainer_train_il_on_marl_opf_beats_random_and_reloads(tmp_path):
         trainer.get_env()
 
 
-def test_seed_page_pattern1_sac_with_checkpoint_callback(tmp_path, monkeypatch):
+def test_sb3_sac_script_with_checkpoint_callback_and_tensorboard_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     from stable_baselines3 import SAC
     from stable_baselines3.common.callbacks import CheckpointCallback
@@ -438,7 +440,7 @@ def test_seed_page_pattern1_sac_with_checkpoint_callback(tmp_path, monkeypatch):
         tensorboard_log="./logs/",
     )
     cb = CheckpointCallback(save_freq=100, save_path="./ckpt/")
-    model.learn(total_timesteps=300, callback=cb)  # the page uses 200_000
+    model.learn(total_timesteps=300, callback=cb)  # a real run would use ~200_000
     assert model.num_timesteps == 300
     assert sorted(p.name for p in Path("ckpt").iterdir()) == [
         f"rl_model_{n}_steps.zip" for n in (100, 200, 300)

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import random_parallel_rollout
 from pettingzoo.test import parallel_api_test
 
 from powerzoo.rl import make_env
@@ -17,17 +18,10 @@ def test_parallel_api_test_passes(task):
     parallel_api_test(make_env(task, framework="pettingzoo", seed=0), num_cycles=60)
 
 
-def test_seed_page_pattern3_loop_runs_unchanged():
+def test_random_pettingzoo_rollout_accumulates_the_shared_reward():
     env = make_env("marl_opf", framework="pettingzoo", seed=0)
-    obs, info = env.reset(seed=0)
-    totals = {a: 0.0 for a in env.agents}
-    steps = 0
-    while env.agents:
-        actions = {a: env.action_space(a).sample() for a in env.agents}
-        obs, rewards, terms, truncs, info = env.step(actions)
-        for a, r in rewards.items():
-            totals[a] += r
-        steps += 1
+    rollout = random_parallel_rollout(env, seed=0)
+    steps, totals = rollout.steps, rollout.returns
     assert steps == 48 and len(set(totals.values())) == 1  # shared reward
     assert all(v < 0 for v in totals.values())
 
@@ -164,11 +158,7 @@ def test_native_multi_agent_vector_env():
 def test_multi_agent_determinism_and_bad_actions():
     def run():
         env = make_env("marl_opf", framework="pettingzoo", seed=3, normalize=True)
-        out = []
-        while env.agents:
-            obs, r, *_ = env.step({a: env.action_space(a).sample() for a in env.agents})
-            out.append(r["gen_0"])
-        return out
+        return [r["gen_0"] for r in random_parallel_rollout(env, seed=None).rewards]
 
     assert run() == run()
     env = make_env("marl_opf", framework="pettingzoo", seed=0)

@@ -150,7 +150,8 @@ def multi_agent_vector(task: str) -> np.ndarray:
 
 
 def all_trajectories(tasks: list[str] | None = None) -> dict[str, np.ndarray]:
-    """Every reference rollout of ``tasks`` (default: all registered), keyed ``<task>/<adapter>``."""
+    """Every reference rollout of ``tasks`` (default:
+    all registered), keyed ``<task>/<adapter>``."""
     from powerzoo.tasks import list_tasks, task_spec
 
     out: dict[str, np.ndarray] = {}

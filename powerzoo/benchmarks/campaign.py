@@ -33,8 +33,9 @@ folder. A baseline that the task does not define (``task.spec.baselines``) is sk
 Statistics (per task x policy, pooled over all episodes of all seeds)
 ---------------------------------------------------------------------
 * ``mean_return``, ``iqm_return`` (:func:`~powerzoo.benchmarks.evaluation.interquartile_mean`),
-  ``std_return`` (population std, ``ddof=0``, as :func:`~powerzoo.benchmarks.evaluation.summarize_episodes`).
-  Returns are in $ per episode; multi-agent tasks report the team return (sum over agents).
+  ``std_return`` (population std, ``ddof=0``, as
+  :func:`~powerzoo.benchmarks.evaluation.summarize_episodes`). Returns are in $ per episode;
+  multi-agent tasks report the team return (sum over agents).
 * 95 % confidence intervals by a percentile bootstrap over episodes: ``BOOTSTRAP_RESAMPLES``
   (2,000) resamples of the pooled episodes, drawn with replacement by
   ``numpy.random.default_rng(BOOTSTRAP_SEED)``; the interval is the 2.5th and 97.5th percentile
@@ -47,9 +48,10 @@ Statistics (per task x policy, pooled over all episodes of all seeds)
 * ``normalized_score`` = :func:`~powerzoo.benchmarks.baselines.normalized_score` of the mean
   return (0 = random, 1 = oracle or best baseline), with its interval mapped from the mean's.
   Left blank (``None``) when the packaged baselines table has no rows for the task and split, or
-  when the evaluated days are not the table's (:func:`~powerzoo.benchmarks.baselines.evaluation_protocol`,
-  e.g. with ``episodes`` set): scores from other days would not be comparable. The table is
-  computed with seed 0; other seeds only change the env reset seeds and the random policy's stream.
+  when the evaluated days are not the table's
+  (:func:`~powerzoo.benchmarks.baselines.evaluation_protocol`, e.g. with ``episodes`` set): scores
+  from other days would not be comparable. The table is computed with seed 0; other seeds only
+  change the env reset seeds and the random policy's stream.
 
 Files in ``out_dir`` (each written to a temporary name and renamed into place)
 ------------------------------------------------------------------------------
@@ -133,7 +135,8 @@ class PolicyEntry:
         make_env: ``split -> env`` the policy acts in (a single-agent Gymnasium env or a
             multi-agent dict env), built once per campaign.
         make_policy: ``(env, seed) -> policy`` (``reset()``, ``act(obs, info)``), built once per
-            campaign seed; the campaign then seeds it with :func:`~powerzoo.benchmarks.policies.seed_policy`.
+            campaign seed; the campaign then seeds it with
+            :func:`~powerzoo.benchmarks.policies.seed_policy`.
         source: text of the ``source`` column (e.g. the run folder and its algorithm).
         kind: text of the ``kind`` column.
     """
@@ -181,7 +184,8 @@ def _validate(
     bad = [p for p in policies if p not in BASELINE_POLICIES]
     if bad:
         raise ValueError(
-            f"unknown policy(ies) {', '.join(map(repr, bad))}; valid: {', '.join(BASELINE_POLICIES)} "
+            f"unknown policy(ies) {', '.join(map(repr, bad))}; "
+            f"valid: {', '.join(BASELINE_POLICIES)} "
             "(evaluate trained agents by giving their run folders)"
         )
     seeds = [int(s) for s in seeds]
@@ -203,7 +207,8 @@ def _validate(
 def _baseline_entries(
     task_names: Sequence[str], policy_names: Sequence[str], split: str, notes: list[str]
 ) -> list[_Entry]:
-    """The baselines of each task (one env per task); a baseline the task does not define gets a note."""
+    """The baselines of each task (one env per task); a
+    baseline the task does not define gets a note."""
     entries: list[_Entry] = []
     for task in task_names:
         defined = task_spec(task).baselines
@@ -246,8 +251,8 @@ def _extra_entries(
         if item.task not in task_names:
             what = "run" if item.kind == "trained" else "policy"
             notes.append(
-                f"{item.task}: {what} {label} evaluated without baselines (the task is not among the "
-                "campaign's tasks)"
+                f"{item.task}: {what} {label} evaluated without baselines "
+                "(the task is not among the campaign's tasks)"
             )
     return entries
 
@@ -277,7 +282,8 @@ def run_campaign(
     *,
     plots: bool = True,
 ) -> CampaignResult:
-    """Evaluate baselines (and the caller's policies) on ``tasks`` x ``seeds``; write tables and plots to ``out_dir``.
+    """Evaluate baselines (and the caller's policies) on ``tasks`` x ``seeds``; write tables and
+    plots to ``out_dir``.
 
     Args:
         tasks: registered task names, or ``["all"]``.
@@ -291,7 +297,8 @@ def run_campaign(
             ``tasks`` or not) under the same seeds and days. Read after the arguments above are
             validated, so a generator that loads runs lazily fails fast on a bad argument.
         out_dir: output folder (created); files are listed in the module docstring.
-        progress: tqdm bar over (task, policy, seed): ``None`` shows it only when stderr is a terminal.
+        progress: tqdm bar over (task, policy, seed): ``None`` shows it only when stderr is a
+            terminal.
         plots: write the PNG plots (the tables are always written).
 
     Returns a :class:`CampaignResult`. Raises ``ValueError`` for unknown tasks, policies or splits.
@@ -362,8 +369,8 @@ def run_campaign(
         fallback = getattr(policy, "fallback_steps", 0)
         if fallback:
             notes.append(
-                f"{entry.task}: {entry.policy} seed {seed}: the oracle's solver failed on {fallback} "
-                "step(s), interpolated from the neighbouring steps"
+                f"{entry.task}: {entry.policy} seed {seed}: the oracle's solver failed "
+                f"on {fallback} step(s), interpolated from the neighbouring steps"
             )
         bar.update(1)
     bar.close()
@@ -423,7 +430,8 @@ def _write_plots(
     entries: Sequence[_Entry],
     traces: dict[int, tuple[EpisodeTrace, int, int]],
 ) -> list[Path]:
-    """``return_vs_cost_<task>.png`` per task and ``episode_<task>_<policy>.png`` per recorded entry."""
+    """``return_vs_cost_<task>.png`` per task and
+    ``episode_<task>_<policy>.png`` per recorded entry."""
     out, split = result.out_dir, result.split
     paths = []
     for task in result.tasks:

@@ -1,4 +1,5 @@
-"""Roll policies out and summarise returns and constraint costs (single-agent and multi-agent dict envs).
+"""Roll policies out and summarise returns and constraint costs (single-agent and multi-agent dict
+envs).
 
 One episode loop, :func:`rollout`, serves :func:`evaluate`, :func:`evaluate_days` and the offline
 dataset collector. It accepts two kinds of env:
@@ -47,7 +48,8 @@ StepCallback = Callable[[Any, Any, Any, Any, bool, bool, dict[str, Any]], None]
 
 class EpisodeRecord(dict):
     """One episode: ``return`` (team return), ``agent_returns`` ([n_agents], multi-agent only),
-    ``length`` (steps), ``costs`` (sum per constraint, physical units), ``day_id`` and per-step ``trace``."""
+    ``length`` (steps), ``costs`` (sum per constraint, physical units), ``day_id`` and per-step
+    ``trace``."""
 
 
 def rollout(
@@ -120,7 +122,8 @@ def rollout(
 
 
 def interquartile_mean(values: Sequence[float] | np.ndarray) -> float:
-    """Mean of the middle 50 % of ``values``: ``floor(n/4)`` values cut from each end (rliable's IQM)."""
+    """Mean of the middle 50 % of ``values``: ``floor(n/4)``
+    values cut from each end (rliable's IQM)."""
     x = np.sort(np.asarray(values, dtype=np.float64).ravel())
     if x.size == 0:
         raise ValueError("interquartile_mean needs at least one value")
@@ -131,7 +134,8 @@ def interquartile_mean(values: Sequence[float] | np.ndarray) -> float:
 def summarize_episodes(
     records: Sequence[EpisodeRecord], env: Any, task_id: str | None = None
 ) -> dict[str, Any]:
-    """Summary of episodes: mean / std / IQM return, mean cost per constraint, violation rate, length.
+    """Summary of episodes: mean / std / IQM return, mean cost per constraint, violation rate,
+    length.
 
     ``mean_costs[name]`` is the mean over episodes of the cost summed over the episode (physical
     units); ``violation_rate`` is the fraction of episodes with any positive cost.

@@ -49,7 +49,7 @@ def _save(fig: Any, path: str | Path) -> Path:
         _pyplot().close(fig)
 
 
-# ---- recording ----------------------------------------------------------------------------------------
+# ---- recording -----------------------------------------------------------------------------------
 class _StepRecorder:
     """``env`` with every ``step`` result's reward and info kept (the whole per-agent info dict in a
     multi-agent env, so each agent's applied action is there)."""
@@ -128,7 +128,7 @@ def record_episode(
     )
 
 
-# ---- plots ------------------------------------------------------------------------------------------
+# ---- plots ---------------------------------------------------------------------------------------
 def plot_episode_trace(
     rewards: np.ndarray,
     actions: np.ndarray,
@@ -182,7 +182,8 @@ def plot_episode_trace(
 def plot_recorded_episode(
     trace: EpisodeTrace, spec: Any, path: str | Path, *, title: str = ""
 ) -> Path:
-    """:func:`plot_episode_trace` of a recorded episode of a task with spec ``spec`` (a ``TaskSpec``).
+    """:func:`plot_episode_trace` of a recorded episode of a task with spec ``spec`` (a
+    ``TaskSpec``).
 
     Actions are labelled with the spec's action names when their number matches; rewards are in $
     (the team's $ in a multi-agent env).

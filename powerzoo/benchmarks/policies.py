@@ -48,7 +48,8 @@ class Policy(Protocol):
 
 
 def seed_policy(policy: Any, seed: int | None) -> None:
-    """Seed ``policy``'s own randomness with ``seed`` if it has a ``seed`` method (else do nothing)."""
+    """Seed ``policy``'s own randomness with ``seed``
+    if it has a ``seed`` method (else do nothing)."""
     seed_fn = getattr(policy, "seed", None)
     if seed is not None and callable(seed_fn):
         seed_fn(int(seed))
@@ -126,7 +127,8 @@ class SB3Policy:
         models = model.values() if isinstance(model, Mapping) else [model]
         if not all(callable(getattr(m, "predict", None)) for m in models):
             raise TypeError(
-                f"SB3Policy needs a model with .predict(obs, ...) (or a dict of them), got {model!r}"
+                "SB3Policy needs a model with .predict(obs, ...) (or a dict of them), "
+                f"got {model!r}"
             )
         self.model = model
         self.deterministic = bool(deterministic)
@@ -159,7 +161,8 @@ class SB3Policy:
             missing = set(obs) - set(self.model)
             if missing:
                 raise ValueError(
-                    f"SB3Policy has no model for agent(s) {sorted(missing)}; models: {sorted(self.model)}"
+                    f"SB3Policy has no model for agent(s) {sorted(missing)}; "
+                    f"models: {sorted(self.model)}"
                 )
             return {agent: self._predict(agent, self.model[agent], o) for agent, o in obs.items()}
         return self._predict(None, self.model, obs)
@@ -181,7 +184,8 @@ class _EnvView:
     physical joint action; the view converts both ways for a normalised env and, for a
     multi-agent env, splits the joint action agent-major into ``{agent: action}``. When a
     multi-agent env uses another observation mode (``obs_mode="local"``, ...) the default mode's
-    observation is read from the env's state instead, i.e. the rule acts as a centralised controller.
+    observation is read from the env's state instead, i.e. the rule acts as a centralised
+    controller.
     """
 
     def __init__(self, facts: EnvFacts) -> None:
@@ -196,7 +200,8 @@ class _EnvView:
         return self.facts.runner.state
 
     def physical_obs(self, obs: Any) -> np.ndarray:
-        """Observation batch of the default mode in physical units: [1, obs_dim] or [1, n_agents, obs_dim]."""
+        """Observation batch of the default mode in physical units:
+        [1, obs_dim] or [1, n_agents, obs_dim]."""
         if not self._own_obs:
             return np.asarray(self.task.observe(self.state()), dtype=np.float64)
         if self.agents is not None:
@@ -210,7 +215,8 @@ class _EnvView:
         )  # forecast entries dropped
 
     def env_action(self, physical: np.ndarray) -> Any:
-        """Physical joint action -> the env's action (unit range if normalised), float32; a dict per agent."""
+        """Physical joint action -> the env's action (unit range if normalised),
+        float32; a dict per agent."""
         scaler = self.facts.action_scaler
         action = np.asarray(
             physical if scaler is None else scaler.to_unit(physical), dtype=np.float32
@@ -248,7 +254,8 @@ class _TaskPolicy:
         baselines = self.task.spec.baselines
         if self.name not in baselines:
             raise ValueError(
-                f"{self.task.spec.task_id} defines no {self.name} baseline (its baselines: {', '.join(baselines)})"
+                f"{self.task.spec.task_id} defines no {self.name} baseline "
+                f"(its baselines: {', '.join(baselines)})"
             )
 
     def reset(self) -> None:
@@ -266,7 +273,8 @@ class RuleBasedPolicy(_TaskPolicy):
 
 
 class TruthfulPolicy(_TaskPolicy):
-    """Truthful bidding in a market task: every offer at true marginal cost (``task.truthful_action``)."""
+    """Truthful bidding in a market task: every offer at
+    true marginal cost (``task.truthful_action``)."""
 
     name = "truthful"
 
@@ -279,7 +287,8 @@ def fill_plan_gaps(plan: np.ndarray, start: int = 0) -> tuple[np.ndarray, int]:
     """``plan`` [H, act_dim] with non-finite rows from ``start`` on interpolated linearly in time.
 
     Each gap is filled from the nearest finite rows before and after it (held constant at the
-    ends). Returns the filled copy and the number of rows filled; ``RuntimeError`` if no row is finite.
+    ends). Returns the filled copy and the number of rows filled; ``RuntimeError`` if no row is
+    finite.
     """
     plan = np.array(plan, dtype=np.float64)
     rows = np.arange(start, plan.shape[0])

@@ -1,4 +1,5 @@
-"""Tables of a benchmark campaign: :class:`CampaignResult`, ``results.csv``, ``episodes.csv``, ``results.md``.
+"""Tables of a benchmark campaign: :class:`CampaignResult`, ``results.csv``, ``episodes.csv``,
+``results.md``.
 
 The columns and the protocol text are described in :mod:`powerzoo.benchmarks.campaign`. CSV values
 round-trip exactly (floats written with ``repr``); blanks (``None``) are empty cells. Every file is
@@ -73,7 +74,8 @@ EPISODE_COLUMNS = (
     "length",
     "total_cost",
 )
-"""Fixed columns of ``episodes.csv``; ``cost_<name>`` (per constraint, summed over the episode) follow."""
+"""Fixed columns of ``episodes.csv``; ``cost_<name>`` (per constraint, summed over the episode)
+follow."""
 
 
 @dataclasses.dataclass
@@ -121,7 +123,7 @@ class CampaignResult:
         return "\n\n".join(parts) + "\n"
 
 
-# ---- Markdown -----------------------------------------------------------------------------------------
+# ---- Markdown ------------------------------------------------------------------------------------
 def _num(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "n/a"
@@ -140,7 +142,8 @@ def _markdown_table(result: CampaignResult, task: str) -> str:
         " (team return, sum over agents)" if task_spec(task).agent_mode == "multi" else ""
     )
     head = (
-        f"### {task} ({result.split} split; {first['n_days']} days x {first['n_seeds']} seed(s) per policy; "
+        f"### {task} ({result.split} split; "
+        f"{first['n_days']} days x {first['n_seeds']} seed(s) per policy; "
         f"returns in {unit}; [95% bootstrap CI])"
     )
     header = [
@@ -165,14 +168,20 @@ def _markdown_table(result: CampaignResult, task: str) -> str:
         cells = [
             f"{r['policy']}",
             f"{r['episodes']}",
-            f"{_num(r['mean_return'])} [{_num(r['mean_return_ci_low'])}, {_num(r['mean_return_ci_high'])}]",
-            f"{_num(r['iqm_return'])} [{_num(r['iqm_return_ci_low'])}, {_num(r['iqm_return_ci_high'])}]",
+            f"{_num(r['mean_return'])} [{_num(r['mean_return_ci_low'])}, "
+            f"{_num(r['mean_return_ci_high'])}]",
+            f"{_num(r['iqm_return'])} [{_num(r['iqm_return_ci_low'])}, "
+            f"{_num(r['iqm_return_ci_high'])}]",
             _num(r["std_return"]),
-            f"{_cost(r['total_cost_mean'])} [{_cost(r['total_cost_ci_low'])}, {_cost(r['total_cost_ci_high'])}]",
+            f"{_cost(r['total_cost_mean'])} [{_cost(r['total_cost_ci_low'])}, "
+            f"{_cost(r['total_cost_ci_high'])}]",
             f"{r['violation_rate']:.3f}",
             "n/a"
             if score is None
-            else f"{score:.3f} [{r['normalized_score_ci_low']:.3f}, {r['normalized_score_ci_high']:.3f}]",
+            else (
+                f"{score:.3f} [{r['normalized_score_ci_low']:.3f}, "
+                f"{r['normalized_score_ci_high']:.3f}]"
+            ),
             *[_cost(r[f"cost_{n}_mean"]) for n in names],
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -184,26 +193,28 @@ def results_markdown(result: CampaignResult) -> str:
     seeds = " ".join(str(s) for s in result.seeds)
     intro = (
         "# PowerZoo benchmark campaign\n\n"
-        f"Split `{result.split}`, seeds {seeds}. Episode i of seed s starts on the i-th evaluated day with "
-        f"`env.reset(seed=s * {EPISODE_SEED_STRIDE} + i)`; the random policy is seeded with s. Statistics pool "
-        f"all episodes of all seeds; intervals are {CONFIDENCE:.0%} percentile-bootstrap intervals "
-        f"({BOOTSTRAP_RESAMPLES:,} resamples of the episodes, `numpy.random.default_rng({BOOTSTRAP_SEED})`). "
-        "Costs are per episode in each constraint's physical unit. The normalized score (0 = random, "
-        "1 = oracle or best baseline of the packaged table) is n/a when the table lacks the task or when "
-        "the evaluated days differ from the table's.\n"
+        f"Split `{result.split}`, seeds {seeds}. Episode i of seed s starts on the i-th "
+        f"evaluated day with `env.reset(seed=s * {EPISODE_SEED_STRIDE} + i)`; the random "
+        "policy is seeded with s. Statistics pool all episodes of all seeds; intervals "
+        f"are {CONFIDENCE:.0%} percentile-bootstrap intervals ({BOOTSTRAP_RESAMPLES:,} "
+        f"resamples of the episodes, `numpy.random.default_rng({BOOTSTRAP_SEED})`). "
+        "Costs are per episode in each constraint's physical unit. The normalized score "
+        "(0 = random, 1 = oracle or best baseline of the packaged table) is n/a when "
+        "the table lacks the task or when the evaluated days differ from the table's.\n"
     )
     return intro + "\n" + result.markdown()
 
 
 def write_results_markdown(result: CampaignResult) -> Path:
-    """Write ``results.md`` into ``result.out_dir``; its path is kept in ``result.files["results_md"]``."""
+    """Write ``results.md`` into ``result.out_dir``; its
+    path is kept in ``result.files["results_md"]``."""
     result.files["results_md"] = atomic_write_text(
         result.out_dir / "results.md", results_markdown(result)
     )
     return result.files["results_md"]
 
 
-# ---- CSV ----------------------------------------------------------------------------------------------
+# ---- CSV -----------------------------------------------------------------------------------------
 def _csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(
@@ -229,7 +240,8 @@ def _cost_columns(cost_names: dict[str, tuple[str, ...]], suffixes: Sequence[str
 
 
 def write_csv_tables(result: CampaignResult) -> None:
-    """Write ``results.csv`` and ``episodes.csv`` into ``result.out_dir`` (created); paths go to ``result.files``."""
+    """Write ``results.csv`` and ``episodes.csv`` into ``result.out_dir`` (created);
+    paths go to ``result.files``."""
     out, names = result.out_dir, result.cost_names
     out.mkdir(parents=True, exist_ok=True)
     result.files["results_csv"] = atomic_write_text(
@@ -245,5 +257,6 @@ def write_csv_tables(result: CampaignResult) -> None:
 
 
 def file_label(name: str) -> str:
-    """``name`` with every run of characters other than letters, digits, ``.``, ``_``, ``-`` replaced by ``_``."""
+    """``name`` with every run of characters other than letters,
+    digits, ``.``, ``_``, ``-`` replaced by ``_``."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)

@@ -38,7 +38,8 @@ EPISODE_SEED_STRIDE = (
 
 
 def episode_seed(seed: int, episode: int) -> int:
-    """``env.reset`` seed of episode ``episode`` of campaign seed ``seed`` (seed 0: ``episode``, the table's)."""
+    """``env.reset`` seed of episode ``episode`` of campaign seed ``seed`` (seed 0:
+    ``episode``, the table's)."""
     return int(seed) * EPISODE_SEED_STRIDE + int(episode)
 
 
@@ -73,11 +74,12 @@ def bootstrap_ci(
     confidence: float = CONFIDENCE,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
-    """Percentile-bootstrap confidence interval of ``statistic`` (``"mean"`` or ``"iqm"``) of ``values``.
+    """Percentile-bootstrap confidence interval of ``statistic`` (``"mean"`` or ``"iqm"``) of
+    ``values``.
 
     ``n_resamples`` resamples of ``values`` with replacement, drawn by
-    ``np.random.default_rng(seed)``; returns the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
-    quantiles of the statistic over them. Same inputs, same interval.
+    ``np.random.default_rng(seed)``; returns the ``(1 - confidence) / 2`` and
+    ``(1 + confidence) / 2`` quantiles of the statistic over them. Same inputs, same interval.
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
@@ -98,7 +100,8 @@ def summarize_campaign_episodes(
     confidence: float = CONFIDENCE,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, Any]:
-    """Pooled statistics of episode rows (``episodes.csv`` rows: ``return``, ``length``, ``cost_<name>``).
+    """Pooled statistics of episode rows (``episodes.csv`` rows: ``return``, ``length``,
+    ``cost_<name>``).
 
     Returns the statistic columns of ``results.csv`` (:mod:`powerzoo.benchmarks.campaign`), the
     normalised score aside: returns in $ per episode, costs per episode in physical units.
@@ -136,7 +139,8 @@ def summarize_campaign_episodes(
 def score_columns(
     task: str, split: str, days: Sequence[int], row: dict[str, Any]
 ) -> dict[str, float | None]:
-    """Normalised score of ``row``'s mean return and its interval; ``None`` off the table's protocol.
+    """Normalised score of ``row``'s mean return and its interval; ``None`` off the table's
+    protocol.
 
     The score is only comparable when ``days`` are the days the baselines table was computed on
     (:func:`~powerzoo.benchmarks.baselines.evaluation_protocol`).

@@ -1,4 +1,5 @@
-"""``powerzoo bench``: a benchmark campaign (baselines and trained runs x tasks x seeds) from the command line."""
+"""``powerzoo bench``: a benchmark campaign (baselines and
+trained runs x tasks x seeds) from the command line."""
 
 from __future__ import annotations
 
@@ -45,9 +46,13 @@ def add_parser(sub: Any) -> None:
     """Register ``bench`` on the ``powerzoo`` sub-parser object."""
     p = sub.add_parser(
         "bench",
-        help="benchmark campaign: baselines (and trained runs) x tasks x seeds; CSV, Markdown, plots",
-        description="Evaluate baseline policies (and trained run folders) on tasks x seeds, with bootstrap 95%% "
-        "confidence intervals; writes results.csv, results.md, episodes.csv and plots.",
+        help=(
+            "benchmark campaign: baselines (and trained runs) x tasks x seeds; CSV, Markdown, plots"
+        ),
+        description=(
+            "Evaluate baseline policies (and trained run folders) on tasks x seeds, with bootstrap "
+            "95%% confidence intervals; writes results.csv, results.md, episodes.csv and plots."
+        ),
     )
     p.add_argument("tasks", nargs="+", metavar="TASK", help="registered task names, or 'all'")
     p.add_argument(

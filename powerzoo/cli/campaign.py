@@ -1,4 +1,5 @@
-"""``powerzoo campaign``: train and evaluate tasks x algorithms x settings x seeds from a campaign file."""
+"""``powerzoo campaign``: train and evaluate tasks x
+algorithms x settings x seeds from a campaign file."""
 
 from __future__ import annotations
 
@@ -54,10 +55,13 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "campaign",
         help="train tasks x algorithms x settings x seeds (local or Ray Tune); tables as `bench`",
-        description="Train every (task, algorithm, setting, seed) trial of a campaign file, evaluate each on the "
-        "test split with the baselines, and write the tables and plots of `powerzoo bench` "
-        "(results.csv: one row per algorithm/setting, trials.csv: one per trial). Running it again "
-        "into the same --out folder resumes: finished trials are skipped.",
+        description=(
+            "Train every (task, algorithm, setting, seed) trial of a campaign file, evaluate each "
+            "on the test split with the baselines, and write the tables and plots of "
+            "`powerzoo bench` (results.csv: one row per algorithm/setting, trials.csv: one per "
+            "trial). Running it again into the same --out folder resumes: finished trials are "
+            "skipped."
+        ),
     )
     p.add_argument(
         "campaign", metavar="CAMPAIGN.yaml", help="campaign file (see campaigns/smoke.yaml)"
@@ -73,7 +77,10 @@ def add_parser(sub: Any) -> None:
         "--address",
         default=None,
         metavar="ADDR",
-        help="Ray cluster to join (ray.init(address=ADDR), e.g. auto or HOST:6379); default: a local Ray",
+        help=(
+            "Ray cluster to join (ray.init(address=ADDR), e.g. auto or HOST:6379); "
+            "default: a local Ray"
+        ),
     )
     p.add_argument(
         "--out",

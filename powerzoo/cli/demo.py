@@ -32,9 +32,9 @@ DEMO_TIMESTEPS = 60_000  # 20-40 s of PPO on two cores
 DEMO_REWARD: str | dict[str, float] = (
     "penalized"  # spec.reward_presets: profit - 100 $/MWh x soc_violation
 )
-# Trainer settings of the demo (tuned on seeds 0-3: return between rule-based and oracle, soc_violation
-# < 1 MWh/day): a small initial action noise (std e^-1 of the [-1, 1] range) and a higher learning
-# rate than SB3's default let 60k steps learn both the arbitrage and the SOC bounds.
+# Trainer settings of the demo (tuned on seeds 0-3: return between rule-based and oracle,
+# soc_violation < 1 MWh/day): a small initial action noise (std e^-1 of the [-1, 1] range) and a
+# higher learning rate than SB3's default let 60k steps learn both the arbitrage and the SOC bounds.
 DEMO_TRAINING: dict[str, Any] = {
     "n_envs": 8,
     "n_steps": 256,
@@ -52,7 +52,8 @@ def train_demo_agent(
     seed: int = 0,
     reward: str | dict[str, float] | None = DEMO_REWARD,
 ) -> Any:
-    """Train PPO on battery_arbitrage's train split into ``out_dir/run`` (replacing an earlier demo run).
+    """Train PPO on battery_arbitrage's train split into ``out_dir/run`` (replacing an earlier demo
+    run).
 
     Args:
         out_dir: folder of the demo; the run folder is ``out_dir/run``.
@@ -62,7 +63,8 @@ def train_demo_agent(
         reward: the training reward (``make_env``'s ``reward=``; ``None``: the task's own profit).
             The best model is chosen on the validation split under this same reward.
 
-    Returns the best model (on the validation split) as a loaded :func:`~powerzoo.rl.trainer.Trainer`.
+    Returns the best model (on the validation split) as a loaded
+    :func:`~powerzoo.rl.trainer.Trainer`.
     """
     import shutil
 
@@ -196,12 +198,14 @@ def run_demo(
             agent_env, agent.policy(), day_id=plot_day, seed=0, trace_keys=TRACE_KEYS
         )["trace"]
         print(
-            f"trained PPO for {timesteps:,} env steps in {seconds:.0f} s on {_reward_label(reward)}, "
-            f"seed {seed} (run folder: {Path(out_dir) / 'run'})"
+            f"trained PPO for {timesteps:,} env steps in {seconds:.0f} s on "
+            f"{_reward_label(reward)}, seed {seed} (run folder: {Path(out_dir) / 'run'})"
         )
     print(
-        f"{TASK}, test split ({len(days)} days, one episode per day). return: profit ($/day, no penalty);\n"
-        "soc_violation: energy asked beyond the SOC bounds (MWh/day); violation rate: share of days with any"
+        f"{TASK}, test split ({len(days)} days, one episode per day). "
+        "return: profit ($/day, no penalty);\n"
+        "soc_violation: energy asked beyond the SOC bounds (MWh/day); "
+        "violation rate: share of days with any"
     )
     print(comparison_table(results))
     date = task.profiles.dates[task.calendar_day(plot_day)]

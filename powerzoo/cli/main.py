@@ -1,5 +1,5 @@
-"""The ``powerzoo`` command: list and describe tasks, demo, collect datasets, train / eval /
-resume agents."""
+"""The ``powerzoo`` command: list and describe tasks,
+demo, collect datasets, train / eval / resume agents."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     for name in list_tasks():
         spec = task_spec(name)
-        steps = f"{spec.horizon:>4} x {spec.step_minutes:>2} min"
-        print(f"{name:<22} {spec.agent_mode:<6} {steps}  {spec.description}")
+        print(
+            f"{name:<22} {spec.agent_mode:<6} {spec.horizon:>4} "
+            f"x {spec.step_minutes:>2} min  {spec.description}"
+        )
     return 0
 
 
@@ -155,8 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--num-envs",
         type=int,
         default=None,
-        help="episodes stepped at once in a native vector env (default: "
-        f"{VECTOR_ENVS_FOR_RANDOM} for the random policy on single-agent tasks, else 1)",
+        help=(
+            "episodes stepped at once in a native vector env "
+            f"(default: {VECTOR_ENVS_FOR_RANDOM} for the random policy on single-agent tasks, "
+            "else 1)"
+        ),
     )
     p.add_argument(
         "--info-keys",

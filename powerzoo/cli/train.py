@@ -37,7 +37,8 @@ def _print_result(result: Any) -> None:
     best = result.best_mean_return
     print(f"run folder: {result.run_dir}")
     print(
-        f"env steps: {result.num_timesteps:,} ({result.status}{': ' + result.stop_reason if result.stop_reason else ''}), "
+        f"env steps: {result.num_timesteps:,} "
+        f"({result.status}{': ' + result.stop_reason if result.stop_reason else ''}), "
         f"{result.wall_seconds:.1f} s"
     )
     if best is not None:
@@ -54,7 +55,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if (args.config is None) == (args.task is None):
         raise ValueError(
-            "give either a task (powerzoo train TASK --algo PPO) or a config (powerzoo train -c FILE)"
+            "give either a task (powerzoo train TASK --algo PPO) "
+            "or a config (powerzoo train -c FILE)"
         )
     overrides: dict[str, Any] = {}
     for key in ("seed", "n_envs", "name", "output_dir"):
@@ -100,7 +102,8 @@ def evaluate_run(
     plot_day: int = 0,
     progress: bool | None = None,
 ) -> dict[str, Any]:
-    """Evaluate a run folder's model on ``split``; write a per-episode CSV and a plot of one episode.
+    """Evaluate a run folder's model on ``split``; write a per-episode CSV and a plot of one
+    episode.
 
     Files (in ``<run_dir>/evaluation/``): ``eval_<split>_<model>.csv`` (one row per episode: day,
     return, length, cost per constraint) and ``eval_<split>_<model>_day<plot_day>.png``.

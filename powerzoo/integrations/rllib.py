@@ -1,4 +1,5 @@
-"""RLlib (Ray 2.60, new API stack) on PowerZoo's multi-agent tasks: env registration, PPO configs, policies.
+"""RLlib (Ray 2.60, new API stack) on PowerZoo's multi-agent tasks: env registration, PPO configs,
+policies.
 
 * :func:`register_rllib_envs`: every multi-agent task under ``"powerzoo/<task>"`` for
   ``config.environment("powerzoo/marl_opf", env_config={...})`` (keys: see
@@ -89,7 +90,8 @@ def _multi_agent_tasks() -> list[str]:
 
 
 def register_rllib_envs() -> list[str]:
-    """Register every multi-agent task with Tune's registry as ``"powerzoo/<task>"``; returns the names.
+    """Register every multi-agent task with Tune's registry as ``"powerzoo/<task>"``; returns the
+    names.
 
     ``env_config`` keys: ``split``, ``normalize``, ``seed``, ``obs_mode``, ``reward``,
     ``reward_scale``, ``task_kwargs`` (or task parameters as keys of their own).
@@ -126,7 +128,8 @@ def module_mapping(task: str, sharing: str = "shared", **task_kwargs: Any) -> di
 
 
 def auto_reward_scale(task: str, split: str = "train", seed: int = 0, **env_kwargs: Any) -> float:
-    """Factor that brings returns to about 1: ``1 / (mean |reward| * min(horizon, 1 / (1 - gamma)))``.
+    """Factor that brings returns to about 1:
+    ``1 / (mean |reward| * min(horizon, 1 / (1 - gamma)))``.
 
     The mean absolute per-agent reward is measured on one episode of uniform random actions
     (the action spaces seeded from ``seed``); a task whose rewards are all 0 there gets 1.0.
@@ -180,7 +183,8 @@ def ppo_config(
         num_env_runners: remote env runners (0: sample in the driver process).
         num_envs_per_env_runner: env copies per runner (RLlib steps them one after the other).
         **env_kwargs: ``normalize`` (default True), ``obs_mode``, ``reward``, ``reward_scale``
-            (default ``"auto"``: :func:`auto_reward_scale`; a number: that factor) and task parameters.
+            (default ``"auto"``: :func:`auto_reward_scale`; a number: that factor) and task
+            parameters.
 
     Every default below can be changed on the returned config (``config.training(lr=...)``).
     """
@@ -278,10 +282,11 @@ def rllib_sampling_rate(
 ) -> float:
     """Env-steps/s of RLlib's own sampling (the env runners of :func:`ppo_config`, no learning).
 
-    Builds the algorithm, samples once to warm up, then samples whole fragments (``env_runner.sample``
-    on every runner at once) for about ``seconds`` and divides the env steps by the wall time.
-    With ``num_env_runners > 0`` Ray must be running (or is started by RLlib). Torch runs on one
-    thread in this process meanwhile, as in Ray's runner actors (tiny MLPs lose time to a thread pool).
+    Builds the algorithm, samples once to warm up, then samples whole fragments
+    (``env_runner.sample`` on every runner at once) for about ``seconds`` and divides the env steps
+    by the wall time. With ``num_env_runners > 0`` Ray must be running (or is started by RLlib).
+    Torch runs on one thread in this process meanwhile, as in Ray's runner actors (tiny MLPs lose
+    time to a thread pool).
     """
     import torch
 

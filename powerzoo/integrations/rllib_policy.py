@@ -1,4 +1,5 @@
-"""An RLlib-trained multi-agent policy behind PowerZoo's policy interface: ``act(obs_dict) -> action_dict``.
+"""An RLlib-trained multi-agent policy behind PowerZoo's policy interface:
+``act(obs_dict) -> action_dict``.
 
 :class:`RLlibPolicy` holds the RLModules of an RLlib PPO run (new API stack), which agent uses which
 module, and the fixed affine maps of the env it trained on. Like
@@ -37,7 +38,8 @@ _ENV_PREFIX = "powerzoo/"
 
 
 def _task_from_config(env_config: Mapping[str, Any], env: Any, task: str | None) -> str:
-    """The task a run trained on: ``task`` if given (checked), else its env_config or registered env name."""
+    """The task a run trained on: ``task`` if given (checked),
+    else its env_config or registered env name."""
     known = env_config.get("task")
     if known is None and isinstance(env, str) and env.startswith(_ENV_PREFIX):
         known = env[len(_ENV_PREFIX) :]
@@ -105,10 +107,11 @@ class RLlibPolicy:
             if hasattr(module, "eval"):
                 module.eval()
 
-    # ---- building ---------------------------------------------------------------------------------
+    # ---- building --------------------------------------------------------------------------------
     @classmethod
     def from_checkpoint(cls, path: str | Path, task: str | None = None) -> RLlibPolicy:
-        """The policy of an RLlib checkpoint folder (``Algorithm.save()`` output, e.g. one made from :func:`ppo_config`).
+        """The policy of an RLlib checkpoint folder (``Algorithm.save()`` output, e.g. one made from
+        :func:`ppo_config`).
 
         ``task`` checks (or, for a run whose env_config does not name it, sets) the task.
         """
@@ -131,7 +134,8 @@ class RLlibPolicy:
 
     @classmethod
     def from_algorithm(cls, algo: Any, task: str | None = None) -> RLlibPolicy:
-        """The policy of a live RLlib ``Algorithm`` (``algo.get_module``: the sampling modules, which later training changes)."""
+        """The policy of a live RLlib ``Algorithm`` (``algo.get_module``:
+        the sampling modules, which later training changes)."""
         config = algo.config.get_state()
         return cls._from_parts(config, algo.get_module, sorted(algo.config.policies), task, {})
 
@@ -157,7 +161,7 @@ class RLlibPolicy:
         modules = {mid: get_module(mid) for mid in set(mapping.values())}
         return cls(modules, mapping, env_config, {**meta, "modules": sorted(modules)})
 
-    # ---- acting -----------------------------------------------------------------------------------
+    # ---- acting ----------------------------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
         """Nothing to seed: the policy acts deterministically."""
         return None
@@ -166,7 +170,8 @@ class RLlibPolicy:
         return None
 
     def module_actions(self, unit_obs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """The modules' deterministic actions (RLlib's [-1, 1] units) for observations as the training env gives them."""
+        """The modules' deterministic actions (RLlib's [-1, 1]
+        units) for observations as the training env gives them."""
         out: dict[str, np.ndarray] = {}
         for module_id, index in self._groups.items():
             module = self.modules[module_id]

@@ -20,10 +20,11 @@ until the budget, save a checkpoint and evaluate :class:`~powerzoo.integrations.
 on the test split; they ask for one more CPU per remote env runner.
 
 Resuming: the Tune experiment lives in ``<out>/ray/campaign``. If the driver dies, running the
-same command again restores it (``Tuner.restore(..., resume_unfinished=True, restart_errored=True)``);
-trials whose ``trial.json`` exists are not trained again. On a cluster, ``--out`` should be on a
-filesystem every node sees (NFS) for the trial folders (models, plots) to land in one place; the
-table needs only what the trials report.
+same command again restores it
+(``Tuner.restore(..., resume_unfinished=True, restart_errored=True)``); trials whose ``trial.json``
+exists are not trained again. On a cluster, ``--out`` should be on a filesystem every node sees
+(NFS) for the trial folders (models, plots) to land in one place; the table needs only what the
+trials report.
 
 Ray is imported only inside these functions; without it they raise ``ImportError`` naming
 ``pip install "powerzoo[ray]"``.
@@ -70,7 +71,8 @@ def require_tune() -> tuple[Any, Any]:
 def run_rllib_trial(
     campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path
 ) -> dict[str, Any]:
-    """Train RLlib PPO for one ``rllib_ppo`` trial, save its checkpoint, evaluate it; writes ``trial.json``."""
+    """Train RLlib PPO for one ``rllib_ppo`` trial, save its checkpoint,
+    evaluate it; writes ``trial.json``."""
     folder, record = prepare_folder(out_dir, trial)
     if record is not None:
         return record
@@ -134,7 +136,8 @@ def run_rllib_trial(
 
 
 def campaign_trainable(config: dict[str, Any], campaign: CampaignSpec, out_dir: str) -> None:
-    """Tune function trainable of one campaign trial (``config["trial_id"]``); reports its record once."""
+    """Tune function trainable of one campaign trial (``config["trial_id"]``);
+    reports its record once."""
     from ray import tune
 
     trial = campaign.trial(config["trial_id"])
@@ -157,7 +160,8 @@ def _trial_dirname(trial: Any) -> str:
 
 
 def _resources(campaign: CampaignSpec, config: dict[str, Any]) -> Any:
-    """Placement group of one trial: ``cpus_per_trial``, plus one CPU per RLlib remote env runner."""
+    """Placement group of one trial: ``cpus_per_trial``,
+    plus one CPU per RLlib remote env runner."""
     from ray import tune
 
     trial = campaign.trial(config["trial_id"])
@@ -173,7 +177,8 @@ def run_ray(
     address: str | None = None,
     progress: bool | None = None,
 ) -> CampaignOutcome:
-    """Run a campaign's trials as Ray Tune trials, then gather them into the tables of the local backend.
+    """Run a campaign's trials as Ray Tune trials, then gather them into the tables of the local
+    backend.
 
     Args:
         campaign: a :class:`~powerzoo.rl.campaigns.spec.CampaignSpec` or a campaign file.

@@ -7,7 +7,8 @@ and shuffled minibatches. ``h5py`` is needed (``pip install h5py`` or ``powerzoo
 Modules, one job each:
 
 - :mod:`~powerzoo.benchmarks.offline.schema`: the HDF5 layout (dataset names, dtypes, attributes);
-- :mod:`~powerzoo.benchmarks.offline.buffer`: steps of parallel episode streams in, whole episodes out;
+- :mod:`~powerzoo.benchmarks.offline.buffer`: steps of parallel episode streams in, whole episodes
+  out;
 - :mod:`~powerzoo.benchmarks.offline.writer`: appending episode blocks and the atomic file write;
 - :mod:`~powerzoo.benchmarks.offline.collect`: :class:`DatasetGenerator`, rollouts and seeding rule;
 - :mod:`~powerzoo.benchmarks.offline.load`: :class:`DatasetLoader`, schema checks and reading;

@@ -46,7 +46,8 @@ class EpisodeBuffer:
         self.steps.append(values)
 
     def take(self, limit: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
-        """Finished episodes (at most ``limit``): ``({name: [n_steps, ...]}, lengths[E])`` or ``None``."""
+        """Finished episodes (at most ``limit``):
+        ``({name: [n_steps, ...]}, lengths[E])`` or ``None``."""
         if not self.steps:
             return None
         columns = zip(*self.steps, strict=True)
@@ -62,7 +63,8 @@ class EpisodeBuffer:
             t_end, rows = t_end[:limit], rows[:limit]
         if t_end.size == 0:
             return None
-        # an episode starts after the previous end in its stream, or where the stream's pending data starts
+        # an episode starts after the previous end in its stream,
+        # or where the stream's pending data starts
         by_stream = np.lexsort((t_end, rows))
         r_sorted, t_sorted = rows[by_stream], t_end[by_stream]
         first_in_stream = np.ones(r_sorted.size, bool)

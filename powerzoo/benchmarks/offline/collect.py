@@ -85,8 +85,8 @@ class DatasetGenerator:
                 )
         elif hasattr(env, "num_envs"):
             raise TypeError(
-                f"{type(env).__name__} is not supported; pass make_env(task), make_env(task, framework='auto') "
-                "or a single-agent make_env(task, num_envs=N)"
+                f"{type(env).__name__} is not supported; pass make_env(task), make_env(task, "
+                "framework='auto') or a single-agent make_env(task, num_envs=N)"
             )
         self._names = TRANSITION_KEYS + tuple(f"infos/{k}" for k in self.info_keys)
 
@@ -100,11 +100,13 @@ class DatasetGenerator:
         *,
         progress: bool | None = None,
     ) -> DatasetLoader:
-        """Roll ``policy`` out for ``n_episodes`` episodes, write ``save_path`` atomically, return its loader.
+        """Roll ``policy`` out for ``n_episodes`` episodes, write ``save_path`` atomically, return
+        its loader.
 
         ``save_path`` never holds a partial dataset: the file is written under a temporary name and
-        renamed into place when complete (:func:`~powerzoo.benchmarks.offline.writer.write_hdf5_atomically`).
-        ``progress``: show a progress bar (``None``: only when stderr is a terminal).
+        renamed into place when complete
+        (:func:`~powerzoo.benchmarks.offline.writer.write_hdf5_atomically`). ``progress``: show a
+        progress bar (``None``: only when stderr is a terminal).
         """
         if (
             isinstance(n_episodes, bool)
@@ -136,13 +138,15 @@ class DatasetGenerator:
             return [np.array(info[k]) if copy else info[k] for k in self.info_keys]
         except KeyError as err:
             raise ValueError(
-                f"info key {err.args[0]!r} is not in the env's step info; available: {', '.join(sorted(info))}"
+                f"info key {err.args[0]!r} is not in the env's step info; "
+                f"available: {', '.join(sorted(info))}"
             ) from None
 
     def _collect_episodes(
         self, policy: Policy, n_episodes: int, seed: int, appender: HDF5Appender, bar: Any
     ) -> None:
-        """Single env (Gymnasium or multi-agent dict): episode ``i`` from ``seed + i`` via :func:`rollout`."""
+        """Single env (Gymnasium or multi-agent dict): episode
+        ``i`` from ``seed + i`` via :func:`rollout`."""
         buffer = EpisodeBuffer(self._names, batched=False)
         agents = self.agents
         info_keys = self.info_keys
@@ -275,7 +279,8 @@ class DatasetGenerator:
     def _attrs(
         self, h5file: Any, appender: HDF5Appender, policy: Policy, seed: int
     ) -> dict[str, Any]:
-        """Root attributes of the finished file (schema in :mod:`powerzoo.benchmarks.offline.schema`)."""
+        """Root attributes of the finished file (schema
+        in :mod:`powerzoo.benchmarks.offline.schema`)."""
         import powerzoo
 
         returns = np.asarray(h5file["episode_returns"][()], dtype=np.float64)
@@ -290,8 +295,8 @@ class DatasetGenerator:
             "policy": str(getattr(policy, "name", type(policy).__name__)),
             "seed": seed,
             "seeding": (
-                "env.reset(seed=seed) once and the policy seeded with seed; episodes auto-reset and are stored "
-                "in the order they finish"
+                "env.reset(seed=seed) once and the policy seeded with seed; "
+                "episodes auto-reset and are stored in the order they finish"
                 if self.vectorized
                 else "episode i: env.reset(seed=seed + i) and the policy seeded with seed + i"
             ),
@@ -315,7 +320,8 @@ class DatasetGenerator:
         return attrs
 
     def _single_agent_space_attrs(self, facts: Any) -> dict[str, Any]:
-        """Box bounds of the spaces and, when the spaces are the task's vectors, their field names."""
+        """Box bounds of the spaces and, when the spaces are the task's vectors,
+        their field names."""
         env = self.env
         obs_space = env.single_observation_space if self.vectorized else env.observation_space
         act_space = env.single_action_space if self.vectorized else env.action_space

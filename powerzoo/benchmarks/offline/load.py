@@ -39,7 +39,8 @@ def plain_attr(value: Any) -> Any:
 
 
 class DatasetLoader:
-    """Read a PowerZoo offline dataset (layout in :mod:`powerzoo.benchmarks.offline.schema`) after checking it.
+    """Read a PowerZoo offline dataset (layout in :mod:`powerzoo.benchmarks.offline.schema`) after
+    checking it.
 
     Whole arrays are properties (``observations``, ``next_observations``, ``actions``, ``rewards``,
     ``terminals``, ``truncations``, ``infos``, ``episode_starts`` / ``episode_lengths`` /
@@ -61,7 +62,8 @@ class DatasetLoader:
             self._file = h5py.File(self.path, "r")
         except OSError as err:
             raise ValueError(
-                f"{self.path} cannot be opened as HDF5 (truncated, corrupt or not an HDF5 file): {err}"
+                f"{self.path} cannot be opened as HDF5 "
+                f"(truncated, corrupt or not an HDF5 file): {err}"
             ) from None
         try:
             self._check_schema()
@@ -78,13 +80,14 @@ class DatasetLoader:
         found = plain_attr(attrs.get("format"))
         if found != FORMAT_NAME:
             raise self._fail(
-                f"an HDF5 file but not a PowerZoo offline dataset (attribute format={found!r}, expected "
-                f"{FORMAT_NAME!r}); top-level entries: {sorted(f.keys())}"
+                f"an HDF5 file but not a PowerZoo offline dataset (attribute format={found!r}, "
+                f"expected {FORMAT_NAME!r}); top-level entries: {sorted(f.keys())}"
             )
         version = int(attrs.get("schema_version", -1))
         if version > SCHEMA_VERSION:
             raise self._fail(
-                f"schema version {version} is newer than this PowerZoo reads ({SCHEMA_VERSION}); upgrade powerzoo"
+                f"schema version {version} is newer than this PowerZoo reads ({SCHEMA_VERSION}); "
+                "upgrade powerzoo"
             )
         missing = [k for k in TRANSITION_KEYS + EPISODE_KEYS if k not in f]
         missing += [f"attribute {k}" for k in ("n_steps", "n_episodes") if k not in attrs]
@@ -103,7 +106,8 @@ class DatasetLoader:
             if found_rows != rows:
                 which = "n_episodes" if name in EPISODE_KEYS else "n_steps"
                 raise self._fail(
-                    f"{name} has {found_rows} rows, expected {rows} ({which}); the file is inconsistent"
+                    f"{name} has {found_rows} rows, expected {rows} ({which}); "
+                    "the file is inconsistent"
                 )
             try:
                 if rows:
@@ -117,13 +121,15 @@ class DatasetLoader:
             self.episode_starts, np.cumsum(lengths) - lengths
         ):
             raise self._fail(
-                "episode_starts / episode_lengths do not tile the transitions; the file is inconsistent"
+                "episode_starts / episode_lengths do not tile the transitions; "
+                "the file is inconsistent"
             )
 
     # ---- metadata ----------------------------------------------------------------------------
     @cached_property
     def attrs(self) -> dict[str, Any]:
-        """Root attributes (task, split, policy, seed, n_episodes, n_steps, mean/std return, ...)."""
+        """Root attributes (task, split, policy, seed,
+        n_episodes, n_steps, mean/std return, ...)."""
         return {k: plain_attr(v) for k, v in self._file.attrs.items()}
 
     @property
@@ -244,7 +250,8 @@ class DatasetLoader:
 
     # ---- export ------------------------------------------------------------------------------
     def to_minari(self, dataset_id: str, **kwargs: Any) -> Any:
-        """Export to a local Minari dataset (single-agent only); needs the optional ``minari`` package.
+        """Export to a local Minari dataset (single-agent only); needs the optional ``minari``
+        package.
 
         See :func:`powerzoo.benchmarks.offline.minari_export.to_minari`.
         """

@@ -1,4 +1,5 @@
-"""Export of a single-agent PowerZoo dataset to a local Minari dataset (optional ``minari`` package)."""
+"""Export of a single-agent PowerZoo dataset to a
+local Minari dataset (optional ``minari`` package)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ __all__ = ["to_minari", "dataset_env_spec"]
 
 
 def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
-    """Export ``dataset`` (a :class:`~powerzoo.benchmarks.offline.load.DatasetLoader`) as Minari ``dataset_id``.
+    """Export ``dataset`` (a :class:`~powerzoo.benchmarks.offline.load.DatasetLoader`) as Minari
+    ``dataset_id``.
 
     Single-agent datasets with Box bounds only. Minari stores ``T + 1`` observations per episode
-    (the last ``next_observation`` appended). ``kwargs`` go to ``minari.create_dataset_from_buffers``
-    (``author``, ``description``, ...); ``algorithm_name`` defaults to the dataset's policy and
-    ``env`` to the task's registered Gymnasium id with the dataset's split and normalisation, so
-    ``minari.load_dataset(dataset_id).recover_environment()`` rebuilds the env.
+    (the last ``next_observation`` appended). ``kwargs`` go to
+    ``minari.create_dataset_from_buffers`` (``author``, ``description``, ...); ``algorithm_name``
+    defaults to the dataset's policy and ``env`` to the task's registered Gymnasium id with the
+    dataset's split and normalisation, so ``minari.load_dataset(dataset_id).recover_environment()``
+    rebuilds the env.
     """
     try:
         import minari
@@ -29,12 +32,14 @@ def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
         ) from err
     if dataset.agents is not None:
         raise ValueError(
-            f"{dataset.path}: Minari datasets are single-agent; this one has agents {dataset.agents}"
+            f"{dataset.path}: Minari datasets are single-agent; "
+            f"this one has agents {dataset.agents}"
         )
     attrs = dataset.attrs
     if "observation_low" not in attrs or "action_low" not in attrs:
         raise ValueError(
-            f"{dataset.path}: no Box bounds stored (observation_low / action_low); cannot build Minari spaces"
+            f"{dataset.path}: no Box bounds stored (observation_low / action_low); "
+            "cannot build Minari spaces"
         )
     obs_space = gym.spaces.Box(
         np.asarray(attrs["observation_low"]),
@@ -66,7 +71,8 @@ def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
 
 
 def dataset_env_spec(attrs: dict[str, Any]) -> gym.envs.registration.EnvSpec | None:
-    """The Gymnasium spec that rebuilds a dataset's env (task id, split, normalisation), or ``None``.
+    """The Gymnasium spec that rebuilds a dataset's env (task id, split, normalisation), or
+    ``None``.
 
     ``None`` when the task has no registered Gymnasium id (multi-agent tasks).
     """

@@ -90,5 +90,6 @@ def storage_array(name: str, values: np.ndarray) -> np.ndarray:
     if kind == "U":
         return np.char.encode(values, "utf-8")
     raise TypeError(
-        f"{name}: values of dtype {values.dtype} cannot be stored in HDF5 (numbers, bools or strings only)"
+        f"{name}: values of dtype {values.dtype} cannot be stored in HDF5 "
+        "(numbers, bools or strings only)"
     )

@@ -1,10 +1,12 @@
-"""Writing a dataset file: blocks of whole episodes appended to HDF5, the file put in place atomically.
+"""Writing a dataset file: blocks of whole episodes appended to HDF5, the file put in place
+atomically.
 
 :class:`HDF5Appender` appends episode-major blocks to chunked, gzip-compressed, resizable datasets
 (layout in :mod:`powerzoo.benchmarks.offline.schema`), so memory does not grow with the number of
 episodes. :func:`write_hdf5_atomically` writes the file under a temporary name in the target folder
-(``.<stem>-XXXX.tmp``, by :func:`powerzoo.fileio.atomic_save`) and renames it into place only when complete; an exception or
-``KeyboardInterrupt`` removes the temporary file, so the target never holds a partial dataset.
+(``.<stem>-XXXX.tmp``, by :func:`powerzoo.fileio.atomic_save`) and renames it into place only when
+complete; an exception or ``KeyboardInterrupt`` removes the temporary file, so the target never
+holds a partial dataset.
 """
 
 from __future__ import annotations
@@ -55,14 +57,16 @@ class HDF5Appender:
             )
         elif dataset.shape[1:] != row_shape:
             raise ValueError(
-                f"{name}: rows changed shape from {dataset.shape[1:]} to {row_shape} during collection"
+                f"{name}: rows changed shape from {dataset.shape[1:]} "
+                f"to {row_shape} during collection"
             )
         n = dataset.shape[0]
         dataset.resize(n + block.shape[0], axis=0)
         dataset[n:] = block
 
     def write_episodes(self, columns: dict[str, np.ndarray], lengths: np.ndarray) -> int:
-        """Append a block of whole episodes (episode-major columns); returns the number of episodes."""
+        """Append a block of whole episodes (episode-major columns);
+        returns the number of episodes."""
         starts_in_block = np.cumsum(lengths) - lengths
         returns = np.add.reduceat(
             np.asarray(columns["rewards"], dtype=np.float64), starts_in_block, axis=0
