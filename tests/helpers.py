@@ -10,7 +10,11 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+"""The repository checkout the tests run in (README, configs/, benchmarks/ scripts)."""
 
 
 # ---- PettingZoo rollouts -------------------------------------------------------------------------

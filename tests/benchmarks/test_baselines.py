@@ -4,10 +4,10 @@ and task policies on multi-agent envs."""
 import importlib.util
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO_ROOT
 
 from powerzoo.benchmarks.baselines import (
     baseline_return,
@@ -27,7 +27,7 @@ from powerzoo.tasks import info, list_tasks, task_spec
 
 warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "compute_baselines.py"
+SCRIPT = REPO_ROOT / "benchmarks" / "compute_baselines.py"
 MA_TASK = "marl_opf"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from helpers import REPO_ROOT
 
 from powerzoo.rl.conditions import (
     MaxSteps,
@@ -388,7 +389,7 @@ def test_ppo_learns_dc_microgrid_beyond_random(tmp_path):
 def test_every_task_has_a_valid_preset_and_template():
     from powerzoo.tasks import info, list_tasks
 
-    presets = Path(__file__).resolve().parents[1] / "configs"
+    presets = REPO_ROOT / "configs"
     for task in list_tasks():
         cfg = TrainConfig.from_file(presets / f"{task}.yaml")
         assert cfg.task == task

@@ -8,6 +8,7 @@ import functools
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import REPO_ROOT
 from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor, VecNormalize
 
@@ -272,11 +273,10 @@ def test_the_trainer_trains_on_the_native_env_by_default(tmp_path):
 
 
 def test_presets_build_a_native_training_env():
-    from pathlib import Path
 
     from powerzoo.rl import TrainConfig, Trainer
 
-    presets = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+    presets = sorted((REPO_ROOT / "configs").glob("*.yaml"))
     built = 0
     for preset in presets:
         config = TrainConfig.from_file(preset)

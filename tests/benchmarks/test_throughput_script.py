@@ -2,11 +2,11 @@
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from helpers import REPO_ROOT
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "throughput.py"
+SCRIPT = REPO_ROOT / "benchmarks" / "throughput.py"
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from helpers import REPO_ROOT
 from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -548,7 +548,7 @@ def test_env_is_closed_once_at_interpreter_exit(tmp_path):
     )
     path = tmp_path / "exit_script.py"
     path.write_text(script)
-    root = Path(__file__).resolve().parents[1]
+    root = REPO_ROOT
     out = subprocess.run(
         [sys.executable, str(path)],
         capture_output=True,

@@ -1,6 +1,6 @@
 """Reference trajectories of every task through every adapter (the determinism guard).
 
-``python tests/trajectories.py`` rewrites ``tests/data/trajectories.npz``; the test in
+``python tests/envs/trajectories.py`` rewrites ``tests/fixtures/trajectories.npz``; the test in
 ``test_determinism.py`` replays the same rollouts and compares them with the file. Rewrite the
 file only when a change is meant to alter trajectories, and say so in the commit message.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-REFERENCE_FILE = Path(__file__).resolve().parent / "data" / "trajectories.npz"
+REFERENCE_FILE = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories.npz"
 STEPS = 60  # past the 48-step horizon of most tasks, so autoreset and a second episode are covered
 N_VEC = 3
 
@@ -168,8 +168,8 @@ def all_trajectories(tasks: list[str] | None = None) -> dict[str, np.ndarray]:
 
 
 if __name__ == "__main__":
-    # python tests/trajectories.py            rewrite the whole reference
-    # python tests/trajectories.py TASK ...   add or replace only these tasks' rollouts
+    # python tests/envs/trajectories.py            rewrite the whole reference
+    # python tests/envs/trajectories.py TASK ...   add or replace only these tasks' rollouts
     REFERENCE_FILE.parent.mkdir(parents=True, exist_ok=True)
     chosen = sys.argv[1:] or None
     trajectories: dict[str, np.ndarray] = {}

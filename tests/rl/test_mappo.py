@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import REPO_ROOT
 
 from powerzoo.benchmarks.evaluation import evaluate, evaluate_days
 from powerzoo.envs.multi_agent import PowerZooMultiAgentVectorEnv
@@ -23,7 +24,7 @@ from powerzoo.rl.mappo.policy import MAPPOPolicy
 from powerzoo.rl.mappo.ppo import standardise
 from powerzoo.rl.mappo.trainer import MAPPOTrainer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 SMALL = {"n_steps": 8, "n_epochs": 2, "hidden_sizes": [16, 16]}
 
 
