@@ -8,8 +8,8 @@ Each run trains one SB3 model from scratch for a fixed budget of env steps, the 
 builds it: ``make_env(task, normalize=True)`` envs, SB3 ``VecNormalize`` (observations and
 rewards), episode statistics (``VecMonitor`` on the native env, SB3's ``Monitor`` per env under
 ``DummyVecEnv``) and the Trainer's ``ConstraintCostCallback``. The two env paths get the same
-seed, the same hyperparameters (``HYPERPARAMETERS``; ``gamma`` 0.999 on the 288-step
-dc_microgrid as the Trainer presets it) and one torch thread. Runs are interleaved (native,
+seed, the same hyperparameters (``HYPERPARAMETERS``; the task's own ``gamma``, 0.999 on the
+288-step dc_microgrid, as the Trainer uses it) and one torch thread. Runs are interleaved (native,
 dummy, native, dummy, ...) and each runs in a fresh subprocess; the table shows the median.
 
 Columns: ``steps/s`` is the budget over the wall time of ``model.learn`` (collection and
@@ -62,7 +62,7 @@ def _measure(
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     from powerzoo.rl import make_env
-    from powerzoo.rl.algorithms import algorithm_class, default_gamma
+    from powerzoo.rl.algorithms import algorithm_class
     from powerzoo.rl.sb3.callbacks import ConstraintCostCallback
     from powerzoo.rl.sb3.native_vec_env import make_native_vec_env
     from powerzoo.tasks import task_spec
@@ -70,7 +70,7 @@ def _measure(
     torch.set_num_threads(1)
     spec = task_spec(task)
     kwargs = {**HYPERPARAMETERS[algo], **overrides}
-    kwargs["gamma"] = default_gamma(spec.horizon) or 0.99
+    kwargs["gamma"] = spec.gamma  # the task's own discount, as the Trainer uses it
 
     class RolloutTimer(BaseCallback):
         def __init__(self) -> None:

@@ -280,6 +280,7 @@ def info(name: str, baselines: BaselineNumbers | None = None) -> dict[str, Any]:
         "cost_thresholds": dict(spec.cost_thresholds),
         "horizon": spec.horizon,
         "step_minutes": spec.step_minutes,
+        "gamma": spec.gamma,
         "splits": list(spec.splits),
         "obs_modes": list(spec.obs_modes),
         "forecast_series": list(spec.forecast_series),
@@ -290,7 +291,7 @@ def info(name: str, baselines: BaselineNumbers | None = None) -> dict[str, Any]:
             "task": spec.task_id,
             "env": {"split": "train", "normalize": True},
             "algorithm": "PPO",
-            "algorithm_kwargs": {"gamma": spec.gamma},
+            "algorithm_kwargs": {},  # trainers discount with the task's own gamma
             "total_timesteps": 100_000,
             "seed": 0,
             "evaluation": {"split": "val", "freq": 10_000, "episodes": 8},
@@ -322,7 +323,7 @@ def describe(name: str, baselines: BaselineNumbers | None = None) -> str:
         [
             f"{d['task_id']} ({d['agent_mode']}-agent, {d['n_agents']} agent(s))",
             f"  {d['description']}",
-            f"  horizon: {d['horizon']} steps x {d['step_minutes']} min",
+            f"  horizon: {d['horizon']} steps x {d['step_minutes']} min (discount {d['gamma']:g})",
             *(
                 [
                     "  agent groups: "
