@@ -38,8 +38,8 @@ def load_run(run_dir: str | Path, model: str = "best") -> tuple[Any, str]:
 
 def run_entry(run_dir: str | Path, model: str = "best", deterministic: bool = True) -> PolicyEntry:
     """A run folder as a campaign policy: its task, its evaluation env
-    (:meth:`~powerzoo.rl.trainer_base.TrainerBase.make_eval_env`), its policy, labelled with the folder's
-    name."""
+    (:meth:`~powerzoo.rl.trainer_base.TrainerBase.make_eval_env`), its policy, labelled with the
+    folder's name."""
     run_dir = Path(run_dir)
     trainer, model = load_run(run_dir, model)
     if trainer.is_multi_agent and not hasattr(trainer, "shared_model"):  # MAPPO / IPPO runs

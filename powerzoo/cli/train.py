@@ -107,7 +107,8 @@ def evaluate_run(
 
     Files (in ``<run_dir>/evaluation/``): ``eval_<split>_<model>.csv`` (one row per episode: day,
     return, length, cost per constraint) and ``eval_<split>_<model>_day<plot_day>.png``.
-    Returns the summary (as :meth:`powerzoo.rl.trainer_base.TrainerBase.evaluate`) plus the two paths.
+    Returns the summary (as :meth:`powerzoo.rl.trainer_base.TrainerBase.evaluate`) plus the two
+    paths.
     ``progress``: bar over the episodes (``None``: only when stderr is a terminal).
     """
     from powerzoo.benchmarks.baselines import score_or_none, select_days

@@ -50,7 +50,8 @@ ALGORITHMS: tuple[str, ...] = tuple(_REGISTRY)
 NATIVE_MARL_ALGORITHMS: tuple[str, ...] = ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L")
 """The native multi-agent PPO family (:mod:`powerzoo.rl.mappo`): centralised critic (MAPPO) or
 local critics (IPPO), ``-L`` with Lagrangian cost budgets."""
-"""Every algorithm the single-agent trainer and the run config accept (names are case-insensitive)."""
+"""Every algorithm the single-agent trainer and the run config accept (names are
+case-insensitive)."""
 ON_POLICY: frozenset[str] = frozenset(k for k, v in _REGISTRY.items() if v.on_policy)
 MULTI_AGENT_ALGORITHMS: tuple[str, ...] = tuple(k for k, v in _REGISTRY.items() if v.multi_agent)
 """The subset the multi-agent loops accept (``PPO, A2C, SAC, TD3``: DDPG is not offered there)."""
@@ -76,7 +77,8 @@ def is_native_marl(name: str) -> bool:
 
 def algorithms_for(spec: Any) -> tuple[str, ...]:
     """Algorithms that fit a task spec: SB3's for single-agent tasks; for multi-agent tasks the SB3
-    shared / independent-learner subset and the native family (the ``-L`` variants need selected costs)."""
+    shared / independent-learner subset and the native family (the ``-L`` variants need selected
+    costs)."""
     if spec.agent_mode != "multi":
         return ALGORITHMS
     native = tuple(
@@ -100,7 +102,8 @@ def algorithm_class(name: str, valid: Sequence[str] = ALGORITHMS) -> type:
     :func:`canonical_algorithm`."""
     if is_native_marl(name):
         raise ValueError(
-            f"{name.upper()} is a native multi-agent algorithm (powerzoo.rl.mappo), not an SB3 class"
+            f"{name.upper()} is a native multi-agent algorithm (powerzoo.rl.mappo), "
+            "not an SB3 class"
         )
     entry = _REGISTRY[canonical_algorithm(name, valid)]
     return getattr(importlib.import_module(entry.module), entry.cls)
@@ -110,7 +113,8 @@ def check_algorithm_kwargs(
     name: str, kwargs: dict[str, Any], where: str = "algorithm_kwargs"
 ) -> None:
     """Raise ``ValueError`` naming any key of ``kwargs`` that the SB3 constructor (or, for the
-    native multi-agent algorithms, :class:`~powerzoo.rl.mappo.hparams.MAPPOParams`) does not take."""
+    native multi-agent algorithms, :class:`~powerzoo.rl.mappo.hparams.MAPPOParams`) does not
+    take."""
     if is_native_marl(name):  # MAPPOParams checks them (imported here: it is the mappo wing's)
         check_params = importlib.import_module("powerzoo.rl.mappo.hparams").check_params
         check_params(kwargs, where)
@@ -130,7 +134,8 @@ def check_algorithm_kwargs(
             )
         if key not in params:
             raise ValueError(
-                f"{where}.{key}: not an argument of {canonical_algorithm(name)}; valid: {', '.join(valid)}"
+                f"{where}.{key}: not an argument of {canonical_algorithm(name)}; "
+                f"valid: {', '.join(valid)}"
             )
 
 

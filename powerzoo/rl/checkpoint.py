@@ -52,9 +52,11 @@ def write_checkpoint(
     evaluations: Sequence[dict[str, Any]],
     replay_buffer: bool,
 ) -> Path:
-    """Write ``checkpoints/step_<N>/`` of ``run_dir`` atomically, keeping the newest ``keep``; returns the folder.
+    """Write ``checkpoints/step_<N>/`` of ``run_dir`` atomically, keeping the newest ``keep``;
+    returns the folder.
 
-    ``evaluations`` after ``num_timesteps`` are left out; ``replay_buffer`` saves the model's replay buffer too.
+    ``evaluations`` after ``num_timesteps`` are left out; ``replay_buffer`` saves the model's replay
+    buffer too.
     """
 
     def write(folder: Path) -> None:

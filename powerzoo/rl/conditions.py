@@ -91,7 +91,10 @@ class NoImprovement:
         return max(returns[-self.evaluations :]) < best_before + self.min_delta
 
     def describe(self) -> str:
-        return f"no_improvement: {self.evaluations} evaluations without improving by {self.min_delta:g}"
+        return (
+            f"no_improvement: {self.evaluations} evaluations without improving by "
+            f"{self.min_delta:g}"
+        )
 
 
 @dataclasses.dataclass(frozen=True)

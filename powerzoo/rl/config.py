@@ -249,7 +249,8 @@ class TrainConfig(_Section):
             data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as err:
             raise ConfigError(
-                f"config {path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {err}"
+                f"config {path}: not valid "
+                f"{'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {err}"
             ) from None
         return cls.from_dict(data, source=str(path))
 
@@ -270,7 +271,8 @@ class TrainConfig(_Section):
 
     # ---- derived values ------------------------------------------------------------------------
     def budget_timesteps(self) -> int:
-        """Training budget in env steps (``episodes`` × the task's horizon when given in episodes)."""
+        """Training budget in env steps (``episodes`` × the task's horizon when given in
+        episodes)."""
         if self.total_timesteps is not None:
             return self.total_timesteps
         from powerzoo.tasks.registry import task_spec
@@ -328,7 +330,8 @@ def task_field_problems(config: TrainConfig) -> list[str]:
     for field, split in splits:
         if split not in spec.splits:
             problems.append(
-                f"field '{field}': unknown split {split!r} for {config.task}; valid: {', '.join(spec.splits)}"
+                f"field '{field}': unknown split {split!r} for {config.task}; "
+                f"valid: {', '.join(spec.splits)}"
             )
     multi = spec.agent_mode == "multi"
     if is_native_marl(config.algorithm) and not multi:
@@ -340,7 +343,8 @@ def task_field_problems(config: TrainConfig) -> list[str]:
     def obs_mode(mode: Any) -> None:
         if not multi:
             raise ValueError(
-                f"{config.task} is single-agent and has no observation modes; got {mode!r} (leave it null)"
+                f"{config.task} is single-agent and has no observation modes; "
+                f"got {mode!r} (leave it null)"
             )
         spec.observation_spec(mode)
 
@@ -368,7 +372,8 @@ def task_field_problems(config: TrainConfig) -> list[str]:
 
 
 def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfig:
-    """A validated :class:`TrainConfig` from a task name / dict / file / config plus keyword overrides.
+    """A validated :class:`TrainConfig` from a task name / dict / file / config plus keyword
+    overrides.
 
     Keywords that are config fields set them, ``make_env`` options (``split``, ``normalize``, ...)
     go to ``env``, anything else goes to ``algorithm_kwargs`` (and must be an SB3 argument). A
@@ -391,7 +396,8 @@ def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfi
         data, source = {"task": task_or_config}, None
     else:
         raise TypeError(
-            f"Trainer needs a task name, a TrainConfig, a dict or a config file path, got {task_or_config!r}"
+            "Trainer needs a task name, a TrainConfig, a dict or a config file path, "
+            f"got {task_or_config!r}"
         )
     env_fields = set(EnvConfig.model_fields)
     for key, value in overrides.items():

@@ -1,4 +1,5 @@
-"""The evaluation log of a run folder: ``evaluation/evaluation_metrics.csv``, one row per evaluation.
+"""The evaluation log of a run folder: ``evaluation/evaluation_metrics.csv``, one row per
+evaluation.
 
 Every trainer (SB3, SB3 multi-agent, native MAPPO) writes its evaluations through these two
 functions, so the CSV has the same columns whatever trained the agent.
@@ -22,7 +23,8 @@ EVAL_CSV = "evaluation_metrics.csv"
 
 
 def evaluation_row(summary: dict[str, Any], timestep: int, seconds: float) -> dict[str, Any]:
-    """One ``evaluation_metrics.csv`` row from an :func:`~powerzoo.benchmarks.evaluation.evaluate_days` summary.
+    """One ``evaluation_metrics.csv`` row from an
+    :func:`~powerzoo.benchmarks.evaluation.evaluate_days` summary.
 
     ``timestep``: env steps trained when evaluated; ``seconds``: wall time of the evaluation.
     """

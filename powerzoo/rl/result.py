@@ -11,7 +11,8 @@ __all__ = ["TrainResult"]
 
 @dataclasses.dataclass
 class TrainResult:
-    """Outcome of :meth:`~powerzoo.rl.trainer.TrainerProtocol.train`: where, how far, why it stopped, the evaluations."""
+    """Outcome of :meth:`~powerzoo.rl.trainer.TrainerProtocol.train`: where, how far, why it
+    stopped, the evaluations."""
 
     run_dir: Path
     num_timesteps: int
@@ -22,5 +23,6 @@ class TrainResult:
 
     @property
     def best_mean_return(self) -> float | None:
-        """Best evaluation mean return ($ or the task's return unit), ``None`` without evaluations."""
+        """Best evaluation mean return ($ or the task's return unit), ``None`` without
+        evaluations."""
         return max((r["mean_return"] for r in self.evaluations), default=None)

@@ -58,7 +58,8 @@ VECNORM_FILE = "vecnormalize.pkl"
 REPLAY_FILE = "replay_buffer.pkl"
 RNG_FILE = "rng.pkl"
 AGENTS_DIR = "agents"
-"""Multi-agent runs: ``agents/shared.zip`` (one shared policy) or ``agents/<agent>.zip`` (one per agent)."""
+"""Multi-agent runs: ``agents/shared.zip`` (one shared policy) or ``agents/<agent>.zip`` (one per
+agent)."""
 
 
 def run_name(algorithm: str, task: str, seed: int, when: float | None = None) -> str:
@@ -79,7 +80,8 @@ class CheckpointStore:
         return f"step_{num_timesteps:012d}"
 
     def write(self, num_timesteps: int, write_files: Callable[[Path], None]) -> Path:
-        """Fill a temporary folder with ``write_files(folder)``, rename it, then point ``latest`` at it."""
+        """Fill a temporary folder with ``write_files(folder)``, rename it, then point ``latest`` at
+        it."""
         self.root.mkdir(parents=True, exist_ok=True)
         final = self.root / self.folder_name(num_timesteps)
         tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.root))

@@ -67,7 +67,7 @@ class TrainerBase(abc.ABC):
         gamma = self.config.algorithm_kwargs.get("gamma")
         return float(self.spec.gamma if gamma is None else gamma)
 
-    # ---- the protocol each backend implements -----------------------------------------------------
+    # ---- the protocol each backend implements ---------------------------------------------------
     @abc.abstractmethod
     def train(
         self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
@@ -177,7 +177,8 @@ class TrainerBase(abc.ABC):
         return self._planned_dir
 
     def _ensure_run_dir(self) -> Path:
-        """Create the run folder and its ``config.yaml`` (once everything that can fail was built)."""
+        """Create the run folder and its ``config.yaml`` (once everything that can fail was
+        built)."""
         if self.run_dir is None:
             run_dir = self._planned_run_dir()
             run_dir.mkdir(parents=True, exist_ok=True)

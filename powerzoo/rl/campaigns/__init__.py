@@ -9,10 +9,11 @@
     outcome.trials                  # one row per trial (also trials.csv)
 
 or ``powerzoo campaign campaigns/smoke.yaml [--backend local|ray]``. The pieces: the campaign file
-and its trials (:mod:`~powerzoo.rl.campaigns.spec`, read by :mod:`~powerzoo.rl.campaigns.parse`), one trial (:mod:`~powerzoo.rl.campaigns.trial`),
-the local loop (:mod:`~powerzoo.rl.campaigns.local`), the tables (:mod:`~powerzoo.rl.campaigns.gather`).
-The Ray Tune backend is :mod:`powerzoo.integrations.tune`; it runs the same trial function, so the
-same seeds give the same numbers on both. Nothing here imports Ray or, until a trial runs, torch.
+and its trials (:mod:`~powerzoo.rl.campaigns.spec`, read by :mod:`~powerzoo.rl.campaigns.parse`),
+one trial (:mod:`~powerzoo.rl.campaigns.trial`), the local loop
+(:mod:`~powerzoo.rl.campaigns.local`), the tables (:mod:`~powerzoo.rl.campaigns.gather`). The Ray
+Tune backend is :mod:`powerzoo.integrations.tune`; it runs the same trial function, so the same
+seeds give the same numbers on both. Nothing here imports Ray or, until a trial runs, torch.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Gather a training campaign: the baselines and the trials' test episodes into the tables and plots of ``bench``.
+"""Gather a training campaign: the baselines and the trials' test episodes into the tables and
+plots of ``bench``.
 
 The baselines are evaluated by :func:`powerzoo.benchmarks.campaign.run_campaign` over the
 campaign's seeds; the trained agents were evaluated inside their trials by the same function
@@ -66,7 +67,8 @@ class CampaignOutcome:
     """A gathered campaign.
 
     Attributes:
-        result: the pooled table (baselines + one row per task x algorithm x setting), as ``bench`` returns it.
+        result: the pooled table (baselines + one row per task x algorithm x setting), as
+            ``bench`` returns it.
         trials: one row per finished trial (``TRIAL_COLUMNS`` + the summary columns).
         records: the trial records (:mod:`powerzoo.rl.campaigns.trial`) by trial id.
         failed: ``{trial_id: error text}`` of trials that did not finish.
@@ -192,7 +194,8 @@ def gather(
 def _copy_episode_plots(
     campaign: CampaignSpec, records: dict[str, dict[str, Any]], out: Path
 ) -> list[Path]:
-    """``episode_<task>_<algorithm>_<setting>.png``: the first seed's episode plot of each (task, algorithm, setting).
+    """``episode_<task>_<algorithm>_<setting>.png``: the first seed's episode plot of each (task,
+    algorithm, setting).
 
     Copied from the trial folder when it is on this machine (a trial on another node keeps its own).
     """

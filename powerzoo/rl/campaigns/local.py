@@ -41,7 +41,8 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path) -> Path:
         held = read_json(path).get("fingerprint")
         if held != campaign.fingerprint():
             raise ValueError(
-                f"{out} holds another campaign (fingerprint {held}, this one {campaign.fingerprint()}); "
+                f"{out} holds another campaign (fingerprint {held}, "
+                f"this one {campaign.fingerprint()}); "
                 "choose another --out folder"
             )
     out.mkdir(parents=True, exist_ok=True)
@@ -56,7 +57,8 @@ def run_local(
     *,
     gather_results: bool = True,
 ) -> CampaignOutcome | dict[str, Any]:
-    """Run every unfinished trial in turn, then gather (:func:`~powerzoo.rl.campaigns.gather.gather`).
+    """Run every unfinished trial in turn, then gather
+    (:func:`~powerzoo.rl.campaigns.gather.gather`).
 
     Returns the :class:`~powerzoo.rl.campaigns.gather.CampaignOutcome`, or with
     ``gather_results=False`` the records by trial id. ``rllib_ppo`` trials need the Ray backend
@@ -66,7 +68,8 @@ def run_local(
     rllib = [t.trial_id for t in campaign.trials if t.is_rllib]
     if rllib:
         raise ValueError(
-            f"rllib_ppo trials ({', '.join(rllib[:3])}{', ...' if len(rllib) > 3 else ''}) run on the "
+            f"rllib_ppo trials ({', '.join(rllib[:3])}{', ...' if len(rllib) > 3 else ''}) "
+            "run on the "
             "Ray backend: use --backend ray"
         )
     out = check_out_dir(campaign, out_dir)

@@ -72,7 +72,8 @@ def _check_keys(where: str, section: Any, allowed: set[str], field: str) -> dict
 def parse_campaign(
     data: Any, base_dir: str | Path = ".", source: str | None = None, default_name: str = "campaign"
 ) -> CampaignSpec:
-    """Validate a campaign mapping (the parsed YAML) and expand its trials; ``CampaignError`` on bad input."""
+    """Validate a campaign mapping (the parsed YAML) and expand its trials; ``CampaignError`` on
+    bad input."""
     from powerzoo.benchmarks.policies import BASELINE_POLICIES
     from powerzoo.tasks import list_tasks, task_spec
 
@@ -112,7 +113,8 @@ def parse_campaign(
         if split not in task_spec(t).splits:
             raise _fail(
                 where,
-                f"'evaluation.split': unknown split {split!r} for {t}; valid: {', '.join(task_spec(t).splits)}",
+                f"'evaluation.split': unknown split {split!r} for {t}; "
+                f"valid: {', '.join(task_spec(t).splits)}",
             )
     episodes = ev.get("episodes")
     if episodes in ("all",):
@@ -122,7 +124,8 @@ def parse_campaign(
     ):
         raise _fail(
             where,
-            f"'evaluation.episodes' must be a positive integer or null (every day), got {episodes!r}",
+            "'evaluation.episodes' must be a positive integer or null (every day), "
+            f"got {episodes!r}",
         )
     baselines = ev.get("baselines", list(BASELINE_POLICIES)) or []
     bad = [b for b in baselines if b not in BASELINE_POLICIES]
@@ -201,7 +204,8 @@ def parse_campaign(
     if len(set(ids)) != len(ids):
         raise _fail(
             where,
-            f"an algorithm is listed twice (trial ids repeat: {sorted({i for i in ids if ids.count(i) > 1})[:3]})",
+            "an algorithm is listed twice (trial ids repeat: "
+            f"{sorted({i for i in ids if ids.count(i) > 1})[:3]})",
         )
     return CampaignSpec(
         name,
@@ -287,7 +291,8 @@ def _algorithm_tasks(
     if stray:
         raise _fail(
             where,
-            f"'algorithms.{name}.tasks' names task(s) outside 'tasks': {', '.join(map(repr, stray))}",
+            f"'algorithms.{name}.tasks' names task(s) outside 'tasks': "
+            f"{', '.join(map(repr, stray))}",
         )
     bad = [t for t in listed if not _can_train(algo, t)]
     if bad:
@@ -331,7 +336,8 @@ def _train_config(
     budget: dict[str, Any],
     base_dir: Path,
 ) -> dict[str, Any]:
-    """The resolved, validated run-config dict of one (task, algorithm, setting), seed and folder left out."""
+    """The resolved, validated run-config dict of one (task, algorithm, setting), seed and folder
+    left out."""
     data = _base_config(where, field, task, setting.get("config"), base_dir)
     data.update(task=task, algorithm=algo)
     if budget:
@@ -349,7 +355,8 @@ def _train_config(
     if owned:
         raise _fail(
             where,
-            f"{field}.overrides: {', '.join(owned)} set by the campaign (tasks, algorithms, seeds, --out)",
+            f"{field}.overrides: {', '.join(owned)} set by the campaign "
+            "(tasks, algorithms, seeds, --out)",
         )
     for key, value in overrides.items():
         section = data.get(key)

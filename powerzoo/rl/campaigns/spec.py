@@ -137,7 +137,8 @@ class CampaignSpec:
         raise KeyError(f"no trial {trial_id!r} in campaign {self.name}")
 
     def fingerprint(self) -> str:
-        """Hash of the evaluation protocol and every trial's config (a resumed campaign must match it)."""
+        """Hash of the evaluation protocol and every trial's config (a resumed campaign must match
+        it)."""
         data = {
             "tasks": self.tasks,
             "seeds": self.seeds,

@@ -1,8 +1,10 @@
-"""One campaign trial: train with :func:`~powerzoo.rl.trainer.Trainer`, evaluate on the test split, keep a record.
+"""One campaign trial: train with :func:`~powerzoo.rl.trainer.Trainer`, evaluate on the test
+split, keep a record.
 
 A trial's folder is ``<out>/trials/<trial_id>/``:
 
-* ``run/``: the Trainer's run folder (config, evaluations on the validation split, best and final model);
+* ``run/``: the Trainer's run folder (config, evaluations on the validation split, best and final
+  model);
 * ``evaluation/``: the test-split evaluation (``results.csv``, ``episodes.csv``, the episode plot),
   made by :func:`powerzoo.benchmarks.campaign.run_campaign` with the trial's seed as campaign
   seed, so its episodes follow the protocol of ``powerzoo bench`` to the bit;
@@ -62,7 +64,8 @@ def read_record(out_dir: str | Path, trial: TrialSpec) -> dict[str, Any] | None:
     record = json.loads(path.read_text())
     if record.get("config_hash") != trial.config_hash:
         raise ValueError(
-            f"{path} holds trial {trial.trial_id} with another config (hash {record.get('config_hash')}, "
+            f"{path} holds trial {trial.trial_id} with another config "
+            f"(hash {record.get('config_hash')}, "
             f"now {trial.config_hash}); use another --out folder or delete that trial folder"
         )
     return record
@@ -87,7 +90,8 @@ def one_thread() -> Any:
 def evaluate_policy(
     campaign: CampaignSpec, trial: TrialSpec, entry: Any, folder: Path
 ) -> dict[str, Any]:
-    """Evaluate one policy entry on the campaign's split with the trial's seed; the record's evaluation fields."""
+    """Evaluate one policy entry on the campaign's split with the trial's seed; the record's
+    evaluation fields."""
     from powerzoo.benchmarks.campaign import run_campaign
 
     result = run_campaign(
@@ -141,7 +145,8 @@ def _trained_entry(trial: TrialSpec, run_dir: Path, model: str) -> tuple[Any, st
 
 
 def prepare_folder(out_dir: str | Path, trial: TrialSpec) -> tuple[Path, dict[str, Any] | None]:
-    """``(folder, record)``: the finished record if any, else a clean folder (remains of an interrupted run removed)."""
+    """``(folder, record)``: the finished record if any, else a clean folder (remains of an
+    interrupted run removed)."""
     record = read_record(out_dir, trial)
     folder = trial_dir(out_dir, trial)
     if record is None and folder.exists():
@@ -163,9 +168,11 @@ def base_record(trial: TrialSpec) -> dict[str, Any]:
 
 
 def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> dict[str, Any]:
-    """Train and evaluate one trial (or return its record if it already finished); writes ``trial.json``.
+    """Train and evaluate one trial (or return its record if it already finished); writes
+    ``trial.json``.
 
-    ``rllib_ppo`` trials need the Ray backend (:mod:`powerzoo.integrations.tune`); here they raise ``ValueError``.
+    ``rllib_ppo`` trials need the Ray backend (:mod:`powerzoo.integrations.tune`); here they raise
+    ``ValueError``.
     """
     if trial.is_rllib:
         raise ValueError(

@@ -1,4 +1,5 @@
-"""``MAPPOTrainer``: MAPPO / IPPO (and ``-L``) runs with the run folder of the single-agent ``Trainer``.
+"""``MAPPOTrainer``: MAPPO / IPPO (and ``-L``) runs with the run folder of the single-agent
+``Trainer``.
 
 Built by :class:`powerzoo.rl.Trainer` when ``algorithm`` is one of ``MAPPO``, ``IPPO``,
 ``MAPPO-L``, ``IPPO-L``; it takes the resolved run config (:class:`powerzoo.rl.config.TrainConfig`)
@@ -52,7 +53,8 @@ BEST_POLICY_FILE = "best_policy.npz"
 
 
 class MAPPOTrainer(TrainerBase):
-    """Train, evaluate, save, load and resume a native multi-agent PPO run (see the module docstring).
+    """Train, evaluate, save, load and resume a native multi-agent PPO run (see the module
+    docstring).
 
     Args:
         config: a validated run config whose ``algorithm`` is a native multi-agent one.
@@ -72,7 +74,8 @@ class MAPPOTrainer(TrainerBase):
             )
         if self.params.rollout_workers > config.n_envs:
             raise ValueError(
-                f"rollout_workers ({self.params.rollout_workers}) must be <= n_envs ({config.n_envs}): "
+                f"rollout_workers ({self.params.rollout_workers}) must be <= "
+                f"n_envs ({config.n_envs}): "
                 f"each worker holds a block of the n_envs envs"
             )
         self.learner: MultiAgentPPO | None = None
@@ -99,7 +102,8 @@ class MAPPOTrainer(TrainerBase):
         }
 
     def get_env(self) -> Any:
-        """The training env: the native multi-agent vector env with ``n_envs`` rows (built on first use)."""
+        """The training env: the native multi-agent vector env with ``n_envs`` rows (built on first
+        use)."""
         if self.env is None:
             self.env = make_env(
                 self.task,
@@ -111,7 +115,8 @@ class MAPPOTrainer(TrainerBase):
         return self.env
 
     def make_eval_env(self, split: str, objective: bool = False) -> Any:
-        """A dict env (``framework="auto"``) on ``split`` with the training env's options, in physical units.
+        """A dict env (``framework="auto"``) on ``split`` with the training env's options, in
+        physical units.
 
         The exported policy applies the training env's normalisation itself (:mod:`.policy`), so
         it is evaluated on the env of the baselines table. ``objective=True`` drops a
@@ -123,7 +128,8 @@ class MAPPOTrainer(TrainerBase):
         return make_env(self.task, split, framework="auto", **kwargs)
 
     def _affine_maps(self) -> tuple[Any, Any]:
-        """The training env's observation / action normalisation as the exported policy needs them."""
+        """The training env's observation / action normalisation as the exported policy needs
+        them."""
         from powerzoo.envs.introspect import inspect_env
 
         facts = inspect_env(self.get_env())
@@ -164,7 +170,8 @@ class MAPPOTrainer(TrainerBase):
         return self.learner
 
     def _new_collector(self) -> Any:
-        """In-process :class:`Collector`, or Ray actors' (:mod:`.remote`) when ``rollout_workers > 0``."""
+        """In-process :class:`Collector`, or Ray actors' (:mod:`.remote`) when
+        ``rollout_workers > 0``."""
         if self.params.rollout_workers == 0:
             return Collector(self.get_env(), self._ensure_learner())
         from powerzoo.rl.mappo.remote import RemoteCollector
@@ -191,7 +198,8 @@ class MAPPOTrainer(TrainerBase):
     def train(
         self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
     ) -> TrainResult:
-        """Train until the budget (``total_timesteps`` env steps) or a stop condition; writes the run folder.
+        """Train until the budget (``total_timesteps`` env steps) or a stop condition; writes the
+        run folder.
 
         With evaluation configured, the policy is evaluated every ``evaluation.freq`` env steps
         (``steps_per_eval`` overrides it) and once more at the end. Calling it again after the
@@ -321,7 +329,8 @@ class MAPPOTrainer(TrainerBase):
 
     # ---- evaluation ------------------------------------------------------------------------------
     def policy(self, deterministic: bool = True) -> MAPPOPolicy:
-        """The trained actors as a torch-free :class:`MAPPOPolicy` (``act(obs_dict) -> action_dict``)."""
+        """The trained actors as a torch-free :class:`MAPPOPolicy`
+        (``act(obs_dict) -> action_dict``)."""
         if self.learner is None:
             if self._loaded_policy is None:
                 raise RuntimeError("no policy yet: call train() or Trainer.load(...) first")
@@ -387,12 +396,14 @@ class MAPPOTrainer(TrainerBase):
 
     @staticmethod
     def _rank(row: dict[str, Any]) -> tuple[bool, float]:
-        """Order of evaluations for the best policy: within the cost budgets first (``-L``), then return."""
+        """Order of evaluations for the best policy: within the cost budgets first (``-L``), then
+        return."""
         return bool(row.get("feasible", True)), float(row["mean_return"])
 
     # ---- checkpoints, save, load, resume ---------------------------------------------------------
     def _save_checkpoint(self) -> Path:
-        """``checkpoints/step_<N>/``: learner, collector (env episodes and RNG), global RNG, counters."""
+        """``checkpoints/step_<N>/``: learner, collector (env episodes and RNG), global RNG,
+        counters."""
         learner_state, collector_state = self.learner.full_state(), self.collector.state()
         counters = {
             "num_timesteps": self.num_timesteps,
@@ -413,7 +424,8 @@ class MAPPOTrainer(TrainerBase):
         )
 
     def save(self, path: str | Path) -> Path:
-        """Write ``policy.npz`` (torch-free), ``learner.pt`` and the resolved config into folder ``path``."""
+        """Write ``policy.npz`` (torch-free), ``learner.pt`` and the resolved config into folder
+        ``path``."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         if self.learner is None:

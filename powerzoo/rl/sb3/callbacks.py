@@ -1,4 +1,5 @@
-"""SB3 callbacks of the training layer: evaluation, checkpoint timing, costs, stop conditions, progress.
+"""SB3 callbacks of the training layer: evaluation, checkpoint timing, costs, stop conditions,
+progress.
 
 All frequencies are in env steps counted over every parallel env (``model.num_timesteps``), so a
 run with 8 envs evaluates as often, in env steps, as a run with one. None of these callbacks

@@ -10,7 +10,8 @@ __all__ = ["run_logger", "tensorboard_format", "flush_logger"]
 
 
 def tensorboard_format(folder: Path, purge_step: int | None) -> Any:
-    """SB3's TensorBoard writer, created with ``purge_step`` so a resumed run hides orphaned events."""
+    """SB3's TensorBoard writer, created with ``purge_step`` so a resumed run hides orphaned
+    events."""
     from stable_baselines3.common.logger import TensorBoardOutputFormat
     from torch.utils.tensorboard import SummaryWriter
 
@@ -21,7 +22,8 @@ def tensorboard_format(folder: Path, purge_step: int | None) -> Any:
 
 
 def run_logger(folder: Path, verbose: int, tensorboard: bool, purge_step: int | None = None) -> Any:
-    """An SB3 ``Logger`` writing to stdout (``verbose >= 1``) and to TensorBoard files in ``folder``."""
+    """An SB3 ``Logger`` writing to stdout (``verbose >= 1``) and to TensorBoard files in
+    ``folder``."""
     from stable_baselines3.common.logger import HumanOutputFormat, Logger
 
     formats: list[Any] = []

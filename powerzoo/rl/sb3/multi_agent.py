@@ -186,7 +186,8 @@ class SB3MultiAgentTrainer(TrainerBase):
         return self._finish_multi_agent(run_dir, budget, started, eval_env)
 
     def _final_eval_env(self) -> Any:
-        """The evaluation env of :meth:`_evaluate_at_end` (``None`` without evaluation), built before the run folder."""
+        """The evaluation env of :meth:`_evaluate_at_end` (``None`` without evaluation), built
+        before the run folder."""
         return (
             None
             if self.config.evaluation is None
@@ -238,7 +239,8 @@ class SB3MultiAgentTrainer(TrainerBase):
         return self._result("finished", None, started)
 
     def _multi_agent_eval_env(self, split: str) -> Any:
-        """The dict env (``framework="auto"``) on ``split`` with the training env's normalize / obs_mode / task_kwargs."""
+        """The dict env (``framework="auto"``) on ``split`` with the training env's normalize /
+        obs_mode / task_kwargs."""
         env = self.config.env
         return make_env(
             self.task,

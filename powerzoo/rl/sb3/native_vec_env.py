@@ -1,4 +1,5 @@
-"""SB3 on the native vector env: ``n_envs`` episodes of a single-agent task in one numpy call per step.
+"""SB3 on the native vector env: ``n_envs`` episodes of a single-agent task in one numpy call per
+step.
 
 SB3's ``DummyVecEnv`` steps ``n_envs`` Python envs one after the other and deep-copies their info
 dicts; ``SubprocVecEnv`` pays for processes and pickling. :class:`NativeVecEnv` is an SB3
@@ -68,8 +69,9 @@ def merge_reset_options(options: Sequence[Mapping[str, Any]]) -> dict[str, Any] 
         missing = [i for i, option in enumerate(options) if key not in option]
         if missing:
             raise ValueError(
-                f"reset option {key!r} is set for some sub-envs but not for env(s) {missing[:8]}; the sub-envs of a "
-                "batched env reset together: set it for every env (set_options(dict) sets all of them)"
+                f"reset option {key!r} is set for some sub-envs but not for env(s) {missing[:8]}; "
+                "the sub-envs of a batched env reset together: set it for every env "
+                "(set_options(dict) sets all of them)"
             )
         values = [option[key] for option in options]
         first = values[0]
@@ -80,7 +82,8 @@ def merge_reset_options(options: Sequence[Mapping[str, Any]]) -> dict[str, Any] 
 
 
 class BatchedVecEnv(VecEnv):
-    """Shared part of SB3 ``VecEnv`` s whose sub-envs are rows (or agents) of one batched env ``self.env``.
+    """Shared part of SB3 ``VecEnv`` s whose sub-envs are rows (or agents) of one batched env
+    ``self.env``.
 
     The sub-envs share one object, so ``get_attr`` / ``env_method`` read or call it once and
     repeat the result per index, and ``set_attr`` sets it for all of them (a strict subset of
@@ -93,7 +96,8 @@ class BatchedVecEnv(VecEnv):
         return len(list(self._get_indices(indices)))
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """``attr_name`` of the batched env, once per index (``render_mode`` is ``None`` if unset)."""
+        """``attr_name`` of the batched env, once per index (``render_mode`` is ``None`` if
+        unset)."""
         value = (
             getattr(self.env, attr_name, None)
             if attr_name == "render_mode"
@@ -105,7 +109,8 @@ class BatchedVecEnv(VecEnv):
         """Set ``attr_name`` on the batched env (shared by every sub-env)."""
         if self._count(indices) != self.num_envs:
             raise ValueError(
-                f"set_attr({attr_name!r}) on some sub-envs only: the {self.num_envs} sub-envs share one batched env; "
+                f"set_attr({attr_name!r}) on some sub-envs only: "
+                f"the {self.num_envs} sub-envs share one batched env; "
                 "pass indices=None to set it for all of them"
             )
         setattr(self.env, attr_name, value)
@@ -117,7 +122,8 @@ class BatchedVecEnv(VecEnv):
         indices: VecEnvIndices = None,
         **method_kwargs: Any,
     ) -> list[Any]:
-        """Call ``method_name`` once on the batched env (shared by every sub-env) and repeat the result."""
+        """Call ``method_name`` once on the batched env (shared by every sub-env) and repeat the
+        result."""
         result = getattr(self.env, method_name)(*method_args, **method_kwargs)
         return [result] * self._count(indices)
 
@@ -130,9 +136,11 @@ class BatchedVecEnv(VecEnv):
         self.env.close()
 
     def _take_reset_args(self) -> tuple[int | list[int] | None, dict[str, Any] | None]:
-        """Seed and options of the next batched reset from ``seed()`` / ``set_options()`` (used once).
+        """Seed and options of the next batched reset from ``seed()`` / ``set_options()`` (used
+        once).
 
-        The seed is ``None`` (nothing set), the int of a one-env batch, or the list of per-env seeds.
+        The seed is ``None`` (nothing set), the int of a one-env batch, or the list of per-env
+        seeds.
         """
         seeds, options = list(self._seeds), list(self._options)
         self._reset_seeds()
@@ -141,8 +149,8 @@ class BatchedVecEnv(VecEnv):
             seed: int | list[int] | None = None
         elif any(s is None for s in seeds):
             raise ValueError(
-                f"seeds of the next reset are set for some sub-envs only ({seeds}); use seed(int) to "
-                "seed all of them"
+                f"seeds of the next reset are set for some sub-envs only ({seeds}); "
+                "use seed(int) to seed all of them"
             )
         else:
             seed = int(seeds[0]) if len(seeds) == 1 else [int(s) for s in seeds]
@@ -172,13 +180,16 @@ class NativeVecEnv(BatchedVecEnv):
     def __init__(self, env: Any, info_keys: Sequence[str] | str | None = None) -> None:
         if getattr(env, "metadata", {}).get("autoreset_mode") != AutoresetMode.SAME_STEP:
             raise ValueError(
-                "NativeVecEnv needs a vector env that autoresets in the same step (SB3's semantics); build it with "
-                "make_env(task, num_envs=N, autoreset_mode='same_step') or use NativeVecEnv.make(task, N)"
+                "NativeVecEnv needs a vector env that autoresets in the same step "
+                "(SB3's semantics); build it with "
+                "make_env(task, num_envs=N, autoreset_mode='same_step') "
+                "or use NativeVecEnv.make(task, N)"
             )
         obs_space, act_space = env.single_observation_space, env.single_action_space
         if not (isinstance(obs_space, gym.spaces.Box) and isinstance(act_space, gym.spaces.Box)):
             raise ValueError(
-                f"NativeVecEnv needs Box observation and action spaces, got {obs_space} and {act_space}"
+                "NativeVecEnv needs Box observation and action spaces, "
+                f"got {obs_space} and {act_space}"
             )
         if isinstance(info_keys, str) and info_keys != "all":
             raise ValueError(
@@ -205,7 +216,8 @@ class NativeVecEnv(BatchedVecEnv):
         info_keys: Sequence[str] | str | None = None,
         **env_options: Any,
     ) -> NativeVecEnv:
-        """``NativeVecEnv(make_env(task, split, num_envs=n_envs, autoreset_mode="same_step", **env_options))``."""
+        """``NativeVecEnv(make_env(task, split, num_envs=n_envs, autoreset_mode="same_step",
+        **env_options))``."""
         return cls(
             make_env(task, split, num_envs=n_envs, autoreset_mode="same_step", **env_options),
             info_keys=info_keys,

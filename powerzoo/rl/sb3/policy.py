@@ -19,7 +19,8 @@ __all__ = ["ModelPolicy", "SharedPolicy", "frozen_obs_stats"]
 
 
 def frozen_obs_stats(vec_normalize: Any) -> dict[str, Any] | None:
-    """A copy of a ``VecNormalize``'s observation statistics (``None`` if it does not normalise obs).
+    """A copy of a ``VecNormalize``'s observation statistics (``None`` if it does not normalise
+    obs).
 
     The copy does not change when training goes on, so an evaluation uses one fixed normaliser.
     """
@@ -60,7 +61,8 @@ class ModelPolicy(SB3Policy):
 
 
 class SharedPolicy:
-    """A model trained by :func:`~powerzoo.rl.sb3.marl.train_shared_policy` acting for every agent of a dict env.
+    """A model trained by :func:`~powerzoo.rl.sb3.marl.train_shared_policy` acting for every agent
+    of a dict env.
 
     ``act(obs, info)`` appends each agent's one-hot id (the order of ``agents``, which must be the
     training env's ``possible_agents``) and predicts all agents in one batched call.
@@ -75,7 +77,8 @@ class SharedPolicy:
         shape = getattr(getattr(model, "observation_space", None), "shape", None)
         if shape is not None and (len(shape) != 1 or shape[0] <= len(self.agents)):
             raise ValueError(
-                f"model observations have shape {shape}; a shared policy over {len(self.agents)} agents "
+                f"model observations have shape {shape}; "
+                f"a shared policy over {len(self.agents)} agents "
                 "expects 1-D observations ending with the one-hot agent id"
             )
         self.name = f"shared_{type(model).__name__.lower()}"

@@ -116,10 +116,12 @@ class SB3Trainer(TrainerBase):
         return self._train_env
 
     def make_eval_env(self, split: str, objective: bool = False) -> Any:
-        """The evaluation env on ``split``, with the training env's options and no running statistics.
+        """The evaluation env on ``split``, with the training env's options and no running
+        statistics.
 
-        A single Gymnasium env. ``objective=True`` drops a ``reward=`` override, so returns are the task's own objective
-        (what the baselines table and ``normalized_score`` measure) whatever the agent trained on.
+        A single Gymnasium env. ``objective=True`` drops a ``reward=`` override, so returns are the
+        task's own objective (what the baselines table and ``normalized_score`` measure) whatever
+        the agent trained on.
         """
         options = self._env_options(split)
         if objective:
@@ -166,10 +168,12 @@ class SB3Trainer(TrainerBase):
     def train(
         self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
     ) -> TrainResult:
-        """Train until the budget (``total_timesteps``) or a stop condition; returns a :class:`TrainResult`.
+        """Train until the budget (``total_timesteps``) or a stop condition; returns a
+        :class:`TrainResult`.
 
         Args:
-            stop_conditions: extra conditions (see :mod:`powerzoo.rl.conditions`), added to the config's.
+            stop_conditions: extra conditions (see :mod:`powerzoo.rl.conditions`), added to the
+                config's.
             steps_per_eval: evaluation period in env steps, overriding ``evaluation.freq``.
 
         Writes the run folder (:mod:`powerzoo.rl.run_dir`): config, TensorBoard logs, evaluation
@@ -186,7 +190,8 @@ class SB3Trainer(TrainerBase):
         started = time.perf_counter()
         cfg = self.config
         planned = self._planned_run_dir()
-        # everything that can fail on a bad config (envs, model, init_model) before the folder exists
+        # everything that can fail on a bad config (envs, model, init_model) before the folder
+        # exists
         model = self._ensure_model()
         budget = cfg.budget_timesteps()
         names = self.spec.constraint_names
@@ -222,7 +227,8 @@ class SB3Trainer(TrainerBase):
             self._write_state("running")
             model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=False)
         if eval_cb is not None:
-            eval_cb.evaluate_at_end()  # a short or stopped run still gets its CSV row and best model
+            # a short or stopped run still gets its CSV row and best model
+            eval_cb.evaluate_at_end()
             self.evaluations = eval_cb.history
         status = "stopped" if stop_cb.stop_reason else "finished"
         self._save_checkpoint(model.num_timesteps)
@@ -232,7 +238,8 @@ class SB3Trainer(TrainerBase):
         return self._result(status, stop_cb.stop_reason, started)
 
     def _save_checkpoint(self, num_timesteps: int) -> Path | None:
-        """Write ``checkpoints/step_<N>/`` atomically: model, statistics, replay buffer, RNG, counters."""
+        """Write ``checkpoints/step_<N>/`` atomically: model, statistics, replay buffer, RNG,
+        counters."""
         checkpoint = self.config.checkpoint
         if checkpoint is None:
             return None
@@ -263,7 +270,8 @@ class SB3Trainer(TrainerBase):
 
     # ---- persistence ----------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Save the model(s), the normalisation statistics and the resolved config into folder ``path``."""
+        """Save the model(s), the normalisation statistics and the resolved config into folder
+        ``path``."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         if self.model is None:

@@ -53,7 +53,8 @@ _Switch = Annotated[bool, BeforeValidator(_switch)]
 
 
 class StepTrainerConfig(BaseModel):
-    """Settings of a :class:`~powerzoo.rl.step.trainer.StepTrainer`; keyword arguments or :meth:`from_dict`.
+    """Settings of a :class:`~powerzoo.rl.step.trainer.StepTrainer`; keyword arguments or
+    :meth:`from_dict`.
 
     Attributes:
         timesteps: planned number of calls per mode: size of the progress bars and, for training,
@@ -64,7 +65,8 @@ class StepTrainerConfig(BaseModel):
         close_environment_at_exit: close the env(s) at normal interpreter exit (``atexit``).
         environment_info: what is logged to the agent's logger: ``"episode"`` (episode return,
             length and summed constraint costs when an episode ends), another ``info`` key (its
-            value at every step where present) or ``""`` (nothing). See :mod:`powerzoo.rl.step.trainer`.
+            value at every step where present) or ``""`` (nothing). See
+            :mod:`powerzoo.rl.step.trainer`.
         stochastic_evaluation: sample actions in :meth:`StepTrainer.eval` instead of taking the
             deterministic one.
     """
@@ -86,7 +88,8 @@ class StepTrainerConfig(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepTrainerConfig:
-        """Build a config from a mapping; unknown keys or bad values raise ``ValueError`` naming the field."""
+        """Build a config from a mapping; unknown keys or bad values raise ``ValueError`` naming the
+        field."""
         if not isinstance(data, Mapping):
             raise ValueError(
                 f"StepTrainerConfig.from_dict needs a mapping, got {type(data).__name__}"
@@ -95,7 +98,8 @@ class StepTrainerConfig(BaseModel):
         unknown = sorted(str(k) for k in data if k not in names)
         if unknown:
             raise ValueError(
-                f"unknown StepTrainerConfig field(s) {', '.join(unknown)}; valid fields: {', '.join(names)}"
+                f"unknown StepTrainerConfig field(s) {', '.join(unknown)}; "
+                f"valid fields: {', '.join(names)}"
             )
         try:
             return cls.model_validate(dict(data))
@@ -120,7 +124,8 @@ def _describe(err: ValidationError) -> str:
 def coerce_step_trainer_config(
     cfg: StepTrainerConfig | Mapping[str, Any] | None,
 ) -> StepTrainerConfig:
-    """``cfg`` as a :class:`StepTrainerConfig`: ``None`` gives the defaults, a mapping is validated."""
+    """``cfg`` as a :class:`StepTrainerConfig`: ``None`` gives the defaults, a mapping is
+    validated."""
     if cfg is None:
         return StepTrainerConfig()
     if isinstance(cfg, StepTrainerConfig):

@@ -1,5 +1,5 @@
-"""The environments a step trainer steps: the agent's training ``VecEnv``, a separate evaluation one,
-and what sits inside them (the first sub-env's constraint-cost names).
+"""The environments a step trainer steps: the agent's training ``VecEnv``, a separate evaluation
+one, and what sits inside them (the first sub-env's constraint-cost names).
 
 A plain Gymnasium env is attached to the SB3 model the way ``model.set_env`` does it (``Monitor`` +
 ``DummyVecEnv``), unless the model was built on that very env, whose ``VecEnv`` is then reused.
@@ -79,7 +79,8 @@ def _base_vec_env(venv: Any) -> Any:
 
 
 def _holds_env(venv: Any, env: Any) -> bool:
-    """Whether ``venv`` is a one-env ``DummyVecEnv`` (possibly wrapped) around ``env`` (possibly wrapped)."""
+    """Whether ``venv`` is a one-env ``DummyVecEnv`` (possibly wrapped) around ``env`` (possibly
+    wrapped)."""
     import gymnasium as gym
 
     envs = getattr(_base_vec_env(venv), "envs", None)

@@ -96,7 +96,8 @@ class EpisodeStats:
     def record(
         self, logger: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        """Add one step (``rewards`` in the env's own scale) and log it; return the episodes that ended."""
+        """Add one step (``rewards`` in the env's own scale) and log it; return the episodes that
+        ended."""
         finished = self.tracker.update(rewards, dones, infos)
         self.episodes.extend(finished)
         key = self.environment_info
@@ -123,7 +124,8 @@ class EpisodeStats:
 
 
 def numeric_items(name: str, value: Any) -> list[tuple[str, float]]:
-    """``(log key, number)`` pairs for an info value: numbers, arrays element-wise, dicts per entry."""
+    """``(log key, number)`` pairs for an info value: numbers, arrays element-wise, dicts per
+    entry."""
     if isinstance(value, Mapping):
         items: list[tuple[str, float]] = []
         for key, sub in value.items():

@@ -54,7 +54,8 @@ StepHook = Callable[[np.ndarray, np.ndarray, list[dict[str, Any]]], None]
 
 
 def is_on_policy(agent: Any) -> bool:
-    """``True`` for an SB3 on-policy model (PPO, A2C), ``False`` for an off-policy one; else ``TypeError``."""
+    """``True`` for an SB3 on-policy model (PPO, A2C), ``False`` for an off-policy one; else
+    ``TypeError``."""
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
     from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -111,7 +112,8 @@ class SB3Collection:
         self.episode_starts = self._setup_learn(calls)
 
     def _setup_learn(self, calls: int) -> np.ndarray:
-        """``_setup_learn`` without resetting the counters; returns the episode starts of ``venv``."""
+        """``_setup_learn`` without resetting the counters; returns the episode starts of
+        ``venv``."""
         agent = self.agent
         continuing = agent._last_obs is not None  # the agent already holds an observation of venv
         agent._setup_learn(
@@ -202,7 +204,7 @@ class SB3Collection:
                 agent.action_noise.reset()
         self.episode_starts = np.ones(self.n_envs, dtype=bool)
 
-    # ------------------------------------------------------------------------------------ algorithms
+    # -------------------------------------------------------------------------------- algorithms
 
     def _on_policy_step(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         import torch as th

@@ -1,4 +1,5 @@
-"""Step-by-step training and evaluation of a Stable-Baselines3 model, with the loop in the caller's hands.
+"""Step-by-step training and evaluation of a Stable-Baselines3 model, with the loop in the
+caller's hands.
 
 ``model.learn(total_timesteps)`` runs its own loop. :class:`StepTrainer` cuts that loop into single
 environment steps so that the caller decides what happens between two of them::
@@ -12,13 +13,14 @@ environment steps so that the caller decides what happens between two of them::
 Semantics
 ---------
 * ``train()`` takes exactly **one** step of every sub-env with the agent's exploration policy and
-  does what SB3's own ``collect_rollouts`` does for that step (:mod:`powerzoo.rl.step.sb3_collection`):
-  on-policy agents (PPO, A2C) fill the rollout buffer (time-outs bootstrapped with
-  ``gamma * V(terminal_observation)``) and update once it holds ``n_steps`` steps; off-policy agents
-  (SAC, TD3, DDPG, DQN) act uniformly until ``learning_starts``, add action noise, store the
-  transition with SB3's own ``_store_transition`` and update each time ``train_freq`` is reached.
-  ``agent.num_timesteps`` grows by ``n_envs`` per call; ``agent._current_progress_remaining``
-  (learning-rate and clip-range schedules) runs from 1 to 0 over ``timesteps`` calls.
+  does what SB3's own ``collect_rollouts`` does for that step
+  (:mod:`powerzoo.rl.step.sb3_collection`): on-policy agents (PPO, A2C) fill the rollout buffer
+  (time-outs bootstrapped with ``gamma * V(terminal_observation)``) and update once it holds
+  ``n_steps`` steps; off-policy agents (SAC, TD3, DDPG, DQN) act uniformly until
+  ``learning_starts``, add action noise, store the transition with SB3's own ``_store_transition``
+  and update each time ``train_freq`` is reached. ``agent.num_timesteps`` grows by ``n_envs`` per
+  call; ``agent._current_progress_remaining`` (learning-rate and clip-range schedules) runs from 1
+  to 0 over ``timesteps`` calls.
 * ``eval()`` takes one step with ``agent.predict(obs, deterministic=True)`` (stochastic with
   ``stochastic_evaluation``): no buffer is written, no gradient step runs and ``num_timesteps``
   does not move. A ``VecNormalize`` in the chain is frozen (``training=False``) while evaluating.
@@ -51,7 +53,8 @@ Semantics
 
   Finished episodes are also kept in :attr:`StepTrainer.train_episodes` /
   :attr:`StepTrainer.eval_episodes` (the last 100 of each; :mod:`powerzoo.rl.step.episode_stats`).
-  Evaluation logs are dumped when an evaluation episode ends; training logs when SB3 would dump them.
+  Evaluation logs are dumped when an evaluation episode ends; training logs when SB3 would dump
+  them.
 * One tqdm bar per mode, of ``timesteps`` calls, advanced by each call (``disable_progressbar``;
   ``None`` shows it only on a terminal; :mod:`powerzoo.rl.step.progress`). ``env.render()`` runs
   every ``render_interval`` steps unless ``headless`` (skipped with one warning if the env cannot
@@ -116,7 +119,8 @@ class StepTrainer:
         agent: an SB3 on-policy (PPO, A2C) or off-policy (SAC, TD3, DDPG, DQN) model.
         cfg: a :class:`StepTrainerConfig`, a dict of its fields, or ``None`` for the defaults.
         eval_env: optional separate env for :meth:`eval` (Gymnasium env or ``VecEnv``, same spaces);
-            ``None`` evaluates on ``env`` (see the module docstring for how episodes are kept apart).
+            ``None`` evaluates on ``env`` (see the module docstring for how episodes are kept
+            apart).
 
     Building the trainer runs ``agent._setup_learn`` (logger, episode buffers, first reset unless
     the agent already holds an observation of this env) without resetting ``agent.num_timesteps``;
@@ -196,7 +200,7 @@ class StepTrainer:
             self._atexit_hook = functools.partial(_close_weakly, weakref.ref(self))
             atexit.register(self._atexit_hook)
 
-    # ------------------------------------------------------------------------------------ public API
+    # -------------------------------------------------------------------------------- public API
 
     @property
     def on_policy(self) -> bool:
@@ -366,7 +370,7 @@ class StepTrainer:
         self._stats["train"].reset()
         self._collection.interrupt()
 
-    # ------------------------------------------------------------------------------------ bookkeeping
+    # ------------------------------------------------------------------------------- bookkeeping
 
     def _begin(self, mode: str, timestep: int | None, timesteps: int | None) -> int:
         if timesteps is not None:
@@ -440,7 +444,7 @@ class StepTrainer:
             )
 
 
-# --------------------------------------------------------------------------------------------- helpers
+# ------------------------------------------------------------------------------------------ helpers
 
 
 def _index_obs(obs: Any, i: int) -> Any:
@@ -463,7 +467,8 @@ def _record_step(
     dones: np.ndarray,
     infos: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Episode statistics and ``environment_info`` logging of one step, in the env's own reward scale."""
+    """Episode statistics and ``environment_info`` logging of one step, in the env's own reward
+    scale."""
     raw_rewards = vecnorm.get_original_reward() if vecnorm is not None else rewards
     return stats.record(agent.logger, raw_rewards, dones, infos)
 

@@ -48,12 +48,14 @@ def _check_other(agent: str, policy: Any) -> None:
     if policy is not None and not (callable(getattr(policy, "predict", None)) or callable(policy)):
         raise TypeError(
             f"policy of {agent!r} must have .predict(obs, deterministic=True) (an SB3 model), be a "
-            f"callable obs -> action, or be None (hold the default action); got {type(policy).__name__}"
+            "callable obs -> action, or be None (hold the default action); "
+            f"got {type(policy).__name__}"
         )
 
 
 class SingleAgentView(gym.Env):
-    """One agent of a PettingZoo parallel env as a Gymnasium env; the other agents act by ``others``.
+    """One agent of a PettingZoo parallel env as a Gymnasium env; the other agents act by
+    ``others``.
 
     Args:
         env: a PettingZoo ``ParallelEnv`` (``make_env(task, framework="pettingzoo")``).
@@ -86,14 +88,16 @@ class SingleAgentView(gym.Env):
         self.set_others(others)
 
     def set_others(self, others: Mapping[str, Any] | None) -> None:
-        """Replace the other agents' policies (``None`` or a missing agent: hold the default action)."""
+        """Replace the other agents' policies (``None`` or a missing agent: hold the default
+        action)."""
         others = dict(others or {})
         if self.agent in others:
             raise ValueError(f"others must not include the view's own agent {self.agent!r}")
         unknown = set(others) - set(self.possible_agents)
         if unknown:
             raise ValueError(
-                f"unknown agent(s) {sorted(unknown)} in others; agents: {', '.join(self.possible_agents)}"
+                f"unknown agent(s) {sorted(unknown)} in others; "
+                f"agents: {', '.join(self.possible_agents)}"
             )
         for a, policy in others.items():
             _check_other(a, policy)
@@ -162,7 +166,8 @@ class AgentsAsVecEnv(BatchedVecEnv):
         shapes = {s.shape for s in obs_spaces}
         if len(shapes) != 1 or len(obs_spaces[0].shape) != 1:
             raise ValueError(
-                f"a shared policy needs 1-D observations of equal size for all agents, got {sorted(shapes)}; "
+                "a shared policy needs 1-D observations of equal size for all agents, "
+                f"got {sorted(shapes)}; "
                 "use an obs_mode with equal sizes or train_independent_learners"
             )
         first = act_spaces[0]

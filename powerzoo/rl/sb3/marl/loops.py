@@ -10,8 +10,8 @@
   once (parameter sharing) on :class:`~powerzoo.rl.sb3.marl.adapters.AgentsAsVecEnv`; all agents of
   all copies are stepped in one batched call. Every agent learns at the same time from the same
   samples, so it is far cheaper per sample than IL, but the agents need identical action spaces
-  and equal observation sizes. :class:`~powerzoo.rl.sb3.policy.SharedPolicy` runs the trained model on
-  the dict env for :func:`powerzoo.benchmarks.evaluation.evaluate_days`.
+  and equal observation sizes. :class:`~powerzoo.rl.sb3.policy.SharedPolicy` runs the trained
+  model on the dict env for :func:`powerzoo.benchmarks.evaluation.evaluate_days`.
 
 Both loops accept the algorithms of :data:`powerzoo.rl.algorithms.MULTI_AGENT_ALGORITHMS` and
 rescale rewards for learning only (:mod:`powerzoo.rl.sb3.marl.reward_scale`).
@@ -60,11 +60,13 @@ act deterministically, so an agent's noise is its own."""
 
 TaskLike = str | Mapping[str, Any] | Path
 CallbackFactory = Callable[[str, int], Any]
-"""``callback_factory(agent, round_index)`` -> an SB3 callback (or list, or ``None``) for one ``learn``."""
+"""``callback_factory(agent, round_index)`` -> an SB3 callback (or list, or ``None``) for one
+``learn``."""
 
 
 def _algorithm_class(name: str) -> type[BaseAlgorithm]:
-    """SB3 class of ``name`` (case-insensitive); names outside the multi-agent subset raise ``ValueError``."""
+    """SB3 class of ``name`` (case-insensitive); names outside the multi-agent subset raise
+    ``ValueError``."""
     return algorithm_class(name, valid=MULTI_AGENT_ALGORITHMS)
 
 
@@ -74,12 +76,13 @@ def _derive_seeds(seed: int, n: int) -> list[int]:
 
 
 def _multi_agent_facts(task: TaskLike, split: str, task_kwargs: Mapping[str, Any]) -> Any:
-    """The facts (:func:`~powerzoo.envs.introspect.inspect_env`) of ``task``'s ``auto`` env, built once:
-    they tell the agents and the gamma, or that the task is single-agent."""
+    """The facts (:func:`~powerzoo.envs.introspect.inspect_env`) of ``task``'s ``auto`` env, built
+    once: they tell the agents and the gamma, or that the task is single-agent."""
     facts = inspect_env(make_env(task, split, framework="auto", **task_kwargs))
     if facts.agents is None:
         raise ValueError(
-            f"{facts.task_id} is a single-agent task; the multi-agent trainers need a multi-agent task "
+            f"{facts.task_id} is a single-agent task; "
+            "the multi-agent trainers need a multi-agent task "
             "(marl_opf, opf_118, ...). Train it with Trainer.train() instead."
         )
     return facts

@@ -1,4 +1,5 @@
-"""Reward scale of the multi-agent loops: the learner sees rescaled rewards, the env does not change.
+"""Reward scale of the multi-agent loops: the learner sees rescaled rewards, the env does not
+change.
 
 The dispatch tasks pay shared rewards of ``-1e3`` to ``-1e6`` $ per step. Value targets of that
 size swamp the gradient (SB3 clips the norm of the joint policy/value gradient), so both loops
