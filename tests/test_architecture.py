@@ -145,7 +145,7 @@ def test_no_import_cycles():
 
 
 def _wing(module: str) -> str:
-    """The training wing of a ``powerzoo.rl`` module: ``rl`` itself, ``rl.sb3``, ``rl.mappo``, ..."""
+    """The training wing of a ``powerzoo.rl`` module: ``rl`` itself, ``rl.sb3``, ``rl.mappo``..."""
     parts = module.split(".")
     if len(parts) >= 3 and MODULES[".".join(parts[:3])].name == "__init__.py":
         return ".".join(parts[:3])

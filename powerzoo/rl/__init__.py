@@ -1,4 +1,4 @@
-"""RL entry points: ``make_env``, the ``Trainer`` (SB3; MAPPO / IPPO natively), run configs and the step trainer.
+"""RL entry points: ``make_env``, ``Trainer`` (SB3, native MAPPO / IPPO), run configs, step trainer.
 
 ``make_env`` is imported eagerly; everything that needs torch / Stable-Baselines3 (``Trainer``,
 ``StepTrainer``, ...) is imported on first attribute access, so ``import powerzoo.rl`` stays fast.
