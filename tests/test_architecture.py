@@ -6,6 +6,7 @@ layer and the ones below it; every import counts, also those inside functions an
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,39 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
 def test_no_import_cycles():
     cycles = _strongly_connected(GRAPH)
     assert not cycles, f"import cycles: {[sorted(g) for g in cycles]}"
+
+
+def _task_homes() -> set[str]:
+    """The modules (or packages) of the built-in tasks: the ``"module:Class"`` strings of
+    ``tasks/registry.py``, read from its source."""
+    tree = ast.parse(MODULES["powerzoo.tasks.registry"].read_text(encoding="utf-8"))
+    return {
+        node.value.split(":")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"powerzoo\.tasks\.[\w.]+:\w+", node.value)
+    }
+
+
+def _task_of(module: str, homes: set[str]) -> str | None:
+    """The task module or package ``module`` belongs to; None for a shared one (base, spec,
+    feeder, tariffs, transmission, datacentre, registry, ...)."""
+    return next((h for h in homes if module == h or module.startswith(h + ".")), None)
+
+
+def test_no_task_imports_another_tasks_module():
+    """Tasks share code only through the shared modules of ``tasks/``, never one another's."""
+    homes = _task_homes()
+    assert {"powerzoo.tasks.dc_microgrid", "powerzoo.tasks.dc_scheduling"} <= homes
+    crossing = sorted(
+        (module, target)
+        for module in GRAPH
+        if (owner := _task_of(module, homes))
+        for target in GRAPH[module]
+        if _task_of(target, homes) not in (None, owner)
+    )
+    assert not crossing, f"task modules importing another task's modules: {crossing}"
 
 
 def _wing(module: str) -> str:

@@ -1,4 +1,5 @@
-"""Read a case from its on-disk cache, or build it and write the cache (shared by every case loader)."""
+"""Read a case from its on-disk cache, or build it and write the cache (shared by every case
+loader)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def read_or_build(
     write: Callable[[Path, T], None],
     source: str,
 ) -> T:
-    """``read(path)`` if the cache file is there and valid, else ``build()`` and ``write(path, value)``.
+    """``read(path)`` if the cache file is there and valid, else ``build()`` and
+    ``write(path, value)``.
 
     An unreadable or inconsistent cache file is rebuilt with a ``RuntimeWarning`` naming it and
     ``source`` (where the data come from); ``path=None`` (no cache folder) always builds.

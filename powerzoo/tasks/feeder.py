@@ -31,9 +31,10 @@ NONCONVERGED_VOLTAGE_PU_PER_BUS x (n_bus - 1)`` (as if every bus had collapsed 0
 the band), ``thermal_overload = 0``, and its losses are taken as 0 (the last iterate is not a
 solution; its voltages are reported as they are, finite).
 
-Grid info keys (every feeder task reports them), each ``[B]``: ``pf_converged``, ``p_loss_mw``, ``feeder_p_mw``,
-``feeder_q_mvar`` (power drawn at the head = loads - DER + losses), ``v_min_pu``, ``v_max_pu``,
-``max_branch_loading`` (largest I / I_rated); ``is_safe`` is added by the env from the costs.
+Grid info keys (every feeder task reports them), each ``[B]``: ``pf_converged``, ``p_loss_mw``,
+``feeder_p_mw``, ``feeder_q_mvar`` (power drawn at the head = loads - DER + losses),
+``v_min_pu``, ``v_max_pu``, ``max_branch_loading`` (largest I / I_rated); ``is_safe`` is added
+by the env from the costs.
 """
 
 from __future__ import annotations

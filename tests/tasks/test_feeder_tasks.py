@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from helpers import random_parallel_rollout
 from pettingzoo.test import parallel_api_test
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
@@ -53,19 +54,11 @@ def test_marl_der_arbitrage_passes_the_parallel_api_test():
 
 def test_the_pettingzoo_env_runs_a_random_loop_with_per_agent_rewards():
     env = make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)
-    # a random rollout with per-agent reward accounting
-    obs, info = env.reset(seed=0)
-    totals = {a: 0.0 for a in env.agents}
-    steps = 0
-    while env.agents:
-        actions = {a: env.action_space(a).sample() for a in env.agents}
-        obs, rewards, terms, truncs, info = env.step(actions)
-        for a, r in rewards.items():
-            totals[a] += r
-        steps += 1
-    assert steps == 48 and set(totals) == {"battery_0", "battery_1", "battery_2"}
+    rollout = random_parallel_rollout(env, seed=0)
+    totals = rollout.returns
+    assert rollout.steps == 48 and set(totals) == {"battery_0", "battery_1", "battery_2"}
     assert len(set(totals.values())) == 3  # per-agent rewards: each battery's own profit
-    assert all(GRID_KEYS | {"cost_soc_violation"} <= set(i) for i in info.values())
+    assert all(GRID_KEYS | {"cost_soc_violation"} <= set(i) for i in rollout.infos.values())
 
 
 def test_a_parallel_api_consumer_takes_the_env():
@@ -357,11 +350,12 @@ def test_penalized_preset_subtracts_the_costs():
 def test_same_seed_same_trajectory():
     def run():
         env = make_env("marl_der_arbitrage", framework="pettingzoo", seed=5, normalize=True)
-        env.reset(seed=5)
-        rows = []
-        while env.agents:
-            obs, rewards, *_ = env.step({a: env.action_space(a).sample() for a in env.agents})
-            rows.append(np.concatenate([obs[a] for a in sorted(obs)] + [list(rewards.values())]))
-        return np.asarray(rows)
+        rollout = random_parallel_rollout(env, seed=5)
+        return np.asarray(
+            [
+                np.concatenate([obs[a] for a in sorted(obs)] + [list(rewards.values())])
+                for obs, rewards in zip(rollout.observations, rollout.rewards, strict=True)
+            ]
+        )
 
     np.testing.assert_array_equal(run(), run())

@@ -76,14 +76,15 @@ Baselines: random; rule-based (:func:`.rule.rule_based_action`); oracle
 per deadline bucket, battery, diesel on/off with its minimum output, grid import; cooling setpoint
 held just under the 27 deg C limit), see :mod:`.oracle`.
 
-Modules: :mod:`.site` (the site's devices and ratings), :mod:`.datacentre` (the data centre's
-compute, cooling and queue step, shared with ``dc_scheduling``), :mod:`.task` (spec, state, reset /
-observe / step), :mod:`.rule` (rule-based controller), :mod:`.oracle` (the MILP and its job and
-cooling blocks, also used by the ``dc_scheduling`` oracle).
+Modules: :mod:`.spec` (constants, observation layout, spaces), :mod:`.task` (state, reset /
+observe / step), :mod:`.rule` (rule-based controller), :mod:`.oracle` (the MILP). The data centre
+itself is shared with ``dc_scheduling`` in :mod:`powerzoo.tasks.datacentre`: the site's devices
+and ratings, the compute, cooling and queue step, the rule's compute and cooling part and the
+oracle's job and cooling blocks.
 """
 
 from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
-from powerzoo.tasks.dc_microgrid.task import (
+from powerzoo.tasks.dc_microgrid.spec import (
     CONSTRAINTS,
     HORIZON,
     PENALTIES,
@@ -91,10 +92,8 @@ from powerzoo.tasks.dc_microgrid.task import (
     REWARD_WEIGHTS,
     STEP_MINUTES,
     THRESHOLDS,
-    DCMicrogrid,
-    DCMicrogridSafe,
-    DCMicrogridState,
 )
+from powerzoo.tasks.dc_microgrid.task import DCMicrogrid, DCMicrogridSafe, DCMicrogridState
 
 __all__ = [
     "CONSTRAINTS",

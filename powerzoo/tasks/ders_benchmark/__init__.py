@@ -1,24 +1,96 @@
-"""``marl_ders_benchmark``: batteries, PV inverters and flexible loads on the 141-bus feeder.
+"""``marl_ders_benchmark``: twelve heterogeneous DERs on the 141-bus feeder, in three agent groups.
 
-The task (:mod:`.task`), its observation layout (:mod:`.observation`) and its perfect-foresight
-day plan (:mod:`.oracle`).
+Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calendar day)
+-------------------------------------------------------------------------------------
+* Feeder: Khodr's 141-bus 12.47 kV feeder (``case141``, MATPOWER), exact AC power flow every step
+  (:mod:`powerzoo.tasks.feeder`); bus loads = the case's base load x ``load_scale = 1.0`` x the
+  calendar load shape ``demand_pu`` (so the published base load is the annual peak).
+* Agents, 0-based buses of the case file (chosen once, by hand, from the base-case voltage
+  profile and the feeder tree; constants below):
+
+  - ``battery_0..3`` (group ``batteries``): inverter batteries
+    (:mod:`powerzoo.devices.inverter_battery`) of 1 MWh / 0.5 MW (0.55 MVA), efficiencies 0.95,
+    SOC in [0.1, 0.9] (start 0.5), degradation 2 $/MWh, at ``BATTERY_BUSES = (47, 65, 29, 125)``:
+    spread over the feeder, two on the long lateral that starts at bus 5 (where voltages sag:
+    its mid point 47 and its sub-lateral 53-68) and two on the other branches (the far end of
+    the main trunk, 29, and of the lateral 117-129). Action ``[p_mw, q_mvar]``: P in
+    [-0.5, 0.5] MW (+ discharge), Q in [-0.55, 0.55] Mvar (+ injection).
+  - ``pv_0..3`` (group ``pv``): 1 MW PV plants with 1.1 MVA inverters
+    (:mod:`powerzoo.devices.pv_inverter`) at ``PV_BUSES = (86, 51, 79, 67)``, the lowest-voltage
+    ends of the four sagging sub-laterals of that lateral. Available power = 1 MW x the data
+    layer's irradiance-based ``pv_cf``. Action ``[curtail, q_mvar]``: curtailed fraction in
+    [0, 1], Q in [-1.1, 1.1] Mvar.
+  - ``load_0..3`` (group ``flexible_loads``): the flexible half (``flex_share = 0.5``) of the
+    load of the large buses ``FLEX_BUSES = (85, 78, 60, 70)`` on the same sub-laterals
+    (:mod:`powerzoo.devices.flexible_load`, each at its bus's own power factor), curtail and
+    shift up to 30 % each per step, payback within 4 steps (2 h) and before the day ends.
+    Action ``[curtail, shift]``, both fractions in [0, 0.3] of the unit's demand this step.
+
+* Sizing: with the DERs uncontrolled (batteries idle, PV uncurtailed, Q = 0, loads served as
+  they come) the sagging lateral drops below 0.95 p.u. on 69 of the 77 test days (mean 1.4
+  p.u.-steps of ``voltage_violation`` a day, no thermal overload); PV output helps only around
+  midday. The rule-based baseline brings it to 0.12 (16 days), so where and when the batteries,
+  the inverters' Q and the flexible loads act matters (``tests/test_ders_benchmark.py``).
+* Reward, **shared** (team, $ per step), terms ``[loss_cost, pv_curtailment_cost,
+  load_curtailment_cost, battery_cost]`` (each usually <= 0): ``-price x losses x dt``;
+  ``-price x curtailed PV MWh`` (the energy the feeder must buy instead); ``-VOLL x curtailed
+  load MWh`` with ``VOLL = 1,000 $/MWh`` (unserved energy; so curtailing everything never pays);
+  ``-(price x (charged - discharged MWh) + 2 $/MWh x throughput)`` (the batteries' energy bill,
+  so they can earn by arbitrage). Shifted load is free in the reward: it comes back later.
+* Costs (CMDP, all selected, >= 0 per step): ``voltage_violation`` (p.u. outside [0.95, 1.05]
+  summed over buses), ``thermal_overload`` (MVA above line ratings summed over branches),
+  ``device_violation`` (MWh-equivalent, summed over devices: battery energy asked beyond the
+  SOC bounds [MWh] + reactive power cut by the inverters' S limits x dt [Mvarh] + load shift
+  refused on the last step [MWh]). Per-episode thresholds 1.0 p.u., 0.5 MVA, 0.5 MWh.
+* Observation modes (``env.observation_fields(agent)``; every agent has the same fields in a
+  mode, fields that do not apply to its kind are 0; grid values from the previous step's flow,
+  at reset from the flow of the first step with the DERs uncontrolled):
+  ``ders_local`` (default): time, price, one-hot kind ``is_battery, is_pv, is_flexible_load``,
+  then ``own_v_pu, own_soc, own_pv_available_mw, own_base_load_mw, own_backlog_mwh``;
+  ``local``: time, price, the own device block, ``own_prev_p_mw`` (+ into the feeder; a load's
+  draw is negative), ``own_prev_q_mvar``, ``own_bus_load_mw``; ``local_plus_voltage``: ``local``
+  + ``upstream_v_pu`` (parent bus) and ``downstream_v_pu`` (lowest child bus, own bus at a
+  leaf); ``global``: ``ders_local`` + ``demand_pu, pv_cf, feeder_p_mw, p_loss_mw, v_min_pu,
+  v_max_pu`` + the voltage at every DER bus, every battery's SOC and every load's backlog.
+* Splits: train / val / test by date; stress splits ``load_stress`` (demand x 1.15),
+  ``low_renewable`` (PV x 0.4, dearer prices) and ``price_spike`` (evening price spikes).
+* Baselines: random; rule-based: no curtailment or shifting, each battery follows the
+  time-of-use schedule of :func:`powerzoo.tasks.der_arbitrage.tou_schedule` (charge in the 8
+  cheapest half-hours of the average day, discharge in the 8 dearest, within its SOC), and every
+  inverter (battery and PV) applies the IEEE 1547-2018 category B volt-var droop on its own
+  bus voltage (Q / S = +0.44 at 0.92 p.u., 0 in [0.98, 1.02], -0.44 at 1.08, linear between),
+  within the reactive capability left at its P. Oracle: the whole day planned with perfect
+  foresight, one LP on HiGHS per day (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's
+  limits,
+  voltages on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic;
+  solved around the uncontrolled day, then around its own plan), applied under the exact flow.
+  Test split (77 days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared
+  reward) and ``voltage_violation`` (p.u.-steps/day): random -26,094 and 3.66 (plus 18.4 MVA of
+  overload and 5.2 MWh of device violation); rule-based -1,291 and 0.117; oracle -482 and 0
+  (no overload, no device violation).
+
+Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
+fields in every mode and where they sit), :mod:`.task` (state, reset / observe / step, the
+rule-based baseline), :mod:`.oracle` (the perfect-foresight day plan) and :mod:`.network_lp` (its
+LP's voltage, line-flow and loss rows).
 """
 
 from powerzoo.tasks.ders_benchmark.observation import AGENTS, BATTERIES, LOADS, PVS
-from powerzoo.tasks.ders_benchmark.task import (
+from powerzoo.tasks.ders_benchmark.spec import (
     BATTERY_BUSES,
     FLEX_BUSES,
+    HORIZON,
     PV_BUSES,
     DersBenchmarkParams,
-    DersState,
-    MarlDersBenchmark,
 )
+from powerzoo.tasks.ders_benchmark.task import DersState, MarlDersBenchmark
 
 __all__ = [
     "AGENTS",
     "BATTERIES",
     "BATTERY_BUSES",
     "FLEX_BUSES",
+    "HORIZON",
     "LOADS",
     "PVS",
     "PV_BUSES",

@@ -20,20 +20,11 @@ LP (per day, ``T`` half-hours; MW, Mvar, MWh; highspy, matrix form)
   the next ``min(4, steps left)`` steps), reactive power at its power factor.
 * Network, linearised around an operating point (first the day with the DERs uncontrolled,
   then the exact flow of the previous pass's plan, ``PASSES`` passes; the plan kept is the pass
-  whose exact flow scores best, reward minus the planning penalties): with ``dP, dQ`` the changes
-  of net demand at the twelve DER buses,
-
-  - squared voltages ``v2 = v2_exact + dP @ S_p + dQ @ S_q`` (LinDistFlow sensitivities,
-    :func:`powerzoo.tasks.feeder.voltage_sq_sensitivity`) kept in the band narrowed by
-    ``ORACLE_BAND_MARGIN_PU``, with slacks priced at ``ORACLE_VOLTAGE_PENALTY``;
-  - branch flows ``S_exact + dS`` (lossless DistFlow: a branch carries the change of everything
-    below it) inside a 16-gon inscribed in the circle of ``(1 - THERMAL_MARGIN) x rating x v``
-    (soft, priced);
-  - losses ``L_exact + g . (dP, dQ) + dP' H dP + dQ' H dQ``: ``g`` the exact gradient at the
-    operating point (central differences of the exact flow), ``H`` the DistFlow loss matrix
-    (``sum of r / v^2`` over the branches two DER buses share); the quadratic is split along
-    the eigenvectors of ``H`` and each square is replaced by ``LOSS_TANGENTS`` tangents (epigraph
-    rows), which keeps the model an LP.
+  whose exact flow scores best, reward minus the planning penalties): squared voltages on
+  LinDistFlow sensitivities kept in the band, branch flows inside a polygon of their rating, and
+  losses as the exact value and gradient at the operating point (central differences of the
+  exact flow) plus a piecewise-linear DistFlow quadratic; these rows are built in
+  :mod:`.network_lp`.
 
 * After each pass the plan is stepped through the device models themselves
   (:func:`inverter_battery_step`, :func:`pv_inverter_step`, :func:`flexible_load_step`) and the
@@ -53,24 +44,20 @@ from powerzoo.devices.flexible_load import FlexibleLoadState, flexible_load_step
 from powerzoo.devices.inverter_battery import inverter_battery_step
 from powerzoo.devices.pv_inverter import pv_inverter_step
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
-from powerzoo.tasks.feeder import (
-    ORACLE_BAND_MARGIN_PU,
-    ORACLE_VOLTAGE_PENALTY,
-    V_MAX_PU,
-    V_MIN_PU,
-    voltage_sq_sensitivity,
+from powerzoo.tasks.ders_benchmark.network_lp import (
+    THERMAL_PENALTY,
+    OperatingPoint,
+    SparseLP,
+    add_loss_rows,
+    add_thermal_rows,
+    add_voltage_rows,
 )
+from powerzoo.tasks.feeder import ORACLE_VOLTAGE_PENALTY, V_MAX_PU, V_MIN_PU, voltage_sq_sensitivity
 
 __all__ = ["DersOracle", "OracleDay", "payback_matrix"]
 
-PASSES = (
-    2  # LP solves per day: around the uncontrolled flow, then around the first plan's exact flow
-)
+PASSES = 2  # LP solves per day: around the uncontrolled flow, then around the first plan's flow
 POLYGON_SIDES = 24  # inscribed polygon of the inverters' S circle (gives up 0.9 % of S)
-THERMAL_SIDES = 16  # polygon inscribed in a branch's MVA limit
-THERMAL_MARGIN = 0.02  # planned branch limit: 98 % of rating x voltage
-THERMAL_PENALTY = 10_000.0  # $ per MVA above the planned limit per step
-LOSS_TANGENTS = 15  # tangents per squared term of the loss model
 FD_STEP = 0.02  # MW / Mvar, central differences of the exact losses
 SHIFT_TIE_BREAK = 0.01  # $ per MWh shifted: no shifting that buys nothing
 Q_SHRINK = 1.0 - 1e-5  # planned Q stays this far inside the inverter's limit (float32 actions)
@@ -81,96 +68,16 @@ PF_MAX_ITER = 50
 class OracleDay:
     """One day's plan and what the LP predicted of it (steps ``t0 .. horizon - 1``)."""
 
-    actions: (
-        np.ndarray
-    )  # [T, 24] physical joint action, agent-major ([p, q], [curtail, q], [curtail, shift])
-    predicted_vm_pu: (
-        np.ndarray
-    )  # [T, n_bus] the last LP's voltages (LinDistFlow around the operating point)
+    # [T, 24] physical joint action, agent-major ([p, q], [curtail, q], [curtail, shift])
+    actions: np.ndarray
+    # [T, n_bus] the last LP's voltages (LinDistFlow around the operating point)
+    predicted_vm_pu: np.ndarray
     exact_vm_pu: np.ndarray  # [T, n_bus] exact AC flow of the plan
     predicted_loss_mw: np.ndarray  # [T] the last LP's loss model at its solution
     exact_loss_mw: np.ndarray  # [T] exact losses of the plan
     lp_size: tuple[int, int, int]  # columns, rows, non-zeros of the last LP
     solve_s: float  # seconds in HiGHS over all passes
     total_s: float  # seconds for the whole plan (flows, LP building, solves)
-
-
-class _LP:
-    """Sparse LP under construction: column blocks with bounds and costs (maximised), row blocks."""
-
-    def __init__(self) -> None:
-        self.lb: list[np.ndarray] = []
-        self.ub: list[np.ndarray] = []
-        self.cost: list[np.ndarray] = []
-        self.n = 0
-        self.entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.row_lo: list[np.ndarray] = []
-        self.row_hi: list[np.ndarray] = []
-        self.m = 0
-
-    def var(self, shape: tuple[int, ...], lb: Any, ub: Any, cost: Any = 0.0) -> np.ndarray:
-        size = int(np.prod(shape))
-        for store, value in ((self.lb, lb), (self.ub, ub), (self.cost, cost)):
-            store.append(np.broadcast_to(np.asarray(value, dtype=np.float64), shape).ravel())
-        idx = np.arange(self.n, self.n + size).reshape(shape)
-        self.n += size
-        return idx
-
-    def rows(self, cols: np.ndarray, vals: np.ndarray, lo: Any, hi: Any) -> None:
-        """Rows ``lo <= sum_k vals[r, k] x[cols[r, k]] <= hi`` for ``cols`` / ``vals`` [R, K]."""
-        cols, vals = np.atleast_2d(cols), np.atleast_2d(vals)
-        r = cols.shape[0]
-        if r == 0:
-            return
-        vals = np.broadcast_to(vals, cols.shape)
-        row_idx = np.broadcast_to(np.arange(self.m, self.m + r)[:, None], cols.shape)
-        keep = vals != 0.0
-        self.entries.append((row_idx[keep], cols[keep], vals[keep]))
-        self.row_lo.append(np.broadcast_to(np.asarray(lo, dtype=np.float64), (r,)).ravel())
-        self.row_hi.append(np.broadcast_to(np.asarray(hi, dtype=np.float64), (r,)).ravel())
-        self.m += r
-
-    def solve(self) -> tuple[np.ndarray, tuple[int, int, int], float]:
-        import highspy
-        from scipy.sparse import csc_matrix
-
-        rows, cols, vals = (np.concatenate(parts) for parts in zip(*self.entries, strict=True))
-        a = csc_matrix((vals, (rows, cols)), shape=(self.m, self.n))
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.n, self.m
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = (
-            np.concatenate(x) for x in (self.cost, self.lb, self.ub)
-        )
-        lp.row_lower_, lp.row_upper_ = np.concatenate(self.row_lo), np.concatenate(self.row_hi)
-        lp.sense_ = highspy.ObjSense.kMaximize
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.passModel(lp)
-        start = time.perf_counter()
-        h.run()
-        seconds = time.perf_counter() - start
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(
-                f"marl_ders_benchmark oracle LP failed: {h.modelStatusToString(h.getModelStatus())}"
-            )
-        return np.asarray(h.getSolution().col_value), (self.n, self.m, int(a.nnz)), seconds
-
-
-@dataclasses.dataclass(frozen=True)
-class _Point:
-    """Exact flow of the day at an operating point (net demand ``y_p``, ``y_q`` [T, 12] at the DER
-    buses)."""
-
-    y_p: np.ndarray
-    y_q: np.ndarray
-    v2: np.ndarray  # [T, n_bus] squared voltages
-    loss: np.ndarray  # [T] MW
-    grad: np.ndarray  # [T, 24] d loss / d (P, Q net demand) at the DER buses
-    branch_p: np.ndarray  # [T, n_branch] sending-end flows
-    branch_q: np.ndarray
-    v_from: np.ndarray  # [T, n_branch] sending-end voltage
 
 
 class DersOracle:
@@ -255,7 +162,7 @@ class DersOracle:
                 )
         return OracleDay(*best[1:], size, solve_s, time.perf_counter() - start)
 
-    def _score(self, day: dict, pt: _Point, bill: float) -> float:
+    def _score(self, day: dict, pt: OperatingPoint, bill: float) -> float:
         """Exact value of a realised plan ($): the reward (losses at the exact flow) minus the
         planning
         penalties on voltages outside the band and on branch overloads."""
@@ -269,7 +176,7 @@ class DersOracle:
 
     def _point(
         self, p_rest: np.ndarray, q_rest: np.ndarray, y_p: np.ndarray, y_q: np.ndarray
-    ) -> _Point:
+    ) -> OperatingPoint:
         """Exact flows at net DER demand ``y_p``, ``y_q`` and the central-difference loss
         gradient."""
         t, n = y_p.shape
@@ -298,7 +205,7 @@ class DersOracle:
         ) / (2 * FD_STEP)
         head = np.arange(t) * reps
         vm = flow.vm_pu[head]
-        return _Point(
+        return OperatingPoint(
             y_p,
             y_q,
             vm**2,
@@ -311,11 +218,11 @@ class DersOracle:
 
     # ---- the LP -----------------------------------------------------------------------------
     def _solve(
-        self, day: dict, pt: _Point, soc0: np.ndarray
+        self, day: dict, pt: OperatingPoint, soc0: np.ndarray
     ) -> tuple[dict, tuple[int, int, int], float, np.ndarray]:
         """One LP around ``pt``: the solution's device set-points, LP size, HiGHS seconds, predicted
         losses [T]."""
-        task, lp = self.task, _LP()
+        task, lp = self.task, SparseLP()
         bat, pv, flex = task.battery, task.pv, task.flex
         t, k, n = pt.y_p.shape[0], self.k, self.n_der
         dt, price = task.spec.dt_h, day["price"]
@@ -419,9 +326,11 @@ class DersOracle:
         )
 
         dcols = np.concatenate([dp, dq], axis=1)  # [t, 24]
-        self._voltage_rows(lp, pt, dcols, day)
-        self._thermal_rows(lp, pt, dp, dq, day)
-        z_terms = self._loss_rows(lp, pt, dp, dq, day, pc)
+        p_max, q_max = self._bounds(day)
+        add_voltage_rows(lp, pt, dcols, self.sens_p, self.sens_q, p_max, q_max)
+        rating = self.case.branch_rating_mva
+        add_thermal_rows(lp, pt, dp, dq, rating, self.below, p_max, q_max)
+        z_terms = add_loss_rows(lp, pt, dp, dq, pc, self.r_mw, self.below, p_max, q_max)
         x, size, seconds = lp.solve()
         pred = pt.loss + np.einsum("tj,tj->t", pt.grad, x[dcols]) + x[z_terms].sum(axis=1)
         sol = {
@@ -445,129 +354,6 @@ class DersOracle:
             [2 * task.battery.s_rating_mva, 2 * task.pv.s_rating_mva, base_max * task.flex.tan_phi]
         )
         return p, q
-
-    def _voltage_rows(self, lp: _LP, pt: _Point, dcols: np.ndarray, day: dict) -> None:
-        sens = np.concatenate([self.sens_p, self.sens_q], axis=0)  # [24, n_bus]
-        p_max, q_max = self._bounds(day)
-        reach = np.concatenate([p_max, q_max]) @ np.abs(sens)  # [n_bus]
-        lo = (V_MIN_PU + ORACLE_BAND_MARGIN_PU) ** 2
-        hi = (V_MAX_PU - ORACLE_BAND_MARGIN_PU) ** 2
-        for sign, need in ((1.0, pt.v2 - reach < lo), (-1.0, pt.v2 + reach > hi)):
-            ts, buses = np.nonzero(need)
-            if not ts.size:
-                continue
-            slack = lp.var((ts.size, 1), 0.0, np.inf, -ORACLE_VOLTAGE_PENALTY)
-            cols = np.concatenate([dcols[ts], slack], axis=1)
-            vals = np.concatenate([sens[:, buses].T, np.full((ts.size, 1), sign)], axis=1)
-            if sign > 0:  # v2 + dv2 + slack >= lo
-                lp.rows(cols, vals, lo - pt.v2[ts, buses], np.inf)
-            else:  # v2 + dv2 - slack <= hi
-                lp.rows(cols, vals, -np.inf, hi - pt.v2[ts, buses])
-
-    def _thermal_rows(self, lp: _LP, pt: _Point, dp: np.ndarray, dq: np.ndarray, day: dict) -> None:
-        rating = self.case.branch_rating_mva
-        # polygon inscribed in the circle of (1 - margin) x rating x v: never above it
-        limit = (
-            (1.0 - THERMAL_MARGIN) * np.cos(np.pi / THERMAL_SIDES) * rating[None, :] * pt.v_from
-        )  # [t, n_branch]
-        p_max, q_max = self._bounds(day)
-        reach_p, reach_q = p_max @ self.below, q_max @ self.below  # [n_branch]
-        angles = 2 * np.pi * np.arange(THERMAL_SIDES) / THERMAL_SIDES
-        facets = []
-        for a in angles:
-            c, s = np.cos(a), np.sin(a)
-            value = c * pt.branch_p + s * pt.branch_q
-            ts, brs = np.nonzero(value + abs(c) * reach_p + abs(s) * reach_q > limit)
-            facets.append((c, s, value, ts, brs))
-        # branches below the same DER buses see the same change of flow: per group, step and facet
-        # only the
-        # branch with the least headroom gives a row; one (dP, dQ) pair and one overload slack per
-        # group and step
-        patterns, group = np.unique(self.below.T, axis=0, return_inverse=True)
-        group = group.ravel()
-        n_group, t = patterns.shape[0], pt.v2.shape[0]
-        rows = []
-        for c, s, value, ts, brs in facets:
-            if ts.size:
-                room = np.full((t, n_group), np.inf)
-                np.minimum.at(room, (ts, group[brs]), limit[ts, brs] - value[ts, brs])
-                tg, gg = np.nonzero(np.isfinite(room))
-                rows.append((c, s, tg, gg, room[tg, gg]))
-        if not rows:
-            return
-        used = np.unique(np.concatenate([r[3] for r in rows]))
-        flow_p, flow_q, slack = (np.full((t, n_group), -1) for _ in range(3))
-        slack[:, used] = lp.var((t, used.size), 0.0, np.inf, -THERMAL_PENALTY)
-        for d_vars, flow in ((dp, flow_p), (dq, flow_q)):
-            flow[:, used] = lp.var((t, used.size), -np.inf, np.inf)
-            cols = np.concatenate(
-                [
-                    flow[:, used][:, :, None],
-                    np.broadcast_to(d_vars[:, None, :], (t, used.size, self.n_der)),
-                ],
-                2,
-            )
-            vals = np.concatenate(
-                [
-                    np.ones((t, used.size, 1)),
-                    np.broadcast_to(-patterns[used][None], (t, used.size, self.n_der)),
-                ],
-                2,
-            )
-            lp.rows(cols.reshape(-1, 1 + self.n_der), vals.reshape(-1, 1 + self.n_der), 0.0, 0.0)
-        for c, s, tg, gg, room in rows:
-            lp.rows(
-                np.stack([flow_p[tg, gg], flow_q[tg, gg], slack[tg, gg]], axis=1),
-                np.array([c, s, -1.0]),
-                -np.inf,
-                room,
-            )
-
-    def _loss_rows(
-        self, lp: _LP, pt: _Point, dp: np.ndarray, dq: np.ndarray, day: dict, pc: np.ndarray
-    ) -> np.ndarray:
-        """Epigraph of ``dP' H dP + dQ' H dQ`` per step; returns the column indices [t, terms] of
-        its parts."""
-        t = pt.v2.shape[0]
-        weight = self.r_mw[None, :] / np.mean(pt.v_from, axis=0)[None, :] ** 2  # [1, n_branch]
-        h = (self.below * weight) @ self.below.T  # [12, 12] MW per MW^2
-        lam, u = np.linalg.eigh(h)
-        keep = lam > 1e-4 * lam.max()
-        lam, u = lam[keep], u[:, keep]
-        p_max, q_max = self._bounds(day)
-        terms = []
-        grid = np.linspace(-1.0, 1.0, LOSS_TANGENTS)
-        tangents = grid * np.abs(
-            grid
-        )  # denser near the operating point, where the plan of a later pass stays
-        for d_var, d_max in ((dp, p_max), (dq, q_max)):
-            span = np.abs(u).T @ d_max  # [terms] largest |u' d|
-            proj = lp.var((t, lam.size), -span, span)
-            cols = np.concatenate(
-                [
-                    np.repeat(proj[:, :, None], 1, 2),
-                    np.broadcast_to(d_var[:, None, :], (t, lam.size, self.n_der)),
-                ],
-                axis=2,
-            )
-            vals = np.concatenate(
-                [np.ones((t, lam.size, 1)), np.broadcast_to(-u.T[None], (t, lam.size, self.n_der))],
-                axis=2,
-            )
-            lp.rows(cols.reshape(-1, 1 + self.n_der), vals.reshape(-1, 1 + self.n_der), 0.0, 0.0)
-            z = lp.var((t, lam.size), 0.0, np.inf, -np.broadcast_to(pc, (t, lam.size)))
-            for a in tangents:  # z >= lam (2 a y - a^2), a = tangent point
-                at = a * span[None, :]
-                lp.rows(
-                    np.stack([z, proj], -1).reshape(-1, 2),
-                    np.stack(
-                        [np.ones((t, lam.size)), np.broadcast_to(-2 * lam * at, (t, lam.size))], -1
-                    ).reshape(-1, 2),
-                    np.broadcast_to(-lam * at**2, (t, lam.size)).ravel(),
-                    np.inf,
-                )
-            terms.append(z)
-        return np.concatenate(terms, axis=1)
 
     # ---- through the devices ----------------------------------------------------------------
     def _realise(

@@ -1,9 +1,68 @@
-"""``marl_ev_v2g``: EV charging sites with V2G chargers on the IEEE 33-bus feeder over a week.
+"""``marl_ev_v2g``: EV charging sites on the IEEE 33-bus feeder charge for their drivers and sell
+V2G energy.
 
-The task (:mod:`.task`), its observation layout (:mod:`.observation`) and its rule-based and
-perfect-foresight baselines (:mod:`.baselines`).
+Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one week from midnight)
+---------------------------------------------------------------------------------------------------
+* Feeder: ``case33bw`` with an exact AC power flow every step (:mod:`powerzoo.tasks.feeder`); bus
+  loads = the case's base load x ``load_scale = 0.7`` x the calendar load shape ``demand_pu``
+  (as ``marl_der_arbitrage``). A week that runs past 31 December wraps to January.
+* Agents ``site_0 .. site_{n-1}`` (``n_evs`` of them, default 5): charging sites, each with
+  ``vehicles_per_site`` cars (default ``round(100 / n_evs)``, so the fleet stays about 100 cars)
+  on 7.2 kW bidirectional chargers (:mod:`powerzoo.devices.ev_fleet`: 60 kWh batteries, 92 %
+  each way, V2G down to 20 % SOC, charging up to 90 %, departure target 80 %). Site ``i`` sits
+  at 0-based bus ``1 + floor((i + 0.5) * 32 / n)``, spread evenly over the 32 load buses in case
+  order (n = 5: buses 4, 10, 17, 23, 29: the trunk, its far end and the three laterals); more
+  than 32 sites share buses.
+* Sizing (measured on every hour of the 77 test days, ``tests/test_ev_v2g.py`` checks it): one
+  7.2 kW car moves the feeder's lowest voltage by at most 0.0006 p.u. and five of them, one per
+  site, by 0.001 p.u.: outside the agents' control. So each site has 20 cars: every car charging
+  at full power (720 kW in all) lowers the lowest voltage by 0.019 to 0.021 p.u. (0.016 to 0.018
+  with 20 sites of 5 cars), every car discharging raises it by 0.011 to 0.013 p.u. With the fleet
+  idle the lowest voltage falls below 0.95 p.u. on 44 of the 77 test days (late morning and
+  early evening), so charging at the evening peak costs voltage.
+* Trips (:mod:`powerzoo.data.mobility`): per episode, each car's trips of the week are drawn from
+  the env's RNG (weekday commutes, fewer and shorter weekend trips, on the calendar's own
+  weekends and holidays); starting SOC uniform in [0.5, 0.8]. Cars are home at midnight. A car
+  leaves at the start of the hour its trip starts and is plugged in again from the hour it is
+  back; its trip energy is drawn evenly over the hours away.
+* Action per agent: one power per car of the site, ``ev_j.p_kw`` in [-7.2, 7.2] kW (- charge,
+  + discharge). Only plugged-in cars act: an away car's entry is ignored, a request beyond the
+  battery's limits is cut (``info["action_applied"]`` and ``info["ev_p_kw"]`` hold what was
+  applied).
+* Reward, **per agent**: the site's V2G revenue minus its charging cost at the data layer's
+  ``price_per_mwh`` (``price x (discharged - charged kWh) / 1000``, $ per step);
+  ``info["reward_terms"]`` holds the team sums ``[v2g_revenue, charging_cost]`` and
+  ``info["agent_profit"]`` the per-site split.
+* Costs (all selected, >= 0 per step): ``departure_shortfall`` (kWh the cars leaving this step
+  lack of their goal, summed: the goal is 80 % SOC, or what charging at full power since the
+  car's arrival could reach if that is less, so the shortfall is charging that was not done;
+  the end of the episode counts as a departure of every car at home, so a fleet cannot be
+  emptied into the grid at the end), ``voltage_violation`` (p.u.) and ``thermal_overload``
+  (MVA) as in the other feeder tasks. Per-episode thresholds 5 kWh, 0.5 p.u., 0.5 MVA.
+* Observation modes (per agent; grid values from the previous step's flow, at reset from the
+  first step's loads with the fleet idle): ``local``: time, price, own block ``own_v_pu,
+  own_prev_p_mw, own_bus_load_mw, own_plugged_share`` and per car ``plugged_j``, ``soc_j``,
+  ``hours_to_departure_j`` and ``energy_needed_kwh_j`` (goal - energy, < 0 when above the goal;
+  both 0 while away); ``global`` (default): ``local`` + ``demand_pu, feeder_p_mw, v_min_pu,
+  v_max_pu`` and every site's plugged share and energy needed; ``local_plus_forecast``:
+  ``local`` + the price of the next 6 hours; ``local_plus_voltage``: ``local`` + the voltages of
+  the neighbouring buses.
+* Baselines: random; rule-based: every car charges at full power from arrival until it reaches
+  its goal, and in the 3 dearest hours of the average day (train days: 17-20 h) it discharges
+  whatever lies above a reserve (50 % SOC, and never more than full-power charging can bring
+  back before departure), charging back afterwards (:meth:`MarlEvV2g.rule_based_action`);
+  oracle: one LP on HiGHS for the week (:mod:`powerzoo.tasks.ev_v2g.baselines`). Team return
+  ($/week) on the 77 test weeks (``benchmarks/compute_baselines.py``): random -234.1 with 16,054
+  kWh of shortfall a week (it spends less only because it sends the cars off empty), rule-based
+  -246.4 with no shortfall and 0.54 p.u.-steps of voltage violation, oracle +40.0 with no
+  shortfall and 0.07.
+
+Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
+fields in every mode and where they sit), :mod:`.task` (state, trip tables, reset / observe /
+step) and :mod:`.baselines` (the rule and the oracle LP).
 """
 
-from powerzoo.tasks.ev_v2g.task import EvV2gParams, EvV2gState, MarlEvV2g, site_buses
+from powerzoo.tasks.ev_v2g.spec import HORIZON, EvV2gParams, site_buses
+from powerzoo.tasks.ev_v2g.task import EvV2gState, MarlEvV2g
 
-__all__ = ["EvV2gParams", "EvV2gState", "MarlEvV2g", "site_buses"]
+__all__ = ["EvV2gParams", "EvV2gState", "HORIZON", "MarlEvV2g", "site_buses"]

@@ -1,61 +1,8 @@
-"""``marl_ev_v2g``: EV charging sites on the IEEE 33-bus feeder charge for their drivers and sell
-V2G energy.
+"""The ``marl_ev_v2g`` task: batched state, the week's trip tables, reset / observe / step and
+baselines.
 
-Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one week from midnight)
----------------------------------------------------------------------------------------------------
-* Feeder: ``case33bw`` with an exact AC power flow every step (:mod:`powerzoo.tasks.feeder`); bus
-  loads = the case's base load x ``load_scale = 0.7`` x the calendar load shape ``demand_pu``
-  (as ``marl_der_arbitrage``). A week that runs past 31 December wraps to January.
-* Agents ``site_0 .. site_{n-1}`` (``n_evs`` of them, default 5): charging sites, each with
-  ``vehicles_per_site`` cars (default ``round(100 / n_evs)``, so the fleet stays about 100 cars)
-  on 7.2 kW bidirectional chargers (:mod:`powerzoo.devices.ev_fleet`: 60 kWh batteries, 92 %
-  each way, V2G down to 20 % SOC, charging up to 90 %, departure target 80 %). Site ``i`` sits
-  at 0-based bus ``1 + floor((i + 0.5) * 32 / n)``, spread evenly over the 32 load buses in case
-  order (n = 5: buses 4, 10, 17, 23, 29: the trunk, its far end and the three laterals); more
-  than 32 sites share buses.
-* Sizing (measured on every hour of the 77 test days, ``tests/test_ev_v2g.py`` checks it): one
-  7.2 kW car moves the feeder's lowest voltage by at most 0.0006 p.u. and five of them, one per
-  site, by 0.001 p.u.: outside the agents' control. So each site has 20 cars: every car charging
-  at full power (720 kW in all) lowers the lowest voltage by 0.019 to 0.021 p.u. (0.016 to 0.018
-  with 20 sites of 5 cars), every car discharging raises it by 0.011 to 0.013 p.u. With the fleet
-  idle the lowest voltage falls below 0.95 p.u. on 44 of the 77 test days (late morning and
-  early evening), so charging at the evening peak costs voltage.
-* Trips (:mod:`powerzoo.data.mobility`): per episode, each car's trips of the week are drawn from
-  the env's RNG (weekday commutes, fewer and shorter weekend trips, on the calendar's own
-  weekends and holidays); starting SOC uniform in [0.5, 0.8]. Cars are home at midnight. A car
-  leaves at the start of the hour its trip starts and is plugged in again from the hour it is
-  back; its trip energy is drawn evenly over the hours away.
-* Action per agent: one power per car of the site, ``ev_j.p_kw`` in [-7.2, 7.2] kW (- charge,
-  + discharge). Only plugged-in cars act: an away car's entry is ignored, a request beyond the
-  battery's limits is cut (``info["action_applied"]`` and ``info["ev_p_kw"]`` hold what was
-  applied).
-* Reward, **per agent**: the site's V2G revenue minus its charging cost at the data layer's
-  ``price_per_mwh`` (``price x (discharged - charged kWh) / 1000``, $ per step);
-  ``info["reward_terms"]`` holds the team sums ``[v2g_revenue, charging_cost]`` and
-  ``info["agent_profit"]`` the per-site split.
-* Costs (all selected, >= 0 per step): ``departure_shortfall`` (kWh the cars leaving this step
-  lack of their goal, summed: the goal is 80 % SOC, or what charging at full power since the
-  car's arrival could reach if that is less, so the shortfall is charging that was not done;
-  the end of the episode counts as a departure of every car at home, so a fleet cannot be
-  emptied into the grid at the end), ``voltage_violation`` (p.u.) and ``thermal_overload``
-  (MVA) as in the other feeder tasks. Per-episode thresholds 5 kWh, 0.5 p.u., 0.5 MVA.
-* Observation modes (per agent; grid values from the previous step's flow, at reset from the
-  first step's loads with the fleet idle): ``local``: time, price, own block ``own_v_pu,
-  own_prev_p_mw, own_bus_load_mw, own_plugged_share`` and per car ``plugged_j``, ``soc_j``,
-  ``hours_to_departure_j`` and ``energy_needed_kwh_j`` (goal - energy, < 0 when above the goal;
-  both 0 while away); ``global`` (default): ``local`` + ``demand_pu, feeder_p_mw, v_min_pu,
-  v_max_pu`` and every site's plugged share and energy needed; ``local_plus_forecast``:
-  ``local`` + the price of the next 6 hours; ``local_plus_voltage``: ``local`` + the voltages of
-  the neighbouring buses.
-* Baselines: random; rule-based: every car charges at full power from arrival until it reaches
-  its goal, and in the 3 dearest hours of the average day (train days: 17-20 h) it discharges
-  whatever lies above a reserve (50 % SOC, and never more than full-power charging can bring
-  back before departure), charging back afterwards (:meth:`MarlEvV2g.rule_based_action`);
-  oracle: one LP on HiGHS for the week (:mod:`powerzoo.tasks.ev_v2g.baselines`). Team return
-  ($/week) on the 77 test weeks (``benchmarks/compute_baselines.py``): random -234.1 with 16,054
-  kWh of shortfall a week (it spends less only because it sends the cars off empty), rule-based
-  -246.4 with no shortfall and 0.54 p.u.-steps of voltage violation, oracle +40.0 with no
-  shortfall and 0.07.
+The model is described in :mod:`powerzoo.tasks.ev_v2g`; the spec is in :mod:`.spec`, the
+observation layout in :mod:`.observation`, the rule and the oracle in :mod:`.baselines`.
 """
 
 from __future__ import annotations
@@ -67,73 +14,28 @@ import numpy as np
 
 from powerzoo.data import calendar
 from powerzoo.data.mobility import sample_trips
-from powerzoo.devices.ev_fleet import (
-    EVFleetParams,
-    departure_goal_kwh,
-    departure_shortfall_kwh,
-    ev_fleet_step,
-)
+from powerzoo.devices.ev_fleet import departure_goal_kwh, departure_shortfall_kwh, ev_fleet_step
 from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.ev_v2g.baselines import peak_hours, rule_powers_kw, solve_week
-from powerzoo.tasks.ev_v2g.observation import FORECAST_STEPS, Slots, observation_modes
-from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS, FeederTask, child_buses
-from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.ev_v2g.observation import FORECAST_STEPS, Slots
+from powerzoo.tasks.ev_v2g.spec import (
+    CASE,
+    EPISODE_DAYS,
+    HORIZON,
+    STEP_MINUTES,
+    EvV2gParams,
+    ev_v2g_spec,
+    site_buses,
+)
+from powerzoo.tasks.feeder import FeederTask, child_buses
+from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["MarlEvV2g", "EvV2gParams", "EvV2gState", "site_buses"]
+__all__ = ["MarlEvV2g", "EvV2gState"]
 
-HORIZON = 168
-STEP_MINUTES = 60
-EPISODE_DAYS = 7
-CASE = "case33bw"
-MAX_SITES, MAX_VEHICLES_PER_SITE = 64, 200  # bounds of the task keywords
 _NEVER = np.iinfo(np.int16).max  # a trip that never happens (int16 step tables)
 # per-car energies and powers (4 mWh resolution at 60 kWh; halves the step's memory traffic)
 CAR_FLOAT = np.float32
 _min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
-
-
-def site_buses(n_sites: int, n_bus: int = 33) -> np.ndarray:
-    """0-based buses of ``n_sites`` charging sites, spread evenly over the load buses 1..n_bus-1."""
-    return 1 + np.floor((np.arange(n_sites) + 0.5) * (n_bus - 1) / n_sites).astype(np.int64)
-
-
-def _check_count(name: str, value: Any, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"marl_ev_v2g: {name} must be an integer, got {value!r}")
-    if not 1 <= value <= high:
-        raise ValueError(f"marl_ev_v2g: {name} must lie in [1, {high}], got {value}")
-    return int(value)
-
-
-@dataclasses.dataclass(frozen=True)
-class EvV2gParams:
-    """The numbers of a ``marl_ev_v2g`` episode; each is a task keyword."""
-
-    # charging sites (agents), spread evenly over the feeder's load buses
-    n_evs: int = 5
-    # cars per site; None: the default fleet (``fleet_vehicles``) split over the sites
-    vehicles_per_site: int | None = None
-    # cars of the default fleet when vehicles_per_site is not given
-    fleet_vehicles: int = 100
-    # bus loads = the case's base load x this x demand_pu
-    load_scale: float = 0.7
-    # range of the cars' state of charge at reset (fraction), drawn uniformly
-    initial_soc: tuple[float, float] = (0.5, 0.8)
-    # the rule sells V2G in this many dearest hours of the average day
-    peak_hours: int = 3
-    # the cars: 60 kWh batteries on 7.2 kW bidirectional chargers (EVFleetParams' defaults)
-    fleet: EVFleetParams = EVFleetParams()
-
-    def __post_init__(self) -> None:
-        n = _check_count("n_evs", self.n_evs, MAX_SITES)
-        object.__setattr__(self, "n_evs", n)
-        per_site = self.vehicles_per_site
-        v = (
-            max(1, round(self.fleet_vehicles / n))
-            if per_site is None
-            else _check_count("vehicles_per_site", per_site, MAX_VEHICLES_PER_SITE)
-        )
-        object.__setattr__(self, "vehicles_per_site", v)
 
 
 @dataclasses.dataclass
@@ -207,67 +109,7 @@ class MarlEvV2g(FeederTask):
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
     def spec_for(cls, params: EvV2gParams) -> TaskSpec:
-        n, v, fleet = params.n_evs, params.vehicles_per_site, params.fleet
-        agents = tuple(f"site_{i}" for i in range(n))
-        modes = {
-            mode: VectorSpec.from_rows(fields)
-            for mode, fields in observation_modes(n, v, fleet, HORIZON).items()
-        }
-        p = fleet.charge_max_kw
-        return TaskSpec(
-            task_id=cls.task_id,
-            description=(
-                f"{n} EV charging sites of {v} cars with 7.2 kW V2G chargers on the IEEE 33-bus "
-                "feeder (exact AC "
-                "power flow) over a week of stochastic commutes: each site pays for its charging "
-                "and earns V2G "
-                "revenue, must send every car off with its target charge and keep the feeder in "
-                "limits."
-            ),
-            agents=agents,
-            observation=modes["global"],
-            action=VectorSpec(
-                names=tuple(f"{a}.ev_{j}.p_kw" for a in agents for j in range(v)),
-                units=("kW (+ discharge)",) * (n * v),
-                low=(-p,) * (n * v),
-                high=(fleet.discharge_max_kw,) * (n * v),
-            ),
-            horizon=HORIZON,
-            step_minutes=STEP_MINUTES,
-            splits=calendar.BASE_SPLITS
-            + ("load_stress", "heatwave", "low_renewable", "price_spike"),
-            reward_terms=("v2g_revenue", "charging_cost"),
-            reward_doc=(
-                "per agent: own price x (discharged - charged kWh) / 1000 ($ per step); "
-                "reward_terms are the team sums"
-            ),
-            constraint_names=("departure_shortfall", *GRID_COSTS),
-            constraint_units=("kWh (sum over leaving cars)", *GRID_COST_UNITS),
-            selected_constraints=("departure_shortfall", *GRID_COSTS),
-            cost_thresholds={
-                "departure_shortfall": 5.0,
-                "voltage_violation": 0.5,
-                "thermal_overload": 0.5,
-            },
-            baselines=("random", "rule_based", "oracle"),
-            reward_presets={
-                "profit": {},
-                "penalized": {
-                    "departure_shortfall": 1.0,
-                    "voltage_violation": 1000.0,
-                    "thermal_overload": 1000.0,
-                },
-            },
-            obs_modes=tuple(modes),
-            obs_mode_specs=modes,
-            default_obs_mode="global",
-            shared_reward=False,
-            gamma=0.999,
-            termination_doc=(
-                "never terminates early; episodes are truncated at the horizon (the end of the "
-                "week)"
-            ),
-        )
+        return ev_v2g_spec(cls.task_id, params)
 
     # ---- exogenous series -------------------------------------------------------------------
     def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -493,9 +335,9 @@ class MarlEvV2g(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Charge to the goal from arrival, V2G in the peak hours above a reserve (module
-        docstring),
-        from ``global`` observations [B, S, d]: the physical joint action [B, S * V] (kW)."""
+        """Charge to the goal from arrival, V2G in the peak hours above a reserve
+        (:mod:`.baselines`), from ``global`` observations [B, S, d]: the physical joint action
+        [B, S * V] (kW)."""
         obs = obs.astype(np.float64)
         b, v, s = obs.shape[0], self.per_site, self.obs_slots["global"]
         hour = (

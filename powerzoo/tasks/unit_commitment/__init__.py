@@ -1,6 +1,52 @@
-"""Unit-commitment tasks ``marl_uc`` (case5) and ``tso`` (case118): model in :mod:`.task`, specs in
-:mod:`.spec`, the day-ahead UC MILP oracle in :mod:`.oracle`."""
+"""Unit commitment on DC networks: ``marl_uc`` (case5, five unit agents) and ``tso`` (case118, one
+operator).
 
+Model
+-----
+* Units: the case's generators with the unit-commitment parameters of
+  :func:`powerzoo.devices.thermal_unit.fleet_from_case` (Pmin, ramps, minimum up/down times,
+  start-up / shut-down / no-load costs derived by size class; the case gives Pmax and the cost
+  curve). 30-minute steps, one day (48 steps).
+* Action per unit: ``[p_mw, on]``: an output setpoint in ``[0, Pmax]`` and the requested status
+  (on if ``on > 0.5``). Switches that would break a minimum up or down time are overridden
+  (the unit keeps its status; ``info["commitment_overridden"]`` [B, n] and
+  ``info["n_commitment_overridden"]``); setpoints are clipped to the step's output bounds
+  (Pmin/Pmax when on, ramp limits from the last output, start-up output at most
+  ``max(Pmin, ramp)``; an off unit gives 0).
+* Load: as in the dispatch tasks (:mod:`powerzoo.tasks.economic_dispatch`): each bus's case
+  demand x the calendar demand shape x ``load_scale`` (1.1); ``load_stress`` reads demand x 1.15.
+* Balance. ``marl_uc``: the units' clipped setpoints are applied as they are and the mismatch
+  with the load goes to the slack bus (``power_imbalance`` cost, settled in the reward at
+  ``IMBALANCE_PRICE``), as in ``marl_opf``. ``tso``: the clipped setpoints are balanced by the
+  committed units in proportion to their headroom, as automatic generation control would
+  (:func:`powerzoo.devices.thermal_unit.balance_dispatch`); only what the committed units' bounds
+  cannot absorb remains as imbalance (reported as ``power_imbalance``, not selected, and priced
+  like ``marl_uc``'s).
+* Network: DC power flow through the PTDF (the slack bus takes the mismatch); line limits of
+  ``opf_118`` (binding ratings derived from the DC-OPF at peak load; case5 keeps its published
+  ratings). ``line_tightening`` (``tso``): test days with every finite rating x 0.8.
+* Reserve: committed capacity minus load; the requirement is ``RESERVE_MARGIN`` (10 %) of the
+  load; the shortfall (MWh) is the ``reserve_shortfall`` cost.
+* Reward: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh)`` in $
+  per step (``REWARD_TERMS``; shared by the agents of ``marl_uc``). Costs: ``thermal_overload``
+  (MWh of branch overload), ``reserve_shortfall`` (MWh), ``power_imbalance`` (MWh).
+* Episode start: the units a priority list (full-load average cost) commits for the first
+  step's load plus reserve are on, free to switch (their minimum times have passed), at the
+  merit-order dispatch of that load. The first step has no ramp limit (the previous day's
+  dispatch is not modelled, and a network-blind start could otherwise force overloads).
+* Baselines: random; rule (priority-list commitment for ``(1 + margin) x max(load now, load
+  next)`` within the minimum up/down times, then congestion-aware economic dispatch of the
+  committed units within their ramp bounds, :func:`powerzoo.physics.redispatch.redispatch`;
+  while a branch stays overloaded, the cheapest free unit that relieves it and whose Pmin fits
+  under the load is committed too, up to 6 per step); oracle (day-ahead UC MILP with perfect
+  foresight, :mod:`.oracle`, replayed in the env).
+
+Modules: :mod:`.spec` (parameters, network, specs), :mod:`.task` (state, reset / observe / step),
+:mod:`.rule` (the rule-based baseline), :mod:`.milp` (the UC MILP's model) and :mod:`.oracle`
+(its solve in rounds, with the commitment repair).
+"""
+
+from powerzoo.tasks.unit_commitment.spec import UCParams, uc_case, uc_fleet
 from powerzoo.tasks.unit_commitment.task import MarlUc, Tso, UCState, UnitCommitment
 
-__all__ = ["MarlUc", "Tso", "UCState", "UnitCommitment"]
+__all__ = ["MarlUc", "Tso", "UCParams", "UCState", "UnitCommitment", "uc_case", "uc_fleet"]

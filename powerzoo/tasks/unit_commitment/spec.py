@@ -1,12 +1,15 @@
-"""Specs of the unit-commitment tasks ``marl_uc`` (case5, five unit agents) and ``tso`` (case118,
-one agent)."""
+"""Parameters, network, fleet and specs of the unit-commitment tasks ``marl_uc`` (case5, five unit
+agents) and ``tso`` (case118, one agent)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from powerzoo.data import calendar
-from powerzoo.devices.thermal_unit import ThermalFleet
+from powerzoo.devices.thermal_unit import ThermalFleet, fleet_from_case
 from powerzoo.physics.network import NetworkCase
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.transmission import RATING_LOAD_SCALE, STEP_MINUTES, congestion_ready_case
 
 __all__ = [
     "RESERVE_MARGIN",
@@ -15,8 +18,11 @@ __all__ = [
     "LINE_TIGHTENING_FACTOR",
     "REWARD_TERMS",
     "TIME_IN_STATE_CAP_H",
+    "UCParams",
     "marl_uc_spec",
     "tso_spec",
+    "uc_case",
+    "uc_fleet",
 ]
 
 RESERVE_MARGIN = 0.10  # reserve requirement: 10 % of the load, met by committed capacity
@@ -36,6 +42,33 @@ _TIME = (
     ("hour_cos", "-", -1.0, 1.0),
     ("time_remaining", "fraction", 0.0, 1.0),
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class UCParams:
+    """The numbers of a unit-commitment episode; each is a task keyword."""
+
+    # bus loads = the case's published base load x this x demand_pu (the load the line ratings
+    # were derived for, as in the dispatch tasks)
+    load_scale: float = RATING_LOAD_SCALE
+
+
+def uc_case(case_name: str, split: str) -> NetworkCase:
+    """The task's network: ``opf_118``'s binding ratings (case5: published), x 0.8 on
+    ``line_tightening``."""
+    case = congestion_ready_case(case_name)
+    if split == "line_tightening":
+        case = dataclasses.replace(
+            case, branch_rate_a_mw=case.branch_rate_a_mw * LINE_TIGHTENING_FACTOR
+        )
+    return case
+
+
+def uc_fleet(case: NetworkCase) -> ThermalFleet:
+    """The case's units with UC parameters by size class (:func:`fleet_from_case`)."""
+    return fleet_from_case(
+        case.gen_pmax_mw, case.gen_c1_per_mwh, case.gen_c2_per_mw2h, STEP_MINUTES / 60.0
+    )
 
 
 def _vector(fields: tuple) -> VectorSpec:

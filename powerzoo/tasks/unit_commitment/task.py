@@ -1,45 +1,6 @@
-"""Unit commitment on DC networks: ``marl_uc`` (case5, five unit agents) and ``tso`` (case118, one
-operator).
-
-Model
------
-* Units: the case's generators with the unit-commitment parameters of
-  :func:`powerzoo.devices.thermal_unit.fleet_from_case` (Pmin, ramps, minimum up/down times,
-  start-up / shut-down / no-load costs derived by size class; the case gives Pmax and the cost
-  curve). 30-minute steps, one day (48 steps).
-* Action per unit: ``[p_mw, on]``: an output setpoint in ``[0, Pmax]`` and the requested status
-  (on if ``on > 0.5``). Switches that would break a minimum up or down time are overridden
-  (the unit keeps its status; ``info["commitment_overridden"]`` [B, n] and
-  ``info["n_commitment_overridden"]``); setpoints are clipped to the step's output bounds
-  (Pmin/Pmax when on, ramp limits from the last output, start-up output at most
-  ``max(Pmin, ramp)``; an off unit gives 0).
-* Load: as in the dispatch tasks (:mod:`powerzoo.tasks.economic_dispatch`): each bus's case
-  demand x the calendar demand shape x ``load_scale`` (1.1); ``load_stress`` reads demand x 1.15.
-* Balance. ``marl_uc``: the units' clipped setpoints are applied as they are and the mismatch
-  with the load goes to the slack bus (``power_imbalance`` cost, settled in the reward at
-  ``IMBALANCE_PRICE``), as in ``marl_opf``. ``tso``: the clipped setpoints are balanced by the
-  committed units in proportion to their headroom, as automatic generation control would
-  (:func:`powerzoo.devices.thermal_unit.balance_dispatch`); only what the committed units' bounds
-  cannot absorb remains as imbalance (reported as ``power_imbalance``, not selected, and priced
-  like ``marl_uc``'s).
-* Network: DC power flow through the PTDF (the slack bus takes the mismatch); line limits of
-  ``opf_118`` (binding ratings derived from the DC-OPF at peak load; case5 keeps its published
-  ratings). ``line_tightening`` (``tso``): test days with every finite rating x 0.8.
-* Reserve: committed capacity minus load; the requirement is ``RESERVE_MARGIN`` (10 %) of the
-  load; the shortfall (MWh) is the ``reserve_shortfall`` cost.
-* Reward: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh)`` in $
-  per step (``REWARD_TERMS``; shared by the agents of ``marl_uc``). Costs: ``thermal_overload``
-  (MWh of branch overload), ``reserve_shortfall`` (MWh), ``power_imbalance`` (MWh).
-* Episode start: the units a priority list (full-load average cost) commits for the first
-  step's load plus reserve are on, free to switch (their minimum times have passed), at the
-  merit-order dispatch of that load. The first step has no ramp limit (the previous day's
-  dispatch is not modelled, and a network-blind start could otherwise force overloads).
-* Baselines: random; rule (priority-list commitment for ``(1 + margin) x max(load now, load
-  next)`` within the minimum up/down times, then congestion-aware economic dispatch of the
-  committed units within their ramp bounds, :func:`powerzoo.physics.redispatch.redispatch`;
-  while a branch stays overloaded, the cheapest free unit that relieves it and whose Pmin fits
-  under the load is committed too, up to 6 per step); oracle (day-ahead UC MILP with perfect
-  foresight, :mod:`.oracle`, replayed in the env).
+"""The unit-commitment task model shared by ``marl_uc`` and ``tso``: state, reset / observe /
+step; the two tasks' observation layouts. The model is described in
+:mod:`powerzoo.tasks.unit_commitment`.
 """
 
 from __future__ import annotations
@@ -51,57 +12,36 @@ import numpy as np
 
 from powerzoo.data import calendar
 from powerzoo.devices.thermal_unit import (
-    ThermalFleet,
     balance_dispatch,
-    fleet_from_case,
     merit_order_within,
     priority_list_commitment,
     reserve_shortfall_mw,
 )
 from powerzoo.physics.dc_power_flow import gen_bus_matrix, ptdf_matrix
-from powerzoo.physics.network import NetworkCase
-from powerzoo.physics.redispatch import redispatch
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.transmission import (
-    RATING_LOAD_SCALE,
     STEP_MINUTES,
     congestion_ready_case,
     marginal_cost_per_mwh,
 )
+from powerzoo.tasks.unit_commitment.rule import rule_based_action
 from powerzoo.tasks.unit_commitment.spec import (
     IMBALANCE_PRICE,
-    LINE_TIGHTENING_FACTOR,
     RESERVE_MARGIN,
     TIME_IN_STATE_CAP_H,
+    UCParams,
     marl_uc_spec,
     tso_spec,
+    uc_case,
+    uc_fleet,
 )
 
-__all__ = [
-    "UCParams",
-    "UCState",
-    "UnitCommitment",
-    "MarlUc",
-    "Tso",
-    "uc_case",
-    "uc_fleet",
-]
+__all__ = ["UCState", "UnitCommitment", "MarlUc", "Tso"]
 
 HORIZON = 48
 _FREE_STEPS = 10_000  # time in state at the episode start: every minimum time has passed
-_MAX_EXTRA_UNITS = 6  # rule: units committed per step to relieve congestion
-_RELIEF = 0.05  # rule: MW of relief per MW injected for a unit to count as relieving a branch
-
-
-@dataclasses.dataclass(frozen=True)
-class UCParams:
-    """The numbers of a unit-commitment episode; each is a task keyword."""
-
-    # bus loads = the case's published base load x this x demand_pu (the load the line ratings
-    # were derived for, as in the dispatch tasks)
-    load_scale: float = RATING_LOAD_SCALE
 
 
 @dataclasses.dataclass
@@ -112,24 +52,6 @@ class UCState:
     time_in_state: np.ndarray  # [B, n] int, steps spent in that status
     p_mw: np.ndarray  # [B, n] last output
     prev_imbalance_mw: np.ndarray  # [B] last mismatch (generation - load)
-
-
-def uc_case(case_name: str, split: str) -> NetworkCase:
-    """The task's network: ``opf_118``'s binding ratings (case5: published), x 0.8 on
-    ``line_tightening``."""
-    case = congestion_ready_case(case_name)
-    if split == "line_tightening":
-        case = dataclasses.replace(
-            case, branch_rate_a_mw=case.branch_rate_a_mw * LINE_TIGHTENING_FACTOR
-        )
-    return case
-
-
-def uc_fleet(case: NetworkCase) -> ThermalFleet:
-    """The case's units with UC parameters by size class (:func:`fleet_from_case`)."""
-    return fleet_from_case(
-        case.gen_pmax_mw, case.gen_c1_per_mwh, case.gen_c2_per_mw2h, STEP_MINUTES / 60.0
-    )
 
 
 class UnitCommitment(Task):
@@ -355,62 +277,9 @@ class UnitCommitment(Task):
         raise NotImplementedError
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Priority-list commitment + congestion-aware economic dispatch (module docstring) [B,
-        2n]."""
-        load, load_next, on, time_steps, p_prev, first = self.unit_obs(
-            np.asarray(obs, dtype=np.float64)
-        )
-        f = self.fleet
-        must_on = on & (time_steps < f.min_up_steps)
-        must_off = ~on & (time_steps < f.min_down_steps)
-        target = (1.0 + RESERVE_MARGIN) * np.maximum(load, load_next)
-        want = priority_list_commitment(self.priority_order, f.pmax_mw, target, must_on, must_off)
-        p = np.empty(want.shape)
-        for row in range(want.shape[0]):  # redispatch takes one set of unit limits per call
-            p[row] = self._secure_dispatch(
-                load[row], on[row], p_prev[row], want[row], must_off[row], first[row]
-            )
-        action = np.empty((want.shape[0], self._n, 2))
-        action[:, :, 0] = p
-        action[:, :, 1] = want
-        return action.reshape(want.shape[0], -1)
-
-    def _secure_dispatch(
-        self,
-        load: float,
-        on: np.ndarray,
-        p_prev: np.ndarray,
-        want: np.ndarray,
-        must_off: np.ndarray,
-        first: bool,
-    ) -> np.ndarray:
-        """Congestion-aware dispatch [n] of the units ``want`` (updated in place): while a branch
-        stays overloaded, the cheapest unit that may start and whose injection relieves it
-        (PTDF sensitivity below ``-_RELIEF``) and whose Pmin still fits under the load is committed
-        too, at most ``_MAX_EXTRA_UNITS`` times."""
-        f = self.fleet
-        ptdf = ptdf_matrix(self.case)
-        bus_load = load * self.case.bus_pd_mw / self.case.bus_pd_mw.sum()
-        for _ in range(_MAX_EXTRA_UNITS + 1):
-            lo, hi = f.dispatch_range(
-                on[None], p_prev[None], want[None], (want & ~on)[None], np.array([first])
-            )
-            limited = dataclasses.replace(self.case, gen_pmin_mw=lo[0], gen_pmax_mw=hi[0])
-            result = redispatch(limited, bus_load[None], self.marginal_cost, ptdf=ptdf)
-            over = np.abs(result.branch_flow_mw[0, self.limited]) - self.rating
-            worst = int(np.argmax(over))
-            if over[worst] <= 1e-6:
-                break
-            relief = (
-                np.sign(result.branch_flow_mw[0, self.limited[worst]]) * self.gen_flow[:, worst]
-            )
-            # ... and whose minimum output still fits under the load (no forced over-generation)
-            can = ~want & ~must_off & (relief < -_RELIEF) & (lo[0].sum() + f.pmin_mw <= load)
-            if not can.any():
-                break
-            cheapest = self.priority_order[can[self.priority_order]][0]
-            want[cheapest] = True
-        return result.gen_p_mw[0]
+        """Priority-list commitment + congestion-aware economic dispatch
+        (:mod:`powerzoo.tasks.unit_commitment.rule`) [B, 2n]."""
+        return rule_based_action(self, obs)
 
     # ---- oracle -------------------------------------------------------------------------------
     def oracle_plan(self, state: UCState) -> np.ndarray:

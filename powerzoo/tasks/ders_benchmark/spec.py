@@ -1,0 +1,158 @@
+"""The ``marl_ders_benchmark`` spec: constants (where the DERs sit), parameters and spaces. The
+model is described in :mod:`powerzoo.tasks.ders_benchmark`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from powerzoo.data import calendar
+from powerzoo.tasks.ders_benchmark.observation import (
+    AGENTS,
+    BATTERIES,
+    LOADS,
+    N_PER_KIND,
+    PVS,
+    observation_modes,
+)
+from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS
+from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec
+
+__all__ = [
+    "BATTERY_BUSES",
+    "CASE",
+    "DER_BUSES",
+    "FLEX_BUSES",
+    "HORIZON",
+    "PV_BUSES",
+    "STEP_MINUTES",
+    "VOLT_VAR_Q",
+    "VOLT_VAR_V",
+    "DersBenchmarkParams",
+    "ders_benchmark_spec",
+]
+
+HORIZON = 48
+STEP_MINUTES = 30
+CASE = "case141"
+BATTERY_BUSES = (47, 65, 29, 125)  # 0-based buses of case141
+PV_BUSES = (86, 51, 79, 67)
+FLEX_BUSES = (85, 78, 60, 70)
+VOLT_VAR_V = (0.92, 0.98, 1.02, 1.08)  # IEEE 1547-2018 category B default curve (p.u.)
+VOLT_VAR_Q = (0.44, 0.0, 0.0, -0.44)  # Q per unit of the S rating (+ injection)
+DER_BUSES = BATTERY_BUSES + PV_BUSES + FLEX_BUSES
+_K = N_PER_KIND
+_N = 3 * _K
+
+
+@dataclasses.dataclass(frozen=True)
+class DersBenchmarkParams:
+    """The numbers of a ``marl_ders_benchmark`` episode; each is a task keyword."""
+
+    # bus loads = the case's published base load x this x demand_pu
+    load_scale: float = 1.0
+    # each battery's energy (MWh), power rating (MW) and inverter rating (MVA, 10 % above P)
+    energy_mwh: float = 1.0
+    power_mw: float = 0.5
+    battery_s_mva: float = 0.55
+    # each PV inverter's peak output (MW) and inverter rating (MVA, 10 % above P)
+    pv_mw: float = 1.0
+    pv_s_mva: float = 1.1
+    # share of a flexible bus's published load that its unit controls
+    flex_share: float = 0.5
+    # curtail_max and shift_max of every flexible unit (fraction of its demand per step)
+    flex_max_fraction: float = 0.3
+    # steps over which shifted energy is paid back evenly (4 x 30 min = 2 h)
+    payback_steps: int = 4
+    # value of lost load ($/MWh) for curtailed load, 25x the mean price
+    voll_per_mwh: float = 1000.0
+    # half-hours of charging and of discharging in the rule-based time-of-use schedule
+    tou_steps: int = 8
+
+
+def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
+    """The spec of ``task_id`` (``marl_ders_benchmark``) for the DER sizes in ``params``."""
+    p = params
+    modes = {
+        mode: VectorSpec.from_rows(fields) for mode, fields in observation_modes(p.pv_mw).items()
+    }
+    actions = (
+        [(f"{a}.p_mw", "MW (+ discharge)", -p.power_mw, p.power_mw) for a in BATTERIES]
+        + [
+            (f"{a}.q_mvar", "Mvar (+ injection)", -p.battery_s_mva, p.battery_s_mva)
+            for a in BATTERIES
+        ]
+        + [(f"{a}.curtail", "fraction of available PV", 0.0, 1.0) for a in PVS]
+        + [(f"{a}.q_mvar", "Mvar (+ injection)", -p.pv_s_mva, p.pv_s_mva) for a in PVS]
+        + [
+            (f"{a}.curtail", "fraction of the unit's demand", 0.0, p.flex_max_fraction)
+            for a in LOADS
+        ]
+        + [(f"{a}.shift", "fraction of the unit's demand", 0.0, p.flex_max_fraction) for a in LOADS]
+    )
+    # agent-major order: agent i's two entries are actions[i] and actions[i + 4] of its kind's
+    # block
+    ordered = [actions[8 * (i // _K) + (i % _K) + _K * j] for i in range(_N) for j in range(2)]
+    names, units, low, high = zip(*ordered, strict=True)
+    return TaskSpec(
+        task_id=task_id,
+        description=(
+            "Four batteries, four PV inverters and four flexible loads on the 141-bus feeder "
+            "(exact AC power "
+            "flow) keep voltages in band at least cost: one team reward, minus losses, "
+            "curtailed PV and load "
+            "and the batteries' energy bill."
+        ),
+        agents=AGENTS,
+        observation=modes["ders_local"],
+        action=VectorSpec(names=names, units=units, low=low, high=high),
+        horizon=HORIZON,
+        step_minutes=STEP_MINUTES,
+        splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "price_spike"),
+        reward_terms=(
+            "loss_cost",
+            "pv_curtailment_cost",
+            "load_curtailment_cost",
+            "battery_cost",
+        ),
+        reward_doc=(
+            f"shared: -(price x losses x dt + price x curtailed PV MWh + {p.voll_per_mwh:g} "
+            "$/MWh x curtailed "
+            "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per "
+            "step ($)"
+        ),
+        constraint_names=(*GRID_COSTS, "device_violation"),
+        constraint_units=(
+            *GRID_COST_UNITS,
+            "MWh-equivalent (SOC violation MWh + S-limit Q cut Mvarh + refused shift MWh)",
+        ),
+        selected_constraints=(*GRID_COSTS, "device_violation"),
+        cost_thresholds={
+            "voltage_violation": 1.0,
+            "thermal_overload": 0.5,
+            "device_violation": 0.5,
+        },
+        baselines=("random", "rule_based", "oracle"),
+        reward_presets={
+            "objective": {},
+            "penalized": {
+                "voltage_violation": 1000.0,
+                "thermal_overload": 1000.0,
+                "device_violation": 100.0,
+            },
+        },
+        obs_modes=tuple(modes),
+        obs_mode_specs=modes,
+        default_obs_mode="ders_local",
+        shared_reward=True,
+        agent_groups=(
+            AgentGroup(
+                "batteries",
+                BATTERIES,
+                "inverter batteries: [p_mw (+ discharge), q_mvar (+ injection)]",
+            ),
+            AgentGroup("pv", PVS, "PV inverters: [curtail fraction, q_mvar (+ injection)]"),
+            AgentGroup(
+                "flexible_loads", LOADS, "flexible loads: [curtail fraction, shift fraction]"
+            ),
+        ),
+    )
