@@ -1,9 +1,9 @@
 """Same seed, same trajectory: in one process, and against the recorded reference of every task.
 
 The reference (``tests/fixtures/trajectories.npz``, written by ``tests/envs/trajectories.py``)
-pins each task's observations, rewards, done flags, costs, reward terms and applied actions through every
-adapter (Gymnasium env raw and normalised, native vector env, PettingZoo, dict env, multi-agent
-vector env), so a refactor that changes any number of any task fails here.
+pins each task's observations, rewards, done flags, costs, reward terms and applied actions
+through every adapter (Gymnasium env raw and normalised, native vector env, PettingZoo, dict env,
+multi-agent vector env), so a refactor that changes any number of any task fails here.
 """
 
 import numpy as np
