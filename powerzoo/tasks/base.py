@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -208,6 +209,26 @@ class Task(abc.ABC):
     def episode_day(self, state: Any) -> np.ndarray:
         """Split day index [B] each episode started on (default: the state's ``day_id`` field)."""
         return state.day_id
+
+    # ---- observation modes ----------------------------------------------------------------
+    def build_obs_slots(self, slots_of: Callable[[Any], Any]) -> None:
+        """:attr:`obs_slots`: ``slots_of`` (a ``VectorSpec -> slots`` function) of every
+        observation mode's layout, worked out once."""
+        self.obs_slots = {
+            mode: slots_of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
+        }
+
+    def slots_of_mode(self, obs_mode: str | None) -> Any:
+        """The :attr:`obs_slots` of ``obs_mode`` (``None``: the default mode); ``ValueError``
+        naming the valid modes for an unknown one."""
+        mode = obs_mode or self.spec.default_obs_mode
+        try:
+            return self.obs_slots[mode]
+        except KeyError:
+            raise ValueError(
+                f"unknown obs_mode {mode!r} for {self.spec.task_id}; "
+                f"valid: {', '.join(self.obs_slots)}"
+            ) from None
 
     # ---- exogenous look-ahead (forecast wrapper) ------------------------------------------
     def forecast(self, state: Any, horizon: int) -> np.ndarray:

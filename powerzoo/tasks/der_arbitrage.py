@@ -64,15 +64,18 @@ from powerzoo.devices.inverter_battery import (
 from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.feeder import (
-    GRID_COST_UNITS,
-    GRID_COSTS,
+    TIME_PRICE_FIELDS,
+    FeederBatteryParams,
+    FeederSlots,
     FeederTask,
     add_voltage_band,
-    child_buses,
+    grid_cost_rows,
+    neighbour_fields,
+    price_forecast_fields,
     unit_variables,
     voltage_sq_sensitivity,
 )
-from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, mode_spec_fields
 from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode, tou_schedule
 
 __all__ = ["MarlDerArbitrage", "DerArbitrageParams", "DerArbitrageState", "BATTERY_BUSES"]
@@ -82,23 +85,17 @@ STEP_MINUTES = 30
 CASE = "case33bw"
 BATTERY_BUSES = (16, 23, 31)  # 0-based; one bus short of the ends of the trunk and the laterals
 FORECAST_STEPS = 4  # price look-ahead of the local_plus_forecast observation
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
 _N = len(BATTERY_BUSES)
 
 
 @dataclasses.dataclass(frozen=True)
-class DerArbitrageParams:
-    """The numbers of a ``marl_der_arbitrage`` episode; each is a task keyword."""
+class DerArbitrageParams(FeederBatteryParams):
+    """The numbers of a ``marl_der_arbitrage`` episode; each is a task keyword (the battery
+    sizes and ``tou_steps``: :class:`~powerzoo.tasks.feeder.FeederBatteryParams`)."""
 
-    # bus loads = the case's base load x this x demand_pu: the trunk's far end dips below 0.95
-    # p.u. at the daily peak on most test days, so where the batteries charge matters
+    # the trunk's far end dips below 0.95 p.u. at the daily peak on most test days at this
+    # load, so where the batteries charge matters
     load_scale: float = 0.7
-    # each battery's energy (MWh): a 2 h system at the feeder's scale
-    energy_mwh: float = 1.0
-    # each battery's power rating (MW), the action bound
-    power_mw: float = 0.5
-    # half-hours of charging and of discharging in the rule-based time-of-use schedule
-    tou_steps: int = 8
     # the oracle plans in [0.95 + m, 1.05 - m] p.u.: 1.5 MW swings linearise less well
     oracle_margin_pu: float = 0.002
 
@@ -106,12 +103,7 @@ class DerArbitrageParams:
 _min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 AGENTS = tuple(f"battery_{i}" for i in range(_N))
 
-_TIME = (
-    ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
-    ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-    ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-    ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
-)
+_TIME = TIME_PRICE_FIELDS
 _GLOBAL = (
     ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
     ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
@@ -119,14 +111,8 @@ _GLOBAL = (
     ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
     *((f"soc_battery_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(_N)),
 )
-_FORECAST = tuple(
-    (f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0)
-    for k in range(1, FORECAST_STEPS + 1)
-)
-_NEIGHBOURS = (
-    ("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-    ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-)
+_FORECAST = price_forecast_fields(FORECAST_STEPS)
+_NEIGHBOURS = neighbour_fields()
 
 
 def _modes(power_mw: float) -> dict[str, tuple]:
@@ -146,12 +132,9 @@ def _modes(power_mw: float) -> dict[str, tuple]:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Slots:
+class _Slots(FeederSlots):
     """Where the fields of one observation mode sit (``None``: not in the mode)."""
 
-    width: int
-    time: slice  # hour_sin, hour_cos, time_remaining
-    price: int
     own_soc: int
     own_prev_p: int
     own_v: int
@@ -162,28 +145,23 @@ class _Slots:
     v_max: int | None
     socs: slice | None  # soc_battery_0..2
     forecast: slice | None  # price_t1..t4
-    upstream_v: int | None
-    downstream_v: int | None
+    neighbours: int | None  # upstream_v_pu, then downstream_v_pu
 
-    @classmethod
-    def of(cls, spec: VectorSpec) -> _Slots:
-        return cls(
-            width=spec.dim,
-            time=spec.slot("hour_sin", "hour_cos", "time_remaining"),
-            price=spec.slot("price_per_mwh"),
-            own_soc=spec.slot("own_soc"),
-            own_prev_p=spec.slot("own_prev_p_mw"),
-            own_v=spec.slot("own_v_pu"),
-            own_load=spec.slot("own_bus_load_mw"),
-            demand=spec.optional_slot("demand_pu"),
-            feeder_p=spec.optional_slot("feeder_p_mw"),
-            v_min=spec.optional_slot("v_min_pu"),
-            v_max=spec.optional_slot("v_max_pu"),
-            socs=spec.optional_slot(*(f[0] for f in _GLOBAL[4:])),
-            forecast=spec.optional_slot(*(f[0] for f in _FORECAST)),
-            upstream_v=spec.optional_slot("upstream_v_pu"),
-            downstream_v=spec.optional_slot("downstream_v_pu"),
-        )
+    @staticmethod
+    def task_slots(spec: VectorSpec) -> dict[str, Any]:
+        return {
+            "own_soc": spec.slot("own_soc"),
+            "own_prev_p": spec.slot("own_prev_p_mw"),
+            "own_v": spec.slot("own_v_pu"),
+            "own_load": spec.slot("own_bus_load_mw"),
+            "demand": spec.optional_slot("demand_pu"),
+            "feeder_p": spec.optional_slot("feeder_p_mw"),
+            "v_min": spec.optional_slot("v_min_pu"),
+            "v_max": spec.optional_slot("v_max_pu"),
+            "socs": spec.optional_slot(*(f[0] for f in _GLOBAL[4:])),
+            "forecast": spec.optional_slot(*(f[0] for f in _FORECAST)),
+            "neighbours": spec.optional_slot("upstream_v_pu"),
+        }
 
 
 @dataclasses.dataclass
@@ -208,17 +186,17 @@ class MarlDerArbitrage(FeederTask):
     task_id = "marl_der_arbitrage"
     horizon = HORIZON
     Params = DerArbitrageParams
+    case_name = CASE
+    ObsSlots = _Slots
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
-        self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.make_spec(**task_kwargs), split)
-        grid = self.setup_feeder(CASE, p.load_scale, _Slots.of)
+        super().__init__(split, **task_kwargs)
+        p, grid = self.params, self.grid
         self.battery = InverterBatteryParams(
             energy_capacity_mwh=p.energy_mwh, power_max_mw=p.power_mw, n_units=_N
         )
         self.buses = np.asarray(BATTERY_BUSES)
-        self.upstream_bus = grid.case.bus_parent[self.buses]
-        self._children = child_buses(grid.case, BATTERY_BUSES)
+        self.locate_neighbours(self.buses)
         self._own_load_mw = grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._tou = tou_schedule(self.profiles.steps_per_day, p.tou_steps, STEP_MINUTES)
@@ -229,7 +207,6 @@ class MarlDerArbitrage(FeederTask):
     @classmethod
     def spec_for(cls, params: DerArbitrageParams) -> TaskSpec:
         power_mw = params.power_mw
-        modes = {mode: VectorSpec.from_rows(fields) for mode, fields in _modes(power_mw).items()}
         return TaskSpec(
             task_id=cls.task_id,
             description=(
@@ -240,7 +217,6 @@ class MarlDerArbitrage(FeederTask):
                 "voltage and thermal limits."
             ),
             agents=AGENTS,
-            observation=modes["global"],
             action=VectorSpec(
                 names=tuple(f"{a}.p_mw" for a in AGENTS),
                 units=("MW (+ discharge)",) * _N,
@@ -257,26 +233,15 @@ class MarlDerArbitrage(FeederTask):
                 "step); "
                 "reward_terms are the team sums"
             ),
-            constraint_names=(*GRID_COSTS, "soc_violation"),
-            constraint_units=(*GRID_COST_UNITS, "MWh (sum over batteries)"),
-            selected_constraints=(*GRID_COSTS, "soc_violation"),
-            cost_thresholds={
-                "voltage_violation": 0.2,
-                "thermal_overload": 0.5,
-                "soc_violation": 0.5,
-            },
+            **cmdp_fields(
+                (
+                    *grid_cost_rows(0.2, 0.5),
+                    ("soc_violation", "MWh (sum over batteries)", 0.5, 100.0),
+                ),
+                objective="profit",
+            ),
             baselines=("random", "rule_based", "oracle"),
-            reward_presets={
-                "profit": {},
-                "penalized": {
-                    "voltage_violation": 1000.0,
-                    "thermal_overload": 1000.0,
-                    "soc_violation": 100.0,
-                },
-            },
-            obs_modes=tuple(modes),
-            obs_mode_specs=modes,
-            default_obs_mode="global",
+            **mode_spec_fields(_modes(power_mw), "global"),
             shared_reward=False,
         )
 
@@ -319,11 +284,8 @@ class MarlDerArbitrage(FeederTask):
         if slots.forecast is not None:
             ahead = self.grid.price_per_mwh.take(flat[:, None] + self._forecast_offsets)
             obs[:, :, slots.forecast] = ahead[:, None, :]
-        if slots.upstream_v is not None:
-            obs[:, :, slots.upstream_v] = vm[:, self.upstream_bus]
-        if slots.downstream_v is not None:
-            for i, kids in enumerate(self._children):
-                obs[:, i, slots.downstream_v] = _min_reduce(vm[:, kids], axis=1)
+        if slots.neighbours is not None:
+            self.write_neighbour_voltages(obs, vm, slots.neighbours, slots.neighbours + 1)
         return obs
 
     def step(

@@ -67,14 +67,13 @@ from powerzoo.devices.flexible_load import (
 from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.feeder import (
-    GRID_COST_UNITS,
-    GRID_COSTS,
     FeederTask,
     add_voltage_band,
+    grid_cost_rows,
     unit_variables,
     voltage_sq_sensitivity,
 )
-from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, TaskSpec, VectorSpec, cmdp_fields
 
 __all__ = ["Dso", "DsoParams", "DsoState", "FLEX_BUSES"]
 
@@ -82,7 +81,6 @@ HORIZON = 48
 STEP_MINUTES = 30
 CASE = "case33bw"
 FLEX_BUSES = (13, 17, 24, 29, 31, 32)  # 0-based; the far ends of the trunk and the laterals
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,13 +134,12 @@ class Dso(FeederTask):
 
     task_id = "dso"
     horizon = HORIZON
-
     Params = DsoParams
+    case_name = CASE
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
-        self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.make_spec(**task_kwargs), split)
-        self.setup_feeder(CASE, p.load_scale)
+        super().__init__(split, **task_kwargs)
+        p = self.params
         self.flex = FlexibleLoadParams(
             curtail_max=p.flex_max_fraction,
             shift_max=p.flex_max_fraction,
@@ -286,19 +283,9 @@ class Dso(FeederTask):
                 f"shifted energy is paid back within {p.payback_steps * STEP_MINUTES / 60:g} h at "
                 "no cost"
             ),
-            constraint_names=GRID_COSTS,
-            constraint_units=GRID_COST_UNITS,
-            selected_constraints=GRID_COSTS,
-            cost_thresholds={"voltage_violation": 0.5, "thermal_overload": 0.5},
+            **cmdp_fields(grid_cost_rows(0.5, 0.5, p.penalty_per_pu, p.penalty_per_mva)),
             baselines=("random", "rule_based", "oracle"),
             forecast_series=("demand_pu", "price_per_mwh"),
-            reward_presets={
-                "objective": {},
-                "penalized": {
-                    "voltage_violation": p.penalty_per_pu,
-                    "thermal_overload": p.penalty_per_mva,
-                },
-            },
             gym_id="powerzoo/DSO-v0",
         )
 

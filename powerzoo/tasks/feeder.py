@@ -40,7 +40,7 @@ by the env from the costs.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -50,6 +50,7 @@ from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
 from powerzoo.scratch import Scratch
 from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, VectorSpec
 
 __all__ = [
     "V_MIN_PU",
@@ -60,6 +61,12 @@ __all__ = [
     "GridStep",
     "FeederModel",
     "FeederTask",
+    "FeederBatteryParams",
+    "FeederSlots",
+    "TIME_PRICE_FIELDS",
+    "grid_cost_rows",
+    "neighbour_fields",
+    "price_forecast_fields",
     "time_features",
     "child_buses",
     "voltage_sq_sensitivity",
@@ -81,6 +88,80 @@ ORACLE_VOLTAGE_PENALTY = 20_000.0
 ORACLE_BAND_MARGIN_PU = (
     0.001  # default planned band [0.951, 1.049]: room for the linearisation error
 )
+
+
+TIME_PRICE_FIELDS = (  # what every per-agent feeder observation starts with
+    ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
+    ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
+    ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
+    ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
+)
+
+
+def price_forecast_fields(n_steps: int) -> tuple:
+    """Observation rows of the price ($/MWh) of the next ``n_steps`` steps (``price_t1_per_mwh``
+    ...)."""
+    return tuple(
+        (f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0)
+        for k in range(1, n_steps + 1)
+    )
+
+
+def neighbour_fields(nominal_high_pu: float = 1.0) -> tuple:
+    """Observation rows of a unit's neighbour voltages (p.u.): ``upstream_v_pu`` (its parent
+    bus) and ``downstream_v_pu`` (the lowest of its child buses); see
+    :meth:`FeederTask.write_neighbour_voltages`."""
+    v = ("p.u.", 0.0, 1.2, 0.9, nominal_high_pu)
+    return (("upstream_v_pu", *v), ("downstream_v_pu", *v))
+
+
+def grid_cost_rows(
+    voltage_pu: float,
+    overload_mva: float,
+    penalty_per_pu: float = 1000.0,
+    penalty_per_mva: float = 1000.0,
+) -> tuple[tuple[str, str, float, float], ...]:
+    """The grid costs' rows of :func:`powerzoo.tasks.spec.cmdp_fields`: per-episode thresholds
+    (p.u. of ``voltage_violation``, MVA of ``thermal_overload``) and their weights in the
+    ``"penalized"`` preset ($ per p.u., $ per MVA)."""
+    thresholds, penalties = (voltage_pu, overload_mva), (penalty_per_pu, penalty_per_mva)
+    return tuple(zip(GRID_COSTS, GRID_COST_UNITS, thresholds, penalties, strict=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class FeederBatteryParams:
+    """The task keywords of a feeder task whose batteries a time-of-use rule can run."""
+
+    # bus loads = the case's base load x this x demand_pu (each task sets its own default)
+    load_scale: float = 1.0
+    # each battery's energy (MWh): a 2 h system at the feeder's scale
+    energy_mwh: float = 1.0
+    # each battery's power rating (MW), the action bound
+    power_mw: float = 0.5
+    # half-hours of charging and of discharging in the rule-based time-of-use schedule
+    tou_steps: int = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class FeederSlots:
+    """Where the fields of one per-agent observation mode sit: the fields every feeder
+    observation has (:data:`TIME_PRICE_FIELDS`) and, in a subclass, the task's own."""
+
+    width: int
+    time: slice  # hour_sin, hour_cos, time_remaining
+    price: int
+
+    @classmethod
+    def of(cls, spec: VectorSpec) -> Any:
+        """The slots of layout ``spec``."""
+        time = spec.slot(*(field[0] for field in TIME_PRICE_FIELDS[:3]))
+        price = spec.slot("price_per_mwh")
+        return cls(spec.dim, time, price, **cls.task_slots(spec))  # type: ignore[arg-type]
+
+    @staticmethod
+    def task_slots(spec: VectorSpec) -> dict[str, Any]:
+        """The task's own slots of ``spec`` by field name (a subclass's fields)."""
+        return {}
 
 
 _add_reduce, _and_reduce = (
@@ -197,25 +278,29 @@ class FeederTask(Task):
     """The skeleton every feeder task shares: the feeder and its calendar, the episode's calendar
     steps, the start of an observation and the step output with the grid info keys.
 
-    A subclass calls :meth:`setup_feeder` in its ``__init__`` (after ``Task.__init__``) and then
-    writes only its own model: parameters, state, transition, reward and costs.
+    A subclass names its :attr:`case_name` (and its :attr:`ObsSlots`), calls ``__init__`` first
+    and then writes only its own model: parameters, state, transition, reward and costs.
     """
 
     horizon: int = 48
     """Steps per episode (a subclass sets its own)."""
+    case_name: ClassVar[str]
+    """The feeder case (:func:`powerzoo.physics.cases.load_case`)."""
+    ObsSlots: ClassVar[type[FeederSlots] | None] = None
+    """The slots class of a task with per-agent observation modes (:attr:`obs_slots`)."""
 
-    def setup_feeder(self, case_name: str, load_scale: float, slots_of: Any = None) -> FeederModel:
-        """Build :attr:`grid` (``case_name`` with bus loads x ``load_scale``), the time features of
-        steps 0..horizon and, given ``slots_of`` (a ``VectorSpec -> slots`` function), the
-        observation slots of every mode (:attr:`obs_slots`)."""
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        """:attr:`params` from the task keywords, the spec and the split (:class:`Task`), then
+        :attr:`grid` (:attr:`case_name` with bus loads x ``params.load_scale``), the time
+        features of steps 0..horizon and, given :attr:`ObsSlots`, the slots of every observation
+        mode."""
+        self.params = params = self.make_params(**task_kwargs)
+        super().__init__(self.spec_for(params), split)
+        self.grid = FeederModel(self.case_name, self.profiles, self.split_days, params.load_scale)
         steps = self.profiles.steps_per_day
-        self.grid = FeederModel(case_name, self.profiles, self.split_days, load_scale)
         self.time_table = time_features(np.arange(self.horizon + 1), steps, self.horizon)
-        if slots_of is not None:
-            self.obs_slots = {
-                mode: slots_of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
-            }
-        return self.grid
+        if self.ObsSlots is not None:
+            self.build_obs_slots(self.ObsSlots.of)
 
     def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Calendar step index [B] of step ``t`` of the episode started on split day ``day_id``."""
@@ -241,19 +326,28 @@ class FeederTask(Task):
         """The slots of ``obs_mode`` (``ValueError`` if unknown), a zeroed observation
         [B, n_agents, width] (float32) with the time features and the price filled in, and the
         calendar step of each row."""
-        mode = obs_mode or self.spec.default_obs_mode
-        try:
-            slots = self.obs_slots[mode]
-        except KeyError:
-            raise ValueError(
-                f"unknown obs_mode {mode!r} for {self.spec.task_id}; "
-                f"valid: {', '.join(self.obs_slots)}"
-            ) from None
+        slots = self.slots_of_mode(obs_mode)
         flat = self.flat_index(state.day_id, state.t)
         obs = np.zeros((state.t.size, n_agents, slots.width), dtype=np.float32)
         obs[:, :, slots.time] = self.time_obs(state.t)[:, None, :]
         obs[:, :, slots.price] = self.grid.price_per_mwh.take(flat)[:, None]
         return slots, obs, flat
+
+    def locate_neighbours(self, buses: np.ndarray) -> None:
+        """The parent bus (:attr:`upstream_bus`) and the child buses of the units at ``buses``,
+        read by :meth:`write_neighbour_voltages`."""
+        self.upstream_bus = self.grid.case.bus_parent[buses]
+        self._children = child_buses(self.grid.case, buses)
+
+    def write_neighbour_voltages(
+        self, obs: np.ndarray, vm: np.ndarray, upstream: int, downstream: int
+    ) -> None:
+        """Write the fields of :func:`neighbour_fields` of every unit into ``obs``
+        [B, n_units, width] at columns ``upstream`` and ``downstream``, from voltages ``vm``
+        [B, n_bus] (p.u.)."""
+        obs[:, :, upstream] = vm[:, self.upstream_bus]
+        for i, kids in enumerate(self._children):
+            obs[:, i, downstream] = _min_reduce(vm[:, kids], axis=1)
 
     def rest_of_day(self, state: Any, row: int) -> tuple[int, np.ndarray]:
         """``(t0, flat)``: row ``row``'s current step and the calendar steps from it to the

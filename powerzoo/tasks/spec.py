@@ -9,11 +9,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["VectorSpec", "AgentGroup", "TaskSpec"]
+__all__ = [
+    "VectorSpec",
+    "AgentGroup",
+    "TaskSpec",
+    "PRICE_FLOOR",
+    "PRICE_CAP",
+    "cmdp_fields",
+    "mode_spec_fields",
+]
+
+PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,3 +261,43 @@ class TaskSpec:
         return np.asarray(
             [self.constraint_names.index(n) for n in self.selected_constraints], np.int64
         )
+
+
+def cmdp_fields(
+    costs: Sequence[tuple[str, str, float, float | None]], objective: str = "objective"
+) -> dict[str, Any]:
+    """The cost keywords of a :class:`TaskSpec` whose every cost is a selected constraint.
+
+    ``costs`` holds one row ``(name, unit, threshold, penalty)`` per cost, in the order of the
+    step's cost vector: ``threshold`` is the per-episode budget (the cost's unit summed over an
+    episode), ``penalty`` the weight of the cost in the ``"penalized"`` reward preset ($ per unit
+    of the cost; ``None``: not in that preset). The other preset, named ``objective``, is the
+    task's reward as it is.
+    """
+    names = tuple(row[0] for row in costs)
+    return {
+        "constraint_names": names,
+        "constraint_units": tuple(row[1] for row in costs),
+        "selected_constraints": names,
+        "cost_thresholds": {name: threshold for name, _, threshold, _ in costs},
+        "reward_presets": {
+            objective: {},
+            "penalized": {name: weight for name, _, _, weight in costs if weight is not None},
+        },
+    }
+
+
+def mode_spec_fields(fields_by_mode: dict[str, tuple], default: str) -> dict[str, Any]:
+    """The observation keywords of a :class:`TaskSpec` with several per-agent observation modes.
+
+    ``fields_by_mode`` maps each mode, in order, to its rows ``(name, unit, low, high,
+    nominal_low, nominal_high)`` (:meth:`VectorSpec.from_rows`); ``default`` is the mode that
+    ``observation`` holds.
+    """
+    modes = {mode: VectorSpec.from_rows(rows) for mode, rows in fields_by_mode.items()}
+    return {
+        "observation": modes[default],
+        "obs_modes": tuple(modes),
+        "obs_mode_specs": modes,
+        "default_obs_mode": default,
+    }

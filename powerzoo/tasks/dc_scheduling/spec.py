@@ -14,12 +14,13 @@ from powerzoo.devices.cooling import CoolingParams
 from powerzoo.devices.gpu_cluster import GpuClusterParams
 from powerzoo.devices.thermal_zone import ZoneParams
 from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
-from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS
-from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.feeder import grid_cost_rows
+from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, TaskSpec, VectorSpec, cmdp_fields
 
 __all__ = [
     "CASE",
     "CONSTRAINTS",
+    "COSTS",
     "DC_BUS",
     "DC_POWER_FACTOR",
     "DCSchedulingParams",
@@ -41,15 +42,13 @@ LOAD_SCALE = 0.4
 DC_BUS = 4
 DC_POWER_FACTOR = 0.95
 SLA_PENALTY_PER_GPUH = 10.0
-PENALIZED = {"voltage_violation": 1000.0, "thermal_overload": 1000.0, "overtemperature": 100.0}
-CONSTRAINTS = (*GRID_COSTS, "sla_violation", "overtemperature")
-THRESHOLDS = {
-    "voltage_violation": 0.2,
-    "thermal_overload": 0.5,
-    "sla_violation": 50.0,
-    "overtemperature": 0.5,
-}
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0
+COSTS = (  # name, unit, per-episode threshold, weight in the "penalized" preset ($ per unit)
+    *grid_cost_rows(0.2, 0.5),
+    ("sla_violation", "GPU-h", 50.0, None),  # already in the reward (SLA_PENALTY_PER_GPUH)
+    ("overtemperature", "K h", 0.5, 100.0),
+)
+CONSTRAINTS = tuple(cost[0] for cost in COSTS)
+THRESHOLDS = {cost[0]: cost[2] for cost in COSTS}
 QUEUE_CAP_GPUH, GPUS_CAP = 1e6, 1e8  # observation bounds, far above a day's work
 EXOGENOUS_OBS = ("temp_c", "price_per_mwh", "demand_pu")
 GRID_OBS = ("v_min_pu", "dc_bus_v_pu", "max_branch_loading", "dc_load_mw")
@@ -154,13 +153,9 @@ def dc_scheduling_spec(task_id: str, params: DCSchedulingParams) -> TaskSpec:
             "step ($); "
             "terms [energy_cost, sla_penalty]"
         ),
-        constraint_names=CONSTRAINTS,
-        constraint_units=(*GRID_COST_UNITS, "GPU-h", "K h"),
-        selected_constraints=CONSTRAINTS,
-        cost_thresholds=dict(THRESHOLDS),
+        **cmdp_fields(COSTS),
         baselines=("random", "rule_based", "oracle"),
         forecast_series=EXOGENOUS_OBS,
-        reward_presets={"objective": {}, "penalized": dict(PENALIZED)},
         gamma=0.99,
         gym_id="powerzoo/DCScheduling-v0",
     )

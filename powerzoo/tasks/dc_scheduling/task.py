@@ -65,13 +65,12 @@ class DCScheduling(FeederTask):
 
     task_id = "dc_scheduling"
     horizon = HORIZON
-
     Params = DCSchedulingParams
+    case_name = CASE
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
-        self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.make_spec(**task_kwargs), split)
-        self.setup_feeder(CASE, p.load_scale)
+        super().__init__(split, **task_kwargs)
+        p = self.params
         self.workload = get_workload(workload_scenario_of_split(split), STEP_MINUTES)
         self.tan_phi = float(np.tan(np.arccos(DC_POWER_FACTOR)))
         series = self.profiles.series

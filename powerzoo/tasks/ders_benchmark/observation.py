@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from powerzoo.tasks.feeder import TIME_PRICE_FIELDS, FeederSlots, neighbour_fields
 from powerzoo.tasks.spec import VectorSpec
 
 __all__ = ["AGENTS", "BATTERIES", "PVS", "LOADS", "N_PER_KIND", "Slots", "observation_modes"]
@@ -14,15 +15,9 @@ BATTERIES = tuple(f"battery_{i}" for i in range(N_PER_KIND))
 PVS = tuple(f"pv_{i}" for i in range(N_PER_KIND))
 LOADS = tuple(f"load_{i}" for i in range(N_PER_KIND))
 AGENTS = BATTERIES + PVS + LOADS
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
 
 _V = ("p.u.", 0.0, 1.2, 0.9, 1.05)
-_TIME = (
-    ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
-    ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-    ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-    ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
-)
+_TIME = TIME_PRICE_FIELDS
 _KIND = tuple(
     (f"is_{k}", "one-hot", 0.0, 1.0, 0.0, 1.0) for k in ("battery", "pv", "flexible_load")
 )
@@ -45,7 +40,7 @@ _PREV = (
     ("own_prev_q_mvar", "Mvar (+ injection)", -2.0, 2.0, -0.5, 0.5),
     ("own_bus_load_mw", "MW", 0.0, 2.0, 0.0, 0.6),
 )
-_NEIGHBOURS = (("upstream_v_pu", *_V), ("downstream_v_pu", *_V))
+_NEIGHBOURS = neighbour_fields(_V[-1])
 _SYSTEM = (
     ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
     ("pv_cf", "fraction", 0.0, 1.0, 0.0, 1.0),
@@ -77,13 +72,10 @@ def _names(fields: tuple) -> tuple[str, ...]:
 
 
 @dataclasses.dataclass(frozen=True)
-class Slots:
+class Slots(FeederSlots):
     """Where the blocks of one observation mode start (``None``: not in the mode); blocks are
     contiguous."""
 
-    width: int
-    time: slice
-    price: int
     device: int  # own_v_pu, own_soc, own_pv_available_mw, own_base_load_mw, own_backlog_mwh
     kind: slice | None
     prev: int | None  # own_prev_p_mw, own_prev_q_mvar, own_bus_load_mw
@@ -91,8 +83,8 @@ class Slots:
     system: int | None
     fleet: int | None  # v of every DER bus, soc of every battery, backlog of every load
 
-    @classmethod
-    def of(cls, spec: VectorSpec) -> Slots:
+    @staticmethod
+    def task_slots(spec: VectorSpec) -> dict[str, Any]:
         def start(fields: tuple) -> Any:
             names = _names(fields)
             if not set(names) <= set(spec.names):
@@ -100,16 +92,11 @@ class Slots:
             where = spec.slot(*names)
             return where.start if isinstance(where, slice) else where
 
-        return cls(
-            width=spec.dim,
-            time=spec.slot("hour_sin", "hour_cos", "time_remaining"),  # type: ignore[arg-type]
-            price=spec.slot("price_per_mwh"),
-            device=start(_DEVICE),  # type: ignore[arg-type]
-            kind=(
-                spec.slot(*_names(_KIND)) if start(_KIND) is not None else None  # type: ignore[arg-type]
-            ),
-            prev=start(_PREV),
-            neighbours=start(_NEIGHBOURS),
-            system=start(_SYSTEM),
-            fleet=start(_FLEET),
-        )
+        return {
+            "device": start(_DEVICE),
+            "kind": spec.slot(*_names(_KIND)) if start(_KIND) is not None else None,
+            "prev": start(_PREV),
+            "neighbours": start(_NEIGHBOURS),
+            "system": start(_SYSTEM),
+            "fleet": start(_FLEET),
+        }

@@ -14,8 +14,8 @@ from powerzoo.tasks.ders_benchmark.observation import (
     PVS,
     observation_modes,
 )
-from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS
-from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec
+from powerzoo.tasks.feeder import FeederBatteryParams, grid_cost_rows
+from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec, cmdp_fields, mode_spec_fields
 
 __all__ = [
     "BATTERY_BUSES",
@@ -42,17 +42,21 @@ VOLT_VAR_Q = (0.44, 0.0, 0.0, -0.44)  # Q per unit of the S rating (+ injection)
 DER_BUSES = BATTERY_BUSES + PV_BUSES + FLEX_BUSES
 _K = N_PER_KIND
 _N = 3 * _K
+_DEVICE_VIOLATION = (  # the DERs' own cost: name, unit, threshold, "penalized" weight
+    "device_violation",
+    "MWh-equivalent (SOC violation MWh + S-limit Q cut Mvarh + refused shift MWh)",
+    0.5,
+    100.0,
+)
 
 
 @dataclasses.dataclass(frozen=True)
-class DersBenchmarkParams:
-    """The numbers of a ``marl_ders_benchmark`` episode; each is a task keyword."""
+class DersBenchmarkParams(FeederBatteryParams):
+    """The numbers of a ``marl_ders_benchmark`` episode; each is a task keyword (the battery
+    sizes, ``load_scale`` and ``tou_steps``: :class:`~powerzoo.tasks.feeder.FeederBatteryParams`,
+    the case's published base load at ``load_scale = 1``)."""
 
-    # bus loads = the case's published base load x this x demand_pu
-    load_scale: float = 1.0
-    # each battery's energy (MWh), power rating (MW) and inverter rating (MVA, 10 % above P)
-    energy_mwh: float = 1.0
-    power_mw: float = 0.5
+    # each battery's inverter rating (MVA, 10 % above its power rating)
     battery_s_mva: float = 0.55
     # each PV inverter's peak output (MW) and inverter rating (MVA, 10 % above P)
     pv_mw: float = 1.0
@@ -65,16 +69,11 @@ class DersBenchmarkParams:
     payback_steps: int = 4
     # value of lost load ($/MWh) for curtailed load, 25x the mean price
     voll_per_mwh: float = 1000.0
-    # half-hours of charging and of discharging in the rule-based time-of-use schedule
-    tou_steps: int = 8
 
 
 def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
     """The spec of ``task_id`` (``marl_ders_benchmark``) for the DER sizes in ``params``."""
     p = params
-    modes = {
-        mode: VectorSpec.from_rows(fields) for mode, fields in observation_modes(p.pv_mw).items()
-    }
     actions = (
         [(f"{a}.p_mw", "MW (+ discharge)", -p.power_mw, p.power_mw) for a in BATTERIES]
         + [
@@ -103,7 +102,6 @@ def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
             "and the batteries' energy bill."
         ),
         agents=AGENTS,
-        observation=modes["ders_local"],
         action=VectorSpec(names=names, units=units, low=low, high=high),
         horizon=HORIZON,
         step_minutes=STEP_MINUTES,
@@ -120,29 +118,9 @@ def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
             "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per "
             "step ($)"
         ),
-        constraint_names=(*GRID_COSTS, "device_violation"),
-        constraint_units=(
-            *GRID_COST_UNITS,
-            "MWh-equivalent (SOC violation MWh + S-limit Q cut Mvarh + refused shift MWh)",
-        ),
-        selected_constraints=(*GRID_COSTS, "device_violation"),
-        cost_thresholds={
-            "voltage_violation": 1.0,
-            "thermal_overload": 0.5,
-            "device_violation": 0.5,
-        },
+        **cmdp_fields((*grid_cost_rows(1.0, 0.5), _DEVICE_VIOLATION)),
         baselines=("random", "rule_based", "oracle"),
-        reward_presets={
-            "objective": {},
-            "penalized": {
-                "voltage_violation": 1000.0,
-                "thermal_overload": 1000.0,
-                "device_violation": 100.0,
-            },
-        },
-        obs_modes=tuple(modes),
-        obs_mode_specs=modes,
-        default_obs_mode="ders_local",
+        **mode_spec_fields(observation_modes(p.pv_mw), "ders_local"),
         shared_reward=True,
         agent_groups=(
             AgentGroup(

@@ -39,7 +39,7 @@ from powerzoo.tasks.ders_benchmark.spec import (
     DersBenchmarkParams,
     ders_benchmark_spec,
 )
-from powerzoo.tasks.feeder import FeederTask, child_buses
+from powerzoo.tasks.feeder import FeederTask
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode, tou_schedule
 
@@ -74,11 +74,12 @@ class MarlDersBenchmark(FeederTask):
     task_id = "marl_ders_benchmark"
     horizon = HORIZON
     Params = DersBenchmarkParams
+    case_name = CASE
+    ObsSlots = Slots
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
-        self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.make_spec(**task_kwargs), split)
-        grid = self.setup_feeder(CASE, p.load_scale, Slots.of)
+        super().__init__(split, **task_kwargs)
+        p, grid = self.params, self.grid
         case = grid.case
         self.battery = InverterBatteryParams(
             energy_capacity_mwh=p.energy_mwh,
@@ -103,8 +104,7 @@ class MarlDersBenchmark(FeederTask):
         self.bat_buses, self.pv_buses = np.asarray(BATTERY_BUSES), np.asarray(PV_BUSES)
         self.der_buses = np.asarray(DER_BUSES)
         self.pv_cf = self.profiles.series["pv_cf"]
-        self.upstream_bus = case.bus_parent[self.der_buses]
-        self._children = child_buses(case, DER_BUSES)
+        self.locate_neighbours(self.der_buses)
         self._kind = np.repeat(np.eye(3, dtype=np.float32), _K, axis=0)  # [12, 3]
         self._tou = tou_schedule(self.profiles.steps_per_day, p.tou_steps, STEP_MINUTES)
         obs = self.spec.observation
@@ -180,10 +180,7 @@ class MarlDersBenchmark(FeederTask):
             obs[:, :, s.prev + 1] = state.prev_q_mvar
             obs[:, :, s.prev + 2] = demand[:, None] * self.grid.bus_p_mw[self.der_buses]
         if s.neighbours is not None:
-            n = s.neighbours
-            obs[:, :, n] = vm[:, self.upstream_bus]
-            for i, kids in enumerate(self._children):
-                obs[:, i, n + 1] = vm[:, kids].min(axis=1)
+            self.write_neighbour_voltages(obs, vm, s.neighbours, s.neighbours + 1)
         if s.system is not None:
             g = s.system
             obs[:, :, g] = demand[:, None]

@@ -6,23 +6,23 @@ import dataclasses
 from typing import Any
 
 from powerzoo.devices.ev_fleet import EVFleetParams
+from powerzoo.tasks.feeder import (
+    TIME_PRICE_FIELDS,
+    FeederSlots,
+    neighbour_fields,
+    price_forecast_fields,
+)
 from powerzoo.tasks.spec import VectorSpec
 
 __all__ = ["FORECAST_STEPS", "Slots", "observation_modes"]
 
 FORECAST_STEPS = 6  # price look-ahead of the local_plus_forecast observation
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
 
 
 def observation_modes(n: int, v: int, fleet: EVFleetParams, horizon: int) -> dict[str, tuple]:
     """Observation fields of each mode: (name, unit, low, high, nominal_low, nominal_high)."""
     cap, hours = fleet.battery_kwh, float(horizon)
-    time = (
-        ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
-        ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-        ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-        ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
-    )
+    time = TIME_PRICE_FIELDS
     site_mw = v * fleet.charge_max_kw / 1000.0
     own = (
         ("own_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
@@ -57,14 +57,8 @@ def observation_modes(n: int, v: int, fleet: EVFleetParams, horizon: int) -> dic
             for i in range(n)
         ),
     )
-    forecast = tuple(
-        (f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0)
-        for k in range(1, FORECAST_STEPS + 1)
-    )
-    neighbours = (
-        ("upstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-        ("downstream_v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-    )
+    forecast = price_forecast_fields(FORECAST_STEPS)
+    neighbours = neighbour_fields()
     return {
         "global": time + system + own + cars,
         "local": time + own + cars,
@@ -74,13 +68,10 @@ def observation_modes(n: int, v: int, fleet: EVFleetParams, horizon: int) -> dic
 
 
 @dataclasses.dataclass(frozen=True)
-class Slots:
+class Slots(FeederSlots):
     """Where the blocks of one observation mode start (``None``: not in the mode); blocks are
     contiguous."""
 
-    width: int
-    time: slice
-    price: int
     own: int  # own_v_pu, own_prev_p_mw, own_bus_load_mw, own_plugged_share
     cars: int  # plugged, soc, hours_to_departure, energy_needed: V entries each
     system: (
@@ -89,18 +80,11 @@ class Slots:
     forecast: int | None
     neighbours: int | None
 
-    @classmethod
-    def of(cls, spec: VectorSpec) -> Slots:
+    @staticmethod
+    def task_slots(spec: VectorSpec) -> dict[str, Any]:
         def start(name: str) -> Any:
             return spec.names.index(name) if name in spec.names else None
 
-        return cls(
-            spec.dim,
-            spec.slot("hour_sin", "hour_cos", "time_remaining"),
-            spec.slot("price_per_mwh"),  # type: ignore[arg-type]
-            start("own_v_pu"),
-            start("plugged_0"),
-            start("demand_pu"),
-            start("price_t1_per_mwh"),
-            start("upstream_v_pu"),
-        )
+        blocks = ("own_v_pu", "plugged_0", "demand_pu", "price_t1_per_mwh", "upstream_v_pu")
+        fields = ("own", "cars", "system", "forecast", "neighbours")
+        return {field: start(name) for field, name in zip(fields, blocks, strict=True)}

@@ -11,8 +11,8 @@ import numpy as np
 from powerzoo.data import calendar
 from powerzoo.devices.ev_fleet import EVFleetParams
 from powerzoo.tasks.ev_v2g.observation import observation_modes
-from powerzoo.tasks.feeder import GRID_COST_UNITS, GRID_COSTS
-from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.feeder import grid_cost_rows
+from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, mode_spec_fields
 
 __all__ = [
     "CASE",
@@ -81,10 +81,6 @@ def ev_v2g_spec(task_id: str, params: EvV2gParams) -> TaskSpec:
     """The spec of ``task_id`` (``marl_ev_v2g``) for the sites and cars in ``params``."""
     n, v, fleet = params.n_evs, params.vehicles_per_site, params.fleet
     agents = tuple(f"site_{i}" for i in range(n))
-    modes = {
-        mode: VectorSpec.from_rows(fields)
-        for mode, fields in observation_modes(n, v, fleet, HORIZON).items()
-    }
     p = fleet.charge_max_kw
     return TaskSpec(
         task_id=task_id,
@@ -97,7 +93,6 @@ def ev_v2g_spec(task_id: str, params: EvV2gParams) -> TaskSpec:
             "limits."
         ),
         agents=agents,
-        observation=modes["global"],
         action=VectorSpec(
             names=tuple(f"{a}.ev_{j}.p_kw" for a in agents for j in range(v)),
             units=("kW (+ discharge)",) * (n * v),
@@ -112,26 +107,15 @@ def ev_v2g_spec(task_id: str, params: EvV2gParams) -> TaskSpec:
             "per agent: own price x (discharged - charged kWh) / 1000 ($ per step); "
             "reward_terms are the team sums"
         ),
-        constraint_names=("departure_shortfall", *GRID_COSTS),
-        constraint_units=("kWh (sum over leaving cars)", *GRID_COST_UNITS),
-        selected_constraints=("departure_shortfall", *GRID_COSTS),
-        cost_thresholds={
-            "departure_shortfall": 5.0,
-            "voltage_violation": 0.5,
-            "thermal_overload": 0.5,
-        },
+        **cmdp_fields(
+            (
+                ("departure_shortfall", "kWh (sum over leaving cars)", 5.0, 1.0),
+                *grid_cost_rows(0.5, 0.5),
+            ),
+            objective="profit",
+        ),
         baselines=("random", "rule_based", "oracle"),
-        reward_presets={
-            "profit": {},
-            "penalized": {
-                "departure_shortfall": 1.0,
-                "voltage_violation": 1000.0,
-                "thermal_overload": 1000.0,
-            },
-        },
-        obs_modes=tuple(modes),
-        obs_mode_specs=modes,
-        default_obs_mode="global",
+        **mode_spec_fields(observation_modes(n, v, fleet, HORIZON), "global"),
         shared_reward=False,
         gamma=0.999,
         termination_doc=(

@@ -27,7 +27,7 @@ from powerzoo.tasks.ev_v2g.spec import (
     ev_v2g_spec,
     site_buses,
 )
-from powerzoo.tasks.feeder import FeederTask, child_buses
+from powerzoo.tasks.feeder import FeederTask
 from powerzoo.tasks.spec import TaskSpec
 
 __all__ = ["MarlEvV2g", "EvV2gState"]
@@ -87,21 +87,21 @@ class MarlEvV2g(FeederTask):
     task_id = "marl_ev_v2g"
     horizon = HORIZON
     Params = EvV2gParams
+    case_name = CASE
+    ObsSlots = Slots
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
-        self.params = p = self.make_params(**task_kwargs)
-        super().__init__(self.make_spec(**task_kwargs), split)
+        super().__init__(split, **task_kwargs)
+        p, case = self.params, self.grid.case
         self.n_sites, self.per_site = p.n_evs, p.vehicles_per_site
         self.n_vehicles = self.n_sites * self.per_site
         self.fleet = p.fleet
         self._year_steps = calendar.N_DAYS * self.profiles.steps_per_day
-        case = self.setup_feeder(CASE, p.load_scale, Slots.of).case
         self.buses = site_buses(self.n_sites, case.n_bus)
         # [S, n_bus]: sites may share a bus
         self.incidence = np.zeros((self.n_sites, case.n_bus))
         self.incidence[np.arange(self.n_sites), self.buses] = 1.0
-        self.upstream_bus = case.bus_parent[self.buses]
-        self._children = child_buses(case, self.buses)
+        self.locate_neighbours(self.buses)
         self._own_load_mw = self.grid.bus_p_mw[self.buses]
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._peak = peak_hours(p.peak_hours, STEP_MINUTES)
@@ -238,9 +238,7 @@ class MarlEvV2g(FeederTask):
             )
             obs[:, :, s.forecast : s.forecast + FORECAST_STEPS] = ahead[:, None, :]
         if s.neighbours is not None:
-            obs[:, :, s.neighbours] = vm[:, self.upstream_bus]
-            for i, kids in enumerate(self._children):
-                obs[:, i, s.neighbours + 1] = _min_reduce(vm[:, kids], axis=1)
+            self.write_neighbour_voltages(obs, vm, s.neighbours, s.neighbours + 1)
         return obs
 
     def step(
