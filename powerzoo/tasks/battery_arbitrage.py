@@ -29,13 +29,12 @@ import numpy as np
 from powerzoo.data import calendar
 from powerzoo.devices.battery import BatteryParams, battery_step, feasible_power_mw
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, TaskSpec, VectorSpec, cmdp_fields
 
 __all__ = ["BatteryArbitrage", "BatteryArbitrageParams", "BatteryArbitrageState"]
 
 HORIZON = 48
 STEP_MINUTES = 30
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh: space bounds, a wholesale floor and cap
 _BATTERY_FIELDS = tuple(f.name for f in dataclasses.fields(BatteryParams))
 
 
@@ -162,13 +161,9 @@ class BatteryArbitrage(Task):
                 "price * discharged MWh - price * charged MWh - degradation $/MWh * throughput "
                 "MWh ($)"
             ),
-            constraint_names=("soc_violation",),
-            constraint_units=("MWh",),
-            selected_constraints=("soc_violation",),
-            cost_thresholds={"soc_violation": 1.0},
+            **cmdp_fields((("soc_violation", "MWh", 1.0, 100.0),), objective="profit"),
             baselines=("random", "rule_based", "oracle"),
             forecast_series=("price_per_mwh",),
-            reward_presets={"profit": {}, "penalized": {"soc_violation": 100.0}},
             gym_id="powerzoo/BatteryArbitrage-v0",
         )
 

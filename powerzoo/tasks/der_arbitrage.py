@@ -64,16 +64,20 @@ from powerzoo.devices.inverter_battery import (
 from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.feeder import (
-    TIME_PRICE_FIELDS,
     FeederBatteryParams,
-    FeederSlots,
     FeederTask,
     add_voltage_band,
     grid_cost_rows,
-    neighbour_fields,
-    price_forecast_fields,
     unit_variables,
     voltage_sq_sensitivity,
+)
+from powerzoo.tasks.feeder_observation import (
+    SYSTEM_FIELDS,
+    TIME_PRICE_FIELDS,
+    FeederSlots,
+    neighbour_fields,
+    price_forecast_fields,
+    write_system_fields,
 )
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, mode_spec_fields
 from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode, tou_schedule
@@ -100,17 +104,11 @@ class DerArbitrageParams(FeederBatteryParams):
     oracle_margin_pu: float = 0.002
 
 
-_min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 AGENTS = tuple(f"battery_{i}" for i in range(_N))
 
 _TIME = TIME_PRICE_FIELDS
-_GLOBAL = (
-    ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
-    ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
-    ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-    ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-    *((f"soc_battery_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(_N)),
-)
+_SOCS = tuple((f"soc_battery_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(_N))
+_GLOBAL = SYSTEM_FIELDS + _SOCS
 _FORECAST = price_forecast_fields(FORECAST_STEPS)
 _NEIGHBOURS = neighbour_fields()
 
@@ -139,10 +137,7 @@ class _Slots(FeederSlots):
     own_prev_p: int
     own_v: int
     own_load: int
-    demand: int | None
-    feeder_p: int | None
-    v_min: int | None
-    v_max: int | None
+    system: int | None  # SYSTEM_FIELDS
     socs: slice | None  # soc_battery_0..2
     forecast: slice | None  # price_t1..t4
     neighbours: int | None  # upstream_v_pu, then downstream_v_pu
@@ -154,11 +149,8 @@ class _Slots(FeederSlots):
             "own_prev_p": spec.slot("own_prev_p_mw"),
             "own_v": spec.slot("own_v_pu"),
             "own_load": spec.slot("own_bus_load_mw"),
-            "demand": spec.optional_slot("demand_pu"),
-            "feeder_p": spec.optional_slot("feeder_p_mw"),
-            "v_min": spec.optional_slot("v_min_pu"),
-            "v_max": spec.optional_slot("v_max_pu"),
-            "socs": spec.optional_slot(*(f[0] for f in _GLOBAL[4:])),
+            "system": spec.optional_slot("demand_pu"),
+            "socs": spec.optional_slot(*(f[0] for f in _SOCS)),
             "forecast": spec.optional_slot(*(f[0] for f in _FORECAST)),
             "neighbours": spec.optional_slot("upstream_v_pu"),
         }
@@ -184,7 +176,6 @@ class MarlDerArbitrage(FeederTask):
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "marl_der_arbitrage"
-    horizon = HORIZON
     Params = DerArbitrageParams
     case_name = CASE
     ObsSlots = _Slots
@@ -271,14 +262,8 @@ class MarlDerArbitrage(FeederTask):
         obs[:, :, slots.own_prev_p] = state.prev_p_mw
         obs[:, :, slots.own_v] = vm[:, self.buses]
         obs[:, :, slots.own_load] = demand[:, None] * self._own_load_mw
-        if slots.demand is not None:
-            obs[:, :, slots.demand] = demand[:, None]
-        if slots.feeder_p is not None:
-            obs[:, :, slots.feeder_p] = state.feeder_p_mw[:, None]
-        if slots.v_min is not None:
-            obs[:, :, slots.v_min] = _min_reduce(vm, axis=1)[:, None]
-        if slots.v_max is not None:
-            obs[:, :, slots.v_max] = _max_reduce(vm, axis=1)[:, None]
+        if slots.system is not None:
+            write_system_fields(obs, slots.system, demand, state.feeder_p_mw, vm)
         if slots.socs is not None:
             obs[:, :, slots.socs] = state.soc[:, None, :]
         if slots.forecast is not None:

@@ -133,7 +133,6 @@ class Dso(FeederTask):
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "dso"
-    horizon = HORIZON
     Params = DsoParams
     case_name = CASE
 

@@ -42,7 +42,7 @@ from powerzoo.physics.dc_power_flow import generation_shift_matrix, ptdf_matrix
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
 from powerzoo.tasks.transmission import (
     RATING_LOAD_SCALE,
     STEP_MINUTES,
@@ -153,15 +153,13 @@ def _dispatch_spec(
             f"-(generation cost + |imbalance| x {params.imbalance_price_per_mwh:g} $/MWh) per "
             "step ($), shared by all agents"
         ),
-        constraint_names=("thermal_overload", "power_imbalance"),
-        constraint_units=("MWh", "MWh"),
-        selected_constraints=("thermal_overload", "power_imbalance"),
-        cost_thresholds={"thermal_overload": 1.0, "power_imbalance": 1.0},
+        **cmdp_fields(
+            (
+                ("thermal_overload", "MWh", 1.0, params.overload_penalty_per_mwh),
+                ("power_imbalance", "MWh", 1.0, None),  # already in the reward (imbalance price)
+            )
+        ),
         baselines=("random", "rule_based", "oracle"),
-        reward_presets={
-            "objective": {},
-            "penalized": {"thermal_overload": params.overload_penalty_per_mwh},
-        },
         obs_modes=("global", "local", "local_plus_forecast"),
         obs_mode_specs={"global": glob, "local": local, "local_plus_forecast": forecast},
         default_obs_mode="global",
@@ -243,9 +241,7 @@ class EconomicDispatch(Task):
         self._scratch = Scratch()  # the step's [B, n_branch] temporaries, reused
         self._next_two = np.arange(2)
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
-        self._obs_slots = {
-            mode: _ObsSlots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
-        }
+        self.build_obs_slots(_ObsSlots.of)
         self._system_load_slot = self.spec.observation.slot("system_load_mw")
 
     @classmethod
@@ -288,14 +284,7 @@ class EconomicDispatch(Task):
     def observe(self, state: DispatchState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field
         block."""
-        mode = obs_mode or self.spec.default_obs_mode
-        try:
-            slots = self._obs_slots[mode]
-        except KeyError:
-            raise ValueError(
-                f"unknown obs_mode {mode!r} for {self.spec.task_id}; valid: "
-                f"{', '.join(self._obs_slots)}"
-            ) from None
+        slots = self.slots_of_mode(obs_mode)
         b, n = state.t.size, self.case.n_gen
         try:
             time = self._time_obs.take(state.t, axis=0)  # precomputed for steps 0..horizon

@@ -50,7 +50,7 @@ from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
 from powerzoo.scratch import Scratch
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, VectorSpec
+from powerzoo.tasks.feeder_observation import FeederSlots
 
 __all__ = [
     "V_MIN_PU",
@@ -62,11 +62,7 @@ __all__ = [
     "FeederModel",
     "FeederTask",
     "FeederBatteryParams",
-    "FeederSlots",
-    "TIME_PRICE_FIELDS",
     "grid_cost_rows",
-    "neighbour_fields",
-    "price_forecast_fields",
     "time_features",
     "child_buses",
     "voltage_sq_sensitivity",
@@ -88,31 +84,6 @@ ORACLE_VOLTAGE_PENALTY = 20_000.0
 ORACLE_BAND_MARGIN_PU = (
     0.001  # default planned band [0.951, 1.049]: room for the linearisation error
 )
-
-
-TIME_PRICE_FIELDS = (  # what every per-agent feeder observation starts with
-    ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
-    ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
-    ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
-    ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
-)
-
-
-def price_forecast_fields(n_steps: int) -> tuple:
-    """Observation rows of the price ($/MWh) of the next ``n_steps`` steps (``price_t1_per_mwh``
-    ...)."""
-    return tuple(
-        (f"price_t{k}_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0)
-        for k in range(1, n_steps + 1)
-    )
-
-
-def neighbour_fields(nominal_high_pu: float = 1.0) -> tuple:
-    """Observation rows of a unit's neighbour voltages (p.u.): ``upstream_v_pu`` (its parent
-    bus) and ``downstream_v_pu`` (the lowest of its child buses); see
-    :meth:`FeederTask.write_neighbour_voltages`."""
-    v = ("p.u.", 0.0, 1.2, 0.9, nominal_high_pu)
-    return (("upstream_v_pu", *v), ("downstream_v_pu", *v))
 
 
 def grid_cost_rows(
@@ -140,28 +111,6 @@ class FeederBatteryParams:
     power_mw: float = 0.5
     # half-hours of charging and of discharging in the rule-based time-of-use schedule
     tou_steps: int = 8
-
-
-@dataclasses.dataclass(frozen=True)
-class FeederSlots:
-    """Where the fields of one per-agent observation mode sit: the fields every feeder
-    observation has (:data:`TIME_PRICE_FIELDS`) and, in a subclass, the task's own."""
-
-    width: int
-    time: slice  # hour_sin, hour_cos, time_remaining
-    price: int
-
-    @classmethod
-    def of(cls, spec: VectorSpec) -> Any:
-        """The slots of layout ``spec``."""
-        time = spec.slot(*(field[0] for field in TIME_PRICE_FIELDS[:3]))
-        price = spec.slot("price_per_mwh")
-        return cls(spec.dim, time, price, **cls.task_slots(spec))  # type: ignore[arg-type]
-
-    @staticmethod
-    def task_slots(spec: VectorSpec) -> dict[str, Any]:
-        """The task's own slots of ``spec`` by field name (a subclass's fields)."""
-        return {}
 
 
 _add_reduce, _and_reduce = (
@@ -282,8 +231,6 @@ class FeederTask(Task):
     and then writes only its own model: parameters, state, transition, reward and costs.
     """
 
-    horizon: int = 48
-    """Steps per episode (a subclass sets its own)."""
     case_name: ClassVar[str]
     """The feeder case (:func:`powerzoo.physics.cases.load_case`)."""
     ObsSlots: ClassVar[type[FeederSlots] | None] = None
@@ -296,6 +243,7 @@ class FeederTask(Task):
         mode."""
         self.params = params = self.make_params(**task_kwargs)
         super().__init__(self.spec_for(params), split)
+        self.horizon = self.spec.horizon  # steps per episode
         self.grid = FeederModel(self.case_name, self.profiles, self.split_days, params.load_scale)
         steps = self.profiles.steps_per_day
         self.time_table = time_features(np.arange(self.horizon + 1), steps, self.horizon)

@@ -204,9 +204,7 @@ class GencosBidding(Task):
         self._own = np.stack([case.gen_pmax_mw, mc.mean(axis=1)], axis=1).astype(
             np.float32
         )  # [5, 2]
-        self._slots = {
-            mode: _Slots.of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
-        }
+        self.build_obs_slots(_Slots.of)
         self._c1, self._c2, self._c0 = case.gen_c1_per_mwh, case.gen_c2_per_mw2h, case.gen_c0_per_h
         rate = case.branch_rate_a_mw
         self._rating = np.where(np.isfinite(rate), rate, np.inf)
@@ -283,12 +281,7 @@ class GencosBidding(Task):
 
     def observe(self, state: BiddingState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, 5, obs_dim] (float32) of ``obs_mode`` (default ``global``)."""
-        mode = obs_mode or self.spec.default_obs_mode
-        if mode not in self._slots:
-            raise ValueError(
-                f"unknown obs_mode {mode!r} for {self.task_id}; valid: {', '.join(self._slots)}"
-            )
-        slots = self._slots[mode]
+        slots = self.slots_of_mode(obs_mode)
         b = state.t.size
         obs = np.empty((b, _N, slots.width), dtype=np.float32)
         obs[:, :, slots.time] = self._time.take(np.minimum(state.t, HORIZON), axis=0)[:, None, :]

@@ -195,6 +195,28 @@ class DataCentre:
         """K h above the zone's limit over the step, written into ``out`` [B]."""
         return np.multiply(np.maximum(zone_temp_c - self.temp_max, self.zero), self.dt, out=out)
 
+    def queue_info(
+        self,
+        gpus: np.ndarray,
+        served: np.ndarray,
+        arrived_gpuh: np.ndarray,
+        served_gpuh: np.ndarray,
+        q: QueueAdvance,
+    ) -> dict[str, np.ndarray]:
+        """The job-queue info keys of a step: GPUs allocated and busy per class [B, C] (from
+        :meth:`compute`'s ``gpus`` and ``served`` GPU-h), the episode's running totals of work
+        arrived and served [B, C] (GPU-h), and from :meth:`advance`'s ``q`` the work dropped
+        (running total), behind schedule and still queued [B, C] (GPU-h)."""
+        return {
+            "gpus_allocated": gpus,
+            "gpus_busy": served * self.per_dt,
+            "arrived_gpuh": arrived_gpuh,
+            "served_gpuh": served_gpuh,
+            "dropped_gpuh": q.dropped_gpuh,
+            "behind_schedule_gpuh": q.behind,
+            "queued_gpuh": q.cum[:, :, -1],
+        }
+
     def advance(
         self,
         cum: np.ndarray,

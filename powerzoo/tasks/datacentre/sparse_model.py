@@ -92,6 +92,22 @@ class SparseModel:
         self.col_ids.append(cols)
         self.coefs.append(vals)
 
+    def solve(
+        self, task_id: str, t0: int, **options: float
+    ) -> tuple[highspy.Highs, np.ndarray, str]:
+        """Solve the model on HiGHS (:meth:`to_highs`, then the solver ``options``): the solver,
+        the column values and the model status. ``RuntimeError`` naming ``task_id``'s oracle and
+        the plan's first step ``t0`` when HiGHS finds no plan."""
+        highs = self.to_highs()
+        for name, value in options.items():
+            highs.setOptionValue(name, value)
+        highs.run()
+        status = highs.modelStatusToString(highs.getModelStatus())
+        solution = highs.getSolution()
+        if not solution.value_valid:
+            raise RuntimeError(f"{task_id} oracle: HiGHS found no plan from step {t0} ({status})")
+        return highs, np.asarray(solution.col_value), status
+
     def to_highs(self) -> highspy.Highs:
         """The model in a quiet :class:`highspy.Highs` (columns, then rows in compressed-row
         form)."""

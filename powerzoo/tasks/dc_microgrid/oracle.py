@@ -178,15 +178,9 @@ def solve_day_plan(
     model.rows([(diesel, 1.0), (diesel_on, -dsl.p_min_mw)], 0.0, np.inf)
     model.rows([(diesel, 1.0), (diesel_on, -dsl.rated_mw)], -np.inf, 0.0)
 
-    highs = model.to_highs()
-    highs.setOptionValue("time_limit", MIP_TIME_LIMIT_S)
-    highs.setOptionValue("mip_rel_gap", MIP_REL_GAP)
-    highs.run()
-    status = highs.modelStatusToString(highs.getModelStatus())
-    solution = highs.getSolution()
-    if not solution.value_valid:
-        raise RuntimeError(f"dc_microgrid oracle: HiGHS found no plan from step {t0} ({status})")
-    v = np.asarray(solution.col_value)
+    highs, v, status = model.solve(
+        "dc_microgrid", t0, time_limit=MIP_TIME_LIMIT_S, mip_rel_gap=MIP_REL_GAP
+    )
 
     actions = np.empty((n_steps, 5))
     actions[:, :2] = plan_shares(v, served_by_class, cl.n_gpus, dt_h)

@@ -12,7 +12,7 @@ import numpy as np
 from powerzoo.data import calendar
 from powerzoo.data.workload import JOB_CLASSES
 from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
-from powerzoo.tasks.spec import TaskSpec, VectorSpec
+from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, TaskSpec, VectorSpec
 
 __all__ = [
     "CONSTRAINTS",
@@ -31,7 +31,6 @@ __all__ = [
 
 HORIZON = 288
 STEP_MINUTES = 5
-PRICE_FLOOR, PRICE_CAP = -1000.0, 10000.0  # $/MWh
 REWARD_TERMS = ("energy", "cost", "carbon")
 REWARD_WEIGHTS = np.array([1.0, 0.5, 0.3])  # energy, cost, carbon
 CONSTRAINTS = ("sla_violation", "overtemperature", "power_deficit")

@@ -274,7 +274,6 @@ class DCMicrogrid(Task):
         q = dc.advance(cum, t, idx, state.carry_allowance_gpuh, state.dropped_gpuh)
         if q.sla_gpuh is not None:
             costs[:, 0] = q.sla_gpuh
-        cum, dropped_gpuh, behind = q.cum, q.dropped_gpuh, q.behind
         reward = reward_vector @ self._weights
         if self.penalized:
             reward = reward - costs @ self._penalties
@@ -284,10 +283,10 @@ class DCMicrogrid(Task):
             t=q.t_next,
             soc=soc,
             zone_temp_c=zone_temp,
-            queue_cum_gpuh=cum,
+            queue_cum_gpuh=q.cum,
             arrived_gpuh=state.arrived_gpuh + q.arrived,
             served_gpuh=state.served_gpuh + served,
-            dropped_gpuh=dropped_gpuh,
+            dropped_gpuh=q.dropped_gpuh,
             carry_allowance_gpuh=q.allowance,
             due_1h_gpuh=q.due_1h,
             required_gpus=q.required,
@@ -318,13 +317,7 @@ class DCMicrogrid(Task):
                 "spill_mw": spill_mw,
                 "price_per_mwh": price,
                 "grid_co2_t_per_mwh": co2,
-                "gpus_allocated": gpus,
-                "gpus_busy": served * dc.per_dt,
-                "arrived_gpuh": new_state.arrived_gpuh,
-                "served_gpuh": new_state.served_gpuh,
-                "dropped_gpuh": dropped_gpuh,
-                "behind_schedule_gpuh": behind,
-                "queued_gpuh": cum[:, :, -1],
+                **dc.queue_info(gpus, served, new_state.arrived_gpuh, new_state.served_gpuh, q),
             },
         )
         return new_state, out

@@ -122,13 +122,7 @@ def solve_day_lp(
     # lines: P - slack <= headroom
     slack = model.columns(n_steps, 0.0, np.inf, ORACLE_THERMAL_PENALTY * dt_h)
     model.rows([(cooling, 1.0), (slack, -1.0)], -np.inf, headroom - it_base, groups, mw_per_gpuh)
-    highs = model.to_highs()
-    highs.run()
-    status = highs.modelStatusToString(highs.getModelStatus())
-    solution = highs.getSolution()
-    if not solution.value_valid:
-        raise RuntimeError(f"dc_scheduling oracle: HiGHS found no plan from step {t0} ({status})")
-    v = np.asarray(solution.col_value)
+    v = model.solve("dc_scheduling", t0)[1]
     served = np.array([sum(v[c].sum() for c in step) for step in served_by_class])
     return plan_shares(
         v, served_by_class, params.cluster.n_gpus, dt_h

@@ -64,7 +64,6 @@ class DCScheduling(FeederTask):
     price and voltage."""
 
     task_id = "dc_scheduling"
-    horizon = HORIZON
     Params = DCSchedulingParams
     case_name = CASE
 
@@ -254,13 +253,7 @@ class DCScheduling(FeederTask):
             dc_load_mw=facility_mw,
             dc_bus_v_pu=new_state.grid_obs[:, 1],
             zone_temp_c=zone_temp,
-            gpus_allocated=gpus,
-            gpus_busy=served * dc.per_dt,
-            arrived_gpuh=new_state.arrived_gpuh,
-            served_gpuh=new_state.served_gpuh,
-            dropped_gpuh=q.dropped_gpuh,
-            behind_schedule_gpuh=q.behind,
-            queued_gpuh=q.cum[:, :, -1],
+            **dc.queue_info(gpus, served, new_state.arrived_gpuh, new_state.served_gpuh, q),
         )
 
     # ---- baselines --------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from powerzoo.tasks.feeder import TIME_PRICE_FIELDS, FeederSlots, neighbour_fields
+from powerzoo.tasks.feeder_observation import TIME_PRICE_FIELDS, FeederSlots, neighbour_fields
 from powerzoo.tasks.spec import VectorSpec
 
 __all__ = ["AGENTS", "BATTERIES", "PVS", "LOADS", "N_PER_KIND", "Slots", "observation_modes"]

@@ -72,7 +72,6 @@ class MarlDersBenchmark(FeederTask):
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 
     task_id = "marl_ders_benchmark"
-    horizon = HORIZON
     Params = DersBenchmarkParams
     case_name = CASE
     ObsSlots = Slots

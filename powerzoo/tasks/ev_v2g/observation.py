@@ -6,7 +6,8 @@ import dataclasses
 from typing import Any
 
 from powerzoo.devices.ev_fleet import EVFleetParams
-from powerzoo.tasks.feeder import (
+from powerzoo.tasks.feeder_observation import (
+    SYSTEM_FIELDS,
     TIME_PRICE_FIELDS,
     FeederSlots,
     neighbour_fields,
@@ -40,10 +41,7 @@ def observation_modes(n: int, v: int, fleet: EVFleetParams, horizon: int) -> dic
         ),
     )
     system = (
-        ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
-        ("feeder_p_mw", "MW", -10.0, 10.0, 0.0, 3.0),
-        ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
-        ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+        *SYSTEM_FIELDS,
         *((f"plugged_share_site_{i}", "fraction", 0.0, 1.0, 0.0, 1.0) for i in range(n)),
         *(
             (

@@ -28,6 +28,7 @@ from powerzoo.tasks.ev_v2g.spec import (
     site_buses,
 )
 from powerzoo.tasks.feeder import FeederTask
+from powerzoo.tasks.feeder_observation import write_system_fields
 from powerzoo.tasks.spec import TaskSpec
 
 __all__ = ["MarlEvV2g", "EvV2gState"]
@@ -85,7 +86,6 @@ class MarlEvV2g(FeederTask):
     at peaks."""
 
     task_id = "marl_ev_v2g"
-    horizon = HORIZON
     Params = EvV2gParams
     case_name = CASE
     ObsSlots = Slots
@@ -226,10 +226,7 @@ class MarlEvV2g(FeederTask):
         obs[:, :, o + 3] = share
         if s.system is not None:
             g = s.system
-            obs[:, :, g] = demand[:, None]
-            obs[:, :, g + 1] = state.feeder_p_mw[:, None]
-            obs[:, :, g + 2] = _min_reduce(vm, axis=1)[:, None]
-            obs[:, :, g + 3] = _max_reduce(vm, axis=1)[:, None]
+            write_system_fields(obs, g, demand, state.feeder_p_mw, vm)
             obs[:, :, g + 4 : g + 4 + n_s] = share[:, None, :]
             obs[:, :, g + 4 + n_s : g + 4 + 2 * n_s] = self._site_sum(need)[:, None, :] * 1e-3
         if s.forecast is not None:

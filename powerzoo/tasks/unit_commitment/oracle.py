@@ -67,22 +67,39 @@ class UCPlan:
     seconds: float
 
 
-def _network_dispatch(
-    task: Any,
-    demand: np.ndarray,
-    on0: np.ndarray,
-    time0: np.ndarray,
-    p0: np.ndarray,
-    on: np.ndarray,
-    free_first: bool,
-) -> tuple[np.ndarray, float, str]:
+@dataclasses.dataclass(frozen=True)
+class _Day:
+    """The schedule's problem (the arguments of :func:`solve_uc_day`): every model of the day,
+    MILP or dispatch LP, is built from it."""
+
+    task: Any
+    demand: np.ndarray  # [T] per unit of the task's load
+    on0: np.ndarray  # [n] status before the first step
+    time0: np.ndarray  # [n] steps in that status
+    p0: np.ndarray  # [n] output before the first step (MW)
+    free_first: bool
+
+    def model(self, network: bool, fixed_on: np.ndarray | None) -> Any:
+        """:func:`~powerzoo.tasks.unit_commitment.milp.build_model` of the day: ``(model,
+        status columns, output columns)``."""
+        return build_model(
+            self.task,
+            self.demand,
+            self.on0,
+            self.time0,
+            self.p0,
+            network=network,
+            fixed_on=fixed_on,
+            free_first=self.free_first,
+        )
+
+
+def _network_dispatch(day: _Day, on: np.ndarray) -> tuple[np.ndarray, float, str]:
     """Network dispatch LP of commitment ``on`` [T, n]: ``(p [T, n], objective, status)``."""
-    m, _, p = build_model(
-        task, demand, on0, time0, p0, network=True, fixed_on=on, free_first=free_first
-    )
+    m, _, p = day.model(network=True, fixed_on=on)
     x, objective, status = m.solve(TIME_LIMIT_S)
     if x is None:
-        raise RuntimeError(f"{task.spec.task_id} oracle: HiGHS found no dispatch ({status})")
+        raise RuntimeError(f"{day.task.spec.task_id} oracle: HiGHS found no dispatch ({status})")
     return x[p], objective, status
 
 
@@ -117,21 +134,17 @@ def _switch_on(
 
 
 def _repair(
-    task: Any,
-    demand: np.ndarray,
-    on0: np.ndarray,
-    time0: np.ndarray,
-    p0: np.ndarray,
+    day: _Day,
     on: np.ndarray,
     p_mw: np.ndarray,
     objective: float,
     status: str,
     started: float,
-    free_first: bool,
 ) -> tuple[np.ndarray, np.ndarray, float, str]:
     """Commitment repair (module docstring): commit relieving units where the network dispatch
     overloads a branch while that lowers the LP objective; returns ``(on, p, objective,
     status)``."""
+    task, demand, on0, time0 = day.task, day.demand, day.on0, day.time0
     f = task.fleet
     sens, rating = task.gen_flow, task.rating
     load_flow = demand[:, None] * task.load_flow_pu
@@ -174,9 +187,7 @@ def _repair(
                     break
         if np.array_equal(trial, on):
             break
-        p_new, obj_new, status_new = _network_dispatch(
-            task, demand, on0, time0, p0, trial, free_first
-        )
+        p_new, obj_new, status_new = _network_dispatch(day, trial)
         if obj_new < objective:
             on, p_mw, objective, status = trial, p_new, obj_new, status_new
         else:
@@ -200,6 +211,7 @@ def solve_uc_day(
     on0 = np.asarray(on0, dtype=bool)
     time0 = np.asarray(time0, dtype=np.int64)
     p0 = np.asarray(p0, dtype=float) * on0
+    day = _Day(task, demand, on0, time0, p0, free_first)
     eager = task.limited.size * demand.size <= EAGER_LINE_PAIRS
     sens, rating = task.gen_flow, task.rating  # [n, n_lim] flow per MW of each unit, [n_lim]
     load_flow = demand[:, None] * task.load_flow_pu  # [T, n_lim]
@@ -209,9 +221,7 @@ def solve_uc_day(
     best: tuple[np.ndarray, np.ndarray, float, str] | None = None
     while True:
         rounds += 1
-        m, u, p = build_model(
-            task, demand, on0, time0, p0, network=eager, fixed_on=None, free_first=free_first
-        )
+        m, u, p = day.model(network=eager, fixed_on=None)
         o_cols = add_ptdf_limits(m, p, pairs, sens, rating, load_flow, task.spec.dt_h)
         if start is not None:  # the last round's schedule, with the slacks of the new limits
             start_p = start[p]
@@ -226,7 +236,7 @@ def solve_uc_day(
         if eager:
             break
         # the network dispatch of that commitment (an LP); the best round so far is kept
-        p_mw, obj_lp, status_lp = _network_dispatch(task, demand, on0, time0, p0, on, free_first)
+        p_mw, obj_lp, status_lp = _network_dispatch(day, on)
         if best is None or obj_lp < best[2]:
             best = (on, p_mw, obj_lp, status_lp)
         flow = np.abs(p_mw @ sens - load_flow)
@@ -244,8 +254,6 @@ def solve_uc_day(
     if eager:
         p_mw = x[p]
     else:
-        on, p_mw, objective, status = _repair(
-            task, demand, on0, time0, p0, *best, started, free_first
-        )
+        on, p_mw, objective, status = _repair(day, *best, started)
     p_mw = np.clip(p_mw, f.pmin_mw, f.pmax_mw) * on
     return UCPlan(p_mw, on, objective, status, time.perf_counter() - started)
