@@ -73,7 +73,8 @@ from powerzoo.tasks.feeder import (
     unit_variables,
     voltage_sq_sensitivity,
 )
-from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, TaskSpec, VectorSpec, cmdp_fields
+from powerzoo.tasks.feeder_observation import SYSTEM_FIELDS, TIME_PRICE_FIELDS
+from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
 
 __all__ = ["Dso", "DsoParams", "DsoState", "FLEX_BUSES"]
 
@@ -109,8 +110,14 @@ _N = len(FLEX_BUSES)
 _GRID_FIELDS = ("v_min_pu", "v_max_pu", "p_loss_mw", "feeder_p_mw")
 
 
-def _unit_fields(kind: str, unit: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return tuple(f"load_{k}_{kind}" for k in range(_N)), (unit,) * _N
+def _unit_names(kind: str) -> tuple[str, ...]:
+    return tuple(f"load_{k}_{kind}" for k in range(_N))
+
+
+def _unit_rows(kind: str, unit: str, *bounds: float) -> tuple:
+    """One observation row per flexible unit: (name, unit, low, high, nominal_low,
+    nominal_high)."""
+    return tuple((name, unit, *bounds) for name in _unit_names(kind))
 
 
 @dataclasses.dataclass
@@ -152,10 +159,10 @@ class Dso(FeederTask):
         self._obs_dim = obs.dim
         self._s_time = obs.slot("hour_sin", "hour_cos", "time_remaining")
         self._s_demand, self._s_price = obs.slot("demand_pu"), obs.slot("price_per_mwh")
-        self._s_grid = obs.slot(*_GRID_FIELDS, *_unit_fields("v_pu", "")[0])
-        self._s_base = obs.slot(*_unit_fields("base_mw", "")[0])
-        self._s_due = obs.slot(*_unit_fields("due_next_mwh", "")[0])
-        self._s_backlog = obs.slot(*_unit_fields("backlog_mwh", "")[0])
+        self._s_grid = obs.slot(*_GRID_FIELDS, *_unit_names("v_pu"))
+        self._s_base = obs.slot(*_unit_names("base_mw"))
+        self._s_due = obs.slot(*_unit_names("due_next_mwh"))
+        self._s_backlog = obs.slot(*_unit_names("backlog_mwh"))
         if not (isinstance(self._s_grid, slice) and self._s_grid.step is None):
             raise AssertionError("grid fields must be contiguous in the dso observation")
         self._curtail, self._shift = slice(0, 2 * _N, 2), slice(1, 2 * _N, 2)
@@ -164,95 +171,22 @@ class Dso(FeederTask):
     @classmethod
     def spec_for(cls, params: DsoParams) -> TaskSpec:
         p = params
-        base, base_u = _unit_fields("base_mw", "MW")
-        due, due_u = _unit_fields("due_next_mwh", "MWh")
-        backlog, backlog_u = _unit_fields("backlog_mwh", "MWh")
-        volt, volt_u = _unit_fields("v_pu", "p.u.")
         flex_hi = p.flex_peak_mw * 1.5  # demand_pu peaks at 1.0 (1.15 in load_stress)
         due_hi = flex_hi * p.flex_max_fraction * STEP_MINUTES / 60.0
-        names = (
-            "hour_sin",
-            "hour_cos",
-            "time_remaining",
-            "demand_pu",
-            "price_per_mwh",
-            *_GRID_FIELDS,
-            *volt,
-            *base,
-            *due,
-            *backlog,
-        )
-        units = (
-            "-",
-            "-",
-            "fraction of horizon",
-            "p.u. of annual peak",
-            "$/MWh",
-            "p.u.",
-            "p.u.",
-            "MW",
-            "MW",
-            *volt_u,
-            *base_u,
-            *due_u,
-            *backlog_u,
-        )
-        low = (
-            -1.0,
-            -1.0,
-            0.0,
-            0.0,
-            PRICE_FLOOR,
-            0.0,
-            0.0,
-            0.0,
-            -10.0,
-            *[0.0] * _N,
-            *[0.0] * (3 * _N),
-        )
         backlog_hi = due_hi * p.payback_steps  # every deferred MWh due at once bounds any slot
-        high = (
-            1.0,
-            1.0,
-            1.0,
-            2.0,
-            PRICE_CAP,
-            1.2,
-            1.2,
-            2.0,
-            10.0,
-            *[1.2] * _N,
-            *[flex_hi] * _N,
-            *[backlog_hi] * _N,
-            *[backlog_hi] * _N,
-        )
-        nominal_low = (
-            -1.0,
-            -1.0,
-            0.0,
-            0.0,
-            0.0,
-            0.9,
-            0.9,
-            0.0,
-            0.0,
-            *[0.9] * _N,
-            *[0.0] * (3 * _N),
-        )
-        nominal_high = (
-            1.0,
-            1.0,
-            1.0,
-            1.0,
-            150.0,
-            1.0,
-            1.0,
-            0.2,
-            3.0,
-            *[1.0] * _N,
-            *[p.flex_peak_mw] * _N,
-            *[due_hi] * _N,
-            *[due_hi * p.payback_steps] * _N,
+        _, feeder_p, v_min, v_max = SYSTEM_FIELDS
+        rows = (
+            *TIME_PRICE_FIELDS[:3],
+            ("demand_pu", "p.u. of annual peak", 0.0, 2.0, 0.0, 1.0),
+            TIME_PRICE_FIELDS[3],
+            v_min,
+            v_max,
+            ("p_loss_mw", "MW", 0.0, 2.0, 0.0, 0.2),
+            feeder_p,
+            *_unit_rows("v_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
+            *_unit_rows("base_mw", "MW", 0.0, flex_hi, 0.0, p.flex_peak_mw),
+            *_unit_rows("due_next_mwh", "MWh", 0.0, backlog_hi, 0.0, due_hi),
+            *_unit_rows("backlog_mwh", "MWh", 0.0, backlog_hi, 0.0, due_hi * p.payback_steps),
         )
         actions = tuple(f"load_{k}.{kind}" for k in range(_N) for kind in ("curtail", "shift"))
         return TaskSpec(
@@ -265,7 +199,7 @@ class Dso(FeederTask):
                 "losses and of lost load."
             ),
             agents=("agent",),
-            observation=VectorSpec(names, units, low, high, nominal_low, nominal_high),
+            observation=VectorSpec.from_rows(rows),
             action=VectorSpec(
                 names=actions,
                 units=("fraction of the unit's demand",) * (2 * _N),
