@@ -290,9 +290,9 @@ class FeederTask(Task):
     def write_neighbour_voltages(
         self, obs: np.ndarray, vm: np.ndarray, upstream: int, downstream: int
     ) -> None:
-        """Write the fields of :func:`neighbour_fields` of every unit into ``obs``
-        [B, n_units, width] at columns ``upstream`` and ``downstream``, from voltages ``vm``
-        [B, n_bus] (p.u.)."""
+        """Write the fields of :func:`~powerzoo.tasks.feeder_observation.neighbour_fields` of
+        every unit into ``obs`` [B, n_units, width] at columns ``upstream`` and ``downstream``,
+        from voltages ``vm`` [B, n_bus] (p.u.)."""
         obs[:, :, upstream] = vm[:, self.upstream_bus]
         for i, kids in enumerate(self._children):
             obs[:, i, downstream] = _min_reduce(vm[:, kids], axis=1)
