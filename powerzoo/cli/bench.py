@@ -21,15 +21,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from powerzoo.benchmarks.campaign import run_campaign
     from powerzoo.cli.runs import run_entry
 
+    runs = (run_entry(run_dir, args.run_model) for run_dir in args.runs)  # loaded after checks
     result = run_campaign(
         args.tasks,
-        policies=args.policies,
-        seeds=args.seeds,
-        split=args.split,
-        episodes=args.episodes,
-        extra_policies=(
-            run_entry(run_dir, args.run_model) for run_dir in args.runs
-        ),  # loaded after validation
+        args.policies,
+        args.seeds,
+        args.split,
+        args.episodes,  # options named as run_campaign's parameters
+        extra_policies=runs,
         out_dir=args.out,
         progress=args.progress,
         plots=not args.no_plots,
