@@ -90,6 +90,7 @@ from powerzoo.benchmarks.report import (
     SUMMARY_COLUMNS,
     CampaignResult,
     file_label,
+    summary_row,
     write_csv_tables,
     write_results_markdown,
 )
@@ -100,7 +101,6 @@ from powerzoo.benchmarks.stats import (
     EPISODE_SEED_STRIDE,
     bootstrap_ci,
     episode_seed,
-    score_columns,
     summarize_campaign_episodes,
 )
 from powerzoo.envs.introspect import constraint_names_of, task_of
@@ -376,7 +376,16 @@ def run_campaign(
     bar.close()
 
     summary_rows = [
-        _summary_row(e, by_entry[id(e)], days_of[id(e)], cost_names[e.task], split)
+        summary_row(
+            e.task,
+            e.policy,
+            e.kind,
+            e.source,
+            by_entry[id(e)],
+            days_of[id(e)],
+            cost_names[e.task],
+            split,
+        )
         for e in entries
         if by_entry.get(id(e))
     ]
@@ -398,31 +407,6 @@ def run_campaign(
     write_results_markdown(result)
     result.wall_seconds = time.perf_counter() - started
     return result
-
-
-def _summary_row(
-    entry: _Entry,
-    records: list[dict[str, Any]],
-    days: list[int],
-    cost_names: Sequence[str],
-    split: str,
-) -> dict[str, Any]:
-    """The ``results.csv`` row of one task x policy from its episode rows."""
-    stats = summarize_campaign_episodes(records, cost_names)
-    used_seeds = list(dict.fromkeys(r["seed"] for r in records))
-    row = {
-        "task": entry.task,
-        "split": split,
-        "policy": entry.policy,
-        "kind": entry.kind,
-        "source": entry.source,
-        "n_seeds": len(used_seeds),
-        "seeds": " ".join(map(str, used_seeds)),
-        "n_days": len(days),
-        **stats,
-    }
-    row.update(score_columns(entry.task, split, days, row))
-    return row
 
 
 def _write_plots(

@@ -21,6 +21,8 @@ from powerzoo.benchmarks.stats import (
     BOOTSTRAP_SEED,
     CONFIDENCE,
     EPISODE_SEED_STRIDE,
+    score_columns,
+    summarize_campaign_episodes,
 )
 from powerzoo.fileio import atomic_write_text
 from powerzoo.tasks import task_spec
@@ -33,6 +35,9 @@ __all__ = [
     "write_results_markdown",
     "results_markdown",
     "file_label",
+    "csv_text",
+    "cost_columns",
+    "summary_row",
 ]
 
 SUMMARY_COLUMNS = (
@@ -215,7 +220,9 @@ def write_results_markdown(result: CampaignResult) -> Path:
 
 
 # ---- CSV -----------------------------------------------------------------------------------------
-def _csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
+def csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
+    """CSV text of ``rows`` under ``columns`` (keys outside them ignored): floats written with
+    ``repr`` (exact round trip), ``None`` as an empty cell."""
     buffer = io.StringIO()
     writer = csv.DictWriter(
         buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
@@ -234,9 +241,39 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def _cost_columns(cost_names: dict[str, tuple[str, ...]], suffixes: Sequence[str]) -> list[str]:
+def cost_columns(cost_names: dict[str, tuple[str, ...]], suffixes: Sequence[str]) -> list[str]:
+    """``cost_<name><suffix>`` for every constraint name of every task (first seen first) and
+    every suffix."""
     names = list(dict.fromkeys(n for names in cost_names.values() for n in names))
     return [f"cost_{n}{s}" for n in names for s in suffixes]
+
+
+def summary_row(
+    task: str,
+    policy: str,
+    kind: str,
+    source: str,
+    episodes: Sequence[dict[str, Any]],
+    days: Sequence[int],
+    cost_names: Sequence[str],
+    split: str,
+) -> dict[str, Any]:
+    """The ``results.csv`` row of one task x policy from its episode rows (``episodes.csv``
+    rows of all its seeds, evaluated on ``days`` of ``split``)."""
+    seeds = list(dict.fromkeys(r["seed"] for r in episodes))
+    row = {
+        "task": task,
+        "split": split,
+        "policy": policy,
+        "kind": kind,
+        "source": source,
+        "n_seeds": len(seeds),
+        "seeds": " ".join(map(str, seeds)),
+        "n_days": len(days),
+        **summarize_campaign_episodes(episodes, cost_names),
+    }
+    row.update(score_columns(task, split, days, row))
+    return row
 
 
 def write_csv_tables(result: CampaignResult) -> None:
@@ -246,13 +283,13 @@ def write_csv_tables(result: CampaignResult) -> None:
     out.mkdir(parents=True, exist_ok=True)
     result.files["results_csv"] = atomic_write_text(
         out / "results.csv",
-        _csv_text(
-            [*SUMMARY_COLUMNS, *_cost_columns(names, ("_mean", "_ci_low", "_ci_high"))], result.rows
+        csv_text(
+            [*SUMMARY_COLUMNS, *cost_columns(names, ("_mean", "_ci_low", "_ci_high"))], result.rows
         ),
     )
     result.files["episodes_csv"] = atomic_write_text(
         out / "episodes.csv",
-        _csv_text([*EPISODE_COLUMNS, *_cost_columns(names, ("",))], result.episodes),
+        csv_text([*EPISODE_COLUMNS, *cost_columns(names, ("",))], result.episodes),
     )
 
 

@@ -7,6 +7,12 @@ import argparse
 from typing import Any
 
 from powerzoo.benchmarks.policies import BASELINE_POLICIES  # light: no torch, no task data
+from powerzoo.cli.common import (
+    add_model_argument,
+    add_progress_argument,
+    add_split_and_episodes,
+    print_tables,
+)
 
 __all__ = ["add_parser"]
 
@@ -15,30 +21,27 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from powerzoo.benchmarks.campaign import run_campaign
     from powerzoo.cli.runs import run_entry
 
+    runs = (run_entry(run_dir, args.run_model) for run_dir in args.runs)  # loaded after checks
     result = run_campaign(
         args.tasks,
-        policies=args.policies,
-        seeds=args.seeds,
-        split=args.split,
-        episodes=args.episodes,
-        extra_policies=(
-            run_entry(run_dir, args.run_model) for run_dir in args.runs
-        ),  # loaded after validation
+        args.policies,
+        args.seeds,
+        args.split,
+        args.episodes,  # options named as run_campaign's parameters
+        extra_policies=runs,
         out_dir=args.out,
         progress=args.progress,
         plots=not args.no_plots,
     )
-    print(result.markdown(), end="")
-    print()
-    for label, path in (
-        ("summary (CSV)", result.files["results_csv"]),
-        ("summary (Markdown)", result.files["results_md"]),
-        ("episodes (CSV)", result.files["episodes_csv"]),
-    ):
-        print(f"{label}: {path}")
-    for path in result.plots:
-        print(f"plot: {path}")
-    print(f"{len(result.episodes)} episodes in {result.wall_seconds:.1f} s")
+    print_tables(
+        result,
+        (
+            ("results_csv", "summary (CSV)"),
+            ("results_md", "summary (Markdown)"),
+            ("episodes_csv", "episodes (CSV)"),
+        ),
+        f"{len(result.episodes)} episodes in {result.wall_seconds:.1f} s",
+    )
     return 0
 
 
@@ -71,13 +74,7 @@ def add_parser(sub: Any) -> None:
         metavar="SEED",
         help="campaign seeds (default: 0)",
     )
-    p.add_argument("--split", default="test", help="data split (default: test)")
-    p.add_argument(
-        "--episodes",
-        type=int,
-        default=None,
-        help="days per seed, spread evenly over the split (default: every day)",
-    )
+    add_split_and_episodes(p, "days per seed, spread evenly over the split (default: every day)")
     p.add_argument(
         "--runs",
         nargs="+",
@@ -85,18 +82,8 @@ def add_parser(sub: Any) -> None:
         metavar="RUN_DIR",
         help="trained run folders (powerzoo train) to evaluate on their own task",
     )
-    p.add_argument(
-        "--run-model",
-        choices=("best", "final", "latest"),
-        default="best",
-        help="model of each run folder (default: best, else final)",
-    )
+    add_model_argument(p, "--run-model", "model of each run folder (default: best, else final)")
     p.add_argument("--out", default="results/bench", help="output folder (default: results/bench)")
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar (default: on when stderr is a terminal)",
-    )
+    add_progress_argument(p)
     p.set_defaults(func=_cmd_bench)

@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Any
 
+from powerzoo.cli.common import add_progress_argument, print_tables
+
 __all__ = ["add_parser"]
 
 
@@ -31,21 +33,16 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
             return 2
         outcome = run_ray(campaign, out, address=args.address, progress=args.progress)
     result = outcome.result
-    print(result.markdown(), end="")
-    print()
-    for key, label in (
-        ("results_csv", "summary (CSV)"),
-        ("results_md", "summary (Markdown)"),
-        ("trials_csv", "one row per trial (CSV)"),
-        ("episodes_csv", "episodes (CSV)"),
-    ):
-        print(f"{label}: {result.files[key]}")
-    for path in result.plots:
-        print(f"plot: {path}")
-    done = len(outcome.trials)
-    print(
-        f"{done} of {len(campaign.trials)} trial(s) finished ({args.backend} backend); "
-        f"trial folders in {result.out_dir / 'trials'}"
+    print_tables(
+        result,
+        (
+            ("results_csv", "summary (CSV)"),
+            ("results_md", "summary (Markdown)"),
+            ("trials_csv", "one row per trial (CSV)"),
+            ("episodes_csv", "episodes (CSV)"),
+        ),
+        f"{len(outcome.trials)} of {len(campaign.trials)} trial(s) finished "
+        f"({args.backend} backend); trial folders in {result.out_dir / 'trials'}",
     )
     return 0 if not outcome.failed else 1
 
@@ -88,10 +85,5 @@ def add_parser(sub: Any) -> None:
         metavar="DIR",
         help="output folder (default: results/campaign-<name>)",
     )
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar / Tune status (default: on when stderr is a terminal)",
-    )
+    add_progress_argument(p, "progress bar / Tune status")
     p.set_defaults(func=_cmd_campaign)

@@ -9,6 +9,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from powerzoo.cli.common import add_model_argument, add_progress_argument, add_split_and_episodes
+
 __all__ = ["add_parsers", "evaluate_run", "format_summary"]
 
 
@@ -202,30 +204,14 @@ def add_parsers(sub: Any) -> None:
         default="shared",
         help="multi-agent tasks: one shared policy (default) or independent learners",
     )
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar (default: on when stderr is a terminal)",
-    )
+    add_progress_argument(p)
     p.set_defaults(func=_cmd_train)
     p = sub.add_parser(
         "eval", help="evaluate a run's model: table, per-episode CSV, plot of one episode"
     )
     p.add_argument("run_dir")
-    p.add_argument("--split", default="test", help="data split (default: test)")
-    p.add_argument(
-        "--episodes",
-        type=int,
-        default=None,
-        help="number of days (default: every day of the split)",
-    )
-    p.add_argument(
-        "--model",
-        choices=("best", "final", "latest"),
-        default="best",
-        help="which model of the run (default: best, else final)",
-    )
+    add_split_and_episodes(p, "number of days (default: every day of the split)")
+    add_model_argument(p, "--model", "which model of the run (default: best, else final)")
     p.add_argument(
         "--stochastic", action="store_true", help="sample actions instead of the deterministic ones"
     )

@@ -88,38 +88,15 @@ class DayTypeTrips:
             raise ValueError("spreads must be >= 0 and miles_mean > 0")
 
 
-# by calendar.day_types(): 0 weekday, 1 Saturday, 2 Sunday or holiday
-TRIP_LAWS = (
-    DayTypeTrips(
-        p_drive=0.95,
-        leave_mean_h=7.5,
-        leave_sd_h=1.4,
-        leave_min_h=5.0,
-        leave_max_h=11.0,
-        away_mean_h=9.5,
-        away_sd_h=1.5,
-        miles_mean=30.0,
-    ),
-    DayTypeTrips(
-        p_drive=0.75,
-        leave_mean_h=11.0,
-        leave_sd_h=2.0,
-        leave_min_h=7.0,
-        leave_max_h=18.0,
-        away_mean_h=4.0,
-        away_sd_h=2.0,
-        miles_mean=24.0,
-    ),
-    DayTypeTrips(
-        p_drive=0.60,
-        leave_mean_h=11.0,
-        leave_sd_h=2.0,
-        leave_min_h=7.0,
-        leave_max_h=18.0,
-        away_mean_h=4.0,
-        away_sd_h=2.0,
-        miles_mean=24.0,
-    ),
+# by calendar.day_types(): 0 weekday, 1 Saturday, 2 Sunday or holiday; each row holds the fields
+# of DayTypeTrips in order: p_drive, leave mean / sd / min / max (h), away mean / sd (h), miles_mean
+TRIP_LAWS = tuple(
+    DayTypeTrips(*fields)
+    for fields in (
+        (0.95, 7.5, 1.4, 5.0, 11.0, 9.5, 1.5, 30.0),
+        (0.75, 11.0, 2.0, 7.0, 18.0, 4.0, 2.0, 24.0),
+        (0.60, 11.0, 2.0, 7.0, 18.0, 4.0, 2.0, 24.0),
+    )
 )
 
 

@@ -23,7 +23,11 @@ __all__ = ["DieselGenerator", "DieselParams", "diesel_output_mw"]
 
 @dataclasses.dataclass(frozen=True)
 class DieselParams:
-    """Diesel generator rating, fuel cost and emission factor."""
+    """Diesel generator rating, fuel cost and emission factor (sources in the module docstring).
+
+    ``rated_mw`` (MW), ``min_stable_fraction`` (of the rating), ``fuel_cost_per_mwh`` ($/MWh of
+    output), ``co2_t_per_mwh`` (t CO2/MWh of output).
+    """
 
     rated_mw: float = 2.5
     min_stable_fraction: float = 0.3

@@ -10,6 +10,7 @@ gives every agent the team reward. Every agent's info carries the shared CMDP ke
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -277,16 +278,15 @@ class PowerZooDictEnv(PowerZooParallelEnv):
     ``RandomPolicy(env.action_space)`` samples a joint action).
     """
 
-    def __init__(
-        self,
-        task: Task,
-        obs_mode: str | None = None,
-        normalize: bool = False,
-        reward: RewardSpec = None,
-    ) -> None:
-        super().__init__(task, obs_mode, normalize, reward)
-        self.observation_space_dict = gym.spaces.Dict(self.observation_spaces)
-        self.action_space_dict = gym.spaces.Dict(self.action_spaces)
+    @functools.cached_property
+    def observation_space_dict(self) -> gym.spaces.Dict:
+        """Every agent's observation space as one ``Dict`` space (built on first use, kept)."""
+        return gym.spaces.Dict(self.observation_spaces)
+
+    @functools.cached_property
+    def action_space_dict(self) -> gym.spaces.Dict:
+        """Every agent's action space as one ``Dict`` space (built on first use, kept)."""
+        return gym.spaces.Dict(self.action_spaces)
 
     @property
     def observation_space(self) -> Any:  # type: ignore[override]

@@ -20,11 +20,10 @@ __all__ = [
     "FeederPlan",
     "backward",
     "cold_start",
-    "dense_step",
     "feeder_plan",
     "gather",
     "iterate",
-    "sweep_step",
+    "voltage_step",
 ]
 
 RETIRE_FROM = 12  # from this iteration on, converged rows leave the working batch
@@ -187,32 +186,25 @@ def gather(
     np.multiply(picked.T if rows else picked, scale, out=out)
 
 
-def dense_step(
+def voltage_step(
     plan: FeederPlan,
     cs: np.ndarray,
     v0: np.ndarray,
     v: np.ndarray,
     out: np.ndarray,
     work: np.ndarray,
+    rows: bool,
 ) -> None:
-    """One iteration in the [B, m] layout: ``out = V0 - conj(S / V) @ Z`` (``v0``: [B, 1])."""
-    np.conjugate(v, out=work)
-    np.divide(cs, work, out=work)
-    np.matmul(work, plan.z_path, out=out)
-    np.subtract(v0, out, out=out)
-
-
-def sweep_step(
-    plan: FeederPlan,
-    cs: np.ndarray,
-    v0: np.ndarray,
-    v: np.ndarray,
-    out: np.ndarray,
-    work: np.ndarray,
-) -> None:
-    """One iteration in the [m, B] layout, level by level over the tree depth (``v0``: [B])."""
+    """One fixed-point iteration ``out = V0 - Z conj(S / V)``: the bus currents, then in the
+    [B, m] layout (``v0``: [B, 1]) one product with the path impedances, or in the [m, B] layout
+    (``rows``; ``v0``: [B]) a backward sweep of the branch currents and a forward sweep of the
+    voltages, level by level over the tree depth."""
     np.conjugate(v, out=work)
     np.divide(cs, work, out=work)  # bus currents
+    if not rows:
+        np.matmul(work, plan.z_path, out=out)
+        np.subtract(v0, out, out=out)
+        return
     backward(plan, work)  # branch currents
     np.multiply(work, plan.z_col, out=work)  # voltage drop over each row's branch
     for start, stop, prow in plan.forward_levels:
@@ -245,7 +237,6 @@ def iterate(
     """Fixed-point iteration from ``v`` in either layout (``scratch``: flat real buffer of
     ``v.size``); returns the final iterate (same layout, full batch), ``converged [B]`` and the
     number of iterations run."""
-    step = sweep_step if rows else dense_step
     axis = 1 if rows else 0  # batch axis
     batch = v.shape[axis]
     converged = np.zeros(batch, dtype=bool)
@@ -255,7 +246,7 @@ def iterate(
     change = scratch[: v.size].reshape(v.shape)  # |voltage change| of the iteration
     iterations = 0
     for iterations in range(1, max_iter + 1):
-        step(plan, cs, v0_b, v, new, work)
+        voltage_step(plan, cs, v0_b, v, new, work, rows)
         np.abs(np.subtract(new, v, out=work), out=change)
         delta = change.max()
         if delta < tol:  # every active row converged (NaN compares False)

@@ -86,6 +86,7 @@ __all__ = [
     "CheckpointConfig",
     "LoggingConfig",
     "RLConfig",
+    "override_field",
     "resolve_config",
     "task_field_problems",
     "DEFAULT_BUDGET",
@@ -404,13 +405,7 @@ def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfi
         if value is None and key in ("algorithm", "total_timesteps", "seed"):
             continue
         if key in TrainConfig.model_fields:
-            section = data.get(key)
-            merge = (
-                isinstance(value, Mapping)
-                and isinstance(section, Mapping)
-                and key != "algorithm_kwargs"
-            )
-            data[key] = {**section, **value} if merge else value
+            override_field(data, key, value)
         elif key in env_fields:
             data["env"] = {**(data.get("env") or {}), key: value}
         else:
@@ -420,6 +415,17 @@ def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfi
     if overrides.get("total_timesteps") is not None:
         data["episodes"] = None
     return TrainConfig.from_dict(data, source=source)
+
+
+def override_field(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set field ``key`` of the run-config dict ``data`` to ``value``; a mapping for a section
+    (``env``, ``evaluation``, ...) updates the section instead, except ``algorithm_kwargs``,
+    which is replaced whole."""
+    section = data.get(key)
+    merge = (
+        isinstance(value, Mapping) and isinstance(section, Mapping) and key != "algorithm_kwargs"
+    )
+    data[key] = {**section, **value} if merge else value
 
 
 def _format_errors(err: ValidationError) -> str:

@@ -38,6 +38,20 @@ def plain_attr(value: Any) -> Any:
     return value
 
 
+class _WholeArray:
+    """A :class:`DatasetLoader` attribute holding the whole dataset of the same name, read on
+    first access and kept (as ``functools.cached_property`` does)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, loader: DatasetLoader | None, owner: type | None = None) -> Any:
+        if loader is None:
+            return self
+        value = loader.__dict__[self.name] = loader._read(self.name)
+        return value
+
+
 class DatasetLoader:
     """Read a PowerZoo offline dataset (layout in :mod:`powerzoo.benchmarks.offline.schema`) after
     checking it.
@@ -166,45 +180,19 @@ class DatasetLoader:
     def _read(self, name: str) -> np.ndarray:
         return self._file[name][()]
 
-    @cached_property
-    def observations(self) -> np.ndarray:
-        return self._read("observations")
-
-    @cached_property
-    def next_observations(self) -> np.ndarray:
-        return self._read("next_observations")
-
-    @cached_property
-    def actions(self) -> np.ndarray:
-        return self._read("actions")
-
-    @cached_property
-    def rewards(self) -> np.ndarray:
-        return self._read("rewards")
-
-    @cached_property
-    def terminals(self) -> np.ndarray:
-        return self._read("terminals")
-
-    @cached_property
-    def truncations(self) -> np.ndarray:
-        return self._read("truncations")
+    observations = _WholeArray()
+    next_observations = _WholeArray()
+    actions = _WholeArray()
+    rewards = _WholeArray()
+    terminals = _WholeArray()
+    truncations = _WholeArray()
+    episode_starts = _WholeArray()
+    episode_lengths = _WholeArray()
+    episode_returns = _WholeArray()
 
     @cached_property
     def infos(self) -> dict[str, np.ndarray]:
         return {k: self._read(f"infos/{k}") for k in self.info_keys}
-
-    @cached_property
-    def episode_starts(self) -> np.ndarray:
-        return self._read("episode_starts")
-
-    @cached_property
-    def episode_lengths(self) -> np.ndarray:
-        return self._read("episode_lengths")
-
-    @cached_property
-    def episode_returns(self) -> np.ndarray:
-        return self._read("episode_returns")
 
     # ---- episodes and minibatches ------------------------------------------------------------
     def episode(self, index: int) -> dict[str, Any]:

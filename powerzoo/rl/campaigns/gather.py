@@ -26,11 +26,8 @@ plot of its first seed (each trial's own stays in its ``evaluation/`` folder).
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +36,18 @@ from powerzoo.benchmarks.plots import plot_return_vs_cost
 from powerzoo.benchmarks.report import (
     SUMMARY_COLUMNS,
     CampaignResult,
+    cost_columns,
+    csv_text,
     file_label,
     results_markdown,
+    summary_row,
     write_csv_tables,
     write_results_markdown,
 )
-from powerzoo.benchmarks.stats import score_columns, summarize_campaign_episodes
 from powerzoo.fileio import atomic_write_text
 from powerzoo.rl.campaigns.spec import CampaignSpec
 
-__all__ = ["gather", "CampaignOutcome", "TRIAL_COLUMNS", "summary_row"]
+__all__ = ["gather", "CampaignOutcome", "TRIAL_COLUMNS"]
 
 TRIAL_COLUMNS = (
     "trial_id",
@@ -83,32 +82,6 @@ class CampaignOutcome:
         return self.result.markdown()
 
 
-def summary_row(
-    task: str,
-    policy: str,
-    source: str,
-    episodes: Sequence[dict[str, Any]],
-    days: Sequence[int],
-    cost_names: Sequence[str],
-    split: str,
-) -> dict[str, Any]:
-    """The ``results.csv`` row of some trained episodes (the statistics ``bench`` computes)."""
-    seeds = list(dict.fromkeys(r["seed"] for r in episodes))
-    row = {
-        "task": task,
-        "split": split,
-        "policy": policy,
-        "kind": "trained",
-        "source": source,
-        "n_seeds": len(seeds),
-        "seeds": " ".join(map(str, seeds)),
-        "n_days": len(days),
-        **summarize_campaign_episodes(episodes, cost_names),
-    }
-    row.update(score_columns(task, split, days, row))
-    return row
-
-
 def gather(
     campaign: CampaignSpec,
     records: dict[str, dict[str, Any]],
@@ -141,6 +114,7 @@ def gather(
         row = summary_row(
             trial.task,
             trial.trial_label,
+            "trained",
             source,
             rec["episodes"],
             rec["days"],
@@ -165,6 +139,7 @@ def gather(
             summary_row(
                 task,
                 label,
+                "trained",
                 f"{n_trials} trial(s) of {label}",
                 episodes,
                 days_of[task],
@@ -220,33 +195,13 @@ def _copy_episode_plots(
 def _write_trial_tables(
     result: CampaignResult, trial_rows: list[dict[str, Any]], out: Path
 ) -> None:
-    names = list(dict.fromkeys(n for names in result.cost_names.values() for n in names))
-    cost_cols = [f"cost_{n}{s}" for n in names for s in ("_mean", "_ci_low", "_ci_high")]
+    cost_cols = cost_columns(result.cost_names, ("_mean", "_ci_low", "_ci_high"))
     columns = [*TRIAL_COLUMNS, *SUMMARY_COLUMNS, *cost_cols]
-    result.files["trials_csv"] = atomic_write_text(out / "trials.csv", _csv(columns, trial_rows))
+    result.files["trials_csv"] = atomic_write_text(
+        out / "trials.csv", csv_text(columns, trial_rows)
+    )
     per_trial = dataclasses.replace(result, rows=trial_rows, notes=[], files={}, plots=[])
     text = results_markdown(per_trial).replace(
         "# PowerZoo benchmark campaign", "# PowerZoo campaign: one row per trial", 1
     )
     result.files["trials_md"] = atomic_write_text(out / "trials.md", text)
-
-
-def _csv(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> str:
-    """CSV text with floats written by ``repr`` (exact round trip) and ``None`` as an empty cell."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(
-        buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
-    )
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(
-            {
-                k: ""
-                if row.get(k) is None
-                else repr(v)
-                if isinstance(v := row.get(k), float)
-                else v
-                for k in columns
-            }
-        )
-    return buffer.getvalue()

@@ -8,7 +8,7 @@ trains.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from powerzoo.rl.campaigns.spec import (
     TrialSpec,
     config_hash,
 )
-from powerzoo.rl.config import ConfigError, TrainConfig
+from powerzoo.rl.config import ConfigError, TrainConfig, override_field
 
 __all__ = ["load_campaign", "parse_campaign"]
 
@@ -52,6 +52,16 @@ def load_campaign(path: str | Path) -> CampaignSpec:
 
 def _fail(where: str, message: str) -> CampaignError:
     return CampaignError(f"{where}: {message}")
+
+
+def _reject_outside(
+    where: str, values: Iterable[Any], allowed: Collection[Any], before: str, after: str = ""
+) -> None:
+    """``CampaignError`` ``before`` + the values outside ``allowed`` (their reprs, in order) +
+    ``after``, if there are any."""
+    outside = [v for v in values if v not in allowed]
+    if outside:
+        raise _fail(where, f"{before}{', '.join(map(repr, outside))}{after}")
 
 
 def _check_keys(where: str, section: Any, allowed: set[str], field: str) -> dict[str, Any]:
@@ -91,12 +101,9 @@ def parse_campaign(
         tasks = [tasks]
     if not isinstance(tasks, list) or not tasks:
         raise _fail(where, "'tasks' must be a non-empty list of task names")
-    unknown = [t for t in tasks if t not in registered]
-    if unknown:
-        raise _fail(
-            where,
-            f"unknown task(s) {', '.join(map(repr, unknown))}; registered: {', '.join(registered)}",
-        )
+    _reject_outside(
+        where, tasks, registered, "unknown task(s) ", f"; registered: {', '.join(registered)}"
+    )
     if len(set(tasks)) != len(tasks):
         raise _fail(where, f"'tasks' repeats a task: {tasks}")
     seeds = data["seeds"]
@@ -128,13 +135,13 @@ def parse_campaign(
             f"got {episodes!r}",
         )
     baselines = ev.get("baselines", list(BASELINE_POLICIES)) or []
-    bad = [b for b in baselines if b not in BASELINE_POLICIES]
-    if bad:
-        raise _fail(
-            where,
-            f"'evaluation.baselines': unknown baseline(s) {', '.join(map(repr, bad))}; "
-            f"valid: {', '.join(BASELINE_POLICIES)}",
-        )
+    _reject_outside(
+        where,
+        baselines,
+        BASELINE_POLICIES,
+        "'evaluation.baselines': unknown baseline(s) ",
+        f"; valid: {', '.join(BASELINE_POLICIES)}",
+    )
     model = ev.get("model", "best")
     if model not in MODEL_CHOICES:
         raise _fail(
@@ -230,11 +237,7 @@ def _budget(where: str, section: Any, tasks: list[str]) -> dict[str, dict[str, A
     per_task = section.pop("per_task", None) or {}
     if not isinstance(per_task, Mapping):
         raise _fail(where, "'budget.per_task' must be a mapping {task: {total_timesteps, n_envs}}")
-    stray = [t for t in per_task if t not in tasks]
-    if stray:
-        raise _fail(
-            where, f"'budget.per_task' names task(s) outside 'tasks': {', '.join(map(repr, stray))}"
-        )
+    _reject_outside(where, per_task, tasks, "'budget.per_task' names task(s) outside 'tasks': ")
     out = {}
     for task in tasks:
         merged = {
@@ -287,13 +290,9 @@ def _algorithm_tasks(
         raise _fail(
             where, f"'algorithms.{name}.tasks' must be a non-empty list of the campaign's tasks"
         )
-    stray = [t for t in listed if t not in tasks]
-    if stray:
-        raise _fail(
-            where,
-            f"'algorithms.{name}.tasks' names task(s) outside 'tasks': "
-            f"{', '.join(map(repr, stray))}",
-        )
+    _reject_outside(
+        where, listed, tasks, f"'algorithms.{name}.tasks' names task(s) outside 'tasks': "
+    )
     bad = [t for t in listed if not _can_train(algo, t)]
     if bad:
         raise _fail(
@@ -359,13 +358,7 @@ def _train_config(
             "(tasks, algorithms, seeds, --out)",
         )
     for key, value in overrides.items():
-        section = data.get(key)
-        merge = (
-            isinstance(value, Mapping)
-            and isinstance(section, Mapping)
-            and key != "algorithm_kwargs"
-        )
-        data[key] = {**section, **value} if merge else value
+        override_field(data, key, value)
     kwargs = setting.get("algorithm_kwargs") or {}
     if not isinstance(kwargs, Mapping):
         raise _fail(where, f"{field}.algorithm_kwargs must be a mapping")

@@ -37,7 +37,9 @@ from powerzoo.rl.mappo.buffer import GroupRollout, Rollout
 from powerzoo.rl.mappo.counterfactual import (
     QNorm,
     counterfactual_advantages,
+    counterfactual_baseline,
     own_slot_placement,
+    q_critic_rows,
     team_actions,
 )
 from powerzoo.rl.mappo.exploration import GroupPolicy, per_env_step_rows
@@ -392,17 +394,19 @@ class MultiAgentPPO(nn.Module):
         gradient clip)."""
         n = self.layouts[name].n
         steps = len(rows) // n  # env steps
-        rows.advantages, q_inputs, q_targets = counterfactual_advantages(
-            self.q_critics[name],
-            self.q_norms[name],
+        q_critic, q_norm = self.q_critics[name], self.q_norms[name]
+        critic_x, team = rows.value.inputs.reshape(steps, n, -1), team.reshape(steps, -1)
+        q_inputs, q_targets = q_critic_rows(q_critic, q_norm, critic_x, team, returns)
+        baseline = counterfactual_baseline(
+            q_critic,
             self.actors[name],
             rows.actor_x.reshape(steps, n, -1),
-            rows.value.inputs.reshape(steps, n, -1),
-            team.reshape(steps, -1),
+            critic_x,
+            team,
             self._places[name],
             self.params.counterfactual_samples,
-            returns,
         )
+        rows.advantages = counterfactual_advantages(q_norm, returns, baseline)
         q_fit = CriticFit(
             "q_value_loss", self.q_critics[name], q_inputs, q_targets, self.q_optims[name], None
         )

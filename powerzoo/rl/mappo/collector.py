@@ -25,7 +25,7 @@ from powerzoo.envs.introspect import inspect_env
 from powerzoo.rl.mappo.algorithm import MultiAgentPPO
 from powerzoo.rl.mappo.buffer import GroupRollout, Rollout
 
-__all__ = ["Collector", "EpisodeBatch"]
+__all__ = ["CollectResult", "Collector", "EpisodeBatch", "require_reset"]
 
 
 @dataclasses.dataclass
@@ -39,12 +39,39 @@ class EpisodeBatch:
     lengths: np.ndarray  # [E]
     mean_step_selected_costs: np.ndarray  # [k] over every step of the rollout
 
+    @classmethod
+    def empty(
+        cls, n_agents: int, n_constraints: int, mean_step_selected_costs: np.ndarray
+    ) -> EpisodeBatch:
+        """No finished episode (E = 0), only the rollout's mean step costs ``[k]``."""
+        k = mean_step_selected_costs.shape[-1]
+        return cls(
+            np.zeros(0),
+            np.zeros((0, n_agents)),
+            np.zeros((0, n_constraints)),
+            np.zeros((0, k)),
+            np.zeros(0, np.int64),
+            mean_step_selected_costs,
+        )
+
     def mean_episode_selected_costs(self, horizon: int) -> np.ndarray:
         """Mean episode cost per selected constraint: over finished episodes, else step rate x
         horizon."""
         if len(self.returns):
             return self.selected_costs.mean(axis=0)
         return self.mean_step_selected_costs * horizon
+
+
+CollectResult = tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]
+"""What a collector's ``collect`` returns: the rollout, the finished episodes, and the values
+and cost values (``None`` without cost critics) of every group after the last step."""
+
+
+def require_reset(obs: Any) -> Any:
+    """``obs`` of a collector, or ``RuntimeError`` when it was never reset (``None``)."""
+    if obs is None:
+        raise RuntimeError("call reset() before collect()")
+    return obs
 
 
 class Collector:
@@ -75,14 +102,11 @@ class Collector:
         """[N, n_agents * d]: every agent's observation, agent-major (equals ``env.state()``)."""
         return np.concatenate([np.asarray(obs[a], np.float32) for a in self.agents], axis=1)
 
-    def collect(
-        self, n_steps: int
-    ) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    def collect(self, n_steps: int) -> CollectResult:
         """``n_steps`` batched steps: the rollout, the finished episodes, and the values after the
         last step."""
-        if self.obs is None:
-            raise RuntimeError("call reset() before collect()")
         learner, env = self.learner, self.env
+        obs = require_reset(self.obs)
         centralised, k = learner.centralised, len(learner.cost_names)
         groups = {
             name: GroupRollout.empty(n_steps, self.n_envs, g.n, g.obs_dim, g.act_dim, k)
@@ -95,7 +119,6 @@ class Collector:
         terminated = np.zeros((n_steps, self.n_envs), bool)
         truncated = np.zeros((n_steps, self.n_envs), bool)
         finished: list[tuple[np.ndarray, ...]] = []
-        obs = self.obs
         for t in range(n_steps):
             obs_g = env.group_arrays(obs)
             state = self.global_state(obs) if centralised else None
@@ -170,24 +193,14 @@ class Collector:
         return out
 
     def _episodes(self, finished: list[tuple[np.ndarray, ...]], costs: np.ndarray) -> EpisodeBatch:
-        if finished:
-            agent_returns, ep_costs, ep_selected, lengths = (
-                np.concatenate(x) for x in zip(*finished, strict=True)
-            )
-        else:
-            agent_returns = np.zeros((0, len(self.agents)))
-            ep_costs, ep_selected = (
-                np.zeros((0, self.n_constraints)),
-                np.zeros((0, self.n_selected)),
-            )
-            lengths = np.zeros(0, np.int64)
+        step_costs = costs.reshape(-1, self.n_selected).mean(axis=0)
+        if not finished:
+            return EpisodeBatch.empty(len(self.agents), self.n_constraints, step_costs)
+        agent_returns, ep_costs, ep_selected, lengths = (
+            np.concatenate(x) for x in zip(*finished, strict=True)
+        )
         return EpisodeBatch(
-            agent_returns.sum(axis=1),
-            agent_returns,
-            ep_costs,
-            ep_selected,
-            lengths,
-            costs.reshape(-1, self.n_selected).mean(axis=0),
+            agent_returns.sum(axis=1), agent_returns, ep_costs, ep_selected, lengths, step_costs
         )
 
     # ---- exact continuation ---------------------------------------------------------------------

@@ -18,7 +18,8 @@ policy):
 
 The baseline is computed with the Q-critic before it is trained on the current rollout (it never
 sees the returns it is subtracted from), then the Q-critic trains with the value critic
-(:func:`counterfactual_advantages` prepares both, before the PPO epochs).
+(:func:`q_critic_rows`, :func:`counterfactual_baseline` and :func:`counterfactual_advantages`
+prepare both, in that order, before the PPO epochs).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "own_slot_placement",
     "counterfactual_baseline",
     "counterfactual_advantages",
+    "q_critic_rows",
 ]
 
 
@@ -151,40 +153,38 @@ def counterfactual_baseline(
     return q.reshape(samples, m, n).mean(0)
 
 
-def counterfactual_advantages(
+def q_critic_rows(
     q_critic: Critic,
     q_norm: QNorm,
-    actor: Actor,
-    actor_x: torch.Tensor,
     critic_x: torch.Tensor,
     team: torch.Tensor,
-    place: torch.Tensor,
-    samples: int,
     returns: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The advantage variant of one group, and its Q-critic's training rows (one per agent).
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Q-critic's training rows of one group (one per agent and env step).
 
-    Folds ``returns`` into ``q_norm`` (rescaling the Q-critic so its outputs are preserved), then
-    ``A_i = G_i - b_i`` with the baseline of the Q-critic before this rollout's update.
+    Folds ``returns`` into ``q_norm`` first, which rescales the Q-critic so its outputs in task
+    units are preserved; :func:`counterfactual_baseline` runs after this, on the rescaled critic.
 
     Args:
         q_critic, q_norm: the group's Q-critic and its target statistics.
-        actor: the group's actor (the behaviour policy).
-        actor_x: actor inputs ``[E, n, obs (+ ids)]``, one row per env step.
-        critic_x: critic inputs ``[E, n, state (+ ids)]``.
-        team: team actions ``[E, J]``.
-        place: :func:`own_slot_placement` of the group ``[n, d, J]``.
-        samples: ``K`` draws of each agent's own action.
+        critic_x: critic inputs ``[E, n, state (+ ids)]``, one row per env step.
+        team: team actions ``[E, J]`` (:func:`team_actions`).
         returns: return targets ``[E * n, 1]`` (task units, float64; agent fastest).
 
     Returns:
-        Advantages ``[E * n]`` (float32), Q-critic inputs ``[E * n, state (+ ids) + J]`` and
-        targets ``[E * n, 1]`` (normalised, float32).
+        Q-critic inputs ``[E * n, state (+ ids) + J]`` and targets ``[E * n, 1]`` (normalised,
+        float32).
     """
     e, n = critic_x.shape[0], critic_x.shape[1]
     q_inputs = torch.cat([critic_x, team.unsqueeze(1).expand(e, n, team.shape[-1])], -1)
     q_norm.update(returns, q_critic.net[-1])
-    q_targets = q_norm.normalize(returns).float()
-    base = counterfactual_baseline(q_critic, actor, actor_x, critic_x, team, place, samples)
-    adv = (returns.reshape(e * n) - q_norm.denormalize(base.double()).reshape(e * n)).float()
-    return adv, q_inputs.reshape(e * n, -1), q_targets
+    return q_inputs.reshape(e * n, -1), q_norm.normalize(returns).float()
+
+
+def counterfactual_advantages(
+    q_norm: QNorm, returns: torch.Tensor, baseline: torch.Tensor
+) -> torch.Tensor:
+    """``A_i = G_i - b_i``, float32 ``[E * n]``: ``returns`` ``[E * n, 1]`` (task units, float64)
+    less the :func:`counterfactual_baseline` ``[E, n]`` (normalised units, after
+    :func:`q_critic_rows`) in task units."""
+    return (returns.reshape(-1) - q_norm.denormalize(baseline.double()).reshape(-1)).float()

@@ -47,7 +47,7 @@ from powerzoo.envs.introspect import inspect_env
 from powerzoo.envs.make import make_env
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.buffer import GroupRollout, Rollout
-from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
+from powerzoo.rl.mappo.collector import Collector, CollectResult, EpisodeBatch, require_reset
 from powerzoo.rl.mappo.hparams import MAPPOParams
 
 __all__ = ["RemoteCollector", "RolloutWorker", "RowSlicedGenerator", "import_ray", "split_rows"]
@@ -195,22 +195,16 @@ class _BlockCollector(Collector):
         self.finished: list[tuple[np.ndarray, ...]] = []
         self.costs: np.ndarray | None = None
 
-    def collect(
-        self, n_steps: int
-    ) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    def collect(self, n_steps: int) -> CollectResult:
         self._t, self.keys = 0, []
         return super().collect(n_steps)
 
-    def _track(
-        self,
-        rewards: dict[str, np.ndarray],
-        info: dict[str, Any],
-        selected: np.ndarray,
-        done: np.ndarray,
-    ) -> list[tuple[np.ndarray, ...]]:
-        out = super()._track(rewards, info, selected, done)
+    def _track(self, *step: Any) -> list[tuple[np.ndarray, ...]]:
+        """:meth:`Collector._track` (same arguments, ``done`` last), remembering the step and the
+        global rows of the episodes that end."""
+        out = super()._track(*step)
         if out:
-            self.keys.append((self._t, np.flatnonzero(done) + self.row0))
+            self.keys.append((self._t, np.flatnonzero(step[-1]) + self.row0))
         self._t += 1
         return out
 
@@ -379,13 +373,10 @@ class RemoteCollector:
                 draws[name].append(torch.randn((self.n_envs, g.n, g.act_dim), device=dev))
         return {name: torch.stack(d).cpu().numpy() for name, d in draws.items()}
 
-    def collect(
-        self, n_steps: int
-    ) -> tuple[Rollout, EpisodeBatch, dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    def collect(self, n_steps: int) -> CollectResult:
         """One whole rollout per actor, joined: the rollout, finished episodes, values after the
         last step."""
-        if self.obs is None:
-            raise RuntimeError("call reset() before collect()")
+        require_reset(self.obs)
         ray = self._ray
         weights = ray.put({k: v.detach().cpu() for k, v in self.learner.state_dict().items()})
         noise = self._noise(n_steps)
@@ -433,15 +424,7 @@ class RemoteCollector:
         k = costs.shape[-1]
         step_costs = costs.reshape(-1, k).mean(axis=0)
         if not chunks:
-            n_agents, n_constraints = parts[0]["sizes"]
-            return EpisodeBatch(
-                np.zeros(0),
-                np.zeros((0, n_agents)),
-                np.zeros((0, n_constraints)),
-                np.zeros((0, k)),
-                np.zeros(0, np.int64),
-                step_costs,
-            )
+            return EpisodeBatch.empty(*parts[0]["sizes"], step_costs)
         steps = np.concatenate([np.full(len(rows), t) for t, rows in keys])
         rows = np.concatenate([rows for _, rows in keys])
         order = np.lexsort((rows, steps))

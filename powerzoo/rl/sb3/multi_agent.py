@@ -118,8 +118,20 @@ class SB3MultiAgentTrainer(TrainerBase):
         eval_env = self._final_eval_env()
         return started, eval_env, self._ensure_run_dir()
 
-    def _tensorboard_log(self, run_dir: Path) -> str | None:
-        return str(run_dir / rd.TENSORBOARD_DIR) if self.config.logging.tensorboard else None
+    def _loop_kwargs(self, run_dir: Path) -> dict[str, Any]:
+        """The keywords both training loops take from the config: seed, training env, SB3
+        arguments, progress bar and TensorBoard folder (``run_dir/tensorboard`` or ``None``)."""
+        env, logging = self.config.env, self.config.logging
+        return {
+            "seed": self.config.seed,
+            "split": env.split,
+            "normalize": env.normalize,
+            "obs_mode": env.obs_mode,
+            "algo_kwargs": self.algorithm_kwargs(),
+            "task_kwargs": env.task_kwargs,
+            "progress": logging.progress_bar,
+            "tensorboard_log": str(run_dir / rd.TENSORBOARD_DIR) if logging.tensorboard else None,
+        }
 
     def train_il(
         self, rounds: int | None = None, steps_per_round: int | None = None
@@ -132,7 +144,6 @@ class SB3MultiAgentTrainer(TrainerBase):
         from powerzoo.rl.sb3.marl.loops import train_independent_learners
 
         started, eval_env, run_dir = self._start_multi_agent_run("train_il")
-        env = self.config.env
         n_agents = len(self.spec.agents)
         rounds = rounds or IL_ROUNDS
         steps_per_round = steps_per_round or max(
@@ -143,14 +154,7 @@ class SB3MultiAgentTrainer(TrainerBase):
             self.algorithm,
             rounds=rounds,
             steps_per_round=steps_per_round,
-            seed=self.config.seed,
-            split=env.split,
-            normalize=env.normalize,
-            obs_mode=env.obs_mode,
-            algo_kwargs=self.algorithm_kwargs(),
-            task_kwargs=env.task_kwargs,
-            progress=self.config.logging.progress_bar,
-            tensorboard_log=self._tensorboard_log(run_dir),
+            **self._loop_kwargs(run_dir),
         )
         self.shared_model = None
         return self._finish_multi_agent(
@@ -166,21 +170,13 @@ class SB3MultiAgentTrainer(TrainerBase):
         from powerzoo.rl.sb3.marl.loops import train_shared_policy
 
         started, eval_env, run_dir = self._start_multi_agent_run("train_marl_simultaneous")
-        env = self.config.env
         budget = total_timesteps or self.config.budget_timesteps()
         self.shared_model = train_shared_policy(
             self.task,
             self.algorithm,
             total_timesteps=budget,
             n_envs=self.config.n_envs,
-            seed=self.config.seed,
-            split=env.split,
-            normalize=env.normalize,
-            obs_mode=env.obs_mode,
-            algo_kwargs=self.algorithm_kwargs(),
-            task_kwargs=env.task_kwargs,
-            tensorboard_log=self._tensorboard_log(run_dir),
-            progress=self.config.logging.progress_bar,
+            **self._loop_kwargs(run_dir),
         )
         self.models = None
         return self._finish_multi_agent(run_dir, budget, started, eval_env)

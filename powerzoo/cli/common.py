@@ -1,0 +1,54 @@
+"""Pieces several ``powerzoo`` sub-commands share: their common arguments and the printout of a
+campaign's tables (``bench``, ``campaign``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "RUN_MODELS",
+    "add_model_argument",
+    "add_progress_argument",
+    "add_split_and_episodes",
+    "print_tables",
+]
+
+RUN_MODELS = ("best", "final", "latest")
+"""Models of a run folder a command can load (``best`` falls back to ``final``)."""
+
+
+def add_progress_argument(parser: argparse.ArgumentParser, what: str = "progress bar") -> None:
+    """``--progress`` / ``--no-progress``: ``what`` on or off (default ``None``: on when stderr
+    is a terminal)."""
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"{what} (default: on when stderr is a terminal)",
+    )
+
+
+def add_split_and_episodes(parser: argparse.ArgumentParser, episodes_help: str) -> None:
+    """``--split`` (default ``test``) and ``--episodes`` (days; default ``None``: every day)."""
+    parser.add_argument("--split", default="test", help="data split (default: test)")
+    parser.add_argument("--episodes", type=int, default=None, help=episodes_help)
+
+
+def add_model_argument(parser: argparse.ArgumentParser, flag: str, help_text: str) -> None:
+    """``flag``: which model of a run folder to load, one of :data:`RUN_MODELS` (default
+    ``best``)."""
+    parser.add_argument(flag, choices=RUN_MODELS, default="best", help=help_text)
+
+
+def print_tables(result: Any, files: Sequence[tuple[str, str]], last_line: str) -> None:
+    """Print a campaign's Markdown table, ``label: path`` for each ``(key, label)`` of
+    ``files`` (keys of ``result.files``), one line per plot, then ``last_line``."""
+    print(result.markdown(), end="")
+    print()
+    for key, label in files:
+        print(f"{label}: {result.files[key]}")
+    for path in result.plots:
+        print(f"plot: {path}")
+    print(last_line)
