@@ -76,6 +76,14 @@ class SB3MultiAgentTrainer(TrainerBase):
             f"({rd.AGENTS_DIR}/), no checkpoints to resume from; train it again or use MAPPO"
         )
 
+    def get_env(self) -> Any:
+        """Refused: the multi-agent loops build their own envs (one per agent, or a batched one)."""
+        raise ValueError(
+            f"get_env is for single-agent tasks; {self.task} is multi-agent: the training loops "
+            "(train_il(), train_marl_simultaneous()) build their envs; make_eval_env(split) gives "
+            "an evaluation env"
+        )
+
     def make_eval_env(self, split: str, objective: bool = False) -> Any:
         """The dict env (``framework="auto"``) on ``split`` with the training env's
         ``normalize``, ``obs_mode`` and ``task_kwargs``; returns are always the task's own."""
