@@ -29,8 +29,8 @@ Because the ladder rounds up by different amounts, a branch's base-case loading 
 so limits bind at different stress levels: with every load
 scaled uniformly the first branches overload from 1.23x (case33bw) / 1.24x (case141) of the base
 load, 3 of 32 / 14 of 140 branches at 1.3x and 11 / 47 at 1.5x; 1.5 MW of DER export at the end
-of the longest lateral loads that lateral to 1.27 / 1.32 of its rating (``tests/test_radial_pf.py``
-checks these properties).
+of the longest lateral loads that lateral to 1.27 / 1.32 of its rating
+(``tests/physics/test_radial_pf.py`` checks these properties).
 """
 
 from __future__ import annotations

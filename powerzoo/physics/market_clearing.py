@@ -31,7 +31,7 @@ outputs are NaN, ``status`` says so). Locational marginal prices are derivatives
 optimal as-bid cost w.r.t. bus demand: ``lmp_i = lambda + sum_l mu_l PTDF_{l,i}`` from the LP
 duals, as in :mod:`powerzoo.physics.dc_opf`. With all markups 0 and ``K = 1`` on a
 linear-cost case the clearing *is* the DC-OPF of the true costs (case5 at 1,000 MW:
-17,479.90 $/h, tests/test_market_clearing.py).
+17,479.90 $/h, tests/physics/test_market_clearing.py).
 
 How a batch is solved
 ---------------------

@@ -32,7 +32,7 @@ Non-convergence is reported in ``converged``, never raised: a scenario whose ite
 iterate, which is **not** a power-flow solution; callers treat such a row as a failed step.
 Units: MW, Mvar, MVA, kA, p.u. of the bus base voltage; net demand is positive for
 consumption and negative for export (DER injection). Validated against pandapower's
-Newton-Raphson in ``tests/test_radial_pf.py``.
+Newton-Raphson in ``tests/physics/test_radial_pf.py``.
 
 :func:`lindistflow` is the linear, lossless DistFlow approximation of the same feeder (for
 planners and oracles): squared voltages linear in the injections, ``v = V0^2 - 2 (R p + X q)``.

@@ -355,7 +355,7 @@ def describe(name: str, baselines: BaselineNumbers | None = None) -> str:
 # ---- the built-in tasks -------------------------------------------------------------------
 # name -> ("module:Class", Gymnasium id or None). The Gymnasium id repeats the spec's gym_id so
 # that `import powerzoo` registers it without importing the task module; the first use of the
-# task checks that the two agree (tests/test_clients.py checks every built-in).
+# task checks that the two agree (tests/envs/test_clients.py checks every built-in).
 _BUILTIN_TASKS: dict[str, tuple[str, str | None]] = {
     "battery_arbitrage": (
         "powerzoo.tasks.battery_arbitrage:BatteryArbitrage",

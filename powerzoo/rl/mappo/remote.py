@@ -27,7 +27,7 @@ a K-actor run step exactly like rows ``lo..hi-1`` of one in-process vector env o
 Exact equality holds on CPU (``device="cpu"``) for tasks whose random draws have the batch as
 their leading ``size`` axis and scalar parameters (every current task: only start days and
 ``ev_v2g`` trips use the runner's generator); networks are evaluated row by row, so a block's
-forward pass matches the full batch's (checked in ``tests/test_mappo_remote.py``).
+forward pass matches the full batch's (checked in ``tests/rl/test_mappo_remote.py``).
 
 Checkpoints store the collector state in the in-process format (the blocks joined), so a run
 resumes exactly with remote or in-process collection and any ``K``.

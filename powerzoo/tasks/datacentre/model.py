@@ -12,7 +12,7 @@ The tables it builds once (see :meth:`DataCentre._build`) are the speed shortcut
 :class:`~powerzoo.tasks.dc_microgrid.task.DCMicrogrid`: on steps where no bucket falls due and
 no day ends, the drop / carry bookkeeping whose result is known to be zero is skipped and the
 next arrivals are read from tables shifted by one step. Every shortcut gives the bits of the
-plain formula (``tests/test_speed_paths.py``).
+plain formula (``tests/envs/test_speed_paths.py``).
 """
 
 from __future__ import annotations

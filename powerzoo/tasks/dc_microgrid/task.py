@@ -133,7 +133,7 @@ class DCMicrogrid(Task):
         bookkeeping on the 11 steps in 12 where nothing falls due; the condenser temperature
         (weather only) is tabulated; the observation's time and weather fields come from one
         table row per (split day, step). Each shortcut gives the same bits as the plain formula
-        (``tests/test_speed_paths.py`` checks the step against it).
+        (``tests/envs/test_speed_paths.py`` checks the step against it).
         """
         p, w, dt_h = self.params, self.workload, self.spec.dt_h
 

@@ -30,7 +30,7 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   they come) the sagging lateral drops below 0.95 p.u. on 69 of the 77 test days (mean 1.4
   p.u.-steps of ``voltage_violation`` a day, no thermal overload); PV output helps only around
   midday. The rule-based baseline brings it to 0.12 (16 days), so where and when the batteries,
-  the inverters' Q and the flexible loads act matters (``tests/test_ders_benchmark.py``).
+  the inverters' Q and the flexible loads act matters (``tests/tasks/test_ders_benchmark.py``).
 * Reward, **shared** (team, $ per step), terms ``[loss_cost, pv_curtailment_cost,
   load_curtailment_cost, battery_cost]`` (each usually <= 0): ``-price x losses x dt``;
   ``-price x curtailed PV MWh`` (the energy the feeder must buy instead); ``-VOLL x curtailed

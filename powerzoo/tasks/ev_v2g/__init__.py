@@ -13,7 +13,7 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   at 0-based bus ``1 + floor((i + 0.5) * 32 / n)``, spread evenly over the 32 load buses in case
   order (n = 5: buses 4, 10, 17, 23, 29: the trunk, its far end and the three laterals); more
   than 32 sites share buses.
-* Sizing (measured on every hour of the 77 test days, ``tests/test_ev_v2g.py`` checks it): one
+* Sizing (measured on every hour of the 77 test days, ``tests/tasks/test_ev_v2g.py`` checks it): one
   7.2 kW car moves the feeder's lowest voltage by at most 0.0006 p.u. and five of them, one per
   site, by 0.001 p.u.: outside the agents' control. So each site has 20 cars: every car charging
   at full power (720 kW in all) lowers the lowest voltage by 0.019 to 0.021 p.u. (0.016 to 0.018
