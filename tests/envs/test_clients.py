@@ -21,8 +21,52 @@ def test_gym_make_accepts_render_mode_none_and_task_options():
     env = gym.make("powerzoo/BatteryArbitrage-v0", render_mode=None, split="val", normalize=True)
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs) and env.unwrapped.task.split == "val"
-    with pytest.raises(ValueError, match="no render modes"):
-        gym.make("powerzoo/BatteryArbitrage-v0", render_mode="human")
+
+
+@pytest.mark.parametrize("mode", ["human", "rgb_array"])
+def test_an_unsupported_render_mode_warns_as_gymnasium_does(mode):
+    with pytest.warns(UserWarning, match=f"no render modes .*render_mode='{mode}' is ignored"):
+        env = gym.make("powerzoo/BatteryArbitrage-v0", render_mode=mode)
+    assert env.render_mode is None and env.reset(seed=0)[0].shape == env.observation_space.shape
+    with pytest.warns(UserWarning, match="no render modes"):
+        venv = gym.make_vec("powerzoo/BatteryArbitrage-v0", num_envs=2, render_mode=mode)
+    assert venv.render_mode is None and venv.reset(seed=0)[0].shape[0] == 2
+
+
+# ---- Stable-Baselines3 from a Gymnasium id (it asks for render_mode="rgb_array") ----------------
+GYM_IDS = [task_spec(t).gym_id for t in list_tasks() if task_spec(t).gym_id is not None]
+
+
+@pytest.mark.parametrize("env_id", GYM_IDS)
+def test_sb3_make_vec_env_builds_every_registered_id(env_id):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    with pytest.warns(UserWarning, match="render_mode='rgb_array' is ignored"):
+        venv = make_vec_env(env_id, n_envs=2, seed=0)
+    obs = venv.reset()
+    assert obs.shape == (2, *venv.observation_space.shape) and venv.render_mode is None
+    venv.step_async(np.stack([venv.action_space.sample() for _ in range(2)]))
+    obs, rewards, dones, _ = venv.step_wait()
+    assert rewards.shape == (2,) and np.all(np.isfinite(rewards)) and not dones.any()
+    venv.close()
+
+
+def test_sb3_ppo_trains_from_a_gym_id_string():
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", "powerzoo/DSO-v0", n_steps=32, batch_size=32, n_epochs=1, seed=0)
+    model.learn(64)
+    assert model.num_timesteps == 64 and model.env.render_mode is None
+
+
+def test_sb3_ppo_trains_on_make_vec_env_of_a_gym_id():
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    venv = make_vec_env("powerzoo/BatteryArbitrage-v0", n_envs=4, seed=0)
+    model = PPO("MlpPolicy", venv, n_steps=16, batch_size=32, n_epochs=1, seed=0)
+    model.learn(64)
+    assert model.num_timesteps == 64
 
 
 def test_gym_make_rejects_unknown_keywords_like_a_python_function():
