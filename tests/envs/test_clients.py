@@ -214,17 +214,52 @@ def test_wrapped_env_infos_keep_the_keys_of_their_wrappers_at_reset():
 
 
 # ---- PettingZoo clients --------------------------------------------------------------------------
-def test_supersuit_pettingzoo_to_vec_env_recipe():
+MULTI_AGENT_TASKS = [t for t in list_tasks() if task_spec(t).agent_mode == "multi"]
+
+
+@pytest.mark.parametrize("task", MULTI_AGENT_TASKS)
+def test_supersuit_pettingzoo_to_vec_env_recipe_on_every_multi_agent_task(task):
     import supersuit as ss
+
+    par_env = make_env(task, framework="pettingzoo", normalize=True)
+    first = par_env.possible_agents[0]
+    for agent in par_env.possible_agents:  # what SuperSuit checks, with an informative failure
+        assert par_env.observation_space(agent) == par_env.observation_space(first), agent
+        assert par_env.action_space(agent) == par_env.action_space(first), agent
+    n = len(par_env.possible_agents)
+    env = ss.concat_vec_envs_v1(
+        ss.pettingzoo_env_to_vec_env_v1(par_env), 2, num_cpus=0, base_class="gymnasium"
+    )
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (2 * n, *par_env.observation_space(first).shape)
+    actions = np.stack([par_env.action_space(first).sample() for _ in range(2 * n)])
+    obs, rewards, terminated, truncated, _ = env.step(actions)
+    assert rewards.shape == (2 * n,) and np.all(np.isfinite(rewards))
+
+
+def test_supersuit_without_normalize_fails_where_agents_limits_differ():
+    import supersuit as ss
+
+    par_env = make_env("marl_opf", framework="pettingzoo")
+    highs = {float(par_env.action_space(a).high[0]) for a in par_env.possible_agents}
+    assert len(highs) > 1  # the generators' MW limits: the README's reason for normalize=True
+    with pytest.raises(AssertionError, match="action spaces not consistent"):
+        ss.pettingzoo_env_to_vec_env_v1(par_env)
+
+
+def test_sb3_ppo_learns_on_a_supersuit_vec_env():
+    import supersuit as ss
+    from stable_baselines3 import PPO
 
     env = ss.pettingzoo_env_to_vec_env_v1(
         make_env("marl_opf", framework="pettingzoo", normalize=True)
     )
-    env = ss.concat_vec_envs_v1(env, 2, num_cpus=0, base_class="gymnasium")
-    obs, _ = env.reset(seed=0)
-    assert obs.shape == (10, 10)  # 2 copies x 5 agents
-    obs, rewards, terminated, truncated, _ = env.step(np.zeros((10, 1), np.float32))
-    assert rewards.shape == (10,) and np.all(np.isfinite(rewards))
+    env = ss.concat_vec_envs_v1(env, 2, num_cpus=0, base_class="stable_baselines3")
+    # no seed=: SB3 then calls env.seed(), which SuperSuit's ConcatVecEnv lacks (SuperSuit's own
+    # SB3 examples pass none either)
+    model = PPO("MlpPolicy", env, n_steps=8, batch_size=40, n_epochs=1)
+    model.learn(160)  # 10 agent rows x 8 steps, twice
+    assert model.num_timesteps == 160
 
 
 def test_torchrl_pettingzoo_wrapper_rolls_out():
