@@ -139,6 +139,9 @@ def make_env(
         reward: reward override: preset name, dict of weights, or callable of ``info``.
         autoreset_mode: with ``num_envs`` on a single-agent task, ``"next_step"`` (default,
             Gymnasium's), ``"same_step"`` or ``"disabled"`` (see :mod:`powerzoo.envs.vector_env`).
+            TorchRL's ``GymWrapper`` takes ``"same_step"`` or ``"disabled"`` (it resets the
+            ended rows itself) and refuses ``"next_step"``; PowerZoo's SB3 ``NativeVecEnv`` needs
+            ``"same_step"``.
         **task_kwargs: task parameters (for example ``energy_capacity_mwh=200``).
     """
     name, from_file, file_kwargs = _load_task_config(task)

@@ -102,6 +102,27 @@ def test_torchrl_gym_env_rolls_out():
     assert not rollout["next", "done"].any()
 
 
+@pytest.mark.parametrize("mode", ["same_step", "disabled"])
+def test_torchrl_gym_wrapper_rolls_out_the_native_vector_env(mode):
+    from torchrl.envs import GymWrapper
+
+    env = GymWrapper(make_env(TASK, num_envs=3, autoreset_mode=mode, seed=0))
+    assert env.batch_size == (3,)
+    rollout = env.rollout(H + 4, break_when_any_done=False)  # crosses the end of the day
+    done = rollout["next", "done"][..., 0].numpy()
+    assert done[:, H - 1].all() and done.sum() == 3  # every row ends its day once, at step H
+    time_remaining = rollout["observation"][..., 5].numpy()
+    assert np.all(time_remaining[:, 0] == 1.0) and np.all(time_remaining[:, H] == 1.0)
+    assert np.all(rollout["next", "reward"][:, H:].numpy() != 0.0)  # trading again on a new day
+
+
+def test_torchrl_gym_wrapper_refuses_next_step_autoreset():
+    from torchrl.envs import GymWrapper
+
+    with pytest.raises(RuntimeError, match="SAME_STEP or DISABLED"):
+        GymWrapper(make_env(TASK, num_envs=2))  # the default, next_step
+
+
 # ---- native vector env: Gymnasium's conventions --------------------------------------------------
 def test_gymnasium_vector_wrappers_accept_the_native_env():
     env = make_env(TASK, num_envs=4)
