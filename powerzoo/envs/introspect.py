@@ -137,8 +137,9 @@ def agent_spaces(space: Any, agents: Any = None) -> dict[str, Any] | None:
             agents = getattr(getattr(space, "__self__", None), "possible_agents", None)
         if agents is None:
             raise TypeError(
-                f"cannot tell the agents of {space!r}: pass a PettingZoo env's bound "
-                "action_space / observation_space method, or the agents"
+                f"cannot tell the agents of {space!r}: expected a PettingZoo env's own "
+                "action_space / observation_space method (env.action_space), or a "
+                "gymnasium.spaces.Dict / dict {agent: space}"
             )
         return {agent: space(agent) for agent in agents}
     raise TypeError(
