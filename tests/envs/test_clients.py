@@ -1,7 +1,8 @@
 """PowerZoo under the client libraries users bring, used the way their own docs use them.
 
-Gymnasium (`make` / `make_vec` / vector wrappers), SuperSuit, TorchRL (`GymEnv`,
-`PettingZooWrapper`) and Minari (`DataCollector`, `recover_environment`).
+Gymnasium (`make` / `make_vec` / vector wrappers), Stable-Baselines3 (`PPO("MlpPolicy", id)`,
+`make_vec_env(id)`), SuperSuit (with SB3 on top), TorchRL (`GymEnv`, `GymWrapper` of the native
+vector env, `PettingZooWrapper`) and Minari (`DataCollector`, `recover_environment`).
 """
 
 import gymnasium as gym
