@@ -1,13 +1,14 @@
-"""Roll policies out and summarise returns and constraint costs (single-agent and multi-agent dict
+"""Roll policies out and summarise returns and constraint costs (single-agent and multi-agent
 envs).
 
 One episode loop, :func:`rollout`, serves :func:`evaluate`, :func:`evaluate_days` and the offline
 dataset collector. It accepts two kinds of env:
 
 * a single-agent Gymnasium env (``make_env(task)``, any wrappers except the safe-RL 6-tuple one);
-* a multi-agent dict env (``make_env(task, framework="auto")`` for a multi-agent task): ``obs`` and
-  actions are ``{agent: array}``, ``step`` returns per-agent dicts and ``terminateds["__all__"]`` /
-  ``truncateds["__all__"]`` end the episode.
+* a multi-agent env of PettingZoo's Parallel API: ``make_env(task, framework="pettingzoo")`` or
+  the dict env ``make_env(task, framework="auto")``. ``obs`` and actions are ``{agent: array}``
+  and ``step`` returns per-agent dicts; the episode ends when any agent's episode ends (the
+  dict env's ``"__all__"`` flags say the same).
 
 Costs are read from ``info["constraint_costs"]`` of every step, so no wrapper is needed. In a
 multi-agent env the costs are shared: they are read from the first agent's info.
@@ -65,7 +66,8 @@ def rollout(
     """Run one episode of ``policy`` in ``env`` and return its :class:`EpisodeRecord`.
 
     Args:
-        env: a single-agent Gymnasium env or a multi-agent dict env (module docstring).
+        env: a single-agent Gymnasium env or a multi-agent PettingZoo Parallel / dict env
+            (module docstring).
         policy: anything with ``reset()`` and ``act(obs, info)``.
         day_id: start day of the split (``None``: drawn by the env's RNG).
         seed: passed to ``env.reset(seed=...)``.
@@ -93,7 +95,7 @@ def rollout(
         next_obs, reward, terminated, truncated, info = env.step(action)
         if agents is not None:
             reward = np.fromiter((reward[a] for a in agents), dtype=np.float64, count=len(agents))
-            terminated, truncated = terminated["__all__"], truncated["__all__"]
+            terminated, truncated = _any_agent(terminated, agents), _any_agent(truncated, agents)
             shared = info[agents[0]]
         else:
             shared = info
@@ -119,6 +121,12 @@ def rollout(
     if agents is not None:
         record["agent_returns"] = total
     return record
+
+
+def _any_agent(flags: dict[str, Any], agents: list[str]) -> bool:
+    """Whether any agent's flag is set (the dict env's ``"__all__"`` when it has one)."""
+    flag = flags.get("__all__")
+    return any(flags[a] for a in agents) if flag is None else bool(flag)
 
 
 def interquartile_mean(values: Sequence[float] | np.ndarray) -> float:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
-from powerzoo.envs.introspect import EnvFacts, inspect_env
+from powerzoo.envs.introspect import EnvFacts, agent_spaces, inspect_env
 from powerzoo.envs.wrappers import NormalizeWrapper
 
 __all__ = [
@@ -67,6 +67,11 @@ def _is_uniform_box(space: gym.Space) -> bool:
 class RandomPolicy:
     """Uniform samples from ``action_space`` (Box, Dict of Boxes, ...); ``seed`` seeds the space.
 
+    ``action_space`` may also be a PettingZoo env's ``action_space`` method
+    (``RandomPolicy(env.action_space)`` for ``make_env(task, framework="pettingzoo")``): the
+    policy then samples ``{agent: action}`` from the ``Dict`` of every agent's space, exactly as
+    it does for the dict env (``framework="auto"``) with the same seed.
+
     For a bounded float Box the samples are drawn ahead in blocks with one generator call; the
     values are exactly those that successive ``action_space.sample()`` calls would return, as long
     as nothing else draws from the space's generator in between (re-seeding the space is noticed
@@ -78,8 +83,11 @@ class RandomPolicy:
     block_bytes = 64 * 1024  # largest block of pre-drawn samples
     first_block = 64  # samples in the first block after a (re)seed
 
-    def __init__(self, action_space: gym.Space, seed: int | None = None) -> None:
-        self.action_space = action_space
+    def __init__(self, action_space: Any, seed: int | None = None) -> None:
+        per_agent = agent_spaces(action_space)
+        if per_agent is not None and not isinstance(action_space, gym.spaces.Dict):
+            action_space = gym.spaces.Dict(per_agent)
+        self.action_space: gym.Space = action_space
         self._uniform_box = _is_uniform_box(action_space)
         self._block: np.ndarray | None = None
         self._block_rng: np.random.Generator | None = None

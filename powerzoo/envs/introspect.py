@@ -12,7 +12,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["EnvFacts", "inspect_env", "task_of", "agents_of", "constraint_names_of", "env_metadata"]
+__all__ = [
+    "EnvFacts",
+    "inspect_env",
+    "task_of",
+    "agents_of",
+    "agent_spaces",
+    "constraint_names_of",
+    "env_metadata",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +113,39 @@ def agents_of(env: Any) -> list[str] | None:
         return None if facts.agents is None else list(facts.agents)
     agents = getattr(env, "possible_agents", None)
     return None if agents is None else list(agents)
+
+
+def agent_spaces(space: Any, agents: Any = None) -> dict[str, Any] | None:
+    """``{agent: space}`` from the ways multi-agent envs expose per-agent spaces; ``None`` for a
+    single space (a ``Box``).
+
+    ``space`` is what an env's ``action_space`` / ``observation_space`` attribute holds: a
+    PettingZoo env's method ``space(agent)`` (its agents read from ``possible_agents`` of the
+    env it is bound to, or from ``agents``), a ``gymnasium.spaces.Dict`` keyed by agent (the dict
+    env's), or a mapping ``{agent: space}``. The order is the env's agent order.
+    """
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Dict):
+        return dict(space.spaces)
+    if isinstance(space, gym.Space):
+        return None
+    if isinstance(space, dict):
+        return dict(space)
+    if callable(space):
+        if agents is None:
+            agents = getattr(getattr(space, "__self__", None), "possible_agents", None)
+        if agents is None:
+            raise TypeError(
+                f"cannot tell the agents of {space!r}: expected a PettingZoo env's own "
+                "action_space / observation_space method (env.action_space), or a "
+                "gymnasium.spaces.Dict / dict {agent: space}"
+            )
+        return {agent: space(agent) for agent in agents}
+    raise TypeError(
+        f"expected a gymnasium space, a PettingZoo env's space method or {{agent: space}}, "
+        f"got {type(space).__name__}"
+    )
 
 
 def constraint_names_of(env: Any, n_costs: int | None = None) -> tuple[str, ...]:

@@ -127,7 +127,10 @@ def make_env(
             whose ``step`` adds ``"__all__"`` to the done dicts (the shape RLlib uses; not an
             RLlib ``MultiAgentEnv`` class); ``"rllib"`` (multi-agent tasks, needs
             ``powerzoo[ray]``): :class:`~powerzoo.envs.rllib_env.PowerZooRLlibEnv`, an RLlib
-            ``MultiAgentEnv``.
+            ``MultiAgentEnv``. In physical units the agents of a task may have different action
+            bounds (MW limits of each generator); with ``normalize=True`` every agent has the
+            same observation space and the action space [-1, 1], which SuperSuit's
+            ``pettingzoo_env_to_vec_env_v1`` requires.
         num_envs: if given, a native vectorised env stepping ``num_envs`` copies per call.
         obs_mode: observation mode of multi-agent tasks (single-agent tasks have none).
         forecast_horizon: append perfect forecasts of the task's exogenous series (steps).
@@ -136,6 +139,9 @@ def make_env(
         reward: reward override: preset name, dict of weights, or callable of ``info``.
         autoreset_mode: with ``num_envs`` on a single-agent task, ``"next_step"`` (default,
             Gymnasium's), ``"same_step"`` or ``"disabled"`` (see :mod:`powerzoo.envs.vector_env`).
+            TorchRL's ``GymWrapper`` takes ``"same_step"`` or ``"disabled"`` (it resets the
+            ended rows itself) and refuses ``"next_step"``; PowerZoo's SB3 ``NativeVecEnv`` needs
+            ``"same_step"``.
         **task_kwargs: task parameters (for example ``energy_capacity_mwh=200``).
     """
     name, from_file, file_kwargs = _load_task_config(task)

@@ -5,10 +5,15 @@ Every registered task whose spec has a ``gym_id`` gets that Gymnasium id, also t
 later with :func:`powerzoo.tasks.register_task` (this module listens to the task registry). Each
 id has an ``entry_point`` (one env) and a ``vector_entry_point`` (the native batched env), so
 ``gymnasium.make_vec(id, num_envs=N)`` steps N copies in one numpy call. Both accept Gymnasium's
-standard ``render_mode`` (PowerZoo envs have no render modes, so only ``None``), every
-``make_env`` option and the task's parameters; any other keyword raises ``TypeError("...
-unexpected keyword argument 'x' ...")`` as a Python function would, which is what client
-libraries such as TorchRL probe for.
+standard ``render_mode``, every ``make_env`` option and the task's parameters; any other keyword
+raises ``TypeError("... unexpected keyword argument 'x' ...")`` as a Python function would, which
+is what client libraries such as TorchRL probe for.
+
+PowerZoo envs have no render modes. A ``render_mode`` other than ``None`` is handled as Gymnasium
+handles a mode an env does not list: a warning, and the env is built without rendering
+(``env.render_mode`` stays ``None``). Stable-Baselines3 asks for ``render_mode="rgb_array"``
+whenever it builds an env from an id (``PPO("MlpPolicy", id)``, ``make_vec_env(id)``), so those
+idioms train.
 """
 
 from __future__ import annotations
@@ -24,13 +29,19 @@ _IDS: dict[str, str] = {}  # task name -> the Gymnasium id this module registere
 
 
 def _check_keywords(task: str, render_mode: str | None, kwargs: dict[str, Any], entry: str) -> None:
-    """``ValueError`` for a render mode; ``TypeError`` naming a keyword that neither
-    ``make_env`` nor the task takes."""
+    """A warning for a render mode (none is supported); ``TypeError`` naming a keyword that
+    neither ``make_env`` nor the task takes."""
+    from gymnasium import logger
+
     from powerzoo.envs.make import EnvOptions
     from powerzoo.tasks.registry import get_task_class
 
     if render_mode is not None:
-        raise ValueError(f"{task} has no render modes; got render_mode={render_mode!r} (use None)")
+        logger.warn(
+            f"{task} has no render modes (possible render_modes: []); render_mode={render_mode!r} "
+            "is ignored and the env renders nothing (pass render_mode=None to silence this)",
+            stacklevel=3,
+        )
     options = set(EnvOptions.field_names())
     task_class = get_task_class(task)
     for key, value in kwargs.items():

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from powerzoo.benchmarks.evaluation import evaluate, evaluate_days, interquartile_mean, rollout
-from powerzoo.benchmarks.policies import RandomPolicy, SB3Policy, seed_policy
+from powerzoo.benchmarks.policies import (
+    OraclePolicy,
+    RandomPolicy,
+    RuleBasedPolicy,
+    SB3Policy,
+    seed_policy,
+)
 from powerzoo.rl import make_env
 
 TASK = "battery_arbitrage"
@@ -231,3 +237,43 @@ def test_seed_policy_ignores_policies_without_a_seed_method():
     a = policy.act(None, {})
     seed_policy(policy, 11)
     np.testing.assert_array_equal(policy.act(None, {}), a)
+
+
+# ---- PettingZoo Parallel envs: the same results as the dict env ----------------------------------
+def _pettingzoo_and_dict_env(task, **options):
+    return (
+        make_env(task, framework="pettingzoo", **options),
+        make_env(task, framework="auto", **options),
+    )
+
+
+@pytest.mark.parametrize("task", ["marl_opf", "marl_ev_v2g", "marl_der_arbitrage", "marl_uc"])
+def test_evaluate_and_baselines_accept_a_pettingzoo_env_like_the_dict_env(task):
+    par_env, dict_env = _pettingzoo_and_dict_env(task, normalize=True)
+    for make_policy in (lambda env: RandomPolicy(env.action_space), RuleBasedPolicy):
+        on_par = evaluate(make_policy(par_env), par_env, n_episodes=2, seed=5)
+        on_dict = evaluate(make_policy(dict_env), dict_env, n_episodes=2, seed=5)
+        np.testing.assert_array_equal(on_par["returns"], on_dict["returns"])
+        assert on_par["mean_costs"] == on_dict["mean_costs"] and on_par["mean_length"] > 1
+        assert on_par["agents"] == par_env.possible_agents
+
+
+def test_oracle_policy_on_a_pettingzoo_env():
+    par_env, dict_env = _pettingzoo_and_dict_env("marl_der_arbitrage")
+    on_par = evaluate(OraclePolicy(par_env), par_env, n_episodes=1, seed=0)
+    on_dict = evaluate(OraclePolicy(dict_env), dict_env, n_episodes=1, seed=0)
+    assert on_par["mean_return"] == on_dict["mean_return"]
+    random = evaluate(RandomPolicy(par_env.action_space), par_env, n_episodes=1, seed=0)
+    assert on_par["mean_return"] > random["mean_return"]
+
+
+def test_random_policy_takes_pettingzoo_s_action_space_method():
+    par_env = make_env("marl_opf", framework="pettingzoo")
+    policy = RandomPolicy(par_env.action_space, seed=0)
+    action = policy.act(None, {})
+    assert list(action) == par_env.possible_agents
+    assert all(par_env.action_space(a).contains(action[a]) for a in par_env.possible_agents)
+    with pytest.raises(TypeError, match="cannot tell the agents"):
+        RandomPolicy(lambda agent: par_env.action_space(agent))
+    with pytest.raises(TypeError, match="expected a gymnasium space"):
+        RandomPolicy([par_env.action_space("gen_0")])

@@ -240,6 +240,21 @@ def test_random_dataset_of_marl_opf_round_trips(tmp_path):
     ] == pytest.approx(dataset.attrs["mean_return"])
 
 
+@pytest.mark.parametrize("task", ["marl_opf", "gencos_bidding"])
+def test_a_pettingzoo_env_collects_the_dict_env_s_dataset(tmp_path, task):
+    files = {}
+    for framework in ("pettingzoo", "auto"):
+        env = make_env(task, framework=framework)
+        files[framework] = DatasetGenerator(env, info_keys=["cost_sum"]).collect(
+            RandomPolicy(env.action_space), 2, tmp_path / f"{framework}.h5", seed=3
+        )
+    par, ref = files["pettingzoo"], files["auto"]
+    assert par.agents == ref.agents == env.possible_agents
+    for key in ("observations", "actions", "rewards", "next_observations", "terminals"):
+        np.testing.assert_array_equal(getattr(par, key), getattr(ref, key), err_msg=key)
+    np.testing.assert_array_equal(par.infos["cost_sum"], ref.infos["cost_sum"])
+
+
 # ---- no partial files ----------------------------------------------------------------------------
 class FailAfter(RandomPolicy):
     """Random policy that raises after ``k`` actions."""

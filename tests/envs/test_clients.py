@@ -1,7 +1,8 @@
 """PowerZoo under the client libraries users bring, used the way their own docs use them.
 
-Gymnasium (`make` / `make_vec` / vector wrappers), SuperSuit, TorchRL (`GymEnv`,
-`PettingZooWrapper`) and Minari (`DataCollector`, `recover_environment`).
+Gymnasium (`make` / `make_vec` / vector wrappers), Stable-Baselines3 (`PPO("MlpPolicy", id)`,
+`make_vec_env(id)`), SuperSuit (with SB3 on top), TorchRL (`GymEnv`, `GymWrapper` of the native
+vector env, `PettingZooWrapper`) and Minari (`DataCollector`, `recover_environment`).
 """
 
 import gymnasium as gym
@@ -21,8 +22,52 @@ def test_gym_make_accepts_render_mode_none_and_task_options():
     env = gym.make("powerzoo/BatteryArbitrage-v0", render_mode=None, split="val", normalize=True)
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs) and env.unwrapped.task.split == "val"
-    with pytest.raises(ValueError, match="no render modes"):
-        gym.make("powerzoo/BatteryArbitrage-v0", render_mode="human")
+
+
+@pytest.mark.parametrize("mode", ["human", "rgb_array"])
+def test_an_unsupported_render_mode_warns_as_gymnasium_does(mode):
+    with pytest.warns(UserWarning, match=f"no render modes .*render_mode='{mode}' is ignored"):
+        env = gym.make("powerzoo/BatteryArbitrage-v0", render_mode=mode)
+    assert env.render_mode is None and env.reset(seed=0)[0].shape == env.observation_space.shape
+    with pytest.warns(UserWarning, match="no render modes"):
+        venv = gym.make_vec("powerzoo/BatteryArbitrage-v0", num_envs=2, render_mode=mode)
+    assert venv.render_mode is None and venv.reset(seed=0)[0].shape[0] == 2
+
+
+# ---- Stable-Baselines3 from a Gymnasium id (it asks for render_mode="rgb_array") ----------------
+GYM_IDS = [task_spec(t).gym_id for t in list_tasks() if task_spec(t).gym_id is not None]
+
+
+@pytest.mark.parametrize("env_id", GYM_IDS)
+def test_sb3_make_vec_env_builds_every_registered_id(env_id):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    with pytest.warns(UserWarning, match="render_mode='rgb_array' is ignored"):
+        venv = make_vec_env(env_id, n_envs=2, seed=0)
+    obs = venv.reset()
+    assert obs.shape == (2, *venv.observation_space.shape) and venv.render_mode is None
+    venv.step_async(np.stack([venv.action_space.sample() for _ in range(2)]))
+    obs, rewards, dones, _ = venv.step_wait()
+    assert rewards.shape == (2,) and np.all(np.isfinite(rewards)) and not dones.any()
+    venv.close()
+
+
+def test_sb3_ppo_trains_from_a_gym_id_string():
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", "powerzoo/DSO-v0", n_steps=32, batch_size=32, n_epochs=1, seed=0)
+    model.learn(64)
+    assert model.num_timesteps == 64 and model.env.render_mode is None
+
+
+def test_sb3_ppo_trains_on_make_vec_env_of_a_gym_id():
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    venv = make_vec_env("powerzoo/BatteryArbitrage-v0", n_envs=4, seed=0)
+    model = PPO("MlpPolicy", venv, n_steps=16, batch_size=32, n_epochs=1, seed=0)
+    model.learn(64)
+    assert model.num_timesteps == 64
 
 
 def test_gym_make_rejects_unknown_keywords_like_a_python_function():
@@ -56,6 +101,27 @@ def test_torchrl_gym_env_rolls_out():
     rollout = env.rollout(10)
     assert rollout["next", "reward"].shape == (10, 1)
     assert not rollout["next", "done"].any()
+
+
+@pytest.mark.parametrize("mode", ["same_step", "disabled"])
+def test_torchrl_gym_wrapper_rolls_out_the_native_vector_env(mode):
+    from torchrl.envs import GymWrapper
+
+    env = GymWrapper(make_env(TASK, num_envs=3, autoreset_mode=mode, seed=0))
+    assert env.batch_size == (3,)
+    rollout = env.rollout(H + 4, break_when_any_done=False)  # crosses the end of the day
+    done = rollout["next", "done"][..., 0].numpy()
+    assert done[:, H - 1].all() and done.sum() == 3  # every row ends its day once, at step H
+    time_remaining = rollout["observation"][..., 5].numpy()
+    assert np.all(time_remaining[:, 0] == 1.0) and np.all(time_remaining[:, H] == 1.0)
+    assert np.all(rollout["next", "reward"][:, H:].numpy() != 0.0)  # trading again on a new day
+
+
+def test_torchrl_gym_wrapper_refuses_next_step_autoreset():
+    from torchrl.envs import GymWrapper
+
+    with pytest.raises(RuntimeError, match="SAME_STEP or DISABLED"):
+        GymWrapper(make_env(TASK, num_envs=2))  # the default, next_step
 
 
 # ---- native vector env: Gymnasium's conventions --------------------------------------------------
@@ -170,17 +236,52 @@ def test_wrapped_env_infos_keep_the_keys_of_their_wrappers_at_reset():
 
 
 # ---- PettingZoo clients --------------------------------------------------------------------------
-def test_supersuit_pettingzoo_to_vec_env_recipe():
+MULTI_AGENT_TASKS = [t for t in list_tasks() if task_spec(t).agent_mode == "multi"]
+
+
+@pytest.mark.parametrize("task", MULTI_AGENT_TASKS)
+def test_supersuit_pettingzoo_to_vec_env_recipe_on_every_multi_agent_task(task):
     import supersuit as ss
+
+    par_env = make_env(task, framework="pettingzoo", normalize=True)
+    first = par_env.possible_agents[0]
+    for agent in par_env.possible_agents:  # what SuperSuit checks, with an informative failure
+        assert par_env.observation_space(agent) == par_env.observation_space(first), agent
+        assert par_env.action_space(agent) == par_env.action_space(first), agent
+    n = len(par_env.possible_agents)
+    env = ss.concat_vec_envs_v1(
+        ss.pettingzoo_env_to_vec_env_v1(par_env), 2, num_cpus=0, base_class="gymnasium"
+    )
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (2 * n, *par_env.observation_space(first).shape)
+    actions = np.stack([par_env.action_space(first).sample() for _ in range(2 * n)])
+    obs, rewards, terminated, truncated, _ = env.step(actions)
+    assert rewards.shape == (2 * n,) and np.all(np.isfinite(rewards))
+
+
+def test_supersuit_without_normalize_fails_where_agents_limits_differ():
+    import supersuit as ss
+
+    par_env = make_env("marl_opf", framework="pettingzoo")
+    highs = {float(par_env.action_space(a).high[0]) for a in par_env.possible_agents}
+    assert len(highs) > 1  # the generators' MW limits: the README's reason for normalize=True
+    with pytest.raises(AssertionError, match="action spaces not consistent"):
+        ss.pettingzoo_env_to_vec_env_v1(par_env)
+
+
+def test_sb3_ppo_learns_on_a_supersuit_vec_env():
+    import supersuit as ss
+    from stable_baselines3 import PPO
 
     env = ss.pettingzoo_env_to_vec_env_v1(
         make_env("marl_opf", framework="pettingzoo", normalize=True)
     )
-    env = ss.concat_vec_envs_v1(env, 2, num_cpus=0, base_class="gymnasium")
-    obs, _ = env.reset(seed=0)
-    assert obs.shape == (10, 10)  # 2 copies x 5 agents
-    obs, rewards, terminated, truncated, _ = env.step(np.zeros((10, 1), np.float32))
-    assert rewards.shape == (10,) and np.all(np.isfinite(rewards))
+    env = ss.concat_vec_envs_v1(env, 2, num_cpus=0, base_class="stable_baselines3")
+    # no seed=: SB3 then calls env.seed(), which SuperSuit's ConcatVecEnv lacks (SuperSuit's own
+    # SB3 examples pass none either)
+    model = PPO("MlpPolicy", env, n_steps=8, batch_size=40, n_epochs=1)
+    model.learn(160)  # 10 agent rows x 8 steps, twice
+    assert model.num_timesteps == 160
 
 
 def test_torchrl_pettingzoo_wrapper_rolls_out():

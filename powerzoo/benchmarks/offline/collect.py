@@ -2,7 +2,7 @@
 
 Seeding and reproduction
 ------------------------
-With a single env (Gymnasium, or a multi-agent dict env), episode ``i`` resets with
+With a single env (Gymnasium, or a multi-agent PettingZoo / dict env), episode ``i`` resets with
 ``env.reset(seed=seed + i)`` and the policy is seeded with ``seed + i`` (``policy.seed``, when it
 has one: :class:`~powerzoo.benchmarks.policies.RandomPolicy` seeds its action space). Any episode
 is reproduced by a fresh rollout with that seed and the same policy class;
@@ -38,7 +38,7 @@ from powerzoo.benchmarks.offline.schema import (
 )
 from powerzoo.benchmarks.offline.writer import HDF5Appender, write_hdf5_atomically
 from powerzoo.benchmarks.policies import Policy, seed_policy
-from powerzoo.envs.introspect import agents_of, env_metadata, inspect_env
+from powerzoo.envs.introspect import agent_spaces, agents_of, env_metadata, inspect_env
 from powerzoo.progress import progress_bar
 
 __all__ = ["DatasetGenerator"]
@@ -49,8 +49,9 @@ class DatasetGenerator:
 
     Args:
         env: a PowerZoo env from :func:`powerzoo.envs.make.make_env`: single-agent Gymnasium env,
-            multi-agent dict env (``framework="auto"``), or native vector env (``num_envs=N``,
-            single-agent; the fast path).
+            multi-agent PettingZoo Parallel env (``framework="pettingzoo"``) or dict env
+            (``framework="auto"``), or native vector env (``num_envs=N``, single-agent; the
+            fast path).
         info_keys: step-info keys stored as ``infos/<key>`` (numbers, bools, strings).
         buffer_steps: transitions buffered in memory before they are appended to the file.
         compression_level: gzip level 0-9.
@@ -86,7 +87,7 @@ class DatasetGenerator:
         elif hasattr(env, "num_envs"):
             raise TypeError(
                 f"{type(env).__name__} is not supported; pass make_env(task), make_env(task, "
-                "framework='auto') or a single-agent make_env(task, num_envs=N)"
+                "framework='pettingzoo' or 'auto') or a single-agent make_env(task, num_envs=N)"
             )
         self._names = TRANSITION_KEYS + tuple(f"infos/{k}" for k in self.info_keys)
 
@@ -164,8 +165,8 @@ class DatasetGenerator:
                     np.array(next_obs, dtype=f32),
                 )
         else:
-            action_space = self.env.action_space
-            action_shapes = [action_space[a].shape for a in agents]
+            spaces = agent_spaces(self.env.action_space, agents)
+            action_shapes = [spaces[a].shape for a in agents]
 
             def as_arrays(
                 obs: Any, action: Any, next_obs: Any
