@@ -6,6 +6,11 @@ action (agent-major, checked and clipped once by the runner) and the task's per-
 observations ``[B, n_agents, obs_dim]`` into dicts. Rewards are per agent: a shared-reward task
 gives every agent the team reward. Every agent's info carries the shared CMDP keys
 (``constraint_costs``, ``cost_sum``, ...) plus its own ``action_applied``.
+
+Each agent's action (``[act_dim]``, or ``[N, act_dim]`` in the batched env) follows the rule of
+every PowerZoo env, :func:`~powerzoo.envs.runner.conform_action`: numbers only (bool, complex and
+string actions raise), and axes of length 1 may be added or dropped, nothing else. ``reset``
+takes ``options`` as a dict of known keys (``{"day_id": k}``); any other key raises.
 """
 
 from __future__ import annotations
@@ -26,7 +31,12 @@ from powerzoo.envs.pipeline import (
     apply_reward,
     compile_reward,
 )
-from powerzoo.envs.runner import TaskRunner, conform_action, start_day_option
+from powerzoo.envs.runner import (
+    TaskRunner,
+    conform_action,
+    squeezed_shape,
+    start_day_option,
+)
 from powerzoo.tasks.base import Task
 
 __all__ = [
@@ -35,6 +45,8 @@ __all__ = [
     "PowerZooDictEnv",
     "PowerZooMultiAgentVectorEnv",
 ]
+
+_NDARRAY = np.ndarray  # alias: saves an attribute lookup per agent in the action fast path
 
 
 class MultiAgentCore:
@@ -64,7 +76,7 @@ class MultiAgentCore:
         # one agent's action: [act_dim] in a single env, [B, act_dim] in a batch
         batch = self.runner.num_envs
         self._agent_shape = (self.act_dim,) if batch == 1 else (batch, self.act_dim)
-        self._agent_core = tuple(n for n in self._agent_shape if n != 1)
+        self._agent_core = squeezed_shape(self._agent_shape)
         low, high = (
             b.reshape(self.n_agents, self.act_dim) for b in (self.actions.low, self.actions.high)
         )
@@ -101,27 +113,34 @@ class MultiAgentCore:
     def _stacked_action(self, actions: dict[str, Any]) -> np.ndarray | None:
         """Fast path of a single env (B = 1): every agent's action converted in one call.
 
-        Taken when every action is a Python float or int or a numeric numpy array or scalar and
-        all have one shape that :func:`~powerzoo.envs.runner.conform_action` accepts (stacking
-        would turn a bool among floats into a number, so other types are not stacked). ``None``
-        (convert agent by agent, see :meth:`_joint_action_checked`) for batched envs, where the
-        per-agent arrays are large and concatenating them is cheaper, and for any other input
-        (the checked path then converts it or reports the bad one).
+        Taken when every action is a Python float or int, a flat list of them, or a numeric
+        numpy array or scalar, and all have one shape that
+        :func:`~powerzoo.envs.runner.conform_action` accepts (stacking would turn a bool among
+        floats into a number, so other types are not stacked). ``None`` (convert agent by agent,
+        see :meth:`_joint_action_checked`) for batched envs, where the per-agent arrays are large
+        and concatenating them is cheaper, and for any other input (the checked path then
+        converts it or reports the bad one).
         """
         if self.runner.num_envs != 1:
             return None
         values = [actions[agent] for agent in self.agents]
         for value in values:
             kind = type(value)
-            if kind is float or kind is int:
-                continue
-            if not isinstance(value, (np.ndarray, np.generic)) or value.dtype.kind not in "fiu":
-                return None
+            if kind is _NDARRAY:
+                if value.dtype.kind not in "fiu":
+                    return None
+            elif kind is list:  # a flat list of Python numbers ([0.5]); nested: checked path
+                for entry in value:
+                    if type(entry) is not float and type(entry) is not int:
+                        return None
+            elif kind is not float and kind is not int:
+                if not isinstance(value, np.generic) or value.dtype.kind not in "fiu":
+                    return None
         try:
             stacked = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):  # shapes differ
             return None
-        if tuple(n for n in stacked.shape[1:] if n != 1) != self._agent_core:
+        if squeezed_shape(stacked.shape[1:]) != self._agent_core:
             return None
         return stacked.reshape(1, self.n_agents * self.act_dim)
 

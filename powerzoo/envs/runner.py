@@ -1,7 +1,9 @@
 """The engine under every adapter: one task, a batch of ``B`` episodes, explicit RNG.
 
 The Gymnasium env is this runner with ``B = 1`` and the native vector env is it with ``B = N``,
-so action checking, truncation, autoreset bookkeeping and the CMDP info keys exist once.
+so action checking, truncation, autoreset bookkeeping and the CMDP info keys exist once. The
+action rule (:func:`conform_action`) and the reset options (:func:`reset_options`) are the ones
+every adapter applies, the multi-agent ones included.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "CostLayout",
     "cost_info",
     "conform_action",
+    "squeezed_shape",
     "reset_options",
     "start_day_option",
 ]
@@ -131,8 +134,8 @@ def _fields(names: tuple[str, ...]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _without_unit_axes(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """``shape`` with its axes of length 1 dropped (cached: a single env meets one shape)."""
+def squeezed_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with its axes of length 1 dropped (cached: an env meets few shapes)."""
     return tuple(n for n in shape if n != 1)
 
 
@@ -141,7 +144,6 @@ def conform_action(
     shape: tuple[int, ...],
     what: str,
     names: tuple[str, ...] = (),
-    shown: tuple[int, ...] | None = None,
 ) -> np.ndarray:
     """``action`` as a float64 array of ``shape``, by the one rule every adapter applies.
 
@@ -153,13 +155,11 @@ def conform_action(
       ``[N, 1]``; anything else (``[2, 2]`` for ``[4]``, ``[d, N]`` for ``[N, d]``) raises
       ``ValueError``. Dropping or adding axes of length 1 never reorders the entries.
 
-    ``what`` names the action in messages (``"battery_arbitrage: action"``), ``names`` lists its
-    entries and ``shown`` is the shape messages name (default ``shape``).
+    ``what`` names the action in messages (``"battery_arbitrage: action"``); ``names`` lists its
+    entries.
     """
-    if shown is None:
-        shown = shape
     if action is None:
-        raise ValueError(f"{what} is None; expected numbers of shape {shown}{_fields(names)}")
+        raise ValueError(f"{what} is None; expected numbers of shape {shape}{_fields(names)}")
     if type(action) is np.ndarray:
         array = action
     else:
@@ -167,19 +167,19 @@ def conform_action(
             array = np.asarray(action)
         except (TypeError, ValueError) as err:  # ragged nested lists
             raise ValueError(
-                f"{what} must be an array of numbers of shape {shown}{_fields(names)}, "
+                f"{what} must be an array of numbers of shape {shape}{_fields(names)}, "
                 f"got {action!r}"
             ) from err
     kind = array.dtype.kind
     if kind not in _NUMBER_KINDS:
         raise ValueError(
             f"{what} must be numeric (float or int), got {_KIND_NAMES.get(kind, array.dtype)} "
-            f"values {action!r}; expected numbers of shape {shown}{_fields(names)}"
+            f"values {action!r}; expected numbers of shape {shape}{_fields(names)}"
         )
     if array.shape != shape:
-        if _without_unit_axes(array.shape) != _without_unit_axes(shape):
+        if squeezed_shape(array.shape) != squeezed_shape(shape):
             raise ValueError(
-                f"{what} has shape {array.shape}, expected {shown}{_fields(names)} "
+                f"{what} has shape {array.shape}, expected {shape}{_fields(names)} "
                 "(axes of length 1 may be added or dropped, nothing else)"
             )
         array = array.reshape(shape)
@@ -215,8 +215,8 @@ class TaskRunner:
         self._layout: dict[str, tuple[tuple[int, ...], np.dtype]] | None = None
         self._action_shape = (self.num_envs, self.spec.action.dim)
         self._what = f"{self.spec.task_id}: action"
-        # the shape named in messages: a single env's user sends [act_dim]
-        self._shown_shape = self._action_shape[1:] if self.num_envs == 1 else self._action_shape
+        # the action shape a user sends: [act_dim] to a single env, [B, act_dim] to a batch
+        self._user_shape = self._action_shape[1:] if self.num_envs == 1 else self._action_shape
 
     # ---- seeding and reset ------------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
@@ -306,9 +306,11 @@ class TaskRunner:
         added or dropped, so a single env takes ``[act_dim]``); NaN/inf raise ``ValueError``.
         """
         expected = self._action_shape
-        action = conform_action(
-            action, expected, self._what, self.spec.action.names, shown=self._shown_shape
-        )
+        # conformed to the shape a user sends (a single env's [act_dim]), the exact match being
+        # the cheap case, then viewed as the batch [B, act_dim]
+        action = conform_action(action, self._user_shape, self._what, self.spec.action.names)
+        if self.num_envs == 1:
+            action = action.reshape(expected)
         # NaN passes through the clip and +-inf is clipped to a bound, so a non-finite entry
         # always shows up as "changed": the finiteness check only runs when something changed
         clipped = _minimum(

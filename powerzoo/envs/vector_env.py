@@ -11,11 +11,15 @@ autoreset_mode=...)``) says what happens when an episode ends:
   last one is in ``info["final_obs"]`` (rows flagged by ``info["_final_obs"]``) and the ending
   step's info in ``info["final_info"]``. The top-level ``info`` of a step always describes
   that step for every row (rewards, costs, applied actions), so costs are never lost.
-* ``"disabled"``: rows are never reset by ``step``; call ``reset(options={"reset_mask": m})``.
+* ``"disabled"``: rows are never reset by ``step``; once a row's episode has ended, ``step``
+  raises ``RuntimeError`` (as the single env does after its episode) until the finished rows
+  are restarted by ``reset(options={"reset_mask": m})`` or ``reset()``.
 
 ``reset(seed=..., options={"day_id": k or [k_0..k_{N-1}], "reset_mask": [N] bools})`` picks the
-start days and, with a mask, resets only those rows. ``seed`` is an int or a list of N ints;
-the N rows share one generator seeded from it.
+start days and, with a mask, resets only those rows; any other option key raises. ``seed`` is an
+int or a list of N ints; the N rows share one generator seeded from it. Actions ``[N, act_dim]``
+follow :func:`~powerzoo.envs.runner.conform_action` (numbers only; axes of length 1 may be added
+or dropped).
 """
 
 from __future__ import annotations
