@@ -172,9 +172,10 @@ def conform_action(
             ) from err
     kind = array.dtype.kind
     if kind not in _NUMBER_KINDS:
+        shown = repr(action) if array.size <= 12 else f"of shape {array.shape}"
         raise ValueError(
             f"{what} must be numeric (float or int), got {_KIND_NAMES.get(kind, array.dtype)} "
-            f"values {action!r}; expected numbers of shape {shape}{_fields(names)}"
+            f"values {shown}; expected numbers of shape {shape}{_fields(names)}"
         )
     if array.shape != shape:
         if squeezed_shape(array.shape) != squeezed_shape(shape):
