@@ -38,7 +38,9 @@ class PowerZooEnv(TaskMetadata, gym.Env):
     Observation and action spaces are the task's (``spec.observation`` / ``spec.action``);
     use :func:`powerzoo.rl.make_env` for normalisation, forecasts and the other wrappers.
     ``reset(seed=..., options={"day_id": k})`` starts on day ``k`` of the split;
-    ``reset(day_id=k)`` is accepted as a shortcut.
+    ``reset(day_id=k)`` is accepted as a shortcut. Actions follow
+    :func:`~powerzoo.envs.runner.conform_action` (numbers only; ``[act_dim]``, give or take axes
+    of length 1).
     """
 
     metadata = {"render_modes": []}

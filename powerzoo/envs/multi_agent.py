@@ -6,6 +6,11 @@ action (agent-major, checked and clipped once by the runner) and the task's per-
 observations ``[B, n_agents, obs_dim]`` into dicts. Rewards are per agent: a shared-reward task
 gives every agent the team reward. Every agent's info carries the shared CMDP keys
 (``constraint_costs``, ``cost_sum``, ...) plus its own ``action_applied``.
+
+Each agent's action (``[act_dim]``, or ``[N, act_dim]`` in the batched env) follows the rule of
+every PowerZoo env, :func:`~powerzoo.envs.runner.conform_action`: numbers only (bool, complex and
+string actions raise), and axes of length 1 may be added or dropped, nothing else. ``reset``
+takes ``options`` as a dict of known keys (``{"day_id": k}``); any other key raises.
 """
 
 from __future__ import annotations
@@ -26,7 +31,12 @@ from powerzoo.envs.pipeline import (
     apply_reward,
     compile_reward,
 )
-from powerzoo.envs.runner import TaskRunner, start_day_option
+from powerzoo.envs.runner import (
+    TaskRunner,
+    conform_action,
+    squeezed_shape,
+    start_day_option,
+)
 from powerzoo.tasks.base import Task
 
 __all__ = [
@@ -35,6 +45,8 @@ __all__ = [
     "PowerZooDictEnv",
     "PowerZooMultiAgentVectorEnv",
 ]
+
+_NDARRAY = np.ndarray  # alias: saves an attribute lookup per agent in the action fast path
 
 
 class MultiAgentCore:
@@ -53,7 +65,7 @@ class MultiAgentCore:
             raise ValueError(f"{spec.task_id} is a single-agent task; use framework='gymnasium'")
         self.task, self.spec = task, spec
         self.observations = ObservationPipeline(task, obs_mode=obs_mode, normalize=normalize)
-        self.actions = ActionPipeline(spec, normalize=normalize)
+        self.actions = ActionPipeline(spec, normalize=normalize, num_envs=num_envs)
         self.obs_mode, self.obs_spec = self.observations.obs_mode, self.observations.layout
         self.obs_scaler, self.action_scaler = self.observations.scaler, self.actions.scaler
         self.runner = TaskRunner(task, num_envs)
@@ -61,6 +73,10 @@ class MultiAgentCore:
         self.agents = spec.agents
         self._agent_set = frozenset(spec.agents)
         self.n_agents, self.act_dim = len(spec.agents), spec.agent_action_dim
+        # one agent's action: [act_dim] in a single env, [B, act_dim] in a batch
+        batch = self.runner.num_envs
+        self._agent_shape = (self.act_dim,) if batch == 1 else (batch, self.act_dim)
+        self._agent_core = squeezed_shape(self._agent_shape)
         low, high = (
             b.reshape(self.n_agents, self.act_dim) for b in (self.actions.low, self.actions.high)
         )
@@ -97,38 +113,52 @@ class MultiAgentCore:
     def _stacked_action(self, actions: dict[str, Any]) -> np.ndarray | None:
         """Fast path of a single env (B = 1): every agent's action converted in one call.
 
-        ``None`` (convert agent by agent, see :meth:`_joint_action_checked`) for batched envs,
-        where the per-agent arrays are large and concatenating them is cheaper, and when the
-        agents' actions differ in shape or type (the checked path then reports the bad one).
+        Taken when every action is a Python float or int, a flat list of them, or a numeric
+        numpy array or scalar, and all have one shape that
+        :func:`~powerzoo.envs.runner.conform_action` accepts (stacking would turn a bool among
+        floats into a number, so other types are not stacked). ``None`` (convert agent by agent,
+        see :meth:`_joint_action_checked`) for batched envs, where the per-agent arrays are large
+        and concatenating them is cheaper, and for any other input (the checked path then
+        converts it or reports the bad one).
         """
         if self.runner.num_envs != 1:
             return None
+        values = [actions[agent] for agent in self.agents]
+        for value in values:
+            kind = type(value)
+            if kind is _NDARRAY:
+                if value.dtype.kind not in "fiu":
+                    return None
+            elif kind is list:  # a flat list of Python numbers ([0.5]); nested: checked path
+                for entry in value:
+                    if type(entry) is not float and type(entry) is not int:
+                        return None
+            elif kind is not float and kind is not int:
+                if not isinstance(value, np.generic) or value.dtype.kind not in "fiu":
+                    return None
         try:
-            stacked = np.asarray([actions[agent] for agent in self.agents], dtype=np.float64)
-        except (TypeError, ValueError):
+            stacked = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):  # shapes differ
             return None
-        if stacked.size != self.n_agents * self.act_dim:
+        if squeezed_shape(stacked.shape[1:]) != self._agent_core:
             return None
         return stacked.reshape(1, self.n_agents * self.act_dim)
 
     def _joint_action_checked(self, actions: dict[str, Any]) -> np.ndarray:
-        """Agent-by-agent conversion with a precise error for the first bad action."""
-        b = self.runner.num_envs
+        """Agent-by-agent conversion (:func:`~powerzoo.envs.runner.conform_action`) with a
+        precise error for the first bad action."""
+        b, task_id, names = self.runner.num_envs, self.spec.task_id, self.spec.action.names
         parts = []
-        for agent in self.agents:
-            try:
-                a = np.asarray(actions[agent], dtype=np.float64)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"{self.spec.task_id}: action of {agent} must be numeric") from err
-            if a.size != b * self.act_dim:
-                raise ValueError(
-                    f"{self.spec.task_id}: action of {agent} has shape {a.shape}, expected "
-                    f"{(self.act_dim,) if b == 1 else (b, self.act_dim)}"
-                )
+        for i, agent in enumerate(self.agents):
+            own = names[i * self.act_dim : (i + 1) * self.act_dim]
+            a = conform_action(
+                actions[agent], self._agent_shape, f"{task_id}: action of {agent}", own
+            )
             parts.append(a.reshape(b, self.act_dim))
         return np.concatenate(parts, axis=1)
 
     def reset(self, seed: Any = None, day_id: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start every episode (``seed``: re-seed first; ``day_id``: the start day or days)."""
         if seed is not None or self.runner.state is None:
             self.runner.seed(seed)
         self.runner.reset(day_id)
@@ -238,7 +268,7 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         options: dict[str, Any] | None = None,
         day_id: int | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
-        obs, info = self.core.reset(seed, start_day_option(options, day_id, strict=False))
+        obs, info = self.core.reset(seed, start_day_option(options, day_id))
         self.agents = list(self.possible_agents)
         return {a: obs[0, i] for i, a in enumerate(self.possible_agents)}, self.core.agent_infos(
             info
@@ -391,7 +421,7 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict, dict]:
-        obs, info = self.core.reset(seed, start_day_option(options, strict=False))
+        obs, info = self.core.reset(seed, start_day_option(options))
         return self._split(obs), info
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:

@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from powerzoo.envs.runner import conform_action
 from powerzoo.envs.scaling import AffineScaler
 from powerzoo.tasks.base import Task
 from powerzoo.tasks.spec import TaskSpec
@@ -114,10 +115,16 @@ class ActionPipeline:
 
     ``low`` / ``high`` are the agent-facing bounds of the joint action (``[-1, 1]`` when
     normalised): ``a_phys = mid + half * a`` is applied once, before the runner clips to the
-    physical bounds.
+    physical bounds. ``num_envs``: the batch of actions :meth:`to_physical` takes, ``[num_envs,
+    act_dim]`` (``None``: one env's ``[act_dim]``).
     """
 
-    def __init__(self, spec: TaskSpec, normalize: bool = False) -> None:
+    def __init__(
+        self, spec: TaskSpec, normalize: bool = False, num_envs: int | None = None
+    ) -> None:
+        self.spec = spec
+        dim = spec.action.dim
+        self.shape = (dim,) if num_envs is None else (int(num_envs), dim)
         low, high = spec.action.bounds()
         self.scaler: AffineScaler | None = None
         if normalize:
@@ -126,13 +133,18 @@ class ActionPipeline:
         self.low, self.high = low, high
 
     def to_physical(self, action: Any) -> Any:
-        """Agent action -> physical units (unchanged when not normalised; the runner checks it)."""
+        """Agent action -> physical units (unchanged when not normalised: the runner checks it).
+
+        A normalised action is checked first, by the runner's rule
+        (:func:`~powerzoo.envs.runner.conform_action`: numbers only, axes of length 1 aside the
+        shape ``self.shape``), since the affine map would turn a bool into a number.
+        """
         if self.scaler is None:
             return action
-        try:
-            return self.scaler.from_unit(action)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"action must be numeric, got {action!r}") from err
+        action = conform_action(
+            action, self.shape, f"{self.spec.task_id}: action", self.spec.action.names
+        )
+        return self.scaler.from_unit(action)
 
     def from_physical(self, physical: Any) -> np.ndarray:
         """Physical action -> what the agent would send (float32)."""

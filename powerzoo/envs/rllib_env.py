@@ -199,7 +199,7 @@ class PowerZooRLlibEnv(_TaskMetadata, MultiAgentEnv):
         through :func:`stream_seed`."""
         if seed is not None or self.core.runner.state is None:
             self._seed_streams(seed)
-        self.core.runner.reset(start_day_option(options, strict=False))
+        self.core.runner.reset(start_day_option(options))
         info = self.core.runner.reset_info()
         self._done = False
         return self._obs_dict(), self._infos(info)

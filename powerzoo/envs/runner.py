@@ -1,13 +1,16 @@
 """The engine under every adapter: one task, a batch of ``B`` episodes, explicit RNG.
 
 The Gymnasium env is this runner with ``B = 1`` and the native vector env is it with ``B = N``,
-so action checking, truncation, autoreset bookkeeping and the CMDP info keys exist once.
+so action checking, truncation, autoreset bookkeeping and the CMDP info keys exist once. The
+action rule (:func:`conform_action`) and the reset options (:func:`reset_options`) are the ones
+every adapter applies, the multi-agent ones included.
 """
 
 from __future__ import annotations
 
 import copy
-import warnings
+import functools
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -24,9 +27,20 @@ from powerzoo.tasks.base import (
 )
 from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["TaskRunner", "CostLayout", "cost_info", "start_day_option"]
+__all__ = [
+    "TaskRunner",
+    "CostLayout",
+    "cost_info",
+    "conform_action",
+    "squeezed_shape",
+    "reset_options",
+    "start_day_option",
+]
 
 RESET_OPTIONS = ("day_id",)
+PETTINGZOO_PROBE = "options"  # the reset option PettingZoo's API tests pass (dropped)
+_NUMBER_KINDS = "fiu"  # numpy dtype kinds accepted in actions: float, signed and unsigned int
+_KIND_NAMES = {"b": "bool", "c": "complex", "U": "str", "S": "bytes", "O": "object"}
 
 
 _add_reduce = np.add.reduce  # ndarray.sum / np.any without their Python-level wrappers
@@ -78,24 +92,99 @@ def cost_info(task: Task, costs: np.ndarray) -> dict[str, Any]:
     return CostLayout(task.spec).info(costs)
 
 
-def start_day_option(
-    options: dict[str, Any] | None, day_id: Any = None, *, strict: bool = True
-) -> Any:
+def reset_options(options: Any, valid: tuple[str, ...] = RESET_OPTIONS) -> dict[str, Any]:
+    """A copy of ``reset``'s ``options`` after checking them: a dict (or ``None``) of known keys.
+
+    Anything but a dict raises ``TypeError``; a key outside ``valid`` raises ``ValueError``
+    listing the valid keys (a misspelt ``"dayid"`` would otherwise start a random day). The one
+    exception is the key ``"options"``, which is dropped: PettingZoo's API tests
+    (``parallel_api_test``, ``api_test``) call ``reset(options={"options": 1})`` only to check
+    that ``reset`` takes options.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            f"reset options must be a dict such as {{'day_id': 3}} (valid keys: "
+            f"{', '.join(valid)}), got {type(options).__name__} {options!r}"
+        )
+    options = {key: value for key, value in options.items() if key != PETTINGZOO_PROBE}
+    unknown = [key for key in options if key not in valid]
+    if unknown:
+        raise ValueError(
+            f"unknown reset option(s) {sorted(map(str, unknown))}; valid: {', '.join(valid)}"
+        )
+    return options
+
+
+def start_day_option(options: Any, day_id: Any = None) -> Any:
     """The start day asked for by ``reset(options={"day_id": k})`` or the ``day_id=k`` shortcut.
 
-    Unknown option keys raise ``ValueError`` (``strict``) or only warn: PettingZoo's API test
-    passes arbitrary options, so the multi-agent adapters warn.
+    ``options`` is checked by :func:`reset_options` (not a dict, or an unknown key, raises).
     """
-    options = dict(options or {})
+    options = reset_options(options)
     if day_id is not None:
         options["day_id"] = day_id
-    unknown = set(options) - set(RESET_OPTIONS)
-    if unknown:
-        message = f"unknown reset option(s) {sorted(unknown)}; valid: {', '.join(RESET_OPTIONS)}"
-        if strict:
-            raise ValueError(message)
-        warnings.warn(f"ignoring {message}", stacklevel=3)
     return options.get("day_id")
+
+
+def _fields(names: tuple[str, ...]) -> str:
+    """The action's entry names as `` (a, b, c)`` for a message (empty without names)."""
+    return f" ({', '.join(names)})" if names else ""
+
+
+@functools.lru_cache(maxsize=256)
+def squeezed_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with its axes of length 1 dropped (cached: an env meets few shapes)."""
+    return tuple(n for n in shape if n != 1)
+
+
+def conform_action(
+    action: Any,
+    shape: tuple[int, ...],
+    what: str,
+    names: tuple[str, ...] = (),
+) -> np.ndarray:
+    """``action`` as a float64 array of ``shape``, by the one rule every adapter applies.
+
+    * numbers only: float or int entries (any width); ``None``, bool, complex, string, object
+      and ragged actions raise ``ValueError`` (a bool or a string would otherwise be read as
+      0/1 or parsed as a number);
+    * the shape must be ``shape`` once every axis of length 1 is dropped from both: ``[1, d]``,
+      ``[d, 1]`` and ``[1, d, 1]`` stand for ``[d]``, a scalar for ``[1]``, and ``[N]`` for
+      ``[N, 1]``; anything else (``[2, 2]`` for ``[4]``, ``[d, N]`` for ``[N, d]``) raises
+      ``ValueError``. Dropping or adding axes of length 1 never reorders the entries.
+
+    ``what`` names the action in messages (``"battery_arbitrage: action"``); ``names`` lists its
+    entries.
+    """
+    if action is None:
+        raise ValueError(f"{what} is None; expected numbers of shape {shape}{_fields(names)}")
+    if type(action) is np.ndarray:
+        array = action
+    else:
+        try:
+            array = np.asarray(action)
+        except (TypeError, ValueError) as err:  # ragged nested lists
+            raise ValueError(
+                f"{what} must be an array of numbers of shape {shape}{_fields(names)}, "
+                f"got {action!r}"
+            ) from err
+    kind = array.dtype.kind
+    if kind not in _NUMBER_KINDS:
+        shown = repr(action) if array.size <= 12 else f"of shape {array.shape}"
+        raise ValueError(
+            f"{what} must be numeric (float or int), got {_KIND_NAMES.get(kind, array.dtype)} "
+            f"values {shown}; expected numbers of shape {shape}{_fields(names)}"
+        )
+    if array.shape != shape:
+        if squeezed_shape(array.shape) != squeezed_shape(shape):
+            raise ValueError(
+                f"{what} has shape {array.shape}, expected {shape}{_fields(names)} "
+                "(axes of length 1 may be added or dropped, nothing else)"
+            )
+        array = array.reshape(shape)
+    return array.astype(np.float64, copy=False)
 
 
 class TaskRunner:
@@ -126,6 +215,9 @@ class TaskRunner:
         self.cost_layout = CostLayout(task.spec)
         self._layout: dict[str, tuple[tuple[int, ...], np.dtype]] | None = None
         self._action_shape = (self.num_envs, self.spec.action.dim)
+        self._what = f"{self.spec.task_id}: action"
+        # the action shape a user sends: [act_dim] to a single env, [B, act_dim] to a batch
+        self._user_shape = self._action_shape[1:] if self.num_envs == 1 else self._action_shape
 
     # ---- seeding and reset ------------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
@@ -210,30 +302,16 @@ class TaskRunner:
     def check_action(self, action: Any) -> tuple[np.ndarray, np.ndarray]:
         """Validate a physical action batch [B, act_dim]; clip into bounds.
 
-        Returns the clipped action (float64) and a [B] flag of rows that were clipped. Wrong
-        shape, non-numeric dtype and NaN/inf raise ``ValueError``.
+        Returns the clipped action (float64) and a [B] flag of rows that were clipped. The
+        action's form follows :func:`conform_action` (numbers only; axes of length 1 may be
+        added or dropped, so a single env takes ``[act_dim]``); NaN/inf raise ``ValueError``.
         """
-        if action is None:
-            raise ValueError(
-                f"{self.spec.task_id}: action is None; expected {self.spec.action.dim} numbers "
-                f"({', '.join(self.spec.action.names)})"
-            )
-        try:
-            action = np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(
-                f"{self.spec.task_id}: action must be numeric, got {action!r}"
-            ) from err
         expected = self._action_shape
-        if action.shape != expected:
-            if action.size == expected[0] * expected[1] and self.num_envs == 1:
-                action = action.reshape(expected)
-            else:
-                raise ValueError(
-                    f"{self.spec.task_id}: action has shape {action.shape}, expected "
-                    f"{expected[1:] if self.num_envs == 1 else expected} "
-                    f"({', '.join(self.spec.action.names)})"
-                )
+        # conformed to the shape a user sends (a single env's [act_dim]), the exact match being
+        # the cheap case, then viewed as the batch [B, act_dim]
+        action = conform_action(action, self._user_shape, self._what, self.spec.action.names)
+        if self.num_envs == 1:
+            action = action.reshape(expected)
         # NaN passes through the clip and +-inf is clipped to a bound, so a non-finite entry
         # always shows up as "changed": the finiteness check only runs when something changed
         clipped = _minimum(

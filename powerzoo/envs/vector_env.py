@@ -11,11 +11,15 @@ autoreset_mode=...)``) says what happens when an episode ends:
   last one is in ``info["final_obs"]`` (rows flagged by ``info["_final_obs"]``) and the ending
   step's info in ``info["final_info"]``. The top-level ``info`` of a step always describes
   that step for every row (rewards, costs, applied actions), so costs are never lost.
-* ``"disabled"``: rows are never reset by ``step``; call ``reset(options={"reset_mask": m})``.
+* ``"disabled"``: rows are never reset by ``step``; once a row's episode has ended, ``step``
+  raises ``RuntimeError`` (as the single env does after its episode) until the finished rows
+  are restarted by ``reset(options={"reset_mask": m})`` or ``reset()``.
 
 ``reset(seed=..., options={"day_id": k or [k_0..k_{N-1}], "reset_mask": [N] bools})`` picks the
-start days and, with a mask, resets only those rows. ``seed`` is an int or a list of N ints;
-the N rows share one generator seeded from it.
+start days and, with a mask, resets only those rows; any other option key raises. ``seed`` is an
+int or a list of N ints; the N rows share one generator seeded from it. Actions ``[N, act_dim]``
+follow :func:`~powerzoo.envs.runner.conform_action` (numbers only; axes of length 1 may be added
+or dropped).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from powerzoo.envs.pipeline import (
     apply_reward,
     compile_reward,
 )
-from powerzoo.envs.runner import TaskRunner, start_day_option
+from powerzoo.envs.runner import RESET_OPTIONS, TaskRunner, reset_options
 from powerzoo.tasks.base import Task, merge_state
 
 __all__ = ["PowerZooVectorEnv", "AUTORESET_MODES"]
@@ -47,6 +51,8 @@ AUTORESET_MODES = {
     "same_step": AutoresetMode.SAME_STEP,
     "disabled": AutoresetMode.DISABLED,
 }
+_MODE_NAMES = {mode: name for name, mode in AUTORESET_MODES.items()}
+VECTOR_RESET_OPTIONS = (*RESET_OPTIONS, "reset_mask")
 
 
 def autoreset_mode_of(mode: str | AutoresetMode) -> AutoresetMode:
@@ -88,13 +94,14 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = None
-        self._pending_reset = np.zeros(
-            self.num_envs, dtype=bool
-        )  # NEXT_STEP: rows to reset at the next step
+        # rows whose episode ended and has not restarted: NEXT_STEP resets them at the next
+        # step; the other modes refuse to step them (SAME_STEP only meets them after a switch
+        # of mode by autoreset_as)
+        self._ended = np.zeros(self.num_envs, dtype=bool)
+        self.actions = ActionPipeline(self.task_spec, normalize=normalize, num_envs=self.num_envs)
         self.observations = ObservationPipeline(
             task, forecast_horizon=forecast_horizon, normalize=normalize
         )
-        self.actions = ActionPipeline(self.task_spec, normalize=normalize)
         self.forecast_horizon = self.observations.forecast_horizon
         self.obs_scaler, self.action_scaler = self.observations.scaler, self.actions.scaler
         self.reward_fn = compile_reward(self.task_spec, reward)
@@ -124,18 +131,17 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
             self._np_random_seed = seed if isinstance(seed, int) else None
         elif self.runner.state is None:
             self.runner.seed(None)
-        options = dict(options or {})
-        mask = options.pop("reset_mask", None)
-        day_id = start_day_option(options)
+        options = reset_options(options, VECTOR_RESET_OPTIONS)
+        mask, day_id = options.get("reset_mask"), options.get("day_id")
         if mask is None or self.runner.state is None:
             self.runner.reset(day_id)
-            self._pending_reset[:] = False
+            self._ended[:] = False
         else:
             mask = np.asarray(mask)
             if mask.dtype != bool or mask.shape != (self.num_envs,):
                 raise ValueError(f"reset_mask must be {self.num_envs} bools, got {mask!r}")
             self.runner.reset_done(mask, day_id)
-            self._pending_reset &= ~mask
+            self._ended &= ~mask
         info = self.runner.reset_info()
         if self.reward_fn is not None:
             info["task_reward"] = np.zeros(self.num_envs)
@@ -144,13 +150,16 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
     def step(
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        try:
-            actions = self.actions.to_physical(actions)
-        except ValueError as err:
-            raise ValueError(
-                f"actions must be a numeric array of shape {self.action_space.shape}"
-            ) from err
-        pending = self._pending_reset
+        """One batched step of every row (``actions`` [N, act_dim]; the module docstring says
+        what happens to rows whose episode ended)."""
+        pending = self._ended
+        if pending.any() and self.autoreset_mode is not AutoresetMode.NEXT_STEP:
+            raise RuntimeError(
+                f"episode is over in row(s) {np.flatnonzero(pending).tolist()}; call reset() "
+                "for the finished rows: reset(options={'reset_mask': mask}) restarts only them "
+                f"(autoreset_mode={_MODE_NAMES[self.autoreset_mode]!r} does not restart them)"
+            )
+        actions = self.actions.to_physical(actions)
         if pending.any():  # NEXT_STEP: rows that ended last step start again now
             self.runner.reset_done(pending)
             fresh = self.runner.state
@@ -165,9 +174,9 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
             )
         obs = self._observe()
         done = terminated | truncated
-        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
-            self._pending_reset = done
-        elif self.autoreset_mode is AutoresetMode.SAME_STEP and done.any():
+        if self.autoreset_mode is not AutoresetMode.SAME_STEP:
+            self._ended = done
+        elif done.any():
             info["final_obs"] = obs
             info["_final_obs"] = done
             info["final_info"] = dict(info)
@@ -201,16 +210,16 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         """Run a block under another autoreset mode (for consumers written for one mode);
         restored after.
 
-        Rows waiting for a NEXT_STEP reset are not carried over: call ``reset`` inside the block.
+        Rows whose episode ended stay ended across the switch: under ``"next_step"`` the next
+        step restarts them, under the other modes ``step`` refuses them until ``reset``.
         """
-        saved = self.autoreset_mode, self.metadata, self._pending_reset.copy()
+        saved = self.autoreset_mode, self.metadata
         self.autoreset_mode = autoreset_mode_of(mode)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        self._pending_reset[:] = False
         try:
             yield self
         finally:
-            self.autoreset_mode, self.metadata, self._pending_reset = saved
+            self.autoreset_mode, self.metadata = saved
 
     def close_extras(self, **kwargs: Any) -> None:
         self.runner.state = None

@@ -167,8 +167,8 @@ def test_same_step_and_disabled_modes_are_selectable():
     off = make_env(TASK, num_envs=2, autoreset_mode="disabled", seed=0)
     for _ in range(H):
         obs, *_ = off.step(np.zeros((2, 1), np.float32))
-    obs, *_ = off.step(np.zeros((2, 1), np.float32))
-    assert np.all(obs[:, 5] < 0.0)  # no reset: the episodes ran past their horizon
+    with pytest.raises(RuntimeError, match=r"episode is over in row\(s\) \[0, 1\]"):
+        off.step(np.zeros((2, 1), np.float32))  # no reset: step refuses to pass the horizon
     with pytest.raises(ValueError, match="unknown autoreset_mode"):
         make_env(TASK, num_envs=2, autoreset_mode="sometimes")
     with pytest.raises(ValueError, match="pass num_envs"):
