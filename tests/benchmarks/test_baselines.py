@@ -3,7 +3,6 @@ and task policies on multi-agent envs."""
 
 import importlib.util
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -24,8 +23,6 @@ from powerzoo.benchmarks.evaluation import evaluate_days
 from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy, fill_plan_gaps
 from powerzoo.rl import make_env
 from powerzoo.tasks import info, list_tasks, task_spec
-
-warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 
 SCRIPT = REPO_ROOT / "benchmarks" / "compute_baselines.py"
 MA_TASK = "marl_opf"

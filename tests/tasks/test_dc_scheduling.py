@@ -1,8 +1,6 @@
 """``dc_scheduling``: the dc_microgrid data centre on the 33-bus feeder (client APIs,
 invariants, sizing, baselines)."""
 
-import warnings
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -21,7 +19,6 @@ from powerzoo.tasks.datacentre.site import DCMicrogridParams
 from powerzoo.tasks.dc_microgrid.rule import rule_based_action as dc_microgrid_rule
 from powerzoo.tasks.dc_scheduling import DC_BUS, SLA_PENALTY_PER_GPUH
 
-warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 GRID_KEYS = {
     "is_safe",
     "pf_converged",

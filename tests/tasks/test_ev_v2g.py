@@ -1,8 +1,6 @@
 """``marl_ev_v2g``: client APIs, the EV fleet's energy accounting,
 the feeder, the trip model, baselines, bad input."""
 
-import warnings
-
 import numpy as np
 import pytest
 from helpers import random_parallel_rollout
@@ -17,7 +15,6 @@ from powerzoo.rl import make_env
 from powerzoo.tasks import make_task, task_spec
 from powerzoo.tasks.ev_v2g import site_buses
 
-warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 FLEET = EVFleetParams()
 
 

@@ -1,8 +1,6 @@
 """Distribution-feeder tasks ``dso`` and ``marl_der_arbitrage``: client APIs, physics invariants,
 baselines."""
 
-import warnings
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -22,7 +20,6 @@ from powerzoo.tasks.dso import FLEX_BUSES, DsoParams
 FLEX_MAX_FRACTION = DsoParams.flex_max_fraction
 VOLL_PER_MWH = DsoParams.voll_per_mwh
 
-warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 GRID_KEYS = {
     "is_safe",
     "pf_converged",

@@ -13,7 +13,6 @@ from powerzoo.rl import make_env
 from powerzoo.tasks import describe, info, make_task
 from powerzoo.tasks.gencos_bidding import BR_GRID, N_BLOCKS, SHOCK_STEPS, WIND_BUS, _shock_mask
 
-pytestmark = pytest.mark.filterwarnings("ignore:ignoring unknown reset option")
 TASK = "gencos_bidding"
 AGENTS = [f"genco_{i}" for i in range(5)]
 

@@ -1,7 +1,5 @@
 """Multi-agent dispatch tasks on DC networks: adapters, physics invariants, baselines."""
 
-import warnings
-
 import numpy as np
 import pytest
 from helpers import random_parallel_rollout
@@ -9,8 +7,6 @@ from pettingzoo.test import parallel_api_test
 
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task
-
-warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 
 
 @pytest.mark.parametrize("task", ["marl_opf", "opf_118", "opf_118_7d"])

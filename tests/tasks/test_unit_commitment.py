@@ -1,7 +1,5 @@
 """Unit commitment: thermal-unit physics, ``marl_uc`` and ``tso`` (invariants, adapters, oracle)."""
 
-import warnings
-
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
@@ -13,8 +11,6 @@ from powerzoo.devices.thermal_unit import ThermalFleet, UnitClass, balance_dispa
 from powerzoo.envs.introspect import inspect_env
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task
-
-warnings.filterwarnings("ignore", message="ignoring unknown reset option")
 
 
 # ---- thermal-unit physics ------------------------------------------------------------------
