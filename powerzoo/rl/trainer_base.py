@@ -150,7 +150,7 @@ class TrainerBase(abc.ABC):
         if state.get("status") == "finished" and steps >= self.config.budget_timesteps():
             self._load_files(run_dir, "final")
             return self
-        if rd.CheckpointStore(run_dir).latest() is None:
+        if not rd.CheckpointStore(run_dir).complete():
             warnings.warn(
                 f"{run_dir} has no checkpoint (the run ended before its first one): training "
                 "it again from step 0 in the same folder",
