@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
+from typing import Any
 
 from powerzoo.benchmarks.policies import BASELINE_POLICIES
 
@@ -185,11 +187,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``powerzoo`` console script."""
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, FileNotFoundError, FileExistsError) as err:
-        print(f"powerzoo: error: {err}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return args.func(args)
+        except (ValueError, FileNotFoundError, FileExistsError) as err:
+            print(f"powerzoo: error: {err}", file=sys.stderr)
+            return 2
+
+
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    """One line per warning on stderr (no source line): ``powerzoo: warning: <message>``."""
+    print(f"powerzoo: warning: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         overrides["evaluation"] = {"freq": args.eval_freq}
     if args.progress is not None:
         overrides["logging"] = {"progress_bar": args.progress}
+    if args.overwrite:
+        overrides["overwrite"] = True
     trainer = Trainer(
         args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides
     )
@@ -84,11 +86,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
+    from powerzoo.rl.run_dir import read_run_state
     from powerzoo.rl.trainer import Trainer
 
     trainer = Trainer.resume(args.run_dir)
-    if trainer.result is None:
-        print(f"{args.run_dir} was stopped by a stop condition; nothing to resume")
+    if trainer.result is None:  # nothing trained: the run had ended (read-only, nothing written)
+        state = read_run_state(args.run_dir) or {}
+        steps = int(state.get("num_timesteps") or 0)
+        why = "finished" if state.get("status") == "finished" else "was stopped by a stop condition"
+        print(f"{args.run_dir} {why} at {steps:,} env steps; nothing to resume")
         return 0
     trainer.close()
     _print_result(trainer.result)
@@ -199,6 +205,11 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("--output-dir", default=None, help="where run folders go (default: runs)")
     p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a run folder of the same name (default: refused; resume it instead)",
+    )
+    p.add_argument(
         "--marl",
         choices=("shared", "il"),
         default="shared",
@@ -218,7 +229,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--plot-day", type=int, default=0, help="split day to plot (default: 0)")
     p.set_defaults(func=_cmd_eval)
     p = sub.add_parser(
-        "resume", help="continue a killed or unfinished run from its newest checkpoint"
+        "resume",
+        help="continue a killed or unfinished run from its newest checkpoint (a damaged one is "
+        "skipped with a warning; a run killed before its first checkpoint starts again)",
     )
     p.add_argument("run_dir")
     p.set_defaults(func=_cmd_resume)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,6 +71,58 @@ _TRAINERS = {
 _RESERVED = frozenset({"env", "policy", "seed", "tensorboard_log", "verbose", "_init_setup_model"})
 
 
+# Ranges of the common SB3 hyperparameters: (low, high, low inclusive, high inclusive); None is
+# unbounded. A value of another kind (a schedule for learning_rate, "auto" for SAC's ent_coef, a
+# (n, "step") tuple for train_freq) is left to SB3; ints must be whole numbers.
+_BOUNDS: dict[str, tuple[float | None, float | None, bool, bool]] = {
+    "gamma": (0.0, 1.0, False, True),
+    "gae_lambda": (0.0, 1.0, True, True),
+    "learning_rate": (0.0, None, False, False),
+    "n_steps": (1, None, True, False),
+    "batch_size": (1, None, True, False),
+    "n_epochs": (1, None, True, False),
+    "clip_range": (0.0, None, False, False),
+    "ent_coef": (0.0, None, True, False),
+    "vf_coef": (0.0, None, True, False),
+    "max_grad_norm": (0.0, None, False, False),
+    "target_kl": (0.0, None, False, False),
+    "buffer_size": (1, None, True, False),
+    "learning_starts": (0, None, True, False),
+    "tau": (0.0, 1.0, False, True),
+    "train_freq": (1, None, True, False),
+    "gradient_steps": (-1, None, True, False),
+    "policy_delay": (1, None, True, False),
+    "target_policy_noise": (0.0, None, True, False),
+    "target_noise_clip": (0.0, None, True, False),
+}
+_INTEGERS = frozenset(
+    {"n_steps", "batch_size", "n_epochs", "buffer_size", "learning_starts", "train_freq",
+     "gradient_steps", "policy_delay"}
+)  # fmt: skip
+
+
+def _bound_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` is out of ``key``'s range (``None`` if it is in range or not a number)."""
+    low, high, low_in, high_in = _BOUNDS[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    if key in _INTEGERS and value != int(value):
+        return f"must be a whole number, got {value!r}"
+    below = low is not None and (value < low if low_in else value <= low)
+    above = high is not None and (value > high if high_in else value >= high)
+    if below or above:
+        if high is None:
+            span = f">= {low:g}" if low_in else f"> {low:g}"
+        else:
+            span = f"in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+        return f"must be {span}, got {value!r}"
+    if key == "gradient_steps" and value == 0:
+        return "must be >= 1 (or -1: as many as env steps collected), got 0"
+    return None
+
+
 def is_native_marl(name: str) -> bool:
     """Whether ``name`` (any case) is one of the native multi-agent algorithms (no SB3 class)."""
     return isinstance(name, str) and name.upper() in NATIVE_MARL_ALGORITHMS
@@ -110,11 +163,16 @@ def algorithm_class(name: str, valid: Sequence[str] = ALGORITHMS) -> type:
 
 
 def check_algorithm_kwargs(
-    name: str, kwargs: dict[str, Any], where: str = "algorithm_kwargs"
+    name: str, kwargs: dict[str, Any], where: str = "algorithm_kwargs", n_envs: int | None = None
 ) -> None:
     """Raise ``ValueError`` naming any key of ``kwargs`` that the SB3 constructor (or, for the
     native multi-agent algorithms, :class:`~powerzoo.rl.mappo.hparams.MAPPOParams`) does not
-    take."""
+    take, or whose value is out of its range (``gamma`` in (0, 1], ``gae_lambda`` in [0, 1],
+    ``n_steps`` / ``batch_size`` / ``n_epochs`` >= 1, ``learning_rate`` > 0, ...).
+
+    With ``n_envs``, PPO's rollout (``n_steps`` × ``n_envs`` env steps) and ``batch_size`` must
+    be over 1 (SB3 normalises advantages over them).
+    """
     if is_native_marl(name):  # MAPPOParams checks them (imported here: it is the mappo wing's)
         check_params = importlib.import_module("powerzoo.rl.mappo.hparams").check_params
         check_params(kwargs, where)
@@ -136,6 +194,21 @@ def check_algorithm_kwargs(
             raise ValueError(
                 f"{where}.{key}: not an argument of {canonical_algorithm(name)}; "
                 f"valid: {', '.join(valid)}"
+            )
+        problem = _bound_problem(key, kwargs[key]) if key in _BOUNDS else None
+        if problem is not None:
+            raise ValueError(f"{where}.{key}: {problem}")
+    if canonical_algorithm(name) == "PPO" and kwargs.get("normalize_advantage", True):
+        n_steps, batch = kwargs.get("n_steps", 2048), kwargs.get("batch_size", 64)
+        if n_envs is not None and isinstance(n_steps, int) and n_steps * n_envs < 2:
+            raise ValueError(
+                f"{where}.n_steps: PPO normalises advantages over n_steps × n_envs = "
+                f"{n_steps * n_envs} step; give n_steps >= 2 (or n_envs >= 2)"
+            )
+        if isinstance(batch, int) and batch < 2:
+            raise ValueError(
+                f"{where}.batch_size: PPO normalises advantages over each mini-batch; "
+                f"give batch_size >= 2, got {batch}"
             )
 
 

@@ -55,10 +55,17 @@ Every field, with its default::
     name: null                       # default <algorithm>-<task>-seed<S>-<timestamp>
     torch_threads: 1                 # torch intra-op threads (small MLPs run fastest on one)
     init_model: null                 # start from a saved model (.zip) instead of scratch
+    overwrite: false                 # replace a run folder of the same name (else refused)
+
+Bounds checked before any run folder exists: ``total_timesteps`` (or ``episodes`` × horizon) at
+most 10^12 env steps, ``n_envs`` at most 65,536, ``torch_threads`` at most 1,024, and the common
+SB3 hyperparameters in ``algorithm_kwargs`` within their ranges (``gamma`` in (0, 1],
+``n_steps`` >= 1, ...: :func:`powerzoo.rl.algorithms.check_algorithm_kwargs`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,7 +74,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from powerzoo.fileio import atomic_write_text
+from powerzoo.fileio import atomic_write_text, read_or_corrupt
 from powerzoo.rl.algorithms import (
     ALL_ALGORITHMS,
     canonical_algorithm,
@@ -90,7 +97,17 @@ __all__ = [
     "resolve_config",
     "task_field_problems",
     "DEFAULT_BUDGET",
+    "MAX_TIMESTEPS",
+    "MAX_ENVS",
+    "MAX_TORCH_THREADS",
 ]
+
+MAX_TIMESTEPS = 10**12
+"""Largest training budget in env steps (years of wall time at any speed PowerZoo reaches)."""
+MAX_ENVS = 65_536
+"""Most parallel training envs (``n_envs``)."""
+MAX_TORCH_THREADS = 1_024
+"""Most torch intra-op threads (``torch_threads``)."""
 
 
 class ConfigError(ValueError):
@@ -156,10 +173,10 @@ class TrainConfig(_Section):
     task: str
     algorithm: str = "PPO"
     policy: str = "MlpPolicy"
-    total_timesteps: int | None = Field(default=None, ge=1)
+    total_timesteps: int | None = Field(default=None, ge=1, le=MAX_TIMESTEPS)
     episodes: int | None = Field(default=None, ge=1)
     seed: int = 0
-    n_envs: int = Field(default=1, ge=1)
+    n_envs: int = Field(default=1, ge=1, le=MAX_ENVS)
     vec_env: Literal["native", "dummy", "subproc"] = "native"
     env: EnvConfig = Field(default_factory=EnvConfig)
     vec_normalize: VecNormalizeConfig | None = Field(default_factory=VecNormalizeConfig)
@@ -170,8 +187,9 @@ class TrainConfig(_Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     output_dir: str = "runs"
     name: str | None = None
-    torch_threads: int | None = Field(default=1, ge=1)
+    torch_threads: int | None = Field(default=1, ge=1, le=MAX_TORCH_THREADS)
     init_model: str | None = None
+    overwrite: bool = False
 
     _source: str | None = None  # file the config came from (for error messages)
 
@@ -217,7 +235,7 @@ class TrainConfig(_Section):
             raise ValueError(
                 "give exactly one of total_timesteps or episodes (the training budget)"
             )
-        check_algorithm_kwargs(self.algorithm, self.algorithm_kwargs)
+        check_algorithm_kwargs(self.algorithm, self.algorithm_kwargs, n_envs=self.n_envs)
         return self
 
     # ---- construction -------------------------------------------------------------------------
@@ -245,19 +263,28 @@ class TrainConfig(_Section):
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"config file {path} not found")
-        text = path.read_text()
+        text = read_or_corrupt(path, lambda p: p.read_text(encoding="utf-8"))
         try:
             data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as err:
+            kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
             raise ConfigError(
-                f"config {path}: not valid "
-                f"{'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {err}"
+                f"config {path}: not valid {kind}: {' '.join(str(err).split())}"
             ) from None
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every field (the resolved config saved in a run folder)."""
         return self.model_dump(mode="json")
+
+    def fingerprint(self) -> str:
+        """A short hash (16 hex digits) of every resolved field: equal configs, equal hashes.
+
+        A run records it (``run_state.json``, each checkpoint's ``state.json``) so that a
+        ``config.yaml`` changed or cut afterwards is refused on resume and load.
+        """
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def to_file(self, path: str | Path) -> Path:
         """Write the resolved config as YAML (or JSON for a ``.json`` path), atomically."""
@@ -325,6 +352,11 @@ def task_field_problems(config: TrainConfig) -> list[str]:
     except (TypeError, ValueError) as err:
         problems.append(f"field 'env.task_kwargs': {err}")
         spec = task_spec(config.task)
+    if config.episodes is not None and config.episodes * spec.horizon > MAX_TIMESTEPS:
+        problems.append(
+            f"field 'episodes': {config.episodes} episodes of {spec.horizon} steps exceed the "
+            f"largest budget, {MAX_TIMESTEPS:,} env steps"
+        )
     splits = [("env.split", env.split)]
     if config.evaluation is not None:
         splits.append(("evaluation.split", config.evaluation.split))
@@ -432,11 +464,13 @@ def _format_errors(err: ValidationError) -> str:
     parts = []
     for e in err.errors():
         field = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             parts.append(f"unknown field {field!r}")
         elif e["type"] == "missing":
             parts.append(f"missing required field {field!r}")
+        elif not e["loc"]:  # a check across fields: its message names them
+            parts.append(msg)
         else:
-            msg = e["msg"].removeprefix("Value error, ")
             parts.append(f"field {field!r}: {msg}")
     return "; ".join(parts)

@@ -19,19 +19,33 @@
 
 Every file is written to a temporary name in the same folder and renamed into place
 (:mod:`powerzoo.fileio`), and a checkpoint folder is complete before ``checkpoints/latest`` points
-at it, so a run killed at any moment leaves only whole files behind.
+at it, so a run killed at any moment leaves only whole files behind. Re-writing a checkpoint step
+that exists moves the old folder aside first (``.old-step_<N>-<pid>``), renames the new one into
+place, then deletes the old one: a kill in between leaves one of the two, which reading finds.
+
+Every file of a run folder is read through :func:`powerzoo.fileio.read_or_corrupt` (the readers
+below): a damaged file raises :class:`~powerzoo.fileio.CorruptFileError` naming it, and
+:meth:`CheckpointStore.restore` skips a damaged checkpoint for the next newest with a warning.
+Pickles (``vecnormalize.pkl``, ``rng.pkl``, ``collector.pkl``, ``replay_buffer.pkl``) and torch
+files run code when read: open run folders from trusted sources only.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
+import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+import warnings
+import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
-from powerzoo.fileio import atomic_write_text
+from powerzoo.fileio import CorruptFileError, atomic_write_text, read_or_corrupt
 
 __all__ = [
     "run_name",
@@ -46,7 +60,14 @@ __all__ = [
     "REPLAY_FILE",
     "RNG_FILE",
     "AGENTS_DIR",
+    "read_pickle",
+    "read_state",
+    "read_torch",
+    "check_zip",
+    "read_run_state",
 ]
+
+T = TypeVar("T")
 
 CONFIG_FILE = "config.yaml"
 STATE_FILE = "run_state.json"
@@ -68,6 +89,87 @@ def run_name(algorithm: str, task: str, seed: int, when: float | None = None) ->
     return f"{algorithm}-{task}-seed{seed}-{stamp}"
 
 
+def _loads_pickle(path: Path) -> Any:
+    return pickle.loads(path.read_bytes())
+
+
+def read_pickle(path: str | Path) -> Any:
+    """Unpickle ``path``; :class:`~powerzoo.fileio.CorruptFileError` if it is damaged.
+
+    Unpickling runs code: read only run folders from trusted sources.
+    """
+    return read_or_corrupt(path, _loads_pickle)
+
+
+def read_state(path: str | Path, keys: Sequence[str] = ()) -> dict[str, Any]:
+    """Read a JSON state file (``state.json``, ``run_state.json``) that must be an object holding
+    ``keys``; :class:`~powerzoo.fileio.CorruptFileError` otherwise."""
+
+    def read(p: Path) -> dict[str, Any]:
+        data = json.loads(p.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        missing = [k for k in keys if k not in data]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        return data
+
+    return read_or_corrupt(path, read)
+
+
+def read_torch(path: str | Path) -> Any:
+    """``torch.load`` a learner state; :class:`~powerzoo.fileio.CorruptFileError` if damaged.
+
+    Loads full pickles (``weights_only=False``): read only run folders from trusted sources.
+    """
+    import torch
+
+    return read_or_corrupt(path, lambda p: torch.load(p, weights_only=False))
+
+
+def check_zip(path: str | Path, members: Sequence[str] = ("data",)) -> Path:
+    """Check the zip archive ``path`` (an SB3 model: ``data`` among its ``members``): every
+    member's CRC, and that ``members`` are there; returns the path.
+
+    :class:`~powerzoo.fileio.CorruptFileError` if it is truncated or damaged (a truncated SB3
+    zip can still open as the torch archive stored inside it, hence the member check).
+    """
+
+    def check(p: Path) -> Path:
+        with zipfile.ZipFile(p) as archive:
+            bad = archive.testzip()
+            missing = [m for m in members if m not in archive.namelist()]
+        if bad is not None:
+            raise ValueError(f"member {bad} fails its checksum")
+        if missing:
+            raise ValueError(f"no {', '.join(missing)} in the archive: truncated?")
+        return p
+
+    return read_or_corrupt(path, check)
+
+
+def read_run_state(run_dir: str | Path) -> dict[str, Any] | None:
+    """``run_state.json`` of ``run_dir`` (``None`` if absent); a damaged one is named in a warning
+    and read as absent: the checkpoints hold everything a resume needs, and the file is rewritten
+    as the run goes."""
+    path = Path(run_dir) / STATE_FILE
+    if not path.is_file():
+        return None
+    try:
+        return read_state(path)
+    except CorruptFileError as err:
+        warnings.warn(f"{err}; going on without it", stacklevel=2)
+        return None
+
+
+_STEP = re.compile(r"^(?:\.old-)?step_(\d+)(?:-\d+)?$")
+
+
+def _step_of(folder: Path) -> int | None:
+    match = _STEP.match(folder.name)
+    return None if match is None else int(match.group(1))
+
+
 class CheckpointStore:
     """The ``checkpoints/`` folder of a run: write, list, prune and find the latest checkpoint."""
 
@@ -81,40 +183,96 @@ class CheckpointStore:
 
     def write(self, num_timesteps: int, write_files: Callable[[Path], None]) -> Path:
         """Fill a temporary folder with ``write_files(folder)``, rename it, then point ``latest`` at
-        it."""
+        it.
+
+        A folder of the same step that exists is moved aside before the swap and deleted after it,
+        so no moment leaves the step without a complete folder (see the module docstring).
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         final = self.root / self.folder_name(num_timesteps)
         tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.root))
+        aside = self.root / f".old-{final.name}-{os.getpid()}"
         try:
             write_files(tmp)
             if final.exists():
-                shutil.rmtree(final)
+                if aside.exists():
+                    shutil.rmtree(aside)
+                os.replace(final, aside)
             os.replace(tmp, final)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp)
         atomic_write_text(self.root / "latest", final.name)
+        if aside.exists():
+            shutil.rmtree(aside)
         self._prune()
         return final
 
     def complete(self) -> list[Path]:
-        """Complete checkpoint folders, oldest first."""
+        """Checkpoint folders, oldest first (``step_<N>``; an ``.old-step_<N>-*`` folder a kill
+        left during a re-write stands in for a missing ``step_<N>``)."""
         if not self.root.is_dir():
             return []
-        return sorted(p for p in self.root.iterdir() if p.is_dir() and p.name.startswith("step_"))
+        by_step: dict[int, Path] = {}
+        for folder in sorted(self.root.iterdir()):
+            step = _step_of(folder)
+            if step is None or not folder.is_dir():
+                continue
+            if step not in by_step or folder.name.startswith("step_"):
+                by_step[step] = folder
+        return [by_step[s] for s in sorted(by_step)]
 
     def latest(self) -> Path | None:
-        """The checkpoint ``latest`` names (or the newest complete folder), or ``None``."""
-        pointer = self.root / "latest"
-        if pointer.is_file():
-            candidate = self.root / pointer.read_text().strip()
-            if candidate.is_dir():
-                return candidate
+        """The newest complete checkpoint folder, or ``None``.
+
+        ``latest`` names it too; a ``latest`` that cannot be read or names no checkpoint folder is
+        named in a warning (the folders are what counts: each is complete before it is renamed
+        into place).
+        """
         folders = self.complete()
+        pointer = self.root / "latest"
+        if folders and pointer.is_file():
+            steps = {_step_of(f) for f in folders}
+            try:
+                read_or_corrupt(pointer, lambda p: self._read_pointer(p, steps))
+            except CorruptFileError as err:
+                warnings.warn(f"{err}; using {folders[-1].name}", stacklevel=2)
         return folders[-1] if folders else None
+
+    def restore(self, read: Callable[[Path], T]) -> tuple[Path, T] | None:
+        """``(folder, read(folder))`` for the newest checkpoint that ``read`` can read.
+
+        ``read`` raises :class:`~powerzoo.fileio.CorruptFileError` on a damaged file (the readers
+        of this module do); that checkpoint is named in a warning and the next newest is tried.
+        A missing file counts as damage. ``None`` if there is no checkpoint; the newest one's
+        error if every one is damaged.
+        """
+        if self.latest() is None:
+            return None
+        folders = list(reversed(self.complete()))
+        first_error: Exception | None = None
+        for i, folder in enumerate(folders):
+            try:
+                return folder, read(folder)
+            except (CorruptFileError, FileNotFoundError) as err:  # damaged, or a file missing
+                first_error = first_error or err
+                then = f"; falling back to {folders[i + 1].name}" if i + 1 < len(folders) else ""
+                warnings.warn(f"skipping checkpoint {folder.name}: {err}{then}", stacklevel=2)
+        raise first_error
+
+    @staticmethod
+    def _read_pointer(path: Path, steps: set[int | None]) -> str:
+        name = path.read_text(encoding="utf-8").strip()
+        match = _STEP.match(name)
+        if not name.startswith("step_") or match is None or int(match.group(1)) not in steps:
+            raise ValueError(f"names {name[:40]!r}, which is not a checkpoint folder")
+        return name
 
     def _prune(self) -> None:
         for old in self.complete()[: -self.keep]:
             shutil.rmtree(old, ignore_errors=True)
         for partial in self.root.glob(".partial-*"):
             shutil.rmtree(partial, ignore_errors=True)
+        for aside in self.root.glob(".old-step_*"):
+            if (self.root / aside.name[len(".old-") :].rsplit("-", 1)[0]).is_dir():
+                shutil.rmtree(aside, ignore_errors=True)

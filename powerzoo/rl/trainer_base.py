@@ -10,14 +10,18 @@ trains, saves, loads, resumes and acts; :mod:`powerzoo.rl.trainer` builds the ri
 from __future__ import annotations
 
 import abc
+import os
+import shutil
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from powerzoo.fileio import read_json, write_json
+from powerzoo.fileio import write_json
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import trainer_class
+from powerzoo.rl.checkpoint import check_recorded_config
 from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.result import TrainResult
 from powerzoo.tasks.registry import task_spec
@@ -99,6 +103,9 @@ class TrainerBase(abc.ABC):
                 f"{path} has no {rd.CONFIG_FILE}: not a PowerZoo model or run folder"
             )
         config = TrainConfig.from_file(path / rd.CONFIG_FILE)
+        check_recorded_config(
+            config, path / rd.CONFIG_FILE, rd.read_run_state(path), path / rd.STATE_FILE
+        )
         if config.task != self.task:
             raise ValueError(
                 f"{path} holds a {config.task} model but this trainer is for {self.task}; "
@@ -129,13 +136,31 @@ class TrainerBase(abc.ABC):
     ) -> TrainerBase:
         """Continue ``run_dir`` from its newest checkpoint up to its budget; returns this trainer.
 
-        A run that a stop condition ended is restored but not trained further.
+        The config (``config.yaml``) must be the one the run recorded (else ``ConfigError``
+        naming the fields). A damaged checkpoint is skipped for the next newest (with a warning).
+        A run killed before its first checkpoint trains again from step 0 in the same folder
+        (with a warning). A finished run is loaded (final model) and nothing is written; a run a
+        stop condition ended is restored but not trained further. ``result`` stays ``None`` for
+        both.
         """
         run_dir = Path(run_dir)
-        self.restore_checkpoint(run_dir)
-        state_file = run_dir / rd.STATE_FILE
-        if state_file.is_file() and read_json(state_file).get("status") == "stopped":
+        state = rd.read_run_state(run_dir) or {}
+        check_recorded_config(self.config, run_dir / rd.CONFIG_FILE, state, run_dir / rd.STATE_FILE)
+        steps = int(state.get("num_timesteps") or 0)
+        if state.get("status") == "finished" and steps >= self.config.budget_timesteps():
+            self._load_files(run_dir, "final")
             return self
+        if not rd.CheckpointStore(run_dir).complete():
+            warnings.warn(
+                f"{run_dir} has no checkpoint (the run ended before its first one): training "
+                "it again from step 0 in the same folder",
+                stacklevel=2,
+            )
+            self.run_dir, self._purge_step = run_dir, 0
+        else:
+            self.restore_checkpoint(run_dir)
+            if state.get("status") == "stopped":
+                return self
         self.train(stop_conditions=stop_conditions)
         return self
 
@@ -169,10 +194,11 @@ class TrainerBase(abc.ABC):
             cfg = self.config
             name = cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed)
             self._planned_dir = Path(cfg.output_dir) / name
-        if (self._planned_dir / rd.CONFIG_FILE).exists():
+        if (self._planned_dir / rd.CONFIG_FILE).exists() and not self.config.overwrite:
             raise FileExistsError(
                 f"run folder {self._planned_dir} already holds a run; resume it with "
-                f"`powerzoo resume {self._planned_dir}` or choose another name"
+                f"`powerzoo resume {self._planned_dir}`, choose another name, or replace it "
+                "(`powerzoo train --overwrite`, config field overwrite: true)"
             )
         return self._planned_dir
 
@@ -181,13 +207,19 @@ class TrainerBase(abc.ABC):
         built)."""
         if self.run_dir is None:
             run_dir = self._planned_run_dir()
+            if (run_dir / rd.CONFIG_FILE).exists():  # overwrite: the old run goes, as a whole
+                aside = run_dir.with_name(f".{run_dir.name}.replaced-{os.getpid()}")
+                os.replace(run_dir, aside)
+                shutil.rmtree(aside)
             run_dir.mkdir(parents=True, exist_ok=True)
             self.config.to_file(run_dir / rd.CONFIG_FILE)
             self.run_dir = run_dir
         return self.run_dir
 
     def _write_state(self, status: str, stop_reason: str | None = None, **extra: Any) -> None:
-        """Write ``run_state.json``: status, stop reason, step counters, task and algorithm."""
+        """Write ``run_state.json``: status, stop reason, step counters, task, algorithm and the
+        resolved config with its fingerprint (rewritten at each checkpoint and evaluation, so a
+        killed run shows its last known step)."""
         write_json(
             self.run_dir / rd.STATE_FILE,
             {
@@ -199,8 +231,14 @@ class TrainerBase(abc.ABC):
                 "task": self.task,
                 "algorithm": self.algorithm,
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                **self._config_record(),
             },
         )
+
+    def _config_record(self) -> dict[str, Any]:
+        """``config_fingerprint`` and ``config`` (the resolved config), kept in ``run_state.json``
+        and in each checkpoint's ``state.json`` (:func:`check_recorded_config` compares them)."""
+        return {"config_fingerprint": self.config.fingerprint(), "config": self.config.to_dict()}
 
     def _result(self, status: str, stop_reason: str | None, started: float) -> TrainResult:
         """Keep and return the :class:`TrainResult` of a run that started at ``started``."""

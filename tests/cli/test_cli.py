@@ -97,9 +97,9 @@ def test_train_eval_resume_from_the_command_line(tmp_path):
     rows = (run / "evaluation" / "eval_test_best.csv").read_text().splitlines()
     assert rows[0].startswith("day_id,return,length,cost_soc_violation") and len(rows) == 4
     assert (run / "evaluation" / "eval_test_best_day0.png").read_bytes()[:4] == b"\x89PNG"
-    resumed = run_cli("resume", str(run))  # already at its budget: nothing more to train
+    resumed = run_cli("resume", str(run))  # already at its budget: nothing to train or write
     assert resumed.returncode == 0, resumed.stderr
-    assert "env steps: 256 (finished)" in resumed.stdout
+    assert f"{run} finished at 256 env steps; nothing to resume" in resumed.stdout
 
 
 def test_train_with_a_bad_config_names_the_field(tmp_path):

@@ -23,7 +23,6 @@ Run folder (as :mod:`powerzoo.rl.run_dir`, with a policy file instead of SB3 zip
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,9 +32,15 @@ import numpy as np
 import torch
 
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import atomic_save, read_json, write_json
+from powerzoo.fileio import atomic_save, read_or_corrupt, write_json
 from powerzoo.rl import run_dir as rd
-from powerzoo.rl.checkpoint import STATE_JSON, rng_state, set_rng_state
+from powerzoo.rl.checkpoint import (
+    COLLECTOR_FILE,
+    LEARNER_FILE,
+    read_learner_checkpoint,
+    set_rng_state,
+    write_learner_checkpoint,
+)
 from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
 from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
@@ -47,8 +52,6 @@ from powerzoo.rl.trainer_base import TrainerBase
 
 __all__ = ["MAPPOTrainer", "LEARNER_FILE", "BEST_POLICY_FILE", "COLLECTOR_FILE"]
 
-LEARNER_FILE = "learner.pt"
-COLLECTOR_FILE = "collector.pkl"
 BEST_POLICY_FILE = "best_policy.npz"
 
 
@@ -392,6 +395,7 @@ class MAPPOTrainer(TrainerBase):
             }
         )
         self._log({f"eval/cost_{n}": row[f"cost_{n}"] for n in summary["mean_costs"]})
+        self._write_state("running")
         return row
 
     @staticmethod
@@ -410,18 +414,15 @@ class MAPPOTrainer(TrainerBase):
             "iterations": self.iterations,
             "next_eval": self._next_eval,
             "evaluations": [r for r in self.evaluations if r["timestep"] <= self.num_timesteps],
+            **self._config_record(),
         }
 
-        def write(folder: Path) -> None:
-            torch.save(learner_state, folder / LEARNER_FILE)
-            (folder / COLLECTOR_FILE).write_bytes(pickle.dumps(collector_state))
-            (folder / rd.RNG_FILE).write_bytes(pickle.dumps(rng_state()))
-            write_json(folder / STATE_JSON, counters)
-
-        self._last_checkpoint = self.num_timesteps
-        return rd.CheckpointStore(self.run_dir, self.config.checkpoint.keep).write(
-            self.num_timesteps, write
+        self._last_checkpoint, keep = self.num_timesteps, self.config.checkpoint.keep
+        folder = write_learner_checkpoint(
+            self.run_dir, keep, self.num_timesteps, learner_state, collector_state, counters
         )
+        self._write_state("running")
+        return folder
 
     def save(self, path: str | Path) -> Path:
         """Write ``policy.npz`` (torch-free), ``learner.pt`` and the resolved config into folder
@@ -439,42 +440,47 @@ class MAPPOTrainer(TrainerBase):
 
     def _load_files(self, path: Path, model: str) -> None:
         """Read the saved policy into this fresh trainer: ``final`` (``policy.npz`` + learner),
-        ``best`` (``evaluation/best_policy.npz``) or ``latest`` (newest checkpoint's learner)."""
+        ``best`` (``evaluation/best_policy.npz``) or ``latest`` (newest readable checkpoint's
+        learner). A damaged file raises :class:`~powerzoo.fileio.CorruptFileError` naming it."""
+        run_state = rd.read_run_state(path)
         if model == "best":
             file = path / rd.EVAL_DIR / BEST_POLICY_FILE
             if not file.is_file():
                 raise FileNotFoundError(f"{file} not found (model='best')")
-            self._loaded_policy = MAPPOPolicy.load(file)
-        else:
-            folder = path if model == "final" else rd.CheckpointStore(path).latest()
-            if folder is None or not (folder / LEARNER_FILE).is_file():
-                raise FileNotFoundError(
-                    f"{path} has no {'checkpoint' if model == 'latest' else LEARNER_FILE}"
-                )
-            self._ensure_learner().load_full_state(
-                torch.load(folder / LEARNER_FILE, weights_only=False)
+            self._loaded_policy = read_or_corrupt(file, MAPPOPolicy.load)
+        elif model == "latest":
+            found = rd.CheckpointStore(path).restore(
+                lambda folder: read_learner_checkpoint(self.config, folder)
             )
-            if (folder / STATE_JSON).is_file():
-                self.num_timesteps = int(read_json(folder / STATE_JSON)["num_timesteps"])
+            if found is None:
+                raise FileNotFoundError(f"{path} has no checkpoint")
+            self._ensure_learner().load_full_state(found[1][1])
+            self.num_timesteps = int(found[1][0]["num_timesteps"])
+        else:
+            if not (path / LEARNER_FILE).is_file():
+                raise FileNotFoundError(f"{path} has no {LEARNER_FILE}")
+            self._ensure_learner().load_full_state(rd.read_torch(path / LEARNER_FILE))
         if (path / rd.STATE_FILE).is_file():
             self.run_dir = path
             if model == "final":
-                self.num_timesteps = int(read_json(path / rd.STATE_FILE).get("num_timesteps", 0))
+                self.num_timesteps = int((run_state or {}).get("num_timesteps", 0))
 
     def restore_checkpoint(self, run_dir: str | Path) -> MAPPOTrainer:
-        """Position this fresh trainer at the newest checkpoint of ``run_dir``: learner, env
-        episodes, RNG and counters restored."""
+        """Position this fresh trainer at the newest readable checkpoint of ``run_dir``: learner,
+        env episodes, RNG and counters restored (a damaged checkpoint is named in a warning and
+        the next newest is used)."""
         run_dir = Path(run_dir)
-        folder = rd.CheckpointStore(run_dir).latest()
-        if folder is None:
+        found = rd.CheckpointStore(run_dir).restore(
+            lambda folder: read_learner_checkpoint(self.config, folder)
+        )
+        if found is None:
             raise FileNotFoundError(f"{run_dir} has no checkpoint to resume from")
-        learner = self._ensure_learner()
-        learner.load_full_state(torch.load(folder / LEARNER_FILE, weights_only=False))
+        state, learner_state, collector_state, rng = found[1]
+        self._ensure_learner().load_full_state(learner_state)
         self.collector = self._new_collector()
         self.collector.reset(self.config.seed)
-        self.collector.set_state(pickle.loads((folder / COLLECTOR_FILE).read_bytes()))
-        set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
-        state = read_json(folder / STATE_JSON)
+        self.collector.set_state(collector_state)
+        set_rng_state(rng)
         self.num_timesteps, self.iterations = int(state["num_timesteps"]), int(state["iterations"])
         self._next_eval = state.get("next_eval")
         self._last_checkpoint = self.num_timesteps

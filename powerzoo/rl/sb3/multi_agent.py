@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import atomic_save, write_json
+from powerzoo.fileio import atomic_save, read_or_corrupt, write_json
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import algorithm_class
 from powerzoo.rl.config import TrainConfig
@@ -287,10 +287,14 @@ class SB3MultiAgentTrainer(TrainerBase):
         """Read what :meth:`_save_multi_agent` wrote into ``shared_model`` or ``models``."""
         cls = algorithm_class(self.algorithm)
         folder = path / rd.AGENTS_DIR
+
+        def read(file: Path) -> Any:  # a damaged zip raises CorruptFileError naming it
+            return read_or_corrupt(rd.check_zip(file), lambda p: cls.load(p, device="cpu"))
+
         if (folder / SHARED_MODEL_FILE).is_file():
-            self.shared_model = cls.load(folder / SHARED_MODEL_FILE, device="cpu")
+            self.shared_model = read(folder / SHARED_MODEL_FILE)
         else:
             missing = [a for a in self.spec.agents if not (folder / f"{a}.zip").is_file()]
             if missing:
                 raise FileNotFoundError(f"{folder} lacks models for agent(s) {missing}")
-            self.models = {a: cls.load(folder / f"{a}.zip", device="cpu") for a in self.spec.agents}
+            self.models = {a: read(folder / f"{a}.zip") for a in self.spec.agents}

@@ -11,7 +11,6 @@ folder layout is documented in :mod:`powerzoo.rl.run_dir`, checkpoints in
 from __future__ import annotations
 
 import functools
-import pickle
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,10 +19,10 @@ from typing import Any
 from powerzoo.benchmarks.baselines import select_days
 from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import atomic_save, read_json
+from powerzoo.fileio import atomic_save, read_or_corrupt
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import ON_POLICY, algorithm_class
-from powerzoo.rl.checkpoint import STATE_JSON, set_rng_state, write_checkpoint
+from powerzoo.rl.checkpoint import read_checkpoint_state, set_rng_state, write_checkpoint
 from powerzoo.rl.config import EvaluationConfig, TrainConfig
 from powerzoo.rl.result import TrainResult
 from powerzoo.rl.sb3.logger import flush_logger, run_logger
@@ -210,6 +209,7 @@ class SB3Trainer(TrainerBase):
                 deterministic=ev.deterministic,
                 seed=cfg.seed,
                 history=self.evaluations,
+                on_evaluation=lambda row: self._write_state("running"),
             )
             callbacks.append(eval_cb)
         run_dir = self._ensure_run_dir()
@@ -244,9 +244,17 @@ class SB3Trainer(TrainerBase):
         if checkpoint is None:
             return None
         keep_replay = checkpoint.replay_buffer and self.algorithm not in ON_POLICY
-        return write_checkpoint(
-            self.run_dir, checkpoint.keep, self.model, num_timesteps, self.evaluations, keep_replay
+        folder = write_checkpoint(
+            self.run_dir,
+            checkpoint.keep,
+            self.model,
+            num_timesteps,
+            self.evaluations,
+            keep_replay,
+            self._config_record(),
         )
+        self._write_state("running")
+        return folder
 
     # ---- evaluation -----------------------------------------------------------------------------
     def policy(self, deterministic: bool = True) -> Any:
@@ -291,51 +299,79 @@ class SB3Trainer(TrainerBase):
     def _load_files(self, path: Path, model: str) -> None:
         """Read the model and statistics of ``path`` into this fresh trainer (see :meth:`load`):
         ``final`` (``model.zip``), ``best`` (``evaluation/best_model.zip``) or ``latest`` (newest
-        checkpoint), each with its ``VecNormalize`` statistics."""
-        model_file, vecnorm_file = {
-            "final": (path / rd.MODEL_FILE, path / rd.VECNORM_FILE),
-            "best": (
-                path / rd.EVAL_DIR / "best_model.zip",
-                path / rd.EVAL_DIR / "best_vecnormalize.pkl",
-            ),
-            "latest": (None, None),
-        }[model]
+        readable checkpoint), each with its ``VecNormalize`` statistics. A damaged file raises
+        :class:`~powerzoo.fileio.CorruptFileError` naming it."""
         if model == "latest":
-            folder = rd.CheckpointStore(path).latest()
-            if folder is None:
+            found = rd.CheckpointStore(path).restore(
+                lambda folder: self._read_model(folder / rd.MODEL_FILE, folder / rd.VECNORM_FILE)
+            )
+            if found is None:
                 raise FileNotFoundError(f"{path} has no checkpoint")
-            model_file, vecnorm_file = folder / rd.MODEL_FILE, folder / rd.VECNORM_FILE
-        if not model_file.is_file():
-            raise FileNotFoundError(f"{model_file} not found (model={model!r})")
-        self.model = algorithm_class(self.algorithm).load(model_file, device="cpu")
-        if vecnorm_file.is_file():
-            self._loaded_vecnormalize = pickle.loads(vecnorm_file.read_bytes())
-            self._obs_stats = frozen_obs_stats(self._loaded_vecnormalize)
+            self.model, vec_normalize = found[1]
+        else:
+            folder = path if model == "final" else path / rd.EVAL_DIR
+            prefix = "" if model == "final" else "best_"
+            model_file = folder / (prefix + rd.MODEL_FILE)
+            if not model_file.is_file():
+                raise FileNotFoundError(f"{model_file} not found (model={model!r})")
+            self.model, vec_normalize = self._read_model(
+                model_file, folder / (prefix + rd.VECNORM_FILE)
+            )
+        if vec_normalize is not None:
+            self._loaded_vecnormalize = vec_normalize
+            self._obs_stats = frozen_obs_stats(vec_normalize)
         if (path / rd.STATE_FILE).is_file():
             self.run_dir = path
 
-    def restore_checkpoint(self, run_dir: str | Path) -> SB3Trainer:
-        """Position this fresh trainer at the newest checkpoint of ``run_dir``: model, statistics,
-        replay buffer, RNG state and evaluation history; ready to :meth:`train` on."""
-        run_dir = Path(run_dir)
-        folder = rd.CheckpointStore(run_dir).latest()
-        if folder is None:
-            raise FileNotFoundError(f"{run_dir} has no checkpoint to resume from")
-        state = read_json(folder / STATE_JSON)
-        steps = int(state["num_timesteps"])
-        self.run_dir = run_dir
-        if (folder / rd.VECNORM_FILE).is_file():
-            self._loaded_vecnormalize = pickle.loads((folder / rd.VECNORM_FILE).read_bytes())
-        # a fresh env stream for the remaining steps (the interrupted episodes are not replayed)
-        self._train_env = self._build_train_env(self.config.seed + steps)
-        self.model = algorithm_class(self.algorithm).load(
-            folder / rd.MODEL_FILE, env=self._train_env, device="cpu"
+    def _read_model(
+        self, model_file: Path, vecnorm_file: Path | None = None, env: Any = None
+    ) -> tuple[Any, Any]:
+        """``(model, VecNormalize or None)`` read from the two files (the statistics are
+        optional); :class:`~powerzoo.fileio.CorruptFileError` names a damaged one."""
+        vec_normalize = (
+            rd.read_pickle(vecnorm_file)
+            if vecnorm_file is not None and vecnorm_file.is_file()
+            else None
         )
-        if (folder / rd.REPLAY_FILE).is_file():
-            self.model.load_replay_buffer(folder / rd.REPLAY_FILE)
-        set_rng_state(pickle.loads((folder / rd.RNG_FILE).read_bytes()))
+        cls = algorithm_class(self.algorithm)
+        rd.check_zip(model_file)
+        loaded = read_or_corrupt(model_file, lambda p: cls.load(p, env=env, device="cpu"))
+        return loaded, vec_normalize
+
+    def _read_checkpoint(self, folder: Path) -> tuple[dict[str, Any], Any, Any, Any]:
+        """Read every file of checkpoint ``folder`` before anything of this trainer changes:
+        ``(state, model, its fresh training env, RNG state)``."""
+        state = read_checkpoint_state(self.config, folder)
+        rng = rd.read_pickle(folder / rd.RNG_FILE)
+        vecnorm_file = folder / rd.VECNORM_FILE
+        self._loaded_vecnormalize = rd.read_pickle(vecnorm_file) if vecnorm_file.is_file() else None
+        # a fresh env stream for the remaining steps (the interrupted episodes are not replayed)
+        env = self._build_train_env(self.config.seed + int(state["num_timesteps"]))
+        try:
+            model, _ = self._read_model(folder / rd.MODEL_FILE, env=env)
+            if (folder / rd.REPLAY_FILE).is_file():
+                read_or_corrupt(folder / rd.REPLAY_FILE, model.load_replay_buffer)
+        except BaseException:
+            env.close()
+            self._loaded_vecnormalize = None
+            raise
+        return state, model, env, rng
+
+    def restore_checkpoint(self, run_dir: str | Path) -> SB3Trainer:
+        """Position this fresh trainer at the newest readable checkpoint of ``run_dir``: model,
+        statistics, replay buffer, RNG state and evaluation history; ready to :meth:`train` on.
+
+        A damaged checkpoint is named in a warning and the next newest is used.
+        """
+        run_dir = Path(run_dir)
+        found = rd.CheckpointStore(run_dir).restore(self._read_checkpoint)
+        if found is None:
+            raise FileNotFoundError(f"{run_dir} has no checkpoint to resume from")
+        _, (state, self.model, self._train_env, rng) = found
+        self.run_dir = run_dir
+        set_rng_state(rng)
         self.evaluations = list(state["evaluations"])
-        self._purge_step = steps + 1  # hide TensorBoard events logged after the checkpoint
+        self._purge_step = int(state["num_timesteps"]) + 1  # hide events after the checkpoint
         return self
 
     def close(self) -> None:
