@@ -8,12 +8,25 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["atomic_save", "atomic_write_text", "write_json", "read_json"]
+import yaml
+
+__all__ = [
+    "atomic_save",
+    "atomic_write_text",
+    "write_json",
+    "read_json",
+    "CorruptFileError",
+    "read_or_corrupt",
+]
+
+T = TypeVar("T")
 
 
 def _umask() -> int:
@@ -60,3 +73,42 @@ def write_json(path: str | Path, data: Any, indent: int = 2) -> Path:
 def read_json(path: str | Path) -> Any:
     """Read a JSON file."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+class CorruptFileError(ValueError):
+    """A file exists but cannot be decoded: truncated, overwritten with junk, or the wrong format.
+
+    The message is one line, ``"<path>: corrupt or unreadable (<reason>)"``; ``path`` and
+    ``reason`` are kept as attributes.
+    """
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"{path}: corrupt or unreadable ({reason})")
+
+
+def read_or_corrupt(path: str | Path, reader: Callable[[Path], T]) -> T:
+    """Return ``reader(path)``; a decoding or parsing error becomes :class:`CorruptFileError`.
+
+    A missing file is no corruption: :class:`FileNotFoundError` propagates unchanged.
+    """
+    path = Path(path)
+    try:
+        return reader(path)
+    except FileNotFoundError:
+        raise
+    except (
+        OSError,
+        ValueError,
+        EOFError,
+        pickle.UnpicklingError,
+        zipfile.BadZipFile,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+        yaml.YAMLError,
+    ) as exc:
+        if isinstance(exc, CorruptFileError):
+            raise
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise CorruptFileError(path, reason) from exc
