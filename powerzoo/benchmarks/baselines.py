@@ -45,6 +45,7 @@ from powerzoo.benchmarks.evaluation import evaluate_days
 from powerzoo.benchmarks.policies import OraclePolicy, make_baseline_policy
 from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
+from powerzoo.fileio import CorruptFileError, read_or_corrupt
 from powerzoo.progress import progress_bar
 from powerzoo.tasks import list_tasks, make_task
 
@@ -194,15 +195,23 @@ def compute_baselines(
 # ---- reading the table ----------------------------------------------------------------------
 def load_baselines(path: str | Path | None = None) -> dict[str, Any]:
     """The baseline table (default: the packaged ``baselines.json``):
-    ``{"generated_by", "results": [row]}``."""
+    ``{"generated_by", "results": [row]}``.
+
+    ``FileNotFoundError`` without a table; :class:`~powerzoo.fileio.CorruptFileError` (a
+    ``ValueError`` naming the file) for a damaged one.
+    """
     path = BASELINES_FILE if path is None else Path(path)
     if not path.is_file():
         raise FileNotFoundError(
             f"no baseline table at {path}; generate it with benchmarks/compute_baselines.py"
         )
-    table = json.loads(path.read_text())
-    if not isinstance(table.get("results"), list):
-        raise ValueError(f"{path} has no 'results' list")
+    remedy = "reinstall powerzoo or regenerate it with benchmarks/compute_baselines.py"
+    try:
+        table = read_or_corrupt(path, lambda p: json.loads(p.read_text(encoding="utf-8")))
+    except CorruptFileError as err:
+        raise CorruptFileError(path, f"{err.reason}; {remedy}") from err.__cause__
+    if not isinstance(table, dict) or not isinstance(table.get("results"), list):
+        raise CorruptFileError(path, f"no 'results' list; {remedy}")
     return table
 
 

@@ -14,6 +14,16 @@ from powerzoo.cli.common import add_model_argument, add_progress_argument, add_s
 __all__ = ["add_parsers", "evaluate_run", "format_summary"]
 
 
+def _run_name(value: str) -> str:
+    """``--name``: one plain folder name (``argparse`` prints the reason and exits 2)."""
+    from powerzoo.rl.names import check_plain_name
+
+    try:
+        return check_plain_name(value, "the run name")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def format_summary(summary: dict[str, Any], title: str) -> str:
     """A two-column text table of an evaluation summary (return, costs, rates, normalised score)."""
     rows: list[tuple[str, str]] = [
@@ -201,7 +211,13 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--n-envs", type=int, default=None, help="parallel training envs")
     p.add_argument("--eval-freq", type=int, default=None, help="env steps between evaluations")
     p.add_argument(
-        "--name", default=None, help="run folder name (default <ALGO>-<task>-seed<S>-<time>)"
+        "--name",
+        default=None,
+        type=_run_name,
+        help=(
+            "run folder name inside --output-dir: letters, digits, '.', '_', '-' "
+            "(default <ALGO>-<task>-seed<S>-<time>)"
+        ),
     )
     p.add_argument("--output-dir", default=None, help="where run folders go (default: runs)")
     p.add_argument(

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from powerzoo.rl.campaigns.gather import CampaignOutcome, gather
-from powerzoo.rl.campaigns.local import as_campaign, check_out_dir
+from powerzoo.rl.campaigns.local import as_campaign, check_out_dir, lock_out_dir
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 from powerzoo.rl.campaigns.trial import (
     base_record,
@@ -189,10 +189,24 @@ def run_ray(
         progress: Tune's status table and the baselines' progress bar (``None``: on a terminal).
 
     Restores the Tune experiment found in ``out_dir`` (a killed driver); ``ValueError`` if
-    ``out_dir`` holds another campaign.
+    ``out_dir`` holds another campaign. The driver holds ``out_dir``'s lock
+    (:func:`powerzoo.rl.campaigns.local.lock_out_dir`) until it returns: ``OutFolderBusyError``
+    if another campaign runs into it.
     """
     ray, tune = require_tune()
     campaign = as_campaign(campaign)
+    with lock_out_dir(out_dir) as out:
+        return _run_ray_locked(ray, tune, campaign, out, address, progress)
+
+
+def _run_ray_locked(
+    ray: Any,
+    tune: Any,
+    campaign: CampaignSpec,
+    out_dir: Path,
+    address: str | None,
+    progress: bool | None,
+) -> CampaignOutcome:
     out = check_out_dir(campaign, out_dir)
     started_here = not ray.is_initialized()
     if started_here:

@@ -52,7 +52,8 @@ Every field, with its default::
       progress_bar: null             # null: on when stderr is a TTY
       verbose: 0
     output_dir: runs                 # the run folder is created inside it
-    name: null                       # default <algorithm>-<task>-seed<S>-<timestamp>
+    name: null                       # run folder name (letters, digits . _ -); default
+                                     # <algorithm>-<task>-seed<S>-<timestamp>
     torch_threads: 1                 # torch intra-op threads (small MLPs run fastest on one)
     init_model: null                 # start from a saved model (.zip) instead of scratch
     overwrite: false                 # replace a run folder of the same name (else refused)
@@ -83,6 +84,7 @@ from powerzoo.rl.algorithms import (
     trainer_class,
 )
 from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
+from powerzoo.rl.names import check_plain_name
 
 __all__ = [
     "ConfigError",
@@ -210,6 +212,11 @@ class TrainConfig(_Section):
     @classmethod
     def _known_algorithm(cls, value: str) -> str:
         return canonical_algorithm(value, ALL_ALGORITHMS)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str | None) -> str | None:
+        return None if value is None else check_plain_name(value, "the run name")
 
     @model_validator(mode="before")
     @classmethod

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, run_python
 
 from powerzoo.benchmarks.baselines import (
     baseline_return,
@@ -71,6 +71,30 @@ def test_unknown_task_split_or_policy_raises():
         baseline_return("dc_microgrid", "mpc")
     with pytest.raises(FileNotFoundError):
         load_baselines("/nonexistent/baselines.json")
+
+
+def test_a_truncated_packaged_table_is_one_line_naming_the_file(tmp_path):
+    """``powerzoo describe`` reads the packaged baselines.json: a cut copy stands in for it."""
+    from powerzoo.benchmarks.baselines import BASELINES_FILE
+    from powerzoo.fileio import CorruptFileError
+
+    cut = tmp_path / "baselines.json"
+    cut.write_bytes(BASELINES_FILE.read_bytes()[:50_000])
+    with pytest.raises(CorruptFileError) as err:
+        load_baselines(cut)
+    assert err.value.path == cut
+    code = (
+        "import sys, pathlib\n"
+        "import powerzoo.benchmarks.baselines as b\n"
+        f"b.BASELINES_FILE = pathlib.Path({str(cut)!r})\n"
+        "from powerzoo.cli.main import main\n"
+        "sys.exit(main(['describe', 'battery_arbitrage']))"
+    )
+    run = run_python(code)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert run.stderr.startswith(f"powerzoo: error: {cut}: corrupt or unreadable (Expecting ")
+    assert "reinstall powerzoo or regenerate it with benchmarks/compute_baselines.py)" in run.stderr
 
 
 def test_evaluation_protocol_is_shared_by_the_rows_of_a_task():

@@ -342,11 +342,13 @@ def test_truncated_and_non_hdf5_files_give_clear_errors(tmp_path):
     data = (tmp_path / "good.h5").read_bytes()
     truncated = tmp_path / "truncated.h5"
     truncated.write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError, match=r"truncated.h5 cannot be opened as HDF5 \(truncated"):
+    with pytest.raises(
+        ValueError, match=r"truncated.h5: corrupt or unreadable \(not a readable HDF5 file: .*trunc"
+    ):
         DatasetLoader(truncated)
     text = tmp_path / "notes.h5"
     text.write_text("not hdf5")
-    with pytest.raises(ValueError, match="notes.h5 cannot be opened as HDF5"):
+    with pytest.raises(ValueError, match=r"notes.h5: corrupt or unreadable \(not a readable HDF5"):
         DatasetLoader(text)
     with pytest.raises(FileNotFoundError, match="missing.h5 not found"):
         DatasetLoader(tmp_path / "missing.h5")

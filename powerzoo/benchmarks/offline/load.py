@@ -1,7 +1,8 @@
 """Reading a dataset: :class:`DatasetLoader` checks an HDF5 file against the schema and serves it.
 
 Whole arrays, single episodes (read from disk) and shuffled minibatches; clear errors name the
-path and the problem for missing, truncated, corrupt, foreign or inconsistent files.
+path and the problem for missing, truncated, corrupt, foreign or inconsistent files, and for
+non-finite values (NaN, inf) in the data read.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from powerzoo.benchmarks.offline.schema import (
     TRANSITION_KEYS,
     require_h5py,
 )
+from powerzoo.fileio import CorruptFileError, read_or_corrupt
 
 __all__ = ["DatasetLoader", "plain_attr"]
 
@@ -62,23 +64,29 @@ class DatasetLoader:
     disk; :meth:`iter_minibatches` serves shuffled minibatches. Use as a context manager, or call
     :meth:`close`, to release the file.
 
-    Raises ``FileNotFoundError`` if ``path`` does not exist and ``ValueError`` naming the path and
-    the problem if it is not a readable HDF5 file (truncated, corrupt), not a PowerZoo dataset, or
-    has missing or inconsistent datasets.
+    Raises ``FileNotFoundError`` if ``path`` does not exist,
+    :class:`~powerzoo.fileio.CorruptFileError` (``"<path>: corrupt or unreadable (<reason>)"``)
+    if it is not a readable HDF5 file (truncated, corrupt) or a dataset's compressed data cannot
+    be decoded (when it is read), and ``ValueError`` naming the path and the problem if it is not
+    a PowerZoo dataset or has missing or inconsistent datasets.
+
+    With ``check_finite`` (the default) every floating-point array read (whole arrays, episodes,
+    minibatches) is checked: a NaN or infinity raises ``ValueError`` naming the file, the dataset
+    and the first row holding one; ``check_finite=False`` serves the values as stored.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], check_finite: bool = True) -> None:
         h5py = require_h5py()
         self.path = Path(path)
+        self.check_finite = bool(check_finite)
         if not self.path.is_file():
             raise FileNotFoundError(f"offline dataset {self.path} not found")
         try:
-            self._file = h5py.File(self.path, "r")
-        except OSError as err:
-            raise ValueError(
-                f"{self.path} cannot be opened as HDF5 "
-                f"(truncated, corrupt or not an HDF5 file): {err}"
-            ) from None
+            self._file = read_or_corrupt(self.path, lambda p: h5py.File(p, "r"))
+        except CorruptFileError as err:
+            raise CorruptFileError(
+                self.path, f"not a readable HDF5 file: {err.reason}"
+            ) from err.__cause__
         try:
             self._check_schema()
         except BaseException:
@@ -123,13 +131,8 @@ class DatasetLoader:
                     f"{name} has {found_rows} rows, expected {rows} ({which}); "
                     "the file is inconsistent"
                 )
-            try:
-                if rows:
-                    f[name][rows - 1]  # decompress the last chunk: catches damaged data early
-            except (OSError, RuntimeError) as err:
-                raise self._fail(
-                    f"{name} cannot be read (truncated or corrupt file): {err}"
-                ) from None
+            if rows:  # decompress the last chunk: catches damaged data early
+                self._data(name, slice(rows - 1, rows), check_finite=False)
         lengths = self.episode_lengths
         if int(lengths.sum()) != n_steps or not np.array_equal(
             self.episode_starts, np.cumsum(lengths) - lengths
@@ -178,7 +181,32 @@ class DatasetLoader:
 
     # ---- whole arrays ------------------------------------------------------------------------
     def _read(self, name: str) -> np.ndarray:
-        return self._file[name][()]
+        return self._data(name, slice(None))
+
+    def _data(self, name: str, rows: slice, check_finite: bool | None = None) -> np.ndarray:
+        """Rows ``rows`` of dataset ``name``: :class:`~powerzoo.fileio.CorruptFileError` if
+        they cannot be decoded, ``ValueError`` on a non-finite value when checked."""
+        try:
+            values = read_or_corrupt(self.path, lambda _: self._file[name][rows])
+        except CorruptFileError as err:
+            raise CorruptFileError(
+                self.path, f"dataset {name!r} cannot be decoded: {err.reason}"
+            ) from err.__cause__
+        if self.check_finite if check_finite is None else check_finite:
+            self._require_finite(name, values, rows.start or 0)
+        return values
+
+    def _require_finite(self, name: str, values: np.ndarray, first_row: int) -> None:
+        if values.dtype.kind not in "fc":
+            return
+        bad = ~np.isfinite(values)
+        if bad.any():
+            row = first_row + int(np.argwhere(bad)[0][0])
+            raise self._fail(
+                f"dataset {name!r} holds {int(bad.sum())} non-finite value(s) (NaN or inf), the "
+                f"first in row {row}; the data is damaged or came from a diverged run; "
+                "recollect it, or load it as stored with DatasetLoader(path, check_finite=False)"
+            )
 
     observations = _WholeArray()
     next_observations = _WholeArray()
@@ -203,8 +231,8 @@ class DatasetLoader:
             )
         start = int(self.episode_starts[index])
         rows = slice(start, start + int(self.episode_lengths[index]))
-        out: dict[str, Any] = {k: self._file[k][rows] for k in TRANSITION_KEYS}
-        out["infos"] = {k: self._file[f"infos/{k}"][rows] for k in self.info_keys}
+        out: dict[str, Any] = {k: self._data(k, rows) for k in TRANSITION_KEYS}
+        out["infos"] = {k: self._data(f"infos/{k}", rows) for k in self.info_keys}
         return out
 
     def iter_minibatches(

@@ -4,15 +4,22 @@ atomically.
 :class:`HDF5Appender` appends episode-major blocks to chunked, gzip-compressed, resizable datasets
 (layout in :mod:`powerzoo.benchmarks.offline.schema`), so memory does not grow with the number of
 episodes. :func:`write_hdf5_atomically` writes the file under a temporary name in the target folder
-(``.<stem>-XXXX.tmp``, by :func:`powerzoo.fileio.atomic_save`) and renames it into place only when
-complete; an exception or ``KeyboardInterrupt`` removes the temporary file, so the target never
-holds a partial dataset.
+(``.<stem>-XXXX.<host>.<pid>.tmp``, by :func:`powerzoo.fileio.atomic_save`) and renames it into
+place only when complete; an exception, ``KeyboardInterrupt`` or ``SIGTERM`` removes the temporary
+file, so the target never holds a partial dataset. A process killed outright (``SIGKILL``, power
+loss) cannot clean up: the next write to the same path removes the temporary files of writers on
+this host whose process is gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import re
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +28,7 @@ import numpy as np
 from powerzoo.benchmarks.offline.schema import require_h5py, storage_array
 from powerzoo.fileio import atomic_save
 
-__all__ = ["HDF5Appender", "write_hdf5_atomically"]
+__all__ = ["HDF5Appender", "write_hdf5_atomically", "remove_stale_temporary_files"]
 
 CHUNK_BYTES = 128 * 1024  # target size of one HDF5 chunk before compression, bytes
 CHUNK_CACHE_BYTES = 4 * 1024**2  # HDF5 raw-data chunk cache of the open file, bytes
@@ -91,18 +98,93 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def _host() -> str:
+    """This machine's name, reduced to characters safe in a file name."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()) or "host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def remove_stale_temporary_files(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files that writers of ``path`` killed on this host left behind.
+
+    A temporary file ``.<stem>-XXXX.<host>.<pid>.tmp`` is stale when ``<host>`` is this machine
+    and no process ``<pid>`` runs; files of live writers and of other hosts are kept. Returns the
+    files removed.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    pattern = re.compile(
+        re.escape(f".{path.stem}-") + r".+\." + re.escape(_host()) + r"\.(\d+)\.tmp"
+    )
+    removed = []
+    for candidate in path.parent.iterdir():
+        match = pattern.fullmatch(candidate.name)
+        if match and int(match.group(1)) != os.getpid() and not _alive(int(match.group(1))):
+            with contextlib.suppress(FileNotFoundError):
+                candidate.unlink()
+                removed.append(candidate)
+    return removed
+
+
+@contextlib.contextmanager
+def _sigterm_removes(written: list[Path]) -> Iterator[None]:
+    """Inside the block, ``SIGTERM`` first removes the temporary file ``written[0]`` (once
+    known), then ends the process as the signal's default action would. Only in the main thread
+    and where that default action is in place (a handler of the caller's is left alone).
+
+    The file is removed in the handler itself: an exception raised there can land in a callback
+    whose exceptions Python ignores (a weakref finaliser), and the process would run on.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        for tmp in written:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def write_hdf5_atomically(path: str | os.PathLike[str], fill: Callable[[Any], Any]) -> Path:
     """Create the HDF5 file ``path`` with ``fill(h5file)``, atomically; returns ``path``.
 
     The file is written under a temporary name, closed, synced to disk and renamed into place; if
-    ``fill`` raises (``KeyboardInterrupt`` included) the temporary file is removed and ``path`` is
-    left as it was. Missing parent folders are created.
+    ``fill`` raises (``KeyboardInterrupt`` included) or the process gets ``SIGTERM``, the
+    temporary file is removed and ``path`` is left as it was. Temporary files of earlier writers
+    of ``path`` that were killed are removed first (:func:`remove_stale_temporary_files`).
+    Missing parent folders are created.
     """
     h5py = require_h5py()
 
+    written: list[Path] = []
+
     def write(tmp: Path) -> None:
+        written.append(tmp)
         with h5py.File(tmp, "w", rdcc_nbytes=CHUNK_CACHE_BYTES) as h5file:
             fill(h5file)
         _fsync(tmp)
 
-    return atomic_save(path, write, tmp_suffix=".tmp")
+    remove_stale_temporary_files(path)
+    with _sigterm_removes(written):
+        return atomic_save(path, write, tmp_suffix=f".{_host()}.{os.getpid()}.tmp")

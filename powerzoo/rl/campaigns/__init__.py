@@ -19,7 +19,7 @@ seeds give the same numbers on both. Nothing here imports Ray or, until a trial 
 from __future__ import annotations
 
 from powerzoo.rl.campaigns.gather import CampaignOutcome, gather
-from powerzoo.rl.campaigns.local import run_local
+from powerzoo.rl.campaigns.local import OutFolderBusyError, run_local
 from powerzoo.rl.campaigns.parse import load_campaign, parse_campaign
 from powerzoo.rl.campaigns.spec import CampaignError, CampaignSpec, TrialSpec
 from powerzoo.rl.campaigns.trial import read_record, run_trial
@@ -28,6 +28,7 @@ __all__ = [
     "CampaignError",
     "CampaignOutcome",
     "CampaignSpec",
+    "OutFolderBusyError",
     "TrialSpec",
     "gather",
     "load_campaign",

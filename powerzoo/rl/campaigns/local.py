@@ -4,24 +4,83 @@ Finished trials (``trials/<id>/trial.json`` present, same config) are skipped, s
 campaign into the same ``out_dir`` again resumes an interrupted campaign; an interrupted trial is
 run again from scratch. A trial that raises is recorded as failed and the loop goes on; the table
 notes it. Needs no Ray.
+
+One campaign at a time per folder: the local loop and the Ray backend hold an exclusive lock on
+``<out_dir>/.campaign.lock`` (:func:`lock_out_dir`) for the campaign's whole life; a second
+campaign started into the same folder stops at once with :class:`OutFolderBusyError`, naming the
+folder and the process holding it. The operating system releases the lock when its holder ends,
+killed or not.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from powerzoo.fileio import read_json, write_json
+from powerzoo.fileio import write_json
 from powerzoo.progress import progress_bar
 from powerzoo.rl.campaigns.gather import CampaignOutcome, gather
 from powerzoo.rl.campaigns.parse import load_campaign
 from powerzoo.rl.campaigns.spec import CampaignSpec
-from powerzoo.rl.campaigns.trial import read_record, run_trial
+from powerzoo.rl.campaigns.trial import read_json_object, read_record, run_trial
 
-__all__ = ["run_local", "CAMPAIGN_FILE", "check_out_dir", "as_campaign"]
+try:
+    import fcntl
+except ImportError:  # not on POSIX: campaigns run without the folder lock
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "run_local",
+    "CAMPAIGN_FILE",
+    "LOCK_FILE",
+    "OutFolderBusyError",
+    "check_out_dir",
+    "lock_out_dir",
+    "as_campaign",
+]
 
 CAMPAIGN_FILE = "campaign.json"
+LOCK_FILE = ".campaign.lock"
+
+
+class OutFolderBusyError(ValueError):
+    """Another process runs a campaign into the same output folder."""
+
+
+@contextlib.contextmanager
+def lock_out_dir(out_dir: str | Path) -> Iterator[Path]:
+    """Hold the campaign folder ``out_dir`` (created if missing) for the ``with`` block.
+
+    Takes an exclusive ``flock`` on ``<out_dir>/.campaign.lock`` and writes this process id
+    into it; :class:`OutFolderBusyError` (naming the folder and the holder's pid) if another
+    process holds it. Yields the folder's absolute path. The lock file stays in place (deleting
+    it would let two processes lock two different files).
+    """
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:
+        yield out
+        return
+    path = out / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise OutFolderBusyError(
+                f"{out} is in use by another campaign (pid {holder}, lock file {path}); wait "
+                "for it to finish or choose another --out folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield out
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def as_campaign(campaign: CampaignSpec | str | Path) -> CampaignSpec:
@@ -33,12 +92,16 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path) -> Path:
     """Create ``out_dir`` and its ``campaign.json``; ``ValueError`` if it holds another campaign.
 
     Another campaign means another evaluation protocol or other trial configs; a folder of the
-    same campaign is resumed.
+    same campaign is resumed. A damaged ``campaign.json`` is a
+    :class:`~powerzoo.fileio.CorruptFileError`. Call it inside :func:`lock_out_dir`.
     """
     out = Path(out_dir).resolve()
     path = out / CAMPAIGN_FILE
     if path.is_file():
-        held = read_json(path).get("fingerprint")
+        remedy = (
+            "delete it if this folder holds this campaign's trials, or choose another --out folder"
+        )
+        held = read_json_object(path, remedy).get("fingerprint")
         if held != campaign.fingerprint():
             raise ValueError(
                 f"{out} holds another campaign (fingerprint {held}, "
@@ -62,7 +125,8 @@ def run_local(
 
     Returns the :class:`~powerzoo.rl.campaigns.gather.CampaignOutcome`, or with
     ``gather_results=False`` the records by trial id. ``rllib_ppo`` trials need the Ray backend
-    (``ValueError`` before anything runs).
+    (``ValueError`` before anything runs). Holds ``out_dir``'s lock (:func:`lock_out_dir`) until
+    it returns: :class:`OutFolderBusyError` if another campaign runs into it.
     """
     campaign = as_campaign(campaign)
     rllib = [t.trial_id for t in campaign.trials if t.is_rllib]
@@ -72,6 +136,13 @@ def run_local(
             "run on the "
             "Ray backend: use --backend ray"
         )
+    with lock_out_dir(out_dir) as out:
+        return _run_locked(campaign, out, progress, gather_results)
+
+
+def _run_locked(
+    campaign: CampaignSpec, out_dir: Path, progress: bool | None, gather_results: bool
+) -> CampaignOutcome | dict[str, Any]:
     out = check_out_dir(campaign, out_dir)
     records: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}

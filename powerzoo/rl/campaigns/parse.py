@@ -24,6 +24,7 @@ from powerzoo.rl.campaigns.spec import (
     config_hash,
 )
 from powerzoo.rl.config import ConfigError, TrainConfig, override_field
+from powerzoo.rl.names import check_plain_name
 
 __all__ = ["load_campaign", "parse_campaign"]
 
@@ -64,6 +65,14 @@ def _reject_outside(
         raise _fail(where, f"{before}{', '.join(map(repr, outside))}{after}")
 
 
+def _plain(where: str, value: Any, field: str) -> None:
+    """``CampaignError`` unless ``value`` is one plain folder name (it names a folder)."""
+    try:
+        check_plain_name(value, field)
+    except ValueError as err:
+        raise _fail(where, f"{err}; it names the output or a trial folder") from None
+
+
 def _check_keys(where: str, section: Any, allowed: set[str], field: str) -> dict[str, Any]:
     if section is None:
         return {}
@@ -94,7 +103,9 @@ def parse_campaign(
     for key in ("tasks", "seeds", "algorithms"):
         if key not in data:
             raise _fail(where, f"missing required key {key!r}")
-    name = str(data.get("name") or default_name)
+    name = default_name if data.get("name") is None else str(data["name"])
+    if data.get("name") is not None:
+        _plain(where, name, "'name'")
     registered = list_tasks()
     tasks = data["tasks"]
     if isinstance(tasks, str):
@@ -104,6 +115,8 @@ def parse_campaign(
     _reject_outside(
         where, tasks, registered, "unknown task(s) ", f"; registered: {', '.join(registered)}"
     )
+    for task in tasks:
+        _plain(where, task, "task name")  # part of each trial's folder name
     if len(set(tasks)) != len(tasks):
         raise _fail(where, f"'tasks' repeats a task: {tasks}")
     seeds = data["seeds"]

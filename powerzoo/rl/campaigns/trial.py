@@ -22,19 +22,19 @@ BLAS thread, so the same seed gives the same numbers in any process (local loop 
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from powerzoo.fileio import write_json
+from powerzoo.fileio import CorruptFileError, read_json, read_or_corrupt, write_json
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 
 __all__ = [
     "run_trial",
     "trial_dir",
     "read_record",
+    "read_json_object",
     "write_record",
     "prepare_folder",
     "base_record",
@@ -56,12 +56,13 @@ def trial_dir(out_dir: str | Path, trial: TrialSpec) -> Path:
 def read_record(out_dir: str | Path, trial: TrialSpec) -> dict[str, Any] | None:
     """The finished trial's record, ``None`` if it has not finished.
 
-    ``ValueError`` if the folder holds a finished trial with another config under the same id.
+    ``ValueError`` if the folder holds a finished trial with another config under the same id,
+    :class:`~powerzoo.fileio.CorruptFileError` if its ``trial.json`` is damaged.
     """
     path = trial_dir(out_dir, trial) / TRIAL_FILE
     if not path.is_file():
         return None
-    record = json.loads(path.read_text())
+    record = read_json_object(path, f"delete {path.parent} to run trial {trial.trial_id} again")
     if record.get("config_hash") != trial.config_hash:
         raise ValueError(
             f"{path} holds trial {trial.trial_id} with another config "
@@ -69,6 +70,18 @@ def read_record(out_dir: str | Path, trial: TrialSpec) -> dict[str, Any] | None:
             f"now {trial.config_hash}); use another --out folder or delete that trial folder"
         )
     return record
+
+
+def read_json_object(path: Path, remedy: str) -> dict[str, Any]:
+    """The JSON object in ``path``; :class:`~powerzoo.fileio.CorruptFileError` naming the file,
+    the reason and ``remedy`` (what to do) if it is damaged or holds no object."""
+    try:
+        data = read_or_corrupt(path, read_json)
+    except CorruptFileError as err:
+        raise CorruptFileError(path, f"{err.reason}; {remedy}") from err.__cause__
+    if not isinstance(data, dict):
+        raise CorruptFileError(path, f"a JSON {type(data).__name__}, expected an object; {remedy}")
+    return data
 
 
 def write_record(out_dir: str | Path, record: dict[str, Any]) -> Path:

@@ -1,0 +1,149 @@
+"""Damaged datasets and killed collections, met as a user meets them.
+
+A dataset whose gzip block is damaged or whose data holds a NaN is refused with the file (and the
+dataset) named; a `powerzoo collect` killed by SIGTERM removes its temporary file, and one killed
+by SIGKILL leaves one that the next collection to the same path removes.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+from helpers import run_cli
+
+from powerzoo.benchmarks.offline import DatasetGenerator, DatasetLoader
+from powerzoo.benchmarks.policies import RandomPolicy
+from powerzoo.fileio import CorruptFileError
+from powerzoo.rl import make_env
+
+TASK = "battery_arbitrage"
+
+
+def collect(path, n_episodes):
+    env = make_env(TASK, num_envs=16)
+    DatasetGenerator(env).collect(RandomPolicy(env.action_space), n_episodes, path).close()
+    return path
+
+
+def damage_chunk(path, dataset, chunk):
+    """Overwrite 64 bytes inside compressed chunk ``chunk`` of ``dataset``, as a bad disk would."""
+    with h5py.File(path, "r") as f:
+        info = f[dataset].id.get_chunk_info(chunk)
+    assert info.size > 200
+    with open(path, "r+b") as fh:
+        fh.seek(info.byte_offset + info.size // 2)
+        fh.write(b"\0" * 64)
+
+
+def hidden_tmp(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+# ---- damaged files ------------------------------------------------------------------------------
+def test_a_damaged_gzip_block_names_the_file_and_the_dataset(tmp_path):
+    path = collect(tmp_path / "d.h5", 200)  # 9,600 rows: observations span two chunks
+    with h5py.File(path, "r") as f:
+        assert f["observations"].id.get_num_chunks() == 2
+    damage_chunk(path, "observations", 0)
+    with DatasetLoader(path) as dataset:  # the check at opening decodes the last chunks only
+        with pytest.raises(CorruptFileError) as err:
+            _ = dataset.observations
+    assert err.value.path == path
+    message = str(err.value)
+    assert message.startswith(f"{path}: corrupt or unreadable (dataset 'observations' cannot be ")
+    assert "\n" not in message
+    with DatasetLoader(path) as dataset, pytest.raises(CorruptFileError, match="observations"):
+        dataset.episode(0)
+
+    damage_chunk(path, "observations", 1)  # the last chunk: refused when opened
+    with pytest.raises(CorruptFileError, match=r"d\.h5: corrupt or unreadable \(dataset 'obs"):
+        DatasetLoader(path)
+
+
+def test_a_truncated_dataset_is_one_line_naming_the_file(tmp_path):
+    path = collect(tmp_path / "d.h5", 20)
+    path.write_bytes(path.read_bytes()[:30_000])
+    with pytest.raises(CorruptFileError) as err:
+        DatasetLoader(path)
+    assert str(err.value).startswith(f"{path}: corrupt or unreadable (not a readable HDF5 file: ")
+    assert "truncated file" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_nan_inside_a_dataset_is_refused_unless_asked_for(tmp_path):
+    path = collect(tmp_path / "d.h5", 4)
+    with h5py.File(path, "a") as f:
+        f["rewards"][100] = np.nan
+        f["observations"][7, 2] = np.inf
+    with DatasetLoader(path) as dataset:
+        assert dataset.actions.shape == (192, 1)  # clean datasets load
+        with pytest.raises(ValueError) as err:
+            _ = dataset.rewards
+        assert str(err.value).startswith(
+            f"{path}: dataset 'rewards' holds 1 non-finite value(s) (NaN or inf), the first in "
+            "row 100;"
+        )
+        assert "check_finite=False" in str(err.value)
+        with pytest.raises(ValueError, match="dataset 'observations' .* first in row 7;"):
+            next(dataset.iter_minibatches(32))
+        with pytest.raises(ValueError, match="dataset 'rewards' .* first in row 100;"):
+            dataset.episode(2)  # rows 96..143
+        assert dataset.episode(1)["rewards"].shape == (48,)  # rows 48..95 are clean
+    with DatasetLoader(path, check_finite=False) as dataset:
+        assert np.isnan(dataset.rewards[100]) and np.isinf(dataset.observations[7, 2])
+
+
+# ---- killed collections -------------------------------------------------------------------------
+def start_long_collect(path):
+    """A real `powerzoo collect` far too long to finish; returns once its temporary file exists."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "powerzoo.cli.main", "collect", TASK, "--episodes", "1000000"]
+        + ["-o", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not hidden_tmp(path.parent):
+        assert child.poll() is None, child.communicate()[1].decode()
+        assert time.monotonic() < deadline, "the collection did not start"
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the rollout
+    return child
+
+
+def test_sigterm_on_collect_removes_its_temporary_file(tmp_path):
+    path = tmp_path / "d.h5"
+    child = start_long_collect(path)
+    try:
+        os.kill(child.pid, signal.SIGTERM)
+        _, stderr = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+    assert child.returncode == -signal.SIGTERM, stderr.decode()  # ended by the signal itself
+    assert hidden_tmp(tmp_path) == [] and not path.exists()
+
+
+def test_the_next_collect_removes_what_a_sigkilled_one_left(tmp_path):
+    path = tmp_path / "d.h5"
+    child = start_long_collect(path)
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    finally:
+        child.communicate()
+    assert child.returncode == -signal.SIGKILL
+    stale = hidden_tmp(tmp_path)
+    assert len(stale) == 1 and stale[0].endswith(f".{child.pid}.tmp")
+    # a live writer's temporary file (this test process) is never touched
+    live = tmp_path / f".d-live.{stale[0].split('.')[-3]}.{os.getpid()}.tmp"
+    live.touch()
+    run = run_cli("collect", TASK, "--episodes", "2", "-o", str(path))
+    assert run.returncode == 0, run.stderr
+    assert hidden_tmp(tmp_path) == [live.name]
+    assert DatasetLoader(path).n_episodes == 2
