@@ -247,7 +247,7 @@ def ppo_config(
         or not 1 <= torch_threads <= MAX_TORCH_THREADS
     ):
         raise ValueError(
-            f"torch_threads must be an int in [1, {MAX_TORCH_THREADS}] or None (torch's own "
+            f"torch_threads must be an int in [1, {MAX_TORCH_THREADS}] or None (the libraries' own "
             f"default), got {torch_threads!r}"
         )
     task_kwargs = {k: v for k, v in env_kwargs.items() if k not in _ENV_KEYS}
