@@ -248,7 +248,7 @@ def ppo_config(
     ):
         raise ValueError(
             f"torch_threads must be an int in [1, {MAX_TORCH_THREADS}] or None (the libraries' own "
-            f"default), got {torch_threads!r}"
+            f"defaults), got {torch_threads!r}"
         )
     task_kwargs = {k: v for k, v in env_kwargs.items() if k not in _ENV_KEYS}
     spec = _multi_agent_spec(task, task_kwargs)
