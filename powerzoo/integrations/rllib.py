@@ -46,6 +46,8 @@ __all__ = [
     "rllib_sampling_rate",
     "RLlibPolicy",
     "AgentToModule",
+    "TorchThreads",
+    "MAX_TORCH_THREADS",
 ]
 
 SHARING_MODES: tuple[str, ...] = ("shared", "per_group", "per_agent")
@@ -83,6 +85,41 @@ class AgentToModule:
             raise ValueError(
                 f"unknown agent {agent_id!r}; agents: {', '.join(self.mapping)}"
             ) from None
+
+
+MAX_TORCH_THREADS = 256  # ppo_config's bound on torch_threads (torch fails on huge counts)
+
+
+class TorchThreads:
+    """RLlib callback (picklable): ``threads`` torch threads, and as many BLAS / OpenMP threads
+    (numpy's linear algebra, through threadpoolctl), in every process of a run.
+
+    Registered by :func:`ppo_config` as ``on_algorithm_init`` (the driver, which holds the local
+    env runner and the local learner, then every learner and env runner) and as
+    ``on_environment_created`` (each env runner, also one that RLlib recreates after a failure).
+    Small MLPs and small env matrices run fastest on one thread: a thread pool per library and
+    per process oversubscribes the cores (Ray's actors already start with one; the driver does
+    not).
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = int(threads)
+
+    def _set(self, *_: Any) -> int:
+        """Set the thread counts in this process; returns torch's."""
+        import torch
+        from threadpoolctl import threadpool_limits
+
+        torch.set_num_threads(self.threads)
+        threadpool_limits(limits=self.threads)  # kept: not used as a context manager
+        return torch.get_num_threads()
+
+    def __call__(self, *, algorithm: Any = None, env_runner: Any = None, **_: Any) -> None:
+        self._set()
+        if algorithm is not None:  # on_algorithm_init, in the driver
+            for result in algorithm.learner_group.foreach_learner(self._set):
+                result.get()  # raises a learner's error here
+            algorithm.env_runner_group.foreach_env_runner(self._set, local_env_runner=True)
 
 
 def _multi_agent_tasks() -> list[str]:
@@ -169,6 +206,7 @@ def ppo_config(
     seed: int = 0,
     num_env_runners: int = 0,
     num_envs_per_env_runner: int = 1,
+    torch_threads: int | None = 1,
     **env_kwargs: Any,
 ) -> PPOConfig:
     """A ready RLlib ``PPOConfig`` (new API stack, torch) for multi-agent ``task``.
@@ -182,6 +220,13 @@ def ppo_config(
             (:func:`powerzoo.envs.rllib_env.stream_seed`: no two sub-envs share one).
         num_env_runners: remote env runners (0: sample in the driver process).
         num_envs_per_env_runner: env copies per runner (RLlib steps them one after the other).
+        torch_threads: torch threads, and as many BLAS / OpenMP threads, of every process of
+            the run (1 to :data:`MAX_TORCH_THREADS`): the driver (its local env runner and
+            learner), each remote env runner and each remote learner, set by
+            :class:`TorchThreads` when the algorithm is built. One (the default) is fastest for
+            these small networks and envs: the libraries' defaults (one thread per core in every
+            process) made ``train()`` 5-22x slower on 2 busy cores. The driver keeps the setting
+            after ``algo.stop()``. ``None`` leaves the libraries as they are.
         **env_kwargs: ``normalize`` (default True), ``obs_mode``, ``reward``, ``reward_scale``
             (default ``"auto"``: :func:`auto_reward_scale`; a number: that factor) and task
             parameters.
@@ -196,6 +241,15 @@ def ppo_config(
     ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+    if torch_threads is not None and (
+        isinstance(torch_threads, bool)
+        or not isinstance(torch_threads, (int, np.integer))
+        or not 1 <= torch_threads <= MAX_TORCH_THREADS
+    ):
+        raise ValueError(
+            f"torch_threads must be an int in [1, {MAX_TORCH_THREADS}] or None (the libraries' own "
+            f"defaults), got {torch_threads!r}"
+        )
     task_kwargs = {k: v for k, v in env_kwargs.items() if k not in _ENV_KEYS}
     spec = _multi_agent_spec(task, task_kwargs)
     mapping = module_mapping(task, sharing, **task_kwargs)
@@ -270,6 +324,9 @@ def ppo_config(
         )
         .debugging(seed=int(seed))
     )
+    if torch_threads is not None:
+        threads = TorchThreads(int(torch_threads))
+        config.callbacks(on_algorithm_init=threads, on_environment_created=threads)
     return config
 
 
@@ -285,10 +342,11 @@ def rllib_sampling_rate(
     Builds the algorithm, samples once to warm up, then samples whole fragments
     (``env_runner.sample`` on every runner at once) for about ``seconds`` and divides the env steps
     by the wall time. With ``num_env_runners > 0`` Ray must be running (or is started by RLlib).
-    Torch runs on one thread in this process meanwhile, as in Ray's runner actors (tiny MLPs lose
-    time to a thread pool).
+    Torch and BLAS run on one thread meanwhile (:func:`ppo_config`'s default; tiny MLPs lose time
+    to a thread pool); this process gets its thread counts back at the end.
     """
     import torch
+    from threadpoolctl import threadpool_limits
 
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
@@ -309,7 +367,7 @@ def rllib_sampling_rate(
         )
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    blas = threadpool_limits(limits=None)  # remembers the BLAS / OpenMP threads to give back
     algo = config.build_algo()
     try:
         group = algo.env_runner_group
@@ -327,3 +385,4 @@ def rllib_sampling_rate(
     finally:
         algo.stop()
         torch.set_num_threads(threads)
+        blas.restore_original_limits()

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from powerzoo.physics.dc_power_flow import dc_power_flow, gen_bus_matrix, ptdf_matrix
+from powerzoo.physics.highs import new_highs
 from powerzoo.physics.network import NetworkCase
 
 __all__ = ["MarketClearing", "MarketResult", "clear_market", "VOLL_PER_MWH"]
@@ -351,9 +352,8 @@ class _BatchLP:
         lp.a_matrix_.index_ = (cols[None, :] + n_row * batch[:, None]).ravel().astype(np.int32)
         lp.a_matrix_.value_ = np.tile(a_env.T[rows, cols], n_batch)
         lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = lp.num_col_, lp.num_row_
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
-        highs.setOptionValue("presolve", "off")  # tiny blocks: presolve costs more than it saves
+        # tiny blocks: presolve costs more than it saves
+        highs = new_highs(presolve="off")
         highs.passModel(lp)
         self.highs = highs
         self._x_cols: np.ndarray | None = None

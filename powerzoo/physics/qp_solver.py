@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from powerzoo.physics.highs import new_highs
+
 __all__ = ["HighsQP", "QPModel", "SolverChain", "solve_qp_ipm"]
 
 _log = logging.getLogger(__name__)
@@ -105,11 +107,9 @@ class HighsQP:
         lp.a_matrix_.num_col_ = n_col
         lp.a_matrix_.num_row_ = n_row
 
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
         # the active-set QP solver needs a few hundred iterations here; a hard cap turns a
         # (rare) cycling solve into a failure that the next method handles
-        highs.setOptionValue("qp_iteration_limit", max(1000, 10 * (n_col + n_row)))
+        highs = new_highs(qp_iteration_limit=max(1000, 10 * (n_col + n_row)))
         highs.passModel(lp)
         diag = model.hess * self.scale**2
         nz = np.flatnonzero(diag)

@@ -28,6 +28,7 @@ import numpy as np
 
 from powerzoo.data import calendar
 from powerzoo.devices.battery import BatteryParams, battery_step, feasible_power_mw
+from powerzoo.physics.highs import new_highs
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, TaskSpec, VectorSpec, cmdp_fields
 
@@ -282,8 +283,7 @@ def _solve_arbitrage_lp(
     """
     import highspy
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     cap, p_max = battery.energy_capacity_mwh, battery.power_max_mw
     charge = h.addVariables(price.size, lb=0.0, ub=p_max)
     discharge = h.addVariables(price.size, lb=0.0, ub=p_max)

@@ -61,6 +61,7 @@ from powerzoo.devices.inverter_battery import (
     inverter_battery_reset,
     inverter_battery_step,
 )
+from powerzoo.physics.highs import new_highs
 from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.feeder import (
@@ -375,8 +376,7 @@ def _solve_day(
     import highspy
 
     t, n = price.size, soc0.size
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     cap = battery.energy_capacity_mwh
     charge = unit_variables(h, t, np.zeros(n), battery.power_max_mw)
     discharge = unit_variables(h, t, np.zeros(n), battery.power_max_mw)

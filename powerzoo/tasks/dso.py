@@ -64,6 +64,7 @@ from powerzoo.devices.flexible_load import (
     flexible_load_step,
     payback_matrix,
 )
+from powerzoo.physics.highs import new_highs
 from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput
 from powerzoo.tasks.feeder import (
@@ -362,8 +363,7 @@ def _solve_day(
     import highspy
 
     t, n = base.shape
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     top = np.full(n, params.flex_max_fraction)
     curtail = unit_variables(h, t, np.zeros(n), top)
     shift = unit_variables(h, t - 1, np.zeros(n), top) if t > 1 else None

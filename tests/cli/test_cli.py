@@ -9,6 +9,7 @@ import pytest
 from helpers import run_cli
 
 from powerzoo.cli.main import main
+from powerzoo.tasks import list_tasks
 
 
 def test_list_shows_registered_tasks(capsys):
@@ -43,6 +44,19 @@ def test_describe_human_and_json(capsys):
     assert required <= set(info)
     assert info["agent_mode"] == "single" and info["horizon"] == 48
     assert info["config_template"]["task"] == "battery_arbitrage"
+
+
+def test_list_and_describe_json_print_only_their_own_output():
+    # fresh interpreters: a solver banner written by C code on file descriptor 1 would land here
+    described = run_cli("describe", "tso", "--json")
+    assert described.returncode == 0, described.stderr
+    info = json.loads(described.stdout)  # the whole of stdout is one JSON document
+    assert info["task_id"] == "tso"
+    assert described.stdout == json.dumps(info, indent=2) + "\n"
+    listed = run_cli("list")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == list_tasks()
+    assert "HiGHS" not in described.stdout + listed.stdout
 
 
 def test_unknown_task_is_a_clean_error():

@@ -8,8 +8,10 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from ray.rllib.env.multi_agent_env import MultiAgentEnv  # noqa: E402
 from ray.rllib.utils.pre_checks.env import check_multiagent_environments  # noqa: E402
+from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
 from powerzoo.benchmarks import evaluate  # noqa: E402
 from powerzoo.envs import make_env  # noqa: E402
@@ -166,10 +168,57 @@ def test_train_local_checkpoint_policy_evaluates(ray_session, tmp_path):
         prl.RLlibPolicy.from_checkpoint(tmp_path)
 
 
-def test_train_one_env_runner(ray_session):
-    algo = prl.ppo_config("marl_opf", "per_agent", num_env_runners=1).training(**TINY).build_algo()
+def _threads(algo, local_env_runner=True):
+    """(torch threads, largest BLAS / OpenMP pool) in each env runner and learner of ``algo``."""
+
+    def threads(_runner_or_learner):
+        pools = [pool["num_threads"] for pool in threadpool_info()]
+        return torch.get_num_threads(), max(pools)
+
+    runners = algo.env_runner_group.foreach_env_runner(threads, local_env_runner=local_env_runner)
+    learners = [result.get() for result in algo.learner_group.foreach_learner(threads)]
+    return runners, learners
+
+
+@pytest.fixture
+def driver_threads():
+    """The libraries' default thread counts on 2 cores in the test process, given back after."""
+    torch_threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    with threadpool_limits(limits=2):
+        yield
+    torch.set_num_threads(torch_threads)
+
+
+def test_one_torch_and_blas_thread_by_default_and_the_override(ray_session, driver_threads):
+    algo = prl.ppo_config("marl_opf", reward_scale=1.0).build_algo()
+    try:
+        one = [(1, 1)]
+        assert _threads(algo) == (one, one)  # the local env runner and learner
+    finally:
+        algo.stop()
+    config = prl.ppo_config("marl_opf", reward_scale=1.0, torch_threads=3)
+    assert config.callbacks_on_algorithm_init.threads == 3
+    algo = config.build_algo()
+    try:
+        three = [(3, 3)]
+        assert _threads(algo) == (three, three)
+    finally:
+        algo.stop()
+    config = prl.ppo_config("marl_opf", reward_scale=1.0, torch_threads=None)
+    assert not config.callbacks_on_algorithm_init
+    for bad in (0, True, 1.5, 10**6, "2"):
+        with pytest.raises(ValueError, match=r"torch_threads must be an int in \[1, 256\] or None"):
+            prl.ppo_config("marl_opf", reward_scale=1.0, torch_threads=bad)
+
+
+def test_train_one_env_runner(ray_session, driver_threads):
+    config = prl.ppo_config("marl_opf", "per_agent", num_env_runners=1, torch_threads=2)
+    algo = config.training(**TINY).build_algo()
     try:
         result = algo.train()
+        # the remote runner (an actor, whose torch Ray starts with one thread) follows the override
+        assert _threads(algo, local_env_runner=False) == ([(2, 2)], [(2, 2)])
     finally:
         algo.stop()
     agents = make_env("marl_opf", framework="rllib").possible_agents

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from powerzoo.physics.highs import new_highs
+
 if TYPE_CHECKING:  # highspy is imported when a plan is solved, not with the task
     import highspy
 
@@ -113,8 +115,7 @@ class SparseModel:
         form)."""
         import highspy
 
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         cost = np.concatenate(self.cost)
         for cols, value in self.extra_cost:
             cost[cols] += value

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from powerzoo.physics.highs import new_highs
 from powerzoo.tasks.feeder import (
     ORACLE_BAND_MARGIN_PU,
     ORACLE_VOLTAGE_PENALTY,
@@ -106,8 +107,7 @@ class SparseLP:
         lp.sense_ = highspy.ObjSense.kMaximize
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.passModel(lp)
         start = time.perf_counter()
         h.run()

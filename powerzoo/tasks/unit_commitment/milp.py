@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.physics.dc_power_flow import branch_susceptance_pu
+from powerzoo.physics.highs import new_highs
 from powerzoo.tasks.unit_commitment.spec import IMBALANCE_PRICE, OVERLOAD_PENALTY, RESERVE_MARGIN
 
 __all__ = [
@@ -120,8 +121,7 @@ class MilpModel:
         status)``."""
         import highspy
 
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", DISP)
+        h = new_highs(log=DISP)
         # no "threads" option: HiGHS >= 1.16 refuses to run ("Not Set") when it differs from the
         # process's thread scheduler, which the first HiGHS solve in the process fixes; the MIP
         # search runs on one worker anyway
