@@ -14,6 +14,7 @@ ray = pytest.importorskip("ray")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from helpers import run_python  # noqa: E402
 
 from powerzoo.fileio import atomic_write_text, write_json  # noqa: E402
 from powerzoo.rl import Trainer  # noqa: E402
@@ -249,3 +250,24 @@ def test_remote_training_equals_local_and_resumes_both_ways(ray_session, tmp_pat
     resumed_local = MAPPOTrainer(config).resume(in_process)
     assert resumed_local.num_timesteps == 240 and resumed_local.params.rollout_workers == 0
     assert_same_weights(local, resumed_local)
+
+
+def test_more_workers_than_a_local_ray_session_has_cpus_is_refused(tmp_path):
+    """A Ray session the trainer starts itself never grows: surplus actors would wait forever."""
+    code = f"""
+import os
+from powerzoo.rl import Trainer
+workers = (os.cpu_count() or 1) + 1
+trainer = Trainer("marl_opf", algorithm="MAPPO", total_timesteps=240, n_envs=workers,
+                  output_dir={str(tmp_path)!r}, evaluation=None, checkpoint=None,
+                  logging={{"tensorboard": False, "progress_bar": False}},
+                  algorithm_kwargs={{"n_steps": 8, "rollout_workers": workers}})
+try:
+    trainer.train()
+except ValueError as err:
+    print(err)
+"""
+    result = run_python(code, timeout=240)
+    assert result.returncode == 0, result.stderr
+    assert "rollout workers" not in result.stdout  # the error, not the old warning
+    assert "needs" in result.stdout and "use rollout_workers <=" in result.stdout

@@ -338,6 +338,14 @@ class RemoteCollector:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
             self._own_session = True
         cpus = ray.cluster_resources().get("CPU", 0)
+        if cpus < workers and self._own_session and address is None:
+            # a local session started here never grows: the surplus actors would wait forever
+            ray.shutdown()
+            raise ValueError(
+                f"rollout_workers={workers} needs {workers} CPUs; this machine gives Ray "
+                f"{cpus:g}: use rollout_workers <= {cpus:g}, or connect to a larger cluster "
+                "(rollout_address)"
+            )
         if cpus < workers:
             warnings.warn(
                 f"{workers} rollout workers need {workers} CPUs; the Ray cluster has {cpus:g} "
