@@ -285,12 +285,21 @@ class TrainConfig(_Section):
         return self.model_dump(mode="json")
 
     def fingerprint(self) -> str:
-        """A short hash (16 hex digits) of every resolved field: equal configs, equal hashes.
+        """A short hash (16 hex digits) of the resolved fields that shape the run's results.
 
         A run records it (``run_state.json``, each checkpoint's ``state.json``) so that a
-        ``config.yaml`` changed or cut afterwards is refused on resume and load.
+        ``config.yaml`` changed or cut afterwards is refused on resume and load. How a run is
+        executed is left out (:data:`EXECUTION_FIELDS`: threads, logging, rollout workers give
+        the same numbers), so a run can be resumed with more or fewer workers.
         """
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        data = self.to_dict()
+        for dotted in EXECUTION_FIELDS:
+            *parents, key = dotted.split(".")
+            section = data
+            for parent in parents:
+                section = section.get(parent) or {}
+            section.pop(key, None)
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def to_file(self, path: str | Path) -> Path:
@@ -335,6 +344,15 @@ class TrainConfig(_Section):
 
 RLConfig = TrainConfig
 """Another name of :class:`TrainConfig` (both names are in use)."""
+
+EXECUTION_FIELDS = (
+    "torch_threads",
+    "logging",
+    "overwrite",
+    "algorithm_kwargs.rollout_workers",
+    "algorithm_kwargs.rollout_address",
+)
+"""Config fields that change how a run executes, not its numbers (left out of the fingerprint)."""
 
 DEFAULT_BUDGET = 100_000
 """Env steps trained when neither ``total_timesteps`` nor ``episodes`` is given to a ``Trainer``."""

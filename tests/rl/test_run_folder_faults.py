@@ -384,3 +384,22 @@ def test_out_of_range_values_are_refused_before_a_run_folder(tmp_path, capsys, f
     assert len(err.strip().splitlines()) == 1 and str(path) in err
     assert re.search(named, err), err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_fingerprint_ignores_how_a_run_executes_but_not_what_it_trains():
+    from powerzoo.rl.config import resolve_config
+
+    base = resolve_config("marl_opf", {"algorithm": "MAPPO"})
+    same_numbers = resolve_config(
+        "marl_opf",
+        {
+            "algorithm": "MAPPO",
+            "torch_threads": 2,
+            "logging": {"progress_bar": False},
+            "algorithm_kwargs": {"rollout_workers": 2},
+        },
+    )
+    other_numbers = resolve_config(
+        "marl_opf", {"algorithm": "MAPPO", "algorithm_kwargs": {"learning_rate": 1e-4}}
+    )
+    assert same_numbers.fingerprint() == base.fingerprint() != other_numbers.fingerprint()
