@@ -25,6 +25,13 @@ Departure target: a car should leave with ``target_soc``; :func:`departure_goal_
 what charging at full power from its arrival could reach, so a shortfall always measures the
 charging that was not done (:func:`departure_shortfall_kwh`).
 
+Wear: V2G is charged the wear cost every battery of PowerZoo pays (15 $ per MWh of grid-side
+throughput, derived in :mod:`powerzoo.devices.battery`) on the throughput it adds: each
+discharged kWh and the grid-side energy that puts the same stored energy back, ``1 / (eta_c
+eta_d)`` kWh, so :attr:`EVFleetParams.v2g_wear_per_kwh` = 15 $/MWh x (1 + 1 / (eta_c eta_d))
+per kWh discharged (32.7 $/MWh at the default efficiencies). Charging for the drivers' trips is
+their ordinary use of the car and carries no wear in the site's accounts.
+
 Default ratings: a 60 kWh battery (a mid-size battery-electric car), a 7.2 kW bidirectional
 charger (240 V x 30 A, a common residential Level 2 rating), 92 % efficiency each way (about
 85 % round trip through a bidirectional charger), V2G down to 20 % SOC, charging up to 90 % SOC,
@@ -36,6 +43,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+
+from powerzoo.devices.battery import WEAR_COST_PER_MWH
 
 __all__ = [
     "EVFleetParams",
@@ -64,6 +73,7 @@ class EVFleetParams:
     soc_min: float = 0.2  # V2G floor
     soc_max: float = 0.9  # charging ceiling
     target_soc: float = 0.8  # departure target
+    degradation_cost_per_mwh: float = WEAR_COST_PER_MWH  # $ per MWh of grid-side throughput
 
     def __post_init__(self) -> None:
         for name in ("battery_kwh", "charge_max_kw"):
@@ -81,11 +91,23 @@ class EVFleetParams:
                 raise ValueError(
                     f"EVFleetParams.{name} must be in (0, 1], got {getattr(self, name)}"
                 )
+        if not self.degradation_cost_per_mwh >= 0.0:
+            raise ValueError(
+                "EVFleetParams.degradation_cost_per_mwh must be >= 0, got "
+                f"{self.degradation_cost_per_mwh}"
+            )
         if not 0.0 <= self.soc_min <= self.target_soc <= self.soc_max <= 1.0:
             raise ValueError(
                 "need 0 <= soc_min <= target_soc <= soc_max <= 1, got "
                 f"{self.soc_min}, {self.target_soc}, {self.soc_max}"
             )
+
+    @property
+    def v2g_wear_per_kwh(self) -> float:
+        """Wear ($) per kWh of V2G discharge (grid side): that kWh and the ``1 / (eta_c eta_d)``
+        kWh charged to put it back, at ``degradation_cost_per_mwh`` (module docstring)."""
+        round_trip = 1.0 + 1.0 / (self.charge_efficiency * self.discharge_efficiency)
+        return self.degradation_cost_per_mwh * 1e-3 * round_trip
 
     @property
     def min_kwh(self) -> float:

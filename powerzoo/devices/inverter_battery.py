@@ -30,8 +30,8 @@ Default ratings (a distribution-connected utility-scale battery on a feeder of a
   lithium-ion systems measured AC to AC (85-90 %).
 * ``soc_min, soc_max = 0.1, 0.9``: the usual manufacturer window that limits cell ageing;
   ``soc_init = 0.5``.
-* ``degradation_cost_per_mwh = 2.0`` $/MWh of throughput, as
-  :class:`powerzoo.devices.battery.BatteryParams`.
+* ``degradation_cost_per_mwh = 15.0`` $/MWh of grid-side throughput, the wear model of every
+  battery (derived in :mod:`powerzoo.devices.battery`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,18 @@ import numpy as np
 import numpy.typing as npt
 
 from powerzoo.devices._per_unit import unit_arrays
-from powerzoo.devices.battery import BatteryParams, battery_step
+from powerzoo.devices.battery import (
+    WEAR_COST_PER_MWH,
+    BatteryParams,
+    battery_step,
+    settlement_value,
+)
 
 __all__ = [
     "InverterBatteryParams",
     "InverterBatteryStep",
     "inverter_battery_reset",
+    "inverter_battery_settlement",
     "inverter_battery_step",
 ]
 
@@ -85,7 +91,7 @@ class InverterBatteryParams:
     soc_min: npt.ArrayLike = 0.1  # fraction of energy capacity
     soc_max: npt.ArrayLike = 0.9
     soc_init: npt.ArrayLike = 0.5  # SOC at reset
-    degradation_cost_per_mwh: npt.ArrayLike = 2.0  # $ per MWh of grid-side throughput
+    degradation_cost_per_mwh: npt.ArrayLike = WEAR_COST_PER_MWH  # $ per MWh of throughput
     n_units: int | None = None
     s_squared_mva2: np.ndarray = dataclasses.field(
         init=False, repr=False
@@ -197,4 +203,19 @@ def inverter_battery_step(
         p_rating_excess_mw=p_rating_excess_mw,
         q_limit_mvar=q_limit_mvar,
         q_cut_mvar=np.abs(q_request_mvar - q_mvar),
+    )
+
+
+def inverter_battery_settlement(
+    params: InverterBatteryParams, soc_end: np.ndarray, price_per_mwh: np.ndarray
+) -> np.ndarray:
+    """End-of-episode settlement ($) ``[B, n_units]`` of each unit's stored energy against its
+    ``soc_init``, at ``price_per_mwh`` [B] (:func:`powerzoo.devices.battery.settlement_value`:
+    a surplus valued as sold through the battery, a deficit as bought back, wear included)."""
+    return settlement_value(
+        (soc_end - params.soc_init) * params.energy_capacity_mwh,
+        np.asarray(price_per_mwh, dtype=np.float64)[:, None],
+        params.charge_efficiency,
+        params.discharge_efficiency,
+        params.degradation_cost_per_mwh,
     )

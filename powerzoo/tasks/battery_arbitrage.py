@@ -3,20 +3,35 @@
 Model
 -----
 * Parameters: a 100 MWh / 25 MW battery (4 h), charge and discharge efficiency 0.95 each,
-  SOC bounds [0.1, 0.9], start SOC 0.5, degradation cost 2 $/MWh of throughput. Price taker on
-  the day's price profile (:mod:`powerzoo.data.profiles`), 48 steps of 30 minutes.
+  SOC bounds [0.1, 0.9], start SOC 0.5, wear 15 $/MWh of throughput (the shared wear model of
+  :mod:`powerzoo.devices.battery`). Price taker on the day's price profile
+  (:mod:`powerzoo.data.profiles`), 48 steps of 30 minutes.
 * Action: power setpoint ``p_mw`` in [-25, 25] MW, + = discharge (sell), - = charge (buy).
   A request the SOC cannot serve is cut to the feasible power (:func:`battery_step`).
 * Reward, settled at the price of the step the action is taken in (observed before acting):
-  ``price * p_discharge * dt - price * p_charge * dt - degradation_cost * |p| * dt`` ($).
-  ``info["reward_terms"]`` holds the three signed terms ``[discharge_revenue, charge_payment,
-  degradation]`` (the last two <= 0 for positive prices); the reward is their sum.
+  ``price * p_discharge * dt - price * p_charge * dt - degradation_cost * |p| * dt`` ($), and
+  on the last step the settlement of the stored energy. ``info["reward_terms"]`` holds the four
+  signed terms ``[discharge_revenue, charge_payment, degradation, settlement]``; the reward is
+  their sum.
+* Settlement: the battery is given 40 MWh above its SOC floor at reset, and without a value on
+  what is left at the end the best plan sells it (a perfect-foresight plan that ends at the
+  floor earned 2,650 $/day over the 77 test days, 59 % of it the sale of that gift; re-solved
+  with the end SOC held at the start it earns 1,089). So the change of stored energy ``e_T -
+  e_0`` (storage side, MWh) is settled on the last step at ``m`` = the mean price of the
+  episode's day: a surplus as if sold through the battery, ``eta_d (m - wear)`` per MWh, a
+  deficit as if bought back, ``(m + wear) / eta_c`` per MWh
+  (:func:`powerzoo.devices.battery.settlement_value`).
 * Cost: ``soc_violation`` (MWh, storage side) = energy asked beyond the SOC bounds.
 * Observation: ``[soc, price_per_mwh, price_avg_24h_per_mwh, hour_sin, hour_cos,
   time_remaining]``; ``price_avg_24h_per_mwh`` is the trailing 24 h mean price.
-* Baselines: random; rule-based (charge as hard as the SOC allows when the price is 10 % below
-  its trailing 24 h mean, discharge when 10 % above); oracle (perfect-foresight LP over the day,
-  HiGHS via highspy).
+* Baselines: random; rule-based (:func:`rule_power_mw`: stored energy valued at the trailing
+  24 h mean price, discharge when a sale beats buying it back there after wear and losses,
+  charge in the mirror case, else head back to the start SOC, which it reaches by the day's
+  end); oracle (perfect-foresight LP over the day with the settlement, HiGHS via highspy).
+  Test split (77 days, ``benchmarks/compute_baselines.py``), $/day: random -5,054, rule-based
+  99, oracle 221 (at the former 2 $/MWh wear the oracle with the settlement earns 1,097). The
+  day's price spread is about 30 $/MWh on average, and a round trip costs 30 $/MWh of wear and
+  10 % of the energy, so arbitrage pays on the days with evening peaks only.
 """
 
 from __future__ import annotations
@@ -27,7 +42,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from powerzoo.data import calendar
-from powerzoo.devices.battery import BatteryParams, battery_step, feasible_power_mw
+from powerzoo.devices.battery import (
+    BatteryParams,
+    battery_step,
+    feasible_power_mw,
+    settlement_value,
+)
 from powerzoo.physics.highs import new_highs
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, TaskSpec, VectorSpec, cmdp_fields
@@ -49,8 +69,9 @@ class BatteryArbitrageParams:
     battery: BatteryParams = BatteryParams()
     # state of charge at reset (fraction of capacity), mid-range so either direction is open
     initial_soc: float = 0.5
-    # the rule-based controller acts when the price is this far off its trailing 24 h mean
-    rule_band_fraction: float = 0.10
+    # margin of the rule's thresholds over break-even (fraction of the value of a stored MWh;
+    # 0: trade whenever it pays at the trailing 24 h mean, tuned on the train and val splits)
+    rule_band_fraction: float = 0.0
 
     KEYWORDS: ClassVar[tuple[str, ...]] = ("initial_soc", "rule_band_fraction", *_BATTERY_FIELDS)
 
@@ -113,6 +134,9 @@ class BatteryArbitrage(Task):
         self._price_avg = (csum[steps:] - csum[:-steps])[: price.size] / steps
         self._price = price
         self._day_start = self.split_days * steps  # first calendar step of each split day
+        # settlement price of each split day: the mean price of its steps ($/MWh)
+        day_steps = self._day_start[:, None] + np.arange(steps)[None, :]
+        self._settlement_price = price[day_steps].mean(axis=1)
         self._exogenous_obs = self._exogenous_table()
         obs = self.spec.observation
         self._obs_dim = obs.dim
@@ -157,10 +181,11 @@ class BatteryArbitrage(Task):
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS + calendar.STRESS_SPLITS,
-            reward_terms=("discharge_revenue", "charge_payment", "degradation"),
+            reward_terms=("discharge_revenue", "charge_payment", "degradation", "settlement"),
             reward_doc=(
                 "price * discharged MWh - price * charged MWh - degradation $/MWh * throughput "
-                "MWh ($)"
+                "MWh ($); on the last step the stored energy's change since the start is "
+                "settled at the day's mean price"
             ),
             **cmdp_fields((("soc_violation", "MWh", 1.0, 100.0),), objective="profit"),
             baselines=("random", "rule_based", "oracle"),
@@ -217,14 +242,19 @@ class BatteryArbitrage(Task):
         price = self._price.take(self._flat_index(state))
         result = battery_step(self.battery, state.soc, action[:, 0], dt_h)
         terms = np.empty(
-            (price.size, 3)
+            (price.size, 4)
         )  # filled column by column: cheaper than np.stack at small B
         terms[:, 0] = price * result.discharge_mwh
         terms[:, 1] = -price * result.charge_mwh
         terms[:, 2] = -self.battery.degradation_cost_per_mwh * (
             result.charge_mwh + result.discharge_mwh
         )
-        new_state = BatteryArbitrageState(day_id=state.day_id, t=state.t + 1, soc=result.soc)
+        t_next = state.t + 1
+        terms[:, 3] = 0.0
+        end = t_next == HORIZON
+        if end.any():  # the last step: settle the stored energy's change since the start
+            terms[end, 3] = self.settlement(state.day_id[end], result.soc[end])
+        new_state = BatteryArbitrageState(day_id=state.day_id, t=t_next, soc=result.soc)
         out = StepOutput(
             reward=terms.sum(axis=1),
             reward_terms=terms,
@@ -241,20 +271,40 @@ class BatteryArbitrage(Task):
         )
         return new_state, out
 
+    def settlement(self, day_id: np.ndarray, soc_end: np.ndarray) -> np.ndarray:
+        """End-of-day settlement ($) [B] of episodes on split days ``day_id`` ending at SOC
+        ``soc_end``: the stored energy's change since the start, valued at the day's mean price
+        (:func:`~powerzoo.devices.battery.settlement_value`)."""
+        b = self.battery
+        return settlement_value(
+            (soc_end - self.initial_soc) * b.energy_capacity_mwh,
+            self._settlement_price.take(day_id),
+            b.charge_efficiency,
+            b.discharge_efficiency,
+            b.degradation_cost_per_mwh,
+        )
+
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Charge as hard as the SOC allows when price < 0.9 x trailing 24 h mean; discharge when >
-        1.1 x."""
+        """Threshold rule with the wear and the efficiencies priced in, back at the start SOC by
+        the day's end (module docstring)."""
         slots = self._slots
         soc, price, avg = (
-            obs[:, slots.soc],
-            obs[:, slots.price_per_mwh],
-            obs[:, slots.price_avg_24h_per_mwh],
+            obs[:, slots.soc].astype(np.float64),
+            obs[:, slots.price_per_mwh].astype(np.float64),
+            obs[:, slots.price_avg_24h_per_mwh].astype(np.float64),
         )
-        p_ch_max, p_dis_max = feasible_power_mw(self.battery, soc, self.spec.dt_h)
-        band = self.params.rule_band_fraction
-        cheap, dear = price < (1 - band) * avg, price > (1 + band) * avg
-        return np.where(cheap, -p_ch_max, np.where(dear, p_dis_max, 0.0))[:, None]
+        steps_left = np.rint(obs[:, slots.time_remaining].astype(np.float64) * HORIZON)
+        return rule_power_mw(
+            self.battery,
+            soc,
+            price,
+            avg,
+            steps_left,
+            self.spec.dt_h,
+            self.initial_soc,
+            self.params.rule_band_fraction,
+        )[:, None]
 
     def oracle_plan(self, state: BatteryArbitrageState) -> np.ndarray:
         """Profit-maximising power schedule [B, H, 1] with perfect price foresight (LP, HiGHS)."""
@@ -264,20 +314,32 @@ class BatteryArbitrage(Task):
             t0 = int(state.t[row])
             prices = self._price[day * self.profiles.steps_per_day + np.arange(t0, HORIZON)]
             plans[row, t0:, 0] = _solve_arbitrage_lp(
-                self.battery, prices, float(state.soc[row]), self.spec.dt_h
+                self.battery,
+                prices,
+                float(state.soc[row]),
+                self.spec.dt_h,
+                self.initial_soc,
+                float(self._settlement_price[state.day_id[row]]),
             )
         return plans
 
 
 def _solve_arbitrage_lp(
-    battery: BatteryParams, price: np.ndarray, soc0: float, dt_h: float
+    battery: BatteryParams,
+    price: np.ndarray,
+    soc0: float,
+    dt_h: float,
+    soc_start: float,
+    settlement_price: float,
 ) -> np.ndarray:
     """Net power schedule [H] (MW, + = discharge) maximising the day's profit: an LP on HiGHS.
 
-    Maximise ``sum_t (price_t - deg) d_t dt - (price_t + deg) c_t dt`` over charge ``c_t`` and
-    discharge ``d_t`` in ``[0, p_max]`` (MW) and the stored energy ``e_t`` (MWh) within the SOC
-    bounds, with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d`` from ``e_{-1} = soc0 *
-    capacity``.
+    Maximise ``sum_t (price_t - deg) d_t dt - (price_t + deg) c_t dt`` plus the settlement
+    ``eta_d (m - deg) s - (m + deg) / eta_c u`` over charge ``c_t`` and discharge ``d_t`` in
+    ``[0, p_max]`` (MW), the stored energy ``e_t`` (MWh) within the SOC bounds, with ``e_t =
+    e_{t-1} + eta_c c_t dt - d_t dt / eta_d`` from ``e_{-1} = soc0 * capacity``, and the
+    surplus ``s`` and deficit ``u`` (MWh, >= 0) of the last ``e`` against the episode's start,
+    ``e_T - s + u = soc_start * capacity``, settled at ``m = settlement_price``.
     Prices are positive in PowerZoo's data, so charging and discharging at once never pays and
     the net schedule ``d - c`` is what the env can apply.
     """
@@ -293,8 +355,62 @@ def _solve_arbitrage_lp(
     )
     h.addConstr(stored[0] - stored_in[0] == soc0 * cap)
     h.addConstrs(stored[1:] - stored[:-1] - stored_in[1:] == 0.0)
+    surplus, deficit = h.addVariable(lb=0.0), h.addVariable(lb=0.0)
+    h.addConstr(stored[price.size - 1] - surplus + deficit == soc_start * cap)
     deg = battery.degradation_cost_per_mwh
-    h.maximize(h.qsum((price - deg) * dt_h * discharge) - h.qsum((price + deg) * dt_h * charge))
+    eta_c, eta_d = battery.charge_efficiency, battery.discharge_efficiency
+    h.maximize(
+        h.qsum((price - deg) * dt_h * discharge)
+        - h.qsum((price + deg) * dt_h * charge)
+        + eta_d * (settlement_price - deg) * surplus
+        - (settlement_price + deg) / eta_c * deficit
+    )
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError(f"arbitrage LP failed: {h.modelStatusToString(h.getModelStatus())}")
     return h.vals(discharge) - h.vals(charge)
+
+
+def rule_power_mw(
+    battery: BatteryParams,
+    soc: np.ndarray,
+    price: np.ndarray,
+    reference_price: np.ndarray,
+    steps_left: np.ndarray,
+    dt_h: float,
+    soc_start: float,
+    band: float,
+) -> np.ndarray:
+    """The rule's power [B] (MW, + discharge) from SOC, price and its reference ($/MWh) [B].
+
+    A stored MWh is worth about ``v`` = the reference price (the trailing 24 h mean, the
+    settlement's stand-in) and moving it costs the wear ``w`` and the efficiencies. The rule
+    discharges as hard as the SOC allows when selling a stored MWh, ``(price - w) eta_d``, beats
+    buying it back at ``v``, ``(v + w) / eta_c``, by the margin ``band``; it charges as hard as
+    the SOC allows when buying a stored MWh, ``(price + w) / eta_c``, is below selling it at
+    ``v``, ``(v - w) eta_d``, by that margin. Otherwise it heads back to the start SOC when the
+    price is on the right side of ``v`` (below ``(1 - band) v`` to refill, above ``(1 + band)
+    v`` to give back a surplus), and when full power over the later steps could no longer close
+    the gap it moves at least the power that closes it now, so it ends the day at the start SOC
+    when the rating allows (the settlement prices what is left).
+    """
+    wear = battery.degradation_cost_per_mwh
+    eta_c, eta_d = battery.charge_efficiency, battery.discharge_efficiency
+    cap = battery.energy_capacity_mwh
+    p_ch_max, p_dis_max = feasible_power_mw(battery, soc, dt_h)
+    v = reference_price
+    dear = (price - wear) * eta_d > (1.0 + band) * (v + wear) / eta_c
+    cheap = (price + wear) / eta_c < (1.0 - band) * (v - wear) * eta_d
+    # storage-side MWh from the start SOC (+ above), and the powers that close it in this step
+    gap = (soc - soc_start) * cap
+    back_dis = np.clip(gap * eta_d / dt_h, 0.0, p_dis_max)
+    back_ch = np.clip(-gap / (eta_c * dt_h), 0.0, p_ch_max)
+    back = np.where(
+        price > (1.0 + band) * v, back_dis, np.where(price < (1.0 - band) * v, -back_ch, 0.0)
+    )
+    p = np.where(dear, p_dis_max, np.where(cheap, -p_ch_max, back))
+    # what full power over the later steps moves (grid side, MWh)
+    later = np.maximum(steps_left - 1.0, 0.0) * battery.power_max_mw * dt_h
+    must_dis = np.clip((gap - later / eta_d) * eta_d / dt_h, 0.0, p_dis_max)
+    must_ch = np.clip((-gap - later * eta_c) / (eta_c * dt_h), 0.0, p_ch_max)
+    p = np.maximum(p, must_dis)
+    return np.where(must_ch > 0.0, np.minimum(p, -must_ch), p)

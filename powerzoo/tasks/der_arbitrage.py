@@ -12,17 +12,23 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   (``demand_pu`` near 1) also overloads a line (``thermal_overload``).
 * Agents ``battery_0..2``: inverter batteries (:mod:`powerzoo.devices.inverter_battery`) of
   1 MWh / 0.5 MW (0.55 MVA inverters), efficiencies 0.95, SOC in [0.1, 0.9], start SOC 0.5,
-  degradation 2 $/MWh, at 0-based buses ``BATTERY_BUSES = (16, 23, 31)`` (1-based 17, 24, 32:
-  one bus short of the ends of the main trunk and of the two long laterals).
+  wear 15 $/MWh of throughput (:mod:`powerzoo.devices.battery`), at 0-based buses
+  ``BATTERY_BUSES = (16, 23, 31)`` (1-based 17, 24, 32: one bus short of the ends of the main
+  trunk and of the two long laterals).
 * Action per agent: ``p_mw`` in [-0.5, 0.5] MW (+ = discharge into the feeder); reactive power
   is 0 (the batteries trade active power only). A request the SOC cannot serve is cut to the
   feasible power
   and the energy asked beyond the bounds is the ``soc_violation`` cost.
 * Reward, **per agent** (``shared_reward=False``): each battery's own arbitrage profit at the
   data layer's ``price_per_mwh`` in $ per step, ``price x (discharged - charged MWh) -
-  2 $/MWh x throughput``, paid on delivered power. ``info["reward_terms"]`` holds the team sums
-  ``[discharge_revenue, charge_payment, degradation]``; ``info["agent_profit"]`` the [3] split.
-  A reward preset (``reward="penalized"`` or a dict of weights) gives every agent the team value.
+  15 $/MWh x throughput``, paid on delivered power, and on the last step the settlement of its
+  stored energy: the change since the start (storage side) at the day's mean price ``m``, a
+  surplus as sold through the battery (``eta_d (m - wear)`` per MWh), a deficit as bought back
+  (``(m + wear) / eta_c``), so the 0.4 MWh each battery is given above its floor at reset is
+  not free to sell (:func:`powerzoo.devices.battery.settlement_value`). ``info["reward_terms"]``
+  holds the team sums ``[discharge_revenue, charge_payment, degradation, settlement]``;
+  ``info["agent_profit"]`` the [3] split. A reward preset (``reward="penalized"`` or a dict of
+  weights) gives every agent the team value.
 * Costs (all selected): ``voltage_violation`` (p.u. outside [0.95, 1.05] summed over buses, per
   step), ``thermal_overload`` (MVA above line ratings, summed), ``soc_violation`` (MWh asked
   beyond the SOC bounds, summed over batteries); per-episode thresholds 0.2 p.u., 0.5 MVA,
@@ -37,15 +43,17 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
 * Splits: train / val / test by date; stress splits ``load_stress``, ``heatwave``,
   ``low_renewable`` (dearer, more peaked prices) and ``price_spike``.
 * Baselines (77 test days, ``benchmarks/compute_baselines.py``; team return): random; rule-based =
-  a time-of-use schedule from the price data: each battery charges at a quarter of its usable
-  energy per hour in the 8 half-hours that are cheapest on the average day (train days of the
-  base profiles) and discharges likewise in the 8 dearest, within what its SOC allows; oracle =
-  a perfect-foresight day plan of all three batteries maximising the team profit, one LP on
-  HiGHS (:func:`_solve_day`) with the SOC model and the voltage band on LinDistFlow linearised
-  around the exact flow of the day's loads (band narrowed by 0.002 p.u. for the linearisation
-  error), then applied under the exact flow. Team return ($/day) and voltage violation
-  (p.u.-steps/day): random -51.7 and 1.14 (plus 3.1 MWh of SOC violation), rule-based 69.5 and
-  0.025, oracle 81.2 and 0.
+  a time-of-use schedule from the price data (:func:`powerzoo.tasks.tariffs.tou_battery_power_mw`):
+  in the 8 half-hours that are cheapest on the average day (train days of the base profiles) a
+  battery may charge, in the 8 dearest it may discharge, a quarter of its usable energy per
+  hour; it trades only when the trade pays after wear and losses against the mean train-day
+  price, else it steps back towards its start SOC, which it reaches by the day's end; oracle =
+  a perfect-foresight day plan of all three batteries maximising the team profit with the
+  settlement, one LP on HiGHS (:func:`_solve_day`) with the SOC model and the voltage band on
+  LinDistFlow linearised around the exact flow of the day's loads (band narrowed by 0.002 p.u.
+  for the linearisation error), then applied under the exact flow. Team return ($/day) and
+  voltage violation (p.u.-steps/day): random -266.1 and 1.14 (plus 3.1 MWh of
+  SOC violation), rule-based 3.4 and 0.055, oracle 3.8 and 0.
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ from powerzoo.data import calendar
 from powerzoo.devices.inverter_battery import (
     InverterBatteryParams,
     inverter_battery_reset,
+    inverter_battery_settlement,
     inverter_battery_step,
 )
 from powerzoo.physics.highs import new_highs
@@ -81,7 +90,12 @@ from powerzoo.tasks.feeder_observation import (
     write_system_fields,
 )
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, mode_spec_fields
-from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode, tou_schedule
+from powerzoo.tasks.tariffs import (
+    reference_price_per_mwh,
+    tou_battery_power_mw,
+    tou_mode,
+    tou_schedule,
+)
 
 __all__ = ["MarlDerArbitrage", "DerArbitrageParams", "DerArbitrageState", "BATTERY_BUSES"]
 
@@ -192,8 +206,10 @@ class MarlDerArbitrage(FeederTask):
         self._own_load_mw = grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._tou = tou_schedule(self.profiles.steps_per_day, p.tou_steps, STEP_MINUTES)
+        self._reference_price = reference_price_per_mwh(self.profiles.steps_per_day, STEP_MINUTES)
         glob = self.spec.observation
         self._rule_t, self._rule_soc = glob.slot("time_remaining"), glob.slot("own_soc")
+        self._rule_price = glob.slot("price_per_mwh")
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -219,11 +235,11 @@ class MarlDerArbitrage(FeederTask):
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS
             + ("load_stress", "heatwave", "low_renewable", "price_spike"),
-            reward_terms=("discharge_revenue", "charge_payment", "degradation"),
+            reward_terms=("discharge_revenue", "charge_payment", "degradation", "settlement"),
             reward_doc=(
-                "per agent: own price x (discharged - charged MWh) - 2 $/MWh x throughput ($ per "
-                "step); "
-                "reward_terms are the team sums"
+                "per agent: own price x (discharged - charged MWh) - 15 $/MWh x throughput ($ per "
+                "step), and on the last step its stored energy's change since the start settled "
+                "at the day's mean price; reward_terms are the team sums"
             ),
             **cmdp_fields(
                 (
@@ -289,10 +305,18 @@ class MarlDerArbitrage(FeederTask):
         wear = self.battery.degradation_cost_per_mwh * (result.charge_mwh + result.discharge_mwh)
         profit = revenue - payment - wear  # [B, 3] each agent's own reward
         b = state.t.size
-        terms = np.empty((b, 3))
+        terms = np.empty((b, 4))
         terms[:, 0] = revenue.sum(axis=1)
         terms[:, 1] = -payment.sum(axis=1)
         terms[:, 2] = -wear.sum(axis=1)
+        terms[:, 3] = 0.0
+        end = state.t + 1 == HORIZON
+        if end.any():  # the last step: settle each battery's stored energy against its start
+            settled = inverter_battery_settlement(
+                self.battery, result.soc[end], self.settlement_price(state.day_id[end])
+            )
+            profit[end] += settled
+            terms[end, 3] = settled.sum(axis=1)
         costs = np.empty((b, 3))
         costs[:, :2] = flow.costs
         costs[:, 2] = result.soc_violation_mwh.sum(axis=1)
@@ -322,14 +346,21 @@ class MarlDerArbitrage(FeederTask):
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Time-of-use schedule (module docstring) from ``global`` observations [B, 3, d]: [B, 3]
         MW."""
+        remaining = obs[:, 0, self._rule_t].astype(np.float64)
         mode = tou_mode(
-            self._tou,
-            obs[:, 0, self._rule_t].astype(np.float64),
-            HORIZON,
-            self.profiles.steps_per_day,
+            self._tou, remaining, HORIZON, self.profiles.steps_per_day
         )  # -1 charge, +1 discharge
         soc = obs[:, :, self._rule_soc].astype(np.float64)
-        return tou_battery_power_mw(self.battery, mode, soc, self.spec.dt_h, self.params.tou_steps)
+        return tou_battery_power_mw(
+            self.battery,
+            mode,
+            soc,
+            self.spec.dt_h,
+            self.params.tou_steps,
+            obs[:, 0, self._rule_price].astype(np.float64),
+            self._reference_price,
+            np.rint(remaining * HORIZON),
+        )
 
     def oracle_plan(self, state: DerArbitrageState) -> np.ndarray:
         """Team-profit-maximising battery powers [B, H, 3] with perfect foresight of prices and
@@ -353,6 +384,7 @@ class MarlDerArbitrage(FeederTask):
                 sens,
                 self.spec.dt_h,
                 self.params.oracle_margin_pu,
+                float(self.settlement_price(state.day_id[row : row + 1])[0]),
             )
         return plans
 
@@ -365,13 +397,17 @@ def _solve_day(
     sens: np.ndarray,
     dt_h: float,
     margin_pu: float,
+    settlement_price: float,
 ) -> np.ndarray:
     """Net battery powers [T, 3] (MW, + discharge) of the day plan (LP on HiGHS via highspy).
 
-    Maximise ``sum price (d - c) dt - deg (c + d) dt - voltage penalty`` over charge ``c`` and
-    discharge ``d`` in ``[0, P]`` (MW) and stored energy ``e`` within the SOC bounds, with
-    ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d``; squared voltages
+    Maximise ``sum price (d - c) dt - deg (c + d) dt + settlement - voltage penalty`` over
+    charge ``c`` and discharge ``d`` in ``[0, P]`` (MW) and stored energy ``e`` within the SOC
+    bounds, with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d``; squared voltages
     ``v2_base + (c - d) @ sens`` kept in the band (:func:`powerzoo.tasks.feeder.add_voltage_band`).
+    The settlement values each battery's surplus ``s`` and deficit ``u`` (MWh) against its start,
+    ``e_T - s + u = soc_init x capacity``, at ``m = settlement_price``: ``eta_d (m - deg) s -
+    (m + deg) / eta_c u`` (:func:`powerzoo.devices.battery.settlement_value`).
     """
     import highspy
 
@@ -390,8 +426,15 @@ def _solve_day(
     bound = np.broadcast_to(np.abs(sens).T @ battery.power_max_mw, v2_base.shape)
     penalty = add_voltage_band(h, v2_base, (charge - discharge) @ sens, bound, margin_pu)
     deg = battery.degradation_cost_per_mwh
-    profit = h.qsum(((price[:, None] - deg) * dt_h * discharge).ravel()) - h.qsum(
-        ((price[:, None] + deg) * dt_h * charge).ravel()
+    surplus = unit_variables(h, 1, np.zeros(n), np.full(n, np.inf))[0]
+    deficit = unit_variables(h, 1, np.zeros(n), np.full(n, np.inf))[0]
+    h.addConstrs(stored[t - 1] - surplus + deficit == battery.soc_init * cap)
+    m, eta_c, eta_d = settlement_price, battery.charge_efficiency, battery.discharge_efficiency
+    profit = (
+        h.qsum(((price[:, None] - deg) * dt_h * discharge).ravel())
+        - h.qsum(((price[:, None] + deg) * dt_h * charge).ravel())
+        + h.qsum(eta_d * (m - deg) * surplus)
+        - h.qsum((m + deg) / eta_c * deficit)
     )
     h.maximize(profit if penalty is None else profit - penalty)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:

@@ -297,6 +297,16 @@ class FeederTask(Task):
         for i, kids in enumerate(self._children):
             obs[:, i, downstream] = _min_reduce(vm[:, kids], axis=1)
 
+    def settlement_price(self, day_id: np.ndarray) -> np.ndarray:
+        """Price ($/MWh) [B] at which stored energy is settled at the end of the episodes
+        started on split days ``day_id``: the mean price over the episode's steps."""
+        table = getattr(self, "_settlement_price", None)
+        if table is None:
+            days = np.arange(self.n_days)[:, None]
+            flat = self.flat_index(days, np.arange(self.horizon)[None, :])
+            table = self._settlement_price = self.grid.price_per_mwh.take(flat).mean(axis=1)
+        return table.take(day_id)
+
     def rest_of_day(self, state: Any, row: int) -> tuple[int, np.ndarray]:
         """``(t0, flat)``: row ``row``'s current step and the calendar steps from it to the
         horizon (what an oracle plans over)."""

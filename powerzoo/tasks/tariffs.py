@@ -1,9 +1,11 @@
 """Time-of-use battery schedules read from the price data, shared by the feeder tasks' rules.
 
-The rule-based controllers of ``marl_der_arbitrage`` and ``marl_ders_benchmark`` charge their
-batteries in the cheapest steps of the average day and discharge them in the dearest ones. The
-plan is read from the base price profile's train days (the same plan in every split, so a rule
-never sees the data of the split it is scored on).
+The rule-based controllers of ``marl_der_arbitrage`` and ``marl_ders_benchmark`` act in the
+cheapest steps of the average day (charge) and in the dearest ones (discharge), when the trade
+pays after the batteries' wear and losses, and bring every battery back to its start SOC by the
+end of the day, where the tasks settle the stored energy. The plan and the reference price are
+read from the base price profile's train days (the same in every split, so a rule never sees
+the data of the split it is scored on).
 """
 
 from __future__ import annotations
@@ -15,9 +17,32 @@ from powerzoo.data.profiles import get_profiles
 from powerzoo.devices.battery import feasible_power_mw
 from powerzoo.devices.inverter_battery import InverterBatteryParams
 
-__all__ = ["TOU_STEPS", "tou_schedule", "tou_mode", "tou_battery_power_mw"]
+__all__ = [
+    "TOU_STEPS",
+    "reference_price_per_mwh",
+    "tou_schedule",
+    "tou_mode",
+    "tou_battery_power_mw",
+]
 
 TOU_STEPS = 8  # steps of charging and of discharging a day (8 half-hours: 4 h each way)
+
+
+def _mean_train_day(steps_per_day: int, step_minutes: int) -> np.ndarray:
+    """Price of the average day [steps_per_day] ($/MWh) over the train days of the base
+    profile."""
+    price = get_profiles("base", step_minutes).series["price_per_mwh"][
+        : calendar.N_DAYS * steps_per_day
+    ]
+    return price.reshape(calendar.N_DAYS, steps_per_day)[calendar.split_day_indices("train")].mean(
+        axis=0
+    )
+
+
+def reference_price_per_mwh(steps_per_day: int, step_minutes: int = 30) -> float:
+    """The rules' value of a stored MWh ($/MWh): the mean price of the train days of the base
+    profile."""
+    return float(_mean_train_day(steps_per_day, step_minutes).mean())
 
 
 def tou_schedule(
@@ -25,12 +50,7 @@ def tou_schedule(
 ) -> np.ndarray:
     """Time-of-use plan [steps_per_day]: -1 in the ``tou_steps`` cheapest steps of the average
     day, +1 in the dearest, else 0 (average over the train days of the base price profile)."""
-    price = get_profiles("base", step_minutes).series["price_per_mwh"][
-        : calendar.N_DAYS * steps_per_day
-    ]
-    mean_day = price.reshape(calendar.N_DAYS, steps_per_day)[
-        calendar.split_day_indices("train")
-    ].mean(axis=0)
+    mean_day = _mean_train_day(steps_per_day, step_minutes)
     order = np.argsort(mean_day, kind="stable")
     plan = np.zeros(steps_per_day, dtype=np.int64)
     plan[order[:tou_steps]] = -1
@@ -52,16 +72,44 @@ def tou_battery_power_mw(
     mode: np.ndarray,
     soc: np.ndarray,
     dt_h: float,
-    tou_steps: int = TOU_STEPS,
+    tou_steps: int,
+    price_per_mwh: np.ndarray,
+    reference_price: float,
+    steps_left: np.ndarray,
 ) -> np.ndarray:
     """Battery powers [B, n] (MW, + discharge) of the time-of-use rule in ``mode`` [B].
 
-    Each battery moves its usable energy in ``tou_steps`` steps (a quarter of it per hour with
-    the defaults), within what its state of charge ``soc`` [B, n] allows over ``dt_h`` hours.
+    A battery moves at most its usable energy in ``tou_steps`` steps (a quarter of it per hour
+    with the defaults), within what its state of charge ``soc`` [B, n] allows over ``dt_h``
+    hours. A stored MWh is valued at ``reference_price`` ``v``, and the wear ``w`` and the
+    efficiencies are priced in: in a discharge step a battery sells when ``(price - w) eta_d >
+    (v + w) / eta_c`` (a sale beats buying the energy back at ``v``), else it gives back only a
+    surplus over its start SOC; in a charge step it buys when ``(price + w) / eta_c < (v - w)
+    eta_d``, else it refills only a deficit. When full power over the ``steps_left`` [B] steps
+    (this one included) could no longer close the gap to the start SOC, it moves at least the
+    power that closes it now, so it ends the episode at its start SOC when the rating allows.
     """
     p_ch_max, p_dis_max = feasible_power_mw(battery, soc, dt_h)  # type: ignore[arg-type]
     usable = (battery.soc_max - battery.soc_min) * battery.energy_capacity_mwh
     rate = usable / (tou_steps * dt_h)  # MW that moves the usable energy in tou_steps steps
     charge = np.minimum(rate / battery.charge_efficiency, p_ch_max)
     discharge = np.minimum(rate * battery.discharge_efficiency, p_dis_max)
-    return np.where(mode[:, None] < 0, -charge, np.where(mode[:, None] > 0, discharge, 0.0))
+    wear = battery.degradation_cost_per_mwh
+    eta_c, eta_d = battery.charge_efficiency, battery.discharge_efficiency
+    price = np.asarray(price_per_mwh, dtype=np.float64)[:, None]
+    sell = (price - wear) * eta_d > (reference_price + wear) / eta_c
+    buy = (price + wear) / eta_c < (reference_price - wear) * eta_d
+    gap = (soc - battery.soc_init) * battery.energy_capacity_mwh  # storage side, + above start
+    give_back = np.minimum(discharge, np.maximum(gap, 0.0) * eta_d / dt_h)
+    refill = np.minimum(charge, np.maximum(-gap, 0.0) / (eta_c * dt_h))
+    m = mode[:, None]
+    p = np.where(
+        m > 0,
+        np.where(sell, discharge, give_back),
+        np.where(m < 0, -np.where(buy, charge, refill), 0.0),
+    )
+    later = np.maximum(steps_left[:, None] - 1.0, 0.0) * battery.power_max_mw * dt_h
+    must_dis = np.clip((gap - later / eta_d) * eta_d / dt_h, 0.0, p_dis_max)
+    must_ch = np.clip((-gap - later * eta_c) / (eta_c * dt_h), 0.0, p_ch_max)
+    p = np.maximum(p, must_dis)
+    return np.where(must_ch > 0.0, np.minimum(p, -must_ch), p)

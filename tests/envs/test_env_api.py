@@ -272,7 +272,8 @@ def test_reward_override_by_preset_weights_and_callable():
         _, r3, *_ = custom.step(a)
         assert r1 == pytest.approx(r0 - 100.0 * i0["cost_sum"])
         terms = i2["reward_terms"]
-        assert r2 == pytest.approx(terms[0] + terms[1] - 10.0 * i2["cost_sum"])
+        # weight 0 on degradation; the other terms (settlement included) keep weight 1
+        assert r2 == pytest.approx(terms[0] + terms[1] + terms[3] - 10.0 * i2["cost_sum"])
         assert r3 == pytest.approx(-i0["cost_sum"])
         assert i2["task_reward"] == pytest.approx(r0)
     with pytest.raises(ValueError, match="unknown reward key"):

@@ -64,8 +64,9 @@ def test_task_reward_is_the_sum_of_its_terms_and_matches_price_times_energy():
         np.testing.assert_allclose(out.reward, out.reward_terms.sum(axis=1))
         net_mwh = out.info["discharge_mwh"] - out.info["charge_mwh"]
         throughput = out.info["discharge_mwh"] + out.info["charge_mwh"]
+        settlement = task.settlement(state.day_id, state.soc) if state.t[0] == 48 else 0.0
         np.testing.assert_allclose(
-            out.reward, price * net_mwh - 2.0 * throughput, rtol=1e-6, atol=1e-6
+            out.reward, price * net_mwh - 15.0 * throughput + settlement, rtol=1e-6, atol=1e-6
         )
         assert np.all(out.constraint_costs >= 0)
 

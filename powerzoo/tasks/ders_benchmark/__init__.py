@@ -10,7 +10,8 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
 
   - ``battery_0..3`` (group ``batteries``): inverter batteries
     (:mod:`powerzoo.devices.inverter_battery`) of 1 MWh / 0.5 MW (0.55 MVA), efficiencies 0.95,
-    SOC in [0.1, 0.9] (start 0.5), degradation 2 $/MWh, at ``BATTERY_BUSES = (47, 65, 29, 125)``:
+    SOC in [0.1, 0.9] (start 0.5), wear 15 $/MWh of throughput (:mod:`powerzoo.devices.battery`),
+    at ``BATTERY_BUSES = (47, 65, 29, 125)``:
     spread over the feeder, two on the long lateral that starts at bus 5 (where voltages sag:
     its mid point 47 and its sub-lateral 53-68) and two on the other branches (the far end of
     the main trunk, 29, and of the lateral 117-129). Action ``[p_mw, q_mvar]``: P in
@@ -32,11 +33,16 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   midday. The rule-based baseline brings it to 0.12 (16 days), so where and when the batteries,
   the inverters' Q and the flexible loads act matters (``tests/tasks/test_ders_benchmark.py``).
 * Reward, **shared** (team, $ per step), terms ``[loss_cost, pv_curtailment_cost,
-  load_curtailment_cost, battery_cost]`` (each usually <= 0): ``-price x losses x dt``;
-  ``-price x curtailed PV MWh`` (the energy the feeder must buy instead); ``-VOLL x curtailed
-  load MWh`` with ``VOLL = 1,000 $/MWh`` (unserved energy; so curtailing everything never pays);
-  ``-(price x (charged - discharged MWh) + 2 $/MWh x throughput)`` (the batteries' energy bill,
-  so they can earn by arbitrage). Shifted load is free in the reward: it comes back later.
+  load_curtailment_cost, battery_cost, battery_settlement]`` (the first four usually <= 0):
+  ``-price x losses x dt``; ``-price x curtailed PV MWh`` (the energy the feeder must buy
+  instead); ``-VOLL x curtailed load MWh`` with ``VOLL = 1,000 $/MWh`` (unserved energy; so
+  curtailing everything never pays); ``-(price x (charged - discharged MWh) + 15 $/MWh x
+  throughput)`` (the batteries' energy bill, so they can earn by arbitrage); on the last step
+  the settlement of the batteries' stored energy against the start, at the day's mean price
+  ``m`` (a surplus as sold through the battery, ``eta_d (m - wear)`` per MWh, a deficit as
+  bought back, ``(m + wear) / eta_c``; :func:`powerzoo.devices.battery.settlement_value`), so
+  the energy the batteries hold at reset is not free to sell. Shifted load is free in the
+  reward: it comes back later.
 * Costs (CMDP, all selected, >= 0 per step): ``voltage_violation`` (p.u. outside [0.95, 1.05]
   summed over buses), ``thermal_overload`` (MVA above line ratings summed over branches),
   ``device_violation`` (MWh-equivalent, summed over devices: battery energy asked beyond the
@@ -55,19 +61,20 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
 * Splits: train / val / test by date; stress splits ``load_stress`` (demand x 1.15),
   ``low_renewable`` (PV x 0.4, dearer prices) and ``price_spike`` (evening price spikes).
 * Baselines: random; rule-based: no curtailment or shifting, each battery follows the
-  time-of-use schedule of :func:`powerzoo.tasks.der_arbitrage.tou_schedule` (charge in the 8
-  cheapest half-hours of the average day, discharge in the 8 dearest, within its SOC), and every
-  inverter (battery and PV) applies the IEEE 1547-2018 category B volt-var droop on its own
-  bus voltage (Q / S = +0.44 at 0.92 p.u., 0 in [0.98, 1.02], -0.44 at 1.08, linear between),
-  within the reactive capability left at its P. Oracle: the whole day planned with perfect
-  foresight, one LP on HiGHS per day (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's
-  limits,
-  voltages on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic;
-  solved around the uncontrolled day, then around its own plan), applied under the exact flow.
-  Test split (77 days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared
-  reward) and ``voltage_violation`` (p.u.-steps/day): random -26,094 and 3.66 (plus 18.4 MVA of
-  overload and 5.2 MWh of device violation); rule-based -1,291 and 0.117; oracle -482 and 0
-  (no overload, no device violation).
+  time-of-use rule of :func:`powerzoo.tasks.tariffs.tou_battery_power_mw` (it may charge in the 8
+  cheapest half-hours of the average day and discharge in the 8 dearest, and does when the trade
+  pays after wear and losses against the mean train-day price, else it steps back towards its
+  start SOC, which it reaches by the day's end), and every inverter (battery and PV) applies the
+  IEEE 1547-2018 category B volt-var droop on its own bus voltage (Q / S = +0.44 at 0.92 p.u., 0
+  in [0.98, 1.02], -0.44 at 1.08, linear between), within the reactive capability left at its
+  P. Oracle: the whole day planned with perfect foresight, one LP on HiGHS per day
+  (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's limits, the settlement, voltages
+  on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic; solved around
+  the uncontrolled day, then around its own plan), applied under the exact flow. Test split (77
+  days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared reward) and
+  ``voltage_violation`` (p.u.-steps/day): random -29,577 and 3.66 (plus 18.4 MVA of
+  overload and 5.2 MWh of device violation); rule-based -2,420 and 0.166; oracle
+  -1,797 and 0 (no overload, no device violation).
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, reset / observe / step, the

@@ -3,15 +3,17 @@ LinDistFlow.
 
 The oracle knows the whole day (loads, PV, prices) and plans the twelve DERs together to
 maximise the task's shared reward, ``-(price x losses + price x curtailed PV + VOLL x curtailed
-load + battery energy bill)``, within the voltage band, the line ratings and every device's
-limits. The plan is then applied, and scored, under the exact AC power flow.
+load + battery energy bill) + battery settlement``, within the voltage band, the line ratings
+and every device's limits. The plan is then applied, and scored, under the exact AC power flow.
 
 LP (per day, ``T`` half-hours; MW, Mvar, MWh; highspy, matrix form)
 ------------------------------------------------------------------
 * Batteries: charge ``c`` and discharge ``d`` in ``[0, 0.5]`` MW, stored energy ``e`` within the
   SOC window with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d``, reactive power ``q``;
   ``(d - c, q)`` inside a ``POLYGON_SIDES``-gon inscribed in the S circle (so the inverter never
-  cuts the planned Q).
+  cuts the planned Q); the last ``e`` against the start, ``e_T - s + u = soc_init x capacity``,
+  with the surplus ``s`` and deficit ``u`` valued as the env's settlement (``eta_d (m - wear)``
+  and ``-(m + wear) / eta_c`` per MWh at the day's mean price ``m``).
 * PV: curtailed power ``x`` in ``[0, available]``, ``q`` with ``(available - x, q)`` in the
   inscribed polygon (at night the full S rating is reactive capability).
 * Flexible loads: curtail and shift fractions in ``[0, 0.3]`` (no shift on the episode's last
@@ -41,7 +43,10 @@ from typing import Any
 import numpy as np
 
 from powerzoo.devices.flexible_load import FlexibleLoadState, flexible_load_step, payback_matrix
-from powerzoo.devices.inverter_battery import inverter_battery_step
+from powerzoo.devices.inverter_battery import (
+    inverter_battery_settlement,
+    inverter_battery_step,
+)
 from powerzoo.devices.pv_inverter import pv_inverter_step
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
 from powerzoo.tasks.ders_benchmark.network_lp import (
@@ -122,6 +127,7 @@ class DersOracle:
             "avail": task.pv_cf.take(flat)[:, None] * task.pv.capacity_mw,
             "w": payback_matrix(t0, horizon, task.flex.payback_steps),
             "t0": t0,
+            "settlement_price": float(task.settlement_price(np.array([day_id]))[0]),
         }
         p_rest, q_rest, base = task.loads(demand)
         day["base"] = base
@@ -231,6 +237,17 @@ class DersOracle:
         charge = lp.var((t, k), 0.0, bat.power_max_mw, -(pc + bat.degradation_cost_per_mwh * dt))
         discharge = lp.var((t, k), 0.0, bat.power_max_mw, pc - bat.degradation_cost_per_mwh * dt)
         stored = lp.var((t, k), bat.soc_min * cap + 1e-7, bat.soc_max * cap - 1e-7)
+        m, wear = day["settlement_price"], bat.degradation_cost_per_mwh
+        eta_c, eta_d = bat.charge_efficiency, bat.discharge_efficiency
+        surplus = lp.var((k,), 0.0, np.inf, eta_d * (m - wear))
+        deficit = lp.var((k,), 0.0, np.inf, -(m + wear) / eta_c)
+        start = bat.soc_init * cap
+        lp.rows(
+            np.stack([stored[-1], surplus, deficit], -1),
+            np.array([1.0, -1.0, 1.0]),
+            start,
+            start,
+        )
         q_bat = lp.var((t, k), -bat.s_rating_mva, bat.s_rating_mva)
         cut = lp.var((t, k), 0.0, day["avail"], -pc)
         q_pv = lp.var((t, k), -pv.s_rating_mva, pv.s_rating_mva)
@@ -415,6 +432,12 @@ class DersOracle:
                 + price * pv.curtailed_mwh.sum()
                 + self.voll * fl.curtailed_mwh.sum()
             )
+            if day["t0"] + i == horizon - 1:  # the episode's last step: the settlement
+                bill += float(
+                    inverter_battery_settlement(
+                        task.battery, soc, np.array([day["settlement_price"]])
+                    ).sum()
+                )
             act[i, self.bat, 0], act[i, self.bat, 1] = bat.p_mw[0], bat.q_mvar[0]
             act[i, self.pv, 0], act[i, self.pv, 1] = pv.curtail_fraction[0], pv.q_mvar[0]
             act[i, self.flex, 0], act[i, self.flex, 1] = (

@@ -111,12 +111,14 @@ def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
             "pv_curtailment_cost",
             "load_curtailment_cost",
             "battery_cost",
+            "battery_settlement",
         ),
         reward_doc=(
             f"shared: -(price x losses x dt + price x curtailed PV MWh + {p.voll_per_mwh:g} "
             "$/MWh x curtailed "
-            "load MWh + price x battery net charge MWh + 2 $/MWh x battery throughput) per "
-            "step ($)"
+            "load MWh + price x battery net charge MWh + 15 $/MWh x battery throughput) per "
+            "step ($), and on the last step the batteries' stored energy's change since the "
+            "start settled at the day's mean price"
         ),
         **cmdp_fields((*grid_cost_rows(1.0, 0.5), _DEVICE_VIOLATION)),
         baselines=("random", "rule_based", "oracle"),

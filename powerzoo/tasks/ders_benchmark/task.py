@@ -20,6 +20,7 @@ from powerzoo.devices.flexible_load import (
 from powerzoo.devices.inverter_battery import (
     InverterBatteryParams,
     inverter_battery_reset,
+    inverter_battery_settlement,
     inverter_battery_step,
 )
 from powerzoo.devices.pv_inverter import PVInverterParams, pv_inverter_step
@@ -41,7 +42,12 @@ from powerzoo.tasks.ders_benchmark.spec import (
 )
 from powerzoo.tasks.feeder import FeederTask
 from powerzoo.tasks.spec import TaskSpec
-from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode, tou_schedule
+from powerzoo.tasks.tariffs import (
+    reference_price_per_mwh,
+    tou_battery_power_mw,
+    tou_mode,
+    tou_schedule,
+)
 
 __all__ = ["MarlDersBenchmark", "DersState"]
 
@@ -106,8 +112,10 @@ class MarlDersBenchmark(FeederTask):
         self.locate_neighbours(self.der_buses)
         self._kind = np.repeat(np.eye(3, dtype=np.float32), _K, axis=0)  # [12, 3]
         self._tou = tou_schedule(self.profiles.steps_per_day, p.tou_steps, STEP_MINUTES)
+        self._reference_price = reference_price_per_mwh(self.profiles.steps_per_day, STEP_MINUTES)
         obs = self.spec.observation
         self._rule_t, self._rule_dev = obs.slot("time_remaining"), obs.slot("own_v_pu")
+        self._rule_price = obs.slot("price_per_mwh")
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -223,7 +231,7 @@ class MarlDersBenchmark(FeederTask):
         p[:, self.pv_buses] -= pv.p_mw
         q[:, self.pv_buses] -= pv.q_mvar
         flow = self.grid.solve(p, q, state.v_complex_pu)
-        terms = np.empty((b, 4))
+        terms = np.empty((b, 5))
         terms[:, 0] = -(price * flow.p_loss_mw * dt_h)
         terms[:, 1] = -(price * pv.curtailed_mwh.sum(axis=1))
         terms[:, 2] = -(self.params.voll_per_mwh * fl.curtailed_mwh.sum(axis=1))
@@ -232,6 +240,12 @@ class MarlDersBenchmark(FeederTask):
             price * (bat.charge_mwh - bat.discharge_mwh).sum(axis=1)
             + (self.battery.degradation_cost_per_mwh * throughput).sum(axis=1)
         )
+        terms[:, 4] = 0.0
+        end = state.t + 1 == HORIZON
+        if end.any():  # the last step: settle the batteries' stored energy against the start
+            terms[end, 4] = inverter_battery_settlement(
+                self.battery, bat.soc[end], self.settlement_price(state.day_id[end])
+            ).sum(axis=1)
         costs = np.empty((b, 3))
         costs[:, :2] = flow.costs
         costs[:, 2] = (
@@ -284,12 +298,20 @@ class MarlDersBenchmark(FeederTask):
         physical joint action [B, 24]."""
         obs = obs.astype(np.float64)
         b = obs.shape[0]
+        remaining = obs[:, 0, self._rule_t]
         mode = tou_mode(
-            self._tou, obs[:, 0, self._rule_t], HORIZON, self.profiles.steps_per_day
+            self._tou, remaining, HORIZON, self.profiles.steps_per_day
         )  # -1 charge, +1 discharge
         d = self._rule_dev
         p_bat = tou_battery_power_mw(
-            self.battery, mode, obs[:, _BAT, d + 1], self.spec.dt_h, self.params.tou_steps
+            self.battery,
+            mode,
+            obs[:, _BAT, d + 1],
+            self.spec.dt_h,
+            self.params.tou_steps,
+            obs[:, 0, self._rule_price],
+            self._reference_price,
+            np.rint(remaining * HORIZON),
         )
         q_share = np.interp(obs[:, :, d], VOLT_VAR_V, VOLT_VAR_Q)  # [B, 12] Q per unit of S
         act = np.zeros((b, _N, 2))

@@ -30,9 +30,16 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   battery's limits is cut (``info["action_applied"]`` and ``info["ev_p_kw"]`` hold what was
   applied).
 * Reward, **per agent**: the site's V2G revenue minus its charging cost at the data layer's
-  ``price_per_mwh`` (``price x (discharged - charged kWh) / 1000``, $ per step);
-  ``info["reward_terms"]`` holds the team sums ``[v2g_revenue, charging_cost]`` and
-  ``info["agent_profit"]`` the per-site split.
+  ``price_per_mwh`` (``price x (discharged - charged kWh) / 1000``, $ per step), minus the wear
+  V2G adds (:attr:`powerzoo.devices.ev_fleet.EVFleetParams.v2g_wear_per_kwh`: 15 $/MWh, the wear
+  of every battery, on each discharged kWh and on the ``1 / (eta_c eta_d)`` kWh that put it back,
+  32.7 $/MWh of V2G discharge; charging for the trips is the drivers' use and carries none), and
+  on the week's last step the settlement of the energy its cars hold: every car is home at the
+  end, and the change of the site's stored energy since reset (after the trips) is valued at the
+  week's mean price ``m``, a surplus as sold through the chargers (``eta_d m`` per MWh), a
+  deficit as bought back (``m / eta_c``) (:meth:`MarlEvV2g.settlement`). The departure goals
+  still hold at the end. ``info["reward_terms"]`` holds the team sums ``[v2g_revenue,
+  charging_cost, v2g_wear, settlement]`` and ``info["agent_profit"]`` the per-site split.
 * Costs (all selected, >= 0 per step): ``departure_shortfall`` (kWh the cars leaving this step
   lack of their goal, summed: the goal is 80 % SOC, or what charging at full power since the
   car's arrival could reach if that is less, so the shortfall is charging that was not done;
@@ -48,14 +55,16 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   ``local`` + the price of the next 6 hours; ``local_plus_voltage``: ``local`` + the voltages of
   the neighbouring buses.
 * Baselines: random; rule-based: every car charges at full power from arrival until it reaches
-  its goal, and in the 3 dearest hours of the average day (train days: 17-20 h) it discharges
-  whatever lies above a reserve (50 % SOC, and never more than full-power charging can bring
-  back before departure), charging back afterwards (:meth:`MarlEvV2g.rule_based_action`);
-  oracle: one LP on HiGHS for the week (:mod:`powerzoo.tasks.ev_v2g.baselines`). Team return
-  ($/week) on the 77 test weeks (``benchmarks/compute_baselines.py``): random -234.1 with 16,054
-  kWh of shortfall a week (it spends less only because it sends the cars off empty), rule-based
-  -246.4 with no shortfall and 0.54 p.u.-steps of voltage violation, oracle +40.0 with no
-  shortfall and 0.07.
+  its goal, and in the 3 dearest hours of the average day (train days: 17-20 h), when a sale
+  pays after the V2G wear against buying the energy back at the mean train-day price
+  (:func:`powerzoo.tasks.ev_v2g.baselines.v2g_pays`), it discharges whatever lies above a reserve
+  (50 % SOC, and never more than full-power charging can bring back before departure), charging
+  back afterwards (:meth:`MarlEvV2g.rule_based_action`); oracle: one LP on HiGHS for the week
+  with the wear and the settlement (:mod:`powerzoo.tasks.ev_v2g.baselines`). Team return
+  ($/week) on the 77 test weeks (``benchmarks/compute_baselines.py``): random -804.5 with
+  16,054 kWh of shortfall a week (it sends the cars off empty, and the settlement charges it
+  for the energy it did not put back), rule-based -250.0 with no shortfall and 0.31
+  p.u.-steps of voltage violation, oracle -145.5 with no shortfall and 0.07.
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, trip tables, reset / observe /

@@ -2,7 +2,8 @@
 
 Rule (:func:`rule_powers_kw`, per car, from what the observation shows): outside the peak hours a
 plugged-in car charges at full power until it holds its goal (plus ``RULE_MARGIN_KWH``); in the
-peak hours (:func:`peak_hours`: the dearest hours of the average day) it discharges what lies above
+peak hours (:func:`peak_hours`: the dearest hours of the average day), when the price pays for
+the V2G wear and the losses (:func:`v2g_pays`), it discharges what lies above
 ``RESERVE_SOC`` and above what full-power charging over its remaining hours could bring back, and
 charges only what it must to still reach its goal. So it never misses a goal that could be met.
 
@@ -26,7 +27,13 @@ per arrival a slack for trip energy the battery could not supply; per voltage ro
   (:func:`powerzoo.tasks.feeder.voltage_sq_sensitivity`),
   kept in [0.951, 1.049] p.u. with slacks priced as the other feeder oracles
   (:data:`powerzoo.tasks.feeder.ORACLE_VOLTAGE_PENALTY`); rows only where the band could be left.
-* Objective: minimise ``sum price x (c - d) dt / 1000`` plus the penalties.
+* Settlement: per site, the cars' energy at the end (the last plugged step's ``e``, less the
+  trip energy drawn after it by a car still away) - surplus + deficit = the site's energy at
+  reset; the surplus earns ``eta_d m``, the deficit costs ``m / eta_c`` ($/MWh, ``m`` the week's
+  mean price), as the env's settlement.
+* Objective: minimise ``sum price x (c - d) dt / 1000`` plus the V2G wear on ``d``
+  (:attr:`~powerzoo.devices.ev_fleet.EVFleetParams.v2g_wear_per_kwh`), minus the settlement,
+  plus the penalties.
 
 The plan (``d - c`` per car and step, kW) is then applied and scored under the exact power flow.
 A week of the default fleet is an LP of about 39,000 variables, 14,500 rows and 81,000 nonzeros;
@@ -57,6 +64,7 @@ __all__ = [
     "peak_hours",
     "rule_powers_kw",
     "solve_week",
+    "v2g_pays",
     "RESERVE_SOC",
     "SHORTFALL_PENALTY",
     "UNSERVED_PENALTY",
@@ -79,6 +87,14 @@ def peak_hours(k: int, step_minutes: int = 60) -> np.ndarray:
     mask = np.zeros(spd, dtype=bool)
     mask[np.argsort(mean_day, kind="stable")[-k:]] = True
     return mask
+
+
+def v2g_pays(fleet: EVFleetParams, price: np.ndarray, reference_price: float) -> np.ndarray:
+    """Whether selling a kWh by V2G at ``price`` ($/MWh) [B] beats keeping it (bool [B]): the sale
+    less its wear must exceed buying the energy back at ``reference_price`` through both
+    efficiencies, ``price - 1000 x v2g_wear_per_kwh > reference / (eta_c eta_d)``."""
+    round_trip = fleet.charge_efficiency * fleet.discharge_efficiency
+    return price - 1e3 * fleet.v2g_wear_per_kwh > reference_price / round_trip
 
 
 def rule_powers_kw(
@@ -121,6 +137,35 @@ def _plugged_steps(task: Any, state: Any, row: int) -> tuple[np.ndarray, np.ndar
     )  # [T, N]
     car, t_idx = np.nonzero(plugged.T)
     return car, steps[t_idx]
+
+
+def _settlement_rows(
+    task: Any, state: Any, row: int, car: np.ndarray, t_abs: np.ndarray, ie: int
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Rows ``sum of the site's cars' last energy - surplus + deficit = energy at reset + trip
+    energy drawn after the last plugged step`` (one per site): their row and column indices
+    (relative: the energies' columns are absolute, the surplus and deficit columns are site
+    indices), values and right-hand sides."""
+    horizon, spd = task.spec.horizon, task.profiles.steps_per_day
+    n_sites = task.n_sites
+    last = np.flatnonzero(np.r_[car[1:] != car[:-1], True]) if car.size else car
+    last_car, last_t = car[last], t_abs[last]
+    # a car away at the end (back at midnight) has drawn its trip's energy from the step after
+    leave = np.minimum(last_t + 1, horizon - 1)
+    day = np.minimum(leave // spd, state.drive_kwh.shape[1] - 1)
+    drawn = np.where(
+        last_t < horizon - 1, state.drive_kwh[row][day, last_car] * (horizon - last_t - 1), 0.0
+    )
+    rhs = state.start_kwh[row] + np.bincount(
+        last_car // task.per_site, weights=drawn, minlength=n_sites
+    )
+    sites = np.arange(n_sites)
+    return (
+        [last_car // task.per_site, sites, sites],
+        [ie + last, sites, sites],
+        [np.ones(last.size), -np.ones(n_sites), np.ones(n_sites)],
+        rhs,
+    )
 
 
 def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
@@ -212,7 +257,7 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
     b_ub = [-goal]
     n_ub = n_sess
 
-    # voltage rows on LinDistFlow, where the band could be left
+    # voltage rows on LinDistFlow, where the band could be left (appended after the base columns)
     sens = voltage_sq_sensitivity(task.grid.case, task.buses)  # [S, n_bus] per MW of demand
     site_mw = per_site * fleet.charge_max_kw * 1e-3
     bound = np.abs(sens).sum(axis=0) * site_mw  # [n_bus]
@@ -234,24 +279,35 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
         b_ub.append(v2_base[t_r, bus_r] - lo if sign > 0 else hi - v2_base[t_r, bus_r])
         n_ub += m
         n_slack += m
-    n_var = n_base + n_slack
+    # settlement: each site's energy at the end - surplus + deficit = its energy at reset
+    i_settle = n_base + n_slack
+    n_var = i_settle + 2 * n_sites
+    eq_rows, eq_cols, eq_vals, eq_rhs = _settlement_rows(task, state, row, car, t_abs, ie)
+    eq_rows = [r + n_pair + n_sites * n_t for r in eq_rows]
+    rows += eq_rows
+    cols += [*eq_cols[:1], i_settle + eq_cols[1], i_settle + n_sites + eq_cols[2]]
+    vals += eq_vals
+    b_eq = np.concatenate([b_eq, eq_rhs])
 
     cost = np.zeros(n_var)
     step_price = price[t_abs - t0] * dt * 1e-3
     cost[ic : ic + n_pair] = step_price
-    cost[id_ : id_ + n_pair] = -step_price
+    cost[id_ : id_ + n_pair] = -step_price + fleet.v2g_wear_per_kwh * dt
+    m = float(task.settlement_price(state.day_id[row : row + 1])[0]) * 1e-3  # $ per kWh
+    cost[i_settle : i_settle + n_sites] = -m * fleet.discharge_efficiency
+    cost[i_settle + n_sites :] = m / fleet.charge_efficiency
     cost[i_short : i_short + n_sess] = SHORTFALL_PENALTY
     cost[i_unserved : i_unserved + n_sess] = UNSERVED_PENALTY
-    cost[n_base:] = ORACLE_VOLTAGE_PENALTY
+    cost[n_base:i_settle] = ORACLE_VOLTAGE_PENALTY
     bounds = np.zeros((n_var, 2))
     bounds[:, 1] = np.inf
     bounds[ic : ic + n_pair, 1] = fleet.charge_max_kw
     bounds[id_ : id_ + n_pair, 1] = fleet.discharge_max_kw
     bounds[ie : ie + n_pair] = (fleet.min_kwh, fleet.max_kwh)
-    bounds[i_site:n_base] = (-np.inf, np.inf)
+    bounds[i_site:n_base] = (-np.inf, np.inf)  # settlement columns: [0, inf)
     a_eq = sp.csr_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(n_pair + n_sites * n_t, n_var),
+        shape=(n_pair + n_sites * n_t + n_sites, n_var),
     )
     a_ub = sp.csr_matrix(
         (np.concatenate(ub_vals), (np.concatenate(ub_rows), np.concatenate(ub_cols))),

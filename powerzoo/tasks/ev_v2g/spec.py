@@ -102,10 +102,11 @@ def ev_v2g_spec(task_id: str, params: EvV2gParams) -> TaskSpec:
         horizon=HORIZON,
         step_minutes=STEP_MINUTES,
         splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "low_renewable", "price_spike"),
-        reward_terms=("v2g_revenue", "charging_cost"),
+        reward_terms=("v2g_revenue", "charging_cost", "v2g_wear", "settlement"),
         reward_doc=(
-            "per agent: own price x (discharged - charged kWh) / 1000 ($ per step); "
-            "reward_terms are the team sums"
+            "per agent: own price x (discharged - charged kWh) / 1000 - V2G wear ($ per step), "
+            "and on the last step its cars' stored energy's change since the start settled at "
+            "the week's mean price; reward_terms are the team sums"
         ),
         **cmdp_fields(
             (

@@ -14,9 +14,10 @@ import numpy as np
 
 from powerzoo.data import calendar
 from powerzoo.data.mobility import sample_trips
+from powerzoo.devices.battery import settlement_value
 from powerzoo.devices.ev_fleet import departure_goal_kwh, departure_shortfall_kwh, ev_fleet_step
 from powerzoo.tasks.base import StepOutput
-from powerzoo.tasks.ev_v2g.baselines import peak_hours, rule_powers_kw, solve_week
+from powerzoo.tasks.ev_v2g.baselines import peak_hours, rule_powers_kw, solve_week, v2g_pays
 from powerzoo.tasks.ev_v2g.observation import FORECAST_STEPS, Slots
 from powerzoo.tasks.ev_v2g.spec import (
     CASE,
@@ -30,6 +31,7 @@ from powerzoo.tasks.ev_v2g.spec import (
 from powerzoo.tasks.feeder import FeederTask
 from powerzoo.tasks.feeder_observation import write_system_fields
 from powerzoo.tasks.spec import TaskSpec
+from powerzoo.tasks.tariffs import reference_price_per_mwh
 
 __all__ = ["MarlEvV2g", "EvV2gState"]
 
@@ -57,6 +59,7 @@ class EvV2gState:
     back: np.ndarray  # [B, D+1, N] step it is plugged in again (NEVER: no trip)
     next_dep: np.ndarray  # [B, D+1, N] first departure on a later day (HORIZON: none)
     drive_kwh: np.ndarray  # [B, D+1, N] battery energy the day's trip draws per step away
+    start_kwh: np.ndarray  # [B, S] energy each site's cars held at reset (float64)
     prev_p_mw: np.ndarray  # [B, S] each site's power last step (+ into the feeder)
     vm_pu: np.ndarray  # [B, n_bus] last flow's voltage magnitudes
     feeder_p_mw: np.ndarray  # [B] last flow's head power
@@ -105,6 +108,7 @@ class MarlEvV2g(FeederTask):
         self._own_load_mw = self.grid.bus_p_mw[self.buses]
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._peak = peak_hours(p.peak_hours, STEP_MINUTES)
+        self._reference_price = reference_price_per_mwh(self.profiles.steps_per_day, STEP_MINUTES)
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -141,6 +145,7 @@ class MarlEvV2g(FeederTask):
             back,
             next_dep,
             drive,
+            self._site_sum(energy),
             np.zeros((b, self.n_sites)),
             flow.vm_pu,
             flow.info["feeder_p_mw"],
@@ -293,10 +298,20 @@ class MarlEvV2g(FeederTask):
             )
         revenue = price[:, None] * (site_dis_kwh * 1e-3)
         payment = price[:, None] * ((site_dis_kwh - site_kw * dt_h) * 1e-3)
-        profit = revenue - payment
-        terms = np.empty((b, 2))
+        wear = self.fleet.v2g_wear_per_kwh * site_dis_kwh
+        profit = revenue - payment - wear
+        terms = np.empty((b, 4))
         terms[:, 0] = revenue.sum(axis=1)
         terms[:, 1] = -payment.sum(axis=1)
+        terms[:, 2] = -wear.sum(axis=1)
+        terms[:, 3] = 0.0
+        end = t_next == HORIZON
+        if end.any():  # the week's last step: settle each site's stored energy
+            settled = self.settlement(
+                state.day_id[end], self._site_sum(ev.energy_kwh[end]), state.start_kwh[end]
+            )
+            profit[end] += settled
+            terms[end, 3] = settled.sum(axis=1)
         site_mw = site_kw * 1e-3
         new_state = dataclasses.replace(
             state,
@@ -328,6 +343,21 @@ class MarlEvV2g(FeederTask):
             ev_shortfall_kwh=shortfall,
         )
 
+    def settlement(
+        self, day_id: np.ndarray, end_kwh: np.ndarray, start_kwh: np.ndarray
+    ) -> np.ndarray:
+        """End-of-week settlement ($) [B, S] of each site's cars holding ``end_kwh`` [B, S] after
+        ``start_kwh`` at reset: the change valued at the week's mean price, a surplus as sold
+        through the chargers (x eta_d), a deficit as bought back (/ eta_c)
+        (:func:`powerzoo.devices.battery.settlement_value`; charging carries no wear here)."""
+        return settlement_value(
+            (end_kwh - start_kwh) * 1e-3,
+            self.settlement_price(day_id)[:, None],
+            self.fleet.charge_efficiency,
+            self.fleet.discharge_efficiency,
+            0.0,
+        )
+
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
         """Charge to the goal from arrival, V2G in the peak hours above a reserve
@@ -342,13 +372,14 @@ class MarlEvV2g(FeederTask):
             % 24
         )
         cars = obs[:, :, s.cars : s.cars + 4 * v].reshape(b, self.n_sites, 4, v)
+        sell = self._peak[hour] & v2g_pays(self.fleet, obs[:, 0, s.price], self._reference_price)
         p = rule_powers_kw(
             self.fleet,
             cars[:, :, 0] > 0.5,
             cars[:, :, 1] * self.fleet.battery_kwh,
             cars[:, :, 2],
             cars[:, :, 3],
-            self._peak[hour][:, None, None],
+            sell[:, None, None],
             self.spec.dt_h,
         )
         return p.reshape(b, self.n_sites * v)
