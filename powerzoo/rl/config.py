@@ -345,14 +345,9 @@ class TrainConfig(_Section):
 RLConfig = TrainConfig
 """Another name of :class:`TrainConfig` (both names are in use)."""
 
-EXECUTION_FIELDS = (
-    "torch_threads",
-    "logging",
-    "overwrite",
-    "algorithm_kwargs.rollout_workers",
-    "algorithm_kwargs.rollout_address",
-)
-"""Config fields that change how a run executes, not its numbers (left out of the fingerprint)."""
+# how a run executes, not its numbers: left out of the fingerprint
+EXECUTION_FIELDS = ("torch_threads", "logging", "overwrite", "algorithm_kwargs.rollout_workers")
+EXECUTION_FIELDS += ("algorithm_kwargs.rollout_address",)
 
 DEFAULT_BUDGET = 100_000
 """Env steps trained when neither ``total_timesteps`` nor ``episodes`` is given to a ``Trainer``."""
