@@ -51,7 +51,9 @@ def test_plan_forecasts_the_env_return_and_violates_nothing(day, task_kwargs):
     assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
     np.testing.assert_array_equal(costs, 0.0)
     zone = np.array([i["zone_temp_c"][0] for i in infos])
-    np.testing.assert_allclose(zone, plan.predicted_zone_temp_c, atol=1e-9)
+    # to a few uK: where the plant idles (cooling clipped at zero on a cold night with the
+    # cluster parked) the zone drifts below the plan's trajectory by the envelope's losses
+    np.testing.assert_allclose(zone, plan.predicted_zone_temp_c, atol=1e-5)
     # the env serves, earliest-deadline-first, the work the plan allocates GPUs for (up to the
     # plan's share margin of 0.001 GPUs a step, which runs a queue dry a little earlier)
     busy = np.array([i["gpus_busy"][0] for i in infos])
