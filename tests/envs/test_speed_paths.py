@@ -736,7 +736,14 @@ def _reference_dc_step(task, state, action):
     )
     short = deficit_mw > 0.0
     cut = _reference_within_supply(
-        p, state, gpus, served, it_mw, temp_out, setpoint, pv_mw + diesel_mw + battery_mw + grid_mw,
+        p,
+        state,
+        gpus,
+        served,
+        it_mw,
+        temp_out,
+        setpoint,
+        pv_mw + diesel_mw + battery_mw + grid_mw,
         dt_h,
     )
     cum = np.where(short[:, None, None], cut[0], cum)
@@ -755,8 +762,7 @@ def _reference_dc_step(task, state, action):
     last = state.t == horizon - 1
     settlement = np.where(last, value, 0.0)
     cost = -(grid_mw * price + diesel_mw * p.diesel.fuel_cost_per_mwh) * dt_h - (
-        b.degradation_cost_per_mwh * (charge_mwh + discharge_mwh)
-        + p.diesel.start_up_cost * started
+        b.degradation_cost_per_mwh * (charge_mwh + discharge_mwh) + p.diesel.start_up_cost * started
     )
     reward_vector = np.stack(
         [

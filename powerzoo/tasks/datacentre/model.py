@@ -7,6 +7,8 @@ distribution feeder, 30-minute steps). A task supplies the supply side and the r
 class does the compute step (GPU allocation, earliest-deadline-first service, IT power), the
 cooling step (zone temperature, plant power) and the queue's advance in time (deadlines, new
 arrivals, the end-of-day carry check, the queue outlook), all over a leading batch axis ``B``.
+A task whose supply can fall short of the demand re-runs the step on the supply it has
+(:meth:`DataCentre.within_supply`: the GPUs throttled).
 
 The tables it builds once (see :meth:`DataCentre._build`) are the speed shortcuts of
 :class:`~powerzoo.tasks.dc_microgrid.task.DCMicrogrid`: on steps where no bucket falls due and

@@ -12,15 +12,22 @@ the violation penalties). Model, per step ``j`` (length ``dt`` h):
   :data:`ORACLE_SETPOINT_C` (just under the 27 deg C limit) and the cooling power
   ``max(it + offset, 0) / COP`` as an LP constraint.
 * Supply: ``pv + diesel + discharge - charge + import - spill + deficit = it + cooling``;
-  SOC bounds with the battery's efficiencies; diesel ``0`` or in ``[p_min, rated]`` (binary
-  ``on[j]``: the only integers); import up to the grid cap.
+  SOC bounds with the battery's efficiencies; diesel ``0`` or in ``[p_min, rated]``; import up
+  to the grid cap. (A planned deficit would be throttled work in the env; at 5,000 per MWh
+  no plan makes one where the supply allows.)
+* Diesel status (:func:`add_diesel_commitment`): one binary per block of steps, so that every
+  run and rest lasts its minimum time (1 h), a status inherited from before the plan held for
+  what is left of its own; 50 $ per start.
+* End of the day: the stored energy's change against the day's start is settled at the day's
+  mean price, a surplus at ``eta_d (m - wear)`` and a deficit at ``(m + wear) / eta_c`` per
+  MWh (one column each), as in the env.
 
 The plan is a reference, not a proof of optimality: the fixed setpoint forgoes pre-cooling, and
 the env's plant may clip cooling at zero in cold weather (the realised return is then a little
 better than planned). It is the same plan for ``dc_microgrid_safe``: no violation is worth its
 penalty, so the CMDP thresholds are met with room to spare.
 
-The model (~18,000 columns, ~10,000 rows for a whole day) is assembled as numpy blocks
+The model (~19,000 columns, ~11,000 rows for a whole day; 24 binaries) is assembled as numpy blocks
 (:class:`~powerzoo.tasks.datacentre.sparse_model.SparseModel`) and passed to HiGHS in two calls.
 """
 
@@ -255,6 +262,4 @@ def add_diesel_commitment(
         model.rows([(on_block[:1], 1.0)], was_on, was_on)
     model.rows([(on[:1], 1.0), (start[:1], -1.0), (stop[:1], 1.0)], was_on, was_on)
     if n_steps > 1:
-        model.rows(
-            [(on[1:], 1.0), (on[:-1], -1.0), (start[1:], -1.0), (stop[1:], 1.0)], 0.0, 0.0
-        )
+        model.rows([(on[1:], 1.0), (on[:-1], -1.0), (start[1:], -1.0), (stop[1:], 1.0)], 0.0, 0.0)

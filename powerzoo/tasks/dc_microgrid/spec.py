@@ -170,9 +170,10 @@ def dc_microgrid_spec(
         reward_terms=REWARD_TERMS,
         reward_doc=(
             "reward_vector = [energy, cost, carbon] = -[facility MWh, $ (grid import + "
-            "diesel fuel + battery "
-            "degradation), tCO2 (grid import + diesel)] per step; reward = reward_vector @ "
-            "(1, 0.5, 0.3)" + penalty_doc
+            "diesel fuel + diesel starts + battery wear, less on the last step the battery's "
+            "energy settled at the day's mean price), tCO2 (grid import + diesel)] per step; "
+            f"reward = reward_vector @ (1, 0.5, {REWARD_WEIGHTS[2]:g}) (carbon at "
+            f"{CARBON_PRICE_PER_T:g} $/tCO2)" + penalty_doc
         ),
         constraint_names=CONSTRAINTS,
         constraint_units=("GPU-h", "K h", "MWh"),

@@ -113,9 +113,9 @@ class DCMicrogrid(Task):
         ).astype(np.float32)
         self._time_obs = self._time_features(np.arange(HORIZON + 1))  # TIME_OBS fields by step
         # the price the battery's end-of-day energy is settled at: the mean of its day's prices
-        self._day_mean_price = (
-            self._price[self._day_start[:, None] + np.arange(HORIZON)[None, :]].mean(axis=1)
-        )
+        self._day_mean_price = self._price[
+            self._day_start[:, None] + np.arange(HORIZON)[None, :]
+        ].mean(axis=1)
         self._init_step_constants()
 
     # built by _init_step_constants from the parameters and data: left out of pickles (several of
