@@ -101,8 +101,8 @@ Baselines: random; rule-based (:func:`.rule.rule_based_action`); oracle
 per deadline bucket, battery with the end-of-day settlement, diesel on/off with its minimum
 output, start cost and minimum times, grid import; cooling setpoint held just under the 27 deg C
 limit), see :mod:`.oracle`. Diesel starts a day on the test split (77 days), before the start
-cost and minimum times / after: rule-based 13.3 (up to 67) / RULE_AFTER, oracle 7.5 (up
-to 48) / ORACLE_AFTER.
+cost and minimum times / after: rule-based 13.3 (up to 67) / 1.35 (up to 5), oracle 7.5 (up
+to 48) / 0.33 (up to 1).
 
 Modules: :mod:`.spec` (constants, observation layout, spaces), :mod:`.task` (state, reset /
 observe / step), :mod:`.rule` (rule-based controller), :mod:`.oracle` (the MILP). The data centre
