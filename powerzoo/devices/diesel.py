@@ -138,8 +138,10 @@ class DieselCommitment:
         self.min_up_steps, self.min_down_steps = params.min_steps(dt_h)
         self.p_min_mw = np.array(params.p_min_mw, np.float64)
         self.half_p_min_mw = np.array(0.5 * params.p_min_mw, np.float64)
-        self._min_steps = np.array([self.min_down_steps, self.min_up_steps], np.int64)  # by `on`
-        self._one = np.array(1, np.int64)
+        self._min_up = np.array(self.min_up_steps, np.int64)
+        self._min_down = np.array(self.min_down_steps, np.int64)
+        self._one, self._zero = np.array(1, np.int64), np.array(0, np.int64)
+        self._dt_h = np.array(self.dt_h, np.float64)
 
     def initial_state(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
         """``(on, steps_in_state)`` [B] of a set that is off and may start at once."""
@@ -147,12 +149,12 @@ class DieselCommitment:
 
     def locked(self, on: np.ndarray, steps_in_state: np.ndarray) -> np.ndarray:
         """[B] bool: the set must keep its status this step (minimum run or down time)."""
-        return steps_in_state < self._min_steps.take(on.astype(np.int64))
+        return steps_in_state < np.where(on, self._min_up, self._min_down)
 
     def hold_h(self, on: np.ndarray, steps_in_state: np.ndarray) -> np.ndarray:
         """Hours [B] until the set may change status (0: free now)."""
-        left = self._min_steps.take(on.astype(np.int64)) - steps_in_state
-        return np.maximum(left, 0) * self.dt_h
+        left = np.where(on, self._min_up, self._min_down) - steps_in_state
+        return np.maximum(left, self._zero) * self._dt_h
 
     def step(
         self, on: np.ndarray, steps_in_state: np.ndarray, request_mw: np.ndarray
