@@ -6,6 +6,17 @@ charges. Efficiencies act on the storage side: charging ``|p| dt`` MWh from the 
 A request that would push the state of charge (SOC) past its bounds is cut to the feasible
 power, and the storage-side energy that was asked beyond the bound is reported so a task can
 charge it as a constraint cost.
+
+Wear: every battery of PowerZoo pays ``degradation_cost_per_mwh`` = 15 $ per MWh of grid-side
+throughput (energy charged + energy discharged). A lithium-ion pack costs 120-150 $/kWh to
+replace and lasts 5,000-6,000 full cycles at 80 % depth of discharge; one such cycle moves
+2 x 0.8 = 1.6 kWh of throughput per kWh of capacity, so a pack's life is 8,000-9,600 kWh of
+throughput per kWh and each MWh of throughput uses up 120/9.6 to 150/8.0, i.e. 12.5-19 $, of
+it: 15 $/MWh is the middle of that range.
+
+End-of-episode settlement: a task whose episode ends with more or less energy stored than it
+started with settles the difference (:func:`settlement_value`), so selling the energy the
+battery was given at reset is not counted as profit.
 """
 
 from __future__ import annotations
@@ -15,7 +26,17 @@ import functools
 
 import numpy as np
 
-__all__ = ["BatteryDispatch", "BatteryParams", "BatteryStep", "battery_step", "feasible_power_mw"]
+__all__ = [
+    "BatteryDispatch",
+    "BatteryParams",
+    "BatteryStep",
+    "WEAR_COST_PER_MWH",
+    "battery_step",
+    "feasible_power_mw",
+    "settlement_value",
+]
+
+WEAR_COST_PER_MWH = 15.0  # $ per MWh of grid-side throughput (module docstring)
 
 _TOLERANCE_MW = (
     1e-5  # requests within 10 W of a limit count as feasible (float32 actions, LP round-off)
@@ -27,10 +48,8 @@ class BatteryParams:
     """Ratings of one battery (scalars, or arrays broadcastable against the batch).
 
     ``degradation_cost_per_mwh`` is the wear cost in $ per MWh of grid-side throughput (charged
-    + discharged), 15 $/MWh by default: a lithium-ion pack costs 120-150 $/kWh to replace and
-    lasts 5,000-6,000 full cycles at 80 % depth of discharge, i.e. 2 x 0.8 = 1.6 kWh of
-    throughput per kWh of capacity and cycle, 8,000-9,600 kWh per kWh over its life; each MWh
-    of throughput uses 120 / 9.6 to 150 / 8.0 = 12.5-19 $ of the pack.
+    + discharged), 15 $/MWh by default: pack replacement at 120-150 $/kWh over 5,000-6,000
+    cycles at 80 % depth of discharge gives 12.5-19 $/MWh (module docstring).
     """
 
     energy_capacity_mwh: float = 100.0
@@ -39,7 +58,7 @@ class BatteryParams:
     discharge_efficiency: float = 0.95
     soc_min: float = 0.1
     soc_max: float = 0.9
-    degradation_cost_per_mwh: float = 15.0  # $ per MWh of grid-side throughput
+    degradation_cost_per_mwh: float = WEAR_COST_PER_MWH  # $ per MWh of grid-side throughput
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.soc_min < self.soc_max <= 1.0:
@@ -202,3 +221,24 @@ def battery_step(
     )
     soc_violation_mwh = np.where(excess_abs < _TOLERANCE_MW, 0.0, excess_abs * storage_mwh_per_mw)
     return BatteryStep(new_soc, p_mw, charge_mwh, discharge_mwh, soc_violation_mwh)
+
+
+def settlement_value(
+    stored_change_mwh: np.ndarray,
+    price_per_mwh: np.ndarray,
+    charge_efficiency: float | np.ndarray,
+    discharge_efficiency: float | np.ndarray,
+    wear_per_mwh: float | np.ndarray,
+) -> np.ndarray:
+    """Value ($) of a change of stored energy over an episode, settled at ``price_per_mwh``.
+
+    ``stored_change_mwh`` = stored energy at the end - stored energy at the start (storage side,
+    MWh). A surplus is valued as if sold through the battery: ``surplus x eta_d x (price -
+    wear)``; a deficit costs what buying it back through the battery would: ``deficit / eta_c x
+    (price + wear)``. Arrays broadcast together. The value is concave in the change, so an LP
+    can carry it with a surplus and a deficit variable.
+    """
+    change = np.asarray(stored_change_mwh, dtype=np.float64)
+    surplus = np.maximum(change, 0.0) * discharge_efficiency * (price_per_mwh - wear_per_mwh)
+    deficit = np.maximum(-change, 0.0) / charge_efficiency * (price_per_mwh + wear_per_mwh)
+    return surplus - deficit

@@ -39,7 +39,8 @@ Model (5-minute steps, 288 per episode = one calendar day, single agent)
   change of stored energy ``e_T - e_0`` (storage side, MWh) is settled on the last step at
   ``m`` = the mean grid price of the episode's day, as for every storage task: a surplus as if
   sold through the battery, ``eta_d (m - wear)`` per MWh, a deficit as if bought back,
-  ``(m + wear) / eta_c`` per MWh (``info["storage_settlement"]``, $, in the ``cost`` term).
+  ``(m + wear) / eta_c`` per MWh (:func:`powerzoo.devices.battery.settlement_value`;
+  ``info["storage_settlement"]``, $, in the ``cost`` term).
   Without it the oracle ended every test day at the SOC floor, selling the energy it was given.
 
 Power balance every step (MW):

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data.workload import get_workload, workload_scenario_of_split
-from powerzoo.devices.battery import BatteryDispatch, BatteryParams
+from powerzoo.devices.battery import BatteryDispatch, settlement_value
 from powerzoo.devices.diesel import DieselCommitment
 from powerzoo.devices.grid_tie import GridTie, grid_carbon_intensity
 from powerzoo.devices.job_queue import per_bucket
@@ -34,21 +34,7 @@ from powerzoo.tasks.dc_microgrid.spec import (
 )
 from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["DCMicrogrid", "DCMicrogridSafe", "DCMicrogridState", "stored_energy_settlement"]
-
-
-def stored_energy_settlement(
-    battery: BatteryParams, stored_change_mwh: np.ndarray, price_per_mwh: np.ndarray
-) -> np.ndarray:
-    """Value ($) of the change of stored energy over the day (end - start, storage side, MWh) at
-    the settlement price ``price_per_mwh`` ($/MWh): a surplus as if sold through the battery,
-    ``eta_d (price - wear)`` per MWh, a deficit as if bought back through it, ``(price + wear) /
-    eta_c`` per MWh (``wear``: ``degradation_cost_per_mwh``). Concave in the change, so the
-    oracle's MILP carries it with a surplus and a deficit column."""
-    wear = battery.degradation_cost_per_mwh
-    surplus = np.maximum(stored_change_mwh, 0.0) * battery.discharge_efficiency
-    deficit = np.maximum(-stored_change_mwh, 0.0) / battery.charge_efficiency
-    return surplus * (price_per_mwh - wear) - deficit * (price_per_mwh + wear)
+__all__ = ["DCMicrogrid", "DCMicrogridSafe", "DCMicrogridState"]
 
 
 @dataclasses.dataclass
@@ -335,12 +321,15 @@ class DCMicrogrid(Task):
         last = t == self._last_step
         if np.count_nonzero(last):  # the day ends: the battery's energy is settled
             stored_change_mwh = (soc - self._soc_start) * self._capacity
+            bat = self.params.battery
             settlement = np.where(
                 last,
-                stored_energy_settlement(
-                    self.params.battery,
+                settlement_value(
                     stored_change_mwh,
                     self._day_mean_price.take(state.day_id),
+                    bat.charge_efficiency,
+                    bat.discharge_efficiency,
+                    bat.degradation_cost_per_mwh,
                 ),
                 settlement,
             )
