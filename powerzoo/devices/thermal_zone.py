@@ -123,6 +123,27 @@ class ZoneStepper:
         )
         return temp_c + (gains - q_cool) * self.dt_over_c, q_cool
 
+    def removal_offset_mw(
+        self, temp_c: np.ndarray, temp_out_c: np.ndarray, setpoint_c: np.ndarray
+    ) -> np.ndarray:
+        """Heat [B] (MW) the controller asks the plant to remove besides the IT heat: under IT
+        heat ``h`` the plant removes ``clip(h + offset, 0, q_max)`` (see :meth:`__call__`)."""
+        target = setpoint_c + (temp_c - setpoint_c) * self.decay
+        return self.ua_mw_per_k * (temp_out_c - temp_c) + (temp_c - target) * self.c_over_dt
+
+    def step_removing(
+        self,
+        temp_c: np.ndarray,
+        temp_out_c: np.ndarray,
+        heat_mw: np.ndarray,
+        q_cool_mw: np.ndarray,
+    ) -> np.ndarray:
+        """Zone temperature [B] (deg C) after a step in which the plant removes ``q_cool_mw`` [B]
+        (MW, e.g. less than its controller asks for when its power is short) under IT heat
+        ``heat_mw`` [B] (MW)."""
+        gains = heat_mw + self.ua_mw_per_k * (temp_out_c - temp_c)
+        return temp_c + (gains - q_cool_mw) * self.dt_over_c
+
 
 @functools.lru_cache(maxsize=16, typed=True)
 def _cached_stepper(params: ZoneParams, q_max_mw: float, dt_h: float) -> ZoneStepper:

@@ -665,6 +665,39 @@ def test_device_functions_give_hand_computed_values():
 
 
 # ---- the dc_microgrid step against the plain formulas --------------------------------------------
+def _reference_diesel_commitment(d, on, steps, request, dt_h):
+    """(output, on, steps in state, started): the diesel's minimum run and down times, plainly."""
+    min_up, min_down = math.ceil(d.min_up_h / dt_h - 1e-9), math.ceil(d.min_down_h / dt_h - 1e-9)
+    locked = np.where(on, steps < min_up, steps < min_down)
+    on_next = np.where(locked, on, request >= 0.5 * d.p_min_mw)
+    output = np.where(on_next, np.maximum(request, d.p_min_mw), 0.0)
+    return output, on_next, np.where(on_next == on, steps + 1, 1), on_next & ~on
+
+
+def _reference_within_supply(p, state, gpus, served, it_mw, temp_out, setpoint, supply, dt_h):
+    """The step re-run on a short supply (the GPUs throttled), plainly."""
+    z, cop = p.zone, _reference_cop(p.cooling, temp_out, setpoint)
+    temp = state.zone_temp_c
+    target = setpoint + (temp - setpoint) * math.exp(-dt_h * 60.0 / z.tau_min)
+    offset = z.ua_mw_per_k * (temp_out - temp) + (temp - target) * (
+        z.heat_capacity_mwh_per_k / dt_h
+    )
+    q = np.minimum(
+        np.minimum(np.maximum((supply + offset) * cop / (cop + 1.0), 0.0), p.cooling.q_max_mw),
+        supply * cop,
+    )
+    it = np.minimum(np.maximum(supply - q / cop, 0.0), it_mw)
+    floor = _reference_it_power(p.cluster, gpus @ np.ones(gpus.shape[1]), 0.0)
+    span = it_mw - floor
+    share = np.where(span > 0.0, np.minimum(np.maximum(it - floor, 0.0), span), 0.0) / np.where(
+        span > 0.0, span, 1.0
+    )
+    cum, served = serve_edf(state.queue_cum_gpuh, served * share[:, None])
+    gains = it + z.ua_mw_per_k * (temp_out - temp)
+    zone = temp + (gains - q) * (dt_h / z.heat_capacity_mwh_per_k)
+    return cum, served, it, zone, q / cop
+
+
 def _reference_dc_step(task, state, action):
     """DCMicrogrid.step written the plain way with the plain
     device formulas (its form before the shortcuts)."""
@@ -680,19 +713,61 @@ def _reference_dc_step(task, state, action):
         p.zone, state.zone_temp_c, temp_out, setpoint, it_mw, p.cooling.q_max_mw, dt_h
     )
     cooling_mw = q_cool / _reference_cop(p.cooling, temp_out, setpoint)
-    battery_soc, battery_mw, charge_mwh, discharge_mwh, _ = _reference_battery_step(
-        p.battery, state.soc, action[:, 3], dt_h
-    )
-    diesel_mw = _reference_diesel(p.diesel, action[:, 4])
     facility_mw = it_mw + cooling_mw
+    diesel_mw, diesel_on, diesel_steps, started = _reference_diesel_commitment(
+        p.diesel, state.diesel_on, state.diesel_steps, action[:, 4], dt_h
+    )
+    # the battery charges only from what is left after the facility's demand
+    b = p.battery
+    p_ch, p_dis = _reference_feasible(b, state.soc, dt_h)
+    headroom = pv_mw + diesel_mw + p.grid.import_max_mw - facility_mw
+    battery_mw = np.clip(action[:, 3], -np.minimum(p_ch, np.maximum(headroom, 0.0)), p_dis)
+    discharge_mwh = np.maximum(battery_mw, 0.0) * dt_h
+    charge_mwh = np.maximum(-battery_mw, 0.0) * dt_h
+    battery_soc = np.clip(
+        state.soc
+        + (b.charge_efficiency * charge_mwh - discharge_mwh / b.discharge_efficiency)
+        / b.energy_capacity_mwh,
+        b.soc_min,
+        b.soc_max,
+    )
     grid_mw, deficit_mw, spill_mw = _reference_settle(
         p.grid, facility_mw - battery_mw - pv_mw - diesel_mw
     )
+    short = deficit_mw > 0.0
+    cut = _reference_within_supply(
+        p,
+        state,
+        gpus,
+        served,
+        it_mw,
+        temp_out,
+        setpoint,
+        pv_mw + diesel_mw + battery_mw + grid_mw,
+        dt_h,
+    )
+    cum = np.where(short[:, None, None], cut[0], cum)
+    served = np.where(short[:, None], cut[1], served)
+    it_mw, zone_temp, cooling_mw = (
+        np.where(short, a, b) for a, b in zip(cut[2:], (it_mw, zone_temp, cooling_mw), strict=True)
+    )
+    # the battery's energy at the day's end against its start, at the day's mean price
+    day_start = task.split_days * task.profiles.steps_per_day
+    day_price = task._price[day_start[:, None] + np.arange(horizon)[None, :]].mean(axis=1)
+    change = (battery_soc - p.initial_soc) * b.energy_capacity_mwh
+    m, wear = day_price[state.day_id], b.degradation_cost_per_mwh
+    value = np.maximum(change, 0.0) * b.discharge_efficiency * (m - wear) - np.maximum(
+        -change, 0.0
+    ) / b.charge_efficiency * (m + wear)
+    last = state.t == horizon - 1
+    settlement = np.where(last, value, 0.0)
+    cost = -(grid_mw * price + diesel_mw * p.diesel.fuel_cost_per_mwh) * dt_h - (
+        b.degradation_cost_per_mwh * (charge_mwh + discharge_mwh) + p.diesel.start_up_cost * started
+    )
     reward_vector = np.stack(
         [
-            -facility_mw * dt_h,
-            -(grid_mw * price + diesel_mw * p.diesel.fuel_cost_per_mwh) * dt_h
-            - p.battery.degradation_cost_per_mwh * (charge_mwh + discharge_mwh),
+            -(it_mw + cooling_mw) * dt_h,
+            np.where(last, cost + settlement, cost),
             -(grid_mw * co2 + diesel_mw * p.diesel.co2_t_per_mwh) * dt_h,
         ],
         axis=1,
@@ -736,6 +811,8 @@ def _reference_dc_step(task, state, action):
     state_values = {
         "t": t_next,
         "soc": battery_soc,
+        "diesel_on": diesel_on,
+        "diesel_steps": diesel_steps,
         "zone_temp_c": zone_temp,
         "queue_cum_gpuh": cum,
         "arrived_gpuh": state.arrived_gpuh + arrivals[:, :, -1],
@@ -754,6 +831,7 @@ def _reference_dc_step(task, state, action):
         "pv_mw": pv_mw,
         "pv_curtailed_mw": np.minimum(spill_mw, pv_mw),
         "diesel_mw": diesel_mw,
+        "diesel_started": started,
         "battery_p_mw": battery_mw,
         "soc": battery_soc,
         "grid_import_mw": grid_mw,
@@ -761,6 +839,7 @@ def _reference_dc_step(task, state, action):
         "spill_mw": spill_mw,
         "price_per_mwh": price,
         "grid_co2_t_per_mwh": co2,
+        "storage_settlement": settlement,
         "gpus_allocated": gpus,
         "gpus_busy": served * (1.0 / dt_h),
         "arrived_gpuh": state_values["arrived_gpuh"],

@@ -34,9 +34,8 @@ def check_step_invariants(info, obs, space):
         + info["grid_import_mw"]
         - info["spill_mw"]
     )
-    np.testing.assert_allclose(
-        supply + info["deficit_mw"], info["it_mw"] + info["cooling_mw"], atol=1e-9
-    )
+    # what the site draws is what it is supplied: a deficit is demand left unserved, not drawn
+    np.testing.assert_allclose(supply, info["it_mw"] + info["cooling_mw"], atol=1e-9)
     assert (
         np.all(info["grid_import_mw"] >= 0)
         and np.all(info["deficit_mw"] >= 0)
@@ -55,7 +54,10 @@ def check_step_invariants(info, obs, space):
         rtol=1e-9,
         atol=1e-6,
     )
-    assert np.all(info["constraint_costs"] >= 0) and np.all(info["reward_vector"] <= 0)
+    # the cost term may be a credit on the last step only (the battery's energy settled)
+    assert np.all(info["constraint_costs"] >= 0)
+    cost_less_settlement = info["reward_vector"][..., 1] - info["storage_settlement"]
+    assert np.all(info["reward_vector"][..., [0, 2]] <= 0) and np.all(cost_less_settlement <= 1e-9)
     assert np.all(np.isfinite(obs)) and space.contains(obs)
 
 
@@ -74,7 +76,7 @@ def test_multi_objective_loop_over_the_reward_vector(capsys):
     from powerzoo.rl import make_env
 
     env = make_env("dc_microgrid", normalize=True, seed=0)
-    weights = np.array([1.0, 0.5, 0.3])  # energy, cost, carbon
+    weights = np.array([1.0, 0.5, 25.5])  # energy, cost, carbon
     obs, info = env.reset(seed=0)
     total_vec = np.zeros(3)
     done = False
@@ -89,7 +91,7 @@ def test_multi_objective_loop_over_the_reward_vector(capsys):
 
     assert "episode reward vector:" in capsys.readouterr().out
     assert info["step"] == H and truncated and not terminated
-    assert np.all(total_vec < 0) and np.isfinite(weighted)
+    assert np.all(total_vec[[0, 2]] < 0) and np.isfinite(weighted)
 
 
 def test_gymnasium_ids_and_spec():
@@ -126,10 +128,10 @@ def test_gymnasium_ids_and_spec():
 def test_forecast_wrapper_appends_weather_and_price():
     env = make_env("dc_microgrid_safe", forecast_horizon=3, seed=0)
     obs, _ = env.reset(seed=0, options={"day_id": 100})
-    assert obs.shape == (15 + 3 * 3,)
+    assert obs.shape == (17 + 3 * 3,)
     temps = [env.step(np.array([0.3, 0.1, 25.0, 0.0, 0.0]))[4]["temp_c"] for _ in range(4)]
     np.testing.assert_allclose(
-        obs[15 + 6 : 15 + 9], temps[1:4], rtol=1e-6
+        obs[17 + 6 : 17 + 9], temps[1:4], rtol=1e-6
     )  # temp_c block, steps 1..3
     gym_check_env(
         make_env("dc_microgrid", forecast_horizon=2, normalize=True, seed=0), skip_render_check=True
@@ -140,7 +142,7 @@ def test_forecast_wrapper_appends_weather_and_price():
 def test_safe_reward_is_exactly_the_weighted_reward_vector():
     env = make_env("dc_microgrid_safe", normalize=True, seed=3)
     env.reset(seed=3)
-    weights = np.array([1.0, 0.5, 0.3])
+    weights = np.array([1.0, 0.5, 0.5 * 51.0])  # carbon at 51 $/tCO2, in the cost's weight
     np.testing.assert_array_equal(REWARD_WEIGHTS, weights)
     for _ in range(H):
         _, reward, _, truncated, info = env.step(env.action_space.sample())
@@ -247,6 +249,122 @@ def test_deficit_and_diesel_minimum_output():
         np.array([0.0, 0.0, 26.0, 0.0, 0.5])
     )  # rounds up to the minimum output
     assert info["diesel_mw"] == pytest.approx(0.75)
+
+
+def run_lengths(on):
+    """Lengths of the runs of equal values in ``on`` [T], the first and last run left out (they
+    may continue before the episode or after it)."""
+    edges = np.flatnonzero(np.diff(on.astype(int))) + 1
+    return np.diff(edges)
+
+
+def step_cost(info, dt_h=1 / 12):
+    """The cost term of a step without the settlement: grid import and diesel fuel, battery
+    wear at 15 $/MWh of throughput, 50 $ per diesel start ($, <= 0)."""
+    throughput = abs(info["battery_p_mw"]) * dt_h
+    return (
+        -(info["grid_import_mw"] * info["price_per_mwh"] + info["diesel_mw"] * 300.0) * dt_h
+        - 15.0 * throughput
+        - 50.0 * info["diesel_started"]
+    )
+
+
+def test_battery_wear_is_the_shared_15_per_mwh_of_throughput():
+    from powerzoo.devices.battery import BatteryParams
+
+    env = make_env("dc_microgrid_safe", split="test", seed=0)
+    env.reset(seed=0, options={"day_id": 3})
+    assert BatteryParams().degradation_cost_per_mwh == 15.0
+    assert env.unwrapped.task.params.battery.degradation_cost_per_mwh == 15.0
+    _, _, _, _, info = env.step(np.array([0.2, 0.1, 26.0, 1.0, 0.0]))  # discharge 1 MW
+    assert info["battery_p_mw"] == pytest.approx(1.0)
+    assert info["reward_vector"][1] == pytest.approx(step_cost(info), rel=1e-12)
+
+
+def test_last_step_settles_the_battery_energy_at_the_days_mean_price():
+    # drained to its floor, then charged to its ceiling: a deficit bought back at
+    # (mean price + wear) / eta_c, a surplus sold at eta_d (mean price - wear), per MWh
+    for battery_mw, soc_end in ((2.0, 0.1), (-2.0, 0.9)):
+        env = make_env("dc_microgrid_safe", split="test", seed=0)
+        env.reset(seed=0, options={"day_id": 5})
+        prices = []
+        for t in range(H):
+            _, _, _, truncated, info = env.step(np.array([0.1, 0.05, 26.0, battery_mw, 0.0]))
+            prices.append(info["price_per_mwh"])
+            assert (info["storage_settlement"] == 0.0) == (t < H - 1)
+        assert truncated and info["soc"] == pytest.approx(soc_end)
+        change_mwh, mean_price = (soc_end - 0.5) * 4.0, np.mean(prices)
+        want = (
+            change_mwh * 0.95 * (mean_price - 15.0)
+            if change_mwh > 0
+            else change_mwh / 0.95 * (mean_price + 15.0)
+        )
+        assert info["storage_settlement"] == pytest.approx(want, rel=1e-9)
+        assert info["reward_vector"][1] == pytest.approx(step_cost(info) + want, rel=1e-9)
+
+
+def test_power_deficit_throttles_the_gpus():
+    action = np.array([1.0, 0.0, 26.0, 1.0, 0.0])  # every GPU on training, 1 MW from the battery
+    outcome = {}
+    for grid_mw in (0.0, 10.0):  # islanded at night (no PV): 1 MW for a ~3 MW demand; ample
+        env = make_env("dc_microgrid_safe", grid_import_max_mw=grid_mw, seed=0)
+        env.reset(seed=0, options={"day_id": 0})
+        outcome[grid_mw] = [env.step(action)[4] for _ in range(12)]
+    short, ample = outcome[0.0], outcome[10.0]
+    for info in short:
+        # the site draws what it is supplied, no more; the rest of the demand is the deficit
+        supply = info["pv_mw"] + info["battery_p_mw"] + info["diesel_mw"]
+        assert info["grid_import_mw"] == 0.0 and info["deficit_mw"] > 1.0
+        assert info["it_mw"] + info["cooling_mw"] == pytest.approx(supply, abs=1e-9)
+        assert info["cost_power_deficit"] == pytest.approx(info["deficit_mw"] / 12)
+    for info in ample:
+        assert info["deficit_mw"] == 0.0
+    # the GPUs were throttled: less work served, less heat, more work left queued
+    busy = [sum(i["gpus_busy"].sum() for i in run) for run in (short, ample)]
+    served = [run[-1]["served_gpuh"].sum() for run in (short, ample)]
+    queued = [run[-1]["queued_gpuh"].sum() for run in (short, ample)]
+    assert busy[0] < 0.6 * busy[1] and served[0] < 0.6 * served[1] and queued[0] > queued[1]
+    assert sum(i["it_mw"] for i in short) < 0.6 * sum(i["it_mw"] for i in ample)
+
+
+def test_diesel_keeps_its_minimum_run_and_down_times_and_pays_each_start():
+    env = make_env("dc_microgrid_safe", split="test", seed=0)
+    env.reset(seed=0, options={"day_id": 2})
+    # asked on for one step then off: it runs for an hour (12 steps) at its minimum output
+    requests = [1.0] + [0.0] * 13 + [1.0] * 14
+    infos = [env.step(np.array([0.3, 0.1, 26.0, 0.0, r]))[4] for r in requests]
+    on = np.array([i["diesel_mw"] > 0 for i in infos])
+    started = np.array([i["diesel_started"] for i in infos])
+    np.testing.assert_array_equal(on[:12], True)
+    np.testing.assert_allclose([i["diesel_mw"] for i in infos[1:12]], 0.75)
+    # stopped at step 12, it may not start again for an hour although asked from step 14 on
+    np.testing.assert_array_equal(on[12:24], False)
+    np.testing.assert_array_equal(on[24:], True)
+    assert np.flatnonzero(started).tolist() == [0, 24]
+    for info in infos:  # 50 $ per start in the cost term
+        assert info["reward_vector"][1] == pytest.approx(step_cost(info), rel=1e-12)
+    obs = env.step(np.array([0.3, 0.1, 26.0, 0.0, 0.0]))[0]
+    names = env.unwrapped.task.spec.observation.names
+    # running for 5 steps of its 12: 35 min until it may stop
+    assert obs[names.index("diesel_on")] == 1.0
+    assert obs[names.index("diesel_hold_h")] == pytest.approx(35 / 60, rel=1e-6)
+
+
+def test_rule_runs_the_diesel_an_hour_at_least_and_serves_the_load():
+    days = [0, 1, 25, 35, 49, 63, 67, 72]  # test days on which the rule runs the diesel
+    env = make_env("dc_microgrid", split="test", num_envs=len(days))
+    task = env.task
+    obs, _ = env.reset(seed=0, options={"day_id": days})
+    on, deficit = [], []
+    for _ in range(H):
+        obs, _, _, _, info = env.step(task.rule_based_action(obs.astype(np.float64)))
+        on.append(info["diesel_mw"] > 0)
+        deficit.append(info["deficit_mw"])
+    on = np.array(on).T
+    assert on.any(axis=1).sum() >= 6
+    for row in on:
+        assert np.all(run_lengths(row) >= 12) and np.sum(np.diff(row.astype(int)) == 1) <= 12
+    assert np.sum(deficit) / 12 <= 0.25 * len(days)  # within the CMDP budget on average
 
 
 # ---- baselines ----------------------------------------------------------------------------------

@@ -51,12 +51,20 @@ def test_plan_forecasts_the_env_return_and_violates_nothing(day, task_kwargs):
     assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
     np.testing.assert_array_equal(costs, 0.0)
     zone = np.array([i["zone_temp_c"][0] for i in infos])
-    np.testing.assert_allclose(zone, plan.predicted_zone_temp_c, atol=1e-9)
+    # to a few uK: where the plant idles (cooling clipped at zero on a cold night with the
+    # cluster parked) the zone drifts below the plan's trajectory by the envelope's losses
+    np.testing.assert_allclose(zone, plan.predicted_zone_temp_c, atol=1e-5)
     # the env serves, earliest-deadline-first, the work the plan allocates GPUs for (up to the
-    # plan's share margin of 0.001 GPUs a step, which runs a queue dry a little earlier)
+    # plan's share margin of 0.001 GPUs a step, which, served over the hours a bucket waits,
+    # runs its queue dry a little earlier)
     busy = np.array([i["gpus_busy"][0] for i in infos])
     gpus = plan.actions[:, :2] * test_task.params.cluster.n_gpus
-    np.testing.assert_allclose(busy, gpus, atol=0.1)
+    np.testing.assert_allclose(busy, gpus, atol=0.25)
+    # the diesel (day 0 needs it) runs and rests an hour at least, with a start cost each time
+    on = np.array([i["diesel_mw"][0] > 0 for i in infos])
+    edges = np.flatnonzero(np.diff(on.astype(int))) + 1
+    assert np.all(np.diff(edges) >= 12)  # inner runs and rests
+    assert (day != 0 or on.any()) and sum(int(i["diesel_started"][0]) for i in infos) <= 12
 
 
 def test_plan_actions_respect_device_limits(test_task):
@@ -83,6 +91,37 @@ def test_plan_from_the_middle_of_an_episode(test_task):
     ret, costs, _ = play(test_task, state, plans[0, 100:], rng)
     assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
     np.testing.assert_array_equal(costs, 0.0)
+
+
+def test_plan_holds_a_diesel_started_before_it_for_its_minimum_run():
+    task = DCMicrogrid("test")
+    rng = np.random.default_rng(0)
+    # a mild day that needs no diesel; it is started for 3 steps first, so the plan inherits a
+    # running set that must run 9 more steps
+    state = task.reset(rng, np.array([40]))
+    for _ in range(3):
+        state, _ = task.step(state, np.array([[0.3, 0.1, 26.0, 0.0, 1.0]]), rng)
+    assert state.diesel_on[0] and state.diesel_steps[0] == 3
+    plan = plan_from(task, state)
+    ret, costs, infos = play(task, state, plan.actions, rng)
+    assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
+    np.testing.assert_array_equal(costs, 0.0)
+    on = np.array([i["diesel_mw"][0] > 0 for i in infos])
+    assert on[:9].all() and not on[9:].any()  # held for its minimum run, then stopped
+
+
+def test_plan_values_the_battery_energy_left_at_the_end():
+    task = DCMicrogrid("test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([40]))
+    plan = plan_from(task, state)
+    ret, _, infos = play(task, state, plan.actions, rng)
+    assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
+    settlement = infos[-1]["storage_settlement"][0]
+    assert all(i["storage_settlement"][0] == 0.0 for i in infos[:-1])
+    # selling the 1.6 MWh the battery starts with above its floor would be bought back at the
+    # day's mean price: the plan keeps it
+    assert infos[-1]["soc"][0] >= 0.5 - 1e-6 and settlement >= 0.0
 
 
 def test_overloaded_cluster_drops_the_work_the_plan_gives_up():

@@ -128,7 +128,13 @@ def test_rule_is_dc_microgrid_rule_for_compute_and_cooling(task):
     obs = task.observe(state)
     fields = dict(zip(task.spec.observation.names, obs.T.astype(np.float64), strict=True))
     n = len(fields["zone_temp_c"])
-    fields.update(temp_c=fields["temp_c"], pv_cf=np.zeros(n), soc=np.full(n, 0.5))
+    fields.update(
+        temp_c=fields["temp_c"],
+        pv_cf=np.zeros(n),
+        soc=np.full(n, 0.5),
+        diesel_on=np.zeros(n),
+        diesel_hold_h=np.zeros(n),
+    )
     want = dc_microgrid_rule(DCMicrogridParams(), fields, 0.5)[:, :3]
     np.testing.assert_array_equal(task.rule_based_action(obs), want)
 

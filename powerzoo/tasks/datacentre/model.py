@@ -7,6 +7,8 @@ distribution feeder, 30-minute steps). A task supplies the supply side and the r
 class does the compute step (GPU allocation, earliest-deadline-first service, IT power), the
 cooling step (zone temperature, plant power) and the queue's advance in time (deadlines, new
 arrivals, the end-of-day carry check, the queue outlook), all over a leading batch axis ``B``.
+A task whose supply can fall short of the demand re-runs the step on the supply it has
+(:meth:`DataCentre.within_supply`: the GPUs throttled).
 
 The tables it builds once (see :meth:`DataCentre._build`) are the speed shortcuts of
 :class:`~powerzoo.tasks.dc_microgrid.task.DCMicrogrid`: on steps where no bucket falls due and
@@ -131,7 +133,11 @@ class DataCentre:
         self.dt, self.per_dt = f64(dt_h), f64(1.0 / dt_h)
         self.one_step = np.array(1, np.int64)  # t + 1 without converting a Python int on every call
         self.per_gpu = f64(1.0 / self.cluster_params.n_gpus)
-        self.temp_max, self.zero = f64(self.zone_params.temp_max_c), f64(0.0)
+        self.temp_max, self.zero, self.one = (
+            f64(self.zone_params.temp_max_c),
+            f64(0.0),
+            f64(1.0),
+        )
         t_next = np.arange(horizon + 2)
         # a bucket falls due (drop_due) or the day is over (no arrivals, carry check): the full path
         self.eventful = (t_next % self.steps_per_hour == 0) | (t_next >= horizon)
@@ -190,6 +196,53 @@ class DataCentre:
         ``condenser_c`` is :meth:`CoolingPlant.condenser_temp_c` of ``temp_out_c``."""
         zone_temp, q_cool = self.zone(zone_temp_c, temp_out_c, setpoint_c, it_mw)
         return zone_temp, q_cool / self.plant.cop_at(condenser_c, setpoint_c)
+
+    def within_supply(
+        self,
+        cum: np.ndarray,
+        gpus: np.ndarray,
+        served: np.ndarray,
+        it_mw: np.ndarray,
+        zone_temp_c: np.ndarray,
+        temp_out_c: np.ndarray,
+        condenser_c: np.ndarray,
+        setpoint_c: np.ndarray,
+        supply_mw: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The step of :meth:`compute` and :meth:`cool` re-run on ``supply_mw`` [B] (MW), less
+        than the facility asks for: the GPUs are throttled.
+
+        ``cum`` [B, C, K] is the queue before service; ``gpus``, ``served`` and ``it_mw`` are
+        :meth:`compute`'s allocation, service and IT power at full supply. The cooling plant
+        keeps tracking its setpoint for the IT heat that is delivered, and the IT load gets the
+        rest: IT power ``x`` and removed heat ``q`` solve ``x + q / COP = supply`` with
+        ``q = clip(x + offset, 0, q_max)`` (the plant's controller,
+        :meth:`ZoneStepper.removal_offset_mw`). The busy GPUs' work is cut in proportion to the
+        IT power above that of the same allocation with nothing busy; below that the nodes
+        themselves are shed (no work). If the supply cannot run even the plant with the cluster
+        off, the plant gets all of it and the zone warms. Returns (queue after service, GPU-h
+        served [B, C], IT power [B] MW, zone temperature after the step [B] deg C, cooling
+        power [B] MW).
+        """
+        cop = self.plant.cop_at(condenser_c, setpoint_c)
+        zero, one = self.zero, self.one
+        offset = self.zone.removal_offset_mw(zone_temp_c, temp_out_c, setpoint_c)
+        q_cool = np.minimum(
+            np.minimum(
+                np.maximum((supply_mw + offset) * cop / (cop + one), zero), self.zone.q_max_mw
+            ),
+            supply_mw * cop,
+        )
+        it_delivered = np.minimum(np.maximum(supply_mw - q_cool / cop, zero), it_mw)
+        floor_mw = self.cluster.it_power_mw(gpus @ self.class_ones, zero)  # nothing busy
+        span = it_mw - floor_mw
+        has_work = span > zero
+        share = np.where(
+            has_work, np.minimum(np.maximum(it_delivered - floor_mw, zero), span), zero
+        ) / np.where(has_work, span, one)
+        cum, served = serve_edf(cum, served * share[:, None])
+        zone_temp = self.zone.step_removing(zone_temp_c, temp_out_c, it_delivered, q_cool)
+        return cum, served, it_delivered, zone_temp, q_cool / cop
 
     def overtemperature_kh(self, zone_temp_c: np.ndarray, out: np.ndarray) -> np.ndarray:
         """K h above the zone's limit over the step, written into ``out`` [B]."""

@@ -31,12 +31,9 @@ class DCMicrogridParams:
     cooling: CoolingParams = CoolingParams()
     zone: ZoneParams = ZoneParams()
     pv: PVParams = PVParams()
-    # a 2 MW / 4 MWh (2 h) Li-ion system; degradation ~ pack replacement cost / lifetime
-    # throughput: 150 $/kWh (BNEF 2023 pack price ~139 $/kWh) / (5,000 cycles x 0.8 DoD x 2
-    # MWh of charge + discharge per MWh of capacity and cycle) ~ 19 $/MWh -> 20 $/MWh
-    battery: BatteryParams = BatteryParams(
-        energy_capacity_mwh=4.0, power_max_mw=2.0, degradation_cost_per_mwh=20.0
-    )
+    # a 2 MW / 4 MWh (2 h) Li-ion system with the shared wear cost of every battery (15 $ per
+    # MWh of throughput, derived in powerzoo.devices.battery.BatteryParams)
+    battery: BatteryParams = BatteryParams(energy_capacity_mwh=4.0, power_max_mw=2.0)
     diesel: DieselParams = DieselParams()
     grid: GridTieParams = GridTieParams()
     initial_soc: float = 0.5

@@ -15,6 +15,7 @@ from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMic
 from powerzoo.tasks.spec import PRICE_CAP, PRICE_FLOOR, TaskSpec, VectorSpec
 
 __all__ = [
+    "CARBON_PRICE_PER_T",
     "CONSTRAINTS",
     "EXOGENOUS_OBS",
     "HORIZON",
@@ -32,7 +33,11 @@ __all__ = [
 HORIZON = 288
 STEP_MINUTES = 5
 REWARD_TERMS = ("energy", "cost", "carbon")
-REWARD_WEIGHTS = np.array([1.0, 0.5, 0.3])  # energy, cost, carbon
+# carbon priced at 51 $/tCO2, the US Interagency Working Group's social cost of carbon for
+# 2020 emissions (3 % discount rate, 2021 interim estimate), in the cost term's units:
+# weight = 0.5 (per $) x 51 $/tCO2
+CARBON_PRICE_PER_T = 51.0
+REWARD_WEIGHTS = np.array([1.0, 0.5, 0.5 * CARBON_PRICE_PER_T])  # energy, cost, carbon
 CONSTRAINTS = ("sla_violation", "overtemperature", "power_deficit")
 PENALTIES = np.array([10.0, 100.0, 5000.0])  # per GPU-h, per K h, per MWh (dc_microgrid only)
 # observation bounds: far above a day's work (~3e4 GPU-h) x 12 steps/h
@@ -53,6 +58,8 @@ class ObservationSlots:
     exogenous: int | slice  # EXOGENOUS_OBS
     zone_temp_c: int | slice
     soc: int | slice
+    diesel_on: int | slice
+    diesel_hold_h: int | slice
     queued_gpuh: int | slice  # one per job class
     due_1h_gpuh: int | slice
     required_gpus: int | slice
@@ -70,6 +77,8 @@ class ObservationSlots:
             exogenous=observation.slot(*EXOGENOUS_OBS),
             zone_temp_c=observation.slot("zone_temp_c"),
             soc=observation.slot("soc"),
+            diesel_on=observation.slot("diesel_on"),
+            diesel_hold_h=observation.slot("diesel_hold_h"),
             **{field: per_class(field) for field in QUEUE_OBS},
         )
 
@@ -82,6 +91,9 @@ def dc_microgrid_spec(
     p = params
     n = p.cluster.n_gpus
     b_max = p.battery.power_max_mw
+    # hours until the diesel may switch: at most its longer minimum time, in whole steps
+    dt_h = STEP_MINUTES / 60.0
+    hold_max_h = max(max(p.diesel.min_steps(dt_h)) * dt_h, 1.0)
     queue_names = tuple(f"{job.name}_{k}" for job in JOB_CLASSES for k in QUEUE_OBS)
     weights = dict(zip(REWARD_TERMS, REWARD_WEIGHTS.tolist(), strict=True))
     penalties = dict(zip(CONSTRAINTS, PENALTIES.tolist(), strict=True))
@@ -115,6 +127,8 @@ def dc_microgrid_spec(
                 "price_per_mwh",
                 "grid_co2_t_per_mwh",
                 "soc",
+                "diesel_on",
+                "diesel_hold_h",
             )
             + queue_names,
             units=(
@@ -127,13 +141,15 @@ def dc_microgrid_spec(
                 "$/MWh",
                 "tCO2/MWh",
                 "fraction",
+                "0/1",
+                "h",
             )
             + ("GPU-h", "GPU-h", "GPUs") * 2,
-            low=(-1.0, -1.0, 0.0, -60.0, -60.0, 0.0, PRICE_FLOOR, 0.0, 0.0) + (0.0,) * 6,
-            high=(1.0, 1.0, 1.0, 60.0, 100.0, 1.0, PRICE_CAP, 2.0, 1.0)
+            low=(-1.0, -1.0, 0.0, -60.0, -60.0, 0.0, PRICE_FLOOR, 0.0, 0.0, 0.0, 0.0) + (0.0,) * 6,
+            high=(1.0, 1.0, 1.0, 60.0, 100.0, 1.0, PRICE_CAP, 2.0, 1.0, 1.0, hold_max_h)
             + (QUEUE_CAP_GPUH, QUEUE_CAP_GPUH, GPUS_CAP) * 2,
-            nominal_low=(-1.0, -1.0, 0.0, -10.0, 15.0, 0.0, 0.0, 0.0, 0.0) + (0.0,) * 6,
-            nominal_high=(1.0, 1.0, 1.0, 45.0, 35.0, 1.0, 150.0, 0.6, 1.0)
+            nominal_low=(-1.0, -1.0, 0.0, -10.0, 15.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0) + (0.0,) * 6,
+            nominal_high=(1.0, 1.0, 1.0, 45.0, 35.0, 1.0, 150.0, 0.6, 1.0, 1.0, hold_max_h)
             + (20000.0, 2000.0, float(n), 2000.0, 1000.0, float(n)),
         ),
         action=VectorSpec(
@@ -154,9 +170,10 @@ def dc_microgrid_spec(
         reward_terms=REWARD_TERMS,
         reward_doc=(
             "reward_vector = [energy, cost, carbon] = -[facility MWh, $ (grid import + "
-            "diesel fuel + battery "
-            "degradation), tCO2 (grid import + diesel)] per step; reward = reward_vector @ "
-            "(1, 0.5, 0.3)" + penalty_doc
+            "diesel fuel + diesel starts + battery wear, less on the last step the battery's "
+            "energy settled at the day's mean price), tCO2 (grid import + diesel)] per step; "
+            f"reward = reward_vector @ (1, 0.5, {REWARD_WEIGHTS[2]:g}) (carbon at "
+            f"{CARBON_PRICE_PER_T:g} $/tCO2)" + penalty_doc
         ),
         constraint_names=CONSTRAINTS,
         constraint_units=("GPU-h", "K h", "MWh"),

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data.workload import get_workload, workload_scenario_of_split
-from powerzoo.devices.battery import BatteryDispatch
-from powerzoo.devices.diesel import DieselGenerator
+from powerzoo.devices.battery import BatteryDispatch, settlement_value
+from powerzoo.devices.diesel import DieselCommitment
 from powerzoo.devices.grid_tie import GridTie, grid_carbon_intensity
 from powerzoo.devices.job_queue import per_bucket
 from powerzoo.devices.pv import pv_power_mw
@@ -44,6 +44,8 @@ class DCMicrogridState:
     day_id: np.ndarray  # [B] split day index the episode started on (int64)
     t: np.ndarray  # [B] steps elapsed (int64)
     soc: np.ndarray  # [B] battery state of charge (fraction)
+    diesel_on: np.ndarray  # [B] the diesel ran during the last step (bool)
+    diesel_steps: np.ndarray  # [B] steps the diesel has run, or rested, in a row (int64)
     zone_temp_c: np.ndarray  # [B] server-zone temperature (deg C)
     queue_cum_gpuh: np.ndarray  # [B, C, K] work due by the end of each bucket (cumulative, GPU-h)
     arrived_gpuh: np.ndarray  # [B, C] work arrived this episode, initial queue included (GPU-h)
@@ -96,6 +98,10 @@ class DCMicrogrid(Task):
             [exogenous_obs[name] for name in EXOGENOUS_OBS], axis=1
         ).astype(np.float32)
         self._time_obs = self._time_features(np.arange(HORIZON + 1))  # TIME_OBS fields by step
+        # the price the battery's end-of-day energy is settled at: the mean of its day's prices
+        self._day_mean_price = self._price[
+            self._day_start[:, None] + np.arange(HORIZON)[None, :]
+        ].mean(axis=1)
         self._init_step_constants()
 
     # built by _init_step_constants from the parameters and data: left out of pickles (several of
@@ -110,6 +116,11 @@ class DCMicrogrid(Task):
         "_fuel_cost",
         "_diesel_co2",
         "_degradation_cost",
+        "_start_up_cost",
+        "_import_max",
+        "_last_step",
+        "_soc_start",
+        "_capacity",
         "_step_inputs",
         "_obs_base",
         "_obs_day_row",
@@ -145,7 +156,7 @@ class DCMicrogrid(Task):
             self._dc.inv_hours_left
         )  # [t, K] (1/h) until each bucket is due, at least one step
         self._battery = BatteryDispatch(p.battery, dt_h)
-        self._diesel = DieselGenerator(p.diesel)
+        self._diesel = DieselCommitment(p.diesel, dt_h)
         self._grid = GridTie(p.grid)
         # -(x) * dt == x * (-dt) exactly, so the reward terms fold their sign into the constant
         self._neg_dt = f64(-dt_h)
@@ -154,6 +165,13 @@ class DCMicrogrid(Task):
             f64(p.diesel.co2_t_per_mwh),
         )
         self._degradation_cost = f64(p.battery.degradation_cost_per_mwh)
+        self._start_up_cost = f64(p.diesel.start_up_cost)
+        self._import_max = f64(p.grid.import_max_mw)
+        self._last_step = np.array(HORIZON - 1, np.int64)
+        self._soc_start, self._capacity = (
+            f64(p.initial_soc),
+            f64(p.battery.energy_capacity_mwh),
+        )
         # rows [temp, price, co2, pv_mw, condenser temperature] x calendar step: contiguous per
         # series
         self._step_inputs = np.ascontiguousarray(
@@ -200,10 +218,13 @@ class DCMicrogrid(Task):
         )
         due_1h, required = self._dc.outlook(cum, t, allowance)
         zeros = np.zeros(cum.shape[:2])
+        diesel_on, diesel_steps = self._diesel.initial_state(day_id.size)
         return DCMicrogridState(
             day_id=day_id,
             t=t,
             soc=np.full(day_id.shape, p.initial_soc),
+            diesel_on=diesel_on,
+            diesel_steps=diesel_steps,
             zone_temp_c=np.full(day_id.shape, p.initial_zone_temp_c),
             queue_cum_gpuh=cum,
             arrived_gpuh=cum[:, :, -1].copy(),
@@ -228,6 +249,8 @@ class DCMicrogrid(Task):
             )
         obs[:, slots.zone_temp_c] = state.zone_temp_c
         obs[:, slots.soc] = state.soc
+        obs[:, slots.diesel_on] = state.diesel_on
+        obs[:, slots.diesel_hold_h] = self._diesel.hold_h(state.diesel_on, state.diesel_steps)
         obs[:, slots.queued_gpuh] = state.queue_cum_gpuh[:, :, -1]
         obs[:, slots.due_1h_gpuh] = state.due_1h_gpuh
         obs[:, slots.required_gpus] = state.required_gpus
@@ -249,22 +272,70 @@ class DCMicrogrid(Task):
         setpoint = action[:, 2]
         zone_temp, cooling_mw = dc.cool(state.zone_temp_c, temp_out, condenser_c, setpoint, it_mw)
 
-        # supply: battery, diesel, then the grid tie settles the residual
-        soc, battery_mw, charge_mwh, discharge_mwh = self._battery(state.soc, action[:, 3])
-        diesel_mw = self._diesel.output_mw(action[:, 4])
-        facility_mw = it_mw + cooling_mw
+        facility_mw = it_mw + cooling_mw  # what the facility asks for
+
+        # supply: the diesel (on/off under its minimum times), the battery (charging only from
+        # what the site has left after its load), then the grid tie settles the residual
+        diesel = self._diesel.step(state.diesel_on, state.diesel_steps, action[:, 4])
+        diesel_mw = diesel.output_mw
+        p_ch_max, p_dis_max = self._battery.feasible_power_mw(state.soc)
+        headroom = pv_mw + diesel_mw + self._import_max - facility_mw
+        p_ch_max = np.minimum(p_ch_max, np.maximum(headroom, dc.zero))
+        soc, battery_mw, charge_mwh, discharge_mwh = self._battery.apply_power(
+            state.soc, action[:, 3].clip(-p_ch_max, p_dis_max)
+        )
         residual = facility_mw - battery_mw - pv_mw - diesel_mw
         grid_mw, deficit_mw, spill_mw = self._grid.settle(residual)
+        if np.count_nonzero(deficit_mw):  # supply short of the demand: the GPUs are throttled
+            short = deficit_mw > dc.zero
+            supply_mw = pv_mw + diesel_mw + battery_mw + grid_mw
+            cut = dc.within_supply(
+                state.queue_cum_gpuh,
+                gpus,
+                served,
+                it_mw,
+                state.zone_temp_c,
+                temp_out,
+                condenser_c,
+                setpoint,
+                supply_mw,
+            )
+            cum = np.where(short[:, None, None], cut[0], cum)
+            served = np.where(short[:, None], cut[1], served)
+            it_mw, zone_temp, cooling_mw = (
+                np.where(short, new, old)
+                for new, old in zip(cut[2:], (it_mw, zone_temp, cooling_mw), strict=True)
+            )
 
-        # objectives (<= 0) and costs (>= 0)
+        # objectives (<= 0, but for the end-of-day settlement) and costs (>= 0)
         reward_vector = np.empty((n_rows, 3))
         neg_dt = self._neg_dt
-        np.multiply(facility_mw, neg_dt, out=reward_vector[:, 0])
+        np.multiply(it_mw + cooling_mw, neg_dt, out=reward_vector[:, 0])
         np.subtract(
             (grid_mw * price + diesel_mw * self._fuel_cost) * neg_dt,
-            self._degradation_cost * (charge_mwh + discharge_mwh),
+            self._degradation_cost * (charge_mwh + discharge_mwh)
+            + self._start_up_cost * diesel.started,
             out=reward_vector[:, 1],
         )
+        settlement = np.zeros(n_rows)
+        last = t == self._last_step
+        if np.count_nonzero(last):  # the day ends: the battery's energy is settled
+            stored_change_mwh = (soc - self._soc_start) * self._capacity
+            bat = self.params.battery
+            settlement = np.where(
+                last,
+                settlement_value(
+                    stored_change_mwh,
+                    self._day_mean_price.take(state.day_id),
+                    bat.charge_efficiency,
+                    bat.discharge_efficiency,
+                    bat.degradation_cost_per_mwh,
+                ),
+                settlement,
+            )
+            reward_vector[:, 1] = np.where(
+                last, reward_vector[:, 1] + settlement, reward_vector[:, 1]
+            )
         np.multiply(grid_mw * co2 + diesel_mw * self._diesel_co2, neg_dt, out=reward_vector[:, 2])
         costs = np.zeros((n_rows, 3))
         dc.overtemperature_kh(zone_temp, out=costs[:, 1])
@@ -282,6 +353,8 @@ class DCMicrogrid(Task):
             day_id=state.day_id,
             t=q.t_next,
             soc=soc,
+            diesel_on=diesel.on,
+            diesel_steps=diesel.steps_in_state,
             zone_temp_c=zone_temp,
             queue_cum_gpuh=q.cum,
             arrived_gpuh=state.arrived_gpuh + q.arrived,
@@ -310,6 +383,7 @@ class DCMicrogrid(Task):
                 "pv_mw": pv_mw,
                 "pv_curtailed_mw": np.minimum(spill_mw, pv_mw),
                 "diesel_mw": diesel_mw,
+                "diesel_started": diesel.started,
                 "battery_p_mw": battery_mw,
                 "soc": soc,
                 "grid_import_mw": grid_mw,
@@ -317,6 +391,7 @@ class DCMicrogrid(Task):
                 "spill_mw": spill_mw,
                 "price_per_mwh": price,
                 "grid_co2_t_per_mwh": co2,
+                "storage_settlement": settlement,
                 **dc.queue_info(gpus, served, new_state.arrived_gpuh, new_state.served_gpuh, q),
             },
         )
@@ -380,6 +455,10 @@ class DCMicrogrid(Task):
             price_per_mwh=price,
             grid_co2_t_per_mwh=co2,
             pv_mw=pv_mw,
+            diesel_on=bool(state.diesel_on[row]),
+            diesel_steps=int(state.diesel_steps[row]),
+            settlement_price_per_mwh=float(self._day_mean_price[state.day_id[row]]),
+            stored_start_mwh=self.params.initial_soc * self.params.battery.energy_capacity_mwh,
             arrivals_gpuh=arrivals,
             carry_allowance_gpuh=allowance,
             bucket_due_step=w.bucket_due_step,
