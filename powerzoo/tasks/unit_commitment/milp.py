@@ -3,22 +3,28 @@
 For the remaining ``T`` steps of an episode and ``n`` units (binary status ``u``, start-up ``v``
 and shut-down ``w`` indicators, output ``p``)::
 
-    min  sum_t,g [ fuel_g(p) + no_load_g u + SU_g v + SD_g w ] dt-scaled
-         + 10 IMBALANCE_PRICE dt sum_t (s+ + s-) + 10 OVERLOAD_PENALTY dt sum_t r_t
+    min  sum_t,g [ fuel_g(p) + no_load_g u + SUC_g v + SDC_g w ] dt-scaled
+         + 10 IMBALANCE_PRICE dt sum_t (s+ + s-) + 10 OVERLOAD_PENALTY dt sum_t q_t
          + OVERLOAD_PENALTY dt sum_t,l o_tl
     s.t. v_t - w_t = u_t - u_{t-1},   v_t <= 1 - u_{t-1},   w_t <= u_{t-1}
          sum_{k=t-UT+1..t} v_k <= u_t,   sum_{k=t-DT+1..t} w_k <= 1 - u_t       (min up / down)
          Pmin u_t <= p_t <= Pmax u_t,   p_t <= Pmax u_t - (Pmax - SUmax) v_t     (start-up output)
-         p_t - p_{t-1} <= RU u_{t-1} + SUmax v_t,   p_{t-1} - p_t <= RD u_t + Pmax w_t (ramps)
+         p_t - p_{t-1} <= RU u_{t-1} + SUmax v_t                                  (ramp up)
+         p_{t-1} - p_t <= RD u_t + SD w_t                   (ramp down and shut-down ramp)
          sum_g p_t + s+_t - s-_t = load_t                                         (balance)
-         sum_g Pmax u_t + r_t >= (1 + margin) load_t                              (reserve)
+         0 <= r_gt <= R10_g u_t,   r_gt <= Pmax u_t - p_t          (10-minute spinning reserve)
+         sum_g r_t + q_t >= margin load_t                                         (reserve)
+         sum_g r_t + q_t >= p_kt  for every unit k       (largest unit, N-1; tso only)
          |PTDF_l (C_g p_t - d_t)| <= F_l + o_tl                                   (lines)
 
 with the first step's ``u_{t-1}``, ``p_{t-1}`` and the minimum times still to serve taken from
-the env's state, exactly the rules the env applies (:mod:`powerzoo.devices.thermal_unit`). The
-convex quadratic fuel cost ``c2 p^2 + c1 p`` is replaced by its secant on ``PWL_SEGMENTS`` equal
-segments of ``[0, Pmax]`` (an over-estimate, exact at the breakpoints; the replay in the env
-scores the true cost). Imbalance and reserve shortfall are soft at 10x their price (last
+the env's state, exactly the rules the env applies (:mod:`powerzoo.devices.thermal_unit`): ``SD``
+is the shut-down ramp limit ``shutdown_max_mw`` (with ``w_t = 1`` the row reads ``p_{t-1} <=
+SD``; a unit on above it before the first step stays on in the first step), ``R10`` the
+10-minute response ``reserve_ramp_mw`` and ``q`` the reserve shortfall (the env's
+``reserve_shortfall`` cost). The convex quadratic fuel cost ``c2 p^2 + c1 p`` is replaced by its
+secant on ``PWL_SEGMENTS`` equal segments of ``[0, Pmax]`` (an over-estimate, exact at the
+breakpoints; the replay in the env scores the true cost). Imbalance and reserve shortfall are soft at 10x their price (last
 resorts), line overloads at ``OVERLOAD_PENALTY`` (1,000 $/MWh, as the dispatch oracles).
 
 :func:`build_model` holds the network either in bus-angle form (nodal balance at every bus, the
@@ -203,6 +209,8 @@ def build_model(
     load = demand * task.load_scale
     steps = np.arange(t_n)[:, None]
     keep_on = on0 & (steps < f.min_up_steps - time0)  # minimum times still to serve
+    # above its shut-down ramp limit before the first step: may not stop in the first step
+    keep_on[0] |= f.shutdown_blocked(on0, p0)
     keep_off = ~on0 & (steps < f.min_down_steps - time0)
 
     m = MilpModel()
@@ -225,7 +233,8 @@ def build_model(
     )
     s_up = m.cols((t_n,), 0.0, np.inf, SLACK_FACTOR * IMBALANCE_PRICE * dt)
     s_dn = m.cols((t_n,), 0.0, np.inf, SLACK_FACTOR * IMBALANCE_PRICE * dt)
-    r = m.cols((t_n,), 0.0, np.inf, SLACK_FACTOR * OVERLOAD_PENALTY * dt)
+    q = m.cols((t_n,), 0.0, np.inf, SLACK_FACTOR * OVERLOAD_PENALTY * dt)  # reserve shortfall
+    r = m.cols((t_n, n), 0.0, f.reserve_ramp_mw)  # spinning reserve of each unit
 
     shape = (t_n, n)
     m.rows([(p, 1.0), (delta, -1.0)], 0.0, 0.0, shape)
@@ -273,28 +282,32 @@ def build_model(
             0.0,
             (t_n - 1, g.size),
         )
-    g = np.flatnonzero(rd < pmax)
-    if g.size:  # p_{t-1} - p_t <= RD u_t + Pmax w_t
+    sd = f.shutdown_max_mw
+    g = np.flatnonzero(rd < pmax)  # (SD < Pmax only where RD < Pmax)
+    if g.size:  # p_{t-1} - p_t <= RD u_t + SD w_t
         if not free_first:
             m.rows(
-                [(p[:1, g], -1.0), (u[:1, g], -rd[g]), (w[:1, g], -pmax[g])],
+                [(p[:1, g], -1.0), (u[:1, g], -rd[g]), (w[:1, g], -sd[g])],
                 -np.inf,
                 -p0[None, g],
                 (1, g.size),
             )
         m.rows(
-            [(p[:-1, g], 1.0), (p[1:, g], -1.0), (u[1:, g], -rd[g]), (w[1:, g], -pmax[g])],
+            [(p[:-1, g], 1.0), (p[1:, g], -1.0), (u[1:, g], -rd[g]), (w[1:, g], -sd[g])],
             -np.inf,
             0.0,
             (t_n - 1, g.size),
         )
-    # reserve
-    m.rows(
-        [(u, f.pmax_mw), (r[:, None], 1.0)],
-        ((1.0 + RESERVE_MARGIN) * load)[:, None],
-        np.inf,
-        (t_n, 1),
-    )
+    # spinning reserve: r <= R10 u, r <= Pmax u - p; sum r + q >= margin x load (and >= p_k)
+    m.rows([(r, 1.0), (u, -f.reserve_ramp_mw)], -np.inf, 0.0, shape)
+    m.rows([(r, 1.0), (p, 1.0), (u, -f.pmax_mw)], -np.inf, 0.0, shape)
+    m.rows([(r, 1.0), (q[:, None], 1.0)], (RESERVE_MARGIN * load)[:, None], np.inf, (t_n, 1))
+    if task.contingency_reserve:
+        # only units that can run above the smallest margin x load can set the requirement
+        k = np.flatnonzero(f.pmax_mw > RESERVE_MARGIN * load.min())
+        total = np.broadcast_to(r[:, None, :], (t_n, k.size, n))
+        short = np.broadcast_to(q[:, None], (t_n, k.size))
+        m.rows([(total, 1.0), (short, 1.0), (p[:, k], -1.0)], 0.0, np.inf, (t_n, k.size))
     if not network:
         m.rows(
             [(p, 1.0), (s_up[:, None], 1.0), (s_dn[:, None], -1.0)],
