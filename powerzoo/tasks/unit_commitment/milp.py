@@ -24,8 +24,9 @@ SD``; a unit on above it before the first step stays on in the first step), ``R1
 10-minute response ``reserve_ramp_mw`` and ``q`` the reserve shortfall (the env's
 ``reserve_shortfall`` cost). The convex quadratic fuel cost ``c2 p^2 + c1 p`` is replaced by its
 secant on ``PWL_SEGMENTS`` equal segments of ``[0, Pmax]`` (an over-estimate, exact at the
-breakpoints; the replay in the env scores the true cost). Imbalance and reserve shortfall are soft at 10x their price (last
-resorts), line overloads at ``OVERLOAD_PENALTY`` (1,000 $/MWh, as the dispatch oracles).
+breakpoints; the replay in the env scores the true cost). Imbalance and reserve shortfall are
+soft at 10x their price (last resorts), line overloads at ``OVERLOAD_PENALTY`` (1,000 $/MWh, as
+the dispatch oracles).
 
 :func:`build_model` holds the network either in bus-angle form (nodal balance at every bus, the
 slack bus takes the imbalance) or as one system balance, to which :func:`add_ptdf_limits` adds
