@@ -25,9 +25,10 @@ desynchronised from within one step, the shut-down ramp limit of the standard MI
 commitment (Carrion and Arroyo, IEEE Trans. Power Systems 21(3), 2006, constraint
 ``p_{t-1} <= Pmax u_t + SD w_t``). Its value is a modelling choice: a unit ramps down to its
 minimum stable output, or by one step's ramp, before it is taken off line, so the ramp-down limit
-holds through a shut-down (a base unit of this rule: from 40 % of Pmax; a peaking unit, which
-ramps its whole range in a step: from any output). A request to stop above ``SD_g +
-SHUTDOWN_TOL_MW`` is refused (the unit stays on and ramps down).
+holds through a shut-down (with the classes below, 30-minute steps: a base unit stops from at
+most 40 % of Pmax, a mid unit from 60 %, a peaking unit, which ramps its whole range in a step,
+from any output). A request to stop above ``SD_g + SHUTDOWN_TOL_MW`` is refused (the unit stays
+on and ramps down).
 
 Spinning reserve (:meth:`ThermalFleet.deliverable_reserve_mw`, :func:`reserve_requirement_mw`).
 The reserve of a committed unit is what it can add within 10 minutes: ``r_g = min(Pmax - p,

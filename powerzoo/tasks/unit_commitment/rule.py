@@ -6,19 +6,18 @@ units until the output they can reach this step (a starting unit: its start-up o
 unit: one ramp above its last output) covers ``max(load now, load next)`` plus the reserve
 requirement; then, while their 10-minute response (``reserve_ramp_mw``) falls short of the
 requirement, the units with the cheapest no-load cost per MW of response whose Pmin still fits
-under the load; a unit above its
-shut-down ramp limit is kept on (and, if the list would switch it off, dispatched down to that
-limit, so that it can stop at a later step). Dispatch: the economic dispatch of the committed
-units within their ramp bounds (:func:`powerzoo.physics.redispatch.redispatch`), each unit held
-``x`` times its 10-minute response below Pmax, ``x`` the share of the committed response the
-requirement needs (so the deliverable reserve meets it; relaxed as far as the load needs
-where the held units cannot serve it); while a branch stays overloaded, the
-cheapest free unit that relieves it and whose Pmin fits under the load is committed too, up to
-``MAX_EXTRA_UNITS`` per step. With the contingency term (``tso``) the requirement is first the
-margin of the load; if the dispatch's largest output is above the deliverable reserve, the
-commitment and dispatch are redone (at most ``CONTINGENCY_PASSES`` times) for a requirement
-``RESERVE_PAD`` above that output, with every unit's output capped at it (so the largest unit
-cannot grow past the reserve carried for it).
+under the load; a unit above its shut-down ramp limit is kept on (and, if the list would switch
+it off, dispatched down to that limit, so that it can stop at a later step). Dispatch: the
+economic dispatch of the committed units within their ramp bounds
+(:func:`powerzoo.physics.redispatch.redispatch`), each unit held ``x`` times its 10-minute
+response below Pmax, ``x`` the share of the committed response the requirement needs (so the
+deliverable reserve meets it; relaxed as far as the load needs where the held units cannot
+serve it); while a branch stays overloaded, the cheapest free unit that relieves it and whose
+Pmin fits under the load is committed too, up to ``MAX_EXTRA_UNITS`` per step. With the
+contingency term (``tso``) the requirement is first the margin of the load; while the
+dispatch's largest output is above the deliverable reserve, the commitment and dispatch are
+redone (at most ``CONTINGENCY_PASSES`` times) for a requirement ``RESERVE_PAD`` above the
+larger of the two.
 """
 
 from __future__ import annotations
@@ -68,7 +67,6 @@ def rule_based_action(task: Any, obs: np.ndarray) -> np.ndarray:
     want = np.empty(on.shape, dtype=bool)
     for row in range(on.shape[0]):  # redispatch takes one set of unit limits per call
         required = float(margin[row])
-        cap = np.full(f.n_units, np.inf)
         for _ in range(1 + CONTINGENCY_PASSES * task.contingency_reserve):
             want[row] = priority_list_commitment(
                 order,
@@ -80,7 +78,7 @@ def rule_based_action(task: Any, obs: np.ndarray) -> np.ndarray:
             _add_response(task, want[row], response[row], required, load[row], must_off[row])
             share = min(1.0, required / max(want[row] @ f.reserve_ramp_mw, 1e-9))
             hold = share * f.reserve_ramp_mw
-            upper = np.minimum(f.pmax_mw - hold, cap)
+            upper = f.pmax_mw - hold
             upper = np.where(stopping[row], f.shutdown_max_mw, upper)
             p[row] = _secure_dispatch(
                 task, load[row], on[row], p_prev[row], want[row], must_off[row], first[row], upper
@@ -91,7 +89,6 @@ def rule_based_action(task: Any, obs: np.ndarray) -> np.ndarray:
             have = f.deliverable_reserve_mw(want[row], p[row]).sum()
             if have >= need[0] - 1e-6:
                 break
-            cap = np.full(f.n_units, max(float(need[0]), cap.min(initial=np.inf) - 1.0))
             required = max(required, float(need[0])) * (1.0 + RESERVE_PAD)
     action = np.empty(want.shape + (2,))
     action[:, :, 0] = p
