@@ -4,21 +4,42 @@ Arrays lead with the batch axis ``B`` and then the unit axis ``n``; the fleet's 
 ``[n]`` arrays. A step of length ``dt_h`` hours works in three stages:
 
 1. :meth:`ThermalFleet.commit`: the requested on/off status is applied where the minimum up
-   and down times allow it; elsewhere the current status is kept and the row is reported as
-   overridden. A unit may switch off after ``min_up_steps`` steps on and back on after
-   ``min_down_steps`` steps off (``time_in_state`` counts the steps spent in the current status,
-   the step just finished included).
+   and down times and the shut-down ramp allow it; elsewhere the current status is kept and the
+   row is reported as overridden. A unit may switch off after ``min_up_steps`` steps on, and only
+   from an output at most its shut-down ramp limit ``SD_g`` (``shutdown_max_mw``, below); it may
+   switch back on after ``min_down_steps`` steps off (``time_in_state`` counts the steps spent in
+   the current status, the step just finished included).
 2. :meth:`ThermalFleet.dispatch_range`: output bounds of the step. Off: 0. Starting: ``[Pmin,
    max(Pmin, ramp-up per step)]`` (start-up ramp). Staying on: ``[max(Pmin, p - ramp-down),
-   min(Pmax, p + ramp-up)]``. Shutting down is allowed from any output (no shut-down ramp).
+   min(Pmax, p + ramp-up)]``. Shutting down: from ``p <= SD_g`` to 0.
 3. :func:`balance_dispatch` (optional): setpoints clipped into the bounds, then the remaining
    mismatch with the load shared by the committed units in proportion to their headroom
    (up or down), as automatic generation control would; what the bounds cannot absorb is
    returned as the imbalance.
 
 Costs of a step ($): fuel ``(c2 p^2 + c1 p) dt`` from the case's cost curve, no-load cost
-``no_load_cost_per_h x on x dt``, start-up and shut-down costs per switch. Reserve is
-committed capacity minus load (:func:`reserve_shortfall_mw`).
+``no_load_cost_per_h x on x dt``, start-up and shut-down costs per switch.
+
+Shut-down ramp. ``SD_g = min(Pmax, max(Pmin, ramp-down per step))``: the output a unit may be
+desynchronised from within one step, the shut-down ramp limit of the standard MILP unit
+commitment (Carrion and Arroyo, IEEE Trans. Power Systems 21(3), 2006, constraint
+``p_{t-1} <= Pmax u_t + SD w_t``). Its value is a modelling choice: a unit ramps down to its
+minimum stable output, or by one step's ramp, before it is taken off line, so the ramp-down limit
+holds through a shut-down (with the classes below, 30-minute steps: a base unit stops from at
+most 40 % of Pmax, a mid unit from 60 %, a peaking unit, which ramps its whole range in a step,
+from any output). A request to stop above ``SD_g + SHUTDOWN_TOL_MW`` is refused (the unit stays
+on and ramps down).
+
+Spinning reserve (:meth:`ThermalFleet.deliverable_reserve_mw`, :func:`reserve_requirement_mw`).
+The reserve of a committed unit is what it can add within 10 minutes: ``r_g = min(Pmax - p,
+10 x ramp-up per minute)``; an off unit carries none. This is the 10-minute synchronized
+(spinning) reserve of ISO practice (NERC BAL-002 contingency reserve must be deployed within
+the 15-minute recovery period; PJM's, NYISO's and ISO-NE's synchronized reserve products are
+10-minute products). Capacity that is committed but cannot be reached in 10 minutes does not
+count. The requirement is ``max(margin x load, largest online unit's output)`` with the
+contingency term (the N-1 rule: the reserve covers the loss of the largest single unit, the
+"most severe single contingency" of NERC BAL-002 and the ISOs' reserve requirements), or
+``margin x load`` alone where the contingency term is off.
 
 Unit-commitment parameters (:func:`fleet_from_case`)
 --------------------------------------------------
@@ -63,10 +84,16 @@ __all__ = [
     "balance_dispatch",
     "priority_list_commitment",
     "merit_order_within",
+    "reserve_requirement_mw",
     "reserve_shortfall_mw",
+    "SHUTDOWN_TOL_MW",
+    "RESERVE_MINUTES",
 ]
 
 _TIME_CAP = 10_000  # steps; time in state stops counting here (long past any minimum time)
+RESERVE_MINUTES = 10.0  # spinning reserve: what a unit can add within this many minutes
+# a stop is allowed up to SD_g + this (float32 actions and solver round-off, far below any ramp)
+SHUTDOWN_TOL_MW = 1e-3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +164,14 @@ class ThermalFleet:
             "ramp_up_step_mw": ru,
             "ramp_down_step_mw": self.ramp_down_mw_per_h * self.dt_h,
             "startup_max_mw": np.minimum(np.maximum(self.pmin_mw, ru), self.pmax_mw),
+            # shut-down ramp limit SD_g: a stop only from an output at most this (module doc)
+            "shutdown_max_mw": np.minimum(
+                np.maximum(self.pmin_mw, self.ramp_down_mw_per_h * self.dt_h), self.pmax_mw
+            ),
+            # spinning reserve a committed unit can deliver: 10 minutes of its ramp-up rate
+            "reserve_ramp_mw": np.minimum(
+                self.ramp_up_mw_per_h * RESERVE_MINUTES / 60.0, self.pmax_mw
+            ),
             "min_up_steps": np.ceil(self.min_up_h / self.dt_h - 1e-9).astype(np.int64),
             "min_down_steps": np.ceil(self.min_down_h / self.dt_h - 1e-9).astype(np.int64),
             "no_load_step": self.no_load_cost_per_h * self.dt_h,
@@ -153,19 +188,33 @@ class ThermalFleet:
 
     # ---- 1. commitment --------------------------------------------------------------------
     def commit(
-        self, on: np.ndarray, time_in_state: np.ndarray, want_on: np.ndarray
+        self, on: np.ndarray, time_in_state: np.ndarray, want_on: np.ndarray, p_mw: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Status after the minimum up/down rules: ``(on_new, start, stop, overridden)``, each [B,
-        n] bool.
+        """Status after the minimum up/down rules and the shut-down ramp: ``(on_new, start, stop,
+        overridden)``, each [B, n] bool.
 
-        ``on``: current status; ``time_in_state``: steps in it; ``want_on``: requested status.
+        ``on``: current status; ``time_in_state``: steps in it; ``want_on``: requested status;
+        ``p_mw``: last output (MW), a stop is refused above ``shutdown_max_mw``
+        (:meth:`shutdown_blocked`).
         """
         locked = time_in_state < np.where(on, self.min_up_steps, self.min_down_steps)
+        locked |= self.shutdown_blocked(on, p_mw)
         switch = want_on != on
         overridden = switch & locked
         change = switch ^ overridden
         on_new = on ^ change
         return on_new, change & on_new, change & on, overridden
+
+    def shutdown_blocked(self, on: np.ndarray, p_mw: np.ndarray) -> np.ndarray:
+        """[B, n] bool: on units whose output ``p_mw`` (MW) is above their shut-down ramp limit
+        ``shutdown_max_mw`` (+ ``SHUTDOWN_TOL_MW``), which may not stop this step."""
+        return on & (p_mw > self.shutdown_max_mw + SHUTDOWN_TOL_MW)
+
+    def deliverable_reserve_mw(self, on: np.ndarray, p_mw: np.ndarray) -> np.ndarray:
+        """Spinning reserve [B, n] in MW each unit can deliver within ``RESERVE_MINUTES``:
+        ``min(Pmax - p, 10 x ramp-up per minute)`` when on (at least 0), 0 when off."""
+        room = np.minimum(self.pmax_mw - p_mw, self.reserve_ramp_mw)
+        return np.maximum(room, 0.0) * on
 
     @staticmethod
     def advance_time(time_in_state: np.ndarray, changed: np.ndarray) -> np.ndarray:
@@ -219,6 +268,8 @@ class ThermalFleet:
                 "pmin_mw": float(self.pmin_mw[i]),
                 "pmax_mw": float(self.pmax_mw[i]),
                 "ramp_mw_per_h": float(self.ramp_up_mw_per_h[i]),
+                "shutdown_max_mw": float(self.shutdown_max_mw[i]),
+                "reserve_ramp_mw": float(self.reserve_ramp_mw[i]),
                 "min_up_h": float(self.min_up_h[i]),
                 "min_down_h": float(self.min_down_h[i]),
                 "startup_cost": float(self.startup_cost[i]),
@@ -301,15 +352,24 @@ def priority_list_commitment(
     target_mw: np.ndarray,
     must_on: np.ndarray,
     must_off: np.ndarray,
+    reserve_ramp_mw: np.ndarray | None = None,
+    reserve_mw: np.ndarray | None = None,
 ) -> np.ndarray:
     """Status [B, n]: ``must_on`` units, then units in priority ``order`` ([n], cheapest first)
-    until the committed capacity reaches ``target_mw`` [B]; ``must_off`` units stay off."""
+    until the committed capacity ``pmax_mw`` ([n] or [B, n], MW) reaches ``target_mw`` [B] and,
+    where given, their 10-minute response ``reserve_ramp_mw`` ([n] or [B, n], MW) reaches
+    ``reserve_mw`` [B]; ``must_off`` units stay off."""
     free = ~must_on & ~must_off
     cap = (free * pmax_mw)[:, order]
     before = np.cumsum(cap, axis=1) - cap
-    needed = target_mw - must_on @ pmax_mw
+    needed = target_mw - (must_on * pmax_mw).sum(axis=1)
+    take = before < needed[:, None]
+    if reserve_ramp_mw is not None and reserve_mw is not None:
+        ramp = (free * reserve_ramp_mw)[:, order]
+        ramp_before = np.cumsum(ramp, axis=1) - ramp
+        take |= ramp_before < (reserve_mw - (must_on * reserve_ramp_mw).sum(axis=1))[:, None]
     pick = np.empty_like(free)
-    pick[:, order] = free[:, order] & (before < needed[:, None])
+    pick[:, order] = free[:, order] & take
     return must_on | pick
 
 
@@ -327,10 +387,17 @@ def merit_order_within(
     return p + lo
 
 
-def reserve_shortfall_mw(
-    on: np.ndarray, pmax_mw: np.ndarray, load_mw: np.ndarray, margin: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(reserve, shortfall)`` [B] in MW: committed capacity minus load, and how far it falls
-    below the requirement ``margin x load``."""
-    reserve = on @ pmax_mw - load_mw
-    return reserve, np.maximum(margin * load_mw - reserve, 0.0)
+def reserve_requirement_mw(
+    load_mw: np.ndarray, p_mw: np.ndarray, margin: float, contingency: bool
+) -> np.ndarray:
+    """Spinning reserve requirement [B] in MW (module docstring): ``margin x load_mw`` [B], or
+    with ``contingency`` at least the largest unit output in ``p_mw`` [B, n] (N-1)."""
+    required = margin * load_mw
+    if contingency:
+        required = np.maximum(required, p_mw.max(axis=1, initial=0.0))
+    return required
+
+
+def reserve_shortfall_mw(reserve_mw: np.ndarray, required_mw: np.ndarray) -> np.ndarray:
+    """How far the deliverable reserve ``reserve_mw`` [B] falls below ``required_mw`` [B] (MW)."""
+    return np.maximum(required_mw - reserve_mw, 0.0)

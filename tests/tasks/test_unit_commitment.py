@@ -7,7 +7,14 @@ from pettingzoo.test import parallel_api_test
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from powerzoo.benchmarks.baselines import evaluate_baseline
-from powerzoo.devices.thermal_unit import ThermalFleet, UnitClass, balance_dispatch, fleet_from_case
+from powerzoo.devices.thermal_unit import (
+    ThermalFleet,
+    UnitClass,
+    balance_dispatch,
+    fleet_from_case,
+    reserve_requirement_mw,
+    reserve_shortfall_mw,
+)
 from powerzoo.envs.introspect import inspect_env
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task
@@ -39,7 +46,8 @@ def test_commit_overrides_switches_that_break_minimum_times():
     on = np.array([[True, True, True, False, False]])
     time = np.array([[1, 1, 16, 3, 16]])
     want = np.array([[False, False, False, True, True]])
-    on_new, start, stop, overridden = f.commit(on, time, want)
+    p = np.array([[40.0, 60.0, 200.0, 0.0, 0.0]])  # all at or below their shut-down limits
+    on_new, start, stop, overridden = f.commit(on, time, want, p)
     # unit 0 (peaking, 2 steps) and unit 1 (mid, 8 steps) were on for 1 step: kept on
     assert overridden[0].tolist() == [True, True, False, True, False]
     assert on_new[0].tolist() == [True, True, False, False, True]
@@ -133,14 +141,130 @@ def test_schedule_respects_min_times_ramps_balance_and_reserve(task_id):
             lo, hi = f.dispatch_range(before.on, before.p_mw, on, started, before.t == 0)
             feasible = (lo.sum(axis=1) <= load) & (load <= hi.sum(axis=1))
             assert np.all(np.abs(info["imbalance_mw"][feasible]) < 1e-6)
-        # reserve from committed capacity
+        # shut-downs only from at most the shut-down ramp limit; refused ones are reported
+        stopped = before.on & ~on
+        assert np.all(before.p_mw[stopped] <= np.broadcast_to(f.shutdown_max_mw, p.shape)[stopped])
+        refused = before.on & ~requested & (before.p_mw > f.shutdown_max_mw + 1e-3)
+        np.testing.assert_array_equal(info["shutdown_refused"], refused)
+        assert np.all(on[refused]) and np.all(info["commitment_overridden"][refused])
+        # reserve: what each committed unit can add in 10 minutes, against the requirement
         capacity = on @ f.pmax_mw
         np.testing.assert_allclose(info["committed_capacity_mw"], capacity)
-        np.testing.assert_allclose(info["reserve_mw"], capacity - load)
+        ten_min = f.ramp_up_mw_per_h * 10.0 / 60.0
+        reserve = (on * np.maximum(np.minimum(f.pmax_mw - p, ten_min), 0.0)).sum(axis=1)
+        np.testing.assert_allclose(info["reserve_mw"], reserve, atol=1e-9)
+        required = 0.1 * load
+        if task_id == "tso":  # N-1: the largest unit's output
+            required = np.maximum(required, p.max(axis=1))
+        np.testing.assert_allclose(info["reserve_requirement_mw"], required)
         np.testing.assert_allclose(
-            info["cost_reserve_shortfall"], np.maximum(0.1 * load - (capacity - load), 0) * dt
+            info["cost_reserve_shortfall"], np.maximum(required - reserve, 0) * dt, atol=1e-9
         )
         assert np.all(info["constraint_costs"] >= 0.0)
+
+
+def test_reserve_counts_only_what_units_deliver_in_ten_minutes():
+    # a base unit at half output with 48 % of its rating committed but idle: the old measure
+    # (committed capacity - load) counted all of it; only 10 minutes of its ramp is deliverable
+    f = make_task("marl_uc").fleet  # unit 4: Brighton, 600 MW, base, 1 %/min
+    on = np.array([[False, False, False, False, True]])
+    p = np.array([[0.0, 0.0, 0.0, 0.0, 312.0]])
+    reserve = f.deliverable_reserve_mw(on, p)
+    assert reserve[0].tolist() == [0.0, 0.0, 0.0, 0.0, 60.0]  # 10 x 6 MW/min, not 288 MW
+    p[0, 4] = 570.0  # 30 MW below Pmax: the headroom binds
+    assert f.deliverable_reserve_mw(on, p)[0, 4] == pytest.approx(30.0)
+    assert f.deliverable_reserve_mw(~on, p)[0, 4] == 0.0  # an off unit carries none
+    # a peaking unit ramps 10 %/min: its whole headroom is deliverable
+    assert f.reserve_ramp_mw[0] == pytest.approx(40.0)
+
+
+def test_reserve_requirement_is_margin_of_load_or_the_largest_unit():
+    load = np.array([1000.0, 3000.0])
+    p = np.array([[500.0, 200.0], [500.0, 200.0]])
+    np.testing.assert_allclose(reserve_requirement_mw(load, p, 0.1, False), [100.0, 300.0])
+    np.testing.assert_allclose(reserve_requirement_mw(load, p, 0.1, True), [500.0, 500.0])
+    np.testing.assert_allclose(
+        reserve_shortfall_mw(np.array([450.0, 600.0]), [500.0, 500.0]), [50, 0]
+    )
+    # the env: tso carries the N-1 term, marl_uc the margin alone
+    assert make_task("tso").contingency_reserve and not make_task("marl_uc").contingency_reserve
+    task = make_task("tso", "test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0]))
+    action = np.zeros((1, 2 * task.fleet.n_units))
+    action[0, 0::2], action[0, 1::2] = state.p_mw[0], state.on[0]
+    _, out = task.step(state, action, rng)
+    p_now = out.action_applied[0, 0::2]
+    load = out.info["total_load_mw"][0]
+    assert out.info["reserve_requirement_mw"][0] == pytest.approx(max(0.1 * load, p_now.max()))
+    assert out.info["reserve_mw"][0] < out.info["headroom_mw"][0]
+
+
+def test_shutdown_from_above_the_shutdown_ramp_is_refused_and_flagged():
+    task = make_task("marl_uc", "test")
+    f = task.fleet
+    # Solitude (520 MW base): SD = max(Pmin 208, ramp-down 156 per step) = 208 MW
+    assert f.shutdown_max_mw[2] == pytest.approx(208.0)
+    assert f.shutdown_max_mw[0] == pytest.approx(40.0)  # a peaking unit may stop from Pmax
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0]))
+    state.on[0] = True
+    state.p_mw[0] = [40.0, 170.0, 520.0, 200.0, 600.0]  # everything at full output
+    state.t[0] = 3
+    action = np.zeros((1, 10))
+    action[0, 0::2] = [0.0, 170.0, 0.0, 200.0, 600.0]
+    action[0, 1::2] = [0, 1, 0, 1, 1]  # stop Alta (allowed) and Solitude at 520 MW (refused)
+    new, out = task.step(state, action, rng)
+    assert new.on[0].tolist() == [False, True, True, True, True]
+    assert out.info["shutdown_refused"][0].tolist() == [False, False, True, False, False]
+    assert out.info["n_shutdown_refused"][0] == 1 and out.info["commitment_overridden"][0, 2]
+    assert new.p_mw[0, 2] == pytest.approx(520.0 - 156.0)  # it ramps down instead
+    # one step later it is at 364 MW, still above 208: refused again; then at 208 it may stop
+    new, out = task.step(new, action, rng)
+    assert new.on[0, 2] and out.info["shutdown_refused"][0, 2]
+    assert new.p_mw[0, 2] == pytest.approx(208.0)
+    new, out = task.step(new, action, rng)
+    assert not new.on[0, 2] and not out.info["shutdown_refused"][0, 2]
+
+
+def test_rule_and_oracle_stop_units_only_from_their_shutdown_limit():
+    task = make_task("marl_uc", "test")
+    f = task.fleet
+    rng = np.random.default_rng(0)
+    days = np.array([3, 40])
+    for policy in ("rule", "oracle"):
+        state = task.reset(rng, days)
+        plan = task.oracle_plan(state) if policy == "oracle" else None
+        for k in range(task.spec.horizon):
+            obs = task.observe(state)
+            action = plan[:, k] if plan is not None else task.rule_based_action(obs)
+            before = state
+            state, out = task.step(state, action, rng)
+            stopped = before.on & ~state.on
+            limit = np.broadcast_to(f.shutdown_max_mw, stopped.shape)
+            assert np.all(before.p_mw[stopped] <= limit[stopped] + 1e-3), policy
+            assert out.info["n_shutdown_refused"].sum() == 0, policy
+            assert np.all(out.constraint_costs[:, 1] < 1e-6), policy  # reserve met
+
+
+def test_milp_holds_the_reserve_and_shutdown_rows():
+    from powerzoo.tasks.unit_commitment.oracle import solve_uc_day
+
+    task = make_task("marl_uc", "test")
+    f = task.fleet
+    demand = task.demand_pu(np.array([3]), np.arange(48)[None])[0]
+    on0 = np.array([False, False, True, False, True])
+    p0 = np.array([0.0, 0.0, 520.0, 0.0, 300.0])  # Solitude at full output: may not stop at once
+    plan = solve_uc_day(task, demand, on0, np.full(5, 100), p0)
+    assert plan.on[0, 2]
+    prev_on = np.vstack([on0, plan.on[:-1]])
+    prev_p = np.vstack([p0, plan.p_mw[:-1]])
+    stopped = prev_on & ~plan.on
+    limit = np.broadcast_to(f.shutdown_max_mw, stopped.shape)
+    assert np.all(prev_p[stopped] <= limit[stopped] + 1e-6)
+    reserve = f.deliverable_reserve_mw(plan.on, plan.p_mw).sum(axis=1)
+    load = demand * task.load_scale
+    assert np.all(reserve >= 0.1 * load - 1e-6)
 
 
 def test_start_up_and_no_load_costs_are_charged():

@@ -25,8 +25,25 @@ Model
 * Network: DC power flow through the PTDF (the slack bus takes the mismatch); line limits of
   ``opf_118`` (binding ratings derived from the DC-OPF at peak load; case5 keeps its published
   ratings). ``line_tightening`` (``tso``): test days with every finite rating x 0.8.
-* Reserve: committed capacity minus load; the requirement is ``RESERVE_MARGIN`` (10 %) of the
-  load; the shortfall (MWh) is the ``reserve_shortfall`` cost.
+* Shut-down ramp: a unit may stop only from an output at most ``SD_g = max(Pmin, ramp-down per
+  step)`` (:mod:`powerzoo.devices.thermal_unit`); a stop requested above it is refused (the
+  unit stays on and ramps down; ``info["shutdown_refused"]`` [B, n], ``n_shutdown_refused``,
+  and the row counts as overridden). Before this limit units were taken off line from any
+  output: over the 77 ``marl_uc`` test days the rule stopped 53 of its 419 units above
+  ``SD_g`` (mean output before a stop 0.44 Pmax, max 1.00); after it, none.
+* Reserve: 10-minute spinning reserve. Each committed unit carries ``r_g = min(Pmax - p, 10 x
+  ramp-up per minute)`` (what it can deliver in 10 minutes); the requirement is ``RESERVE_MARGIN``
+  (10 %) of the load, and on ``tso`` at least the largest unit's output (N-1: the reserve covers
+  the loss of the largest single unit, the most severe single contingency of NERC BAL-002 and
+  the ISOs' 10-minute synchronized reserve requirements). The shortfall (MWh) is the
+  ``reserve_shortfall`` cost. ``marl_uc`` has no N-1 term: its two large units (520 and 600 MW,
+  Pmin 208 and 240 MW) are 50-190 % of its load and the whole fleet's 10-minute response is 226
+  MW, so no commitment could cover the loss of either; the 5-bus area is read as a member of a
+  reserve-sharing group carrying 10 % of its load. The former measure, committed capacity minus
+  load, counted capacity that cannot be reached in 10 minutes: on the ``marl_uc`` test days
+  under the oracle 267 MW of it on average where 91 MW were deliverable (under the rule 295 and
+  94 MW). ``info``: ``reserve_mw`` (deliverable), ``reserve_requirement_mw``,
+  ``committed_capacity_mw``, ``headroom_mw`` (committed capacity - load).
 * Reward: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh)`` in $
   per step (``REWARD_TERMS``; shared by the agents of ``marl_uc``). Costs: ``thermal_overload``
   (MWh of branch overload), ``reserve_shortfall`` (MWh), ``power_imbalance`` (MWh).
@@ -34,12 +51,15 @@ Model
   step's load plus reserve are on, free to switch (their minimum times have passed), at the
   merit-order dispatch of that load. The first step has no ramp limit (the previous day's
   dispatch is not modelled, and a network-blind start could otherwise force overloads).
-* Baselines: random; rule (priority-list commitment for ``(1 + margin) x max(load now, load
-  next)`` within the minimum up/down times, then congestion-aware economic dispatch of the
-  committed units within their ramp bounds, :func:`powerzoo.physics.redispatch.redispatch`;
-  while a branch stays overloaded, the cheapest free unit that relieves it and whose Pmin fits
-  under the load is committed too, up to 6 per step); oracle (day-ahead UC MILP with perfect
-  foresight, :mod:`.oracle`, replayed in the env).
+* Baselines: random; rule (priority-list commitment for ``max(load now, load next)`` plus the
+  reserve requirement within the minimum up/down times and the shut-down ramp, units with the
+  cheapest no-load cost per MW of 10-minute response added until the committed response covers
+  the requirement; then congestion-aware economic dispatch of the committed units within their
+  ramp bounds, each unit held below Pmax by its share of the reserve,
+  :func:`powerzoo.physics.redispatch.redispatch`; while a branch stays overloaded, the cheapest
+  free unit that relieves it and whose Pmin fits under the load is committed too, up to 6 per
+  step; :mod:`.rule`); oracle (day-ahead UC MILP with perfect foresight, the same reserve and
+  shut-down rows as the env, :mod:`.oracle`, replayed in the env).
 
 Modules: :mod:`.spec` (parameters, network, specs), :mod:`.task` (state, reset / observe / step),
 :mod:`.rule` (the rule-based baseline), :mod:`.milp` (the UC MILP's model) and :mod:`.oracle`

@@ -3,23 +3,34 @@
 For the remaining ``T`` steps of an episode and ``n`` units (binary status ``u``, start-up ``v``
 and shut-down ``w`` indicators, output ``p``)::
 
-    min  sum_t,g [ fuel_g(p) + no_load_g u + SU_g v + SD_g w ] dt-scaled
-         + 10 IMBALANCE_PRICE dt sum_t (s+ + s-) + 10 OVERLOAD_PENALTY dt sum_t r_t
-         + OVERLOAD_PENALTY dt sum_t,l o_tl
+    min  sum_t,g [ fuel_g(p) + no_load_g u + SUC_g v + SDC_g w ] dt-scaled
+         + 100 IMBALANCE_PRICE dt sum_t (s+ + s-) + 100 OVERLOAD_PENALTY dt sum_t q_t
+         + 10 OVERLOAD_PENALTY dt sum_t,l o_tl
     s.t. v_t - w_t = u_t - u_{t-1},   v_t <= 1 - u_{t-1},   w_t <= u_{t-1}
          sum_{k=t-UT+1..t} v_k <= u_t,   sum_{k=t-DT+1..t} w_k <= 1 - u_t       (min up / down)
          Pmin u_t <= p_t <= Pmax u_t,   p_t <= Pmax u_t - (Pmax - SUmax) v_t     (start-up output)
-         p_t - p_{t-1} <= RU u_{t-1} + SUmax v_t,   p_{t-1} - p_t <= RD u_t + Pmax w_t (ramps)
+         p_t - p_{t-1} <= RU u_{t-1} + SUmax v_t                                  (ramp up)
+         p_{t-1} - p_t <= RD u_t + SD w_t                   (ramp down and shut-down ramp)
          sum_g p_t + s+_t - s-_t = load_t                                         (balance)
-         sum_g Pmax u_t + r_t >= (1 + margin) load_t                              (reserve)
+         0 <= r_gt <= R10_g u_t,   r_gt <= Pmax u_t - p_t          (10-minute spinning reserve)
+         sum_g r_t + q_t >= margin load_t                                         (reserve)
+         sum_g r_t + q_t >= p_kt  for every unit k       (largest unit, N-1; tso only)
          |PTDF_l (C_g p_t - d_t)| <= F_l + o_tl                                   (lines)
 
 with the first step's ``u_{t-1}``, ``p_{t-1}`` and the minimum times still to serve taken from
-the env's state, exactly the rules the env applies (:mod:`powerzoo.devices.thermal_unit`). The
-convex quadratic fuel cost ``c2 p^2 + c1 p`` is replaced by its secant on ``PWL_SEGMENTS`` equal
-segments of ``[0, Pmax]`` (an over-estimate, exact at the breakpoints; the replay in the env
-scores the true cost). Imbalance and reserve shortfall are soft at 10x their price (last
-resorts), line overloads at ``OVERLOAD_PENALTY`` (1,000 $/MWh, as the dispatch oracles).
+the env's state, exactly the rules the env applies (:mod:`powerzoo.devices.thermal_unit`): ``SD``
+is the shut-down ramp limit ``shutdown_max_mw`` (with ``w_t = 1`` the row reads ``p_{t-1} <=
+SD``; a unit on above it before the first step stays on in the first step), ``R10`` the
+10-minute response ``reserve_ramp_mw`` and ``q`` the reserve shortfall (the env's
+``reserve_shortfall`` cost). The convex quadratic fuel cost ``c2 p^2 + c1 p`` is replaced by its
+secant on ``PWL_SEGMENTS`` equal segments of ``[0, Pmax]`` (an over-estimate, exact at the
+breakpoints; the replay in the env scores the true cost). The constraints the env counts as
+costs are soft, priced far above any fuel cost so that the plan keeps within the tasks' budgets
+(1 MWh a day of each) wherever a commitment can: line overloads at ``LINE_SLACK_FACTOR`` (10) x
+``OVERLOAD_PENALTY`` (10,000 $/MWh), imbalance and reserve shortfall at ``SLACK_FACTOR`` (100)
+x 1,000 $/MWh, last resorts. (At 1,000 $/MWh for lines and 10,000 $/MWh for imbalance the
+``marl_uc`` plan overloaded a line or left an imbalance above the budget on 17 of the 77 test
+days, where a start-up would have cost more than the penalty; at these prices on none.)
 
 :func:`build_model` holds the network either in bus-angle form (nodal balance at every bus, the
 slack bus takes the imbalance) or as one system balance, to which :func:`add_ptdf_limits` adds
@@ -48,7 +59,8 @@ __all__ = [
 MIP_REL_GAP = 0.005
 PWL_SEGMENTS = 4
 DISP = False  # HiGHS's log on the console
-SLACK_FACTOR = 10.0  # imbalance and reserve shortfall are priced 10x a line overload: last resorts
+SLACK_FACTOR = 100.0  # imbalance and reserve shortfall at 100x 1,000 $/MWh: last resorts
+LINE_SLACK_FACTOR = 10.0  # line overloads at 10x OVERLOAD_PENALTY
 
 
 class MilpModel:
@@ -203,6 +215,8 @@ def build_model(
     load = demand * task.load_scale
     steps = np.arange(t_n)[:, None]
     keep_on = on0 & (steps < f.min_up_steps - time0)  # minimum times still to serve
+    # above its shut-down ramp limit before the first step: may not stop in the first step
+    keep_on[0] |= f.shutdown_blocked(on0, p0)
     keep_off = ~on0 & (steps < f.min_down_steps - time0)
 
     m = MilpModel()
@@ -225,7 +239,8 @@ def build_model(
     )
     s_up = m.cols((t_n,), 0.0, np.inf, SLACK_FACTOR * IMBALANCE_PRICE * dt)
     s_dn = m.cols((t_n,), 0.0, np.inf, SLACK_FACTOR * IMBALANCE_PRICE * dt)
-    r = m.cols((t_n,), 0.0, np.inf, SLACK_FACTOR * OVERLOAD_PENALTY * dt)
+    q = m.cols((t_n,), 0.0, np.inf, SLACK_FACTOR * OVERLOAD_PENALTY * dt)  # reserve shortfall
+    r = m.cols((t_n, n), 0.0, f.reserve_ramp_mw)  # spinning reserve of each unit
 
     shape = (t_n, n)
     m.rows([(p, 1.0), (delta, -1.0)], 0.0, 0.0, shape)
@@ -273,28 +288,32 @@ def build_model(
             0.0,
             (t_n - 1, g.size),
         )
-    g = np.flatnonzero(rd < pmax)
-    if g.size:  # p_{t-1} - p_t <= RD u_t + Pmax w_t
+    sd = f.shutdown_max_mw
+    g = np.flatnonzero(rd < pmax)  # (SD < Pmax only where RD < Pmax)
+    if g.size:  # p_{t-1} - p_t <= RD u_t + SD w_t
         if not free_first:
             m.rows(
-                [(p[:1, g], -1.0), (u[:1, g], -rd[g]), (w[:1, g], -pmax[g])],
+                [(p[:1, g], -1.0), (u[:1, g], -rd[g]), (w[:1, g], -sd[g])],
                 -np.inf,
                 -p0[None, g],
                 (1, g.size),
             )
         m.rows(
-            [(p[:-1, g], 1.0), (p[1:, g], -1.0), (u[1:, g], -rd[g]), (w[1:, g], -pmax[g])],
+            [(p[:-1, g], 1.0), (p[1:, g], -1.0), (u[1:, g], -rd[g]), (w[1:, g], -sd[g])],
             -np.inf,
             0.0,
             (t_n - 1, g.size),
         )
-    # reserve
-    m.rows(
-        [(u, f.pmax_mw), (r[:, None], 1.0)],
-        ((1.0 + RESERVE_MARGIN) * load)[:, None],
-        np.inf,
-        (t_n, 1),
-    )
+    # spinning reserve: r <= R10 u, r <= Pmax u - p; sum r + q >= margin x load (and >= p_k)
+    m.rows([(r, 1.0), (u, -f.reserve_ramp_mw)], -np.inf, 0.0, shape)
+    m.rows([(r, 1.0), (p, 1.0), (u, -f.pmax_mw)], -np.inf, 0.0, shape)
+    m.rows([(r, 1.0), (q[:, None], 1.0)], (RESERVE_MARGIN * load)[:, None], np.inf, (t_n, 1))
+    if task.contingency_reserve:
+        # only units that can run above the smallest margin x load can set the requirement
+        k = np.flatnonzero(f.pmax_mw > RESERVE_MARGIN * load.min())
+        total = np.broadcast_to(r[:, None, :], (t_n, k.size, n))
+        short = np.broadcast_to(q[:, None], (t_n, k.size))
+        m.rows([(total, 1.0), (short, 1.0), (p[:, k], -1.0)], 0.0, np.inf, (t_n, k.size))
     if not network:
         m.rows(
             [(p, 1.0), (s_up[:, None], 1.0), (s_dn[:, None], -1.0)],
@@ -329,7 +348,7 @@ def build_model(
         # net injection at bus i = sum of flows leaving it: -(b theta_i - b theta_j) on the row of i
         m.triplets(bus_rows[steps, i_bus[live]], theta[steps, j_bus[live]], sign * b[live])
     lim = task.limited
-    o = m.cols((t_n, lim.size), 0.0, np.inf, OVERLOAD_PENALTY * dt)
+    o = m.cols((t_n, lim.size), 0.0, np.inf, LINE_SLACK_FACTOR * OVERLOAD_PENALTY * dt)
     flow_terms = [(theta[:, fb[lim]], b[lim]), (theta[:, tb[lim]], -b[lim])]
     m.rows(flow_terms + [(o, -1.0)], -np.inf, task.rating, (t_n, lim.size))
     m.rows(flow_terms + [(o, 1.0)], -task.rating, np.inf, (t_n, lim.size))
@@ -350,7 +369,7 @@ def add_ptdf_limits(
     n_lim];
     returns the overload columns ``o`` (in ``pairs``' row-major order)."""
     ts, ls = np.nonzero(pairs)
-    o = m.cols((ts.size,), 0.0, np.inf, OVERLOAD_PENALTY * dt_h)
+    o = m.cols((ts.size,), 0.0, np.inf, LINE_SLACK_FACTOR * OVERLOAD_PENALTY * dt_h)
     if ts.size:
         coef = sens[:, ls].T  # [k, n]
         coef = np.where(np.abs(coef) > 1e-6, coef, 0.0)

@@ -1,11 +1,23 @@
-"""Rule-based baseline of the unit-commitment tasks: priority-list commitment, then
-congestion-aware economic dispatch.
+"""Rule-based baseline of the unit-commitment tasks: priority-list commitment with deliverable
+reserve, then congestion-aware economic dispatch.
 
-Commitment for ``(1 + margin) x max(load now, load next)`` in the priority order (full-load
-average cost) within the minimum up / down times; then the economic dispatch of the committed
-units within their ramp bounds (:func:`powerzoo.physics.redispatch.redispatch`); while a branch
-stays overloaded, the cheapest free unit that relieves it and whose Pmin fits under the load is
-committed too, up to ``MAX_EXTRA_UNITS`` per step.
+Commitment, in the priority order (full-load average cost) within the minimum up / down times:
+units until the output they can reach this step (a starting unit: its start-up output; an on
+unit: one ramp above its last output) covers ``max(load now, load next)`` plus the reserve
+requirement; then, while their 10-minute response (``reserve_ramp_mw``) falls short of the
+requirement, the units with the cheapest no-load cost per MW of response whose Pmin still fits
+under the load; a unit above its shut-down ramp limit is kept on (and, if the list would switch
+it off, dispatched down to that limit, so that it can stop at a later step). Dispatch: the
+economic dispatch of the committed units within their ramp bounds
+(:func:`powerzoo.physics.redispatch.redispatch`), each unit held ``x`` times its 10-minute
+response below Pmax, ``x`` the share of the committed response the requirement needs (so the
+deliverable reserve meets it; relaxed as far as the load needs where the held units cannot
+serve it); while a branch stays overloaded, the cheapest free unit that relieves it and whose
+Pmin fits under the load is committed too, up to ``MAX_EXTRA_UNITS`` per step. With the
+contingency term (``tso``) the requirement is first the margin of the load; while the
+dispatch's largest output is above the deliverable reserve, the commitment and dispatch are
+redone (at most ``CONTINGENCY_PASSES`` times) for a requirement ``RESERVE_PAD`` above the
+larger of the two.
 """
 
 from __future__ import annotations
@@ -15,15 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.devices.thermal_unit import priority_list_commitment
+from powerzoo.devices.thermal_unit import priority_list_commitment, reserve_requirement_mw
 from powerzoo.physics.dc_power_flow import ptdf_matrix
 from powerzoo.physics.redispatch import redispatch
 from powerzoo.tasks.unit_commitment.spec import RESERVE_MARGIN
 
-__all__ = ["MAX_EXTRA_UNITS", "RELIEF", "rule_based_action"]
+__all__ = ["CONTINGENCY_PASSES", "MAX_EXTRA_UNITS", "RELIEF", "RESERVE_PAD", "rule_based_action"]
 
 MAX_EXTRA_UNITS = 6  # units committed per step to relieve congestion
 RELIEF = 0.05  # MW of relief per MW injected for a unit to count as relieving a branch
+CONTINGENCY_PASSES = 3  # commitment and dispatch redone at most this often for the N-1 term
+RESERVE_PAD = 0.05  # a redone pass aims this fraction above the requirement it missed
 
 
 def rule_based_action(task: Any, obs: np.ndarray) -> np.ndarray:
@@ -33,19 +47,77 @@ def rule_based_action(task: Any, obs: np.ndarray) -> np.ndarray:
         np.asarray(obs, dtype=np.float64)
     )
     f = task.fleet
-    must_on = on & (time_steps < f.min_up_steps)
+    locked_on = on & (time_steps < f.min_up_steps)
+    must_on = locked_on | f.shutdown_blocked(on, p_prev)
     must_off = ~on & (time_steps < f.min_down_steps)
-    target = (1.0 + RESERVE_MARGIN) * np.maximum(load, load_next)
-    want = priority_list_commitment(task.priority_order, f.pmax_mw, target, must_on, must_off)
-    p = np.empty(want.shape)
-    for row in range(want.shape[0]):  # redispatch takes one set of unit limits per call
-        p[row] = _secure_dispatch(
-            task, load[row], on[row], p_prev[row], want[row], must_off[row], first[row]
-        )
+    peak = np.maximum(load, load_next)
+    order = task.priority_order
+    # what each unit can reach this step: a starting unit its start-up output, an on unit one
+    # ramp above its last output (Pmax on the first step, which has no ramp limit)
+    reach = np.where(on, np.minimum(f.pmax_mw, p_prev + f.ramp_up_step_mw), f.startup_max_mw)
+    reach = np.where(first[:, None] & on, f.pmax_mw, reach)
+    response = np.minimum(f.reserve_ramp_mw, reach)
+    # units on above their shut-down ramp limit that the list would switch off: ramp them down
+    margin = RESERVE_MARGIN * peak
+    free_list = priority_list_commitment(
+        order, reach, peak + margin, locked_on, must_off, response, margin
+    )
+    stopping = must_on & ~locked_on & ~free_list
+    p = np.empty(on.shape)
+    want = np.empty(on.shape, dtype=bool)
+    for row in range(on.shape[0]):  # redispatch takes one set of unit limits per call
+        required = float(margin[row])
+        for _ in range(1 + CONTINGENCY_PASSES * task.contingency_reserve):
+            want[row] = priority_list_commitment(
+                order,
+                reach[row : row + 1],
+                peak[row : row + 1] + required,
+                must_on[row : row + 1],
+                must_off[row : row + 1],
+            )[0]
+            _add_response(task, want[row], response[row], required, load[row], must_off[row])
+            share = min(1.0, required / max(want[row] @ f.reserve_ramp_mw, 1e-9))
+            hold = share * f.reserve_ramp_mw
+            upper = f.pmax_mw - hold
+            upper = np.where(stopping[row], f.shutdown_max_mw, upper)
+            p[row] = _secure_dispatch(
+                task, load[row], on[row], p_prev[row], want[row], must_off[row], first[row], upper
+            )
+            need = reserve_requirement_mw(
+                load[row : row + 1], p[row : row + 1], RESERVE_MARGIN, task.contingency_reserve
+            )
+            have = f.deliverable_reserve_mw(want[row], p[row]).sum()
+            if have >= need[0] - 1e-6:
+                break
+            required = max(required, float(need[0])) * (1.0 + RESERVE_PAD)
     action = np.empty(want.shape + (2,))
     action[:, :, 0] = p
     action[:, :, 1] = want
     return action.reshape(want.shape[0], -1)
+
+
+def _add_response(
+    task: Any,
+    want: np.ndarray,
+    response: np.ndarray,
+    required: float,
+    load: float,
+    must_off: np.ndarray,
+) -> None:
+    """Commit (in place in ``want`` [n]) further units, cheapest no-load cost per MW of 10-minute
+    ``response`` [n] first, until the committed response reaches ``required`` MW; a unit whose
+    Pmin would push the committed minimum output above ``load`` is skipped."""
+    f = task.fleet
+    missing = required - want @ response
+    floor = want @ f.pmin_mw
+    for g in task.reserve_order:
+        if missing <= 0.0:
+            break
+        if want[g] or must_off[g] or response[g] <= 0.0 or floor + f.pmin_mw[g] > load:
+            continue
+        want[g] = True
+        missing -= response[g]
+        floor += f.pmin_mw[g]
 
 
 def _secure_dispatch(
@@ -56,11 +128,12 @@ def _secure_dispatch(
     want: np.ndarray,
     must_off: np.ndarray,
     first: bool,
+    upper: np.ndarray,
 ) -> np.ndarray:
-    """Congestion-aware dispatch [n] of the units ``want`` (updated in place): while a branch
-    stays overloaded, the cheapest unit that may start and whose injection relieves it
-    (PTDF sensitivity below ``-RELIEF``) and whose Pmin still fits under the load is committed
-    too, at most ``MAX_EXTRA_UNITS`` times."""
+    """Congestion-aware dispatch [n] of the units ``want`` (updated in place), each at most
+    ``upper`` [n] MW where its ramp bounds allow: while a branch stays overloaded, the cheapest
+    unit that may start and whose injection relieves it (PTDF sensitivity below ``-RELIEF``) and
+    whose Pmin still fits under the load is committed too, at most ``MAX_EXTRA_UNITS`` times."""
     f = task.fleet
     ptdf = ptdf_matrix(task.case)
     bus_load = load * task.case.bus_pd_mw / task.case.bus_pd_mw.sum()
@@ -68,6 +141,11 @@ def _secure_dispatch(
         lo, hi = f.dispatch_range(
             on[None], p_prev[None], want[None], (want & ~on)[None], np.array([first])
         )
+        held = np.maximum(lo, np.minimum(hi, upper))
+        if held.sum() < load:  # the holds cannot serve the load: relaxed as far as it takes
+            short = min((load - held.sum()) / max((hi - held).sum(), 1e-9), 1.0)
+            held += short * (hi - held)
+        hi = held
         limited = dataclasses.replace(task.case, gen_pmin_mw=lo[0], gen_pmax_mw=hi[0])
         result = redispatch(limited, bus_load[None], task.marginal_cost, ptdf=ptdf)
         over = np.abs(result.branch_flow_mw[0, task.limited]) - task.rating

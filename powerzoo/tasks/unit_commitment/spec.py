@@ -25,7 +25,9 @@ __all__ = [
     "uc_fleet",
 ]
 
-RESERVE_MARGIN = 0.10  # reserve requirement: 10 % of the load, met by committed capacity
+# spinning reserve requirement: 10 % of the load (tso: at least the largest unit's output), met
+# by what the committed units can deliver in 10 minutes
+RESERVE_MARGIN = 0.10
 IMBALANCE_PRICE = (
     1000.0  # $/MWh, settles the slack bus's balancing energy (as in the dispatch tasks)
 )
@@ -139,7 +141,7 @@ def marl_uc_spec(
         task_id="marl_uc",
         description=(
             "Five unit agents commit and dispatch the PJM 5-bus system (min up/down, ramps, "
-            "start-up costs, 10 % reserve) over one day."
+            "shut-down ramp, start-up costs, 10 % spinning reserve) over one day."
         ),
         agents=agents,
         observation=glob,
@@ -180,7 +182,8 @@ def tso_spec(
         task_id="tso",
         description=(
             "A transmission operator commits and dispatches the 54 units of the IEEE 118-bus "
-            "system (binding line limits, 10 % reserve) over one day."
+            "system (binding line limits, spinning reserve of max(10 % of load, largest unit)) "
+            "over one day."
         ),
         agents=("operator",),
         observation=_vector(_system_fields(case, load_scale) + units),

@@ -15,6 +15,7 @@ from powerzoo.devices.thermal_unit import (
     balance_dispatch,
     merit_order_within,
     priority_list_commitment,
+    reserve_requirement_mw,
     reserve_shortfall_mw,
 )
 from powerzoo.physics.dc_power_flow import gen_bus_matrix, ptdf_matrix
@@ -63,6 +64,8 @@ class UnitCommitment(Task):
     balance: bool = (
         False  # True: setpoints balanced by headroom (tso); False: mismatch to the slack
     )
+    # True: the reserve requirement also covers the largest unit's output (N-1; tso)
+    contingency_reserve: bool = False
 
     Params = UCParams
 
@@ -96,6 +99,11 @@ class UnitCommitment(Task):
         self.marginal_cost = marginal_cost_per_mwh(self.case)
         self.merit_order = np.argsort(self.marginal_cost, kind="stable")
         self.priority_order = np.argsort(self.fleet.average_cost_per_mwh(), kind="stable")
+        # the rule's order for spinning reserve: no-load cost per MW of 10-minute response
+        self.reserve_order = np.argsort(
+            self.fleet.no_load_cost_per_h / np.maximum(self.fleet.reserve_ramp_mw, 1e-9),
+            kind="stable",
+        )
         self._time_obs = self._time_features(np.arange(HORIZON + 1))
         self._steps_per_h = 1.0 / self.spec.dt_h
         self._time_cap_steps = TIME_IN_STATE_CAP_H * self._steps_per_h
@@ -140,8 +148,9 @@ class UnitCommitment(Task):
         load = self.system_load_mw(day_id, np.zeros((b, 1), np.int64))[:, 0]
         none = np.zeros((b, self._n), dtype=bool)
         f = self.fleet
+        reserve = RESERVE_MARGIN * load
         on = priority_list_commitment(
-            self.priority_order, f.pmax_mw, (1.0 + RESERVE_MARGIN) * load, none, none
+            self.priority_order, f.pmax_mw, load + reserve, none, none, f.reserve_ramp_mw, reserve
         )
         p = merit_order_within(on * f.pmin_mw, on * f.pmax_mw, load, self.merit_order)
         return UCState(
@@ -173,9 +182,11 @@ class UnitCommitment(Task):
         b, n, f = state.t.size, self._n, self.fleet
         act = action.reshape(b, n, 2)
         setpoint = act[:, :, 0]
+        want_on = act[:, :, 1] > 0.5
         on_new, start, stop, overridden = f.commit(
-            state.on, state.time_in_state, act[:, :, 1] > 0.5
+            state.on, state.time_in_state, want_on, state.p_mw
         )
+        stop_refused = ~want_on & f.shutdown_blocked(state.on, state.p_mw)
         lo, hi = f.dispatch_range(state.on, state.p_mw, on_new, start, state.t == 0)
         demand = self._demand.take(
             (self._day_start.take(state.day_id) + state.t) % self._demand.size
@@ -188,7 +199,10 @@ class UnitCommitment(Task):
             imbalance = p.sum(axis=1) - load
         overload, loading, n_congested = self._branch_terms(p, demand)
         on_f = on_new.astype(np.float64)
-        reserve, shortfall = reserve_shortfall_mw(on_f, f.pmax_mw, load, RESERVE_MARGIN)
+        reserve = f.deliverable_reserve_mw(on_f, p).sum(axis=1)
+        required = reserve_requirement_mw(load, p, RESERVE_MARGIN, self.contingency_reserve)
+        shortfall = reserve_shortfall_mw(reserve, required)
+        capacity = on_f @ f.pmax_mw
         dt_h = self.spec.dt_h
         imbalance_mwh = np.abs(imbalance) * dt_h
         terms = np.empty((b, 5))  # costs first, negated at once below
@@ -224,14 +238,17 @@ class UnitCommitment(Task):
                 "total_generation_mw": load + imbalance,
                 "slack_p_mw": -imbalance,  # balancing power the slack bus supplies
                 "imbalance_mw": imbalance,
-                "committed_capacity_mw": reserve + load,
-                "reserve_mw": reserve,
-                "reserve_requirement_mw": RESERVE_MARGIN * load,
+                "committed_capacity_mw": capacity,
+                "headroom_mw": capacity - load,  # committed capacity - load (not all deliverable)
+                "reserve_mw": reserve,  # deliverable in 10 minutes, summed over the units
+                "reserve_requirement_mw": required,
                 "n_committed": on_new.sum(axis=1),
                 "n_starts": start.sum(axis=1),
                 "n_stops": stop.sum(axis=1),
                 "commitment_overridden": overridden,
                 "n_commitment_overridden": overridden.sum(axis=1),
+                "shutdown_refused": stop_refused,  # stop requested above the shut-down ramp
+                "n_shutdown_refused": stop_refused.sum(axis=1),
                 "dispatch_adjusted_mw": np.abs(p - setpoint).sum(
                     axis=1
                 ),  # setpoints -> applied outputs
@@ -382,6 +399,7 @@ class Tso(UnitCommitment):
     task_id = "tso"
     case_name = "case118"
     balance = True
+    contingency_reserve = True
 
     def _init_obs_slots(self) -> None:
         obs, n = self.spec.observation, self._n
