@@ -10,14 +10,16 @@ Model
   A request the SOC cannot serve is cut to the feasible power (:func:`battery_step`).
 * Reward, settled at the price of the step the action is taken in (observed before acting):
   ``price * p_discharge * dt - price * p_charge * dt - degradation_cost * |p| * dt`` ($), and
-  on the last step the settlement of the stored energy. ``info["reward_terms"]`` holds the four
-  signed terms ``[discharge_revenue, charge_payment, degradation, settlement]``; the reward is
-  their sum.
+  the settlement of the stored energy marked to market: each step pays the change of its value,
+  so the day's settlement terms sum to the settlement of the final SOC (the same return as
+  paying it once at the end, with the credit where the energy moved).
+  ``info["reward_terms"]`` holds the four signed terms ``[discharge_revenue, charge_payment,
+  degradation, settlement]``; the reward is their sum.
 * Settlement: the battery is given 40 MWh above its SOC floor at reset, and without a value on
   what is left at the end the best plan sells it (a perfect-foresight plan that ends at the
   floor earned 2,650 $/day over the 77 test days, 59 % of it the sale of that gift; re-solved
   with the end SOC held at the start it earns 1,089). So the change of stored energy ``e_T -
-  e_0`` (storage side, MWh) is settled on the last step at ``m`` = the mean price of the
+  e_0`` (storage side, MWh) is settled at ``m`` = the mean price of the
   episode's day: a surplus as if sold through the battery, ``eta_d (m - wear)`` per MWh, a
   deficit as if bought back, ``(m + wear) / eta_c`` per MWh
   (:func:`powerzoo.devices.battery.settlement_value`).
@@ -184,8 +186,8 @@ class BatteryArbitrage(Task):
             reward_terms=("discharge_revenue", "charge_payment", "degradation", "settlement"),
             reward_doc=(
                 "price * discharged MWh - price * charged MWh - degradation $/MWh * throughput "
-                "MWh ($); on the last step the stored energy's change since the start is "
-                "settled at the day's mean price"
+                "MWh ($) + the change of the stored energy's settlement value (its change since "
+                "the start, settled at the day's mean price), paid step by step"
             ),
             **cmdp_fields((("soc_violation", "MWh", 1.0, 100.0),), objective="profit"),
             baselines=("random", "rule_based", "oracle"),
@@ -250,10 +252,11 @@ class BatteryArbitrage(Task):
             result.charge_mwh + result.discharge_mwh
         )
         t_next = state.t + 1
-        terms[:, 3] = 0.0
-        end = t_next == HORIZON
-        if end.any():  # the last step: settle the stored energy's change since the start
-            terms[end, 3] = self.settlement(state.day_id[end], result.soc[end])
+        # the settlement marked to market: each step pays the change of the end-of-day
+        # settlement value, so the day's terms sum to the settlement of the final SOC
+        terms[:, 3] = self.settlement(state.day_id, result.soc) - self.settlement(
+            state.day_id, state.soc
+        )
         new_state = BatteryArbitrageState(day_id=state.day_id, t=t_next, soc=result.soc)
         out = StepOutput(
             reward=terms.sum(axis=1),

