@@ -36,12 +36,19 @@ __all__ = [
     "evaluate_days",
     "summarize_episodes",
     "interquartile_mean",
+    "budget_flags",
+    "COST_TOLERANCE",
     "EpisodeRecord",
     "StepCallback",
     "agents_of",
     "task_of",
     "env_metadata",
 ]
+
+COST_TOLERANCE = 1e-3
+"""An episode's cost counts as positive (and as over its budget) only by more than this, in the
+cost's own unit (1 kWh of an MWh cost): the residue of a solver's or a power flow's tolerances,
+summed over an episode, is not a violation."""
 
 StepCallback = Callable[[Any, Any, Any, Any, bool, bool, dict[str, Any]], None]
 """``on_step(obs, action, reward, next_obs, terminated, truncated, info)`` (see :func:`rollout`)."""
@@ -146,7 +153,10 @@ def summarize_episodes(
     length.
 
     ``mean_costs[name]`` is the mean over episodes of the cost summed over the episode (physical
-    units); ``violation_rate`` is the fraction of episodes with any positive cost.
+    units) and ``episode_costs[name]`` the per-episode sums; ``violation_rate`` is the fraction of
+    episodes in which some selected constraint's cost exceeds :data:`COST_TOLERANCE`, and
+    ``over_budget_rate`` (``None`` off a PowerZoo env) the fraction in which some selected
+    constraint exceeds its per-episode budget (:func:`budget_flags`).
     """
     if not records:
         raise ValueError("no episodes to summarise")
@@ -161,9 +171,10 @@ def summarize_episodes(
         "iqm_return": interquartile_mean(returns),
         "mean_length": float(np.mean([r["length"] for r in records])),
         "mean_costs": dict(zip(names, costs.mean(axis=0).tolist(), strict=True)),
-        "violation_rate": float(np.mean(costs.sum(axis=1) > 0.0)),
+        "episode_costs": {name: costs[:, j].tolist() for j, name in enumerate(names)},
         "returns": returns,
     }
+    summary.update(budget_flags(costs, names, task_of(env)))
     agents = agents_of(env)
     if agents is not None:
         agent_returns = np.stack([r["agent_returns"] for r in records])
@@ -172,6 +183,43 @@ def summarize_episodes(
             zip(agents, agent_returns.mean(axis=0).tolist(), strict=True)
         )
     return summary
+
+
+def budget_flags(costs: np.ndarray, names: Sequence[str], task: Any = None) -> dict[str, Any]:
+    """Per-episode constraint checks of costs [episodes, n_costs] named ``names``.
+
+    With a PowerZoo ``task`` only its selected constraints count, against its per-episode budgets
+    ``spec.cost_thresholds``; without one every cost counts and no budget is known. Returns
+    ``violation_rate`` (share of episodes with a counted cost above :data:`COST_TOLERANCE`),
+    ``over_budget`` (per episode, ``True`` when some counted cost exceeds its budget by more than
+    the tolerance; ``None`` without budgets) and ``over_budget_rate`` (its mean, or ``None``).
+    """
+    costs = np.asarray(costs, dtype=np.float64).reshape(-1, len(names))
+    spec = getattr(task, "spec", None)
+    if spec is None:
+        selected = np.ones(len(names), dtype=bool)
+        budgets = None
+    else:
+        selected = np.isin(np.asarray(names), spec.selected_constraints)
+        budgets = np.asarray(
+            [
+                spec.cost_thresholds.get(name, np.inf) if ok else np.inf
+                for name, ok in zip(names, selected, strict=True)
+            ]
+        )
+    counted = costs[:, selected]
+    out: dict[str, Any] = {
+        "violation_rate": float(np.mean(np.any(counted > COST_TOLERANCE, axis=1)))
+        if counted.size
+        else 0.0
+    }
+    if budgets is None:
+        out["over_budget"], out["over_budget_rate"] = None, None
+    else:
+        over = np.any(costs > budgets + COST_TOLERANCE, axis=1)
+        out["over_budget"] = over.tolist()
+        out["over_budget_rate"] = float(over.mean())
+    return out
 
 
 def evaluate(

@@ -5,7 +5,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from powerzoo.benchmarks.evaluation import evaluate, evaluate_days, interquartile_mean, rollout
+from powerzoo.benchmarks.evaluation import (
+    budget_flags,
+    evaluate,
+    evaluate_days,
+    interquartile_mean,
+    rollout,
+    task_of,
+)
 from powerzoo.benchmarks.policies import (
     OraclePolicy,
     RandomPolicy,
@@ -277,3 +284,30 @@ def test_random_policy_takes_pettingzoo_s_action_space_method():
         RandomPolicy(lambda agent: par_env.action_space(agent))
     with pytest.raises(TypeError, match="expected a gymnasium space"):
         RandomPolicy([par_env.action_space("gen_0")])
+
+
+def test_budget_flags_count_selected_costs_over_tolerance_and_budget():
+    task = task_of(make_env("marl_opf"))
+    names = task.spec.constraint_names
+    budgets = np.array([task.spec.cost_thresholds[n] for n in names])
+    costs = np.zeros((4, len(names)))
+    costs[1, 0] = 1e-5  # solver residue: neither a violation nor over budget
+    costs[2, 0] = 0.5 * budgets[0]  # a violation within the budget
+    costs[3, -1] = budgets[-1] + 1.0  # over the last cost's budget
+    flags = budget_flags(costs, names, task)
+    assert flags["violation_rate"] == pytest.approx(0.5)
+    assert flags["over_budget"] == [False, False, False, True]
+    assert flags["over_budget_rate"] == pytest.approx(0.25)
+    foreign = budget_flags(costs, names)  # no task: every cost counts, no budget is known
+    assert foreign["over_budget"] is None and foreign["over_budget_rate"] is None
+    assert foreign["violation_rate"] == pytest.approx(0.5)
+
+
+def test_evaluate_days_keeps_per_episode_costs_and_budget_flags():
+    env = make_env(TASK)
+    full = evaluate_days(ConstantPolicy(np.array([25.0], np.float32)), env, day_ids=[0, 1])
+    assert len(full["episode_costs"]["soc_violation"]) == 2
+    assert np.mean(full["episode_costs"]["soc_violation"]) == pytest.approx(
+        full["mean_costs"]["soc_violation"]
+    )
+    assert full["over_budget"] == [True, True] and full["over_budget_rate"] == 1.0
