@@ -1,0 +1,98 @@
+"""The budget-aware score of the baselines table: a policy cannot buy score by breaking budgets.
+
+Every task is a constrained MDP: a reward (the objective, $) and constraint costs with
+per-episode budgets (``spec.cost_thresholds``). The plain normalised score
+(:func:`~powerzoo.benchmarks.baselines.normalized_score`) compares mean returns only, so a policy
+that earns more by overloading lines or emptying a battery past its bounds scores above the
+oracle. The CMDP score compares day by day on the table's episodes instead:
+
+* the gain of episode ``i`` is ``g_i = R_i - R_random_i`` ($, the same start day and seed);
+* an episode over its budgets keeps at most a loss: ``g_i <- min(g_i, 0)``;
+* score ``= mean_i g_i / mean_i g_ref_i``, with ``g_ref`` the reference policy's gains (the
+  oracle, else the best non-random baseline), clipped the same way.
+
+A policy within budget on every day scores exactly its plain normalised score; one that is over
+budget every day scores at most 0, however much it earns. Raw returns and each cost sit beside the
+score in every report (as constrained-RL benchmarks report them): the score is a reading of them,
+not a replacement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from powerzoo.benchmarks.baselines import _reference_policy, _rows
+
+__all__ = ["budget_clipped_gains", "cmdp_score_of_gains", "cmdp_score"]
+
+
+def budget_clipped_gains(
+    returns: Sequence[float] | np.ndarray,
+    baseline_returns: Sequence[float] | np.ndarray,
+    over_budget: Sequence[bool] | np.ndarray | None = None,
+) -> np.ndarray:
+    """Per-episode gains ``returns - baseline_returns`` ($), with an over-budget episode's gain
+    cut to ``min(gain, 0)``; ``over_budget=None``: every episode within budget."""
+    r = np.asarray(returns, dtype=np.float64)
+    base = np.asarray(baseline_returns, dtype=np.float64)
+    if r.shape != base.shape or r.ndim != 1 or r.size == 0:
+        raise ValueError(
+            f"returns and baseline returns must be equal-length non-empty lists, got "
+            f"{r.shape} and {base.shape}"
+        )
+    gains = r - base
+    if over_budget is None:
+        return gains
+    over = np.asarray(over_budget, dtype=bool)
+    if over.shape != r.shape:
+        raise ValueError(f"over_budget has shape {over.shape}, expected {r.shape}")
+    return np.where(over, np.minimum(gains, 0.0), gains)
+
+
+def cmdp_score_of_gains(gains: np.ndarray, reference_gains: np.ndarray) -> float:
+    """``mean(gains) / mean(reference_gains)`` (both from :func:`budget_clipped_gains`)."""
+    ref = float(np.mean(reference_gains))
+    if not ref > 0.0:
+        raise ValueError(
+            f"the reference policy gains {ref:.6g} $ per episode over random within its budgets; "
+            "a score needs a positive reference gain"
+        )
+    return float(np.mean(gains)) / ref
+
+
+def cmdp_score(
+    task: str,
+    returns: Sequence[float] | np.ndarray,
+    over_budget: Sequence[bool] | np.ndarray | None,
+    split: str = "test",
+) -> float:
+    """CMDP score (module docstring) of per-episode ``returns`` ($, team return for multi-agent
+    tasks) and ``over_budget`` flags, on the baselines table's episodes of ``task`` / ``split``.
+
+    ``returns[i]`` must be the episode of the table's ``day_ids[i]`` and seed ``seed + i``
+    (:func:`~powerzoo.benchmarks.baselines.evaluation_protocol`);
+    :func:`~powerzoo.benchmarks.evaluation.evaluate_days` gives both lists
+    (``summary["returns"]``, ``summary["over_budget"]``). Raises ``ValueError`` when the table has
+    no rows for the task, a different number of episodes, or no per-episode budget flags for the
+    reference policy.
+    """
+    rows = _rows(task, split)
+    if "random" not in rows:
+        raise ValueError(f"no random baseline for {task!r} on {split!r}")
+    random_returns = rows["random"]["returns"]
+    if len(returns) != len(random_returns):
+        raise ValueError(
+            f"{task!r} on {split!r}: the table has {len(random_returns)} episodes, got "
+            f"{len(returns)} returns; evaluate on evaluation_protocol(task, split)"
+        )
+    reference = rows[_reference_policy(rows)]
+    if reference.get("over_budget") is None:
+        raise ValueError(
+            f"the table's {reference['policy']!r} row of {task!r} has no per-episode budget "
+            "flags; recompute it with benchmarks/compute_baselines.py"
+        )
+    gains = budget_clipped_gains(returns, random_returns, over_budget)
+    ref_gains = budget_clipped_gains(reference["returns"], random_returns, reference["over_budget"])
+    return cmdp_score_of_gains(gains, ref_gains)
