@@ -8,6 +8,7 @@ policy)::
     task, split, policy, n_agents, episodes, seed, day_ids, day_selection, returns,
     mean, std, iqm, mean_costs, episode_costs, violation_rate, over_budget, over_budget_rate,
     mean_length, return_unit, seconds, date, version
+    (+ team_sum_mean for multi-agent tasks: the mean of the returns summed over the agents)
     (+ oracle_fallback_steps for oracle rows: steps where the oracle's solver failed and the
     action was interpolated from the neighbouring steps, see
     :class:`~powerzoo.benchmarks.policies.OraclePolicy`)
@@ -20,9 +21,12 @@ split day in ``day_ids``; episode ``i`` starts on day ``day_ids[i]`` with
 one stream across all episodes. ``returns[i]`` is episode ``i``'s return, so evaluating the first
 ``k`` days again reproduces ``returns[:k]`` exactly.
 
-Returns are in $ per episode; for multi-agent tasks they are the **team return**, the sum over the
-``n_agents`` agents (each gets the shared $ reward, so it is ``n_agents`` x the system's $ reward),
-exactly what ``evaluate_days`` reports for a multi-agent dict env.
+Returns are in $ per episode of the system: for a multi-agent task whose agents share the team
+reward, the **system return** (each agent's return, i.e. the episode's system cost with its sign);
+``team_sum_mean`` reports the sum over the ``n_agents`` agents (``n_agents`` x the system return),
+labelled as such in ``return_unit``. Tasks with per-agent rewards report the sum of the agents' own
+returns. This is exactly what ``evaluate_days`` reports as ``mean_return`` for a multi-agent dict
+env (:func:`~powerzoo.benchmarks.evaluation.return_unit`).
 
 To score an agent on the table's episodes::
 
@@ -42,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.evaluation import evaluate_days
+from powerzoo.benchmarks.evaluation import evaluate_days, return_unit
 from powerzoo.benchmarks.policies import OraclePolicy, make_baseline_policy
 from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
@@ -71,7 +75,8 @@ PROTOCOL = (
     "evaluate_days(policy, make_env(task, split=split, seed=seed), day_ids, seed): "
     "episode i starts on split day day_ids[i] with env.reset(seed=seed + i); "
     "RandomPolicy(env.action_space, seed=seed) keeps one stream across episodes; "
-    "returns in $ per episode (multi-agent: team return = sum over agents)"
+    "returns in $ per episode of the system (multi-agent, shared reward: each agent's return, "
+    "the team sum n_agents x it in team_sum_mean)"
 )
 
 
@@ -111,8 +116,8 @@ def evaluate_baseline(
     day).
 
     Returns the row dict (module docstring); ``mean`` / ``std`` / ``iqm`` / ``returns`` in $ per
-    episode (team return for multi-agent tasks), ``mean_costs`` in each constraint's unit per
-    episode.
+    episode (system return for multi-agent tasks; ``team_sum_mean`` the sum over agents),
+    ``mean_costs`` in each constraint's unit per episode.
     """
     env = make_env(task, split=split, seed=seed)
     task_obj = task_of(env)
@@ -122,7 +127,7 @@ def evaluate_baseline(
     bar = progress_bar(days, progress=progress, desc=f"{task}/{policy}", leave=False)
     agent = make_baseline_policy(policy, env, seed)
     summary = evaluate_days(agent, env, bar, seed=seed)
-    unit = "$ per episode" + (f" (team return: sum over {n_agents} agents)" if n_agents > 1 else "")
+    unit = return_unit(task_obj.spec)
     row = {
         "task": task,
         "split": split,
@@ -143,6 +148,7 @@ def evaluate_baseline(
         "over_budget_rate": summary["over_budget_rate"],
         "mean_length": summary["mean_length"],
         "return_unit": unit,
+        **({"team_sum_mean": summary["mean_team_return"]} if n_agents > 1 else {}),
         "seconds": round(time.perf_counter() - started, 2),
         "date": datetime.date.today().isoformat(),
         "version": _version(),
@@ -245,8 +251,8 @@ def baseline_row(task: str, policy: str, split: str = "test") -> dict[str, Any]:
 
 
 def baseline_return(task: str, policy: str, split: str = "test") -> float:
-    """Mean episode return of baseline ``policy`` on ``task`` / ``split`` ($ per episode;
-    team return if multi-agent)."""
+    """Mean episode return of baseline ``policy`` on ``task`` / ``split`` ($ per episode; the
+    system return if multi-agent, module docstring)."""
     return float(baseline_row(task, policy, split)["mean"])
 
 
@@ -265,9 +271,9 @@ def normalized_score(task: str, mean_return: float, split: str = "test") -> floa
     """``(mean_return - random) / (reference - random)``: 0 = random, 1 = oracle.
 
     ``mean_return`` must come from the table's protocol (:func:`evaluation_protocol`), in $ per
-    episode (team return for multi-agent tasks). The reference is the oracle, or the best
-    non-random baseline for tasks without one. Scores above 1 are possible: on the dispatch tasks
-    the merit-order rule ignores line limits, whose overloads the return does not price.
+    episode (the system return for multi-agent tasks, as ``evaluate_days`` reports it). The
+    reference is the oracle, or the best non-random baseline for tasks without one. Scores above
+    1 are possible where the oracle plans on a simplified model.
     Raises ``ValueError`` when the table has no numbers for ``task`` on ``split``.
     """
     rows = _rows(task, split)

@@ -35,7 +35,9 @@ Statistics (per task x policy, pooled over all episodes of all seeds)
 * ``mean_return``, ``iqm_return`` (:func:`~powerzoo.benchmarks.evaluation.interquartile_mean`),
   ``std_return`` (population std, ``ddof=0``, as
   :func:`~powerzoo.benchmarks.evaluation.summarize_episodes`). Returns are in $ per episode;
-  multi-agent tasks report the team return (sum over agents).
+  multi-agent tasks report the system return
+  (:func:`~powerzoo.benchmarks.evaluation.return_unit`: under a shared reward each agent's
+  return, not the team sum ``n_agents`` x it).
 * 95 % confidence intervals by a percentile bootstrap over episodes: ``BOOTSTRAP_RESAMPLES``
   (2,000) resamples of the pooled episodes, drawn with replacement by
   ``numpy.random.default_rng(BOOTSTRAP_SEED)``; the interval is the 2.5th and 97.5th percentile

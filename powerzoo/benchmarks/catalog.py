@@ -3,7 +3,8 @@
 :func:`info` and :func:`describe` are :func:`powerzoo.tasks.info` and
 :func:`powerzoo.tasks.describe` with each baseline's numbers filled in from ``baselines.json``
 (mean and standard deviation of the episode return on the table's split, $ per episode; the
-team return for multi-agent tasks). ``powerzoo describe TASK [--json]`` prints them.
+system return for multi-agent tasks, :func:`powerzoo.benchmarks.evaluation.return_unit`).
+``powerzoo describe TASK [--json]`` prints them.
 """
 
 from __future__ import annotations

@@ -68,8 +68,9 @@ def cmdp_score(
     over_budget: Sequence[bool] | np.ndarray | None,
     split: str = "test",
 ) -> float:
-    """CMDP score (module docstring) of per-episode ``returns`` ($, team return for multi-agent
-    tasks) and ``over_budget`` flags, on the baselines table's episodes of ``task`` / ``split``.
+    """CMDP score (module docstring) of per-episode ``returns`` ($ of the system, as
+    :func:`~powerzoo.benchmarks.evaluation.evaluate_days` reports them) and ``over_budget``
+    flags, on the baselines table's episodes of ``task`` / ``split``.
 
     ``returns[i]`` must be the episode of the table's ``day_ids[i]`` and seed ``seed + i``
     (:func:`~powerzoo.benchmarks.baselines.evaluation_protocol`);

@@ -13,10 +13,12 @@ dataset collector. It accepts two kinds of env:
 Costs are read from ``info["constraint_costs"]`` of every step, so no wrapper is needed. In a
 multi-agent env the costs are shared: they are read from the first agent's info.
 
-Return of a multi-agent episode: ``return`` is the **team return, the sum over agents** of each
-agent's return; ``agent_returns`` keeps each agent's own. In a shared-reward task every agent gets
-the team reward, so the sum is ``n_agents`` times it: read ``mean_agent_returns`` for the per-agent
-value.
+Return of a multi-agent episode: ``return`` is the **system return**, the episode's $ for the
+system as a whole. In a shared-reward task (``spec.shared_reward``) every agent gets the team
+reward, so the system return is that reward summed over the episode (each agent's return, their
+mean); with per-agent rewards (competitive or split tasks) it is the sum of the agents' own
+returns. ``team_return`` is always the sum over agents (``n_agents`` x the system return under a
+shared reward) and ``agent_returns`` keeps each agent's own. :func:`return_unit` says which.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "interquartile_mean",
     "budget_flags",
     "COST_TOLERANCE",
+    "return_unit",
     "EpisodeRecord",
     "StepCallback",
     "agents_of",
@@ -54,8 +57,28 @@ StepCallback = Callable[[Any, Any, Any, Any, bool, bool, dict[str, Any]], None]
 """``on_step(obs, action, reward, next_obs, terminated, truncated, info)`` (see :func:`rollout`)."""
 
 
+def _shared_reward(env: Any) -> bool:
+    """Whether every agent of multi-agent ``env`` gets the one team reward (``False``: unknown)."""
+    task = task_of(env)
+    return bool(getattr(getattr(task, "spec", None), "shared_reward", False))
+
+
+def return_unit(spec: Any) -> str:
+    """What a task's headline return measures (``spec``: its :class:`TaskSpec`), for tables."""
+    n = len(spec.agents)
+    if n == 1:
+        return "$ per episode"
+    if spec.shared_reward:
+        return (
+            "$ of system cost per episode (the shared reward, each agent's return; "
+            f"team sum = {n} agents x this)"
+        )
+    return f"$ per episode (system: sum of the {n} agents' own returns)"
+
+
 class EpisodeRecord(dict):
-    """One episode: ``return`` (team return), ``agent_returns`` ([n_agents], multi-agent only),
+    """One episode: ``return`` (system return, module docstring), ``team_return`` and
+    ``agent_returns`` ([n_agents]) (multi-agent only),
     ``length`` (steps), ``costs`` (sum per constraint, physical units), ``day_id`` and per-step
     ``trace``."""
 
@@ -127,6 +150,9 @@ def rollout(
     )
     if agents is not None:
         record["agent_returns"] = total
+        record["team_return"] = record["return"]
+        if _shared_reward(env):
+            record["return"] = float(np.mean(total))
     return record
 
 
@@ -179,6 +205,8 @@ def summarize_episodes(
     if agents is not None:
         agent_returns = np.stack([r["agent_returns"] for r in records])
         summary["agents"] = agents
+        summary["team_returns"] = np.asarray([r["team_return"] for r in records])
+        summary["mean_team_return"] = float(summary["team_returns"].mean())
         summary["mean_agent_returns"] = dict(
             zip(agents, agent_returns.mean(axis=0).tolist(), strict=True)
         )
@@ -232,7 +260,8 @@ def evaluate(
     :class:`powerzoo.benchmarks.offline.DatasetGenerator` with the same seed and policy.
 
     Returns :func:`summarize_episodes`'s dict plus ``seed``: ``mean_return`` / ``std_return`` /
-    ``iqm_return`` (team return for multi-agent envs, with ``mean_agent_returns`` per agent),
+    ``iqm_return`` (system return for multi-agent envs, module docstring; ``mean_team_return``
+    the sum over agents and ``mean_agent_returns`` per agent),
     ``mean_costs`` per constraint, ``violation_rate``, ``mean_length`` and the ``returns`` array.
     """
     if hasattr(env, "num_envs"):

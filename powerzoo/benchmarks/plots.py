@@ -227,7 +227,8 @@ def plot_return_vs_cost(
     if positive and max(costs) / min(positive) > 1e3:  # costs over several orders of magnitude
         ax.set_xscale("symlog", linthresh=min(positive))
         scale = ", symlog scale"
-    unit = "team return, $" if task_spec(task).agent_mode == "multi" else "$"
+    spec = task_spec(task)
+    unit = "system return, $" if spec.agent_mode == "multi" else "$"
     ax.set_xlabel(f"mean total constraint cost per episode (sum over constraints{scale})")
     ax.set_ylabel(f"mean return per episode ({unit})")
     ax.set_title(f"{task} ({split}): return vs constraint cost, 95% bootstrap CI")

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from powerzoo.benchmarks.evaluation import return_unit
 from powerzoo.benchmarks.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -143,9 +144,7 @@ def _markdown_table(result: CampaignResult, task: str) -> str:
     rows = [r for r in result.rows if r["task"] == task]
     names = result.cost_names[task]
     first = rows[0]
-    unit = "$ per episode" + (
-        " (team return, sum over agents)" if task_spec(task).agent_mode == "multi" else ""
-    )
+    unit = return_unit(task_spec(task))
     head = (
         f"### {task} ({result.split} split; "
         f"{first['n_days']} days x {first['n_seeds']} seed(s) per policy; "

@@ -55,7 +55,7 @@ CASE_NAMES: tuple[str, ...] = ("case5", "case14", "case118")
 FEEDER_CASE_NAMES: tuple[str, ...] = ("case33bw", "case141")
 
 # Bump whenever the conversion or the NetworkCase fields change: old cache files are ignored.
-CACHE_SCHEMA_VERSION = 1
+CACHE_SCHEMA_VERSION = 2  # 2: bus_vn_kv
 
 
 def load_case(name: str) -> NetworkCase | RadialFeeder:

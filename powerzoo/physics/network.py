@@ -33,6 +33,7 @@ class NetworkCase:
     bus_id: np.ndarray  # [n_bus] int, pandapower bus index
     slack_bus: int  # position of the reference bus
     bus_pd_mw: np.ndarray  # [n_bus] fixed net active demand
+    bus_vn_kv: np.ndarray  # [n_bus] nominal (base) voltage [kV]
     branch_from_bus: np.ndarray  # [n_branch] int
     branch_to_bus: np.ndarray  # [n_branch] int
     branch_x_pu: np.ndarray  # [n_branch] series reactance
@@ -65,6 +66,7 @@ class NetworkCase:
         n_bus, n_branch, n_gen = self.n_bus, self.n_branch, self.n_gen
         checks = {
             "bus_pd_mw": n_bus,
+            "bus_vn_kv": n_bus,
             "branch_to_bus": n_branch,
             "branch_x_pu": n_branch,
             "branch_tap": n_branch,

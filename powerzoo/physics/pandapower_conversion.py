@@ -25,6 +25,7 @@ Conversion notes
 * Costs come from pandapower's ``poly_cost`` table (``cp2_eur_per_mw2``, ``cp1_eur_per_mw``,
   ``cp0_eur`` are MATPOWER's ``c2``, ``c1``, ``c0``; the currency label is pandapower's, the
   numbers are MATPOWER's $/h values).
+* ``bus_vn_kv`` is each bus's base voltage (MATPOWER ``BASE_KV``, pandapower ``vn_kv``).
 * ``bus_pd_mw`` is the fixed net active demand per bus: loads, minus non-dispatchable static
   generators, plus shunt conductance (MATPOWER's ``GS`` acts as a load in DC models).
 """
@@ -207,6 +208,7 @@ def case_from_pandapower(net, name: str) -> NetworkCase:
         bus_id=bus_index.astype(np.int64),
         slack_bus=int(pos_of_bus[int(net.ext_grid.bus.iloc[0])]),
         bus_pd_mw=bus_pd_mw,
+        bus_vn_kv=net.bus.vn_kv.to_numpy(dtype=float),
         branch_from_bus=from_bus,
         branch_to_bus=to_bus,
         branch_x_pu=x_pu,

@@ -265,9 +265,10 @@ class TrainerBase(abc.ABC):
         ``n_episodes=None`` runs every day of the split (the protocol of the baselines table, so
         ``normalized_score`` compares like with like); ``n_episodes=k`` runs k days spread evenly.
         Returns ``mean_return`` / ``std_return`` / ``iqm_return`` (task units, e.g. $ per episode;
-        the team return on multi-agent tasks), ``mean_costs`` per constraint (physical units per
-        episode), ``violation_rate``, ``mean_length`` and ``normalized_score`` (0 = random,
-        1 = oracle; ``None`` when the baselines table has no entry for this task and split).
+        the system return on multi-agent tasks, as the baselines table reports it),
+        ``mean_costs`` per constraint (physical units per episode), ``violation_rate``,
+        ``mean_length`` and ``normalized_score`` (0 = random, 1 = oracle; ``None`` when the
+        baselines table has no entry for this task and split).
         Returns are the task's own objective: a ``reward=`` the agent trained on is not applied.
         """
         from powerzoo.benchmarks.baselines import score_or_none, select_days

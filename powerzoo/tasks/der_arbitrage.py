@@ -30,9 +30,9 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   ``info["agent_profit"]`` the [3] split. A reward preset (``reward="penalized"`` or a dict of
   weights) gives every agent the team value.
 * Costs (all selected): ``voltage_violation`` (p.u. outside [0.95, 1.05] summed over buses, per
-  step), ``thermal_overload`` (MVA above line ratings, summed), ``soc_violation`` (MWh asked
-  beyond the SOC bounds, summed over batteries); per-episode thresholds 0.2 p.u., 0.5 MVA,
-  0.5 MWh.
+  step), ``thermal_overload`` (MVAh: overload energy above the line ratings summed over
+  branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``), ``soc_violation`` (MWh asked beyond the SOC
+  bounds, summed over batteries); per-episode thresholds 0.2 p.u., 0.25 MVAh, 0.5 MWh.
 * Observation modes (``env.observation_fields(agent)``; grid values from the previous step's
   flow, at reset from the first step's loads with the batteries idle):
   ``global`` (default): time, price, ``demand_pu``, ``feeder_p_mw``, ``v_min_pu``, ``v_max_pu``,
@@ -243,7 +243,7 @@ class MarlDerArbitrage(FeederTask):
             ),
             **cmdp_fields(
                 (
-                    *grid_cost_rows(0.2, 0.5),
+                    *grid_cost_rows(0.2, 0.25),
                     ("soc_violation", "MWh (sum over batteries)", 0.5, 100.0),
                 ),
                 objective="profit",

@@ -28,9 +28,10 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   is free in the reward (its price is the payback it brings back later). Terms:
   ``[loss_cost, curtailment_cost]`` (both <= 0).
 * Costs (CMDP, both selected): ``voltage_violation`` (p.u. outside [0.95, 1.05] summed over
-  buses, per step), ``thermal_overload`` (MVA above line ratings summed over branches, per step);
-  per-episode thresholds 0.5 p.u. and 0.5 MVA. Reward presets: ``"objective"`` (the reward) and
-  ``"penalized"`` (minus 1,000 $ per p.u. of voltage violation and per MVA of overload).
+  buses, per step), ``thermal_overload`` (MVAh: overload energy above the line ratings summed
+  over branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``); per-episode thresholds 0.5 p.u. and
+  0.25 MVAh. Reward presets: ``"objective"`` (the reward) and ``"penalized"`` (minus 1,000 $ per
+  p.u. of voltage violation and 2,000 $ per MVAh of overload).
 * Observation (33): ``[hour_sin, hour_cos, time_remaining, demand_pu, price_per_mwh, v_min_pu,
   v_max_pu, p_loss_mw, feeder_p_mw, load_k_v_pu (6), load_k_base_mw (6), load_k_due_next_mwh (6),
   load_k_backlog_mwh (6)]``. Grid fields (voltages, losses, head power) are from the previous
@@ -76,6 +77,7 @@ from powerzoo.tasks.feeder import (
 )
 from powerzoo.tasks.feeder_observation import SYSTEM_FIELDS, TIME_PRICE_FIELDS
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
+from powerzoo.tasks.transmission import OVERLOAD_PRICE_PER_MWH
 
 __all__ = ["Dso", "DsoParams", "DsoState", "FLEX_BUSES"]
 
@@ -103,8 +105,8 @@ class DsoParams:
     voll_per_mwh: float = 1000.0
     # "penalized" preset: $ per p.u. of voltage violation
     penalty_per_pu: float = 1000.0
-    # "penalized" preset: $ per MVA of thermal overload
-    penalty_per_mva: float = 1000.0
+    # "penalized" preset: $ per MVAh of thermal overload (the transmission tasks' overload price)
+    penalty_per_mvah: float = OVERLOAD_PRICE_PER_MWH
 
 
 _N = len(FLEX_BUSES)
@@ -217,7 +219,7 @@ class Dso(FeederTask):
                 f"shifted energy is paid back within {p.payback_steps * STEP_MINUTES / 60:g} h at "
                 "no cost"
             ),
-            **cmdp_fields(grid_cost_rows(0.5, 0.5, p.penalty_per_pu, p.penalty_per_mva)),
+            **cmdp_fields(grid_cost_rows(0.5, 0.25, p.penalty_per_pu, p.penalty_per_mvah)),
             baselines=("random", "rule_based", "oracle"),
             forecast_series=("demand_pu", "price_per_mwh"),
             gym_id="powerzoo/DSO-v0",

@@ -21,9 +21,11 @@ backward/forward sweep over the whole batch, warm-started from the previous step
 Net demand per bus = loads - DER injections (negative = export). Costs, both >= 0 and per step:
 
 * ``voltage_violation`` [p.u.]: ``sum over buses of max(0.95 - v, 0) + max(v - 1.05, 0)``;
-* ``thermal_overload`` [MVA]: ``sum over branches of max(I / I_rated - 1, 0) * S_rated``, the
-  current above each line's ampacity expressed in MVA at the base voltage (ratings derived by
-  the rule of :mod:`powerzoo.physics.feeder`).
+* ``thermal_overload`` [MVAh]: the overload energy above the ratings summed over branches,
+  ``sum_k max(|S_k| - S_rated_k, 0) x dt`` with ``|S_k| - S_rated_k = (I_k / I_rated_k - 1) x
+  S_rated_k``, the current above each line's ampacity expressed in MVA at the base voltage
+  (ratings derived by the rule of :mod:`powerzoo.physics.feeder`), times the step's hours: the
+  same quantity and unit as on the transmission tasks.
 
 A row whose power flow does not converge (``pf_converged = False``; only far beyond the
 feeder's loadability) is never an exception: it is charged ``voltage_violation =
@@ -51,6 +53,7 @@ from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
 from powerzoo.scratch import Scratch
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.feeder_observation import FeederSlots
+from powerzoo.tasks.transmission import OVERLOAD_PRICE_PER_MWH
 
 __all__ = [
     "V_MIN_PU",
@@ -74,7 +77,7 @@ __all__ = [
 V_MIN_PU, V_MAX_PU = 0.95, 1.05  # voltage band (ANSI C84.1 range A, EN 50160 +-5 %)
 NONCONVERGED_VOLTAGE_PU_PER_BUS = 0.1  # voltage_violation charged per bus when the flow fails
 GRID_COSTS = ("voltage_violation", "thermal_overload")
-GRID_COST_UNITS = ("p.u. (sum over buses, per step)", "MVA (sum over branches, per step)")
+GRID_COST_UNITS = ("p.u. (sum over buses, per step)", "MVAh (sum over branches)")
 PF_MAX_ITER = 30  # sweeps per step; a 33-bus flow converges in under 10 (1 to 4 warm-started)
 PF_TOL_PU = 1e-8
 # oracles: $ per unit of squared-voltage slack outside the band (about 10,000 $ per p.u. of voltage,
@@ -88,14 +91,15 @@ ORACLE_BAND_MARGIN_PU = (
 
 def grid_cost_rows(
     voltage_pu: float,
-    overload_mva: float,
+    overload_mvah: float,
     penalty_per_pu: float = 1000.0,
-    penalty_per_mva: float = 1000.0,
+    penalty_per_mvah: float = OVERLOAD_PRICE_PER_MWH,
 ) -> tuple[tuple[str, str, float, float], ...]:
     """The grid costs' rows of :func:`powerzoo.tasks.spec.cmdp_fields`: per-episode thresholds
-    (p.u. of ``voltage_violation``, MVA of ``thermal_overload``) and their weights in the
-    ``"penalized"`` preset ($ per p.u., $ per MVA)."""
-    thresholds, penalties = (voltage_pu, overload_mva), (penalty_per_pu, penalty_per_mva)
+    (p.u. of ``voltage_violation``, MVAh of ``thermal_overload``) and their weights in the
+    ``"penalized"`` preset ($ per p.u., $ per MVAh; by default the transmission tasks' overload
+    price, :data:`powerzoo.tasks.transmission.OVERLOAD_PRICE_PER_MWH`)."""
+    thresholds, penalties = (voltage_pu, overload_mvah), (penalty_per_pu, penalty_per_mvah)
     return tuple(zip(GRID_COSTS, GRID_COST_UNITS, thresholds, penalties, strict=True))
 
 
@@ -138,7 +142,7 @@ class GridStep:
     vm_pu: np.ndarray  # [B, n_bus] voltage magnitudes
     v_complex_pu: np.ndarray  # [B, n_bus] complex voltages (warm start of the next flow)
     p_loss_mw: np.ndarray  # [B] active losses (0 where the flow failed)
-    costs: np.ndarray  # [B, 2] GRID_COSTS: voltage_violation [p.u.], thermal_overload [MVA]
+    costs: np.ndarray  # [B, 2] GRID_COSTS: voltage_violation [p.u.], thermal_overload [MVAh]
     info: dict[str, np.ndarray]  # the grid info keys (module docstring), each [B]
 
 
@@ -147,11 +151,17 @@ class FeederModel:
     flow.
 
     ``profiles`` is the split's profiles (:attr:`powerzoo.tasks.base.Task.profiles`),
-    ``split_days`` its calendar days; loads are ``bus_pd_mw * load_scale * demand_pu``.
+    ``split_days`` its calendar days; loads are ``bus_pd_mw * load_scale * demand_pu``;
+    ``step_hours`` the step's length [h], the ``dt`` of ``thermal_overload`` [MVAh].
     """
 
     def __init__(
-        self, case_name: str, profiles: Profiles, split_days: np.ndarray, load_scale: float
+        self,
+        case_name: str,
+        profiles: Profiles,
+        split_days: np.ndarray,
+        load_scale: float,
+        step_hours: float,
     ) -> None:
         case = load_case(case_name)
         if not isinstance(case, RadialFeeder):
@@ -167,6 +177,8 @@ class FeederModel:
         self.bus_p_mw = case.bus_pd_mw * self.load_scale  # bus demand per unit of demand_pu
         self.bus_q_mvar = case.bus_qd_mvar * self.load_scale
         self.rating_mva = case.branch_rating_mva
+        # MVAh of overload per unit of (I / I_rated - 1) over one step
+        self._overload_mvah_per_unit = self.rating_mva * float(step_hours)
         self.nonconverged_voltage_pu = NONCONVERGED_VOLTAGE_PU_PER_BUS * (case.n_bus - 1)
         self._v_lo, self._v_hi = np.float64(V_MIN_PU), np.float64(V_MAX_PU)
         self._zero, self._one = np.float64(0.0), np.float64(1.0)
@@ -203,7 +215,7 @@ class FeederModel:
             maximum(maximum(below, above, out=below), zero, out=below), axis=1, out=costs[:, 0]
         )
         over = np.subtract(loading, self._one, out=work("over", loading.shape))
-        np.matmul(maximum(over, zero, out=over), self.rating_mva, out=costs[:, 1])
+        np.matmul(maximum(over, zero, out=over), self._overload_mvah_per_unit, out=costs[:, 1])
         converged = result.converged
         p_loss = result.p_loss_mw
         if not _and_reduce(converged):
@@ -244,7 +256,9 @@ class FeederTask(Task):
         self.params = params = self.make_params(**task_kwargs)
         super().__init__(self.spec_for(params), split)
         self.horizon = self.spec.horizon  # steps per episode
-        self.grid = FeederModel(self.case_name, self.profiles, self.split_days, params.load_scale)
+        self.grid = FeederModel(
+            self.case_name, self.profiles, self.split_days, params.load_scale, self.spec.dt_h
+        )
         steps = self.profiles.steps_per_day
         self.time_table = time_features(np.arange(self.horizon + 1), steps, self.horizon)
         if self.ObsSlots is not None:

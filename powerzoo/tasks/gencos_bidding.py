@@ -24,8 +24,9 @@ Model (30-minute steps, 48 per episode = one calendar day)
   step, ``(LMP at its bus x dispatch - production cost) x 0.5 h`` with the true cost
   ``c0 + c1 p + c2 p^2``. ``info["agent_profit"]`` holds the [5] split; ``reward_terms`` the
   team sums ``[energy_revenue, production_cost]`` (negative cost).
-* Cost: ``thermal_overload`` (MW above rating, summed over branches; diagnostic: the clearing
-  respects the limits whenever it can).
+* Cost: ``thermal_overload`` (MVAh: overload energy above the ratings summed over branches,
+  ``sum_k max(|S_k| - S_rated_k, 0) x dt``, with ``|S| = |P|`` under DC power flow so MVAh = MWh,
+  as on every task; diagnostic: the clearing respects the limits whenever it can).
 * Market power in ``info``: ``mean_lmp_per_mwh`` (load-weighted), ``lerner_index``
   ``= sum_g p_g (LMP_g - mc_g) / sum_g p_g LMP_g`` and ``price_cost_ratio``
   ``= sum_g p_g LMP_g / sum_g p_g mc_g`` over the dispatched units (``mc_g`` the true marginal cost
@@ -242,7 +243,7 @@ class GencosBidding(Task):
                 "reward_terms are the team sums"
             ),
             constraint_names=("thermal_overload",),
-            constraint_units=("MW (sum over branches)",),
+            constraint_units=("MVAh (sum over branches)",),
             selected_constraints=("thermal_overload",),
             cost_thresholds={"thermal_overload": 1.0},
             baselines=("random", "rule_based", "truthful"),
@@ -318,7 +319,7 @@ class GencosBidding(Task):
         terms = np.empty((b, 2))
         terms[:, 0] = revenue.sum(axis=1) * dt_h
         terms[:, 1] = -cost.sum(axis=1) * dt_h
-        overload = res.overload_mw.sum(axis=1)
+        overload = res.overload_mw.sum(axis=1) * dt_h  # MVAh (|S| = |P| under DC power flow)
         positive = np.maximum(load, 0.0)
         mean_lmp = (lmp * positive).sum(axis=1) / np.maximum(positive.sum(axis=1), 1e-9)
         marginal = self._c1 + 2.0 * self._c2 * gen_p

@@ -66,6 +66,7 @@ def _toy_case(from_bus, to_bus, x_pu, slack_bus=0) -> NetworkCase:
         bus_id=np.arange(n_bus),
         slack_bus=slack_bus,
         bus_pd_mw=np.zeros(n_bus),
+        bus_vn_kv=np.full(n_bus, 138.0),
         branch_from_bus=np.asarray(from_bus),
         branch_to_bus=np.asarray(to_bus),
         branch_x_pu=np.asarray(x_pu, dtype=float),

@@ -221,7 +221,8 @@ def test_other_bus_and_penalized_preset():
     for _ in range(H):
         _, reward, _, trunc, info = env.step(np.array([1.0, 0.0, 26.0], np.float32))
         penalty = (
-            1000.0 * (info["cost_voltage_violation"] + info["cost_thermal_overload"])
+            1000.0 * info["cost_voltage_violation"]
+            + 2000.0 * info["cost_thermal_overload"]  # $ per MVAh
             + 100.0 * info["cost_overtemperature"]
         )
         assert reward == pytest.approx(info["task_reward"] - penalty)

@@ -286,6 +286,10 @@ class DatasetGenerator:
 
         returns = np.asarray(h5file["episode_returns"][()], dtype=np.float64)
         team_returns = returns if returns.ndim == 1 else returns.sum(axis=1)
+        facts = inspect_env(self.env)
+        shared = facts is not None and bool(getattr(facts.spec, "shared_reward", False))
+        # the system return, as evaluate reports it: under a shared reward each agent's return
+        system_returns = returns.mean(axis=1) if returns.ndim == 2 and shared else team_returns
         meta = env_metadata(self.env)
         attrs: dict[str, Any] = {
             "format": FORMAT_NAME,
@@ -304,8 +308,9 @@ class DatasetGenerator:
             "num_envs": int(self.env.num_envs) if self.vectorized else 1,
             "n_episodes": appender.n_episodes,
             "n_steps": appender.n_steps,
-            "mean_return": float(team_returns.mean()),
-            "std_return": float(team_returns.std()),
+            "mean_return": float(system_returns.mean()),
+            "std_return": float(system_returns.std()),
+            "mean_team_return": float(team_returns.mean()),
             "info_keys": list(self.info_keys),
             "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"

@@ -23,7 +23,9 @@ dataset                shape, dtype                           meaning
 
 Root attributes: ``format`` (``"powerzoo-offline"``), ``schema_version``, ``powerzoo_version``,
 ``task``, ``split``, ``policy``, ``seed``, ``seeding`` (the rule, in words), ``num_envs``,
-``n_episodes``, ``n_steps``, ``mean_return`` / ``std_return`` (team return: summed over agents),
+``n_episodes``, ``n_steps``, ``mean_return`` / ``std_return`` (the system return, as
+:func:`~powerzoo.benchmarks.evaluation.evaluate` reports it: under a shared reward each agent's
+return), ``mean_team_return`` (summed over agents),
 ``info_keys``, ``created_utc`` and, where known, ``agents``, ``normalized``,
 ``observation_fields``, ``action_fields``, ``observation_low`` / ``observation_high`` /
 ``action_low`` / ``action_high`` (Box bounds, single-agent).

@@ -13,16 +13,16 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   bus loads = the case's base load x ``LOAD_SCALE = 0.4`` x the calendar load shape
   ``demand_pu``; the data centre at 0-based bus ``DC_BUS = 4`` (1-based 5, on the main trunk)
   at power factor 0.95 lagging.
-* Sizing: the data centre draws 0.1 MW with every GPU parked, about 1.9 MW on average and up to
-  3.3 MW with every GPU busy; the rest of the feeder peaks at 1.3 MW on an average test day (1.5
-  MW at most). Held at a constant 1.5 MW the DC keeps every test day in band (lowest voltage
-  0.952 p.u.); at 2.0 MW the band is left at the peaks of 28 of the 77 test days, at 2.5 MW on 76
-  (0.33 p.u.-steps a day of ``voltage_violation``); with every GPU busy (3.3 MW) on all of them
-  (3.3 p.u.-steps a day, lowest voltage 0.932) and the trunk lines overload (5.2 MVA-steps a day
-  of ``thermal_overload``). The rule-based baseline, which serves work as it comes (the
-  submission peak at 14:00 meets the feeder's midday peak), leaves the band on 51 test days; the
-  oracle, moving loose-deadline training work off the peaks, on none, without dropping work. A
-  heavier feeder (``load_scale=0.5``) or a bus further out (``dc_bus=5``) makes the band
+* Sizing: the data centre draws 0.1 MW with every GPU parked, about 1.9 MW on average and up to 3.3
+  MW with every GPU busy; the rest of the feeder peaks at 1.3 MW on an average test day (1.5 MW at
+  most). Held at a constant 1.5 MW the DC keeps every test day in band (lowest voltage 0.952 p.u.);
+  at 2.0 MW the band is left at the peaks of 28 of the 77 test days, at 2.5 MW on 76 (0.33
+  p.u.-steps a day of ``voltage_violation``); with every GPU busy (3.3 MW) on all of them (3.3
+  p.u.-steps a day, lowest voltage 0.932) and the trunk lines overload (2.6 MVAh a day of
+  ``thermal_overload``, 5.2 MVA-steps of 30 minutes). The rule-based baseline, which serves work as
+  it comes (the submission peak at 14:00 meets the feeder's midday peak), leaves the band on 51 test
+  days; the oracle, moving loose-deadline training work off the peaks, on none, without dropping
+  work. A heavier feeder (``load_scale=0.5``) or a bus further out (``dc_bus=5``) makes the band
   unreachable on some days without dropping work.
 * Action (physical units; ``normalize=True`` maps [-1, 1] onto them):
   ``[training_share, finetune_share, cooling_setpoint_c]``: fractions of the GPUs given to
@@ -32,11 +32,11 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   terms ``[energy_cost, sla_penalty]`` (both <= 0). 10 $/GPU-h is a few times the on-demand
   rental price of a data-centre GPU (a missed deadline costs a customer credit).
 * Costs (all >= 0, per step): ``voltage_violation`` (p.u., sum over buses), ``thermal_overload``
-  (MVA, sum over branches), as the feeder tasks define them; ``sla_violation`` (GPU-h dropped
-  at its deadline, plus at the day's end the work behind schedule) and ``overtemperature``
-  (K h above 27 deg C), as ``dc_microgrid`` defines them. CMDP thresholds per episode: 0.2 p.u.,
-  0.5 MVA, 50 GPU-h, 0.5 K h. Preset ``"penalized"`` also charges 1,000 $ per p.u. of voltage
-  violation, 1,000 $ per MVA of overload and 100 $ per K h of overtemperature.
+  (MVAh, overload energy summed over branches), as the feeder tasks define them; ``sla_violation``
+  (GPU-h dropped at its deadline, plus at the day's end the work behind schedule) and
+  ``overtemperature`` (K h above 27 deg C), as ``dc_microgrid`` defines them. CMDP thresholds per
+  episode: 0.2 p.u., 0.25 MVAh, 50 GPU-h, 0.5 K h. Preset ``"penalized"`` also charges 1,000 $ per
+  p.u. of voltage violation, 2,000 $ per MVAh of overload and 100 $ per K h of overtemperature.
 * Observation (17): time, ``temp_c``, ``price_per_mwh``, ``demand_pu``, ``zone_temp_c``, the
   previous step's flow (``v_min_pu``, ``dc_bus_v_pu``, ``max_branch_loading``, ``dc_load_mw``;
   at reset the flow of the first step's loads with every GPU parked) and, per job class,

@@ -43,7 +43,7 @@ DC_BUS = 4
 DC_POWER_FACTOR = 0.95
 SLA_PENALTY_PER_GPUH = 10.0
 COSTS = (  # name, unit, per-episode threshold, weight in the "penalized" preset ($ per unit)
-    *grid_cost_rows(0.2, 0.5),
+    *grid_cost_rows(0.2, 0.25),
     ("sla_violation", "GPU-h", 50.0, None),  # already in the reward (SLA_PENALTY_PER_GPUH)
     ("overtemperature", "K h", 0.5, 100.0),
 )

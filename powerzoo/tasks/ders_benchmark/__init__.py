@@ -44,10 +44,11 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   the energy the batteries hold at reset is not free to sell. Shifted load is free in the
   reward: it comes back later.
 * Costs (CMDP, all selected, >= 0 per step): ``voltage_violation`` (p.u. outside [0.95, 1.05]
-  summed over buses), ``thermal_overload`` (MVA above line ratings summed over branches),
+  summed over buses), ``thermal_overload`` (MVAh: overload energy above the line ratings summed
+  over branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``),
   ``device_violation`` (MWh-equivalent, summed over devices: battery energy asked beyond the
   SOC bounds [MWh] + reactive power cut by the inverters' S limits x dt [Mvarh] + load shift
-  refused on the last step [MWh]). Per-episode thresholds 1.0 p.u., 0.5 MVA, 0.5 MWh.
+  refused on the last step [MWh]). Per-episode thresholds 1.0 p.u., 0.25 MVAh, 0.5 MWh.
 * Observation modes (``env.observation_fields(agent)``; every agent has the same fields in a
   mode, fields that do not apply to its kind are 0; grid values from the previous step's flow,
   at reset from the flow of the first step with the DERs uncontrolled):
@@ -72,7 +73,7 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic; solved around
   the uncontrolled day, then around its own plan), applied under the exact flow. Test split (77
   days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared reward) and
-  ``voltage_violation`` (p.u.-steps/day): random -29,577 and 3.66 (plus 18.4 MVA of
+  ``voltage_violation`` (p.u.-steps/day): random -29,577 and 3.66 (plus 9.2 MVAh of
   overload and 5.2 MWh of device violation); rule-based -2,420 and 0.166; oracle
   -1,797 and 0 (no overload, no device violation).
 

@@ -120,7 +120,7 @@ def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
             "step ($), and on the last step the batteries' stored energy's change since the "
             "start settled at the day's mean price"
         ),
-        **cmdp_fields((*grid_cost_rows(1.0, 0.5), _DEVICE_VIOLATION)),
+        **cmdp_fields((*grid_cost_rows(1.0, 0.25), _DEVICE_VIOLATION)),
         baselines=("random", "rule_based", "oracle"),
         **mode_spec_fields(observation_modes(p.pv_mw), "ders_local"),
         shared_reward=True,

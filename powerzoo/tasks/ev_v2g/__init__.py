@@ -45,7 +45,8 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   car's arrival could reach if that is less, so the shortfall is charging that was not done;
   the end of the episode counts as a departure of every car at home, so a fleet cannot be
   emptied into the grid at the end), ``voltage_violation`` (p.u.) and ``thermal_overload``
-  (MVA) as in the other feeder tasks. Per-episode thresholds 5 kWh, 0.5 p.u., 0.5 MVA.
+  (MVAh, overload energy above the line ratings) as in the other feeder tasks. Per-episode
+  thresholds 5 kWh, 0.5 p.u., 0.5 MVAh (hourly steps: the former 0.5 MVA-steps).
 * Observation modes (per agent; grid values from the previous step's flow, at reset from the
   first step's loads with the fleet idle): ``local``: time, price, own block ``own_v_pu,
   own_prev_p_mw, own_bus_load_mw, own_plugged_share`` and per car ``plugged_j``, ``soc_j``,

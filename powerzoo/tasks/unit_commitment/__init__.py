@@ -44,9 +44,16 @@ Model
   under the oracle 267 MW of it on average where 91 MW were deliverable (under the rule 295 and
   94 MW). ``info``: ``reserve_mw`` (deliverable), ``reserve_requirement_mw``,
   ``committed_capacity_mw``, ``headroom_mw`` (committed capacity - load).
-* Reward: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh)`` in $
-  per step (``REWARD_TERMS``; shared by the agents of ``marl_uc``). Costs: ``thermal_overload``
-  (MWh of branch overload), ``reserve_shortfall`` (MWh), ``power_imbalance`` (MWh).
+* Reward: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh + line
+  overload x 2,000 $/MWh)`` in $ per step (``REWARD_TERMS``; shared by the agents of
+  ``marl_uc``). The overload price is the transmission-constraint penalty factor of
+  :data:`powerzoo.tasks.transmission.OVERLOAD_PRICE_PER_MWH` (PJM's default), so the reward's
+  optimum respects the line ratings wherever a dispatch can; the oracle MILP prices overloads
+  higher still (10,000 $/MWh, :mod:`.milp`). Costs: ``thermal_overload`` (MVAh: overload energy
+  above the ratings summed over branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``; under DC
+  power flow ``|S| = |P|``, so MVAh = MWh), ``reserve_shortfall`` (MWh), ``power_imbalance``
+  (MWh). Line ratings: case5's published ones, case118's by voltage class
+  (:mod:`powerzoo.physics.line_ratings`).
 * Episode start: the units a priority list (full-load average cost) commits for the first
   step's load plus reserve are on, free to switch (their minimum times have passed), at the
   merit-order dispatch of that load. The first step has no ramp limit (the previous day's

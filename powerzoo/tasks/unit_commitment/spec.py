@@ -9,7 +9,12 @@ from powerzoo.data import calendar
 from powerzoo.devices.thermal_unit import ThermalFleet, fleet_from_case
 from powerzoo.physics.network import NetworkCase
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
-from powerzoo.tasks.transmission import RATING_LOAD_SCALE, STEP_MINUTES, congestion_ready_case
+from powerzoo.tasks.transmission import (
+    BASE_LOAD_SCALE,
+    OVERLOAD_PRICE_PER_MWH,
+    STEP_MINUTES,
+    congestion_ready_case,
+)
 
 __all__ = [
     "RESERVE_MARGIN",
@@ -31,13 +36,20 @@ RESERVE_MARGIN = 0.10
 IMBALANCE_PRICE = (
     1000.0  # $/MWh, settles the slack bus's balancing energy (as in the dispatch tasks)
 )
-OVERLOAD_PENALTY = 1000.0  # $/MWh, soft line limits and reserve of the oracle MILP
+OVERLOAD_PENALTY = 1000.0  # $/MWh, reserve shortfall (penalized preset) and the MILP's slacks
 LINE_TIGHTENING_FACTOR = 0.8  # line_tightening split: every finite rating x 0.8
 TIME_IN_STATE_CAP_H = 24.0  # observed time in state is capped here (longer than any minimum time)
-REWARD_TERMS = ("fuel_cost", "no_load_cost", "startup_cost", "shutdown_cost", "imbalance_cost")
+REWARD_TERMS = (
+    "fuel_cost",
+    "no_load_cost",
+    "startup_cost",
+    "shutdown_cost",
+    "imbalance_cost",
+    "overload_cost",
+)
 _REWARD_DOC = (
-    "-(fuel + no-load + start-up + shut-down cost + |imbalance| x {price:g} $/MWh) per step "
-    "($){shared}"
+    "-(fuel + no-load + start-up + shut-down cost + |imbalance| x {price:g} $/MWh + line "
+    "overload x {overload:g} $/MWh) per step ($){shared}"
 )
 _TIME = (
     ("hour_sin", "-", -1.0, 1.0),
@@ -52,7 +64,7 @@ class UCParams:
 
     # bus loads = the case's published base load x this x demand_pu (the load the line ratings
     # were derived for, as in the dispatch tasks)
-    load_scale: float = RATING_LOAD_SCALE
+    load_scale: float = BASE_LOAD_SCALE
 
 
 def uc_case(case_name: str, split: str) -> NetworkCase:
@@ -147,17 +159,17 @@ def marl_uc_spec(
         observation=glob,
         action=_action(case, agents),
         splits=calendar.BASE_SPLITS + ("load_stress",),
-        reward_doc=_REWARD_DOC.format(price=IMBALANCE_PRICE, shared=", shared by all agents"),
+        reward_doc=_REWARD_DOC.format(
+            price=IMBALANCE_PRICE, overload=OVERLOAD_PRICE_PER_MWH, shared=", shared by all agents"
+        ),
         constraint_names=("thermal_overload", "reserve_shortfall", "power_imbalance"),
-        constraint_units=("MWh", "MWh", "MWh"),
+        constraint_units=("MVAh", "MWh", "MWh"),
         selected_constraints=("thermal_overload", "reserve_shortfall", "power_imbalance"),
         cost_thresholds={"thermal_overload": 1.0, "reserve_shortfall": 1.0, "power_imbalance": 1.0},
         reward_presets={
             "objective": {},
-            "penalized": {
-                "thermal_overload": OVERLOAD_PENALTY,
-                "reserve_shortfall": OVERLOAD_PENALTY,
-            },
+            # thermal_overload is priced in the reward itself (overload_cost)
+            "penalized": {"reserve_shortfall": OVERLOAD_PENALTY},
         },
         obs_modes=("global", "local"),
         obs_mode_specs={"global": glob, "local": local},
@@ -189,17 +201,17 @@ def tso_spec(
         observation=_vector(_system_fields(case, load_scale) + units),
         action=_action(case, ("operator",)),
         splits=calendar.BASE_SPLITS + ("load_stress", "line_tightening"),
-        reward_doc=_REWARD_DOC.format(price=IMBALANCE_PRICE, shared=""),
+        reward_doc=_REWARD_DOC.format(
+            price=IMBALANCE_PRICE, overload=OVERLOAD_PRICE_PER_MWH, shared=""
+        ),
         constraint_names=("thermal_overload", "reserve_shortfall", "power_imbalance"),
-        constraint_units=("MWh", "MWh", "MWh"),
+        constraint_units=("MVAh", "MWh", "MWh"),
         selected_constraints=("thermal_overload", "reserve_shortfall"),
         cost_thresholds={"thermal_overload": 1.0, "reserve_shortfall": 1.0},
         reward_presets={
             "objective": {},
-            "penalized": {
-                "thermal_overload": OVERLOAD_PENALTY,
-                "reserve_shortfall": OVERLOAD_PENALTY,
-            },
+            # thermal_overload is priced in the reward itself (overload_cost)
+            "penalized": {"reserve_shortfall": OVERLOAD_PENALTY},
         },
         gym_id="powerzoo/TSO-v0",
         **_common(horizon, step_minutes),

@@ -23,6 +23,7 @@ from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.transmission import (
+    OVERLOAD_PRICE_PER_MWH,
     STEP_MINUTES,
     congestion_ready_case,
     marginal_cost_per_mwh,
@@ -205,12 +206,13 @@ class UnitCommitment(Task):
         capacity = on_f @ f.pmax_mw
         dt_h = self.spec.dt_h
         imbalance_mwh = np.abs(imbalance) * dt_h
-        terms = np.empty((b, 5))  # costs first, negated at once below
+        terms = np.empty((b, 6))  # costs first, negated at once below
         terms[:, 0] = (p * p) @ f.c2_step + p @ f.c1_step
         terms[:, 1] = on_f @ f.no_load_step
         terms[:, 2] = start @ f.startup_cost
         terms[:, 3] = stop @ f.shutdown_cost
         terms[:, 4] = IMBALANCE_PRICE * imbalance_mwh
+        terms[:, 5] = OVERLOAD_PRICE_PER_MWH * overload * dt_h
         np.negative(terms, out=terms)
         costs = np.empty((b, 3))
         costs[:, 0] = overload * dt_h
