@@ -20,7 +20,11 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
     (:mod:`powerzoo.devices.pv_inverter`) at ``PV_BUSES = (86, 51, 79, 67)``, the lowest-voltage
     ends of the four sagging sub-laterals of that lateral. Available power = 1 MW x the data
     layer's irradiance-based ``pv_cf``. Action ``[curtail, q_mvar]``: curtailed fraction in
-    [0, 1], Q in [-1.1, 1.1] Mvar.
+    [0, 1], Q in [-1.1, 1.1] Mvar. With no sun (available power 0, every night) an inverter
+    gives no reactive power, whatever its Q action: IEEE 1547-2018 requires reactive
+    capability only while a DER produces active power and leaves "Q at night" optional. The
+    task keyword ``pv_q_at_night=True`` keeps the inverters on at night with their whole
+    1.1 MVA as reactive capability.
   - ``load_0..3`` (group ``flexible_loads``): the flexible half (``flex_share = 0.5``) of the
     load of the large buses ``FLEX_BUSES = (85, 78, 60, 70)`` on the same sub-laterals
     (:mod:`powerzoo.devices.flexible_load`, each at its bus's own power factor), curtail and
@@ -45,9 +49,11 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   reward: it comes back later.
 * Costs (CMDP, all selected, >= 0 per step): ``voltage_violation`` (p.u. outside [0.95, 1.05]
   summed over buses), ``thermal_overload`` (MVA above line ratings summed over branches),
-  ``device_violation`` (MWh-equivalent, summed over devices: battery energy asked beyond the
-  SOC bounds [MWh] + reactive power cut by the inverters' S limits x dt [Mvarh] + load shift
-  refused on the last step [MWh]). Per-episode thresholds 1.0 p.u., 0.5 MVA, 0.5 MWh.
+  ``device_violation`` (MWh: battery energy asked beyond the SOC bounds + load shift refused
+  on the last step, summed over devices), ``reactive_cut`` (Mvarh: reactive power asked of the
+  battery and PV inverters beyond their capability, ``sqrt(S^2 - P^2)`` or 0 for a PV inverter
+  without sun, x dt, summed). Per-episode thresholds 1.0 p.u., 0.5 MVA, 0.5 MWh, 0.5 Mvarh;
+  ``"penalized"`` preset weights 1,000 $/p.u., 1,000 $/MVA, 100 $/MWh, 100 $/Mvarh.
 * Observation modes (``env.observation_fields(agent)``; every agent has the same fields in a
   mode, fields that do not apply to its kind are 0; grid values from the previous step's flow,
   at reset from the flow of the first step with the DERs uncontrolled):
@@ -67,7 +73,8 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   start SOC, which it reaches by the day's end), and every inverter (battery and PV) applies the
   IEEE 1547-2018 category B volt-var droop on its own bus voltage (Q / S = +0.44 at 0.92 p.u., 0
   in [0.98, 1.02], -0.44 at 1.08, linear between), within the reactive capability left at its
-  P. Oracle: the whole day planned with perfect foresight, one LP on HiGHS per day
+  P (none for a PV inverter without sun, unless ``pv_q_at_night``). Oracle: the whole day
+  planned with perfect foresight, one LP on HiGHS per day
   (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's limits, the settlement, voltages
   on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic; solved around
   the uncontrolled day, then around its own plan), applied under the exact flow. Test split (77
