@@ -34,8 +34,9 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
 * Sizing: with the DERs uncontrolled (batteries idle, PV uncurtailed, Q = 0, loads served as
   they come) the sagging lateral drops below 0.95 p.u. on 69 of the 77 test days (mean 1.4
   p.u.-steps of ``voltage_violation`` a day, no thermal overload); PV output helps only around
-  midday. The rule-based baseline brings it to 0.12 (16 days), so where and when the batteries,
-  the inverters' Q and the flexible loads act matters (``tests/tasks/test_ders_benchmark.py``).
+  midday. The rule-based baseline brings it to 0.34 (46 days; the PV inverters give no Q at
+  night, when the evening peak sags the lateral), so where and when the batteries, the
+  inverters' Q and the flexible loads act matters (``tests/tasks/test_ders_benchmark.py``).
 * Reward, **shared** (team, $ per step), terms ``[loss_cost, pv_curtailment_cost,
   load_curtailment_cost, battery_cost, battery_settlement]`` (the first four usually <= 0):
   ``-price x losses x dt``; ``-price x curtailed PV MWh`` (the energy the feeder must buy
@@ -79,9 +80,10 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic; solved around
   the uncontrolled day, then around its own plan), applied under the exact flow. Test split (77
   days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared reward) and
-  ``voltage_violation`` (p.u.-steps/day): random -29,577 and 3.66 (plus 18.4 MVA of
-  overload and 5.2 MWh of device violation); rule-based -2,420 and 0.166; oracle
-  -1,797 and 0 (no overload, no device violation).
+  ``voltage_violation`` (p.u.-steps/day): random -29,505 and 3.40 (plus 12.8 MVA of
+  overload, 4.1 MWh of device violation and 23.6 Mvarh of reactive cut, most of it Q asked of
+  PV inverters at night); rule-based -2,482 and 0.345; oracle -2,046 and 0.0009 (3 days; no
+  overload, no device violation, no reactive cut).
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, reset / observe / step, the
