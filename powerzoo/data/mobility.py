@@ -28,9 +28,14 @@ Modelling choices (assumptions, not survey figures):
   clipped to [7, 18] h, away N(4 h, 2 h), at least 1 h, back by 23 h.
 * Distance: log-normal with the day type's mean (30 miles on weekdays, 24 miles at weekends,
   80 % of the weekday figure) and log-standard deviation 0.7, clipped to [2, 120] miles.
-* Energy drawn by the car: 0.30 kWh per mile at the battery (the range of EPA ratings of
-  compact battery-electric cars is about 0.25 to 0.35 kWh/mile), so a trip draws 9 kWh on
-  average on a weekday and at most 36 kWh.
+* Energy drawn by the car: ``KWH_PER_MILE = 0.30`` kWh per mile **at the battery** (what
+  :func:`powerzoo.devices.ev_fleet.ev_fleet_step` takes out of the stored energy while the car
+  is away), so a trip draws about 9 kWh on a weekday driving day (8.9 kWh measured, the
+  clipping of the distance included) and at most 36 kWh. EPA consumption ratings are measured
+  at the wall (AC energy to recharge the car, charging losses included) and lie at about 0.25
+  to 0.35 kWh/mile for battery-electric cars; putting 0.30 kWh back through the fleet's
+  92 %-efficient charger (:class:`powerzoo.devices.ev_fleet.EVFleetParams`) takes 0.326 kWh
+  from the grid, a mid-size car's rating within that range.
 
 Everything is drawn from the generator the caller passes (the env's episode RNG), so an
 episode's trips are reproducible from its reset seed and differ between episodes.
@@ -111,7 +116,7 @@ class Trips:
 
     @property
     def energy_kwh(self) -> np.ndarray:
-        """Battery energy each trip draws (kWh)."""
+        """Battery energy each trip draws (kWh, storage side: ``miles x KWH_PER_MILE``)."""
         return self.miles * KWH_PER_MILE
 
 

@@ -14,6 +14,15 @@ the grid, ``q_mvar > 0`` injects reactive power.
 * Reactive power: ``|q| <= sqrt(S^2 - p^2)`` at the delivered ``p``. **Active power has
   priority** (a Q request never curtails P; the task's curtailment action is the only thing
   that does); the reactive power cut off is reported as ``q_cut_mvar``.
+* Reactive power without sun (**"Q at night"**, ``q_at_night``, off by default): IEEE
+  1547-2018 (clause 5.2) requires a DER's reactive capability only while it produces active
+  power (at or above the lesser of its minimum steady-state output and 5 % of its rating) and
+  leaves reactive support at zero active power optional: many PV inverters disconnect from the
+  grid when there is no sun. So by default a unit whose *available* power is zero (night, or no
+  irradiance) gives ``q = 0`` whatever it is asked (``q_limit_mvar = 0``, the request reported
+  as ``q_cut_mvar``). With ``q_at_night=True`` the inverter stays connected and offers its
+  whole S rating as reactive power then. A unit that has sun but curtails all of it keeps its
+  reactive capability either way (the inverter is on).
 
 Default ratings: ``capacity_mw = 1.0`` (a ground-mounted plant of about 2 ha on an MV feeder of
 a few MW of load); ``s_rating_mva = 1.1 * capacity_mw``: the usual ~10 % inverter oversizing
@@ -50,6 +59,9 @@ class PVInverterParams:
     capacity_mw: npt.ArrayLike = 1.0  # MW of active power at capacity factor 1
     s_rating_mva: npt.ArrayLike | None = None  # MVA; None: S_RATING_FACTOR * capacity_mw
     n_units: int | None = None
+    # reactive power at zero available PV power (night): an optional capability in IEEE
+    # 1547-2018, off by default (module docstring)
+    q_at_night: bool = False
     s_squared_mva2: np.ndarray = dataclasses.field(
         init=False, repr=False
     )  # s_rating_mva ** 2, derived
@@ -96,7 +108,9 @@ class PVInverterStep:
     q_mvar: np.ndarray  # reactive power delivered (+ injection), |q| <= q_limit_mvar
     curtail_fraction: np.ndarray  # curtailment applied, in [0, 1]
     curtailed_mwh: np.ndarray  # available energy not delivered this step (>= 0)
-    q_limit_mvar: np.ndarray  # reactive capability left at the delivered P: sqrt(S^2 - p^2)
+    # reactive capability left at the delivered P: sqrt(S^2 - p^2) (0 at zero available power
+    # unless q_at_night)
+    q_limit_mvar: np.ndarray
     q_cut_mvar: np.ndarray  # |Q request| beyond q_limit_mvar (>= 0)
 
 
@@ -111,7 +125,8 @@ def pv_inverter_step(
 
     ``capacity_factor`` in [0, 1] is ``[B, n_units]`` or ``[B, 1]``; ``curtail_fraction``
     (cut to [0, 1]) and ``q_request_mvar`` (Mvar, + injection) are ``[B, n_units]``. Inputs
-    must be finite (the env checks actions).
+    must be finite (the env checks actions). A unit with no available power gives no reactive
+    power unless ``params.q_at_night`` (module docstring).
     """
     curtail = np.asarray(curtail_fraction, dtype=np.float64)
     q_request_mvar = np.asarray(q_request_mvar, dtype=np.float64)
@@ -141,6 +156,8 @@ def pv_inverter_step(
     curtail = curtail.clip(0.0, 1.0)
     p_mw = available_mw * (1.0 - curtail)
     q_limit_mvar = np.sqrt(np.maximum(params.s_squared_mva2 - p_mw * p_mw, 0.0))
+    if not params.q_at_night:  # no sun, inverter off: no reactive power (module docstring)
+        q_limit_mvar = np.where(available_mw > 0.0, q_limit_mvar, 0.0)
     q_mvar = q_request_mvar.clip(-q_limit_mvar, q_limit_mvar)
     return PVInverterStep(
         available_mw=available_mw,

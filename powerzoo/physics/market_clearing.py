@@ -11,10 +11,19 @@ A company shapes its offer with one **multiplicative markup per block**::
 
     offer price  pi_gk = (1 + m_gk) * mc_gk     [$/MWh],  m_gk > -1  (m = 0: truthful)
 
-The offer curve is the step function of block prices over the block widths (blocks of a unit
-must be offered in order to form a non-decreasing curve only if the markups say so: the clearing
-takes whatever blocks are cheapest, as a real market does with block offers). ``Pmin`` is
-must-run and is not offered; it is paid the LMP like the rest.
+The offer curve is the step function of block prices over the block widths, and it is always
+**non-decreasing** in quantity: ISO energy-offer rules (PJM, MISO, ERCOT, CAISO) accept only
+monotonically non-decreasing offer curves. A unit's ``K`` markups are read as its ``K``
+equal-width (price, quantity) pairs and stacked in order of price, as a market builds a supply
+curve from price-quantity pairs: :meth:`MarketClearing.monotone_markup` sorts each unit's
+markups, ``m'_g = sort(m_g)``, so block ``k`` (the ``k``-th cheapest quantity) gets the
+``k``-th smallest markup. As ``mc_gk`` is non-decreasing in ``k`` (``c2 >= 0``) and
+``1 + m' >= 0`` is too, the prices ``(1 + m'_gk) mc_gk`` are non-decreasing; the markups keep
+their range, and an already non-decreasing offer is unchanged. With linear costs (``mc`` equal
+over a unit's blocks, as in case5) the sorted curve clears exactly as the unsorted one did (the
+LP takes a unit's cheapest blocks first either way, and the blocks are equally wide); with
+quadratic costs (case14, case118) it decides which price goes with which block's cost.
+``Pmin`` is must-run and is not offered; it is paid the LMP like the rest.
 
 Clearing (one LP per env, PTDF form, lossless DC)::
 
@@ -78,7 +87,7 @@ class MarketResult:
 
     gen_p_mw: np.ndarray  # [B, n_gen] dispatch (Pmin + cleared blocks)
     block_p_mw: np.ndarray  # [B, n_gen, K] cleared MW of each offer block
-    offer_price_per_mwh: np.ndarray  # [B, n_gen, K] the offers that were cleared
+    offer_price_per_mwh: np.ndarray  # [B, n_gen, K] the offers cleared (non-decreasing in K)
     lmp_per_mwh: np.ndarray  # [B, n_bus] locational marginal prices
     lmp_energy_per_mwh: np.ndarray  # [B] balance dual (= LMP at the reference bus)
     branch_mu_per_mwh: np.ndarray  # [B, n_branch] flow-limit shadow prices (0 if not binding)
@@ -191,9 +200,16 @@ class MarketClearing:
 
     # ---- offers -----------------------------------------------------------------------------
     def offer_prices(self, markup: np.ndarray) -> np.ndarray:
-        """Offer prices ``(1 + m) * mc`` [$/MWh] ``[B, n_gen, K]`` for markups ``[B, n_gen, K]``
-        (``[B, n_gen]`` applies one markup to every block of a unit)."""
-        return (1.0 + self._markup(markup, None)) * self.block_marginal_cost
+        """Offer prices ``(1 + m') * mc`` [$/MWh] ``[B, n_gen, K]``, non-decreasing over each
+        unit's blocks, for markups ``[B, n_gen, K]`` (``[B, n_gen]`` applies one markup to every
+        block of a unit); ``m'`` = :meth:`monotone_markup` (module docstring)."""
+        return (1.0 + self.monotone_markup(markup)) * self.block_marginal_cost
+
+    def monotone_markup(self, markup: np.ndarray) -> np.ndarray:
+        """The markups ``[B, n_gen, K]`` (fraction of each block's true marginal cost) actually
+        offered for ``markup`` (shapes as :meth:`offer_prices`): each unit's markups sorted in
+        increasing order, so that its offer curve is non-decreasing (module docstring)."""
+        return np.sort(self._markup(markup, None), axis=2)
 
     def _markup(self, markup: np.ndarray, n_batch: int | None) -> np.ndarray:
         """Markups as ``[B, n_gen, K]``: from ``[B, n_gen, K]``, ``[B, n_gen]`` (one per unit) or
@@ -237,7 +253,8 @@ class MarketClearing:
         if not np.all(np.isfinite(load)):
             raise ValueError("load_mw contains NaN or inf")
         n_batch = load.shape[0]
-        prices = (1.0 + self._markup(markup, n_batch)) * self.block_marginal_cost  # [B, n_gen, K]
+        # [B, n_gen, K], non-decreasing over each unit's blocks (ISO offer rules)
+        prices = (1.0 + np.sort(self._markup(markup, n_batch), axis=2)) * self.block_marginal_cost
         net = load.sum(axis=1) - self.pmin_mw.sum()
         offset = load @ self._ptdf_lim.T - self._pmin_flow  # [B, n_lim]
         lo = np.concatenate([net[:, None], offset - self._f_max], axis=1)

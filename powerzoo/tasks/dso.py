@@ -10,9 +10,10 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   main trunk and of the laterals, where voltage sags first). Each is an aggregate of flexible
   commercial / residential demand of ``flex_peak_mw = 0.12`` MW at ``demand_pu = 1`` (following
   the same calendar shape), power factor 0.85, on top of its bus's published load. Per step up
-  to half of it can be curtailed (lost, priced at the value of lost load) and up to half
-  shifted: deferred energy is paid back evenly over the next ``payback_steps = 8`` steps (4 h),
-  and always before the day ends.
+  to half of it (``flex_max_fraction = 0.5``) can be curtailed (lost, priced at the value of
+  lost load) and up to half shifted, so together they can take the whole unit off for a step:
+  deferred energy is paid back evenly over the next ``payback_steps = 8`` steps (4 h), and
+  always before the day ends.
 * Sizing: without control the flexible loads push the far-end buses below 0.95 p.u. at the
   daily peaks on 76 of the 77 test days (0.88 p.u.-steps of ``voltage_violation`` per day on
   average); the oracle's plan brings that to 0.0004. So the controls matter, and they cost:
@@ -357,7 +358,8 @@ def _solve_day(
     """Curtail and shift fractions [T, 6] of the day plan (LP on HiGHS via highspy).
 
     Minimise ``VOLL x curtailed MWh + 0.01 $/MWh x shifted MWh + voltage penalty`` with fractions
-    in ``[0, 0.4]`` (no shift on the last step). The flexible units' demand changes by
+    in ``[0, flex_max_fraction]`` (0.5 by default, the env's action bound; no shift on the last
+    step). The flexible units' demand changes by
     ``dp = -base (c + s) + W (base s)`` (payback matrix ``W``), the squared voltages by
     ``dp @ sens`` (:func:`powerzoo.tasks.feeder.add_voltage_band`). Losses are not in the LP
     (LinDistFlow is lossless); the plan pays them under the exact flow.

@@ -15,6 +15,12 @@ Model (30-minute steps, 48 per episode = one calendar day)
   cut into 3 equal blocks and block ``k`` is offered at ``(1 + m_k) x`` its true marginal cost
   (:mod:`powerzoo.physics.market_clearing`), so markup 0 is truthful and 1 doubles the price.
   A high markup on the last block withholds capacity; one on every block raises the price.
+  Offer curves are non-decreasing, as ISO offer rules require: the three markups are read as
+  three equal (price, quantity) pairs stacked in order of price, so the blocks are offered at
+  the sorted markups (:meth:`~powerzoo.physics.market_clearing.MarketClearing.monotone_markup`;
+  on case5's linear costs this clears exactly as the unsorted offer would).
+  ``info["action_applied"]`` and the published markups of the observation are the offered
+  (sorted) ones.
 * Market: every step the offers are cleared by a DC-OPF with the line limits
   (:class:`~powerzoo.physics.market_clearing.MarketClearing`, one stacked HiGHS LP per batch):
   dispatch and locational marginal prices (LMPs). Limits are soft at 1,000 $/MWh of overload and
@@ -34,8 +40,9 @@ Model (30-minute steps, 48 per episode = one calendar day)
   congestion and the merit order give; markups raise them.
 * Observation modes: ``global`` (default: time, system load and wind of the step being cleared,
   the last load-weighted LMP, the own block (limits, marginal cost, last dispatch, last LMP at
-  its bus) and every company's last markups: offers are published after clearing), ``local``
-  (time, load, wind, own block and own last markups).
+  its bus) and every company's last markups as offered (non-decreasing over the blocks):
+  offers are published after clearing), ``local`` (time, load, wind, own block and own last
+  markups).
 * Splits: train / val / test by date; stress splits (test days) ``demand_shift`` (demand x 1.10
   and a tenth of it moved from bus 2 to bus 4, beyond the congested line 4-5: bus shares
   200 / 300 / 500 MW), ``renewable_shock`` (the wind farm trips for 4 hours every day, starting
@@ -310,7 +317,8 @@ class GencosBidding(Task):
         b = state.t.size
         load_wind = self._load_wind(state.day_id, state.t)
         load = self.bus_load_mw(load_wind)
-        markup = action.reshape(b, _N, N_BLOCKS)
+        # offers made non-decreasing over each company's blocks (ISO offer rules): sorted
+        markup = self.market.monotone_markup(action.reshape(b, _N, N_BLOCKS))
         res = self.market.clear(load, markup)
         gen_p, lmp = res.gen_p_mw, res.lmp_per_mwh
         lmp_gen = lmp[:, self._gen_bus]
@@ -326,7 +334,7 @@ class GencosBidding(Task):
         paid = revenue.sum(axis=1)
         valued = (marginal * gen_p).sum(axis=1)
         abs_flow = np.abs(res.branch_flow_mw)
-        new_state = BiddingState(state.day_id, state.t + 1, markup.copy(), gen_p, lmp_gen, mean_lmp)
+        new_state = BiddingState(state.day_id, state.t + 1, markup, gen_p, lmp_gen, mean_lmp)
         info = {
             "lmp_per_mwh": lmp,
             "gen_p_mw": gen_p,
@@ -352,7 +360,7 @@ class GencosBidding(Task):
             reward_terms=terms,
             constraint_costs=overload[:, None],
             terminated=np.zeros(b, dtype=bool),
-            action_applied=action,
+            action_applied=markup.reshape(b, _N * N_BLOCKS),
             info=info,
         )
 

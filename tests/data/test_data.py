@@ -108,3 +108,25 @@ def test_bad_scenario_and_step_length_raise():
         get_profiles("monsoon", 30)
     with pytest.raises(ValueError, match="multiple of 5"):
         get_profiles("base", 7)
+
+
+def test_trip_energy_is_drawn_at_the_battery_and_matches_an_epa_rating_at_the_wall():
+    # KWH_PER_MILE is storage-side energy: the fleet takes it out of the battery as it is; EPA
+    # ratings (0.25-0.35 kWh/mile) are at the wall, so the grid-side figure is the one to check
+    import powerzoo.data.mobility as mobility
+    from powerzoo.devices.ev_fleet import EVFleetParams, ev_fleet_step
+
+    fleet = EVFleetParams()
+    trips = mobility.sample_trips(np.random.default_rng(0), np.array([9]), 1, 64)  # a weekday
+    drive = trips.energy_kwh[:, 0]
+    assert trips.driven.any()
+    np.testing.assert_allclose(drive, trips.miles[:, 0] * mobility.KWH_PER_MILE)
+    energy = np.full((1, 64), 50.0)
+    step = ev_fleet_step(
+        fleet, energy, np.zeros((1, 64)), np.zeros((1, 64), dtype=bool), drive, 1.0
+    )
+    np.testing.assert_allclose(energy - step.energy_kwh, drive, rtol=1e-12)  # at the battery
+    wall_kwh_per_mile = mobility.KWH_PER_MILE / fleet.charge_efficiency
+    assert 0.25 <= wall_kwh_per_mile <= 0.35
+    doc = mobility.__doc__
+    assert "at the battery" in doc and "at the wall" in doc and "0.326" in doc

@@ -224,6 +224,28 @@ def test_pv_curtailment_and_the_s_circle():
     assert np.all(curtailed.q_mvar > full.q_mvar)
 
 
+def test_pv_reactive_power_without_sun_is_an_option_off_by_default():
+    # IEEE 1547-2018: reactive capability is required while the DER produces active power;
+    # "Q at night" is optional, so a unit with no available power gives no Q unless asked to
+    cf = np.array([[0.0, 0.0, 0.3, 0.3]])  # units 0, 1 without sun
+    curtail = np.array([[0.0, 0.0, 0.0, 1.0]])  # unit 3 has sun but curtails all of it
+    q_req = np.array([[0.7, -5.0, 0.2, -0.4]])
+    off = pv_inverter_step(PV, cf, curtail, q_req, DT_H)
+    assert PV.q_at_night is False
+    np.testing.assert_array_equal(off.q_mvar[0, :2], 0.0)
+    np.testing.assert_array_equal(off.q_limit_mvar[0, :2], 0.0)
+    np.testing.assert_array_equal(off.q_cut_mvar[0, :2], [0.7, 5.0])
+    np.testing.assert_allclose(off.q_mvar[0, 2:], [0.2, -0.4])  # the inverter is on: Q as asked
+    on = pv_inverter_step(
+        PVInverterParams(PV.capacity_mw, q_at_night=True), cf, curtail, q_req, DT_H
+    )
+    np.testing.assert_allclose(on.q_mvar[0], [0.7, -2.2, 0.2, -0.4])  # the whole S rating at night
+    np.testing.assert_allclose(on.q_limit_mvar[0, :2], PV.s_rating_mva[:2])
+    np.testing.assert_allclose(on.q_cut_mvar[0], [0.0, 2.8, 0.0, 0.0], atol=1e-15)
+    for r in (off, on):
+        np.testing.assert_array_equal(r.p_mw, cf * PV.capacity_mw * (1.0 - curtail))
+
+
 def test_pv_parameters_and_shapes_are_checked():
     np.testing.assert_allclose(PV.s_rating_mva, 1.1 * PV.capacity_mw)
     with pytest.raises(ValueError, match="unit 1: s_rating_mva"):

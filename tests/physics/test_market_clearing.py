@@ -200,3 +200,23 @@ def test_bad_input_raises(case5):
         MarketClearing(case5, 0)
     with pytest.raises(ValueError, match="line_limit_scale"):
         clear_market(case5, case5.bus_pd_mw, np.zeros(5), line_limit_scale=0.0)
+
+
+@pytest.mark.parametrize("name", ["case5", "case14"])  # linear and quadratic costs
+def test_offer_curves_are_non_decreasing_whatever_the_markups(name):
+    # ISO offer rules accept only non-decreasing offer curves: a unit's markups are offered in
+    # increasing order (its equal-width price-quantity pairs stacked by price)
+    case = load_case(name)
+    market = MarketClearing(case, 3, line_penalty_per_mwh=1000.0)
+    rng = np.random.default_rng(7)
+    markup = rng.uniform(0.0, 1.0, (64, case.n_gen, 3))
+    offered = market.monotone_markup(markup)
+    prices = market.offer_prices(markup)
+    assert np.all(np.diff(prices, axis=2) >= 0.0)
+    np.testing.assert_array_equal(offered, np.sort(markup, axis=2))
+    np.testing.assert_allclose((1.0 + offered) * market.block_marginal_cost, prices, rtol=1e-12)
+    np.testing.assert_array_equal(market.monotone_markup(offered), offered)  # kept as it is
+    load = np.repeat(case.bus_pd_mw[None], 64, axis=0)
+    res = market.clear(load, markup)
+    assert np.all(np.diff(res.offer_price_per_mwh, axis=2) >= 0.0)
+    np.testing.assert_allclose(res.offer_price_per_mwh, prices, rtol=1e-12)

@@ -21,10 +21,10 @@ GROUPS = {
 
 def _rollout(task, days, policy, seed=0):
     """Whole episodes of ``days`` under ``policy(task, state, rng) -> joint action``:
-    return, costs [B, 3]."""
+    return, costs [B, 4]."""
     rng = np.random.default_rng(seed)
     state = task.reset(rng, days)
-    ret, costs = np.zeros(days.size), np.zeros((days.size, 3))
+    ret, costs = np.zeros(days.size), np.zeros((days.size, 4))
     for _ in range(task.spec.horizon):
         state, out = task.step(state, policy(task, state, rng), rng)
         ret += out.reward
@@ -132,7 +132,7 @@ def test_uncontrolled_feeder_violates_voltages_and_rule_based_beats_random():
     ret_rule, costs_rule = _rollout(task, few, _rule)
     ret_rand, _ = _rollout(task, few, _random)
     assert np.all(ret_rule > ret_rand)
-    assert costs_rule[:, 0].sum() < costs_none[few, 0].sum() and np.all(costs_rule[:, 2] < 1e-9)
+    assert costs_rule[:, 0].sum() < costs_none[few, 0].sum() and np.all(costs_rule[:, 2:] < 1e-9)
     assert ret_rule.mean() > ret_none[few].mean()  # arbitrage pays, voltages are kept by Q
 
 
@@ -222,7 +222,7 @@ def test_oracle_plan_is_feasible_for_the_devices(oracle_run):
     for t, out in enumerate(steps):
         # the devices apply the plan as it is: nothing cut, no SOC, S-limit or payback violation
         np.testing.assert_allclose(out.action_applied, plan[:, t], atol=1e-12)
-        assert np.all(out.constraint_costs[:, 2] == 0.0)
+        assert np.all(out.constraint_costs[:, 2:] == 0.0)  # device_violation, reactive_cut
         act = plan[:, t].reshape(-1, 12, 2)
         p_bat, q_bat = act[:, :4, 0], act[:, :4, 1]
         assert np.all(np.hypot(p_bat, q_bat) <= task.battery.s_rating_mva)
@@ -289,7 +289,9 @@ def test_oracle_policy_runs_through_the_normalised_env():
         obs, rewards, _, _, info = env.step(policy.act(obs, info))
         total += sum(rewards.values())
         violation += (
-            info["battery_0"]["cost_voltage_violation"] + info["battery_0"]["cost_device_violation"]
+            info["battery_0"]["cost_voltage_violation"]
+            + info["battery_0"]["cost_device_violation"]
+            + info["battery_0"]["cost_reactive_cut"]
         )
     task = MarlDersBenchmark("test")
     plan = task.oracle_plan(task.reset(np.random.default_rng(0), np.array([21])))
@@ -297,3 +299,64 @@ def test_oracle_policy_runs_through_the_normalised_env():
     assert (
         total == pytest.approx(12 * ret[0], rel=1e-5) and violation == 0.0
     )  # team return = 12 x shared reward
+
+
+# ---- PV reactive power without sun; device costs in their own units ----------------------------
+def _night_step(task, q_pv):
+    """One step at 01:00 of test day 3 (no sun) with every DER idle but the PV inverters asked for
+    ``q_pv`` Mvar each: the step's output and the state after it."""
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([3]))
+    state.t[:] = 2  # 01:00-01:30
+    assert task.pv_cf.take(task.flat_index(state.day_id, state.t))[0] == 0.0
+    act = np.zeros((1, 12, 2))
+    act[:, 4:8, 1] = q_pv
+    return task.step(state, act.reshape(1, 24), rng)
+
+
+def test_pv_inverters_give_no_reactive_power_at_night_unless_the_option_is_on():
+    # IEEE 1547-2018 leaves reactive support at zero active power optional: off by default
+    task = MarlDersBenchmark("test")
+    assert task.params.pv_q_at_night is False and task.pv.q_at_night is False
+    (idle_state, idle), (state, out) = _night_step(task, 0.0), _night_step(task, 0.8)
+    np.testing.assert_array_equal(out.action_applied.reshape(12, 2)[4:8, 1], 0.0)
+    np.testing.assert_array_equal(state.vm_pu, idle_state.vm_pu)  # the Q action has no effect
+    np.testing.assert_array_equal(out.info["feeder_q_mvar"], idle.info["feeder_q_mvar"])
+    np.testing.assert_allclose(out.constraint_costs[0, 3], 4 * 0.8 * 0.5)  # asked, cut: Mvarh
+    # the rule does not ask for Q it cannot have
+    obs = task.observe(task.reset(np.random.default_rng(0), np.array([3])))
+    assert np.all(obs[0, 4:8, task._rule_dev + 2] == 0.0)  # no sun at midnight
+    assert np.all(task.rule_based_action(obs).reshape(12, 2)[4:8, 1] == 0.0)
+    on = MarlDersBenchmark("test", pv_q_at_night=True)
+    (idle_state, idle), (state, out) = _night_step(on, 0.0), _night_step(on, 0.8)
+    np.testing.assert_allclose(out.action_applied.reshape(12, 2)[4:8, 1], 0.8)
+    assert np.all(state.vm_pu[:, list(on.pv_buses)] > idle_state.vm_pu[:, list(on.pv_buses)])
+    assert out.info["feeder_q_mvar"][0] < idle.info["feeder_q_mvar"][0] - 3.0
+    assert out.constraint_costs[0, 3] == 0.0
+
+
+def test_device_costs_have_one_unit_each():
+    # an active violation of X MW for dt and a reactive one of Y Mvar land in their own costs
+    task = MarlDersBenchmark("test")
+    assert task.spec.constraint_names == (
+        "voltage_violation",
+        "thermal_overload",
+        "device_violation",
+        "reactive_cut",
+    )
+    units = dict(zip(task.spec.constraint_names, task.spec.constraint_units, strict=True))
+    assert units["device_violation"].startswith("MWh") and units["reactive_cut"].startswith("Mvarh")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([3]))
+    state.soc[0, 0] = task.battery.soc_min[0]  # an empty battery asked to discharge X MW
+    x_mw, y_mvar, dt = 0.4, 0.3, task.spec.dt_h
+    act = np.zeros((1, 12, 2))
+    act[0, 0, 0] = x_mw
+    act[0, 1, 0], act[0, 1, 1] = 0.5, 0.55  # Q beyond sqrt(S^2 - P^2) at full P
+    act[0, 5, 1] = y_mvar  # PV without sun (01:00)
+    state.t[:] = 2
+    _, out = task.step(state, act.reshape(1, 24), rng)
+    eta_d = task.battery.discharge_efficiency[0]
+    np.testing.assert_allclose(out.constraint_costs[0, 2], x_mw * dt / eta_d, rtol=1e-12)  # MWh
+    bat_cut = 0.55 - np.sqrt(0.55**2 - 0.5**2)
+    np.testing.assert_allclose(out.constraint_costs[0, 3], (bat_cut + y_mvar) * dt, rtol=1e-12)

@@ -220,6 +220,17 @@ def test_uncontrolled_dso_violates_voltage_and_the_oracle_has_less():
     assert totals["oracle"].sum() < 0.25 * totals["none"].sum()
 
 
+def test_dso_oracle_plans_fractions_up_to_the_action_bound_its_docstring_states():
+    from powerzoo.tasks.dso import _solve_day
+
+    assert "flex_max_fraction" in _solve_day.__doc__ and "0.4" not in _solve_day.__doc__
+    for fraction in (FLEX_MAX_FRACTION, 0.2):
+        task = make_task("dso", "test", flex_max_fraction=fraction)
+        plan = task.oracle_plan(task.reset(np.random.default_rng(0), np.array([3, 30])))
+        assert plan.max() == pytest.approx(fraction)  # the LP uses the env's whole range
+        assert np.all(plan <= task.spec.action.high[0] + 1e-9)
+
+
 def _returns(task, days, policies=("random", "rule_based")):
     out = {}
     for policy in policies:

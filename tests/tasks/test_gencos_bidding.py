@@ -220,3 +220,24 @@ def test_bad_input_raises():
         {a: np.full(N_BLOCKS, 5.0, np.float32) for a in AGENTS}
     )  # above the bound
     assert infos["genco_0"]["action_clipped"] and (infos["genco_0"]["action_applied"] == 1.0).all()
+
+
+def test_random_actions_always_give_non_decreasing_offer_curves():
+    # ISO offer rules accept only non-decreasing offer curves: a company's markups are offered
+    # in increasing order, in the env and in what it publishes
+    task = make_task(TASK, "test")
+    rng = np.random.default_rng(3)
+    state = task.reset(rng, np.arange(16))
+    lo, hi = task.spec.action.bounds()
+    mc = task.market.block_marginal_cost
+    for _ in range(6):
+        action = rng.uniform(lo, hi, size=(16, lo.size))
+        load = task.bus_load_mw(task._load_wind(state.day_id, state.t))
+        state, out = task.step(state, action, rng)
+        offered = out.action_applied.reshape(16, 5, N_BLOCKS)
+        assert np.all(np.diff((1.0 + offered) * mc, axis=2) >= 0.0)
+        np.testing.assert_array_equal(offered, np.sort(action.reshape(16, 5, N_BLOCKS), axis=2))
+        np.testing.assert_array_equal(state.prev_markup, offered)
+        cleared = task.market.clear(load, action.reshape(16, 5, N_BLOCKS))
+        assert np.all(np.diff(cleared.offer_price_per_mwh, axis=2) >= 0.0)
+        np.testing.assert_allclose(cleared.gen_p_mw, out.info["gen_p_mw"], atol=1e-9)

@@ -20,7 +20,11 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
     (:mod:`powerzoo.devices.pv_inverter`) at ``PV_BUSES = (86, 51, 79, 67)``, the lowest-voltage
     ends of the four sagging sub-laterals of that lateral. Available power = 1 MW x the data
     layer's irradiance-based ``pv_cf``. Action ``[curtail, q_mvar]``: curtailed fraction in
-    [0, 1], Q in [-1.1, 1.1] Mvar.
+    [0, 1], Q in [-1.1, 1.1] Mvar. With no sun (available power 0, every night) an inverter
+    gives no reactive power, whatever its Q action: IEEE 1547-2018 requires reactive
+    capability only while a DER produces active power and leaves "Q at night" optional. The
+    task keyword ``pv_q_at_night=True`` keeps the inverters on at night with their whole
+    1.1 MVA as reactive capability.
   - ``load_0..3`` (group ``flexible_loads``): the flexible half (``flex_share = 0.5``) of the
     load of the large buses ``FLEX_BUSES = (85, 78, 60, 70)`` on the same sub-laterals
     (:mod:`powerzoo.devices.flexible_load`, each at its bus's own power factor), curtail and
@@ -30,8 +34,9 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
 * Sizing: with the DERs uncontrolled (batteries idle, PV uncurtailed, Q = 0, loads served as
   they come) the sagging lateral drops below 0.95 p.u. on 69 of the 77 test days (mean 1.4
   p.u.-steps of ``voltage_violation`` a day, no thermal overload); PV output helps only around
-  midday. The rule-based baseline brings it to 0.12 (16 days), so where and when the batteries,
-  the inverters' Q and the flexible loads act matters (``tests/tasks/test_ders_benchmark.py``).
+  midday. The rule-based baseline brings it to 0.34 (46 days; the PV inverters give no Q at
+  night, when the evening peak sags the lateral), so where and when the batteries, the
+  inverters' Q and the flexible loads act matters (``tests/tasks/test_ders_benchmark.py``).
 * Reward, **shared** (team, $ per step), terms ``[loss_cost, pv_curtailment_cost,
   load_curtailment_cost, battery_cost, battery_settlement]`` (the first four usually <= 0):
   ``-price x losses x dt``; ``-price x curtailed PV MWh`` (the energy the feeder must buy
@@ -46,9 +51,11 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
 * Costs (CMDP, all selected, >= 0 per step): ``voltage_violation`` (p.u. outside [0.95, 1.05]
   summed over buses), ``thermal_overload`` (MVAh: overload energy above the line ratings summed
   over branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``),
-  ``device_violation`` (MWh-equivalent, summed over devices: battery energy asked beyond the
-  SOC bounds [MWh] + reactive power cut by the inverters' S limits x dt [Mvarh] + load shift
-  refused on the last step [MWh]). Per-episode thresholds 1.0 p.u., 0.25 MVAh, 0.5 MWh.
+  ``device_violation`` (MWh: battery energy asked beyond the SOC bounds + load shift refused
+  on the last step, summed over devices), ``reactive_cut`` (Mvarh: reactive power asked of the
+  battery and PV inverters beyond their capability, ``sqrt(S^2 - P^2)`` or 0 for a PV inverter
+  without sun, x dt, summed). Per-episode thresholds 1.0 p.u., 0.25 MVAh, 0.5 MWh, 0.5 Mvarh;
+  ``"penalized"`` preset weights 1,000 $/p.u., 2,000 $/MVAh, 100 $/MWh, 100 $/Mvarh.
 * Observation modes (``env.observation_fields(agent)``; every agent has the same fields in a
   mode, fields that do not apply to its kind are 0; grid values from the previous step's flow,
   at reset from the flow of the first step with the DERs uncontrolled):
@@ -68,14 +75,16 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   start SOC, which it reaches by the day's end), and every inverter (battery and PV) applies the
   IEEE 1547-2018 category B volt-var droop on its own bus voltage (Q / S = +0.44 at 0.92 p.u., 0
   in [0.98, 1.02], -0.44 at 1.08, linear between), within the reactive capability left at its
-  P. Oracle: the whole day planned with perfect foresight, one LP on HiGHS per day
+  P (none for a PV inverter without sun, unless ``pv_q_at_night``). Oracle: the whole day
+  planned with perfect foresight, one LP on HiGHS per day
   (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's limits, the settlement, voltages
   on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic; solved around
   the uncontrolled day, then around its own plan), applied under the exact flow. Test split (77
   days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared reward) and
-  ``voltage_violation`` (p.u.-steps/day): random -29,577 and 3.66 (plus 9.2 MVAh of
-  overload and 5.2 MWh of device violation); rule-based -2,420 and 0.166; oracle
-  -1,797 and 0 (no overload, no device violation).
+  ``voltage_violation`` (p.u.-steps/day): random -29,505 and 3.40 (plus overload, 4.1 MWh
+  of device violation and 23.6 Mvarh of reactive cut, most of it Q asked of PV inverters at
+  night); rule-based -2,482 and 0.345; oracle -2,046 and 0.0009 (3 days; no overload, no
+  device violation, no reactive cut).
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, reset / observe / step, the

@@ -15,7 +15,7 @@ LP (per day, ``T`` half-hours; MW, Mvar, MWh; highspy, matrix form)
   with the surplus ``s`` and deficit ``u`` valued as the env's settlement (``eta_d (m - wear)``
   and ``-(m + wear) / eta_c`` per MWh at the day's mean price ``m``).
 * PV: curtailed power ``x`` in ``[0, available]``, ``q`` with ``(available - x, q)`` in the
-  inscribed polygon (at night the full S rating is reactive capability).
+  inscribed polygon; with no sun ``q = 0``, or the full S rating with ``pv_q_at_night``.
 * Flexible loads: curtail and shift fractions in ``[0, 0.3]`` (no shift on the episode's last
   step); the unit draws ``base (1 - curtail - shift) + payback`` with the payback of
   :mod:`powerzoo.devices.flexible_load` (energy shifted at step ``tau`` comes back evenly over
@@ -31,7 +31,7 @@ LP (per day, ``T`` half-hours; MW, Mvar, MWh; highspy, matrix form)
 * After each pass the plan is stepped through the device models themselves
   (:func:`inverter_battery_step`, :func:`pv_inverter_step`, :func:`flexible_load_step`) and the
   requests are replaced by what the devices deliver, so the env applies exactly the plan: no SOC
-  violation, no Q cut, no refused shift (``device_violation = 0``).
+  violation, no Q cut, no refused shift (``device_violation = reactive_cut = 0``).
 """
 
 from __future__ import annotations
@@ -121,10 +121,12 @@ class DersOracle:
         t = horizon - t0
         flat = task.grid.flat_index(np.array([day_id]), np.array([t0]))[0] + np.arange(t)
         demand = task.grid.demand_pu.take(flat)
+        avail = task.pv_cf.take(flat)[:, None] * task.pv.capacity_mw
         day = {
             "price": task.grid.price_per_mwh.take(flat),
             "cf": task.pv_cf.take(flat),
-            "avail": task.pv_cf.take(flat)[:, None] * task.pv.capacity_mw,
+            "avail": avail,
+            "q_on": (avail > 0.0) | task.pv.q_at_night,  # PV inverters that may give Q
             "w": payback_matrix(t0, horizon, task.flex.payback_steps),
             "t0": t0,
             "settlement_price": float(task.settlement_price(np.array([day_id]))[0]),
@@ -250,7 +252,8 @@ class DersOracle:
         )
         q_bat = lp.var((t, k), -bat.s_rating_mva, bat.s_rating_mva)
         cut = lp.var((t, k), 0.0, day["avail"], -pc)
-        q_pv = lp.var((t, k), -pv.s_rating_mva, pv.s_rating_mva)
+        q_pv_max = np.where(day["q_on"], pv.s_rating_mva, 0.0)  # no sun: no Q by default
+        q_pv = lp.var((t, k), -q_pv_max, q_pv_max)
         base = day["base"]
         shift_hi = np.full((t, k), flex.shift_max)
         shift_hi[-1] = 0.0  # the episode's last step: nothing can be shifted
@@ -405,7 +408,7 @@ class DersOracle:
                 0.0, 1.0
             )
             p_pv = avail[i] * (1.0 - frac)
-            q_lim = np.sqrt(np.maximum(s2_pv - p_pv * p_pv, 0.0)) * Q_SHRINK
+            q_lim = np.sqrt(np.maximum(s2_pv - p_pv * p_pv, 0.0)) * Q_SHRINK * day["q_on"][i]
             pv = pv_inverter_step(
                 task.pv,
                 day["cf"][i : i + 1, None],

@@ -42,11 +42,21 @@ VOLT_VAR_Q = (0.44, 0.0, 0.0, -0.44)  # Q per unit of the S rating (+ injection)
 DER_BUSES = BATTERY_BUSES + PV_BUSES + FLEX_BUSES
 _K = N_PER_KIND
 _N = 3 * _K
-_DEVICE_VIOLATION = (  # the DERs' own cost: name, unit, threshold, "penalized" weight
-    "device_violation",
-    "MWh-equivalent (SOC violation MWh + S-limit Q cut Mvarh + refused shift MWh)",
-    0.5,
-    100.0,
+# the DERs' own costs, one physical unit each: name, unit, per-episode threshold, weight ($ per
+# unit) in the "penalized" preset
+_DEVICE_COSTS = (
+    (
+        "device_violation",
+        "MWh (battery energy asked beyond the SOC bounds + load shift refused on the last step)",
+        0.5,
+        100.0,
+    ),
+    (
+        "reactive_cut",
+        "Mvarh (reactive power asked beyond the inverters' capability x dt)",
+        0.5,
+        100.0,
+    ),
 )
 
 
@@ -61,6 +71,9 @@ class DersBenchmarkParams(FeederBatteryParams):
     # each PV inverter's peak output (MW) and inverter rating (MVA, 10 % above P)
     pv_mw: float = 1.0
     pv_s_mva: float = 1.1
+    # reactive power from the PV inverters when there is no sun ("Q at night"): optional in
+    # IEEE 1547-2018, so off by default (:mod:`powerzoo.devices.pv_inverter`)
+    pv_q_at_night: bool = False
     # share of a flexible bus's published load that its unit controls
     flex_share: float = 0.5
     # curtail_max and shift_max of every flexible unit (fraction of its demand per step)
@@ -120,7 +133,7 @@ def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
             "step ($), and on the last step the batteries' stored energy's change since the "
             "start settled at the day's mean price"
         ),
-        **cmdp_fields((*grid_cost_rows(1.0, 0.25), _DEVICE_VIOLATION)),
+        **cmdp_fields((*grid_cost_rows(1.0, 0.25), *_DEVICE_COSTS)),
         baselines=("random", "rule_based", "oracle"),
         **mode_spec_fields(observation_modes(p.pv_mw), "ders_local"),
         shared_reward=True,

@@ -92,7 +92,9 @@ class MarlDersBenchmark(FeederTask):
             s_rating_mva=p.battery_s_mva,
             n_units=_K,
         )
-        self.pv = PVInverterParams(capacity_mw=p.pv_mw, s_rating_mva=p.pv_s_mva, n_units=_K)
+        self.pv = PVInverterParams(
+            capacity_mw=p.pv_mw, s_rating_mva=p.pv_s_mva, n_units=_K, q_at_night=p.pv_q_at_night
+        )
         self.flex_buses = np.asarray(FLEX_BUSES)
         pf = case.bus_pd_mw[self.flex_buses] / np.hypot(
             case.bus_pd_mw[self.flex_buses], case.bus_qd_mvar[self.flex_buses]
@@ -246,13 +248,10 @@ class MarlDersBenchmark(FeederTask):
             terms[end, 4] = inverter_battery_settlement(
                 self.battery, bat.soc[end], self.settlement_price(state.day_id[end])
             ).sum(axis=1)
-        costs = np.empty((b, 3))
+        costs = np.empty((b, 4))
         costs[:, :2] = flow.costs
-        costs[:, 2] = (
-            bat.soc_violation_mwh.sum(axis=1)
-            + (bat.q_cut_mvar.sum(axis=1) + pv.q_cut_mvar.sum(axis=1)) * dt_h
-            + fl.shift_refused_mwh.sum(axis=1)
-        )
+        costs[:, 2] = bat.soc_violation_mwh.sum(axis=1) + fl.shift_refused_mwh.sum(axis=1)  # MWh
+        costs[:, 3] = (bat.q_cut_mvar.sum(axis=1) + pv.q_cut_mvar.sum(axis=1)) * dt_h  # Mvarh
         applied = np.empty((b, _N, 2))
         applied[:, _BAT, 0], applied[:, _BAT, 1] = bat.p_mw, bat.q_mvar
         applied[:, _PV, 0], applied[:, _PV, 1] = pv.curtail_fraction, pv.q_mvar
@@ -320,6 +319,8 @@ class MarlDersBenchmark(FeederTask):
         act[:, _BAT, 1] = np.clip(q_share[:, _BAT] * self.battery.s_rating_mva, -q_lim, q_lim)
         pv_mw = obs[:, _PV, d + 2]
         q_lim = np.sqrt(np.maximum(self.pv.s_squared_mva2 - pv_mw * pv_mw, 0.0))
+        if not self.pv.q_at_night:  # no sun: the inverter gives no reactive power
+            q_lim = np.where(pv_mw > 0.0, q_lim, 0.0)
         act[:, _PV, 1] = np.clip(q_share[:, _PV] * self.pv.s_rating_mva, -q_lim, q_lim)
         return act.reshape(b, 2 * _N)
 
