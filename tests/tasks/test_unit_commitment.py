@@ -394,3 +394,23 @@ def test_tso_oracle_beats_rule_and_random():
         rows["oracle"]["mean_costs"]["thermal_overload"]
         < rows["rule_based"]["mean_costs"]["thermal_overload"]
     )
+
+
+def test_case118_oracle_plan_does_not_depend_on_the_clock(monkeypatch):
+    """The rounds and repairs are counted, not timed: a clock that jumps an hour per reading
+    (a slow or loaded machine) gives the same plan."""
+    import time as time_module
+
+    from powerzoo.tasks.unit_commitment import oracle
+
+    task = make_task("tso", "test")
+    demand = task.demand_pu(np.array([0]), np.arange(17, 23)[None])[0]  # six evening steps
+    state = task.reset(np.random.default_rng(0), np.array([0]))
+    args = (task, demand, state.on[0], state.time_in_state[0], state.p_mw[0])
+    first = oracle.solve_uc_day(*args)
+    ticks = iter(range(0, 10**9, 3600))
+    monkeypatch.setattr(time_module, "perf_counter", lambda: float(next(ticks)))
+    second = oracle.solve_uc_day(*args)
+    assert first.status != "Time limit reached"
+    np.testing.assert_array_equal(first.on, second.on)
+    np.testing.assert_allclose(first.p_mw, second.p_mw, rtol=0, atol=1e-9)
