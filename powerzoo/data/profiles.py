@@ -177,7 +177,7 @@ def _hub_speed(wind_10m: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     tie_break = _ar1(rng, wind_10m.size, rho=0.9, sigma=1.0)
     by_hour = (wind_10m.reshape(-1, 24).T, tie_break.reshape(-1, 24).T)  # [24, N_DAYS] each
     quantile = np.empty((24, wind_10m.size // 24))
-    for hour, (speeds, ties) in enumerate(zip(*by_hour)):
+    for hour, (speeds, ties) in enumerate(zip(*by_hour, strict=True)):
         order = np.lexsort((ties, speeds))
         quantile[hour, order] = (np.arange(speeds.size) + 0.5) / speeds.size
     quantile = quantile.T.reshape(-1)
@@ -284,7 +284,7 @@ def _heat_anomaly(rng: np.random.Generator) -> np.ndarray:
     peak_by_day = np.zeros(calendar.N_DAYS)
     run_first, run_last = np.zeros(calendar.N_DAYS, bool), np.zeros(calendar.N_DAYS, bool)
     edges = np.flatnonzero(np.diff(np.concatenate([[0], hot.astype(np.int8), [0]])))
-    for first, stop in zip(edges[::2], edges[1::2]):
+    for first, stop in zip(edges[::2], edges[1::2], strict=True):
         run_first[first], run_last[stop - 1] = True, True
         day = first
         while day < stop:

@@ -11,8 +11,8 @@ layer times a task's ``load_scale``::
 
 ``demand_pu`` (:mod:`powerzoo.data.profiles`) is a Southeast-US system-load shape by hour of
 day and day type, with a lagged temperature response (cooling and heating) and AR(1) noise,
-scaled so the year's peak is 1.0. The same calendar day gives the same MW in every split; stress splits
-read their own transformed profile (``load_stress``: demand x 1.15).
+scaled so the year's peak is 1.0. The same calendar day gives the same MW in every split;
+stress splits read their own transformed profile (``load_stress``: demand x 1.15).
 
 Power flow and costs
 --------------------
