@@ -125,7 +125,7 @@ def _check_grid_step(out, tol=1e-6):
 def test_dso_invariants_every_step_and_shifted_energy_conserved():
     task = make_task("dso", "test")
     rng = np.random.default_rng(1)
-    days = np.arange(0, 77, 11)
+    days = np.arange(0, 65, 11)
     state = task.reset(rng, days)
     shifted = np.zeros((days.size, len(FLEX_BUSES)))
     paid_back = np.zeros_like(shifted)
@@ -154,7 +154,7 @@ def test_dso_invariants_every_step_and_shifted_energy_conserved():
 def test_der_arbitrage_invariants_every_step():
     task = make_task("marl_der_arbitrage", "test")
     rng = np.random.default_rng(2)
-    days = np.arange(0, 77, 11)
+    days = np.arange(0, 65, 11)
     state = task.reset(rng, days)
     bat = task.battery
     soc_violation = np.zeros(days.size)
@@ -229,13 +229,13 @@ def _returns(task, days, policies=("random", "rule_based")):
 
 
 def test_dso_rule_based_beats_random_on_return():
-    res = _returns("dso", [0, 25, 50, 76])
+    res = _returns("dso", [0, 25, 50, 64])
     assert res["rule_based"]["mean_return"] > res["random"]["mean_return"] + 500.0
     assert res["rule_based"]["mean_costs"]["voltage_violation"] > 0.0
 
 
 def test_der_arbitrage_oracle_beats_rule_based_beats_random():
-    res = _returns("marl_der_arbitrage", [0, 25, 50, 76], ("random", "rule_based", "oracle"))
+    res = _returns("marl_der_arbitrage", [0, 25, 50, 64], ("random", "rule_based", "oracle"))
     assert (
         res["oracle"]["mean_return"]
         > res["rule_based"]["mean_return"]
