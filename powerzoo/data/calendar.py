@@ -1,17 +1,29 @@
 """The calendar every profile is indexed by, and the train / val / test split by date.
 
 PowerZoo's exogenous data cover one calendar year, 2023 (365 days, 1 January a Sunday).
-Splits are by day of month, so that every split sees every season:
+The year is cut into 26 contiguous two-week blocks: day of year ``d`` (0 = 1 January) lies in
+block ``min(d // 14, 25)`` (31 December joins the last block, which has 15 days). The blocks
+repeat the pattern train, val, train, train, test by block index modulo 5, so every split sees
+every season and no split's days sit next to another's within a week:
 
-* ``train``: days 1-20 of each month (240 days)
-* ``val``: days 21-24 (48 days)
-* ``test``: days 25 to month end (77 days)
+* ``train``: blocks 0, 2, 3, 5, 7, 8, ... (225 days)
+* ``val``: blocks 1, 6, 11, 16, 21 (70 days): 15-28 January, 26 March-8 April, 4-17 June,
+  13-26 August, 22 October-4 November
+* ``test``: blocks 4, 9, 14, 19, 24 (70 days): 26 February-11 March, 7-20 May, 16-29 July,
+  24 September-7 October, 3-16 December
 
-Stress splits (``heatwave``, ``low_renewable``, ``load_stress``, ``price_spike``) start on the
-test days but read transformed profiles (see :mod:`powerzoo.data.profiles`). Workload stress
-splits (``workload_shock``) also start on the test days; they read the base profiles and a
-transformed compute workload (see :mod:`powerzoo.data.workload`), so only tasks with a job queue
-list them.
+Episode starts follow one rule for every horizon (:func:`split_day_indices`): an episode of
+``n`` days may start on day ``d`` when days ``d .. d + n`` (the episode and one buffer day after
+it, which look-ahead forecasts may peek into) all belong to the split. No episode of any split
+touches another split's days. A one-day task has 12 or 13 starts per two-week block, a seven-day
+task 7 (35 test starts).
+
+Stress splits (``low_renewable``, ``load_stress``, ``price_spike``) start on the test days under
+the same rule but read transformed profiles (see :mod:`powerzoo.data.profiles`). ``heatwave``
+starts only on those test starts whose episode lies in May-September, the season of its heat
+events (May, July and late September test days). Workload stress splits (``workload_shock``)
+also start on the test days; they read the base profiles and a transformed compute workload
+(see :mod:`powerzoo.data.workload`), so only tasks with a job queue list them.
 """
 
 from __future__ import annotations
@@ -26,6 +38,8 @@ __all__ = [
     "STRESS_SPLITS",
     "WORKLOAD_STRESS_SPLITS",
     "split_day_indices",
+    "split_blocks",
+    "base_split_of_days",
     "scenario_of_split",
     "check_split",
     "day_types",
@@ -39,8 +53,10 @@ BASE_SPLITS = ("train", "val", "test")
 STRESS_SPLITS = ("heatwave", "low_renewable", "load_stress", "price_spike")
 WORKLOAD_STRESS_SPLITS = ("workload_shock",)  # base profiles, transformed compute workload
 
-# day-of-month ranges (inclusive) of the base splits
-_SPLIT_DAYS_OF_MONTH = {"train": (1, 20), "val": (21, 24), "test": (25, 31)}
+BLOCK_DAYS = 14  # length of a split block
+N_BLOCKS = N_DAYS // BLOCK_DAYS  # 26; the last block also takes 31 December
+_BLOCK_PATTERN = ("train", "val", "train", "train", "test")  # by block index modulo 5
+HEATWAVE_MONTHS = (5, 6, 7, 8, 9)  # May-September: the months of the heatwave events
 
 # US federal holidays of 2023 (observed dates); treated like Sundays in the load shape
 _HOLIDAYS = np.array(
@@ -61,9 +77,19 @@ _HOLIDAYS = np.array(
 )
 
 
-def _day_of_month() -> np.ndarray:
-    months = DATES.astype("datetime64[M]")
-    return (DATES - months).astype(np.int64) + 1
+def _month() -> np.ndarray:
+    """Month (1-12) of every day [N_DAYS]."""
+    return DATES.astype("datetime64[M]").astype(np.int64) % 12 + 1
+
+
+def split_blocks() -> np.ndarray:
+    """Two-week block index of every day of the year [N_DAYS] (0..25)."""
+    return np.minimum(np.arange(N_DAYS) // BLOCK_DAYS, N_BLOCKS - 1)
+
+
+def base_split_of_days() -> np.ndarray:
+    """Base split (``"train"``, ``"val"`` or ``"test"``) of every day of the year [N_DAYS]."""
+    return np.asarray(_BLOCK_PATTERN)[split_blocks() % len(_BLOCK_PATTERN)]
 
 
 def check_split(
@@ -82,12 +108,38 @@ def scenario_of_split(split: str) -> str:
     return "base" if split in BASE_SPLITS + WORKLOAD_STRESS_SPLITS else split
 
 
-def split_day_indices(split: str) -> np.ndarray:
-    """Day-of-year indices (0 = 1 January) on which episodes of ``split`` may start."""
+def split_day_indices(split: str, episode_days: int = 1) -> np.ndarray:
+    """Day-of-year indices (0 = 1 January) on which episodes of ``split`` may start.
+
+    An episode of ``episode_days`` days may start on day ``d`` when days ``d .. d + episode_days``
+    (the episode plus one buffer day for look-ahead forecasts) all belong to the split's days:
+    its own for ``train`` / ``val`` / ``test``, the test days for the stress splits. ``heatwave``
+    keeps only the starts whose episode days lie in May-September. Raises ``ValueError`` for an
+    unknown split, a bad ``episode_days`` or an episode length no start of the split can hold.
+    """
     check_split(split)
-    lo, hi = _SPLIT_DAYS_OF_MONTH[split if split in BASE_SPLITS else "test"]
-    dom = _day_of_month()
-    return np.flatnonzero((dom >= lo) & (dom <= hi))
+    if isinstance(episode_days, bool) or not isinstance(episode_days, (int, np.integer)):
+        raise ValueError(f"episode_days must be a positive integer, got {episode_days!r}")
+    if episode_days < 1:
+        raise ValueError(f"episode_days must be a positive integer, got {episode_days}")
+    member = base_split_of_days() == (split if split in BASE_SPLITS else "test")
+    span = int(episode_days) + 1  # the episode and its buffer day
+    if span > N_DAYS:
+        starts = np.zeros(0, dtype=np.int64)
+    else:
+        windows = np.lib.stride_tricks.sliding_window_view(member, span)
+        starts = np.flatnonzero(windows.all(axis=1))
+    if split == "heatwave":
+        summer = np.isin(_month(), HEATWAVE_MONTHS)
+        keep = [bool(summer[d : d + episode_days].all()) for d in starts]
+        starts = starts[np.asarray(keep, dtype=bool)]
+    if starts.size == 0:
+        raise ValueError(
+            f"split {split!r} has no start day for an episode of {episode_days} day(s) plus a "
+            f"buffer day: its days come in runs of {BLOCK_DAYS} (the two-week blocks of "
+            "powerzoo.data.calendar); use a shorter horizon"
+        )
+    return starts.astype(np.int64)
 
 
 def day_types() -> np.ndarray:

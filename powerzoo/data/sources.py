@@ -6,12 +6,10 @@ Provenance
   (NREL TMY3, station 723170, Greensboro Piedmont Triad International, NC, USA; 36.1 N,
   79.95 W, UTC-5). Hourly global horizontal irradiance (W/m^2), dry-bulb temperature (deg C)
   and 10 m wind speed (m/s), 8,760 rows, one typical year.
-* Demand shape: the BDEW 2025 standard load profiles bundled with **demandlib**
-  (``bdew/bdew_data/h25.csv`` households, ``g25.csv`` commerce): quarter-hourly energy per
-  month and day type (weekday ``WT``, Saturday ``SA``, Sunday/holiday ``FT``).
 
-Both files are read with the standard library only (no pandas, no pvlib import), once per
-process. Nothing is downloaded and nothing from those packages is copied into this repository.
+The demand shape is PowerZoo's own model (:mod:`powerzoo.data.profiles`), driven by this
+weather. The file is read with the standard library only (no pandas, no pvlib import), once per
+process. Nothing is downloaded and nothing from pvlib is copied into this repository.
 """
 
 from __future__ import annotations
@@ -23,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["read_tmy3_weather", "read_bdew_day_profiles", "package_data_file"]
+__all__ = ["read_tmy3_weather", "package_data_file"]
 
 TMY3_FILE = "723170TYA.CSV"
-BDEW_DAY_TYPES = ("WT", "SA", "FT")  # weekday, Saturday, Sunday/holiday
 
 
 def package_data_file(package: str, *relative: str) -> Path:
@@ -65,24 +62,3 @@ def read_tmy3_weather() -> dict[str, np.ndarray]:
     if data.shape[0] != 8760:
         raise ValueError(f"{path}: expected 8760 hourly rows, found {data.shape[0]}")
     return {name: data[:, k].copy() for k, name in enumerate(wanted)}
-
-
-@functools.lru_cache(maxsize=4)
-def read_bdew_day_profiles(profile: str) -> np.ndarray:
-    """BDEW 2025 quarter-hourly load shape for one profile (``"h25"`` or ``"g25"``).
-
-    Returns an array [12 months, 3 day types (WT, SA, FT), 96 quarter hours] in kWh per
-    quarter hour for 1 MWh/year scaling (only the shape is used downstream).
-    """
-    path = package_data_file("demandlib", "bdew", "bdew_data", f"{profile}.csv")
-    with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        next(reader)  # month names
-        day_types = next(reader)[1:]
-        values = np.asarray([row[1:] for row in reader if row and row[0]], dtype=np.float64)
-    if values.shape != (96, 36):
-        raise ValueError(f"{path}: expected 96 x 36 values, found {values.shape}")
-    out = np.empty((12, 3, 96))
-    for col, day_type in enumerate(day_types):
-        out[col // 3, BDEW_DAY_TYPES.index(day_type)] = values[:, col]
-    return out

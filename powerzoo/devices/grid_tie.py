@@ -8,8 +8,9 @@
   ``re_share = clip((0.25 pv_cf + 0.20 wind_cf) / demand_pu, 0, 1)``: the same renewable fleet
   (25 % PV and 20 % wind capacity per unit of peak demand) as the price model of
   :mod:`powerzoo.data.profiles`. ``fossil_co2_t_per_mwh = 0.45`` (a gas-coal mix) gives an annual
-  mean near 0.37 t/MWh, close to the US average of 0.39 t/MWh in 2022 (US EIA, "How much carbon
-  dioxide is produced per kilowatthour of U.S. electricity generation?").
+  mean of 0.375 t/MWh (hourly mean of the base scenario; 0.375 weighted by demand), close to the
+  US average of 0.39 t/MWh in 2022 (US EIA, "How much carbon dioxide is produced per
+  kilowatthour of U.S. electricity generation?").
 
 :func:`settle` closes the power balance of a step: the residual load is imported up to the cap,
 the rest is unserved (``deficit``); a negative residual is spilled (curtailed).

@@ -131,7 +131,15 @@ class Task(abc.ABC):
         self.profiles: Profiles = get_profiles(
             calendar.scenario_of_split(split), self.spec.step_minutes
         )
-        self.split_days: np.ndarray = calendar.split_day_indices(split)
+        try:
+            self.split_days: np.ndarray = calendar.split_day_indices(split, self.episode_days)
+        except ValueError as exc:
+            raise ValueError(f"{spec.task_id}, split {split!r}: {exc}") from None
+
+    @property
+    def episode_days(self) -> int:
+        """Calendar days an episode spans: ``ceil(horizon * step_minutes / 1440)``."""
+        return -(-self.spec.horizon * self.spec.step_minutes // (24 * 60))
 
     @classmethod
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
@@ -165,7 +173,8 @@ class Task(abc.ABC):
     # ---- split handling -------------------------------------------------------------------
     @property
     def n_days(self) -> int:
-        """Number of days an episode of this split can start on."""
+        """Number of days an episode of this split can start on (whole episode and its buffer day
+        inside the split, see :func:`powerzoo.data.calendar.split_day_indices`)."""
         return int(self.split_days.size)
 
     def check_day_id(self, day_id: np.ndarray) -> np.ndarray:

@@ -41,7 +41,7 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   the payback it draws this step whatever the action, ``backlog`` all deferred energy not yet
   paid back.
 * Splits: train / val / test by date, stress splits ``load_stress`` (demand x 1.15),
-  ``heatwave`` (+7 deg C, more demand) and ``price_spike`` (evening price spikes).
+  ``heatwave`` (May-September heat events, more demand) and ``price_spike`` (evening price spikes).
 * Baselines (77 test days, ``benchmarks/compute_baselines.py``): random (-2,750 $/day,
   0.23 p.u. violation); rule-based = no control (all fractions 0: -53 $/day, 0.88 p.u.); oracle =
   a perfect-foresight day plan, one LP on HiGHS (:func:`_solve_day`) with voltages on LinDistFlow

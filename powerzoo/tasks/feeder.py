@@ -9,10 +9,10 @@ layer times a task's ``load_scale``::
 
     p_load[b, bus] = bus_pd_mw[bus] * load_scale * demand_pu(day, t)
 
-``demand_pu`` (:mod:`powerzoo.data.profiles`) is 60 % BDEW H25 household + 40 % BDEW G25
-commercial load by month and day type, with a temperature response and AR(1) noise, scaled so
-the year's peak is 1.0. The same calendar day gives the same MW in every split; stress splits
-read their own transformed profile (``load_stress``: demand x 1.15).
+``demand_pu`` (:mod:`powerzoo.data.profiles`) is a Southeast-US system-load shape by hour of
+day and day type, with a lagged temperature response (cooling and heating) and AR(1) noise,
+scaled so the year's peak is 1.0. The same calendar day gives the same MW in every split;
+stress splits read their own transformed profile (``load_stress``: demand x 1.15).
 
 Power flow and costs
 --------------------

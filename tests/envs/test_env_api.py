@@ -11,6 +11,7 @@ from helpers import run_python
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import powerzoo  # noqa: F401  (registers the Gymnasium ids)
+from powerzoo.data.calendar import DATES, base_split_of_days
 from powerzoo.envs.wrappers import SafeRLWrapper
 from powerzoo.rl import make_env
 
@@ -42,7 +43,8 @@ def test_gymnasium_make_registered_id():
     obs, info = env.reset(seed=3)
     assert env.observation_space.contains(obs)
     date = env.unwrapped.current_date()  # dates come from the env, infos stay numeric
-    assert date.startswith("2023-") and 21 <= int(date[-2:]) <= 24
+    val_days = DATES[base_split_of_days() == "val"]
+    assert date.startswith("2023-") and np.datetime64(date) in val_days
 
 
 def test_normalized_spaces_and_observation_scale():
@@ -143,11 +145,11 @@ def test_episode_truncates_at_horizon_and_never_terminates():
 def test_day_id_selects_the_start_day_and_is_checked():
     env = make_env(TASK, split="test")
     _, info = env.reset(seed=0, options={"day_id": 5})
-    assert info["day_id"] == 5 and env.unwrapped.current_date() == "2023-01-30"
+    assert info["day_id"] == 5 and env.unwrapped.current_date() == "2023-03-03"
     _, info = env.reset(day_id=6)  # shortcut: day_id as a keyword of reset
-    assert info["day_id"] == 6 and env.unwrapped.current_date() == "2023-01-31"
-    with pytest.raises(ValueError, match=r"day_id \[77\] out of range .* valid 0..76"):
-        env.reset(options={"day_id": 77})
+    assert info["day_id"] == 6 and env.unwrapped.current_date() == "2023-03-04"
+    with pytest.raises(ValueError, match=r"day_id \[65\] out of range .* valid 0..64"):
+        env.reset(options={"day_id": 65})
     with pytest.raises(ValueError, match="unknown reset option"):
         env.reset(options={"day": 1})
 

@@ -163,8 +163,8 @@ def test_rejects_bad_shapes(tasks):
 @pytest.mark.parametrize(
     ("task_id", "days"),
     [
-        ("marl_opf", None),  # the full test split: 77 days x 48 steps
-        ("opf_118", np.array([0, 25, 50, 76])),
+        ("marl_opf", None),  # the full test split: 65 days x 48 steps
+        ("opf_118", np.array([0, 25, 50, 64])),
     ],
 )
 def test_default_return_between_random_and_oracle(tasks, task_id, days):

@@ -35,10 +35,10 @@ def test_task():
 @pytest.mark.parametrize(
     ("day", "task_kwargs"),
     [
+        (61, {}),
         (0, {}),
-        (71, {}),
-        (7, {"grid_import_max_mw": 0.0}),
-    ],  # 71: -11 deg C outdoors at midnight; islanded
+        (9, {"grid_import_max_mw": 0.0}),
+    ],  # 61: 12 December, the coldest test midnight (-2.6 deg C), and the diesel runs; islanded
 )
 def test_plan_forecasts_the_env_return_and_violates_nothing(day, task_kwargs):
     test_task = DCMicrogrid("test", **task_kwargs)
@@ -60,11 +60,11 @@ def test_plan_forecasts_the_env_return_and_violates_nothing(day, task_kwargs):
     busy = np.array([i["gpus_busy"][0] for i in infos])
     gpus = plan.actions[:, :2] * test_task.params.cluster.n_gpus
     np.testing.assert_allclose(busy, gpus, atol=0.25)
-    # the diesel (day 0 needs it) runs and rests an hour at least, with a start cost each time
+    # the diesel (day 61 needs it) runs and rests an hour at least, with a start cost each time
     on = np.array([i["diesel_mw"][0] > 0 for i in infos])
     edges = np.flatnonzero(np.diff(on.astype(int))) + 1
     assert np.all(np.diff(edges) >= 12)  # inner runs and rests
-    assert (day != 0 or on.any()) and sum(int(i["diesel_started"][0]) for i in infos) <= 12
+    assert (day != 61 or on.any()) and sum(int(i["diesel_started"][0]) for i in infos) <= 12
 
 
 def test_plan_actions_respect_device_limits(test_task):
@@ -113,7 +113,7 @@ def test_plan_holds_a_diesel_started_before_it_for_its_minimum_run():
 def test_plan_values_the_battery_energy_left_at_the_end():
     task = DCMicrogrid("test")
     rng = np.random.default_rng(0)
-    state = task.reset(rng, np.array([40]))
+    state = task.reset(rng, np.array([6]))
     plan = plan_from(task, state)
     ret, _, infos = play(task, state, plan.actions, rng)
     assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
@@ -127,7 +127,7 @@ def test_plan_values_the_battery_energy_left_at_the_end():
 def test_overloaded_cluster_drops_the_work_the_plan_gives_up():
     task = DCMicrogrid("workload_shock")  # about 120 % utilisation: not every deadline can be met
     rng = np.random.default_rng(0)
-    state = task.reset(rng, np.array([0]))
+    state = task.reset(rng, np.array([1]))  # a Monday
     plan = plan_from(task, state)
     ret, costs, _ = play(task, state, plan.actions, rng)
     assert costs[0] > 1000.0  # GPU-h dropped

@@ -66,7 +66,7 @@ def test_spec_facts():
 # ---- invariants ---------------------------------------------------------------------------------
 def test_jobs_conserved_feeder_balanced_costs_non_negative_every_step(task):
     rng = np.random.default_rng(3)
-    days = np.arange(0, 77, 11)
+    days = np.arange(0, 65, 11)
     state = task.reset(rng, days)
     low, high = task.spec.action.bounds()
     sla = np.zeros(days.size)
@@ -153,7 +153,7 @@ def test_sizing_full_dc_at_peak_leaves_the_band_parked_dc_does_not(task):
 
 # ---- baselines ----------------------------------------------------------------------------------
 def test_oracle_beats_rule_beats_random_and_keeps_the_band_better():
-    days = [0, 25, 50, 76]
+    days = [26, 29, 32, 35]  # July test days: the feeder peaks
     res = {}
     for policy in ("random", "rule_based", "oracle"):
         env = make_env("dc_scheduling", split="test", seed=0)

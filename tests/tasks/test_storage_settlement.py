@@ -90,7 +90,7 @@ def test_selling_the_initial_energy_is_not_rewarded():
 def test_the_oracle_gains_nothing_from_the_initial_inventory():
     """With the stored energy settled, 80 MWh more at reset earn the oracle nothing (it can only
     lose room to charge); without the settlement they were worth ~3,000 $ more a day."""
-    days = np.arange(0, 77, 11)
+    days = np.arange(0, 65, 11)
     returns = {}
     for soc0 in (0.1, 0.9):
         task = make_task("battery_arbitrage", "test", initial_soc=soc0)
