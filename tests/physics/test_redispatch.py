@@ -63,7 +63,7 @@ def test_merit_order_matches_the_task(tasks, task_id):
 def test_balance_limits_monotone_and_deterministic(tasks, task_id):
     task = tasks[task_id]
     case = task.case
-    load = _loads(task, np.array([0, 19, 38, 57, 76]), range(0, 48, 5))
+    load = _loads(task, np.array([0, 16, 32, 48, 64]), range(0, 48, 5))
     res = redispatch(case, load, task.marginal_cost)
     p = res.gen_p_mw
     assert p.shape == (load.shape[0], case.n_gen)
@@ -81,7 +81,7 @@ def test_balance_limits_monotone_and_deterministic(tasks, task_id):
 @pytest.mark.parametrize(
     ("task_id", "days", "steps"),
     [
-        ("marl_opf", np.array([0, 40, 76]), (0, 18, 36, 40)),
+        ("marl_opf", np.array([0, 32, 64]), (0, 18, 36, 40)),
         ("opf_118", np.array([7, 55]), (12, 36)),
     ],
 )
