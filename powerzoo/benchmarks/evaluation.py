@@ -200,7 +200,7 @@ def summarize_episodes(
         "episode_costs": {name: costs[:, j].tolist() for j, name in enumerate(names)},
         "returns": returns,
     }
-    summary.update(budget_flags(costs, names, task_of(env)))
+    summary.update(budget_flags(costs, names, getattr(task_of(env), "spec", None)))
     agents = agents_of(env)
     if agents is not None:
         agent_returns = np.stack([r["agent_returns"] for r in records])
@@ -213,17 +213,17 @@ def summarize_episodes(
     return summary
 
 
-def budget_flags(costs: np.ndarray, names: Sequence[str], task: Any = None) -> dict[str, Any]:
+def budget_flags(costs: np.ndarray, names: Sequence[str], spec: Any = None) -> dict[str, Any]:
     """Per-episode constraint checks of costs [episodes, n_costs] named ``names``.
 
-    With a PowerZoo ``task`` only its selected constraints count, against its per-episode budgets
-    ``spec.cost_thresholds``; without one every cost counts and no budget is known. Returns
+    With a task's ``spec`` (:class:`~powerzoo.tasks.spec.TaskSpec`) only its selected constraints
+    count, against its per-episode budgets ``spec.cost_thresholds``; without one every cost counts
+    and no budget is known. Returns
     ``violation_rate`` (share of episodes with a counted cost above :data:`COST_TOLERANCE`),
     ``over_budget`` (per episode, ``True`` when some counted cost exceeds its budget by more than
     the tolerance; ``None`` without budgets) and ``over_budget_rate`` (its mean, or ``None``).
     """
     costs = np.asarray(costs, dtype=np.float64).reshape(-1, len(names))
-    spec = getattr(task, "spec", None)
     if spec is None:
         selected = np.ones(len(names), dtype=bool)
         budgets = None

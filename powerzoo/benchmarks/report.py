@@ -62,6 +62,7 @@ SUMMARY_COLUMNS = (
     "total_cost_ci_low",
     "total_cost_ci_high",
     "violation_rate",
+    "over_budget_rate",
     "mean_length",
     "normalized_score",
     "normalized_score_ci_low",
@@ -247,6 +248,14 @@ def cost_columns(cost_names: dict[str, tuple[str, ...]], suffixes: Sequence[str]
     return [f"cost_{n}{s}" for n in names for s in suffixes]
 
 
+def _spec_or_none(task: str) -> Any:
+    """The registered task's spec, or ``None`` for a name the registry does not know."""
+    try:
+        return task_spec(task)
+    except (KeyError, ValueError):
+        return None
+
+
 def summary_row(
     task: str,
     policy: str,
@@ -269,7 +278,7 @@ def summary_row(
         "n_seeds": len(seeds),
         "seeds": " ".join(map(str, seeds)),
         "n_days": len(days),
-        **summarize_campaign_episodes(episodes, cost_names),
+        **summarize_campaign_episodes(episodes, cost_names, spec=_spec_or_none(task)),
     }
     row.update(score_columns(task, split, days, row))
     return row

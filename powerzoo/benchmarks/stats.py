@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.benchmarks.baselines import evaluation_protocol, score_or_none
-from powerzoo.benchmarks.evaluation import interquartile_mean
+from powerzoo.benchmarks.evaluation import budget_flags, interquartile_mean
 
 __all__ = [
     "bootstrap_ci",
@@ -99,12 +99,16 @@ def summarize_campaign_episodes(
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = CONFIDENCE,
     seed: int = BOOTSTRAP_SEED,
+    spec: Any = None,
 ) -> dict[str, Any]:
     """Pooled statistics of episode rows (``episodes.csv`` rows: ``return``, ``length``,
     ``cost_<name>``).
 
     Returns the statistic columns of ``results.csv`` (:mod:`powerzoo.benchmarks.campaign`), the
-    normalised score aside: returns in $ per episode, costs per episode in physical units.
+    normalised score aside: returns in $ per episode, costs per episode in physical units;
+    ``violation_rate`` and ``over_budget_rate`` as
+    :func:`~powerzoo.benchmarks.evaluation.budget_flags` counts them against the task's ``spec``
+    (without one: every cost counts, no budget is known).
     """
     if not records:
         raise ValueError("no episodes to summarise")
@@ -128,7 +132,9 @@ def summarize_campaign_episodes(
     out["std_return"] = float(returns.std())
     out["total_cost_mean"] = float(total.mean())
     out["total_cost_ci_low"], out["total_cost_ci_high"] = ci(total)
-    out["violation_rate"] = float(np.mean(total > 0.0))
+    flags = budget_flags(costs, cost_names, spec)
+    out["violation_rate"] = flags["violation_rate"]
+    out["over_budget_rate"] = flags["over_budget_rate"]
     out["mean_length"] = float(np.mean([r["length"] for r in records]))
     for j, name in enumerate(cost_names):
         out[f"cost_{name}_mean"] = float(costs[:, j].mean())

@@ -294,7 +294,7 @@ def test_budget_flags_count_selected_costs_over_tolerance_and_budget():
     costs[1, 0] = 1e-5  # solver residue: neither a violation nor over budget
     costs[2, 0] = 0.5 * budgets[0]  # a violation within the budget
     costs[3, -1] = budgets[-1] + 1.0  # over the last cost's budget
-    flags = budget_flags(costs, names, task)
+    flags = budget_flags(costs, names, task.spec)
     assert flags["violation_rate"] == pytest.approx(0.5)
     assert flags["over_budget"] == [False, False, False, True]
     assert flags["over_budget_rate"] == pytest.approx(0.25)

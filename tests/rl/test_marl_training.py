@@ -20,7 +20,7 @@ from powerzoo.rl.sb3.marl import (
 
 TASK = "marl_opf"
 AGENTS = [f"gen_{i}" for i in range(5)]
-TEST_DAYS = [0, 10, 20, 30, 40, 50, 60, 70]  # 8 of the 77 test-split days
+TEST_DAYS = [0, 9, 18, 27, 36, 45, 54, 63]  # 8 of the 65 test-split days
 # index of ``time_remaining`` in the global observation (normalised: 1 at the start, -1 at the end)
 TIME_REMAINING = 2
 
