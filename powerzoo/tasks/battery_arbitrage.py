@@ -16,10 +16,11 @@ Model
   ``info["reward_terms"]`` holds the four signed terms ``[discharge_revenue, charge_payment,
   degradation, settlement]``; the reward is their sum.
 * Settlement: the battery is given 40 MWh above its SOC floor at reset, and without a value on
-  what is left at the end the best plan sells it (a perfect-foresight plan that ends at the
-  floor earned 2,650 $/day over the 77 test days, 59 % of it the sale of that gift; re-solved
-  with the end SOC held at the start it earns 1,089). So the change of stored energy ``e_T -
-  e_0`` (storage side, MWh) is settled at ``m`` = the mean price of the
+  what is left at the end the best plan sells it (before this correction, measured on the
+  earlier exogenous data and its 77 test days: a perfect-foresight plan that ends at the floor
+  earned 2,650 $/day, 59 % of it the sale of that gift; re-solved with the end SOC held at the
+  start it earned 1,089). So the change of stored energy ``e_T - e_0`` (storage side, MWh) is
+  settled at ``m`` = the mean price of the
   episode's day: a surplus as if sold through the battery, ``eta_d (m - wear)`` per MWh, a
   deficit as if bought back, ``(m + wear) / eta_c`` per MWh
   (:func:`powerzoo.devices.battery.settlement_value`).
@@ -31,9 +32,10 @@ Model
   charge in the mirror case, else head back to the start SOC, which it reaches by the day's
   end); oracle (perfect-foresight LP over the day with the settlement, HiGHS via highspy).
   Test split (77 days, ``benchmarks/compute_baselines.py``), $/day: random -5,054, rule-based
-  99, oracle 221 (at the former 2 $/MWh wear the oracle with the settlement earns 1,097). The
-  day's price spread is about 30 $/MWh on average, and a round trip costs 30 $/MWh of wear and
-  10 % of the energy, so arbitrage pays on the days with evening peaks only.
+  99, oracle 221 (at the former 2 $/MWh wear, on the earlier data, the oracle with the
+  settlement earned 1,097). The day's price spread on the 65 test days is 29 $/MWh on average
+  (median 26), and a round trip costs 30 $/MWh of wear and 10 % of the energy, so arbitrage
+  pays on the days with evening peaks only.
 """
 
 from __future__ import annotations

@@ -13,13 +13,15 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   at 0-based bus ``1 + floor((i + 0.5) * 32 / n)``, spread evenly over the 32 load buses in case
   order (n = 5: buses 4, 10, 17, 23, 29: the trunk, its far end and the three laterals); more
   than 32 sites share buses.
-* Sizing (measured on every hour of the 77 test days, ``tests/tasks/test_ev_v2g.py`` checks it): one
-  7.2 kW car moves the feeder's lowest voltage by at most 0.0006 p.u. and five of them, one per
-  site, by 0.001 p.u.: outside the agents' control. So each site has 20 cars: every car charging
-  at full power (720 kW in all) lowers the lowest voltage by 0.019 to 0.021 p.u. (0.016 to 0.018
-  with 20 sites of 5 cars), every car discharging raises it by 0.011 to 0.013 p.u. With the fleet
-  idle the lowest voltage falls below 0.95 p.u. on 44 of the 77 test days (late morning and
-  early evening), so charging at the evening peak costs voltage.
+* Sizing (measured on every hour of the 65 days the 35 test weeks cover,
+  ``tests/tasks/test_ev_v2g.py`` checks it): one 7.2 kW car moves the feeder's lowest voltage by
+  at most 0.0006 p.u. and five of them, one per site, by 0.001 p.u.: outside the agents' control.
+  So each site has 20 cars: every car charging at full power (720 kW in all) lowers the lowest
+  voltage by 0.019 to 0.021 p.u. (0.017 to 0.018 with 20 sites of 5 cars), every car discharging
+  raises it by 0.011 to 0.013 p.u. With the fleet idle the lowest voltage falls below 0.95 p.u. on
+  12 of the 65 days (in 11 of the 35 weeks; between 13:00 and 20:00, most often 17-19 h, the
+  late-afternoon peak), so charging at the evening peak costs voltage: charging on arrival (the
+  rule-based baseline) leaves the band in 22 of the 35 weeks.
 * Trips (:mod:`powerzoo.data.mobility`): per episode, each car's trips of the week are drawn from
   the env's RNG (weekday commutes, fewer and shorter weekend trips, on the calendar's own
   weekends and holidays); starting SOC uniform in [0.5, 0.8]. Cars are home at midnight. A car

@@ -38,7 +38,8 @@ per arrival a slack for trip energy the battery could not supply; per voltage ro
 The plan (``d - c`` per car and step, kW) is then applied and scored under the exact power flow.
 A week of the default fleet is an LP of about 39,000 variables, 14,500 rows and 81,000 nonzeros;
 HiGHS solves it in 0.4 to 0.5 s on one core (``benchmarks/compute_baselines.py`` reports the
-seconds per policy: 77 weeks planned and stepped in about two minutes on a busy machine).
+seconds per policy: the 35 test weeks planned and stepped in about half a minute on a busy
+machine).
 """
 
 from __future__ import annotations

@@ -29,8 +29,9 @@ Model
   step)`` (:mod:`powerzoo.devices.thermal_unit`); a stop requested above it is refused (the
   unit stays on and ramps down; ``info["shutdown_refused"]`` [B, n], ``n_shutdown_refused``,
   and the row counts as overridden). Before this limit units were taken off line from any
-  output: over the 77 ``marl_uc`` test days the rule stopped 53 of its 419 units above
-  ``SD_g`` (mean output before a stop 0.44 Pmax, max 1.00); after it, none.
+  output: measured then, on the earlier exogenous data and its 77 ``marl_uc`` test days, the
+  rule stopped 53 of its 419 units above ``SD_g`` (mean output before a stop 0.44 Pmax, max
+  1.00); after it, none.
 * Reserve: 10-minute spinning reserve. Each committed unit carries ``r_g = min(Pmax - p, 10 x
   ramp-up per minute)`` (what it can deliver in 10 minutes); the requirement is ``RESERVE_MARGIN``
   (10 %) of the load, and on ``tso`` at least the largest unit's output (N-1: the reserve covers
@@ -40,9 +41,9 @@ Model
   Pmin 208 and 240 MW) are 50-190 % of its load and the whole fleet's 10-minute response is 226
   MW, so no commitment could cover the loss of either; the 5-bus area is read as a member of a
   reserve-sharing group carrying 10 % of its load. The former measure, committed capacity minus
-  load, counted capacity that cannot be reached in 10 minutes: on the ``marl_uc`` test days
-  under the oracle 267 MW of it on average where 91 MW were deliverable (under the rule 295 and
-  94 MW). ``info``: ``reserve_mw`` (deliverable), ``reserve_requirement_mw``,
+  load, counted capacity that cannot be reached in 10 minutes: on the 65 ``marl_uc`` test days
+  under the oracle 196 MW of it on average where 90 MW were deliverable (under the rule 228 and
+  96 MW). ``info``: ``reserve_mw`` (deliverable), ``reserve_requirement_mw``,
   ``committed_capacity_mw``, ``headroom_mw`` (committed capacity - load).
 * Reward: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh + line
   overload x 2,000 $/MWh)`` in $ per step (``REWARD_TERMS``; shared by the agents of
