@@ -31,8 +31,8 @@ Model
   24 h mean price, discharge when a sale beats buying it back there after wear and losses,
   charge in the mirror case, else head back to the start SOC, which it reaches by the day's
   end); oracle (perfect-foresight LP over the day with the settlement, HiGHS via highspy).
-  Test split (77 days, ``benchmarks/compute_baselines.py``), $/day: random -5,054, rule-based
-  99, oracle 221 (at the former 2 $/MWh wear, on the earlier data, the oracle with the
+  Test split (65 days, ``benchmarks/compute_baselines.py``), $/day: random -5,120, rule-based
+  47, oracle 108 (at the former 2 $/MWh wear, on the earlier data, the oracle with the
   settlement earned 1,097). The day's price spread on the 65 test days is 29 $/MWh on average
   (median 26), and a round trip costs 30 $/MWh of wear and 10 % of the energy, so arbitrage
   pays on the days with evening peaks only.

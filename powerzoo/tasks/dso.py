@@ -46,13 +46,15 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   paid back.
 * Splits: train / val / test by date, stress splits ``load_stress`` (demand x 1.15),
   ``heatwave`` (May-September heat events, more demand) and ``price_spike`` (evening price spikes).
-* Baselines (77 test days, ``benchmarks/compute_baselines.py``): random (-2,750 $/day,
-  0.23 p.u. violation); rule-based = no control (all fractions 0: -53 $/day, 0.88 p.u.); oracle =
+* Baselines (65 test days, ``benchmarks/compute_baselines.py``): random (-2,740 $/day,
+  0.21 p.u. violation); rule-based = no control (all fractions 0: -54 $/day, 0.60 p.u., over the
+  budget on 22 days); oracle =
   a perfect-foresight day plan, one LP on HiGHS (:func:`_solve_day`) with voltages on LinDistFlow
   linearised around the exact flow of the day's uncontrolled loads, then applied under the exact
-  flow (-1,077 $/day, 0.0004 p.u.). The oracle pays lost load to keep the band, so the
-  unconstrained no-control return lies above it (normalised score > 1, as for dispatch rules
-  that ignore line limits): judge a policy on its return *and* its costs.
+  flow (-914 $/day, 0.005 p.u., within the budget every day). The oracle pays lost load to keep
+  the band, so the unconstrained no-control return lies above it (plain normalised score 1.47;
+  on the budget-aware reading of :mod:`powerzoo.benchmarks.cmdp_score`, 0.93): judge a policy
+  on its return *and* its costs.
 """
 
 from __future__ import annotations

@@ -80,12 +80,12 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   planned with perfect foresight, one LP on HiGHS per day
   (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's limits, the settlement, voltages
   on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic; solved around
-  the uncontrolled day, then around its own plan), applied under the exact flow. Test split (77
-  days, ``benchmarks/compute_baselines.py``), team return ($/day; 12 x the shared reward) and
-  ``voltage_violation`` (p.u.-steps/day): random -29,505 and 3.40 (plus overload, 4.1 MWh
-  of device violation and 23.6 Mvarh of reactive cut, most of it Q asked of PV inverters at
-  night); rule-based -2,482 and 0.345; oracle -2,046 and 0.0009 (3 days; no overload, no
-  device violation, no reactive cut).
+  the uncontrolled day, then around its own plan), applied under the exact flow. Test split (65
+  days, ``benchmarks/compute_baselines.py``), $ of system cost per day (the shared reward, each
+  agent's return; the team sum is 12 x that) and ``voltage_violation`` (p.u.-steps/day): random
+  -2,415 and 1.56 (plus 5.1 MVAh of overload, 4.1 MWh of device violation and 22.9 Mvarh of
+  reactive cut, most of it Q asked of PV inverters at night); rule-based -195 and 0.18 (over
+  budget on 3 days); oracle -150 and 0 (no overload, no device violation, no reactive cut).
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, reset / observe / step, the

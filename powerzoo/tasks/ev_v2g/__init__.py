@@ -63,11 +63,12 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   (:func:`powerzoo.tasks.ev_v2g.baselines.v2g_pays`), it discharges whatever lies above a reserve
   (50 % SOC, and never more than full-power charging can bring back before departure), charging
   back afterwards (:meth:`MarlEvV2g.rule_based_action`); oracle: one LP on HiGHS for the week
-  with the wear and the settlement (:mod:`powerzoo.tasks.ev_v2g.baselines`). Team return
-  ($/week) on the 77 test weeks (``benchmarks/compute_baselines.py``): random -804.5 with
-  16,054 kWh of shortfall a week (it sends the cars off empty, and the settlement charges it
-  for the energy it did not put back), rule-based -250.0 with no shortfall and 0.31
-  p.u.-steps of voltage violation, oracle -145.5 with no shortfall and 0.07.
+  with the wear and the settlement (:mod:`powerzoo.tasks.ev_v2g.baselines`). Return
+  summed over the sites ($/week) on the 35 test weeks (``benchmarks/compute_baselines.py``):
+  random -803.6 with 16,380 kWh of shortfall a week (it sends the cars off empty, and the
+  settlement charges it for the energy it did not put back), rule-based -276.0 with no
+  shortfall and 0.28 p.u.-steps of voltage violation (over the 0.5 budget in 7 weeks), oracle
+  -153.9 with no shortfall and 0.001.
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, trip tables, reset / observe /
