@@ -250,8 +250,8 @@ def _random_and_hold_returns() -> tuple[float, float]:
 
 @pytest.mark.slow
 def test_independent_learners_beat_random_dispatch_on_test_days():
-    # About 17 s on one core: 5 agents x 4 rounds x 512 steps. Measured (team return, $/day):
-    # trained about -7.7M, hold-mid-range -24.0M, random -35.3M.
+    # About 17 s on one core: 5 agents x 4 rounds x 512 steps. Measured before line overloads
+    # were priced (team return, $/day): trained about -7.7M, hold-mid-range -24.0M, random -35.3M.
     models = train_independent_learners(TASK, "PPO", rounds=4, steps_per_round=512, seed=0)
     assert list(models) == AGENTS and all(isinstance(m, PPO) for m in models.values())
     trained = _test_returns(SB3Policy(models))
@@ -263,10 +263,11 @@ def test_independent_learners_beat_random_dispatch_on_test_days():
 @pytest.mark.slow
 def test_shared_policy_beats_random_dispatch_on_test_days():
     # About 13 s on one core: 40k agent-steps = 2,000 steps of 4 copies x 5 agents. Measured
-    # (team return, $/day): trained about -3.4M, hold-mid-range -24.0M, random -35.3M.
+    # ($/day of the system, line overloads priced): trained about -0.86M, hold-mid-range -3.30M,
+    # random -6.40M.
     model = train_shared_policy(TASK, "PPO", total_timesteps=40_000, n_envs=4, seed=0)
     assert isinstance(model, PPO) and model.num_timesteps >= 40_000
     trained = _test_returns(SharedPolicy(model, AGENTS))
     random, hold = _random_and_hold_returns()
-    assert trained > 0.25 * random
-    assert trained > 0.25 * hold
+    assert trained > 0.2 * random
+    assert trained > 0.35 * hold
