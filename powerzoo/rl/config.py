@@ -388,15 +388,11 @@ def task_field_problems(config: TrainConfig) -> list[str]:
                 f"valid: {', '.join(spec.splits)}"
             )
     multi = spec.agent_mode == "multi"
-    if is_native_marl(config.algorithm) and not multi:
+    if is_native(config.algorithm) and is_native_marl(config.algorithm) != multi:
+        kind, use = ("single", "MAPPO-L or IPPO-L") if multi else ("multi", "PPO-L, PPO, SAC, ...")
         problems.append(
-            f"field 'algorithm': {config.algorithm} is for multi-agent tasks; {config.task} is "
-            "single-agent (use PPO-L, PPO, SAC, ...)"
-        )
-    if is_native(config.algorithm) and not is_native_marl(config.algorithm) and multi:
-        problems.append(
-            f"field 'algorithm': {config.algorithm} is for single-agent tasks; {config.task} is "
-            "multi-agent (use MAPPO-L or IPPO-L)"
+            f"field 'algorithm': {config.algorithm} is for {kind}-agent tasks; {config.task} is "
+            f"{'multi' if multi else 'single'}-agent (use {use})"
         )
 
     def obs_mode(mode: Any) -> None:
