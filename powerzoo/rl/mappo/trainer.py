@@ -2,7 +2,8 @@
 ``Trainer``.
 
 Built by :class:`powerzoo.rl.Trainer` when ``algorithm`` is one of ``MAPPO``, ``IPPO``,
-``MAPPO-L``, ``IPPO-L``; it takes the resolved run config (:class:`powerzoo.rl.config.TrainConfig`)
+``MAPPO-L``, ``IPPO-L``, or ``PPO-L`` on a single-agent task (trained as one agent,
+:mod:`.one_agent`); it takes the resolved run config (:class:`powerzoo.rl.config.TrainConfig`)
 as is. One iteration = ``n_steps`` batched steps of ``n_envs`` envs (``n_steps * n_envs`` env
 steps; every agent acts in each), the multiplier step (``-L``), GAE and the PPO epochs. Budgets,
 evaluation and checkpoint frequencies count env steps and are checked between iterations, so a
