@@ -1,4 +1,4 @@
-"""Native multi-agent PPO throughput: batched collection, end-to-end MAPPO, SB3 shared policy.
+"""Native PPO throughput: batched collection, end-to-end MAPPO (PPO-L), SB3 shared policy (PPO).
 
 Usage: python benchmarks/mappo_throughput.py [--task marl_opf] [--collect-envs 1024]
        [--train-envs 128] [--timesteps 61440] [--sb3-timesteps 61440] [--seed 0] [--json OUT]
@@ -16,6 +16,12 @@ One torch thread everywhere. Rows:
   agents, the ``powerzoo train`` default before MAPPO) with ``configs/<task>.yaml``'s
   algorithm_kwargs, the same number of env steps (SB3 counts agent-steps: ``n_agents`` times
   more).
+
+On a single-agent task (``--task battery_arbitrage``) the native rows run ``PPO-L`` (the task's
+one agent, ``configs/<task>_ppo_l.yaml``'s algorithm_kwargs) and the SB3 row is
+``Trainer(task, algorithm="PPO")`` with ``configs/<task>.yaml``'s algorithm_kwargs (native vector
+env, ``VecNormalize``; no evaluation, no checkpoints); give both the same ``n_envs`` with
+``--train-envs N --sb3-envs N``.
 
 Env steps: one step of one task copy, all agents acting (agent-steps = env steps x n_agents).
 """
@@ -42,6 +48,15 @@ def _kwargs(path: Path) -> dict[str, Any]:
     )
 
 
+def _native(task: str) -> tuple[str, str]:
+    """The native algorithm of ``task`` and the config file its algorithm_kwargs come from."""
+    from powerzoo.tasks.registry import task_spec
+
+    if task_spec(task).agent_mode == "multi":
+        return "MAPPO", f"{task}_mappo.yaml"
+    return "PPO-L", f"{task}_ppo_l.yaml"
+
+
 def measure_collect(
     task: str, n_envs: int, n_steps: int = 16, repeats: int = 3, seed: int = 0
 ) -> float:
@@ -51,7 +66,7 @@ def measure_collect(
 
     trainer = Trainer(
         task,
-        algorithm="MAPPO",
+        algorithm=_native(task)[0],
         n_envs=n_envs,
         seed=seed,
         evaluation=None,
@@ -77,10 +92,11 @@ def measure_mappo(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict
 
     from powerzoo.rl import Trainer
 
-    kwargs = _kwargs(REPO / "configs" / f"{task}_mappo.yaml")
+    algorithm, config = _native(task)
+    kwargs = _kwargs(REPO / "configs" / config)
     trainer = Trainer(
         task,
-        algorithm="MAPPO",
+        algorithm=algorithm,
         total_timesteps=timesteps,
         n_envs=n_envs,
         seed=seed,
@@ -102,7 +118,8 @@ def measure_mappo(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict
 
 
 def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
-    """The SB3 shared-policy path (``train_shared_policy``) for the same number of env steps."""
+    """The SB3 shared-policy path (``train_shared_policy``) for the same number of env steps;
+    SB3 PPO through the Trainer on a single-agent task."""
     import torch
 
     from powerzoo.rl.sb3.marl.loops import train_shared_policy
@@ -111,6 +128,25 @@ def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) ->
     torch.set_num_threads(1)
     n_agents = len(task_spec(task).agents)
     kwargs = _kwargs(REPO / "configs" / f"{task}.yaml")
+    if n_agents == 1:  # single-agent task: SB3 PPO through the Trainer
+        from powerzoo.rl import Trainer
+
+        trainer = Trainer(
+            task,
+            algorithm="PPO",
+            total_timesteps=timesteps,
+            n_envs=n_envs,
+            seed=seed,
+            evaluation=None,
+            checkpoint=None,
+            output_dir=tempfile.mkdtemp(),
+            algorithm_kwargs=kwargs,
+            logging={"tensorboard": False, "progress_bar": False},
+        )
+        started = time.perf_counter()
+        steps = trainer.train().num_timesteps
+        seconds = time.perf_counter() - started
+        return {"env_steps": steps, "seconds": seconds, "steps_per_s": steps / seconds}
     started = time.perf_counter()
     train_shared_policy(
         task,
@@ -143,20 +179,23 @@ def main(argv: list[str] | None = None) -> int:
     collect = measure_collect(args.task, args.collect_envs, seed=args.seed)
     mappo = measure_mappo(args.task, args.train_envs, args.timesteps, args.seed)
     sb3 = measure_sb3_shared(args.task, args.sb3_envs, args.timesteps, args.seed)
+    native, sb3_name = _native(args.task)[0], "SB3 shared PPO"
+    if native == "PPO-L":
+        sb3_name = "SB3 PPO"
     print(f"{args.task}, one torch thread")
     print(
-        "  collect (MAPPO actors + centralised critic), "
+        f"  collect ({native} actors + critics), "
         f"{args.collect_envs} envs: {collect:>10,.0f} env-steps/s"
     )
     print(
-        f"  MAPPO end-to-end, {args.train_envs} envs, {mappo['env_steps']:,} env steps: "
+        f"  {native} end-to-end, {args.train_envs} envs, {mappo['env_steps']:,} env steps: "
         f"{mappo['steps_per_s']:>10,.0f} env-steps/s ({mappo['seconds']:.1f} s)"
     )
     print(
-        f"  SB3 shared PPO, {args.sb3_envs} envs, {sb3['env_steps']:,} env steps: "
+        f"  {sb3_name}, {args.sb3_envs} envs, {sb3['env_steps']:,} env steps: "
         f"{sb3['steps_per_s']:>10,.0f} env-steps/s ({sb3['seconds']:.1f} s)"
     )
-    print(f"  MAPPO / SB3 shared: {mappo['steps_per_s'] / sb3['steps_per_s']:.1f}x")
+    print(f"  {native} / {sb3_name}: {mappo['steps_per_s'] / sb3['steps_per_s']:.1f}x")
     if args.json:
         Path(args.json).write_text(
             json.dumps(

@@ -62,7 +62,7 @@ def _print_result(result: Any) -> None:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from powerzoo.rl.algorithms import is_native_marl
+    from powerzoo.rl.algorithms import is_native
     from powerzoo.rl.trainer import Trainer
 
     if (args.config is None) == (args.task is None):
@@ -84,7 +84,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     trainer = Trainer(
         args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides
     )
-    if is_native_marl(trainer.algorithm):  # MAPPO / IPPO (-L): the native multi-agent trainer
+    if is_native(trainer.algorithm):  # MAPPO / IPPO (-L), PPO-L: the native trainer
         result = trainer.train()
     elif trainer.is_multi_agent:
         result = trainer.train_il() if args.marl == "il" else trainer.train_marl_simultaneous()

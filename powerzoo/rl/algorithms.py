@@ -1,8 +1,11 @@
-"""Stable-Baselines3 algorithms by name, their keyword arguments, and task-aware defaults.
+"""Training algorithms by name, their keyword arguments, and task-aware defaults.
 
 This is the one algorithm registry of the training layer: :func:`~powerzoo.rl.trainer.Trainer`
-and the run config accept every name in :data:`ALGORITHMS`; the multi-agent loops of
-:mod:`powerzoo.rl.sb3.marl` accept the subset :data:`MULTI_AGENT_ALGORITHMS`.
+and the run config accept every name in :data:`ALL_ALGORITHMS`: the Stable-Baselines3 ones
+(:data:`ALGORITHMS`; the multi-agent loops of :mod:`powerzoo.rl.sb3.marl` accept the subset
+:data:`MULTI_AGENT_ALGORITHMS`) and the native PPO family of :mod:`powerzoo.rl.mappo`
+(:data:`NATIVE_MARL_ALGORITHMS` on multi-agent tasks, :data:`NATIVE_SINGLE_AGENT_ALGORITHMS` on
+single-agent ones).
 
 torch and SB3 are imported only when an algorithm class is asked for, so importing
 :mod:`powerzoo.rl` stays cheap.
@@ -26,8 +29,10 @@ __all__ = [
     "check_algorithm_kwargs",
     "trainer_class",
     "NATIVE_MARL_ALGORITHMS",
+    "NATIVE_SINGLE_AGENT_ALGORITHMS",
     "ALL_ALGORITHMS",
     "is_native_marl",
+    "is_native",
     "algorithms_for",
 ]
 
@@ -48,17 +53,22 @@ _REGISTRY: dict[str, _Algorithm] = {
     "DDPG": _Algorithm("stable_baselines3", "DDPG", on_policy=False, multi_agent=False),
 }
 ALGORITHMS: tuple[str, ...] = tuple(_REGISTRY)
+"""The Stable-Baselines3 algorithms (names are case-insensitive)."""
 NATIVE_MARL_ALGORITHMS: tuple[str, ...] = ("MAPPO", "IPPO", "MAPPO-L", "IPPO-L")
 """The native multi-agent PPO family (:mod:`powerzoo.rl.mappo`): centralised critic (MAPPO) or
 local critics (IPPO), ``-L`` with Lagrangian cost budgets."""
-"""Every algorithm the single-agent trainer and the run config accept (names are
-case-insensitive)."""
+NATIVE_SINGLE_AGENT_ALGORITHMS: tuple[str, ...] = ("PPO-L",)
+"""The native trainer on single-agent tasks (the task's one agent): ``PPO-L``, PPO with a cost
+critic and one Lagrange multiplier per selected cost against the task's per-episode budgets."""
 ON_POLICY: frozenset[str] = frozenset(k for k, v in _REGISTRY.items() if v.on_policy)
 MULTI_AGENT_ALGORITHMS: tuple[str, ...] = tuple(k for k, v in _REGISTRY.items() if v.multi_agent)
 """The subset the multi-agent loops accept (``PPO, A2C, SAC, TD3``: DDPG is not offered there)."""
-ALL_ALGORITHMS: tuple[str, ...] = ALGORITHMS + NATIVE_MARL_ALGORITHMS
-"""What ``Trainer`` and the run config accept: the SB3 algorithms and the native multi-agent
-PPO family (``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L``; :mod:`powerzoo.rl.mappo`)."""
+ALL_ALGORITHMS: tuple[str, ...] = (
+    ALGORITHMS + NATIVE_MARL_ALGORITHMS + NATIVE_SINGLE_AGENT_ALGORITHMS
+)
+"""What ``Trainer`` and the run config accept: the SB3 algorithms and the native PPO family
+(``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L`` on multi-agent tasks, ``PPO-L`` on single-agent
+ones; :mod:`powerzoo.rl.mappo`)."""
 
 # The trainer class of each family, imported when a trainer is built: the run config builds its
 # trainer through this table, so the config never imports a trainer module.
@@ -128,12 +138,20 @@ def is_native_marl(name: str) -> bool:
     return isinstance(name, str) and name.upper() in NATIVE_MARL_ALGORITHMS
 
 
+def is_native(name: str) -> bool:
+    """Whether ``name`` (any case) trains with the native trainer (:mod:`powerzoo.rl.mappo`):
+    the multi-agent family or ``PPO-L``."""
+    return is_native_marl(name) or (
+        isinstance(name, str) and name.upper() in NATIVE_SINGLE_AGENT_ALGORITHMS
+    )
+
+
 def algorithms_for(spec: Any) -> tuple[str, ...]:
-    """Algorithms that fit a task spec: SB3's for single-agent tasks; for multi-agent tasks the SB3
-    shared / independent-learner subset and the native family (the ``-L`` variants need selected
-    costs)."""
+    """Algorithms that fit a task spec: for single-agent tasks SB3's and, when the task selects
+    costs, ``PPO-L``; for multi-agent tasks the SB3 shared / independent-learner subset and the
+    native family (the ``-L`` variants need selected costs)."""
     if spec.agent_mode != "multi":
-        return ALGORITHMS
+        return ALGORITHMS + (NATIVE_SINGLE_AGENT_ALGORITHMS if spec.selected_constraints else ())
     native = tuple(
         a for a in NATIVE_MARL_ALGORITHMS if spec.selected_constraints or not a.endswith("-L")
     )
@@ -153,10 +171,9 @@ def canonical_algorithm(name: str, valid: Sequence[str] = ALGORITHMS) -> str:
 def algorithm_class(name: str, valid: Sequence[str] = ALGORITHMS) -> type:
     """The SB3 class of algorithm ``name`` (imports SB3 and torch on first use); ``valid`` as in
     :func:`canonical_algorithm`."""
-    if is_native_marl(name):
+    if is_native(name):
         raise ValueError(
-            f"{name.upper()} is a native multi-agent algorithm (powerzoo.rl.mappo), "
-            "not an SB3 class"
+            f"{name.upper()} is trained by the native trainer (powerzoo.rl.mappo), not an SB3 class"
         )
     entry = _REGISTRY[canonical_algorithm(name, valid)]
     return getattr(importlib.import_module(entry.module), entry.cls)
@@ -166,14 +183,14 @@ def check_algorithm_kwargs(
     name: str, kwargs: dict[str, Any], where: str = "algorithm_kwargs", n_envs: int | None = None
 ) -> None:
     """Raise ``ValueError`` naming any key of ``kwargs`` that the SB3 constructor (or, for the
-    native multi-agent algorithms, :class:`~powerzoo.rl.mappo.hparams.MAPPOParams`) does not
+    native algorithms, :class:`~powerzoo.rl.mappo.hparams.MAPPOParams`) does not
     take, or whose value is out of its range (``gamma`` in (0, 1], ``gae_lambda`` in [0, 1],
     ``n_steps`` / ``batch_size`` / ``n_epochs`` >= 1, ``learning_rate`` > 0, ...).
 
     With ``n_envs``, PPO's rollout (``n_steps`` × ``n_envs`` env steps) and ``batch_size`` must
     be over 1 (SB3 normalises advantages over them).
     """
-    if is_native_marl(name):  # MAPPOParams checks them (imported here: it is the mappo wing's)
+    if is_native(name):  # MAPPOParams checks them (imported here: it is the mappo wing's)
         check_params = importlib.import_module("powerzoo.rl.mappo.hparams").check_params
         check_params(kwargs, where)
         return
@@ -215,11 +232,11 @@ def check_algorithm_kwargs(
 def trainer_class(name: str, multi_agent: bool) -> type:
     """The trainer class for algorithm ``name`` on a single- or multi-agent task.
 
-    The native multi-agent family (``MAPPO``, ``IPPO``, ``-L``) trains with
-    :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer`; the SB3 algorithms with
+    The native family (``MAPPO``, ``IPPO``, ``-L``, and ``PPO-L`` on single-agent tasks) trains
+    with :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer`; the SB3 algorithms with
     :class:`~powerzoo.rl.sb3.trainer.SB3Trainer` on single-agent tasks and
     :class:`~powerzoo.rl.sb3.multi_agent.SB3MultiAgentTrainer` on multi-agent ones.
     """
-    family = "native" if is_native_marl(name) else "sb3_multi_agent" if multi_agent else "sb3"
+    family = "native" if is_native(name) else "sb3_multi_agent" if multi_agent else "sb3"
     module, cls = _TRAINERS[family].split(":")
     return getattr(importlib.import_module(module), cls)

@@ -80,6 +80,7 @@ from powerzoo.rl.algorithms import (
     ALL_ALGORITHMS,
     canonical_algorithm,
     check_algorithm_kwargs,
+    is_native,
     is_native_marl,
     trainer_class,
 )
@@ -221,8 +222,8 @@ class TrainConfig(_Section):
     @model_validator(mode="before")
     @classmethod
     def _native_marl_defaults(cls, data: Any) -> Any:
-        # the native multi-agent trainer normalises values itself: SB3's VecNormalize does not apply
-        if isinstance(data, Mapping) and is_native_marl(data.get("algorithm", "")):
+        # the native trainer normalises values itself: SB3's VecNormalize does not apply
+        if isinstance(data, Mapping) and is_native(data.get("algorithm", "")):
             data = {**data, "vec_normalize": None}
         return data
 
@@ -387,10 +388,11 @@ def task_field_problems(config: TrainConfig) -> list[str]:
                 f"valid: {', '.join(spec.splits)}"
             )
     multi = spec.agent_mode == "multi"
-    if is_native_marl(config.algorithm) and not multi:
+    if is_native(config.algorithm) and is_native_marl(config.algorithm) != multi:
+        kind, use = ("single", "MAPPO-L or IPPO-L") if multi else ("multi", "PPO-L, PPO, SAC, ...")
         problems.append(
-            f"field 'algorithm': {config.algorithm} is for multi-agent tasks; {config.task} is "
-            "single-agent (use PPO, SAC, ...)"
+            f"field 'algorithm': {config.algorithm} is for {kind}-agent tasks; {config.task} is "
+            f"{'multi' if multi else 'single'}-agent (use {use})"
         )
 
     def obs_mode(mode: Any) -> None:

@@ -17,7 +17,8 @@ algorithm's family (:func:`powerzoo.rl.algorithms.trainer_class`):
 - SB3 algorithms on single-agent tasks: :class:`~powerzoo.rl.sb3.trainer.SB3Trainer`;
 - SB3 algorithms on multi-agent tasks (one shared policy, or independent learners):
   :class:`~powerzoo.rl.sb3.multi_agent.SB3MultiAgentTrainer`;
-- ``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L``: :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer`.
+- ``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L`` (multi-agent tasks) and ``PPO-L`` (single-agent
+  tasks): :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer`.
 
 Each is a :class:`~powerzoo.rl.trainer_base.TrainerBase` and satisfies :class:`TrainerProtocol`.
 ``Trainer.load`` / ``Trainer.resume`` / ``Trainer.from_checkpoint`` read a run folder's config
@@ -97,8 +98,8 @@ def make_trainer(
         task_or_config: a task name, a :class:`~powerzoo.rl.config.TrainConfig`, a dict of config
             fields, or a YAML/JSON run-config path.
         algorithm: ``"PPO"``, ``"A2C"``, ``"SAC"``, ``"TD3"``, ``"DDPG"`` or, on multi-agent
-            tasks, ``"MAPPO"``, ``"IPPO"``, ``"MAPPO-L"``, ``"IPPO-L"`` (default from the
-            config, else PPO).
+            tasks, ``"MAPPO"``, ``"IPPO"``, ``"MAPPO-L"``, ``"IPPO-L"``, or on single-agent
+            tasks ``"PPO-L"`` (default from the config, else PPO).
         total_timesteps: training budget in env steps (default from the config, else 100,000).
         seed: seeds the model, the training envs and the evaluation (default 0).
         **kwargs: other config fields (``n_envs=8``, ``evaluation={...}``, ``output_dir=...``),

@@ -275,13 +275,14 @@ def test_the_trainer_trains_on_the_native_env_by_default(tmp_path):
 def test_presets_build_a_native_training_env():
 
     from powerzoo.rl import TrainConfig, Trainer
+    from powerzoo.rl.algorithms import is_native
 
     presets = sorted((REPO_ROOT / "configs").glob("*.yaml"))
     built = 0
     for preset in presets:
         config = TrainConfig.from_file(preset)
         trainer = Trainer(config.model_copy(update={"n_envs": 2}))
-        if trainer.is_multi_agent:
+        if trainer.is_multi_agent or is_native(config.algorithm):  # not SB3's (PPO-L, MAPPO)
             continue
         venv = trainer.get_env()
         assert isinstance(_base(venv), NativeVecEnv), preset.name

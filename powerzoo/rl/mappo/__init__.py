@@ -1,4 +1,5 @@
-"""Native multi-agent on-policy training: MAPPO / IPPO and their Lagrangian variants (torch).
+"""Native on-policy training: MAPPO / IPPO and their Lagrangian variants (torch), and PPO-L on
+single-agent tasks (:mod:`~powerzoo.rl.mappo.one_agent`: the task's one agent).
 
 Modules, in reading order: :mod:`~powerzoo.rl.mappo.hparams` (names and hyperparameters),
 :mod:`~powerzoo.rl.mappo.networks` (actor, critic, value normaliser, joint noise),

@@ -10,7 +10,9 @@ Names, in a run config (``algorithm: MAPPO`` and ``algorithm_kwargs: {...}``):
   (every agent's observation) plus the agent's one-hot id within its group;
 * ``IPPO``: the same actors, each group's critic on the agent's own observation (plus its id);
 * ``MAPPO-L`` / ``IPPO-L``: the same, plus a cost critic on the task's selected costs and one
-  Lagrange multiplier per selected cost, updated against the task's per-episode thresholds.
+  Lagrange multiplier per selected cost, updated against the task's per-episode thresholds;
+* ``PPO-L``: ``IPPO-L`` on a single-agent task, its one agent
+  (:mod:`~powerzoo.rl.mappo.one_agent`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from powerzoo.rl.algorithms import NATIVE_MARL_ALGORITHMS
+from powerzoo.rl.algorithms import NATIVE_MARL_ALGORITHMS, NATIVE_SINGLE_AGENT_ALGORITHMS
 
 __all__ = ["NATIVE_MARL_ALGORITHMS", "MAPPOParams", "algorithm_flags", "check_params"]
 
@@ -180,10 +182,14 @@ class MAPPOParams:
 
 
 def algorithm_flags(name: str) -> tuple[bool, bool]:
-    """``(centralised_critic, lagrangian)`` of a name in :data:`NATIVE_MARL_ALGORITHMS`."""
+    """``(centralised_critic, lagrangian)`` of a native algorithm name.
+
+    ``PPO-L`` (one agent) has a local critic: the global state would be its own observation.
+    """
     upper = str(name).upper()
-    if upper not in NATIVE_MARL_ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}; valid: {', '.join(NATIVE_MARL_ALGORITHMS)}")
+    native = NATIVE_MARL_ALGORITHMS + NATIVE_SINGLE_AGENT_ALGORITHMS
+    if upper not in native:
+        raise ValueError(f"unknown algorithm {name!r}; valid: {', '.join(native)}")
     return upper.startswith("MAPPO"), upper.endswith("-L")
 
 
@@ -193,7 +199,8 @@ def check_params(kwargs: dict[str, Any], where: str = "algorithm_kwargs") -> MAP
     for key in kwargs:
         if key not in fields:
             raise ValueError(
-                f"{where}.{key}: not a MAPPO/IPPO parameter; valid: {', '.join(fields)}"
+                f"{where}.{key}: not a parameter of the native trainer (MAPPO, IPPO, PPO-L); "
+                f"valid: {', '.join(fields)}"
             )
     try:
         return MAPPOParams(**kwargs)

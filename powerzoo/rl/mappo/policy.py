@@ -7,6 +7,9 @@ for a single env (``{agent: obs[d]}`` -> ``{agent: action[a]}``) or a batch
 (``{agent: obs[N, d]}`` -> ``{agent: action[N, a]}``), so it plugs into
 :func:`powerzoo.benchmarks.evaluation.evaluate` like the baselines. Saved as one ``.npz`` file.
 
+A one-agent policy (``PPO-L`` on a single-agent task) acts on the single-agent Gymnasium env
+directly: ``act(obs[d]) -> action[a]``.
+
 It talks to envs in **physical units** (``make_env(task, split, framework="auto")``, the env of
 the baselines table): when the agent trained on a normalised env, the policy carries the same
 fixed affine maps (``obs_unit = (obs - mid) / half``; ``action = mid + half * clip(a, -1, 1)``)
@@ -111,9 +114,22 @@ class MAPPOPolicy:
         """The same actors acting deterministically or stochastically."""
         return MAPPOPolicy(self.groups, deterministic, self.meta)
 
-    def act(self, obs: Mapping[str, Any], info: Any = None) -> dict[str, np.ndarray]:
+    def act(self, obs: Any, info: Any = None) -> Any:
         """Actions of every agent: ``{agent: obs[d]}`` -> ``{agent: action[a]}`` (or batched
-        ``[N, ...]``)."""
+        ``[N, ...]``).
+
+        A one-agent policy (``PPO-L`` on a single-agent task) also takes the single-agent env's
+        observation array ``obs[d]`` (or ``[N, d]``) and returns the action array ``[a]``
+        (``[N, a]``).
+        """
+        if not isinstance(obs, Mapping):
+            if len(self.agents) != 1:
+                raise ValueError(
+                    f"MAPPOPolicy acts for {self.agents}: give observations as a dict "
+                    f"{{agent: obs}}, got {type(obs).__name__}"
+                )
+            (agent,) = self.agents
+            return self.act({agent: obs}, info)[agent]
         missing = set(self.agents) - set(obs)
         if missing:
             raise ValueError(

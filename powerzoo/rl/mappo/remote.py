@@ -44,11 +44,11 @@ import numpy as np
 import torch
 
 from powerzoo.envs.introspect import inspect_env
-from powerzoo.envs.make import make_env
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.buffer import GroupRollout, Rollout
 from powerzoo.rl.mappo.collector import Collector, CollectResult, EpisodeBatch, require_reset
 from powerzoo.rl.mappo.hparams import MAPPOParams
+from powerzoo.rl.mappo.one_agent import make_native_env
 
 __all__ = ["RemoteCollector", "RolloutWorker", "RowSlicedGenerator", "import_ray", "split_rows"]
 
@@ -218,7 +218,7 @@ class RolloutWorker:
 
     Args:
         task, split, env_kwargs: the training env
-            (``make_env(task, split, framework="pettingzoo", ...)``).
+            (:func:`~powerzoo.rl.mappo.one_agent.make_native_env`).
         n_total: the run's ``n_envs``; ``lo``, ``n``: this block's first row and size.
         layouts, params, centralised, cost_names, thresholds: the learner's
             (see :class:`MultiAgentPPO`).
@@ -242,7 +242,7 @@ class RolloutWorker:
         torch_threads: int = 1,
     ) -> None:
         torch.set_num_threads(int(torch_threads))
-        env = make_env(task, split, framework="pettingzoo", num_envs=n, **env_kwargs)
+        env = make_native_env(task, split, n, **env_kwargs)
         runner = inspect_env(env).runner
 
         def seed(value: int | None) -> None:  # every block holds the full batch's generator

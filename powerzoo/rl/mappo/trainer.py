@@ -2,7 +2,8 @@
 ``Trainer``.
 
 Built by :class:`powerzoo.rl.Trainer` when ``algorithm`` is one of ``MAPPO``, ``IPPO``,
-``MAPPO-L``, ``IPPO-L``; it takes the resolved run config (:class:`powerzoo.rl.config.TrainConfig`)
+``MAPPO-L``, ``IPPO-L``, or ``PPO-L`` on a single-agent task (trained as one agent,
+:mod:`.one_agent`); it takes the resolved run config (:class:`powerzoo.rl.config.TrainConfig`)
 as is. One iteration = ``n_steps`` batched steps of ``n_envs`` envs (``n_steps * n_envs`` env
 steps; every agent acts in each), the multiplier step (``-L``), GAE and the PPO epochs. Budgets,
 evaluation and checkpoint frequencies count env steps and are checked between iterations, so a
@@ -46,6 +47,7 @@ from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
 from powerzoo.rl.mappo.hparams import algorithm_flags, check_params
+from powerzoo.rl.mappo.one_agent import make_native_env
 from powerzoo.rl.mappo.policy import POLICY_FILE, MAPPOPolicy
 from powerzoo.rl.result import TrainResult
 from powerzoo.rl.trainer_base import TrainerBase
@@ -97,29 +99,24 @@ class MAPPOTrainer(TrainerBase):
     # ---- envs and learner ------------------------------------------------------------------------
     def _env_kwargs(self) -> dict[str, Any]:
         env = self.config.env
-        return {
-            "normalize": env.normalize,
-            "obs_mode": env.obs_mode,
-            "reward": env.reward,
-            **env.task_kwargs,
-        }
+        out = {"normalize": env.normalize, "obs_mode": env.obs_mode, "reward": env.reward}
+        if env.forecast_horizon is not None:  # single-agent tasks only (the config checks it)
+            out["forecast_horizon"] = env.forecast_horizon
+        return {**out, **env.task_kwargs}
 
     def get_env(self) -> Any:
-        """The training env: the native multi-agent vector env with ``n_envs`` rows (built on first
-        use)."""
+        """The training env with ``n_envs`` rows (built on first use): the native multi-agent
+        vector env, or on a single-agent task (``PPO-L``) its vector env as one agent
+        (:func:`~powerzoo.rl.mappo.one_agent.make_native_env`)."""
         if self.env is None:
-            self.env = make_env(
-                self.task,
-                self.config.env.split,
-                framework="pettingzoo",
-                num_envs=self.config.n_envs,
-                **self._env_kwargs(),
+            self.env = make_native_env(
+                self.task, self.config.env.split, self.config.n_envs, **self._env_kwargs()
             )
         return self.env
 
     def make_eval_env(self, split: str, objective: bool = False) -> Any:
-        """A dict env (``framework="auto"``) on ``split`` with the training env's options, in
-        physical units.
+        """A dict env (``framework="auto"``; the Gymnasium env of a single-agent task) on ``split``
+        with the training env's options, in physical units.
 
         The exported policy applies the training env's normalisation itself (:mod:`.policy`), so
         it is evaluated on the env of the baselines table. ``objective=True`` drops a
@@ -359,7 +356,7 @@ class MAPPOTrainer(TrainerBase):
         started = time.perf_counter()
         summary = evaluate_days(policy, eval_env, days, seed=self.config.seed)
         row = evaluation_row(summary, self.num_timesteps, time.perf_counter() - started)
-        row.update({f"return_{a}": v for a, v in summary["mean_agent_returns"].items()})
+        row.update({f"return_{a}": v for a, v in summary.get("mean_agent_returns", {}).items()})
         row.update(
             {
                 f"lambda_{n}": float(v)
