@@ -53,6 +53,7 @@ TINY = {
     },
 }
 TRIAL_IDS = [f"battery_arbitrage-PPO-{s}-seed{seed}" for s in ("slow", "fast") for seed in (0, 1)]
+RUN_ORDER = [TRIAL_IDS[i] for i in (0, 2, 1, 3)]  # seed by seed: every setting of seed 0 first
 TIME_COLUMNS = {"train_seconds"}  # the only columns allowed to differ between backends
 
 
@@ -88,7 +89,7 @@ def local_run(tiny_file, tmp_path_factory):
 # ---- campaign files ------------------------------------------------------------------------------
 def test_spec_expands_every_task_algorithm_setting_seed_into_one_trial(tiny_file):
     spec = load_campaign(tiny_file)
-    assert [t.trial_id for t in spec.trials] == TRIAL_IDS
+    assert [t.trial_id for t in spec.trials] == RUN_ORDER
     assert load_campaign(tiny_file).fingerprint() == spec.fingerprint()  # stable ids and hashes
     slow0, fast0 = spec.trial(TRIAL_IDS[0]), spec.trial(TRIAL_IDS[2])
     assert slow0.config["algorithm_kwargs"]["learning_rate"] == 1e-5
@@ -215,13 +216,13 @@ def test_local_campaign_gives_one_row_per_trial_and_a_pooled_row_per_setting(loc
     out, outcome = local_run
     assert not outcome.failed
     trials, results, episodes = _numbers(out)
-    assert [r["trial_id"] for r in trials] == TRIAL_IDS
+    assert [r["trial_id"] for r in trials] == RUN_ORDER
     assert [r["policy"] for r in results] == ["random", "PPO/slow", "PPO/fast"]
     assert {r["episodes"] for r in trials} == {"3"} and all(r["episodes"] == "6" for r in results)
-    returns = [float(r["mean_return"]) for r in trials]
-    assert len(set(returns)) == 4  # seeds and settings give distinct agents
+    returns = {r["trial_id"]: float(r["mean_return"]) for r in trials}
+    assert len(set(returns.values())) == 4  # seeds and settings give distinct agents
     pooled = {r["policy"]: float(r["mean_return"]) for r in results}
-    assert pooled["PPO/slow"] == pytest.approx((returns[0] + returns[1]) / 2)
+    assert pooled["PPO/slow"] == pytest.approx((returns[TRIAL_IDS[0]] + returns[TRIAL_IDS[1]]) / 2)
     assert len(episodes) == 2 * 3 + 4 * 3  # random under both seeds, then every trial's test days
     for trial_id in TRIAL_IDS:
         assert (out / "trials" / trial_id / TRIAL_FILE).is_file()
@@ -299,7 +300,7 @@ def test_ray_campaign_gives_the_local_numbers(ray_cluster, local_run, tiny_file,
 
     out, _ = local_run
     outcome = run_ray(tiny_file, tmp_path / "ray", progress=False)
-    assert not outcome.failed and [r["trial_id"] for r in outcome.trials] == TRIAL_IDS
+    assert not outcome.failed and [r["trial_id"] for r in outcome.trials] == RUN_ORDER
     assert _numbers(tmp_path / "ray") == _numbers(out)
     assert (tmp_path / "ray" / "ray" / "campaign" / TRIAL_IDS[0]).is_dir()  # one Tune trial each
 
@@ -340,7 +341,7 @@ def test_ray_campaign_survives_a_killed_driver(ray_cluster, local_run, tmp_path)
 
     assert tune.Tuner.can_restore(str(ray_out / "ray" / "campaign"))
     outcome = run_ray(spec_file, ray_out, progress=False)  # restores the Tune experiment
-    assert not outcome.failed and [r["trial_id"] for r in outcome.trials] == TRIAL_IDS
+    assert not outcome.failed and [r["trial_id"] for r in outcome.trials] == RUN_ORDER
     assert _numbers(ray_out) == _numbers(out)
 
 

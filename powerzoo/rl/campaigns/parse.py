@@ -220,6 +220,10 @@ def parse_campaign(
                     )
     if not trials:
         raise _fail(where, "no trials: no algorithm can train any of the campaign's tasks")
+    # seed by seed (stable within a seed): a campaign stopped part-way covers every task and
+    # algorithm with its first seeds rather than a few tasks with all of them
+    seed_rank = {int(s): i for i, s in enumerate(seeds)}
+    trials.sort(key=lambda t: seed_rank[t.seed])
     ids = [t.trial_id for t in trials]
     if len(set(ids)) != len(ids):
         raise _fail(

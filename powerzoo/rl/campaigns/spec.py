@@ -30,7 +30,9 @@ A campaign file (YAML, read with ``yaml.safe_load``; nothing in it runs as code)
       max_concurrent_trials: null        # null: as many as the cluster's CPUs allow
 
 Every (task, algorithm, setting, seed) is one :class:`TrialSpec` with the id
-``<task>-<algorithm>-<setting>-seed<seed>``. A trial's run config is resolved in this order: the
+``<task>-<algorithm>-<setting>-seed<seed>``; trials run seed by seed (every trial of the first
+seed, then the next), so a campaign stopped part-way covers every task with its first seeds.
+A trial's run config is resolved in this order: the
 setting's config file (or just the task), the campaign budget (then ``per_task``), the setting's
 ``overrides`` and ``algorithm_kwargs``, then the fields the campaign owns (no checkpoints, no
 TensorBoard, no progress bar, one torch thread, the run folder inside the trial folder). Every
