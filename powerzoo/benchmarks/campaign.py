@@ -72,7 +72,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,7 @@ from powerzoo.tasks import list_tasks, task_spec
 
 __all__ = [
     "run_campaign",
+    "episodes_of",
     "PolicyEntry",
     "CampaignResult",
     "bootstrap_ci",
@@ -167,12 +168,32 @@ def _baseline_factory(name: str) -> Callable[[Any, int], Any]:
     return lambda env, seed: make_baseline_policy(name, env, seed)
 
 
+def episodes_of(episodes: int | None | Mapping[str, int | None], task: str) -> int | None:
+    """Days per seed for ``task``: ``episodes`` itself, or its entry for ``task`` when it is a
+    ``{task: days}`` mapping (a task it does not name: every split day)."""
+    if isinstance(episodes, Mapping):
+        return episodes.get(task)
+    return episodes
+
+
+def _check_episodes(episodes: int | None | Mapping[str, int | None]) -> None:
+    values = episodes.values() if isinstance(episodes, Mapping) else [episodes]
+    for value in values:
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
+        ):
+            raise ValueError(
+                f"episodes must be a positive int, None or a {{task: int | None}} mapping, "
+                f"got {episodes!r}"
+            )
+
+
 def _validate(
     tasks: Sequence[str],
     policies: Sequence[str],
     seeds: Sequence[int],
     split: str,
-    episodes: int | None,
+    episodes: int | None | Mapping[str, int | None],
 ) -> tuple[list[str], list[str], list[int]]:
     registered = list_tasks()
     names = list(registered) if list(tasks) == ["all"] else list(dict.fromkeys(tasks))
@@ -197,8 +218,7 @@ def _validate(
         raise ValueError(f"seeds repeat: {seeds}")
     if any(s < 0 for s in seeds):
         raise ValueError(f"seeds must be >= 0, got {seeds}")
-    if episodes is not None and (isinstance(episodes, bool) or int(episodes) < 1):
-        raise ValueError(f"episodes must be a positive int or None, got {episodes!r}")
+    _check_episodes(episodes)
     for t in names:
         splits = task_spec(t).splits
         if split not in splits:
@@ -277,7 +297,7 @@ def run_campaign(
     policies: Iterable[str] = BASELINE_POLICIES,
     seeds: Iterable[int] = (0,),
     split: str = "test",
-    episodes: int | None = None,
+    episodes: int | None | Mapping[str, int | None] = None,
     extra_policies: Iterable[PolicyEntry] = (),
     out_dir: str | Path = "results/bench",
     progress: bool | None = None,
@@ -293,7 +313,8 @@ def run_campaign(
             define is skipped with a note.
         seeds: campaign seeds (random policy seed and env reset seeds, module docstring).
         split: data split of the evaluated days (validated against each task's splits).
-        episodes: days per seed: ``None`` for every split day, else that many spread evenly.
+        episodes: days per seed: ``None`` for every split day, else that many spread evenly;
+            a ``{task: days}`` mapping sets them per task (tasks it does not name: every day).
         extra_policies: :class:`PolicyEntry` objects (e.g. trained runs,
             :func:`powerzoo.cli.runs.run_entry`), each evaluated on its own task (listed in
             ``tasks`` or not) under the same seeds and days. Read after the arguments above are
@@ -334,7 +355,9 @@ def run_campaign(
         if key in failed:
             bar.update(1)
             continue
-        days = days_of.setdefault(key, select_days(task_of(entry.env).n_days, episodes))
+        days = days_of.setdefault(
+            key, select_days(task_of(entry.env).n_days, episodes_of(episodes, entry.task))
+        )
         try:
             policy = entry.make_policy(entry.env, seed)
             seed_policy(policy, seed)

@@ -182,6 +182,7 @@ def test_unsupported_policy_is_skipped_with_a_note(tmp_path, dc_microgrid_withou
         ({"split": "nope"}, "unknown split"),
         ({"seeds": [0, 0]}, "seeds repeat"),
         ({"episodes": 0}, "episodes"),
+        ({"episodes": {"battery_arbitrage": 0}}, "episodes"),
     ],
 )
 def test_invalid_arguments_raise_value_error(tmp_path, kwargs, message):
@@ -252,3 +253,21 @@ def test_cli_bench_unknown_policy_exits_2(tmp_path):
     assert result.returncode == 2
     assert "unknown policy(ies) 'greedy'; valid: random, rule_based, oracle" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_episodes_per_task_mapping_sets_each_task_its_days(tmp_path):
+    result = run_campaign(
+        ["battery_arbitrage", "dso"],
+        policies=["random"],
+        seeds=[0],
+        episodes={"battery_arbitrage": 2},  # dso, not named: every test day
+        out_dir=tmp_path,
+        progress=False,
+        plots=False,
+    )
+    days = {
+        t: [e["day_id"] for e in result.episodes if e["task"] == t]
+        for t in ("battery_arbitrage", "dso")
+    }
+    assert days["battery_arbitrage"] == [0, 64]
+    assert days["dso"] == list(range(65))

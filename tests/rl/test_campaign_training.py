@@ -166,6 +166,14 @@ def test_spec_takes_a_config_file_and_restricts_algorithms_to_tasks_they_fit(tmp
             "MAPPO cannot train battery_arbitrage",
         ),
         (lambda d: d["evaluation"].update(split="tset"), "unknown split 'tset'"),
+        (
+            lambda d: d["evaluation"].update(episodes={"tso": 4}),
+            "'evaluation.episodes': tso not among the campaign's tasks",
+        ),
+        (
+            lambda d: d["evaluation"].update(episodes={"battery_arbitrage": 0}),
+            "'evaluation.episodes.battery_arbitrage' must be a positive integer",
+        ),
         (lambda d: d["evaluation"].update(baselines=["orcale"]), "unknown baseline(s) 'orcale'"),
         (
             lambda d: d["budget"].update(total_timesteps=0),
@@ -183,6 +191,12 @@ def test_bad_campaigns_fail_with_one_clear_error(change, message):
     with pytest.raises(CampaignError) as err:
         parse_campaign(data, source="x.yaml")
     assert message in str(err.value) and str(err.value).startswith("campaign x.yaml:")
+
+
+def test_evaluation_episodes_may_be_set_per_task():
+    data = copy.deepcopy(TINY)
+    data["evaluation"]["episodes"] = {"battery_arbitrage": 4}
+    assert parse_campaign(data).episodes == {"battery_arbitrage": 4}
 
 
 def test_missing_campaign_file_and_rllib_on_the_local_backend(tmp_path):

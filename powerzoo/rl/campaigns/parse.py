@@ -136,17 +136,7 @@ def parse_campaign(
                 f"'evaluation.split': unknown split {split!r} for {t}; "
                 f"valid: {', '.join(task_spec(t).splits)}",
             )
-    episodes = ev.get("episodes")
-    if episodes in ("all",):
-        episodes = None
-    if episodes is not None and (
-        isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1
-    ):
-        raise _fail(
-            where,
-            "'evaluation.episodes' must be a positive integer or null (every day), "
-            f"got {episodes!r}",
-        )
+    episodes = _episodes(where, ev.get("episodes"), tasks)
     baselines = ev.get("baselines", list(BASELINE_POLICIES)) or []
     _reject_outside(
         where,
@@ -341,6 +331,31 @@ def _base_config(where: str, field: str, task: str, config: Any, base_dir: Path)
             "per task)",
         )
     return data
+
+
+def _episodes(where: str, value: Any, tasks: list[str]) -> int | None | dict[str, int | None]:
+    """``evaluation.episodes``: a positive integer, null (or "all": every day) or a mapping
+    ``{task: integer | null}`` of the campaign's tasks (tasks it leaves out: every day)."""
+
+    def one(v: Any, field: str) -> int | None:
+        if v in (None, "all"):
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise _fail(
+                where, f"'{field}' must be a positive integer or null (every day), got {v!r}"
+            )
+        return v
+
+    if not isinstance(value, Mapping):
+        return one(value, "evaluation.episodes")
+    unknown = sorted(set(value) - set(tasks))
+    if unknown:
+        raise _fail(
+            where,
+            f"'evaluation.episodes': {', '.join(map(str, unknown))} not among the campaign's "
+            f"tasks ({', '.join(tasks)})",
+        )
+    return {str(t): one(v, f"evaluation.episodes.{t}") for t, v in value.items()}
 
 
 def _train_config(

@@ -12,7 +12,8 @@ A campaign file (YAML, read with ``yaml.safe_load``; nothing in it runs as code)
         marl_opf: {total_timesteps: 24576, n_envs: 128}
     evaluation:
       split: test
-      episodes: null                     # null: every day of the split; k: k days spread evenly
+      episodes: null                     # null: every day of the split; k: k days spread evenly;
+                                         # {task: k | null}: per task (others: every day)
       baselines: [random, rule_based, oracle]
       model: best                        # best (val-selected; final when none) | final
       plots: true
@@ -122,7 +123,7 @@ class CampaignSpec:
     tasks: tuple[str, ...]
     seeds: tuple[int, ...]
     split: str
-    episodes: int | None
+    episodes: int | None | dict[str, int | None]
     baselines: tuple[str, ...]
     model: str
     plots: bool

@@ -105,7 +105,7 @@ def evaluate_policy(
 ) -> dict[str, Any]:
     """Evaluate one policy entry on the campaign's split with the trial's seed; the record's
     evaluation fields."""
-    from powerzoo.benchmarks.campaign import run_campaign
+    from powerzoo.benchmarks.campaign import episodes_of, run_campaign
 
     result = run_campaign(
         [],
@@ -126,7 +126,9 @@ def evaluate_policy(
     from powerzoo.benchmarks.baselines import select_days
     from powerzoo.tasks import make_task
 
-    days = select_days(make_task(trial.task, campaign.split).n_days, campaign.episodes)
+    days = select_days(
+        make_task(trial.task, campaign.split).n_days, episodes_of(campaign.episodes, trial.task)
+    )
     return {
         "days": days,
         "cost_names": list(result.cost_names[trial.task]),
