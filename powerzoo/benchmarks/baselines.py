@@ -63,6 +63,8 @@ __all__ = [
     "select_days",
     "load_baselines",
     "baseline_row",
+    "baseline_rows",
+    "reference_policy",
     "baseline_return",
     "normalized_score",
     "score_or_none",
@@ -225,7 +227,9 @@ def load_baselines(path: str | Path | None = None) -> dict[str, Any]:
     return table
 
 
-def _rows(task: str, split: str, path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+def baseline_rows(
+    task: str, split: str, path: str | Path | None = None
+) -> dict[str, dict[str, Any]]:
     """``{policy: row}`` of ``task`` on ``split``; ``ValueError`` if the table has none."""
     rows = {
         r["policy"]: r
@@ -242,7 +246,7 @@ def _rows(task: str, split: str, path: str | Path | None = None) -> dict[str, di
 def baseline_row(task: str, policy: str, split: str = "test") -> dict[str, Any]:
     """The table's row of baseline ``policy`` for
     ``task`` on ``split`` (``ValueError`` if absent)."""
-    rows = _rows(task, split)
+    rows = baseline_rows(task, split)
     if policy not in rows:
         raise ValueError(
             f"no {policy!r} baseline for {task!r} on {split!r}; available: {', '.join(rows)}"
@@ -256,7 +260,7 @@ def baseline_return(task: str, policy: str, split: str = "test") -> float:
     return float(baseline_row(task, policy, split)["mean"])
 
 
-def _reference_policy(rows: Mapping[str, Mapping[str, Any]]) -> str:
+def reference_policy(rows: Mapping[str, Mapping[str, Any]]) -> str:
     """The score-1 baseline: the oracle, else the
     non-random baseline with the highest mean return."""
     if "oracle" in rows:
@@ -276,11 +280,11 @@ def normalized_score(task: str, mean_return: float, split: str = "test") -> floa
     1 are possible where the oracle plans on a simplified model.
     Raises ``ValueError`` when the table has no numbers for ``task`` on ``split``.
     """
-    rows = _rows(task, split)
+    rows = baseline_rows(task, split)
     if "random" not in rows:
         raise ValueError(f"no random baseline for {task!r} on {split!r}")
     low = float(rows["random"]["mean"])
-    high = float(rows[_reference_policy(rows)]["mean"])
+    high = float(rows[reference_policy(rows)]["mean"])
     if high == low:
         raise ValueError(
             f"{task!r} on {split!r}: reference and random baselines have the same return"
@@ -305,7 +309,7 @@ def evaluation_protocol(task: str, split: str = "test") -> dict[str, Any]:
     ``evaluate_days(policy, make_env(task, split=split), **evaluation_protocol(task, split))``.
     Raises ``ValueError`` if the task has no rows or its rows used different episodes.
     """
-    rows = list(_rows(task, split).values())
+    rows = list(baseline_rows(task, split).values())
     protocols = {(tuple(r["day_ids"]), int(r["seed"])) for r in rows}
     if len(protocols) != 1:
         raise ValueError(f"baselines of {task!r} on {split!r} were evaluated on different episodes")

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from powerzoo.benchmarks.baselines import _reference_policy, _rows
+from powerzoo.benchmarks.baselines import baseline_rows, reference_policy
 
 __all__ = ["budget_clipped_gains", "cmdp_score_of_gains", "cmdp_score"]
 
@@ -79,7 +79,7 @@ def cmdp_score(
     no rows for the task, a different number of episodes, or no per-episode budget flags for the
     reference policy.
     """
-    rows = _rows(task, split)
+    rows = baseline_rows(task, split)
     if "random" not in rows:
         raise ValueError(f"no random baseline for {task!r} on {split!r}")
     random_returns = rows["random"]["returns"]
@@ -88,7 +88,7 @@ def cmdp_score(
             f"{task!r} on {split!r}: the table has {len(random_returns)} episodes, got "
             f"{len(returns)} returns; evaluate on evaluation_protocol(task, split)"
         )
-    reference = rows[_reference_policy(rows)]
+    reference = rows[reference_policy(rows)]
     if reference.get("over_budget") is None:
         raise ValueError(
             f"the table's {reference['policy']!r} row of {task!r} has no per-episode budget "

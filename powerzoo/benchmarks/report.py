@@ -22,6 +22,7 @@ from powerzoo.benchmarks.stats import (
     BOOTSTRAP_SEED,
     CONFIDENCE,
     EPISODE_SEED_STRIDE,
+    cmdp_score_columns,
     score_columns,
     summarize_campaign_episodes,
 )
@@ -67,6 +68,9 @@ SUMMARY_COLUMNS = (
     "normalized_score",
     "normalized_score_ci_low",
     "normalized_score_ci_high",
+    "cmdp_score",
+    "cmdp_score_ci_low",
+    "cmdp_score_ci_high",
 )
 """Fixed columns of ``results.csv``; ``cost_<name>_mean`` / ``_ci_low`` / ``_ci_high`` follow."""
 
@@ -157,9 +161,10 @@ def _markdown_table(result: CampaignResult, task: str) -> str:
         "mean return",
         "IQM return",
         "std",
-        "total cost / episode",
+        "days over budget",
         "violation rate",
         "normalized score",
+        "budget-aware score",
         *[f"{n} / episode" for n in names],
     ]
     lines = [
@@ -178,14 +183,19 @@ def _markdown_table(result: CampaignResult, task: str) -> str:
             f"{_num(r['iqm_return'])} [{_num(r['iqm_return_ci_low'])}, "
             f"{_num(r['iqm_return_ci_high'])}]",
             _num(r["std_return"]),
-            f"{_cost(r['total_cost_mean'])} [{_cost(r['total_cost_ci_low'])}, "
-            f"{_cost(r['total_cost_ci_high'])}]",
+            "n/a" if r.get("over_budget_rate") is None else f"{r['over_budget_rate']:.3f}",
             f"{r['violation_rate']:.3f}",
             "n/a"
             if score is None
             else (
                 f"{score:.3f} [{r['normalized_score_ci_low']:.3f}, "
                 f"{r['normalized_score_ci_high']:.3f}]"
+            ),
+            "n/a"
+            if r.get("cmdp_score") is None
+            else (
+                f"{r['cmdp_score']:.3f} [{r['cmdp_score_ci_low']:.3f}, "
+                f"{r['cmdp_score_ci_high']:.3f}]"
             ),
             *[_cost(r[f"cost_{n}_mean"]) for n in names],
         ]
@@ -203,8 +213,12 @@ def results_markdown(result: CampaignResult) -> str:
         "policy is seeded with s. Statistics pool all episodes of all seeds; intervals "
         f"are {CONFIDENCE:.0%} percentile-bootstrap intervals ({BOOTSTRAP_RESAMPLES:,} "
         f"resamples of the episodes, `numpy.random.default_rng({BOOTSTRAP_SEED})`). "
-        "Costs are per episode in each constraint's physical unit. The normalized score "
-        "(0 = random, 1 = oracle or best baseline of the packaged table) is n/a when "
+        "Costs are per episode in each constraint's physical unit; days over budget: the share "
+        "of episodes in which a selected cost exceeds the task's per-episode budget. The "
+        "normalized score (0 = random, 1 = oracle or best baseline of the packaged table) "
+        "compares mean returns; the budget-aware score compares day by day and lets an "
+        "over-budget day keep at most a loss over random (`powerzoo.benchmarks.cmdp_score`), "
+        "so a policy that breaks the budgets cannot top a feasible one. Both are n/a when "
         "the table lacks the task or when the evaluated days differ from the table's.\n"
     )
     return intro + "\n" + result.markdown()
@@ -268,6 +282,7 @@ def summary_row(
 ) -> dict[str, Any]:
     """The ``results.csv`` row of one task x policy from its episode rows (``episodes.csv``
     rows of all its seeds, evaluated on ``days`` of ``split``)."""
+    spec = _spec_or_none(task)
     seeds = list(dict.fromkeys(r["seed"] for r in episodes))
     row = {
         "task": task,
@@ -278,9 +293,10 @@ def summary_row(
         "n_seeds": len(seeds),
         "seeds": " ".join(map(str, seeds)),
         "n_days": len(days),
-        **summarize_campaign_episodes(episodes, cost_names, spec=_spec_or_none(task)),
+        **summarize_campaign_episodes(episodes, cost_names, spec=spec),
     }
     row.update(score_columns(task, split, days, row))
+    row.update(cmdp_score_columns(task, split, days, episodes, cost_names, spec))
     return row
 
 

@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.baselines import evaluation_protocol, score_or_none
+from powerzoo.benchmarks.baselines import (
+    baseline_rows,
+    evaluation_protocol,
+    reference_policy,
+    score_or_none,
+)
+from powerzoo.benchmarks.cmdp_score import budget_clipped_gains, cmdp_score_of_gains
 from powerzoo.benchmarks.evaluation import budget_flags, interquartile_mean
 
 __all__ = [
@@ -171,3 +177,56 @@ def score_columns(
         "normalized_score_ci_low": min(low, high),
         "normalized_score_ci_high": max(low, high),
     }
+
+
+def cmdp_score_columns(
+    task: str,
+    split: str,
+    days: Sequence[int],
+    records: Sequence[dict[str, Any]],
+    cost_names: Sequence[str],
+    spec: Any,
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, float | None]:
+    """Budget-aware score (:mod:`powerzoo.benchmarks.cmdp_score`) of episode rows and its
+    bootstrap interval; ``None`` off the table's protocol or without budget flags in the table.
+
+    Each episode (any seed) is compared with the table's random return on its own ``day_id``;
+    an episode over the task's budgets keeps at most a loss; the reference is the table's
+    oracle (or best baseline) with the same clipping.
+    """
+    blank: dict[str, float | None] = {
+        "cmdp_score": None,
+        "cmdp_score_ci_low": None,
+        "cmdp_score_ci_high": None,
+    }
+    try:
+        protocol = [int(d) for d in evaluation_protocol(task, split)["day_ids"]]
+        if protocol != [int(d) for d in days] or spec is None:
+            return blank
+        rows = baseline_rows(task, split)
+        random_returns = np.asarray(rows["random"]["returns"], dtype=np.float64)
+        reference = rows[reference_policy(rows)]
+        if reference.get("over_budget") is None:
+            return blank
+    except (ValueError, KeyError, FileNotFoundError):
+        return blank
+    position = {d: i for i, d in enumerate(protocol)}
+    base = random_returns[[position[int(r["day_id"])] for r in records]]
+    returns = np.asarray([r["return"] for r in records], dtype=np.float64)
+    costs = np.asarray(
+        [[r[f"cost_{name}"] for name in cost_names] for r in records], dtype=np.float64
+    ).reshape(len(records), len(cost_names))
+    over = budget_flags(costs, cost_names, spec)["over_budget"]
+    gains = budget_clipped_gains(returns, base, over)
+    ref_gains = budget_clipped_gains(reference["returns"], random_returns, reference["over_budget"])
+    try:
+        score = cmdp_score_of_gains(gains, ref_gains)
+    except ValueError:
+        return blank
+    low, high = bootstrap_ci(gains, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    ref = float(np.mean(ref_gains))
+    return {"cmdp_score": score, "cmdp_score_ci_low": low / ref, "cmdp_score_ci_high": high / ref}

@@ -17,7 +17,7 @@ TABLE = {
 
 @pytest.fixture
 def table(monkeypatch):
-    monkeypatch.setattr(cs, "_rows", lambda task, split: TABLE)
+    monkeypatch.setattr(cs, "baseline_rows", lambda task, split: TABLE)
 
 
 def test_a_feasible_policy_scores_its_plain_normalised_score(table):
@@ -55,6 +55,6 @@ def test_cmdp_score_refuses_other_episodes_and_unflagged_tables(table, monkeypat
         cmdp_score("t", [0.0, 1.0], [False, False])
     old = {k: dict(v) for k, v in TABLE.items()}
     old["oracle"]["over_budget"] = None
-    monkeypatch.setattr(cs, "_rows", lambda task, split: old)
+    monkeypatch.setattr(cs, "baseline_rows", lambda task, split: old)
     with pytest.raises(ValueError, match="recompute"):
         cmdp_score("t", ORACLE, [False] * 4)
