@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from powerzoo.benchmarks.baselines import baseline_rows, reference_policy
+from powerzoo.benchmarks.baselines import baseline_rows, evaluation_protocol, reference_policy
 
-__all__ = ["budget_clipped_gains", "cmdp_score_of_gains", "cmdp_score"]
+__all__ = ["budget_clipped_gains", "cmdp_score_of_gains", "cmdp_score", "cmdp_score_or_none"]
 
 
 def budget_clipped_gains(
@@ -97,3 +97,19 @@ def cmdp_score(
     gains = budget_clipped_gains(returns, random_returns, over_budget)
     ref_gains = budget_clipped_gains(reference["returns"], random_returns, reference["over_budget"])
     return cmdp_score_of_gains(gains, ref_gains)
+
+
+def cmdp_score_or_none(
+    task: str, summary: dict, days: Sequence[int], seed: int, split: str = "test"
+) -> float | None:
+    """:func:`cmdp_score` of an ``evaluate_days`` summary run on ``days`` with ``seed``, or
+    ``None`` when those are not the table's episodes or the table cannot score the task."""
+    try:
+        protocol = evaluation_protocol(task, split)
+        if [int(d) for d in protocol["day_ids"]] != [int(d) for d in days]:
+            return None
+        if int(protocol["seed"]) != int(seed):
+            return None
+        return cmdp_score(task, summary["returns"], summary.get("over_budget"), split)
+    except (ValueError, KeyError, FileNotFoundError):
+        return None

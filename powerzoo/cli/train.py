@@ -38,8 +38,12 @@ def format_summary(summary: dict[str, Any], title: str) -> str:
         for name, value in summary["mean_costs"].items()
     ]
     rows.append(("violation rate", f"{summary['violation_rate']:.3f}"))
+    over = summary.get("over_budget_rate")
+    rows.append(("days over budget", "n/a" if over is None else f"{over:.3f}"))
     score = summary.get("normalized_score")
     rows.append(("normalised score", "n/a" if score is None else f"{score:.3f}"))
+    cmdp = summary.get("cmdp_score")
+    rows.append(("budget-aware score", "n/a" if cmdp is None else f"{cmdp:.3f}"))
     width = max(len(k) for k, _ in rows)
     lines = [title, "-" * len(title)] + [f"{k:<{width}}  {v:>16}" for k, v in rows]
     return "\n".join(lines)
@@ -130,6 +134,7 @@ def evaluate_run(
     ``progress``: bar over the episodes (``None``: only when stderr is a terminal).
     """
     from powerzoo.benchmarks.baselines import score_or_none, select_days
+    from powerzoo.benchmarks.cmdp_score import cmdp_score_or_none
     from powerzoo.benchmarks.evaluation import rollout, summarize_episodes
     from powerzoo.benchmarks.plots import plot_recorded_episode, record_episode
     from powerzoo.cli.runs import load_run
@@ -155,6 +160,7 @@ def evaluate_run(
     summary["normalized_score"] = (
         score_or_none(trainer.task, summary["mean_return"], split) if episodes is None else None
     )
+    summary["cmdp_score"] = cmdp_score_or_none(trainer.task, summary, days, 0, split)
     names = list(summary["mean_costs"])
     out_dir = run_dir / "evaluation"
     buffer = io.StringIO()

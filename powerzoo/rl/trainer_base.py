@@ -267,11 +267,14 @@ class TrainerBase(abc.ABC):
         Returns ``mean_return`` / ``std_return`` / ``iqm_return`` (task units, e.g. $ per episode;
         the system return on multi-agent tasks, as the baselines table reports it),
         ``mean_costs`` per constraint (physical units per episode), ``violation_rate``,
-        ``mean_length`` and ``normalized_score`` (0 = random, 1 = oracle; ``None`` when the
-        baselines table has no entry for this task and split).
+        ``over_budget_rate``, ``mean_length``, ``normalized_score`` (0 = random, 1 = oracle;
+        ``None`` when the baselines table has no entry for this task and split) and
+        ``cmdp_score`` (the budget-aware score of :mod:`powerzoo.benchmarks.cmdp_score`;
+        ``None`` unless the days and seed are the table's).
         Returns are the task's own objective: a ``reward=`` the agent trained on is not applied.
         """
         from powerzoo.benchmarks.baselines import score_or_none, select_days
+        from powerzoo.benchmarks.cmdp_score import cmdp_score_or_none
         from powerzoo.benchmarks.evaluation import evaluate_days
         from powerzoo.envs.introspect import task_of
 
@@ -285,4 +288,5 @@ class TrainerBase(abc.ABC):
         summary["normalized_score"] = (
             score_or_none(self.task, summary["mean_return"], split) if n_episodes is None else None
         )
+        summary["cmdp_score"] = cmdp_score_or_none(self.task, summary, days, seed, split)
         return summary

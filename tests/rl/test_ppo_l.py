@@ -49,11 +49,17 @@ def test_ppo_l_trains_saves_loads_and_evaluates_on_the_single_agent_env(tmp_path
     for key in ("mean_return", "mean_costs", "violation_rate", "over_budget_rate"):
         assert key in summary
     assert set(summary["mean_costs"]) == {"soc_violation"}
+    assert summary["cmdp_score"] is None  # 3 days are not the baselines table's episodes
     full = trainer.evaluate("test")
     assert (
         full["normalized_score"] is not None
         and full["episodes"] == task_of(make_env(TASK, "test")).n_days
     )
+    # on the table's episodes the budget-aware score is the plain one when no day is over budget
+    if full["over_budget_rate"] == 0.0:
+        assert full["cmdp_score"] == pytest.approx(full["normalized_score"])
+    else:
+        assert full["cmdp_score"] <= full["normalized_score"] + 1e-12  # clipping only takes away
     # the saved policy acts on the single-agent Gymnasium env (array in, array out)
     saved = trainer.save(tmp_path / "saved")
     policy = MAPPOPolicy.load(saved / "policy.npz")
