@@ -19,7 +19,8 @@ Model
 * Costs: ``thermal_overload`` (MVAh: overload energy above the ratings summed over branches,
   ``sum_k max(|S_k| - S_rated_k, 0) x dt``; under DC power flow ``|S| = |P|``, so MVAh = MWh;
   kept as a CMDP cost as well as priced in the reward) and ``power_imbalance``
-  (MWh = |mismatch| x dt).
+  (MWh = |mismatch| x dt); budgets 1 MVAh and 1 MWh a day, times the episode's days (7 on
+  ``opf_118_7d``).
 * Line limits: case5 keeps its published ratings (400 MW on 1-2, 240 MW on 4-5). pandapower's
   case118 rates every branch at 9,900 MW, so congestion could never occur; its branches are
   rated by voltage class from published conductor data (138 kV lines at up to 216.8 MVA, 345 kV
@@ -142,6 +143,7 @@ def _dispatch_spec(
         + own
         + tuple((name, "MW", 0.0, load_hi) for name in _FORECAST_FIELDS)
     )
+    days = horizon * STEP_MINUTES / (24 * 60)
     return TaskSpec(
         task_id=task_id,
         description=description,
@@ -162,10 +164,11 @@ def _dispatch_spec(
             f"overload x {params.overload_penalty_per_mwh:g} $/MWh) per step ($), shared by all "
             "agents"
         ),
+        # per-episode budgets: 1 MVAh and 1 MWh a day, times the episode's days (7 on opf_118_7d)
         **cmdp_fields(
             (
-                ("thermal_overload", "MVAh", 1.0, None),  # already in the reward (overload)
-                ("power_imbalance", "MWh", 1.0, None),  # already in the reward (imbalance price)
+                ("thermal_overload", "MVAh", 1.0 * days, None),  # in the reward (overload price)
+                ("power_imbalance", "MWh", 1.0 * days, None),  # in the reward (imbalance price)
             )
         ),
         baselines=("random", "rule_based", "oracle"),

@@ -32,7 +32,8 @@ Model (30-minute steps, 48 per episode = one calendar day)
   team sums ``[energy_revenue, production_cost]`` (negative cost).
 * Cost: ``thermal_overload`` (MVAh: overload energy above the ratings summed over branches,
   ``sum_k max(|S_k| - S_rated_k, 0) x dt``, with ``|S| = |P|`` under DC power flow so MVAh = MWh,
-  as on every task; diagnostic: the clearing respects the limits whenever it can).
+  as on every task). Reported, not selected: the clearing respects the limits whenever it can, so
+  the cost cannot occur and the task has no CMDP budget.
 * Market power in ``info``: ``mean_lmp_per_mwh`` (load-weighted), ``lerner_index``
   ``= sum_g p_g (LMP_g - mc_g) / sum_g p_g LMP_g`` and ``price_cost_ratio``
   ``= sum_g p_g LMP_g / sum_g p_g mc_g`` over the dispatched units (``mc_g`` the true marginal cost
@@ -251,8 +252,10 @@ class GencosBidding(Task):
             ),
             constraint_names=("thermal_overload",),
             constraint_units=("MVAh (sum over branches)",),
-            selected_constraints=("thermal_overload",),
-            cost_thresholds={"thermal_overload": 1.0},
+            # reported, not constrained: market clearing keeps every line within its rating, so
+            # the overload cannot occur and a budget on it would constrain nothing
+            selected_constraints=(),
+            cost_thresholds={},
             baselines=("random", "rule_based", "truthful"),
             reward_presets={"profit": {}},
             obs_modes=tuple(_MODES),

@@ -317,7 +317,10 @@ def describe(name: str, baselines: BaselineNumbers | None = None) -> str:
     costs = ", ".join(
         f"{n} [{u}]" for n, u in zip(d["constraint_names"], d["constraint_units"], strict=True)
     )
-    thresholds = ", ".join(f"{k} <= {v:g}/episode" for k, v in d["cost_thresholds"].items())
+    thresholds = (
+        ", ".join(f"{k} <= {v:g}/episode" for k, v in d["cost_thresholds"].items())
+        or "none (the costs are reported only)"
+    )
     terms, presets = ", ".join(d["reward"]["terms"]), ", ".join(d["reward"]["presets"])
     return "\n".join(
         [

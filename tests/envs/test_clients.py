@@ -223,9 +223,12 @@ def test_reset_and_step_infos_have_the_same_numeric_keys(task):
         assert _is_numeric(step_info[key]) and _is_numeric(reset_info[key]), key
         assert np.shape(step_info[key]) == np.shape(reset_info[key]), key
     assert np.all(np.asarray(reset_info["constraint_costs"]) == 0.0)
-    assert (
+    selected = (
         env.unwrapped.selected_constraint_names() if not multi else env.selected_constraint_names()
     )
+    # every task constrains something, but gencos_bidding, whose overload cannot occur
+    assert tuple(selected) == task_spec(task).selected_constraints
+    assert bool(selected) == (task != "gencos_bidding")
 
 
 def test_wrapped_env_infos_keep_the_keys_of_their_wrappers_at_reset():

@@ -47,8 +47,9 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   car's arrival could reach if that is less, so the shortfall is charging that was not done;
   the end of the episode counts as a departure of every car at home, so a fleet cannot be
   emptied into the grid at the end), ``voltage_violation`` (p.u.) and ``thermal_overload``
-  (MVAh, overload energy above the line ratings) as in the other feeder tasks. Per-episode
-  thresholds 5 kWh, 0.5 p.u., 0.5 MVAh (hourly steps: the former 0.5 MVA-steps).
+  (MVAh, overload energy above the line ratings) as in the other feeder tasks. Per-episode (week)
+  thresholds 35 kWh, 3.5 p.u.-steps, 1.75 MVAh: daily rates of 5 kWh, 0.5 and 0.25 MVAh (the
+  one-day feeder tasks' scale) times the 7 days.
 * Observation modes (per agent; grid values from the previous step's flow, at reset from the
   first step's loads with the fleet idle): ``local``: time, price, own block ``own_v_pu,
   own_prev_p_mw, own_bus_load_mw, own_plugged_share`` and per car ``plugged_j``, ``soc_j``,
@@ -67,7 +68,7 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   summed over the sites ($/week) on the 35 test weeks (``benchmarks/compute_baselines.py``):
   random -803.6 with 16,380 kWh of shortfall a week (it sends the cars off empty, and the
   settlement charges it for the energy it did not put back), rule-based -276.0 with no
-  shortfall and 0.28 p.u.-steps of voltage violation (over the 0.5 budget in 7 weeks), oracle
+  shortfall and 0.28 p.u.-steps of voltage violation (within the week's budget of 3.5), oracle
   -153.9 with no shortfall and 0.001.
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation

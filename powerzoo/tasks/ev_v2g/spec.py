@@ -108,10 +108,12 @@ def ev_v2g_spec(task_id: str, params: EvV2gParams) -> TaskSpec:
             "and on the last step its cars' stored energy's change since the start settled at "
             "the week's mean price; reward_terms are the team sums"
         ),
+        # budgets per week: the daily rates of the one-day tasks (5 kWh of shortfall, 0.5
+        # p.u.-steps of voltage violation, 0.25 MVAh of overload a day) times the 7 days
         **cmdp_fields(
             (
-                ("departure_shortfall", "kWh (sum over leaving cars)", 5.0, 1.0),
-                *grid_cost_rows(0.5, 0.5),
+                ("departure_shortfall", "kWh (sum over leaving cars)", 5.0 * EPISODE_DAYS, 1.0),
+                *grid_cost_rows(0.5 * EPISODE_DAYS, 0.25 * EPISODE_DAYS),
             ),
             objective="profit",
         ),

@@ -50,7 +50,7 @@ Model
   ``marl_uc``). The overload price is the transmission-constraint penalty factor of
   :data:`powerzoo.tasks.transmission.OVERLOAD_PRICE_PER_MWH` (PJM's default), so the reward's
   optimum respects the line ratings wherever a dispatch can; the oracle MILP prices overloads
-  higher still (10,000 $/MWh, :mod:`.milp`). Costs: ``thermal_overload`` (MVAh: overload energy
+  higher still (100,000 $/MWh, :mod:`.milp`). Costs: ``thermal_overload`` (MVAh: overload energy
   above the ratings summed over branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``; under DC
   power flow ``|S| = |P|``, so MVAh = MWh), ``reserve_shortfall`` (MWh), ``power_imbalance``
   (MWh). Line ratings: case5's published ones, case118's by voltage class
