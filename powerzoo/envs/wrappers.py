@@ -39,11 +39,26 @@ __all__ = [
 
 
 def episode_cost_budget(spec: TaskSpec, cost_threshold: float | None) -> float:
-    """Per-episode budget of the summed selected costs (default: sum of the task's thresholds)."""
-    budget = float(sum(spec.cost_thresholds.values()) if cost_threshold is None else cost_threshold)
+    """Per-episode budget of the safe-RL cost (default 1.0: the episode ends within every budget
+    whenever the budget-normalised cost sums to at most 1, see :func:`budget_scale`)."""
+    budget = 1.0 if cost_threshold is None else float(cost_threshold)
     if not budget >= 0.0:
         raise ValueError(f"cost_threshold must be non-negative, got {cost_threshold}")
     return budget
+
+
+def budget_scale(spec: TaskSpec) -> np.ndarray:
+    """``1 / budget`` of each selected constraint [k]: the safe-RL cost of a step is
+    ``sum_i cost_i / budget_i``, each selected cost as a fraction of its per-episode budget, so
+    costs of different units (MWh, p.u., GPU-h) are never added as they are. An episode whose
+    safe-RL cost sums to at most 1 keeps every budget (a sufficient, conservative condition)."""
+    budgets = np.asarray([spec.cost_thresholds[n] for n in spec.selected_constraints], float)
+    if np.any(budgets <= 0.0):
+        raise ValueError(
+            f"{spec.task_id}: the safe-RL cost divides by each selected budget; all must be "
+            f"positive, got {dict(spec.cost_thresholds)}"
+        )
+    return 1.0 / budgets
 
 
 class ForecastWrapper(gym.ObservationWrapper):
@@ -116,13 +131,16 @@ class RewardOverrideWrapper(gym.Wrapper):
 class SafeRLWrapper(gym.Wrapper):
     """Safe-RL view: ``step`` returns ``(obs, reward, cost, terminated, truncated, info)``.
 
-    ``cost`` (also ``info["cost"]``) is the sum of the task's selected constraint costs this step;
-    ``cost_threshold`` is the per-episode budget (default: sum of the task's thresholds).
+    ``cost`` (also ``info["cost"]``) is unit-free: each selected constraint's cost this step as a
+    fraction of its per-episode budget, summed (:func:`budget_scale`); ``cost_threshold`` is the
+    per-episode budget of that sum (default 1.0). The costs in their own units stay in
+    ``info["constraint_costs"]``.
     """
 
     def __init__(self, env: gym.Env, cost_threshold: float | None = None) -> None:
         super().__init__(env)
         self.cost_threshold = episode_cost_budget(env.unwrapped.task_spec, cost_threshold)
+        self.scale = budget_scale(env.unwrapped.task_spec)
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
@@ -131,7 +149,7 @@ class SafeRLWrapper(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, float, bool, bool, dict[str, Any]]:  # type: ignore[override]
         obs, reward, terminated, truncated, info = self.env.step(action)
-        cost = float(info["selected_cost_sum"])
+        cost = float(np.dot(np.asarray(info["selected_constraint_costs"], float), self.scale))
         info["cost"] = cost
         return obs, reward, cost, terminated, truncated, info
 
@@ -142,6 +160,7 @@ class SafeRLVectorWrapper(gym.vector.VectorWrapper):
     def __init__(self, env: gym.vector.VectorEnv, cost_threshold: float | None = None) -> None:
         super().__init__(env)
         self.cost_threshold = episode_cost_budget(env.unwrapped.task_spec, cost_threshold)
+        self.scale = budget_scale(env.unwrapped.task_spec)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
@@ -150,5 +169,5 @@ class SafeRLVectorWrapper(gym.vector.VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, ...]:  # type: ignore[override]
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        info["cost"] = info["selected_cost_sum"]
+        info["cost"] = np.asarray(info["selected_constraint_costs"], float) @ self.scale
         return obs, reward, info["cost"], terminated, truncated, info

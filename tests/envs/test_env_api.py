@@ -14,6 +14,7 @@ import powerzoo  # noqa: F401  (registers the Gymnasium ids)
 from powerzoo.data.calendar import DATES, base_split_of_days
 from powerzoo.envs.wrappers import SafeRLWrapper
 from powerzoo.rl import make_env
+from powerzoo.tasks import task_spec
 
 TASK = "battery_arbitrage"
 
@@ -254,9 +255,22 @@ def test_safe_rl_wrapper_returns_six_tuple_with_cost():
         out = env.step(np.array([25.0], np.float32))
         assert len(out) == 6
         total += out[2]
-        assert out[2] == out[5]["cost"] == out[5]["selected_cost_sum"]
+        # unit-free: the step's soc_violation as a fraction of its per-episode budget
+        budget = task_spec(TASK).cost_thresholds["soc_violation"]
+        assert out[2] == out[5]["cost"] == pytest.approx(out[5]["selected_cost_sum"] / budget)
     assert total > 2.0
     assert make_env(TASK, safe_rl=True).cost_threshold == 1.0
+
+
+def test_safe_rl_cost_never_adds_costs_of_different_units():
+    env = make_env("dc_microgrid_safe", seed=0, safe_rl=True)
+    spec = task_spec("dc_microgrid_safe")
+    env.reset(seed=0, options={"day_id": 0})
+    out = env.step(env.action_space.sample())
+    costs = dict(zip(spec.constraint_names, out[5]["constraint_costs"], strict=True))
+    expected = sum(costs[n] / spec.cost_thresholds[n] for n in spec.selected_constraints)
+    assert out[2] == pytest.approx(expected)
+    assert len({u for u in spec.constraint_units}) > 1  # GPU-h, K h, MWh
 
 
 def test_reward_override_by_preset_weights_and_callable():
