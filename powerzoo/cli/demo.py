@@ -101,7 +101,7 @@ def comparison_table(results: dict[str, dict[str, Any]]) -> str:
     """Plain-text table of evaluation summaries, one row per policy (one episode = one day).
 
     Columns: episodes, mean and std of the return ($/day), mean ``soc_violation`` (MWh/day) and
-    violation rate (share of days with any violation).
+    violation rate (share of days with a violation above 1 kWh, the evaluation's tolerance).
     """
     header = (
         f"{'policy':<12} {'episodes':>8} {'return $/day':>13} {'std $/day':>10} "
@@ -205,7 +205,7 @@ def run_demo(
         f"{TASK}, test split ({len(days)} days, one episode per day). "
         "return: profit ($/day, no penalty);\n"
         "soc_violation: energy asked beyond the SOC bounds (MWh/day); "
-        "violation rate: share of days with any"
+        "violation rate: share of days with more than 1 kWh of it"
     )
     print(comparison_table(results))
     date = task.profiles.dates[task.calendar_day(plot_day)]
