@@ -29,6 +29,7 @@ from powerzoo.rl.campaigns.page import (
 )
 from powerzoo.rl.campaigns.page_text import best_within_budget
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
+from powerzoo.rl.campaigns.trial import base_record
 
 TASK = "battery_arbitrage"
 FEASIBLE, GREEDY = "PPO/feasible", "SAC/greedy"
@@ -78,14 +79,7 @@ def _write_record(out: Path, trial: TrialSpec, returns: np.ndarray, cost: float)
     days = evaluation_protocol(TASK)["day_ids"]
     start, train, evaluate = TIMES[trial.trial_id]
     record = {
-        "trial_id": trial.trial_id,
-        "task": TASK,
-        "algorithm": trial.algorithm,
-        "setting": trial.setting,
-        "seed": trial.seed,
-        "config_hash": trial.config_hash,
-        "label": trial.label,
-        "trial_label": trial.trial_label,
+        **base_record(trial),  # the spec fields every record starts with
         "status": "finished",
         "num_timesteps": 200,
         "train_seconds": train,
