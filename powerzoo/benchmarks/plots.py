@@ -24,6 +24,9 @@ __all__ = [
     "plot_episode_trace",
     "plot_recorded_episode",
     "plot_return_vs_cost",
+    "plot_return_vs_costs",
+    "plot_learning_curves",
+    "LearningCurve",
     "record_episode",
     "EpisodeTrace",
     "MAX_ACTION_LINES",
@@ -202,6 +205,37 @@ def plot_recorded_episode(
     )
 
 
+def _return_cost_panel(
+    ax: Any, rows: Sequence[dict[str, Any]], column: str, budget: float | None = None
+) -> str:
+    """Draw mean return against the ``<column>_mean`` cost of each row on ``ax`` (one labelled
+    point per policy, 95 % intervals as error bars, the budget as a dashed line); returns the
+    x-axis scale note (``", symlog scale"`` when the costs span more than three orders of
+    magnitude, else ``""``)."""
+    for r in rows:
+        x, y = r[f"{column}_mean"], r["mean_return"]
+        xerr = [[x - r[f"{column}_ci_low"]], [r[f"{column}_ci_high"] - x]]
+        yerr = [[y - r["mean_return_ci_low"]], [r["mean_return_ci_high"] - y]]
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="o", capsize=4, label=r["policy"])
+        ax.annotate(
+            r["policy"], (x, y), textcoords="offset points", xytext=(6, 6), fontsize="small"
+        )
+    if budget is not None and np.isfinite(budget):
+        ax.axvline(budget, color="red", ls="--", lw=1, label=f"budget {budget:g}")
+    costs = [r[f"{column}_ci_high"] for r in rows if r[f"{column}_ci_high"] > 0]
+    positive = [r[f"{column}_mean"] for r in rows if r[f"{column}_mean"] > 0]
+    ax.grid(alpha=0.3)
+    if positive and max(costs) / min(positive) > 1e3:  # costs over several orders of magnitude
+        ax.set_xscale("symlog", linthresh=min(positive))
+        return ", symlog scale"
+    return ""
+
+
+def _return_label(task: str) -> str:
+    unit = "system return, $" if task_spec(task).agent_mode == "multi" else "$"
+    return f"mean return per episode ({unit})"
+
+
 def plot_return_vs_cost(
     rows: Sequence[dict[str, Any]], task: str, split: str, path: str | Path
 ) -> Path:
@@ -213,26 +247,78 @@ def plot_return_vs_cost(
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
-    for r in rows:
-        x, y = r["total_cost_mean"], r["mean_return"]
-        xerr = [[x - r["total_cost_ci_low"]], [r["total_cost_ci_high"] - x]]
-        yerr = [[y - r["mean_return_ci_low"]], [r["mean_return_ci_high"] - y]]
-        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="o", capsize=4, label=r["policy"])
-        ax.annotate(
-            r["policy"], (x, y), textcoords="offset points", xytext=(6, 6), fontsize="small"
-        )
-    costs = [r["total_cost_ci_high"] for r in rows if r["total_cost_ci_high"] > 0]
-    positive = [r["total_cost_mean"] for r in rows if r["total_cost_mean"] > 0]
-    scale = ""
-    if positive and max(costs) / min(positive) > 1e3:  # costs over several orders of magnitude
-        ax.set_xscale("symlog", linthresh=min(positive))
-        scale = ", symlog scale"
-    spec = task_spec(task)
-    unit = "system return, $" if spec.agent_mode == "multi" else "$"
+    scale = _return_cost_panel(ax, rows, "total_cost")
     ax.set_xlabel(f"mean total constraint cost per episode (sum over constraints{scale})")
-    ax.set_ylabel(f"mean return per episode ({unit})")
+    ax.set_ylabel(_return_label(task))
     ax.set_title(f"{task} ({split}): return vs constraint cost, 95% bootstrap CI")
-    ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_return_vs_costs(
+    rows: Sequence[dict[str, Any]],
+    task: str,
+    split: str,
+    path: str | Path,
+    budgets: dict[str, float],
+) -> Path:
+    """Mean return against each constraint's mean cost per episode, one panel per constraint in
+    ``budgets`` (``{name: per-episode budget}``, physical units; ``inf`` for none), the budget as
+    a dashed line: costs of different units are never added.
+
+    ``rows`` are campaign summary rows of ``task`` with ``cost_<name>_mean`` / ``_ci_low`` /
+    ``_ci_high`` columns; intervals are their 95 % bootstrap intervals.
+    """
+    plt = _pyplot()
+    names = list(budgets)
+    fig, axes = plt.subplots(
+        1, max(len(names), 1), figsize=(5.5 * max(len(names), 1), 5), squeeze=False
+    )
+    for ax, name in zip(axes[0], names, strict=False):
+        scale = _return_cost_panel(ax, rows, f"cost_{name}", budgets[name])
+        ax.set_xlabel(f"{name} per episode{scale}")
+    axes[0][0].set_ylabel(_return_label(task))
+    axes[0][0].legend(fontsize="small")
+    fig.suptitle(f"{task} ({split}): return vs each constraint cost, 95% bootstrap CI")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+@dataclasses.dataclass
+class LearningCurve:
+    """Validation return of one algorithm/setting against env steps, over its seeds.
+
+    Attributes:
+        label: the curve's name (``<algorithm>/<setting>``).
+        timesteps: env steps trained at each evaluation [T].
+        mean: mean over seeds of the validation mean return [T] ($ per episode).
+        low / high: its 95 % bootstrap interval over seeds [T].
+        n_seeds: seeds evaluated at each step [T].
+    """
+
+    label: str
+    timesteps: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    n_seeds: np.ndarray
+
+
+def plot_learning_curves(
+    curves: Sequence[LearningCurve], task: str, path: str | Path, *, title: str = ""
+) -> Path:
+    """Validation return against env steps, one line per curve and its interval as a band."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for c in curves:
+        (line,) = ax.plot(c.timesteps, c.mean, marker=".", label=f"{c.label} ({c.n_seeds.max()})")
+        ax.fill_between(c.timesteps, c.low, c.high, color=line.get_color(), alpha=0.2)
+    ax.set_xlabel("env steps trained")
+    ax.set_ylabel(f"validation {_return_label(task)}")
+    ax.set_title(title or f"{task}: learning curves (mean over seeds, 95% bootstrap CI)")
+    ax.grid(alpha=0.3)
+    if curves:
+        ax.legend(fontsize="small", title="algorithm/setting (seeds)")
     fig.tight_layout()
     return _save(fig, path)

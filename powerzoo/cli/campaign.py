@@ -47,8 +47,45 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     return 0 if not outcome.failed else 1
 
 
+def _cmd_campaign_report(args: argparse.Namespace) -> int:
+    from powerzoo.rl.campaigns.page import write_results_page
+
+    out = args.out or f"{args.folder.rstrip('/')}/report"
+    page = write_results_page(args.folder, out, plots=args.plots)
+    folder = page.folder
+    print(f"results page: {page.index}")
+    print(f"summary (Markdown, one row per task): {page.summary}")
+    for path in page.plots:
+        print(f"plot: {path}")
+    print(
+        f"{len(folder.records)} of {len(folder.campaign.trials)} trial(s) finished"
+        + (f"; {len(folder.missing)} missing, listed on the page" if folder.missing else "")
+    )
+    return 0
+
+
 def add_parser(sub: Any) -> None:
-    """Register ``campaign`` on the ``powerzoo`` sub-parser object."""
+    """Register ``campaign`` and ``campaign-report`` on the ``powerzoo`` sub-parser object."""
+    p = sub.add_parser(
+        "campaign-report",
+        help="results page of a campaign folder (finished or partial), without running anything",
+        description=(
+            "Write the results page of a `powerzoo campaign` output folder: index.md (summary, "
+            "compute time, per task a table, a return-against-cost plot and learning curves, "
+            "missing trials), summary.md (one row per task), results.csv and the PNGs. Reads the "
+            "finished trials' records and the packaged baselines table; trains and evaluates "
+            "nothing, so it works while the campaign still runs."
+        ),
+    )
+    p.add_argument("folder", metavar="DIR", help="the campaign's --out folder")
+    p.add_argument("--out", default=None, metavar="DIR", help="page folder (default: DIR/report)")
+    p.add_argument(
+        "--plots",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write the PNGs (default: on)",
+    )
+    p.set_defaults(func=_cmd_campaign_report)
     p = sub.add_parser(
         "campaign",
         help="train tasks x algorithms x settings x seeds (local or Ray Tune); tables as `bench`",

@@ -7,6 +7,7 @@ running into stops at once, naming the folder and the holder's pid, and leaves t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -138,3 +139,16 @@ def test_a_second_campaign_into_a_busy_folder_stops_naming_the_holder(tmp_path):
         first.communicate()
     with lock_out_dir(out):  # the system released the killed holder's lock
         assert lock.read_text().strip() == str(os.getpid())
+
+
+def test_the_results_page_reads_a_real_campaign_folder(finished, tmp_path, capsys):
+    _, out = finished
+    record = json.loads((out / "trials" / TRIAL_ID / TRIAL_FILE).read_text())
+    assert record["started_at"] < record["finished_at"]
+    page = tmp_path / "page"
+    assert main(["campaign-report", str(out), "--out", str(page)]) == 0
+    assert "1 of 1 trial(s) finished" in capsys.readouterr().out
+    text = (page / "index.md").read_text()
+    assert "1 of 1 trials finished (every trial finished)" in text
+    assert "| PPO/tiny | 1/1 | " in text  # one test day: off the table's days, scores n/a
+    assert (page / "return_vs_cost_battery_arbitrage.png").is_file()

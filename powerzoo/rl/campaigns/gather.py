@@ -47,7 +47,7 @@ from powerzoo.benchmarks.report import (
 from powerzoo.fileio import atomic_write_text
 from powerzoo.rl.campaigns.spec import CampaignSpec
 
-__all__ = ["gather", "CampaignOutcome", "TRIAL_COLUMNS"]
+__all__ = ["gather", "pooled_trial_rows", "CampaignOutcome", "TRIAL_COLUMNS"]
 
 TRIAL_COLUMNS = (
     "trial_id",
@@ -105,7 +105,6 @@ def gather(
     result.notes.extend(campaign.notes)
     done = [t for t in campaign.trials if t.trial_id in records]
     trial_rows: list[dict[str, Any]] = []
-    pooled: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for trial in done:
         rec = records[trial.trial_id]
         names = tuple(rec["cost_names"])
@@ -124,29 +123,14 @@ def gather(
         trial_rows.append(
             {**{k: rec.get(k, getattr(trial, k, None)) for k in TRIAL_COLUMNS}, **row}
         )
-        episodes = [{**e, "policy": trial.label} for e in rec["episodes"]]
-        pooled.setdefault((trial.task, trial.label), []).extend(episodes)
-        result.episodes.extend(episodes)
+    pooled_rows, pooled_episodes = pooled_trial_rows(campaign, records, result.cost_names)
+    result.episodes.extend(pooled_episodes)
     for trial in campaign.trials:
         if trial.trial_id not in records:
             failed.setdefault(trial.trial_id, "not run")
     for trial_id, error in failed.items():
         result.notes.append(f"trial {trial_id} did not finish: {error}")
-    days_of = {t.task: records[t.trial_id]["days"] for t in done}  # one protocol per task
-    for (task, label), episodes in pooled.items():
-        n_trials = len({e["seed"] for e in episodes})
-        result.rows.append(
-            summary_row(
-                task,
-                label,
-                "trained",
-                f"{n_trials} trial(s) of {label}",
-                episodes,
-                days_of[task],
-                result.cost_names[task],
-                campaign.split,
-            )
-        )
+    result.rows.extend(pooled_rows)
     order = {t: i for i, t in enumerate(campaign.tasks)}
     result.rows.sort(
         key=lambda r: order.get(r["task"], len(order))
@@ -164,6 +148,45 @@ def gather(
     return CampaignOutcome(
         result, trial_rows, {t.trial_id: records[t.trial_id] for t in done}, failed
     )
+
+
+def pooled_trial_rows(
+    campaign: CampaignSpec,
+    records: dict[str, dict[str, Any]],
+    cost_names: dict[str, tuple[str, ...]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(rows, episodes)``: one ``results.csv`` row per (task, algorithm/setting) pooling the
+    test episodes of its finished trials (``records`` by trial id; unfinished trials are simply
+    absent), and those episodes under the pooled label (their ``seed`` tells the trials apart).
+
+    ``cost_names``: ``{task: constraint names}`` of every task with a finished trial.
+    """
+    pooled: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    days_of: dict[str, list[int]] = {}  # one protocol per task
+    for trial in campaign.trials:
+        rec = records.get(trial.trial_id)
+        if rec is None:
+            continue
+        episodes = [{**e, "policy": trial.label} for e in rec["episodes"]]
+        pooled.setdefault((trial.task, trial.label), []).extend(episodes)
+        days_of[trial.task] = rec["days"]
+    rows = []
+    for (task, label), episodes in pooled.items():
+        n_trials = len({e["seed"] for e in episodes})
+        source = f"{n_trials} trial(s) of {label}"
+        rows.append(
+            summary_row(
+                task,
+                label,
+                "trained",
+                source,
+                episodes,
+                days_of[task],
+                cost_names[task],
+                campaign.split,
+            )
+        )
+    return rows, [e for episodes in pooled.values() for e in episodes]
 
 
 def _copy_episode_plots(

@@ -158,6 +158,16 @@ class CampaignSpec:
         data["fingerprint"] = self.fingerprint()
         return data
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CampaignSpec:
+        """The campaign :meth:`to_dict` wrote (a campaign folder's ``campaign.json``)."""
+        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        for name in ("tasks", "seeds", "baselines", "notes"):
+            if name in values:
+                values[name] = tuple(values[name])
+        values["trials"] = tuple(TrialSpec.from_dict(t) for t in data["trials"])
+        return cls(**values)
+
 
 def config_hash(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -13,7 +13,8 @@ A trial's folder is ``<out>/trials/<trial_id>/``:
   trial and is removed before the trial runs again (from scratch, so the numbers do not depend on
   where it was interrupted).
 
-The record holds the trial's spec, its config hash, the training time (s), the env steps trained,
+The record holds the trial's spec, its config hash, the training and evaluation times (s), its
+start and end (``started_at`` / ``finished_at``, seconds since the epoch), the env steps trained,
 the model evaluated (``best`` or ``final``), the evaluated day ids, the constraint names and one
 row per test episode (the ``episodes.csv`` columns). The trial runs with one torch thread and one
 BLAS thread, so the same seed gives the same numbers in any process (local loop or Ray worker).
@@ -199,6 +200,7 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
     from powerzoo.rl.trainer import Trainer
 
     with one_thread():
+        started_at = time.time()
         started = time.perf_counter()
         trainer = Trainer({**trial.config, "output_dir": str(folder), "name": "run"})
         result = trainer.train()
@@ -213,6 +215,8 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
             "num_timesteps": int(result.num_timesteps),
             "train_seconds": train_seconds,
             "eval_seconds": time.perf_counter() - started,
+            "started_at": started_at,
+            "finished_at": time.time(),
             "model": model,
             "run_dir": str(folder / "run"),
             **evaluation,

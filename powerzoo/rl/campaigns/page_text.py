@@ -1,0 +1,285 @@
+"""The Markdown of a campaign's results page (:mod:`powerzoo.rl.campaigns.page`): the summary
+table, the compute time, one table per task, the missing trials.
+
+Which trained row the summary names: among the rows (algorithm/setting, pooled over its finished
+seeds) whose share of test days over budget is at most :data:`FEASIBLE_OVER_BUDGET_RATE`, the one
+with the highest budget-aware score (ties: the higher mean return). A fixed share rather than the
+rule-based policy's own: on some tasks the rule is over budget on most days, and a row as often
+over budget would not be "within budget".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from powerzoo.benchmarks.baselines import baseline_rows, reference_policy
+from powerzoo.benchmarks.evaluation import return_unit
+from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE
+from powerzoo.tasks import task_spec
+
+__all__ = [
+    "FEASIBLE_OVER_BUDGET_RATE",
+    "best_within_budget",
+    "summary_markdown",
+    "index_markdown",
+]
+
+FEASIBLE_OVER_BUDGET_RATE = 0.05
+"""Largest share of test days over budget of a trained row the summary calls within budget (one
+day in twenty)."""
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.2f}"
+
+
+def _score(row: dict[str, Any], key: str, interval: bool = True) -> str:
+    if row.get(key) is None:
+        return "n/a"
+    if not interval:
+        return f"{row[key]:.3f}"
+    return f"{row[key]:.3f} [{row[f'{key}_ci_low']:.3f}, {row[f'{key}_ci_high']:.3f}]"
+
+
+def _share(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate:.0%}"
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def _rank(row: dict[str, Any]) -> tuple[float, float]:
+    score = row.get("cmdp_score")
+    return (float("-inf") if score is None else score, row["mean_return"])
+
+
+def best_within_budget(
+    rows: Sequence[dict[str, Any]], max_over_budget: float = FEASIBLE_OVER_BUDGET_RATE
+) -> dict[str, Any] | None:
+    """The trained row (``kind == "trained"``) over budget on at most ``max_over_budget`` of its
+    episodes with the highest budget-aware score (then mean return); ``None`` if none is."""
+    feasible = [
+        r
+        for r in rows
+        if r["kind"] == "trained"
+        and r.get("over_budget_rate") is not None
+        and r["over_budget_rate"] <= max_over_budget + 1e-12
+    ]
+    return max(feasible, key=_rank) if feasible else None
+
+
+def _seeds_of(folder: Any, task: str, label: str) -> str:
+    trials = [t for t in folder.campaign.trials if t.task == task and t.label == label]
+    done = sum(t.trial_id in folder.records for t in trials)
+    return f"{done}/{len(trials)}"
+
+
+def _baseline_cell(rows: Sequence[dict[str, Any]], policy: str | None) -> str:
+    row = next((r for r in rows if r["policy"] == policy and r["kind"] == "baseline"), None)
+    if row is None:
+        return "n/a"
+    name = "" if policy in ("rule_based", "oracle") else f"{policy}: "
+    return f"{name}{_score(row, 'cmdp_score', False)} ({_share(row['over_budget_rate'])} over)"
+
+
+def _reference(task: str, split: str) -> str | None:
+    try:
+        return reference_policy(baseline_rows(task, split))
+    except (ValueError, FileNotFoundError):
+        return None
+
+
+def summary_markdown(folder: Any, rows: Sequence[dict[str, Any]]) -> str:
+    """``summary.md``: one row per task of the campaign: the rule-based policy, the oracle (or
+    the table's reference baseline) and the best trained row within budget
+    (:func:`best_within_budget`), each with its budget-aware score and share of days over
+    budget."""
+    campaign = folder.campaign
+    lines = [
+        "| task | rule-based | oracle | best trained within budget | trained rows |",
+        "|---|---:|---:|---|---:|",
+    ]
+    for task in campaign.tasks:
+        mine = [r for r in rows if r["task"] == task]
+        trained = [r for r in mine if r["kind"] == "trained"]
+        best = best_within_budget(mine)
+        if best is not None:
+            cell = (
+                f"{best['policy']}: {_score(best, 'cmdp_score')}, "
+                f"{_share(best['over_budget_rate'])} over, "
+                f"{_seeds_of(folder, task, best['policy'])} seeds"
+            )
+        elif trained:
+            top = max(trained, key=_rank)
+            cell = (
+                f"none (best: {top['policy']} {_score(top, 'cmdp_score', False)}, "
+                f"{_share(top['over_budget_rate'])} over)"
+            )
+        else:
+            cell = "no finished trial"
+        labels = list(dict.fromkeys(t.label for t in campaign.trials if t.task == task))
+        done = sum(1 for r in trained if r["policy"] in labels)
+        lines.append(
+            f"| {task} | {_baseline_cell(mine, 'rule_based')} | "
+            f"{_baseline_cell(mine, _reference(task, campaign.split))} | {cell} | "
+            f"{done}/{len(labels)} |"
+        )
+    note = (
+        "\nBudget-aware score (0 = random, 1 = oracle; an over-budget day keeps at most a loss "
+        "over random) with its 95 % bootstrap interval, and the share of test days over budget. "
+        "Within budget: over budget on at most "
+        f"{FEASIBLE_OVER_BUDGET_RATE:.0%} of the test days (pooled over the finished seeds).\n"
+    )
+    return "\n".join(lines) + "\n" + note
+
+
+def _task_table(
+    folder: Any, task: str, rows: Sequence[dict[str, Any]], names: Sequence[str]
+) -> str:
+    spec = task_spec(task)
+    budgets = {n: spec.cost_thresholds.get(n) for n in names if n in spec.selected_constraints}
+    head = [
+        "policy",
+        "seeds",
+        "mean return [95% CI]",
+        "normalized score",
+        "budget-aware score [95% CI]",
+        "days over budget",
+        *[
+            f"{n} / episode (budget {budgets[n]:g})"
+            if budgets.get(n) is not None
+            else f"{n} / episode (no budget)"
+            for n in names
+        ],
+    ]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|",
+    ]
+    for r in rows:
+        seeds = (
+            f"table, seed {r['seeds']}"
+            if r["kind"] == "baseline"
+            else _seeds_of(folder, task, r["policy"])
+        )
+        cells = [
+            r["policy"],
+            seeds,
+            f"{_num(r['mean_return'])} [{_num(r['mean_return_ci_low'])}, "
+            f"{_num(r['mean_return_ci_high'])}]",
+            _score(r, "normalized_score", False),
+            _score(r, "cmdp_score"),
+            _share(r.get("over_budget_rate")),
+            *[f"{r[f'cost_{n}_mean']:.4g}" for n in names],
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _timing_text(folder: Any, timing: dict[str, Any]) -> str:
+    if not timing:
+        return "No trial has finished yet.\n"
+    campaign = folder.campaign
+    n_all = len(campaign.trials)
+    lines = [
+        f"- Finished trials: {timing['finished']} of {n_all}; their training and test evaluation "
+        f"took {_hours(timing['trial_seconds'])} in all (one core each).",
+        f"- Wall time here: {_hours(timing['wall_seconds'])} from the first finished trial's "
+        "start to the last one's end"
+        + (
+            f" (finished trials' time / wall time: {timing['parallelism']:.1f}"
+            + ("; trials still running are not counted)." if folder.missing else ").")
+            if timing["parallelism"]
+            else "."
+        ),
+    ]
+    if timing["estimated_missing"]:
+        sources = ", ".join(f"{n} from {lv}" for lv, n in timing["estimated_from"].items())
+        lines.append(
+            f"- Whole campaign (estimate): {_hours(timing['total_seconds'])} of trial time; each "
+            "of the "
+            f"{timing['estimated_missing']} unfinished trials counted at the mean time of the "
+            f"finished trials most like it ({sources}). Estimates from another task or algorithm "
+            "are rough: multi-agent and 7-day tasks train longer."
+        )
+    else:
+        lines.append(f"- Whole campaign: {_hours(timing['total_seconds'])} of trial time.")
+    trial_id, longest = timing["longest"]
+    per_n = ", ".join(f"{n} workers: {_hours(s)}" for n, s in timing["cluster"].items())
+    lines += [
+        f"- On a cluster (trial time / N workers, one core per trial, but never less than the "
+        f"longest trial): {per_n}; lower bound {_hours(longest)} (the longest trial, "
+        f"`{trial_id}`).",
+        "- Not counted: the gather step of `powerzoo campaign` (it evaluates the baselines again "
+        "over every seed; the tso oracle takes about a minute a day).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _missing_text(folder: Any) -> str:
+    if not folder.missing:
+        return "None: every trial finished.\n"
+    groups: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for trial in folder.campaign.trials:
+        why = folder.missing.get(trial.trial_id)
+        if why is not None:
+            by_why = groups.setdefault((trial.task, trial.label), {})
+            by_why.setdefault(why, []).append(str(trial.seed))
+    lines = []
+    for (task, label), by_why in groups.items():
+        parts = "; ".join(f"seed {', '.join(seeds)}: {why}" for why, seeds in by_why.items())
+        lines.append(f"- `{task}` {label}: {parts}")
+    return "\n".join(lines) + "\n"
+
+
+def index_markdown(
+    folder: Any,
+    rows: Sequence[dict[str, Any]],
+    cost_names: dict[str, tuple[str, ...]],
+    timing: dict[str, Any],
+    images: dict[str, list[Any]],
+) -> str:
+    """``index.md``: status and protocol, the summary (:func:`summary_markdown`), the compute
+    time, per task its table and plots, the missing trials."""
+    campaign = folder.campaign
+    n_done, n_all = len(folder.records), len(campaign.trials)
+    status = (
+        "every trial finished"
+        if not folder.missing
+        else f"a partial campaign: {len(folder.missing)} trials missing, listed at the end"
+    )
+    parts = [
+        f"# PowerZoo benchmark results: campaign `{campaign.name}`\n\n"
+        f"{n_done} of {n_all} trials finished ({status}). Made by `powerzoo campaign-report` "
+        "from the trial records; nothing was trained or evaluated again.\n\n"
+        f"Split `{campaign.split}`. Baselines (random, rule-based, oracle) are the packaged "
+        "baselines table's rows (its seed, on the table's days); each trained row pools the "
+        "test episodes of the finished seeds of one algorithm and setting (seeds: finished / "
+        f"planned). Intervals: {CONFIDENCE:.0%} percentile bootstrap over the pooled episodes "
+        f"({BOOTSTRAP_RESAMPLES:,} resamples). Normalized score: mean return, 0 = random, "
+        "1 = oracle. Budget-aware score: per test day the gain over random, an over-budget day "
+        "keeping at most a loss, over the oracle's mean gain, so a policy that breaks the "
+        "budgets cannot top a feasible one. Days over budget: the share of episodes in which a "
+        "budgeted cost exceeds the task's per-episode budget. Costs: mean per episode, in "
+        "each constraint's own unit, never added together.\n",
+        "## Summary\n\n" + summary_markdown(folder, rows),
+        "## Compute time\n\n" + _timing_text(folder, timing),
+    ]
+    for task in campaign.tasks:
+        mine = [r for r in rows if r["task"] == task]
+        if not mine:
+            parts.append(f"## {task}\n\nNo baseline rows and no finished trial.\n")
+            continue
+        unit = return_unit(task_spec(task))
+        text = f"## {task}\n\nReturns in {unit}.\n\n" + _task_table(
+            folder, task, mine, cost_names[task]
+        )
+        for path in images.get(task, []):
+            text += f"\n\n![{path.stem}]({path.name})"
+        parts.append(text + "\n")
+    parts.append("## Missing trials\n\n" + _missing_text(folder))
+    return "\n".join(parts)
