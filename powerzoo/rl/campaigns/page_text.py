@@ -78,11 +78,13 @@ def _seeds_of(folder: Any, task: str, label: str) -> str:
     return f"{done}/{len(trials)}"
 
 
-def _baseline_cell(rows: Sequence[dict[str, Any]], policy: str | None) -> str:
+def _baseline_cell(rows: Sequence[dict[str, Any]], policy: str | None, column: str) -> str:
+    """The cell of baseline ``policy`` in the ``column`` column (named when it is another
+    policy, e.g. the rule as the reference of a task without an oracle)."""
     row = next((r for r in rows if r["policy"] == policy and r["kind"] == "baseline"), None)
     if row is None:
         return "n/a"
-    name = "" if policy in ("rule_based", "oracle") else f"{policy}: "
+    name = "" if policy == column else f"{policy}: "
     return f"{name}{_score(row, 'cmdp_score', False)} ({_share(row['over_budget_rate'])} over)"
 
 
@@ -124,8 +126,8 @@ def summary_markdown(folder: Any, rows: Sequence[dict[str, Any]]) -> str:
         labels = list(dict.fromkeys(t.label for t in campaign.trials if t.task == task))
         done = sum(1 for r in trained if r["policy"] in labels)
         lines.append(
-            f"| {task} | {_baseline_cell(mine, 'rule_based')} | "
-            f"{_baseline_cell(mine, _reference(task, campaign.split))} | {cell} | "
+            f"| {task} | {_baseline_cell(mine, 'rule_based', 'rule_based')} | "
+            f"{_baseline_cell(mine, _reference(task, campaign.split), 'oracle')} | {cell} | "
             f"{done}/{len(labels)} |"
         )
     note = (
