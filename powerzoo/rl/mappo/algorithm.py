@@ -213,19 +213,25 @@ class MultiAgentPPO(nn.Module):
         return with_agent_ids(x, n)
 
     # ---- acting ----------------------------------------------------------------------------------
-    @torch.no_grad()
+    @torch.inference_mode()
     def act(
         self, obs: Mapping[str, np.ndarray], deterministic: bool = False
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Actions ``{group: [N, n, act_dim]}`` (unclipped samples, [-1, 1] units) and their
         per-agent log-probabilities ``{group: [N, n]}``
-        (:meth:`~powerzoo.rl.mappo.exploration.GroupPolicy.sample`)."""
+        (:meth:`~powerzoo.rl.mappo.exploration.GroupPolicy.sample`); ``FloatingPointError`` when
+        a policy gives NaN or infinite actions (the distributions skip torch's argument checks)."""
         actions, log_probs = {}, {}
         for name in self.layouts:
             x = self.actor_input(name, self._tensor(obs[name]))
             a, logp = self.group_policy(name).sample(x, deterministic)
             actions[name] = a.cpu().numpy()
             log_probs[name] = logp.cpu().numpy()
+            if not np.isfinite(actions[name]).all():
+                raise FloatingPointError(
+                    f"group {name!r}: the policy gave NaN or infinite actions (finite ones "
+                    "expected): its update diverged; lower learning_rate or max_grad_norm"
+                )
         return actions, log_probs
 
     def env_actions(self, actions: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -236,7 +242,7 @@ class MultiAgentPPO(nn.Module):
             out[name] = g.low + 0.5 * (unit + 1.0) * (g.high - g.low)
         return out
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def values(
         self, obs: Mapping[str, np.ndarray], state: np.ndarray | None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:

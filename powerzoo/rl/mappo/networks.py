@@ -55,7 +55,7 @@ class Actor(nn.Module):
 
     def distribution(self, x: torch.Tensor) -> torch.distributions.Normal:
         return torch.distributions.Normal(
-            self.mean(x), self.log_std.exp().expand(*x.shape[:-1], -1)
+            self.mean(x), self.log_std.exp().expand(*x.shape[:-1], -1), validate_args=False
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -90,7 +90,7 @@ class JointNoise(nn.Module):
     def distribution(self, mean: torch.Tensor) -> torch.distributions.MultivariateNormal:
         """The joint Gaussian around per-agent means [..., n, act_dim] (its samples: [..., D])."""
         return torch.distributions.MultivariateNormal(
-            mean.flatten(-2), scale_tril=self.scale_tril()
+            mean.flatten(-2), scale_tril=self.scale_tril(), validate_args=False
         )
 
     def marginal_log_std(self) -> torch.Tensor:
