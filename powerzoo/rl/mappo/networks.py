@@ -14,18 +14,51 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["mlp", "Actor", "JointNoise", "Critic", "ValueNorm", "with_agent_ids"]
+__all__ = ["mlp", "Tanh", "Actor", "JointNoise", "Critic", "ValueNorm", "with_agent_ids"]
+
+
+class _SigmoidTanh(torch.autograd.Function):
+    """``tanh(x) = 2 sigmoid(2x) - 1`` forward, ``(1 - y^2) grad`` backward (torch's own tanh
+    gradient, on the saved output ``y``)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: torch.Tensor) -> torch.Tensor:
+        y = torch.sigmoid(x * 2.0).mul_(2.0).sub_(1.0)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
+
+
+class Tanh(nn.Module):
+    """The hyperbolic tangent of the MLPs, computed as ``2 sigmoid(2x) - 1``.
+
+    The same function as :class:`torch.nn.Tanh` within 2e-7 (absolute; outputs in [-1, 1]) and
+    with the same gradient formula, but about 3x faster on CPU: torch's float32 ``tanh`` kernel
+    costs about six times its ``sigmoid``, and was the largest single cost of a PPO update of
+    64-wide networks (and of acting). The numpy policy (:mod:`~powerzoo.rl.mappo.policy`) keeps
+    ``np.tanh``; the two agree within float rounding.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_grad_enabled() and x.requires_grad:
+            return _SigmoidTanh.apply(x)
+        return torch.sigmoid(x * 2.0).mul_(2.0).sub_(1.0)
 
 
 def mlp(n_in: int, hidden: Sequence[int], n_out: int, out_gain: float) -> nn.Sequential:
-    """A tanh MLP with orthogonal weights (gain sqrt(2) inside, ``out_gain`` on the last layer)."""
+    """A tanh MLP (:class:`Tanh`) with orthogonal weights (gain sqrt(2) inside, ``out_gain`` on
+    the last layer)."""
     layers: list[nn.Module] = []
     width = n_in
     for h in hidden:
         layer = nn.Linear(width, h)
         nn.init.orthogonal_(layer.weight, gain=float(np.sqrt(2.0)))
         nn.init.zeros_(layer.bias)
-        layers += [layer, nn.Tanh()]
+        layers += [layer, Tanh()]
         width = h
     last = nn.Linear(width, n_out)
     nn.init.orthogonal_(last.weight, gain=out_gain)
