@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["mlp", "Tanh", "Actor", "JointNoise", "Critic", "ValueNorm", "with_agent_ids"]
@@ -142,6 +143,19 @@ class Critic(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
+
+    def forward_shared(self, shared: torch.Tensor, n_agents: int) -> torch.Tensor:
+        """Values [..., n_agents, n_out] of every agent of a group on one shared input
+        [..., d] (the global state): ``forward(with_agent_ids(shared, n_agents))`` with
+        ``shared`` repeated per agent, equal up to float rounding, without building the repeated
+        rows: the first layer applies once to ``shared`` and adds each agent's id column."""
+        first, d = self.net[0], shared.shape[-1]
+        h = F.linear(shared, first.weight[:, :d], first.bias).unsqueeze(-2)
+        if n_agents > 1:  # one-hot id i adds column d + i of the first layer's weight
+            h = h + first.weight[:, d:].T
+        for layer in self.net[1:]:
+            h = layer(h)
+        return h
 
 
 class ValueNorm(nn.Module):
