@@ -209,9 +209,14 @@ def measure_time_to_rule(
     def within(row: dict[str, Any]) -> bool:
         return all(row[f"cost_{name}"] <= limit for name, limit in budgets.items())
 
+    seconds: dict[int, float] = {}  # training seconds (evaluations excluded) at each evaluation
+
     def stop(progress: Any) -> bool:
         rows = trainer.evaluations
         fresh = bool(rows) and rows[-1]["timestep"] == progress.num_timesteps
+        if fresh:
+            spent = sum(r["eval_seconds"] for r in rows)
+            seconds[progress.num_timesteps] = time.perf_counter() - started - spent
         past_rule = fresh and rows[-1]["mean_return"] >= rule_return and within(rows[-1])
         return past_rule or progress.num_timesteps >= max_timesteps
 
@@ -220,8 +225,10 @@ def measure_time_to_rule(
     wall = time.perf_counter() - started
     rows = trainer.evaluations
     hit = next((r for r in rows if r["mean_return"] >= rule_return and within(r)), None)
+    past = next((r for r in rows if r["mean_return"] >= rule_return), None)  # budgets aside
     feasible = [r for r in rows if within(r)]
     best = max(rows, key=lambda r: r["mean_return"])
+    train_seconds = wall - sum(r["eval_seconds"] for r in rows)
     return {
         "config": str(config),
         "days": len(days),
@@ -229,7 +236,10 @@ def measure_time_to_rule(
         "budgets": budgets,
         "reached": hit is not None,
         "env_steps": int(hit["timestep"] if hit else trainer.num_timesteps),
-        "train_seconds": wall - sum(r["eval_seconds"] for r in rows),
+        "train_seconds": seconds.get(hit["timestep"], train_seconds) if hit else train_seconds,
+        "past_rule_env_steps": None if past is None else int(past["timestep"]),
+        "past_rule_seconds": None if past is None else seconds.get(past["timestep"]),
+        "past_rule_costs": None if past is None else {n: past[f"cost_{n}"] for n in budgets},
         "best_feasible_return": max((r["mean_return"] for r in feasible), default=None),
         "best_return": best["mean_return"],
         "best_return_costs": {name: best[f"cost_{name}"] for name in budgets},
@@ -242,6 +252,12 @@ def _print_time_to_rule(out: dict[str, Any]) -> None:
         f"  time to the rule's return ({out['rule_return']:,.0f} on {out['days']} test days) "
         f"within the budgets ({budgets} per episode), {Path(out['config']).name}, one core:"
     )
+    if out["past_rule_env_steps"] is not None and not out["reached"]:
+        costs = ", ".join(f"{k} {v:,.3g}" for k, v in out["past_rule_costs"].items())
+        print(
+            f"    the rule's return with the budgets aside: {out['past_rule_env_steps']:,} env "
+            f"steps, {out['past_rule_seconds']:.0f} s of training (costs {costs})"
+        )
     if out["reached"]:
         print(f"    {out['env_steps']:,} env steps, {out['train_seconds']:.0f} s of training")
         return
