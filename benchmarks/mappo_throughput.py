@@ -24,6 +24,17 @@ env, ``VecNormalize``; no evaluation, no checkpoints); give both the same ``n_en
 ``--train-envs N --sb3-envs N``.
 
 Env steps: one step of one task copy, all agents acting (agent-steps = env steps x n_agents).
+
+``--time-to-rule STEPS`` adds the wall time to the rule's return within the budgets on one core:
+the run config ``--rule-config`` (default ``configs/<task>_mappo.yaml``: its algorithm, n_envs,
+total_timesteps and algorithm_kwargs, so the learning-rate schedule is the preset's) trains with
+one torch thread for at most STEPS env steps, evaluated every ``--rule-every`` env steps on
+``--rule-days`` test days spread evenly (deterministic policy, seed 0). It stops at the first
+evaluation whose mean return is at least the rule-based policy's on the same days (the stored
+baselines table) and whose mean episode cost of every selected constraint is within the task's
+budget (``cost_thresholds``), and prints its env steps and training seconds (evaluations
+excluded), or that it did not get there within STEPS (with the best return reached within the
+budgets, and the costs of the best return).
 """
 
 from __future__ import annotations
@@ -161,6 +172,105 @@ def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) ->
     return {"env_steps": timesteps, "seconds": seconds, "steps_per_s": timesteps / seconds}
 
 
+def measure_time_to_rule(
+    task: str, config: Path, max_timesteps: int, every: int, n_days: int, seed: int = 0
+) -> dict[str, Any]:
+    """Env steps and training seconds (one torch thread, evaluations excluded) until the policy
+    of ``config`` first reaches the rule-based return within every selected budget (module
+    docstring); ``reached`` says whether it did within ``max_timesteps`` env steps."""
+    import numpy as np
+
+    from powerzoo.benchmarks.baselines import baseline_row, select_days
+    from powerzoo.rl import Trainer
+    from powerzoo.tasks.registry import task_spec
+
+    run = yaml.safe_load(config.read_text())
+    spec = task_spec(task)
+    rule = baseline_row(task, "rule_based", "test")
+    n_total = len(rule["day_ids"])
+    days = select_days(n_total, n_days)
+    by_day = dict(zip(rule["day_ids"], rule["returns"], strict=True))
+    rule_return = float(np.mean([by_day[d] for d in days]))
+    budgets = {name: float(spec.cost_thresholds[name]) for name in spec.selected_constraints}
+    trainer = Trainer(
+        task,
+        algorithm=run.get("algorithm", _native(task)[0]),
+        total_timesteps=int(run.get("total_timesteps", max_timesteps)),
+        n_envs=int(run.get("n_envs", 64)),
+        seed=seed,
+        evaluation={"split": "test", "freq": every, "episodes": n_days},
+        checkpoint=None,
+        output_dir=tempfile.mkdtemp(),
+        algorithm_kwargs=dict(run.get("algorithm_kwargs") or {}),
+        logging={"tensorboard": False, "progress_bar": False},
+        torch_threads=1,
+    )
+
+    def within(row: dict[str, Any]) -> bool:
+        return all(row[f"cost_{name}"] <= limit for name, limit in budgets.items())
+
+    seconds: dict[int, float] = {}  # training seconds (evaluations excluded) at each evaluation
+
+    def stop(progress: Any) -> bool:
+        rows = trainer.evaluations
+        fresh = bool(rows) and rows[-1]["timestep"] == progress.num_timesteps
+        if fresh:
+            spent = sum(r["eval_seconds"] for r in rows)
+            seconds[progress.num_timesteps] = time.perf_counter() - started - spent
+        past_rule = fresh and rows[-1]["mean_return"] >= rule_return and within(rows[-1])
+        return past_rule or progress.num_timesteps >= max_timesteps
+
+    started = time.perf_counter()
+    trainer.train(stop_conditions=[stop])
+    wall = time.perf_counter() - started
+    rows = trainer.evaluations
+    hit = next((r for r in rows if r["mean_return"] >= rule_return and within(r)), None)
+    past = next((r for r in rows if r["mean_return"] >= rule_return), None)  # budgets aside
+    feasible = [r for r in rows if within(r)]
+    best = max(rows, key=lambda r: r["mean_return"])
+    train_seconds = wall - sum(r["eval_seconds"] for r in rows)
+    return {
+        "config": str(config),
+        "days": len(days),
+        "rule_return": rule_return,
+        "budgets": budgets,
+        "reached": hit is not None,
+        "env_steps": int(hit["timestep"] if hit else trainer.num_timesteps),
+        "train_seconds": seconds.get(hit["timestep"], train_seconds) if hit else train_seconds,
+        "past_rule_env_steps": None if past is None else int(past["timestep"]),
+        "past_rule_seconds": None if past is None else seconds.get(past["timestep"]),
+        "past_rule_costs": None if past is None else {n: past[f"cost_{n}"] for n in budgets},
+        "best_feasible_return": max((r["mean_return"] for r in feasible), default=None),
+        "best_return": best["mean_return"],
+        "best_return_costs": {name: best[f"cost_{name}"] for name in budgets},
+    }
+
+
+def _print_time_to_rule(out: dict[str, Any]) -> None:
+    budgets = ", ".join(f"{name} <= {limit:g}" for name, limit in out["budgets"].items())
+    print(
+        f"  time to the rule's return ({out['rule_return']:,.0f} on {out['days']} test days) "
+        f"within the budgets ({budgets} per episode), {Path(out['config']).name}, one core:"
+    )
+    if out["past_rule_env_steps"] is not None and not out["reached"]:
+        costs = ", ".join(f"{k} {v:,.3g}" for k, v in out["past_rule_costs"].items())
+        print(
+            f"    the rule's return with the budgets aside: {out['past_rule_env_steps']:,} env "
+            f"steps, {out['past_rule_seconds']:.0f} s of training (costs {costs})"
+        )
+    if out["reached"]:
+        print(f"    {out['env_steps']:,} env steps, {out['train_seconds']:.0f} s of training")
+        return
+    feasible = out["best_feasible_return"]
+    costs = ", ".join(f"{k} {v:,.3g}" for k, v in out["best_return_costs"].items())
+    print(
+        f"    not reached within {out['env_steps']:,} env steps "
+        f"({out['train_seconds']:.0f} s of training); best return within the budgets: "
+        + ("none" if feasible is None else f"{feasible:,.0f}")
+        + f"; best return {out['best_return']:,.0f} with costs {costs}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="marl_opf")
@@ -172,10 +282,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timesteps", type=int, default=61_440)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
+    parser.add_argument(
+        "--time-to-rule",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="also train --rule-config for at most STEPS env steps until it reaches the rule's "
+        "return within the budgets (0: skip)",
+    )
+    parser.add_argument("--rule-config", default=None, help="default: configs/<task>_mappo.yaml")
+    parser.add_argument("--rule-every", type=int, default=49_152, help="env steps per evaluation")
+    parser.add_argument("--rule-days", type=int, default=8, help="test days per evaluation")
+    parser.add_argument("--only-time-to-rule", action="store_true", help="skip the throughput rows")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
+    to_rule = None
+    if args.time_to_rule:
+        config = Path(args.rule_config or REPO / "configs" / _native(args.task)[1])
+        to_rule = measure_time_to_rule(
+            args.task, config, args.time_to_rule, args.rule_every, args.rule_days, args.seed
+        )
+        if args.only_time_to_rule:
+            print(f"{args.task}, one torch thread")
+            _print_time_to_rule(to_rule)
+            if args.json:
+                Path(args.json).write_text(json.dumps({"time_to_rule": to_rule}, indent=2))
+            return 0
     collect = measure_collect(args.task, args.collect_envs, seed=args.seed)
     mappo = measure_mappo(args.task, args.train_envs, args.timesteps, args.seed)
     sb3 = measure_sb3_shared(args.task, args.sb3_envs, args.timesteps, args.seed)
@@ -196,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{sb3['steps_per_s']:>10,.0f} env-steps/s ({sb3['seconds']:.1f} s)"
     )
     print(f"  {native} / {sb3_name}: {mappo['steps_per_s'] / sb3['steps_per_s']:.1f}x")
+    if to_rule is not None:
+        _print_time_to_rule(to_rule)
     if args.json:
         Path(args.json).write_text(
             json.dumps(
@@ -204,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                     "collect_steps_per_s": collect,
                     "mappo": mappo,
                     "sb3_shared": sb3,
+                    "time_to_rule": to_rule,
                 },
                 indent=2,
             )

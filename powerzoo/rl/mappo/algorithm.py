@@ -42,7 +42,7 @@ from powerzoo.rl.mappo.counterfactual import (
     q_critic_rows,
     team_actions,
 )
-from powerzoo.rl.mappo.exploration import GroupPolicy, per_env_step_rows
+from powerzoo.rl.mappo.exploration import GroupPolicy, per_env_step_rows, shared_state_rows
 from powerzoo.rl.mappo.hparams import MAPPOParams
 from powerzoo.rl.mappo.lagrangian import mixed_advantages, step_multipliers
 from powerzoo.rl.mappo.networks import Actor, Critic, JointNoise, ValueNorm, with_agent_ids
@@ -212,20 +212,35 @@ class MultiAgentPPO(nn.Module):
             x = obs
         return with_agent_ids(x, n)
 
+    def _critic_values(
+        self, critic: Critic, name: str, obs: torch.Tensor, state: torch.Tensor | None
+    ) -> torch.Tensor:
+        """``critic`` on :meth:`critic_input` [..., n, k]; a centralised critic evaluates the
+        global state once for the group's agents (:meth:`Critic.forward_shared`)."""
+        if self.centralised and state is not None:
+            return critic.forward_shared(state, self.layouts[name].n)
+        return critic(self.critic_input(name, obs, state))
+
     # ---- acting ----------------------------------------------------------------------------------
-    @torch.no_grad()
+    @torch.inference_mode()
     def act(
         self, obs: Mapping[str, np.ndarray], deterministic: bool = False
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Actions ``{group: [N, n, act_dim]}`` (unclipped samples, [-1, 1] units) and their
         per-agent log-probabilities ``{group: [N, n]}``
-        (:meth:`~powerzoo.rl.mappo.exploration.GroupPolicy.sample`)."""
+        (:meth:`~powerzoo.rl.mappo.exploration.GroupPolicy.sample`); ``FloatingPointError`` when
+        a policy gives NaN or infinite actions (the distributions skip torch's argument checks)."""
         actions, log_probs = {}, {}
         for name in self.layouts:
             x = self.actor_input(name, self._tensor(obs[name]))
             a, logp = self.group_policy(name).sample(x, deterministic)
             actions[name] = a.cpu().numpy()
             log_probs[name] = logp.cpu().numpy()
+            if not np.isfinite(actions[name]).all():
+                raise FloatingPointError(
+                    f"group {name!r}: the policy gave NaN or infinite actions (finite ones "
+                    "expected): its update diverged; lower learning_rate or max_grad_norm"
+                )
         return actions, log_probs
 
     def env_actions(self, actions: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -236,7 +251,7 @@ class MultiAgentPPO(nn.Module):
             out[name] = g.low + 0.5 * (unit + 1.0) * (g.high - g.low)
         return out
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def values(
         self, obs: Mapping[str, np.ndarray], state: np.ndarray | None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
@@ -244,10 +259,10 @@ class MultiAgentPPO(nn.Module):
         st = None if state is None or not self.centralised else self._tensor(state)
         values, costs = {}, ({} if self.lagrangian else None)
         for name in self.layouts:
-            x = self.critic_input(name, self._tensor(obs[name]), st)
+            obs_t = self._tensor(obs[name])
             values[name] = (
                 self.value_norms[name]
-                .denormalize(self.critics[name](x))
+                .denormalize(self._critic_values(self.critics[name], name, obs_t, st))
                 .squeeze(-1)
                 .double()
                 .cpu()
@@ -256,7 +271,7 @@ class MultiAgentPPO(nn.Module):
             if costs is not None:
                 costs[name] = (
                     self.cost_norms[name]
-                    .denormalize(self.cost_critics[name](x))
+                    .denormalize(self._critic_values(self.cost_critics[name], name, obs_t, st))
                     .double()
                     .cpu()
                     .numpy()
@@ -349,6 +364,8 @@ class MultiAgentPPO(nn.Module):
         rows.advantages = self.combined_advantages(rows.advantages, cost_adv)
         if name in self.joint_noise:
             rows = per_env_step_rows(rows, n)
+            if states is not None:  # one global state per row: the critics share it
+                rows = shared_state_rows(rows, states.reshape(len(rows), -1), n)
         return rows
 
     def _critic_fit(

@@ -12,20 +12,55 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["mlp", "Actor", "JointNoise", "Critic", "ValueNorm", "with_agent_ids"]
+__all__ = ["mlp", "Tanh", "Actor", "JointNoise", "Critic", "ValueNorm", "with_agent_ids"]
+
+
+class _SigmoidTanh(torch.autograd.Function):
+    """``tanh(x) = 2 sigmoid(2x) - 1`` forward, ``(1 - y^2) grad`` backward (torch's own tanh
+    gradient, on the saved output ``y``)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: torch.Tensor) -> torch.Tensor:
+        y = torch.sigmoid(x * 2.0).mul_(2.0).sub_(1.0)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable  # no second derivative through the saved y
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
+
+
+class Tanh(nn.Module):
+    """The hyperbolic tangent of the MLPs, computed as ``2 sigmoid(2x) - 1``.
+
+    The same function as :class:`torch.nn.Tanh` within 2e-7 (absolute; outputs in [-1, 1]) and
+    with the same gradient formula, but about 2.5x faster on CPU: torch's float32 ``tanh`` kernel
+    costs about six times its ``sigmoid``, and was the largest single cost of a PPO update of
+    64-wide networks (and of acting). The numpy policy (:mod:`~powerzoo.rl.mappo.policy`) keeps
+    ``np.tanh``; the two agree within float rounding.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_grad_enabled() and x.requires_grad:
+            return _SigmoidTanh.apply(x)
+        return torch.sigmoid(x * 2.0).mul_(2.0).sub_(1.0)
 
 
 def mlp(n_in: int, hidden: Sequence[int], n_out: int, out_gain: float) -> nn.Sequential:
-    """A tanh MLP with orthogonal weights (gain sqrt(2) inside, ``out_gain`` on the last layer)."""
+    """A tanh MLP (:class:`Tanh`) with orthogonal weights (gain sqrt(2) inside, ``out_gain`` on
+    the last layer)."""
     layers: list[nn.Module] = []
     width = n_in
     for h in hidden:
         layer = nn.Linear(width, h)
         nn.init.orthogonal_(layer.weight, gain=float(np.sqrt(2.0)))
         nn.init.zeros_(layer.bias)
-        layers += [layer, nn.Tanh()]
+        layers += [layer, Tanh()]
         width = h
     last = nn.Linear(width, n_out)
     nn.init.orthogonal_(last.weight, gain=out_gain)
@@ -55,7 +90,7 @@ class Actor(nn.Module):
 
     def distribution(self, x: torch.Tensor) -> torch.distributions.Normal:
         return torch.distributions.Normal(
-            self.mean(x), self.log_std.exp().expand(*x.shape[:-1], -1)
+            self.mean(x), self.log_std.exp().expand(*x.shape[:-1], -1), validate_args=False
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -90,7 +125,7 @@ class JointNoise(nn.Module):
     def distribution(self, mean: torch.Tensor) -> torch.distributions.MultivariateNormal:
         """The joint Gaussian around per-agent means [..., n, act_dim] (its samples: [..., D])."""
         return torch.distributions.MultivariateNormal(
-            mean.flatten(-2), scale_tril=self.scale_tril()
+            mean.flatten(-2), scale_tril=self.scale_tril(), validate_args=False
         )
 
     def marginal_log_std(self) -> torch.Tensor:
@@ -109,6 +144,19 @@ class Critic(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
+
+    def forward_shared(self, shared: torch.Tensor, n_agents: int) -> torch.Tensor:
+        """Values [..., n_agents, n_out] of every agent of a group on one shared input
+        [..., d] (the global state): ``forward(with_agent_ids(shared, n_agents))`` with
+        ``shared`` repeated per agent, equal up to float rounding, without building the repeated
+        rows: the first layer applies once to ``shared`` and adds each agent's id column."""
+        first, d = self.net[0], shared.shape[-1]
+        h = F.linear(shared, first.weight[:, :d], first.bias).unsqueeze(-2)
+        if n_agents > 1:  # one-hot id i adds column d + i of the first layer's weight
+            h = h + first.weight[:, d:].T
+        for layer in self.net[1:]:
+            h = layer(h)
+        return h
 
 
 class ValueNorm(nn.Module):

@@ -39,6 +39,10 @@ class CriticFit:
         targets: its targets (normalised units), one per row [R, ..., n_out].
         optim: its optimiser (the reward and the cost critic of a group share one).
         max_grad_norm: gradient-norm clip of ``net`` (``None``: no clip).
+        shared_agents: ``n`` when each row's inputs are one input shared by the ``n`` agents of
+            the row (the global state [R, d], targets [R, n, n_out]): ``net`` is a
+            :class:`~powerzoo.rl.mappo.networks.Critic` and predicts through
+            ``forward_shared``; ``None``: ``net(inputs)``.
     """
 
     stat: str
@@ -47,10 +51,17 @@ class CriticFit:
     targets: torch.Tensor
     optim: torch.optim.Optimizer
     max_grad_norm: float | None
+    shared_agents: int | None = None
 
     def loss(self, idx: torch.Tensor) -> torch.Tensor:
         """The half mean squared error on rows ``idx``."""
-        return 0.5 * (self.net(self.inputs[idx]) - self.targets[idx]).pow(2).mean()
+        x = self.inputs[idx]
+        pred = (
+            self.net(x)
+            if self.shared_agents is None
+            else self.net.forward_shared(x, self.shared_agents)
+        )
+        return 0.5 * (pred - self.targets[idx]).pow(2).mean()
 
 
 @dataclasses.dataclass

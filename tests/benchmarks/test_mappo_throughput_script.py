@@ -1,0 +1,65 @@
+"""benchmarks/mappo_throughput.py --time-to-rule: env steps and training seconds until a preset
+reaches the rule's return within the task's budgets."""
+
+import importlib.util
+
+import pytest
+import yaml
+from helpers import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "benchmarks" / "mappo_throughput.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("mappo_throughput", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def tiny_config(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    run = {
+        "task": "marl_opf",
+        "algorithm": "MAPPO",
+        "total_timesteps": 10_000,
+        "n_envs": 4,
+        "algorithm_kwargs": {"n_steps": 8, "n_epochs": 1, "hidden_sizes": [8]},
+    }
+    path.write_text(yaml.safe_dump(run))
+    return path
+
+
+def test_a_short_run_does_not_reach_the_rule_and_says_what_it_reached(script, tiny_config, capsys):
+    out = script.measure_time_to_rule("marl_opf", tiny_config, 64, 32, 2)
+    assert out["days"] == 2 and out["budgets"] == {"thermal_overload": 1.0, "power_imbalance": 1.0}
+    assert not out["reached"] and out["env_steps"] == 64 and out["train_seconds"] > 0
+    assert out["past_rule_env_steps"] is None  # 64 env steps of training stay far from the rule
+    assert set(out["best_return_costs"]) == set(out["budgets"])
+    script._print_time_to_rule(out)
+    assert "not reached within 64 env steps" in capsys.readouterr().out
+
+
+def test_the_first_evaluation_past_the_rule_is_reported(script, tiny_config, monkeypatch, capsys):
+    from powerzoo.benchmarks import baselines
+
+    real = baselines.baseline_row
+
+    def low_rule(task, policy, split="test"):
+        row = dict(real(task, policy, split))
+        row["returns"] = [-1e12] * len(row["returns"])  # any policy passes this "rule"
+        return row
+
+    monkeypatch.setattr(baselines, "baseline_row", low_rule)
+    out = script.measure_time_to_rule("marl_opf", tiny_config, 64, 32, 2)
+    assert out["rule_return"] == -1e12 and out["past_rule_env_steps"] == 32
+    assert out["past_rule_seconds"] > 0
+    within = all(out["past_rule_costs"][k] <= v for k, v in out["budgets"].items())
+    assert out["reached"] == within  # reached = past the rule with every cost within its budget
+    if out["reached"]:
+        assert out["env_steps"] == 32 and out["train_seconds"] == out["past_rule_seconds"]
+    script._print_time_to_rule(out)
+    printed = capsys.readouterr().out
+    assert ("32 env steps" in printed) and ("time to the rule's return" in printed)
