@@ -101,10 +101,19 @@ def measure_mappo(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict
     """End-to-end MAPPO training: env steps/s and the final training-episode return."""
     import torch
 
-    from powerzoo.rl import Trainer
-
     algorithm, config = _native(task)
     kwargs = _kwargs(REPO / "configs" / config)
+    torch.set_num_threads(1)
+    return _timed_train(task, algorithm, kwargs, n_envs, timesteps, seed)
+
+
+def _timed_train(
+    task: str, algorithm: str, kwargs: dict[str, Any], n_envs: int, timesteps: int, seed: int
+) -> dict[str, float]:
+    """Env steps, seconds and env-steps/s of ``Trainer(task, algorithm).train()`` with no
+    evaluation, checkpoints, TensorBoard or progress bar (the trainer's build is not timed)."""
+    from powerzoo.rl import Trainer
+
     trainer = Trainer(
         task,
         algorithm=algorithm,
@@ -117,15 +126,10 @@ def measure_mappo(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict
         algorithm_kwargs=kwargs,
         logging={"tensorboard": False, "progress_bar": False},
     )
-    torch.set_num_threads(1)
     started = time.perf_counter()
-    result = trainer.train()
+    steps = trainer.train().num_timesteps
     seconds = time.perf_counter() - started
-    return {
-        "env_steps": result.num_timesteps,
-        "seconds": seconds,
-        "steps_per_s": result.num_timesteps / seconds,
-    }
+    return {"env_steps": steps, "seconds": seconds, "steps_per_s": steps / seconds}
 
 
 def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
@@ -140,24 +144,7 @@ def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) ->
     n_agents = len(task_spec(task).agents)
     kwargs = _kwargs(REPO / "configs" / f"{task}.yaml")
     if n_agents == 1:  # single-agent task: SB3 PPO through the Trainer
-        from powerzoo.rl import Trainer
-
-        trainer = Trainer(
-            task,
-            algorithm="PPO",
-            total_timesteps=timesteps,
-            n_envs=n_envs,
-            seed=seed,
-            evaluation=None,
-            checkpoint=None,
-            output_dir=tempfile.mkdtemp(),
-            algorithm_kwargs=kwargs,
-            logging={"tensorboard": False, "progress_bar": False},
-        )
-        started = time.perf_counter()
-        steps = trainer.train().num_timesteps
-        seconds = time.perf_counter() - started
-        return {"env_steps": steps, "seconds": seconds, "steps_per_s": steps / seconds}
+        return _timed_train(task, "PPO", kwargs, n_envs, timesteps, seed)
     started = time.perf_counter()
     train_shared_policy(
         task,
