@@ -241,7 +241,9 @@ def _run_ray_locked(
                 ),
             )
         for result in tuner.fit():
-            trial_id = result.config["trial_id"]
+            # a restored experiment reports trials that never started with no config: their
+            # folder is named after the trial
+            trial_id = (result.config or {}).get("trial_id") or Path(result.path).name
             record_json = (result.metrics or {}).get("record_json")
             if result.error is not None or record_json is None:
                 failed[trial_id] = (
