@@ -47,7 +47,12 @@ import numpy as np
 from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase, load_case
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
-from powerzoo.physics.dc_power_flow import generation_shift_matrix, ptdf_matrix
+from powerzoo.physics.dc_power_flow import (
+    bus_injection_mw,
+    dc_power_flow,
+    generation_shift_matrix,
+    ptdf_matrix,
+)
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
@@ -63,6 +68,9 @@ from powerzoo.tasks.transmission import (
 __all__ = ["MarlOpf", "Opf118", "Opf118Week", "DispatchParams", "DispatchState"]
 
 FORECAST_STEPS = 4
+# cases up to this many buses keep dense shift factors on the step path (one small GEMM per step);
+# larger ones solve the sparse DC power flow
+DENSE_FLOW_MAX_BUSES = 1000
 _FORECAST_FIELDS = tuple(f"system_load_t{k}_mw" for k in range(1, FORECAST_STEPS + 1))
 
 
@@ -221,7 +229,7 @@ class EconomicDispatch(Task):
         self.params = params = self.make_params(**task_kwargs)
         super().__init__(self.make_spec(**task_kwargs), split)
         load_scale = params.load_scale
-        self.case = congestion_ready_case(self.case_name)
+        self.case = self.network()
         self.marginal_cost = marginal_cost_per_mwh(self.case)
         demand = self.profiles.series["demand_pu"]
         self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]  # wrap by modulo
@@ -245,16 +253,26 @@ class EconomicDispatch(Task):
             self._rating - 1e-6
         )  # |flow| from which a branch counts as congested
         # the DC power flow in two parts, flow = p @ gsf - demand * load_flow (bus loads are one
-        # demand series times fixed shares, so their flow is one vector per unit of demand)
-        self._gsf = generation_shift_matrix(self.case)  # [n_gen, n_branch]
-        self._load_flow = (
-            ptdf_matrix(self.case) @ self._bus_load_scale
-        )  # [n_branch] MW per unit demand
+        # demand series times fixed shares, so their flow is one vector per unit of demand);
+        # above DENSE_FLOW_MAX_BUSES buses the sparse solve of dc_power_flow instead
+        self._gsf: np.ndarray | None = None
+        self._load_flow: np.ndarray | None = None
+        if self.case.n_bus <= DENSE_FLOW_MAX_BUSES:
+            self._gsf = generation_shift_matrix(self.case)  # [n_gen, n_branch]
+            self._load_flow = ptdf_matrix(self.case) @ self._bus_load_scale  # MW per unit demand
         self._scratch = Scratch()  # the step's [B, n_branch] temporaries, reused
         self._next_two = np.arange(2)
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
-        self.build_obs_slots(_ObsSlots.of)
+        self._build_observation()
         self._system_load_slot = self.spec.observation.slot("system_load_mw")
+
+    def network(self) -> NetworkCase:
+        """The task's case, with its line ratings (:func:`congestion_ready_case`)."""
+        return congestion_ready_case(self.case_name)
+
+    def _build_observation(self) -> None:
+        """Work out where each field block of every observation mode sits."""
+        self.build_obs_slots(_ObsSlots.of)
 
     @classmethod
     def spec_for(cls, params: DispatchParams) -> TaskSpec:
@@ -386,12 +404,17 @@ class EconomicDispatch(Task):
             total_load[rows] = np.multiply(
                 d, self._bus_load_scale, out=work("load", (m, n_bus))[:k]
             ).sum(axis=1)
-            flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
-            np.subtract(
-                flow,
-                np.multiply(d, self._load_flow, out=work("load_flow", (m, n_branch))[:k]),
-                out=flow,
-            )
+            if self._gsf is None:  # large case: one sparse solve for the block's injections
+                injection = bus_injection_mw(self.case, action[rows], d * self._bus_load_scale)
+                flow = work("flow", (m, n_branch))[:k]
+                flow[...] = dc_power_flow(self.case, injection)
+            else:
+                flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
+                np.subtract(
+                    flow,
+                    np.multiply(d, self._load_flow, out=work("load_flow", (m, n_branch))[:k]),
+                    out=flow,
+                )
             overload_mw[rows] = line_overload_mw(
                 self.case, flow, out=work("overload", (m, n_branch))[:k]
             ).sum(axis=1)

@@ -1,0 +1,106 @@
+"""The ``opf`` task: economic dispatch of any case by area or unit agents."""
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test
+
+import powerzoo.tasks.economic_dispatch as economic_dispatch
+from powerzoo.rl import make_env
+from powerzoo.tasks.economic_dispatch import Opf118
+from powerzoo.tasks.opf import Opf
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"agents": "unit"}, {"case": "case5", "n_areas": 2}])
+def test_parallel_api_test_passes(kwargs: dict) -> None:
+    parallel_api_test(make_env("opf", **kwargs), num_cycles=60)
+
+
+def test_area_agents_dispatch_every_unit_once() -> None:
+    task = Opf(split="test", n_areas=6)
+    assert task.spec.agents == tuple(f"area_{a}" for a in range(6))
+    units = np.concatenate(task.groups.units)
+    assert np.array_equal(np.sort(units), np.arange(task.case.n_gen))  # case118: all dispatchable
+    rng = np.random.default_rng(0)
+    gen_p = rng.uniform(task.case.gen_pmin_mw, task.case.gen_pmax_mw, size=(3, task.case.n_gen))
+    joint = task.joint_action(gen_p)
+    assert joint.shape == (3, task.spec.action.dim)
+    assert np.array_equal(task.unit_dispatch(joint), gen_p)
+    names = task.spec.agent_action_names("area_0")
+    assert len(names) == task.n_slots and names[0].startswith("area_0.gen_")
+
+
+def test_unused_entries_are_ignored_and_reported_as_zero() -> None:
+    task = Opf(split="test", n_areas=8)
+    assert task._unused.size > 0  # case118's eight areas differ in size
+    state = task.reset(np.random.default_rng(0), np.array([0, 0]))
+    plan = task.joint_action(np.tile(task.case.gen_pmin_mw, (2, 1)))
+    noisy = plan.copy()
+    noisy[1, task._unused] = 1.0
+    _, out = task.step(state, plan, np.random.default_rng(0))
+    _, out_noisy = task.step(state, noisy, np.random.default_rng(0))
+    assert np.array_equal(out.reward, out_noisy.reward)
+    assert np.all(out_noisy.action_applied[:, task._unused] == 0.0)
+
+
+def test_unit_agents_on_case118_score_as_opf_118() -> None:
+    """One agent per unit on case118 is opf_118's model: the same dispatch, the same reward."""
+    opf, preset = Opf(split="test", agents="unit"), Opf118(split="test")
+    rng = np.random.default_rng(1)
+    day = np.array([0, 3, 7])
+    s_opf, s_preset = opf.reset(rng, day), preset.reset(rng, day)
+    for _ in range(5):
+        gen_p = rng.uniform(preset.case.gen_pmin_mw, preset.case.gen_pmax_mw, size=(3, 54))
+        s_opf, out = opf.step(s_opf, opf.joint_action(gen_p), rng)
+        s_preset, ref = preset.step(s_preset, gen_p, rng)
+        np.testing.assert_array_equal(out.reward, ref.reward)
+        np.testing.assert_array_equal(out.constraint_costs, ref.constraint_costs)
+
+
+def test_sparse_flow_path_matches_the_dense_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    dense = Opf(split="test")
+    monkeypatch.setattr(economic_dispatch, "DENSE_FLOW_MAX_BUSES", 0)
+    sparse = Opf(split="test")
+    assert dense._gsf is not None and sparse._gsf is None
+    rng = np.random.default_rng(2)
+    action = rng.uniform(
+        dense.spec.action.low, dense.spec.action.high, size=(4, dense.spec.action.dim)
+    )
+    day = np.arange(4)
+    _, a = dense.step(dense.reset(rng, day), action, rng)
+    _, b = sparse.step(sparse.reset(rng, day), action, rng)
+    np.testing.assert_allclose(a.reward, b.reward, rtol=1e-9)
+    np.testing.assert_allclose(a.constraint_costs, b.constraint_costs, rtol=1e-9, atol=1e-9)
+
+
+def test_observation_fields() -> None:
+    task = Opf(split="test", n_areas=4)
+    state = task.reset(np.random.default_rng(0), np.array([0]))
+    obs = task.observe(state)
+    spec = task.spec.observation
+    assert obs.shape == (1, 4, spec.dim)
+    area_load = obs[0, :, spec.names.index("area_load_mw")]
+    system_load = obs[0, 0, spec.names.index("system_load_mw")]
+    assert area_load.sum() == pytest.approx(system_load, rel=1e-5)
+    pmax = obs[0, :, spec.names.index("area_pmax_mw")]
+    assert pmax.sum() == pytest.approx(task.case.gen_pmax_mw.sum(), rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"agents": "zone"}, "agents must be one of"), ({"n_areas": 0}, "n_areas must be >= 1")],
+)
+def test_bad_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_env("opf", **kwargs)
+
+
+def test_baselines_keep_the_order_on_test_days() -> None:
+    """Oracle >= rule >= random on a few test days (case5, two areas)."""
+    from powerzoo.benchmarks.baselines import evaluate_baseline
+
+    task = {"task": "opf", "task_kwargs": {"case": "case5", "n_areas": 2}}
+    returns = {
+        policy: evaluate_baseline(task, policy, day_ids=[0, 1, 2])["mean"]
+        for policy in ("random", "rule_based", "oracle")
+    }
+    assert returns["oracle"] >= returns["rule_based"] - 1e-6 >= returns["random"]
