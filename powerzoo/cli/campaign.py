@@ -22,7 +22,7 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
             raise ValueError("--address is for --backend ray")
         from powerzoo.rl.campaigns import run_local
 
-        outcome = run_local(campaign, out, progress=args.progress)
+        outcome = run_local(campaign, out, progress=args.progress, update=args.update)
     else:
         try:
             from powerzoo.integrations.tune import require_tune, run_ray
@@ -31,7 +31,9 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
         except ImportError as err:
             print(f"powerzoo: error: {err}", file=sys.stderr)
             return 2
-        outcome = run_ray(campaign, out, address=args.address, progress=args.progress)
+        outcome = run_ray(
+            campaign, out, address=args.address, progress=args.progress, update=args.update
+        )
     result = outcome.result
     print_tables(
         result,
@@ -121,6 +123,15 @@ def add_parser(sub: Any) -> None:
         default=None,
         metavar="DIR",
         help="output folder (default: results/campaign-<name>)",
+    )
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help=(
+            "the campaign file changed since --out was started (a task or algorithm added, a "
+            "preset edited): keep the finished trials whose config is unchanged, move the others' "
+            "records to DIR/superseded/ and run the changed and new trials"
+        ),
     )
     add_progress_argument(p, "progress bar / Tune status")
     p.set_defaults(func=_cmd_campaign)

@@ -176,6 +176,7 @@ def run_ray(
     out_dir: str | Path = "results/campaign",
     address: str | None = None,
     progress: bool | None = None,
+    update: bool = False,
 ) -> CampaignOutcome:
     """Run a campaign's trials as Ray Tune trials, then gather them into the tables of the local
     backend.
@@ -187,6 +188,9 @@ def run_ray(
             ``"ray://HOST:10001"``); ``None`` starts a local Ray on this machine. Ignored (with the
             cluster already joined) when Ray is initialised by the caller.
         progress: Tune's status table and the baselines' progress bar (``None``: on a terminal).
+        update: take over a folder started by an earlier version of the campaign file (changed
+            and new trials run, unchanged ones are kept; see
+            :func:`~powerzoo.rl.campaigns.local.check_out_dir`).
 
     Restores the Tune experiment found in ``out_dir`` (a killed driver); ``ValueError`` if
     ``out_dir`` holds another campaign. The driver holds ``out_dir``'s lock
@@ -196,7 +200,7 @@ def run_ray(
     ray, tune = require_tune()
     campaign = as_campaign(campaign)
     with lock_out_dir(out_dir) as out:
-        return _run_ray_locked(ray, tune, campaign, out, address, progress)
+        return _run_ray_locked(ray, tune, campaign, out, address, progress, update)
 
 
 def _run_ray_locked(
@@ -206,8 +210,9 @@ def _run_ray_locked(
     out_dir: Path,
     address: str | None,
     progress: bool | None,
+    update: bool = False,
 ) -> CampaignOutcome:
-    out = check_out_dir(campaign, out_dir)
+    out = check_out_dir(campaign, out_dir, update=update)
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=bool(progress))

@@ -22,7 +22,7 @@ import yaml
 from helpers import run_python
 
 from powerzoo.rl.campaigns import CampaignError, load_campaign, parse_campaign, run_local
-from powerzoo.rl.campaigns.trial import TRIAL_FILE
+from powerzoo.rl.campaigns.trial import TRIAL_FILE, read_record
 
 # 2 settings x 2 seeds of PPO on battery_arbitrage: 4 trials of 1,024 env steps, 3 test days each.
 TINY = {
@@ -270,6 +270,31 @@ def test_a_changed_setting_under_the_same_out_folder_is_refused(local_run, tmp_p
     data["algorithms"]["PPO"]["settings"]["slow"]["algorithm_kwargs"]["learning_rate"] = 2e-5
     with pytest.raises(ValueError, match="holds another campaign"):
         run_local(parse_campaign(data), out, progress=False)
+
+
+@pytest.mark.slow
+def test_update_reruns_only_the_changed_setting_and_keeps_the_rest(
+    local_run, tmp_path, monkeypatch
+):
+    from powerzoo.rl.campaigns import local
+
+    out, _ = local_run
+    copy_dir = tmp_path / "out"
+    shutil.copytree(out, copy_dir)
+    data = copy.deepcopy(TINY)
+    data["algorithms"]["PPO"]["settings"]["slow"]["algorithm_kwargs"]["learning_rate"] = 2e-5
+    campaign = parse_campaign(data)
+    changed = sorted(t.trial_id for t in campaign.trials if "slow" in t.trial_id)
+    ran: list[str] = []
+    real = local.run_trial
+    monkeypatch.setattr(local, "run_trial", lambda c, t, o: ran.append(t.trial_id) or real(c, t, o))
+    run_local(campaign, copy_dir, progress=False, update=True)
+    assert sorted(ran) == changed and changed
+    superseded = sorted(p.name for p in (copy_dir / local.SUPERSEDED_DIR).iterdir())
+    assert [name.rsplit("-", 1)[0] for name in superseded] == changed
+    for trial in campaign.trials:  # every trial now holds a record of the current config
+        assert read_record(copy_dir, trial) is not None
+    run_local(campaign, copy_dir, progress=False)  # and the folder is this campaign's again
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,11 +40,13 @@ __all__ = [
     "LOCK_FILE",
     "OutFolderBusyError",
     "check_out_dir",
+    "supersede_changed_trials",
     "lock_out_dir",
     "as_campaign",
 ]
 
 CAMPAIGN_FILE = "campaign.json"
+SUPERSEDED_DIR = "superseded"  # records of trials an updated campaign file changed or dropped
 LOCK_FILE = ".campaign.lock"
 
 
@@ -88,12 +91,16 @@ def as_campaign(campaign: CampaignSpec | str | Path) -> CampaignSpec:
     return campaign if isinstance(campaign, CampaignSpec) else load_campaign(campaign)
 
 
-def check_out_dir(campaign: CampaignSpec, out_dir: str | Path) -> Path:
+def check_out_dir(campaign: CampaignSpec, out_dir: str | Path, update: bool = False) -> Path:
     """Create ``out_dir`` and its ``campaign.json``; ``ValueError`` if it holds another campaign.
 
     Another campaign means another evaluation protocol or other trial configs; a folder of the
-    same campaign is resumed. A damaged ``campaign.json`` is a
-    :class:`~powerzoo.fileio.CorruptFileError`. Call it inside :func:`lock_out_dir`.
+    same campaign is resumed. With ``update=True`` a campaign file edited since the folder was
+    started (a task or an algorithm added, a preset changed) takes the folder over instead:
+    :func:`supersede_changed_trials` moves the records of trials it no longer holds, or holds with
+    another config, to ``superseded/``, and the unchanged ones are kept. A damaged
+    ``campaign.json`` is a :class:`~powerzoo.fileio.CorruptFileError`. Call it inside
+    :func:`lock_out_dir`.
     """
     out = Path(out_dir).resolve()
     path = out / CAMPAIGN_FILE
@@ -103,14 +110,55 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path) -> Path:
         )
         held = read_json_object(path, remedy).get("fingerprint")
         if held != campaign.fingerprint():
-            raise ValueError(
-                f"{out} holds another campaign (fingerprint {held}, "
-                f"this one {campaign.fingerprint()}); "
-                "choose another --out folder"
-            )
+            if not update:
+                raise ValueError(
+                    f"{out} holds another campaign (fingerprint {held}, "
+                    f"this one {campaign.fingerprint()}); "
+                    "choose another --out folder, or pass --update to keep the unchanged trials "
+                    "and run the changed and new ones"
+                )
+            supersede_changed_trials(campaign, out)
     out.mkdir(parents=True, exist_ok=True)
     write_json(path, campaign.to_dict())
     return out
+
+
+def supersede_changed_trials(campaign: CampaignSpec, out_dir: str | Path) -> list[Path]:
+    """Move the finished trials of ``out_dir`` that ``campaign`` no longer holds, or holds with
+    another config, to ``<out_dir>/superseded/<trial id>-<old config hash>/``, and a Ray Tune
+    experiment (``ray/``, whose trial grid is the old one) to ``superseded/ray-<n>``.
+
+    Returns the new paths. Unfinished trial folders of such trials are removed (they restart
+    from scratch anyway).
+    """
+    out = Path(out_dir)
+    wanted = {t.trial_id: t.config_hash for t in campaign.trials}
+    moved: list[Path] = []
+    aside = out / SUPERSEDED_DIR
+    trials = out / "trials"
+    for folder in sorted(trials.iterdir()) if trials.is_dir() else []:
+        record_path = folder / "trial.json"
+        held = None
+        if record_path.is_file():
+            held = read_json_object(record_path, f"delete {folder}").get("config_hash")
+            if wanted.get(folder.name) == held:
+                continue
+        elif folder.name in wanted:
+            continue  # unfinished trial of this campaign: it reruns from scratch
+        aside.mkdir(parents=True, exist_ok=True)
+        target = aside / f"{folder.name}-{held or 'unfinished'}"
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.move(str(folder), str(target))
+        moved.append(target)
+    ray_dir = out / "ray"
+    if ray_dir.is_dir():
+        aside.mkdir(parents=True, exist_ok=True)
+        n = len(list(aside.glob("ray-*")))
+        target = aside / f"ray-{n}"
+        shutil.move(str(ray_dir), str(target))
+        moved.append(target)
+    return moved
 
 
 def run_local(
@@ -119,6 +167,7 @@ def run_local(
     progress: bool | None = None,
     *,
     gather_results: bool = True,
+    update: bool = False,
 ) -> CampaignOutcome | dict[str, Any]:
     """Run every unfinished trial in turn, then gather
     (:func:`~powerzoo.rl.campaigns.gather.gather`).
@@ -126,7 +175,8 @@ def run_local(
     Returns the :class:`~powerzoo.rl.campaigns.gather.CampaignOutcome`, or with
     ``gather_results=False`` the records by trial id. ``rllib_ppo`` trials need the Ray backend
     (``ValueError`` before anything runs). Holds ``out_dir``'s lock (:func:`lock_out_dir`) until
-    it returns: :class:`OutFolderBusyError` if another campaign runs into it.
+    it returns: :class:`OutFolderBusyError` if another campaign runs into it. ``update``: take
+    over a folder started by an earlier version of the campaign file (:func:`check_out_dir`).
     """
     campaign = as_campaign(campaign)
     rllib = [t.trial_id for t in campaign.trials if t.is_rllib]
@@ -137,13 +187,17 @@ def run_local(
             "Ray backend: use --backend ray"
         )
     with lock_out_dir(out_dir) as out:
-        return _run_locked(campaign, out, progress, gather_results)
+        return _run_locked(campaign, out, progress, gather_results, update)
 
 
 def _run_locked(
-    campaign: CampaignSpec, out_dir: Path, progress: bool | None, gather_results: bool
+    campaign: CampaignSpec,
+    out_dir: Path,
+    progress: bool | None,
+    gather_results: bool,
+    update: bool = False,
 ) -> CampaignOutcome | dict[str, Any]:
-    out = check_out_dir(campaign, out_dir)
+    out = check_out_dir(campaign, out_dir, update=update)
     records: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
     todo = []
