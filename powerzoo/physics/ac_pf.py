@@ -31,14 +31,16 @@ outside the units' summed limits.  Units: MW, Mvar, MVA, p.u., degrees.
 
 from __future__ import annotations
 
+import functools
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from powerzoo.physics.ac_network import PQ, REF, ACNetwork, ac_network
+from powerzoo.physics.ac_network import PQ, PV, REF, ACNetwork, ac_network
+from powerzoo.physics.batched_lu import BatchedLU
 
 __all__ = ["ACPFResult", "ac_power_flow"]
 
@@ -51,7 +53,10 @@ class ACPFResult:
 
     Bus arrays follow the network's public bus order, branch arrays its branch order; buses
     and branches out of service hold NaN.  Rows with ``converged == False`` hold the last finite
-    iterate, not a solution.  Arrays may be transposed (Fortran-ordered) views.
+    iterate, not a solution.  The branch quantities are computed on first access.  Arrays may
+    be transposed (Fortran-ordered) views.  ``p_mw`` / ``q_mvar`` are the injections into the
+    network model, whose shunts are part of it (pandapower's ``res_bus`` counts the shunts'
+    consumption at the bus instead).
     """
 
     vm_pu: np.ndarray  # voltage magnitude [p.u.]
@@ -62,25 +67,80 @@ class ACPFResult:
     q_mvar: np.ndarray  # net reactive injection, computed (PV / slack: with the units') [Mvar]
     gen_q_mvar: np.ndarray  # voltage-controlling units' reactive output, PV/slack buses [Mvar]
     q_limit_violated: np.ndarray  # bool, gen_q_mvar outside the units' summed limits
-    p_from_mw: np.ndarray  # [B, n_branch] branch flow into the branch at its from-end [MW]
-    q_from_mvar: np.ndarray
-    p_to_mw: np.ndarray  # at the to-end [MW]
-    q_to_mvar: np.ndarray
-    loading_percent: np.ndarray  # 100 * max(|S_from|, |S_to|) / rate_mva (0 when unrated)
+    network: ACNetwork = field(repr=False)
+    voltage: np.ndarray = field(repr=False)  # [n_internal, B] complex, solver bus order
+    single: bool = field(default=False, repr=False)
+
+    @functools.cached_property
+    def _branch(self) -> tuple[np.ndarray, np.ndarray]:
+        net, s, v = self.network, _solver(self.network), self.voltage
+        s_from = v[s.branch_from] * np.conj(s.yf @ v) * net.base_mva
+        s_to = v[s.branch_to] * np.conj(s.yt @ v) * net.base_mva
+        br = np.flatnonzero(net.branch_internal >= 0)
+        out = np.full((2, net.n_branch, v.shape[1]), np.nan + 0j)
+        out[0, br] = s_from[net.branch_internal[br]]
+        out[1, br] = s_to[net.branch_internal[br]]
+        out = np.moveaxis(out, 2, 1)  # [2, B, n_branch]
+        return (out[0, 0], out[1, 0]) if self.single else (out[0], out[1])
+
+    @property
+    def p_from_mw(self) -> np.ndarray:
+        """Active power into each branch at its from-end ``[B, n_branch]`` [MW]."""
+        return self._branch[0].real
+
+    @property
+    def q_from_mvar(self) -> np.ndarray:
+        """Reactive power into each branch at its from-end [Mvar]."""
+        return self._branch[0].imag
+
+    @property
+    def p_to_mw(self) -> np.ndarray:
+        """Active power into each branch at its to-end [MW]."""
+        return self._branch[1].real
+
+    @property
+    def q_to_mvar(self) -> np.ndarray:
+        """Reactive power into each branch at its to-end [Mvar]."""
+        return self._branch[1].imag
+
+    @property
+    def loading_percent(self) -> np.ndarray:
+        """``100 max(|S_from|, |S_to|) / rate_mva`` (0 for unrated branches) [%]."""
+        mva = np.maximum(np.abs(self._branch[0]), np.abs(self._branch[1]))
+        return 100.0 * mva / self.network.rate_mva
+
+
+_BUS_FIELDS = (
+    "vm_pu",
+    "va_deg",
+    "converged",
+    "iterations",
+    "p_mw",
+    "q_mvar",
+    "gen_q_mvar",
+    "q_limit_violated",
+)
 
 
 @dataclass(frozen=True, eq=False)
 class _Solver:
-    """Per-network matrices of the solve (built once per ACNetwork object)."""
+    """Per-network matrices of the solve (built once per ACNetwork object).
 
+    Buses are renumbered PQ first, then PV, then slack (``position[i]``: the solver index of
+    internal bus ``i``), so the unknowns are the slices ``[:n_pvpq]`` (angles) and ``[:n_pq]``
+    (magnitudes) and the mismatch needs no gathers.
+    """
+
+    position: np.ndarray
     ybus: sp.csr_matrix
     yf: sp.csr_matrix
     yt: sp.csr_matrix
-    pvpq: np.ndarray
-    pq: np.ndarray
-    ref: np.ndarray
-    ctrl: np.ndarray  # internal PV + slack buses
-    chord_lu: object  # splu of the base-case Jacobian
+    branch_from: np.ndarray  # solver index of each internal branch's ends
+    branch_to: np.ndarray
+    v_base: np.ndarray
+    n_pq: int
+    n_pvpq: int
+    chord_lu: BatchedLU  # LU of the base-case Jacobian
     # exact-Jacobian template: J[j_row, j_col] = kind[src](ybus nonzero e), in CSC order
     j_kind: np.ndarray
     j_src: np.ndarray
@@ -96,7 +156,13 @@ def _solver(net: ACNetwork) -> _Solver:
     cached = _SOLVERS.get(net)
     if cached is not None:
         return cached
-    n, f, t = net.n_internal, net.branch_from, net.branch_to
+    n = net.n_internal
+    order = np.concatenate([np.flatnonzero(net.bus_type == k) for k in (PQ, PV, REF)])
+    if order.size != n:
+        raise ValueError(f"{net.name}: bus types must be PQ (1), PV (2) or slack (3)")
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    f, t = position[net.branch_from], position[net.branch_to]
     m = f.size
     rows = np.arange(m)
     yf = sp.csr_matrix(
@@ -107,23 +173,21 @@ def _solver(net: ACNetwork) -> _Solver:
     )
     cf = sp.csr_matrix((np.ones(m), (rows, f)), (m, n))
     ct = sp.csr_matrix((np.ones(m), (rows, t)), (m, n))
-    ybus = (cf.T @ yf + ct.T @ yt + sp.diags(net.y_shunt) + sp.eye(n) * 0).tocsr()
+    shunt = sp.diags(net.y_shunt[order] + 0j)
+    # the 1e-300 diagonal only makes every (i, i) a stored entry (the Jacobian template needs it)
+    ybus = (cf.T @ yf + ct.T @ yt + shunt + sp.diags(np.full(n, 1e-300 + 0j))).tocsr()
     ybus.sum_duplicates()
     ybus.sort_indices()
-    pq = np.flatnonzero(net.bus_type == PQ)
-    ref = np.flatnonzero(net.bus_type == REF)
-    pvpq = np.flatnonzero(net.bus_type != REF)
-    ctrl = np.flatnonzero(net.bus_type != PQ)
+    n_pq = int(np.sum(net.bus_type == PQ))
+    n_pvpq = int(np.sum(net.bus_type != REF))
     # template of the Jacobian's sparsity, from the nonzeros of ybus (all diagonals included)
     coo = ybus.tocoo()
     e = np.arange(coo.nnz)
     r, c = coo.row, coo.col
     diag = np.empty(n, dtype=np.int64)
     diag[r[r == c]] = e[r == c]
-    p_row = np.full(n, -1)
-    p_row[pvpq] = np.arange(pvpq.size)
-    q_row = np.full(n, -1)
-    q_row[pq] = pvpq.size + np.arange(pq.size)
+    p_row = np.where(np.arange(n) < n_pvpq, np.arange(n), -1)
+    q_row = np.where(np.arange(n) < n_pq, n_pvpq + np.arange(n), -1)
     kinds, srcs, jr, jc = [], [], [], []
     # kind: 0 Re dS/dVa, 1 Re dS/dVm, 2 Im dS/dVa, 3 Im dS/dVm
     for kind, row_map, col_map in (
@@ -138,28 +202,30 @@ def _solver(net: ACNetwork) -> _Solver:
         jr.append(row_map[r[keep]])
         jc.append(col_map[c[keep]])
     kind_a, src_a, jr_a, jc_a = (np.concatenate(x) for x in (kinds, srcs, jr, jc))
-    order = np.lexsort((jr_a, jc_a))  # CSC: by column, then row
-    n_j = pvpq.size + pq.size
-    indptr = np.zeros(n_j + 1, dtype=np.int64)
+    csc_order = np.lexsort((jr_a, jc_a))  # CSC: by column, then row
+    indptr = np.zeros(n_pvpq + n_pq + 1, dtype=np.int64)
     np.add.at(indptr, jc_a + 1, 1)
     np.cumsum(indptr, out=indptr)
-    solver = _Solver(
+    fields = dict(
+        position=position,
         ybus=ybus,
         yf=yf,
         yt=yt,
-        pvpq=pvpq,
-        pq=pq,
-        ref=ref,
-        ctrl=ctrl,
+        branch_from=f,
+        branch_to=t,
+        v_base=net.v_base[order],
+        n_pq=n_pq,
+        n_pvpq=n_pvpq,
         chord_lu=None,
-        j_kind=kind_a[order],
-        j_src=src_a[order],
-        j_indices=jr_a[order],
+        j_kind=kind_a[csc_order],
+        j_src=src_a[csc_order],
+        j_indices=jr_a[csc_order],
         j_indptr=indptr,
         diag=diag,
     )
-    jac0 = _jacobian(solver, net.v_base[:, None])
-    object.__setattr__(solver, "chord_lu", splu(jac0, permc_spec="COLAMD"))
+    solver = _Solver(**fields)
+    jac0 = _jacobian(solver, solver.v_base[:, None])
+    object.__setattr__(solver, "chord_lu", BatchedLU(jac0))
     _SOLVERS[net] = solver
     return solver
 
@@ -185,64 +251,71 @@ def _jacobian(s: _Solver, v: np.ndarray) -> sp.csc_matrix:
     return sp.csc_matrix((values.T.ravel(), indices, indptr), shape=(k * n_j, k * n_j))
 
 
+def _rotate(v: np.ndarray, angle: np.ndarray) -> None:
+    """``v *= (1 + j a/2) / (1 - j a/2)`` in place: a rotation by ``2 atan(a / 2) = a - a^3/12
+    + ...`` [rad] with exactly unit modulus, no trigonometric function (measured 5x faster than
+    ``cos`` / ``sin``; the iteration's fixed point does not depend on the step's form)."""
+    half = 0.5 * angle
+    sq = half * half
+    scale = 1.0 / (1.0 + sq)
+    rot = np.empty(angle.shape, dtype=complex)
+    np.multiply(np.subtract(1.0, sq, out=sq), scale, out=rot.real)
+    np.multiply(angle, scale, out=rot.imag)
+    v *= rot
+
+
 def _mismatch(s: _Solver, v: np.ndarray, s_spec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Stacked mismatch ``[n_j, k]`` (P at PV+PQ, Q at PQ) [p.u.] and its max-norm ``[k]``."""
-    mis = v * np.conj(s.ybus @ v) - s_spec
-    f = np.concatenate([mis.real[s.pvpq], mis.imag[s.pq]])
+    mis = v * np.conj(s.ybus @ v)
+    mis -= s_spec
+    f = np.concatenate([mis.real[: s.n_pvpq], mis.imag[: s.n_pq]])
     norm = np.abs(f).max(axis=0) if f.shape[0] else np.zeros(f.shape[1])
     return f, np.where(np.isfinite(norm), norm, np.inf)
 
 
-def _step(s: _Solver, va: np.ndarray, vm: np.ndarray, dx: np.ndarray) -> None:
-    n_a = s.pvpq.size
-    va[s.pvpq] -= dx[:n_a]
-    vm[s.pq] -= dx[n_a:]
+def _iterate(s, v, vm, s_spec, tol, max_iter, rows, iters, done, exact) -> None:
+    """Chord (``exact=False``) or Newton-Raphson iterations on the given ``rows`` of the complex
+    voltages ``v`` (magnitudes ``vm``), in place.
 
-
-def _chord(s, va, vm, s_spec, tol, max_iter, iters, done):
-    """Chord iterations on all rows; fills ``iters`` and ``done`` (converged rows)."""
-    active = np.arange(va.shape[1])
-    prev = np.full(active.size, np.inf)
-    for _ in range(max_iter + 1):
-        v = vm[:, active] * np.exp(1j * va[:, active])
-        f, norm = _mismatch(s, v, s_spec[:, active])
-        ok = norm < tol
-        done[active[ok]] = True
-        # keep iterating rows that are not converged and still shrink fast enough
-        go = ~ok & (norm < 0.5 * prev) & (norm < _DIVERGED)
-        if not go.any() or _ == max_iter:
-            return
-        if not go.all():
-            active, f, norm = active[go], f[:, go], norm[go]
-        prev = norm
-        dx = s.chord_lu.solve(np.ascontiguousarray(f))
-        sub_va, sub_vm = va[:, active], vm[:, active]
-        _step(s, sub_va, sub_vm, dx)
-        va[:, active], vm[:, active] = sub_va, sub_vm
-        iters[active] += 1
-
-
-def _newton(s, va, vm, s_spec, tol, max_iter, rows, iters, done):
-    """Newton-Raphson on the ``rows`` given (block-diagonal Jacobian, one splu per step)."""
+    A row stops when converged (``done``), diverged, or (chord only) when its mismatch
+    shrinks by less than half in an iteration; ``iters`` counts the updates of each row.
+    """
     active = rows
-    n_j = s.j_indptr.size - 1
+    everything = rows.size == v.shape[1]
+    prev = np.full(rows.size, np.inf)
+    n_a, n_pq, n_j = s.n_pvpq, s.n_pq, s.j_indptr.size - 1
     for it in range(max_iter + 1):
-        v = vm[:, active] * np.exp(1j * va[:, active])
-        f, norm = _mismatch(s, v, s_spec[:, active])
+        if everything:
+            sub_v, sub_vm, spec = v, vm, s_spec
+        else:
+            sub_v, sub_vm, spec = v[:, active], vm[:, active], s_spec[:, active]
+        f, norm = _mismatch(s, sub_v, spec)
         ok = norm < tol
         done[active[ok]] = True
         go = ~ok & (norm < _DIVERGED)
+        if not exact:
+            go &= norm < 0.5 * prev
         if not go.any() or it == max_iter:
             return
-        active, f, v = active[go], f[:, go], v[:, go]
-        try:
-            dx = splu(_jacobian(s, v), permc_spec="COLAMD").solve(np.ravel(f, order="F"))
-        except RuntimeError:  # singular Jacobian: these rows have no solution nearby
-            return
-        dx = dx.reshape(active.size, n_j).T
-        sub_va, sub_vm = va[:, active], vm[:, active]
-        _step(s, sub_va, sub_vm, dx)
-        va[:, active], vm[:, active] = sub_va, sub_vm
+        if not go.all():
+            everything = False
+            active, f, norm = active[go], f[:, go], norm[go]
+            sub_v, sub_vm = sub_v[:, go], sub_vm[:, go]
+        prev = norm
+        if exact:
+            try:
+                lu = splu(_jacobian(s, sub_v), permc_spec="MMD_AT_PLUS_A")
+            except RuntimeError:  # singular Jacobian: no solution near these rows' iterates
+                return
+            dx = lu.solve(np.ravel(f, order="F")).reshape(active.size, n_j).T
+        else:
+            dx = s.chord_lu.solve(f)
+        _rotate(sub_v[:n_a], np.negative(dx[:n_a]))
+        new_vm = sub_vm[:n_pq] - dx[n_a:]
+        sub_v[:n_pq] *= new_vm / sub_vm[:n_pq]
+        sub_vm[:n_pq] = new_vm
+        if not everything:
+            v[:, active], vm[:, active] = sub_v, sub_vm
         iters[active] += 1
 
 
@@ -300,42 +373,46 @@ def ac_power_flow(
         b = max(b, vm_set.shape[0])
     s = _solver(net)
     pub = np.flatnonzero(net.bus_internal >= 0)
-    idx = net.bus_internal[pub]
-    n_int, base = net.n_internal, net.base_mva
+    idx = s.position[net.bus_internal[pub]]
+    n_int = net.n_internal
 
-    def internal(x: np.ndarray) -> np.ndarray:  # public [B?, n] -> internal [n_int, b]
+    def internal(x: np.ndarray) -> np.ndarray:  # public [B?, n] -> solver order [n_int, b]
         out = np.empty((n_int, b))
         out[idx] = np.broadcast_to(np.atleast_2d(x)[:, pub], (b, pub.size)).T
         return out
 
-    s_spec = (internal(p) + 1j * internal(q)) / base
-    vm = np.repeat(np.abs(net.v_base)[:, None], b, axis=1)
-    vm[s.ctrl] = internal(vm_set)[s.ctrl]
-    va = np.repeat(np.angle(net.v_base)[:, None], b, axis=1)
-    if not np.isfinite(vm[s.ctrl]).all():
+    s_spec = internal(p) + 1j * internal(q)
+    s_spec /= net.base_mva
+    vm = np.repeat(np.abs(s.v_base)[:, None], b, axis=1)
+    vm[s.n_pq :] = internal(vm_set)[s.n_pq :]
+    if not np.isfinite(vm[s.n_pq :]).all():
         raise ValueError("vm_pu must be finite at the PV and slack buses")
-    start_va, start_vm = va.copy(), vm.copy()
+    v = vm * (s.v_base / np.abs(s.v_base))[:, None]
+    start_v, start_vm = v.copy(), vm.copy()
     iters = np.zeros(b, dtype=np.int64)
     done = np.zeros(b, dtype=bool)
-    _chord(s, va, vm, s_spec, tol_pu, chord_max_iter, iters, done)
+    rows = np.arange(b)
+    _iterate(s, v, vm, s_spec, tol_pu, chord_max_iter, rows, iters, done, exact=False)
     left = np.flatnonzero(~done)
     if left.size:
         # restart the unfinished rows from the starting point with the exact Jacobian
-        va[:, left], vm[:, left] = start_va[:, left], start_vm[:, left]
-        _newton(s, va, vm, s_spec, tol_pu, max_iter, left, iters, done)
-    return _result(net, s, va, vm, s_spec, p, q, done, iters, single)
+        v[:, left], vm[:, left] = start_v[:, left], start_vm[:, left]
+        _iterate(s, v, vm, s_spec, tol_pu, max_iter, left, iters, done, exact=True)
+    return _result(net, s, v, q, done, iters, single)
 
 
-def _result(net, s, va, vm, s_spec, p, q, done, iters, single) -> ACPFResult:
-    bad = ~np.isfinite(va).all(axis=0) | ~np.isfinite(vm).all(axis=0)
-    done &= ~bad
-    v = vm * np.exp(1j * va)
-    s_bus = v * np.conj(s.ybus @ v) * net.base_mva  # [n_int, B] MVA
+def _result(net, s, v, q, done, iters, single) -> ACPFResult:
+    done &= np.isfinite(v).all(axis=0)
+    s_bus = v * np.conj(s.ybus @ v)
+    s_bus *= net.base_mva  # [n_int, B] MVA
     pub = np.flatnonzero(net.bus_internal >= 0)
-    idx = net.bus_internal[pub]
+    idx = s.position[net.bus_internal[pub]]
     b = v.shape[1]
+    identity = pub.size == net.n_bus and np.array_equal(idx, np.arange(idx.size))
 
     def public(x: np.ndarray) -> np.ndarray:
+        if identity:
+            return x.T
         out = np.full((net.n_bus, b), np.nan)
         out[pub] = x[idx]
         return out.T
@@ -343,35 +420,24 @@ def _result(net, s, va, vm, s_spec, p, q, done, iters, single) -> ACPFResult:
     q_fixed = np.broadcast_to(np.atleast_2d(q), (b, net.n_bus))
     gen_q = public(s_bus.imag) - q_fixed
     is_ctrl = np.zeros(net.n_bus, dtype=bool)
-    is_ctrl[pub[np.isin(idx, s.ctrl)]] = True
+    is_ctrl[pub[idx >= s.n_pq]] = True
     gen_q[:, ~is_ctrl] = np.nan
     violated = (gen_q > net.q_max_mvar + 1e-6) | (gen_q < net.q_min_mvar - 1e-6)
-    br = np.flatnonzero(net.branch_internal >= 0)
-    bidx = net.branch_internal[br]
-    s_from = v[net.branch_from] * np.conj(s.yf @ v) * net.base_mva
-    s_to = v[net.branch_to] * np.conj(s.yt @ v) * net.base_mva
-
-    def branch(x: np.ndarray) -> np.ndarray:
-        out = np.full((net.n_branch, b), np.nan)
-        out[br] = x[bidx]
-        return out.T
-
-    mva = branch(np.maximum(np.abs(s_from), np.abs(s_to)))
     out = ACPFResult(
-        vm_pu=public(vm),
-        va_deg=public(np.degrees(va)),
+        vm_pu=public(np.abs(v)),
+        va_deg=public(np.degrees(np.angle(v))),
         converged=done,
         iterations=iters,
         p_mw=public(s_bus.real),
         q_mvar=public(s_bus.imag),
         gen_q_mvar=gen_q,
         q_limit_violated=violated,
-        p_from_mw=branch(s_from.real),
-        q_from_mvar=branch(s_from.imag),
-        p_to_mw=branch(s_to.real),
-        q_to_mvar=branch(s_to.imag),
-        loading_percent=100.0 * mva / net.rate_mva,
+        network=net,
+        voltage=v,
+        single=single,
     )
     if not single:
         return out
-    return ACPFResult(**{k: getattr(out, k)[0] for k in out.__dataclass_fields__})
+    return ACPFResult(
+        **{k: getattr(out, k)[0] for k in _BUS_FIELDS}, network=net, voltage=v, single=True
+    )
