@@ -200,3 +200,17 @@ def _network(name):
             warnings.simplefilter("ignore")
             _NETWORKS[name] = network_from_pandapower(_pandapower_net(name), name)
     return _NETWORKS[name]
+
+
+def test_disk_cache_round_trip(tmp_path):
+    from powerzoo.physics.ac_network import _read_cache, _write_cache
+
+    network = _network("case14")
+    _write_cache(tmp_path / "ac-case14.npz", network)
+    back = _read_cache(tmp_path / "ac-case14.npz", "case14")
+    p, q = network.p_mw, network.q_mvar
+    np.testing.assert_array_equal(
+        ac_power_flow(back, p, q).va_deg, ac_power_flow(network, p, q).va_deg
+    )
+    with pytest.raises(ValueError, match="holds network 'case14'"):
+        _read_cache(tmp_path / "ac-case14.npz", "case30")
