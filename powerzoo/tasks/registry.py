@@ -373,7 +373,7 @@ _BUILTIN_TASKS: dict[str, tuple[str, str | None]] = {
     "marl_opf": ("powerzoo.tasks.economic_dispatch:MarlOpf", None),
     "opf_118": ("powerzoo.tasks.economic_dispatch:Opf118", None),
     "opf_118_7d": ("powerzoo.tasks.economic_dispatch:Opf118Week", None),
-    "opf": ("powerzoo.tasks.opf:Opf", None),
+    "opf": ("powerzoo.tasks.economic_dispatch:Opf", None),
     "dso": ("powerzoo.tasks.dso:Dso", "powerzoo/DSO-v0"),
     "marl_der_arbitrage": ("powerzoo.tasks.der_arbitrage:MarlDerArbitrage", None),
     "marl_ders_benchmark": ("powerzoo.tasks.ders_benchmark:MarlDersBenchmark", None),

@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
-import powerzoo.tasks.economic_dispatch as economic_dispatch
+import powerzoo.tasks.economic_dispatch.model as dispatch_model
 from powerzoo.rl import make_env
-from powerzoo.tasks.economic_dispatch import Opf118
-from powerzoo.tasks.opf import Opf
+from powerzoo.tasks.economic_dispatch import Opf, Opf118
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"agents": "unit"}, {"case": "case5", "n_areas": 2}])
@@ -58,7 +57,7 @@ def test_unit_agents_on_case118_score_as_opf_118() -> None:
 
 def test_sparse_flow_path_matches_the_dense_one(monkeypatch: pytest.MonkeyPatch) -> None:
     dense = Opf(split="test")
-    monkeypatch.setattr(economic_dispatch, "DENSE_FLOW_MAX_BUSES", 0)
+    monkeypatch.setattr(dispatch_model, "DENSE_FLOW_MAX_BUSES", 0)
     sparse = Opf(split="test")
     assert dense._gsf is not None and sparse._gsf is None
     rng = np.random.default_rng(2)

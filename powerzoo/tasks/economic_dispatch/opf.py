@@ -40,7 +40,7 @@ from powerzoo.data import calendar
 from powerzoo.physics.areas import ControlAreas, control_areas, dispatchable_units
 from powerzoo.physics.cases import NetworkCase
 from powerzoo.tasks.base import StepOutput
-from powerzoo.tasks.economic_dispatch import (
+from powerzoo.tasks.economic_dispatch.model import (
     DENSE_FLOW_MAX_BUSES,
     DispatchParams,
     DispatchState,
