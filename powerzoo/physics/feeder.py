@@ -4,8 +4,9 @@ A feeder is a tree of buses fed from one slack bus (the feeder head, the substat
 busbar). Every branch is a series impedance ``r + jx`` (no shunt charging, no transformer: both
 published feeders are like that), oriented away from the head: ``branch_from_bus`` is the
 upstream (sending) end, ``branch_to_bus`` the downstream end (a branch between buses of
-different base voltage is a transformer at nominal ratio: in per unit, a series impedance), and each non-slack bus has exactly
-one parent branch (:attr:`RadialFeeder.bus_parent_branch`). Indices are 0-based positions in the
+different base voltage is a transformer at nominal ratio: in per unit, a series impedance),
+and each non-slack bus has exactly one parent branch
+(:attr:`RadialFeeder.bus_parent_branch`). Indices are 0-based positions in the
 case file's order; units are in the field names (``_pu`` on ``base_mva`` and the bus base
 voltage ``bus_base_kv``). Where the data come from is :mod:`powerzoo.physics.feeder_cases`; the
 power flow is :mod:`powerzoo.physics.radial_pf`.

@@ -111,7 +111,9 @@ def _statements(text: str) -> list[str]:
     return out
 
 
-_EXPRESSION = re.compile(r"[0-9eE.+\-*/() ]*|[0-9eE.+\-*/() ]*sqrt\([0-9eE.+\-*/ ]*\)[0-9eE.+\-*/() ]*")
+_EXPRESSION = re.compile(
+    r"[0-9eE.+\-*/() ]*|[0-9eE.+\-*/() ]*sqrt\([0-9eE.+\-*/ ]*\)[0-9eE.+\-*/() ]*"
+)
 
 
 def _value(entry: object) -> float:

@@ -249,7 +249,10 @@ DEFAULT_COST_PER_MWH = 20.0  # linear cost of a unit when no unit of the case ha
 
 def _cost_rows(table) -> dict[tuple[str, int], int]:
     """``(element type, element) -> row`` of a pandapower cost table."""
-    return {(str(et), int(el)): i for i, (et, el) in enumerate(zip(table.et, table.element))}
+    return {
+        (str(et), int(el)): i
+        for i, (et, el) in enumerate(zip(table.et, table.element, strict=True))
+    }
 
 
 def _number(record, column: str, default: float) -> float:
