@@ -63,7 +63,10 @@ UNSUPPORTED_CASES: dict[str, str] = {
     "case16ci": "three feeders, each with its own slack bus",
     "case70da": "two feeders, each with its own slack bus",
     "case6495rte": "six slack buses",
-    "case_RTS_GMLC": "its generator cost table mixes cost models matpowercaseframes cannot read",
+    "case2736sp": "pandapower's conversion drops some of its branches",
+    "case2737sop": "pandapower's conversion drops some of its branches",
+    "case2746wp": "pandapower's conversion drops some of its branches",
+    "case2746wop": "pandapower's conversion finds no reference bus",
 }
 
 

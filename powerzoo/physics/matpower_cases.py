@@ -158,6 +158,7 @@ def read_matpower_file(name: str) -> dict[str, object]:
     mpc = {
         k: (_numeric(v) if k in ("bus", "gen", "branch", "gencost") else v)
         for k, v in frames.to_mpc().items()
+        if k in ("version", "baseMVA", "bus", "gen", "branch", "gencost")  # not names / types
     }
     mpc["baseMVA"] = _value(mpc["baseMVA"])
     bus, branch = mpc["bus"].copy(), mpc["branch"].copy()
