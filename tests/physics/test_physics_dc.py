@@ -38,6 +38,9 @@ from powerzoo.physics.dc_power_flow import (
 from powerzoo.scratch import Scratch
 
 pytest.importorskip("pandapower")
+
+# the cases these tests cover in depth (the whole library: test_case_library.py)
+SMALL_CASES = ("case5", "case14", "case118")
 pytest.importorskip("highspy")
 
 pytestmark = [
@@ -223,7 +226,7 @@ def test_scratch_reuses_arrays_by_name_and_shape():
     assert pickle.loads(pickle.dumps(scratch))("y", (2,)).shape == (2,)
 
 
-@pytest.mark.parametrize("name", CASE_NAMES)
+@pytest.mark.parametrize("name", SMALL_CASES)
 def test_case_disk_cache_round_trip_is_exact(name, tmp_path, monkeypatch):
     monkeypatch.setenv("POWERZOO_CACHE_DIR", str(tmp_path / "pz"))
     path = cases_mod._cache_path(name)
@@ -324,7 +327,7 @@ def test_ptdf_triangle_equal_reactance():
     assert ptdf_matrix(case) is ptdf  # cached
 
 
-@pytest.mark.parametrize("name", CASE_NAMES)
+@pytest.mark.parametrize("name", SMALL_CASES)
 def test_ptdf_kcl_and_slack_column(name):
     case = load_case(name)
     ptdf = ptdf_matrix(case)
@@ -357,7 +360,7 @@ def test_batched_flows_match_per_row():
     np.testing.assert_allclose(inj[3], gen_p[3] @ gen_bus_matrix(case) - case.bus_pd_mw)
 
 
-@pytest.mark.parametrize("name", CASE_NAMES)
+@pytest.mark.parametrize("name", SMALL_CASES)
 def test_dc_power_flow_matches_pandapower_rundcpp(name):
     import pandapower as pp
 

@@ -15,9 +15,12 @@ import numpy as np
 import pytest
 from helpers import cold_and_warm_runs
 
-from powerzoo.physics.cases import FEEDER_CASE_NAMES, load_case
+from powerzoo.physics.cases import load_case
 from powerzoo.physics.feeder import AMPACITY_LADDER_A, RATING_MARGIN, RadialFeeder, orient_branches
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
+
+# the feeders whose rating rule and stress figures the module docstring of feeder.py states
+PUBLISHED_FEEDERS = ("case33bw", "case141")
 
 pp = pytest.importorskip("pandapower")
 
@@ -126,7 +129,7 @@ def test_case141_base_case_matches_published_values():
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("name", FEEDER_CASE_NAMES)
+@pytest.mark.parametrize("name", PUBLISHED_FEEDERS)
 def test_matches_pandapower_newton_raphson_on_random_scenarios(name, method):
     case = load_case(name)
     net, lines = _oracle_net(case)
@@ -182,7 +185,7 @@ def test_lindistflow_is_linear_and_lossless():
 # --------------------------------------------------------------------------- batching
 
 
-@pytest.mark.parametrize("name", FEEDER_CASE_NAMES)
+@pytest.mark.parametrize("name", PUBLISHED_FEEDERS)
 def test_batch_of_identical_rows_equals_single_solve(name):
     case = load_case(name)
     p, q = _scenarios(case, 1, seed=5)
@@ -283,7 +286,7 @@ def test_warm_start_and_head_voltage():
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("name", FEEDER_CASE_NAMES)
+@pytest.mark.parametrize("name", PUBLISHED_FEEDERS)
 def test_overloaded_scenarios_report_non_convergence_without_nan(name, method):
     case = load_case(name)
     scale = np.array([1.0, 4.5, 8.0, 100.0, 1e4])[:, None]
@@ -355,7 +358,7 @@ def test_bad_options_raise():
 # -------------------------------------------------------------------------- feeder data and ratings
 
 
-@pytest.mark.parametrize("name", FEEDER_CASE_NAMES)
+@pytest.mark.parametrize("name", PUBLISHED_FEEDERS)
 def test_line_ratings_follow_the_documented_rule_and_can_bind(name):
     case = load_case(name)
     rated_a = np.round(case.branch_rating_ka * 1e3, 6)
@@ -386,7 +389,7 @@ def test_feeder_is_read_only_cached_and_validated():
     assert case.bus_parent[case.slack_bus] == -1 and np.all(case.bus_parent[1:] >= 0)
     assert np.array_equal(case.bus_parent[case.branch_to_bus], case.branch_from_bus)
     assert case.bus_depth.max() == 17
-    with pytest.raises(ValueError, match="case33bw, case141"):
+    with pytest.raises(ValueError, match="distribution feeders: .*case33bw"):
         load_case("case34bw")
     fields = dict(
         name="toy",
