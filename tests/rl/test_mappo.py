@@ -233,6 +233,23 @@ def test_lagrangian_logs_multipliers_in_the_evaluation_csv(tmp_path):
     assert MAPPOTrainer._rank({"feasible": True, "mean_return": -5.0}) > MAPPOTrainer._rank(
         {"feasible": False, "mean_return": 10.0}
     )
+    assert 0.0 <= row["days_over_budget"] <= 1.0
+    assert row["feasible"] == (row["days_over_budget"] == 0.0)
+
+
+def test_lagrangian_best_policy_counts_days_over_budget_not_the_mean_cost():
+    """A mean cost within budget can hide days over it; the best -L policy is the one with fewer
+    such days (what the budget-aware score counts), then the higher return."""
+    # one of eight days over budget, mean cost within it, higher return
+    hidden = {"feasible": False, "days_over_budget": 0.125, "mean_return": 10.0}
+    every_day = {"feasible": True, "days_over_budget": 0.0, "mean_return": -5.0}
+    worse = {"feasible": False, "days_over_budget": 0.5, "mean_return": 50.0}
+    rank = MAPPOTrainer._rank
+    assert rank(every_day) > rank(hidden) > rank(worse)
+    # rows written before the share was recorded (old checkpoints) keep their order
+    assert rank({"feasible": True, "mean_return": 1.0}) > rank(
+        {"feasible": False, "mean_return": 9}
+    )
 
 
 # ---- Lagrangian on a toy constrained env -------------------------------------------------------

@@ -363,10 +363,9 @@ class MAPPOTrainer(TrainerBase):
                 for n, v in zip(self.cost_names, self.learner.multipliers, strict=True)
             }
         )
-        if self.lagrangian:  # -L: a policy within every budget beats any policy outside them
-            row["feasible"] = all(
-                row[f"cost_{n}"] <= self.spec.cost_thresholds[n] for n in self.cost_names
-            )
+        if self.lagrangian:  # -L: fewer days over a budget first (as the budget-aware score)
+            row["days_over_budget"] = float(summary["over_budget_rate"])  # per-day budgets
+            row["feasible"] = row["days_over_budget"] == 0.0
         best = max((self._rank(r) for r in self.evaluations), default=None)
         row["new_best"] = best is None or self._rank(row) > best
         self.evaluations.append(row)
@@ -396,10 +395,11 @@ class MAPPOTrainer(TrainerBase):
         return row
 
     @staticmethod
-    def _rank(row: dict[str, Any]) -> tuple[bool, float]:
-        """Order of evaluations for the best policy: within the cost budgets first (``-L``), then
-        return."""
-        return bool(row.get("feasible", True)), float(row["mean_return"])
+    def _rank(row: dict[str, Any]) -> tuple[float, float]:
+        """Order of evaluations for the best policy (``-L``): the smaller share of evaluated days
+        over a budget first (a mean cost within budget can hide such days), then return."""
+        over = row.get("days_over_budget", 0.0 if row.get("feasible", True) else 1.0)
+        return -float(over), float(row["mean_return"])
 
     # ---- checkpoints, save, load, resume ---------------------------------------------------------
     def _save_checkpoint(self) -> Path:
