@@ -18,26 +18,42 @@ Solvers.  The QP goes to :class:`powerzoo.physics.qp_solver.SolverChain`: HiGHS
 interior-point method for the loads HiGHS fails on without an infeasibility verdict (see that
 module for why).  Every accepted solution is checked for primal feasibility; if no method
 succeeds, :func:`solve_dc_opf` raises ``RuntimeError`` instead of returning NaN.
+
+Large networks (more than ``DENSE_MAX_BUSES`` buses) are solved with lazy flow constraints, as
+market-clearing engines do: the problem is first solved with the flow rows of no branch, the
+full flows of the solution come from the sparse DC power flow, the branches above their rating
+join the monitored set (their PTDF rows from :func:`~powerzoo.physics.dc_power_flow.ptdf_rows`),
+and the problem is solved again, until no unmonitored branch is above its rating. The optimum is
+the full problem's (a branch left out is within its limit at the optimum, so its row is inactive);
+the monitored set carries over from one load row to the next. Phase shifters add their constant
+flow to every flow row (:func:`~powerzoo.physics.dc_power_flow.phase_shift_flow_mw`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from powerzoo.physics.dc_power_flow import (
+    DENSE_MAX_BUSES,
+    bus_injection_mw,
     dc_power_flow,
-    gen_bus_matrix,
     line_overload_mw,
+    phase_shift_flow_mw,
     ptdf_matrix,
+    ptdf_rows,
 )
+from powerzoo.physics.dc_sparse import island_reference_buses
 from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.qp_solver import QPModel, SolverChain
 
 __all__ = ["DCOPFResult", "dispatch_cost", "line_overload_mw", "solve_dc_opf"]
 
 _DROP_TOL = 1e-10  # |PTDF * C_g| entries below this are dropped from the constraint matrix
+_LAZY_TOL_MW = 1e-6  # an unmonitored branch this far above its rating joins the monitored set
+_LAZY_MAX_ROUNDS = 50
 
 
 @dataclass(frozen=True)
@@ -113,81 +129,58 @@ def solve_dc_opf(
     n_batch = load2d.shape[0]
     n_gen, n_branch, n_bus = case.n_gen, case.n_branch, case.n_bus
     soft = soft_line_penalty is not None
-
-    ptdf = ptdf_matrix(case)
-    c_g = gen_bus_matrix(case)  # [n_gen, n_bus]
-    limited = case.limited_branches
-    n_lim = limited.size
-    ptdf_lim = ptdf[limited]  # [n_lim, n_bus]
-    a_flow = ptdf_lim @ c_g.T  # [n_lim, n_gen]
-    a_flow[np.abs(a_flow) < _DROP_TOL] = 0.0
-    f_max = case.branch_rate_a_mw[limited] * line_limit_scale
-
-    # --- columns: gen outputs, then (soft) one slack per limited branch
-    on = case.gen_in_service
-    c2 = np.where(on, case.gen_c2_per_mw2h, 0.0)
-    if np.any(c2 < 0):
-        raise ValueError(f"{case.name}: negative quadratic cost (non-convex)")
-    n_col = n_gen + (n_lim if soft else 0)
-    hess = np.zeros(n_col)
-    hess[:n_gen] = 2.0 * c2  # solvers minimise 0.5 x'Qx + c'x
-    col_cost = np.concatenate(
-        [np.where(on, case.gen_c1_per_mwh, 0.0), np.full(n_col - n_gen, soft_line_penalty or 0.0)]
-    )
-    pmin, pmax = case.gen_limits_mw
-    col_lower = np.concatenate([pmin, np.zeros(n_col - n_gen)])
-    col_upper = np.concatenate([pmax, np.full(n_col - n_gen, np.inf)])
-
-    # --- rows: balance, then flow rows (hard: one ranged row; soft: upper row, lower row)
-    balance = np.concatenate([on.astype(float), np.zeros(n_col - n_gen)])[None, :]
-    if soft:
-        eye = np.eye(n_lim)
-        rows = [balance, np.hstack([a_flow, -eye]), np.hstack([a_flow, eye])]
-    else:
-        rows = [balance, a_flow]
-    model = QPModel(
-        name=case.name,
-        hess=hess,
-        cost=col_cost,
-        a_dense=np.vstack(rows),
-        col_lower=col_lower,
-        col_upper=col_upper,
-    )
-    solvers = SolverChain(model, base_mva=case.base_mva)
+    if island_reference_buses(case).size > 1:
+        raise ValueError(f"{case.name}: the DC-OPF needs one connected network (it has islands)")
+    lazy = n_bus > DENSE_MAX_BUSES
+    limited_all = case.limited_branches
+    shift = phase_shift_flow_mw(case)
+    monitored = np.zeros(0, dtype=np.int64) if lazy else limited_all
+    problem = _FlowRows(case, monitored, line_limit_scale, soft, soft_line_penalty)
 
     gen_p = np.full((n_batch, n_gen), np.nan)
     lmp_energy = np.full(n_batch, np.nan)
     mu = np.full((n_batch, n_branch), np.nan)
     slack = np.zeros((n_batch, n_branch))
+    congestion = np.zeros((n_batch, n_bus))
     status = np.empty(n_batch, dtype=object)
     for k in range(n_batch):
         d = load2d[k]
-        # flow = A p - PTDF d must lie in [-F, F]  <=>  A p in [PTDF d - F, PTDF d + F]
-        offset = ptdf_lim @ d
-        total = np.array([d.sum()])
-        if soft:  # rows: A p - s <= F + offset;  A p + s >= -F + offset
-            lo = np.concatenate([total, np.full(n_lim, -np.inf), offset - f_max])
-            up = np.concatenate([total, offset + f_max, np.full(n_lim, np.inf)])
-        else:
-            lo = np.concatenate([total, offset - f_max])
-            up = np.concatenate([total, offset + f_max])
-        text, x, y = solvers.solve(lo, up, label=f"load row {k}")
+        for _ in range(_LAZY_MAX_ROUNDS):
+            text, x, y = problem.solve(d, shift, label=f"load row {k}")
+            if text != "optimal" or not lazy:
+                break
+            flow = dc_power_flow(case, bus_injection_mw(case, x[:n_gen], d))
+            over = np.abs(flow[limited_all]) - problem.rate_of(limited_all) > _LAZY_TOL_MW
+            new = np.setdiff1d(limited_all[over], problem.monitored)
+            if new.size == 0:
+                break
+            problem = _FlowRows(
+                case,
+                np.union1d(problem.monitored, new),
+                line_limit_scale,
+                soft,
+                soft_line_penalty,
+            )
         status[k] = text
         if text != "optimal":
             continue
+        lim, n_lim = problem.monitored, problem.monitored.size
         gen_p[k] = x[:n_gen]
         lmp_energy[k] = y[0]
         mu_k = np.zeros(n_branch)
-        mu_k[limited] = y[1 : 1 + n_lim] + (y[1 + n_lim :] if soft else 0.0)
+        mu_k[lim] = y[1 : 1 + n_lim] + (y[1 + n_lim :] if soft else 0.0)
         mu[k] = mu_k
         if soft:
-            slack[k, limited] = x[n_gen:]
-
+            slack[k, lim] = x[n_gen:]
+        if lazy and n_lim:  # (the dense path forms them all at once below)
+            congestion[k] = mu_k[lim] @ problem.ptdf_rows
     # HiGHS row duals are d(objective)/d(row bound); every flow-row bound moves by
     # PTDF_{l,i} per MW of demand at bus i, the balance row by 1 -> lmp = y_bal + PTDF' mu
-    congestion = mu[:, limited] @ ptdf_lim if n_lim else np.zeros((n_batch, n_bus))
+    if not lazy and limited_all.size:
+        congestion = mu[:, limited_all] @ problem.ptdf_rows
     lmp = lmp_energy[:, None] + congestion
-    flows = dc_power_flow(case, gen_p @ c_g - load2d)
+    flows = dc_power_flow(case, bus_injection_mw(case, np.nan_to_num(gen_p), load2d))
+    flows[np.isnan(gen_p).any(axis=1)] = np.nan
     cost = dispatch_cost(case, gen_p)
     penalty = (soft_line_penalty or 0.0) * slack.sum(axis=1)
     status_arr = status.astype(str)
@@ -216,3 +209,76 @@ def solve_dc_opf(
         line_slack_mw=slack,
         status=status_arr,
     )
+
+
+class _FlowRows:
+    """The DC-OPF's HiGHS model with the flow rows of the ``monitored`` branches (columns: unit
+    outputs, then with soft limits one slack per monitored branch; rows: the balance, then the
+    flow rows), and its solver chain."""
+
+    def __init__(
+        self,
+        case: NetworkCase,
+        monitored: np.ndarray,
+        line_limit_scale: float,
+        soft: bool,
+        soft_line_penalty: float | None,
+    ) -> None:
+        self.monitored = np.asarray(monitored, dtype=np.int64)
+        self.case, self.soft, self.scale = case, soft, line_limit_scale
+        n_gen, n_lim = case.n_gen, self.monitored.size
+        on = case.gen_in_service
+        self.ptdf_rows = (  # [n_lim, n_bus]
+            ptdf_rows(case, self.monitored)
+            if case.n_bus > DENSE_MAX_BUSES
+            else ptdf_matrix(case)[self.monitored]
+        )
+        a_flow = self.ptdf_rows[:, case.gen_bus] * on  # [n_lim, n_gen]
+        a_flow[np.abs(a_flow) < _DROP_TOL] = 0.0
+        self.f_max = self.rate_of(self.monitored)
+        c2 = np.where(on, case.gen_c2_per_mw2h, 0.0)
+        if np.any(c2 < 0):
+            raise ValueError(f"{case.name}: negative quadratic cost (non-convex)")
+        n_col = n_gen + (n_lim if soft else 0)
+        hess = np.zeros(n_col)
+        hess[:n_gen] = 2.0 * c2  # solvers minimise 0.5 x'Qx + c'x
+        col_cost = np.concatenate(
+            [
+                np.where(on, case.gen_c1_per_mwh, 0.0),
+                np.full(n_col - n_gen, soft_line_penalty or 0.0),
+            ]
+        )
+        pmin, pmax = case.gen_limits_mw
+        balance = np.concatenate([on.astype(float), np.zeros(n_col - n_gen)])[None, :]
+        if soft:
+            eye = np.eye(n_lim)
+            rows = [balance, np.hstack([a_flow, -eye]), np.hstack([a_flow, eye])]
+        else:
+            rows = [balance, a_flow]
+        model = QPModel(
+            name=case.name,
+            hess=hess,
+            cost=col_cost,
+            a_dense=np.vstack(rows),
+            col_lower=np.concatenate([pmin, np.zeros(n_col - n_gen)]),
+            col_upper=np.concatenate([pmax, np.full(n_col - n_gen, np.inf)]),
+        )
+        self.solvers = SolverChain(model, base_mva=case.base_mva)
+
+    def rate_of(self, branches: np.ndarray) -> np.ndarray:
+        """Flow limits [MW] of ``branches``: their ratings times the limit scale."""
+        return self.case.branch_rate_a_mw[branches] * self.scale
+
+    def solve(self, d: np.ndarray, shift: np.ndarray, label: str) -> tuple[str, Any, Any]:
+        """Solve for bus demand ``d`` [n_bus]: ``(status, primal, row duals)``."""
+        # flow = A p - PTDF d + shift must lie in [-F, F]  <=>  A p in [o - F, o + F]
+        offset = self.ptdf_rows @ d - shift[self.monitored]
+        total = np.array([d.sum()])
+        n_lim = self.monitored.size
+        if self.soft:  # rows: A p - s <= F + offset;  A p + s >= -F + offset
+            lo = np.concatenate([total, np.full(n_lim, -np.inf), offset - self.f_max])
+            up = np.concatenate([total, offset + self.f_max, np.full(n_lim, np.inf)])
+        else:
+            lo = np.concatenate([total, offset - self.f_max])
+            up = np.concatenate([total, offset + self.f_max])
+        return self.solvers.solve(lo, up, label=label)
