@@ -74,6 +74,7 @@ class DCFactor:
     keep: np.ndarray  # [n_keep] non-reference bus positions
     reference: np.ndarray  # [n_island] reference bus positions
     lu: object  # scipy.sparse.linalg.SuperLU of B_red
+    batched: object  # BatchedLU of B_red: many right-hand sides at once (None: no free bus)
     b_f: object  # scipy.sparse.csr_matrix [n_branch, n_bus]
     p_bus_shift_pu: np.ndarray  # [n_bus] Pbusinj
     p_f_shift_mw: np.ndarray  # [n_branch] Pfinj * base_mva
@@ -82,24 +83,30 @@ class DCFactor:
     def angles_rad(self, p_inj_mw: np.ndarray) -> np.ndarray:
         """Bus voltage angles ``[B, n_bus]`` [rad] (0 at every reference bus) for net bus
         injections ``p_inj_mw`` ``[B, n_bus]`` [MW]; reference-bus injections are ignored."""
-        p = np.asarray(p_inj_mw, dtype=float) / self.base_mva
+        return self._angles_bus_major(p_inj_mw).T
+
+    def _angles_bus_major(self, p_inj_mw: np.ndarray) -> np.ndarray:
+        """The angles as ``[n_bus, B]`` (C order): one scenario per column, so the solve and
+        the flow product need no transposed copies."""
+        p = np.asarray(p_inj_mw, dtype=float)
+        rhs = p.T[self.keep]  # [n_keep, B], gathered row by row
+        rhs /= self.base_mva
         if self.has_shift:
-            p = p - self.p_bus_shift_pu
-        rhs = np.ascontiguousarray(p[:, self.keep].T)  # [n_keep, B]
-        theta = np.zeros((p.shape[0], self.n_bus))
-        if self.keep.size:
-            theta[:, self.keep] = self.lu.solve(rhs).T
+            rhs -= self.p_bus_shift_pu[self.keep, None]
+        theta = np.zeros((self.n_bus, p.shape[0]))
+        if self.keep.size:  # (BatchedLU hands small batches to SuperLU itself)
+            theta[self.keep] = self.batched.solve(rhs)
         return theta
 
     def flows_mw(self, p_inj_mw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Branch flows ``[B, n_branch]`` [MW, from -> to] for ``p_inj_mw`` ``[B, n_bus]``."""
-        theta = self.angles_rad(p_inj_mw)
-        flows = (self.b_f @ theta.T).T * self.base_mva
+        flows_t = self.b_f @ self._angles_bus_major(p_inj_mw)  # [n_branch, B]
+        flows_t *= self.base_mva
         if self.has_shift:
-            flows += self.p_f_shift_mw
+            flows_t += self.p_f_shift_mw[:, None]
         if out is None:
-            return flows
-        out[...] = flows
+            return np.ascontiguousarray(flows_t.T)
+        out[...] = flows_t.T
         return out
 
 
@@ -111,6 +118,8 @@ def dc_factor(case: NetworkCase) -> DCFactor:
         return cached
     from scipy.sparse import csc_matrix, csr_matrix
     from scipy.sparse.linalg import splu
+
+    from powerzoo.physics.batched_lu import BatchedLU
 
     n_bus, n_branch = case.n_bus, case.n_branch
     b = np.where(case.branch_in_service, 1.0 / (case.branch_x_pu * case.branch_tap), 0.0)
@@ -132,6 +141,7 @@ def dc_factor(case: NetworkCase) -> DCFactor:
             if keep.size
             else None
         )
+        batched = BatchedLU(b_red) if keep.size else None
     except RuntimeError as err:  # exactly singular: a zero-reactance in-service branch
         raise ValueError(f"{case.name}: singular B matrix ({err})") from err
     p_bus, p_f = phase_shift_injections_pu(case)
@@ -142,6 +152,7 @@ def dc_factor(case: NetworkCase) -> DCFactor:
         keep=keep,
         reference=reference,
         lu=lu,
+        batched=batched,
         b_f=b_f,
         p_bus_shift_pu=p_bus,
         p_f_shift_mw=p_f * case.base_mva,
