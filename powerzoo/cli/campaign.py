@@ -53,7 +53,10 @@ def _cmd_campaign_report(args: argparse.Namespace) -> int:
     from powerzoo.rl.campaigns.page import write_results_page
 
     out = args.out or f"{args.folder.rstrip('/')}/report"
-    page = write_results_page(args.folder, out, plots=args.plots)
+    from powerzoo.rl.campaigns.page import read_diagnoses
+
+    diagnoses = read_diagnoses(args.diagnoses) if args.diagnoses else None
+    page = write_results_page(args.folder, out, plots=args.plots, diagnoses=diagnoses)
     folder = page.folder
     print(f"results page: {page.index}")
     print(f"summary (Markdown, one row per task): {page.summary}")
@@ -81,6 +84,15 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("folder", metavar="DIR", help="the campaign's --out folder")
     p.add_argument("--out", default=None, metavar="DIR", help="page folder (default: DIR/report)")
+    p.add_argument(
+        "--diagnoses",
+        default=None,
+        metavar="FILE.yaml",
+        help=(
+            "task: text mapping of measured reasons why no trained row reaches the rule within "
+            "the budgets (printed under the summary and in each task's section)"
+        ),
+    )
     p.add_argument(
         "--plots",
         action=argparse.BooleanOptionalAction,

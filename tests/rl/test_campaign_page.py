@@ -240,3 +240,21 @@ def test_a_folder_without_campaign_json_is_one_error_line(tmp_path, capsys):
         "`powerzoo campaign`"
     )
     assert not os.listdir(tmp_path)
+
+
+def test_diagnoses_are_printed_under_the_summary_and_in_the_task_section(campaign_dir, tmp_path):
+    from powerzoo.rl.campaigns.page import read_diagnoses
+
+    path = tmp_path / "diagnoses.yaml"
+    path.write_text(f"{TASK}: >\n  The budget asks for\n  more than the policy can do.\n")
+    diagnoses = read_diagnoses(path)
+    assert diagnoses == {TASK: "The budget asks for more than the policy can do."}
+    page = write_results_page(campaign_dir, tmp_path / "page", plots=False, diagnoses=diagnoses)
+    summary = page.summary.read_text()
+    assert f"- **{TASK}**: The budget asks for more than the policy can do." in summary
+    assert "**Diagnosis (measured).** The budget asks" in page.index.read_text()
+    with pytest.raises(ValueError, match="does not hold: marl_uc"):
+        write_results_page(campaign_dir, tmp_path / "p2", plots=False, diagnoses={"marl_uc": "x"})
+    path.write_text("- a list\n")
+    with pytest.raises(ValueError, match="maps task names to text"):
+        read_diagnoses(path)

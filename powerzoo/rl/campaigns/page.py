@@ -322,10 +322,35 @@ def campaign_timing(
     }
 
 
+def read_diagnoses(path: str | Path) -> dict[str, str]:
+    """The ``task: text`` mapping of a diagnoses file (YAML): why no trained row of a task
+    reaches the rule within its budgets, as measured. ``ValueError`` naming the file if it is not
+    such a mapping."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(f"{path}: cannot read the diagnoses file ({err})") from err
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ValueError(f"{path}: a diagnoses file maps task names to text (task: why ...)")
+    return {k: " ".join(v.split()) for k, v in data.items()}
+
+
 def write_results_page(
-    campaign_dir: str | Path, out_dir: str | Path, *, plots: bool = True
+    campaign_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    plots: bool = True,
+    diagnoses: dict[str, str] | None = None,
 ) -> ResultsPage:
     """Write the results page of the campaign folder ``campaign_dir`` into ``out_dir``.
+
+    ``diagnoses``: per task, the measured reason no trained row reaches the rule within the
+    budgets (:func:`read_diagnoses`), printed under the summary and in the task's section.
 
     Files: ``index.md`` (summary, compute time, per task its table, return-against-cost plot
     and learning curves, missing trials), ``summary.md`` (one row per task), ``results.csv`` /
@@ -373,9 +398,13 @@ def write_results_page(
     )
     write_csv_tables(result)
     timing = campaign_timing(folder)
-    summary = atomic_write_text(out / "summary.md", summary_markdown(folder, rows))
+    diagnoses = dict(diagnoses or {})
+    unknown = sorted(set(diagnoses) - set(campaign.tasks))
+    if unknown:
+        raise ValueError(f"diagnoses for tasks the campaign does not hold: {', '.join(unknown)}")
+    summary = atomic_write_text(out / "summary.md", summary_markdown(folder, rows, diagnoses))
     index = atomic_write_text(
-        out / "index.md", index_markdown(folder, rows, cost_names, timing, images)
+        out / "index.md", index_markdown(folder, rows, cost_names, timing, images, diagnoses)
     )
     return ResultsPage(
         index, summary, rows, [p for paths in images.values() for p in paths], folder

@@ -95,11 +95,14 @@ def _reference(task: str, split: str) -> str | None:
         return None
 
 
-def summary_markdown(folder: Any, rows: Sequence[dict[str, Any]]) -> str:
+def summary_markdown(
+    folder: Any, rows: Sequence[dict[str, Any]], diagnoses: dict[str, str] | None = None
+) -> str:
     """``summary.md``: one row per task of the campaign: the rule-based policy, the oracle (or
     the table's reference baseline) and the best trained row within budget
     (:func:`best_within_budget`), each with its budget-aware score and share of days over
-    budget."""
+    budget; then the ``diagnoses`` (task: measured reason no trained row reaches the rule within
+    the budgets)."""
     campaign = folder.campaign
     lines = [
         "| task | rule-based | oracle | best trained within budget | trained rows |",
@@ -136,6 +139,10 @@ def summary_markdown(folder: Any, rows: Sequence[dict[str, Any]]) -> str:
         "Within budget: over budget on at most "
         f"{FEASIBLE_OVER_BUDGET_RATE:.0%} of the test days (pooled over the finished seeds).\n"
     )
+    if diagnoses:
+        note += "\nWhy trained rows miss the rule within the budgets (measured):\n\n" + "".join(
+            f"- **{task}**: {diagnoses[task]}\n" for task in campaign.tasks if task in diagnoses
+        )
     return "\n".join(lines) + "\n" + note
 
 
@@ -244,6 +251,7 @@ def index_markdown(
     cost_names: dict[str, tuple[str, ...]],
     timing: dict[str, Any],
     images: dict[str, list[Any]],
+    diagnoses: dict[str, str] | None = None,
 ) -> str:
     """``index.md``: status and protocol, the summary (:func:`summary_markdown`), the compute
     time, per task its table and plots, the missing trials."""
@@ -268,7 +276,7 @@ def index_markdown(
         "budgets cannot top a feasible one. Days over budget: the share of episodes in which a "
         "budgeted cost exceeds the task's per-episode budget. Costs: mean per episode, in "
         "each constraint's own unit, never added together.\n",
-        "## Summary\n\n" + summary_markdown(folder, rows),
+        "## Summary\n\n" + summary_markdown(folder, rows, diagnoses),
         "## Compute time\n\n" + _timing_text(folder, timing),
     ]
     for task in campaign.tasks:
@@ -280,6 +288,8 @@ def index_markdown(
         text = f"## {task}\n\nReturns in {unit}.\n\n" + _task_table(
             folder, task, mine, cost_names[task]
         )
+        if diagnoses and task in diagnoses:
+            text += f"\n\n**Diagnosis (measured).** {diagnoses[task]}"
         for path in images.get(task, []):
             text += f"\n\n![{path.stem}]({path.name})"
         parts.append(text + "\n")
