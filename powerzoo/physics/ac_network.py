@@ -119,13 +119,14 @@ def ac_network(name: str) -> ACNetwork:
 
 
 def _pandapower_net(name: str):
-    """The pandapower network called ``name`` (the one place that says where nets come from)."""
-    import pandapower.networks as pn
+    """The pandapower network called ``name``: ``pandapower.networks`` first, else the MATPOWER
+    file of the case library (:func:`powerzoo.physics.matpower_cases.pandapower_net`)."""
+    from powerzoo.physics.cases import CASE_NAMES
+    from powerzoo.physics.matpower_cases import pandapower_net
 
-    factory = getattr(pn, name, None)
-    if factory is None or not callable(factory):
-        raise ValueError(f"unknown network {name!r}: pandapower.networks has no such case")
-    return factory()
+    if name not in CASE_NAMES:
+        raise ValueError(f"unknown network {name!r}: not a case of powerzoo.physics.cases")
+    return pandapower_net(name)
 
 
 @functools.cache
