@@ -22,6 +22,13 @@ Lines (both ends at one base voltage)
   345 kV  two 954 kcmil 54/7 ACSR "Cardinal"         2,020 A    1,207 MVA
   ======  =========================================  =========  =========
 
+  Other classes take the construction of their band: 35-100 kV (66, 69, 86 kV) one 477 kcmil
+  26/7 ACSR "Hawk" (659 A; 380 ohm, 0.50 ohm/km as the other single-conductor lines), 100-200 kV
+  (115, 132, 150 kV) the Drake line, 200 kV and above (220, 230, 275, 330, 400, 500 kV) the
+  two-conductor Cardinal bundle (conservative at 400-500 kV, where three- and four-conductor
+  bundles are common). Branches whose both ends are below 35 kV (generator terminals, tertiaries
+  and auxiliary buses of the transmission cases) get no rating (unlimited).
+
 * Surge-impedance loading ``SIL = V^2 / Zc`` with the textbook surge impedances of those
   constructions (about 380 ohm for one conductor per phase, 300 ohm for a two-conductor bundle):
   50 MW at 138 kV, 68 MW at 161 kV, 397 MW at 345 kV.
@@ -40,7 +47,8 @@ Transformers (``branch_is_trafo``, or ends at different base voltages)
   common 180/240/300 MVA autotransformer (transmission autotransformers are built in the
   300-450 MVA range).
 * Below 345 kV (161/138 kV): the thermal rating of a line of the lower voltage class, so the
-  transformer never limits below the lines it feeds.
+  transformer never limits below the lines it feeds; a generator step-up or tertiary whose lower
+  side is below 35 kV takes the line of its higher class.
 
 On case118 this rates 101 of the 165 138 kV lines at their thermal 216.8 MVA and the 64 longer
 ones at 102-217 MVA, the eight 345 kV lines at 518-1,207 MVA, the eleven 345 kV transformers at
@@ -62,9 +70,11 @@ import numpy as np
 from powerzoo.physics.network import NetworkCase
 
 __all__ = [
+    "CLASS_BANDS",
     "CONDUCTORS",
     "LineConstruction",
     "TRANSFORMER_345KV_MVA",
+    "UNRATED_BELOW_KV",
     "has_published_ratings",
     "st_clair_sil_multiple",
     "voltage_class_ratings",
@@ -95,11 +105,19 @@ class LineConstruction:
 
 
 _DRAKE = LineConstruction("1 x 795 kcmil ACSR Drake", 907.0, 380.0, 0.50)
+_CARDINAL_BUNDLE = LineConstruction("2 x 954 kcmil ACSR Cardinal", 2020.0, 300.0, 0.37)
 CONDUCTORS: dict[float, LineConstruction] = {
     138.0: _DRAKE,
     161.0: _DRAKE,
-    345.0: LineConstruction("2 x 954 kcmil ACSR Cardinal", 2020.0, 300.0, 0.37),
+    345.0: _CARDINAL_BUNDLE,
 }
+# the other classes: the construction of their band, from its lowest voltage [kV] up
+CLASS_BANDS: tuple[tuple[float, LineConstruction], ...] = (
+    (200.0, _CARDINAL_BUNDLE),
+    (100.0, _DRAKE),
+    (35.0, LineConstruction("1 x 477 kcmil ACSR Hawk", 659.0, 380.0, 0.50)),
+)
+UNRATED_BELOW_KV = 35.0  # branches whose both ends are below this get no rating
 
 
 def st_clair_sil_multiple(length_km: np.ndarray) -> np.ndarray:
@@ -114,22 +132,20 @@ def has_published_ratings(case: NetworkCase) -> bool:
     return bool(np.any(case.branch_rate_a_mw < PLACEHOLDER_RATING_MW))
 
 
-def _construction(kv: float) -> LineConstruction:
-    try:
+def _construction(kv: float) -> LineConstruction | None:
+    """The typical line of the ``kv`` class (:data:`CONDUCTORS`, else :data:`CLASS_BANDS`);
+    ``None`` below :data:`UNRATED_BELOW_KV`."""
+    if float(kv) in CONDUCTORS:
         return CONDUCTORS[float(kv)]
-    except KeyError:
-        classes = ", ".join(f"{k:g} kV" for k in CONDUCTORS)
-        raise ValueError(
-            f"no line construction for the {kv:g} kV class; rated classes: {classes}"
-        ) from None
+    for lowest, construction in CLASS_BANDS:
+        if kv >= lowest:
+            return construction
+    return None
 
 
 def voltage_class_ratings(case: NetworkCase) -> np.ndarray:
-    """Branch ratings [n_branch] [MW, rounded to 0.1 MW] by voltage class (module docstring).
-
-    Raises ``ValueError`` for a branch of a voltage class without a construction in
-    :data:`CONDUCTORS`.
-    """
+    """Branch ratings [n_branch] [MW, rounded to 0.1 MW] by voltage class (module docstring);
+    ``inf`` for branches whose both ends are below :data:`UNRATED_BELOW_KV`."""
     kv_from = case.bus_vn_kv[case.branch_from_bus]
     kv_to = case.bus_vn_kv[case.branch_to_bus]
     transformer = case.branch_is_trafo | (kv_from != kv_to)
@@ -139,10 +155,15 @@ def voltage_class_ratings(case: NetworkCase) -> np.ndarray:
         if transformer[k]:
             if high >= 345.0:
                 rating[k] = TRANSFORMER_345KV_MVA
-            else:
-                rating[k] = _construction(low).thermal_mva(low)
+                continue
+            feeds = _construction(low) or _construction(high)  # the lower class it feeds
+            kv = low if _construction(low) is not None else high
+            rating[k] = np.inf if feeds is None else feeds.thermal_mva(kv)
             continue
         line = _construction(high)
+        if line is None:
+            rating[k] = np.inf
+            continue
         z_base_ohm = high * high / case.base_mva
         length_km = case.branch_x_pu[k] * z_base_ohm / line.reactance_ohm_per_km
         stability = float(st_clair_sil_multiple(length_km)) * line.sil_mw(high)

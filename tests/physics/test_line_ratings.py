@@ -55,11 +55,26 @@ def test_case118_ratings_by_voltage_class(case118):
     assert rate[longest] == pytest.approx(expected, abs=0.05) and expected < 216.8
 
 
-def test_published_ratings_are_kept_and_unknown_classes_refused(case118):
+def test_published_ratings_are_kept_and_other_classes_take_their_band(case118):
     case5 = load_case("case5")
     assert with_voltage_class_ratings(case5) is case5
     assert with_voltage_class_ratings(case118).branch_rate_a_mw.max() < 9000.0
     odd = dataclasses.replace(case118, bus_vn_kv=np.where(case118.bus_vn_kv == 138.0, 69.0, 345.0))
-    with pytest.raises(ValueError, match="no line construction for the 69 kV class"):
-        voltage_class_ratings(odd)
+    rate = voltage_class_ratings(odd)
+    lines_69 = ~odd.branch_is_trafo & (odd.bus_vn_kv[odd.branch_from_bus] == 69.0)
+    # 69 kV lines: one Hawk conductor, 659 A -> 78.8 MVA thermal, less on long lines
+    assert rate[lines_69].max() == pytest.approx(np.sqrt(3) * 69.0 * 0.659, abs=0.05)
     assert math.isfinite(float(voltage_class_ratings(case118).sum()))
+
+
+def test_cases_without_ratings_are_rated_by_band_and_low_voltage_branches_stay_unlimited():
+    case300 = load_case("case300")
+    rate = voltage_class_ratings(case300)
+    kv_from = case300.bus_vn_kv[case300.branch_from_bus]
+    kv_to = case300.bus_vn_kv[case300.branch_to_bus]
+    low = np.maximum(kv_from, kv_to) < 35.0
+    assert low.any() and np.all(np.isinf(rate[low]))
+    assert np.all(np.isfinite(rate[~low]))
+    lines_230 = ~case300.branch_is_trafo & (kv_from == 230.0) & (kv_to == 230.0)
+    # 230 kV: the two-conductor Cardinal bundle, 2,020 A -> 804.7 MVA thermal at most
+    assert rate[lines_230].max() <= np.sqrt(3) * 230.0 * 2.020 + 0.05

@@ -103,3 +103,13 @@ def test_baselines_keep_the_order_on_test_days() -> None:
         for policy in ("random", "rule_based", "oracle")
     }
     assert returns["oracle"] >= returns["rule_based"] - 1e-6 >= returns["random"]
+
+
+def test_builds_on_a_case_published_without_ratings() -> None:
+    """case300 has no ratings: its branches are rated by voltage class, so it congests."""
+    task = Opf(split="test", case="case300")
+    assert np.isfinite(task.case.branch_rate_a_mw).sum() > 300
+    state = task.reset(np.random.default_rng(0), np.array([0]))
+    rule = task.rule_based_action(task.observe(state))
+    _, out = task.step(state, rule, np.random.default_rng(0))
+    assert np.all(np.isfinite(out.reward)) and out.constraint_costs.shape == (1, 2)
