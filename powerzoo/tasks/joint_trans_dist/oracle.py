@@ -60,10 +60,15 @@ def plan_episode(task: JointTransDist, state: JointState, row: int) -> np.ndarra
     penalty = None
     heads_idle = task.idle_head.take(flat, axis=0)  # [T, n_feeders]
     load = base.copy()
-    extra = np.zeros((n_t, case.n_bus), dtype=object)
+    limited = np.flatnonzero(np.isfinite(case.branch_rate_a_mw))
+    ptdf_t = task.ptdf_t[:, limited]  # [n_bus, n_lim]
+    # the flow the batteries' net charge adds at each boundary bus [T, n_lim]
+    battery_flow = None
     for i, (grid, f, bats) in enumerate(zip(task.grids, task.feeders, task.bat_slices, strict=True)):
         load[:, f.boundary_bus] += heads_idle[:, i]
-        extra[:, f.boundary_bus] = extra[:, f.boundary_bus] + net[:, bats].sum(axis=1)
+        k = bats.stop - bats.start
+        part = net[:, bats] @ np.outer(np.ones(k), -ptdf_t[f.boundary_bus])
+        battery_flow = part if battery_flow is None else battery_flow + part
         v2_base = grid.solve(*grid.bus_loads(demand)).vm_pu ** 2
         sens = voltage_sq_sensitivity(grid.case, np.asarray(f.battery_buses))
         bound = np.broadcast_to(np.abs(sens).T @ bat.power_max_mw[bats], v2_base.shape)
@@ -71,12 +76,10 @@ def plan_episode(task: JointTransDist, state: JointState, row: int) -> np.ndarra
         if term is not None:
             penalty = term if penalty is None else penalty + term
     # balance: generation = transmission loads + head powers
-    h.addConstrs(gen.sum(axis=1) - net.sum(axis=1) == load.sum(axis=1))
-    limited = np.flatnonzero(np.isfinite(case.branch_rate_a_mw))
+    h.addConstrs(gen @ np.ones(case.n_gen) - net @ np.ones(n_b) == load.sum(axis=1))
     objective = h.qsum((dt * case.gen_c1_per_mwh[None, :] * gen).ravel())
     if limited.size:
-        ptdf_t = task.ptdf_t[:, limited]
-        flow = gen @ task.gsf[:, limited] - extra @ ptdf_t - load @ ptdf_t  # [T, n_lim]
+        flow = gen @ task.gsf[:, limited] + battery_flow - load @ ptdf_t  # [T, n_lim]
         slack = unit_variables(h, n_t, np.zeros(limited.size), np.full(limited.size, np.inf))
         rate = case.branch_rate_a_mw[limited]
         h.addConstrs((flow - slack).ravel() <= np.tile(rate, n_t))
