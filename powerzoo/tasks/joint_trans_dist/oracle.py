@@ -4,7 +4,7 @@ re-dispatched against the feeders' exact head power."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -13,14 +13,12 @@ from powerzoo.physics.dc_opf import solve_dc_opf
 from powerzoo.physics.highs import new_highs
 from powerzoo.tasks.feeder import add_voltage_band, unit_variables, voltage_sq_sensitivity
 
-if TYPE_CHECKING:
-    from powerzoo.tasks.joint_trans_dist.task import JointState, JointTransDist
-
 __all__ = ["plan_episode"]
 
 
-def plan_episode(task: JointTransDist, state: JointState, row: int) -> np.ndarray:
-    """Actions [H - t0, n_agents] (MW) for the rest of row ``row``'s episode.
+def plan_episode(task: Any, state: Any, row: int) -> np.ndarray:
+    """Actions [H - t0, n_agents] (MW) for the rest of row ``row``'s episode of ``task`` (a
+    :class:`~powerzoo.tasks.joint_trans_dist.task.JointTransDist`) from its ``state``.
 
     Stage 1, one LP on HiGHS: minimise ``sum_t dt (c1 . p_t + overload_price x line slack_t +
     wear x battery throughput_t)`` less the settlement of the stored energy, plus the feeders'
@@ -64,7 +62,9 @@ def plan_episode(task: JointTransDist, state: JointState, row: int) -> np.ndarra
     ptdf_t = task.ptdf_t[:, limited]  # [n_bus, n_lim]
     # the flow the batteries' net charge adds at each boundary bus [T, n_lim]
     battery_flow = None
-    for i, (grid, f, bats) in enumerate(zip(task.grids, task.feeders, task.bat_slices, strict=True)):
+    for i, (grid, f, bats) in enumerate(
+        zip(task.grids, task.feeders, task.bat_slices, strict=True)
+    ):
         load[:, f.boundary_bus] += heads_idle[:, i]
         k = bats.stop - bats.start
         part = net[:, bats] @ np.outer(np.ones(k), -ptdf_t[f.boundary_bus])
@@ -93,9 +93,7 @@ def plan_episode(task: JointTransDist, state: JointState, row: int) -> np.ndarra
     m = float(task.settlement_price(state.day_id[row : row + 1])[0])
     eta_c, eta_d = bat.charge_efficiency, bat.discharge_efficiency
     objective = (
-        objective
-        - h.qsum(eta_d * (m - deg) * surplus)
-        + h.qsum((m + deg) / eta_c * deficit)
+        objective - h.qsum(eta_d * (m - deg) * surplus) + h.qsum((m + deg) / eta_c * deficit)
     )
     h.minimize(objective if penalty is None else objective + penalty)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:

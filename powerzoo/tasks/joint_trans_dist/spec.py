@@ -73,9 +73,7 @@ def agent_names(case: NetworkCase, feeders: tuple[FeederHookup, ...]) -> tuple[t
     """``(generator agents, battery agents)``: ``gen_i`` per unit, ``battery_k`` over the
     feeders' batteries in order."""
     n_bat = sum(len(f.battery_buses) for f in feeders)
-    return tuple(f"gen_{i}" for i in range(case.n_gen)), tuple(
-        f"battery_{k}" for k in range(n_bat)
-    )
+    return tuple(f"gen_{i}" for i in range(case.n_gen)), tuple(f"battery_{k}" for k in range(n_bat))
 
 
 def _fields(case: NetworkCase, params: JointParams, n_bat: int) -> dict[str, tuple]:

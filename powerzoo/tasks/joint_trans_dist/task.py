@@ -73,9 +73,7 @@ class JointState:
 
 
 @functools.lru_cache(maxsize=16)
-def _idle_tables(
-    scenario: str, case_name: str, load_scale: float
-) -> tuple[np.ndarray, np.ndarray]:
+def _idle_tables(scenario: str, case_name: str, load_scale: float) -> tuple[np.ndarray, np.ndarray]:
     """Head power (MW) and squared voltages [n_steps, n_bus] of feeder ``case_name`` with its
     units idle, at every calendar step of ``scenario``'s profiles (read-only)."""
     profiles = get_profiles(scenario, STEP_MINUTES)
@@ -97,9 +95,7 @@ class JointTransDist(Task):
 
     task_id: ClassVar[str] = "joint_trans_dist"
     case_name: ClassVar[str] = "case5"
-    feeders: ClassVar[tuple[FeederHookup, ...]] = (
-        FeederHookup("case33bw", 3, (16, 23, 31)),
-    )
+    feeders: ClassVar[tuple[FeederHookup, ...]] = (FeederHookup("case33bw", 3, (16, 23, 31)),)
     horizon: ClassVar[int] = 48
     description: ClassVar[str] = (
         "Five generator agents dispatch the PJM 5-bus system (DC power flow) and three battery "
@@ -173,7 +169,10 @@ class JointTransDist(Task):
         self._kind[: self.n_gen, 0] = 1.0
         self._kind[self.n_gen :, 1] = 1.0
         self._bat_bus_load = np.concatenate(
-            [g.bus_p_mw[list(f.battery_buses)] for g, f in zip(self.grids, self.feeders, strict=True)]
+            [
+                g.bus_p_mw[list(f.battery_buses)]
+                for g, f in zip(self.grids, self.feeders, strict=True)
+            ]
         )
         self._bat_vm_index = np.concatenate(
             [
@@ -366,9 +365,8 @@ class JointTransDist(Task):
         info = {
             "boundary_price_per_mwh": price,
             "feeder_p_mw": heads,
-            "boundary_load_mw": load[:, self.boundary] - demand[:, None] * self.bus_load_scale[
-                self.boundary
-            ],
+            "boundary_load_mw": load[:, self.boundary]
+            - demand[:, None] * self.bus_load_scale[self.boundary],
             "total_load_mw": total_load,
             "total_generation_mw": total_generation,
             "imbalance_mw": imbalance,
