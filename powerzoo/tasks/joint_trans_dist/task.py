@@ -1,0 +1,455 @@
+"""The coupled transmission-distribution model: generator and battery agents, one DC power flow
+and one exact feeder power flow per feeder each step (:mod:`powerzoo.tasks.joint_trans_dist`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, ClassVar
+
+import numpy as np
+
+from powerzoo.data import calendar
+from powerzoo.data.profiles import get_profiles
+from powerzoo.devices.inverter_battery import (
+    InverterBatteryParams,
+    inverter_battery_reset,
+    inverter_battery_settlement,
+    inverter_battery_step,
+)
+from powerzoo.physics.cases import NetworkCase
+from powerzoo.physics.dc_opf import dispatch_cost
+from powerzoo.physics.dc_power_flow import (
+    generation_shift_matrix,
+    line_overload_mw,
+    ptdf_matrix,
+)
+from powerzoo.physics.redispatch import congestion_aware_dispatch
+from powerzoo.scratch import ROW_BLOCK
+from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.feeder import FeederModel, time_features
+from powerzoo.tasks.joint_trans_dist.spec import (
+    FORECAST_STEPS,
+    STEP_MINUTES,
+    FeederHookup,
+    JointParams,
+    Slots,
+    joint_spec,
+)
+from powerzoo.tasks.spec import TaskSpec
+from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode
+from powerzoo.tasks.transmission import congestion_ready_case, marginal_cost_per_mwh
+
+__all__ = ["JointTransDist", "JointTransDistWeek", "JointState", "merit_order_price"]
+
+
+def merit_order_price(
+    case: NetworkCase, marginal_cost: np.ndarray, total_load_mw: np.ndarray, scarcity: float
+) -> np.ndarray:
+    """Marginal price ($/MWh) [B] of demand ``total_load_mw`` [B] (MW) in a uniform-price energy
+    market: the marginal cost of the unit the merit order loads last to meet it (units at their
+    minimum first, then cheapest first, network ignored); ``scarcity`` where the demand exceeds
+    every unit's maximum, the cheapest unit's cost below their total minimum."""
+    order = np.argsort(marginal_cost, kind="stable")
+    room = np.cumsum((case.gen_pmax_mw - case.gen_pmin_mw)[order])
+    above_min = np.asarray(total_load_mw, dtype=np.float64) - case.gen_pmin_mw.sum()
+    k = np.searchsorted(room, above_min, side="left")
+    price = np.append(marginal_cost[order], scarcity)
+    return price.take(k)
+
+
+@dataclasses.dataclass
+class JointState:
+    """Batched state; every field has leading axis ``B``."""
+
+    day_id: np.ndarray  # [B] split day the episode started on
+    t: np.ndarray  # [B] steps elapsed
+    prev_p_mw: np.ndarray  # [B, n_agents] last applied action (generators, then batteries)
+    prev_imbalance_mw: np.ndarray  # [B] last mismatch (generation - load)
+    soc: np.ndarray  # [B, n_bat] state of charge
+    vm_pu: np.ndarray  # [B, buses of every feeder] last flows' voltage magnitudes
+    v_complex_pu: np.ndarray  # [B, buses of every feeder] last flows' voltages (warm start)
+    feeder_p_mw: np.ndarray  # [B, n_feeders] last flows' head power
+
+
+@functools.lru_cache(maxsize=16)
+def _idle_tables(scenario: str, case_name: str, load_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Head power (MW) and squared voltages [n_steps, n_bus] of feeder ``case_name`` with its
+    units idle, at every calendar step of ``scenario``'s profiles (read-only)."""
+    profiles = get_profiles(scenario, STEP_MINUTES)
+    grid = FeederModel(case_name, profiles, np.zeros(1, np.int64), load_scale, 0.5)
+    head, v2 = [], []
+    for block in np.array_split(profiles.series["demand_pu"], 16):
+        flow = grid.solve(*grid.bus_loads(block))
+        head.append(flow.info["feeder_p_mw"])
+        v2.append(flow.vm_pu**2)
+    out = np.concatenate(head), np.concatenate(v2)
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
+class JointTransDist(Task):
+    """Generators dispatch a transmission case while feeder batteries trade at the boundary
+    bus's price; the feeders' head power is load on their boundary buses."""
+
+    task_id: ClassVar[str] = "joint_trans_dist"
+    case_name: ClassVar[str] = "case5"
+    feeders: ClassVar[tuple[FeederHookup, ...]] = (FeederHookup("case33bw", 3, (16, 23, 31)),)
+    horizon: ClassVar[int] = 48
+    description: ClassVar[str] = (
+        "Five generator agents dispatch the PJM 5-bus system (DC power flow) and three battery "
+        "agents on an IEEE 33-bus feeder (exact AC power flow) hung at bus 3 trade at the "
+        "boundary price, over one day: one team reward, the system's cost."
+    )
+    Params = JointParams
+    step_block_rows = ROW_BLOCK  # the feeder flows' work arrays stay in the caches
+
+    @classmethod
+    def spec_for(cls, params: JointParams) -> TaskSpec:
+        return joint_spec(
+            cls.task_id,
+            cls.description,
+            congestion_ready_case(cls.case_name),
+            cls.feeders,
+            cls.horizon,
+            params,
+        )
+
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = p = self.make_params(**task_kwargs)
+        super().__init__(self.spec_for(p), split)
+        self.case = case = congestion_ready_case(self.case_name)
+        self.n_gen = case.n_gen
+        self.marginal_cost = marginal_cost_per_mwh(case)
+        steps = self.profiles.steps_per_day
+        self.demand = self.profiles.series["demand_pu"]
+        self.day_start = self.split_days * steps
+        self.bus_load_scale = case.bus_pd_mw * p.load_scale  # MW per unit of demand_pu
+        self.gsf = generation_shift_matrix(case)  # [n_gen, n_branch]
+        self.ptdf_t = np.ascontiguousarray(ptdf_matrix(case).T)  # [n_bus, n_branch]
+        self.rating = case.branch_rate_a_mw
+        self.grids = [
+            FeederModel(
+                f.case_name, self.profiles, self.split_days, p.feeder_load_scale, self.spec.dt_h
+            )
+            for f in self.feeders
+        ]
+        sizes = [len(f.battery_buses) for f in self.feeders]
+        self.n_bat = sum(sizes)
+        edges = np.cumsum([0, *sizes])
+        self.bat_slices = [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        bus_edges = np.cumsum([0, *(g.n_bus for g in self.grids)])
+        self.bus_slices = [slice(a, b) for a, b in zip(bus_edges[:-1], bus_edges[1:], strict=True)]
+        self.boundary = np.asarray([f.boundary_bus for f in self.feeders])
+        self.battery = InverterBatteryParams(
+            energy_capacity_mwh=p.energy_mwh, power_max_mw=p.power_mw, n_units=self.n_bat
+        )
+        # per calendar step: each feeder's head power with its batteries idle, and the expected
+        # boundary price (the price rule at the transmission loads plus those head powers)
+        scenario = calendar.scenario_of_split(split)
+        self.idle_head = np.stack(
+            [_idle_tables(scenario, f.case_name, p.feeder_load_scale)[0] for f in self.feeders],
+            axis=1,
+        )
+        self.expected_price = self._price_table(scenario)
+        self.time_table = time_features(np.arange(self.horizon + 1), steps, self.horizon)
+        self._settle = None
+        # the rule's time-of-use plan and value of a stored MWh, from the base profile's train
+        # days (the same in every split)
+        base_day = self._price_table("base")[: calendar.N_DAYS * steps].reshape(-1, steps)
+        mean_day = base_day[calendar.split_day_indices("train")].mean(axis=0)
+        order = np.argsort(mean_day, kind="stable")
+        self.tou_plan = np.zeros(steps, dtype=np.int64)
+        self.tou_plan[order[: p.tou_steps]] = -1
+        self.tou_plan[order[-p.tou_steps :]] = 1
+        self.reference_price = float(mean_day.mean())
+        # constant observation blocks
+        self._kind = np.zeros((len(self.spec.agents), 2), np.float32)
+        self._kind[: self.n_gen, 0] = 1.0
+        self._kind[self.n_gen :, 1] = 1.0
+        self._bat_bus_load = np.concatenate(
+            [
+                g.bus_p_mw[list(f.battery_buses)]
+                for g, f in zip(self.grids, self.feeders, strict=True)
+            ]
+        )
+        self._bat_vm_index = np.concatenate(
+            [
+                np.asarray(f.battery_buses) + s.start
+                for f, s in zip(self.feeders, self.bus_slices, strict=True)
+            ]
+        )
+        self._offsets = np.arange(1, FORECAST_STEPS + 1)
+        self.build_obs_slots(Slots.of)
+        glob = self.spec.observation
+        self._col = {n: glob.slot(n) for n in ("time_remaining", "own_soc", "price_per_mwh")}
+        self._col["system"] = glob.slot("system_load_mw")
+        self._col["idle"] = glob.slot("feeder_idle_p_mw")
+
+    def _price_table(self, scenario: str) -> np.ndarray:
+        """Expected boundary price ($/MWh) at every calendar step of ``scenario``."""
+        demand = get_profiles(scenario, STEP_MINUTES).series["demand_pu"]
+        heads = sum(
+            _idle_tables(scenario, f.case_name, self.params.feeder_load_scale)[0]
+            for f in self.feeders
+        )
+        total = demand * self.bus_load_scale.sum() + heads
+        return self.price_of(total)
+
+    def price_of(self, total_load_mw: np.ndarray) -> np.ndarray:
+        """The boundary price rule ($/MWh) [B] at system demand ``total_load_mw`` [B] (MW):
+        :func:`merit_order_price` with the imbalance price above the units' capacity."""
+        return merit_order_price(
+            self.case, self.marginal_cost, total_load_mw, self.params.imbalance_price_per_mwh
+        )
+
+    # ---- calendar -------------------------------------------------------------------------
+    def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Calendar step [B] of step ``t`` of the episodes started on split days ``day_id``."""
+        return (self.day_start.take(day_id) + t) % self.demand.size
+
+    def settlement_price(self, day_id: np.ndarray) -> np.ndarray:
+        """Price ($/MWh) [B] settling the stored energy: the mean expected boundary price over
+        the episode's steps."""
+        if self._settle is None:
+            days = np.arange(self.n_days)[:, None]
+            flat = self.flat_index(days, np.arange(self.horizon)[None, :])
+            self._settle = self.expected_price.take(flat).mean(axis=1)
+        return self._settle.take(day_id)
+
+    def transmission_loads(self, demand: np.ndarray, heads: np.ndarray) -> np.ndarray:
+        """Bus loads [B, n_bus] (MW) of the DC flow: the case's loads at ``demand`` [B] (p.u.)
+        plus each feeder's head power ``heads`` [B, n_feeders] (MW) at its boundary bus."""
+        load = demand[:, None] * self.bus_load_scale
+        for i, bus in enumerate(self.boundary):
+            load[:, bus] += heads[:, i]
+        return load
+
+    def feeder_flows(
+        self, demand: np.ndarray, battery_p_mw: np.ndarray, v_init: np.ndarray | None
+    ) -> list[Any]:
+        """Each feeder's exact power flow (:meth:`FeederModel.solve`) at ``demand`` [B] with its
+        batteries delivering ``battery_p_mw`` [B, n_bat] (MW, + discharge)."""
+        flows = []
+        for grid, f, bats, buses in zip(
+            self.grids, self.feeders, self.bat_slices, self.bus_slices, strict=True
+        ):
+            p, q = grid.bus_loads(demand)
+            p[:, list(f.battery_buses)] -= battery_p_mw[:, bats]
+            flows.append(grid.solve(p, q, None if v_init is None else v_init[:, buses]))
+        return flows
+
+    # ---- batched model --------------------------------------------------------------------
+    def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> JointState:
+        day_id = self.check_day_id(day_id)
+        b = day_id.size
+        t = np.zeros(b, np.int64)
+        demand = self.demand.take(self.flat_index(day_id, t))
+        flows = self.feeder_flows(demand, np.zeros((b, self.n_bat)), None)
+        return JointState(
+            day_id,
+            t,
+            np.zeros((b, len(self.spec.agents))),
+            np.zeros(b),
+            inverter_battery_reset(self.battery, b),
+            np.concatenate([f.vm_pu for f in flows], axis=1),
+            np.concatenate([f.v_complex_pu for f in flows], axis=1),
+            np.stack([f.info["feeder_p_mw"] for f in flows], axis=1),
+        )
+
+    def observe(self, state: JointState, obs_mode: str | None = None) -> np.ndarray:
+        """Per-agent observations [B, n_agents, obs_dim] (float32) of ``obs_mode``."""
+        slots = self.slots_of_mode(obs_mode)
+        b, g = state.t.size, self.n_gen
+        flat = self.flat_index(state.day_id, state.t)
+        demand = self.demand.take(flat)
+        obs = np.zeros((b, len(self.spec.agents), slots.width), dtype=np.float32)
+        try:
+            obs[:, :, slots.time] = self.time_table.take(state.t, axis=0)[:, None, :]
+        except IndexError:  # stepped past the horizon without a reset
+            steps = self.profiles.steps_per_day
+            obs[:, :, slots.time] = time_features(state.t, steps, self.horizon)[:, None, :]
+        obs[:, :, slots.kind] = self._kind
+        obs[:, :, slots.price] = self.expected_price.take(flat)[:, None]
+        own = obs[:, :, slots.own]  # min, max, marginal cost, prev p, soc, v, bus load
+        own[:, :g, 0] = self.case.gen_pmin_mw
+        own[:, :g, 1] = self.case.gen_pmax_mw
+        own[:, :g, 2] = self.marginal_cost
+        own[:, g:, 0] = -self.params.power_mw
+        own[:, g:, 1] = self.params.power_mw
+        own[:, :, 3] = state.prev_p_mw
+        own[:, g:, 4] = state.soc
+        own[:, g:, 5] = state.vm_pu[:, self._bat_vm_index]
+        own[:, :g, 6] = demand[:, None] * self.bus_load_scale[self.case.gen_bus]
+        own[:, g:, 6] = demand[:, None] * self._bat_bus_load
+        obs[:, :, slots.own] = own
+        if slots.system is not None:
+            nxt = self.demand.take((flat + 1) % self.demand.size)
+            total = self.bus_load_scale.sum()
+            row = np.stack(
+                [
+                    demand * total,
+                    nxt * total,
+                    self.idle_head.take(flat, axis=0).sum(axis=1),
+                    state.feeder_p_mw.sum(axis=1),
+                    state.prev_imbalance_mw,
+                    state.vm_pu.min(axis=1),
+                    state.vm_pu.max(axis=1),
+                ],
+                axis=1,
+            )
+            obs[:, :, slots.system] = row[:, None, :]
+        if slots.socs is not None:
+            obs[:, :, slots.socs] = state.soc[:, None, :]
+        if slots.forecast is not None:
+            ahead = self.expected_price.take((flat[:, None] + self._offsets) % self.demand.size)
+            obs[:, :, slots.forecast] = ahead[:, None, :]
+        return obs
+
+    def step(
+        self, state: JointState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[JointState, StepOutput]:
+        dt_h, p = self.spec.dt_h, self.params
+        b, g = state.t.size, self.n_gen
+        demand = self.demand.take(self.flat_index(state.day_id, state.t))
+        gen = action[:, :g]
+        bat = inverter_battery_step(
+            self.battery, state.soc, action[:, g:], np.zeros((b, self.n_bat)), dt_h
+        )
+        flows = self.feeder_flows(demand, bat.p_mw, state.v_complex_pu)
+        heads = np.stack([f.info["feeder_p_mw"] for f in flows], axis=1)  # AC side
+        load = self.transmission_loads(demand, heads)  # DC side
+        flow = gen @ self.gsf - load @ self.ptdf_t
+        overload_mw = line_overload_mw(self.case, flow).sum(axis=1)
+        total_load = load.sum(axis=1)
+        total_generation = gen.sum(axis=1)
+        imbalance = total_generation - total_load
+        generation = dispatch_cost(self.case, gen) * dt_h
+        price = self.price_of(total_load)
+        wear = self.battery.degradation_cost_per_mwh * (bat.charge_mwh + bat.discharge_mwh)
+        terms = np.empty((b, 5))
+        terms[:, 0] = -generation
+        terms[:, 1] = -np.abs(imbalance) * dt_h * p.imbalance_price_per_mwh
+        terms[:, 2] = -overload_mw * dt_h * p.overload_penalty_per_mwh
+        terms[:, 3] = -wear.sum(axis=1)
+        terms[:, 4] = 0.0
+        end = state.t + 1 == self.horizon
+        if end.any():  # the last step: settle each battery's stored energy against its start
+            settled = inverter_battery_settlement(
+                self.battery, bat.soc[end], self.settlement_price(state.day_id[end])
+            )
+            terms[end, 4] = settled.sum(axis=1)
+        costs = np.empty((b, 5))
+        costs[:, 0] = overload_mw * dt_h
+        costs[:, 1] = np.abs(imbalance) * dt_h
+        costs[:, 2] = sum(f.costs[:, 0] for f in flows)
+        costs[:, 3] = sum(f.costs[:, 1] for f in flows)
+        costs[:, 4] = bat.soc_violation_mwh.sum(axis=1)
+        losses = sum(f.p_loss_mw for f in flows)
+        vm = np.concatenate([f.vm_pu for f in flows], axis=1)
+        applied = np.concatenate([gen, bat.p_mw], axis=1)
+        battery_revenue = price * (bat.discharge_mwh - bat.charge_mwh).sum(axis=1)
+        loss_cost = price * losses * dt_h
+        transmission_cost = -(terms[:, 0] + terms[:, 1] + terms[:, 2])
+        new_state = JointState(
+            state.day_id,
+            state.t + 1,
+            applied,
+            imbalance,
+            bat.soc,
+            vm,
+            np.concatenate([f.v_complex_pu for f in flows], axis=1),
+            heads,
+        )
+        info = {
+            "boundary_price_per_mwh": price,
+            "feeder_p_mw": heads,
+            "boundary_load_mw": load[:, self.boundary]
+            - demand[:, None] * self.bus_load_scale[self.boundary],
+            "total_load_mw": total_load,
+            "total_generation_mw": total_generation,
+            "imbalance_mw": imbalance,
+            "slack_p_mw": -imbalance,
+            "generation_cost": generation,
+            "max_branch_loading": (np.abs(flow) / self.rating).max(axis=1),
+            "p_loss_mw": losses,
+            "v_min_pu": vm.min(axis=1),
+            "v_max_pu": vm.max(axis=1),
+            "pf_converged": np.logical_and.reduce([f.info["pf_converged"] for f in flows]),
+            "soc": bat.soc,
+            "battery_p_mw": bat.p_mw,
+            "transmission_cost": transmission_cost,
+            "boundary_payment": price * heads.sum(axis=1) * dt_h,
+            "battery_revenue": battery_revenue,
+            "loss_cost": loss_cost,
+            "distribution_profit": battery_revenue + terms[:, 3] + terms[:, 4] - loss_cost,
+        }
+        return new_state, StepOutput(
+            reward=terms.sum(axis=1),
+            reward_terms=terms,
+            constraint_costs=costs,
+            terminated=np.zeros(b, dtype=bool),
+            action_applied=applied,
+            info=info,
+        )
+
+    # ---- baselines ------------------------------------------------------------------------
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """Time-of-use batteries, then a congestion-aware merit order for the generators, from
+        ``global`` observations [B, n_agents, d]: [B, n_agents] MW.
+
+        Batteries: may charge in the ``tou_steps`` half-hours whose expected boundary price is
+        lowest on the average train day and discharge in the dearest, when the trade pays after
+        wear and losses against that day's mean price, and are back at their start SOC by the
+        end (:func:`powerzoo.tasks.tariffs.tou_battery_power_mw`). Generators: the system load
+        plus the feeders' idle head power less the batteries' planned output, spread over the
+        buses by the case's load shares (the feeders' share at their boundary buses), dispatched
+        by merit order with PTDF redispatch until no line is overloaded
+        (:func:`powerzoo.physics.redispatch.congestion_aware_dispatch`).
+        """
+        g, c = self.n_gen, self._col
+        remaining = obs[:, 0, c["time_remaining"]].astype(np.float64)
+        mode = tou_mode(self.tou_plan, remaining, self.horizon, self.profiles.steps_per_day)
+        bat = tou_battery_power_mw(
+            self.battery,
+            mode,
+            obs[:, g:, c["own_soc"]].astype(np.float64),
+            self.spec.dt_h,
+            self.params.tou_steps,
+            obs[:, 0, c["price_per_mwh"]].astype(np.float64),
+            self.reference_price,
+            np.rint(remaining * self.horizon),
+        )
+        system = obs[:, 0, c["system"]].astype(np.float64)
+        idle = obs[:, 0, c["idle"]].astype(np.float64)
+        share = self.case.bus_pd_mw / self.case.bus_pd_mw.sum()
+        load = system[:, None] * share
+        weights = self.idle_head.mean(axis=0) / self.idle_head.mean(axis=0).sum()
+        for i, (bus, bats) in enumerate(zip(self.boundary, self.bat_slices, strict=True)):
+            load[:, bus] += idle * weights[i] - bat[:, bats].sum(axis=1)
+        gen = congestion_aware_dispatch(self.case, load, self.marginal_cost)
+        return np.concatenate([gen, bat], axis=1)
+
+    def oracle_plan(self, state: JointState) -> np.ndarray:
+        """Perfect-foresight actions [B, H, n_agents]: one LP per episode
+        (:func:`powerzoo.tasks.joint_trans_dist.oracle.plan_episode`)."""
+        from powerzoo.tasks.joint_trans_dist.oracle import plan_episode
+
+        plans = np.zeros((state.t.size, self.horizon, len(self.spec.agents)))
+        for row in range(state.t.size):
+            t0 = int(state.t[row])
+            plans[row, t0:] = plan_episode(self, state, row)
+        return plans
+
+
+class JointTransDistWeek(JointTransDist):
+    """``joint_trans_dist`` over a week (336 half-hours)."""
+
+    task_id = "joint_trans_dist_7d"
+    horizon = 336
+    description = (
+        "Five generator agents dispatch the PJM 5-bus system (DC power flow) and three battery "
+        "agents on an IEEE 33-bus feeder (exact AC power flow) hung at bus 3 trade at the "
+        "boundary price, over one week: one team reward, the system's cost."
+    )
