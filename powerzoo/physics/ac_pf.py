@@ -44,6 +44,10 @@ from powerzoo.physics.batched_lu import BatchedLU
 
 __all__ = ["ACPFResult", "ac_power_flow"]
 
+# chord iterations keep iterating over all rows (the finished ones frozen) while at least this
+# share still moves; below it the moving rows are gathered into smaller arrays
+_FREEZE_SHARE = 0.5
+
 _DIVERGED = 1e6  # a mismatch above this (p.u.) counts as diverged
 
 
@@ -297,11 +301,19 @@ def _iterate(s, v, vm, s_spec, tol, max_iter, rows, iters, done, exact) -> None:
             go &= norm < 0.5 * prev
         if not go.any() or it == max_iter:
             return
+        moving = active
         if not go.all():
-            everything = False
-            active, f, norm = active[go], f[:, go], norm[go]
-            sub_v, sub_vm = sub_v[:, go], sub_vm[:, go]
-        prev = norm
+            if not exact and go.mean() >= _FREEZE_SHARE:
+                # most rows still move: freeze the others in place (a zero right-hand side
+                # leaves them where they are) rather than gather and scatter every array
+                f[:, ~go] = 0.0
+                moving = active[go]
+            else:
+                everything = False
+                active, f, norm = active[go], f[:, go], norm[go]
+                sub_v, sub_vm = sub_v[:, go], sub_vm[:, go]
+                moving = active
+        prev = np.where(go, norm, prev) if moving is not active else norm
         if exact:
             try:
                 lu = splu(_jacobian(s, sub_v), permc_spec="MMD_AT_PLUS_A")
@@ -316,7 +328,7 @@ def _iterate(s, v, vm, s_spec, tol, max_iter, rows, iters, done, exact) -> None:
         sub_vm[:n_pq] = new_vm
         if not everything:
             v[:, active], vm[:, active] = sub_v, sub_vm
-        iters[active] += 1
+        iters[moving] += 1
 
 
 def _as_batch(x, n: int, what: str, b: int | None) -> np.ndarray:
