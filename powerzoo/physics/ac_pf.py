@@ -47,6 +47,13 @@ __all__ = ["ACPFResult", "ac_power_flow"]
 # chord iterations keep iterating over all rows (the finished ones frozen) while at least this
 # share still moves; below it the moving rows are gathered into smaller arrays
 _FREEZE_SHARE = 0.5
+# a chord iteration must shrink a row's mismatch at least this much, else the row goes on
+# with Newton-Raphson
+_CHORD_RATE = 0.9
+# rows the chord stage leaves get up to this many rounds of a Jacobian refreshed at their mean
+# state (when at least _REFRESH_MIN_ROWS are left), before Newton-Raphson takes the rest
+_CHORD_REFRESHES = 3
+_REFRESH_MIN_ROWS = 2
 
 _DIVERGED = 1e6  # a mismatch above this (p.u.) counts as diverged
 
@@ -277,9 +284,10 @@ def _mismatch(s: _Solver, v: np.ndarray, s_spec: np.ndarray) -> tuple[np.ndarray
     return f, np.where(np.isfinite(norm), norm, np.inf)
 
 
-def _iterate(s, v, vm, s_spec, tol, max_iter, rows, iters, done, exact) -> None:
+def _iterate(s, v, vm, s_spec, tol, max_iter, rows, iters, done, exact, chord=None) -> None:
     """Chord (``exact=False``) or Newton-Raphson iterations on the given ``rows`` of the complex
-    voltages ``v`` (magnitudes ``vm``), in place.
+    voltages ``v`` (magnitudes ``vm``), in place. ``chord``: the factorised Jacobian of the chord
+    iterations (default: the base case's).
 
     A row stops when converged (``done``), diverged, or (chord only) when its mismatch
     shrinks by less than half in an iteration; ``iters`` counts the updates of each row.
@@ -298,7 +306,7 @@ def _iterate(s, v, vm, s_spec, tol, max_iter, rows, iters, done, exact) -> None:
         done[active[ok]] = True
         go = ~ok & (norm < _DIVERGED)
         if not exact:
-            go &= norm < 0.5 * prev
+            go &= norm < _CHORD_RATE * prev
         if not go.any() or it == max_iter:
             return
         moving = active
@@ -321,7 +329,7 @@ def _iterate(s, v, vm, s_spec, tol, max_iter, rows, iters, done, exact) -> None:
                 return
             dx = lu.solve(np.ravel(f, order="F")).reshape(active.size, n_j).T
         else:
-            dx = s.chord_lu.solve(f)
+            dx = (chord or s.chord_lu).solve(f)
         _rotate(sub_v[:n_a], np.negative(dx[:n_a]))
         new_vm = sub_vm[:n_pq] - dx[n_a:]
         sub_v[:n_pq] *= new_vm / sub_vm[:n_pq]
@@ -405,6 +413,16 @@ def ac_power_flow(
     done = np.zeros(b, dtype=bool)
     rows = np.arange(b)
     _iterate(s, v, vm, s_spec, tol_pu, chord_max_iter, rows, iters, done, exact=False)
+    left = np.flatnonzero(~done & np.isfinite(v).all(axis=0))
+    for _ in range(_CHORD_REFRESHES):
+        if left.size < _REFRESH_MIN_ROWS:
+            break
+        # one Jacobian shared by the rows left, at their mean state, then chord from where they
+        # are: far cheaper than a Newton step of every row when the rows are alike
+        mean_v = vm[:, left].mean(axis=1) * np.exp(1j * np.angle(v[:, left]).mean(axis=1))
+        shared = BatchedLU(_jacobian(s, mean_v[:, None]))
+        _iterate(s, v, vm, s_spec, tol_pu, chord_max_iter, left, iters, done, False, shared)
+        left = np.flatnonzero(~done & np.isfinite(v).all(axis=0))
     left = np.flatnonzero(~done)
     if left.size:
         # restart the unfinished rows from the starting point with the exact Jacobian
