@@ -1,5 +1,5 @@
-"""AC transmission tasks (``acopf_118``, ``voltage_control_118``): adapters, the flow against
-pandapower, non-convergence, determinism, bad input and the baselines' order."""
+"""The AC transmission task ``acopf_118``: adapters, the flow against pandapower, non-convergence,
+determinism, bad input and the baselines' order."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from pettingzoo.test import parallel_api_test
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task
 
-TASKS = ("acopf_118", "voltage_control_118")
+TASKS = ("acopf_118",)
 
 
 @pytest.mark.parametrize("task", TASKS)
