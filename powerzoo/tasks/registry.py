@@ -374,6 +374,7 @@ _BUILTIN_TASKS: dict[str, tuple[str, str | None]] = {
     "opf_118": ("powerzoo.tasks.economic_dispatch:Opf118", None),
     "opf_118_7d": ("powerzoo.tasks.economic_dispatch:Opf118Week", None),
     "opf": ("powerzoo.tasks.economic_dispatch:Opf", None),
+    "acopf_118": ("powerzoo.tasks.acopf:Acopf118", None),
     "dso": ("powerzoo.tasks.dso:Dso", "powerzoo/DSO-v0"),
     "joint_trans_dist": ("powerzoo.tasks.joint_trans_dist:JointTransDist", None),
     "joint_trans_dist_7d": ("powerzoo.tasks.joint_trans_dist:JointTransDistWeek", None),

@@ -1,0 +1,192 @@
+"""What the AC transmission tasks share (``acopf_118``, ``voltage_control_118``): a meshed case
+under the exact AC power flow, its calendar loads, one batched flow per step and its costs.
+
+Network and loads
+-----------------
+The network is pandapower's model of the case (:func:`powerzoo.physics.ac_network.ac_network`:
+lines, transformers, shunts, the units' voltage set-points and reactive limits); the branch
+ratings are the voltage-class ratings of the DC tasks
+(:func:`powerzoo.tasks.transmission.congestion_ready_case`; pandapower's case118 rates every
+branch at 9,900 MVA), applied to the apparent power ``max(|S_from|, |S_to|)``.  Every bus draws
+its published demand, active and reactive (each bus keeps its power factor), times the calendar
+load shape of the data layer times ``load_scale`` (:data:`BASE_LOAD_SCALE`, as the DC tasks)::
+
+    p_load[b, bus] = bus_pd_mw[bus] * load_scale * demand_pu(day, t)   (q_load alike)
+
+Power flow
+----------
+One batched Newton / chord AC power flow per step
+(:func:`powerzoo.physics.ac_pf.ac_power_flow`, validated against pandapower's ``runpp`` to
+1e-6 p.u.): the units' active set-points and voltage set-points are the PV buses' data; the
+slack unit takes the losses and the mismatch (its output is the flow's balance at the slack
+bus).  Reactive limits are reported, not enforced (no PV -> PQ switching).
+
+Costs (per step, all >= 0)
+--------------------------
+* ``voltage_violation`` [p.u.]: ``sum over buses of max(0.94 - v, 0) + max(v - 1.06, 0)``
+  (the feeder tasks' measure, with the case's own band: case118 limits every bus to
+  [0.94, 1.06] p.u.);
+* ``thermal_overload`` [MVAh]: ``sum over branches of max(|S| - S_rated, 0) x dt``;
+* ``reactive_limit`` [Mvarh]: reactive output of the voltage-controlling units outside their
+  summed limits at each PV / slack bus, ``sum max(q - q_max, q_min - q, 0) x dt``;
+* ``pf_nonconvergence`` [steps]: 1 for a row whose flow did not converge.
+
+A row whose flow does not converge (only far from any sensible operating point, e.g. voltage
+set-points at opposite ends of their range next to each other) never raises: it is flagged in
+``pf_converged``, charged ``pf_nonconvergence = 1`` and ``voltage_violation =
+NONCONVERGED_VOLTAGE_PU_PER_BUS x n_bus`` (as if every bus had collapsed 0.1 p.u. outside the
+band, the feeder tasks' rule), no overload nor reactive cost, zero losses, and the slack's output
+is taken as the lossless balance (load - the other units' output); its voltages are the last
+iterate (finite), not a solution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from powerzoo.data.profiles import Profiles
+from powerzoo.physics.ac_network import ACNetwork, ac_network
+from powerzoo.physics.ac_pf import ac_power_flow
+from powerzoo.physics.network import NetworkCase
+from powerzoo.tasks.feeder import NONCONVERGED_VOLTAGE_PU_PER_BUS
+from powerzoo.tasks.transmission import BASE_LOAD_SCALE, congestion_ready_case
+
+__all__ = [
+    "AC_V_MIN_PU",
+    "AC_V_MAX_PU",
+    "AC_GRID_COSTS",
+    "AC_GRID_COST_UNITS",
+    "ACGrid",
+    "ACStep",
+    "BASE_LOAD_SCALE",
+]
+
+AC_V_MIN_PU, AC_V_MAX_PU = 0.94, 1.06  # case118's bus voltage limits (every bus)
+AC_GRID_COSTS = ("voltage_violation", "thermal_overload", "reactive_limit", "pf_nonconvergence")
+AC_GRID_COST_UNITS = (
+    "p.u. (sum over buses, per step)",
+    "MVAh (sum over branches)",
+    "Mvarh (sum over voltage-controlling buses)",
+    "steps",
+)
+
+
+class ACStep:
+    """One batched AC flow and what the tasks take from it (arrays with leading axis ``B``)."""
+
+    __slots__ = ("vm_pu", "gen_q_mvar", "slack_p_mw", "losses_mw", "costs", "info")
+
+    def __init__(self, vm_pu, gen_q_mvar, slack_p_mw, losses_mw, costs, info) -> None:
+        self.vm_pu = vm_pu  # [B, n_bus] voltage magnitudes [p.u.]
+        self.gen_q_mvar = gen_q_mvar  # [B, n_gen] reactive output of each unit's bus [Mvar]
+        self.slack_p_mw = slack_p_mw  # [B] the slack unit's active output [MW]
+        self.losses_mw = losses_mw  # [B] generation - load [MW] (0 where the flow failed)
+        self.costs = costs  # [B, 4] AC_GRID_COSTS
+        self.info = info  # grid info keys, each [B]
+
+
+class ACGrid:
+    """A meshed case with its calendar loads and the step's AC flow.
+
+    ``profiles`` / ``split_days``: the split's profiles and calendar days
+    (:class:`powerzoo.tasks.base.Task`); ``step_hours``: the step length [h] of the energy
+    costs.  Units are indexed as in the case (:attr:`case`, ``case.gen_bus``); exactly one of
+    them (:attr:`slack_unit`) sits at the slack bus.
+    """
+
+    def __init__(
+        self,
+        case_name: str,
+        profiles: Profiles,
+        split_days: np.ndarray,
+        load_scale: float,
+        step_hours: float,
+    ) -> None:
+        self.network: ACNetwork = ac_network(case_name)
+        self.case: NetworkCase = congestion_ready_case(case_name)
+        net, case = self.network, self.case
+        if net.n_bus != case.n_bus or not np.array_equal(net.branch_from, case.branch_from_bus):
+            raise ValueError(f"{case_name}: the AC and DC models order buses or branches apart")
+        if np.unique(case.gen_bus).size != case.n_gen:
+            raise ValueError(f"{case_name}: two units share a bus (one voltage set-point each)")
+        self.gen_bus = case.gen_bus
+        self.slack_bus = int(case.slack_bus)
+        self.slack_unit = int(np.flatnonzero(case.gen_bus == self.slack_bus)[0])
+        self.other_units = np.flatnonzero(np.arange(case.n_gen) != self.slack_unit)
+        self._other_bus = case.gen_bus[self.other_units]
+        self.load_scale = float(load_scale)
+        self.step_hours = float(step_hours)
+        self.steps_per_day = profiles.steps_per_day
+        self.demand_pu = profiles.series["demand_pu"]
+        self.day_start = split_days * profiles.steps_per_day
+        self.bus_p_mw = case.bus_pd_mw * self.load_scale  # bus demand per unit of demand_pu
+        self.bus_q_mvar = -net.q_mvar * self.load_scale
+        self.rate_mva = np.where(np.isfinite(case.branch_rate_a_mw), case.branch_rate_a_mw, np.inf)
+        self.vm_set_pu = net.vm_pu[case.gen_bus]  # the case's voltage set-points
+        self.q_max_mvar = net.q_max_mvar[case.gen_bus]
+        self.q_min_mvar = net.q_min_mvar[case.gen_bus]
+        self.nonconverged_voltage_pu = NONCONVERGED_VOLTAGE_PU_PER_BUS * case.n_bus
+
+    def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Calendar step index [B] of step ``t`` of split day ``day_id`` (wrapping the year)."""
+        return (self.day_start.take(day_id) + t) % self.demand_pu.size
+
+    def system_load_mw(self, flat: np.ndarray) -> np.ndarray:
+        """System active load [MW] at calendar steps ``flat`` (any shape)."""
+        return self.demand_pu.take(flat) * self.bus_p_mw.sum()
+
+    def solve(
+        self,
+        demand_pu: np.ndarray,
+        gen_p_mw: np.ndarray,
+        gen_vm_pu: np.ndarray,
+        bus_p_mw: np.ndarray | None = None,
+        bus_q_mvar: np.ndarray | None = None,
+    ) -> ACStep:
+        """The AC flow at system demand ``demand_pu`` [B] with the units' active set-points
+        ``gen_p_mw`` [B, n_gen] (MW; the slack unit's entry is not read) and voltage set-points
+        ``gen_vm_pu`` [B, n_gen] (p.u.); ``bus_p_mw`` / ``bus_q_mvar`` [B, n_bus]: further net
+        injections (MW / Mvar, e.g. inverter-based units)."""
+        b = demand_pu.shape[0]
+        d = demand_pu[:, None]
+        p = d * -self.bus_p_mw
+        q = d * -self.bus_q_mvar
+        p[:, self._other_bus] += gen_p_mw[:, self.other_units]
+        if bus_p_mw is not None:
+            p += bus_p_mw
+        if bus_q_mvar is not None:
+            q += bus_q_mvar
+        vm = np.broadcast_to(self.network.vm_pu, (b, self.case.n_bus)).copy()
+        vm[:, self.gen_bus] = gen_vm_pu
+        flow = ac_power_flow(self.network, p, q, vm)
+        converged = flow.converged
+        v = flow.vm_pu
+        dt = self.step_hours
+        costs = np.empty((b, 4))
+        outside = np.maximum(np.maximum(AC_V_MIN_PU - v, v - AC_V_MAX_PU), 0.0)
+        costs[:, 0] = outside.sum(axis=1)
+        s_from = np.hypot(flow.p_from_mw, flow.q_from_mvar)
+        s_to = np.hypot(flow.p_to_mw, flow.q_to_mvar)
+        mva = np.maximum(s_from, s_to)
+        costs[:, 1] = np.maximum(mva - self.rate_mva, 0.0).sum(axis=1) * dt
+        gen_q = flow.gen_q_mvar[:, self.gen_bus]
+        beyond = np.maximum(np.maximum(gen_q - self.q_max_mvar, self.q_min_mvar - gen_q), 0.0)
+        costs[:, 2] = beyond.sum(axis=1) * dt
+        costs[:, 3] = 0.0
+        slack_p = flow.p_mw[:, self.slack_bus] - p[:, self.slack_bus]
+        losses = flow.p_mw.sum(axis=1)
+        if not converged.all():
+            failed = ~converged
+            costs[failed] = (self.nonconverged_voltage_pu, 0.0, 0.0, 1.0)
+            slack_p = np.where(failed, -p.sum(axis=1), slack_p)  # the lossless balance
+            losses = np.where(failed, 0.0, losses)
+            gen_q = np.where(failed[:, None], 0.0, gen_q)
+        info = {
+            "pf_converged": converged,
+            "losses_mw": losses,
+            "slack_p_mw": slack_p,
+            "v_min_pu": v.min(axis=1),
+            "v_max_pu": v.max(axis=1),
+            "max_branch_loading": (mva / self.rate_mva).max(axis=1),
+        }
+        return ACStep(v, gen_q, slack_p, losses, costs, info)

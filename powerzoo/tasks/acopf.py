@@ -1,0 +1,350 @@
+"""``acopf_118``: AC optimal power flow on the IEEE 118-bus system, one agent per generator.
+
+Model
+-----
+* Agents: the case's 54 units (``gen_0`` .. ``gen_53``, the case's order), one per unit as in
+  ``opf_118``.  Action per unit: its active set-point ``p_mw`` in ``[Pmin, Pmax]`` and its
+  voltage set-point ``vm_pu`` in [0.94, 1.06] p.u. (the case's bus voltage band).  The slack
+  unit (``gen_29``, the external grid at bus 69 of the published numbering) takes the losses and
+  the mismatch: its ``p_mw`` entry is not read; ``action_applied`` reports its output from the
+  flow there instead (so it may lie outside the action bounds).
+* Load and network: :mod:`powerzoo.tasks.ac_transmission` (each bus's published P and Q demand x
+  1.1 x the calendar demand shape, 30-minute steps; pandapower's case118 with the voltage-class
+  branch ratings of the DC tasks), one exact batched AC power flow per step.
+* Reward (shared): ``-(generation cost + imbalance cost)`` in $ per step: the case's polynomial
+  costs of every unit, the slack's at its output from the flow, times ``dt``; the slack's output
+  outside its own ``[Pmin, Pmax]`` is energy no unit can supply, settled at
+  ``imbalance_price_per_mwh`` (1,000 $/MWh, ``opf_118``'s imbalance price).
+* Costs (CMDP, per-day budgets): ``voltage_violation`` (1 p.u.), ``thermal_overload``
+  (1 MVAh), ``reactive_limit`` (1 Mvarh), ``pf_nonconvergence`` (0.5 step: one failed flow
+  breaks it), ``power_imbalance`` (1 MWh, the slack's energy outside its limits; priced in the
+  reward too).  A non-converged flow is flagged (``pf_converged``), never raised; its charges
+  are those of :mod:`powerzoo.tasks.ac_transmission`.
+* Observation (``global``, per agent): time, system load now and next step, own limits (P, Q),
+  marginal cost, own last P, Q and bus voltage, last losses, slack output and extreme voltages.
+* Baselines: random; rule = the congestion-aware DC merit order of ``opf_118``
+  (:func:`powerzoo.physics.redispatch.rule_dispatch_from_system_load`) for the observed load
+  plus the last observed losses, voltages at the case's set-points; oracle = pandapower's AC-OPF
+  per step (:mod:`powerzoo.tasks.ac_oracle`, about 1 s a step, a minute a day on one core: the
+  published baselines use a subset of the test days), scored under this task's flow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from powerzoo.data import calendar
+from powerzoo.physics.ac_pf import ac_power_flow
+from powerzoo.physics.dc_opf import dispatch_cost
+from powerzoo.physics.redispatch import rule_dispatch_from_system_load
+from powerzoo.tasks.ac_transmission import (
+    AC_GRID_COST_UNITS,
+    AC_GRID_COSTS,
+    AC_V_MAX_PU,
+    AC_V_MIN_PU,
+    BASE_LOAD_SCALE,
+    ACGrid,
+)
+from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.feeder import time_features
+from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
+from powerzoo.tasks.transmission import (
+    OVERLOAD_PRICE_PER_MWH,
+    STEP_MINUTES,
+    congestion_ready_case,
+    marginal_cost_per_mwh,
+)
+
+__all__ = ["Acopf118", "AcopfParams", "AcopfState"]
+
+CASE = "case118"
+HORIZON = 48
+NONCONVERGENCE_PENALTY = 100_000.0  # $ per failed flow in the "penalized" preset
+_FIELDS = (
+    "hour_sin",
+    "hour_cos",
+    "time_remaining",
+    "system_load_mw",
+    "system_load_next_mw",
+    "own_pmin_mw",
+    "own_pmax_mw",
+    "own_marginal_cost_per_mwh",
+    "own_qmin_mvar",
+    "own_qmax_mvar",
+    "own_prev_p_mw",
+    "own_prev_q_mvar",
+    "own_prev_vm_pu",
+    "prev_losses_mw",
+    "prev_slack_p_mw",
+    "prev_v_min_pu",
+    "prev_v_max_pu",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class AcopfParams:
+    """The task keywords of ``acopf_118``."""
+
+    # bus loads = the case's published base load x this x demand_pu
+    load_scale: float = BASE_LOAD_SCALE
+    # $/MWh of the slack's output outside its limits
+    imbalance_price_per_mwh: float = 1000.0
+
+    def __post_init__(self) -> None:
+        if not self.load_scale > 0.0 or not self.imbalance_price_per_mwh >= 0.0:
+            raise ValueError(
+                f"acopf_118: load_scale must be > 0 and imbalance_price_per_mwh >= 0, got "
+                f"{self.load_scale} and {self.imbalance_price_per_mwh}"
+            )
+
+
+@dataclasses.dataclass
+class AcopfState:
+    day_id: np.ndarray  # [B] split day the episode started on
+    t: np.ndarray  # [B] steps elapsed
+    prev_p_mw: np.ndarray  # [B, n_gen] last active output (slack: from the flow)
+    prev_q_mvar: np.ndarray  # [B, n_gen] last reactive output at each unit's bus
+    prev_vm_pu: np.ndarray  # [B, n_gen] last voltage at each unit's bus
+    prev_grid: np.ndarray  # [B, 4] last losses [MW], slack output [MW], min / max voltage
+
+
+def _q_limit(x: np.ndarray) -> np.ndarray:
+    return np.clip(x, -9999.0, 9999.0)  # a unit without a limit shows +-9,999 Mvar
+
+
+class Acopf118(Task):
+    """AC-OPF on case118 (see the module docstring)."""
+
+    task_id = "acopf_118"
+    Params = AcopfParams
+
+    def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
+        self.params = params = self.make_params(**task_kwargs)
+        super().__init__(self.spec_for(params), split)
+        self.grid = grid = ACGrid(
+            CASE, self.profiles, self.split_days, params.load_scale, self.spec.dt_h
+        )
+        case = self.case = grid.case
+        self.n_gen = case.n_gen
+        self.marginal_cost = marginal_cost_per_mwh(case)
+        self._time = time_features(
+            np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON
+        ).astype(np.float32)
+        self._own = np.stack(
+            [
+                case.gen_pmin_mw,
+                case.gen_pmax_mw,
+                self.marginal_cost,
+                _q_limit(grid.q_min_mvar),
+                _q_limit(grid.q_max_mvar),
+            ],
+            axis=1,
+        ).astype(np.float32)
+        self._slots = {name: i for i, name in enumerate(_FIELDS)}
+        self._p_entry = 2 * np.arange(self.n_gen)
+        self._vm_entry = self._p_entry + 1
+        self._slack_p_entry = 2 * grid.slack_unit
+        self._slack_limits = (
+            float(case.gen_pmin_mw[grid.slack_unit]),
+            float(case.gen_pmax_mw[grid.slack_unit]),
+        )
+        # the first step's observed losses: those of the case at its own loading
+        net = grid.network
+        self._base_losses_mw = float(ac_power_flow(net, net.p_mw, net.q_mvar).p_mw.sum())
+        self.obs_slots = {"global": None}
+
+    @classmethod
+    def spec_for(cls, params: AcopfParams) -> TaskSpec:
+        case = congestion_ready_case(CASE)
+        n = case.n_gen
+        agents = tuple(f"gen_{i}" for i in range(n))
+        load_hi = float(case.total_load_mw * params.load_scale * 1.3)
+        pmax = float(case.gen_pmax_mw.max())
+        mc_hi = float(marginal_cost_per_mwh(case).max()) * 1.5 + 1.0
+        rows = (
+            ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
+            ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
+            ("time_remaining", "fraction", 0.0, 1.0, 0.0, 1.0),
+            ("system_load_mw", "MW", 0.0, 1e6, 0.0, load_hi),
+            ("system_load_next_mw", "MW", 0.0, 1e6, 0.0, load_hi),
+            ("own_pmin_mw", "MW", 0.0, pmax, 0.0, pmax),
+            ("own_pmax_mw", "MW", 0.0, pmax, 0.0, pmax),
+            ("own_marginal_cost_per_mwh", "$/MWh", 0.0, mc_hi, 0.0, mc_hi),
+            ("own_qmin_mvar", "Mvar", -1e4, 1e4, -300.0, 300.0),
+            ("own_qmax_mvar", "Mvar", -1e4, 1e4, -300.0, 300.0),
+            ("own_prev_p_mw", "MW", -1e6, 1e6, 0.0, pmax),
+            ("own_prev_q_mvar", "Mvar", -1e6, 1e6, -300.0, 300.0),
+            ("own_prev_vm_pu", "p.u.", 0.0, 10.0, AC_V_MIN_PU, AC_V_MAX_PU),
+            ("prev_losses_mw", "MW", -1e6, 1e6, 0.0, 300.0),
+            ("prev_slack_p_mw", "MW", -1e6, 1e6, -1000.0, 1000.0),
+            ("prev_v_min_pu", "p.u.", 0.0, 10.0, 0.9, 1.1),
+            ("prev_v_max_pu", "p.u.", 0.0, 10.0, 0.9, 1.1),
+        )
+        assert tuple(r[0] for r in rows) == _FIELDS
+        observation = VectorSpec.from_rows(rows)
+        names, low, high, units = [], [], [], []
+        for i, agent in enumerate(agents):
+            names += [f"{agent}.p_mw", f"{agent}.vm_pu"]
+            low += [float(case.gen_pmin_mw[i]), AC_V_MIN_PU]
+            high += [float(case.gen_pmax_mw[i]), AC_V_MAX_PU]
+            units += ["MW", "p.u."]
+        days = HORIZON * STEP_MINUTES / (24 * 60)
+        grid_costs = zip(
+            AC_GRID_COSTS,
+            AC_GRID_COST_UNITS,
+            (1.0 * days, 1.0 * days, 1.0 * days, 0.5 * days),
+            (1000.0, OVERLOAD_PRICE_PER_MWH, OVERLOAD_PRICE_PER_MWH, NONCONVERGENCE_PENALTY),
+            strict=True,
+        )
+        return TaskSpec(
+            task_id=cls.task_id,
+            description=(
+                f"{n} generator agents set active power and voltage set-points on the IEEE "
+                "118-bus system under the exact AC power flow over one day (AC-OPF)."
+            ),
+            agents=agents,
+            observation=observation,
+            action=VectorSpec(names=tuple(names), units=tuple(units), low=low, high=high),
+            horizon=HORIZON,
+            step_minutes=STEP_MINUTES,
+            splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
+            reward_terms=("generation_cost", "imbalance_cost"),
+            reward_doc=(
+                "-(generation cost of every unit, the slack's at its output from the AC flow + "
+                "the slack's output outside its limits x "
+                f"{params.imbalance_price_per_mwh:g} $/MWh) per step ($), shared by all agents"
+            ),
+            **cmdp_fields((*grid_costs, ("power_imbalance", "MWh", 1.0 * days, None))),
+            baselines=("random", "rule_based", "oracle"),
+            obs_modes=("global",),
+            obs_mode_specs={"global": observation},
+            default_obs_mode="global",
+        )
+
+    # ---- batched model ----------------------------------------------------------------------
+    def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> AcopfState:
+        day_id = self.check_day_id(day_id)
+        b, n = day_id.size, self.n_gen
+        net = self.grid.network
+        grid = np.empty((b, 4))
+        grid[:] = (self._base_losses_mw, 0.0, np.nanmin(net.vm_pu), np.nanmax(net.vm_pu))
+        return AcopfState(
+            day_id,
+            np.zeros(b, np.int64),
+            np.zeros((b, n)),
+            np.zeros((b, n)),
+            np.broadcast_to(self.grid.vm_set_pu, (b, n)).copy(),
+            grid,
+        )
+
+    def observe(self, state: AcopfState, obs_mode: str | None = None) -> np.ndarray:
+        """Per-agent observations ``[B, n_gen, 17]`` (float32)."""
+        if obs_mode not in (None, "global"):
+            raise ValueError(f"unknown obs_mode {obs_mode!r} for acopf_118; valid: global")
+        b = state.t.size
+        row = np.empty((b, len(_FIELDS)), dtype=np.float32)
+        try:
+            row[:, 0:3] = self._time.take(state.t, axis=0)
+        except IndexError:  # stepped past the horizon without a reset
+            row[:, 0:3] = time_features(state.t, self.profiles.steps_per_day, HORIZON)
+        flat = self.grid.flat_index(state.day_id[:, None], state.t[:, None] + np.arange(2))
+        row[:, 3:5] = self.grid.system_load_mw(flat)
+        row[:, 13:17] = state.prev_grid
+        obs = np.empty((b, self.n_gen, len(_FIELDS)), dtype=np.float32)
+        obs[...] = row[:, None, :]
+        obs[:, :, 5:10] = self._own
+        obs[:, :, 10] = state.prev_p_mw
+        obs[:, :, 11] = state.prev_q_mvar
+        obs[:, :, 12] = state.prev_vm_pu
+        return obs
+
+    def step(
+        self, state: AcopfState, action: np.ndarray, rng: np.random.Generator
+    ) -> tuple[AcopfState, StepOutput]:
+        grid, dt = self.grid, self.spec.dt_h
+        p = np.array(action[:, self._p_entry], dtype=float)
+        vm = np.asarray(action[:, self._vm_entry], dtype=float)
+        demand = grid.demand_pu.take(grid.flat_index(state.day_id, state.t))
+        flow = grid.solve(demand, p, vm)
+        p[:, grid.slack_unit] = flow.slack_p_mw
+        lo, hi = self._slack_limits
+        outside_mw = np.maximum(np.maximum(flow.slack_p_mw - hi, lo - flow.slack_p_mw), 0.0)
+        imbalance_mwh = outside_mw * dt
+        generation = dispatch_cost(self.case, p) * dt
+        b = state.t.size
+        terms = np.empty((b, 2))
+        terms[:, 0] = -generation
+        terms[:, 1] = -imbalance_mwh * self.params.imbalance_price_per_mwh
+        costs = np.empty((b, 5))
+        costs[:, :4] = flow.costs
+        costs[:, 4] = imbalance_mwh
+        applied = np.array(action, dtype=float)
+        applied[:, self._slack_p_entry] = flow.slack_p_mw
+        prev_grid = np.stack(
+            [flow.losses_mw, flow.slack_p_mw, flow.info["v_min_pu"], flow.info["v_max_pu"]],
+            axis=1,
+        )
+        new_state = AcopfState(
+            state.day_id, state.t + 1, p, flow.gen_q_mvar, flow.vm_pu[:, grid.gen_bus], prev_grid
+        )
+        info = dict(flow.info)
+        info["generation_cost"] = generation
+        info["total_load_mw"] = demand * grid.bus_p_mw.sum()
+        return new_state, StepOutput(
+            reward=terms.sum(axis=1),
+            reward_terms=terms,
+            constraint_costs=costs,
+            terminated=np.zeros(b, dtype=bool),
+            action_applied=applied,
+            info=info,
+        )
+
+    # ---- baselines --------------------------------------------------------------------------
+    def joint_action(self, p_mw: np.ndarray, vm_pu: np.ndarray) -> np.ndarray:
+        """Units' set-points ``[..., n_gen]`` (MW, p.u.) -> the joint action ``[..., 2 n_gen]``."""
+        out = np.empty(p_mw.shape[:-1] + (2 * self.n_gen,))
+        out[..., self._p_entry] = p_mw
+        out[..., self._vm_entry] = vm_pu
+        return out
+
+    def _rule_dispatch(self, system_load_mw: np.ndarray, losses_mw: np.ndarray) -> np.ndarray:
+        p = rule_dispatch_from_system_load(
+            self.case, system_load_mw + np.maximum(losses_mw, 0.0), self.marginal_cost
+        )
+        vm = np.broadcast_to(self.grid.vm_set_pu, p.shape)
+        return self.joint_action(p, vm)
+
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """The congestion-aware DC merit order for the observed system load plus the last
+        observed losses, every voltage at the case's set-point (a DC dispatch with nominal
+        voltages)."""
+        load = obs[:, 0, self._slots["system_load_mw"]].astype(np.float64)
+        losses = obs[:, 0, self._slots["prev_losses_mw"]].astype(np.float64)
+        return self._rule_dispatch(load, losses)
+
+    def oracle_plan(self, state: AcopfState) -> np.ndarray:
+        """pandapower's AC-OPF of every remaining step, as joint actions ``[B, H, 2 n_gen]``
+        (a step whose OPF fails gets the rule's action for that step's load)."""
+        from powerzoo.tasks.ac_oracle import opf_net, run_ac_opf, unit_results
+
+        grid = self.grid
+        net = opf_net(self.case, grid.network.rate_mva, grid.rate_mva)
+        plan = np.zeros((state.t.size, HORIZON, 2 * self.n_gen))
+        losses = self._base_losses_mw
+        for row in range(state.t.size):
+            t0 = int(state.t[row])
+            for t in range(t0, HORIZON):
+                flat = grid.flat_index(state.day_id[row : row + 1], np.array([t]))
+                factor = float(grid.demand_pu.take(flat)[0]) * grid.load_scale
+                solved = run_ac_opf(net, factor)
+                if solved is None:
+                    load = grid.system_load_mw(flat)
+                    plan[row, t] = self._rule_dispatch(load, np.array([losses]))[0]
+                    continue
+                p, vm = unit_results(solved, self.case)
+                losses = float(p.sum() - grid.system_load_mw(flat)[0])
+                plan[row, t] = self.joint_action(p, vm)
+        return plan

@@ -1,0 +1,113 @@
+"""The AC transmission task ``acopf_118``: adapters, the flow against pandapower, non-convergence,
+determinism, bad input and the baselines' order."""
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test
+
+from powerzoo.rl import make_env
+from powerzoo.tasks import make_task
+
+TASKS = ("acopf_118",)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_parallel_api_test_passes(task):
+    parallel_api_test(make_env(task, framework="pettingzoo", seed=0), num_cycles=5)
+
+
+def _rule_state(task_name, steps=3):
+    task = make_task(task_name, "test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([2]))
+    for _ in range(steps):
+        action = task.rule_based_action(task.observe(state))
+        state, out = task.step(state, action, rng)
+    return task, state, action, out
+
+
+def test_acopf_flow_matches_pandapower_runpp_on_a_recorded_state():
+    pp = pytest.importorskip("pandapower")
+    import pandapower.networks as pn
+
+    from powerzoo.physics.ac_network import PANDAPOWER_PF_OPTIONS
+
+    task, state, action, out = _rule_state("acopf_118")
+    grid, case = task.grid, task.case
+    demand = grid.demand_pu.take(grid.flat_index(state.day_id, state.t - 1))[0]
+    net = pn.case118()
+    net.load["p_mw"] *= demand * grid.load_scale
+    net.load["q_mvar"] *= demand * grid.load_scale
+    p, vm = action[0, 0::2], action[0, 1::2]
+    for table in ("gen", "ext_grid"):
+        rows = np.flatnonzero(case.gen_element_type == table)
+        if table == "gen":
+            net.gen.loc[case.gen_element[rows], "p_mw"] = p[rows]
+        net[table].loc[case.gen_element[rows], "vm_pu"] = vm[rows]
+    pp.runpp(net, **PANDAPOWER_PF_OPTIONS)
+    np.testing.assert_allclose(
+        state.prev_vm_pu[0], net.res_bus.vm_pu.to_numpy()[case.gen_bus], atol=1e-6
+    )
+    assert out.info["v_min_pu"][0] == pytest.approx(net.res_bus.vm_pu.min(), abs=1e-6)
+    assert out.info["slack_p_mw"][0] == pytest.approx(net.res_ext_grid.p_mw.iloc[0], abs=1e-4)
+
+
+def test_acopf_extreme_action_is_flagged_not_raised():
+    task = make_task("acopf_118", "test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0, 1]))
+    lo, hi = task.spec.action.bounds()
+    extreme = np.stack([hi.astype(float), lo.astype(float)])
+    extreme[0, 1::2] = np.where(np.arange(task.n_gen) % 2, 1.06, 0.94)  # alternate the band ends
+    state, out = task.step(state, extreme, rng)
+    assert np.all(np.isfinite(out.reward)) and np.all(np.isfinite(out.constraint_costs))
+    failed = ~out.info["pf_converged"]
+    names = task.spec.constraint_names
+    assert np.all(out.constraint_costs[failed, names.index("pf_nonconvergence")] == 1.0)
+    assert np.all(out.constraint_costs[~failed, names.index("pf_nonconvergence")] == 0.0)
+    assert np.all(out.constraint_costs >= 0.0)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_same_seed_same_rollout_and_bad_input(task):
+    def run():
+        env = make_env(task, num_envs=2, seed=3, normalize=True)
+        env.reset(seed=3)
+        rng = np.random.default_rng(1)
+        rewards = []
+        for _ in range(3):
+            action = {
+                a: rng.uniform(-1, 1, env.action_space(a).shape).astype(np.float32)
+                for a in env.possible_agents
+            }
+            rewards.append(env.step(action)[1][env.possible_agents[0]])
+        return env, np.concatenate(rewards)
+
+    env, first = run()
+    np.testing.assert_array_equal(first, run()[1])
+    agents = env.possible_agents
+    with pytest.raises(ValueError, match="NaN"):
+        env.step({a: np.full(env.action_space(a).shape, np.nan, np.float32) for a in agents})
+    with pytest.raises(ValueError, match="missing"):
+        env.step({agents[0]: np.zeros(env.action_space(agents[0]).shape, np.float32)})
+    with pytest.raises(ValueError, match="out of range"):
+        make_task(task, "test").reset(np.random.default_rng(0), np.array([10_000]))
+
+
+def test_acopf_rule_beats_random_and_reports_costs():
+    task = make_task("acopf_118", "test")
+    rng = np.random.default_rng(0)
+    lo, hi = task.spec.action.bounds()
+    totals = {}
+    for policy in ("rule", "random"):
+        state = task.reset(rng, np.array([0, 1]))
+        total = np.zeros(2)
+        for _ in range(6):
+            if policy == "rule":
+                action = task.rule_based_action(task.observe(state))
+            else:
+                action = rng.uniform(lo, hi, (2, lo.size))
+            state, out = task.step(state, action, rng)
+            total += out.reward
+        totals[policy] = total
+    assert np.all(totals["rule"] > totals["random"])
