@@ -108,9 +108,7 @@ def _n_slots(areas: ControlAreas, feeders: tuple[FeederHookup, ...]) -> int:
     return max(areas.max_units, *(len(f.battery_buses) for f in feeders))
 
 
-def _fields(
-    case: NetworkCase, params: JointParams, n_slots: int, n_bat: int
-) -> dict[str, tuple]:
+def _fields(case: NetworkCase, params: JointParams, n_slots: int, n_bat: int) -> dict[str, tuple]:
     """Per-agent observation rows of each mode (see the module docstring)."""
     pmax = float(case.gen_pmax_mw.max())
     total = float(case.gen_pmax_mw.sum())
@@ -156,7 +154,11 @@ def _fields(
         for name, unit, *_ in price_forecast_fields(FORECAST_STEPS)
     )
     local = common + slots
-    return {"global": local + system + socs, "local": local, "local_plus_forecast": local + forecast}
+    return {
+        "global": local + system + socs,
+        "local": local,
+        "local_plus_forecast": local + forecast,
+    }
 
 
 def area_spec(
@@ -339,9 +341,7 @@ class JointTransDist118(JointTransDist):
     def describe_areas(self) -> dict[str, Any]:
         """Each area agent's units and each DSO agent's feeder, boundary bus and battery
         buses."""
-        out: dict[str, Any] = {
-            f"area_{a}": u.tolist() for a, u in enumerate(self.areas.units)
-        }
+        out: dict[str, Any] = {f"area_{a}": u.tolist() for a, u in enumerate(self.areas.units)}
         for i, f in enumerate(self.feeders):
             out[f"dso_{i}"] = dataclasses.asdict(f)
         return out
