@@ -11,13 +11,10 @@ Model (multi-agent, 30-minute steps, 48 per episode); what differs from ``joint_
 * Feeders (:attr:`JointTransDist118.feeders`), each at a load bus without a generator, among
   the largest such buses of the case (0-based; MATPOWER numbers one higher):
 
-  ========  ==============  =========================  ==========================  =========
-  feeder    boundary bus    bus load (x 1.1, MW)        feeder base load (x 0.75)   batteries
-  ========  ==============  =========================  ==========================  =========
-  case141   59 (bus 60)     85.8                        8.96 MW (10.4 %)            47, 65, 29, 125
-  case33bw  77 (bus 78)     78.1                        2.79 MW (3.6 %)             16, 23, 31
-  case33bw  10 (bus 11)     77.0                        2.79 MW (3.6 %)             16, 23, 31
-  ========  ==============  =========================  ==========================  =========
+  - ``case141`` at bus 59 (MATPOWER 60; 85.8 MW of load at x 1.1): base load x 0.75 =
+    8.96 MW (10.4 % of the bus), batteries at its buses 47, 65, 29, 125;
+  - ``case33bw`` at bus 77 (MATPOWER 78; 78.1 MW): 2.79 MW (3.6 %), batteries at 16, 23, 31;
+  - ``case33bw`` at bus 10 (MATPOWER 11; 77.0 MW): 2.79 MW (3.6 %), batteries at 16, 23, 31.
 
   A 12.47 kV feeder of a few MW is a plausible share of a transmission substation's load. The
   feeder is part of its bus's load, not extra: the bus's own (transmission) load is the case's
