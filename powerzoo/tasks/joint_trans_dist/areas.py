@@ -20,10 +20,11 @@ Model (multi-agent, 30-minute steps, 48 per episode); what differs from ``joint_
   feeder is part of its bus's load, not extra: the bus's own (transmission) load is the case's
   load less the feeder's base load, both x ``demand_pu``
   (:attr:`~powerzoo.tasks.joint_trans_dist.task.JointTransDist.net_feeder_load`), so with the
-  batteries idle the bus's total is the case's load plus the feeder's losses, and case118's
-  congestion pattern is unchanged. Batteries as ``joint_trans_dist`` (1 MWh / 0.5 MW, wear
-  15 $/MWh), on case141 at the buses of ``marl_ders_benchmark``, on case33bw at those of
-  ``marl_der_arbitrage``; every feeder's loads at ``feeder_load_scale = 0.75``.
+  batteries idle the bus's total is the case's load plus the feeder's losses (case118's
+  congestion as in ``opf_118`` but for those few hundred kW). Batteries as
+  ``joint_trans_dist`` (1 MWh / 0.5 MW, wear 15 $/MWh), on case141 at the buses of
+  ``marl_ders_benchmark``, on case33bw at those of ``marl_der_arbitrage``; every feeder's loads
+  at ``feeder_load_scale = 0.75``.
 * Agents: ``area_0 .. area_5`` (group ``transmission``): one per control area of case118
   (:func:`powerzoo.physics.areas.control_areas`, ``n_areas = 6``: 9, 7, 10, 9, 10 and 9 units),
   each setting the output ``p_mw`` of each of its units in ``[Pmin, Pmax]``, as ``opf``;
