@@ -378,6 +378,7 @@ _BUILTIN_TASKS: dict[str, tuple[str, str | None]] = {
     "dso": ("powerzoo.tasks.dso:Dso", "powerzoo/DSO-v0"),
     "joint_trans_dist": ("powerzoo.tasks.joint_trans_dist:JointTransDist", None),
     "joint_trans_dist_7d": ("powerzoo.tasks.joint_trans_dist:JointTransDistWeek", None),
+    "joint_trans_dist_118": ("powerzoo.tasks.joint_trans_dist:JointTransDist118", None),
     "marl_der_arbitrage": ("powerzoo.tasks.der_arbitrage:MarlDerArbitrage", None),
     "marl_ders_benchmark": ("powerzoo.tasks.ders_benchmark:MarlDersBenchmark", None),
     "marl_ev_v2g": ("powerzoo.tasks.ev_v2g:MarlEvV2g", None),

@@ -1,5 +1,6 @@
-"""Coupled transmission-distribution tasks: ``joint_trans_dist`` (one day) and
-``joint_trans_dist_7d`` (one week).
+"""Coupled transmission-distribution tasks: ``joint_trans_dist`` (one day),
+``joint_trans_dist_7d`` (one week) and ``joint_trans_dist_118`` (case118 with three feeders, area
+and DSO agents: :mod:`powerzoo.tasks.joint_trans_dist.areas`).
 
 Model (multi-agent, 30-minute steps, 48 or 336 per episode)
 -----------------------------------------------------------
@@ -60,6 +61,7 @@ Several feeders at several buses are a class attribute (:attr:`.task.JointTransD
 tuple of :class:`.spec.FeederHookup`); batteries are numbered over the feeders in order.
 """
 
+from powerzoo.tasks.joint_trans_dist.areas import JointAreaParams, JointTransDist118
 from powerzoo.tasks.joint_trans_dist.spec import FeederHookup, JointParams
 from powerzoo.tasks.joint_trans_dist.task import (
     JointState,
@@ -70,9 +72,11 @@ from powerzoo.tasks.joint_trans_dist.task import (
 
 __all__ = [
     "FeederHookup",
+    "JointAreaParams",
     "JointParams",
     "JointState",
     "JointTransDist",
+    "JointTransDist118",
     "JointTransDistWeek",
     "merit_order_price",
 ]

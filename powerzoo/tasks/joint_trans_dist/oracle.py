@@ -13,7 +13,39 @@ from powerzoo.physics.dc_opf import solve_dc_opf
 from powerzoo.physics.highs import new_highs
 from powerzoo.tasks.feeder import add_voltage_band, unit_variables, voltage_sq_sensitivity
 
-__all__ = ["plan_episode"]
+__all__ = ["COST_SEGMENTS", "plan_episode"]
+
+COST_SEGMENTS = 4  # secant segments of a quadratic cost curve in the episode LP
+SMALL_MATRIX_VALUE = 1e-9  # HiGHS drops (with a warning) constraint coefficients this small
+
+
+def _drop_tiny(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` with the entries HiGHS would drop (``|x| <= 1e-9``, its ``small_matrix_value``)
+    set to 0, so that adding the rows raises no warning (case118's shift factors have some)."""
+    return np.where(np.abs(matrix) <= SMALL_MATRIX_VALUE, 0.0, matrix)
+
+
+def _generation_cost(h: Any, case: Any, gen: Any, dt: float) -> Any:
+    """The LP's generation cost ($) of outputs ``gen`` [T, n_gen] (HiGHS variables, MW) over
+    steps of ``dt`` hours: ``c1 x p`` (the constant ``c0`` left out), or, where any unit's cost
+    is quadratic, its secants over :data:`COST_SEGMENTS` equal segments above ``Pmin``."""
+    c1, c2 = case.gen_c1_per_mwh, case.gen_c2_per_mw2h
+    if not np.any(c2 > 0.0):
+        return h.qsum((dt * c1[None, :] * gen).ravel())
+    n_t, k = gen.shape[0], COST_SEGMENTS
+    pmin, pmax = case.gen_pmin_mw, case.gen_pmax_mw
+    width = (pmax - pmin) / k  # [n_gen]
+    seg = [unit_variables(h, n_t, np.zeros(case.n_gen), width) for _ in range(k)]
+    total = seg[0]
+    for part in seg[1:]:
+        total = total + part
+    h.addConstrs((gen - total).ravel() == np.tile(pmin, n_t))
+    cost = None
+    for j, part in enumerate(seg):  # the secant of c2 p^2 + c1 p over segment j
+        slope = c1 + c2 * (2.0 * pmin + (2 * j + 1) * width)
+        term = h.qsum((dt * slope[None, :] * part).ravel())
+        cost = term if cost is None else cost + term
+    return cost
 
 
 def plan_episode(task: Any, state: Any, row: int) -> np.ndarray:
@@ -27,11 +59,12 @@ def plan_episode(task: Any, state: Any, row: int) -> np.ndarray:
     within the SOC bounds; each feeder's head power is its idle head power (exact flow) plus
     its batteries' net charge (losses held at their idle value), the generation meets the
     transmission loads plus the head powers, and every rated branch's DC flow stays within its
-    rating plus a priced slack. The costs are taken linear (``c1``; the case's ``c2`` is 0 on
-    case5). Stage 2: the batteries' plan is stepped through the battery model, each feeder's
-    exact flow gives its head power, and a DC-OPF per step (soft limits at the overload price)
-    dispatches the generators against those loads, so the plan is balanced under the exact
-    flows.
+    rating plus a priced slack. The costs are linear where the case's are (``c1``; case5) and
+    quadratic costs are replaced by their secants over :data:`COST_SEGMENTS` equal segments of
+    ``[Pmin, Pmax]`` (case118). Stage 2: the batteries' plan is stepped through the battery
+    model, each feeder's exact flow gives its head power, and a DC-OPF per step (soft limits at
+    the overload price) dispatches the generators against those loads, so the plan is balanced
+    under the exact flows.
     """
     import highspy
 
@@ -59,7 +92,7 @@ def plan_episode(task: Any, state: Any, row: int) -> np.ndarray:
     heads_idle = task.idle_head.take(flat, axis=0)  # [T, n_feeders]
     load = base.copy()
     limited = np.flatnonzero(np.isfinite(case.branch_rate_a_mw))
-    ptdf_t = task.ptdf_t[:, limited]  # [n_bus, n_lim]
+    ptdf_t = _drop_tiny(task.ptdf_t[:, limited])  # [n_bus, n_lim]
     # the flow the batteries' net charge adds at each boundary bus [T, n_lim]
     battery_flow = None
     for i, (grid, f, bats) in enumerate(
@@ -70,16 +103,16 @@ def plan_episode(task: Any, state: Any, row: int) -> np.ndarray:
         part = net[:, bats] @ np.outer(np.ones(k), -ptdf_t[f.boundary_bus])
         battery_flow = part if battery_flow is None else battery_flow + part
         v2_base = grid.solve(*grid.bus_loads(demand)).vm_pu ** 2
-        sens = voltage_sq_sensitivity(grid.case, np.asarray(f.battery_buses))
+        sens = _drop_tiny(voltage_sq_sensitivity(grid.case, np.asarray(f.battery_buses)))
         bound = np.broadcast_to(np.abs(sens).T @ bat.power_max_mw[bats], v2_base.shape)
         term = add_voltage_band(h, v2_base, net[:, bats] @ sens, bound, p.oracle_margin_pu)
         if term is not None:
             penalty = term if penalty is None else penalty + term
     # balance: generation = transmission loads + head powers
     h.addConstrs(gen @ np.ones(case.n_gen) - net @ np.ones(n_b) == load.sum(axis=1))
-    objective = h.qsum((dt * case.gen_c1_per_mwh[None, :] * gen).ravel())
+    objective = _generation_cost(h, case, gen, dt)
     if limited.size:
-        flow = gen @ task.gsf[:, limited] + battery_flow - load @ ptdf_t  # [T, n_lim]
+        flow = gen @ _drop_tiny(task.gsf[:, limited]) + battery_flow - load @ ptdf_t  # [T, n_lim]
         slack = unit_variables(h, n_t, np.zeros(limited.size), np.full(limited.size, np.inf))
         rate = case.branch_rate_a_mw[limited]
         h.addConstrs((flow - slack).ravel() <= np.tile(rate, n_t))

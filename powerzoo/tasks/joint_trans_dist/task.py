@@ -64,7 +64,7 @@ class JointState:
 
     day_id: np.ndarray  # [B] split day the episode started on
     t: np.ndarray  # [B] steps elapsed
-    prev_p_mw: np.ndarray  # [B, n_agents] last applied action (generators, then batteries)
+    prev_p_mw: np.ndarray  # [B, n_gen + n_bat] last applied output (generators, batteries)
     prev_imbalance_mw: np.ndarray  # [B] last mismatch (generation - load)
     soc: np.ndarray  # [B, n_bat] state of charge
     vm_pu: np.ndarray  # [B, buses of every feeder] last flows' voltage magnitudes
@@ -104,6 +104,9 @@ class JointTransDist(Task):
     )
     Params = JointParams
     step_block_rows = ROW_BLOCK  # the feeder flows' work arrays stay in the caches
+    # True: each boundary bus's transmission load is its case load less its feeder's base load
+    # (the bus's total unchanged with the batteries idle); False: the feeder's load is added
+    net_feeder_load: ClassVar[bool] = False
 
     @classmethod
     def spec_for(cls, params: JointParams) -> TaskSpec:
@@ -142,6 +145,17 @@ class JointTransDist(Task):
         bus_edges = np.cumsum([0, *(g.n_bus for g in self.grids)])
         self.bus_slices = [slice(a, b) for a, b in zip(bus_edges[:-1], bus_edges[1:], strict=True)]
         self.boundary = np.asarray([f.boundary_bus for f in self.feeders])
+        # the share of the transmission load at each bus (the rule spreads the system load so)
+        self.load_share = case.bus_pd_mw / case.bus_pd_mw.sum()
+        if self.net_feeder_load:  # each boundary bus's own load less its feeder's base load
+            for grid, bus in zip(self.grids, self.boundary, strict=True):
+                self.bus_load_scale[bus] -= grid.bus_p_mw.sum()
+            if np.any(self.bus_load_scale < 0.0):
+                raise ValueError(
+                    f"{self.task_id}: a feeder's base load exceeds its boundary bus's load; "
+                    "lower feeder_load_scale or hang the feeder at a bigger load bus"
+                )
+            self.load_share = self.bus_load_scale / self.bus_load_scale.sum()
         self.battery = InverterBatteryParams(
             energy_capacity_mwh=p.energy_mwh, power_max_mw=p.power_mw, n_units=self.n_bat
         )
@@ -164,10 +178,6 @@ class JointTransDist(Task):
         self.tou_plan[order[: p.tou_steps]] = -1
         self.tou_plan[order[-p.tou_steps :]] = 1
         self.reference_price = float(mean_day.mean())
-        # constant observation blocks
-        self._kind = np.zeros((len(self.spec.agents), 2), np.float32)
-        self._kind[: self.n_gen, 0] = 1.0
-        self._kind[self.n_gen :, 1] = 1.0
         self._bat_bus_load = np.concatenate(
             [
                 g.bus_p_mw[list(f.battery_buses)]
@@ -181,6 +191,13 @@ class JointTransDist(Task):
             ]
         )
         self._offsets = np.arange(1, FORECAST_STEPS + 1)
+        self._build_observation()
+
+    def _build_observation(self) -> None:
+        """The observation's constant blocks and the columns the rule reads."""
+        self._kind = np.zeros((len(self.spec.agents), 2), np.float32)
+        self._kind[: self.n_gen, 0] = 1.0
+        self._kind[self.n_gen :, 1] = 1.0
         self.build_obs_slots(Slots.of)
         glob = self.spec.observation
         self._col = {n: glob.slot(n) for n in ("time_remaining", "own_soc", "price_per_mwh")}
@@ -250,7 +267,7 @@ class JointTransDist(Task):
         return JointState(
             day_id,
             t,
-            np.zeros((b, len(self.spec.agents))),
+            np.zeros((b, self.n_gen + self.n_bat)),
             np.zeros(b),
             inverter_battery_reset(self.battery, b),
             np.concatenate([f.vm_pu for f in flows], axis=1),
@@ -409,25 +426,41 @@ class JointTransDist(Task):
         (:func:`powerzoo.physics.redispatch.congestion_aware_dispatch`).
         """
         g, c = self.n_gen, self._col
-        remaining = obs[:, 0, c["time_remaining"]].astype(np.float64)
+        return self.rule_dispatch(
+            obs[:, 0, c["time_remaining"]].astype(np.float64),
+            obs[:, 0, c["price_per_mwh"]].astype(np.float64),
+            obs[:, g:, c["own_soc"]].astype(np.float64),
+            obs[:, 0, c["system"]].astype(np.float64),
+            obs[:, 0, c["idle"]].astype(np.float64),
+        )
+
+    def rule_dispatch(
+        self,
+        remaining: np.ndarray,
+        price: np.ndarray,
+        soc: np.ndarray,
+        system_load_mw: np.ndarray,
+        idle_head_mw: np.ndarray,
+    ) -> np.ndarray:
+        """The rule's outputs [B, n_gen + n_bat] (MW) from the observed fraction of the horizon
+        left ``remaining`` [B], expected price ``price`` [B] ($/MWh), battery SOCs ``soc``
+        [B, n_bat], transmission load ``system_load_mw`` [B] and the feeders' total idle head
+        power ``idle_head_mw`` [B] (MW); see :meth:`rule_based_action`."""
         mode = tou_mode(self.tou_plan, remaining, self.horizon, self.profiles.steps_per_day)
         bat = tou_battery_power_mw(
             self.battery,
             mode,
-            obs[:, g:, c["own_soc"]].astype(np.float64),
+            soc,
             self.spec.dt_h,
             self.params.tou_steps,
-            obs[:, 0, c["price_per_mwh"]].astype(np.float64),
+            price,
             self.reference_price,
             np.rint(remaining * self.horizon),
         )
-        system = obs[:, 0, c["system"]].astype(np.float64)
-        idle = obs[:, 0, c["idle"]].astype(np.float64)
-        share = self.case.bus_pd_mw / self.case.bus_pd_mw.sum()
-        load = system[:, None] * share
+        load = system_load_mw[:, None] * self.load_share
         weights = self.idle_head.mean(axis=0) / self.idle_head.mean(axis=0).sum()
         for i, (bus, bats) in enumerate(zip(self.boundary, self.bat_slices, strict=True)):
-            load[:, bus] += idle * weights[i] - bat[:, bats].sum(axis=1)
+            load[:, bus] += idle_head_mw * weights[i] - bat[:, bats].sum(axis=1)
         gen = congestion_aware_dispatch(self.case, load, self.marginal_cost)
         return np.concatenate([gen, bat], axis=1)
 
@@ -436,7 +469,7 @@ class JointTransDist(Task):
         (:func:`powerzoo.tasks.joint_trans_dist.oracle.plan_episode`)."""
         from powerzoo.tasks.joint_trans_dist.oracle import plan_episode
 
-        plans = np.zeros((state.t.size, self.horizon, len(self.spec.agents)))
+        plans = np.zeros((state.t.size, self.horizon, self.n_gen + self.n_bat))
         for row in range(state.t.size):
             t0 = int(state.t[row])
             plans[row, t0:] = plan_episode(self, state, row)
