@@ -189,6 +189,8 @@ def dc_power_flow(
         ptdf_matrix(case)
         ptdf_t = _PTDF_T_CACHE[case]
     if ptdf_t is None:  # sparse path
+        if out is not None and p_inj_mw.ndim == 2:  # straight into out: one copy fewer
+            return dc_factor(case).flows_mw(p_inj_mw, out=out)
         single = p_inj_mw.ndim == 1
         flows = dc_factor(case).flows_mw(np.atleast_2d(p_inj_mw).reshape(-1, case.n_bus))
         flows = flows.reshape(p_inj_mw.shape[:-1] + (case.n_branch,))

@@ -406,8 +406,7 @@ class EconomicDispatch(Task):
             ).sum(axis=1)
             if self._gsf is None:  # large case: one sparse solve for the block's injections
                 injection = bus_injection_mw(self.case, action[rows], d * self._bus_load_scale)
-                flow = work("flow", (m, n_branch))[:k]
-                flow[...] = dc_power_flow(self.case, injection)
+                flow = dc_power_flow(self.case, injection, out=work("flow", (m, n_branch))[:k])
             else:
                 flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
                 np.subtract(
