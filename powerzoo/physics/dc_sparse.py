@@ -98,12 +98,19 @@ class DCFactor:
             theta[self.keep] = self.batched.solve(rhs)
         return theta
 
-    def flows_mw(self, p_inj_mw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Branch flows ``[B, n_branch]`` [MW, from -> to] for ``p_inj_mw`` ``[B, n_bus]``."""
+    def flows_branch_major_mw(self, p_inj_mw: np.ndarray) -> np.ndarray:
+        """Branch flows as ``[n_branch, B]`` [MW] (C order, one scenario per column) for
+        ``p_inj_mw`` ``[B, n_bus]``: what batched reductions over the branches want, with no
+        transposed copy."""
         flows_t = self.b_f @ self._angles_bus_major(p_inj_mw)  # [n_branch, B]
         flows_t *= self.base_mva
         if self.has_shift:
             flows_t += self.p_f_shift_mw[:, None]
+        return flows_t
+
+    def flows_mw(self, p_inj_mw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Branch flows ``[B, n_branch]`` [MW, from -> to] for ``p_inj_mw`` ``[B, n_bus]``."""
+        flows_t = self.flows_branch_major_mw(p_inj_mw)
         if out is None:
             return np.ascontiguousarray(flows_t.T)
         out[...] = flows_t.T

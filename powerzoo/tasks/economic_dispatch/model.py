@@ -49,41 +49,30 @@ from powerzoo.physics.cases import NetworkCase, load_case
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
 from powerzoo.physics.dc_power_flow import (
     bus_injection_mw,
-    dc_power_flow,
     generation_shift_matrix,
     ptdf_matrix,
 )
+from powerzoo.physics.dc_sparse import dc_factor
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
+from powerzoo.tasks.economic_dispatch.layout import (
+    FORECAST_STEPS,
+    DispatchParams,
+    _dispatch_spec,
+    _ObsSlots,
+)
+from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.transmission import (
-    BASE_LOAD_SCALE,
-    OVERLOAD_PRICE_PER_MWH,
-    STEP_MINUTES,
     congestion_ready_case,
     marginal_cost_per_mwh,
 )
 
 __all__ = ["MarlOpf", "Opf118", "Opf118Week", "DispatchParams", "DispatchState"]
 
-FORECAST_STEPS = 4
 # cases up to this many buses keep dense shift factors on the step path (one small GEMM per step);
 # larger ones solve the sparse DC power flow
 DENSE_FLOW_MAX_BUSES = 1000
-_FORECAST_FIELDS = tuple(f"system_load_t{k}_mw" for k in range(1, FORECAST_STEPS + 1))
-
-
-@dataclasses.dataclass(frozen=True)
-class DispatchParams:
-    """The numbers of a dispatch episode; each is a task keyword."""
-
-    # bus loads = the case's published base load x this x demand_pu
-    load_scale: float = BASE_LOAD_SCALE
-    # $/MWh settling the slack bus's balancing energy, 25x the mean price
-    imbalance_price_per_mwh: float = 1000.0
-    # $ per MWh (= MVAh) of line overload, in the reward and the oracle's soft line limits
-    overload_penalty_per_mwh: float = OVERLOAD_PRICE_PER_MWH
 
 
 LOAD_SCALE = DispatchParams.load_scale
@@ -96,123 +85,6 @@ class DispatchState:
     t: np.ndarray  # [B] steps elapsed
     prev_p_mw: np.ndarray  # [B, n_gen] last dispatch
     prev_imbalance_mw: np.ndarray  # [B] last mismatch (generation - load)
-
-
-def _dispatch_spec(
-    task_id: str,
-    case: NetworkCase,
-    horizon: int,
-    description: str,
-    gym_id: str | None,
-    params: DispatchParams,
-) -> TaskSpec:
-    n = case.n_gen
-    agents = tuple(f"gen_{i}" for i in range(n))
-    pmax_total = float(case.gen_pmax_mw.sum())
-    load_hi = float(case.total_load_mw * params.load_scale * 1.3)
-    bus_hi = float(case.bus_pd_mw.max() * params.load_scale * 1.3) or 1.0
-    time_fields = (
-        ("hour_sin", "-", -1.0, 1.0),
-        ("hour_cos", "-", -1.0, 1.0),
-        ("time_remaining", "fraction", 0.0, 1.0),
-    )
-    own = (
-        ("own_pmin_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
-        ("own_pmax_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
-        (
-            "own_marginal_cost_per_mwh",
-            "$/MWh",
-            0.0,
-            float(marginal_cost_per_mwh(case).max()) * 1.5 + 1.0,
-        ),
-        ("own_prev_p_mw", "MW", 0.0, float(case.gen_pmax_mw.max())),
-    )
-
-    def vec(fields: tuple) -> VectorSpec:
-        """Space bounds: wide finite ones for loads and imbalance, the nominal range elsewhere."""
-        names, units, lo, hi = zip(*fields, strict=True)
-        unbounded = ["load" in k or "imbalance" in k for k in names]
-        low = tuple(-1e6 if u else v for u, v in zip(unbounded, lo, strict=True))
-        high = tuple(1e6 if u else v for u, v in zip(unbounded, hi, strict=True))
-        return VectorSpec(
-            names=names, units=units, low=low, high=high, nominal_low=lo, nominal_high=hi
-        )
-
-    glob = vec(
-        time_fields
-        + (("system_load_mw", "MW", 0.0, load_hi), ("system_load_next_mw", "MW", 0.0, load_hi))
-        + own
-        + (("prev_imbalance_mw", "MW", -pmax_total, pmax_total),)
-    )
-    local = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own)
-    forecast = vec(
-        time_fields
-        + (("bus_load_mw", "MW", 0.0, bus_hi),)
-        + own
-        + tuple((name, "MW", 0.0, load_hi) for name in _FORECAST_FIELDS)
-    )
-    days = horizon * STEP_MINUTES / (24 * 60)
-    return TaskSpec(
-        task_id=task_id,
-        description=description,
-        agents=agents,
-        observation=glob,
-        action=VectorSpec(
-            names=tuple(f"{a}.p_mw" for a in agents),
-            units=("MW",) * n,
-            low=tuple(case.gen_pmin_mw.tolist()),
-            high=tuple(case.gen_pmax_mw.tolist()),
-        ),
-        horizon=horizon,
-        step_minutes=STEP_MINUTES,
-        splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
-        reward_terms=("generation_cost", "imbalance_cost", "overload_cost"),
-        reward_doc=(
-            f"-(generation cost + |imbalance| x {params.imbalance_price_per_mwh:g} $/MWh + line "
-            f"overload x {params.overload_penalty_per_mwh:g} $/MWh) per step ($), shared by all "
-            "agents"
-        ),
-        # per-episode budgets: 1 MVAh and 1 MWh a day, times the episode's days (7 on opf_118_7d)
-        **cmdp_fields(
-            (
-                ("thermal_overload", "MVAh", 1.0 * days, None),  # in the reward (overload price)
-                ("power_imbalance", "MWh", 1.0 * days, None),  # in the reward (imbalance price)
-            )
-        ),
-        baselines=("random", "rule_based", "oracle"),
-        obs_modes=("global", "local", "local_plus_forecast"),
-        obs_mode_specs={"global": glob, "local": local, "local_plus_forecast": forecast},
-        default_obs_mode="global",
-        gamma=0.999 if horizon > 200 else 0.99,
-        gym_id=gym_id,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class _ObsSlots:
-    """Where each block of one observation mode sits (from its spec; ``None``: not in the mode)."""
-
-    width: int
-    time: slice  # hour_sin, hour_cos, time_remaining
-    own: slice  # own_pmin_mw, own_pmax_mw, own_marginal_cost_per_mwh
-    prev_p: int  # own_prev_p_mw
-    system_load: slice | None  # system_load_mw, system_load_next_mw
-    prev_imbalance: int | None  # prev_imbalance_mw
-    bus_load: int | None  # bus_load_mw
-    forecast: slice | None  # system_load_t1_mw ... system_load_t{FORECAST_STEPS}_mw
-
-    @classmethod
-    def of(cls, spec: VectorSpec) -> _ObsSlots:
-        return cls(
-            width=spec.dim,
-            time=spec.slot("hour_sin", "hour_cos", "time_remaining"),
-            own=spec.slot("own_pmin_mw", "own_pmax_mw", "own_marginal_cost_per_mwh"),
-            prev_p=spec.slot("own_prev_p_mw"),
-            system_load=spec.optional_slot("system_load_mw", "system_load_next_mw"),
-            prev_imbalance=spec.optional_slot("prev_imbalance_mw"),
-            bus_load=spec.optional_slot("bus_load_mw"),
-            forecast=spec.optional_slot(*_FORECAST_FIELDS),
-        )
 
 
 class EconomicDispatch(Task):
@@ -252,6 +124,13 @@ class EconomicDispatch(Task):
         self._congested_above = (
             self._rating - 1e-6
         )  # |flow| from which a branch counts as congested
+        # the same per branch as columns, for the branch-major reductions of large cases
+        limited = self.case.branch_in_service & np.isfinite(rate)
+        self._limit_col = np.where(limited, rate, np.inf)[:, None]
+        self._rating_col, self._congested_col = (
+            self._rating[:, None],
+            self._congested_above[:, None],
+        )
         # the DC power flow in two parts, flow = p @ gsf - demand * load_flow (bus loads are one
         # demand series times fixed shares, so their flow is one vector per unit of demand);
         # above DENSE_FLOW_MAX_BUSES buses the sparse solve of dc_power_flow instead
@@ -404,16 +283,17 @@ class EconomicDispatch(Task):
             total_load[rows] = np.multiply(
                 d, self._bus_load_scale, out=work("load", (m, n_bus))[:k]
             ).sum(axis=1)
-            if self._gsf is None:  # large case: one sparse solve for the block's injections
+            if self._gsf is None:  # large case: one sparse solve, reductions branch-major
                 injection = bus_injection_mw(self.case, action[rows], d * self._bus_load_scale)
-                flow = dc_power_flow(self.case, injection, out=work("flow", (m, n_branch))[:k])
-            else:
-                flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
-                np.subtract(
-                    flow,
-                    np.multiply(d, self._load_flow, out=work("load_flow", (m, n_branch))[:k]),
-                    out=flow,
-                )
+                terms = self._sparse_network_terms(injection)
+                overload_mw[rows], loading[rows], n_congested[rows] = terms
+                continue
+            flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
+            np.subtract(
+                flow,
+                np.multiply(d, self._load_flow, out=work("load_flow", (m, n_branch))[:k]),
+                out=flow,
+            )
             overload_mw[rows] = line_overload_mw(
                 self.case, flow, out=work("overload", (m, n_branch))[:k]
             ).sum(axis=1)
@@ -426,6 +306,19 @@ class EconomicDispatch(Task):
             )
             n_congested[rows] = congested.sum(axis=1)
         return total_load, overload_mw, loading, n_congested
+
+    def _sparse_network_terms(
+        self, injection: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(overload [k] MW, max loading [k], congested branches [k])`` of bus injections
+        ``[k, n_bus]`` on a large case: the sparse flows stay branch-major ``[n_branch, k]`` and
+        every reduction runs down the branches (no transposed copy)."""
+        abs_flow = np.abs(dc_factor(self.case).flows_branch_major_mw(injection))
+        loading = (abs_flow / self._rating_col).max(axis=0)
+        congested = (abs_flow >= self._congested_col).sum(axis=0)
+        abs_flow -= self._limit_col
+        overload = np.maximum(abs_flow, 0.0, out=abs_flow).sum(axis=0)
+        return overload, loading, congested
 
     # ---- baselines --------------------------------------------------------------------------
     def merit_order_dispatch(self, total_load_mw: np.ndarray) -> np.ndarray:
