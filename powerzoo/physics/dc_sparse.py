@@ -85,24 +85,25 @@ class DCFactor:
         injections ``p_inj_mw`` ``[B, n_bus]`` [MW]; reference-bus injections are ignored."""
         return self._angles_bus_major(p_inj_mw).T
 
-    def _angles_bus_major(self, p_inj_mw: np.ndarray) -> np.ndarray:
+    def _angles_bus_major(self, p_inj_mw: np.ndarray, bus_major: bool = False) -> np.ndarray:
         """The angles as ``[n_bus, B]`` (C order): one scenario per column, so the solve and
-        the flow product need no transposed copies."""
+        the flow product need no transposed copies. ``bus_major``: ``p_inj_mw`` is given as
+        ``[n_bus, B]`` already."""
         p = np.asarray(p_inj_mw, dtype=float)
-        rhs = p.T[self.keep]  # [n_keep, B], gathered row by row
+        rhs = (p if bus_major else p.T)[self.keep]  # [n_keep, B], gathered row by row
         rhs /= self.base_mva
         if self.has_shift:
             rhs -= self.p_bus_shift_pu[self.keep, None]
-        theta = np.zeros((self.n_bus, p.shape[0]))
+        theta = np.zeros((self.n_bus, rhs.shape[1]))
         if self.keep.size:  # (BatchedLU hands small batches to SuperLU itself)
             theta[self.keep] = self.batched.solve(rhs)
         return theta
 
-    def flows_branch_major_mw(self, p_inj_mw: np.ndarray) -> np.ndarray:
+    def flows_branch_major_mw(self, p_inj_mw: np.ndarray, bus_major: bool = False) -> np.ndarray:
         """Branch flows as ``[n_branch, B]`` [MW] (C order, one scenario per column) for
-        ``p_inj_mw`` ``[B, n_bus]``: what batched reductions over the branches want, with no
-        transposed copy."""
-        flows_t = self.b_f @ self._angles_bus_major(p_inj_mw)  # [n_branch, B]
+        ``p_inj_mw`` ``[B, n_bus]`` (``bus_major``: ``[n_bus, B]``): what batched reductions over
+        the branches want, with no transposed copy."""
+        flows_t = self.b_f @ self._angles_bus_major(p_inj_mw, bus_major)  # [n_branch, B]
         flows_t *= self.base_mva
         if self.has_shift:
             flows_t += self.p_f_shift_mw[:, None]

@@ -43,12 +43,12 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase, load_case
 from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
 from powerzoo.physics.dc_power_flow import (
-    bus_injection_mw,
     generation_shift_matrix,
     ptdf_matrix,
 )
@@ -124,7 +124,14 @@ class EconomicDispatch(Task):
         self._congested_above = (
             self._rating - 1e-6
         )  # |flow| from which a branch counts as congested
-        # the same per branch as columns, for the branch-major reductions of large cases
+        # large cases: in-service units to their buses (sparse), the system load per unit of
+        # demand, and the branch limits as columns for the branch-major reductions
+        on = np.flatnonzero(self.case.gen_in_service)
+        self._unit_to_bus = csr_matrix(
+            (np.ones(on.size), (self.case.gen_bus[on], on)),
+            shape=(self.case.n_bus, self.case.n_gen),
+        )
+        self._total_load_scale = float(self._bus_load_scale.sum())
         limited = self.case.branch_in_service & np.isfinite(rate)
         self._limit_col = np.where(limited, rate, np.inf)[:, None]
         self._rating_col, self._congested_col = (
@@ -280,14 +287,13 @@ class EconomicDispatch(Task):
         for rows in row_blocks(b):
             k = rows.stop - rows.start
             d = demand[rows]
+            if self._gsf is None:  # large case: one sparse solve, everything bus/branch-major
+                terms = self._sparse_network_terms(action[rows], d[:, 0])
+                total_load[rows], overload_mw[rows], loading[rows], n_congested[rows] = terms
+                continue
             total_load[rows] = np.multiply(
                 d, self._bus_load_scale, out=work("load", (m, n_bus))[:k]
             ).sum(axis=1)
-            if self._gsf is None:  # large case: one sparse solve, reductions branch-major
-                injection = bus_injection_mw(self.case, action[rows], d * self._bus_load_scale)
-                terms = self._sparse_network_terms(injection)
-                overload_mw[rows], loading[rows], n_congested[rows] = terms
-                continue
             flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
             np.subtract(
                 flow,
@@ -308,17 +314,21 @@ class EconomicDispatch(Task):
         return total_load, overload_mw, loading, n_congested
 
     def _sparse_network_terms(
-        self, injection: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(overload [k] MW, max loading [k], congested branches [k])`` of bus injections
-        ``[k, n_bus]`` on a large case: the sparse flows stay branch-major ``[n_branch, k]`` and
-        every reduction runs down the branches (no transposed copy)."""
-        abs_flow = np.abs(dc_factor(self.case).flows_branch_major_mw(injection))
+        self, gen_p_mw: np.ndarray, demand: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(total load, overload [MW], max loading, congested branches)``, each ``[k]``, of
+        dispatch ``gen_p_mw`` ``[k, n_gen]`` under ``demand`` ``[k]`` (per unit) on a large case:
+        injections bus-major ``[n_bus, k]`` (a sparse unit-to-bus product), flows branch-major
+        ``[n_branch, k]``, every reduction down the buses or branches (no transposed copy)."""
+        injection = self._unit_to_bus @ gen_p_mw.T  # [n_bus, k]
+        injection -= np.multiply.outer(self._bus_load_scale, demand)
+        flows = dc_factor(self.case).flows_branch_major_mw(injection, bus_major=True)
+        abs_flow = np.abs(flows, out=flows)
         loading = (abs_flow / self._rating_col).max(axis=0)
         congested = (abs_flow >= self._congested_col).sum(axis=0)
         abs_flow -= self._limit_col
         overload = np.maximum(abs_flow, 0.0, out=abs_flow).sum(axis=0)
-        return overload, loading, congested
+        return demand * self._total_load_scale, overload, loading, congested
 
     # ---- baselines --------------------------------------------------------------------------
     def merit_order_dispatch(self, total_load_mw: np.ndarray) -> np.ndarray:
