@@ -3,7 +3,8 @@
 Usage: python benchmarks/mappo_throughput.py [--task marl_opf] [--collect-envs 1024]
        [--train-envs 128] [--timesteps 61440] [--sb3-timesteps 61440] [--seed 0] [--json OUT]
 
-One torch thread everywhere. Rows:
+One torch thread everywhere; torch's one-time imports of its first optimiser step are done before
+any row is timed (:func:`warm_up_torch`). Rows:
 
 * ``collect``: :class:`powerzoo.rl.mappo.collector.Collector` over ``--collect-envs`` envs (actors
   and the centralised critic in the loop, final-observation values included), env steps per second
@@ -95,6 +96,18 @@ def measure_collect(
         collector.collect(n_steps)
         best = max(best, n_steps * n_envs / (time.perf_counter() - started))
     return best
+
+
+def warm_up_torch() -> None:
+    """One Adam step on a tiny network: torch imports about 800 modules (its compiler stack) on
+    the first optimiser step, about 2 s here, which would otherwise be charged to whichever row
+    is timed first."""
+    import torch
+
+    net = torch.nn.Linear(4, 2)
+    optimiser = torch.optim.Adam(net.parameters(), lr=1e-3)
+    net(torch.zeros(3, 4)).sum().backward()
+    optimiser.step()
 
 
 def measure_mappo(task: str, n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
@@ -285,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
+    warm_up_torch()
     to_rule = None
     if args.time_to_rule:
         config = Path(args.rule_config or REPO / "configs" / _native(args.task)[1])
