@@ -1,5 +1,5 @@
-"""The AC transmission task ``acopf_118``: adapters, the flow against pandapower, non-convergence,
-determinism, bad input and the baselines' order."""
+"""The AC transmission tasks ``acopf_118`` and ``voltage_control_118``: adapters, the flow against
+pandapower, non-convergence, determinism, bad input and the baselines' order."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from pettingzoo.test import parallel_api_test
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task
 
-TASKS = ("acopf_118",)
+TASKS = ("acopf_118", "voltage_control_118")
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -111,3 +111,107 @@ def test_acopf_rule_beats_random_and_reports_costs():
             total += out.reward
         totals[policy] = total
     assert np.all(totals["rule"] > totals["random"])
+
+
+def test_voltage_control_flow_matches_pandapower_runpp_on_a_recorded_state():
+    pp = pytest.importorskip("pandapower")
+    import pandapower.networks as pn
+
+    from powerzoo.physics.ac_network import PANDAPOWER_PF_OPTIONS
+
+    task = make_task("voltage_control_118", "test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([2]))
+    lo, hi = task.spec.action.bounds()
+    for _ in range(3):
+        p, _ = task.dispatch(state)
+        action = rng.uniform(lo, hi, (1, lo.size))
+        state, out = task.step(state, action, rng)
+    grid, case = task.grid, task.case
+    vm = action[0, task._unit_entry]
+    demand = grid.demand_pu.take(grid.flat_index(state.day_id, state.t - 1))[0]
+    net = pn.case118()
+    net.load["p_mw"] *= demand * grid.load_scale
+    net.load["q_mvar"] *= demand * grid.load_scale
+    for table in ("gen", "ext_grid"):
+        rows = np.flatnonzero(case.gen_element_type == table)
+        if table == "gen":
+            net.gen.loc[case.gen_element[rows], "p_mw"] = p[0, rows]
+        net[table].loc[case.gen_element[rows], "vm_pu"] = vm[rows]
+    pp.runpp(net, **PANDAPOWER_PF_OPTIONS)
+    assert out.info["pf_converged"][0]
+    np.testing.assert_allclose(
+        state.prev_vm_pu[0], net.res_bus.vm_pu.to_numpy()[case.gen_bus], atol=1e-6
+    )
+    assert out.info["v_min_pu"][0] == pytest.approx(net.res_bus.vm_pu.min(), abs=1e-6)
+    losses = net.res_ext_grid.p_mw.sum() + net.res_gen.p_mw.sum() - net.res_load.p_mw.sum()
+    assert out.info["losses_mw"][0] == pytest.approx(losses, abs=1e-4)
+    price = out.info["price_per_mwh"][0]
+    assert out.reward[0] == pytest.approx(-losses * task.spec.dt_h * price, rel=1e-6)
+
+
+def test_voltage_control_extreme_action_is_flagged_not_raised():
+    task = make_task("voltage_control_118", "test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0, 1, 2]))
+    load = task.grid.system_load_mw(task.grid.flat_index(state.day_id, state.t))
+    # alternate the band ends unit by unit: far from any operating point
+    vm = np.where(np.arange(task.n_gen) % 2, 1.06, 0.94)
+    extreme = task.joint_action(np.stack([vm, 1.0 + 0.94 - vm, np.full(task.n_gen, 0.94)]))
+    state, out = task.step(state, extreme, rng)
+    assert np.all(np.isfinite(out.reward)) and np.all(np.isfinite(out.constraint_costs))
+    assert np.all(out.constraint_costs >= 0.0)
+    failed = ~out.info["pf_converged"]
+    names = task.spec.constraint_names
+    nonconv = out.constraint_costs[:, names.index("pf_nonconvergence")]
+    assert np.all(nonconv[failed] == 1.0) and np.all(nonconv[~failed] == 0.0)
+    price = out.info["price_per_mwh"]
+    charged = 0.2 * load * task.spec.dt_h * price
+    np.testing.assert_allclose(out.reward[failed], -charged[failed])
+    assert np.all(-out.reward[~failed] < charged[~failed])  # failing is never cheaper
+
+
+def test_voltage_control_dispatch_is_given_and_rule_beats_random():
+    task = make_task("voltage_control_118", "test")
+    rng = np.random.default_rng(0)
+    lo, hi = task.spec.action.bounds()
+    totals, costs, dispatch = {}, {}, {}
+    for policy in ("rule", "random"):
+        state = task.reset(rng, np.array([0, 1]))
+        total, cost, seen = np.zeros(2), np.zeros(2), []
+        for _ in range(8):
+            seen.append(task.dispatch(state)[0])
+            if policy == "rule":
+                action = task.rule_based_action(task.observe(state))
+            else:
+                action = rng.uniform(lo, hi, (2, lo.size))
+            state, out = task.step(state, action, rng)
+            total += out.reward
+            cost += out.constraint_costs[:, :3].sum(axis=1)
+        totals[policy], costs[policy], dispatch[policy] = total, cost, np.stack(seen)
+    np.testing.assert_array_equal(dispatch["rule"], dispatch["random"])  # not the agents'
+    assert np.all(totals["rule"] > totals["random"])
+    assert np.all(costs["rule"] < costs["random"])
+
+
+def test_voltage_control_oracle_beats_rule_on_two_days():
+    pytest.importorskip("pandapower")
+    task = make_task("voltage_control_118", "test")
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0, 1]))
+    state.t[:] = 46  # the last two steps of each day: the oracle takes about 1 s a step
+    plan = task.oracle_plan(state)
+    totals = {}
+    for policy in ("oracle", "rule"):
+        state = task.reset(rng, np.array([0, 1]))
+        state.t[:] = 46
+        total = np.zeros(2)
+        for t in range(46, 48):
+            if policy == "oracle":
+                action = plan[:, t]
+            else:
+                action = task.rule_based_action(task.observe(state))
+            state, out = task.step(state, action, rng)
+            total += out.reward - 1e3 * out.constraint_costs[:, :3].sum(axis=1)
+        totals[policy] = total
+    assert np.all(totals["oracle"] > totals["rule"])
