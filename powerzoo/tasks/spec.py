@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "ActionEntry",
+    "padded_action",
     "VectorSpec",
     "AgentGroup",
     "TaskSpec",
@@ -261,6 +263,32 @@ class TaskSpec:
         return np.asarray(
             [self.constraint_names.index(n) for n in self.selected_constraints], np.int64
         )
+
+
+ActionEntry = tuple[str, str, float, float]
+"""One action entry: ``(name, unit, low, high)``."""
+
+
+def padded_action(entries_by_agent: dict[str, list[ActionEntry]], slots: int) -> VectorSpec:
+    """The joint action of agents with up to ``slots`` entries each (agents of different sizes,
+    e.g. control areas of different unit counts): each agent's entries, then unused entries
+    ``<agent>.unused_<k>`` (unit ``-``, bounds [0, 1], ignored by the task) up to ``slots``.
+    Agent-major, in the mapping's order."""
+    names, units, low, high = [], [], [], []
+    for agent, entries in entries_by_agent.items():
+        if len(entries) > slots:
+            raise ValueError(f"{agent} has {len(entries)} action entries, more than {slots}")
+        for name, unit, lo, hi in entries:
+            names.append(name)
+            units.append(unit)
+            low.append(float(lo))
+            high.append(float(hi))
+        for k in range(len(entries), slots):
+            names.append(f"{agent}.unused_{k}")
+            units.append("-")
+            low.append(0.0)
+            high.append(1.0)
+    return VectorSpec(tuple(names), tuple(units), tuple(low), tuple(high))
 
 
 def cmdp_fields(

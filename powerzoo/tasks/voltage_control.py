@@ -70,7 +70,7 @@ from powerzoo.tasks.ac_transmission import (
 )
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.feeder import time_features
-from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
+from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, padded_action
 from powerzoo.tasks.transmission import (
     OVERLOAD_PRICE_PER_MWH,
     STEP_MINUTES,
@@ -233,17 +233,17 @@ class VoltageControl118(Task):
             nominal_high=hi,
         )
         entry = {(int(a), int(s)): g for g, (a, s) in enumerate(zip(area, slot, strict=True))}
-        a_names, a_low, a_high = [], [], []
-        for a, agent in enumerate(agents):
-            for k in range(slots):
-                if (a, k) in entry:
-                    a_names.append(f"{agent}.gen_{entry[a, k]}.vm_pu")
-                    a_low.append(AC_V_MIN_PU)
-                    a_high.append(AC_V_MAX_PU)
-                else:
-                    a_names.append(f"{agent}.unused_{k}")
-                    a_low.append(0.0)
-                    a_high.append(1.0)
+        action = padded_action(
+            {
+                agent: [
+                    (f"{agent}.gen_{entry[a, k]}.vm_pu", "p.u.", AC_V_MIN_PU, AC_V_MAX_PU)
+                    for k in range(slots)
+                    if (a, k) in entry
+                ]
+                for a, agent in enumerate(agents)
+            },
+            slots,
+        )
         days = HORIZON * STEP_MINUTES / (24 * 60)
         grid_costs = zip(
             AC_GRID_COSTS,
@@ -261,12 +261,7 @@ class VoltageControl118(Task):
             ),
             agents=agents,
             observation=observation,
-            action=VectorSpec(
-                names=tuple(a_names),
-                units=("p.u.",) * len(a_names),
-                low=tuple(a_low),
-                high=tuple(a_high),
-            ),
+            action=action,
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),

@@ -113,3 +113,16 @@ def test_builds_on_a_case_published_without_ratings() -> None:
     rule = task.rule_based_action(task.observe(state))
     _, out = task.step(state, rule, np.random.default_rng(0))
     assert np.all(np.isfinite(out.reward)) and out.constraint_costs.shape == (1, 2)
+
+
+def test_padded_action_fills_every_agent_to_the_slot_count() -> None:
+    from powerzoo.tasks.spec import padded_action
+
+    spec = padded_action(
+        {"a": [("a.x", "MW", 0.0, 5.0)], "b": [("b.x", "MW", 1.0, 2.0), ("b.y", "MW", 0, 3)]}, 2
+    )
+    assert spec.names == ("a.x", "a.unused_1", "b.x", "b.y")
+    assert spec.units == ("MW", "-", "MW", "MW")
+    assert spec.low == (0.0, 0.0, 1.0, 0.0) and spec.high == (5.0, 1.0, 2.0, 3.0)
+    with pytest.raises(ValueError, match="more than 1"):
+        padded_action({"b": [("b.x", "MW", 1.0, 2.0), ("b.y", "MW", 0, 3)]}, 1)

@@ -5,6 +5,7 @@ observation mode sits."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from powerzoo.data import calendar
 from powerzoo.physics.network import NetworkCase
@@ -30,6 +31,31 @@ class DispatchParams:
     imbalance_price_per_mwh: float = 1000.0
     # $ per MWh (= MVAh) of line overload, in the reward and the oracle's soft line limits
     overload_penalty_per_mwh: float = OVERLOAD_PRICE_PER_MWH
+
+
+def dispatch_model_fields(params: DispatchParams, horizon: int) -> dict[str, Any]:
+    """The :class:`~powerzoo.tasks.spec.TaskSpec` fields every dispatch task shares (``marl_opf``,
+    ``opf_118``, ``opf_118_7d``, ``opf``): horizon and step, splits, reward terms, costs with their
+    per-episode budgets (1 MVAh and 1 MWh a day, times the episode's days), baselines."""
+    days = horizon * STEP_MINUTES / (24 * 60)
+    return {
+        "horizon": horizon,
+        "step_minutes": STEP_MINUTES,
+        "splits": calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
+        "reward_terms": ("generation_cost", "imbalance_cost", "overload_cost"),
+        "reward_doc": (
+            f"-(generation cost + |imbalance| x {params.imbalance_price_per_mwh:g} $/MWh + line "
+            f"overload x {params.overload_penalty_per_mwh:g} $/MWh) per step ($), shared by all "
+            "agents"
+        ),
+        **cmdp_fields(
+            (
+                ("thermal_overload", "MVAh", 1.0 * days, None),  # in the reward (overload price)
+                ("power_imbalance", "MWh", 1.0 * days, None),  # in the reward (imbalance price)
+            )
+        ),
+        "baselines": ("random", "rule_based", "oracle"),
+    }
 
 
 def _dispatch_spec(
@@ -85,7 +111,6 @@ def _dispatch_spec(
         + own
         + tuple((name, "MW", 0.0, load_hi) for name in _FORECAST_FIELDS)
     )
-    days = horizon * STEP_MINUTES / (24 * 60)
     return TaskSpec(
         task_id=task_id,
         description=description,
@@ -97,23 +122,7 @@ def _dispatch_spec(
             low=tuple(case.gen_pmin_mw.tolist()),
             high=tuple(case.gen_pmax_mw.tolist()),
         ),
-        horizon=horizon,
-        step_minutes=STEP_MINUTES,
-        splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
-        reward_terms=("generation_cost", "imbalance_cost", "overload_cost"),
-        reward_doc=(
-            f"-(generation cost + |imbalance| x {params.imbalance_price_per_mwh:g} $/MWh + line "
-            f"overload x {params.overload_penalty_per_mwh:g} $/MWh) per step ($), shared by all "
-            "agents"
-        ),
-        # per-episode budgets: 1 MVAh and 1 MWh a day, times the episode's days (7 on opf_118_7d)
-        **cmdp_fields(
-            (
-                ("thermal_overload", "MVAh", 1.0 * days, None),  # in the reward (overload price)
-                ("power_imbalance", "MWh", 1.0 * days, None),  # in the reward (imbalance price)
-            )
-        ),
-        baselines=("random", "rule_based", "oracle"),
+        **dispatch_model_fields(params, horizon),
         obs_modes=("global", "local", "local_plus_forecast"),
         obs_mode_specs={"global": glob, "local": local, "local_plus_forecast": forecast},
         default_obs_mode="global",

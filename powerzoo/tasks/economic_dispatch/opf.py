@@ -36,18 +36,18 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.data import calendar
 from powerzoo.physics.areas import ControlAreas, control_areas, dispatchable_units
 from powerzoo.physics.cases import NetworkCase
 from powerzoo.tasks.base import StepOutput
+from powerzoo.tasks.economic_dispatch.layout import dispatch_model_fields
 from powerzoo.tasks.economic_dispatch.model import (
     DENSE_FLOW_MAX_BUSES,
     DispatchParams,
     DispatchState,
     EconomicDispatch,
 )
-from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
-from powerzoo.tasks.transmission import STEP_MINUTES, congestion_ready_case, marginal_cost_per_mwh
+from powerzoo.tasks.spec import TaskSpec, VectorSpec, padded_action
+from powerzoo.tasks.transmission import congestion_ready_case, marginal_cost_per_mwh
 
 __all__ = ["Opf", "OpfParams"]
 
@@ -118,20 +118,16 @@ def _opf_spec(case: NetworkCase, groups: ControlAreas, params: OpfParams) -> Tas
         nominal_low=lo,
         nominal_high=hi,
     )
-    a_names, a_low, a_high = [], [], []
-    for agent, members in zip(agents, groups.units, strict=True):
-        for k in range(slots):
-            if k < members.size:
-                g = int(members[k])
-                a_names.append(f"{agent}.gen_{g}.p_mw")
-                a_low.append(float(case.gen_pmin_mw[g]))
-                a_high.append(float(case.gen_pmax_mw[g]))
-            else:
-                a_names.append(f"{agent}.unused_{k}")
-                a_low.append(0.0)
-                a_high.append(1.0)
-    horizon = 48
-    days = horizon * STEP_MINUTES / (24 * 60)
+    action = padded_action(
+        {
+            agent: [
+                (f"{agent}.gen_{g}.p_mw", "MW", case.gen_pmin_mw[g], case.gen_pmax_mw[g])
+                for g in members.tolist()
+            ]
+            for agent, members in zip(agents, groups.units, strict=True)
+        },
+        slots,
+    )
     return TaskSpec(
         task_id="opf",
         description=(
@@ -140,28 +136,8 @@ def _opf_spec(case: NetworkCase, groups: ControlAreas, params: OpfParams) -> Tas
         ),
         agents=agents,
         observation=observation,
-        action=VectorSpec(
-            names=tuple(a_names),
-            units=("MW",) * len(a_names),
-            low=tuple(a_low),
-            high=tuple(a_high),
-        ),
-        horizon=horizon,
-        step_minutes=STEP_MINUTES,
-        splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
-        reward_terms=("generation_cost", "imbalance_cost", "overload_cost"),
-        reward_doc=(
-            f"-(generation cost + |imbalance| x {params.imbalance_price_per_mwh:g} $/MWh + line "
-            f"overload x {params.overload_penalty_per_mwh:g} $/MWh) per step ($), shared by all "
-            "agents"
-        ),
-        **cmdp_fields(
-            (
-                ("thermal_overload", "MVAh", 1.0 * days, None),
-                ("power_imbalance", "MWh", 1.0 * days, None),
-            )
-        ),
-        baselines=("random", "rule_based", "oracle"),
+        action=action,
+        **dispatch_model_fields(params, 48),
         obs_modes=("global",),
         obs_mode_specs={"global": observation},
         default_obs_mode="global",

@@ -76,7 +76,7 @@ from powerzoo.tasks.joint_trans_dist.spec import (
     joint_spec,
 )
 from powerzoo.tasks.joint_trans_dist.task import JointState, JointTransDist
-from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec, mode_spec_fields
+from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec, mode_spec_fields, padded_action
 from powerzoo.tasks.transmission import congestion_ready_case, marginal_cost_per_mwh
 
 __all__ = ["JointAreaParams", "JointTransDist118"]
@@ -171,37 +171,31 @@ def area_spec(
     base = joint_spec(task_id, description, case, feeders, horizon, params)
     areas = _areas(case.name, int(params.n_areas))
     n_slots = _n_slots(areas, feeders)
-    names, units, low, high = [], [], [], []
-
-    def pad(agent: str, used: int) -> None:
-        for k in range(used, n_slots):
-            names.append(f"{agent}.unused_{k}")
-            units.append("-")
-            low.append(0.0)
-            high.append(1.0)
-
-    for a, members in enumerate(areas.units):
-        for g in members.tolist():
-            names.append(f"area_{a}.gen_{g}.p_mw")
-            units.append("MW")
-            low.append(float(case.gen_pmin_mw[g]))
-            high.append(float(case.gen_pmax_mw[g]))
-        pad(f"area_{a}", members.size)
+    entries: dict[str, list] = {
+        f"area_{a}": [
+            (f"area_{a}.gen_{g}.p_mw", "MW", case.gen_pmin_mw[g], case.gen_pmax_mw[g])
+            for g in members.tolist()
+        ]
+        for a, members in enumerate(areas.units)
+    }
     bat = 0
     for i, f in enumerate(feeders):
-        for _ in f.battery_buses:
-            names.append(f"dso_{i}.battery_{bat}.p_mw")
-            units.append("MW (+ discharge)")
-            low.append(-params.power_mw)
-            high.append(params.power_mw)
-            bat += 1
-        pad(f"dso_{i}", len(f.battery_buses))
+        entries[f"dso_{i}"] = [
+            (
+                f"dso_{i}.battery_{bat + j}.p_mw",
+                "MW (+ discharge)",
+                -params.power_mw,
+                params.power_mw,
+            )
+            for j in range(len(f.battery_buses))
+        ]
+        bat += len(f.battery_buses)
     area_agents = tuple(f"area_{a}" for a in range(areas.n_areas))
     dso_agents = tuple(f"dso_{i}" for i in range(len(feeders)))
     return dataclasses.replace(
         base,
         agents=area_agents + dso_agents,
-        action=VectorSpec(tuple(names), tuple(units), tuple(low), tuple(high)),
+        action=padded_action(entries, n_slots),
         agent_groups=(
             AgentGroup("transmission", area_agents, "control areas: [p_mw of each unit]"),
             AgentGroup("distribution", dso_agents, "feeders: [p_mw of each battery]"),
