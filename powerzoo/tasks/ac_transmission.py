@@ -49,7 +49,11 @@ from powerzoo.physics.ac_network import ACNetwork, ac_network
 from powerzoo.physics.ac_pf import ac_power_flow
 from powerzoo.physics.network import NetworkCase
 from powerzoo.tasks.feeder import NONCONVERGED_VOLTAGE_PU_PER_BUS
-from powerzoo.tasks.transmission import BASE_LOAD_SCALE, congestion_ready_case
+from powerzoo.tasks.transmission import (
+    BASE_LOAD_SCALE,
+    OVERLOAD_PRICE_PER_MWH,
+    congestion_ready_case,
+)
 
 __all__ = [
     "AC_V_MIN_PU",
@@ -57,6 +61,7 @@ __all__ = [
     "AC_GRID_COSTS",
     "AC_GRID_COST_UNITS",
     "ACGrid",
+    "ac_grid_costs",
     "ACStep",
     "BASE_LOAD_SCALE",
 ]
@@ -69,6 +74,24 @@ AC_GRID_COST_UNITS = (
     "Mvarh (sum over voltage-controlling buses)",
     "steps",
 )
+
+
+def ac_grid_costs(
+    days: float, nonconvergence_penalty: float | None = None
+) -> tuple[tuple[str, str, float, float | None], ...]:
+    """The AC tasks' grid costs for :func:`~powerzoo.tasks.spec.cmdp_fields`: name, unit,
+    per-episode budget (1 p.u., 1 MVAh, 1 Mvarh and half a failed step a day, times ``days``) and
+    ``penalized`` preset weight (1,000 $ per p.u., the overload price per MVAh and per Mvarh,
+    ``nonconvergence_penalty`` $ per failed flow)."""
+    return tuple(
+        zip(
+            AC_GRID_COSTS,
+            AC_GRID_COST_UNITS,
+            (1.0 * days, 1.0 * days, 1.0 * days, 0.5 * days),
+            (1000.0, OVERLOAD_PRICE_PER_MWH, OVERLOAD_PRICE_PER_MWH, nonconvergence_penalty),
+            strict=True,
+        )
+    )
 
 
 class ACStep:

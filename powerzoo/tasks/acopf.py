@@ -41,18 +41,16 @@ from powerzoo.physics.ac_pf import ac_power_flow
 from powerzoo.physics.dc_opf import dispatch_cost
 from powerzoo.physics.redispatch import rule_dispatch_from_system_load
 from powerzoo.tasks.ac_transmission import (
-    AC_GRID_COST_UNITS,
-    AC_GRID_COSTS,
     AC_V_MAX_PU,
     AC_V_MIN_PU,
     BASE_LOAD_SCALE,
     ACGrid,
+    ac_grid_costs,
 )
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.feeder import time_features
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
 from powerzoo.tasks.transmission import (
-    OVERLOAD_PRICE_PER_MWH,
     STEP_MINUTES,
     congestion_ready_case,
     marginal_cost_per_mwh,
@@ -192,13 +190,7 @@ class Acopf118(Task):
             high += [float(case.gen_pmax_mw[i]), AC_V_MAX_PU]
             units += ["MW", "p.u."]
         days = HORIZON * STEP_MINUTES / (24 * 60)
-        grid_costs = zip(
-            AC_GRID_COSTS,
-            AC_GRID_COST_UNITS,
-            (1.0 * days, 1.0 * days, 1.0 * days, 0.5 * days),
-            (1000.0, OVERLOAD_PRICE_PER_MWH, OVERLOAD_PRICE_PER_MWH, NONCONVERGENCE_PENALTY),
-            strict=True,
-        )
+        grid_costs = ac_grid_costs(days, NONCONVERGENCE_PENALTY)
         return TaskSpec(
             task_id=cls.task_id,
             description=(

@@ -61,18 +61,16 @@ from powerzoo.physics.ac_pf import ac_power_flow
 from powerzoo.physics.areas import ControlAreas, control_areas
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.tasks.ac_transmission import (
-    AC_GRID_COST_UNITS,
-    AC_GRID_COSTS,
     AC_V_MAX_PU,
     AC_V_MIN_PU,
     BASE_LOAD_SCALE,
     ACGrid,
+    ac_grid_costs,
 )
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.feeder import time_features
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, padded_action
 from powerzoo.tasks.transmission import (
-    OVERLOAD_PRICE_PER_MWH,
     STEP_MINUTES,
     congestion_ready_case,
     marginal_cost_per_mwh,
@@ -245,13 +243,7 @@ class VoltageControl118(Task):
             slots,
         )
         days = HORIZON * STEP_MINUTES / (24 * 60)
-        grid_costs = zip(
-            AC_GRID_COSTS,
-            AC_GRID_COST_UNITS,
-            (1.0 * days, 1.0 * days, 1.0 * days, 0.5 * days),
-            (1000.0, OVERLOAD_PRICE_PER_MWH, OVERLOAD_PRICE_PER_MWH, None),
-            strict=True,
-        )
+        grid_costs = ac_grid_costs(days)
         return TaskSpec(
             task_id=cls.task_id,
             description=(
@@ -271,7 +263,7 @@ class VoltageControl118(Task):
                 f"per step ($; a failed flow is charged {NONCONVERGED_LOSS_FRACTION:g} x the "
                 "system load as losses), shared by all agents"
             ),
-            **cmdp_fields(tuple(grid_costs)),
+            **cmdp_fields(grid_costs),
             baselines=("random", "rule_based", "oracle"),
             obs_modes=("global",),
             obs_mode_specs={"global": observation},
