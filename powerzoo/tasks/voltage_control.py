@@ -29,10 +29,13 @@ Model
   system lambda; 32-35 $/MWh through a day on case118).  A flow that does not converge is
   charged losses of :data:`NONCONVERGED_LOSS_FRACTION` (20 %) of the system load, about twice
   the worst losses random set-points reach (270 MW), so failing is never cheaper than a solution.
-* Costs (CMDP, per-day budgets): ``voltage_violation`` (1 p.u.), ``thermal_overload`` (1 MVAh),
-  ``reactive_limit`` (1 Mvarh), ``pf_nonconvergence`` (0.5 step: one failed flow breaks it),
-  as defined in :mod:`powerzoo.tasks.ac_transmission`; non-convergence is flagged
-  (``pf_converged``), never raised.
+* Costs, as defined in :mod:`powerzoo.tasks.ac_transmission`: ``voltage_violation`` (budget
+  1 p.u. a day), ``reactive_limit`` (1 Mvarh), ``pf_nonconvergence`` (0.5 step: one failed flow
+  breaks it), selected; ``thermal_overload`` (MVAh) reported but not budgeted: the active
+  dispatch is given, and its MVA overload under the AC flow is the dispatch's more than the
+  set-points' (on 4 test days the rule leaves 430 MVAh/day, the loss-minimising AC-OPF with the
+  same dispatch 56, and with every rating cut to fit 1.06 p.u. that OPF has no solution), so no
+  policy could keep a budget on it. Non-convergence is flagged (``pf_converged``), never raised.
 * Observation (``global``, per agent): time, system load now and next step, the step's price,
   last losses and extreme voltages, then per unit slot its scheduled ``p_mw`` this step, its
   reactive limits, its last reactive output and its last bus voltage (0 in unused slots).
@@ -133,6 +136,14 @@ class VoltageControlState:
     prev_q_mvar: np.ndarray  # [B, n_gen] last reactive output at each unit's bus
     prev_vm_pu: np.ndarray  # [B, n_gen] last voltage at each unit's bus
     prev_grid: np.ndarray  # [B, 3] last losses [MW], min / max bus voltage [p.u.]
+
+
+def _without_budget(fields: dict[str, Any], cost: str) -> dict[str, Any]:
+    """:func:`~powerzoo.tasks.spec.cmdp_fields` with ``cost`` reported but not a selected
+    constraint (no budget)."""
+    fields["selected_constraints"] = tuple(c for c in fields["selected_constraints"] if c != cost)
+    fields["cost_thresholds"] = {k: v for k, v in fields["cost_thresholds"].items() if k != cost}
+    return fields
 
 
 def merit_order_price_per_mwh(
@@ -263,7 +274,7 @@ class VoltageControl118(Task):
                 f"per step ($; a failed flow is charged {NONCONVERGED_LOSS_FRACTION:g} x the "
                 "system load as losses), shared by all agents"
             ),
-            **cmdp_fields(grid_costs),
+            **_without_budget(cmdp_fields(grid_costs), "thermal_overload"),
             baselines=("random", "rule_based", "oracle"),
             obs_modes=("global",),
             obs_mode_specs={"global": observation},
