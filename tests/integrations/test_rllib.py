@@ -261,3 +261,17 @@ def test_seeds_distinct_across_runners_and_sub_envs(ray_session):
 
 def test_sampling_rate(ray_session):
     assert prl.rllib_sampling_rate("marl_opf", 0, 1, seconds=0.5) > 0
+
+
+@pytest.mark.parametrize(
+    "task",
+    ["opf", "joint_trans_dist", "joint_trans_dist_118", "acopf_118", "voltage_control_118"],
+)
+def test_rllib_checks_the_dispatch_coupled_and_ac_tasks(task):
+    """RLlib's own environment check passes on the tasks with padded or grouped agents."""
+    env = make_env(task, framework="rllib", seed=1)
+    check_multiagent_environments(env)
+    obs, _ = env.reset(seed=2)
+    actions = {a: env.action_space[a].sample() for a in obs}
+    obs, rewards, terms, truncs, _ = env.step(actions)
+    assert set(rewards) == set(env.possible_agents) and not terms["__all__"]
