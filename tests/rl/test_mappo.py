@@ -175,6 +175,14 @@ def test_mappo_critic_sees_the_global_state(tmp_path):
     assert learner.actors["agents"].mean[0].in_features == 10 + 5
 
 
+def test_mappo_trains_a_task_without_selected_constraints(tmp_path):
+    # gencos_bidding selects no constraint cost; the rollout's per-step cost vector is empty
+    assert make_env("gencos_bidding").task_spec.selected_constraints == ()
+    trainer = small_trainer(tmp_path, "MAPPO", task="gencos_bidding", steps=32)
+    trainer.train()
+    assert trainer.num_timesteps >= 32
+
+
 # ---- Lagrangian --------------------------------------------------------------------------------
 def _layout() -> dict[str, GroupLayout]:
     return {"g": GroupLayout(["a", "b"], 3, 1, -np.ones((2, 1)), np.ones((2, 1)))}

@@ -193,7 +193,10 @@ class Collector:
         return out
 
     def _episodes(self, finished: list[tuple[np.ndarray, ...]], costs: np.ndarray) -> EpisodeBatch:
-        step_costs = costs.reshape(-1, self.n_selected).mean(axis=0)
+        # mean cost per step of each selected constraint (none selected: an empty vector)
+        step_costs = (
+            costs.reshape(-1, self.n_selected).mean(axis=0) if self.n_selected else np.zeros(0)
+        )
         if not finished:
             return EpisodeBatch.empty(len(self.agents), self.n_constraints, step_costs)
         agent_returns, ep_costs, ep_selected, lengths = (
