@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # The CPU build of torch; an unpinned `torch` would pull several GB of CUDA wheels.
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +24,15 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check powerzoo tests benchmarks
 
-test: lint
+# the documentation site, built into site/ with every warning an error
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
+
+test: lint docs
 	$(BIN)/pytest -n 2 -q
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results site .pytest_cache
