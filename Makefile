@@ -14,6 +14,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@# headless Chromium for the site's browser test (tests/docs/): tried, never required
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo="sudo -n"; fi; \
+	  apt="$$sudo env DEBIAN_FRONTEND=noninteractive apt-get -y -qq"; \
+	  { $$apt install chromium || { $$apt update && $$apt install chromium; }; } >/dev/null 2>&1 \
+	  || echo "chromium not installed (needs apt-get and root): the browser test will be skipped"; }
 	touch $(STAMP)
 
 install: $(STAMP)
