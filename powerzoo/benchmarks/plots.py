@@ -280,7 +280,8 @@ def plot_return_vs_costs(
         ax.set_xlabel(f"{name} per episode{scale}")
     axes[0][0].set_ylabel(_return_label(task))
     axes[0][0].legend(fontsize="small")
-    fig.suptitle(f"{task} ({split}): return vs each constraint cost, 95% bootstrap CI")
+    # two lines: one 5.5-inch panel is narrower than the whole title on one line
+    fig.suptitle(f"{task} ({split})\nreturn vs each constraint cost, 95% bootstrap CI")
     fig.tight_layout()
     return _save(fig, path)
 
