@@ -17,7 +17,6 @@ from powerzoo.devices.inverter_battery import (
     inverter_battery_settlement,
     inverter_battery_step,
 )
-from powerzoo.physics.cases import NetworkCase
 from powerzoo.physics.dc_opf import dispatch_cost
 from powerzoo.physics.dc_power_flow import (
     generation_shift_matrix,
@@ -35,27 +34,13 @@ from powerzoo.tasks.joint_trans_dist.spec import (
     JointParams,
     Slots,
     joint_spec,
+    merit_order_price,
 )
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode
 from powerzoo.tasks.transmission import congestion_ready_case, marginal_cost_per_mwh
 
 __all__ = ["JointTransDist", "JointTransDistWeek", "JointState", "merit_order_price"]
-
-
-def merit_order_price(
-    case: NetworkCase, marginal_cost: np.ndarray, total_load_mw: np.ndarray, scarcity: float
-) -> np.ndarray:
-    """Marginal price ($/MWh) [B] of demand ``total_load_mw`` [B] (MW) in a uniform-price energy
-    market: the marginal cost of the unit the merit order loads last to meet it (units at their
-    minimum first, then cheapest first, network ignored); ``scarcity`` where the demand exceeds
-    every unit's maximum, the cheapest unit's cost below their total minimum."""
-    order = np.argsort(marginal_cost, kind="stable")
-    room = np.cumsum((case.gen_pmax_mw - case.gen_pmin_mw)[order])
-    above_min = np.asarray(total_load_mw, dtype=np.float64) - case.gen_pmin_mw.sum()
-    k = np.searchsorted(room, above_min, side="left")
-    price = np.append(marginal_cost[order], scarcity)
-    return price.take(k)
 
 
 @dataclasses.dataclass
