@@ -30,8 +30,10 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check powerzoo tests benchmarks
 
-# the documentation site, built into site/ with every warning an error
+# the documentation site, built into site/ with every warning an error; the task pages and
+# their figures (docs/tasks/, not in git) are generated first from the tasks' specs
 docs: $(STAMP)
+	$(BIN)/powerzoo docs-pages --out docs/tasks
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
 test: lint docs

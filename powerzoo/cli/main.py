@@ -27,7 +27,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
-    from powerzoo.benchmarks.catalog import describe, info
+    from powerzoo.benchmarks.catalog import info
+    from powerzoo.benchmarks.task_pages import render_text
     from powerzoo.rl.algorithms import algorithms_for
     from powerzoo.tasks import task_spec
 
@@ -35,8 +36,24 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**info(args.task), "algorithms": algorithms}, indent=2))
     else:
-        print(describe(args.task))
+        print(render_text(args.task))
         print(f"algorithms: {', '.join(algorithms)} (powerzoo train {args.task} --algo NAME)")
+    return 0
+
+
+def _cmd_docs_pages(args: argparse.Namespace) -> int:
+    import time
+
+    from powerzoo.benchmarks.task_pages import write_pages
+
+    started = time.perf_counter()
+    seconds = write_pages(args.out, args.tasks or None, figures=not args.no_figures)
+    for name, spent in seconds.items():
+        print(f"{name:<24} {spent:6.2f} s")
+    print(
+        f"wrote {len(seconds)} task page(s) and index.md to {args.out} "
+        f"in {time.perf_counter() - started:.1f} s"
+    )
     return 0
 
 
@@ -117,10 +134,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("list", help="list registered tasks")
     p.set_defaults(func=_cmd_list)
-    p = sub.add_parser("describe", help="describe a task: spaces, reward, costs, splits, baselines")
+    p = sub.add_parser("describe", help="describe a task: the sections of its documentation page")
     p.add_argument("task")
     p.add_argument("--json", action="store_true", help="print the JSON-ready info dict")
     p.set_defaults(func=_cmd_describe)
+    p = sub.add_parser(
+        "docs-pages",
+        help="write one Markdown page per task (with a figure of a test day) and an index",
+    )
+    p.add_argument("--out", default="docs/tasks", help="output folder (default: docs/tasks)")
+    p.add_argument("--tasks", nargs="*", help="tasks to write (default: every registered task)")
+    p.add_argument("--no-figures", action="store_true", help="skip the figures (faster)")
+    p.set_defaults(func=_cmd_docs_pages)
     from powerzoo.cli.demo import DEMO_TIMESTEPS
 
     p = sub.add_parser(

@@ -114,7 +114,51 @@ def _q_limit(x: np.ndarray) -> np.ndarray:
 
 
 class Acopf118(Task):
-    """AC-OPF on case118 (see the module docstring)."""
+    """AC-OPF on case118, one agent per generator.
+
+    ## Description
+    The 54 units of the IEEE 118-bus case (``gen_0`` .. ``gen_53``) set their active output and
+    their voltage set-point every 30 minutes; every step is one exact batched AC power flow. Loads
+    are each bus's published P and Q x 1.1 x the calendar demand shape; branches carry the
+    voltage-class ratings of ``opf_118`` on their apparent power.
+
+    ## Action
+    Per unit ``[p_mw, vm_pu]``: the active set-point in ``[Pmin, Pmax]`` (MW) and the voltage
+    set-point in [0.94, 1.06] p.u. The slack unit (``gen_29``, bus 69 of the published numbering)
+    takes the losses and the mismatch: its ``p_mw`` entry is not read, and ``action_applied``
+    reports its output from the flow.
+
+    ## Observation
+    Mode ``global``, per agent: time, system load now and next step, own limits (P, Q), marginal
+    cost, own last P, Q and bus voltage, last losses, slack output and extreme voltages.
+
+    ## Reward
+    Shared, $ per step: ``-(generation cost + imbalance cost)``: the case's polynomial costs of
+    every unit (the slack's at its output from the flow) x ``dt``; the slack's output outside its
+    own ``[Pmin, Pmax]`` is settled at 1,000 $/MWh.
+
+    ## Costs
+    ``voltage_violation`` (p.u. outside [0.94, 1.06] summed over buses), ``thermal_overload``
+    (MVAh), ``reactive_limit`` (Mvarh outside the units' limits), ``pf_nonconvergence`` (steps whose
+    flow did not converge: flagged in ``info["pf_converged"]``, never raised) and
+    ``power_imbalance`` (MWh of slack output outside its limits).
+
+    ## Starting state
+    Last P and Q of every unit 0, last bus voltages at the case's set-points, last losses those of
+    the case's base operating point, at 00:00 of the split day.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``load_scale`` (1.1), ``imbalance_price_per_mwh`` (1,000).
+
+    ## Baselines
+    Random; rule = the congestion-aware DC merit order of ``opf_118`` for the observed load plus the
+    last observed losses, voltages at the case's set-points; oracle = pandapower's AC-OPF per step
+    (about 1 s a step), scored under this task's flow: the published row uses a subset of the test
+    days.
+    """
 
     task_id = "acopf_118"
     Params = AcopfParams

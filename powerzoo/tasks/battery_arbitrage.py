@@ -119,7 +119,54 @@ class BatteryArbitrageState:
 
 
 class BatteryArbitrage(Task):
-    """Battery arbitrage against a day-ahead-shaped price (single agent, 30 min x 48)."""
+    """Battery arbitrage against a day-ahead-shaped price (single agent, 30 min x 48).
+
+    ## Description
+    One grid-scale battery, a price taker, buys and sells energy at the market price of the
+    calendar day's price profile: 100 MWh / 25 MW (4 h), charge and discharge efficiency 0.95
+    each, SOC in [0.1, 0.9], wear 15 $ per MWh of throughput (the shared wear model of
+    ``powerzoo.devices.battery``). 48 steps of 30 minutes.
+
+    ## Action
+    ``p_mw`` in [-25, 25] MW, + = discharge (sell), - = charge (buy). A request the SOC cannot
+    serve is cut to the feasible power; ``info["action_applied"]`` holds what was applied.
+
+    ## Observation
+    ``[soc, price_per_mwh, price_avg_24h_per_mwh, hour_sin, hour_cos, time_remaining]``;
+    ``price_avg_24h_per_mwh`` is the trailing 24 h mean price.
+
+    ## Reward
+    $ per step, settled at the price of the step the action is taken in (observed before acting):
+    ``price x p_discharge x dt - price x p_charge x dt - 15 $/MWh x |p| x dt`` plus the
+    settlement of the stored energy marked to market: the change of stored energy since reset
+    (storage side, MWh) is valued at the day's mean price ``m``, a surplus as if sold through the
+    battery (``eta_d (m - wear)`` per MWh), a deficit as if bought back (``(m + wear) / eta_c``),
+    so selling the energy given at reset is no profit. ``info["reward_terms"]``:
+    ``[discharge_revenue, charge_payment, degradation, settlement]``.
+
+    ## Costs
+    ``soc_violation`` (MWh, storage side): energy asked beyond the SOC bounds; per-episode budget
+    in the table below.
+
+    ## Starting state
+    SOC 0.5 (40 MWh above the floor) at 00:00 of the split day.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    Battery parameters as task keywords (``make_env("battery_arbitrage", power_max_mw=50)``):
+    ``energy_capacity_mwh``, ``power_max_mw``, ``charge_efficiency``, ``discharge_efficiency``,
+    ``soc_min``, ``soc_max``, ``initial_soc``, ``degradation_cost_per_mwh``; ``rule_band_fraction``
+    tunes the rule-based baseline.
+
+    ## Baselines
+    Random; rule-based (stored energy valued at the trailing 24 h mean price: discharge when a
+    sale beats buying it back there after wear and losses, charge in the mirror case, else head
+    back to the start SOC); oracle (perfect-foresight LP over the day with the settlement, HiGHS).
+    The day's price spread on the test days is 29 $/MWh on average and a round trip costs 30 $/MWh
+    of wear, so arbitrage pays on the days with evening peaks only.
+    """
 
     task_id = "battery_arbitrage"
 

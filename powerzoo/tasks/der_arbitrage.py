@@ -195,8 +195,46 @@ class DerArbitrageState:
 
 
 class MarlDerArbitrage(FeederTask):
-    """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal
-    limits."""
+    """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal limits.
+
+    ## Description
+    Three inverter batteries (1 MWh / 0.5 MW, 0.55 MVA, efficiencies 0.95, SOC in [0.1, 0.9],
+    wear 15 $/MWh) at 0-based buses 16, 23 and 31 of the IEEE 33-bus feeder trade at the market
+    price. Bus loads are the base load x 0.75 x the calendar load shape, one exact AC flow per
+    30-minute step. Charging all three at the peak takes the far end out of the voltage band.
+
+    ## Action
+    Per agent ``p_mw`` in [-0.5, 0.5] MW (+ discharge into the feeder); reactive power 0. A request
+    the SOC cannot serve is cut (the energy asked beyond the bounds is ``soc_violation``).
+
+    ## Observation
+    Mode ``global`` (default): time, price, ``demand_pu``, ``feeder_p_mw``, ``v_min_pu``,
+    ``v_max_pu``, every battery's SOC and the own block ``own_soc, own_prev_p_mw, own_v_pu,
+    own_bus_load_mw``; also ``local``, ``local_plus_forecast`` and ``local_plus_voltage``.
+
+    ## Reward
+    Per agent, $ per step: ``price x (discharged - charged MWh) - 15 $/MWh x throughput``, and on
+    the last step the settlement of the battery's stored energy at the day's mean price.
+
+    ## Costs
+    ``voltage_violation`` (p.u.), ``thermal_overload`` (MVAh), ``soc_violation`` (MWh).
+
+    ## Starting state
+    Every battery at SOC 0.5; grid fields from the flow of the first step's loads with the
+    batteries idle.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``load_scale`` (0.75), ``energy_mwh``, ``power_mw``, ``tou_steps`` (half-hours of the
+    rule's charge and discharge windows), ``oracle_margin_pu``.
+
+    ## Baselines
+    Random; rule-based time-of-use schedule blind to the voltage; oracle = a perfect-foresight day
+    plan of all three batteries (one LP on HiGHS, voltage band on LinDistFlow), applied under the
+    exact flow.
+    """
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 

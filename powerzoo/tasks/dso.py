@@ -145,7 +145,54 @@ class DsoState:
 
 
 class Dso(FeederTask):
-    """Flexible-load control on the 33-bus feeder against losses, lost load and voltage limits."""
+    """Flexible-load control on the 33-bus feeder against losses, lost load and voltage
+    limits.
+
+    ## Description
+    A distribution system operator steers six flexible loads on Baran & Wu's 33-bus 12.66 kV feeder
+    (``case33bw``), with one exact AC power flow per 30-minute step. Bus loads are the case's base
+    load x ``load_scale`` (0.55) x the calendar load shape; each flexible load (0.12 MW at peak,
+    power factor 0.85) sits at a far end of the trunk or a lateral (1-based buses 14, 18, 25, 30,
+    32, 33), where the voltage sags first. Without control the far-end buses leave the band at the
+    daily peaks on most test days.
+
+    ## Action
+    12 entries, ``[load_k.curtail, load_k.shift]`` for k = 0..5, fractions of each unit's current
+    demand in [0, 0.5]. Curtailed energy is lost; shifted energy is paid back evenly over the next 8
+    steps (4 h), always before the day ends (shifting on the last step is refused).
+
+    ## Observation
+    33 entries: time, ``demand_pu``, price, the previous step's flow (``v_min_pu``, ``v_max_pu``,
+    ``p_loss_mw``, ``feeder_p_mw``) and per unit its bus voltage, its demand this step, the payback
+    due next step and the backlog of deferred energy.
+
+    ## Reward
+    $ per step: ``-(price x losses x dt + VOLL x curtailed MWh)`` with the value of lost load
+    ``VOLL = 1,000 $/MWh``; shifting is free in the reward. Terms ``[loss_cost,
+    curtailment_cost]``. The ``penalized`` preset also charges 1,000 $ per p.u. of voltage
+    violation and 2,000 $ per MVAh of overload.
+
+    ## Costs
+    ``voltage_violation`` (p.u. outside [0.95, 1.05] summed over buses, per step) and
+    ``thermal_overload`` (MVAh above the line ratings, summed over branches).
+
+    ## Starting state
+    No backlog; grid fields from the flow of the first step's loads without control.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``load_scale``, ``flex_peak_mw``, ``flex_max_fraction``, ``payback_steps``,
+    ``flex_power_factor``, ``voll_per_mwh``; ``penalty_per_pu`` and ``penalty_per_mvah`` weight the
+    ``penalized`` preset.
+
+    ## Baselines
+    Random; rule-based = no control (all fractions 0); oracle = a perfect-foresight day plan, one
+    LP on HiGHS with voltages on LinDistFlow around the exact flow, applied under the exact flow.
+    The oracle pays for lost load to hold the band, so the no-control rule earns more on the
+    objective: judge a policy on its return and its costs.
+    """
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 

@@ -174,8 +174,51 @@ class GencosBiddingParams:
 
 
 class GencosBidding(Task):
-    """Five generation companies compete by marking up their offer curves on case5 (module
-    docstring)."""
+    """Five generation companies compete by marking up their offer curves on
+    case5.
+
+    ## Description
+    Five generation companies, one per generator of the PJM 5-bus case (case5, published ratings),
+    bid into a market cleared every half-hour by a DC-OPF with the line limits, which gives the
+    dispatch and the locational marginal prices (LMPs). A 200 MW wind farm at bus 3 is taken at zero
+    price; the load is the calendar load shape x 1.1 x the case's bus shares. Competitive: each
+    company is paid its own profit.
+
+    ## Action
+    Per agent, 3 markups in [0, 1]: the company's range is cut into 3 equal blocks and block ``k``
+    is offered at ``(1 + m_k) x`` its true marginal cost (markup 0 is truthful). The markups are
+    offered sorted, so every offer curve is non-decreasing as ISO offer rules require.
+
+    ## Observation
+    Mode ``global`` (default): time, system load and wind of the step being cleared, the last
+    load-weighted LMP, the own block (limits, marginal cost, last dispatch, last LMP at its bus)
+    and every company's last markups as offered; ``local``: time, load, wind, own block and own
+    markups.
+
+    ## Reward
+    Per agent, $ per step: ``(LMP at its bus x dispatch - production cost) x 0.5 h`` with the true
+    cost ``c0 + c1 p + c2 p^2``. ``info["agent_profit"]`` holds the split; ``info`` also carries
+    ``mean_lmp_per_mwh``, ``lerner_index`` and ``price_cost_ratio``.
+
+    ## Costs
+    ``thermal_overload`` (MVAh above the ratings), reported only: the clearing respects the limits
+    whenever it can, so the task has no CMDP budget.
+
+    ## Starting state
+    No previous offers (markups 0) at 00:00 of the split day.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``load_scale`` (1.1), ``wind_mw`` (200), ``line_penalty_per_mwh`` (soft line limits of the
+    clearing), ``demand_shift_level`` (the ``demand_shift`` split's load factor).
+
+    ## Baselines
+    Random markups; rule-based = myopic best response on a markup grid against the others' last
+    offers; truthful (markup 0, the DC-OPF of the true costs). There is no oracle: the maximum of
+    the team return is collusion, not a target.
+    """
 
     task_id = "gencos_bidding"
 

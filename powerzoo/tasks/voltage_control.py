@@ -186,7 +186,52 @@ def _unit_slots(n_areas: int) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 class VoltageControl118(Task):
-    """Volt/var control of case118 by control-area agents (see the module docstring)."""
+    """Volt/var control of case118 by control-area agents.
+
+    ## Description
+    The voltage problem an operator of a meshed grid solves once the market has set the active
+    dispatch: choose the voltage set-points of the units' regulators so that every bus stays in its
+    band and every unit inside its reactive limits, at the least active losses. Each step the units'
+    active outputs are given (``opf_118``'s congestion-aware DC merit order for the load x 1.031,
+    the case's own loss share; the slack takes the actual losses), the same for every policy; one
+    exact AC power flow per 30-minute step.
+
+    ## Action
+    An area agent: the voltage set-point ``vm_pu`` in [0.94, 1.06] p.u. of each of its units, in
+    ``slots`` entries (the largest area); a smaller area leaves its last entries unused (bounds
+    [0, 1], ignored). case118's shunts are fixed, so the set-points are the only control.
+
+    ## Observation
+    Mode ``global``, per agent: time, system load now and next, the step's price, last losses and
+    extreme voltages, then per unit slot its scheduled ``p_mw``, reactive limits, last reactive
+    output and last bus voltage (0 in unused slots).
+
+    ## Reward
+    Shared, $ per step: ``-(active losses x dt x price)``, the price being the step's merit-order
+    marginal cost (32-35 $/MWh through a day). A flow that does not converge is charged losses of
+    20 % of the load, so failing is never cheaper than a solution.
+
+    ## Costs
+    ``voltage_violation`` (p.u.), ``reactive_limit`` (Mvarh) and ``pf_nonconvergence`` (steps)
+    are selected; ``thermal_overload`` (MVAh) is reported only: the active dispatch is given and its
+    overload under the AC flow is the dispatch's more than the set-points'.
+
+    ## Starting state
+    Last reactive outputs 0, last bus voltages at the case's voltage schedule, at 00:00 of the
+    split day; the first reset computes the given dispatch of every split day (about 0.1 s a day,
+    cached per process).
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``n_areas`` (8; 54 gives one agent per unit), ``load_scale`` (1.1).
+
+    ## Baselines
+    Random; rule = every set-point at the case's published voltage schedule; oracle = pandapower's
+    AC-OPF per step with every unit's P fixed at the dispatch and a cost on the slack's output only
+    (minimum losses), scored under this task's flow.
+    """
 
     task_id = "voltage_control_118"
     Params = VoltageControlParams

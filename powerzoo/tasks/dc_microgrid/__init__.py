@@ -114,6 +114,7 @@ oracle's job and cooling blocks.
 """
 
 from powerzoo.tasks.datacentre.site import SETPOINT_MAX_C, SETPOINT_MIN_C, DCMicrogridParams
+from powerzoo.tasks.dc_microgrid.safe import DCMicrogridSafe
 from powerzoo.tasks.dc_microgrid.spec import (
     CONSTRAINTS,
     HORIZON,
@@ -123,7 +124,7 @@ from powerzoo.tasks.dc_microgrid.spec import (
     STEP_MINUTES,
     THRESHOLDS,
 )
-from powerzoo.tasks.dc_microgrid.task import DCMicrogrid, DCMicrogridSafe, DCMicrogridState
+from powerzoo.tasks.dc_microgrid.task import DCMicrogrid, DCMicrogridState
 
 __all__ = [
     "CONSTRAINTS",

@@ -34,7 +34,7 @@ from powerzoo.tasks.dc_microgrid.spec import (
 )
 from powerzoo.tasks.spec import TaskSpec
 
-__all__ = ["DCMicrogrid", "DCMicrogridSafe", "DCMicrogridState"]
+__all__ = ["DCMicrogrid", "DCMicrogridState"]
 
 
 @dataclasses.dataclass
@@ -57,7 +57,39 @@ class DCMicrogridState:
 
 
 class DCMicrogrid(Task):
-    """Data-centre microgrid, MDP form: violation penalties folded into the reward."""
+    """Data-centre microgrid, MDP form: violation penalties folded into the reward.
+
+    ## Description
+    An AI data centre on its own microgrid, 5-minute steps: 2,048 GPUs serving training and
+    fine-tuning jobs with hourly deadlines, cooling plant and server zone, 2 MW PV, a 4 MWh / 2 MW
+    battery, a 2.5 MW diesel set and a 1.5 MW grid tie that covers the rest of the demand up to its
+    cap. Derivations: the ``powerzoo.tasks.dc_microgrid`` module docstring.
+    ## Action
+    ``[training_share, finetune_share, cooling_setpoint_c, battery_p_mw, diesel_p_mw]``: GPU
+    shares per job class (scaled down when they sum above 1), zone setpoint in [18, 32] deg C,
+    battery power in [-2, 2] MW (+ discharge), diesel output in [0, 2.5] MW (minimum stable output,
+    start cost and minimum run and down times of 1 h apply).
+    ## Observation
+    Time, outdoor and zone temperature, PV capacity factor, price, grid carbon intensity, SOC,
+    diesel status and hold time; per job class the queued work, the work due within the hour and
+    the least GPU allocation meeting every deadline.
+    ## Reward
+    ``info["reward_vector"] = [energy (MWh), cost ($), carbon (tCO2)]`` weighted by
+    ``(1, 0.5, 25.5)`` (carbon at 51 $/tCO2; the last step's cost holds the battery's settlement at
+    the day's mean price), minus penalties of 10 per GPU-h late, 100 per K h too hot and 5,000 per
+    MWh unserved.
+    ## Costs
+    ``sla_violation`` (GPU-h dropped at its deadline, plus the work behind schedule at the day's
+    end), ``overtemperature`` (K h above 27 deg C), ``power_deficit`` (MWh unserved).
+    ## Starting state
+    SOC 0.5, diesel off, zone at ``initial_zone_temp_c``, the day's queued work.
+    ## Episode end
+    Truncated after 288 steps (one day); no early termination.
+    ## Arguments
+    Site ratings: ``n_gpus``, ``pv_capacity_mw``, ``battery_energy_mwh``, ``battery_power_mw``,
+    ``diesel_rated_mw``, ``grid_import_max_mw`` (0: islanded), ``cooling_capacity_mw``,
+    ``initial_soc``, ``initial_zone_temp_c``.
+    """
 
     task_id = "dc_microgrid"
     penalized = True
@@ -463,11 +495,3 @@ class DCMicrogrid(Task):
             carry_allowance_gpuh=allowance,
             bucket_due_step=w.bucket_due_step,
         )
-
-
-class DCMicrogridSafe(DCMicrogrid):
-    """Data-centre microgrid, CMDP form: the reward is the weighted objective only."""
-
-    task_id = "dc_microgrid_safe"
-    penalized = False
-    gym_id = "powerzoo/DCMicrogridSafe-v0"

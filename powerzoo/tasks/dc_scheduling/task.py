@@ -60,8 +60,54 @@ class DCSchedulingState:
 
 
 class DCScheduling(FeederTask):
-    """The ``dc_microgrid`` data centre on the 33-bus feeder: schedule jobs and cooling against
-    price and voltage."""
+    """The ``dc_microgrid`` data centre on the 33-bus feeder: schedule jobs and cooling
+    against price and voltage.
+
+    ## Description
+    The 2,048-GPU data centre of ``dc_microgrid`` (no PV, battery or diesel) draws its facility
+    power from bus 5 (0-based 4) of the IEEE 33-bus feeder ``case33bw`` at power factor 0.95; the
+    feeder's other loads are its base load x ``load_scale`` (0.4) x the calendar load shape. One
+    exact AC power flow per 30-minute step. Serving the afternoon's work as it comes takes the
+    feeder out of its voltage band on many test days; moving loose-deadline training work off the
+    peaks keeps it in.
+
+    ## Action
+    ``[training_share, finetune_share, cooling_setpoint_c]``: fractions of the GPUs given to each
+    job class (scaled down when they sum above 1; the rest are parked) and the zone setpoint in
+    [18, 32] deg C.
+
+    ## Observation
+    17 entries: time, outdoor temperature, price, ``demand_pu``, zone temperature, the previous
+    step's flow (``v_min_pu``, ``dc_bus_v_pu``, ``max_branch_loading``, ``dc_load_mw``) and per job
+    class ``queued_gpuh``, ``due_1h_gpuh``, ``required_gpus``.
+
+    ## Reward
+    $ per step: ``-(price x (it_mw + cooling_mw) x dt) - 10 $/GPU-h x sla_violation``; terms
+    ``[energy_cost, sla_penalty]``. The ``penalized`` preset also charges 1,000 $ per p.u. of
+    voltage violation, 2,000 $ per MVAh of overload and 100 $ per K h of overtemperature.
+
+    ## Costs
+    ``voltage_violation`` (p.u. outside [0.95, 1.05] summed over buses), ``thermal_overload``
+    (MVAh above the line ratings), ``sla_violation`` (GPU-h), ``overtemperature`` (K h above
+    27 deg C).
+
+    ## Starting state
+    The day's queued work, the zone at ``initial_zone_temp_c``; grid fields from the flow of the
+    first step's loads with every GPU parked.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``dc_bus`` (0-based feeder bus, default 4), ``load_scale`` (feeder load, default 0.4),
+    ``initial_zone_temp_c``; ``cluster``, ``cooling`` and ``zone`` take the data centre's device
+    parameters.
+
+    ## Baselines
+    Random; rule-based = the data centre's compute and cooling rule of ``dc_microgrid``, blind to
+    the feeder; oracle = a perfect-foresight day plan (one LP on HiGHS, voltage band on LinDistFlow
+    around the exact flow), applied under the exact flow.
+    """
 
     task_id = "dc_scheduling"
     Params = DCSchedulingParams

@@ -73,7 +73,53 @@ class DersState:
 
 
 class MarlDersBenchmark(FeederTask):
-    """Batteries, PV inverters and flexible loads share one 141-bus feeder and one team reward."""
+    """Batteries, PV inverters and flexible loads share one 141-bus feeder and one team reward.
+
+    ## Description
+    Twelve heterogeneous DERs in three agent groups on Khodr's 141-bus 12.47 kV feeder
+    (``case141``), one exact AC power flow per 30-minute step; bus loads are the case's base load x
+    the calendar load shape. Four batteries (1 MWh / 0.5 MW, 0.55 MVA), four 1 MW PV plants with
+    1.1 MVA inverters and four flexible loads sit on the long lateral whose voltage sags at the
+    evening peak.
+
+    ## Action
+    ``battery_k``: ``[p_mw, q_mvar]``, P in [-0.5, 0.5] MW (+ discharge), Q in [-0.55, 0.55] Mvar
+    (+ injection). ``pv_k``: ``[curtail, q_mvar]``, curtailed fraction in [0, 1], Q in
+    [-1.1, 1.1] Mvar (no Q without sun unless ``pv_q_at_night``). ``load_k``: ``[curtail,
+    shift]``, fractions in [0, 0.3] of the unit's demand, shifted energy paid back within 2 h.
+
+    ## Observation
+    Mode ``ders_local`` (default): time, price, one-hot kind, own bus voltage, SOC, available PV,
+    base load and backlog (0 where they do not apply); also ``local``, ``local_plus_voltage`` and
+    ``global``.
+
+    ## Reward
+    Shared, $ per step: ``-price x losses x dt - price x curtailed PV MWh - 1,000 $/MWh x
+    curtailed load MWh - (price x (charged - discharged MWh) + 15 $/MWh x throughput)``, and on the
+    last step the batteries' settlement at the day's mean price.
+
+    ## Costs
+    ``voltage_violation`` (p.u.), ``thermal_overload`` (MVAh), ``device_violation`` (MWh asked
+    beyond the SOC bounds + load shift refused on the last step), ``reactive_cut`` (Mvarh asked of
+    the inverters beyond their capability).
+
+    ## Starting state
+    Batteries at SOC 0.5, no backlog; grid fields from the flow of the first step with the DERs
+    uncontrolled.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``load_scale``, ``energy_mwh``, ``power_mw``, ``battery_s_mva``, ``tou_steps``, ``pv_mw``,
+    ``pv_s_mva``, ``pv_q_at_night``, ``flex_share``, ``flex_max_fraction``, ``payback_steps``,
+    ``voll_per_mwh``.
+
+    ## Baselines
+    Random; rule-based: time-of-use batteries, IEEE 1547-2018 category B volt-var droop on every
+    inverter, no curtailment or shifting; oracle: the whole day planned with perfect foresight, one
+    LP on HiGHS with voltages on LinDistFlow, applied under the exact flow.
+    """
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
 

@@ -145,7 +145,48 @@ def _opf_spec(case: NetworkCase, groups: ControlAreas, params: OpfParams) -> Tas
 
 
 class Opf(EconomicDispatch):
-    """Economic dispatch of any case by area or unit agents (see the module docstring)."""
+    """Economic dispatch of any case by area or unit agents.
+
+    ``make_env("opf", case="case2869pegase", num_envs=256)`` dispatches that network for a day with
+    the dispatch model of ``marl_opf`` / ``opf_118``.
+
+    ## Description
+    The dispatch model on any transmission case of the case library (``case=``, default
+    ``"case118"``). Cases up to 1,000 buses step on dense shift factors, larger ones on the sparse
+    DC power flow. By default one agent dispatches each control area (``n_areas`` contiguous areas
+    of about equal unit counts); ``agents="unit"`` gives one agent per dispatchable unit.
+
+    ## Action
+    An area agent: the output ``p_mw`` of each of its units in ``[Pmin, Pmax]``, in ``slots``
+    entries (the largest area); an area with fewer units leaves its last entries unused (bounds
+    [0, 1], ignored). A unit agent has one entry.
+
+    ## Observation
+    Every agent the same fields: time, system load now and next, the area's load and limits, the
+    last imbalance, then per unit slot its ``pmax``, marginal cost and last output (0 in unused
+    slots).
+
+    ## Reward
+    Shared, $ per step: ``-(generation cost + imbalance cost + overload cost)``, as ``marl_opf``.
+
+    ## Costs
+    ``thermal_overload`` (MVAh) and ``power_imbalance`` (MWh), budgets 1 MVAh and 1 MWh a day.
+
+    ## Starting state
+    Every unit's last output 0 and no imbalance, at 00:00 of the split day.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``case`` (a case name of ``powerzoo.physics.cases.load_case``), ``agents`` (``"area"`` or
+    ``"unit"``), ``n_areas`` (8), and the dispatch keywords ``load_scale``,
+    ``imbalance_price_per_mwh``, ``overload_penalty_per_mwh``.
+
+    ## Baselines
+    Random; the merit order with PTDF redispatch on cases up to 1,000 buses, the network-blind merit
+    order on larger ones; oracle = the DC-OPF per step with soft line limits at the overload price.
+    """
 
     task_id = "opf"
     horizon = 48

@@ -86,7 +86,49 @@ class _Day:
 
 class MarlEvV2g(FeederTask):
     """EV charging sites on a feeder: meet the drivers' departure targets, buy cheap, sell V2G
-    at peaks."""
+    at peaks.
+
+    ## Description
+    ``n_evs`` charging sites (default 5) spread over the IEEE 33-bus feeder, each with
+    ``vehicles_per_site`` cars (default 20) on 7.2 kW bidirectional chargers (60 kWh, 92 % each
+    way, V2G down to 20 % SOC, target 80 % at departure), over one week of hourly steps. Each car's
+    trips are drawn per episode from the env's RNG (weekday commutes, fewer weekend trips).
+
+    ## Action
+    Per agent: one power per car, ``ev_j.p_kw`` in [-7.2, 7.2] kW (+ discharge). Only plugged-in
+    cars act; a request beyond the battery's limits is cut.
+
+    ## Observation
+    Mode ``global`` (default): time, price, ``demand_pu``, feeder head power and voltage extremes,
+    every site's plugged share and energy needed, the own block and per car ``plugged_j``,
+    ``soc_j``, ``hours_to_departure_j``, ``energy_needed_kwh_j``; also ``local``,
+    ``local_plus_forecast`` and ``local_plus_voltage``.
+
+    ## Reward
+    Per agent, $ per step: the site's V2G revenue minus its charging cost at the price, minus V2G
+    wear (15 $/MWh on discharged and recharged energy), and on the week's last step the settlement
+    of the energy its cars hold at the week's mean price.
+
+    ## Costs
+    ``departure_shortfall`` (kWh the leaving cars lack of their goal; the episode's end counts as a
+    departure), ``voltage_violation`` (p.u.), ``thermal_overload`` (MVAh); weekly budgets = daily
+    rates x 7.
+
+    ## Starting state
+    Every car at home at midnight with SOC drawn uniform in [0.5, 0.8]; the week's trips drawn from
+    the env's RNG.
+
+    ## Episode end
+    Truncated after 168 steps (one week); no early termination.
+
+    ## Arguments
+    ``n_evs`` (5), ``vehicles_per_site``, ``fleet_vehicles``, ``load_scale`` (0.7),
+    ``initial_soc``, ``peak_hours``, ``fleet`` (the cars' parameters).
+
+    ## Baselines
+    Random; rule-based: charge at full power from arrival until the goal, V2G in the 3 dearest hours
+    of the average day when it pays after wear; oracle: one LP on HiGHS for the week.
+    """
 
     task_id = "marl_ev_v2g"
     Params = EvV2gParams

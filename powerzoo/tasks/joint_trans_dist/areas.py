@@ -235,7 +235,52 @@ class AreaSlots(FeederSlots):
 
 class JointTransDist118(JointTransDist):
     """case118 dispatched by area agents while DSO agents run the batteries of three feeders
-    hung at its load buses (see the module docstring)."""
+    hung at its load buses.
+
+    ## Description
+    The coupled model of ``joint_trans_dist`` at the scale of the IEEE 118-bus case (54 units,
+    quadratic costs, the ratings of ``opf_118``, DC flow) with three feeders, each with an exact AC
+    flow, hung at the largest load buses without a generator (0-based): ``case141`` at bus 59 and
+    ``case33bw`` at buses 77 and 10. The feeder is part of its bus's load, not extra.
+
+    ## Action
+    ``area_0 .. area_5`` (group ``transmission``): the output ``p_mw`` of each unit of the control
+    area in ``[Pmin, Pmax]``; ``dso_0 .. dso_2`` (group ``distribution``): each battery's ``p_mw``
+    in [-0.5, 0.5] MW (+ discharge). Every agent has 10 entries (the largest area); unused ones have
+    bounds [0, 1] and are ignored.
+
+    ## Observation
+    Every agent the same fields (0 where they do not apply; one-hot ``is_area`` / ``is_feeder``):
+    ``local``: time, kind, expected price, own load and limits, a DSO's head power and voltage
+    extremes, then per slot its limit, marginal cost, last output, SOC and bus voltage; ``global``
+    (default) adds the system block and every battery's SOC; ``local_plus_forecast`` adds the
+    expected price of the next 4 steps.
+
+    ## Reward
+    One team reward, $ per step, as ``joint_trans_dist``: ``-(generation cost + |imbalance| x
+    1,000 $/MWh + overload x 2,000 $/MWh + battery wear)`` plus the batteries' settlement on the
+    last step. Every feeder's batteries are paid the system's merit-order price.
+
+    ## Costs
+    As ``joint_trans_dist``: ``thermal_overload``, ``power_imbalance``, ``voltage_violation``,
+    ``feeder_thermal_overload``, ``soc_violation``.
+
+    ## Starting state
+    Batteries at SOC 0.5, units' last output 0, at 00:00 of the split day.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``n_areas`` (6) and the keywords of ``joint_trans_dist``: ``load_scale``,
+    ``feeder_load_scale``, ``imbalance_price_per_mwh``, ``overload_penalty_per_mwh``,
+    ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``.
+
+    ## Baselines
+    Random; rule-based (time-of-use batteries and the congestion-aware merit order against the
+    observed load plus the feeders' expected import); oracle: one LP per episode with the three
+    feeders joined, then a DC-OPF per step against the exact head powers.
+    """
 
     task_id: ClassVar[str] = "joint_trans_dist_118"
     case_name: ClassVar[str] = "case118"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase
 from powerzoo.tasks.feeder import grid_cost_rows
@@ -14,6 +16,7 @@ from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec, cmdp_fields, m
 from powerzoo.tasks.transmission import BASE_LOAD_SCALE, OVERLOAD_PRICE_PER_MWH
 
 __all__ = [
+    "merit_order_price",
     "FeederHookup",
     "JointParams",
     "Slots",
@@ -209,3 +212,18 @@ def joint_spec(
             AgentGroup("distribution", bats, "feeder batteries: [p_mw (+ discharge)]"),
         ),
     )
+
+
+def merit_order_price(
+    case: NetworkCase, marginal_cost: np.ndarray, total_load_mw: np.ndarray, scarcity: float
+) -> np.ndarray:
+    """Marginal price ($/MWh) [B] of demand ``total_load_mw`` [B] (MW) in a uniform-price energy
+    market: the marginal cost of the unit the merit order loads last to meet it (units at their
+    minimum first, then cheapest first, network ignored); ``scarcity`` where the demand exceeds
+    every unit's maximum, the cheapest unit's cost below their total minimum."""
+    order = np.argsort(marginal_cost, kind="stable")
+    room = np.cumsum((case.gen_pmax_mw - case.gen_pmin_mw)[order])
+    above_min = np.asarray(total_load_mw, dtype=np.float64) - case.gen_pmin_mw.sum()
+    k = np.searchsorted(room, above_min, side="left")
+    price = np.append(marginal_cost[order], scarcity)
+    return price.take(k)

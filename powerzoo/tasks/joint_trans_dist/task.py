@@ -17,7 +17,6 @@ from powerzoo.devices.inverter_battery import (
     inverter_battery_settlement,
     inverter_battery_step,
 )
-from powerzoo.physics.cases import NetworkCase
 from powerzoo.physics.dc_opf import dispatch_cost
 from powerzoo.physics.dc_power_flow import (
     generation_shift_matrix,
@@ -35,27 +34,13 @@ from powerzoo.tasks.joint_trans_dist.spec import (
     JointParams,
     Slots,
     joint_spec,
+    merit_order_price,
 )
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode
 from powerzoo.tasks.transmission import congestion_ready_case, marginal_cost_per_mwh
 
 __all__ = ["JointTransDist", "JointTransDistWeek", "JointState", "merit_order_price"]
-
-
-def merit_order_price(
-    case: NetworkCase, marginal_cost: np.ndarray, total_load_mw: np.ndarray, scarcity: float
-) -> np.ndarray:
-    """Marginal price ($/MWh) [B] of demand ``total_load_mw`` [B] (MW) in a uniform-price energy
-    market: the marginal cost of the unit the merit order loads last to meet it (units at their
-    minimum first, then cheapest first, network ignored); ``scarcity`` where the demand exceeds
-    every unit's maximum, the cheapest unit's cost below their total minimum."""
-    order = np.argsort(marginal_cost, kind="stable")
-    room = np.cumsum((case.gen_pmax_mw - case.gen_pmin_mw)[order])
-    above_min = np.asarray(total_load_mw, dtype=np.float64) - case.gen_pmin_mw.sum()
-    k = np.searchsorted(room, above_min, side="left")
-    price = np.append(marginal_cost[order], scarcity)
-    return price.take(k)
 
 
 @dataclasses.dataclass
@@ -90,8 +75,32 @@ def _idle_tables(scenario: str, case_name: str, load_scale: float) -> tuple[np.n
 
 
 class JointTransDist(Task):
-    """Generators dispatch a transmission case while feeder batteries trade at the boundary
-    bus's price; the feeders' head power is load on their boundary buses."""
+    """Generators dispatch a transmission case while feeder batteries trade at the boundary bus's
+    price; the feeders' head power is load on their boundary buses.
+    ## Description
+    The PJM 5-bus case (DC flow, 5 generator agents) with the IEEE 33-bus feeder (exact AC flow,
+    3 battery agents of 1 MWh / 0.5 MW) hung at bus 3; each step the feeder's head power is load on
+    that bus. The batteries are paid the merit-order price of the step's total demand.
+    ## Action
+    Generators: ``p_mw`` in ``[Pmin, Pmax]``; batteries: ``p_mw`` in [-0.5, 0.5] MW (+ discharge).
+    ## Observation
+    Every agent every field (0 where it does not apply; one-hot kind): time, expected price, own
+    block, the system block and every battery's SOC (mode ``global``); also ``local`` and
+    ``local_plus_forecast``.
+    ## Reward
+    One team reward, $ per step: ``-(generation cost + |imbalance| x 1,000 $/MWh + overload x
+    2,000 $/MWh + battery wear)`` plus, on the last step, the batteries' settlement.
+    ## Costs
+    ``thermal_overload``, ``power_imbalance``, ``voltage_violation``, ``feeder_thermal_overload``,
+    ``soc_violation``; budgets per day x the episode's days.
+    ## Starting state
+    Batteries at SOC 0.5, generators' last output 0, at 00:00 of the split day.
+    ## Episode end
+    Truncated at the horizon (48 steps; 336 on the week preset); no early termination.
+    ## Arguments
+    ``load_scale``, ``feeder_load_scale``, ``imbalance_price_per_mwh``,
+    ``overload_penalty_per_mwh``, ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``.
+    """
 
     task_id: ClassVar[str] = "joint_trans_dist"
     case_name: ClassVar[str] = "case5"
@@ -477,7 +486,9 @@ class JointTransDist(Task):
 
 
 class JointTransDistWeek(JointTransDist):
-    """``joint_trans_dist`` over a week (336 half-hours)."""
+    """Preset ``joint_trans_dist_7d``: ``joint_trans_dist`` over a week (336 half-hours);
+    cost budgets x 7.
+    """
 
     task_id = "joint_trans_dist_7d"
     horizon = 336

@@ -57,8 +57,48 @@ class UCState:
 
 
 class UnitCommitment(Task):
-    """Shared batched model of ``marl_uc`` and ``tso``; subclasses choose the case and the
-    balance."""
+    """Shared batched model of ``marl_uc`` and ``tso``; subclasses choose the case and the balance.
+
+    ## Description
+    Unit commitment and dispatch on a DC network in 30-minute steps over a day: the units' on/off
+    status and output, with minimum up and down times, ramps, start-up, shut-down and no-load costs
+    (derived by size class; the case gives Pmax and the cost curve), 10-minute spinning reserve and
+    the line limits of the dispatch tasks.
+
+    ## Action
+    Per unit ``[p_mw, on]``: an output setpoint in ``[0, Pmax]`` and the requested status (on if
+    ``on > 0.5``). Switches that would break a minimum up or down time, or a stop from above the
+    shut-down ramp limit, are overridden (``info["commitment_overridden"]``); setpoints are clipped
+    to the step's output bounds (Pmin/Pmax, ramps; an off unit gives 0).
+
+    ## Observation
+    Time, system load now and next, committed capacity, last imbalance, and per unit its limits,
+    average cost, ramp, status, time in status, whether it may switch and its last output.
+
+    ## Reward
+    $ per step: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh + line
+    overload x 2,000 $/MWh)``.
+
+    ## Costs
+    ``thermal_overload`` (MVAh above the ratings), ``reserve_shortfall`` (MWh of 10-minute reserve
+    short of 10 % of the load, and on ``tso`` of the largest unit's output), ``power_imbalance``
+    (MWh).
+
+    ## Starting state
+    The units a priority list commits for the first step's load plus reserve are on, free to
+    switch, at the merit-order dispatch of that load; the first step has no ramp limit.
+
+    ## Episode end
+    Truncated after 48 steps (one day); no early termination.
+
+    ## Arguments
+    ``load_scale`` (1.1).
+
+    ## Baselines
+    Random; rule = priority-list commitment for the load plus reserve within the minimum times,
+    then congestion-aware economic dispatch of the committed units; oracle = a day-ahead UC MILP
+    with perfect foresight on HiGHS, replayed in the env.
+    """
 
     task_id: str = ""
     case_name: str = ""
@@ -328,6 +368,12 @@ class UnitCommitment(Task):
 
 
 class MarlUc(UnitCommitment):
+    """Preset ``marl_uc``: five unit agents on the PJM 5-bus case. The clipped setpoints are applied
+    as they are and the mismatch goes to the slack bus (``power_imbalance``, priced in the reward);
+    the reserve requirement is 10 % of the load (no N-1 term: no commitment of this fleet could
+    cover the loss of its 520 or 600 MW unit). The reward is shared by the five agents.
+    """
+
     task_id = "marl_uc"
     case_name = "case5"
     balance = False
@@ -398,6 +444,13 @@ class MarlUc(UnitCommitment):
 
 
 class Tso(UnitCommitment):
+    """Preset ``tso``: one operator commits and dispatches the 54 units of the IEEE 118-bus
+    case. The clipped setpoints are balanced by the committed units in proportion to their
+    headroom, as automatic generation control would; only what their bounds cannot absorb remains as
+    ``power_imbalance`` (reported, not selected). The reserve covers 10 % of the load and at least
+    the largest unit's output (N-1). Stress split ``line_tightening``: every rating x 0.8.
+    """
+
     task_id = "tso"
     case_name = "case118"
     balance = True

@@ -1,0 +1,56 @@
+"""Task pages: generated from spec + docstring + baselines, a figure each; the CLI writes them."""
+
+import re
+
+import pytest
+
+from powerzoo.benchmarks.task_pages import render_text, write_pages
+from powerzoo.cli.main import main
+
+PAGE_SECTIONS = (
+    "Description",
+    "Action",
+    "Observation",
+    "Reward",
+    "Costs",
+    "Starting state",
+    "Episode end",
+    "Splits",
+    "Baselines",
+    "Arguments",
+    "Example",
+    "Figure",
+)
+
+
+@pytest.mark.parametrize("task", ["battery_arbitrage", "marl_der_arbitrage"])
+def test_a_page_has_every_section_and_its_figure(tmp_path, task):
+    seconds = write_pages(tmp_path, [task])
+    page = (tmp_path / f"{task}.md").read_text()
+    headings = re.findall(r"^## (.+)$", page, re.MULTILINE)
+    assert [h for h in headings if h in PAGE_SECTIONS] == list(PAGE_SECTIONS)
+    assert (tmp_path / "img" / f"{task}.png").stat().st_size > 10_000
+    assert f"](img/{task}.png)" in page and "| `soc_violation` | MWh" in page
+    assert "```python\nfrom powerzoo.rl import make_env" in page
+    assert "| `rule_based` | test |" in page  # the packaged baselines table
+    assert f"[`{task}`]({task}.md)" in (tmp_path / "index.md").read_text()
+    assert seconds[task] < 30
+
+
+def test_describe_prints_the_page_sections(capsys):
+    assert main(["describe", "dso"]) == 0
+    text = capsys.readouterr().out
+    for title in PAGE_SECTIONS[:-2]:
+        assert f"\n{title.upper()}\n" in text
+    assert text.index("STARTING STATE") < text.index("EPISODE END") < text.index("ARGUMENTS")
+    assert render_text("dso") in text and "`" not in text
+
+
+def test_docs_pages_cli_writes_pages_and_rejects_an_unknown_task(tmp_path, capsys):
+    out = tmp_path / "tasks"
+    assert main(["docs-pages", "--out", str(out), "--tasks", "marl_opf", "--no-figures"]) == 0
+    assert (out / "marl_opf.md").exists() and (out / "index.md").exists()
+    assert "wrote 1 task page(s)" in capsys.readouterr().out
+    assert main(["docs-pages", "--out", str(out), "--tasks", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("powerzoo: error: unknown task 'nope'; registered tasks: acopf_118")
