@@ -408,9 +408,24 @@ def index_page(tasks: list[str] | None = None) -> str:
     return "\n".join(["# Tasks", "", intro, "", _md_table(header, rows), ""])
 
 
-def write_pages(out_dir: str | Path, tasks: list[str] | None = None, figures: bool = True) -> dict:
+def write_pages(
+    out_dir: str | Path,
+    tasks: list[str] | None = None,
+    figures: bool = True,
+    reuse_figures: bool = False,
+) -> dict:
     """Write ``<task>.md`` (and ``img/<task>.png`` when ``figures``) for each task, and
-    ``index.md``, into ``out_dir``. Returns ``{task: seconds}`` spent per task."""
+    ``index.md``, into ``out_dir``.
+
+    Args:
+        out_dir: the folder of the pages (``docs/tasks`` for the site).
+        tasks: task names (default: every registered task, and the full index).
+        figures: draw the figure of one test day under the rule-based policy.
+        reuse_figures: keep a figure that is already there instead of drawing it again.
+
+    Returns:
+        ``{task: seconds}`` spent per task.
+    """
     import time
 
     from powerzoo.benchmarks.task_figures import plot_rule_day
@@ -425,9 +440,18 @@ def write_pages(out_dir: str | Path, tasks: list[str] | None = None, figures: bo
         started = time.perf_counter()
         figure = None
         if figures:
-            plot_rule_day(name, out / "img" / f"{name}.png")
+            path = out / "img" / f"{name}.png"
+            if not (reuse_figures and path.is_file()):
+                plot_rule_day(name, path)
             figure = f"img/{name}.png"
-        (out / f"{name}.md").write_text(render_markdown(name, figure), encoding="utf-8")
+        _write_if_changed(out / f"{name}.md", render_markdown(name, figure))
         seconds[name] = time.perf_counter() - started
-    (out / "index.md").write_text(index_page(names if tasks else None), encoding="utf-8")
+    _write_if_changed(out / "index.md", index_page(names if tasks else None))
     return seconds
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` unless the file already holds it (``mkdocs serve`` rebuilds on every
+    write into the docs folder, so an unchanged page must not be touched)."""
+    if not (path.is_file() and path.read_text(encoding="utf-8") == text):
+        path.write_text(text, encoding="utf-8")
