@@ -45,32 +45,48 @@ fields)."""
 
 _TIME = ("hour_sin", "hour_cos", "time_remaining")
 MAX_LINES = 6  # action entries drawn one by one up to this many, else summarised by kind
+CANDIDATE_DAYS = 8  # test days, spread over the split, that the figure chooses from
 
 
-def rule_day(name: str, day: int = 0, split: str = "test") -> dict[str, Any]:
-    """Run the rule-based policy of task ``name`` for one episode from split day ``day``.
+def rule_day(name: str, day: int | None = None, split: str = "test") -> dict[str, Any]:
+    """Run the rule-based policy of task ``name`` for one episode of ``split``.
 
-    Returns ``{"obs": [T+1, (agents,) dim], "actions": [T, act_dim], "rewards": [T],
-    "costs": [T, n_costs], "task": task}`` in physical units (reward: the task's objective, $ per
-    step for the built-in tasks).
+    Args:
+        name: a registered task.
+        day: the split day to start on; ``None`` runs ``CANDIDATE_DAYS`` days spread over the
+            split as one batch and keeps the one where the rule acts most (largest sum of
+            |applied action|), so that the figure shows the policy at work, not an idle day.
+        split: the data split.
+
+    Returns:
+        ``{"obs": [T+1, (agents,) dim], "actions": [T, act_dim], "rewards": [T],
+        "costs": [T, n_costs], "task": task, "day": day}`` in physical units (reward: the
+        task's objective, $ per step for the built-in tasks).
     """
     task = make_task(name, split)
     rng = np.random.default_rng(0)
-    state = task.reset(rng, np.array([day]))
-    obs, actions, rewards, costs = [task.observe(state)[0]], [], [], []
+    if day is None:  # spread over the split's seasons
+        days = np.unique(np.linspace(0, task.n_days - 1, CANDIDATE_DAYS).round().astype(int))
+    else:
+        days = np.array([day])
+    state = task.reset(rng, days)
+    obs, actions, rewards, costs = [task.observe(state)], [], [], []
     for _ in range(task.spec.horizon):
         action = task.rule_based_action(task.observe(state))
         state, out = task.step(state, action, rng)
-        obs.append(task.observe(state)[0])
-        actions.append(out.action_applied[0])
-        rewards.append(out.reward[0])
-        costs.append(out.constraint_costs[0])
+        obs.append(task.observe(state))
+        actions.append(out.action_applied)
+        rewards.append(out.reward)
+        costs.append(out.constraint_costs)
+    activity = np.abs(np.asarray(actions)).reshape(len(actions), days.size, -1).sum(axis=(0, 2))
+    row = int(np.argmax(activity))  # the first of equally active days
     return {
-        "obs": np.asarray(obs),
-        "actions": np.asarray(actions),
-        "rewards": np.asarray(rewards),
-        "costs": np.asarray(costs),
+        "obs": np.asarray(obs)[:, row],
+        "actions": np.asarray(actions)[:, row],
+        "rewards": np.asarray(rewards)[:, row],
+        "costs": np.asarray(costs)[:, row],
         "task": task,
+        "day": int(days[row]),
     }
 
 
@@ -103,14 +119,25 @@ def _field_series(spec: Any, obs: np.ndarray, field: str) -> tuple[np.ndarray, s
     return values.mean(axis=1), f"{field} (mean over agents)"
 
 
-def plot_rule_day(name: str, path: str | Path, day: int = 0) -> Path:
-    """Draw one test day of task ``name`` under its rule-based policy to the PNG ``path``."""
+def plot_rule_day(name: str, path: str | Path, day: int | None = None) -> Path:
+    """Draw one test day of task ``name`` under its rule-based policy to the PNG ``path``.
+
+    Args:
+        name: a registered task.
+        path: the PNG file to write.
+        day: the test day; ``None``: the most active of the first test days (see
+            :func:`rule_day`).
+
+    Returns:
+        ``path``.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     run = rule_day(name, day)
+    day = run["day"]
     spec = run["task"].spec
     hours = np.arange(1, spec.horizon + 1) * spec.dt_h
     hours_obs = np.arange(spec.horizon + 1) * spec.dt_h

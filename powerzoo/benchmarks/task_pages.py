@@ -323,7 +323,10 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
     if example:
         out.append(Section("Example", [("python", _example(name, spec))]))
     if figure:
-        caption = f"One test day (day 0 of the test split) of `{name}` under the rule-based policy"
+        caption = (
+            f"One test day of `{name}` under the rule-based policy: of 8 test days spread over the "
+            "split, the one where the rule acts most (its day number in the title)"
+        )
         out.append(Section("Figure", [f"![{caption}]({figure})", f"*{caption}.*"]))
     if "Reference" in doc:
         out.append(Section("Reference", [doc["Reference"]]))
