@@ -46,7 +46,7 @@ from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_m
 from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
-from powerzoo.rl.mappo.evaluation import BEST_POLICY_FILE, evaluate_now
+from powerzoo.rl.mappo.evaluation import BEST_POLICY_FILE, evaluate_now, rank
 from powerzoo.rl.mappo.hparams import algorithm_flags, check_params
 from powerzoo.rl.mappo.one_agent import make_native_env
 from powerzoo.rl.mappo.policy import POLICY_FILE, MAPPOPolicy
@@ -376,6 +376,8 @@ class MAPPOTrainer(TrainerBase):
 
     def _evaluate_now(self, eval_env: Any, days: list[int]) -> dict[str, Any]:
         return evaluate_now(self, eval_env, days)
+
+    _rank = staticmethod(rank)  # the order of evaluations for the best policy
 
     # ---- checkpoints, save, load, resume ---------------------------------------------------------
     def _save_checkpoint(self) -> Path:
