@@ -9,8 +9,8 @@ class (the methods a class defines itself; names without a leading underscore):
   ``**kwargs`` included when present, ``self`` / ``cls`` not);
 - a function or method whose return annotation is not ``None`` has a ``Returns:`` (or
   ``Yields:``) section;
-- a class whose own ``__init__`` takes parameters names them in an ``Args:`` section of the class
-  docstring (a dataclass's fields are documented where they are declared, with their units).
+- a class whose own ``__init__`` takes parameters names them in an ``Args:`` (or, where they
+  are kept as they are, ``Attributes:``) section of the class docstring (a dataclass's fields are documented where they are declared, with their units).
 
 Properties need a docstring only. The API reference pages (``docs/api/*.md``) must render every
 public symbol, so the test also checks that each one appears there as a ``:::`` directive.
@@ -156,7 +156,8 @@ def problems_of_class(qualname: str, cls) -> list[str]:
     problems = []
     if is_own_init(cls) and not dataclasses.is_dataclass(cls):
         params = parameter_names(vars(cls)["__init__"])
-        missing = [p for p in params if p not in found.get("Args", [])]
+        documented = found.get("Args", []) + found.get("Attributes", [])
+        missing = [p for p in params if p not in documented]
         if missing:
             problems.append(f"{qualname}: class Args does not name {missing}")
     for name, func, kind in public_members(cls):
