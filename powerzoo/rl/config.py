@@ -84,6 +84,7 @@ from powerzoo.rl.algorithms import (
     trainer_class,
 )
 from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
+from powerzoo.rl.config_checks import MAX_TIMESTEPS, task_field_problems
 from powerzoo.rl.names import check_plain_name
 
 __all__ = [
@@ -103,8 +104,6 @@ __all__ = [
     "MAX_TORCH_THREADS",
 ]
 
-MAX_TIMESTEPS = 10**12
-"""Largest training budget in env steps (years of wall time at any speed PowerZoo reaches)."""
 MAX_ENVS = 65_536
 """Most parallel training envs (``n_envs``)."""
 MAX_TORCH_THREADS = 1_024
@@ -265,8 +264,6 @@ class TrainConfig(_Section):
             raise ConfigError(f"{where}: {_format_errors(err)}") from None
         except ValueError as err:  # raised by validators outside pydantic's wrapping
             raise ConfigError(f"{where}: {err}") from None
-        from powerzoo.rl.config_checks import task_field_problems
-
         problems = task_field_problems(config)
         if problems:
             raise ConfigError(f"{where}: {'; '.join(problems)}")

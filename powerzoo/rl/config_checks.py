@@ -6,17 +6,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from powerzoo.rl.algorithms import is_native, is_native_marl
 
-if TYPE_CHECKING:
-    from powerzoo.rl.config import TrainConfig
+__all__ = ["MAX_TIMESTEPS", "task_field_problems"]
 
-__all__ = ["task_field_problems"]
+MAX_TIMESTEPS = 10**12
+"""Largest training budget in env steps (years of wall time at any speed PowerZoo reaches)."""
 
 
-def task_field_problems(config: TrainConfig) -> list[str]:
+def task_field_problems(config: Any) -> list[str]:
     """What the config's task rejects, checked from its spec (no data loaded, nothing written).
 
     One ``"field 'env.split': ..."`` message per bad field: ``env.task_kwargs`` (unknown names or
@@ -27,7 +27,6 @@ def task_field_problems(config: TrainConfig) -> list[str]:
     field fails before a run folder exists.
     """
     from powerzoo.envs.pipeline import check_forecast_horizon, compile_reward
-    from powerzoo.rl.config import MAX_TIMESTEPS
     from powerzoo.tasks.registry import task_spec
 
     env, problems = config.env, []

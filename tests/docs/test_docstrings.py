@@ -10,7 +10,8 @@ class (the methods a class defines itself; names without a leading underscore):
 - a function or method whose return annotation is not ``None`` has a ``Returns:`` (or
   ``Yields:``) section;
 - a class whose own ``__init__`` takes parameters names them in an ``Args:`` (or, where they
-  are kept as they are, ``Attributes:``) section of the class docstring (a dataclass's fields are documented where they are declared, with their units).
+  are kept as they are, ``Attributes:``) section of the class docstring; a dataclass's fields
+  are documented where they are declared, with their units.
 
 Properties need a docstring only. The API reference pages (``docs/api/*.md``) must render every
 public symbol, so the test also checks that each one appears there as a ``:::`` directive.
@@ -200,7 +201,10 @@ def test_api_pages_render_every_public_symbol():
 @pytest.mark.parametrize(
     "doc, expected",
     [
-        ("Do x.\n\nArgs:\n    a: one.\n    b (int): two,\n        wrapped.\n", {"Args": ["a", "b"]}),
+        (
+            "Do x.\n\nArgs:\n    a: one.\n    b (int): two,\n        wrapped.\n",
+            {"Args": ["a", "b"]},
+        ),
         ("Do x.\n\nReturns:\n    The thing.\n", {"Returns": []}),
     ],
 )

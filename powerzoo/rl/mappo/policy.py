@@ -135,8 +135,8 @@ class MAPPOPolicy:
         (``[N, a]``).
 
         Args:
-            obs: ``{agent: obs}`` (physical units, as the env gives them), or an array for a one-agent
-                policy.
+            obs: ``{agent: obs}`` (physical units, as the env gives them), or an array for a
+                one-agent policy.
             info: Ignored.
 
         Returns:

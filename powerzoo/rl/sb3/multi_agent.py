@@ -195,8 +195,8 @@ class SB3MultiAgentTrainer(TrainerBase):
 
         Args:
             rounds: Round-robin rounds (default 4).
-            steps_per_round: Env steps per agent per round (default: the budget split over the rounds
-                and agents).
+            steps_per_round: Env steps per agent per round (default: the budget split over
+                the rounds and agents).
 
         Returns:
             The run's result.
