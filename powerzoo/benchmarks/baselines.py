@@ -89,6 +89,13 @@ def select_days(n_days: int, max_episodes: int | None = None) -> list[int]:
 
     The spread keeps the first and last day (``linspace(0, n_days - 1, max_episodes)`` rounded), so
     a subsample still covers the whole year.
+
+    Args:
+        n_days: Days in the split.
+        max_episodes: Most days to keep (``None``: all).
+
+    Returns:
+        Split day indices, ascending.
     """
     if max_episodes is None or max_episodes >= n_days:
         return list(range(n_days))
@@ -211,6 +218,12 @@ def load_baselines(path: str | Path | None = None) -> dict[str, Any]:
 
     ``FileNotFoundError`` without a table; :class:`~powerzoo.fileio.CorruptFileError` (a
     ``ValueError`` naming the file) for a damaged one.
+
+    Args:
+        path: A baselines JSON file (``None``: the packaged one).
+
+    Returns:
+        The table as a dict.
     """
     path = BASELINES_FILE if path is None else Path(path)
     if not path.is_file():
@@ -256,7 +269,16 @@ def baseline_row(task: str, policy: str, split: str = "test") -> dict[str, Any]:
 
 def baseline_return(task: str, policy: str, split: str = "test") -> float:
     """Mean episode return of baseline ``policy`` on ``task`` / ``split`` ($ per episode; the
-    system return if multi-agent, module docstring)."""
+    system return if multi-agent, module docstring).
+
+    Args:
+        task: A registered task name.
+        policy: ``"random"``, ``"rule_based"`` or ``"oracle"``.
+        split: Date split of the table's rows.
+
+    Returns:
+        The mean return, $ per episode.
+    """
     return float(baseline_row(task, policy, split)["mean"])
 
 
@@ -279,6 +301,14 @@ def normalized_score(task: str, mean_return: float, split: str = "test") -> floa
     reference is the oracle, or the best non-random baseline for tasks without one. Scores above
     1 are possible where the oracle plans on a simplified model.
     Raises ``ValueError`` when the table has no numbers for ``task`` on ``split``.
+
+    Args:
+        task: A registered task name.
+        mean_return: The agent's mean return, $ per episode.
+        split: Date split the return was measured on.
+
+    Returns:
+        The score (0 = random, 1 = reference).
     """
     rows = baseline_rows(task, split)
     if "random" not in rows:
@@ -308,6 +338,13 @@ def evaluation_protocol(task: str, split: str = "test") -> dict[str, Any]:
     same episodes:
     ``evaluate_days(policy, make_env(task, split=split), **evaluation_protocol(task, split))``.
     Raises ``ValueError`` if the task has no rows or its rows used different episodes.
+
+    Args:
+        task: A registered task name.
+        split: Date split of the table's rows.
+
+    Returns:
+        ``{"day_ids": [...], "seed": int}``.
     """
     rows = list(baseline_rows(task, split).values())
     protocols = {(tuple(r["day_ids"]), int(r["seed"])) for r in rows}

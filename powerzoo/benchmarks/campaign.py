@@ -324,7 +324,10 @@ def run_campaign(
             terminal.
         plots: write the PNG plots (the tables are always written).
 
-    Returns a :class:`CampaignResult`. Raises ``ValueError`` for unknown tasks, policies or splits.
+    Raises ``ValueError`` for unknown tasks, policies or splits.
+
+    Returns:
+        The tables (a :class:`CampaignResult`).
     """
     started = time.perf_counter()
     task_names, policy_names, seed_list = _validate(

@@ -108,6 +108,9 @@ def rollout(
             truncated, info)``; for a multi-agent env ``obs`` / ``action`` / ``next_obs`` are the
             agent dicts, ``reward`` is the per-agent array [n_agents] and ``info`` the first
             agent's info (the shared keys).
+
+    Returns:
+        The episode's record: return ($), per-cost totals (each cost's unit), length, traces.
     """
     agents = agents_of(env)
     options = None if day_id is None else {"day_id": day_id}
@@ -164,7 +167,14 @@ def _any_agent(flags: dict[str, Any], agents: list[str]) -> bool:
 
 def interquartile_mean(values: Sequence[float] | np.ndarray) -> float:
     """Mean of the middle 50 % of ``values``: ``floor(n/4)``
-    values cut from each end (rliable's IQM)."""
+    values cut from each end (rliable's IQM).
+
+    Args:
+        values: Numbers (returns, in their own unit).
+
+    Returns:
+        The interquartile mean.
+    """
     x = np.sort(np.asarray(values, dtype=np.float64).ravel())
     if x.size == 0:
         raise ValueError("interquartile_mean needs at least one value")
@@ -263,6 +273,16 @@ def evaluate(
     ``iqm_return`` (system return for multi-agent envs, module docstring; ``mean_team_return``
     the sum over agents and ``mean_agent_returns`` per agent),
     ``mean_costs`` per constraint, ``violation_rate``, ``mean_length`` and the ``returns`` array.
+
+    Args:
+        policy: Anything with ``reset()`` and ``act(obs, info)``.
+        env: A PowerZoo env (single-agent, or a multi-agent Parallel / dict env).
+        n_episodes: Episodes to run.
+        seed: Seed of episode 0 (episode ``i`` uses ``seed + i``).
+        task_id: Task name recorded in the summary (default: the env's).
+
+    Returns:
+        The summary dict described above.
     """
     if hasattr(env, "num_envs"):
         raise TypeError(
@@ -292,6 +312,15 @@ def evaluate_days(
     Arguments are in :func:`evaluate`'s order. The policy is not re-seeded (it keeps its own
     stream across days). Same summary as :func:`evaluate`. The older order
     ``evaluate_days(env, policy, ...)`` still works and warns (``DeprecationWarning``).
+
+    Args:
+        policy: Anything with ``reset()`` and ``act(obs, info)``.
+        env: A PowerZoo env.
+        day_ids: Split days to start the episodes on, one episode each.
+        seed: Seed of episode 0 (episode ``i`` uses ``seed + i``).
+
+    Returns:
+        The summary dict of :func:`evaluate`.
     """
     if _is_policy(env) and not _is_policy(policy):
         warnings.warn(

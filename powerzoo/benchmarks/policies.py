@@ -42,9 +42,21 @@ BASELINE_POLICIES = ("random", "rule_based", "oracle")
 class Policy(Protocol):
     """What :func:`powerzoo.benchmarks.evaluation.rollout` needs from a policy."""
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Forget the last episode (called before each episode)."""
+        ...
 
-    def act(self, obs: Any, info: dict[str, Any]) -> Any: ...
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        """The action for one step.
+
+        Args:
+            obs: The env's observation (an array, or a dict per agent).
+            info: The env's info dict of the last ``reset`` or ``step``.
+
+        Returns:
+            The action the env's ``step`` takes (an array, or a dict per agent).
+        """
+        ...
 
 
 def seed_policy(policy: Any, seed: int | None) -> None:
@@ -77,6 +89,10 @@ class RandomPolicy:
     as nothing else draws from the space's generator in between (re-seeding the space is noticed
     and starts a new block). Blocks start at ``first_block`` samples after a (re)seed and double
     up to ``block_bytes``, so re-seeding every episode does not pay for a large block each time.
+
+    Args:
+        action_space: A Gymnasium space, or a PettingZoo env's ``action_space`` method.
+        seed: Seed of the space's generator (``None``: leave it as it is).
     """
 
     name = "random"
@@ -97,15 +113,29 @@ class RandomPolicy:
             self.seed(seed)
 
     def seed(self, seed: int) -> None:
-        """Re-seed the action space's generator (drops any pre-drawn samples)."""
+        """Re-seed the action space's generator (drops any pre-drawn samples).
+
+        Args:
+            seed: The new seed.
+        """
         self.action_space.seed(seed)
         self._block = None
         self._block_len = self.first_block
 
     def reset(self) -> None:
+        """Nothing to forget between episodes."""
         return None
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        """A uniform sample of the action space.
+
+        Args:
+            obs: Ignored.
+            info: Ignored.
+
+        Returns:
+            One action (a dict per agent for a multi-agent space).
+        """
         if not self._uniform_box:
             return self.action_space.sample()
         rng = self.action_space.np_random
@@ -129,6 +159,10 @@ class SB3Policy:
     pass one model per agent and ``act`` returns ``{agent: action}``. Recurrent models keep their
     hidden state within an episode (cleared by ``reset``). The observations must be those the
     model was trained on (build the env with the same ``normalize=`` / wrappers).
+
+    Args:
+        model: A trained SB3 model, or ``{agent: model}`` for a multi-agent dict env.
+        deterministic: Take the mode of the action distribution instead of a sample.
     """
 
     def __init__(self, model: Any, deterministic: bool = True) -> None:
@@ -145,7 +179,11 @@ class SB3Policy:
         self._states: dict[Any, Any] = {}
 
     def seed(self, seed: int) -> None:
-        """Seed the models' sampling (only matters with ``deterministic=False``)."""
+        """Seed the models' sampling (only matters with ``deterministic=False``).
+
+        Args:
+            seed: Passed to each model's ``set_random_seed``.
+        """
         if self.deterministic:
             return
         models = self.model.values() if isinstance(self.model, Mapping) else [self.model]
@@ -154,6 +192,7 @@ class SB3Policy:
                 m.set_random_seed(seed)
 
     def reset(self) -> None:
+        """Clear the recurrent models' hidden state."""
         self._states = {}
 
     def _predict(self, key: Any, model: Any, obs: Any) -> Any:
@@ -165,6 +204,15 @@ class SB3Policy:
         return action
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        """The model's action for ``obs``.
+
+        Args:
+            obs: The env's observation (a dict per agent with a dict of models).
+            info: Ignored.
+
+        Returns:
+            The action (a dict per agent with a dict of models).
+        """
         if isinstance(self.model, Mapping):
             missing = set(obs) - set(self.model)
             if missing:
@@ -271,11 +319,24 @@ class _TaskPolicy:
 
 
 class RuleBasedPolicy(_TaskPolicy):
-    """The task's rule-based controller (see each task's docstring)."""
+    """The task's rule-based controller (see each task's docstring).
+
+    Args:
+        env: The env it acts in (single- or multi-agent; physical or normalised units).
+    """
 
     name = "rule_based"
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        """The rule's action for the current observation.
+
+        Args:
+            obs: The env's observation (a dict per agent on a multi-agent env).
+            info: Ignored.
+
+        Returns:
+            The action in the env's units (a dict per agent on a multi-agent env).
+        """
         physical = self.task.rule_based_action(self._view.physical_obs(obs))[0]
         return self._view.env_action(physical)
 
@@ -318,6 +379,9 @@ class OraclePolicy(_TaskPolicy):
     DC-OPFs of ``opf_118``), they are interpolated from the neighbouring steps
     (:func:`fill_plan_gaps`) with a ``RuntimeWarning``; ``fallback_steps`` counts such steps
     since construction.
+
+    Args:
+        env: The env it acts in (single- or multi-agent; physical or normalised units).
     """
 
     name = "oracle"
@@ -328,9 +392,19 @@ class OraclePolicy(_TaskPolicy):
         self.fallback_steps = 0
 
     def reset(self) -> None:
+        """Drop the plan; the next ``act`` plans the new episode."""
         self._plan = None
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        """The plan's action for the current step (planned at the episode's first step).
+
+        Args:
+            obs: Ignored (the plan reads the env's state).
+            info: Ignored.
+
+        Returns:
+            The action in the env's units (a dict per agent on a multi-agent env).
+        """
         state = self._view.state()
         step = int(np.asarray(self.task.time_index(state))[0])
         if self._plan is None or step == 0:
@@ -354,6 +428,14 @@ def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
     """Baseline ``name`` (one of :data:`BASELINE_POLICIES`) acting in ``env``.
 
     ``seed`` seeds the random policy's action space (``None``: leave it as it is).
+
+    Args:
+        name: ``"random"``, ``"rule_based"`` or ``"oracle"``.
+        env: The env the policy acts in.
+        seed: Seed of the random policy's action space.
+
+    Returns:
+        The policy.
     """
     if name == "random":
         return RandomPolicy(env.action_space, seed=seed)

@@ -95,7 +95,15 @@ def base_split_of_days() -> np.ndarray:
 def check_split(
     split: str, valid: tuple[str, ...] = BASE_SPLITS + STRESS_SPLITS + WORKLOAD_STRESS_SPLITS
 ) -> str:
-    """Return ``split`` if it is one of ``valid``; otherwise raise a ``ValueError`` listing them."""
+    """Return ``split`` if it is one of ``valid``; otherwise raise a ``ValueError`` listing them.
+
+    Args:
+        split: A split name.
+        valid: The accepted names.
+
+    Returns:
+        ``split``.
+    """
     if split not in valid:
         raise ValueError(f"unknown split {split!r}; valid: {', '.join(valid)}")
     return split
@@ -116,6 +124,13 @@ def split_day_indices(split: str, episode_days: int = 1) -> np.ndarray:
     its own for ``train`` / ``val`` / ``test``, the test days for the stress splits. ``heatwave``
     keeps only the starts whose episode days lie in May-September. Raises ``ValueError`` for an
     unknown split, a bad ``episode_days`` or an episode length no start of the split can hold.
+
+    Args:
+        split: A split name (base or stress).
+        episode_days: Calendar days an episode spans.
+
+    Returns:
+        Start days, int64, ascending.
     """
     check_split(split)
     if isinstance(episode_days, bool) or not isinstance(episode_days, (int, np.integer)):

@@ -107,20 +107,55 @@ class Profiles:
     series: dict[str, np.ndarray]
 
     def index(self, day: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Flat index of step ``t`` of calendar day ``day`` (both int arrays, broadcast)."""
+        """Flat index of step ``t`` of calendar day ``day`` (both int arrays, broadcast).
+
+        Args:
+            day: Day-of-year indices.
+            t: Step indices within the day (may run past midnight into the next days).
+
+        Returns:
+            Flat indices into each series.
+        """
         return day * self.steps_per_day + t
 
     def at(self, name: str, day: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Value of series ``name`` at step ``t`` of calendar day ``day`` (batched)."""
+        """Value of series ``name`` at step ``t`` of calendar day ``day`` (batched).
+
+        Args:
+            name: A series name of :data:`SERIES` (units in its name or the module docstring).
+            day: Day-of-year indices [B].
+            t: Step indices [B].
+
+        Returns:
+            Values [B] in the series' unit.
+        """
         return self.series[name][self.index(day, t)]
 
     def window(self, name: str, day: np.ndarray, t: np.ndarray, length: int) -> np.ndarray:
-        """Values of ``name`` for steps ``t .. t + length - 1`` of each row: [B, length]."""
+        """Values of ``name`` for steps ``t .. t + length - 1`` of each row: [B, length].
+
+        Args:
+            name: A series name.
+            day: Day-of-year indices [B].
+            t: First step of each window [B].
+            length: Steps per window.
+
+        Returns:
+            Values [B, length] in the series' unit.
+        """
         idx = self.index(day, t)[:, None] + np.arange(length)
         return self.series[name][idx]
 
     def day(self, name: str, day: int) -> np.ndarray:
-        """One calendar day of series ``name`` [steps_per_day]."""
+        """One calendar day of series ``name`` [steps_per_day].
+
+        Args:
+            name: A series name.
+            day: Day-of-year index.
+
+        Returns:
+            Values [steps_per_day] in the series' unit.
+        """
         start = day * self.steps_per_day
         return self.series[name][start : start + self.steps_per_day]
 

@@ -205,6 +205,15 @@ def battery_step(
 
     The request is first limited to ``[-power_max_mw, power_max_mw]`` by the caller's action
     space; here it is cut to what the SOC bounds allow (and the rating, should it exceed it).
+
+    Args:
+        params: The battery's ratings.
+        soc: State of charge [B], fraction of capacity.
+        p_request_mw: Requested power [B], MW (+ discharge).
+        dt_h: Step length, hours.
+
+    Returns:
+        New SOC, power delivered (MW), energy charged and discharged (MWh), SOC violation (MWh).
     """
     battery = _dispatch(params, dt_h)
     p_ch_max, p_dis_max = battery.feasible_power_mw(soc)
@@ -237,6 +246,16 @@ def settlement_value(
     wear)``; a deficit costs what buying it back through the battery would: ``deficit / eta_c x
     (price + wear)``. Arrays broadcast together. The value is concave in the change, so an LP
     can carry it with a surplus and a deficit variable.
+
+    Args:
+        stored_change_mwh: Stored energy at the end minus at the start, MWh (storage side).
+        price_per_mwh: Settlement price, $/MWh.
+        charge_efficiency: Charging efficiency, fraction.
+        discharge_efficiency: Discharging efficiency, fraction.
+        wear_per_mwh: Wear cost, $ per MWh of grid-side throughput.
+
+    Returns:
+        The value, $ (negative for a deficit).
     """
     change = np.asarray(stored_change_mwh, dtype=np.float64)
     surplus = np.maximum(change, 0.0) * discharge_efficiency * (price_per_mwh - wear_per_mwh)

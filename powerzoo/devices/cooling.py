@@ -99,5 +99,14 @@ def _plant(params: CoolingParams) -> CoolingPlant:
 def cooling_cop(
     params: CoolingParams, temp_out_c: np.ndarray, setpoint_c: np.ndarray
 ) -> np.ndarray:
-    """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg C)."""
+    """COP [B] (heat removed / electric power) at outdoor temperature and room setpoint (deg C).
+
+    Args:
+        params: The cooling plant's parameters.
+        temp_out_c: Outdoor temperature [B], deg C.
+        setpoint_c: Room setpoint [B], deg C.
+
+    Returns:
+        COP [B], unit-free.
+    """
     return _plant(params).cop(temp_out_c, setpoint_c)

@@ -73,7 +73,14 @@ class DieselParams:
             )
 
     def min_steps(self, dt_h: float) -> tuple[int, int]:
-        """Minimum run and down times in whole steps of ``dt_h`` hours (rounded up)."""
+        """Minimum run and down times in whole steps of ``dt_h`` hours (rounded up).
+
+        Args:
+            dt_h: Step length, hours.
+
+        Returns:
+            Minimum run and minimum down time, in steps.
+        """
         return (
             int(np.ceil(self.min_up_h / dt_h - 1e-9)),
             int(np.ceil(self.min_down_h / dt_h - 1e-9)),
@@ -95,6 +102,10 @@ class DieselGenerator:
     small batches): for float64 batches. ``False`` keeps them Python floats, so numpy's
     Python-scalar rules apply and a float32 batch stays float32: what :func:`diesel_output_mw`
     uses.
+
+    Args:
+        params: The generator's ratings.
+        float64_constants: Hold the thresholds as float64 arrays (for float64 batches).
     """
 
     def __init__(self, params: DieselParams, *, float64_constants: bool = True) -> None:
@@ -104,7 +115,14 @@ class DieselGenerator:
 
     def output_mw(self, request_mw: np.ndarray) -> np.ndarray:
         """Output [B] (MW) for requests [B] in [0, rated]: below ``p_min`` the nearest of 0 and
-        ``p_min``."""
+        ``p_min``.
+
+        Args:
+            request_mw: Requested output [B], MW.
+
+        Returns:
+            Output [B], MW.
+        """
         return np.maximum(request_mw, self.p_min_mw) * (request_mw >= self.half_p_min_mw)
 
 

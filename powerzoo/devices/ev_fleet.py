@@ -111,14 +111,17 @@ class EVFleetParams:
 
     @property
     def min_kwh(self) -> float:
+        """Lowest allowed battery energy, kWh."""
         return self.soc_min * self.battery_kwh
 
     @property
     def max_kwh(self) -> float:
+        """Highest allowed battery energy, kWh."""
         return self.soc_max * self.battery_kwh
 
     @property
     def target_kwh(self) -> float:
+        """Battery energy of the departure goal, kWh."""
         return self.target_soc * self.battery_kwh
 
 
@@ -167,6 +170,18 @@ def ev_fleet_step(
     step (ignored for plugged-in cars). Results are in ``energy_kwh``'s float type (a task may keep
     a large fleet in float32: 4 mWh resolution at 60 kWh). Written with in-place operations: a
     fleet step of a large batch is a few dozen passes over ``[B, N]`` arrays, so temporaries matter.
+
+    Args:
+        params: The fleet's parameters.
+        energy_kwh: Battery energy [B, N], kWh.
+        p_request_kw: Requested power [B, N], kW (+ discharge).
+        plugged: Whether each car is plugged in [B, N].
+        drive_kwh: Energy an away car's trip draws this step [B, N], kWh.
+        dt_h: Step length, hours.
+
+    Returns:
+        New energy (kWh), grid power (kW), energy charged and discharged (kWh), trip energy
+        the battery could not supply (kWh).
     """
     if p_request_kw.shape != energy_kwh.shape:
         raise ValueError(

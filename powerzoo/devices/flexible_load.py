@@ -168,6 +168,18 @@ def flexible_load_step(
     (fractions are cut to their limits); ``steps_remaining`` is the number of steps of the
     episode after this one (0 on the last step), an int or an integer array ``[B]``
     (``horizon - 1 - t`` for step index ``t``). Inputs must be finite (the env checks actions).
+
+    Args:
+        params: The loads' parameters.
+        state: The loads' state (energy owed by earlier shifts).
+        p_base_mw: Baseline demand [B, n_units], MW.
+        curtail_fraction: Share of demand curtailed [B, n_units].
+        shift_fraction: Share of demand shifted to later steps [B, n_units].
+        dt_h: Step length, hours.
+        steps_remaining: Steps of the episode after this one (int or [B]).
+
+    Returns:
+        New state, power drawn (MW, Mvar), curtailed, shifted and paid-back energy (MWh).
     """
     p_base_mw = np.asarray(p_base_mw, dtype=np.float64)
     curtail = np.asarray(curtail_fraction, dtype=np.float64)

@@ -57,6 +57,11 @@ class GpuCluster:
     on small batches): for float64 batches. ``False`` keeps the parameters' own values, so
     numpy's Python-scalar rules apply and a float32 batch stays float32: what the module
     functions use.
+
+    Args:
+        params: The cluster's parameters.
+        n_classes: Number of job classes (C).
+        float64_constants: Hold the constants as float64 arrays (for float64 batches).
     """
 
     def __init__(
@@ -78,6 +83,12 @@ class GpuCluster:
         """GPUs given to each class [B, C] from requested fractions ``shares`` [B, C] in [0, 1].
 
         When the shares sum to more than 1 they are scaled down proportionally to sum to 1.
+
+        Args:
+            shares: Requested fractions of the GPUs [B, C], in [0, 1].
+
+        Returns:
+            GPUs per class [B, C].
         """
         gpus_per_share = self.n_gpus / np.maximum(
             shares @ self._row_sum, self.one
@@ -85,7 +96,15 @@ class GpuCluster:
         return shares * (gpus_per_share if self._totals_per_class else gpus_per_share[:, None])
 
     def it_power_mw(self, allocated: np.ndarray, busy: np.ndarray) -> np.ndarray:
-        """IT power [B] (MW) from allocated and busy GPUs, both summed over classes [B]."""
+        """IT power [B] (MW) from allocated and busy GPUs, both summed over classes [B].
+
+        Args:
+            allocated: GPUs allocated [B], summed over classes.
+            busy: GPUs busy with jobs [B], summed over classes.
+
+        Returns:
+            IT power [B], MW.
+        """
         idle = allocated - busy
         parked = self.n_gpus - allocated
         return (

@@ -57,6 +57,10 @@ class GridTie:
     converts a Python float operand on every call, which dominates on small batches): for
     float64 batches. ``False`` keeps it a Python float, so numpy's Python-scalar rules apply
     and a float32 batch stays float32: what :func:`settle` uses.
+
+    Args:
+        params: The tie's ratings.
+        float64_constants: Hold the import cap as a float64 array (for float64 batches).
     """
 
     def __init__(self, params: GridTieParams, *, float64_constants: bool = True) -> None:
@@ -68,6 +72,12 @@ class GridTie:
         >= 0.
 
         ``import - spill + deficit == residual`` (up to round-off).
+
+        Args:
+            residual_mw: Load minus on-site supply [B], MW.
+
+        Returns:
+            Import, deficit and spill [B], MW, each >= 0.
         """
         zero = self.zero
         grid_mw = np.minimum(np.maximum(residual_mw, zero), self.import_max_mw)

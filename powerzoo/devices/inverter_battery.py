@@ -175,6 +175,17 @@ def inverter_battery_step(
     ``soc``, ``p_request_mw`` (MW, + discharge) and ``q_request_mvar`` (Mvar, + injection) are
     ``[B, n_units]``. Requests must be finite (the env checks actions); out-of-range values are
     cut as the module docstring describes and the cuts are reported.
+
+    Args:
+        params: The fleet's ratings.
+        soc: State of charge [B, n_units], fraction of capacity.
+        p_request_mw: Requested active power [B, n_units], MW (+ discharge).
+        q_request_mvar: Requested reactive power [B, n_units], Mvar (+ injection).
+        dt_h: Step length, hours.
+
+    Returns:
+        New SOC, delivered P (MW) and Q (Mvar), energy charged and discharged (MWh), SOC
+        violation (MWh) and the requests cut (MW, Mvar).
     """
     p_request_mw = np.asarray(p_request_mw, dtype=np.float64)
     q_request_mvar = np.asarray(q_request_mvar, dtype=np.float64)

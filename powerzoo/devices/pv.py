@@ -26,5 +26,13 @@ class PVParams:
 
 
 def pv_power_mw(params: PVParams, capacity_factor: np.ndarray) -> np.ndarray:
-    """Available PV power [B] (MW) at capacity factor [B] in [0, 1]."""
+    """Available PV power [B] (MW) at capacity factor [B] in [0, 1].
+
+    Args:
+        params: The plant's rating.
+        capacity_factor: Capacity factor [B], in [0, 1].
+
+    Returns:
+        Available power [B], MW.
+    """
     return params.capacity_mw * capacity_factor

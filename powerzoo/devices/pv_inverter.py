@@ -127,6 +127,16 @@ def pv_inverter_step(
     (cut to [0, 1]) and ``q_request_mvar`` (Mvar, + injection) are ``[B, n_units]``. Inputs
     must be finite (the env checks actions). A unit with no available power gives no reactive
     power unless ``params.q_at_night`` (module docstring).
+
+    Args:
+        params: The fleet's ratings.
+        capacity_factor: Capacity factor [B, n_units] or [B, 1], in [0, 1].
+        curtail_fraction: Share of the available power curtailed [B, n_units].
+        q_request_mvar: Requested reactive power [B, n_units], Mvar (+ injection).
+        dt_h: Step length, hours.
+
+    Returns:
+        Available and delivered P (MW), Q (Mvar), curtailed energy (MWh), reactive cut (Mvar).
     """
     curtail = np.asarray(curtail_fraction, dtype=np.float64)
     q_request_mvar = np.asarray(q_request_mvar, dtype=np.float64)

@@ -184,6 +184,7 @@ class ThermalFleet:
 
     @property
     def n_units(self) -> int:
+        """Number of units."""
         return int(self.pmax_mw.shape[0])
 
     # ---- 1. commitment --------------------------------------------------------------------
@@ -196,6 +197,15 @@ class ThermalFleet:
         ``on``: current status; ``time_in_state``: steps in it; ``want_on``: requested status;
         ``p_mw``: last output (MW), a stop is refused above ``shutdown_max_mw``
         (:meth:`shutdown_blocked`).
+
+        Args:
+            on: Current status [B, n].
+            time_in_state: Steps in the current status [B, n].
+            want_on: Requested status [B, n].
+            p_mw: Last output [B, n], MW.
+
+        Returns:
+            ``on_new``, ``start``, ``stop`` and ``overridden``, each [B, n] bool.
         """
         locked = time_in_state < np.where(on, self.min_up_steps, self.min_down_steps)
         locked |= self.shutdown_blocked(on, p_mw)
@@ -207,18 +217,42 @@ class ThermalFleet:
 
     def shutdown_blocked(self, on: np.ndarray, p_mw: np.ndarray) -> np.ndarray:
         """[B, n] bool: on units whose output ``p_mw`` (MW) is above their shut-down ramp limit
-        ``shutdown_max_mw`` (+ ``SHUTDOWN_TOL_MW``), which may not stop this step."""
+        ``shutdown_max_mw`` (+ ``SHUTDOWN_TOL_MW``), which may not stop this step.
+
+        Args:
+            on: Current status [B, n].
+            p_mw: Last output [B, n], MW.
+
+        Returns:
+            Bool [B, n].
+        """
         return on & (p_mw > self.shutdown_max_mw + SHUTDOWN_TOL_MW)
 
     def deliverable_reserve_mw(self, on: np.ndarray, p_mw: np.ndarray) -> np.ndarray:
         """Spinning reserve [B, n] in MW each unit can deliver within ``RESERVE_MINUTES``:
-        ``min(Pmax - p, 10 x ramp-up per minute)`` when on (at least 0), 0 when off."""
+        ``min(Pmax - p, 10 x ramp-up per minute)`` when on (at least 0), 0 when off.
+
+        Args:
+            on: Status [B, n].
+            p_mw: Output [B, n], MW.
+
+        Returns:
+            Reserve [B, n], MW.
+        """
         room = np.minimum(self.pmax_mw - p_mw, self.reserve_ramp_mw)
         return np.maximum(room, 0.0) * on
 
     @staticmethod
     def advance_time(time_in_state: np.ndarray, changed: np.ndarray) -> np.ndarray:
-        """Steps in the current status after a step [B, n]: 1 where it changed, else one more."""
+        """Steps in the current status after a step [B, n]: 1 where it changed, else one more.
+
+        Args:
+            time_in_state: Steps in the status before the step [B, n].
+            changed: Units whose status changed [B, n].
+
+        Returns:
+            Steps in the status after the step [B, n].
+        """
         return np.where(changed, 1, np.minimum(time_in_state + 1, _TIME_CAP))
 
     # ---- 2. output bounds -----------------------------------------------------------------
@@ -231,7 +265,18 @@ class ThermalFleet:
         free: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Output bounds ``(lo, hi)`` [B, n] in MW of the step (module docstring, stage 2);
-        rows where ``free`` [B] is true have no ramp limit from ``p_mw`` (a start still has one)."""
+        rows where ``free`` [B] is true have no ramp limit from ``p_mw`` (a start still has one).
+
+        Args:
+            on: Status before the step [B, n].
+            p_mw: Last output [B, n], MW.
+            on_new: Status after the commitment rules [B, n].
+            start: Units starting this step [B, n].
+            free: Rows without ramp limits [B] (``None``: none).
+
+        Returns:
+            Lower and upper output bounds [B, n], MW.
+        """
         lo = np.maximum(self.pmin_mw, p_mw - self.ramp_down_step_mw)
         hi = np.minimum(self.pmax_mw, p_mw + self.ramp_up_step_mw)
         if free is not None and free.any():
@@ -247,21 +292,39 @@ class ThermalFleet:
     def step_costs(
         self, p_mw: np.ndarray, on_new: np.ndarray, start: np.ndarray, stop: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(fuel, no_load, startup, shutdown)`` costs of the step, each [B] in $."""
+        """``(fuel, no_load, startup, shutdown)`` costs of the step, each [B] in $.
+
+        Args:
+            p_mw: Output [B, n], MW.
+            on_new: Status after the step [B, n].
+            start: Units started [B, n].
+            stop: Units stopped [B, n].
+
+        Returns:
+            Fuel, no-load, start-up and shut-down cost, each [B] in $.
+        """
         fuel = (p_mw * p_mw) @ self.c2_step + p_mw @ self.c1_step
         no_load = on_new @ self.no_load_step
         return fuel, no_load, start @ self.startup_cost, stop @ self.shutdown_cost
 
     def average_cost_per_mwh(self) -> np.ndarray:
         """Full-load average cost [$/MWh] per unit (fuel + no-load at Pmax): the priority list
-        order."""
+        order.
+
+        Returns:
+            Cost [n], $/MWh.
+        """
         p = self.pmax_mw
         return (
             self.c2_per_mw2h * p * p + self.c1_per_mwh * p + self.no_load_cost_per_h
         ) / np.maximum(p, 1e-9)
 
     def describe(self) -> list[dict[str, Any]]:
-        """One row per unit with its parameters (for documentation and tests)."""
+        """One row per unit with its parameters (for documentation and tests).
+
+        Returns:
+            Dicts of parameter name to value (MW, $/MWh, steps, $).
+        """
         return [
             {
                 "class": self.unit_class[i] if self.unit_class else "",
@@ -288,7 +351,18 @@ def fleet_from_case(
     classes: tuple[UnitClass, ...] = UNIT_CLASSES,
 ) -> ThermalFleet:
     """UC parameters derived from each unit's Pmax and cost curve by the size-class rule
-    (module docstring); ``classes`` sorted by ``max_pmax_mw``, the last one unbounded."""
+    (module docstring); ``classes`` sorted by ``max_pmax_mw``, the last one unbounded.
+
+    Args:
+        pmax_mw: Unit ratings [n], MW.
+        c1_per_mwh: Linear cost coefficients [n], $/MWh.
+        c2_per_mw2h: Quadratic cost coefficients [n], $/(MW^2 h).
+        dt_h: Step length, hours (minimum times and ramps are converted to steps).
+        classes: The size classes.
+
+    Returns:
+        The fleet's unit-commitment parameters.
+    """
     pmax = np.asarray(pmax_mw, dtype=np.float64)
     c1 = np.asarray(c1_per_mwh, dtype=np.float64)
     c2 = np.asarray(c2_per_mw2h, dtype=np.float64)

@@ -48,7 +48,11 @@ class ZoneParams:
             raise ValueError("heat capacity and tau must be positive, UA non-negative")
 
     def check_step(self, dt_h: float) -> None:
-        """Raise if explicit Euler over ``dt_h`` would be unstable for these parameters."""
+        """Raise if explicit Euler over ``dt_h`` would be unstable for these parameters.
+
+        Args:
+            dt_h: Step length, hours.
+        """
         if dt_h * self.ua_mw_per_k / self.heat_capacity_mwh_per_k >= 1.0:
             raise ValueError("zone model unstable: need dt * UA / C < 1")
 
@@ -63,7 +67,20 @@ def zone_step(
     dt_h: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Advance the zone temperature over ``dt_h``; return (new temperature deg C, heat removed
-    MW)."""
+    MW).
+
+    Args:
+        params: The zone's thermal parameters.
+        temp_c: Zone temperature [B], deg C.
+        temp_out_c: Outdoor temperature [B], deg C.
+        setpoint_c: Cooling setpoint [B], deg C.
+        heat_mw: Heat released in the zone [B], MW.
+        q_max_mw: Most heat the cooling can remove, MW.
+        dt_h: Step length, hours.
+
+    Returns:
+        New temperature [B] (deg C) and heat removed [B] (MW).
+    """
     return _stepper(params, q_max_mw, dt_h)(temp_c, temp_out_c, setpoint_c, heat_mw)
 
 

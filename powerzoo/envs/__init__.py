@@ -1,23 +1,36 @@
 """Generic adapters from tasks to Gymnasium / PettingZoo / vector envs, wrappers, and ``make_env``.
 
 ``from powerzoo.envs import make_env`` is loaded on first use, so ``import powerzoo`` (which
-registers the Gymnasium ids from :mod:`powerzoo.envs.registration`) stays light.
+registers the Gymnasium ids from :mod:`powerzoo.envs.registration`) stays light. The env classes
+that ``make_env`` returns are public too (``PowerZooEnv``, ``PowerZooVectorEnv``,
+``PowerZooParallelEnv``, ``PowerZooDictEnv``, ``PowerZooMultiAgentVectorEnv``), and so are the
+wrappers of :mod:`powerzoo.envs.wrappers`.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["make_env", "EnvOptions", "inspect_env"]
+_EXPORTS = {
+    "make_env": "powerzoo.envs.make",
+    "EnvOptions": "powerzoo.envs.make",
+    "inspect_env": "powerzoo.envs.introspect",
+    "PowerZooEnv": "powerzoo.envs.gym_env",
+    "PowerZooVectorEnv": "powerzoo.envs.vector_env",
+    "PowerZooParallelEnv": "powerzoo.envs.multi_agent",
+    "PowerZooDictEnv": "powerzoo.envs.multi_agent",
+    "PowerZooMultiAgentVectorEnv": "powerzoo.envs.multi_agent",
+}
+
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("make_env", "EnvOptions"):
-        from powerzoo.envs import make
-
-        return getattr(make, name)
-    if name == "inspect_env":
-        from powerzoo.envs.introspect import inspect_env
-
-        return inspect_env
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'powerzoo.envs' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

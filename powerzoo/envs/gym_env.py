@@ -41,6 +41,9 @@ class PowerZooEnv(TaskMetadata, gym.Env):
     ``reset(day_id=k)`` is accepted as a shortcut. Actions follow
     :func:`~powerzoo.envs.runner.conform_action` (numbers only; ``[act_dim]``, give or take axes
     of length 1).
+
+    Args:
+        task: A single-agent task.
     """
 
     metadata = {"render_modes": []}
@@ -66,6 +69,16 @@ class PowerZooEnv(TaskMetadata, gym.Env):
         options: dict[str, Any] | None = None,
         day_id: int | None = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode.
+
+        Args:
+            seed: Seed of the episode's random generator (start day and noise).
+            options: ``{"day_id": k}`` starts on split day ``k``.
+            day_id: Shortcut for ``options={"day_id": day_id}``.
+
+        Returns:
+            The first observation (physical units) and the info dict.
+        """
         super().reset(seed=seed)
         if seed is not None or self.runner.state is None:
             self.runner.rng = self.np_random  # one generator: seeded by Gymnasium's reset(seed=)
@@ -75,7 +88,14 @@ class PowerZooEnv(TaskMetadata, gym.Env):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """One step; after the episode ended (terminated or truncated) ``step`` raises until
-        ``reset``."""
+        ``reset``.
+
+        Args:
+            action: Physical action [act_dim] within the action space.
+
+        Returns:
+            Observation, reward ($ per step), terminated, truncated and the info dict.
+        """
         if self._episode_over:
             raise RuntimeError("episode is over; call reset()")
         obs, reward, terminated, truncated, info = self.runner.step(action)
@@ -85,13 +105,28 @@ class PowerZooEnv(TaskMetadata, gym.Env):
 
     # ---- task metadata ----------------------------------------------------------------------
     def current_date(self) -> str:
-        """Calendar date of the running episode (``YYYY-MM-DD``)."""
+        """Calendar date of the running episode (``YYYY-MM-DD``).
+
+        Returns:
+            The date as ``YYYY-MM-DD``.
+        """
         return str(self.runner.current_dates()[0])
 
     def observation_fields(self) -> tuple[str, ...]:
-        """Names of the observation entries, in order."""
+        """Names of the observation entries, in order.
+
+        Returns:
+            The field names of ``spec.observation``.
+        """
         return self.task_spec.observation.names
 
     def forecast(self, horizon: int) -> np.ndarray:
-        """Perfect forecast of the task's exogenous series for the next ``horizon`` steps."""
+        """Perfect forecast of the task's exogenous series for the next ``horizon`` steps.
+
+        Args:
+            horizon: Steps ahead.
+
+        Returns:
+            Array [n_series * horizon], series-major, in each series' units.
+        """
         return self.task.forecast(self.runner.state, horizon)[0]

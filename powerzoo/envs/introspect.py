@@ -70,7 +70,14 @@ def _wrapper_chain(env: Any) -> list[Any]:
 
 
 def inspect_env(env: Any) -> EnvFacts | None:
-    """The facts of a PowerZoo env, or ``None`` if ``env`` is not one (any wrapper depth)."""
+    """The facts of a PowerZoo env, or ``None`` if ``env`` is not one (any wrapper depth).
+
+    Args:
+        env: Any env, wrapped or not.
+
+    Returns:
+        The env's facts (task, spaces, agents, batch size), or ``None``.
+    """
     chain = _wrapper_chain(env)
     for layer in chain:
         core = getattr(layer, "core", None)

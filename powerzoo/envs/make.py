@@ -52,10 +52,22 @@ class EnvOptions:
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
+        """Names of the options, in declaration order.
+
+        Returns:
+            The dataclass field names.
+        """
         return tuple(f.name for f in dataclasses.fields(cls))
 
     def merged_with_file(self, from_file: Mapping[str, Any]) -> EnvOptions:
-        """These options, with each one still at its default taken from a task config file."""
+        """These options, with each one still at its default taken from a task config file.
+
+        Args:
+            from_file: Option values read from a task config file.
+
+        Returns:
+            New options.
+        """
         defaults = EnvOptions()
         updates = {k: v for k, v in from_file.items() if getattr(self, k) == getattr(defaults, k)}
         return dataclasses.replace(self, **updates)
@@ -143,6 +155,10 @@ def make_env(
             ended rows itself) and refuses ``"next_step"``; PowerZoo's SB3 ``NativeVecEnv`` needs
             ``"same_step"``.
         **task_kwargs: task parameters (for example ``energy_capacity_mwh=200``).
+
+    Returns:
+        A Gymnasium env, a native vector env, a PettingZoo Parallel env or a multi-agent vector env,
+        by ``framework`` and ``num_envs``.
     """
     name, from_file, file_kwargs = _load_task_config(task)
     options = EnvOptions(

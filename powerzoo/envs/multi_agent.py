@@ -22,21 +22,9 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from powerzoo.envs.gym_env import scalar_info
-from powerzoo.envs.metadata import TaskMetadata
-from powerzoo.envs.pipeline import (
-    ActionPipeline,
-    ObservationPipeline,
-    RewardSpec,
-    apply_reward,
-    compile_reward,
-)
-from powerzoo.envs.runner import (
-    TaskRunner,
-    conform_action,
-    squeezed_shape,
-    start_day_option,
-)
+from powerzoo.envs.multi_agent_core import MultiAgentCore, _TaskMetadata
+from powerzoo.envs.pipeline import RewardSpec
+from powerzoo.envs.runner import start_day_option
 from powerzoo.tasks.base import Task
 
 __all__ = [
@@ -46,194 +34,16 @@ __all__ = [
     "PowerZooMultiAgentVectorEnv",
 ]
 
-_NDARRAY = np.ndarray  # alias: saves an attribute lookup per agent in the action fast path
-
-
-class MultiAgentCore:
-    """Batched multi-agent view of a task: dict actions in, per-agent arrays out."""
-
-    def __init__(
-        self,
-        task: Task,
-        num_envs: int = 1,
-        obs_mode: str | None = None,
-        normalize: bool = False,
-        reward: RewardSpec = None,
-    ) -> None:
-        spec = task.spec
-        if spec.agent_mode != "multi":
-            raise ValueError(f"{spec.task_id} is a single-agent task; use framework='gymnasium'")
-        self.task, self.spec = task, spec
-        self.observations = ObservationPipeline(task, obs_mode=obs_mode, normalize=normalize)
-        self.actions = ActionPipeline(spec, normalize=normalize, num_envs=num_envs)
-        self.obs_mode, self.obs_spec = self.observations.obs_mode, self.observations.layout
-        self.obs_scaler, self.action_scaler = self.observations.scaler, self.actions.scaler
-        self.runner = TaskRunner(task, num_envs)
-        self.reward_fn = compile_reward(spec, reward)  # None: the task's own (team) reward
-        self.agents = spec.agents
-        self._agent_set = frozenset(spec.agents)
-        self.n_agents, self.act_dim = len(spec.agents), spec.agent_action_dim
-        # one agent's action: [act_dim] in a single env, [B, act_dim] in a batch
-        batch = self.runner.num_envs
-        self._agent_shape = (self.act_dim,) if batch == 1 else (batch, self.act_dim)
-        self._agent_core = squeezed_shape(self._agent_shape)
-        low, high = (
-            b.reshape(self.n_agents, self.act_dim) for b in (self.actions.low, self.actions.high)
-        )
-        space = self.observations.space
-        self.observation_spaces = {
-            a: gym.spaces.Box(space.low, space.high, dtype=np.float32) for a in self.agents
-        }
-        self.action_spaces = {
-            a: gym.spaces.Box(low[i], high[i], dtype=np.float32) for i, a in enumerate(self.agents)
-        }
-
-    def observe(self) -> np.ndarray:
-        """Per-agent observations [B, n_agents, obs_dim] (normalised if requested)."""
-        return self.observations.observe(self.runner.state)
-
-    def joint_action(self, actions: Any) -> np.ndarray:
-        """Dict ``{agent: [B, act_dim]}`` -> physical joint action [B, n_agents * act_dim]."""
-        if not isinstance(actions, dict):
-            raise ValueError(
-                f"{self.spec.task_id}: actions must be a dict keyed by agent, "
-                f"got {type(actions).__name__}"
-            )
-        if actions.keys() != self._agent_set:
-            missing, unknown = set(self.agents) - set(actions), set(actions) - set(self.agents)
-            raise ValueError(
-                f"{self.spec.task_id}: actions need exactly the agents {list(self.agents)}; "
-                f"missing {sorted(missing)}, unknown {sorted(unknown)}"
-            )
-        joint = self._stacked_action(actions)
-        if joint is None:
-            joint = self._joint_action_checked(actions)
-        return self.actions.to_physical(joint)
-
-    def _stacked_action(self, actions: dict[str, Any]) -> np.ndarray | None:
-        """Fast path of a single env (B = 1): every agent's action converted in one call.
-
-        Taken when every action is a Python float or int, a flat list of them, or a numeric
-        numpy array or scalar, and all have one shape that
-        :func:`~powerzoo.envs.runner.conform_action` accepts (stacking would turn a bool among
-        floats into a number, so other types are not stacked). ``None`` (convert agent by agent,
-        see :meth:`_joint_action_checked`) for batched envs, where the per-agent arrays are large
-        and concatenating them is cheaper, and for any other input (the checked path then
-        converts it or reports the bad one).
-        """
-        if self.runner.num_envs != 1:
-            return None
-        values = [actions[agent] for agent in self.agents]
-        for value in values:
-            kind = type(value)
-            if kind is _NDARRAY:
-                if value.dtype.kind not in "fiu":
-                    return None
-            elif kind is list:  # a flat list of Python numbers ([0.5]); nested: checked path
-                for entry in value:
-                    if type(entry) is not float and type(entry) is not int:
-                        return None
-            elif kind is not float and kind is not int:
-                if not isinstance(value, np.generic) or value.dtype.kind not in "fiu":
-                    return None
-        try:
-            stacked = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):  # shapes differ
-            return None
-        if squeezed_shape(stacked.shape[1:]) != self._agent_core:
-            return None
-        return stacked.reshape(1, self.n_agents * self.act_dim)
-
-    def _joint_action_checked(self, actions: dict[str, Any]) -> np.ndarray:
-        """Agent-by-agent conversion (:func:`~powerzoo.envs.runner.conform_action`) with a
-        precise error for the first bad action."""
-        b, task_id, names = self.runner.num_envs, self.spec.task_id, self.spec.action.names
-        parts = []
-        for i, agent in enumerate(self.agents):
-            own = names[i * self.act_dim : (i + 1) * self.act_dim]
-            a = conform_action(
-                actions[agent], self._agent_shape, f"{task_id}: action of {agent}", own
-            )
-            parts.append(a.reshape(b, self.act_dim))
-        return np.concatenate(parts, axis=1)
-
-    def reset(self, seed: Any = None, day_id: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start every episode (``seed``: re-seed first; ``day_id``: the start day or days)."""
-        if seed is not None or self.runner.state is None:
-            self.runner.seed(seed)
-        self.runner.reset(day_id)
-        info = self.runner.reset_info()
-        if self.reward_fn is not None:
-            info["task_reward"] = np.zeros(self.runner.num_envs)
-        return self.observe(), info
-
-    def step(
-        self, actions: Any
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Batched step: obs [B, n, d], rewards [B, n], terminated [B], truncated [B], info."""
-        _, reward, terminated, truncated, info = self.runner.step(
-            self.joint_action(actions), observe=False
-        )
-        if self.reward_fn is not None:  # the team reward [B]
-            reward = np.asarray(
-                apply_reward(self.reward_fn, reward, info), dtype=np.float64
-            ).reshape(-1)
-        rewards = reward if reward.ndim == 2 else np.repeat(reward[:, None], self.n_agents, axis=1)
-        return self.observe(), rewards, terminated, truncated, info
-
-    def agent_infos(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """Per-agent info dicts of env row 0: the shared keys plus the agent's own applied action.
-
-        The shared row is converted once; each agent gets a shallow copy with its own
-        ``action_applied`` (a view of its slice of the joint action).
-        """
-        shared = scalar_info(info)
-        applied = shared.get("action_applied")
-        if applied is None:
-            return {agent: dict(shared) for agent in self.agents}
-        own = applied.reshape(self.n_agents, self.act_dim)  # row i: agent i's slice, a view
-        return {
-            agent: {**shared, "action_applied": row}
-            for agent, row in zip(self.agents, own, strict=True)
-        }
-
-    def observation_fields(self, agent: str) -> tuple[str, ...]:
-        if agent not in self.agents:
-            raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.agents)}")
-        return self.obs_spec.names
-
-    def global_state(self) -> np.ndarray:
-        """Global state [B, n_agents * obs_dim] for centralised critics: every agent's
-        observation."""
-        return self.observe().reshape(self.runner.num_envs, -1)
-
-
-class _TaskMetadata(TaskMetadata):
-    """Task facts shared by the multi-agent adapters (they hold ``core`` and ``task_spec``)."""
-
-    core: MultiAgentCore
-    task_spec: Any
-
-    def observation_fields(self, agent: str) -> tuple[str, ...]:
-        """Names of ``agent``'s observation entries, in order."""
-        return self.core.observation_fields(agent)
-
-    @property
-    def agent_groups(self) -> dict[str, list[str]]:
-        """Agents of each kind, ``{group: [agent, ...]}`` (one group ``"agents"`` if all are
-        alike)."""
-        return {g.name: list(g.agents) for g in self.task_spec.groups}
-
-    def current_date(self) -> str:
-        """Calendar date of the running episode (``YYYY-MM-DD``; the first env's for a batch)."""
-        return str(self.core.runner.current_dates()[0])
-
-    def close(self) -> None:
-        return None
-
 
 class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
-    """A multi-agent task as a PettingZoo Parallel env (``while env.agents:`` idiom)."""
+    """A multi-agent task as a PettingZoo Parallel env (``while env.agents:`` idiom).
+
+    Args:
+        task: The task to run (one episode at a time).
+        obs_mode: Observation mode of the task's spec (``None``: its default).
+        normalize: Scale observations to [-1, 1] and actions from [-1, 1] by the nominal ranges.
+        reward: Reward preset name, weights or callable (``None``: the task's reward, $ per step).
+    """
 
     metadata = {"render_modes": [], "name": "powerzoo_parallel_v0", "is_parallelizable": True}
 
@@ -257,9 +67,25 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         self.state_space = gym.spaces.Box(-np.inf, np.inf, shape=(n_state,), dtype=np.float32)
 
     def observation_space(self, agent: str) -> gym.Space:
+        """Observation space of one agent.
+
+        Args:
+            agent: An agent name.
+
+        Returns:
+            Its Box space.
+        """
         return self.observation_spaces[agent]
 
     def action_space(self, agent: str) -> gym.Space:
+        """Action space of one agent.
+
+        Args:
+            agent: An agent name.
+
+        Returns:
+            Its Box space.
+        """
         return self.action_spaces[agent]
 
     def reset(
@@ -268,6 +94,16 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         options: dict[str, Any] | None = None,
         day_id: int | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        """Start an episode.
+
+        Args:
+            seed: Seed of the episode's random generator (start day and noise).
+            options: ``{"day_id": k}`` starts on split day ``k``.
+            day_id: Shortcut for ``options={"day_id": day_id}``.
+
+        Returns:
+            Per-agent observations and infos.
+        """
         obs, info = self.core.reset(seed, start_day_option(options, day_id))
         self.agents = list(self.possible_agents)
         return {a: obs[0, i] for i, a in enumerate(self.possible_agents)}, self.core.agent_infos(
@@ -275,6 +111,14 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         )
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """Advance every agent one step.
+
+        Args:
+            actions: Per agent, its action (physical units, or [-1, 1] when normalised).
+
+        Returns:
+            Per-agent observations, rewards ($), terminations, truncations and infos.
+        """
         if not self.agents:
             raise RuntimeError("episode is over; call reset()")
         obs, rewards, terminated, truncated, info = self.core.step(actions)
@@ -292,6 +136,11 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         return out
 
     def state(self) -> np.ndarray:
+        """Global state: every agent's observation, agent-major.
+
+        Returns:
+            Array [n_agents * obs_dim].
+        """
         return self.core.global_state()[0]
 
 
@@ -320,13 +169,23 @@ class PowerZooDictEnv(PowerZooParallelEnv):
 
     @property
     def observation_space(self) -> Any:  # type: ignore[override]
+        """Every agent's observation space (a Dict, callable with an agent)."""
         return _SpaceView(self.observation_space_dict)
 
     @property
     def action_space(self) -> Any:  # type: ignore[override]
+        """Every agent's action space (a Dict, callable with an agent)."""
         return _SpaceView(self.action_space_dict)
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """Advance every agent one step; done dicts carry ``"__all__"``.
+
+        Args:
+            actions: Per agent, its action.
+
+        Returns:
+            Per-agent observations, rewards ($), terminations, truncations and infos.
+        """
         obs, rewards, terms, truncs, infos = super().step(actions)
         terms["__all__"] = any(terms.values())
         truncs["__all__"] = any(truncs.values())
@@ -352,6 +211,13 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
     and the global state before the reset, ``info["final_state"]`` [N, state_dim]).
     :meth:`state` is the global state [N, state_dim] of centralised critics (every agent's
     observation, agent-major), described by ``single_state_space`` / ``state_space``.
+
+    Args:
+        task: The task to run.
+        num_envs: Copies stepped at once (N).
+        obs_mode: Observation mode of the task's spec (``None``: its default).
+        normalize: Scale observations and actions by the nominal ranges.
+        reward: Reward preset name, weights or callable (``None``: the task's reward).
     """
 
     def __init__(
@@ -380,23 +246,66 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
         self.state_space = batch_space(self.single_state_space, self.num_envs)
 
     def state(self) -> np.ndarray:
-        """Global state [N, n_agents * obs_dim]: every agent's observation, agent-major."""
+        """Global state [N, n_agents * obs_dim]: every agent's observation, agent-major.
+
+        Returns:
+            Array [N, n_agents * obs_dim].
+        """
         return self.core.global_state()
 
     def single_observation_space(self, agent: str) -> gym.Space:
+        """Observation space of one agent in one copy.
+
+        Args:
+            agent: An agent name.
+
+        Returns:
+            Its Box space.
+        """
         return self._single_obs[agent]
 
     def single_action_space(self, agent: str) -> gym.Space:
+        """Action space of one agent in one copy.
+
+        Args:
+            agent: An agent name.
+
+        Returns:
+            Its Box space.
+        """
         return self._single_act[agent]
 
     def observation_space(self, agent: str) -> gym.Space:
+        """Batched observation space of one agent.
+
+        Args:
+            agent: An agent name.
+
+        Returns:
+            Its Box space [N, obs_dim].
+        """
         return self._obs[agent]
 
     def action_space(self, agent: str) -> gym.Space:
+        """Batched action space of one agent.
+
+        Args:
+            agent: An agent name.
+
+        Returns:
+            Its Box space [N, act_dim].
+        """
         return self._act[agent]
 
     def group_arrays(self, per_agent: dict[str, Any]) -> dict[str, np.ndarray]:
-        """``{agent: [N, ...]}`` -> ``{group: [N, n_group, ...]}`` (one network per group)."""
+        """``{agent: [N, ...]}`` -> ``{group: [N, n_group, ...]}`` (one network per group).
+
+        Args:
+            per_agent: Per agent, an array [N, ...].
+
+        Returns:
+            Per group, the arrays stacked on axis 1.
+        """
         return {
             g: np.stack([np.asarray(per_agent[a]) for a in agents], axis=1)
             for g, agents in self.agent_groups.items()
@@ -404,7 +313,14 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
 
     def agent_arrays(self, per_group: dict[str, Any]) -> dict[str, np.ndarray]:
         """``{group: [N, n_group, ...]}`` -> ``{agent: [N, ...]}``, e.g. a group's actions for
-        :meth:`step`."""
+        :meth:`step`.
+
+        Args:
+            per_group: Per group, an array [N, n_group, ...].
+
+        Returns:
+            Per agent, its array [N, ...].
+        """
         out: dict[str, np.ndarray] = {}
         for g, agents in self.agent_groups.items():
             values = np.asarray(per_group[g])
@@ -421,10 +337,27 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict, dict]:
+        """Reset every copy.
+
+        Args:
+            seed: Seed of the batch's random generator.
+            options: ``{"day_id": k}`` (int or [N]) starts on those split days.
+
+        Returns:
+            Per-agent observations [N, obs_dim] and the batched info.
+        """
         obs, info = self.core.reset(seed, start_day_option(options))
         return self._split(obs), info
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """Advance every copy one step; finished copies reset in the same step.
+
+        Args:
+            actions: Per agent, its actions [N, act_dim].
+
+        Returns:
+            Per-agent observations, rewards [N] ($), terminations [N], truncations [N], and info.
+        """
         obs, rewards, terminated, truncated, info = self.core.step(actions)
         done = terminated | truncated
         if done.any():

@@ -39,7 +39,15 @@ RewardFn = Callable[[np.ndarray, dict[str, Any]], np.ndarray]
 
 
 def check_forecast_horizon(spec: TaskSpec, horizon: Any) -> int:
-    """Validate ``forecast_horizon``: a positive int, for tasks with forecastable series."""
+    """Validate ``forecast_horizon``: a positive int, for tasks with forecastable series.
+
+    Args:
+        spec: The task's spec.
+        horizon: The requested horizon (steps).
+
+    Returns:
+        The horizon as an int; ``ValueError`` when invalid.
+    """
     if not spec.forecast_series:
         raise ValueError(f"{spec.task_id} has no exogenous series to forecast")
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
@@ -166,6 +174,13 @@ def compile_reward(spec: TaskSpec, reward: RewardSpec) -> RewardFn | None:
     * a callable ``f(info) -> reward`` computing the reward from the step's info.
 
     Anything else, or an unknown key, raises ``ValueError``.
+
+    Args:
+        spec: The task's spec.
+        reward: ``None``, a preset name, a dict of weights or a callable.
+
+    Returns:
+        The batched reward function, or ``None`` for the task's own reward.
     """
     if reward is None:
         return None

@@ -69,6 +69,14 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
 
     Options mirror :func:`powerzoo.rl.make_env`: ``normalize``, ``forecast_horizon``, ``reward``,
     ``autoreset_mode`` (module docstring).
+
+    Args:
+        task: A single-agent task.
+        num_envs: Episodes stepped at once (N).
+        normalize: Scale observations to [-1, 1] and actions from [-1, 1] by the nominal ranges.
+        forecast_horizon: Append perfect forecasts of this many steps to each observation.
+        reward: Reward preset name, weights or callable (``None``: the task's reward, $ per step).
+        autoreset_mode: ``"next_step"``, ``"same_step"`` or ``"disabled"``.
     """
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -119,7 +127,15 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every env, or the rows of ``options["reset_mask"]``; ``options["day_id"]`` picks
-        start days."""
+        start days.
+
+        Args:
+            seed: One int for the batch, or a list of N ints (one per row).
+            options: ``{"day_id": k or [N], "reset_mask": [N] bool}``.
+
+        Returns:
+            Observations [N, obs_dim] and the batched info dict.
+        """
         if seed is not None:
             if not isinstance(seed, (int, np.integer)) and len(seed) != self.num_envs:
                 raise ValueError(
@@ -151,7 +167,15 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One batched step of every row (``actions`` [N, act_dim]; the module docstring says
-        what happens to rows whose episode ended)."""
+        what happens to rows whose episode ended).
+
+        Args:
+            actions: Actions [N, act_dim].
+
+        Returns:
+            Observations [N, obs_dim], rewards [N] ($ per step), terminations [N], truncations [N]
+            and the batched info dict.
+        """
         pending = self._ended
         if pending.any() and self.autoreset_mode is not AutoresetMode.NEXT_STEP:
             raise RuntimeError(
@@ -212,6 +236,12 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
 
         Rows whose episode ended stay ended across the switch: under ``"next_step"`` the next
         step restarts them, under the other modes ``step`` refuses them until ``reset``.
+
+        Args:
+            mode: ``"next_step"``, ``"same_step"`` or ``"disabled"``.
+
+        Yields:
+            This env, under ``mode``.
         """
         saved = self.autoreset_mode, self.metadata
         self.autoreset_mode = autoreset_mode_of(mode)
@@ -222,9 +252,18 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
             self.autoreset_mode, self.metadata = saved
 
     def close_extras(self, **kwargs: Any) -> None:
+        """Drop the batch's state.
+
+        Args:
+            **kwargs: Ignored (Gymnasium's signature).
+        """
         self.runner.state = None
 
     # ---- task metadata ----------------------------------------------------------------------
     def current_dates(self) -> np.ndarray:
-        """Calendar date of each running episode [N] (``numpy.datetime64[D]``)."""
+        """Calendar date of each running episode [N] (``numpy.datetime64[D]``).
+
+        Returns:
+            Dates [N], ``datetime64[D]``.
+        """
         return self.runner.current_dates()

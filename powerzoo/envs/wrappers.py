@@ -62,7 +62,12 @@ def budget_scale(spec: TaskSpec) -> np.ndarray:
 
 
 class ForecastWrapper(gym.ObservationWrapper):
-    """Appends perfect forecasts of the task's exogenous series for the next ``horizon`` steps."""
+    """Appends perfect forecasts of the task's exogenous series for the next ``horizon`` steps.
+
+    Args:
+        env: A PowerZoo Gymnasium env (single-agent).
+        horizon: Steps of forecast appended per series.
+    """
 
     def __init__(self, env: gym.Env, horizon: int) -> None:
         super().__init__(env)
@@ -71,6 +76,14 @@ class ForecastWrapper(gym.ObservationWrapper):
         self.observation_space = ObservationPipeline(base.task, forecast_horizon=self.horizon).space
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
+        """Append the forecast to one observation.
+
+        Args:
+            observation: The wrapped env's observation [obs_dim].
+
+        Returns:
+            Observation [obs_dim + n_series * horizon], float32.
+        """
         ahead = self.env.unwrapped.forecast(self.horizon).astype(np.float32)
         return np.concatenate([observation, ahead])
 
@@ -81,6 +94,9 @@ class NormalizeWrapper(gym.Wrapper):
     The maps are the fixed affine ones of :class:`~powerzoo.envs.pipeline.ObservationPipeline` and
     :class:`~powerzoo.envs.pipeline.ActionPipeline` built from the task spec (no running
     statistics), so they are identical in every process.
+
+    Args:
+        env: A PowerZoo Gymnasium env, possibly inside a :class:`ForecastWrapper`.
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -95,10 +111,26 @@ class NormalizeWrapper(gym.Wrapper):
         self.action_space = gym.spaces.Box(actions.low, actions.high, dtype=np.float32)
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset the wrapped env.
+
+        Args:
+            **kwargs: Passed to the wrapped env's ``reset`` (``seed``, ``options``).
+
+        Returns:
+            Scaled observation and the info dict.
+        """
         obs, info = self.env.reset(**kwargs)
         return self.obs_scaler.to_unit(obs), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Step with an action in [-1, 1].
+
+        Args:
+            action: Action [act_dim] in [-1, 1].
+
+        Returns:
+            Scaled observation, reward ($), terminated, truncated and info.
+        """
         obs, reward, terminated, truncated, info = self.env.step(self._actions.to_physical(action))
         return self.obs_scaler.to_unit(obs), reward, terminated, truncated, info
 
@@ -107,6 +139,10 @@ class RewardOverrideWrapper(gym.Wrapper):
     """Replaces the reward by :func:`compile_reward`'s function of the step info.
 
     The task's own reward stays available as ``info["task_reward"]``.
+
+    Args:
+        env: A PowerZoo Gymnasium env.
+        reward: Preset name, dict of weights, or callable ``f(info) -> reward``.
     """
 
     def __init__(self, env: gym.Env, reward: RewardSpec) -> None:
@@ -119,11 +155,27 @@ class RewardOverrideWrapper(gym.Wrapper):
         self.reward_fn = fn
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset the wrapped env; ``info["task_reward"]`` is 0.
+
+        Args:
+            **kwargs: Passed to the wrapped env's ``reset``.
+
+        Returns:
+            Observation and the info dict.
+        """
         obs, info = self.env.reset(**kwargs)
         info["task_reward"] = 0.0  # same info keys at reset and step
         return obs, info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Step; the reward is the override's.
+
+        Args:
+            action: Action passed on unchanged.
+
+        Returns:
+            Observation, overridden reward, terminated, truncated and info.
+        """
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, float(apply_reward(self.reward_fn, reward, info)), terminated, truncated, info
 
@@ -135,6 +187,10 @@ class SafeRLWrapper(gym.Wrapper):
     fraction of its per-episode budget, summed (:func:`budget_scale`); ``cost_threshold`` is the
     per-episode budget of that sum (default 1.0). The costs in their own units stay in
     ``info["constraint_costs"]``.
+
+    Args:
+        env: A PowerZoo Gymnasium env.
+        cost_threshold: Per-episode budget of the summed, budget-scaled cost (default 1.0).
     """
 
     def __init__(self, env: gym.Env, cost_threshold: float | None = None) -> None:
@@ -143,11 +199,27 @@ class SafeRLWrapper(gym.Wrapper):
         self.scale = budget_scale(env.unwrapped.task_spec)
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset the wrapped env; ``info["cost"]`` is 0.
+
+        Args:
+            **kwargs: Passed to the wrapped env's ``reset``.
+
+        Returns:
+            Observation and the info dict.
+        """
         obs, info = self.env.reset(**kwargs)
         info["cost"] = 0.0  # same info keys at reset and step
         return obs, info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, float, bool, bool, dict[str, Any]]:  # type: ignore[override]
+        """Step and report the cost.
+
+        Args:
+            action: Action passed on unchanged.
+
+        Returns:
+            Observation, reward ($), cost (fraction of the budgets), terminated, truncated and info.
+        """
         obs, reward, terminated, truncated, info = self.env.step(action)
         cost = float(np.dot(np.asarray(info["selected_constraint_costs"], float), self.scale))
         info["cost"] = cost
@@ -155,7 +227,12 @@ class SafeRLWrapper(gym.Wrapper):
 
 
 class SafeRLVectorWrapper(gym.vector.VectorWrapper):
-    """Vector form of :class:`SafeRLWrapper`: ``step`` returns a [N] ``cost`` array as 3rd item."""
+    """Vector form of :class:`SafeRLWrapper`: ``step`` returns a [N] ``cost`` array as 3rd item.
+
+    Args:
+        env: A PowerZoo vector env.
+        cost_threshold: Per-episode budget of the summed, budget-scaled cost (default 1.0).
+    """
 
     def __init__(self, env: gym.vector.VectorEnv, cost_threshold: float | None = None) -> None:
         super().__init__(env)
@@ -163,11 +240,27 @@ class SafeRLVectorWrapper(gym.vector.VectorWrapper):
         self.scale = budget_scale(env.unwrapped.task_spec)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset the wrapped env; ``info["cost"]`` is zeros [N].
+
+        Args:
+            **kwargs: Passed to the wrapped env's ``reset``.
+
+        Returns:
+            Observations and the info dict.
+        """
         obs, info = self.env.reset(**kwargs)
         info["cost"] = np.zeros(self.env.num_envs)
         return obs, info
 
     def step(self, actions: Any) -> tuple[Any, ...]:  # type: ignore[override]
+        """Step every row and report the costs.
+
+        Args:
+            actions: Actions [N, act_dim] passed on unchanged.
+
+        Returns:
+            Observations, rewards [N], costs [N], terminations, truncations and info.
+        """
         obs, reward, terminated, truncated, info = self.env.step(actions)
         info["cost"] = np.asarray(info["selected_constraint_costs"], float) @ self.scale
         return obs, reward, info["cost"], terminated, truncated, info

@@ -73,7 +73,11 @@ class _EnvCreator:
 
 
 class AgentToModule:
-    """RLlib ``policy_mapping_fn``: agent id -> module id, from a fixed table (picklable)."""
+    """RLlib ``policy_mapping_fn``: agent id -> module id, from a fixed table (picklable).
+
+    Args:
+        mapping: ``{agent: module id}``.
+    """
 
     def __init__(self, mapping: Mapping[str, str]) -> None:
         self.mapping = dict(mapping)
@@ -100,6 +104,9 @@ class TorchThreads:
     Small MLPs and small env matrices run fastest on one thread: a thread pool per library and
     per process oversubscribes the cores (Ray's actors already start with one; the driver does
     not).
+
+    Args:
+        threads: Threads per library and process.
     """
 
     def __init__(self, threads: int) -> None:
@@ -132,6 +139,9 @@ def register_rllib_envs() -> list[str]:
 
     ``env_config`` keys: ``split``, ``normalize``, ``seed``, ``obs_mode``, ``reward``,
     ``reward_scale``, ``task_kwargs`` (or task parameters as keys of their own).
+
+    Returns:
+        The registered env names.
     """
     names = []
     for task in _multi_agent_tasks():
@@ -153,7 +163,16 @@ def _multi_agent_spec(task: str, task_kwargs: Mapping[str, Any]) -> Any:
 
 
 def module_mapping(task: str, sharing: str = "shared", **task_kwargs: Any) -> dict[str, str]:
-    """``{agent: module id}`` of a sharing mode: ``"shared"``, group names, or agent names."""
+    """``{agent: module id}`` of a sharing mode: ``"shared"``, group names, or agent names.
+
+    Args:
+        task: A registered multi-agent task.
+        sharing: ``"shared"``, ``"per_group"`` or ``"per_agent"``.
+        **task_kwargs: Task parameters.
+
+    Returns:
+        ``{agent: module id}``.
+    """
     if sharing not in SHARING_MODES:
         raise ValueError(f"unknown sharing {sharing!r}; valid: {', '.join(SHARING_MODES)}")
     spec = _multi_agent_spec(task, task_kwargs)
@@ -170,6 +189,15 @@ def auto_reward_scale(task: str, split: str = "train", seed: int = 0, **env_kwar
 
     The mean absolute per-agent reward is measured on one episode of uniform random actions
     (the action spaces seeded from ``seed``); a task whose rewards are all 0 there gets 1.0.
+
+    Args:
+        task: A registered multi-agent task.
+        split: Date split of the measured episode.
+        seed: Seed of the episode and the action spaces.
+        **env_kwargs: ``make_env`` options and task parameters.
+
+    Returns:
+        The reward scale, per $ of reward.
     """
     env = PowerZooRLlibEnv(
         {
@@ -232,6 +260,9 @@ def ppo_config(
             parameters.
 
     Every default below can be changed on the returned config (``config.training(lr=...)``).
+
+    Returns:
+        The PPO config; ``config.build_algo()`` builds the algorithm.
     """
     if sharing not in SHARING_MODES:
         raise ValueError(f"unknown sharing {sharing!r}; valid: {', '.join(SHARING_MODES)}")
@@ -344,6 +375,16 @@ def rllib_sampling_rate(
     by the wall time. With ``num_env_runners > 0`` Ray must be running (or is started by RLlib).
     Torch and BLAS run on one thread meanwhile (:func:`ppo_config`'s default; tiny MLPs lose time
     to a thread pool); this process gets its thread counts back at the end.
+
+    Args:
+        task: A registered multi-agent task.
+        num_env_runners: Remote env runners (0: sample in this process).
+        num_envs_per_env_runner: Env copies per runner.
+        seconds: Sampling time measured, s.
+        **env_kwargs: ``make_env`` options and task parameters.
+
+    Returns:
+        Env steps per second.
     """
     import torch
     from threadpoolctl import threadpool_limits

@@ -114,6 +114,13 @@ class RLlibPolicy:
         :func:`ppo_config`).
 
         ``task`` checks (or, for a run whose env_config does not name it, sets) the task.
+
+        Args:
+            path: The checkpoint folder.
+            task: The task name expected (``None``: the checkpoint's).
+
+        Returns:
+            The policy.
         """
         path = Path(path)
         if not path.is_dir():
@@ -135,7 +142,15 @@ class RLlibPolicy:
     @classmethod
     def from_algorithm(cls, algo: Any, task: str | None = None) -> RLlibPolicy:
         """The policy of a live RLlib ``Algorithm`` (``algo.get_module``:
-        the sampling modules, which later training changes)."""
+        the sampling modules, which later training changes).
+
+        Args:
+            algo: A built RLlib ``Algorithm``.
+            task: The task name expected (``None``: the algorithm's env_config's).
+
+        Returns:
+            The policy.
+        """
         config = algo.config.get_state()
         return cls._from_parts(config, algo.get_module, sorted(algo.config.policies), task, {})
 
@@ -163,15 +178,27 @@ class RLlibPolicy:
 
     # ---- acting ----------------------------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
-        """Nothing to seed: the policy acts deterministically."""
+        """Nothing to seed: the policy acts deterministically.
+
+        Args:
+            seed: Ignored.
+        """
         return None
 
     def reset(self) -> None:
+        """Nothing to forget between episodes."""
         return None
 
     def module_actions(self, unit_obs: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """The modules' deterministic actions (RLlib's [-1, 1]
-        units) for observations as the training env gives them."""
+        units) for observations as the training env gives them.
+
+        Args:
+            unit_obs: ``{agent: obs}`` in the training env's units.
+
+        Returns:
+            ``{agent: action}`` in [-1, 1].
+        """
         out: dict[str, np.ndarray] = {}
         for module_id, index in self._groups.items():
             module = self.modules[module_id]
@@ -190,7 +217,15 @@ class RLlibPolicy:
         return out
 
     def act(self, obs: Mapping[str, Any], info: Any = None) -> dict[str, np.ndarray]:
-        """Physical actions of every agent for physical observations (module docstring)."""
+        """Physical actions of every agent for physical observations (module docstring).
+
+        Args:
+            obs: ``{agent: obs[d]}`` or ``{agent: obs[N, d]}``, physical units.
+            info: Ignored.
+
+        Returns:
+            ``{agent: action}``, physical units.
+        """
         missing = set(self.agents) - set(obs)
         if missing:
             raise ValueError(

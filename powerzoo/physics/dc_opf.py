@@ -116,6 +116,16 @@ def solve_dc_opf(
     Rows HiGHS proves infeasible are NaN with ``status`` ``"infeasible"``.  Any other solver
     failure is retried (see the module docstring); ``RuntimeError`` is raised if every
     method fails, so a returned row is never NaN without an infeasibility verdict.
+
+    Args:
+        case: The transmission case.
+        load_mw: Bus demand [n_bus] or [B, n_bus], MW (``None``: the case's).
+        line_limit_scale: Factor on every finite branch rating.
+        soft_line_penalty: Price of rating violations, $/MWh (``None``: hard limits).
+
+    Returns:
+        Dispatch (MW), cost ($/h), branch flows (MW), LMPs ($/MWh) and solver status
+        per row.
     """
     if line_limit_scale <= 0:
         raise ValueError("line_limit_scale must be > 0")

@@ -70,6 +70,12 @@ def ptdf_matrix(case: NetworkCase) -> np.ndarray:
     slack bus; the slack column is zero.  Cached per case object; the result is read-only.
     Dense: raises ``ValueError`` above :data:`DENSE_MAX_BUSES` buses or on a network with
     several islands. With phase shifters the flow is ``PTDF @ p + phase_shift_flow_mw(case)``.
+
+    Args:
+        case: A connected transmission case.
+
+    Returns:
+        Read-only array [n_branch, n_bus], MW per MW.
     """
     cached = _PTDF_CACHE.get(case)
     if cached is not None:

@@ -202,13 +202,27 @@ class MarketClearing:
     def offer_prices(self, markup: np.ndarray) -> np.ndarray:
         """Offer prices ``(1 + m') * mc`` [$/MWh] ``[B, n_gen, K]``, non-decreasing over each
         unit's blocks, for markups ``[B, n_gen, K]`` (``[B, n_gen]`` applies one markup to every
-        block of a unit); ``m'`` = :meth:`monotone_markup` (module docstring)."""
+        block of a unit); ``m'`` = :meth:`monotone_markup` (module docstring).
+
+        Args:
+            markup: Markups [B, n_gen, K] or [B, n_gen], fractions of marginal cost.
+
+        Returns:
+            Offer prices [B, n_gen, K], $/MWh.
+        """
         return (1.0 + self.monotone_markup(markup)) * self.block_marginal_cost
 
     def monotone_markup(self, markup: np.ndarray) -> np.ndarray:
         """The markups ``[B, n_gen, K]`` (fraction of each block's true marginal cost) actually
         offered for ``markup`` (shapes as :meth:`offer_prices`): each unit's markups sorted in
-        increasing order, so that its offer curve is non-decreasing (module docstring)."""
+        increasing order, so that its offer curve is non-decreasing (module docstring).
+
+        Args:
+            markup: Markups [B, n_gen, K] or [B, n_gen], fractions of marginal cost.
+
+        Returns:
+            Sorted markups [B, n_gen, K].
+        """
         return np.sort(self._markup(markup, None), axis=2)
 
     def _markup(self, markup: np.ndarray, n_batch: int | None) -> np.ndarray:
@@ -241,6 +255,13 @@ class MarketClearing:
         injection, e.g. renewables) under ``markup`` (see :meth:`offer_prices`).
 
         Returns a :class:`MarketResult` with leading axis ``B`` (also for ``B = 1``).
+
+        Args:
+            load_mw: Bus demand [B, n_bus], MW.
+            markup: Markups [B, n_gen, K] or [B, n_gen].
+
+        Returns:
+            Dispatch (MW), offers and LMPs ($/MWh), flows and overloads (MW), unserved load (MW).
         """
         load = np.asarray(load_mw, dtype=float)
         if load.ndim == 1:
@@ -409,5 +430,15 @@ class _BatchLP:
 def clear_market(
     case: NetworkCase, load_mw: np.ndarray, markup: np.ndarray, **kwargs: float | int | None
 ) -> MarketResult:
-    """One-off :meth:`MarketClearing.clear` (``kwargs`` go to :class:`MarketClearing`)."""
+    """One-off :meth:`MarketClearing.clear` (``kwargs`` go to :class:`MarketClearing`).
+
+    Args:
+        case: The transmission case.
+        load_mw: Bus demand [B, n_bus], MW.
+        markup: Markups [B, n_gen, K] or [B, n_gen].
+        **kwargs: Options of :class:`MarketClearing`.
+
+    Returns:
+        The cleared market.
+    """
     return MarketClearing(case, **kwargs).clear(load_mw, markup)  # type: ignore[arg-type]

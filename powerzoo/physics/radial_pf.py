@@ -216,6 +216,20 @@ def radial_power_flow(
     (complex ``[B, n_bus]``, e.g. the previous step's ``v_complex_pu``) warm-starts the
     iteration. ``method``: ``"auto"`` | ``"dense"`` | ``"sweep"`` (module docstring; all give
     the same solution). Raises ``ValueError`` for malformed input.
+
+    Args:
+        case: The radial feeder.
+        p_mw: Net active demand [B, n_bus] or [n_bus], MW (+ consumption).
+        q_mvar: Net reactive demand, same shape, Mvar.
+        max_iter: Most sweeps.
+        tol_pu: Convergence tolerance on the voltage change, p.u.
+        slack_vm_pu: Head voltage, p.u. (scalar or [B]; default: the case's).
+        v_init: Complex starting voltages [B, n_bus], p.u.
+        method: ``"auto"``, ``"dense"`` or ``"sweep"``.
+
+    Returns:
+        Bus voltages (p.u.), branch currents (p.u.), losses (MW, Mvar), the head's power
+        (MW, Mvar) and convergence per row.
     """
     p, q = _check_inputs(case, p_mw, q_mvar)
     if int(max_iter) < 1 or not float(tol_pu) > 0:
@@ -372,6 +386,15 @@ def lindistflow(
     ``vm^2 = V0^2 - 2 (R p + X q)`` with the path-resistance / -reactance matrices ``R`` and
     ``X`` (p.u.); branch flows are the downstream net demand. Off the exact solution by about
     1e-3 to 1e-2 p.u. on the published feeders; use it where linearity matters (planning LPs).
+
+    Args:
+        case: The radial feeder.
+        p_mw: Net active demand [B, n_bus] or [n_bus], MW.
+        q_mvar: Net reactive demand, same shape, Mvar.
+        slack_vm_pu: Head voltage, p.u. (scalar or [B]; default: the case's).
+
+    Returns:
+        Bus voltages (p.u.) and branch flows (MW, Mvar).
     """
     p, q = _check_inputs(case, p_mw, q_mvar)
     plan = feeder_plan(case)

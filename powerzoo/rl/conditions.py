@@ -57,6 +57,11 @@ class MaxSteps:
         return progress.num_timesteps >= self.steps
 
     def describe(self) -> str:
+        """The stop reason recorded when this condition ends a run.
+
+        Returns:
+            One line of text.
+        """
         return f"max_steps: reached {self.steps} env steps"
 
 
@@ -70,6 +75,11 @@ class RewardThreshold:
         return bool(progress.eval_returns) and progress.eval_returns[-1] >= self.threshold
 
     def describe(self) -> str:
+        """The stop reason recorded when this condition ends a run.
+
+        Returns:
+            One line of text.
+        """
         return f"reward_threshold: evaluation mean return >= {self.threshold:g}"
 
 
@@ -91,6 +101,11 @@ class NoImprovement:
         return max(returns[-self.evaluations :]) < best_before + self.min_delta
 
     def describe(self) -> str:
+        """The stop reason recorded when this condition ends a run.
+
+        Returns:
+            One line of text.
+        """
         return (
             f"no_improvement: {self.evaluations} evaluations without improving by "
             f"{self.min_delta:g}"
@@ -123,6 +138,11 @@ class Plateau:
         return float(last.max() - last.min()) < self.tolerance * scale
 
     def describe(self) -> str:
+        """The stop reason recorded when this condition ends a run.
+
+        Returns:
+            One line of text.
+        """
         kind = "relative" if self.relative else "absolute"
         return f"plateau: last {self.window} evaluations within {self.tolerance:g} ({kind})"
 

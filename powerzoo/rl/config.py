@@ -81,10 +81,10 @@ from powerzoo.rl.algorithms import (
     canonical_algorithm,
     check_algorithm_kwargs,
     is_native,
-    is_native_marl,
     trainer_class,
 )
 from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
+from powerzoo.rl.config_checks import MAX_TIMESTEPS, task_field_problems
 from powerzoo.rl.names import check_plain_name
 
 __all__ = [
@@ -98,15 +98,12 @@ __all__ = [
     "RLConfig",
     "override_field",
     "resolve_config",
-    "task_field_problems",
     "DEFAULT_BUDGET",
     "MAX_TIMESTEPS",
     "MAX_ENVS",
     "MAX_TORCH_THREADS",
 ]
 
-MAX_TIMESTEPS = 10**12
-"""Largest training budget in env steps (years of wall time at any speed PowerZoo reaches)."""
 MAX_ENVS = 65_536
 """Most parallel training envs (``n_envs``)."""
 MAX_TORCH_THREADS = 1_024
@@ -249,7 +246,15 @@ class TrainConfig(_Section):
     # ---- construction -------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Any, source: str | None = None) -> TrainConfig:
-        """Validate ``data`` (a mapping); errors name ``source`` and the offending field."""
+        """Validate ``data`` (a mapping); errors name ``source`` and the offending field.
+
+        Args:
+            data: Config fields (a mapping, as read from a file).
+            source: Where ``data`` came from, for error messages (a file name).
+
+        Returns:
+            The validated config; ``ConfigError`` naming the field otherwise.
+        """
         where = f"config {source}" if source else "config"
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected a mapping of fields, got {type(data).__name__}")
@@ -267,7 +272,14 @@ class TrainConfig(_Section):
 
     @classmethod
     def from_file(cls, path: str | Path) -> TrainConfig:
-        """Read and validate a YAML (``.yaml``/``.yml``) or JSON (``.json``) run config."""
+        """Read and validate a YAML (``.yaml``/``.yml``) or JSON (``.json``) run config.
+
+        Args:
+            path: A ``.yaml``, ``.yml`` or ``.json`` file.
+
+        Returns:
+            The validated config.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"config file {path} not found")
@@ -282,7 +294,11 @@ class TrainConfig(_Section):
         return cls.from_dict(data, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every field (the resolved config saved in a run folder)."""
+        """Plain dict of every field (the resolved config saved in a run folder).
+
+        Returns:
+            Field name to value (nested sections as dicts).
+        """
         return self.model_dump(mode="json")
 
     def fingerprint(self) -> str:
@@ -292,6 +308,9 @@ class TrainConfig(_Section):
         ``config.yaml`` changed or cut afterwards is refused on resume and load. How a run is
         executed is left out (:data:`EXECUTION_FIELDS`: threads, logging, rollout workers give
         the same numbers), so a run can be resumed with more or fewer workers.
+
+        Returns:
+            16 hexadecimal digits.
         """
         data = self.to_dict()
         for dotted in EXECUTION_FIELDS:
@@ -304,7 +323,14 @@ class TrainConfig(_Section):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def to_file(self, path: str | Path) -> Path:
-        """Write the resolved config as YAML (or JSON for a ``.json`` path), atomically."""
+        """Write the resolved config as YAML (or JSON for a ``.json`` path), atomically.
+
+        Args:
+            path: File to write (``.json`` for JSON, else YAML).
+
+        Returns:
+            The path written.
+        """
         path = Path(path)
         data = self.to_dict()
         text = (
@@ -317,7 +343,11 @@ class TrainConfig(_Section):
     # ---- derived values ------------------------------------------------------------------------
     def budget_timesteps(self) -> int:
         """Training budget in env steps (``episodes`` × the task's horizon when given in
-        episodes)."""
+        episodes).
+
+        Returns:
+            The budget in env steps.
+        """
         if self.total_timesteps is not None:
             return self.total_timesteps
         from powerzoo.tasks.registry import task_spec
@@ -325,12 +355,20 @@ class TrainConfig(_Section):
         return int(self.episodes) * task_spec(self.task, **self.env.task_kwargs).horizon
 
     def stop_condition_objects(self) -> list[Any]:
-        """The ``stop_conditions`` as condition objects (:mod:`powerzoo.rl.conditions`)."""
+        """The ``stop_conditions`` as condition objects (:mod:`powerzoo.rl.conditions`).
+
+        Returns:
+            One condition object per entry.
+        """
         return [condition_from_dict(spec) for spec in self.stop_conditions]
 
     def build(self) -> Any:
         """The trainer of this config (:func:`powerzoo.rl.Trainer` builds the same one); its envs
-        and model are built on first use."""
+        and model are built on first use.
+
+        Returns:
+            The trainer.
+        """
         from powerzoo.tasks.registry import task_spec
 
         multi_agent = task_spec(self.task, **self.env.task_kwargs).agent_mode == "multi"
@@ -339,7 +377,15 @@ class TrainConfig(_Section):
     def run(
         self, stop_conditions: list[Any] | None = None, steps_per_eval: int | None = None
     ) -> Any:
-        """Build the trainer and train until the budget or a stop condition; returns its result."""
+        """Build the trainer and train until the budget or a stop condition; returns its result.
+
+        Args:
+            stop_conditions: Extra conditions of :mod:`powerzoo.rl.conditions`.
+            steps_per_eval: Env steps between evaluations (overrides ``evaluation.freq``).
+
+        Returns:
+            The run's :class:`~powerzoo.rl.result.TrainResult`.
+        """
         return self.build().train(stop_conditions=stop_conditions, steps_per_eval=steps_per_eval)
 
 
@@ -352,78 +398,6 @@ EXECUTION_FIELDS += ("algorithm_kwargs.rollout_address",)
 
 DEFAULT_BUDGET = 100_000
 """Env steps trained when neither ``total_timesteps`` nor ``episodes`` is given to a ``Trainer``."""
-
-
-def task_field_problems(config: TrainConfig) -> list[str]:
-    """What the config's task rejects, checked from its spec (no data loaded, nothing written).
-
-    One ``"field 'env.split': ..."`` message per bad field: ``env.task_kwargs`` (unknown names or
-    bad values), ``env.split`` and ``evaluation.split`` (one of the task's splits),
-    ``env.obs_mode`` (multi-agent tasks only), ``env.forecast_horizon`` (single-agent tasks with
-    forecastable series, at most the horizon) and ``env.reward`` (preset name or term weights).
-    ``TrainConfig.from_dict`` / ``from_file`` raise them as one :class:`ConfigError`, so a bad
-    field fails before a run folder exists.
-    """
-    from powerzoo.envs.pipeline import check_forecast_horizon, compile_reward
-    from powerzoo.tasks.registry import task_spec
-
-    env, problems = config.env, []
-    try:
-        spec = task_spec(config.task, **env.task_kwargs)
-    except (TypeError, ValueError) as err:
-        problems.append(f"field 'env.task_kwargs': {err}")
-        spec = task_spec(config.task)
-    if config.episodes is not None and config.episodes * spec.horizon > MAX_TIMESTEPS:
-        problems.append(
-            f"field 'episodes': {config.episodes} episodes of {spec.horizon} steps exceed the "
-            f"largest budget, {MAX_TIMESTEPS:,} env steps"
-        )
-    splits = [("env.split", env.split)]
-    if config.evaluation is not None:
-        splits.append(("evaluation.split", config.evaluation.split))
-    for field, split in splits:
-        if split not in spec.splits:
-            problems.append(
-                f"field '{field}': unknown split {split!r} for {config.task}; "
-                f"valid: {', '.join(spec.splits)}"
-            )
-    multi = spec.agent_mode == "multi"
-    if is_native(config.algorithm) and is_native_marl(config.algorithm) != multi:
-        kind, use = ("single", "MAPPO-L or IPPO-L") if multi else ("multi", "PPO-L, PPO, SAC, ...")
-        problems.append(
-            f"field 'algorithm': {config.algorithm} is for {kind}-agent tasks; {config.task} is "
-            f"{'multi' if multi else 'single'}-agent (use {use})"
-        )
-
-    def obs_mode(mode: Any) -> None:
-        if not multi:
-            raise ValueError(
-                f"{config.task} is single-agent and has no observation modes; "
-                f"got {mode!r} (leave it null)"
-            )
-        spec.observation_spec(mode)
-
-    def forecast_horizon(horizon: Any) -> None:
-        if multi:
-            raise ValueError(
-                f"forecast_horizon is for single-agent tasks; {config.task} takes obs_mode: "
-                "local_plus_forecast (forecasts in each agent's observation)"
-            )
-        check_forecast_horizon(spec, horizon)
-
-    checks = {
-        "env.obs_mode": (env.obs_mode, obs_mode),
-        "env.forecast_horizon": (env.forecast_horizon, forecast_horizon),
-        "env.reward": (env.reward, lambda reward: compile_reward(spec, reward)),
-    }
-    for field, (value, check) in checks.items():
-        if value is None:
-            continue
-        try:
-            check(value)
-        except ValueError as err:
-            problems.append(f"field '{field}': {err}")
-    return problems
 
 
 def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfig:

@@ -53,14 +53,28 @@ class TrainerProtocol(Protocol):
     """What every PowerZoo trainer offers, whatever trains underneath."""
 
     @property
-    def task(self) -> str: ...
+    def task(self) -> str:
+        """The task's registered name."""
+        ...
 
     @property
-    def algorithm(self) -> str: ...
+    def algorithm(self) -> str:
+        """The algorithm's canonical name (``PPO``, ``SAC``, ``MAPPO``, ...)."""
+        ...
 
     def train(
         self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
-    ) -> TrainResult: ...
+    ) -> TrainResult:
+        """Train until the budget or a stop condition; writes the run folder.
+
+        Args:
+            stop_conditions: Conditions of :mod:`powerzoo.rl.conditions` that end training early.
+            steps_per_eval: Env steps between evaluations (default: the config's).
+
+        Returns:
+            The run's result (run folder, steps, evaluations, why it stopped).
+        """
+        ...
 
     def evaluate(
         self,
@@ -68,17 +82,68 @@ class TrainerProtocol(Protocol):
         n_episodes: int | None = None,
         deterministic: bool = True,
         seed: int = 0,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """Score the trained policy on a split.
 
-    def save(self, path: str | Path) -> Path: ...
+        Args:
+            split: Date split of the evaluation episodes.
+            n_episodes: Days to run, spread evenly (default: every day of the split).
+            deterministic: Act with the policy's mode instead of sampling.
+            seed: Seed of the evaluation episodes.
 
-    def load(self, path: str | Path, model: str = "final") -> TrainerProtocol: ...
+        Returns:
+            ``mean_return`` ($ per episode), ``std_return``, ``mean_costs`` (each cost's unit
+            per episode), ``normalized_score`` and the other figures of the evaluation.
+        """
+        ...
+
+    def save(self, path: str | Path) -> Path:
+        """Write the trained model(s) and the resolved config.
+
+        Args:
+            path: Folder to write.
+
+        Returns:
+            The folder written.
+        """
+        ...
+
+    def load(self, path: str | Path, model: str = "final") -> TrainerProtocol:
+        """Load a saved folder or run folder into this trainer.
+
+        Args:
+            path: Folder written by ``save``, or a run folder.
+            model: In a run folder, ``"final"``, ``"best"`` or ``"latest"``.
+
+        Returns:
+            This trainer.
+        """
+        ...
 
     def resume(
         self, run_dir: str | Path, stop_conditions: Sequence[Any] | None = None
-    ) -> TrainerProtocol: ...
+    ) -> TrainerProtocol:
+        """Continue a run from its newest checkpoint up to its budget.
 
-    def policy(self, deterministic: bool = True) -> Any: ...
+        Args:
+            run_dir: The run folder.
+            stop_conditions: Conditions that end training early.
+
+        Returns:
+            This trainer.
+        """
+        ...
+
+    def policy(self, deterministic: bool = True) -> Any:
+        """The trained agent(s) behind the benchmark policy interface.
+
+        Args:
+            deterministic: Act with the policy's mode instead of sampling.
+
+        Returns:
+            A policy with ``reset()`` and ``act(obs, info)``.
+        """
+        ...
 
 
 def _build(config: TrainConfig) -> TrainerBase:
@@ -106,6 +171,9 @@ def make_trainer(
             ``make_env`` options (``normalize``, ``split``, ``reward``, ...), or algorithm
             arguments (``learning_rate=1e-3``, ``gamma=0.999``); unknown names raise
             ``ValueError``.
+
+    Returns:
+        The SB3, multi-agent SB3 or native MAPPO trainer the algorithm and task call for.
     """
     overrides = {"algorithm": algorithm, "total_timesteps": total_timesteps, "seed": seed}
     return _build(resolve_config(task_or_config, {**overrides, **kwargs}))
@@ -129,6 +197,9 @@ def load_trainer(path: str | Path, model: str = "final") -> TrainerBase:
         path: a folder written by ``save`` or a run folder (``config.yaml`` inside).
         model: in a run folder, ``"final"``, ``"best"`` (best evaluated) or ``"latest"``
             (newest checkpoint).
+
+    Returns:
+        The trainer, ready to evaluate or train further.
     """
     path = Path(path)
     if model not in MODEL_CHOICES:
@@ -152,6 +223,13 @@ def resume_trainer(
     Model, normalisation statistics, replay buffer, step counter, RNG state, evaluation history
     and the TensorBoard run continue; a run stopped by a stop condition is returned as is. The
     result is in ``trainer.result``.
+
+    Args:
+        run_dir: The run folder.
+        stop_conditions: Conditions of :mod:`powerzoo.rl.conditions` that end training early.
+
+    Returns:
+        The trainer, after training.
     """
     run_dir = Path(run_dir)
     if not (run_dir / rd.CONFIG_FILE).is_file():
@@ -171,6 +249,17 @@ def Trainer(  # noqa: N802 (the documented name of the factory)
     ``Trainer.load(path, model=...)``, ``Trainer.resume(run_dir)`` and
     ``Trainer.from_checkpoint(run_dir)`` are :func:`load_trainer`, :func:`resume_trainer` and
     :func:`trainer_from_checkpoint`.
+
+    Args:
+        task_or_config: A task name, a ``TrainConfig``, a dict of config fields or a run-config
+            path.
+        algorithm: Algorithm name (default from the config, else PPO).
+        total_timesteps: Training budget in env steps.
+        seed: Seed of the model, the training envs and the evaluation.
+        **kwargs: Other config fields, ``make_env`` options or algorithm arguments.
+
+    Returns:
+        The trainer (see :func:`make_trainer`).
     """
     return make_trainer(task_or_config, algorithm, total_timesteps, seed, **kwargs)
 

@@ -47,6 +47,12 @@ def task_keywords(params_class: type) -> tuple[str, ...]:
 
     Its ``KEYWORDS`` class attribute when it names them itself (a class whose keywords reach into
     nested device parameters), else the names of its dataclass fields.
+
+    Args:
+        params_class: A task's parameters class (:attr:`Task.Params`).
+
+    Returns:
+        The keyword names, in declaration order.
     """
     named = getattr(params_class, "KEYWORDS", None)
     if named is not None:
@@ -67,7 +73,16 @@ class StepOutput:
 
 
 def merge_state(state: Any, mask: np.ndarray, fresh: Any) -> Any:
-    """Return ``state`` with rows where ``mask`` is true taken from ``fresh`` (same batch size)."""
+    """Return ``state`` with rows where ``mask`` is true taken from ``fresh`` (same batch size).
+
+    Args:
+        state: Batched state dataclass (arrays with a leading batch axis B).
+        mask: Boolean rows [B] to replace.
+        fresh: State of the same type and batch size to take those rows from.
+
+    Returns:
+        A new state of the same type.
+    """
     values = {}
     for field in dataclasses.fields(state):
         old, new = getattr(state, field.name), getattr(fresh, field.name)
@@ -77,12 +92,27 @@ def merge_state(state: Any, mask: np.ndarray, fresh: Any) -> Any:
 
 
 def state_rows(state: Any, rows: slice) -> Any:
-    """The rows ``rows`` of a batched state (views of its arrays)."""
+    """The rows ``rows`` of a batched state (views of its arrays).
+
+    Args:
+        state: Batched state dataclass.
+        rows: The rows to keep.
+
+    Returns:
+        A state of the same type whose arrays are views.
+    """
     return type(state)(**{f.name: getattr(state, f.name)[rows] for f in dataclasses.fields(state)})
 
 
 def concat_states(parts: list[Any]) -> Any:
-    """One state from the states of consecutive row blocks (in order)."""
+    """One state from the states of consecutive row blocks (in order).
+
+    Args:
+        parts: States of consecutive row blocks, in order.
+
+    Returns:
+        A state of the same type holding every row.
+    """
     return type(parts[0])(
         **{
             f.name: np.concatenate([getattr(part, f.name) for part in parts])
@@ -92,7 +122,14 @@ def concat_states(parts: list[Any]) -> Any:
 
 
 def concat_outputs(parts: list[StepOutput]) -> StepOutput:
-    """One :class:`StepOutput` from those of consecutive row blocks (in order)."""
+    """One :class:`StepOutput` from those of consecutive row blocks (in order).
+
+    Args:
+        parts: Step outputs of consecutive row blocks, in order.
+
+    Returns:
+        The step output of every row.
+    """
     return StepOutput(
         **{
             f.name: np.concatenate([getattr(part, f.name) for part in parts])
@@ -108,6 +145,11 @@ class Task(abc.ABC):
 
     Subclasses implement :meth:`make_spec` (a classmethod, so the registry can describe a task
     without building it) and the batched model methods below.
+
+    Args:
+        spec: The task's spec (from :meth:`make_spec`).
+        split: Date split the episodes start from (``"train"``, ``"val"``, ``"test"`` or one of
+            the spec's stress splits).
     """
 
     task_id: ClassVar[str]
@@ -143,13 +185,27 @@ class Task(abc.ABC):
 
     @classmethod
     def make_spec(cls, **task_kwargs: Any) -> TaskSpec:
-        """The task's spec for the given task keywords (defaults when none are given)."""
+        """The task's spec for the given task keywords (defaults when none are given).
+
+        Args:
+            **task_kwargs: Task parameters (fields of :attr:`Params`).
+
+        Returns:
+            The task's spec.
+        """
         return cls.spec_for(cls.make_params(**task_kwargs))
 
     @classmethod
     @abc.abstractmethod
     def spec_for(cls, params: Any) -> TaskSpec:
-        """The task's spec for parameters ``params`` (an instance of :attr:`Params`)."""
+        """The task's spec for parameters ``params`` (an instance of :attr:`Params`).
+
+        Args:
+            params: An instance of :attr:`Params`.
+
+        Returns:
+            The task's spec.
+        """
 
     @classmethod
     def make_params(cls, **task_kwargs: Any) -> Any:
@@ -158,6 +214,12 @@ class Task(abc.ABC):
         An unknown keyword raises ``TypeError`` naming it and listing the valid ones. A parameters
         class with a ``from_keywords`` classmethod builds itself from the keywords (to map them
         onto nested fields); any other is called with them.
+
+        Args:
+            **task_kwargs: Task parameters (fields of :attr:`Params`).
+
+        Returns:
+            An instance of :attr:`Params`.
         """
         valid = task_keywords(cls.Params)
         unknown = sorted(set(task_kwargs) - set(valid))
@@ -178,7 +240,14 @@ class Task(abc.ABC):
         return int(self.split_days.size)
 
     def check_day_id(self, day_id: np.ndarray) -> np.ndarray:
-        """Validate day indices within the split; raise ``ValueError`` when out of range."""
+        """Validate day indices within the split; raise ``ValueError`` when out of range.
+
+        Args:
+            day_id: Split day indices [B].
+
+        Returns:
+            The indices as int64 [B].
+        """
         day_id = np.asarray(day_id)
         if day_id.dtype.kind not in "iu":
             raise ValueError(f"day_id must be an integer, got {day_id!r}")
@@ -190,46 +259,101 @@ class Task(abc.ABC):
         return day_id.astype(np.int64)
 
     def calendar_day(self, day_id: np.ndarray) -> np.ndarray:
-        """Day-of-year index of split day ``day_id``."""
+        """Day-of-year index of split day ``day_id``.
+
+        Args:
+            day_id: Split day indices [B].
+
+        Returns:
+            Day-of-year indices [B] into the year of profiles.
+        """
         return self.split_days[day_id]
 
     # ---- the batched model ----------------------------------------------------------------
     @abc.abstractmethod
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> Any:
-        """Initial state for episodes starting on split days ``day_id`` [B]."""
+        """Initial state for episodes starting on split days ``day_id`` [B].
+
+        Args:
+            rng: The batch's random generator.
+            day_id: Split day index of each episode [B].
+
+        Returns:
+            The task's batched state dataclass.
+        """
 
     @abc.abstractmethod
     def observe(self, state: Any) -> np.ndarray:
-        """Observation [B, obs_dim] in physical units."""
+        """Observation [B, obs_dim] in physical units.
+
+        Args:
+            state: The task's batched state.
+
+        Returns:
+            Observations [B, obs_dim] in the units of the observation fields.
+        """
 
     @abc.abstractmethod
     def step(
         self, state: Any, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[Any, StepOutput]:
-        """Advance one step under physical actions [B, act_dim] within bounds."""
+        """Advance one step under physical actions [B, act_dim] within bounds.
+
+        Args:
+            state: The task's batched state.
+            action: Physical actions [B, act_dim], within the action bounds.
+            rng: The batch's random generator.
+
+        Returns:
+            The next state and the step's :class:`StepOutput` (reward in $, costs, info).
+        """
 
     def time_index(self, state: Any) -> np.ndarray:
         """Steps elapsed in the episode [B] (the adapters truncate at ``spec.horizon``).
 
         Default: the state's ``t`` field; override if a task's state names it otherwise.
+
+        Args:
+            state: The task's batched state.
+
+        Returns:
+            Steps elapsed [B], int.
         """
         return state.t
 
     def episode_day(self, state: Any) -> np.ndarray:
-        """Split day index [B] each episode started on (default: the state's ``day_id`` field)."""
+        """Split day index [B] each episode started on (default: the state's ``day_id`` field).
+
+        Args:
+            state: The task's batched state.
+
+        Returns:
+            Split day indices [B], int.
+        """
         return state.day_id
 
     # ---- observation modes ----------------------------------------------------------------
     def build_obs_slots(self, slots_of: Callable[[Any], Any]) -> None:
         """:attr:`obs_slots`: ``slots_of`` (a ``VectorSpec -> slots`` function) of every
-        observation mode's layout, worked out once."""
+        observation mode's layout, worked out once.
+
+        Args:
+            slots_of: Maps a ``VectorSpec`` to its slots.
+        """
         self.obs_slots = {
             mode: slots_of(self.spec.observation_spec(mode)) for mode in self.spec.obs_modes
         }
 
     def slots_of_mode(self, obs_mode: str | None) -> Any:
         """The :attr:`obs_slots` of ``obs_mode`` (``None``: the default mode); ``ValueError``
-        naming the valid modes for an unknown one."""
+        naming the valid modes for an unknown one.
+
+        Args:
+            obs_mode: Observation mode name, or ``None`` for the spec's default.
+
+        Returns:
+            The slots ``slots_of`` made for that mode's layout.
+        """
         mode = obs_mode or self.spec.default_obs_mode
         try:
             return self.obs_slots[mode]
@@ -244,6 +368,13 @@ class Task(abc.ABC):
         """Next ``horizon`` values of each ``spec.forecast_series`` [B, n_series * horizon].
 
         Perfect forecasts of the exogenous series for steps ``t+1 .. t+horizon`` (series-major).
+
+        Args:
+            state: The task's batched state.
+            horizon: Steps ahead.
+
+        Returns:
+            Forecast values [B, n_series * horizon] in each series' units.
         """
         day = self.calendar_day(self.episode_day(state))
         t = self.time_index(state) + 1
@@ -251,16 +382,38 @@ class Task(abc.ABC):
         return np.concatenate(parts, axis=1) if parts else np.zeros((day.size, 0))
 
     def forecast_range(self, horizon: int, nominal: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds (or nominal range) of each forecast entry, from the matching observation field."""
+        """Bounds (or nominal range) of each forecast entry, from the matching observation field.
+
+        Args:
+            horizon: Steps ahead.
+            nominal: Give the nominal range (for normalisation) instead of the hard bounds.
+
+        Returns:
+            Low and high arrays [n_series * horizon].
+        """
         lo, hi = self.spec.observation.nominal() if nominal else self.spec.observation.bounds()
         idx = [self.spec.observation.names.index(n) for n in self.spec.forecast_series]
         return np.repeat(lo[idx], horizon), np.repeat(hi[idx], horizon)
 
     # ---- baselines (optional) -------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Physical action [B, act_dim] of the task's rule-based controller from observations."""
+        """Physical action [B, act_dim] of the task's rule-based controller from observations.
+
+        Args:
+            obs: Observations [B, obs_dim] in physical units.
+
+        Returns:
+            Physical actions [B, act_dim].
+        """
         raise NotImplementedError(f"{self.spec.task_id} defines no rule-based policy")
 
     def oracle_plan(self, state: Any) -> np.ndarray:
-        """Perfect-foresight physical actions [B, horizon, act_dim] from an initial state."""
+        """Perfect-foresight physical actions [B, horizon, act_dim] from an initial state.
+
+        Args:
+            state: The task's batched state at reset.
+
+        Returns:
+            Physical actions [B, horizon, act_dim].
+        """
         raise NotImplementedError(f"{self.spec.task_id} defines no oracle")

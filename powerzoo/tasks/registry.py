@@ -76,6 +76,12 @@ def register_task(
     whose ``task_id`` is not ``name``, a ``gym_id`` the spec does not declare, or a Gymnasium id
     that another task holds; ``TypeError`` for an entry point that is neither a string nor a
     concrete ``Task`` subclass.
+
+    Args:
+        name: Task name, the key of ``make_env(name)``.
+        entry_point: The ``Task`` subclass, or ``"module:Class"`` imported on first use.
+        gym_id: Gymnasium id to register (default: the spec's ``gym_id``, read from a class).
+        overwrite: Replace a task already registered under ``name``.
     """
     if not isinstance(name, str) or not name or name != name.strip():
         raise ValueError(f"a task name must be a non-empty string without outer spaces: {name!r}")
@@ -107,7 +113,11 @@ def register_task(
 
 
 def unregister_task(name: str) -> None:
-    """Remove task ``name`` (and its Gymnasium id); ``ValueError`` if it is not registered."""
+    """Remove task ``name`` (and its Gymnasium id); ``ValueError`` if it is not registered.
+
+    Args:
+        name: A registered task name.
+    """
     if not isinstance(name, str) or name not in _REGISTRY:
         raise ValueError(f"unknown task {name!r}; registered tasks: {', '.join(list_tasks())}")
     del _REGISTRY[name]
@@ -129,7 +139,11 @@ def add_gym_id_listener(listener: GymIdListener) -> None:
 
 
 def list_tasks() -> list[str]:
-    """Names of every registered task, sorted."""
+    """Names of every registered task, sorted.
+
+    Returns:
+        The registered task names, sorted.
+    """
     return sorted(_REGISTRY)
 
 
@@ -138,6 +152,12 @@ def get_task_class(name: str) -> type[Task]:
 
     Unknown names raise ``ValueError`` listing the valid ones. A ``"module:Class"`` entry is
     imported and checked on first use.
+
+    Args:
+        name: A registered task name.
+
+    Returns:
+        The ``Task`` subclass.
     """
     entry = _REGISTRY.get(name) if isinstance(name, str) else None
     if entry is None:
@@ -161,12 +181,30 @@ def get_task_class(name: str) -> type[Task]:
 
 
 def make_task(name: str, split: str = "train", **task_kwargs: Any) -> Task:
-    """Build task ``name`` on ``split`` with optional task parameters."""
+    """Build task ``name`` on ``split`` with optional task parameters.
+
+    Args:
+        name: A registered task name.
+        split: Date split the task's episodes are drawn from (``"train"``, ``"val"``, ``"test"``
+            or a stress split).
+        **task_kwargs: Task parameters (fields of the task's params dataclass).
+
+    Returns:
+        The task instance.
+    """
     return get_task_class(name)(split, **task_kwargs)
 
 
 def task_spec(name: str, **task_kwargs: Any) -> TaskSpec:
-    """The spec of task ``name`` without building its data."""
+    """The spec of task ``name`` without building its data.
+
+    Args:
+        name: A registered task name.
+        **task_kwargs: Task parameters (fields of the task's params dataclass).
+
+    Returns:
+        The task's ``TaskSpec``.
+    """
     return get_task_class(name).make_spec(**task_kwargs)
 
 
@@ -248,6 +286,13 @@ def info(name: str, baselines: BaselineNumbers | None = None) -> dict[str, Any]:
     ``baselines`` maps a baseline policy to its numbers (``{"split", "mean", "std"}``, returns in
     $ per episode); a baseline of the spec without numbers is ``None``.
     :func:`powerzoo.benchmarks.catalog.info` fills them from the packaged baselines table.
+
+    Args:
+        name: A registered task name.
+        baselines: Per baseline policy, its numbers (or ``None``); default none.
+
+    Returns:
+        A dict of plain JSON types.
     """
     spec = task_spec(name)
     numbers = dict(baselines or {})
@@ -303,6 +348,13 @@ def describe(name: str, baselines: BaselineNumbers | None = None) -> str:
     """Human-readable summary of task ``name``: spaces, reward, costs, horizon, splits, baselines.
 
     ``baselines`` as in :func:`info` (mean returns in $ per episode are shown when given).
+
+    Args:
+        name: A registered task name.
+        baselines: Per baseline policy, its numbers, as in :func:`info`.
+
+    Returns:
+        Several lines of text.
     """
     d = info(name, baselines)
 

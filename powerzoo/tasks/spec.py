@@ -62,7 +62,14 @@ class VectorSpec:
     @classmethod
     def from_rows(cls, rows: tuple) -> VectorSpec:
         """A spec from rows ``(name, unit, low, high, nominal_low, nominal_high)``, one per
-        entry."""
+        entry.
+
+        Args:
+            rows: One ``(name, unit, low, high, nominal_low, nominal_high)`` tuple per entry.
+
+        Returns:
+            The vector spec.
+        """
         names, units, low, high, nominal_low, nominal_high = zip(*rows, strict=True)
         return cls(
             names=names,
@@ -75,19 +82,35 @@ class VectorSpec:
 
     @property
     def dim(self) -> int:
+        """Number of entries."""
         return len(self.names)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Space bounds as float32 arrays."""
+        """Space bounds as float32 arrays.
+
+        Returns:
+            Low and high bounds [dim], float32 (may be infinite).
+        """
         return np.asarray(self.low, np.float32), np.asarray(self.high, np.float32)
 
     def nominal(self) -> tuple[np.ndarray, np.ndarray]:
-        """Nominal (finite) range as float64 arrays."""
+        """Nominal (finite) range as float64 arrays.
+
+        Returns:
+            Nominal low and high [dim], float64.
+        """
         return np.asarray(self.nominal_low, np.float64), np.asarray(self.nominal_high, np.float64)
 
     def optional_slot(self, *names: str) -> int | slice | None:
         """:meth:`slot` of ``names`` when all of them are in the vector, else ``None`` (a field
-        block that only some observation modes have)."""
+        block that only some observation modes have).
+
+        Args:
+            *names: Entry names.
+
+        Returns:
+            The slot, or ``None`` when a name is missing.
+        """
         return self.slot(*names) if set(names) <= set(self.names) else None
 
     def slot(self, *names: str) -> int | slice:
@@ -96,6 +119,12 @@ class VectorSpec:
         Tasks compute their slots once from the spec and fill observations with them
         (``obs[:, self._soc] = ...``), so a field added to the spec moves every writer with it.
         Raises ``ValueError`` for an unknown name or names that are not evenly spaced in order.
+
+        Args:
+            *names: Entry names, evenly spaced in the vector.
+
+        Returns:
+            The index of one name, or a slice over several.
         """
         missing = [n for n in names if n not in self.names]
         if not names or missing:
@@ -113,6 +142,11 @@ class VectorSpec:
         return slice(positions[0], positions[-1] + 1, None if step == 1 else step)
 
     def describe(self) -> list[dict[str, Any]]:
+        """One row per entry: its name, unit and bounds.
+
+        Returns:
+            Dicts with keys ``name``, ``unit``, ``low``, ``high``.
+        """
         return [
             {"name": n, "unit": u, "low": lo, "high": hi}
             for n, u, lo, hi in zip(self.names, self.units, self.low, self.high, strict=True)
@@ -213,6 +247,7 @@ class TaskSpec:
 
     @property
     def agent_mode(self) -> str:
+        """``"single"`` for a one-agent task, else ``"multi"``."""
         return "single" if len(self.agents) == 1 else "multi"
 
     @property
@@ -221,14 +256,28 @@ class TaskSpec:
         return self.agent_groups or (AgentGroup("agents", self.agents),)
 
     def group_of(self, agent: str) -> str:
-        """Name of the group ``agent`` belongs to."""
+        """Name of the group ``agent`` belongs to.
+
+        Args:
+            agent: An agent name of :attr:`agents`.
+
+        Returns:
+            The group's name.
+        """
         for group in self.groups:
             if agent in group.agents:
                 return group.name
         raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.agents)}")
 
     def agent_action_names(self, agent: str) -> tuple[str, ...]:
-        """Names of ``agent``'s action entries (its slice of the agent-major joint action)."""
+        """Names of ``agent``'s action entries (its slice of the agent-major joint action).
+
+        Args:
+            agent: An agent name of :attr:`agents`.
+
+        Returns:
+            The names of its action entries.
+        """
         i, d = self.agents.index(agent), self.agent_action_dim
         return self.action.names[i * d : (i + 1) * d]
 
@@ -238,7 +287,14 @@ class TaskSpec:
         return self.action.dim // len(self.agents)
 
     def observation_spec(self, obs_mode: str | None = None) -> VectorSpec:
-        """Per-agent observation layout of ``obs_mode`` (default mode when ``None``)."""
+        """Per-agent observation layout of ``obs_mode`` (default mode when ``None``).
+
+        Args:
+            obs_mode: An observation mode of :attr:`obs_modes`, or ``None``.
+
+        Returns:
+            The per-agent observation layout.
+        """
         if obs_mode is None or obs_mode == self.default_obs_mode or not self.obs_mode_specs:
             if obs_mode is not None and obs_mode not in self.obs_modes:
                 raise ValueError(self._bad_mode(obs_mode))
@@ -255,6 +311,7 @@ class TaskSpec:
 
     @property
     def dt_h(self) -> float:
+        """Step length in hours."""
         return self.step_minutes / 60.0
 
     @functools.cached_property
@@ -273,7 +330,15 @@ def padded_action(entries_by_agent: dict[str, list[ActionEntry]], slots: int) ->
     """The joint action of agents with up to ``slots`` entries each (agents of different sizes,
     e.g. control areas of different unit counts): each agent's entries, then unused entries
     ``<agent>.unused_<k>`` (unit ``-``, bounds [0, 1], ignored by the task) up to ``slots``.
-    Agent-major, in the mapping's order."""
+    Agent-major, in the mapping's order.
+
+    Args:
+        entries_by_agent: Each agent's action entries, in agent order.
+        slots: Entries per agent after padding (at least the largest agent's count).
+
+    Returns:
+        The joint action spec.
+    """
     names, units, low, high = [], [], [], []
     for agent, entries in entries_by_agent.items():
         if len(entries) > slots:
@@ -301,6 +366,13 @@ def cmdp_fields(
     episode), ``penalty`` the weight of the cost in the ``"penalized"`` reward preset ($ per unit
     of the cost; ``None``: not in that preset). The other preset, named ``objective``, is the
     task's reward as it is.
+
+    Args:
+        costs: One ``(name, unit, threshold, penalty)`` row per cost.
+        objective: Name of the reward preset that is the task's own reward.
+
+    Returns:
+        Keyword arguments of :class:`TaskSpec` (costs, thresholds, reward presets).
     """
     names = tuple(row[0] for row in costs)
     return {
@@ -321,6 +393,13 @@ def mode_spec_fields(fields_by_mode: dict[str, tuple], default: str) -> dict[str
     ``fields_by_mode`` maps each mode, in order, to its rows ``(name, unit, low, high,
     nominal_low, nominal_high)`` (:meth:`VectorSpec.from_rows`); ``default`` is the mode that
     ``observation`` holds.
+
+    Args:
+        fields_by_mode: Each mode's observation rows, in mode order.
+        default: The default mode (a key of ``fields_by_mode``).
+
+    Returns:
+        Keyword arguments of :class:`TaskSpec` (observation and its modes).
     """
     modes = {mode: VectorSpec.from_rows(rows) for mode, rows in fields_by_mode.items()}
     return {

@@ -17,6 +17,10 @@ class EpisodeBuffer:
     when ``batched``, single values otherwise, i.e. ``B = 1``). :meth:`take` returns the finished
     episodes, episode-major in the order they finished, and keeps the unfinished tails.
     ``names`` must include ``terminals`` and ``truncations``, which mark the episode ends.
+
+    Args:
+        names: The array names, in the order :meth:`add` takes the values.
+        batched: Values carry a leading stream axis ``B``.
     """
 
     def __init__(self, names: Sequence[str], batched: bool) -> None:
@@ -34,7 +38,11 @@ class EpisodeBuffer:
         return len(self.steps)
 
     def add(self, *values: Any) -> None:
-        """Append one step: one value per name, in ``names`` order."""
+        """Append one step: one value per name, in ``names`` order.
+
+        Args:
+            *values: One value per name.
+        """
         if len(values) != len(self.names):
             raise ValueError(
                 f"add() needs {len(self.names)} values ({', '.join(self.names)}), got {len(values)}"
@@ -42,12 +50,23 @@ class EpisodeBuffer:
         self.steps.append(values)
 
     def add_step(self, values: tuple[Any, ...]) -> None:
-        """:meth:`add` with the values already in a tuple, unchecked (the collectors' hot path)."""
+        """:meth:`add` with the values already in a tuple, unchecked (the collectors' hot path).
+
+        Args:
+            values: One value per name.
+        """
         self.steps.append(values)
 
     def take(self, limit: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
         """Finished episodes (at most ``limit``):
-        ``({name: [n_steps, ...]}, lengths[E])`` or ``None``."""
+        ``({name: [n_steps, ...]}, lengths[E])`` or ``None``.
+
+        Args:
+            limit: Most episodes to hand out (``None``: all finished).
+
+        Returns:
+            The episodes' arrays and lengths, or ``None`` when none has finished.
+        """
         if not self.steps:
             return None
         columns = zip(*self.steps, strict=True)

@@ -108,6 +108,16 @@ class DatasetGenerator:
         renamed into place when complete
         (:func:`~powerzoo.benchmarks.offline.writer.write_hdf5_atomically`). ``progress``: show a
         progress bar (``None``: only when stderr is a terminal).
+
+        Args:
+            policy: Anything with ``reset()`` and ``act(obs, info)``.
+            n_episodes: Episodes to record.
+            save_path: The HDF5 file to write.
+            seed: Seed of episode 0 (episode ``i`` resets with ``seed + i``).
+            progress: Show a progress bar (``None``: only on a terminal).
+
+        Returns:
+            A loader of the file written.
         """
         if (
             isinstance(n_episodes, bool)

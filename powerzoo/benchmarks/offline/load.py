@@ -73,6 +73,10 @@ class DatasetLoader:
     With ``check_finite`` (the default) every floating-point array read (whole arrays, episodes,
     minibatches) is checked: a NaN or infinity raises ``ValueError`` naming the file, the dataset
     and the first row holding one; ``check_finite=False`` serves the values as stored.
+
+    Args:
+        path: The HDF5 dataset file.
+        check_finite: Refuse NaN and infinite values in the arrays read.
     """
 
     def __init__(self, path: str | os.PathLike[str], check_finite: bool = True) -> None:
@@ -224,7 +228,14 @@ class DatasetLoader:
 
     # ---- episodes and minibatches ------------------------------------------------------------
     def episode(self, index: int) -> dict[str, Any]:
-        """Episode ``index`` (negative counts from the end): the transition arrays and ``infos``."""
+        """Episode ``index`` (negative counts from the end): the transition arrays and ``infos``.
+
+        Args:
+            index: Episode number (negative counts from the end).
+
+        Returns:
+            Array name to array [length, ...], plus ``infos``.
+        """
         if not -self.n_episodes <= index < self.n_episodes:
             raise IndexError(
                 f"episode {index} out of range; the dataset has {self.n_episodes} episodes"
@@ -242,6 +253,15 @@ class DatasetLoader:
 
         Each batch is a dict of the transition arrays plus ``infos``; the whole dataset is read
         into memory on the first call.
+
+        Args:
+            batch_size: Transitions per batch.
+            seed: Seed of the shuffle.
+            shuffle: Shuffle the transitions (else in file order).
+            drop_last: Drop a last batch smaller than ``batch_size``.
+
+        Yields:
+            Array name to array [batch_size, ...], plus ``infos``.
         """
         if (
             isinstance(batch_size, bool)
@@ -270,6 +290,13 @@ class DatasetLoader:
         package.
 
         See :func:`powerzoo.benchmarks.offline.minari_export.to_minari`.
+
+        Args:
+            dataset_id: Minari dataset id (``namespace/name-v0``).
+            **kwargs: Passed to ``minari.create_dataset_from_buffers`` (``author``, ...).
+
+        Returns:
+            The Minari dataset.
         """
         from powerzoo.benchmarks.offline.minari_export import to_minari
 

@@ -79,6 +79,11 @@ class CampaignOutcome:
     failed: dict[str, str]
 
     def markdown(self) -> str:
+        """The tables of ``powerzoo bench`` for this campaign.
+
+        Returns:
+            Markdown text.
+        """
         return self.result.markdown()
 
 
@@ -89,7 +94,18 @@ def gather(
     failed: dict[str, str] | None = None,
     progress: bool | None = None,
 ) -> CampaignOutcome:
-    """Evaluate the baselines, add the trials' rows, write every table and plot into ``out_dir``."""
+    """Evaluate the baselines, add the trials' rows, write every table and plot into ``out_dir``.
+
+    Args:
+        campaign: The campaign.
+        records: Finished trial records by trial id.
+        out_dir: The campaign folder.
+        failed: ``{trial_id: error text}`` of trials that did not finish.
+        progress: Show progress bars (``None``: when the output is a terminal).
+
+    Returns:
+        The gathered campaign.
+    """
     out = Path(out_dir)
     failed = dict(failed or {})
     result = run_campaign(

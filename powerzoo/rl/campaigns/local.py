@@ -177,6 +177,16 @@ def run_local(
     (``ValueError`` before anything runs). Holds ``out_dir``'s lock (:func:`lock_out_dir`) until
     it returns: :class:`OutFolderBusyError` if another campaign runs into it. ``update``: take
     over a folder started by an earlier version of the campaign file (:func:`check_out_dir`).
+
+    Args:
+        campaign: A campaign, or the path of its YAML file.
+        out_dir: The campaign folder.
+        progress: Show progress bars (``None``: when the output is a terminal).
+        gather_results: Gather the tables and plots once the trials have run.
+        update: Take over a folder started by an earlier version of the campaign file.
+
+    Returns:
+        The gathered campaign, or the records by trial id.
     """
     campaign = as_campaign(campaign)
     rllib = [t.trial_id for t in campaign.trials if t.is_rllib]

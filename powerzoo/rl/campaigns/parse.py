@@ -40,7 +40,14 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def load_campaign(path: str | Path) -> CampaignSpec:
-    """Read and validate a campaign YAML file (paths inside it are relative to the file)."""
+    """Read and validate a campaign YAML file (paths inside it are relative to the file).
+
+    Args:
+        path: The campaign YAML file.
+
+    Returns:
+        The validated campaign; ``CampaignError`` on bad input.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"campaign file {path} not found")
@@ -92,7 +99,17 @@ def parse_campaign(
     data: Any, base_dir: str | Path = ".", source: str | None = None, default_name: str = "campaign"
 ) -> CampaignSpec:
     """Validate a campaign mapping (the parsed YAML) and expand its trials; ``CampaignError`` on
-    bad input."""
+    bad input.
+
+    Args:
+        data: The parsed YAML mapping.
+        base_dir: Folder that relative paths in ``data`` are resolved against.
+        source: Where ``data`` came from, for error messages.
+        default_name: The campaign's name when ``data`` gives none.
+
+    Returns:
+        The validated campaign.
+    """
     from powerzoo.benchmarks.policies import BASELINE_POLICIES
     from powerzoo.tasks import list_tasks, task_spec
 

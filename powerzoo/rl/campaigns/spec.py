@@ -105,13 +105,27 @@ class TrialSpec:
 
     @property
     def is_rllib(self) -> bool:
+        """Whether the trial trains with RLlib's PPO (it needs the Ray backend)."""
         return self.algorithm == RLLIB_PPO
 
     def to_dict(self) -> dict[str, Any]:
+        """The trial's fields as a plain dict.
+
+        Returns:
+            Field name to value.
+        """
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrialSpec:
+        """The trial :meth:`to_dict` wrote.
+
+        Args:
+            data: Field name to value.
+
+        Returns:
+            The trial.
+        """
         return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
 
 
@@ -134,6 +148,14 @@ class CampaignSpec:
     source: str | None = None
 
     def trial(self, trial_id: str) -> TrialSpec:
+        """The trial of id ``trial_id``; ``KeyError`` if there is none.
+
+        Args:
+            trial_id: A trial id of :attr:`trials`.
+
+        Returns:
+            The trial.
+        """
         for t in self.trials:
             if t.trial_id == trial_id:
                 return t
@@ -141,7 +163,11 @@ class CampaignSpec:
 
     def fingerprint(self) -> str:
         """Hash of the evaluation protocol and every trial's config (a resumed campaign must match
-        it)."""
+        it).
+
+        Returns:
+            The hash, hexadecimal.
+        """
         data = {
             "tasks": self.tasks,
             "seeds": self.seeds,
@@ -154,13 +180,25 @@ class CampaignSpec:
         return config_hash(data)
 
     def to_dict(self) -> dict[str, Any]:
+        """The campaign as a plain dict (written as ``campaign.json``).
+
+        Returns:
+            Field name to value, trials as dicts.
+        """
         data = dataclasses.asdict(self)
         data["fingerprint"] = self.fingerprint()
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CampaignSpec:
-        """The campaign :meth:`to_dict` wrote (a campaign folder's ``campaign.json``)."""
+        """The campaign :meth:`to_dict` wrote (a campaign folder's ``campaign.json``).
+
+        Args:
+            data: The dict :meth:`to_dict` wrote.
+
+        Returns:
+            The campaign.
+        """
         values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         for name in ("tasks", "seeds", "baselines", "notes"):
             if name in values:

@@ -59,6 +59,13 @@ def read_record(out_dir: str | Path, trial: TrialSpec) -> dict[str, Any] | None:
 
     ``ValueError`` if the folder holds a finished trial with another config under the same id,
     :class:`~powerzoo.fileio.CorruptFileError` if its ``trial.json`` is damaged.
+
+    Args:
+        out_dir: The campaign folder.
+        trial: The trial.
+
+    Returns:
+        The record (config, evaluation, timings), or ``None``.
     """
     path = trial_dir(out_dir, trial) / TRIAL_FILE
     if not path.is_file():
@@ -189,6 +196,14 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
 
     ``rllib_ppo`` trials need the Ray backend (:mod:`powerzoo.integrations.tune`); here they raise
     ``ValueError``.
+
+    Args:
+        campaign: The campaign (its evaluation protocol).
+        trial: The trial to run.
+        out_dir: The campaign folder.
+
+    Returns:
+        The trial's record.
     """
     if trial.is_rllib:
         raise ValueError(

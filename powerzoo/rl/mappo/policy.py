@@ -104,14 +104,26 @@ class MAPPOPolicy:
         self._rng = np.random.default_rng(0)
 
     def seed(self, seed: int | None) -> None:
-        """Seed the action noise (only used with ``deterministic=False``)."""
+        """Seed the action noise (only used with ``deterministic=False``).
+
+        Args:
+            seed: Seed of the noise generator (``None``: fresh entropy).
+        """
         self._rng = np.random.default_rng(seed)
 
     def reset(self) -> None:
+        """Nothing to forget between episodes (the actors are feed-forward)."""
         return None
 
     def with_mode(self, deterministic: bool) -> MAPPOPolicy:
-        """The same actors acting deterministically or stochastically."""
+        """The same actors acting deterministically or stochastically.
+
+        Args:
+            deterministic: Act with the Gaussian means (``True``) or sample.
+
+        Returns:
+            A new policy sharing the actors.
+        """
         return MAPPOPolicy(self.groups, deterministic, self.meta)
 
     def act(self, obs: Any, info: Any = None) -> Any:
@@ -121,6 +133,14 @@ class MAPPOPolicy:
         A one-agent policy (``PPO-L`` on a single-agent task) also takes the single-agent env's
         observation array ``obs[d]`` (or ``[N, d]``) and returns the action array ``[a]``
         (``[N, a]``).
+
+        Args:
+            obs: ``{agent: obs}`` (physical units, as the env gives them), or an array for a
+                one-agent policy.
+            info: Ignored.
+
+        Returns:
+            ``{agent: action}`` in physical units, or an array for a one-agent policy.
         """
         if not isinstance(obs, Mapping):
             if len(self.agents) != 1:
@@ -152,7 +172,14 @@ class MAPPOPolicy:
 
     # ---- files ----------------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write the policy as one ``.npz`` file (atomically); returns the path."""
+        """Write the policy as one ``.npz`` file (atomically); returns the path.
+
+        Args:
+            path: The ``.npz`` file to write.
+
+        Returns:
+            The path written.
+        """
         path = Path(path)
         arrays: dict[str, np.ndarray] = {}
         groups_meta = {}
@@ -176,7 +203,15 @@ class MAPPOPolicy:
 
     @classmethod
     def load(cls, path: str | Path, deterministic: bool = True) -> MAPPOPolicy:
-        """Read a policy written by :meth:`save` (numpy only; no torch, no trainer)."""
+        """Read a policy written by :meth:`save` (numpy only; no torch, no trainer).
+
+        Args:
+            path: A ``.npz`` file written by :meth:`save`.
+            deterministic: Act with the Gaussian means (``True``) or sample.
+
+        Returns:
+            The policy.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"policy file {path} not found")

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import atomic_save, read_or_corrupt, write_json
+from powerzoo.fileio import atomic_save, read_or_corrupt
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.checkpoint import (
     COLLECTOR_FILE,
@@ -46,6 +46,7 @@ from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_m
 from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
+from powerzoo.rl.mappo.evaluation import BEST_POLICY_FILE, evaluate_now, rank
 from powerzoo.rl.mappo.hparams import algorithm_flags, check_params
 from powerzoo.rl.mappo.one_agent import make_native_env
 from powerzoo.rl.mappo.policy import POLICY_FILE, MAPPOPolicy
@@ -53,8 +54,6 @@ from powerzoo.rl.result import TrainResult
 from powerzoo.rl.trainer_base import TrainerBase
 
 __all__ = ["MAPPOTrainer", "LEARNER_FILE", "BEST_POLICY_FILE", "COLLECTOR_FILE"]
-
-BEST_POLICY_FILE = "best_policy.npz"
 
 
 class MAPPOTrainer(TrainerBase):
@@ -93,7 +92,11 @@ class MAPPOTrainer(TrainerBase):
         self._loaded_policy: MAPPOPolicy | None = None
 
     def algorithm_kwargs(self) -> dict[str, Any]:
-        """The resolved hyperparameters (gamma filled in)."""
+        """The resolved hyperparameters (gamma filled in).
+
+        Returns:
+            Keyword arguments by name.
+        """
         return {**self.params.to_dict(), "gamma": self.gamma, "cost_gamma": self.cost_gamma}
 
     # ---- envs and learner ------------------------------------------------------------------------
@@ -107,7 +110,11 @@ class MAPPOTrainer(TrainerBase):
     def get_env(self) -> Any:
         """The training env with ``n_envs`` rows (built on first use): the native multi-agent
         vector env, or on a single-agent task (``PPO-L``) its vector env as one agent
-        (:func:`~powerzoo.rl.mappo.one_agent.make_native_env`)."""
+        (:func:`~powerzoo.rl.mappo.one_agent.make_native_env`).
+
+        Returns:
+            The training env.
+        """
         if self.env is None:
             self.env = make_native_env(
                 self.task, self.config.env.split, self.config.n_envs, **self._env_kwargs()
@@ -121,6 +128,13 @@ class MAPPOTrainer(TrainerBase):
         The exported policy applies the training env's normalisation itself (:mod:`.policy`), so
         it is evaluated on the env of the baselines table. ``objective=True`` drops a
         ``reward=`` override (returns are the task's own objective).
+
+        Args:
+            split: Date split of the evaluation episodes.
+            objective: Drop a ``reward=`` override (returns are the task's own, $ per episode).
+
+        Returns:
+            The evaluation env.
         """
         kwargs = {**self._env_kwargs(), "normalize": False}
         if objective:
@@ -204,6 +218,13 @@ class MAPPOTrainer(TrainerBase):
         With evaluation configured, the policy is evaluated every ``evaluation.freq`` env steps
         (``steps_per_eval`` overrides it) and once more at the end. Calling it again after the
         budget is reached returns at once.
+
+        Args:
+            stop_conditions: Conditions of :mod:`powerzoo.rl.conditions` that end training early.
+            steps_per_eval: Env steps between evaluations (overrides ``evaluation.freq``).
+
+        Returns:
+            The run's result (run folder, steps, evaluations, why it stopped).
         """
         from powerzoo.progress import progress_bar
 
@@ -330,7 +351,14 @@ class MAPPOTrainer(TrainerBase):
     # ---- evaluation ------------------------------------------------------------------------------
     def policy(self, deterministic: bool = True) -> MAPPOPolicy:
         """The trained actors as a torch-free :class:`MAPPOPolicy`
-        (``act(obs_dict) -> action_dict``)."""
+        (``act(obs_dict) -> action_dict``).
+
+        Args:
+            deterministic: Act with each actor's mean instead of sampling.
+
+        Returns:
+            The exported policy.
+        """
         if self.learner is None:
             if self._loaded_policy is None:
                 raise RuntimeError("no policy yet: call train() or Trainer.load(...) first")
@@ -347,59 +375,9 @@ class MAPPOTrainer(TrainerBase):
         return self.learner.export_policy(deterministic, meta, *self._affine_maps())
 
     def _evaluate_now(self, eval_env: Any, days: list[int]) -> dict[str, Any]:
-        from powerzoo.benchmarks.evaluation import evaluate_days
-        from powerzoo.rl.evaluation_log import evaluation_row, write_evaluation_csv
+        return evaluate_now(self, eval_env, days)
 
-        ev = self.config.evaluation
-        deterministic = True if ev is None else ev.deterministic
-        policy = self.policy(deterministic)
-        started = time.perf_counter()
-        summary = evaluate_days(policy, eval_env, days, seed=self.config.seed)
-        row = evaluation_row(summary, self.num_timesteps, time.perf_counter() - started)
-        row.update({f"return_{a}": v for a, v in summary.get("mean_agent_returns", {}).items()})
-        row.update(
-            {
-                f"lambda_{n}": float(v)
-                for n, v in zip(self.cost_names, self.learner.multipliers, strict=True)
-            }
-        )
-        if self.lagrangian:  # -L: fewer days over a budget first (as the budget-aware score)
-            row["days_over_budget"] = float(summary["over_budget_rate"])  # per-day budgets
-            row["feasible"] = row["days_over_budget"] == 0.0
-        best = max((self._rank(r) for r in self.evaluations), default=None)
-        row["new_best"] = best is None or self._rank(row) > best
-        self.evaluations.append(row)
-        eval_dir = self.run_dir / rd.EVAL_DIR
-        write_evaluation_csv(eval_dir, self.evaluations)
-        if row["new_best"]:
-            policy.save(eval_dir / BEST_POLICY_FILE)
-            write_json(
-                eval_dir / "best_model.json",
-                {
-                    "timestep": row["timestep"],
-                    "mean_return": row["mean_return"],
-                    "day_ids": list(days),
-                    "seed": self.config.seed,
-                    "deterministic": deterministic,
-                    "model": BEST_POLICY_FILE,
-                },
-            )
-        self._log(
-            {
-                f"eval/{k}": row[k]
-                for k in ("mean_return", "std_return", "mean_length", "violation_rate")
-            }
-        )
-        self._log({f"eval/cost_{n}": row[f"cost_{n}"] for n in summary["mean_costs"]})
-        self._write_state("running")
-        return row
-
-    @staticmethod
-    def _rank(row: dict[str, Any]) -> tuple[float, float]:
-        """Order of evaluations for the best policy (``-L``): the smaller share of evaluated days
-        over a budget first (a mean cost within budget can hide such days), then return."""
-        over = row.get("days_over_budget", 0.0 if row.get("feasible", True) else 1.0)
-        return -float(over), float(row["mean_return"])
+    _rank = staticmethod(rank)  # the order of evaluations for the best policy
 
     # ---- checkpoints, save, load, resume ---------------------------------------------------------
     def _save_checkpoint(self) -> Path:
@@ -423,7 +401,14 @@ class MAPPOTrainer(TrainerBase):
 
     def save(self, path: str | Path) -> Path:
         """Write ``policy.npz`` (torch-free), ``learner.pt`` and the resolved config into folder
-        ``path``."""
+        ``path``.
+
+        Args:
+            path: Folder to write (created if missing).
+
+        Returns:
+            The folder written.
+        """
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         if self.learner is None:
@@ -465,7 +450,14 @@ class MAPPOTrainer(TrainerBase):
     def restore_checkpoint(self, run_dir: str | Path) -> MAPPOTrainer:
         """Position this fresh trainer at the newest readable checkpoint of ``run_dir``: learner,
         env episodes, RNG and counters restored (a damaged checkpoint is named in a warning and
-        the next newest is used)."""
+        the next newest is used).
+
+        Args:
+            run_dir: The run folder.
+
+        Returns:
+            This trainer.
+        """
         run_dir = Path(run_dir)
         found = rd.CheckpointStore(run_dir).restore(
             lambda folder: read_learner_checkpoint(self.config, folder)

@@ -56,7 +56,11 @@ class SB3MultiAgentTrainer(TrainerBase):
         return self._trained_steps
 
     def algorithm_kwargs(self) -> dict[str, Any]:
-        """SB3 constructor arguments: the config's, with the task's discount factor by default."""
+        """SB3 constructor arguments: the config's, with the task's discount factor by default.
+
+        Returns:
+            Keyword arguments by name.
+        """
         return {**self.config.algorithm_kwargs, "gamma": self.gamma}
 
     def train(
@@ -66,18 +70,36 @@ class SB3MultiAgentTrainer(TrainerBase):
 
         The multi-agent loops run to their budget and evaluate once at the end, so
         ``stop_conditions`` and ``steps_per_eval`` are not used.
+
+        Args:
+            stop_conditions: Not used.
+            steps_per_eval: Not used.
+
+        Returns:
+            The run's result.
         """
         return self.train_marl_simultaneous()
 
     def restore_checkpoint(self, run_dir: str | Path) -> SB3MultiAgentTrainer:
-        """Refused: SB3 multi-agent runs keep only their final models, no checkpoints."""
+        """Refused: SB3 multi-agent runs keep only their final models, no checkpoints.
+
+        Args:
+            run_dir: The run folder.
+
+        Returns:
+            Never returns; raises ``ValueError``.
+        """
         raise ValueError(
             f"{run_dir} is an SB3 multi-agent run: it keeps only its final models "
             f"({rd.AGENTS_DIR}/), no checkpoints to resume from; train it again or use MAPPO"
         )
 
     def get_env(self) -> Any:
-        """Refused: the multi-agent loops build their own envs (one per agent, or a batched one)."""
+        """Refused: the multi-agent loops build their own envs (one per agent, or a batched one).
+
+        Returns:
+            Never returns; raises ``ValueError``.
+        """
         raise ValueError(
             f"get_env is for single-agent tasks; {self.task} is multi-agent: the training loops "
             "(train_il(), train_marl_simultaneous()) build their envs; make_eval_env(split) gives "
@@ -86,16 +108,38 @@ class SB3MultiAgentTrainer(TrainerBase):
 
     def make_eval_env(self, split: str, objective: bool = False) -> Any:
         """The dict env (``framework="auto"``) on ``split`` with the training env's
-        ``normalize``, ``obs_mode`` and ``task_kwargs``; returns are always the task's own."""
+        ``normalize``, ``obs_mode`` and ``task_kwargs``; returns are always the task's own.
+
+        Args:
+            split: Date split of the evaluation episodes.
+            objective: Drop a ``reward=`` override (returns are the task's own, $ per episode).
+
+        Returns:
+            The evaluation env.
+        """
         return self._multi_agent_eval_env(split)
 
     def policy(self, deterministic: bool = True) -> Any:
-        """The trained agents behind the benchmark policy interface (``act(obs, info)``)."""
+        """The trained agents behind the benchmark policy interface (``act(obs, info)``).
+
+        Args:
+            deterministic: Act with the policy's mode instead of sampling.
+
+        Returns:
+            A policy with ``reset()`` and ``act(obs, info)``.
+        """
         self._set_torch_threads()
         return self._multi_agent_policy(deterministic)
 
     def save(self, path: str | Path) -> Path:
-        """Save the model(s) (``agents/``) and the resolved config into folder ``path``."""
+        """Save the model(s) (``agents/``) and the resolved config into folder ``path``.
+
+        Args:
+            path: Folder to write (created if missing).
+
+        Returns:
+            The folder written.
+        """
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self._save_multi_agent(path)
@@ -148,6 +192,14 @@ class SB3MultiAgentTrainer(TrainerBase):
 
         The budget ``total_timesteps`` is split into ``rounds`` rounds (default 4) of
         ``steps_per_round`` steps per agent. Models are saved in the run folder.
+
+        Args:
+            rounds: Round-robin rounds (default 4).
+            steps_per_round: Env steps per agent per round (default: the budget split over
+                the rounds and agents).
+
+        Returns:
+            The run's result.
         """
         from powerzoo.rl.sb3.marl.loops import train_independent_learners
 
@@ -174,6 +226,12 @@ class SB3MultiAgentTrainer(TrainerBase):
 
         ``total_timesteps`` counts agent-steps (default: the config's budget); ``n_envs`` copies of
         the task are stepped in one batched call.
+
+        Args:
+            total_timesteps: Budget in agent-steps (default: the config's).
+
+        Returns:
+            The run's result.
         """
         from powerzoo.rl.sb3.marl.loops import train_shared_policy
 

@@ -66,7 +66,11 @@ class SB3Trainer(TrainerBase):
         return 0 if self.model is None else int(self.model.num_timesteps)
 
     def algorithm_kwargs(self) -> dict[str, Any]:
-        """SB3 constructor arguments: the config's, with the task's discount factor by default."""
+        """SB3 constructor arguments: the config's, with the task's discount factor by default.
+
+        Returns:
+            Keyword arguments by name.
+        """
         return {**self.config.algorithm_kwargs, "gamma": self.gamma}
 
     def _env_options(self, split: str | None = None) -> dict[str, Any]:
@@ -109,7 +113,11 @@ class SB3Trainer(TrainerBase):
         return venv
 
     def get_env(self) -> Any:
-        """The training ``VecEnv`` (built on first use; ``VecNormalize`` outermost when enabled)."""
+        """The training ``VecEnv`` (built on first use; ``VecNormalize`` outermost when enabled).
+
+        Returns:
+            The training env.
+        """
         if self._train_env is None:
             self._train_env = self._build_train_env(self.config.seed)
         return self._train_env
@@ -121,6 +129,13 @@ class SB3Trainer(TrainerBase):
         A single Gymnasium env. ``objective=True`` drops a ``reward=`` override, so returns are the
         task's own objective (what the baselines table and ``normalized_score`` measure) whatever
         the agent trained on.
+
+        Args:
+            split: Date split of the evaluation episodes.
+            objective: Drop a ``reward=`` override (returns are the task's own, $ per episode).
+
+        Returns:
+            The evaluation env.
         """
         options = self._env_options(split)
         if objective:
@@ -181,6 +196,9 @@ class SB3Trainer(TrainerBase):
         last evaluation was at that step). The envs and the model are built before the folder is
         created, so a config that cannot run leaves nothing behind. Calling it again after the
         budget is reached returns at once.
+
+        Returns:
+            The run's result (run folder, steps, evaluations, why it stopped).
         """
         from stable_baselines3.common.callbacks import CallbackList
 
@@ -261,6 +279,12 @@ class SB3Trainer(TrainerBase):
         """The trained agent behind the benchmark policy interface (``act(obs, info)``).
 
         Sets torch's thread count to the config's ``torch_threads`` (small MLPs act fastest on one).
+
+        Args:
+            deterministic: Act with the policy's mode instead of sampling.
+
+        Returns:
+            A policy with ``reset()`` and ``act(obs, info)``.
         """
         from powerzoo.rl.sb3.policy import ModelPolicy
 
@@ -279,7 +303,14 @@ class SB3Trainer(TrainerBase):
     # ---- persistence ----------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Save the model(s), the normalisation statistics and the resolved config into folder
-        ``path``."""
+        ``path``.
+
+        Args:
+            path: Folder to write (created if missing).
+
+        Returns:
+            The folder written.
+        """
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         if self.model is None:
@@ -362,6 +393,12 @@ class SB3Trainer(TrainerBase):
         statistics, replay buffer, RNG state and evaluation history; ready to :meth:`train` on.
 
         A damaged checkpoint is named in a warning and the next newest is used.
+
+        Args:
+            run_dir: The run folder.
+
+        Returns:
+            This trainer.
         """
         run_dir = Path(run_dir)
         found = rd.CheckpointStore(run_dir).restore(self._read_checkpoint)

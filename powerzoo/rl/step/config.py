@@ -83,13 +83,24 @@ class StepTrainerConfig(BaseModel):
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
-        """Names of the config fields."""
+        """Names of the config fields.
+
+        Returns:
+            The field names, in declaration order.
+        """
         return tuple(cls.model_fields)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepTrainerConfig:
         """Build a config from a mapping; unknown keys or bad values raise ``ValueError`` naming the
-        field."""
+        field.
+
+        Args:
+            data: Config fields by name.
+
+        Returns:
+            The validated config.
+        """
         if not isinstance(data, Mapping):
             raise ValueError(
                 f"StepTrainerConfig.from_dict needs a mapping, got {type(data).__name__}"
@@ -107,7 +118,11 @@ class StepTrainerConfig(BaseModel):
             raise ValueError(_describe(err)) from None
 
     def to_dict(self) -> dict[str, Any]:
-        """The config as a plain dict (round-trips through :meth:`from_dict`)."""
+        """The config as a plain dict (round-trips through :meth:`from_dict`).
+
+        Returns:
+            Field name to value.
+        """
         return self.model_dump()
 
 

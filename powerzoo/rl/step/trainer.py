@@ -284,7 +284,11 @@ class StepTrainer:
             self._reset_eval()
 
     def render(self) -> Any:
-        """Render the env of the current mode now (what ``VecEnv.render()`` returns)."""
+        """Render the env of the current mode now (what ``VecEnv.render()`` returns).
+
+        Returns:
+            The env's ``render()`` result.
+        """
         venv = self.venv if self._mode == "train" else self.eval_venv
         return venv.render()
 

@@ -1,0 +1,74 @@
+"""The evaluations of a ``MAPPOTrainer`` run: one row per evaluation, and the best policy kept.
+
+The row (return, costs, per-agent returns, multipliers of ``-L`` runs) goes to the evaluation CSV
+and TensorBoard; the best evaluated policy is written to ``evaluation/best_policy.npz``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from powerzoo.fileio import write_json
+from powerzoo.rl import run_dir as rd
+
+__all__ = ["BEST_POLICY_FILE", "evaluate_now", "rank"]
+
+BEST_POLICY_FILE = "best_policy.npz"
+
+
+def evaluate_now(trainer: Any, eval_env: Any, days: list[int]) -> dict[str, Any]:
+    """Evaluate ``trainer`` (a ``MAPPOTrainer``) on ``days``; log the row, keep the best policy."""
+    from powerzoo.benchmarks.evaluation import evaluate_days
+    from powerzoo.rl.evaluation_log import evaluation_row, write_evaluation_csv
+
+    ev = trainer.config.evaluation
+    deterministic = True if ev is None else ev.deterministic
+    policy = trainer.policy(deterministic)
+    started = time.perf_counter()
+    summary = evaluate_days(policy, eval_env, days, seed=trainer.config.seed)
+    row = evaluation_row(summary, trainer.num_timesteps, time.perf_counter() - started)
+    row.update({f"return_{a}": v for a, v in summary.get("mean_agent_returns", {}).items()})
+    row.update(
+        {
+            f"lambda_{n}": float(v)
+            for n, v in zip(trainer.cost_names, trainer.learner.multipliers, strict=True)
+        }
+    )
+    if trainer.lagrangian:  # -L: fewer days over a budget first (as the budget-aware score)
+        row["days_over_budget"] = float(summary["over_budget_rate"])  # per-day budgets
+        row["feasible"] = row["days_over_budget"] == 0.0
+    best = max((rank(r) for r in trainer.evaluations), default=None)
+    row["new_best"] = best is None or rank(row) > best
+    trainer.evaluations.append(row)
+    eval_dir = trainer.run_dir / rd.EVAL_DIR
+    write_evaluation_csv(eval_dir, trainer.evaluations)
+    if row["new_best"]:
+        policy.save(eval_dir / BEST_POLICY_FILE)
+        write_json(
+            eval_dir / "best_model.json",
+            {
+                "timestep": row["timestep"],
+                "mean_return": row["mean_return"],
+                "day_ids": list(days),
+                "seed": trainer.config.seed,
+                "deterministic": deterministic,
+                "model": BEST_POLICY_FILE,
+            },
+        )
+    trainer._log(
+        {
+            f"eval/{k}": row[k]
+            for k in ("mean_return", "std_return", "mean_length", "violation_rate")
+        }
+    )
+    trainer._log({f"eval/cost_{n}": row[f"cost_{n}"] for n in summary["mean_costs"]})
+    trainer._write_state("running")
+    return row
+
+
+def rank(row: dict[str, Any]) -> tuple[float, float]:
+    """Order of evaluations for the best policy (``-L``): the smaller share of evaluated days
+    over a budget first (a mean cost within budget can hide such days), then return."""
+    over = row.get("days_over_budget", 0.0 if row.get("feasible", True) else 1.0)
+    return -float(over), float(row["mean_return"])
