@@ -9,11 +9,14 @@ clone's read-only inputs (``configs/``, ``campaigns/``) are linked into that dir
 example reads ``configs/battery_arbitrage.yaml`` as a user in the clone's root does.
 """
 
+import contextlib
+import io
 import os
 import sys
 from pathlib import Path
 
 import pytest
+from pytest_markdown_docs._runners import DefaultRunner, register_runner
 
 MARKDOWN_MARKER = "markdown-docs"
 REPO_ROOT = Path(__file__).resolve().parent
@@ -25,6 +28,26 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # Training examples use small networks: one BLAS / OpenMP thread each, as the tests do.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+@register_runner(default=True)
+class QuietRunner(DefaultRunner):
+    """pytest-markdown-docs' runner with the example's printed output kept, not written to the
+    terminal (the plugin runs examples with pytest's capture off); a failure report shows it."""
+
+    output: dict = {}
+
+    def runtest(self, test, args, *, asyncio_runner=None):
+        buffer = io.StringIO()
+        self.output[test] = buffer
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            super().runtest(test, args, asyncio_runner=asyncio_runner)
+        del self.output[test]
+
+    def repr_failure(self, test, excinfo, style=None):
+        report = super().repr_failure(test, excinfo, style)
+        printed = self.output.pop(test, io.StringIO()).getvalue()
+        return f"{report}\nOutput of the example:\n{printed}" if printed else report
 
 
 def _is_markdown_example(item: pytest.Item) -> bool:

@@ -40,7 +40,7 @@ GUIDE_PAGES = (
 # the text of a page not yet written
 STUB_TEXT = "This page is being written."
 # at least this many examples run, README and site together
-MIN_EXAMPLES = 30
+MIN_EXAMPLES = 20
 
 
 def _fence_info(path: Path) -> list[tuple[int, str, str]]:
