@@ -1,12 +1,14 @@
 """Settings for the examples of README.md and docs/, which pytest runs as tests.
 
 With ``--markdown-docs`` (set in pyproject.toml) every ```python fence of a Markdown file under
-the test paths is one test. A fence opts out with ``python notest`` (an illustrative snippet) and
-marks itself slow with ``python fixture:slow_example`` (deselected by ``-m "not slow"``). Each
-example runs in a fresh temporary working directory, so the ``results/`` and ``runs/`` folders it
-writes never land in the repository, with matplotlib on its file-only Agg backend. The
-clone's read-only inputs (``configs/``, ``campaigns/``) are linked into that directory, so an
-example reads ``configs/battery_arbitrage.yaml`` as a user in the clone's root does.
+the test paths is one test. A fence opts out with ``notest`` (an illustrative snippet) and marks
+itself slow with ``fixture:slow_example`` (deselected by ``-m "not slow"``): ```python notest in
+README.md, ```{.python notest} on a site page (the form MkDocs' superfences renders as code;
+``tests/docs/test_examples.py`` checks it). Each example runs in a fresh temporary working
+directory, so the ``results/`` and ``runs/`` folders it writes never land in the repository,
+with matplotlib on its file-only Agg backend. The clone's read-only inputs (``configs/``,
+``campaigns/``) are linked into that directory, so an example reads
+``configs/battery_arbitrage.yaml`` as a user in the clone's root does.
 """
 
 import contextlib
