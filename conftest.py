@@ -1,0 +1,89 @@
+"""Settings for the examples of README.md and docs/, which pytest runs as tests.
+
+With ``--markdown-docs`` (set in pyproject.toml) every ```python fence of a Markdown file under
+the test paths is one test. A fence opts out with ``notest`` (an illustrative snippet) and marks
+itself slow with ``fixture:slow_example`` (deselected by ``-m "not slow"``): ```python notest in
+README.md, ```{.python notest} on a site page (the form MkDocs' superfences renders as code;
+``tests/docs/test_examples.py`` checks it). Each example runs in a fresh temporary working
+directory, so the ``results/`` and ``runs/`` folders it writes never land in the repository,
+with matplotlib on its file-only Agg backend. The clone's read-only inputs (``configs/``,
+``campaigns/``) are linked into that directory, so an example reads
+``configs/battery_arbitrage.yaml`` as a user in the clone's root does.
+"""
+
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from pytest_markdown_docs._runners import DefaultRunner, register_runner
+
+MARKDOWN_MARKER = "markdown-docs"
+REPO_ROOT = Path(__file__).resolve().parent
+# folders of the clone an example may read by a relative path (never written by an example)
+SHARED_INPUTS = ("configs", "campaigns")
+
+# Examples draw figures on machines without a display; set before any import of matplotlib.
+os.environ.setdefault("MPLBACKEND", "Agg")
+# Training examples use small networks: one BLAS / OpenMP thread each, as the tests do.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+@register_runner(default=True)
+class QuietRunner(DefaultRunner):
+    """pytest-markdown-docs' runner with the example's printed output kept, not written to the
+    terminal (the plugin runs examples with pytest's capture off); a failure report shows it."""
+
+    output: dict = {}
+
+    def runtest(self, test, args, *, asyncio_runner=None):
+        buffer = io.StringIO()
+        self.output[test] = buffer
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            super().runtest(test, args, asyncio_runner=asyncio_runner)
+        del self.output[test]
+
+    def repr_failure(self, test, excinfo, style=None):
+        report = super().repr_failure(test, excinfo, style)
+        printed = self.output.pop(test, io.StringIO()).getvalue()
+        return f"{report}\nOutput of the example:\n{printed}" if printed else report
+
+
+def _is_markdown_example(item: pytest.Item) -> bool:
+    return item.get_closest_marker(MARKDOWN_MARKER) is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give the ``slow`` marker to every example that asks for the ``slow_example`` fixture."""
+    for item in items:
+        if "slow_example" in getattr(item, "fixturenames", ()) and _is_markdown_example(item):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def slow_example() -> None:
+    """Requested by a fence as ``python fixture:slow_example``: the example is marked slow."""
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _example_working_directory(request: pytest.FixtureRequest, tmp_path, monkeypatch):
+    """Run each Markdown example in its own empty directory, drawing on matplotlib's Agg."""
+    if not _is_markdown_example(request.node):
+        yield
+        return
+    for name in SHARED_INPUTS:
+        if (REPO_ROOT / name).is_dir():
+            (tmp_path / name).symlink_to(REPO_ROOT / name, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.switch_backend("Agg")
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
