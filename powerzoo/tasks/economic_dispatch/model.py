@@ -55,12 +55,14 @@ from powerzoo.physics.dc_power_flow import (
 from powerzoo.physics.dc_sparse import dc_factor
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
+from powerzoo.tasks.balancing import RegulationBand
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.economic_dispatch.layout import (
     FORECAST_STEPS,
     DispatchParams,
     _dispatch_spec,
     _ObsSlots,
+    regulation_price_of,
 )
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.transmission import (
@@ -161,6 +163,12 @@ class EconomicDispatch(Task):
         self._gen_bus_load_scale = self._gen_bus_load_share * load_scale
         # system load per calendar step
         self._system_load = self._demand * (self.case.total_load_mw * load_scale)
+        # the balancing settlement: a regulation band of a share of the split year's peak load
+        self.regulation = RegulationBand(
+            params.regulation_share * float(self._system_load.max()),
+            regulation_price_of(params, self.case),
+            params.imbalance_price_per_mwh,
+        )
         self._own_obs = self._own.astype(np.float32)
         self._time_obs = self._time_features(
             np.arange(self.spec.horizon + 1)
@@ -282,20 +290,20 @@ class EconomicDispatch(Task):
         total_load, overload_mw, loading, n_congested = self._network_terms(action, demand)
         total_generation = action.sum(axis=1)
         imbalance_mw = total_generation - total_load
-        imbalance_mwh = np.abs(imbalance_mw) * dt_h
+        balance = self.regulation.settle(imbalance_mw, dt_h)
         generation = (
             dispatch_cost(self.case, action, work=self._scratch("squares", action.shape)) * dt_h
         )
         overload_mvah = overload_mw * dt_h  # |S| = |P| under DC power flow
-        terms = np.empty(
-            (state.t.size, 3)
-        )  # filled column by column: cheaper than np.stack at small B
+        # filled column by column: cheaper than np.stack at small B
+        terms = np.empty((state.t.size, 4))
         terms[:, 0] = -generation
-        terms[:, 1] = -(imbalance_mwh * self.params.imbalance_price_per_mwh)
-        terms[:, 2] = -(overload_mvah * self.params.overload_penalty_per_mwh)
+        terms[:, 1] = -balance.imbalance_cost
+        terms[:, 2] = -balance.regulation_cost
+        terms[:, 3] = -(overload_mvah * self.params.overload_penalty_per_mwh)
         costs = np.empty((state.t.size, 2))
         costs[:, 0] = overload_mvah
-        costs[:, 1] = imbalance_mwh
+        costs[:, 1] = balance.imbalance_mwh  # beyond the regulation band
         new_state = DispatchState(state.day_id, state.t + 1, action.copy(), imbalance_mw)
         return new_state, StepOutput(
             reward=terms.sum(axis=1),
@@ -308,6 +316,7 @@ class EconomicDispatch(Task):
                 "total_generation_mw": total_generation,
                 "slack_p_mw": -imbalance_mw,  # balancing power the slack bus supplies
                 "imbalance_mw": imbalance_mw,
+                "regulation_mwh": balance.regulation_mwh,  # within the band
                 "generation_cost": generation,
                 "max_branch_loading": loading,
                 "n_congested_branches": n_congested,

@@ -64,6 +64,7 @@ class OpfParams(DispatchParams):
     n_areas: int = 8  # control areas (agents="area"), capped at the buses hosting units
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.agents not in AGENT_MODES:
             raise ValueError(f"agents must be one of {AGENT_MODES}, got {self.agents!r}")
         if int(self.n_areas) < 1:
@@ -137,7 +138,7 @@ def _opf_spec(case: NetworkCase, groups: ControlAreas, params: OpfParams) -> Tas
         agents=agents,
         observation=observation,
         action=action,
-        **dispatch_model_fields(params, 48),
+        **dispatch_model_fields(params, 48, case),
         obs_modes=("global",),
         obs_mode_specs={"global": observation},
         default_obs_mode="global",
