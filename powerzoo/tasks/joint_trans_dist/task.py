@@ -72,18 +72,23 @@ class JointTransDist(Task):
     block, the system block and every battery's SOC (mode ``global``); also ``local`` and
     ``local_plus_forecast``.
     ## Reward
-    One team reward, $ per step: ``-(generation cost + |imbalance| x 1,000 $/MWh + overload x
-    2,000 $/MWh + battery wear)`` plus, on the last step, the batteries' settlement.
+    One team reward, $ per step: ``-(generation + imbalance + regulation cost + overload x 2,000
+    $/MWh + battery wear)`` plus, on the last step, the batteries' settlement. The mismatch within
+    the regulation band (1 % of the split year's peak load: 11.0 MW) is settled at 2 x the units'
+    highest marginal cost (80 $/MWh), beyond it at 1,000 $/MWh.
     ## Costs
-    ``thermal_overload``, ``power_imbalance``, ``voltage_violation``, ``feeder_thermal_overload``,
-    ``soc_violation``; budgets per day x the episode's days.
+    ``thermal_overload``, ``power_imbalance`` (MWh beyond the band; ``info["regulation_mwh"]``
+    within it), ``voltage_violation``, ``feeder_thermal_overload``, ``soc_violation``; budgets per
+    day x the episode's days.
     ## Starting state
     Batteries at SOC 0.5, generators' last output 0, at 00:00 of the split day.
     ## Episode end
     Truncated at the horizon (48 steps; 336 on the week preset); no early termination.
     ## Arguments
     ``load_scale``, ``feeder_load_scale``, ``imbalance_price_per_mwh``,
-    ``overload_penalty_per_mwh``, ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``.
+    ``overload_penalty_per_mwh``, ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``,
+    ``regulation_share`` (0.01), ``regulation_price_per_mwh`` (``None``: 2 x the highest marginal
+    cost).
     """
 
     task_id: ClassVar[str] = "joint_trans_dist"

@@ -79,12 +79,13 @@ class UnitCommitment(Task):
 
     ## Reward
     $ per step: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh + line
-    overload x 2,000 $/MWh)``.
+    overload x 2,000 $/MWh)``; ``marl_uc`` settles the mismatch within a regulation band (1 % of
+    the split year's peak load, 10.9 MW) at 80 $/MWh (2 x the highest marginal cost) apart.
 
     ## Costs
     ``thermal_overload`` (MVAh above the ratings), ``reserve_shortfall`` (MWh of 10-minute reserve
     short of 10 % of the load, and on ``tso`` of the largest unit's output), ``power_imbalance``
-    (MWh).
+    (MWh; ``marl_uc``: beyond the band, ``info["regulation_mwh"]`` within it).
 
     ## Starting state
     The units a priority list commits for the first step's load plus reserve are on, free to
@@ -94,7 +95,8 @@ class UnitCommitment(Task):
     Truncated after 48 steps (one day); no early termination.
 
     ## Arguments
-    ``load_scale`` (1.1).
+    ``load_scale`` (1.1); ``marl_uc`` also ``regulation_share`` (0.01) and
+    ``regulation_price_per_mwh`` (``None``: 2 x the highest marginal cost).
 
     ## Baselines
     Random; rule = priority-list commitment for the load plus reserve within the minimum times,
@@ -104,11 +106,9 @@ class UnitCommitment(Task):
 
     task_id: str = ""
     case_name: str = ""
-    # True: setpoints balanced by headroom (tso); False: mismatch to the slack
-    balance: bool = False
+    balance: bool = False  # True: setpoints balanced by headroom (tso); False: to the slack
     # True: the reserve requirement also covers the largest unit's output (N-1; tso)
     contingency_reserve: bool = False
-
     Params = UCParams
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
@@ -131,9 +131,8 @@ class UnitCommitment(Task):
         ptdf = ptdf_matrix(self.case)
         limited = self.case.limited_branches
         self.limited = limited
-        self.gen_flow = np.ascontiguousarray(
-            (gen_bus_matrix(self.case) @ ptdf.T)[:, limited]
-        )  # [n, n_lim]
+        # [n, n_lim]
+        self.gen_flow = np.ascontiguousarray((gen_bus_matrix(self.case) @ ptdf.T)[:, limited])
         self.load_flow_pu = self.bus_load_scale @ ptdf.T[:, limited]  # [n_lim] per unit of demand
         self.rating = self.case.branch_rate_a_mw[limited]
         self._inv_rating = 1.0 / self.rating
@@ -162,9 +161,8 @@ class UnitCommitment(Task):
         """Where the unit fields sit in the observation (subclasses)."""
 
     def _regulation_band(self, peak_load_mw: float) -> RegulationBand:
-        """The balancing settlement (:mod:`powerzoo.tasks.balancing`) at ``peak_load_mw``: no
-        band here (``tso``: its committed units already balance what their bounds allow, so
-        every MWh left is a balance violation at the imbalance price)."""
+        """No regulation band (``tso``: the committed units' headroom already balanced what it
+        could, so every MWh left is a violation at the imbalance price)."""
         return RegulationBand(0.0, 0.0, IMBALANCE_PRICE)
 
     @classmethod
@@ -380,9 +378,10 @@ class UnitCommitment(Task):
 
 class MarlUc(UnitCommitment):
     """Preset ``marl_uc``: five unit agents on the PJM 5-bus case. The clipped setpoints are applied
-    as they are and the mismatch goes to the slack bus (``power_imbalance``, priced in the reward);
-    the reserve requirement is 10 % of the load (no N-1 term: no commitment of this fleet could
-    cover the loss of its 520 or 600 MW unit). The reward is shared by the five agents.
+    as they are and the slack bus takes the mismatch (within the regulation band at the regulation
+    price, beyond it ``power_imbalance``, priced in the reward); the reserve requirement is 10 % of
+    the load (no N-1 term: no commitment of this fleet could cover the loss of its 520 or 600 MW
+    unit). The reward is shared by the five agents.
     """
 
     task_id = "marl_uc"
