@@ -202,7 +202,11 @@ def _arguments_table(name: str) -> Any:
     rows = []
     for key in keywords:
         value = getattr(params, key, None)
-        shown = repr(value) if isinstance(value, int | float | str | bool | tuple) else "(nested)"
+        shown = (
+            repr(value)
+            if isinstance(value, int | float | str | bool | tuple | None)
+            else "(nested)"
+        )
         rows.append([f"`{key}`", f"`{shown}`" if shown != "(nested)" else shown])
     return (["keyword", "default"], rows)
 

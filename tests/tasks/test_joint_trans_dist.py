@@ -155,12 +155,13 @@ def test_selling_the_initial_energy_is_not_a_free_lunch(task):
     dump[:2] = 0.5  # two half-hours at full power: 0.5 MWh delivered of each 0.4 MWh surplus
     idle_return, idle_terms = _team_return(task, 0, idle)
     dump_return, dump_terms = _team_return(task, 0, dump)
-    assert idle_terms[4] == 0.0  # idle batteries settle nothing
-    assert dump_terms[4] < 0.0  # the emptied batteries pay for their deficit
+    settle = task.spec.reward_terms.index("battery_settlement")
+    assert idle_terms[settle] == 0.0  # idle batteries settle nothing
+    assert dump_terms[settle] < 0.0  # the emptied batteries pay for their deficit
     m = float(task.settlement_price(np.array([0]))[0])
     stored = (0.1 - 0.5) * task.params.energy_mwh  # each battery ends at its floor
     expected = 3 * settlement_value(np.array([stored]), m, 0.95, 0.95, 15.0)[0]
-    assert dump_terms[4] == pytest.approx(expected)
+    assert dump_terms[settle] == pytest.approx(expected)
     assert dump_return < idle_return
 
 

@@ -38,7 +38,8 @@ def test_dc_task_charges_x_mva_over_one_step_as_x_times_dt():
     _, out = task.step(state, dispatch, None)
     assert task.spec.dt_h == 0.5
     assert out.constraint_costs[0, 0] == pytest.approx(x_mva * task.spec.dt_h)
-    assert -out.reward_terms[0, 2] == pytest.approx(2000.0 * x_mva * task.spec.dt_h)
+    overload_cost = task.spec.reward_terms.index("overload_cost")
+    assert -out.reward_terms[0, overload_cost] == pytest.approx(2000.0 * x_mva * task.spec.dt_h)
 
 
 def test_feeder_task_charges_x_mva_over_one_step_as_x_times_dt():

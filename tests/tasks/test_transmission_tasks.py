@@ -65,8 +65,13 @@ def test_power_balance_costs_and_all_units_at_pmax():
     assert out.info["imbalance_mw"][0] == pytest.approx(surplus)
     # balance: generation + slack = load
     assert out.info["total_generation_mw"][0] + out.info["slack_p_mw"][0] == pytest.approx(load)
-    assert out.constraint_costs[0, 1] == pytest.approx(surplus * 0.5)  # MWh over 30 min
-    assert -out.reward_terms[0, 1] == pytest.approx(surplus * 0.5 * 1000.0)
+    # the regulation band (1 % of the year's peak load) absorbs 10.95 MW of it at 80 $/MWh; the
+    # rest is the power_imbalance cost (MWh over 30 min), settled at 1,000 $/MWh
+    band = task.regulation.band_mw
+    assert band == pytest.approx(10.9477, abs=1e-4)
+    assert out.constraint_costs[0, 1] == pytest.approx((surplus - band) * 0.5)
+    assert -out.reward_terms[0, 1] == pytest.approx((surplus - band) * 0.5 * 1000.0)
+    assert -out.reward_terms[0, 2] == pytest.approx(band * 0.5 * 80.0)
     # generation cost of all units at Pmax: sum c1 * Pmax (case5 costs are linear) for 30 min
     assert -out.reward_terms[0, 0] == pytest.approx(
         (np.array([14, 15, 30, 40, 10]) * task.case.gen_pmax_mw).sum() * 0.5
@@ -113,22 +118,27 @@ def test_case5_oracle_beats_rule_beats_random_on_the_default_return():
 
 @pytest.mark.parametrize("task_name", ["marl_opf", "opf_118"])
 def test_the_default_reward_prices_line_overloads(task_name):
-    """The reward is -(generation + imbalance + overload cost), the overload at 2,000 $ per MVAh
-    (= MWh under DC power flow) of flow above the ratings: the network-blind merit order, which
-    overloads lines, earns less than its generation cost alone would say."""
+    """The reward is -(generation + imbalance + regulation + overload cost), the overload at 2,000
+    $ per MVAh (= MWh under DC power flow) of flow above the ratings: the network-blind merit
+    order, which overloads lines, earns less than its generation cost alone would say."""
     from powerzoo.tasks.transmission import OVERLOAD_PRICE_PER_MWH
 
     task = make_task(task_name, "load_stress")
-    assert task.spec.reward_terms == ("generation_cost", "imbalance_cost", "overload_cost")
+    assert task.spec.reward_terms == (
+        "generation_cost",
+        "imbalance_cost",
+        "regulation_cost",
+        "overload_cost",
+    )
     state = task.reset(np.random.default_rng(0), np.arange(4))
     priced = 0.0
     for _ in range(task.spec.horizon):
         dispatch = task.merit_order_dispatch(task.bus_load_mw(state).sum(axis=1))
         state, out = task.step(state, dispatch, None)
         overload_mvah = out.constraint_costs[:, 0]
-        np.testing.assert_allclose(-out.reward_terms[:, 2], OVERLOAD_PRICE_PER_MWH * overload_mvah)
+        np.testing.assert_allclose(-out.reward_terms[:, 3], OVERLOAD_PRICE_PER_MWH * overload_mvah)
         np.testing.assert_allclose(out.reward, out.reward_terms.sum(axis=1))
-        priced += -out.reward_terms[:, 2].sum()
+        priced += -out.reward_terms[:, 3].sum()
     assert priced > 0.0
 
 

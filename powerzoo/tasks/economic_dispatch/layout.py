@@ -9,6 +9,11 @@ from typing import Any
 
 from powerzoo.data import calendar
 from powerzoo.physics.network import NetworkCase
+from powerzoo.tasks.balancing import (
+    REGULATION_SHARE,
+    check_regulation_keywords,
+    regulation_price,
+)
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
 from powerzoo.tasks.transmission import (
     BASE_LOAD_SCALE,
@@ -27,31 +32,55 @@ class DispatchParams:
 
     # bus loads = the case's published base load x this x demand_pu
     load_scale: float = BASE_LOAD_SCALE
-    # $/MWh settling the slack bus's balancing energy, 25x the mean price
+    # $/MWh settling the slack bus's energy beyond the regulation band, 25x the mean price
     imbalance_price_per_mwh: float = 1000.0
     # $ per MWh (= MVAh) of line overload, in the reward and the oracle's soft line limits
     overload_penalty_per_mwh: float = OVERLOAD_PRICE_PER_MWH
+    # regulation band = this x the peak system load of the split's data year (MW)
+    regulation_share: float = REGULATION_SHARE
+    # $/MWh settling the slack's energy within the band; None: 2 x the units' highest marginal
+    # cost, capped at the imbalance price (powerzoo.tasks.balancing)
+    regulation_price_per_mwh: float | None = None
+
+    def __post_init__(self) -> None:
+        check_regulation_keywords(self.regulation_share, self.regulation_price_per_mwh)
 
 
-def dispatch_model_fields(params: DispatchParams, horizon: int) -> dict[str, Any]:
+def regulation_price_of(params: DispatchParams, case: NetworkCase) -> float:
+    """The regulation price ($/MWh) of ``params`` on ``case``: the keyword, else
+    :func:`~powerzoo.tasks.balancing.default_regulation_price` of the case's units in service."""
+    return regulation_price(
+        marginal_cost_per_mwh(case)[case.gen_in_service],
+        params.imbalance_price_per_mwh,
+        params.regulation_price_per_mwh,
+    )
+
+
+def dispatch_model_fields(
+    params: DispatchParams, horizon: int, case: NetworkCase
+) -> dict[str, Any]:
     """The :class:`~powerzoo.tasks.spec.TaskSpec` fields every dispatch task shares (``marl_opf``,
-    ``opf_118``, ``opf_118_7d``, ``opf``): horizon and step, splits, reward terms, costs with their
-    per-episode budgets (1 MVAh and 1 MWh a day, times the episode's days), baselines."""
+    ``opf_118``, ``opf_118_7d``, ``opf``) on ``case``: horizon and step, splits, reward terms,
+    costs with their per-episode budgets (1 MVAh and 1 MWh a day, times the episode's days),
+    baselines."""
     days = horizon * STEP_MINUTES / (24 * 60)
     return {
         "horizon": horizon,
         "step_minutes": STEP_MINUTES,
         "splits": calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
-        "reward_terms": ("generation_cost", "imbalance_cost", "overload_cost"),
+        "reward_terms": ("generation_cost", "imbalance_cost", "regulation_cost", "overload_cost"),
         "reward_doc": (
-            f"-(generation cost + |imbalance| x {params.imbalance_price_per_mwh:g} $/MWh + line "
-            f"overload x {params.overload_penalty_per_mwh:g} $/MWh) per step ($), shared by all "
-            "agents"
+            "-(generation cost + |imbalance| beyond the regulation band "
+            f"({100 * params.regulation_share:g} % of the peak load) x "
+            f"{params.imbalance_price_per_mwh:g} $/MWh + |imbalance| within it x "
+            f"{regulation_price_of(params, case):g} $/MWh + line overload x "
+            f"{params.overload_penalty_per_mwh:g} $/MWh) per step ($), shared by all agents"
         ),
         **cmdp_fields(
             (
                 ("thermal_overload", "MVAh", 1.0 * days, None),  # in the reward (overload price)
-                ("power_imbalance", "MWh", 1.0 * days, None),  # in the reward (imbalance price)
+                # beyond the regulation band; in the reward (imbalance price)
+                ("power_imbalance", "MWh", 1.0 * days, None),
             )
         ),
         "baselines": ("random", "rule_based", "oracle"),
@@ -122,7 +151,7 @@ def _dispatch_spec(
             low=tuple(case.gen_pmin_mw.tolist()),
             high=tuple(case.gen_pmax_mw.tolist()),
         ),
-        **dispatch_model_fields(params, horizon),
+        **dispatch_model_fields(params, horizon, case),
         obs_modes=("global", "local", "local_plus_forecast"),
         obs_mode_specs={"global": glob, "local": local, "local_plus_forecast": forecast},
         default_obs_mode="global",

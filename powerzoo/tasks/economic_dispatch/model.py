@@ -10,8 +10,16 @@ Model
   ``load_mw = bus_pd_mw * demand_pu(t) * 1.1`` (the case's base load at about 91 % of the annual
   peak), 30-minute steps.
 * Physics: DC power flow through the case's PTDF. The mismatch ``sum(p) - load`` is taken by
-  the slack bus and settled at ``imbalance_price`` (1,000 $/MWh, either sign).
-* Reward (shared by all agents): ``-(generation cost + imbalance cost + overload cost)`` in $
+  the slack bus in the flows, whole.
+* Balancing settlement (:mod:`powerzoo.tasks.balancing`): regulation reserve absorbs a mismatch
+  up to the band ``R = regulation_share x peak load`` (1 % of the split year's peak system load:
+  10.9 MW on case5, 46.4 MW on case118, test split), settled at ``regulation_price_per_mwh``
+  (default 2 x the units' highest marginal cost: 80 $/MWh on case5, 560 $/MWh on case118, so
+  lowering any unit's output inside the band never pays); the part beyond ``R`` is the
+  ``power_imbalance`` cost, settled at ``imbalance_price`` (1,000 $/MWh), either sign. Before
+  this band every MW of mismatch was a violation: the 1 MWh/day budget then asked every unit's
+  output to be right to about 0.01 % (``benchmarks/imbalance_precision.py``).
+* Reward (shared by all agents): ``-(generation + imbalance + regulation + overload cost)`` in $
   per step, with generation cost from the case's polynomial costs times ``dt`` and overload cost
   = ``thermal_overload`` x ``overload_penalty_per_mwh`` (2,000 $/MWh, PJM's default
   transmission-constraint penalty factor; ISOs clear their markets with 1,000-3,500 $/MWh), so
@@ -19,8 +27,8 @@ Model
 * Costs: ``thermal_overload`` (MVAh: overload energy above the ratings summed over branches,
   ``sum_k max(|S_k| - S_rated_k, 0) x dt``; under DC power flow ``|S| = |P|``, so MVAh = MWh;
   kept as a CMDP cost as well as priced in the reward) and ``power_imbalance``
-  (MWh = |mismatch| x dt); budgets 1 MVAh and 1 MWh a day, times the episode's days (7 on
-  ``opf_118_7d``).
+  (MWh = ``max(|mismatch| - R, 0) x dt``); budgets 1 MVAh and 1 MWh a day, times the episode's
+  days (7 on ``opf_118_7d``). ``info["regulation_mwh"]``: the energy within the band.
 * Line limits: case5 keeps its published ratings (400 MW on 1-2, 240 MW on 4-5). pandapower's
   case118 rates every branch at 9,900 MW, so congestion could never occur; its branches are
   rated by voltage class from published conductor data (138 kV lines at up to 216.8 MVA, 345 kV
@@ -55,12 +63,14 @@ from powerzoo.physics.dc_power_flow import (
 from powerzoo.physics.dc_sparse import dc_factor
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
+from powerzoo.tasks.balancing import RegulationBand
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.economic_dispatch.layout import (
     FORECAST_STEPS,
     DispatchParams,
     _dispatch_spec,
     _ObsSlots,
+    regulation_price_of,
 )
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.transmission import (
@@ -98,8 +108,10 @@ class EconomicDispatch(Task):
     from published conductor data, so its dispatch is congested.
 
     ## Model
-    DC power flow through the case's PTDF. The mismatch ``sum(p) - load`` is taken by the slack bus
-    and settled at 1,000 $/MWh either sign. Line overload is priced at 2,000 $/MWh (PJM's default
+    DC power flow through the case's PTDF; the slack bus takes the whole mismatch ``sum(p) - load``.
+    Regulation reserve absorbs it up to a band of 1 % of the split year's peak load (10.9 MW on
+    case5, 46.4 MW on case118), as automatic generation control does; only the energy beyond the
+    band is a balance violation. Line overload is priced at 2,000 $/MWh (PJM's default
     transmission-constraint penalty factor), so the reward's optimum is the network-aware DC-OPF,
     not the network-blind merit order.
 
@@ -112,13 +124,16 @@ class EconomicDispatch(Task):
     output; ``local_plus_forecast``: ``local`` + the system load of the next 4 steps.
 
     ## Reward
-    Shared by all agents, $ per step: ``-(generation cost + imbalance cost + overload cost)`` with
-    the case's polynomial costs x ``dt``.
+    Shared by all agents, $ per step: ``-(generation + imbalance + regulation + overload cost)``
+    with the case's polynomial costs x ``dt``; the mismatch within the band is settled at the
+    regulation price (2 x the units' highest marginal cost: 80 $/MWh on case5, 560 on case118, so
+    under-generating never pays), beyond it at 1,000 $/MWh.
 
     ## Costs
     ``thermal_overload`` (MVAh above the ratings summed over branches; under DC flow MVAh = MWh)
-    and ``power_imbalance`` (MWh = |mismatch| x dt); budgets 1 MVAh and 1 MWh a day, times the
-    episode's days.
+    and ``power_imbalance`` (MWh beyond the regulation band, ``max(|mismatch| - R, 0) x dt``);
+    budgets 1 MVAh and 1 MWh a day, times the episode's days. ``info["regulation_mwh"]``: the
+    energy within the band.
 
     ## Starting state
     Every unit's last output 0 and no imbalance, at 00:00 of the split day.
@@ -128,7 +143,8 @@ class EconomicDispatch(Task):
 
     ## Arguments
     ``load_scale`` (1.1), ``imbalance_price_per_mwh`` (1,000), ``overload_penalty_per_mwh``
-    (2,000).
+    (2,000), ``regulation_share`` (0.01), ``regulation_price_per_mwh`` (``None``: 2 x the highest
+    marginal cost).
 
     ## Baselines
     Random; merit order (units loaded cheapest first to meet the load) with congestion relief by
@@ -161,6 +177,12 @@ class EconomicDispatch(Task):
         self._gen_bus_load_scale = self._gen_bus_load_share * load_scale
         # system load per calendar step
         self._system_load = self._demand * (self.case.total_load_mw * load_scale)
+        # the balancing settlement: a regulation band of a share of the split year's peak load
+        self.regulation = RegulationBand(
+            params.regulation_share * float(self._system_load.max()),
+            regulation_price_of(params, self.case),
+            params.imbalance_price_per_mwh,
+        )
         self._own_obs = self._own.astype(np.float32)
         self._time_obs = self._time_features(
             np.arange(self.spec.horizon + 1)
@@ -282,20 +304,20 @@ class EconomicDispatch(Task):
         total_load, overload_mw, loading, n_congested = self._network_terms(action, demand)
         total_generation = action.sum(axis=1)
         imbalance_mw = total_generation - total_load
-        imbalance_mwh = np.abs(imbalance_mw) * dt_h
+        balance = self.regulation.settle(imbalance_mw, dt_h)
         generation = (
             dispatch_cost(self.case, action, work=self._scratch("squares", action.shape)) * dt_h
         )
         overload_mvah = overload_mw * dt_h  # |S| = |P| under DC power flow
-        terms = np.empty(
-            (state.t.size, 3)
-        )  # filled column by column: cheaper than np.stack at small B
+        # filled column by column: cheaper than np.stack at small B
+        terms = np.empty((state.t.size, 4))
         terms[:, 0] = -generation
-        terms[:, 1] = -(imbalance_mwh * self.params.imbalance_price_per_mwh)
-        terms[:, 2] = -(overload_mvah * self.params.overload_penalty_per_mwh)
+        terms[:, 1] = -balance.imbalance_cost
+        terms[:, 2] = -balance.regulation_cost
+        terms[:, 3] = -(overload_mvah * self.params.overload_penalty_per_mwh)
         costs = np.empty((state.t.size, 2))
         costs[:, 0] = overload_mvah
-        costs[:, 1] = imbalance_mwh
+        costs[:, 1] = balance.imbalance_mwh  # beyond the regulation band
         new_state = DispatchState(state.day_id, state.t + 1, action.copy(), imbalance_mw)
         return new_state, StepOutput(
             reward=terms.sum(axis=1),
@@ -308,6 +330,7 @@ class EconomicDispatch(Task):
                 "total_generation_mw": total_generation,
                 "slack_p_mw": -imbalance_mw,  # balancing power the slack bus supplies
                 "imbalance_mw": imbalance_mw,
+                "regulation_mwh": balance.regulation_mwh,  # within the band
                 "generation_cost": generation,
                 "max_branch_loading": loading,
                 "n_congested_branches": n_congested,

@@ -2,9 +2,11 @@
 
 ``make_env("opf", case="case2869pegase", num_envs=256)`` dispatches that network for a day in
 half-hours, with the model of ``marl_opf`` / ``opf_118`` (:mod:`powerzoo.tasks.economic_dispatch`:
-calendar load shape times the case's bus loads, DC power flow, reward ``-(generation cost +
-imbalance cost + overload cost)`` in $, costs ``thermal_overload`` and ``power_imbalance`` with
-budgets of 1 MVAh and 1 MWh a day). What differs:
+calendar load shape times the case's bus loads, DC power flow, reward ``-(generation + imbalance
++ regulation + overload cost)`` in $, the mismatch within a regulation band of 1 % of the peak
+load settled at 2 x the units' highest marginal cost (:mod:`powerzoo.tasks.balancing`), costs
+``thermal_overload`` and ``power_imbalance`` (beyond the band) with budgets of 1 MVAh and 1 MWh a
+day). What differs:
 
 * **Any case** (``case=``, default ``"case118"``): the names of
   :func:`powerzoo.physics.cases.load_case`. Cases up to 1,000 buses step on dense shift factors,
@@ -64,6 +66,7 @@ class OpfParams(DispatchParams):
     n_areas: int = 8  # control areas (agents="area"), capped at the buses hosting units
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.agents not in AGENT_MODES:
             raise ValueError(f"agents must be one of {AGENT_MODES}, got {self.agents!r}")
         if int(self.n_areas) < 1:
@@ -137,7 +140,7 @@ def _opf_spec(case: NetworkCase, groups: ControlAreas, params: OpfParams) -> Tas
         agents=agents,
         observation=observation,
         action=action,
-        **dispatch_model_fields(params, 48),
+        **dispatch_model_fields(params, 48, case),
         obs_modes=("global",),
         obs_mode_specs={"global": observation},
         default_obs_mode="global",
@@ -167,10 +170,14 @@ class Opf(EconomicDispatch):
     slots).
 
     ## Reward
-    Shared, $ per step: ``-(generation cost + imbalance cost + overload cost)``, as ``marl_opf``.
+    Shared, $ per step: ``-(generation + imbalance + regulation + overload cost)``, as
+    ``marl_opf``: the mismatch within the regulation band (1 % of the split year's peak load;
+    46.4 MW on case118) at 2 x the units' highest marginal cost (560 $/MWh on case118), beyond it
+    at 1,000 $/MWh.
 
     ## Costs
-    ``thermal_overload`` (MVAh) and ``power_imbalance`` (MWh), budgets 1 MVAh and 1 MWh a day.
+    ``thermal_overload`` (MVAh) and ``power_imbalance`` (MWh beyond the regulation band), budgets
+    1 MVAh and 1 MWh a day; ``info["regulation_mwh"]``: the energy within the band.
 
     ## Starting state
     Every unit's last output 0 and no imbalance, at 00:00 of the split day.
@@ -181,7 +188,8 @@ class Opf(EconomicDispatch):
     ## Arguments
     ``case`` (a case name of ``powerzoo.physics.cases.load_case``), ``agents`` (``"area"`` or
     ``"unit"``), ``n_areas`` (8), and the dispatch keywords ``load_scale``,
-    ``imbalance_price_per_mwh``, ``overload_penalty_per_mwh``.
+    ``imbalance_price_per_mwh``, ``overload_penalty_per_mwh``, ``regulation_share``,
+    ``regulation_price_per_mwh``.
 
     ## Baselines
     Random; the merit order with PTDF redispatch on cases up to 1,000 buses, the network-blind merit

@@ -8,7 +8,11 @@ Model (multi-agent, 30-minute steps, 48 or 336 per episode)
   on 3-4) under DC power flow, bus loads = the case's base load x ``load_scale = 1.1`` x the
   calendar load shape ``demand_pu``, as ``marl_opf``. Agents ``gen_0..gen_4`` (group
   ``transmission``): each unit's output ``p_mw`` in ``[Pmin, Pmax]``. The slack bus takes the
-  mismatch ``sum(p) - load``, settled at 1,000 $/MWh either sign (``power_imbalance``).
+  mismatch ``sum(p) - load`` in the flows; regulation reserve absorbs it up to a band of 1 % of
+  the split year's peak load, feeder heads included (11.0 MW; 46.4 MW on
+  ``joint_trans_dist_118``), settled at 2 x the units' highest marginal cost (80 $/MWh; 560 on
+  case118: under-generating never pays), and the energy beyond the band is ``power_imbalance``,
+  settled at 1,000 $/MWh either sign (:mod:`powerzoo.tasks.balancing`).
 * Distribution: the IEEE 33-bus feeder ``case33bw`` hung at transmission bus 3 (0-based; the
   400 MW bus), its bus loads = its base load x ``feeder_load_scale = 0.75`` x the same
   ``demand_pu``, with an exact AC power flow per step (:class:`powerzoo.tasks.feeder.
@@ -30,18 +34,21 @@ Model (multi-agent, 30-minute steps, 48 or 336 per episode)
   the demand across a unit's capacity. case5's marginal costs are 10, 14, 15, 30 and 40 $/MWh,
   so the price is 10-30 $/MWh over the year: a round trip (90 % efficient, 30 $/MWh of wear)
   never pays, and the batteries' work here is the feeder's voltage band.
-* Reward (one team reward, the system's cost in $ per step): ``-(generation cost + |imbalance|
-  x 1,000 $/MWh + transmission overload x 2,000 $/MWh + battery wear)`` and, on the last step,
+* Reward (one team reward, the system's cost in $ per step): ``-(generation cost + imbalance
+  cost (beyond the band, 1,000 $/MWh) + regulation cost (within it) + transmission overload x
+  2,000 $/MWh + battery wear)`` and, on the last step,
   the settlement of the batteries' stored energy against their start at the episode's mean
   expected boundary price (:func:`powerzoo.devices.battery.settlement_value`: a surplus as sold
   through the battery, a deficit as bought back). The feeder's losses are part of the head
   power the generators serve, so they are paid for in the generation cost. Per-side terms in
-  ``info``: ``transmission_cost`` (generation + imbalance + overload, $), ``boundary_payment``
+  ``info``: ``transmission_cost`` (generation + imbalance + regulation + overload, $),
+  ``regulation_mwh`` (the mismatch's energy within the band), ``boundary_payment``
   (price x head energy: what the feeder pays the transmission side), ``battery_revenue`` (price
   x net discharged energy), ``loss_cost`` (price x loss energy) and ``distribution_profit``
   (battery revenue - wear - loss cost + settlement); the payments cancel in the team reward.
 * Costs (all selected), budgets per day x the episode's days: ``thermal_overload`` (MVAh of
-  transmission overload, 1/day), ``power_imbalance`` (MWh, 1/day), ``voltage_violation`` (p.u.
+  transmission overload, 1/day), ``power_imbalance`` (MWh beyond the regulation band, 1/day),
+  ``voltage_violation`` (p.u.
   outside [0.95, 1.05] summed over the feeder buses, per step; 0.2/day),
   ``feeder_thermal_overload`` (MVAh above the feeder's line ratings, 0.25/day),
   ``soc_violation`` (MWh asked beyond the SOC bounds, 0.5/day).

@@ -257,13 +257,15 @@ class JointTransDist118(JointTransDist):
     expected price of the next 4 steps.
 
     ## Reward
-    One team reward, $ per step, as ``joint_trans_dist``: ``-(generation cost + |imbalance| x
-    1,000 $/MWh + overload x 2,000 $/MWh + battery wear)`` plus the batteries' settlement on the
-    last step. Every feeder's batteries are paid the system's merit-order price.
+    One team reward, $ per step, as ``joint_trans_dist``: ``-(generation + imbalance + regulation
+    cost + overload x 2,000 $/MWh + battery wear)`` plus the batteries' settlement on the last
+    step: the mismatch within the regulation band (1 % of the split year's peak load: 46.4 MW) at
+    2 x the units' highest marginal cost (560 $/MWh), beyond it at 1,000 $/MWh. Every feeder's
+    batteries are paid the system's merit-order price.
 
     ## Costs
-    As ``joint_trans_dist``: ``thermal_overload``, ``power_imbalance``, ``voltage_violation``,
-    ``feeder_thermal_overload``, ``soc_violation``.
+    As ``joint_trans_dist``: ``thermal_overload``, ``power_imbalance`` (beyond the regulation
+    band), ``voltage_violation``, ``feeder_thermal_overload``, ``soc_violation``.
 
     ## Starting state
     Batteries at SOC 0.5, units' last output 0, at 00:00 of the split day.
@@ -274,7 +276,8 @@ class JointTransDist118(JointTransDist):
     ## Arguments
     ``n_areas`` (6) and the keywords of ``joint_trans_dist``: ``load_scale``,
     ``feeder_load_scale``, ``imbalance_price_per_mwh``, ``overload_penalty_per_mwh``,
-    ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``.
+    ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``, ``regulation_share``,
+    ``regulation_price_per_mwh``.
 
     ## Baselines
     Random; rule-based (time-of-use batteries and the congestion-aware merit order against the

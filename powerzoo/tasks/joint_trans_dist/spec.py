@@ -4,19 +4,27 @@ observation fields. The model is described in :mod:`powerzoo.tasks.joint_trans_d
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
 
 from powerzoo.data import calendar
+from powerzoo.data.profiles import get_profiles
 from powerzoo.physics.cases import NetworkCase
-from powerzoo.tasks.feeder import grid_cost_rows
+from powerzoo.tasks.balancing import REGULATION_SHARE, check_regulation_keywords, regulation_price
+from powerzoo.tasks.feeder import FeederModel, grid_cost_rows
 from powerzoo.tasks.feeder_observation import FeederSlots, price_forecast_fields
 from powerzoo.tasks.spec import AgentGroup, TaskSpec, VectorSpec, cmdp_fields, mode_spec_fields
-from powerzoo.tasks.transmission import BASE_LOAD_SCALE, OVERLOAD_PRICE_PER_MWH
+from powerzoo.tasks.transmission import (
+    BASE_LOAD_SCALE,
+    OVERLOAD_PRICE_PER_MWH,
+    marginal_cost_per_mwh,
+)
 
 __all__ = [
     "merit_order_price",
+    "idle_tables",
     "FeederHookup",
     "JointParams",
     "Slots",
@@ -49,7 +57,7 @@ class JointParams:
     load_scale: float = BASE_LOAD_SCALE
     # feeder bus loads = the feeder case's base load x this x demand_pu (as marl_der_arbitrage)
     feeder_load_scale: float = 0.75
-    # $/MWh settling the slack bus's balancing energy (either sign)
+    # $/MWh settling the slack bus's energy beyond the regulation band (either sign)
     imbalance_price_per_mwh: float = 1000.0
     # $ per MWh (= MVAh) of transmission line overload, in the reward and the oracle
     overload_penalty_per_mwh: float = OVERLOAD_PRICE_PER_MWH
@@ -60,6 +68,12 @@ class JointParams:
     tou_steps: int = 8
     # the oracle plans the feeder voltages in [0.95 + m, 1.05 - m] p.u.
     oracle_margin_pu: float = 0.002
+    # regulation band = this x the peak system load (feeders' head power included) of the
+    # split's data year (MW)
+    regulation_share: float = REGULATION_SHARE
+    # $/MWh settling the slack's energy within the band; None: 2 x the units' highest marginal
+    # cost, capped at the imbalance price (powerzoo.tasks.balancing)
+    regulation_price_per_mwh: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("load_scale", "energy_mwh", "power_mw"):
@@ -70,6 +84,16 @@ class JointParams:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not 1 <= self.tou_steps <= 24:
             raise ValueError(f"tou_steps must be in 1..24 half-hours, got {self.tou_steps!r}")
+        check_regulation_keywords(self.regulation_share, self.regulation_price_per_mwh)
+
+    def regulation_price_on(self, case: NetworkCase) -> float:
+        """The regulation price ($/MWh) on ``case`` (:func:`powerzoo.tasks.balancing.
+        regulation_price` of its units in service)."""
+        return regulation_price(
+            marginal_cost_per_mwh(case)[case.gen_in_service],
+            self.imbalance_price_per_mwh,
+            self.regulation_price_per_mwh,
+        )
 
 
 def agent_names(case: NetworkCase, feeders: tuple[FeederHookup, ...]) -> tuple[tuple, tuple]:
@@ -179,13 +203,16 @@ def joint_spec(
         reward_terms=(
             "generation_cost",
             "imbalance_cost",
+            "regulation_cost",
             "overload_cost",
             "battery_wear",
             "battery_settlement",
         ),
         reward_doc=(
-            "shared: -(generation cost + |imbalance| x "
-            f"{params.imbalance_price_per_mwh:g} $/MWh + transmission overload x "
+            "shared: -(generation cost + |imbalance| beyond the regulation band "
+            f"({100 * params.regulation_share:g} % of the peak load) x "
+            f"{params.imbalance_price_per_mwh:g} $/MWh + |imbalance| within it x "
+            f"{params.regulation_price_on(case):g} $/MWh + transmission overload x "
             f"{params.overload_penalty_per_mwh:g} $/MWh + 15 $/MWh x battery throughput) per "
             "step ($; the feeders' head power, losses included, is load the generators serve), "
             "and on the last step the batteries' stored energy's change since the start settled "
@@ -196,7 +223,7 @@ def joint_spec(
         **cmdp_fields(
             (
                 ("thermal_overload", "MVAh (transmission branches)", 1.0 * days, None),
-                ("power_imbalance", "MWh", 1.0 * days, None),
+                ("power_imbalance", "MWh", 1.0 * days, None),  # beyond the regulation band
                 *(
                     (f"{'feeder_' if name == 'thermal_overload' else ''}{name}", unit, b, w)
                     for name, unit, b, w in grid_cost_rows(0.2 * days, 0.25 * days)
@@ -227,3 +254,20 @@ def merit_order_price(
     k = np.searchsorted(room, above_min, side="left")
     price = np.append(marginal_cost[order], scarcity)
     return price.take(k)
+
+
+@functools.lru_cache(maxsize=16)
+def idle_tables(scenario: str, case_name: str, load_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Head power (MW) and squared voltages [n_steps, n_bus] of feeder ``case_name`` with its
+    units idle, at every calendar step of ``scenario``'s profiles (read-only)."""
+    profiles = get_profiles(scenario, STEP_MINUTES)
+    grid = FeederModel(case_name, profiles, np.zeros(1, np.int64), load_scale, 0.5)
+    head, v2 = [], []
+    for block in np.array_split(profiles.series["demand_pu"], 16):
+        flow = grid.solve(*grid.bus_loads(block))
+        head.append(flow.info["feeder_p_mw"])
+        v2.append(flow.vm_pu**2)
+    out = np.concatenate(head), np.concatenate(v2)
+    for a in out:
+        a.setflags(write=False)
+    return out

@@ -4,7 +4,6 @@ and one exact feeder power flow per feeder each step (:mod:`powerzoo.tasks.joint
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,6 +24,7 @@ from powerzoo.physics.dc_power_flow import (
 )
 from powerzoo.physics.redispatch import congestion_aware_dispatch
 from powerzoo.scratch import ROW_BLOCK
+from powerzoo.tasks.balancing import RegulationBand
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.feeder import FeederModel, time_features
 from powerzoo.tasks.joint_trans_dist.spec import (
@@ -33,6 +33,7 @@ from powerzoo.tasks.joint_trans_dist.spec import (
     FeederHookup,
     JointParams,
     Slots,
+    idle_tables,
     joint_spec,
     merit_order_price,
 )
@@ -57,23 +58,6 @@ class JointState:
     feeder_p_mw: np.ndarray  # [B, n_feeders] last flows' head power
 
 
-@functools.lru_cache(maxsize=16)
-def _idle_tables(scenario: str, case_name: str, load_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Head power (MW) and squared voltages [n_steps, n_bus] of feeder ``case_name`` with its
-    units idle, at every calendar step of ``scenario``'s profiles (read-only)."""
-    profiles = get_profiles(scenario, STEP_MINUTES)
-    grid = FeederModel(case_name, profiles, np.zeros(1, np.int64), load_scale, 0.5)
-    head, v2 = [], []
-    for block in np.array_split(profiles.series["demand_pu"], 16):
-        flow = grid.solve(*grid.bus_loads(block))
-        head.append(flow.info["feeder_p_mw"])
-        v2.append(flow.vm_pu**2)
-    out = np.concatenate(head), np.concatenate(v2)
-    for a in out:
-        a.setflags(write=False)
-    return out
-
-
 class JointTransDist(Task):
     """Generators dispatch a transmission case while feeder batteries trade at the boundary bus's
     price; the feeders' head power is load on their boundary buses.
@@ -88,18 +72,23 @@ class JointTransDist(Task):
     block, the system block and every battery's SOC (mode ``global``); also ``local`` and
     ``local_plus_forecast``.
     ## Reward
-    One team reward, $ per step: ``-(generation cost + |imbalance| x 1,000 $/MWh + overload x
-    2,000 $/MWh + battery wear)`` plus, on the last step, the batteries' settlement.
+    One team reward, $ per step: ``-(generation + imbalance + regulation cost + overload x 2,000
+    $/MWh + battery wear)`` plus, on the last step, the batteries' settlement. The mismatch within
+    the regulation band (1 % of the split year's peak load: 11.0 MW) is settled at 2 x the units'
+    highest marginal cost (80 $/MWh), beyond it at 1,000 $/MWh.
     ## Costs
-    ``thermal_overload``, ``power_imbalance``, ``voltage_violation``, ``feeder_thermal_overload``,
-    ``soc_violation``; budgets per day x the episode's days.
+    ``thermal_overload``, ``power_imbalance`` (MWh beyond the band; ``info["regulation_mwh"]``
+    within it), ``voltage_violation``, ``feeder_thermal_overload``, ``soc_violation``; budgets per
+    day x the episode's days.
     ## Starting state
     Batteries at SOC 0.5, generators' last output 0, at 00:00 of the split day.
     ## Episode end
     Truncated at the horizon (48 steps; 336 on the week preset); no early termination.
     ## Arguments
     ``load_scale``, ``feeder_load_scale``, ``imbalance_price_per_mwh``,
-    ``overload_penalty_per_mwh``, ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``.
+    ``overload_penalty_per_mwh``, ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``,
+    ``regulation_share`` (0.01), ``regulation_price_per_mwh`` (``None``: 2 x the highest marginal
+    cost).
     """
 
     task_id: ClassVar[str] = "joint_trans_dist"
@@ -172,10 +161,15 @@ class JointTransDist(Task):
         # boundary price (the price rule at the transmission loads plus those head powers)
         scenario = calendar.scenario_of_split(split)
         self.idle_head = np.stack(
-            [_idle_tables(scenario, f.case_name, p.feeder_load_scale)[0] for f in self.feeders],
+            [idle_tables(scenario, f.case_name, p.feeder_load_scale)[0] for f in self.feeders],
             axis=1,
         )
         self.expected_price = self._price_table(scenario)
+        # regulation band: a share of the split year's peak load, the feeders' head power included
+        peak = (self.demand * self.bus_load_scale.sum() + self.idle_head.sum(axis=1)).max()
+        self.regulation = RegulationBand(
+            p.regulation_share * float(peak), p.regulation_price_on(case), p.imbalance_price_per_mwh
+        )
         self.time_table = time_features(np.arange(self.horizon + 1), steps, self.horizon)
         self._settle = None
         # the rule's time-of-use plan and value of a stored MWh, from the base profile's train
@@ -217,7 +211,7 @@ class JointTransDist(Task):
         """Expected boundary price ($/MWh) at every calendar step of ``scenario``."""
         demand = get_profiles(scenario, STEP_MINUTES).series["demand_pu"]
         heads = sum(
-            _idle_tables(scenario, f.case_name, self.params.feeder_load_scale)[0]
+            idle_tables(scenario, f.case_name, self.params.feeder_load_scale)[0]
             for f in self.feeders
         )
         total = demand * self.bus_load_scale.sum() + heads
@@ -351,24 +345,26 @@ class JointTransDist(Task):
         total_load = load.sum(axis=1)
         total_generation = gen.sum(axis=1)
         imbalance = total_generation - total_load
+        balance = self.regulation.settle(imbalance, dt_h)
         generation = dispatch_cost(self.case, gen) * dt_h
         price = self.price_of(total_load)
         wear = self.battery.degradation_cost_per_mwh * (bat.charge_mwh + bat.discharge_mwh)
-        terms = np.empty((b, 5))
+        terms = np.empty((b, 6))
         terms[:, 0] = -generation
-        terms[:, 1] = -np.abs(imbalance) * dt_h * p.imbalance_price_per_mwh
-        terms[:, 2] = -overload_mw * dt_h * p.overload_penalty_per_mwh
-        terms[:, 3] = -wear.sum(axis=1)
-        terms[:, 4] = 0.0
+        terms[:, 1] = -balance.imbalance_cost
+        terms[:, 2] = -balance.regulation_cost
+        terms[:, 3] = -overload_mw * dt_h * p.overload_penalty_per_mwh
+        terms[:, 4] = -wear.sum(axis=1)
+        terms[:, 5] = 0.0
         end = state.t + 1 == self.horizon
         if end.any():  # the last step: settle each battery's stored energy against its start
             settled = inverter_battery_settlement(
                 self.battery, bat.soc[end], self.settlement_price(state.day_id[end])
             )
-            terms[end, 4] = settled.sum(axis=1)
+            terms[end, 5] = settled.sum(axis=1)
         costs = np.empty((b, 5))
         costs[:, 0] = overload_mw * dt_h
-        costs[:, 1] = np.abs(imbalance) * dt_h
+        costs[:, 1] = balance.imbalance_mwh  # beyond the regulation band
         costs[:, 2] = sum(f.costs[:, 0] for f in flows)
         costs[:, 3] = sum(f.costs[:, 1] for f in flows)
         costs[:, 4] = bat.soc_violation_mwh.sum(axis=1)
@@ -377,7 +373,7 @@ class JointTransDist(Task):
         applied = np.concatenate([gen, bat.p_mw], axis=1)
         battery_revenue = price * (bat.discharge_mwh - bat.charge_mwh).sum(axis=1)
         loss_cost = price * losses * dt_h
-        transmission_cost = -(terms[:, 0] + terms[:, 1] + terms[:, 2])
+        transmission_cost = -terms[:, :4].sum(axis=1)
         new_state = JointState(
             state.day_id,
             state.t + 1,
@@ -397,6 +393,7 @@ class JointTransDist(Task):
             "total_generation_mw": total_generation,
             "imbalance_mw": imbalance,
             "slack_p_mw": -imbalance,
+            "regulation_mwh": balance.regulation_mwh,  # within the band
             "generation_cost": generation,
             "max_branch_loading": (np.abs(flow) / self.rating).max(axis=1),
             "p_loss_mw": losses,
@@ -409,7 +406,7 @@ class JointTransDist(Task):
             "boundary_payment": price * heads.sum(axis=1) * dt_h,
             "battery_revenue": battery_revenue,
             "loss_cost": loss_cost,
-            "distribution_profit": battery_revenue + terms[:, 3] + terms[:, 4] - loss_cost,
+            "distribution_profit": battery_revenue + terms[:, 4] + terms[:, 5] - loss_cost,
         }
         return new_state, StepOutput(
             reward=terms.sum(axis=1),

@@ -16,12 +16,17 @@ Model
 * Load: as in the dispatch tasks (:mod:`powerzoo.tasks.economic_dispatch`): each bus's case
   demand x the calendar demand shape x ``load_scale`` (1.1); ``load_stress`` reads demand x 1.15.
 * Balance. ``marl_uc``: the units' clipped setpoints are applied as they are and the mismatch
-  with the load goes to the slack bus (``power_imbalance`` cost, settled in the reward at
-  ``IMBALANCE_PRICE``), as in ``marl_opf``. ``tso``: the clipped setpoints are balanced by the
-  committed units in proportion to their headroom, as automatic generation control would
+  with the load goes to the slack bus, settled as in ``marl_opf`` (:mod:`powerzoo.tasks.
+  balancing`): regulation reserve absorbs it up to a band of 1 % of the split year's peak load
+  (10.9 MW on the test split; keyword ``regulation_share``), settled at 2 x the units' highest
+  marginal cost (80 $/MWh, keyword ``regulation_price_per_mwh``; above every unit's average cost
+  at Pmin with its no-load cost, 51 $/MWh, so neither lowering an output nor stopping a unit
+  inside the band pays), and only the energy beyond the band is the ``power_imbalance`` cost,
+  settled at ``IMBALANCE_PRICE`` (1,000 $/MWh). ``tso``: the clipped setpoints are balanced by
+  the committed units in proportion to their headroom, as automatic generation control would
   (:func:`powerzoo.devices.thermal_unit.balance_dispatch`); only what the committed units' bounds
-  cannot absorb remains as imbalance (reported as ``power_imbalance``, not selected, and priced
-  like ``marl_uc``'s).
+  cannot absorb remains as imbalance (reported as ``power_imbalance``, not selected, every MWh at
+  1,000 $/MWh: no band, since the committed units' whole headroom already did the regulation).
 * Network: DC power flow through the PTDF (the slack bus takes the mismatch); line limits of
   ``opf_118`` (binding ratings derived from the DC-OPF at peak load; case5 keeps its published
   ratings). ``line_tightening`` (``tso``): test days with every finite rating x 0.8.
@@ -46,15 +51,16 @@ Model
   96 MW). ``info``: ``reserve_mw`` (deliverable), ``reserve_requirement_mw``,
   ``committed_capacity_mw``, ``headroom_mw`` (committed capacity - load).
 * Reward: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh + line
-  overload x 2,000 $/MWh)`` in $ per step (``REWARD_TERMS``; shared by the agents of
-  ``marl_uc``). The overload price is the transmission-constraint penalty factor of
+  overload x 2,000 $/MWh)`` in $ per step (``REWARD_TERMS``; ``marl_uc``: the imbalance beyond
+  the band, plus ``regulation_cost`` within it, ``MARL_UC_REWARD_TERMS``, shared by its
+  agents). The overload price is the transmission-constraint penalty factor of
   :data:`powerzoo.tasks.transmission.OVERLOAD_PRICE_PER_MWH` (PJM's default), so the reward's
   optimum respects the line ratings wherever a dispatch can; the oracle MILP prices overloads
   higher still (100,000 $/MWh, :mod:`.milp`). Costs: ``thermal_overload`` (MVAh: overload energy
   above the ratings summed over branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``; under DC
   power flow ``|S| = |P|``, so MVAh = MWh), ``reserve_shortfall`` (MWh), ``power_imbalance``
-  (MWh). Line ratings: case5's published ones, case118's by voltage class
-  (:mod:`powerzoo.physics.line_ratings`).
+  (MWh; ``marl_uc``: beyond the band, ``info["regulation_mwh"]`` within it). Line ratings:
+  case5's published ones, case118's by voltage class (:mod:`powerzoo.physics.line_ratings`).
 * Episode start: the units a priority list (full-load average cost) commits for the first
   step's load plus reserve are on, free to switch (their minimum times have passed), at the
   merit-order dispatch of that load. The first step has no ramp limit (the previous day's
@@ -74,7 +80,16 @@ Modules: :mod:`.spec` (parameters, network, specs), :mod:`.task` (state, reset /
 (its solve in rounds, with the commitment repair).
 """
 
-from powerzoo.tasks.unit_commitment.spec import UCParams, uc_case, uc_fleet
+from powerzoo.tasks.unit_commitment.spec import MarlUcParams, UCParams, uc_case, uc_fleet
 from powerzoo.tasks.unit_commitment.task import MarlUc, Tso, UCState, UnitCommitment
 
-__all__ = ["MarlUc", "Tso", "UCParams", "UCState", "UnitCommitment", "uc_case", "uc_fleet"]
+__all__ = [
+    "MarlUc",
+    "MarlUcParams",
+    "Tso",
+    "UCParams",
+    "UCState",
+    "UnitCommitment",
+    "uc_case",
+    "uc_fleet",
+]

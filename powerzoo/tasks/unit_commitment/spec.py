@@ -8,12 +8,14 @@ import dataclasses
 from powerzoo.data import calendar
 from powerzoo.devices.thermal_unit import ThermalFleet, fleet_from_case
 from powerzoo.physics.network import NetworkCase
+from powerzoo.tasks.balancing import REGULATION_SHARE, check_regulation_keywords, regulation_price
 from powerzoo.tasks.spec import TaskSpec, VectorSpec
 from powerzoo.tasks.transmission import (
     BASE_LOAD_SCALE,
     OVERLOAD_PRICE_PER_MWH,
     STEP_MINUTES,
     congestion_ready_case,
+    marginal_cost_per_mwh,
 )
 
 __all__ = [
@@ -22,8 +24,10 @@ __all__ = [
     "OVERLOAD_PENALTY",
     "LINE_TIGHTENING_FACTOR",
     "REWARD_TERMS",
+    "MARL_UC_REWARD_TERMS",
     "TIME_IN_STATE_CAP_H",
     "UCParams",
+    "MarlUcParams",
     "marl_uc_spec",
     "tso_spec",
     "uc_case",
@@ -33,9 +37,9 @@ __all__ = [
 # spinning reserve requirement: 10 % of the load (tso: at least the largest unit's output), met
 # by what the committed units can deliver in 10 minutes
 RESERVE_MARGIN = 0.10
-IMBALANCE_PRICE = (
-    1000.0  # $/MWh, settles the slack bus's balancing energy (as in the dispatch tasks)
-)
+# $/MWh, settles the slack bus's balancing energy (marl_uc: beyond the regulation band), as in
+# the dispatch tasks
+IMBALANCE_PRICE = 1000.0
 OVERLOAD_PENALTY = 1000.0  # $/MWh, reserve shortfall (penalized preset) and the MILP's slacks
 LINE_TIGHTENING_FACTOR = 0.8  # line_tightening split: every finite rating x 0.8
 TIME_IN_STATE_CAP_H = 24.0  # observed time in state is capped here (longer than any minimum time)
@@ -47,9 +51,11 @@ REWARD_TERMS = (
     "imbalance_cost",
     "overload_cost",
 )
+# marl_uc settles the mismatch within the regulation band apart (powerzoo.tasks.balancing)
+MARL_UC_REWARD_TERMS = REWARD_TERMS[:5] + ("regulation_cost",) + REWARD_TERMS[5:]
 _REWARD_DOC = (
-    "-(fuel + no-load + start-up + shut-down cost + |imbalance| x {price:g} $/MWh + line "
-    "overload x {overload:g} $/MWh) per step ($){shared}"
+    "-(fuel + no-load + start-up + shut-down cost + |imbalance|{band} x {price:g} $/MWh + "
+    "line overload x {overload:g} $/MWh) per step ($){shared}"
 )
 _TIME = (
     ("hour_sin", "-", -1.0, 1.0),
@@ -65,6 +71,27 @@ class UCParams:
     # bus loads = the case's published base load x this x demand_pu (the load the line ratings
     # were derived for, as in the dispatch tasks)
     load_scale: float = BASE_LOAD_SCALE
+
+
+@dataclasses.dataclass(frozen=True)
+class MarlUcParams(UCParams):
+    """The numbers of a ``marl_uc`` episode: :class:`UCParams` and the regulation band of its
+    balancing settlement (:mod:`powerzoo.tasks.balancing`)."""
+
+    # regulation band = this x the peak system load of the split's data year (MW)
+    regulation_share: float = REGULATION_SHARE
+    # $/MWh settling the slack's energy within the band; None: 2 x the units' highest marginal
+    # cost, capped at the imbalance price
+    regulation_price_per_mwh: float | None = None
+
+    def __post_init__(self) -> None:
+        check_regulation_keywords(self.regulation_share, self.regulation_price_per_mwh)
+
+    def regulation_price_on(self, case: NetworkCase) -> float:
+        """The regulation price ($/MWh) on ``case``: the keyword, else 2 x the highest marginal
+        cost of its units in service, capped at :data:`IMBALANCE_PRICE`."""
+        cost = marginal_cost_per_mwh(case)[case.gen_in_service]
+        return regulation_price(cost, IMBALANCE_PRICE, self.regulation_price_per_mwh)
 
 
 def uc_case(case_name: str, split: str) -> NetworkCase:
@@ -129,11 +156,11 @@ def _common(horizon: int, step_minutes: int) -> dict:
 
 
 def marl_uc_spec(
-    case: NetworkCase, fleet: ThermalFleet, load_scale: float, horizon: int, step_minutes: int
+    case: NetworkCase, fleet: ThermalFleet, params: MarlUcParams, horizon: int, step_minutes: int
 ) -> TaskSpec:
     """``marl_uc``: one agent per unit; per-agent observation ``global`` (system + own unit,
-    default)
-    or ``local`` (time, the load at the unit's bus, own unit)."""
+    default) or ``local`` (time, the load at the unit's bus, own unit)."""
+    load_scale = params.load_scale
     agents = tuple(f"gen_{i}" for i in range(case.n_gen))
     pmax = float(fleet.pmax_mw.max())
     own = (
@@ -160,7 +187,13 @@ def marl_uc_spec(
         action=_action(case, agents),
         splits=calendar.BASE_SPLITS + ("load_stress",),
         reward_doc=_REWARD_DOC.format(
-            price=IMBALANCE_PRICE, overload=OVERLOAD_PRICE_PER_MWH, shared=", shared by all agents"
+            band=(
+                f" within the regulation band ({100 * params.regulation_share:g} % of the peak "
+                f"load) x {params.regulation_price_on(case):g} $/MWh + beyond it"
+            ),
+            price=IMBALANCE_PRICE,
+            overload=OVERLOAD_PRICE_PER_MWH,
+            shared=", shared by all agents",
         ),
         constraint_names=("thermal_overload", "reserve_shortfall", "power_imbalance"),
         constraint_units=("MVAh", "MWh", "MWh"),
@@ -174,7 +207,7 @@ def marl_uc_spec(
         obs_modes=("global", "local"),
         obs_mode_specs={"global": glob, "local": local},
         default_obs_mode="global",
-        **_common(horizon, step_minutes),
+        **{**_common(horizon, step_minutes), "reward_terms": MARL_UC_REWARD_TERMS},
     )
 
 
@@ -202,7 +235,7 @@ def tso_spec(
         action=_action(case, ("operator",)),
         splits=calendar.BASE_SPLITS + ("load_stress", "line_tightening"),
         reward_doc=_REWARD_DOC.format(
-            price=IMBALANCE_PRICE, overload=OVERLOAD_PRICE_PER_MWH, shared=""
+            band="", price=IMBALANCE_PRICE, overload=OVERLOAD_PRICE_PER_MWH, shared=""
         ),
         constraint_names=("thermal_overload", "reserve_shortfall", "power_imbalance"),
         constraint_units=("MVAh", "MWh", "MWh"),

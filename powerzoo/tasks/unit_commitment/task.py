@@ -20,6 +20,7 @@ from powerzoo.devices.thermal_unit import (
 )
 from powerzoo.physics.dc_power_flow import gen_bus_matrix, ptdf_matrix
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
+from powerzoo.tasks.balancing import RegulationBand
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.transmission import (
@@ -33,6 +34,7 @@ from powerzoo.tasks.unit_commitment.spec import (
     IMBALANCE_PRICE,
     RESERVE_MARGIN,
     TIME_IN_STATE_CAP_H,
+    MarlUcParams,
     UCParams,
     marl_uc_spec,
     tso_spec,
@@ -77,12 +79,13 @@ class UnitCommitment(Task):
 
     ## Reward
     $ per step: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh + line
-    overload x 2,000 $/MWh)``.
+    overload x 2,000 $/MWh)``; ``marl_uc`` settles the mismatch within a regulation band (1 % of
+    the split year's peak load, 10.9 MW) at 80 $/MWh (2 x the highest marginal cost) apart.
 
     ## Costs
     ``thermal_overload`` (MVAh above the ratings), ``reserve_shortfall`` (MWh of 10-minute reserve
     short of 10 % of the load, and on ``tso`` of the largest unit's output), ``power_imbalance``
-    (MWh).
+    (MWh; ``marl_uc``: beyond the band, ``info["regulation_mwh"]`` within it).
 
     ## Starting state
     The units a priority list commits for the first step's load plus reserve are on, free to
@@ -92,7 +95,8 @@ class UnitCommitment(Task):
     Truncated after 48 steps (one day); no early termination.
 
     ## Arguments
-    ``load_scale`` (1.1).
+    ``load_scale`` (1.1); ``marl_uc`` also ``regulation_share`` (0.01) and
+    ``regulation_price_per_mwh`` (``None``: 2 x the highest marginal cost).
 
     ## Baselines
     Random; rule = priority-list commitment for the load plus reserve within the minimum times,
@@ -102,12 +106,9 @@ class UnitCommitment(Task):
 
     task_id: str = ""
     case_name: str = ""
-    balance: bool = (
-        False  # True: setpoints balanced by headroom (tso); False: mismatch to the slack
-    )
+    balance: bool = False  # True: setpoints balanced by headroom (tso); False: to the slack
     # True: the reserve requirement also covers the largest unit's output (N-1; tso)
     contingency_reserve: bool = False
-
     Params = UCParams
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
@@ -126,12 +127,12 @@ class UnitCommitment(Task):
         # bus load per unit of demand [n_bus]
         self.bus_load_scale = self.case.bus_pd_mw * params.load_scale
         self.load_scale = float(self.bus_load_scale.sum())  # system load per unit of demand
+        self.regulation = self._regulation_band(float(self._demand.max()) * self.load_scale)
         ptdf = ptdf_matrix(self.case)
         limited = self.case.limited_branches
         self.limited = limited
-        self.gen_flow = np.ascontiguousarray(
-            (gen_bus_matrix(self.case) @ ptdf.T)[:, limited]
-        )  # [n, n_lim]
+        # [n, n_lim]
+        self.gen_flow = np.ascontiguousarray((gen_bus_matrix(self.case) @ ptdf.T)[:, limited])
         self.load_flow_pu = self.bus_load_scale @ ptdf.T[:, limited]  # [n_lim] per unit of demand
         self.rating = self.case.branch_rate_a_mw[limited]
         self._inv_rating = 1.0 / self.rating
@@ -159,11 +160,17 @@ class UnitCommitment(Task):
     def _init_obs_slots(self) -> None:
         """Where the unit fields sit in the observation (subclasses)."""
 
+    def _regulation_band(self, peak_load_mw: float) -> RegulationBand:
+        """No regulation band (``tso``: the committed units' headroom already balanced what it
+        could, so every MWh left is a violation at the imbalance price)."""
+        return RegulationBand(0.0, 0.0, IMBALANCE_PRICE)
+
     @classmethod
     def spec_for(cls, params: UCParams) -> TaskSpec:
         case = congestion_ready_case(cls.case_name)
-        builder = marl_uc_spec if cls.task_id == "marl_uc" else tso_spec
-        return builder(case, uc_fleet(case), params.load_scale, HORIZON, STEP_MINUTES)
+        if cls.task_id == "marl_uc":
+            return marl_uc_spec(case, uc_fleet(case), params, HORIZON, STEP_MINUTES)
+        return tso_spec(case, uc_fleet(case), params.load_scale, HORIZON, STEP_MINUTES)
 
     # ---- exogenous load ---------------------------------------------------------------------
     def demand_pu(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -245,19 +252,22 @@ class UnitCommitment(Task):
         shortfall = reserve_shortfall_mw(reserve, required)
         capacity = on_f @ f.pmax_mw
         dt_h = self.spec.dt_h
-        imbalance_mwh = np.abs(imbalance) * dt_h
-        terms = np.empty((b, 6))  # costs first, negated at once below
+        balance = self.regulation.settle(imbalance, dt_h)
+        # costs first, negated at once below; marl_uc has regulation_cost after imbalance_cost
+        terms = np.empty((b, len(self.spec.reward_terms)))
         terms[:, 0] = (p * p) @ f.c2_step + p @ f.c1_step
         terms[:, 1] = on_f @ f.no_load_step
         terms[:, 2] = start @ f.startup_cost
         terms[:, 3] = stop @ f.shutdown_cost
-        terms[:, 4] = IMBALANCE_PRICE * imbalance_mwh
-        terms[:, 5] = OVERLOAD_PRICE_PER_MWH * overload * dt_h
+        terms[:, 4] = balance.imbalance_cost
+        if terms.shape[1] == 7:
+            terms[:, 5] = balance.regulation_cost
+        terms[:, -1] = OVERLOAD_PRICE_PER_MWH * overload * dt_h
         np.negative(terms, out=terms)
         costs = np.empty((b, 3))
         costs[:, 0] = overload * dt_h
         costs[:, 1] = shortfall * dt_h
-        costs[:, 2] = imbalance_mwh
+        costs[:, 2] = balance.imbalance_mwh  # marl_uc: beyond the regulation band
         applied = np.empty((b, n, 2))
         applied[:, :, 0] = p
         applied[:, :, 1] = on_f
@@ -280,6 +290,7 @@ class UnitCommitment(Task):
                 "total_generation_mw": load + imbalance,
                 "slack_p_mw": -imbalance,  # balancing power the slack bus supplies
                 "imbalance_mw": imbalance,
+                "regulation_mwh": balance.regulation_mwh,  # within the band (marl_uc)
                 "committed_capacity_mw": capacity,
                 "headroom_mw": capacity - load,  # committed capacity - load (not all deliverable)
                 "reserve_mw": reserve,  # deliverable in 10 minutes, summed over the units
@@ -291,9 +302,8 @@ class UnitCommitment(Task):
                 "n_commitment_overridden": overridden.sum(axis=1),
                 "shutdown_refused": stop_refused,  # stop requested above the shut-down ramp
                 "n_shutdown_refused": stop_refused.sum(axis=1),
-                "dispatch_adjusted_mw": np.abs(p - setpoint).sum(
-                    axis=1
-                ),  # setpoints -> applied outputs
+                # setpoints -> applied outputs
+                "dispatch_adjusted_mw": np.abs(p - setpoint).sum(axis=1),
                 "max_branch_loading": loading,
                 "n_congested_branches": n_congested,
                 "losses_mw": np.zeros(b),  # DC power flow is lossless
@@ -305,9 +315,9 @@ class UnitCommitment(Task):
         self, p: np.ndarray, demand: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(overload [B] MW summed over limited branches, max loading [B], congested branches
-        [B])``
-        of outputs ``p`` [B, n] MW under ``demand`` [B] (per unit); the DC flow's [rows, n_lim]
-        temporaries run in :func:`~powerzoo.scratch.row_blocks` through one block's work arrays."""
+        [B])`` of outputs ``p`` [B, n] MW under ``demand`` [B] (per unit); the DC flow's
+        [rows, n_lim] temporaries run in :func:`~powerzoo.scratch.row_blocks` through one block's
+        work arrays."""
         b, work = p.shape[0], self._scratch
         lim = (min(b, ROW_BLOCK), self.rating.size)
         overload, loading, n_congested = np.empty(b), np.empty(b), np.empty(b, dtype=np.int64)
@@ -330,9 +340,8 @@ class UnitCommitment(Task):
 
     # ---- rule-based baseline ----------------------------------------------------------------
     def unit_obs(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``(load now [B], load next [B], on [B, n], time in state [B, n] steps, last output [B,
-        n],
-        first step [B])`` from observations."""
+        """``(load now [B], load next [B], on [B, n], time in state [B, n] steps, last output
+        [B, n], first step [B])`` from observations."""
         raise NotImplementedError
 
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
@@ -369,14 +378,23 @@ class UnitCommitment(Task):
 
 class MarlUc(UnitCommitment):
     """Preset ``marl_uc``: five unit agents on the PJM 5-bus case. The clipped setpoints are applied
-    as they are and the mismatch goes to the slack bus (``power_imbalance``, priced in the reward);
-    the reserve requirement is 10 % of the load (no N-1 term: no commitment of this fleet could
-    cover the loss of its 520 or 600 MW unit). The reward is shared by the five agents.
+    as they are and the slack bus takes the mismatch (within the regulation band at the regulation
+    price, beyond it ``power_imbalance``, priced in the reward); the reserve requirement is 10 % of
+    the load (no N-1 term: no commitment of this fleet could cover the loss of its 520 or 600 MW
+    unit). The reward is shared by the five agents.
     """
 
     task_id = "marl_uc"
     case_name = "case5"
     balance = False
+    Params = MarlUcParams
+
+    def _regulation_band(self, peak_load_mw: float) -> RegulationBand:
+        """A band of ``regulation_share`` x ``peak_load_mw`` (the split year's peak load)."""
+        p = self.params
+        return RegulationBand(
+            p.regulation_share * peak_load_mw, p.regulation_price_on(self.case), IMBALANCE_PRICE
+        )
 
     def _init_obs_slots(self) -> None:
         obs = self.spec.observation
