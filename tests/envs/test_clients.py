@@ -223,12 +223,26 @@ def test_reset_and_step_infos_have_the_same_numeric_keys(task):
         assert _is_numeric(step_info[key]) and _is_numeric(reset_info[key]), key
         assert np.shape(step_info[key]) == np.shape(reset_info[key]), key
     assert np.all(np.asarray(reset_info["constraint_costs"]) == 0.0)
+    # no cost yet, so the reset is safe (docs/concepts.md: "whether this step's costs are all
+    # zero"); the step quantities are 0 placeholders of the step's shapes
+    assert reset_info["is_safe"] is True or reset_info["is_safe"] == np.True_
+    assert np.all(np.asarray(reset_info["reward_terms"]) == 0.0)
     selected = (
         env.unwrapped.selected_constraint_names() if not multi else env.selected_constraint_names()
     )
     # every task constrains something, but gencos_bidding, whose overload cannot occur
     assert tuple(selected) == task_spec(task).selected_constraints
     assert bool(selected) == (task != "gencos_bidding")
+
+
+def test_vector_env_reset_info_is_safe_in_every_row_and_step_quantities_are_placeholders():
+    env = make_env(TASK, num_envs=3, seed=0)
+    obs, info = env.reset(seed=0)
+    assert info["is_safe"].shape == (3,) and info["is_safe"].all()
+    assert info["cost_sum"].tolist() == [0.0, 0.0, 0.0]
+    # the task's own step quantities are 0 at reset; the starting state is in the observation
+    names = list(task_spec(TASK).observation.names)
+    assert info["soc"].tolist() == [0.0] * 3 and np.all(obs[:, names.index("soc")] > 0.0)
 
 
 def test_wrapped_env_infos_keep_the_keys_of_their_wrappers_at_reset():
