@@ -201,10 +201,49 @@ def _arguments_table(name: str) -> Any:
     params = cls.make_params()
     rows = []
     for key in keywords:
-        value = getattr(params, key, None)
-        shown = repr(value) if isinstance(value, int | float | str | bool | tuple) else "(nested)"
-        rows.append([f"`{key}`", f"`{shown}`" if shown != "(nested)" else shown])
+        value = _keyword_default(params, key)
+        if isinstance(value, int | float | str | bool | tuple):
+            shown = f"`{value!r}`"
+        elif dataclasses.is_dataclass(value):  # a keyword taking a whole device's parameters
+            shown = f"`{_changed_fields(value)}`"
+        else:
+            shown = "(nested)"
+        rows.append([f"`{key}`", shown])
     return (["keyword", "default"], rows)
+
+
+def _changed_fields(value: Any) -> str:
+    """``Params()`` for a parameters object at its class defaults, else ``Params(a=1, ...)``
+    with the fields the task sets otherwise."""
+    cls = type(value)
+    try:
+        reference = cls()
+    except TypeError:  # a class without defaults for every field
+        return f"{cls.__name__}(...)"
+    changed = ", ".join(
+        f"{f.name}={getattr(value, f.name)!r}"
+        for f in dataclasses.fields(value)
+        if getattr(value, f.name) != getattr(reference, f.name)
+    )
+    return f"{cls.__name__}({changed})"
+
+
+def _keyword_default(params: Any, key: str) -> Any:
+    """The default of task keyword ``key`` in ``params``: its own field, or the device field a
+    ``DEVICE_KEYWORDS`` entry maps it to, or the one field of that name among the nested device
+    parameters (``battery_arbitrage``'s ``power_max_mw`` is ``battery.power_max_mw``); ``None``
+    where none or several match."""
+    if key in {f.name for f in dataclasses.fields(params)}:
+        return getattr(params, key)
+    mapped = getattr(type(params), "DEVICE_KEYWORDS", {}).get(key)
+    if mapped is not None:
+        return getattr(getattr(params, mapped[0]), mapped[1], None)
+    found = [
+        getattr(nested, key)
+        for nested in (getattr(params, f.name) for f in dataclasses.fields(params))
+        if dataclasses.is_dataclass(nested) and key in {f.name for f in dataclasses.fields(nested)}
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def _split_rows(spec: Any, episode_days: int) -> list[list[str]]:
@@ -240,13 +279,16 @@ def _example(name: str, spec: Any) -> str:
             "obs, reward, terminated, truncated, info = env.step(env.action_space.sample())\n"
             'print(reward, info["constraint_costs"])'
         )
-    else:
+    else:  # the PettingZoo Parallel env, one whole episode of random actions
         body = (
-            f'env = make_env("{name}", split="test")\n'
+            f'env = make_env("{name}", framework="pettingzoo", split="test", seed=0)\n'
             "observations, infos = env.reset(seed=0)\n"
-            "actions = {agent: env.action_space(agent).sample() for agent in env.agents}\n"
-            "observations, rewards, terminations, truncations, infos = env.step(actions)\n"
-            'print(sum(rewards.values()), infos[env.agents[0]]["constraint_costs"])'
+            "team_return = 0.0\n"
+            "while env.agents:\n"
+            "    actions = {agent: env.action_space(agent).sample() for agent in env.agents}\n"
+            "    observations, rewards, terminations, truncations, infos = env.step(actions)\n"
+            "    team_return += sum(rewards.values())\n"
+            'print(team_return, infos[env.possible_agents[0]]["constraint_costs"])'
         )
     return "from powerzoo.rl import make_env\n\n" + body
 
@@ -288,10 +330,16 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
     )
     obs_table = (["field", "unit", "low", "high"], _vector_rows(*_vec(obs)))
     out.append(Section("Observation", [doc.get("Observation", ""), modes, obs_table]))
-    terms = ", ".join(f"`{t}`" for t in spec.reward_terms)
+    reward_text = doc.get("Reward", spec.reward_doc)
     presets = ", ".join(f"`{p}`" for p in spec.reward_presets) or "none"
-    reward_facts = f'Terms (`info["reward_terms"]`): {terms}. Reward presets: {presets}.'
-    out.append(Section("Reward", [doc.get("Reward", spec.reward_doc), reward_facts]))
+    reward_facts = f"Reward presets: {presets}."
+    listed = "reward_terms" in reward_text and all(
+        re.search(rf"\b{re.escape(t)}\b", reward_text) for t in spec.reward_terms
+    )
+    if not listed:  # the docstring does not list `info["reward_terms"]` itself: the spec's list
+        terms = ", ".join(f"`{t}`" for t in spec.reward_terms)
+        reward_facts = f'Terms (`info["reward_terms"]`): {terms}. {reward_facts}'
+    out.append(Section("Reward", [reward_text, reward_facts]))
     budget_rows = [
         [
             f"`{c}`",
@@ -304,8 +352,10 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
     cost_table = (["cost", "unit", "selected (CMDP)", "budget per episode"], budget_rows)
     out.append(Section("Costs", [doc.get("Costs", ""), cost_table]))
     out.append(Section("Starting state", [doc.get("Starting state", "")]))
+    # the docstring's own sentence where it gives one, else the spec's (never both: they say
+    # the same; the horizon is also in the overview table)
     end = f"Truncated after {spec.horizon} steps; termination: {spec.termination_doc}."
-    out.append(Section("Episode end", [doc.get("Episode end", ""), end]))
+    out.append(Section("Episode end", [doc.get("Episode end") or end]))
     split_table = (["split", "kind", "start days"], _split_rows(spec, episode_days))
     out.append(Section("Splits", [split_table]))
     base_table = (["policy", "split", "mean return", "std"], _baseline_rows(name, spec))
