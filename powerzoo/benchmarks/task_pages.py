@@ -23,9 +23,10 @@ from typing import Any
 
 from powerzoo.benchmarks.catalog import baseline_numbers
 from powerzoo.benchmarks.evaluation import return_unit
+from powerzoo.benchmarks.task_arguments import arguments_table
 from powerzoo.data import calendar
 from powerzoo.tasks import get_task_class, list_tasks, task_spec
-from powerzoo.tasks.base import Task, task_keywords
+from powerzoo.tasks.base import Task
 
 __all__ = [
     "REQUIRED_SECTIONS",
@@ -193,59 +194,6 @@ def _action_tables(spec: Any) -> list[Any]:
     return blocks
 
 
-def _arguments_table(name: str) -> Any:
-    cls = get_task_class(name)
-    keywords = task_keywords(cls.Params)
-    if not keywords:
-        return "The task takes no keyword arguments."
-    params = cls.make_params()
-    rows = []
-    for key in keywords:
-        value = _keyword_default(params, key)
-        if isinstance(value, int | float | str | bool | tuple):
-            shown = f"`{value!r}`"
-        elif dataclasses.is_dataclass(value):  # a keyword taking a whole device's parameters
-            shown = f"`{_changed_fields(value)}`"
-        else:
-            shown = "(nested)"
-        rows.append([f"`{key}`", shown])
-    return (["keyword", "default"], rows)
-
-
-def _changed_fields(value: Any) -> str:
-    """``Params()`` for a parameters object at its class defaults, else ``Params(a=1, ...)``
-    with the fields the task sets otherwise."""
-    cls = type(value)
-    try:
-        reference = cls()
-    except TypeError:  # a class without defaults for every field
-        return f"{cls.__name__}(...)"
-    changed = ", ".join(
-        f"{f.name}={getattr(value, f.name)!r}"
-        for f in dataclasses.fields(value)
-        if getattr(value, f.name) != getattr(reference, f.name)
-    )
-    return f"{cls.__name__}({changed})"
-
-
-def _keyword_default(params: Any, key: str) -> Any:
-    """The default of task keyword ``key`` in ``params``: its own field, or the device field a
-    ``DEVICE_KEYWORDS`` entry maps it to, or the one field of that name among the nested device
-    parameters (``battery_arbitrage``'s ``power_max_mw`` is ``battery.power_max_mw``); ``None``
-    where none or several match."""
-    if key in {f.name for f in dataclasses.fields(params)}:
-        return getattr(params, key)
-    mapped = getattr(type(params), "DEVICE_KEYWORDS", {}).get(key)
-    if mapped is not None:
-        return getattr(getattr(params, mapped[0]), mapped[1], None)
-    found = [
-        getattr(nested, key)
-        for nested in (getattr(params, f.name) for f in dataclasses.fields(params))
-        if dataclasses.is_dataclass(nested) and key in {f.name for f in dataclasses.fields(nested)}
-    ]
-    return found[0] if len(found) == 1 else None
-
-
 def _split_rows(spec: Any, episode_days: int) -> list[list[str]]:
     rows = []
     for split in spec.splits:
@@ -369,7 +317,7 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
             ],
         )
     )
-    out.append(Section("Arguments", [doc.get("Arguments", ""), _arguments_table(name)]))
+    out.append(Section("Arguments", [doc.get("Arguments", ""), arguments_table(name)]))
     if example:
         out.append(Section("Example", [("python", _example(name, spec))]))
     if figure:
