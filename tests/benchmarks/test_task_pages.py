@@ -82,3 +82,14 @@ def test_nested_keywords_show_the_device_defaults():
     assert "| `energy_capacity_mwh` | `100.0` |" in arguments
     dc = _section(render_markdown("dc_microgrid"), "Arguments")
     assert "| `battery_power_mw` | `2.0` |" in dc  # the site's own battery, not the default
+
+
+def test_docs_pages_keep_figures_rewrites_only_the_pages(tmp_path, capsys):
+    (tmp_path / "img").mkdir()
+    figure = tmp_path / "img" / "marl_opf.png"
+    figure.write_bytes(b"kept")
+    assert (
+        main(["docs-pages", "--out", str(tmp_path), "--tasks", "marl_opf", "--keep-figures"]) == 0
+    )
+    assert figure.read_bytes() == b"kept"
+    assert "](img/marl_opf.png)" in (tmp_path / "marl_opf.md").read_text()
