@@ -31,7 +31,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check powerzoo tests benchmarks
 
 # the documentation site, built into site/ with every warning an error; the task pages and
-# their figures (docs/tasks/, not in git) are generated first from the tasks' specs
+# their figures (docs/tasks/, committed: commit them again when they change) are generated
+# first from the tasks' specs
 docs: $(STAMP)
 	$(BIN)/powerzoo docs-pages --out docs/tasks
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet

@@ -35,11 +35,16 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 @register_runner(default=True)
 class QuietRunner(DefaultRunner):
     """pytest-markdown-docs' runner with the example's printed output kept, not written to the
-    terminal (the plugin runs examples with pytest's capture off); a failure report shows it."""
+    terminal (the plugin runs examples with pytest's capture off); a failure report shows it.
+
+    An example runs as a script does: ``__name__ == "__main__"``, so the code a page puts under
+    ``if __name__ == "__main__":`` (needed where it starts worker processes) runs in the test.
+    """
 
     output: dict = {}
 
     def runtest(self, test, args, *, asyncio_runner=None):
+        args["__name__"] = "__main__"
         buffer = io.StringIO()
         self.output[test] = buffer
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):

@@ -30,7 +30,7 @@ LAYERS = (
     ("powerzoo.benchmarks",),
     ("powerzoo.rl",),
     ("powerzoo.integrations",),  # other engines (Ray: RLlib, Tune); ray itself is imported lazily
-    ("powerzoo.cli",),
+    ("powerzoo.cli", "powerzoo.__main__"),  # `python -m powerzoo` runs the command line
 )
 MAX_LINES = 500
 

@@ -1,7 +1,9 @@
-"""MkDocs hook: the task pages (``docs/tasks/``, not in git) are written before every build.
+"""MkDocs hook: the task pages (``docs/tasks/``) are brought up to date before every build.
 
-So that ``mkdocs build`` and ``mkdocs serve`` work on a fresh clone without ``make docs``. A
-figure already there is kept (``make docs`` redraws them all with ``powerzoo docs-pages``).
+The pages and their figures are committed (README and GitHub link to them;
+``tests/docs/test_committed_task_pages.py`` checks they match the generator). The hook rewrites
+only a page whose text changed (``mkdocs serve`` rebuilds on every write into the docs folder)
+and draws only a missing figure; ``make docs`` redraws them all with ``powerzoo docs-pages``.
 """
 
 from __future__ import annotations

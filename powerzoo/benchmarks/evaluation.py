@@ -267,7 +267,10 @@ def evaluate(
 
     Episode ``i`` resets the env with ``seed + i`` and seeds the policy with ``seed + i``
     (:func:`seed_policy`), so results are reproducible and match a dataset collected by
-    :class:`powerzoo.benchmarks.offline.DatasetGenerator` with the same seed and policy.
+    :class:`powerzoo.benchmarks.offline.DatasetGenerator` with the same seed and policy. Each
+    reset draws its start day at random, so days can repeat: to run the baselines table's days,
+    use ``evaluate_days(policy, env, **evaluation_protocol(task))``
+    (:func:`evaluate_days`, :func:`powerzoo.benchmarks.baselines.evaluation_protocol`).
 
     Returns :func:`summarize_episodes`'s dict plus ``seed``: ``mean_return`` / ``std_return`` /
     ``iqm_return`` (system return for multi-agent envs, module docstring; ``mean_team_return``

@@ -67,6 +67,16 @@ def seed_policy(policy: Any, seed: int | None) -> None:
         seed_fn(int(seed))
 
 
+def _is_env(value: Any) -> bool:
+    """True for an env object (Gymnasium, PettingZoo, a wrapper): not a space, a mapping of
+    spaces or a space method, but something that has an ``action_space``."""
+    return (
+        not isinstance(value, gym.Space | Mapping)
+        and not callable(value)
+        and hasattr(value, "action_space")
+    )
+
+
 def _is_uniform_box(space: gym.Space) -> bool:
     """True for a float Box bounded on every side, where ``sample()`` is one uniform draw."""
     return (
@@ -91,7 +101,9 @@ class RandomPolicy:
     up to ``block_bytes``, so re-seeding every episode does not pay for a large block each time.
 
     Args:
-        action_space: A Gymnasium space, or a PettingZoo env's ``action_space`` method.
+        action_space: A Gymnasium space, a PettingZoo env's ``action_space`` method, or the env
+            itself (its ``action_space`` is used: ``RandomPolicy(env)`` is
+            ``RandomPolicy(env.action_space)``, as ``RuleBasedPolicy(env)`` takes the env).
         seed: Seed of the space's generator (``None``: leave it as it is).
     """
 
@@ -100,6 +112,8 @@ class RandomPolicy:
     first_block = 64  # samples in the first block after a (re)seed
 
     def __init__(self, action_space: Any, seed: int | None = None) -> None:
+        if _is_env(action_space):
+            action_space = action_space.action_space
         per_agent = agent_spaces(action_space)
         if per_agent is not None and not isinstance(action_space, gym.spaces.Dict):
             action_space = gym.spaces.Dict(per_agent)

@@ -23,9 +23,10 @@ from typing import Any
 
 from powerzoo.benchmarks.catalog import baseline_numbers
 from powerzoo.benchmarks.evaluation import return_unit
+from powerzoo.benchmarks.task_arguments import arguments_table
 from powerzoo.data import calendar
 from powerzoo.tasks import get_task_class, list_tasks, task_spec
-from powerzoo.tasks.base import Task, task_keywords
+from powerzoo.tasks.base import Task
 
 __all__ = [
     "REQUIRED_SECTIONS",
@@ -193,24 +194,6 @@ def _action_tables(spec: Any) -> list[Any]:
     return blocks
 
 
-def _arguments_table(name: str) -> Any:
-    cls = get_task_class(name)
-    keywords = task_keywords(cls.Params)
-    if not keywords:
-        return "The task takes no keyword arguments."
-    params = cls.make_params()
-    rows = []
-    for key in keywords:
-        value = getattr(params, key, None)
-        shown = (
-            repr(value)
-            if isinstance(value, int | float | str | bool | tuple | None)
-            else "(nested)"
-        )
-        rows.append([f"`{key}`", f"`{shown}`" if shown != "(nested)" else shown])
-    return (["keyword", "default"], rows)
-
-
 def _split_rows(spec: Any, episode_days: int) -> list[list[str]]:
     rows = []
     for split in spec.splits:
@@ -244,13 +227,16 @@ def _example(name: str, spec: Any) -> str:
             "obs, reward, terminated, truncated, info = env.step(env.action_space.sample())\n"
             'print(reward, info["constraint_costs"])'
         )
-    else:
+    else:  # the PettingZoo Parallel env, one whole episode of random actions
         body = (
-            f'env = make_env("{name}", split="test")\n'
+            f'env = make_env("{name}", framework="pettingzoo", split="test", seed=0)\n'
             "observations, infos = env.reset(seed=0)\n"
-            "actions = {agent: env.action_space(agent).sample() for agent in env.agents}\n"
-            "observations, rewards, terminations, truncations, infos = env.step(actions)\n"
-            'print(sum(rewards.values()), infos[env.agents[0]]["constraint_costs"])'
+            "team_return = 0.0\n"
+            "while env.agents:\n"
+            "    actions = {agent: env.action_space(agent).sample() for agent in env.agents}\n"
+            "    observations, rewards, terminations, truncations, infos = env.step(actions)\n"
+            "    team_return += sum(rewards.values())\n"
+            'print(team_return, infos[env.possible_agents[0]]["constraint_costs"])'
         )
     return "from powerzoo.rl import make_env\n\n" + body
 
@@ -292,10 +278,16 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
     )
     obs_table = (["field", "unit", "low", "high"], _vector_rows(*_vec(obs)))
     out.append(Section("Observation", [doc.get("Observation", ""), modes, obs_table]))
-    terms = ", ".join(f"`{t}`" for t in spec.reward_terms)
+    reward_text = doc.get("Reward", spec.reward_doc)
     presets = ", ".join(f"`{p}`" for p in spec.reward_presets) or "none"
-    reward_facts = f'Terms (`info["reward_terms"]`): {terms}. Reward presets: {presets}.'
-    out.append(Section("Reward", [doc.get("Reward", spec.reward_doc), reward_facts]))
+    reward_facts = f"Reward presets: {presets}."
+    listed = "reward_terms" in reward_text and all(
+        re.search(rf"\b{re.escape(t)}\b", reward_text) for t in spec.reward_terms
+    )
+    if not listed:  # the docstring does not list `info["reward_terms"]` itself: the spec's list
+        terms = ", ".join(f"`{t}`" for t in spec.reward_terms)
+        reward_facts = f'Terms (`info["reward_terms"]`): {terms}. {reward_facts}'
+    out.append(Section("Reward", [reward_text, reward_facts]))
     budget_rows = [
         [
             f"`{c}`",
@@ -308,8 +300,10 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
     cost_table = (["cost", "unit", "selected (CMDP)", "budget per episode"], budget_rows)
     out.append(Section("Costs", [doc.get("Costs", ""), cost_table]))
     out.append(Section("Starting state", [doc.get("Starting state", "")]))
+    # the docstring's own sentence where it gives one, else the spec's (never both: they say
+    # the same; the horizon is also in the overview table)
     end = f"Truncated after {spec.horizon} steps; termination: {spec.termination_doc}."
-    out.append(Section("Episode end", [doc.get("Episode end", ""), end]))
+    out.append(Section("Episode end", [doc.get("Episode end") or end]))
     split_table = (["split", "kind", "start days"], _split_rows(spec, episode_days))
     out.append(Section("Splits", [split_table]))
     base_table = (["policy", "split", "mean return", "std"], _baseline_rows(name, spec))
@@ -323,7 +317,7 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
             ],
         )
     )
-    out.append(Section("Arguments", [doc.get("Arguments", ""), _arguments_table(name)]))
+    out.append(Section("Arguments", [doc.get("Arguments", ""), arguments_table(name)]))
     if example:
         out.append(Section("Example", [("python", _example(name, spec))]))
     if figure:

@@ -47,7 +47,12 @@ def _cmd_docs_pages(args: argparse.Namespace) -> int:
     from powerzoo.benchmarks.task_pages import write_pages
 
     started = time.perf_counter()
-    seconds = write_pages(args.out, args.tasks or None, figures=not args.no_figures)
+    seconds = write_pages(
+        args.out,
+        args.tasks or None,
+        figures=not args.no_figures,
+        reuse_figures=args.keep_figures,
+    )
     for name, spent in seconds.items():
         print(f"{name:<24} {spent:6.2f} s")
     print(
@@ -145,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="docs/tasks", help="output folder (default: docs/tasks)")
     p.add_argument("--tasks", nargs="*", help="tasks to write (default: every registered task)")
     p.add_argument("--no-figures", action="store_true", help="skip the figures (faster)")
+    p.add_argument(
+        "--keep-figures",
+        action="store_true",
+        help="keep the figures already in the folder and draw only missing ones (fast; the "
+        "pages still link them)",
+    )
     p.set_defaults(func=_cmd_docs_pages)
     from powerzoo.cli.demo import DEMO_TIMESTEPS
 

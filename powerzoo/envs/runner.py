@@ -264,17 +264,19 @@ class TaskRunner:
 
     def reset_info(self) -> dict[str, Any]:
         """Info returned by ``reset``: the keys of a step's info, numeric, with every step
-        quantity 0.
+        quantity a 0 placeholder.
 
-        Only ``day_id`` and ``step`` describe the new episode; costs, reward terms, actions and
-        the task's per-step quantities are zero, since no step happened (read the state from
-        the observation). Same keys at reset and step let recorders (Minari's ``DataCollector``,
-        Gymnasium's vector wrappers) treat infos as one table.
+        ``day_id`` and ``step`` describe the new episode, and ``is_safe`` is ``True`` (no cost
+        has been incurred: every cost is 0). Everything else, costs, reward terms, actions and
+        the task's own per-step quantities (a SOC, a price, ...), is 0, since no step happened:
+        the starting state is in the observation. Same keys at reset and step let recorders
+        (Minari's ``DataCollector``, Gymnasium's vector wrappers) treat infos as one table.
         """
         info = {
             key: np.zeros((self.num_envs, *shape), dtype)
             for key, (shape, dtype) in self._info_layout().items()
         }
+        info["is_safe"] = ~_or_reduce(info["constraint_costs"] > _ZERO, axis=1)
         info["day_id"] = self.task.episode_day(self.state)
         info["step"] = self.task.time_index(self.state)
         return info

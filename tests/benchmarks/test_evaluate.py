@@ -144,6 +144,18 @@ def test_random_policy_on_a_dict_space_samples_every_agent_reproducibly():
     assert set(action) == {"a0", "a1"} and env.action_space.contains(action)
 
 
+def test_random_policy_takes_the_env_as_rule_based_policy_does():
+    env = make_env(TASK, split="test")
+    from_env = [RandomPolicy(env, seed=4).act(None, {}) for _ in range(2)]
+    from_space = RandomPolicy(env.action_space, seed=4).act(None, {})
+    np.testing.assert_array_equal(from_env[0], from_space)
+    assert env.action_space.contains(from_env[0])
+    marl = make_env("marl_der_arbitrage", split="test", framework="pettingzoo")
+    action = RandomPolicy(marl, seed=0).act(None, {})
+    assert set(action) == set(marl.possible_agents)
+    assert all(marl.action_space(a).contains(action[a]) for a in action)
+
+
 def test_random_policy_block_draws_equal_successive_action_space_samples():
     space = gym.spaces.Box(
         np.array([-25.0, 0.0], np.float32), np.array([25.0, 3.0], np.float32), dtype=np.float32

@@ -4,8 +4,9 @@ import re
 
 import pytest
 
-from powerzoo.benchmarks.task_pages import render_text, write_pages
+from powerzoo.benchmarks.task_pages import render_markdown, render_text, write_pages
 from powerzoo.cli.main import main
+from powerzoo.tasks import list_tasks
 
 PAGE_SECTIONS = (
     "Description",
@@ -54,3 +55,41 @@ def test_docs_pages_cli_writes_pages_and_rejects_an_unknown_task(tmp_path, capsy
     assert main(["docs-pages", "--out", str(out), "--tasks", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("powerzoo: error: unknown task 'nope'; registered tasks: acopf_118")
+
+
+def _section(page: str, title: str) -> str:
+    return page.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_multi_agent_example_is_the_pettingzoo_loop():
+    example = _section(render_markdown("marl_opf"), "Example")
+    assert 'make_env("marl_opf", framework="pettingzoo", split="test", seed=0)' in example
+    assert "while env.agents:" in example
+
+
+@pytest.mark.parametrize("task", list_tasks())
+def test_a_page_says_each_thing_once_and_shows_every_default(task):
+    page = render_markdown(task)
+    assert _section(page, "Episode end").count("Truncated") == 1
+    reward = _section(page, "Reward")
+    assert reward.count('info["reward_terms"]') == 1, reward
+    assert "(nested)" not in _section(page, "Arguments")
+
+
+def test_nested_keywords_show_the_device_defaults():
+    arguments = _section(render_markdown("battery_arbitrage"), "Arguments")
+    assert "| `power_max_mw` | `25.0` |" in arguments
+    assert "| `energy_capacity_mwh` | `100.0` |" in arguments
+    dc = _section(render_markdown("dc_microgrid"), "Arguments")
+    assert "| `battery_power_mw` | `2.0` |" in dc  # the site's own battery, not the default
+
+
+def test_docs_pages_keep_figures_rewrites_only_the_pages(tmp_path, capsys):
+    (tmp_path / "img").mkdir()
+    figure = tmp_path / "img" / "marl_opf.png"
+    figure.write_bytes(b"kept")
+    assert (
+        main(["docs-pages", "--out", str(tmp_path), "--tasks", "marl_opf", "--keep-figures"]) == 0
+    )
+    assert figure.read_bytes() == b"kept"
+    assert "](img/marl_opf.png)" in (tmp_path / "marl_opf.md").read_text()

@@ -3,6 +3,8 @@
 import csv
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,19 @@ def test_list_and_describe_json_print_only_their_own_output():
     assert listed.returncode == 0, listed.stderr
     assert [line.split()[0] for line in listed.stdout.splitlines()] == list_tasks()
     assert "HiGHS" not in described.stdout + listed.stdout
+
+
+def test_python_dash_m_powerzoo_runs_the_command():
+    # for an environment where the `powerzoo` script is not on the PATH
+    result = subprocess.run(
+        [sys.executable, "-m", "powerzoo", "list"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert [line.split()[0] for line in result.stdout.splitlines()] == list_tasks()
+    failed = subprocess.run(
+        [sys.executable, "-m", "powerzoo", "describe", "nope"], capture_output=True, text=True
+    )
+    assert failed.returncode == 2 and "unknown task 'nope'" in failed.stderr
 
 
 def test_unknown_task_is_a_clean_error():

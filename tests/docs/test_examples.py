@@ -14,6 +14,8 @@ import pytest
 import yaml
 from helpers import REPO_ROOT
 from markdown_it import MarkdownIt
+from pytest_markdown_docs._runners import get_runner
+from pytest_markdown_docs.definitions import FenceTestDefinition
 from pytest_markdown_docs.plugin import FenceSyntax, extract_fence_tests
 
 DOCS = REPO_ROOT / "docs"
@@ -148,3 +150,15 @@ def test_python_fences_are_tagged_so_they_run_and_render(path):
             # superfences shows ```python notest as a paragraph of raw text, not as code
             problems.append(f"{where}: write ```{{.python {' '.join(options)}}} on a site page")
     assert not problems, "\n".join(problems)
+
+
+def test_an_example_runs_as_a_script_so_its_main_guard_is_entered():
+    # a page's example that starts worker processes puts that code under
+    # `if __name__ == "__main__":`, as a user's script must; the runner of conftest.py runs it
+    runner = get_runner(None)
+    assert type(runner).__name__ == "QuietRunner", type(runner)
+    source = 'if __name__ == "__main__":\n    ran.append(__name__)\n'
+    fence = FenceTestDefinition(source, (), 0, DOCS / "custom-loops.md", None)
+    ran: list[str] = []
+    runner.runtest(fence, {"ran": ran})
+    assert ran == ["__main__"]

@@ -35,6 +35,7 @@ import torch
 from powerzoo.envs.make import make_env
 from powerzoo.fileio import atomic_save, read_or_corrupt
 from powerzoo.rl import run_dir as rd
+from powerzoo.rl.budget import warn_rounded_budget
 from powerzoo.rl.checkpoint import (
     COLLECTOR_FILE,
     LEARNER_FILE,
@@ -262,6 +263,11 @@ class MAPPOTrainer(TrainerBase):
             desc=f"training {self.algorithm}",
             unit="step",
             dynamic_ncols=True,
+        )
+        n_steps, n_envs = self.params.n_steps, self.collector.n_envs
+        rollout_words = f"n_steps x n_envs = {n_steps} x {n_envs}"
+        warn_rounded_budget(
+            self.algorithm, budget, self.num_timesteps, n_steps * n_envs, rollout_words
         )
         if self.num_timesteps < budget:
             self._write_state("running")

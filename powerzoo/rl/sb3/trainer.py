@@ -22,6 +22,7 @@ from powerzoo.envs.make import make_env
 from powerzoo.fileio import atomic_save, read_or_corrupt
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import ON_POLICY, algorithm_class
+from powerzoo.rl.budget import sb3_rollout, warn_rounded_budget
 from powerzoo.rl.checkpoint import read_checkpoint_state, set_rng_state, write_checkpoint
 from powerzoo.rl.config import EvaluationConfig, TrainConfig
 from powerzoo.rl.result import TrainResult
@@ -241,6 +242,9 @@ class SB3Trainer(TrainerBase):
         )
         callbacks += [stop_cb, cb.TqdmProgressCallback(budget, cfg.logging.progress_bar)]
         remaining = budget - model.num_timesteps
+        rollout = sb3_rollout(model)
+        if rollout is not None:
+            warn_rounded_budget(self.algorithm, budget, model.num_timesteps, *rollout)
         if remaining > 0:
             self._write_state("running")
             model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=False)

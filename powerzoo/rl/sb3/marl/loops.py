@@ -32,6 +32,7 @@ from powerzoo.envs.introspect import inspect_env
 from powerzoo.envs.make import make_env
 from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import MULTI_AGENT_ALGORITHMS, algorithm_class
+from powerzoo.rl.budget import sb3_rollout, warn_rounded_budget
 from powerzoo.rl.sb3.callbacks import TqdmProgressCallback
 from powerzoo.rl.sb3.marl.adapters import AgentsAsVecEnv, SingleAgentView
 from powerzoo.rl.sb3.marl.reward_scale import scale_rewards
@@ -203,6 +204,16 @@ def train_independent_learners(
         )
     for agent, view in views.items():
         view.set_others({a: m for a, m in models.items() if a != agent})
+    rollout = sb3_rollout(next(iter(models.values())))
+    if rollout is not None:
+        warn_rounded_budget(
+            f"independent {algo_cls.__name__}",
+            int(steps_per_round),
+            0,
+            *rollout,
+            unit="env steps per agent and round",
+            name="steps_per_round",
+        )
 
     with progress_bar(
         progress=progress,
@@ -304,5 +315,10 @@ def train_shared_policy(
     callbacks.append(
         TqdmProgressCallback(int(total_timesteps), progress, desc=f"shared {algo_cls.__name__}")
     )
+    rollout = sb3_rollout(model)
+    if rollout is not None:  # SB3 sees n_envs * n_agents envs: the rollout counts agent-steps
+        warn_rounded_budget(
+            f"shared {algo_cls.__name__}", int(total_timesteps), 0, *rollout, unit="agent-steps"
+        )
     model.learn(int(total_timesteps), callback=callbacks, tb_log_name=f"{algo_cls.__name__}_shared")
     return model
