@@ -1,8 +1,13 @@
 """Settings for the examples of README.md and docs/, which pytest runs as tests.
 
-With ``--markdown-docs`` (set in pyproject.toml) every ```python fence of a Markdown file under
-the test paths is one test. A fence opts out with ``notest`` (an illustrative snippet) and marks
-itself slow with ``fixture:slow_example`` (deselected by ``-m "not slow"``): ```python notest in
+Every ```python fence of a Markdown file under the test paths (``README.md`` and ``docs/``, the
+``testpaths`` of pyproject.toml) is one test, collected by pytest-markdown-docs' Markdown
+collector with the superfences syntax (:func:`pytest_collect_file` below). The plugin's own
+``--markdown-docs`` flag is not used: it would also import every test module a second time to
+read its docstrings, before pytest has put the module's folder on ``sys.path``.
+
+A fence opts out with ``notest`` (an illustrative snippet) and marks itself slow with
+``fixture:slow_example`` (deselected by ``-m "not slow"``): ```python notest in
 README.md, ```{.python notest} on a site page (the form MkDocs' superfences renders as code;
 ``tests/docs/test_examples.py`` checks it). Each example runs in a fresh temporary working
 directory, so the ``results/`` and ``runs/`` folders it writes never land in the repository,
@@ -19,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from pytest_markdown_docs._runners import DefaultRunner, register_runner
+from pytest_markdown_docs.plugin import MarkdownTextFile
 
 MARKDOWN_MARKER = "markdown-docs"
 REPO_ROOT = Path(__file__).resolve().parent
@@ -55,6 +61,18 @@ class QuietRunner(DefaultRunner):
         report = super().repr_failure(test, excinfo, style)
         printed = self.output.pop(test, io.StringIO()).getvalue()
         return f"{report}\nOutput of the example:\n{printed}" if printed else report
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Read fences as MkDocs' superfences does (``{.python notest}`` renders as code)."""
+    config.option.markdowndocs_syntax = "superfences"
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect the ```python fences of every Markdown file under the test paths."""
+    if file_path.suffix == ".md" and not parent.config.option.markdowndocs:
+        return MarkdownTextFile.from_parent(parent, path=file_path)
+    return None
 
 
 def _is_markdown_example(item: pytest.Item) -> bool:

@@ -8,6 +8,8 @@ pages each carry a runnable example, and no fence escapes execution through a mi
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,8 +104,20 @@ def _split_info(info: str) -> tuple[str, list[str], bool]:
 def test_the_test_command_runs_the_readme_and_docs_examples(pytestconfig):
     testpaths = pytestconfig.getini("testpaths")
     assert "docs" in testpaths and "README.md" in testpaths, testpaths
-    addopts = " ".join(pytestconfig.getini("addopts"))
-    assert "--markdown-docs" in addopts and "--markdown-docs-syntax=superfences" in addopts
+    assert pytestconfig.option.markdowndocs_syntax == "superfences"
+
+
+def test_a_test_module_is_collected_on_its_own():
+    # a module that imports a sibling helper (as tests/envs/test_determinism.py imports
+    # trajectories) is collected once, by pytest, which puts its folder on sys.path first
+    command = [sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", "--collect-only"]
+    result = subprocess.run(
+        [*command, "tests/envs/test_determinism.py"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_many_examples_are_executed():
