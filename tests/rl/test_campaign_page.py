@@ -258,3 +258,11 @@ def test_diagnoses_are_printed_under_the_summary_and_in_the_task_section(campaig
     path.write_text("- a list\n")
     with pytest.raises(ValueError, match="maps task names to text"):
         read_diagnoses(path)
+
+
+def test_a_rewritten_page_drops_the_figures_of_tasks_it_no_longer_shows(campaign_dir, tmp_path):
+    stale = tmp_path / "learning_curves_withdrawn_task.png"
+    stale.write_bytes(b"an earlier report's figure")
+    write_results_page(campaign_dir, tmp_path)
+    assert not stale.exists()
+    assert (tmp_path / f"learning_curves_{TASK}.png").is_file()

@@ -364,6 +364,8 @@ def write_results_page(
     campaign = folder.campaign
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    for stale in [*out.glob("return_vs_cost_*.png"), *out.glob("learning_curves_*.png")]:
+        stale.unlink()  # figures of an earlier report whose trials are gone must not linger
     cost_names = {task: _cost_names(folder, task) for task in campaign.tasks}
     trained, trained_episodes = pooled_trial_rows(campaign, folder.records, cost_names)
     rows, episodes, images = [], [], {}
