@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "powerzoo"
 LAYERS = (
     (
         "powerzoo.fileio",
+        "powerzoo.lazy",
         "powerzoo.progress",
         "powerzoo.scratch",
     ),  # utilities: no PowerZoo imports at all

@@ -9,8 +9,7 @@ wrappers of :mod:`powerzoo.envs.wrappers`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from powerzoo.lazy import lazy_exports
 
 _EXPORTS = {
     "make_env": "powerzoo.envs.make",
@@ -25,12 +24,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'powerzoo.envs' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,8 +8,7 @@ rest of each kernel.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from powerzoo.lazy import lazy_exports
 
 _EXPORTS = {
     "CASE_NAMES": "powerzoo.physics.cases",
@@ -36,12 +35,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'powerzoo.physics' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
