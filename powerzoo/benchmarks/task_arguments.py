@@ -83,9 +83,12 @@ def arguments_table(name: str) -> Any:
         return "The task takes no keyword arguments."
     params = cls.make_params()
     rows = []
+    own_fields = {f.name for f in dataclasses.fields(params)}
     for key in keywords:
-        value = keyword_default(params, key)
-        if isinstance(value, int | float | str | bool | tuple):
+        value = getattr(params, key) if key in own_fields else keyword_default(params, key)
+        if value is None and key in own_fields:  # a default the task derives (docstring says how)
+            shown = "`None`"
+        elif isinstance(value, int | float | str | bool | tuple):
             shown = f"`{value!r}`"
         elif dataclasses.is_dataclass(value):  # a keyword taking a whole device's parameters
             shown = f"`{shown_parameters(value)}`"
