@@ -89,6 +89,29 @@ def run_name(algorithm: str, task: str, seed: int, when: float | None = None) ->
     return f"{algorithm}-{task}-seed{seed}-{stamp}"
 
 
+def free_run_name(
+    output_dir: str | Path, algorithm: str, task: str, seed: int, when: float | None = None
+) -> str:
+    """:func:`run_name`, with ``-2``, ``-3``, ... appended while ``output_dir`` already has a
+    folder of that name (two runs started within the same second).
+
+    Args:
+        output_dir: the folder the run folder goes in.
+        algorithm: the algorithm's name (``PPO``, ``MAPPO``, ...).
+        task: the task's name.
+        seed: the run's seed.
+        when: the start time (seconds since the epoch; default: now).
+
+    Returns:
+        A run-folder name not yet taken in ``output_dir``.
+    """
+    base = run_name(algorithm, task, seed, when)
+    name, k = base, 2
+    while (Path(output_dir) / name).exists():
+        name, k = f"{base}-{k}", k + 1
+    return name
+
+
 def _loads_pickle(path: Path) -> Any:
     return pickle.loads(path.read_bytes())
 

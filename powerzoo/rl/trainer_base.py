@@ -192,7 +192,7 @@ class TrainerBase(abc.ABC):
             return self.run_dir
         if self._planned_dir is None:
             cfg = self.config
-            name = cfg.name or rd.run_name(cfg.algorithm, cfg.task, cfg.seed)
+            name = cfg.name or rd.free_run_name(cfg.output_dir, cfg.algorithm, cfg.task, cfg.seed)
             self._planned_dir = Path(cfg.output_dir) / name
         if (self._planned_dir / rd.CONFIG_FILE).exists() and not self.config.overwrite:
             raise FileExistsError(

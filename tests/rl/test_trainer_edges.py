@@ -300,3 +300,22 @@ def test_evaluation_scores_the_task_objective_not_the_training_penalty():
         objective.action_space.high
     )  # ask for more than the SOC allows all day
     assert "task_reward" not in info
+
+
+def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path):
+    from powerzoo.rl.run_dir import free_run_name, run_name
+
+    when = 1_800_000_000.0
+    first = free_run_name(tmp_path, "PPO", "dso", 0, when)
+    assert first == run_name("PPO", "dso", 0, when)
+    (tmp_path / first).mkdir()
+    second = free_run_name(tmp_path, "PPO", "dso", 0, when)
+    assert second == f"{first}-2"
+    (tmp_path / second).mkdir()
+    assert free_run_name(tmp_path, "PPO", "dso", 0, when) == f"{first}-3"
+    # two trainers built back to back (same second) plan different folders
+    options = {"output_dir": str(tmp_path), "evaluation": None, "checkpoint": None}
+    a = Trainer("battery_arbitrage", algorithm="PPO", total_timesteps=64, seed=0, **options)
+    a._ensure_run_dir()
+    b = Trainer("battery_arbitrage", algorithm="PPO", total_timesteps=64, seed=0, **options)
+    assert b._planned_run_dir() != a.run_dir
