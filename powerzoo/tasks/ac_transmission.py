@@ -48,7 +48,7 @@ from powerzoo.data.profiles import Profiles
 from powerzoo.physics.ac_network import ACNetwork, ac_network
 from powerzoo.physics.ac_pf import ac_power_flow
 from powerzoo.physics.network import NetworkCase
-from powerzoo.tasks.feeder import NONCONVERGED_VOLTAGE_PU_PER_BUS
+from powerzoo.tasks.feeder import NONCONVERGED_VOLTAGE_PU_PER_BUS, time_features
 from powerzoo.tasks.transmission import (
     BASE_LOAD_SCALE,
     OVERLOAD_PRICE_PER_MWH,
@@ -149,6 +149,37 @@ class ACGrid:
         self.q_max_mvar = net.q_max_mvar[case.gen_bus]
         self.q_min_mvar = net.q_min_mvar[case.gen_bus]
         self.nonconverged_voltage_pu = NONCONVERGED_VOLTAGE_PU_PER_BUS * case.n_bus
+        self._time_tables: dict[int, np.ndarray] = {}  # [horizon + 1, 3] time features per horizon
+
+    def base_operating_point(self) -> tuple[float, float, float]:
+        """The case at its own loading: active losses [MW] of its AC flow and the lowest and
+        highest bus voltage of its data [p.u.] (the units' set-points, the base solution
+        elsewhere); what the tasks observe before their first step."""
+        net = self.network
+        losses = float(ac_power_flow(net, net.p_mw, net.q_mvar).p_mw.sum())
+        return losses, float(np.nanmin(net.vm_pu)), float(np.nanmax(net.vm_pu))
+
+    def observed_q_limits_mvar(self) -> np.ndarray:
+        """Each unit's reactive limits ``[n_gen, 2]`` (min, max) [Mvar] as observed: a unit
+        without a limit shows +-9,999 Mvar."""
+        return np.clip(np.stack([self.q_min_mvar, self.q_max_mvar], axis=1), -9999.0, 9999.0)
+
+    def time_and_load(self, day_id: np.ndarray, t: np.ndarray, horizon: int) -> np.ndarray:
+        """The observation's ``[hour_sin, hour_cos, time_remaining, system_load_mw,
+        system_load_next_mw]`` [B, 5] (float32) at step ``t`` [B] of episodes of ``horizon``
+        steps started on split days ``day_id`` [B]: the system load [MW] now and a step later."""
+        out = np.empty((t.size, 5), dtype=np.float32)
+        table = self._time_tables.get(horizon)
+        if table is None:
+            steps = np.arange(horizon + 1)
+            table = self._time_tables[horizon] = time_features(steps, self.steps_per_day, horizon)
+        try:
+            out[:, 0:3] = table.take(t, axis=0)
+        except IndexError:  # stepped past the horizon without a reset
+            out[:, 0:3] = time_features(t, self.steps_per_day, horizon)
+        flat = self.flat_index(day_id[:, None], t[:, None] + np.arange(2))
+        out[:, 3:5] = self.system_load_mw(flat)
+        return out
 
     def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Calendar step index [B] of step ``t`` of split day ``day_id`` (wrapping the year)."""

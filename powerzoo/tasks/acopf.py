@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
-from powerzoo.physics.ac_pf import ac_power_flow
 from powerzoo.physics.dc_opf import dispatch_cost
 from powerzoo.physics.redispatch import rule_dispatch_from_system_load
 from powerzoo.tasks.ac_transmission import (
@@ -48,7 +47,6 @@ from powerzoo.tasks.ac_transmission import (
     ac_grid_costs,
 )
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.feeder import time_features
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
 from powerzoo.tasks.transmission import (
     STEP_MINUTES,
@@ -107,10 +105,6 @@ class AcopfState:
     prev_q_mvar: np.ndarray  # [B, n_gen] last reactive output at each unit's bus
     prev_vm_pu: np.ndarray  # [B, n_gen] last voltage at each unit's bus
     prev_grid: np.ndarray  # [B, 4] last losses [MW], slack output [MW], min / max voltage
-
-
-def _q_limit(x: np.ndarray) -> np.ndarray:
-    return np.clip(x, -9999.0, 9999.0)  # a unit without a limit shows +-9,999 Mvar
 
 
 class Acopf118(Task):
@@ -172,18 +166,9 @@ class Acopf118(Task):
         case = self.case = grid.case
         self.n_gen = case.n_gen
         self.marginal_cost = marginal_cost_per_mwh(case)
-        self._time = time_features(
-            np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON
-        ).astype(np.float32)
+        q_limits = grid.observed_q_limits_mvar()
         self._own = np.stack(
-            [
-                case.gen_pmin_mw,
-                case.gen_pmax_mw,
-                self.marginal_cost,
-                _q_limit(grid.q_min_mvar),
-                _q_limit(grid.q_max_mvar),
-            ],
-            axis=1,
+            [case.gen_pmin_mw, case.gen_pmax_mw, self.marginal_cost, *q_limits.T], axis=1
         ).astype(np.float32)
         self._slots = {name: i for i, name in enumerate(_FIELDS)}
         self._p_entry = 2 * np.arange(self.n_gen)
@@ -193,9 +178,8 @@ class Acopf118(Task):
             float(case.gen_pmin_mw[grid.slack_unit]),
             float(case.gen_pmax_mw[grid.slack_unit]),
         )
-        # the first step's observed losses: those of the case at its own loading
-        net = grid.network
-        self._base_losses_mw = float(ac_power_flow(net, net.p_mw, net.q_mvar).p_mw.sum())
+        # what the first step observes of the grid: the case's own losses [MW], min / max voltage
+        self._base_grid = grid.base_operating_point()
         self.obs_slots = {"global": None}
 
     @classmethod
@@ -264,9 +248,9 @@ class Acopf118(Task):
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> AcopfState:
         day_id = self.check_day_id(day_id)
         b, n = day_id.size, self.n_gen
-        net = self.grid.network
+        losses, v_min, v_max = self._base_grid
         grid = np.empty((b, 4))
-        grid[:] = (self._base_losses_mw, 0.0, np.nanmin(net.vm_pu), np.nanmax(net.vm_pu))
+        grid[:] = (losses, 0.0, v_min, v_max)
         return AcopfState(
             day_id,
             np.zeros(b, np.int64),
@@ -282,12 +266,7 @@ class Acopf118(Task):
             raise ValueError(f"unknown obs_mode {obs_mode!r} for acopf_118; valid: global")
         b = state.t.size
         row = np.empty((b, len(_FIELDS)), dtype=np.float32)
-        try:
-            row[:, 0:3] = self._time.take(state.t, axis=0)
-        except IndexError:  # stepped past the horizon without a reset
-            row[:, 0:3] = time_features(state.t, self.profiles.steps_per_day, HORIZON)
-        flat = self.grid.flat_index(state.day_id[:, None], state.t[:, None] + np.arange(2))
-        row[:, 3:5] = self.grid.system_load_mw(flat)
+        row[:, 0:5] = self.grid.time_and_load(state.day_id, state.t, HORIZON)
         row[:, 13:17] = state.prev_grid
         obs = np.empty((b, self.n_gen, len(_FIELDS)), dtype=np.float32)
         obs[...] = row[:, None, :]
@@ -369,7 +348,7 @@ class Acopf118(Task):
         grid = self.grid
         net = opf_net(self.case, grid.network.rate_mva, grid.rate_mva)
         plan = np.zeros((state.t.size, HORIZON, 2 * self.n_gen))
-        losses = self._base_losses_mw
+        losses = self._base_grid[0]
         for row in range(state.t.size):
             t0 = int(state.t[row])
             for t in range(t0, HORIZON):

@@ -60,7 +60,6 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
-from powerzoo.physics.ac_pf import ac_power_flow
 from powerzoo.physics.areas import ControlAreas, control_areas
 from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
 from powerzoo.tasks.ac_transmission import (
@@ -71,7 +70,6 @@ from powerzoo.tasks.ac_transmission import (
     ac_grid_costs,
 )
 from powerzoo.tasks.base import StepOutput, Task
-from powerzoo.tasks.feeder import time_features
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, padded_action
 from powerzoo.tasks.transmission import (
     STEP_MINUTES,
@@ -252,18 +250,14 @@ class VoltageControl118(Task):
         self._slot_unit[area, slot] = np.arange(self.n_gen)
         self._slot_used = self._slot_unit >= 0
         self._gather = np.maximum(self._slot_unit, 0)
-        q_lim = np.clip(np.stack([grid.q_min_mvar, grid.q_max_mvar], axis=1), -9999.0, 9999.0)
+        q_lim = grid.observed_q_limits_mvar()
         self._slot_q = np.where(self._slot_used[..., None], q_lim[self._gather], 0.0)
-        self._time = time_features(
-            np.arange(HORIZON + 1), self.profiles.steps_per_day, HORIZON
-        ).astype(np.float32)
         # given dispatch and price of every split day, filled a day at a time on first use
         n_days = self.split_days.size
         self._p_table = np.zeros((n_days, HORIZON + 1, self.n_gen))
         self._price_table = np.zeros((n_days, HORIZON + 1))
         self._filled = np.zeros(n_days, dtype=bool)
-        net = grid.network
-        self._base_losses_mw = float(ac_power_flow(net, net.p_mw, net.q_mvar).p_mw.sum())
+        self._base_grid = grid.base_operating_point()  # losses [MW], min / max voltage [p.u.]
         self.obs_slots = {"global": None}
 
     @classmethod
@@ -347,9 +341,8 @@ class VoltageControl118(Task):
         day_id = self.check_day_id(day_id)
         self._fill_days(day_id)
         b, n = day_id.size, self.n_gen
-        net = self.grid.network
         grid = np.empty((b, 3))
-        grid[:] = (self._base_losses_mw, np.nanmin(net.vm_pu), np.nanmax(net.vm_pu))
+        grid[:] = self._base_grid
         return VoltageControlState(
             day_id,
             np.zeros(b, np.int64),
@@ -363,15 +356,9 @@ class VoltageControl118(Task):
         if obs_mode not in (None, "global"):
             raise ValueError(f"unknown obs_mode {obs_mode!r} for {self.task_id}; valid: global")
         b, n_g = state.t.size, len(_GLOBAL)
-        try:
-            time = self._time.take(state.t, axis=0)
-        except IndexError:  # stepped past the horizon without a reset
-            time = time_features(state.t, self.profiles.steps_per_day, HORIZON)
         p, price = self.dispatch(state)
-        flat = self.grid.flat_index(state.day_id[:, None], state.t[:, None] + np.arange(2))
         obs = np.zeros((b, self.n_agents, self.spec.observation.dim), dtype=np.float32)
-        obs[:, :, 0:3] = time[:, None, :]
-        obs[:, :, 3:5] = self.grid.system_load_mw(flat)[:, None, :]
+        obs[:, :, 0:5] = self.grid.time_and_load(state.day_id, state.t, HORIZON)[:, None, :]
         obs[:, :, 5] = price[:, None]
         obs[:, :, 6:9] = state.prev_grid[:, None, :]
         per_slot = obs[:, :, n_g:].reshape(b, self.n_agents, self.n_slots, len(_SLOT))

@@ -66,7 +66,6 @@ import numpy as np
 from powerzoo.physics.areas import ControlAreas, control_areas, dispatchable_units
 from powerzoo.physics.cases import NetworkCase
 from powerzoo.tasks.base import StepOutput
-from powerzoo.tasks.feeder import time_features
 from powerzoo.tasks.feeder_observation import FeederSlots, price_forecast_fields
 from powerzoo.tasks.joint_trans_dist.spec import (
     _BIG,
@@ -396,12 +395,7 @@ class JointTransDist118(JointTransDist):
         demand = self.demand.take(flat)
         obs = np.empty((b, len(self.spec.agents), slots.width), dtype=np.float32)
         obs[:] = self._const[mode]
-        try:
-            obs[:, :, slots.time] = self.time_table.take(state.t, axis=0)[:, None, :]
-        except IndexError:  # stepped past the horizon without a reset
-            steps = self.profiles.steps_per_day
-            obs[:, :, slots.time] = time_features(state.t, steps, self.horizon)[:, None, :]
-        obs[:, :, slots.price] = self.expected_price.take(flat)[:, None]
+        self._write_shared_fields(obs, slots, state, flat, demand)
         own = slots.own.start
         idle = self.idle_head.take(flat, axis=0)
         obs[:, :a, own] = demand[:, None] * self._area_load_scale
@@ -415,27 +409,6 @@ class JointTransDist118(JointTransDist):
         per[:, :, :, 2] = state.prev_p_mw[:, self._slot_column] * self._slot_used_f
         per[:, :, :, 3] = state.soc[:, self._slot_battery] * self._slot_bat_f
         per[:, :, :, 4] = vm[:, self._slot_vm] * self._slot_bat_f
-        if slots.system is not None:
-            nxt = self.demand.take((flat + 1) % self.demand.size)
-            total = self.bus_load_scale.sum()
-            row = np.stack(
-                [
-                    demand * total,
-                    nxt * total,
-                    idle.sum(axis=1),
-                    state.feeder_p_mw.sum(axis=1),
-                    state.prev_imbalance_mw,
-                    vm.min(axis=1),
-                    vm.max(axis=1),
-                ],
-                axis=1,
-            )
-            obs[:, :, slots.system] = row[:, None, :]
-        if slots.socs is not None:
-            obs[:, :, slots.socs] = state.soc[:, None, :]
-        if slots.forecast is not None:
-            ahead = self.expected_price.take((flat[:, None] + self._offsets) % self.demand.size)
-            obs[:, :, slots.forecast] = ahead[:, None, :]
         return obs
 
     def step(

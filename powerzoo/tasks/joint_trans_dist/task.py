@@ -285,13 +285,8 @@ class JointTransDist(Task):
         flat = self.flat_index(state.day_id, state.t)
         demand = self.demand.take(flat)
         obs = np.zeros((b, len(self.spec.agents), slots.width), dtype=np.float32)
-        try:
-            obs[:, :, slots.time] = self.time_table.take(state.t, axis=0)[:, None, :]
-        except IndexError:  # stepped past the horizon without a reset
-            steps = self.profiles.steps_per_day
-            obs[:, :, slots.time] = time_features(state.t, steps, self.horizon)[:, None, :]
+        self._write_shared_fields(obs, slots, state, flat, demand)
         obs[:, :, slots.kind] = self._kind
-        obs[:, :, slots.price] = self.expected_price.take(flat)[:, None]
         own = obs[:, :, slots.own]  # min, max, marginal cost, prev p, soc, v, bus load
         own[:, :g, 0] = self.case.gen_pmin_mw
         own[:, :g, 1] = self.case.gen_pmax_mw
@@ -304,28 +299,33 @@ class JointTransDist(Task):
         own[:, :g, 6] = demand[:, None] * self.bus_load_scale[self.case.gen_bus]
         own[:, g:, 6] = demand[:, None] * self._bat_bus_load
         obs[:, :, slots.own] = own
+        return obs
+
+    def _write_shared_fields(
+        self, obs: np.ndarray, slots: Any, state: JointState, flat: np.ndarray, demand: np.ndarray
+    ) -> None:
+        """Write into ``obs`` [B, n_agents, width] the fields every agent sees alike, where the
+        mode's ``slots`` has them: time, expected price [$/MWh], the system block (loads [MW],
+        imbalance [MW], voltage extremes [p.u.]), every battery's SOC and the price forecast;
+        ``flat`` [B]: calendar steps, ``demand`` [B]: their ``demand_pu``."""
+        try:
+            obs[:, :, slots.time] = self.time_table.take(state.t, axis=0)[:, None, :]
+        except IndexError:  # stepped past the horizon without a reset
+            steps = self.profiles.steps_per_day
+            obs[:, :, slots.time] = time_features(state.t, steps, self.horizon)[:, None, :]
+        obs[:, :, slots.price] = self.expected_price.take(flat)[:, None]
         if slots.system is not None:
             nxt = self.demand.take((flat + 1) % self.demand.size)
-            total = self.bus_load_scale.sum()
-            row = np.stack(
-                [
-                    demand * total,
-                    nxt * total,
-                    self.idle_head.take(flat, axis=0).sum(axis=1),
-                    state.feeder_p_mw.sum(axis=1),
-                    state.prev_imbalance_mw,
-                    state.vm_pu.min(axis=1),
-                    state.vm_pu.max(axis=1),
-                ],
-                axis=1,
-            )
+            total, vm = self.bus_load_scale.sum(), state.vm_pu
+            idle = self.idle_head.take(flat, axis=0).sum(axis=1)
+            loads = (demand * total, nxt * total, idle, state.feeder_p_mw.sum(axis=1))
+            row = np.stack([*loads, state.prev_imbalance_mw, vm.min(axis=1), vm.max(axis=1)], 1)
             obs[:, :, slots.system] = row[:, None, :]
         if slots.socs is not None:
             obs[:, :, slots.socs] = state.soc[:, None, :]
         if slots.forecast is not None:
             ahead = self.expected_price.take((flat[:, None] + self._offsets) % self.demand.size)
             obs[:, :, slots.forecast] = ahead[:, None, :]
-        return obs
 
     def step(
         self, state: JointState, action: np.ndarray, rng: np.random.Generator
