@@ -239,7 +239,12 @@ class BatteryArbitrage(Task):
                 "the start, settled at the day's mean price), paid step by step"
             ),
             **cmdp_fields((("soc_violation", "MWh", 1.0, 100.0),), objective="profit"),
-            baselines=("random", "rule_based", "oracle"),
+            baselines=("random", "rule_based", "oracle", "idle"),
+            idle_action=(0.0,),
+            idle_doc=(
+                "the battery stands still at 0 MW: no trade, no wear, the start SOC kept, so the "
+                "return is 0 $ every day"
+            ),
             forecast_series=("price_per_mwh",),
             gym_id="powerzoo/BatteryArbitrage-v0",
         )

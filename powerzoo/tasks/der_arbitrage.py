@@ -296,7 +296,12 @@ class MarlDerArbitrage(FeederTask):
                 ),
                 objective="profit",
             ),
-            baselines=("random", "rule_based", "oracle"),
+            baselines=("random", "rule_based", "oracle", "idle"),
+            idle_action=(0.0,) * _N,
+            idle_doc=(
+                "every battery stands still at 0 MW: no trade, no wear, the start SOC kept (0 $ "
+                "a day); the feeder's own loads still leave the voltage band on some days"
+            ),
             **mode_spec_fields(_modes(power_mw), "global"),
             shared_reward=False,
         )

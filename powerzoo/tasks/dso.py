@@ -274,7 +274,12 @@ class Dso(FeederTask):
                 "no cost"
             ),
             **cmdp_fields(grid_cost_rows(0.5, 0.25, p.penalty_per_pu, p.penalty_per_mvah)),
-            baselines=("random", "rule_based", "oracle"),
+            baselines=("random", "rule_based", "oracle", "idle"),
+            idle_action=(0.0,) * (2 * _N),
+            idle_doc=(
+                "no control: every flexible load served as it comes (all fractions 0), the same "
+                "action as the rule-based baseline"
+            ),
             forecast_series=("demand_pu", "price_per_mwh"),
             gym_id="powerzoo/DSO-v0",
         )
