@@ -1,14 +1,19 @@
-"""Compute the baseline table ``powerzoo/benchmarks/baselines.json`` (random / rule-based / oracle).
+"""Compute the baseline table ``powerzoo/benchmarks/baselines.json`` (random, rule-based, oracle
+and, where a task defines one, idle).
 
 Usage::
 
     python benchmarks/compute_baselines.py                      # every task, every test day
     python benchmarks/compute_baselines.py --tasks opf_118_7d --max-episodes 20
     python benchmarks/compute_baselines.py --max-episodes 77 opf_118_7d=20
+    python benchmarks/compute_baselines.py --policies idle      # only the idle rows
 
-Rows of the tasks computed replace those with the same (task, split, policy) in the output file;
-other rows are kept (``--fresh`` starts an empty table). The file is written atomically.
-See :mod:`powerzoo.benchmarks.baselines` for the protocol and the schema.
+Rows computed replace those with the same (task, split, policy) in the output file, in place;
+other rows are kept as they are (``--fresh`` starts an empty table), and a new row goes after the
+last row of its task. With ``--policies``, a task that already has rows on the split in the
+output file is evaluated on their days (and must use their seed), so the new rows score against
+the old ones. The command is appended to the table's ``generated_by``. The file is written
+atomically. See :mod:`powerzoo.benchmarks.baselines` for the protocol and the schema.
 """
 
 from __future__ import annotations
@@ -48,10 +53,39 @@ def parse_max_episodes(values: list[str] | None) -> int | dict[str, int] | None:
 
 
 def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``old`` with rows of the same (task, split, policy) replaced by ``new``'s, sorted by task."""
+    """``old`` with rows of the same (task, split, policy) replaced by ``new``'s in place; each
+    other new row goes after the last row of its task, or, for a task ``old`` lacks, before the
+    first row of a task whose name sorts after it (else at the end)."""
     key = lambda r: (r["task"], r["split"], r["policy"])  # noqa: E731
-    merged = {key(r): r for r in old} | {key(r): r for r in new}
-    return sorted(merged.values(), key=lambda r: (r["task"], r["split"]))
+    replaced = {key(r): r for r in new}
+    merged = [replaced.pop(key(r), r) for r in old]
+    for row in replaced.values():
+        same = [i for i, r in enumerate(merged) if r["task"] == row["task"]]
+        later = [i for i, r in enumerate(merged) if r["task"] > row["task"]]
+        at = same[-1] + 1 if same else (later[0] if later else len(merged))
+        merged.insert(at, row)
+    return merged
+
+
+def table_days(
+    rows: list[dict[str, Any]], tasks: list[str] | None, split: str, seed: int
+) -> dict[str, list[int]]:
+    """``{task: day_ids}`` of the tasks (all when ``None``) that have rows on ``split`` in
+    ``rows``; ``ValueError`` when a task's rows used another seed or different days."""
+    days: dict[str, list[int]] = {}
+    for r in rows:
+        if r.get("split") != split or (tasks is not None and r["task"] not in tasks):
+            continue
+        if "day_ids" not in r:
+            continue
+        if int(r.get("seed", seed)) != seed:
+            raise ValueError(
+                f"the table's {r['task']} rows use seed {r['seed']}, not {seed}: pass --seed "
+                f"{r['seed']} so that new rows score against them"
+            )
+        if days.setdefault(r["task"], list(r["day_ids"])) != list(r["day_ids"]):
+            raise ValueError(f"the table's {r['task']} rows on {split} use different days")
+    return days
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -92,6 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
+        "--policies",
+        nargs="+",
+        default=None,
+        metavar="POLICY",
+        help=(
+            "only these baselines, e.g. idle (default: every baseline of each task); other rows "
+            "of the output are kept, and tasks with rows there are evaluated on their days"
+        ),
+    )
+    parser.add_argument(
         "--output", type=Path, default=BASELINES_FILE, help=f"JSON file (default: {BASELINES_FILE})"
     )
     parser.add_argument(
@@ -102,21 +146,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    started = time.perf_counter()
-    rows = compute_baselines(
-        args.tasks, args.split, args.seed, parse_max_episodes(args.max_episodes)
-    )
-    seconds = time.perf_counter() - started
-    old = (
-        []
+    table = (
+        {}
         if args.fresh or not args.output.is_file()
-        else json.loads(args.output.read_text())["results"]
+        else json.loads(args.output.read_text(encoding="utf-8"))
     )
+    old = table.get("results", [])
+    try:
+        days = table_days(old, args.tasks, args.split, args.seed) if args.policies else None
+        started = time.perf_counter()
+        rows = compute_baselines(
+            args.tasks,
+            args.split,
+            args.seed,
+            parse_max_episodes(args.max_episodes),
+            policies=args.policies,
+            day_ids=days,
+        )
+    except ValueError as err:
+        print(f"compute_baselines: {err}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - started
     command = "python benchmarks/compute_baselines.py " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
+    history = table.get("generated_by")
     payload = {
-        "generated_by": command.strip(),
+        "generated_by": f"{history}; then {command.strip()}" if history else command.strip(),
         "protocol": PROTOCOL,
         "results": merge_rows(old, rows),
     }

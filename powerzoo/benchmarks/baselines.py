@@ -47,12 +47,12 @@ from typing import Any
 import numpy as np
 
 from powerzoo.benchmarks.evaluation import evaluate_days, return_unit
-from powerzoo.benchmarks.policies import OraclePolicy, make_baseline_policy
+from powerzoo.benchmarks.policies import OraclePolicy, idle_tasks, make_baseline_policy
 from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
 from powerzoo.fileio import CorruptFileError, read_or_corrupt
 from powerzoo.progress import progress_bar
-from powerzoo.tasks import list_tasks, make_task
+from powerzoo.tasks import list_tasks, make_task, task_spec
 
 __all__ = [
     "BASELINES_FILE",
@@ -179,14 +179,26 @@ def _episodes_for(task: str, max_episodes: int | Mapping[str, int] | None) -> in
     return max_episodes
 
 
+def _missing_baseline(task: str, policy: str, defined: Sequence[str]) -> str:
+    """The error text for baseline ``policy`` asked of a ``task`` that does not define it."""
+    hint = (
+        f"; tasks with an idle (no-control) action: {', '.join(idle_tasks())}"
+        if policy == "idle"
+        else ""
+    )
+    return f"{task} defines no {policy} baseline (its baselines: {', '.join(defined)}){hint}"
+
+
 def compute_baselines(
     tasks: Iterable[str] | None = None,
     split: str = "test",
     seed: int = 0,
     max_episodes: int | Mapping[str, int] | None = None,
     progress: bool | None = None,
+    policies: Iterable[str] | None = None,
+    day_ids: Mapping[str, Sequence[int]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Evaluate every baseline of ``task.spec.baselines`` for each task (default: all registered).
+    """Evaluate the baselines of ``task.spec.baselines`` for each task (default: all registered).
 
     Args:
         tasks: task names (``None``: ``list_tasks()``).
@@ -196,15 +208,37 @@ def compute_baselines(
             ``{task: n}`` mapping; fewer days than the split has are evenly spread
             (:func:`select_days`). All baselines of one task use the same days.
         progress: tqdm bars (``None``: only when stderr is a terminal).
+        policies: only these baselines (``None``: every baseline of each task). With ``tasks``
+            given, a task that does not define one is a ``ValueError``; with ``tasks=None`` only
+            the tasks that define one are evaluated.
+        day_ids: ``{task: split days}`` evaluated instead of ``max_episodes``' choice (e.g. the
+            days of the task's rows already in a table, so that new rows match them).
 
     Returns one row per (task, policy), in task then ``spec.baselines`` order (module docstring).
     """
     names = list_tasks() if tasks is None else list(tasks)
+    wanted = None if policies is None else list(dict.fromkeys(policies))
     jobs = []
     for name in names:
+        defined = task_spec(name).baselines
+        missing = [p for p in wanted or () if p not in defined]
+        if missing and tasks is not None:
+            raise ValueError(_missing_baseline(name, missing[0], defined))
+        chosen = [p for p in defined if wanted is None or p in wanted]
+        if not chosen:
+            continue
         task_obj = make_task(name, split)
-        days = select_days(task_obj.n_days, _episodes_for(name, max_episodes))
-        jobs += [(name, policy, days) for policy in task_obj.spec.baselines]
+        if day_ids is not None and name in day_ids:
+            days = [int(d) for d in day_ids[name]]
+        else:
+            days = select_days(task_obj.n_days, _episodes_for(name, max_episodes))
+        jobs += [(name, p, days) for p in chosen]
+    if not jobs:
+        known = sorted({p for n in list_tasks() for p in task_spec(n).baselines})
+        raise ValueError(
+            f"no task defines the baseline(s) {', '.join(wanted or [])}; known baselines: "
+            f"{', '.join(known)}"
+        )
     rows = []
     for name, policy, days in progress_bar(jobs, progress=progress, desc="baselines"):
         rows.append(evaluate_baseline(name, policy, split, days, seed, progress=progress))
@@ -273,7 +307,7 @@ def baseline_return(task: str, policy: str, split: str = "test") -> float:
 
     Args:
         task: A registered task name.
-        policy: ``"random"``, ``"rule_based"`` or ``"oracle"``.
+        policy: ``"random"``, ``"rule_based"``, ``"oracle"``, ``"idle"``, ...
         split: Date split of the table's rows.
 
     Returns:

@@ -27,6 +27,8 @@ __all__ = [
     "RandomPolicy",
     "RuleBasedPolicy",
     "OraclePolicy",
+    "IdlePolicy",
+    "idle_tasks",
     "SB3Policy",
     "seed_policy",
     "find_normalizer",
@@ -35,8 +37,9 @@ __all__ = [
     "make_baseline_policy",
 ]
 
-BASELINE_POLICIES = ("random", "rule_based", "oracle")
-"""Names of the baseline policies (a task lists the ones it defines in ``spec.baselines``)."""
+BASELINE_POLICIES = ("random", "rule_based", "oracle", "idle")
+"""Names of the baseline policies (a task lists the ones it defines in ``spec.baselines``;
+``idle`` only where doing nothing is a policy, :class:`IdlePolicy`)."""
 
 
 class Policy(Protocol):
@@ -325,8 +328,11 @@ class _TaskPolicy:
         if self.name not in baselines:
             raise ValueError(
                 f"{self.task.spec.task_id} defines no {self.name} baseline "
-                f"(its baselines: {', '.join(baselines)})"
+                f"(its baselines: {', '.join(baselines)}){self._where_defined()}"
             )
+
+    def _where_defined(self) -> str:  # a hint after the error of a task without the baseline
+        return ""
 
     def reset(self) -> None:
         return None
@@ -363,6 +369,36 @@ class TruthfulPolicy(_TaskPolicy):
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         physical = self.task.truthful_action(self._view.physical_obs(obs))[0]
+        return self._view.env_action(physical)
+
+
+def idle_tasks() -> list[str]:
+    """Names of the registered tasks with an idle action (``"idle"`` in ``spec.baselines``)."""
+    from powerzoo.tasks import list_tasks, task_spec
+
+    return [t for t in list_tasks() if "idle" in task_spec(t).baselines]
+
+
+class IdlePolicy(_TaskPolicy):
+    """The operator does nothing: the task's no-control action (``task.idle_action``, described
+    in ``spec.idle_doc``) on every step, e.g. a battery at 0 MW.
+
+    Only tasks where doing nothing is a policy define it (storage and flexibility tasks); a
+    dispatch task, whose generators must be set, has none: ``ValueError`` naming the tasks
+    that do.
+
+    Args:
+        env: The env it acts in (single- or multi-agent; physical or normalised units).
+    """
+
+    name = "idle"
+
+    def _where_defined(self) -> str:
+        return f"; tasks with an idle (no-control) action: {', '.join(idle_tasks())}"
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        """The idle action in the env's units (a dict per agent on a multi-agent env)."""
+        physical = self.task.idle_action(self._view.physical_obs(obs))[0]
         return self._view.env_action(physical)
 
 
@@ -444,7 +480,7 @@ def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
     ``seed`` seeds the random policy's action space (``None``: leave it as it is).
 
     Args:
-        name: ``"random"``, ``"rule_based"`` or ``"oracle"``.
+        name: ``"random"``, ``"rule_based"``, ``"oracle"`` or ``"idle"``.
         env: The env the policy acts in.
         seed: Seed of the random policy's action space.
 
@@ -457,8 +493,8 @@ def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
         return RuleBasedPolicy(env)
     if name == "oracle":
         return OraclePolicy(env)
-    if (
-        name == "truthful"
-    ):  # market tasks only (listed in their spec.baselines, not in BASELINE_POLICIES)
+    if name == "idle":
+        return IdlePolicy(env)
+    if name == "truthful":  # market tasks only (in their spec.baselines, not BASELINE_POLICIES)
         return TruthfulPolicy(env)
     raise ValueError(f"unknown baseline policy {name!r}; valid: {', '.join(BASELINE_POLICIES)}")

@@ -313,6 +313,11 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
             [
                 f"Return in {return_unit(spec)}, from the packaged baselines table.",
                 base_table,
+                *(
+                    [f"`idle` (the operator does nothing): {spec.idle_doc}."]
+                    if spec.idle_doc
+                    else []
+                ),
                 *([doc["Baselines"]] if "Baselines" in doc else []),
             ],
         )

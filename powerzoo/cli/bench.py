@@ -63,8 +63,8 @@ def add_parser(sub: Any) -> None:
         nargs="*",
         default=list(BASELINE_POLICIES),
         metavar="POLICY",
-        help=f"baselines among {', '.join(BASELINE_POLICIES)} (default: all three; one a task "
-        "does not define is skipped with a note)",
+        help=f"baselines among {', '.join(BASELINE_POLICIES)} (default: all; one a task "
+        "does not define, such as idle on a dispatch task, is skipped with a note)",
     )
     p.add_argument(
         "--seeds",

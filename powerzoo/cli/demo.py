@@ -92,9 +92,10 @@ def train_demo_agent(
 
 
 def _policies(env: Any) -> dict[str, Any]:
-    from powerzoo.benchmarks.policies import BASELINE_POLICIES, make_baseline_policy
+    from powerzoo.benchmarks.policies import make_baseline_policy
 
-    return {name: make_baseline_policy(name, env, seed=0) for name in BASELINE_POLICIES}
+    names = ("random", "rule_based", "oracle")
+    return {name: make_baseline_policy(name, env, seed=0) for name in names}
 
 
 def comparison_table(results: dict[str, dict[str, Any]]) -> str:

@@ -407,6 +407,21 @@ class Task(abc.ABC):
         """
         raise NotImplementedError(f"{self.spec.task_id} defines no rule-based policy")
 
+    def idle_action(self, obs: np.ndarray) -> np.ndarray:
+        """Physical action [B, act_dim] of an operator who does nothing (``spec.idle_action``,
+        described in ``spec.idle_doc``), the same on every step.
+
+        Args:
+            obs: Observations [B, obs_dim] in physical units (only their batch size is read).
+
+        Returns:
+            Physical actions [B, act_dim].
+        """
+        idle = self.spec.idle_action
+        if idle is None:
+            raise NotImplementedError(f"{self.spec.task_id} defines no idle (no-control) action")
+        return np.tile(np.asarray(idle, dtype=np.float64), (np.shape(obs)[0], 1))
+
     def oracle_plan(self, state: Any) -> np.ndarray:
         """Perfect-foresight physical actions [B, horizon, act_dim] from an initial state.
 

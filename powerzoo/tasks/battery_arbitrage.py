@@ -35,7 +35,9 @@ Model
   47, oracle 108 (at the former 2 $/MWh wear, on the earlier data, the oracle with the
   settlement earned 1,097). The day's price spread on the 65 test days is 29 $/MWh on average
   (median 26), and a round trip costs 30 $/MWh of wear and 10 % of the energy, so arbitrage
-  pays on the days with evening peaks only.
+  pays on the days with evening peaks only. Idle (``spec.idle_action``: the battery at 0 MW,
+  the operator doing nothing) earns 0 $/day within the budget (score 0.979): a policy below it
+  loses money by trading.
 """
 
 from __future__ import annotations
@@ -239,7 +241,12 @@ class BatteryArbitrage(Task):
                 "the start, settled at the day's mean price), paid step by step"
             ),
             **cmdp_fields((("soc_violation", "MWh", 1.0, 100.0),), objective="profit"),
-            baselines=("random", "rule_based", "oracle"),
+            baselines=("random", "rule_based", "oracle", "idle"),
+            idle_action=(0.0,),
+            idle_doc=(
+                "the battery stands still at 0 MW: no trade, no wear, the start SOC kept, so the "
+                "return is 0 $ every day"
+            ),
             forecast_series=("price_per_mwh",),
             gym_id="powerzoo/BatteryArbitrage-v0",
         )

@@ -62,7 +62,10 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   voltage violation (p.u.-steps/day): random -267.7 and 1.11 (plus 3.2 MWh of
   SOC violation), rule-based 1.3 and 0.093 (over the 0.2 budget on 9 days), oracle -0.6 and
   0.0007 (within the budget every day: holding the band at the tightest peaks costs the
-  batteries wear, so the voltage-blind rule earns more on the objective alone).
+  batteries wear, so the voltage-blind rule earns more on the objective alone). Idle
+  (``spec.idle_action``: every battery at 0 MW) 0 and 0.075, over the budget on the same 9 days
+  as the rule: the rule trades on 7 test days, all of them among those 9, and earns 0 $ on the
+  others, so both score 0.852 on the budget-aware reading (:mod:`powerzoo.benchmarks.cmdp_score`).
 """
 
 from __future__ import annotations
@@ -296,7 +299,12 @@ class MarlDerArbitrage(FeederTask):
                 ),
                 objective="profit",
             ),
-            baselines=("random", "rule_based", "oracle"),
+            baselines=("random", "rule_based", "oracle", "idle"),
+            idle_action=(0.0,) * _N,
+            idle_doc=(
+                "every battery stands still at 0 MW: no trade, no wear, the start SOC kept (0 $ "
+                "a day); the feeder's own loads still leave the voltage band on some days"
+            ),
             **mode_spec_fields(_modes(power_mw), "global"),
             shared_reward=False,
         )

@@ -54,7 +54,8 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   flow (-914 $/day, 0.005 p.u., within the budget every day). The oracle pays lost load to keep
   the band, so the unconstrained no-control return lies above it (plain normalised score 1.47;
   on the budget-aware reading of :mod:`powerzoo.benchmarks.cmdp_score`, 0.93): judge a policy
-  on its return *and* its costs.
+  on its return *and* its costs. Idle (``spec.idle_action``: the operator doing nothing) is the
+  same action as the rule, so its row is the rule's.
 """
 
 from __future__ import annotations
@@ -274,7 +275,12 @@ class Dso(FeederTask):
                 "no cost"
             ),
             **cmdp_fields(grid_cost_rows(0.5, 0.25, p.penalty_per_pu, p.penalty_per_mvah)),
-            baselines=("random", "rule_based", "oracle"),
+            baselines=("random", "rule_based", "oracle", "idle"),
+            idle_action=(0.0,) * (2 * _N),
+            idle_doc=(
+                "every flexible load served as it comes (all fractions 0), the same "
+                "action as the rule-based baseline"
+            ),
             forecast_series=("demand_pu", "price_per_mwh"),
             gym_id="powerzoo/DSO-v0",
         )

@@ -331,6 +331,7 @@ def info(name: str, baselines: BaselineNumbers | None = None) -> dict[str, Any]:
         "forecast_series": list(spec.forecast_series),
         "termination": spec.termination_doc,
         "baselines": {b: numbers.get(b) for b in spec.baselines},
+        "idle": spec.idle_doc or None,  # what the idle baseline (doing nothing) does, if any
         "gym_id": spec.gym_id,
         "config_template": {
             "task": spec.task_id,
@@ -402,6 +403,7 @@ def describe(name: str, baselines: BaselineNumbers | None = None) -> str:
             f"  splits: {', '.join(d['splits'])}",
             f"  forecastable series: {', '.join(d['forecast_series']) or 'none'}",
             f"  baselines: {baseline_text}",
+            *([f"  idle (no control): {d['idle']}"] if d["idle"] else []),
             f"  gymnasium id: {d['gym_id']}",
         ]
     )

@@ -216,6 +216,13 @@ class TaskSpec:
     # Every agent's observation has the same length in each mode (kinds fill the fields that
     # apply to them); actions have the same length per agent, with per-agent bounds and names.
     agent_groups: tuple[AgentGroup, ...] = ()
+    # the physical joint action of an operator who does nothing, for tasks where "no control" is
+    # a policy worth comparing against (storage at zero power, loads served as they come,
+    # chargers charging on plug-in); such a task lists "idle" in ``baselines`` and says in
+    # ``idle_doc`` what the action means. ``None``: no such action (a dispatch task must set
+    # its generators; there is no "nothing" to do).
+    idle_action: tuple[float, ...] | None = None
+    idle_doc: str = ""
 
     def __post_init__(self) -> None:
         if self.gamma is None:
@@ -244,6 +251,33 @@ class TaskSpec:
             raise ValueError(
                 f"{self.task_id}: agent_groups must list every agent exactly once, got {grouped}"
             )
+        self._check_idle_action()
+
+    def _check_idle_action(self) -> None:
+        """``idle_action``, ``idle_doc`` and the ``"idle"`` baseline come together; the action
+        has one entry per joint action entry, within its bounds."""
+        listed = "idle" in self.baselines
+        if self.idle_action is None:
+            if listed or self.idle_doc:
+                raise ValueError(
+                    f"{self.task_id}: an 'idle' baseline or idle_doc needs an idle_action"
+                )
+            return
+        if not listed or not self.idle_doc:
+            raise ValueError(
+                f"{self.task_id}: a task with an idle_action lists 'idle' in baselines and "
+                "says what the action means in idle_doc"
+            )
+        idle = np.asarray(self.idle_action, dtype=np.float64)
+        low = np.asarray(self.action.low, dtype=np.float64)
+        high = np.asarray(self.action.high, dtype=np.float64)
+        if idle.shape != (self.action.dim,):
+            raise ValueError(
+                f"{self.task_id}: idle_action has {idle.size} entries, the joint action "
+                f"{self.action.dim}"
+            )
+        if not np.all((idle >= low) & (idle <= high)):
+            raise ValueError(f"{self.task_id}: idle_action is outside the action bounds")
 
     @property
     def agent_mode(self) -> str:

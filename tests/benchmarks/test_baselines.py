@@ -141,7 +141,7 @@ def test_compute_baselines_rows_and_day_selection():
     with pytest.raises(ValueError):
         select_days(77, 0)
     rows = compute_baselines(["battery_arbitrage"], max_episodes=2, progress=False)
-    assert [r["policy"] for r in rows] == ["random", "rule_based", "oracle"]
+    assert [r["policy"] for r in rows] == ["random", "rule_based", "oracle", "idle"]
     assert all(r["day_ids"] == [0, 64] and r["episodes"] == 2 for r in rows)
     assert rows[2]["oracle_fallback_steps"] == 0 and "evenly spread" in rows[0]["day_selection"]
 

@@ -30,6 +30,7 @@ from powerzoo.rl.campaigns.page import (
 from powerzoo.rl.campaigns.page_text import best_within_budget
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 from powerzoo.rl.campaigns.trial import base_record
+from powerzoo.tasks import task_spec
 
 TASK = "battery_arbitrage"
 FEASIBLE, GREEDY = "PPO/feasible", "SAC/greedy"
@@ -175,6 +176,26 @@ def test_baseline_rows_are_the_tables_without_rerunning(page):
     assert _row(page, "random")["normalized_score"] == pytest.approx(0.0)
 
 
+def test_the_idle_row_is_shown_beside_the_campaigns_baselines(page):
+    """The campaign lists random, rule-based and oracle; the table's idle row (the battery at
+    rest, 0 $ a day) is shown too, scored on the same scale: a trained row below it would do
+    worse than doing nothing."""
+    table = baseline_rows(TASK, "test")
+    random, oracle = table["random"]["returns"], table["oracle"]["returns"]
+    idle = _row(page, "idle")
+    assert idle["kind"] == "baseline" and idle["mean_return"] == 0.0
+    expected = -np.mean(random) / (np.mean(oracle) - np.mean(random))
+    assert idle["cmdp_score"] == pytest.approx(expected) == pytest.approx(0.979, abs=5e-4)
+    assert idle["over_budget_rate"] == 0.0
+    summary = page.summary.read_text()
+    assert "| task | idle | rule-based | oracle | best trained within budget |" in summary
+    line = next(line for line in summary.splitlines() if line.startswith(f"| {TASK} "))
+    assert line.startswith(f"| {TASK} | {expected:.3f} (0% over) | ")
+    text = page.index.read_text()
+    assert "| idle | table, seed 0 | 0.00 [0.00, 0.00] |" in text
+    assert f"Idle: {task_spec(TASK).idle_doc}." in text
+
+
 def test_the_summary_picks_the_feasible_row_over_a_higher_scoring_infeasible_one(page):
     assert best_within_budget(page.rows)["policy"] == FEASIBLE
     summary = page.summary.read_text()
@@ -199,7 +220,7 @@ def test_the_page_has_the_task_table_plots_and_missing_trials(page):
         assert f"]({name})" in text
     with (page.index.parent / "results.csv").open() as handle:
         policies = [r["policy"] for r in csv.DictReader(handle)]
-    assert policies == ["random", "rule_based", "oracle", FEASIBLE, GREEDY]
+    assert policies == ["random", "rule_based", "oracle", "idle", FEASIBLE, GREEDY]
 
 
 def test_learning_curves_average_the_seeds_at_each_step(campaign_dir):

@@ -52,9 +52,10 @@ def test_spec_facts():
     assert spec.constraint_names == ("departure_shortfall", "voltage_violation", "thermal_overload")
     assert spec.agent_action_dim == 20 and spec.action.low[0] == -7.2 and spec.action.high[0] == 7.2
     assert spec.obs_modes == ("global", "local", "local_plus_forecast", "local_plus_voltage")
-    assert set(spec.baselines) == {"random", "rule_based", "oracle"}
+    assert set(spec.baselines) == {"random", "rule_based", "oracle", "idle"}
     big = task_spec("marl_ev_v2g", n_evs=20)
     assert len(big.agents) == 20 and big.agent_action_dim == 5  # the fleet stays 100 cars
+    assert big.idle_action == (-7.2,) * 100  # uncontrolled charging of every car
     assert task_spec("marl_ev_v2g", n_evs=3, vehicles_per_site=7).agent_action_dim == 7
 
 

@@ -85,7 +85,7 @@ def test_spec_facts():
     assert der.shared_reward is False and der.agents == ("battery_0", "battery_1", "battery_2")
     assert der.constraint_names == ("voltage_violation", "thermal_overload", "soc_violation")
     assert der.obs_modes == ("global", "local", "local_plus_forecast", "local_plus_voltage")
-    assert set(dso.baselines) == set(der.baselines) == {"random", "rule_based", "oracle"}
+    assert set(dso.baselines) == set(der.baselines) == {"random", "rule_based", "oracle", "idle"}
     assert der.agent_action_dim == 1  # battery active power only
 
 

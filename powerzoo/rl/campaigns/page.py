@@ -17,7 +17,10 @@ Where the numbers come from:
 * baselines (random, rule-based, oracle, ...): the packaged baselines table
   (:mod:`powerzoo.benchmarks.baselines`), whose rows keep each test episode's return and costs;
   the gather step of ``powerzoo campaign`` evaluates them again over every campaign seed, this
-  page takes the table's seed as it is;
+  page takes the table's seed as it is. Besides the campaign's baselines the page shows the
+  table's ``idle`` row wherever the task has one (the operator doing nothing,
+  :class:`~powerzoo.benchmarks.policies.IdlePolicy`), so a trained row that does worse than
+  doing nothing shows as such;
 * trained rows: one per (task, algorithm, setting), pooling the test episodes of its finished
   seeds (:func:`~powerzoo.rl.campaigns.gather.pooled_trial_rows`, as ``results.csv``);
 * learning curves: each finished trial's validation log (``run/evaluation/evaluation_metrics.csv``);
@@ -369,10 +372,9 @@ def write_results_page(
     cost_names = {task: _cost_names(folder, task) for task in campaign.tasks}
     trained, trained_episodes = pooled_trial_rows(campaign, folder.records, cost_names)
     rows, episodes, images = [], [], {}
+    shown = tuple(dict.fromkeys((*campaign.baselines, "idle"))) if campaign.baselines else ()
     for task in campaign.tasks:
-        base, base_episodes = table_baseline_rows(
-            task, campaign.split, cost_names[task], campaign.baselines
-        )
+        base, base_episodes = table_baseline_rows(task, campaign.split, cost_names[task], shown)
         task_rows = base + [r for r in trained if r["task"] == task]
         rows += task_rows
         episodes += base_episodes + [e for e in trained_episodes if e["task"] == task]

@@ -98,15 +98,15 @@ def _reference(task: str, split: str) -> str | None:
 def summary_markdown(
     folder: Any, rows: Sequence[dict[str, Any]], diagnoses: dict[str, str] | None = None
 ) -> str:
-    """``summary.md``: one row per task of the campaign: the rule-based policy, the oracle (or
-    the table's reference baseline) and the best trained row within budget
-    (:func:`best_within_budget`), each with its budget-aware score and share of days over
-    budget; then the ``diagnoses`` (task: measured reason no trained row reaches the rule within
-    the budgets)."""
+    """``summary.md``: one row per task of the campaign: the idle policy (doing nothing, where
+    the task has it), the rule-based policy, the oracle (or the table's reference baseline) and
+    the best trained row within budget (:func:`best_within_budget`), each with its budget-aware
+    score and share of days over budget; then the ``diagnoses`` (task: measured reason no
+    trained row reaches the rule within the budgets)."""
     campaign = folder.campaign
     lines = [
-        "| task | rule-based | oracle | best trained within budget | trained rows |",
-        "|---|---:|---:|---|---:|",
+        "| task | idle | rule-based | oracle | best trained within budget | trained rows |",
+        "|---|---:|---:|---:|---|---:|",
     ]
     for task in campaign.tasks:
         mine = [r for r in rows if r["task"] == task]
@@ -129,7 +129,8 @@ def summary_markdown(
         labels = list(dict.fromkeys(t.label for t in campaign.trials if t.task == task))
         done = sum(1 for r in trained if r["policy"] in labels)
         lines.append(
-            f"| {task} | {_baseline_cell(mine, 'rule_based', 'rule_based')} | "
+            f"| {task} | {_baseline_cell(mine, 'idle', 'idle')} | "
+            f"{_baseline_cell(mine, 'rule_based', 'rule_based')} | "
             f"{_baseline_cell(mine, _reference(task, campaign.split), 'oracle')} | {cell} | "
             f"{done}/{len(labels)} |"
         )
@@ -137,7 +138,10 @@ def summary_markdown(
         "\nBudget-aware score (0 = random, 1 = oracle; an over-budget day keeps at most a loss "
         "over random) with its 95 % bootstrap interval, and the share of test days over budget. "
         "Within budget: over budget on at most "
-        f"{FEASIBLE_OVER_BUDGET_RATE:.0%} of the test days (pooled over the finished seeds).\n"
+        f"{FEASIBLE_OVER_BUDGET_RATE:.0%} of the test days (pooled over the finished seeds). "
+        "Idle: the operator does nothing (storage at 0 MW, loads served as they come, chargers "
+        "charging on plug-in; each task's section says what); n/a where doing nothing is no "
+        "policy (generator set-points must be chosen).\n"
     )
     if diagnoses:
         note += "\nWhy trained rows miss the rule within the budgets (measured):\n\n" + "".join(
@@ -266,7 +270,8 @@ def index_markdown(
         f"# PowerZoo benchmark results: campaign `{campaign.name}`\n\n"
         f"{n_done} of {n_all} trials finished ({status}). Made by `powerzoo campaign-report` "
         "from the trial records; nothing was trained or evaluated again.\n\n"
-        f"Split `{campaign.split}`. Baselines (random, rule-based, oracle) are the packaged "
+        f"Split `{campaign.split}`. Baselines (random, rule-based, oracle and, where doing "
+        "nothing is a policy, idle) are the packaged "
         "baselines table's rows (its seed, on the table's days); each trained row pools the "
         "test episodes of the finished seeds of one algorithm and setting (seeds: finished / "
         f"planned). Intervals: {CONFIDENCE:.0%} percentile bootstrap over the pooled episodes "
@@ -288,6 +293,8 @@ def index_markdown(
         text = f"## {task}\n\nReturns in {unit}.\n\n" + _task_table(
             folder, task, mine, cost_names[task]
         )
+        if any(r["policy"] == "idle" and r["kind"] == "baseline" for r in mine):
+            text += f"\n\nIdle: {task_spec(task).idle_doc}."
         if diagnoses and task in diagnoses:
             text += f"\n\n**Diagnosis (measured).** {diagnoses[task]}"
         for path in images.get(task, []):

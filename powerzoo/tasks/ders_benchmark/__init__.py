@@ -85,7 +85,9 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   agent's return; the team sum is 12 x that) and ``voltage_violation`` (p.u.-steps/day): random
   -2,415 and 1.56 (plus 5.1 MVAh of overload, 4.1 MWh of device violation and 22.9 Mvarh of
   reactive cut, most of it Q asked of PV inverters at night); rule-based -195 and 0.18 (over
-  budget on 3 days); oracle -150 and 0 (no overload, no device violation, no reactive cut).
+  budget on 3 days); oracle -150 and 0 (no overload, no device violation, no reactive cut);
+  idle (``spec.idle_action``: the DERs uncontrolled, as in the sizing above) -216 and 0.76
+  (over budget on 16 days).
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, reset / observe / step, the

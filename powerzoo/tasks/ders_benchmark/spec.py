@@ -134,7 +134,12 @@ def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
             "start settled at the day's mean price"
         ),
         **cmdp_fields((*grid_cost_rows(1.0, 0.25), *_DEVICE_COSTS)),
-        baselines=("random", "rule_based", "oracle"),
+        baselines=("random", "rule_based", "oracle", "idle"),
+        idle_action=(0.0,) * len(names),
+        idle_doc=(
+            "the DERs left alone: batteries at 0 MW and 0 Mvar, PV not curtailed and at 0 Mvar, "
+            "every flexible load served as it comes (no curtailment, no shift)"
+        ),
         **mode_spec_fields(observation_modes(p.pv_mw), "ders_local"),
         shared_reward=True,
         agent_groups=(

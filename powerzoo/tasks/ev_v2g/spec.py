@@ -117,7 +117,15 @@ def ev_v2g_spec(task_id: str, params: EvV2gParams) -> TaskSpec:
             ),
             objective="profit",
         ),
-        baselines=("random", "rule_based", "oracle"),
+        baselines=("random", "rule_based", "oracle", "idle"),
+        # a charger nobody steers charges a car at its rating from plug-in until the battery is
+        # full (the charger stops at soc_max): "uncontrolled charging"
+        idle_action=(-p,) * (n * v),
+        idle_doc=(
+            "uncontrolled charging: every plugged-in car charges at the charger's full rating "
+            "until its battery is full, no V2G (what chargers do without an operator; a fleet "
+            "at 0 kW would send every car off short of its goal)"
+        ),
         **mode_spec_fields(observation_modes(n, v, fleet, HORIZON), "global"),
         shared_reward=False,
         gamma=0.999,
