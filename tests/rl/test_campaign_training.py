@@ -165,6 +165,11 @@ def test_spec_takes_a_config_file_and_restricts_algorithms_to_tasks_they_fit(tmp
             lambda d: d["algorithms"].update(MAPPO={"tasks": ["battery_arbitrage"]}),
             "MAPPO cannot train battery_arbitrage",
         ),
+        (
+            lambda d: d["algorithms"]["PPO"]["settings"]["slow"].update(tasks=["marl_opf"]),
+            "'algorithms.PPO.settings.slow.tasks' names task(s) the algorithm does not train: "
+            "'marl_opf'",
+        ),
         (lambda d: d["evaluation"].update(split="tset"), "unknown split 'tset'"),
         (
             lambda d: d["evaluation"].update(episodes={"tso": 4}),
@@ -191,6 +196,31 @@ def test_bad_campaigns_fail_with_one_clear_error(change, message):
     with pytest.raises(CampaignError) as err:
         parse_campaign(data, source="x.yaml")
     assert message in str(err.value) and str(err.value).startswith("campaign x.yaml:")
+
+
+def test_a_setting_may_train_a_subset_of_its_algorithms_tasks():
+    data = {
+        "tasks": ["battery_arbitrage", "dso"],
+        "seeds": [0],
+        "budget": {"total_timesteps": 100},
+        "algorithms": {
+            "PPO": {
+                "settings": {
+                    "objective": {},
+                    "penalized": {
+                        "tasks": ["dso"],
+                        "overrides": {"env": {"reward": "penalized"}},
+                    },
+                }
+            }
+        },
+    }
+    ids = [t.trial_id for t in parse_campaign(data).trials]
+    assert sorted(ids) == [
+        "battery_arbitrage-PPO-objective-seed0",
+        "dso-PPO-objective-seed0",
+        "dso-PPO-penalized-seed0",
+    ]
 
 
 def test_evaluation_episodes_may_be_set_per_task():

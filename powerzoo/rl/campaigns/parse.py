@@ -32,8 +32,8 @@ _TOP_KEYS = {"name", "tasks", "seeds", "budget", "evaluation", "algorithms", "ra
 _BUDGET_KEYS = {"total_timesteps", "episodes", "n_envs"}
 _EVAL_KEYS = {"split", "episodes", "baselines", "model", "plots"}
 _ALGO_KEYS = {"tasks", "settings"}
-_SETTING_KEYS = {"config", "algorithm_kwargs", "overrides"}
-_RLLIB_KEYS = {"sharing", "training", "num_env_runners", "num_envs_per_env_runner", "env"}
+_SETTING_KEYS = {"tasks", "config", "algorithm_kwargs", "overrides"}
+_RLLIB_KEYS = {"tasks", "sharing", "training", "num_env_runners", "num_envs_per_env_runner", "env"}
 _RAY_KEYS = {"cpus_per_trial", "max_concurrent_trials"}
 _CAMPAIGN_OWNED = {"task", "algorithm", "seed", "output_dir", "name"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -204,7 +204,7 @@ def parse_campaign(
                 raise _fail(where, f"{field}: a setting name takes letters, digits, '.', '_', '-'")
             allowed = _RLLIB_KEYS if algo == RLLIB_PPO else _SETTING_KEYS
             setting = _check_keys(where, setting, allowed, field)
-            for task in algo_tasks:
+            for task in _setting_tasks(where, field, setting.get("tasks"), algo_tasks):
                 config = (
                     _rllib_config(where, field, task, setting, budget[task])
                     if algo == RLLIB_PPO
@@ -325,6 +325,20 @@ def _algorithm_tasks(
             + (" (rllib_ppo is for multi-agent tasks)" if algo == RLLIB_PPO else ""),
         )
     return list(dict.fromkeys(listed))
+
+
+def _setting_tasks(where: str, field: str, listed: Any, algo_tasks: list[str]) -> list[str]:
+    """The tasks a setting trains: its own ``tasks`` (a subset of the algorithm's) or all."""
+    if listed is None:
+        return algo_tasks
+    if isinstance(listed, str):
+        listed = [listed]
+    if not isinstance(listed, list) or not listed:
+        raise _fail(where, f"'{field}.tasks' must be a non-empty list of the algorithm's tasks")
+    _reject_outside(
+        where, listed, algo_tasks, f"'{field}.tasks' names task(s) the algorithm does not train: "
+    )
+    return [t for t in algo_tasks if t in listed]
 
 
 def _base_config(where: str, field: str, task: str, config: Any, base_dir: Path) -> dict[str, Any]:
