@@ -32,10 +32,12 @@ total_timesteps and algorithm_kwargs, so the learning-rate schedule is the prese
 one torch thread for at most STEPS env steps, evaluated every ``--rule-every`` env steps on
 ``--rule-days`` test days spread evenly (deterministic policy, seed 0). It stops at the first
 evaluation whose mean return is at least the rule-based policy's on the same days (the stored
-baselines table) and whose mean episode cost of every selected constraint is within the task's
-budget (``cost_thresholds``), and prints its env steps and training seconds (evaluations
-excluded), or that it did not get there within STEPS (with the best return reached within the
-budgets, and the costs of the best return).
+baselines table), less ``--rule-gap`` percent of its magnitude (default 0), and whose mean
+episode cost of every selected constraint is within the task's budget (``cost_thresholds``), and
+prints its env steps and training seconds (evaluations excluded), or that it did not get there
+within STEPS (with the best return reached within the budgets, and the costs of the best return).
+Where the rule is the optimum (``marl_opf``: its merit order with PTDF redispatch equals the
+DC-OPF oracle to 0.02 $ a day), a continuous policy only comes near it: give ``--rule-gap``.
 """
 
 from __future__ import annotations
@@ -173,11 +175,18 @@ def measure_sb3_shared(task: str, n_envs: int, timesteps: int, seed: int = 0) ->
 
 
 def measure_time_to_rule(
-    task: str, config: Path, max_timesteps: int, every: int, n_days: int, seed: int = 0
+    task: str,
+    config: Path,
+    max_timesteps: int,
+    every: int,
+    n_days: int,
+    seed: int = 0,
+    gap_percent: float = 0.0,
 ) -> dict[str, Any]:
     """Env steps and training seconds (one torch thread, evaluations excluded) until the policy
-    of ``config`` first reaches the rule-based return within every selected budget (module
-    docstring); ``reached`` says whether it did within ``max_timesteps`` env steps."""
+    of ``config`` first reaches the rule-based return, less ``gap_percent`` % of its magnitude,
+    within every selected budget (module docstring); ``reached`` says whether it did within
+    ``max_timesteps`` env steps."""
     import numpy as np
 
     from powerzoo.benchmarks.baselines import baseline_row, select_days
@@ -191,6 +200,7 @@ def measure_time_to_rule(
     days = select_days(n_total, n_days)
     by_day = dict(zip(rule["day_ids"], rule["returns"], strict=True))
     rule_return = float(np.mean([by_day[d] for d in days]))
+    target = rule_return - abs(rule_return) * float(gap_percent) / 100.0
     budgets = {name: float(spec.cost_thresholds[name]) for name in spec.selected_constraints}
     trainer = Trainer(
         task,
@@ -217,15 +227,15 @@ def measure_time_to_rule(
         if fresh:
             spent = sum(r["eval_seconds"] for r in rows)
             seconds[progress.num_timesteps] = time.perf_counter() - started - spent
-        past_rule = fresh and rows[-1]["mean_return"] >= rule_return and within(rows[-1])
+        past_rule = fresh and rows[-1]["mean_return"] >= target and within(rows[-1])
         return past_rule or progress.num_timesteps >= max_timesteps
 
     started = time.perf_counter()
     trainer.train(stop_conditions=[stop])
     wall = time.perf_counter() - started
     rows = trainer.evaluations
-    hit = next((r for r in rows if r["mean_return"] >= rule_return and within(r)), None)
-    past = next((r for r in rows if r["mean_return"] >= rule_return), None)  # budgets aside
+    hit = next((r for r in rows if r["mean_return"] >= target and within(r)), None)
+    past = next((r for r in rows if r["mean_return"] >= target), None)  # budgets aside
     feasible = [r for r in rows if within(r)]
     best = max(rows, key=lambda r: r["mean_return"])
     train_seconds = wall - sum(r["eval_seconds"] for r in rows)
@@ -233,6 +243,8 @@ def measure_time_to_rule(
         "config": str(config),
         "days": len(days),
         "rule_return": rule_return,
+        "gap_percent": float(gap_percent),
+        "target_return": target,
         "budgets": budgets,
         "reached": hit is not None,
         "env_steps": int(hit["timestep"] if hit else trainer.num_timesteps),
@@ -248,9 +260,12 @@ def measure_time_to_rule(
 
 def _print_time_to_rule(out: dict[str, Any]) -> None:
     budgets = ", ".join(f"{name} <= {limit:g}" for name, limit in out["budgets"].items())
+    gap = out.get("gap_percent", 0.0)
+    within_gap = f" less {gap:g} % ({out['target_return']:,.0f})" if gap else ""
     print(
-        f"  time to the rule's return ({out['rule_return']:,.0f} on {out['days']} test days) "
-        f"within the budgets ({budgets} per episode), {Path(out['config']).name}, one core:"
+        f"  time to the rule's return ({out['rule_return']:,.0f} on {out['days']} test days)"
+        f"{within_gap} within the budgets ({budgets} per episode), "
+        f"{Path(out['config']).name}, one core:"
     )
     if out["past_rule_env_steps"] is not None and not out["reached"]:
         costs = ", ".join(f"{k} {v:,.3g}" for k, v in out["past_rule_costs"].items())
@@ -293,6 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rule-config", default=None, help="default: configs/<task>_mappo.yaml")
     parser.add_argument("--rule-every", type=int, default=49_152, help="env steps per evaluation")
     parser.add_argument("--rule-days", type=int, default=8, help="test days per evaluation")
+    parser.add_argument(
+        "--rule-gap",
+        type=float,
+        default=0.0,
+        metavar="PERCENT",
+        help="count the rule as reached within PERCENT %% of its return (default 0)",
+    )
     parser.add_argument("--only-time-to-rule", action="store_true", help="skip the throughput rows")
     args = parser.parse_args(argv)
     import torch
@@ -303,7 +325,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.time_to_rule:
         config = Path(args.rule_config or REPO / "configs" / _native(args.task)[1])
         to_rule = measure_time_to_rule(
-            args.task, config, args.time_to_rule, args.rule_every, args.rule_days, args.seed
+            args.task,
+            config,
+            args.time_to_rule,
+            args.rule_every,
+            args.rule_days,
+            args.seed,
+            args.rule_gap,
         )
         if args.only_time_to_rule:
             print(f"{args.task}, one torch thread")

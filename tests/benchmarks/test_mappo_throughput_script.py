@@ -63,3 +63,15 @@ def test_the_first_evaluation_past_the_rule_is_reported(script, tiny_config, mon
     script._print_time_to_rule(out)
     printed = capsys.readouterr().out
     assert ("32 env steps" in printed) and ("time to the rule's return" in printed)
+
+
+def test_a_gap_to_the_rule_counts_as_reaching_it(script, tiny_config, capsys):
+    """With --rule-gap the target is the rule's return less that percent of its magnitude: a
+    wide enough gap is met at the first evaluation by any policy within the budgets."""
+    out = script.measure_time_to_rule("marl_opf", tiny_config, 64, 32, 2, gap_percent=1e6)
+    assert out["target_return"] == pytest.approx(out["rule_return"] * (1 + 1e4))
+    assert out["past_rule_env_steps"] == 32  # far below the rule, but within the gap
+    within = all(out["past_rule_costs"][k] <= v for k, v in out["budgets"].items())
+    assert out["reached"] == within
+    script._print_time_to_rule(out)
+    assert "less 1e+06 %" in capsys.readouterr().out
