@@ -24,17 +24,28 @@ def _run_name(value: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def format_summary(summary: dict[str, Any], title: str) -> str:
-    """A two-column text table of an evaluation summary (return, costs, rates, normalised score)."""
+def format_summary(summary: dict[str, Any], title: str, spec: Any = None) -> str:
+    """A two-column text table of an evaluation summary (return, costs, rates, normalised score).
+
+    Args:
+        summary: What :func:`evaluate_run` (or ``Trainer.evaluate``) returns.
+        title: The table's first line.
+        spec: The task's :class:`~powerzoo.tasks.spec.TaskSpec`: labels the return and each cost
+            with its unit and per-episode budget (``None``: bare labels).
+
+    Returns:
+        The table as text.
+    """
+    money = " ($/episode)" if spec is not None else ""
     rows: list[tuple[str, str]] = [
         ("episodes", f"{summary['episodes']}"),
-        ("mean return", f"{summary['mean_return']:,.2f}"),
-        ("std return", f"{summary['std_return']:,.2f}"),
-        ("IQM return", f"{summary['iqm_return']:,.2f}"),
-        ("mean length", f"{summary['mean_length']:.1f}"),
+        (f"mean return{money}", f"{summary['mean_return']:,.2f}"),
+        (f"std return{money}", f"{summary['std_return']:,.2f}"),
+        (f"IQM return{money}", f"{summary['iqm_return']:,.2f}"),
+        ("mean length (steps)", f"{summary['mean_length']:.1f}"),
     ]
     rows += [
-        (f"cost {name} (per episode)", f"{value:,.4f}")
+        (f"cost {name} ({_cost_label(spec, name)})", f"{value:,.4f}")
         for name, value in summary["mean_costs"].items()
     ]
     rows.append(("violation rate", f"{summary['violation_rate']:.3f}"))
@@ -49,6 +60,15 @@ def format_summary(summary: dict[str, Any], title: str) -> str:
     return "\n".join(lines)
 
 
+def _cost_label(spec: Any, name: str) -> str:
+    """``MVAh per episode, budget 1`` (unit and budget from ``spec``; ``per episode`` without)."""
+    if spec is None or name not in spec.constraint_names:
+        return "per episode"
+    unit = spec.constraint_units[spec.constraint_names.index(name)]
+    budget = spec.cost_thresholds.get(name) if name in spec.selected_constraints else None
+    return f"{unit} per episode, " + ("no budget" if budget is None else f"budget {budget:g}")
+
+
 def _print_result(result: Any) -> None:
     best = result.best_mean_return
     print(f"run folder: {result.run_dir}")
@@ -59,7 +79,8 @@ def _print_result(result: Any) -> None:
     )
     if best is not None:
         n = len(result.evaluations)
-        print(f"best evaluation mean return: {best:,.2f} ({n} evaluation{'s' if n != 1 else ''})")
+        plural = "s" if n != 1 else ""
+        print(f"best evaluation mean return: {best:,.2f} $/episode ({n} evaluation{plural})")
     print(
         f"evaluate on the test split: powerzoo eval {shlex.quote(str(result.run_dir))} --split test"
     )
@@ -184,11 +205,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     summary = evaluate_run(
         args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day
     )
-    print(
-        format_summary(
-            summary, f"{summary['task']} — {summary['model']} model on the {args.split} split"
-        )
-    )
+    from powerzoo.tasks import task_spec
+
+    title = f"{summary['task']} — {summary['model']} model on the {args.split} split"
+    print(format_summary(summary, title, task_spec(summary["task"])))
     print(f"per-episode results: {summary['csv']}")
     print(f"plot of one episode: {summary['plot']}")
     return 0

@@ -172,7 +172,8 @@ def test_eval_of_a_multi_agent_run_with_the_printed_command(tmp_path, capsys, ma
     evaluated = run_cli(*command[1:], "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
     assert "marl_opf — final model on the test split" in evaluated.stdout
-    assert "cost power_imbalance (per episode)" in evaluated.stdout
+    assert "cost power_imbalance (MWh per episode, budget 1)" in evaluated.stdout
+    assert "mean return ($/episode)" in evaluated.stdout
     rows = (run / "evaluation" / "eval_test_final.csv").read_text().splitlines()
     assert (
         rows[0] == "day_id,return,length,cost_thermal_overload,cost_power_imbalance"
