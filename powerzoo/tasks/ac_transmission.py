@@ -19,7 +19,8 @@ One batched Newton / chord AC power flow per step
 (:func:`powerzoo.physics.ac_pf.ac_power_flow`, validated against pandapower's ``runpp`` to
 1e-6 p.u.): the units' active set-points and voltage set-points are the PV buses' data; the
 slack unit takes the losses and the mismatch (its output is the flow's balance at the slack
-bus).  Reactive limits are reported, not enforced (no PV -> PQ switching).
+bus).  Reactive limits are reported, not enforced (no PV -> PQ switching); the rule-based
+baselines move the set-points into them (:meth:`ACGrid.reactive_limited_setpoints`).
 
 Costs (per step, all >= 0)
 --------------------------
@@ -67,6 +68,8 @@ __all__ = [
 ]
 
 AC_V_MIN_PU, AC_V_MAX_PU = 0.94, 1.06  # case118's bus voltage limits (every bus)
+Q_LIMIT_PASSES = 6  # AC flows the rules spend moving set-points into the reactive limits
+Q_LIMIT_MARGIN_MVAR = 1.0  # how far inside a limit such a move aims [Mvar]
 AC_GRID_COSTS = ("voltage_violation", "thermal_overload", "reactive_limit", "pf_nonconvergence")
 AC_GRID_COST_UNITS = (
     "p.u. (sum over buses, per step)",
@@ -149,7 +152,65 @@ class ACGrid:
         self.q_max_mvar = net.q_max_mvar[case.gen_bus]
         self.q_min_mvar = net.q_min_mvar[case.gen_bus]
         self.nonconverged_voltage_pu = NONCONVERGED_VOLTAGE_PU_PER_BUS * case.n_bus
+        self.q_v_sensitivity_mvar = self._q_v_sensitivity_mvar()
         self._time_tables: dict[int, np.ndarray] = {}  # [horizon + 1, 3] time features per horizon
+
+    def _q_v_sensitivity_mvar(self) -> np.ndarray:
+        """``[n_gen, n_gen]`` [Mvar/p.u.]: how each unit's reactive output moves with the units'
+        voltages [p.u.], the other buses' voltages free and their reactive injections held: the
+        decoupled flow's ``dQ = -B dV`` (``B = Im(Y_bus) x base_mva``) reduced to the unit buses
+        (Schur complement over the other buses), at 1 p.u."""
+        net = self.network
+        n = net.n_internal
+        y = np.diag(net.y_shunt.astype(complex))
+        f, t = net.branch_from, net.branch_to
+        np.add.at(y, (f, f), net.y_ff)
+        np.add.at(y, (t, t), net.y_tt)
+        np.add.at(y, (f, t), net.y_ft)
+        np.add.at(y, (t, f), net.y_tf)
+        b = -y.imag * net.base_mva
+        g = net.bus_internal[self.gen_bus]
+        rest = np.setdiff1d(np.arange(n), g)
+        b_gl = b[np.ix_(g, rest)]
+        return b[np.ix_(g, g)] - b_gl @ np.linalg.solve(b[np.ix_(rest, rest)], b_gl.T)
+
+    def reactive_limited_setpoints(
+        self,
+        demand_pu: np.ndarray,
+        gen_p_mw: np.ndarray,
+        gen_vm_pu: np.ndarray,
+        passes: int = Q_LIMIT_PASSES,
+        margin_mvar: float = Q_LIMIT_MARGIN_MVAR,
+    ) -> np.ndarray:
+        """Voltage set-points [B, n_gen] (p.u.) moved from ``gen_vm_pu`` until every unit's
+        reactive output is inside its limits, as a regulator at its limit stops holding its
+        voltage.  Per pass one batched AC flow (:meth:`solve`, inputs as there); the units
+        outside their limits then move their set-points together so that, to first order
+        (:attr:`q_v_sensitivity_mvar`), each lands ``margin_mvar`` [Mvar] inside its limit while
+        every other unit keeps its set-point: a unit absorbing below ``q_min`` is raised, one
+        above ``q_max`` lowered.  Set-points stay in [0.94, 1.06] p.u.; at most ``passes``
+        flows; a row whose flow fails keeps its last set-points."""
+        vm = np.array(gen_vm_pu, dtype=float)
+        q_lo, q_hi = self.q_min_mvar + margin_mvar, self.q_max_mvar - margin_mvar
+        sens = self.q_v_sensitivity_mvar
+        eye = np.eye(sens.shape[0])
+        held = np.zeros(vm.shape, dtype=bool)  # units that met a limit: they hold its reactive
+        q_held = np.zeros(vm.shape)
+        for _ in range(passes):
+            flow = self.solve(demand_pu, gen_p_mw, vm)
+            q = flow.gen_q_mvar
+            out = (q < self.q_min_mvar) | (q > self.q_max_mvar)
+            out[~flow.info["pf_converged"]] = False
+            if not out.any():
+                break
+            q_held = np.where(out & ~held, np.clip(q, q_lo, q_hi), q_held)
+            held |= out
+            target = np.where(held, q_held - q, 0.0)
+            target[~flow.info["pf_converged"]] = 0.0
+            system = np.where(held[:, :, None], sens, eye)
+            step = np.linalg.solve(system, target[:, :, None])[:, :, 0]
+            vm = np.clip(vm + step, AC_V_MIN_PU, AC_V_MAX_PU)
+        return vm
 
     def base_operating_point(self) -> tuple[float, float, float]:
         """The case at its own loading: active losses [MW] of its AC flow and the lowest and
