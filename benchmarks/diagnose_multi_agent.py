@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.baselines import baseline_rows, evaluation_protocol, reference_policy
-from powerzoo.benchmarks.cmdp_score import budget_clipped_gains
+from powerzoo.benchmarks.baselines import evaluation_protocol
+from powerzoo.benchmarks.cmdp_score import cmdp_score
 from powerzoo.benchmarks.evaluation import budget_flags, rollout
 from powerzoo.benchmarks.policies import make_baseline_policy
 from powerzoo.envs.make import make_env
@@ -231,15 +231,7 @@ def report(task: str, env: Any, name: str, out: dict[str, Any], days: list[int])
     what its agents do."""
     spec = env.task_spec
     flags = budget_flags(out["costs"], spec.constraint_names, spec)
-    rows = baseline_rows(task, "test")
-    ref = rows[reference_policy(rows)]
-    index = [evaluation_protocol(task, "test")["day_ids"].index(d) for d in days]
-    rand = np.asarray(rows["random"]["returns"])[index]
-    gains = budget_clipped_gains(out["returns"], rand, flags["over_budget"])
-    ref_gains = budget_clipped_gains(
-        np.asarray(ref["returns"])[index], rand, np.asarray(ref["over_budget"])[index]
-    )
-    score = float(np.mean(gains) / np.mean(ref_gains))
+    score = cmdp_score(task, out["returns"], flags["over_budget"], "test", day_ids=days)
     terms = ", ".join(
         f"{t} {v:,.1f}" for t, v in zip(spec.reward_terms, out["terms"].mean(0), strict=True)
     )

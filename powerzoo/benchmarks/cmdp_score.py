@@ -67,6 +67,7 @@ def cmdp_score(
     returns: Sequence[float] | np.ndarray,
     over_budget: Sequence[bool] | np.ndarray | None,
     split: str = "test",
+    day_ids: Sequence[int] | None = None,
 ) -> float:
     """CMDP score (module docstring) of per-episode ``returns`` ($ of the system, as
     :func:`~powerzoo.benchmarks.evaluation.evaluate_days` reports them) and ``over_budget``
@@ -78,10 +79,38 @@ def cmdp_score(
     (``summary["returns"]``, ``summary["over_budget"]``). Raises ``ValueError`` when the table has
     no rows for the task, a different number of episodes, or no per-episode budget flags for the
     reference policy.
+
+    Args:
+        task: Registered task name.
+        returns: Per-episode system returns ($).
+        over_budget: Per-episode flags (``True``: a selected cost over its budget); ``None``: none.
+        split: The table's split.
+        day_ids: Score on these of the table's start days only (``returns[i]`` is the episode of
+            ``day_ids[i]``, with the table's seed for that day); ``None``: every table day.
+
+    Returns:
+        The budget-aware score (0 = random, 1 = the reference policy).
     """
     rows = baseline_rows(task, split)
     if "random" not in rows:
         raise ValueError(f"no random baseline for {task!r} on {split!r}")
+    if day_ids is not None:
+        table_days = [int(d) for d in evaluation_protocol(task, split)["day_ids"]]
+        missing = [int(d) for d in day_ids if int(d) not in table_days]
+        if missing:
+            raise ValueError(f"{task!r} on {split!r}: days {missing} are not in the table")
+        index = [table_days.index(int(d)) for d in day_ids]
+        rows = {
+            name: {
+                **row,
+                **{
+                    key: np.asarray(row[key])[index]
+                    for key in ("returns", "over_budget")
+                    if row.get(key) is not None
+                },
+            }
+            for name, row in rows.items()
+        }
     random_returns = rows["random"]["returns"]
     if len(returns) != len(random_returns):
         raise ValueError(

@@ -58,3 +58,15 @@ def test_cmdp_score_refuses_other_episodes_and_unflagged_tables(table, monkeypat
     monkeypatch.setattr(cs, "baseline_rows", lambda task, split: old)
     with pytest.raises(ValueError, match="recompute"):
         cmdp_score("t", ORACLE, [False] * 4)
+
+
+def test_a_subset_of_the_table_days_is_scored_against_those_days_only(table, monkeypatch):
+    monkeypatch.setattr(
+        cs, "evaluation_protocol", lambda task, split: {"day_ids": [3, 8, 13, 18], "seed": 0}
+    )
+    policy = np.array([10.0, 20.0])  # the episodes of days 13 and 3, in that order
+    expected = np.mean(policy - RANDOM[[2, 0]]) / np.mean(ORACLE[[2, 0]] - RANDOM[[2, 0]])
+    assert cmdp_score("t", policy, [False, False], day_ids=[13, 3]) == pytest.approx(expected)
+    assert cmdp_score("t", ORACLE[[1, 3]], [False, False], day_ids=[8, 18]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"days \[5\] are not in the table"):
+        cmdp_score("t", policy, [False, False], day_ids=[13, 5])
