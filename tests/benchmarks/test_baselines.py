@@ -19,6 +19,7 @@ from powerzoo.benchmarks.baselines import (
     select_days,
 )
 from powerzoo.benchmarks.catalog import info as catalog_info
+from powerzoo.benchmarks.cmdp_score import cmdp_score
 from powerzoo.benchmarks.evaluation import evaluate_days
 from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy, fill_plan_gaps
 from powerzoo.rl import make_env
@@ -52,6 +53,29 @@ def test_table_has_every_baseline_of_every_task_on_the_test_split(task):
     # the full task description reads the same numbers; the tasks layer's has the names only
     assert catalog_info(task)["baselines"]["random"]["mean"] == rows["random"]["mean"]
     assert info(task)["baselines"] == dict.fromkeys(task_spec(task).baselines)
+
+
+@pytest.mark.parametrize("task", [t for t in list_tasks() if "oracle" in task_spec(t).baselines])
+def test_the_oracle_keeps_every_budget_and_tops_every_baseline_within_them(task):
+    """The CMDP reading's reference: within the task's own budgets on every test day (so no
+    score rests on a budget-breaking plan) and, scored the budget-aware way, at least as good as
+    every other baseline of the table."""
+    rows = {
+        r["policy"]: r
+        for r in load_baselines()["results"]
+        if r["task"] == task and r["split"] == "test"
+    }
+    oracle = rows["oracle"]
+    spec = task_spec(task)
+    for name in spec.selected_constraints:
+        budget = spec.cost_thresholds[name]
+        worst = max(oracle["episode_costs"][name])
+        assert worst <= budget, f"{task} oracle: {name} {worst:g} > budget {budget:g}"
+    assert not any(oracle["over_budget"])
+    for name, row in rows.items():
+        if name != "oracle":
+            score = cmdp_score(task, row["returns"], row["over_budget"])
+            assert score <= 1.0 + 1e-9, f"{task}: {name} scores {score:.4f} above the oracle"
 
 
 @pytest.mark.parametrize("task", list_tasks())
