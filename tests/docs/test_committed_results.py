@@ -70,6 +70,8 @@ def test_every_diagnosis_names_a_campaign_task_and_files_that_exist():
     assert set(diagnoses) <= tasks, (
         f"diagnoses of tasks outside the campaign: {set(diagnoses) - tasks}"
     )
+    long = [n for n, line in enumerate(DIAGNOSES.read_text().splitlines(), 1) if len(line) > 100]
+    assert not long, f"campaigns/benchmark_diagnoses.yaml: lines over 100 columns: {long}"
     for task, text in diagnoses.items():
         for cited in re.findall(r"\b((?:benchmarks|configs)/[\w./-]+\.(?:py|yaml|md))", text):
             assert (REPO_ROOT / cited).is_file(), f"the {task} diagnosis cites {cited}, not found"
