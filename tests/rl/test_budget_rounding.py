@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import run_cli
@@ -37,41 +38,34 @@ def test_rounded_budget_counts_whole_rollouts_from_where_the_run_is():
     assert rounded_budget(7, 0, 1) == 7
 
 
-def test_sb3_ppo_warns_once_with_the_requested_and_the_actual_steps(tmp_path: Path):
-    kwargs = {"n_steps": 64, "batch_size": 64, "n_epochs": 1}
+def _train_ppo(total_timesteps: int, tmp_path: Path) -> tuple[Any, list[str]]:
+    """A tiny SB3 PPO run on battery_arbitrage (2 envs, 64-step rollouts): its result and the
+    rounding warnings it gave."""
     trainer = Trainer(
         "battery_arbitrage",
         algorithm="PPO",
-        total_timesteps=200,
+        total_timesteps=total_timesteps,
         n_envs=2,
         seed=0,
         output_dir=str(tmp_path),
-        algorithm_kwargs=kwargs,
+        algorithm_kwargs={"n_steps": 64, "batch_size": 64, "n_epochs": 1},
         **QUIET,
     )
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         result = trainer.train()
+    return result, _rounding_warnings(record)
+
+
+def test_sb3_ppo_warns_once_with_the_requested_and_the_actual_steps(tmp_path: Path):
+    result, rounding = _train_ppo(200, tmp_path)
     assert result.num_timesteps == 256
-    assert _rounding_warnings(record) == [
+    assert rounding == [
         "PPO: total_timesteps=200 is rounded up to 256 env steps: it trains whole rollouts of "
         "n_steps x n_envs = 64 x 2 = 128 env steps (give a multiple of 128 to train exactly the "
         "budget)"
     ]
-    exact = Trainer(
-        "battery_arbitrage",
-        algorithm="PPO",
-        total_timesteps=128,
-        n_envs=2,
-        seed=0,
-        output_dir=str(tmp_path),
-        algorithm_kwargs=kwargs,
-        **QUIET,
-    )
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        exact.train()
-    assert _rounding_warnings(record) == []
+    assert _train_ppo(128, tmp_path)[1] == []
 
 
 @pytest.mark.parametrize(
