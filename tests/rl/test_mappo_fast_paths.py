@@ -1,9 +1,9 @@
 """The faster computations of the native MAPPO update compute what the plain ones do.
 
 * :class:`~powerzoo.rl.mappo.networks.Tanh` (``2 sigmoid(2x) - 1``) against ``torch.tanh``;
-* :meth:`~powerzoo.rl.mappo.networks.Critic.forward_shared` (the global state once per env step)
-  against the critic on one repeated row per agent with its id, and the critic losses of the
-  rows built that way against those on repeated rows;
+* :meth:`~powerzoo.rl.mappo.networks.Critic.forward_shared` and ``forward_rows`` (the global
+  state once per env step) against the critic on one repeated row per agent with its id, and
+  the critic losses of the rows built that way against those on repeated rows;
 * a NaN policy is refused by ``act`` (the distributions skip torch's argument checks);
 * a fixed seed still gives the same weights.
 """
@@ -52,17 +52,34 @@ def test_critic_on_a_shared_state_equals_the_critic_on_repeated_rows(n_agents):
     torch.testing.assert_close(shared, expected, atol=1e-6, rtol=1e-5)
 
 
-def _joint_learner(cost_names: tuple[str, ...] = ()) -> MultiAgentPPO:
+@pytest.mark.parametrize("n_agents", [1, 3])
+def test_critic_on_agent_rows_of_shared_states_equals_the_critic_on_repeated_rows(n_agents):
+    torch.manual_seed(0)
+    d, steps = 7, 6
+    critic = Critic(d + (n_agents if n_agents > 1 else 0), (16, 16), n_out=2)
+    state = torch.randn(steps, d)
+    repeated = with_agent_ids(state.unsqueeze(-2).expand(steps, n_agents, d), n_agents)
+    rows = torch.tensor([0, 2, steps * n_agents - 1, 1])
+    expected = critic(repeated.reshape(steps * n_agents, -1)[rows])
+    got = critic.forward_rows(state, rows, n_agents)
+    assert got.shape == expected.shape == (4, 2)
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
+
+
+def _learner(cost_names: tuple[str, ...] = (), joint: bool = True) -> MultiAgentPPO:
     torch.manual_seed(1)
     layout = GroupLayout(["a0", "a1", "a2"], 2, 1, -np.ones((3, 1)), np.ones((3, 1)))
-    params = MAPPOParams(joint_exploration=True, hidden_sizes=(16,), gamma=0.5, gae_lambda=0.0)
+    params = MAPPOParams(joint_exploration=joint, hidden_sizes=(16,), gamma=0.5, gae_lambda=0.0)
     return MultiAgentPPO(
         {"g": layout}, 6, params, True, cost_names, thresholds=[1.0] * len(cost_names)
     )
 
 
-def test_critic_losses_on_shared_state_rows_equal_those_on_repeated_rows():
-    learner = _joint_learner(("c",))
+@pytest.mark.parametrize("joint", [True, False])
+def test_critic_losses_on_shared_states_equal_those_on_repeated_rows(joint):
+    """The centralised critics read one global state per env step (per agent row, or once for
+    the whole group under joint exploration); their losses are those on repeated rows."""
+    learner = _learner(("c",), joint)
     rng = np.random.default_rng(0)
     t, n_envs, n = 4, 3, 3
     g = GroupRollout.empty(t, n_envs, n, 2, 1, 1)
@@ -73,19 +90,23 @@ def test_critic_losses_on_shared_state_rows_equal_those_on_repeated_rows():
     g.cost_returns = rng.normal(size=(t, n_envs, n, 1))
     states = torch.as_tensor(g.obs.reshape(t, n_envs, n * 2))  # every agent's observation
     rows = learner.training_rows("g", g, states)
-    assert rows.value.shared_agents == n and rows.value.inputs.shape == (t * n_envs, n * 2)
-    assert [f.shared_agents for f in rows.extra_fits] == [n]
-    idx = torch.tensor([0, 5, 7, 11])
-    for fit in [rows.value, *rows.extra_fits]:
-        repeated = learner.critic_input("g", torch.as_tensor(g.obs), states)
-        plain = dataclasses.replace(
-            fit, inputs=repeated.reshape(t * n_envs, n, -1), shared_agents=None
-        )
+    fits = [rows.value, *rows.extra_fits]
+    assert len(fits) == 2
+    assert all(f.inputs.shape == (t * n_envs, n * 2) for f in fits)  # never repeated
+    repeated = learner.critic_input("g", torch.as_tensor(g.obs), states)
+    if joint:
+        assert [f.shared_agents for f in fits] == [n, n]
+        repeated, idx = repeated.reshape(t * n_envs, n, -1), torch.tensor([0, 5, 7, 11])
+    else:
+        assert [f.agent_rows for f in fits] == [n, n]
+        repeated, idx = repeated.reshape(t * n_envs * n, -1), torch.tensor([0, 5, 7, 11, 35])
+    for fit in fits:
+        plain = dataclasses.replace(fit, inputs=repeated, shared_agents=None, agent_rows=None)
         torch.testing.assert_close(fit.loss(idx), plain.loss(idx), atol=1e-6, rtol=1e-5)
 
 
 def test_a_policy_with_nan_weights_is_refused_when_acting():
-    learner = _joint_learner()
+    learner = _learner()
     with torch.no_grad():
         learner.actors["g"].mean[0].weight.fill_(float("nan"))
     with pytest.raises(FloatingPointError, match="NaN or infinite actions"):

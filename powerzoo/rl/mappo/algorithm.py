@@ -42,7 +42,7 @@ from powerzoo.rl.mappo.counterfactual import (
     q_critic_rows,
     team_actions,
 )
-from powerzoo.rl.mappo.exploration import GroupPolicy, per_env_step_rows, shared_state_rows
+from powerzoo.rl.mappo.exploration import GroupPolicy, per_env_step_rows
 from powerzoo.rl.mappo.hparams import MAPPOParams
 from powerzoo.rl.mappo.lagrangian import mixed_advantages, step_multipliers
 from powerzoo.rl.mappo.networks import Actor, Critic, JointNoise, ValueNorm, with_agent_ids
@@ -346,9 +346,15 @@ class MultiAgentPPO(nn.Module):
         t, n_envs, n = g.rewards.shape
         m = t * n_envs * n  # one row per agent and env step
         obs = self._tensor(g.obs)
-        cx = self.critic_input(name, obs, states).reshape(m, -1)
         returns = torch.as_tensor(g.returns, device=self.device).reshape(m, 1)
-        value = self._critic_fit(name, "value_loss", self.critics, self.value_norms, cx, returns)
+        if self.centralised and states is not None and team is None:
+            # one global state per env step, read by each of its agents' rows (forward_rows)
+            cx, agent_rows = states.reshape(t * n_envs, -1), n
+        else:
+            cx, agent_rows = self.critic_input(name, obs, states).reshape(m, -1), None
+        value = self._critic_fit(
+            name, "value_loss", self.critics, self.value_norms, cx, returns, agent_rows
+        )
         rows = Rows(  # plain PPO: GAE advantages, the reward critic
             actor_x=self.actor_input(name, obs).reshape(m, -1),
             actions=self._tensor(g.actions).reshape(m, -1),
@@ -364,8 +370,6 @@ class MultiAgentPPO(nn.Module):
         rows.advantages = self.combined_advantages(rows.advantages, cost_adv)
         if name in self.joint_noise:
             rows = per_env_step_rows(rows, n)
-            if states is not None:  # one global state per row: the critics share it
-                rows = shared_state_rows(rows, states.reshape(len(rows), -1), n)
         return rows
 
     def _critic_fit(
@@ -376,14 +380,16 @@ class MultiAgentPPO(nn.Module):
         norms: nn.ModuleDict,
         inputs: torch.Tensor,
         returns: torch.Tensor,
+        agent_rows: int | None = None,
     ) -> CriticFit:
         """Group ``name``'s critic in ``critics`` regressed on ``returns`` [R, k] (task units)
-        through its normaliser in ``norms`` (statistics updated first, with ``value_norm``)."""
+        through its normaliser in ``norms`` (statistics updated first, with ``value_norm``);
+        ``agent_rows``: see :class:`~powerzoo.rl.mappo.ppo.CriticFit`."""
         if self.params.value_norm:
             norms[name].update(returns)
         targets = norms[name].normalize(returns).float()
         optim, clip = self.critic_optims[name], self.params.max_grad_norm
-        return CriticFit(stat, critics[name], inputs, targets, optim, clip)
+        return CriticFit(stat, critics[name], inputs, targets, optim, clip, agent_rows=agent_rows)
 
     def _add_cost_critic(self, rows: Rows, name: str, g: GroupRollout) -> torch.Tensor:
         """``-L``: the cost critic trains alongside the reward critic (on the same inputs);
@@ -398,6 +404,7 @@ class MultiAgentPPO(nn.Module):
                 self.cost_norms,
                 rows.value.inputs,
                 cost_returns,
+                rows.value.agent_rows,
             )
         )
         return torch.as_tensor(g.cost_advantages, device=self.device).reshape(m, k).float()

@@ -24,7 +24,7 @@ from torch import nn
 from powerzoo.rl.mappo.networks import Actor, JointNoise
 from powerzoo.rl.mappo.ppo import CriticFit, Rows
 
-__all__ = ["GroupPolicy", "per_env_step_rows", "shared_state_rows"]
+__all__ = ["GroupPolicy", "per_env_step_rows"]
 
 
 class GroupPolicy:
@@ -117,19 +117,9 @@ def per_env_step_rows(rows: Rows, n_agents: int) -> Rows:
     )
 
 
-def shared_state_rows(rows: Rows, states: torch.Tensor, n_agents: int) -> Rows:
-    """Rows of :func:`per_env_step_rows` whose critics (reward and cost: centralised critics on
-    the global state) read each row's global state [E, d] once for its ``n_agents`` agents
-    (:meth:`~powerzoo.rl.mappo.networks.Critic.forward_shared`) instead of ``n_agents`` copies of
-    it with the agent ids; the same predictions up to float rounding, with less work."""
-
-    def shared(fit: CriticFit) -> CriticFit:
-        return dataclasses.replace(fit, inputs=states, shared_agents=int(n_agents))
-
-    return dataclasses.replace(
-        rows, value=shared(rows.value), extra_fits=[shared(f) for f in rows.extra_fits]
-    )
-
-
 def _by_step_fit(fit: CriticFit, by_step: Callable[[torch.Tensor], torch.Tensor]) -> CriticFit:
+    if fit.agent_rows is not None:  # one global state per env step already: read once per row
+        return dataclasses.replace(
+            fit, targets=by_step(fit.targets), agent_rows=None, shared_agents=fit.agent_rows
+        )
     return dataclasses.replace(fit, inputs=by_step(fit.inputs), targets=by_step(fit.targets))

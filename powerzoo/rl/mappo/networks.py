@@ -158,6 +158,21 @@ class Critic(nn.Module):
             h = layer(h)
         return h
 
+    def forward_rows(
+        self, shared: torch.Tensor, rows: torch.Tensor, n_agents: int
+    ) -> torch.Tensor:
+        """Values [B, n_out] of agent-fastest rows ``rows`` [B] (row ``r``: agent ``r %
+        n_agents`` at env step ``r // n_agents``) on the global states ``shared`` [E, d]:
+        ``forward(with_agent_ids(...))`` of those rows up to float rounding, with the first
+        layer applied once per env step instead of once per agent."""
+        first, d = self.net[0], shared.shape[-1]
+        h = F.linear(shared, first.weight[:, :d])[rows // n_agents] + first.bias
+        if n_agents > 1:
+            h = h + first.weight[:, d:].T[rows % n_agents]
+        for layer in self.net[1:]:
+            h = layer(h)
+        return h
+
 
 class ValueNorm(nn.Module):
     """Running mean / variance of value targets (one per output), exact over every target seen.

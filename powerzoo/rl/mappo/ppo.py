@@ -43,6 +43,10 @@ class CriticFit:
             the row (the global state [R, d], targets [R, n, n_out]): ``net`` is a
             :class:`~powerzoo.rl.mappo.networks.Critic` and predicts through
             ``forward_shared``; ``None``: ``net(inputs)``.
+        agent_rows: ``n`` when the rows are agent-fastest (row ``r``: agent ``r % n`` at env
+            step ``r // n``, targets [R, n_out]) and ``inputs`` holds one global state per env
+            step [R / n, d]: ``net`` predicts through ``forward_rows`` (a centralised critic
+            without the state repeated per agent); ``None``: one input per row.
     """
 
     stat: str
@@ -52,15 +56,16 @@ class CriticFit:
     optim: torch.optim.Optimizer
     max_grad_norm: float | None
     shared_agents: int | None = None
+    agent_rows: int | None = None
 
     def loss(self, idx: torch.Tensor) -> torch.Tensor:
         """The half mean squared error on rows ``idx``."""
-        x = self.inputs[idx]
-        pred = (
-            self.net(x)
-            if self.shared_agents is None
-            else self.net.forward_shared(x, self.shared_agents)
-        )
+        if self.agent_rows is not None:
+            pred = self.net.forward_rows(self.inputs, idx, self.agent_rows)
+        elif self.shared_agents is not None:
+            pred = self.net.forward_shared(self.inputs[idx], self.shared_agents)
+        else:
+            pred = self.net(self.inputs[idx])
         return 0.5 * (pred - self.targets[idx]).pow(2).mean()
 
 
