@@ -158,9 +158,7 @@ class Critic(nn.Module):
             h = layer(h)
         return h
 
-    def forward_rows(
-        self, shared: torch.Tensor, rows: torch.Tensor, n_agents: int
-    ) -> torch.Tensor:
+    def forward_rows(self, shared: torch.Tensor, rows: torch.Tensor, n_agents: int) -> torch.Tensor:
         """Values [B, n_out] of agent-fastest rows ``rows`` [B] (row ``r``: agent ``r %
         n_agents`` at env step ``r // n_agents``) on the global states ``shared`` [E, d]:
         ``forward(with_agent_ids(...))`` of those rows up to float rounding, with the first
