@@ -18,6 +18,7 @@ LAYERS = (
         "powerzoo.fileio",
         "powerzoo.lazy",
         "powerzoo.progress",
+        "powerzoo.provenance",
         "powerzoo.scratch",
     ),  # utilities: no PowerZoo imports at all
     ("powerzoo.physics",),

@@ -76,6 +76,13 @@ def _episodes(trial: TrialSpec, returns: np.ndarray, cost: float, days: list[int
     ]
 
 
+# the code of each finished trial's record (SAC seed 0: a record from before trials kept it)
+CODE = {
+    "battery_arbitrage-PPO-feasible-seed0": ("a" * 40, "5eed5eed5eed5eed"),
+    "battery_arbitrage-PPO-feasible-seed1": ("b" * 40 + "+modified", "5eed5eed5eed5eed"),
+}
+
+
 def _write_record(out: Path, trial: TrialSpec, returns: np.ndarray, cost: float) -> None:
     days = evaluation_protocol(TASK)["day_ids"]
     start, train, evaluate = TIMES[trial.trial_id]
@@ -96,6 +103,11 @@ def _write_record(out: Path, trial: TrialSpec, returns: np.ndarray, cost: float)
         "normalized_score": None,
         "plots": [],
     }
+    if trial.trial_id in CODE:
+        commit, source = CODE[trial.trial_id]
+        record["code"] = {"version": "0.1.0", "commit": commit, "source_hash": source}
+    else:
+        del record["code"]
     folder = out / "trials" / trial.trial_id
     (folder / "run" / "evaluation").mkdir(parents=True)
     (folder / "trial.json").write_text(json.dumps(record))
@@ -242,6 +254,19 @@ def test_compute_time_from_the_records_and_the_cluster_estimate(campaign_dir):
     assert timing["total_seconds"] == 340.0 + 70.0 + 2 * 200.0
     assert timing["longest"] == ("battery_arbitrage-SAC-greedy-seed0", 200.0)
     assert timing["cluster"] == {2: 810.0 / 2, 16: 200.0}  # never below the longest trial
+    assert timing["code"] == [
+        {"source_hash": "5eed5eed5eed5eed", "commits": ["a" * 40, "b" * 40 + "+modified"],
+         "trials": 2},
+        {"source_hash": None, "commits": [], "trials": 1},
+    ]  # fmt: skip
+
+
+def test_the_page_names_the_code_of_the_records(page):
+    text = page.index.read_text()
+    assert (
+        "2 by sources `5eed5eed5eed5eed` (commit `aaaaaaaaaa`, `bbbbbbbbbb+modified`); "
+        "1 recorded before trials kept their code." in text
+    )
 
 
 def test_cli_writes_the_page_and_names_its_files(campaign_dir, tmp_path, capsys):

@@ -67,6 +67,7 @@ __all__ = [
     "learning_curves",
     "trial_times",
     "campaign_timing",
+    "code_versions",
     "write_results_page",
     "CLUSTER_WORKERS",
 ]
@@ -285,7 +286,8 @@ def campaign_timing(
     setting, else task and algorithm, else task, else any task), ``estimated_from`` (how many
     estimates each of those levels gave), ``total_seconds`` (finished plus
     estimated), ``longest`` (``(trial_id, seconds)``, estimates included: no cluster finishes
-    sooner) and ``cluster`` (``{N: max(total / N, longest)}`` for ``N`` workers of one core).
+    sooner), ``cluster`` (``{N: max(total / N, longest)}`` for ``N`` workers of one core) and
+    ``code`` (:func:`code_versions`).
     Empty dict without a finished trial.
     """
     times = trial_times(folder)
@@ -322,7 +324,26 @@ def campaign_timing(
         "total_seconds": total,
         "longest": longest,
         "cluster": {n: max(total / n, longest[1]) for n in workers},
+        "code": code_versions(folder),
     }
+
+
+def code_versions(folder: CampaignFolder) -> list[dict[str, Any]]:
+    """Which code produced the finished trials: one entry per source hash of the package
+    (``source_hash``; ``None`` for records written before trials kept their code), with its
+    ``commits`` (sorted, ``None`` left out) and ``trials`` (how many), most trials first."""
+    groups: dict[str | None, dict[str, Any]] = {}
+    for record in folder.records.values():
+        code = record.get("code") or {}
+        entry = groups.setdefault(
+            code.get("source_hash"),
+            {"source_hash": code.get("source_hash"), "commits": set(), "trials": 0},
+        )
+        entry["trials"] += 1
+        if code.get("commit"):
+            entry["commits"].add(code["commit"])
+    out = [{**e, "commits": sorted(e["commits"])} for e in groups.values()]
+    return sorted(out, key=lambda e: (-e["trials"], e["source_hash"] or ""))
 
 
 def read_diagnoses(path: str | Path) -> dict[str, str]:

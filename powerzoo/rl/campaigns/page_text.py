@@ -229,8 +229,30 @@ def _timing_text(folder: Any, timing: dict[str, Any]) -> str:
         f"`{trial_id}`).",
         "- Not counted: the gather step of `powerzoo campaign` (it evaluates the baselines again "
         "over every seed; the tso oracle takes about a minute a day).",
+        _code_text(timing["code"]),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _code_text(versions: list[dict[str, Any]]) -> str:
+    """One line on the code that produced the records (package source hashes and commits)."""
+    parts = []
+    for v in versions:
+        if v["source_hash"] is None:
+            parts.append(f"{v['trials']} recorded before trials kept their code")
+        else:
+            commits = ", ".join(
+                f"`{c[:10]}{'+modified' if c.endswith('+modified') else ''}`" for c in v["commits"]
+            )
+            parts.append(
+                f"{v['trials']} by sources `{v['source_hash']}`"
+                + (f" (commit {commits})" if commits else "")
+            )
+    return (
+        "- Code (a hash of the package's Python sources, and the commit they were run from): "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 def _missing_text(folder: Any) -> str:

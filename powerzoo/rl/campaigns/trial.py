@@ -15,8 +15,9 @@ A trial's folder is ``<out>/trials/<trial_id>/``:
 
 The record holds the trial's spec, its config hash, the training and evaluation times (s), its
 start and end (``started_at`` / ``finished_at``, seconds since the epoch), the env steps trained,
-the model evaluated (``best`` or ``final``), the evaluated day ids, the constraint names and one
-row per test episode (the ``episodes.csv`` columns). The trial runs with one torch thread and one
+the model evaluated (``best`` or ``final``), the evaluated day ids, the constraint names, one
+row per test episode (the ``episodes.csv`` columns) and the code that ran it (``code``:
+:func:`powerzoo.provenance.code_provenance`). The trial runs with one torch thread and one
 BLAS thread, so the same seed gives the same numbers in any process (local loop or Ray worker).
 """
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from powerzoo.fileio import CorruptFileError, read_json, read_or_corrupt, write_json
+from powerzoo.provenance import code_provenance
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 
 __all__ = [
@@ -187,6 +189,7 @@ def base_record(trial: TrialSpec) -> dict[str, Any]:
         "config_hash": trial.config_hash,
         "label": trial.label,
         "trial_label": trial.trial_label,
+        "code": code_provenance(),
     }
 
 
