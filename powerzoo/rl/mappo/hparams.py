@@ -25,6 +25,7 @@ from powerzoo.rl.algorithms import NATIVE_MARL_ALGORITHMS, NATIVE_SINGLE_AGENT_A
 __all__ = ["NATIVE_MARL_ALGORITHMS", "MAPPOParams", "algorithm_flags", "check_params"]
 
 LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
+INIT_ACTIONS: tuple[str, ...] = ("center", "idle")
 
 
 @dataclasses.dataclass
@@ -48,6 +49,12 @@ class MAPPOParams:
         max_grad_norm: gradient-norm clip of every network.
         hidden_sizes: widths of the tanh MLP layers of actors and critics.
         log_std_init: initial log standard deviation of the Gaussian actions (in [-1, 1] units).
+        init_action: where the actors' mean actions start: ``"center"`` (the middle of each
+            action's bounds), or ``"idle"``: the task's no-control action (``spec.idle_action``:
+            cars charging on plug-in, PV not curtailed, loads served), so training starts from
+            the operator who does nothing instead of, say, curtailing half of every load. Only
+            on tasks with an idle action; the agents of a group share the actor, so their idle
+            actions must agree.
         value_norm: normalise value targets with running statistics (critics predict the
             normalised target).
         normalize_advantage: standardise advantages per group and iteration.
@@ -98,6 +105,7 @@ class MAPPOParams:
     max_grad_norm: float = 0.5
     hidden_sizes: tuple[int, ...] = (64, 64)
     log_std_init: float = -1.0
+    init_action: str = "center"
     value_norm: bool = True
     normalize_advantage: bool = True
     counterfactual_samples: int = 0
@@ -132,6 +140,8 @@ class MAPPOParams:
             value = getattr(self, name)
             if value is not None and not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+        if self.init_action not in INIT_ACTIONS:
+            raise ValueError(f"init_action must be one of {INIT_ACTIONS}, got {self.init_action!r}")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if not 0.0 <= self.gae_lambda <= 1.0:
