@@ -27,7 +27,7 @@ from powerzoo.rl.campaigns.page import (
     read_campaign_folder,
     write_results_page,
 )
-from powerzoo.rl.campaigns.page_text import best_within_budget
+from powerzoo.rl.campaigns.page_text import _num, _share, best_within_budget
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 from powerzoo.rl.campaigns.trial import base_record
 from powerzoo.tasks import task_spec
@@ -43,6 +43,7 @@ TIMES = {
     "battery_arbitrage-SAC-greedy-seed0": (1100.0, 150.0, 50.0),
 }
 CURVES = {0: {100: -900.0, 200: -500.0}, 1: {100: -700.0, 200: -300.0}}  # PPO seed -> log
+BEST_STEPS = {0: (100,), 1: (100, 200)}  # PPO seed -> evaluations that set a new best model
 
 
 def _trial(algorithm: str, setting: str, seed: int) -> TrialSpec:
@@ -113,8 +114,11 @@ def _write_record(out: Path, trial: TrialSpec, returns: np.ndarray, cost: float)
     (folder / "trial.json").write_text(json.dumps(record))
     if trial.algorithm == "PPO":
         log = CURVES[trial.seed]
-        rows = ["timestep,episodes,mean_return,cost_soc_violation,violation_rate"]
-        rows += [f"{step},8,{value},0.0,0.0" for step, value in log.items()]
+        rows = ["timestep,episodes,mean_return,cost_soc_violation,violation_rate,new_best"]
+        rows += [
+            f"{step},8,{value},0.0,0.0,{step in BEST_STEPS[trial.seed]}"
+            for step, value in log.items()
+        ]
         (folder / "run" / "evaluation" / "evaluation_metrics.csv").write_text("\n".join(rows))
 
 
@@ -213,15 +217,27 @@ def test_the_summary_picks_the_feasible_row_over_a_higher_scoring_infeasible_one
     summary = page.summary.read_text()
     line = next(line for line in summary.splitlines() if line.startswith(f"| {TASK} "))
     assert f"{FEASIBLE}: 0.600 [" in line and GREEDY not in line
+    # the return next to the rule's (scores compress where random is far worse than the rule)
+    rule = _row(page, "rule_based")["mean_return"]
+    feasible = _row(page, FEASIBLE)["mean_return"]
+    assert f"0% over, return {_num(feasible)} against the rule's {_num(rule)}, 2/3 seeds" in line
     assert "at most 5% of the test days" in summary
     assert summary in page.index.read_text()  # the page carries the same table
+
+
+def test_shares_keep_one_decimal_unless_whole():
+    assert [_share(r) for r in (0.0, 3 / 65, 0.05, 7 / 130, 1.0, None)] == [
+        "0%", "4.6%", "5%", "5.4%", "100%", "n/a"
+    ]  # fmt: skip
 
 
 def test_the_page_has_the_task_table_plots_and_missing_trials(page):
     text = page.index.read_text()
     assert "3 of 6 trials finished (a partial campaign: 3 trials missing" in text
     assert "| soc_violation / episode (budget 1) |" in text
-    assert f"| {FEASIBLE} | 2/3 | " in text and f"| {GREEDY} | 1/3 | " in text
+    # each seed with the env steps of the model tested (the last new best; no log: "?")
+    assert f"| {FEASIBLE} | 2/3: 0 (100), 1 (200) | " in text
+    assert f"| {GREEDY} | 1/3: 0 (?) | " in text
     assert f"`{TASK}` {FEASIBLE}: seed 2: not started" in text
     assert (
         f"`{TASK}` {GREEDY}: seed 1: in progress or interrupted; "

@@ -16,6 +16,7 @@ from typing import Any
 from powerzoo.benchmarks.baselines import baseline_rows, reference_policy
 from powerzoo.benchmarks.evaluation import return_unit
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE
+from powerzoo.rl.campaigns.trial import tested_model_steps
 from powerzoo.tasks import task_spec
 
 __all__ = [
@@ -45,7 +46,16 @@ def _score(row: dict[str, Any], key: str, interval: bool = True) -> str:
 
 
 def _share(rate: float | None) -> str:
-    return "n/a" if rate is None else f"{rate:.0%}"
+    """A share as a percentage, one decimal unless it is a whole one (``4.6%``, ``5%``)."""
+    if rate is None:
+        return "n/a"
+    return f"{rate * 100:.1f}".removesuffix(".0") + "%"
+
+
+def _steps(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 1000:.0f}k" if n >= 1000 else str(n)
 
 
 def _hours(seconds: float) -> str:
@@ -72,10 +82,27 @@ def best_within_budget(
     return max(feasible, key=_rank) if feasible else None
 
 
-def _seeds_of(folder: Any, task: str, label: str) -> str:
+def _seeds_of(folder: Any, task: str, label: str, tested: bool = False) -> str:
+    """Finished / planned seeds of a trained row; with ``tested``, each finished seed and the
+    env steps of the model its test evaluation used (``2/5: 0 (50k), 3 (301k)``)."""
     trials = [t for t in folder.campaign.trials if t.task == task and t.label == label]
-    done = sum(t.trial_id in folder.records for t in trials)
-    return f"{done}/{len(trials)}"
+    done = [t for t in trials if t.trial_id in folder.records]
+    cell = f"{len(done)}/{len(trials)}"
+    if tested and done:
+        steps = [tested_model_steps(folder.out_dir, t, folder.records[t.trial_id]) for t in done]
+        cell += ": " + ", ".join(
+            f"{t.seed} ({_steps(n)})" for t, n in zip(done, steps, strict=True)
+        )
+    return cell
+
+
+def _rule_gap(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
+    """``, return -229,375 against the rule's -199,226``: the row's mean return next to the
+    rule-based policy's (task units; the scores compress where random is far worse)."""
+    rule = next((r for r in rows if r["policy"] == "rule_based" and r["kind"] == "baseline"), None)
+    if rule is None:
+        return ""
+    return f", return {_num(row['mean_return'])} against the rule's {_num(rule['mean_return'])}"
 
 
 def _baseline_cell(rows: Sequence[dict[str, Any]], policy: str | None, column: str) -> str:
@@ -115,7 +142,7 @@ def summary_markdown(
         if best is not None:
             cell = (
                 f"{best['policy']}: {_score(best, 'cmdp_score')}, "
-                f"{_share(best['over_budget_rate'])} over, "
+                f"{_share(best['over_budget_rate'])} over{_rule_gap(best, mine)}, "
                 f"{_seeds_of(folder, task, best['policy'])} seeds"
             )
         elif trained:
@@ -135,8 +162,9 @@ def summary_markdown(
             f"{done}/{len(labels)} |"
         )
     note = (
-        "\nBudget-aware score (0 = random, 1 = oracle; an over-budget day keeps at most a loss "
-        "over random) with its 95 % bootstrap interval, and the share of test days over budget. "
+        "\nBudget-aware score (0 = random, 1 = oracle; per test day the gain over random, capped "
+        "at 0 on a day over budget) with its 95 % bootstrap interval, the share of test days "
+        "over budget and, for the best trained row, its mean return next to the rule's. "
         "Within budget: over budget on at most "
         f"{FEASIBLE_OVER_BUDGET_RATE:.0%} of the test days (pooled over the finished seeds). "
         "Idle: the operator does nothing (storage at 0 MW, loads served as they come, chargers "
@@ -144,8 +172,11 @@ def summary_markdown(
         "policy (generator set-points must be chosen).\n"
     )
     if diagnoses:
-        note += "\nWhy trained rows miss the rule within the budgets (measured):\n\n" + "".join(
-            f"- **{task}**: {diagnoses[task]}\n" for task in campaign.tasks if task in diagnoses
+        note += (
+            "\nHow the trained rows miss or reach the rule within the budgets (measured):\n\n"
+            + "".join(
+                f"- **{task}**: {diagnoses[task]}\n" for task in campaign.tasks if task in diagnoses
+            )
         )
     return "\n".join(lines) + "\n" + note
 
@@ -157,7 +188,7 @@ def _task_table(
     budgets = {n: spec.cost_thresholds.get(n) for n in names if n in spec.selected_constraints}
     head = [
         "policy",
-        "seeds",
+        "seeds (model tested)",
         "mean return [95% CI]",
         "normalized score",
         "budget-aware score [95% CI]",
@@ -177,7 +208,7 @@ def _task_table(
         seeds = (
             f"table, seed {r['seeds']}"
             if r["kind"] == "baseline"
-            else _seeds_of(folder, task, r["policy"])
+            else _seeds_of(folder, task, r["policy"], tested=True)
         )
         cells = [
             r["policy"],
@@ -296,11 +327,15 @@ def index_markdown(
         "nothing is a policy, idle) are the packaged "
         "baselines table's rows (its seed, on the table's days); each trained row pools the "
         "test episodes of the finished seeds of one algorithm and setting (seeds: finished / "
-        f"planned). Intervals: {CONFIDENCE:.0%} percentile bootstrap over the pooled episodes "
-        f"({BOOTSTRAP_RESAMPLES:,} resamples). Normalized score: mean return, 0 = random, "
-        "1 = oracle. Budget-aware score: per test day the gain over random, an over-budget day "
-        "keeping at most a loss, over the oracle's mean gain, so a policy that breaks the "
-        "budgets cannot top a feasible one. Days over budget: the share of episodes in which a "
+        "planned, then each finished seed with the env steps of the model its test used: the "
+        "best validation evaluation, which for -L runs ranks fewer days over budget first, then "
+        f"the return). Intervals: {CONFIDENCE:.0%} percentile bootstrap over the pooled "
+        f"episodes ({BOOTSTRAP_RESAMPLES:,} resamples). Normalized score: mean return, 0 = "
+        "random, 1 = oracle. Budget-aware score: per test day the gain over random, capped at 0 "
+        "on a day over budget, over the oracle's mean gain, so on any day a policy over budget "
+        "cannot top one within it. Scores compress where random is far worse than the rule: the "
+        "summary also gives the best row's mean return next to the rule's. Days over budget: the "
+        "share of episodes (days; weeks on the week-long tasks) in which a "
         "budgeted cost exceeds the task's per-episode budget. Costs: mean per episode, in "
         "each constraint's own unit, never added together.\n",
         "## Summary\n\n" + summary_markdown(folder, rows, diagnoses),

@@ -23,6 +23,7 @@ BLAS thread, so the same seed gives the same numbers in any process (local loop 
 
 from __future__ import annotations
 
+import csv
 import functools
 import shutil
 import time
@@ -40,6 +41,7 @@ __all__ = [
     "read_json_object",
     "write_record",
     "prepare_folder",
+    "tested_model_steps",
     "base_record",
     "evaluate_policy",
     "one_thread",
@@ -54,6 +56,27 @@ TRIAL_FILE = "trial.json"
 def trial_dir(out_dir: str | Path, trial: TrialSpec) -> Path:
     """``<out_dir>/trials/<trial_id>`` (absolute)."""
     return Path(out_dir).resolve() / TRIALS_DIR / trial.trial_id
+
+
+def tested_model_steps(out_dir: str | Path, trial: TrialSpec, record: dict[str, Any]) -> int | None:
+    """Env steps of the model the trial's test evaluation used: the last validation evaluation
+    that set a new best (``new_best`` in the run's evaluation log) for ``model: best``, the
+    steps trained for ``final``; ``None`` when the log is missing or unreadable."""
+    if record.get("model") == "final":
+        return int(record["num_timesteps"])
+    from powerzoo.rl.evaluation_log import EVAL_CSV
+
+    path = trial_dir(out_dir, trial) / "run" / "evaluation" / EVAL_CSV
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            best = [
+                int(float(row["timestep"]))
+                for row in csv.DictReader(handle)
+                if str(row.get("new_best", "")).strip().lower() in ("true", "1")
+            ]
+    except (OSError, KeyError, ValueError):
+        return None
+    return best[-1] if best else None
 
 
 def read_record(out_dir: str | Path, trial: TrialSpec) -> dict[str, Any] | None:
