@@ -100,3 +100,27 @@ def run_cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "powerzoo.cli.main", *args], capture_output=True, text=True, **kwargs
     )
+
+
+SMALL_NATIVE = {"n_steps": 8, "n_epochs": 2, "hidden_sizes": [16, 16]}
+"""``algorithm_kwargs`` of :func:`small_native_trainer`: short rollouts, small networks."""
+
+
+def small_native_trainer(
+    tmp_path: Path, algorithm: str = "MAPPO", task: str = "marl_opf", steps: int = 64, **kw: Any
+) -> Any:
+    """A native trainer (MAPPO, IPPO, their -L variants, PPO-L) of a few env steps: 4 envs,
+    seed 3, no evaluation, checkpoints, TensorBoard or progress bar; ``kw`` overrides any
+    option (``algorithm_kwargs`` replaces :data:`SMALL_NATIVE`)."""
+    from powerzoo.rl import Trainer
+
+    options = {
+        "n_envs": 4,
+        "evaluation": None,
+        "checkpoint": None,
+        "output_dir": str(tmp_path),
+        "logging": {"tensorboard": False, "progress_bar": False},
+        "algorithm_kwargs": dict(SMALL_NATIVE),
+        **kw,
+    }
+    return Trainer(task, algorithm=algorithm, total_timesteps=steps, seed=3, **options)

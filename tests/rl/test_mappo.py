@@ -4,12 +4,11 @@ export, entry points."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, SMALL_NATIVE, small_native_trainer
 
 from powerzoo.benchmarks.evaluation import evaluate, evaluate_days
 from powerzoo.envs.multi_agent import PowerZooMultiAgentVectorEnv
@@ -25,22 +24,8 @@ from powerzoo.rl.mappo.ppo import standardise
 from powerzoo.rl.mappo.trainer import MAPPOTrainer
 
 REPO = REPO_ROOT
-SMALL = {"n_steps": 8, "n_epochs": 2, "hidden_sizes": [16, 16]}
-
-
-def small_trainer(
-    tmp_path: Path, algorithm: str = "MAPPO", task: str = "marl_opf", steps: int = 64, **kw
-) -> MAPPOTrainer:
-    options = {
-        "n_envs": 4,
-        "evaluation": None,
-        "checkpoint": None,
-        "output_dir": str(tmp_path),
-        "logging": {"tensorboard": False, "progress_bar": False},
-        "algorithm_kwargs": dict(SMALL),
-        **kw,
-    }
-    return Trainer(task, algorithm=algorithm, total_timesteps=steps, seed=3, **options)
+SMALL = SMALL_NATIVE
+small_trainer = small_native_trainer
 
 
 # ---- GAE ---------------------------------------------------------------------------------------

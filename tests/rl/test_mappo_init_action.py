@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from helpers import SMALL_NATIVE, small_native_trainer
 
 from powerzoo.envs.introspect import inspect_env
 from powerzoo.rl import Trainer
@@ -15,18 +16,9 @@ from powerzoo.tasks import task_spec
 
 
 def _trainer(task: str, algorithm: str, init_action: str, tmp_path) -> Trainer:
-    return Trainer(
-        task,
-        algorithm=algorithm,
-        total_timesteps=64,
-        n_envs=2,
-        seed=3,
-        evaluation=None,
-        checkpoint=None,
-        output_dir=str(tmp_path),
-        env={"normalize": True},
-        algorithm_kwargs={"init_action": init_action},
-        logging={"tensorboard": False, "progress_bar": False},
+    kwargs = {**SMALL_NATIVE, "init_action": init_action}
+    return small_native_trainer(
+        tmp_path, algorithm, task, n_envs=2, env={"normalize": True}, algorithm_kwargs=kwargs
     )
 
 
