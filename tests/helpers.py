@@ -107,11 +107,16 @@ SMALL_NATIVE = {"n_steps": 8, "n_epochs": 2, "hidden_sizes": [16, 16]}
 
 
 def small_native_trainer(
-    tmp_path: Path, algorithm: str = "MAPPO", task: str = "marl_opf", steps: int = 64, **kw: Any
+    tmp_path: Path,
+    algorithm: str = "MAPPO",
+    task: str = "marl_opf",
+    steps: int = 64,
+    seed: int = 3,
+    **kw: Any,
 ) -> Any:
-    """A native trainer (MAPPO, IPPO, their -L variants, PPO-L) of a few env steps: 4 envs,
-    seed 3, no evaluation, checkpoints, TensorBoard or progress bar; ``kw`` overrides any
-    option (``algorithm_kwargs`` replaces :data:`SMALL_NATIVE`)."""
+    """A native trainer (MAPPO, IPPO, their -L variants, PPO-L) of a few env steps: 4 envs, no
+    evaluation, checkpoints, TensorBoard or progress bar; ``kw`` overrides any option
+    (``algorithm_kwargs`` replaces :data:`SMALL_NATIVE`)."""
     from powerzoo.rl import Trainer
 
     options = {
@@ -123,4 +128,4 @@ def small_native_trainer(
         "algorithm_kwargs": dict(SMALL_NATIVE),
         **kw,
     }
-    return Trainer(task, algorithm=algorithm, total_timesteps=steps, seed=3, **options)
+    return Trainer(task, algorithm=algorithm, total_timesteps=steps, seed=seed, **options)

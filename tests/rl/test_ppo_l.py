@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, small_native_trainer
 
 from powerzoo.benchmarks.baselines import select_days
 from powerzoo.benchmarks.evaluation import evaluate_days
@@ -25,16 +25,8 @@ CONFIG = REPO_ROOT / "configs" / "battery_arbitrage_ppo_l.yaml"
 
 
 def small_trainer(tmp_path: Path, steps: int, **kw) -> MAPPOTrainer:
-    options = {
-        "n_envs": 16,
-        "evaluation": None,
-        "checkpoint": None,
-        "output_dir": str(tmp_path),
-        "logging": {"tensorboard": False, "progress_bar": False},
-        "algorithm_kwargs": {"n_steps": 48, "hidden_sizes": [32, 32]},
-        **kw,
-    }
-    return Trainer(TASK, algorithm="PPO-L", total_timesteps=steps, seed=1, **options)
+    options = {"n_envs": 16, "algorithm_kwargs": {"n_steps": 48, "hidden_sizes": [32, 32]}, **kw}
+    return small_native_trainer(tmp_path, "PPO-L", TASK, steps, seed=1, **options)
 
 
 def test_ppo_l_trains_saves_loads_and_evaluates_on_the_single_agent_env(tmp_path):
