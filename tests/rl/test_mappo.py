@@ -18,10 +18,12 @@ from powerzoo.rl.config import ConfigError, TrainConfig
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.buffer import compute_gae, next_values
 from powerzoo.rl.mappo.collector import Collector
+from powerzoo.rl.mappo.evaluation import budget_excess
 from powerzoo.rl.mappo.hparams import MAPPOParams
 from powerzoo.rl.mappo.policy import MAPPOPolicy
 from powerzoo.rl.mappo.ppo import standardise
 from powerzoo.rl.mappo.trainer import MAPPOTrainer
+from powerzoo.tasks import task_spec
 
 REPO = REPO_ROOT
 SMALL = SMALL_NATIVE
@@ -228,6 +230,9 @@ def test_lagrangian_logs_multipliers_in_the_evaluation_csv(tmp_path):
     )
     assert 0.0 <= row["days_over_budget"] <= 1.0
     assert row["feasible"] == (row["days_over_budget"] == 0.0)
+    thresholds = task_spec(trainer.task).cost_thresholds
+    expected = sum(max(row[f"cost_{c}"] / thresholds[c] - 1.0, 0.0) for c in trainer.cost_names)
+    assert row["budget_excess"] == pytest.approx(expected)
 
 
 def test_lagrangian_best_policy_counts_days_over_budget_not_the_mean_cost():
@@ -243,6 +248,18 @@ def test_lagrangian_best_policy_counts_days_over_budget_not_the_mean_cost():
     assert rank({"feasible": True, "mean_return": 1.0}) > rank(
         {"feasible": False, "mean_return": 9}
     )
+    # over budget on as many days: the evaluation nearer its budgets, not the early model with
+    # the higher return and four times the excess
+    early = {"days_over_budget": 1.0, "budget_excess": 424.0, "mean_return": -224.0}
+    late = {"days_over_budget": 1.0, "budget_excess": 88.0, "mean_return": -254.0}
+    assert rank(late) > rank(early) and rank(worse) > rank(late)
+
+
+def test_budget_excess_sums_the_relative_excess_over_budgeted_costs():
+    costs = {"a": 3.0, "b": 0.5, "c": 100.0}
+    thresholds = {"a": 1.0, "b": 1.0, "c": None}  # c has no budget: left out
+    assert budget_excess(costs, ("a", "b", "c"), thresholds) == pytest.approx(2.0)
+    assert budget_excess({"a": 1.0}, ("a",), {"a": 1.0}) == 0.0  # at the budget: no excess
 
 
 # ---- Lagrangian on a toy constrained env -------------------------------------------------------

@@ -7,12 +7,13 @@ and TensorBoard; the best evaluated policy is written to ``evaluation/best_polic
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from powerzoo.fileio import write_json
 from powerzoo.rl import run_dir as rd
 
-__all__ = ["BEST_POLICY_FILE", "evaluate_now", "rank"]
+__all__ = ["BEST_POLICY_FILE", "budget_excess", "evaluate_now", "rank"]
 
 BEST_POLICY_FILE = "best_policy.npz"
 
@@ -38,6 +39,9 @@ def evaluate_now(trainer: Any, eval_env: Any, days: list[int]) -> dict[str, Any]
     if trainer.lagrangian:  # -L: fewer days over a budget first (as the budget-aware score)
         row["days_over_budget"] = float(summary["over_budget_rate"])  # per-day budgets
         row["feasible"] = row["days_over_budget"] == 0.0
+        row["budget_excess"] = budget_excess(
+            summary["mean_costs"], trainer.cost_names, trainer.spec.cost_thresholds
+        )
     best = max((rank(r) for r in trainer.evaluations), default=None)
     row["new_best"] = best is None or rank(row) > best
     trainer.evaluations.append(row)
@@ -67,8 +71,23 @@ def evaluate_now(trainer: Any, eval_env: Any, days: list[int]) -> dict[str, Any]
     return row
 
 
-def rank(row: dict[str, Any]) -> tuple[float, float]:
+def budget_excess(
+    mean_costs: dict[str, float], names: Sequence[str], thresholds: dict[str, float | None]
+) -> float:
+    """How far the mean costs are over their budgets: the sum over ``names`` of
+    ``max(cost / budget - 1, 0)`` (0 within every budget; costs without a budget left out)."""
+    total = 0.0
+    for name in names:
+        budget = thresholds.get(name)
+        if budget:
+            total += max(float(mean_costs[name]) / float(budget) - 1.0, 0.0)
+    return total
+
+
+def rank(row: dict[str, Any]) -> tuple[float, float, float]:
     """Order of evaluations for the best policy (``-L``): the smaller share of evaluated days
-    over a budget first (a mean cost within budget can hide such days), then return."""
+    over a budget first (a mean cost within budget can hide such days), then the smaller
+    :func:`budget_excess` (among evaluations over budget on as many days, the one nearer its
+    budgets: otherwise an early, unconstrained model wins on return), then return."""
     over = row.get("days_over_budget", 0.0 if row.get("feasible", True) else 1.0)
-    return -float(over), float(row["mean_return"])
+    return -float(over), -float(row.get("budget_excess", 0.0)), float(row["mean_return"])
