@@ -12,6 +12,7 @@ from powerzoo.envs.introspect import inspect_env
 from powerzoo.rl import Trainer
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.hparams import MAPPOParams
+from powerzoo.rl.mappo.init_action import start_actors_at
 from powerzoo.tasks import task_spec
 
 
@@ -74,10 +75,10 @@ def test_bad_values_are_refused():
     layout = GroupLayout(["a", "b"], 3, 1, -np.ones((2, 1)), np.ones((2, 1)))
     learner = MultiAgentPPO({"g": layout}, 6, MAPPOParams(), True, ())
     with pytest.raises(ValueError, match="start at different actions"):
-        learner.start_at({"g": np.array([[0.5], [-0.5]])})
+        start_actors_at(learner, {"g": np.array([[0.5], [-0.5]])})
     with pytest.raises(ValueError, match=r"must lie in \[-1, 1\]"):
-        learner.start_at({"g": np.array([[2.0], [2.0]])})
-    learner.start_at({"g": np.array([[0.25], [0.25]])})
+        start_actors_at(learner, {"g": np.array([[2.0], [2.0]])})
+    start_actors_at(learner, {"g": np.array([[0.25], [0.25]])})
     assert learner.actors["g"].mean[-1].bias.item() == 0.25
 
 

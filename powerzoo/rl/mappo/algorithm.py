@@ -190,24 +190,6 @@ class MultiAgentPPO(nn.Module):
         std = self.group_policy(name).log_std().exp()
         return std if std.ndim == 2 else std.unsqueeze(0)
 
-    @torch.no_grad()
-    def start_at(self, actions: Mapping[str, np.ndarray]) -> None:
-        """Set each group's initial mean action (``init_action``) to ``actions[group]``
-        [n, act_dim] in the learner's [-1, 1] units, through the actor's output bias (its output
-        weights start near zero, so the mean is that bias up to 1 %).
-
-        ``ValueError`` when an action is outside [-1, 1] or the agents of a group (one shared
-        actor) ask different ones."""
-        for name, layout in self.layouts.items():
-            a = np.asarray(actions[name], np.float64).reshape(layout.n, layout.act_dim)
-            if not np.all(np.abs(a) <= 1.0 + 1e-9):
-                raise ValueError(f"group {name!r}: initial actions must lie in [-1, 1]")
-            if np.ptp(a, axis=0).max() > 1e-6:
-                raise ValueError(
-                    f"group {name!r}: its agents share one actor but start at different actions"
-                )
-            self.actors[name].mean[-1].bias.copy_(torch.as_tensor(a[0], dtype=torch.float32))
-
     # ---- inputs ----------------------------------------------------------------------------------
     def _tensor(self, x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(np.asarray(x, np.float32), device=self.device)

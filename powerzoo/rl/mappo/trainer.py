@@ -49,6 +49,7 @@ from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
 from powerzoo.rl.mappo.evaluation import BEST_POLICY_FILE, evaluate_now, rank
 from powerzoo.rl.mappo.hparams import algorithm_flags, check_params
+from powerzoo.rl.mappo.init_action import idle_actions, start_actors_at
 from powerzoo.rl.mappo.one_agent import make_native_env
 from powerzoo.rl.mappo.policy import POLICY_FILE, MAPPOPolicy
 from powerzoo.rl.result import TrainResult
@@ -183,33 +184,8 @@ class MAPPOTrainer(TrainerBase):
                 thresholds,
             )
             if self.params.init_action == "idle":
-                self.learner.start_at(self._idle_actions(layouts))
+                start_actors_at(self.learner, idle_actions(self.spec, env, layouts))
         return self.learner
-
-    def _idle_actions(self, layouts: dict[str, GroupLayout]) -> dict[str, np.ndarray]:
-        """Each group's no-control action (``spec.idle_action``) in the learner's [-1, 1] units
-        [n, act_dim] (``init_action="idle"``)."""
-        from powerzoo.envs.introspect import inspect_env
-        from powerzoo.tasks import list_tasks, task_spec
-
-        idle = self.spec.idle_action
-        if idle is None:
-            with_idle = [t for t in list_tasks() if task_spec(t).idle_action is not None]
-            raise ValueError(
-                f"init_action='idle': task {self.task!r} has no idle (no-control) action; "
-                f"tasks with one: {', '.join(with_idle)}"
-            )
-        env_units = np.asarray(idle, np.float64)
-        scaler = inspect_env(self.get_env()).action_scaler
-        if scaler is not None:  # a normalised env: its actions are the scaler's unit values
-            env_units = scaler.to_unit(env_units).astype(np.float64)
-        index = {a: i for i, a in enumerate(self.spec.agents)}
-        env_units = env_units.reshape(len(index), self.spec.agent_action_dim)
-        out = {}
-        for name, g in layouts.items():
-            a = env_units[[index[agent] for agent in g.agents]]
-            out[name] = 2.0 * (a - g.low) / (g.high - g.low) - 1.0
-        return out
 
     def _new_collector(self) -> Any:
         """In-process :class:`Collector`, or Ray actors' (:mod:`.remote`) when
