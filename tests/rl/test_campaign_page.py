@@ -234,6 +234,7 @@ def test_shares_keep_one_decimal_unless_whole():
 def test_the_page_has_the_task_table_plots_and_missing_trials(page):
     text = page.index.read_text()
     assert "3 of 6 trials finished (a partial campaign: 3 trials missing" in text
+    assert "of trial time, 7.8 min of it still to run (about 3.9 min on two workers)" in text
     assert "| soc_violation / episode (budget 1) |" in text
     # each seed with the env steps of the model tested (the last new best; no log: "?")
     assert f"| {FEASIBLE} | 2/3: 0 (100), 1 (200) | " in text
@@ -268,6 +269,7 @@ def test_compute_time_from_the_records_and_the_cluster_estimate(campaign_dir):
     # missing: PPO seed 2 at the PPO mean (70 s), SAC seeds 1 and 2 at the SAC one (200 s)
     assert timing["estimated_missing"] == 3
     assert timing["total_seconds"] == 340.0 + 70.0 + 2 * 200.0
+    assert timing["left_seconds"] == 70.0 + 2 * 200.0
     assert timing["longest"] == ("battery_arbitrage-SAC-greedy-seed0", 200.0)
     assert timing["cluster"] == {2: 810.0 / 2, 16: 200.0}  # never below the longest trial
     assert timing["code"] == [

@@ -284,10 +284,11 @@ def campaign_timing(
     to last end here), ``parallelism`` (their ratio), ``estimated_missing`` (trials without a
     time, each estimated by the mean of finished trials of the same task, algorithm and
     setting, else task and algorithm, else task, else any task), ``estimated_from`` (how many
-    estimates each of those levels gave), ``total_seconds`` (finished plus
-    estimated), ``longest`` (``(trial_id, seconds)``, estimates included: no cluster finishes
-    sooner), ``cluster`` (``{N: max(total / N, longest)}`` for ``N`` workers of one core) and
-    ``code`` (:func:`code_versions`).
+    estimates each of those levels gave), ``total_seconds`` (finished plus estimated),
+    ``left_seconds`` (the estimates' sum: trial time still to run), ``longest``
+    (``(trial_id, seconds)``, estimates included: no cluster finishes sooner), ``cluster``
+    (``{N: max(total / N, longest)}`` for ``N`` workers of one core) and ``code``
+    (:func:`code_versions`).
     Empty dict without a finished trial.
     """
     times = trial_times(folder)
@@ -322,6 +323,7 @@ def campaign_timing(
         "estimated_missing": len(estimated),
         "estimated_from": {level: n for level, n in levels.items() if n},
         "total_seconds": total,
+        "left_seconds": sum(estimated.values()),
         "longest": longest,
         "cluster": {n: max(total / n, longest[1]) for n in workers},
         "code": code_versions(folder),

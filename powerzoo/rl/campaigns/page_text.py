@@ -244,8 +244,9 @@ def _timing_text(folder: Any, timing: dict[str, Any]) -> str:
     if timing["estimated_missing"]:
         sources = ", ".join(f"{n} from {lv}" for lv, n in timing["estimated_from"].items())
         lines.append(
-            f"- Whole campaign (estimate): {_hours(timing['total_seconds'])} of trial time; each "
-            "of the "
+            f"- Whole campaign (estimate): {_hours(timing['total_seconds'])} of trial time, "
+            f"{_hours(timing['left_seconds'])} of it still to run (about "
+            f"{_hours(timing['left_seconds'] / 2)} on two workers); each of the "
             f"{timing['estimated_missing']} unfinished trials counted at the mean time of the "
             f"finished trials most like it ({sources}). Estimates from another task or algorithm "
             "are rough: multi-agent and 7-day tasks train longer."
