@@ -72,6 +72,15 @@ def test_every_diagnosis_names_a_campaign_task_and_files_that_exist():
     )
     long = [n for n, line in enumerate(DIAGNOSES.read_text().splitlines(), 1) if len(line) > 100]
     assert not long, f"campaigns/benchmark_diagnoses.yaml: lines over 100 columns: {long}"
+    split = [
+        n
+        for n, line in enumerate(DIAGNOSES.read_text().splitlines(), 1)
+        if line[-2:-1].isalpha() and line.endswith("-")
+    ]
+    assert not split, (
+        f"campaigns/benchmark_diagnoses.yaml: lines ending in a hyphenated word's hyphen {split} "
+        "(folded, 'no-control' would read 'no- control')"
+    )
     for task, text in diagnoses.items():
         for cited in re.findall(r"\b((?:benchmarks|configs)/[\w./-]+\.(?:py|yaml|md))", text):
             assert (REPO_ROOT / cited).is_file(), f"the {task} diagnosis cites {cited}, not found"
