@@ -70,13 +70,10 @@ def test_every_diagnosis_names_a_campaign_task_and_files_that_exist():
     assert set(diagnoses) <= tasks, (
         f"diagnoses of tasks outside the campaign: {set(diagnoses) - tasks}"
     )
-    long = [n for n, line in enumerate(DIAGNOSES.read_text().splitlines(), 1) if len(line) > 100]
+    lines = DIAGNOSES.read_text().splitlines()
+    long = [n for n, line in enumerate(lines, 1) if len(line) > 100]
     assert not long, f"campaigns/benchmark_diagnoses.yaml: lines over 100 columns: {long}"
-    split = [
-        n
-        for n, line in enumerate(DIAGNOSES.read_text().splitlines(), 1)
-        if line[-2:-1].isalpha() and line.endswith("-")
-    ]
+    split = [n for n, line in enumerate(lines, 1) if line[-2:-1].isalpha() and line.endswith("-")]
     assert not split, (
         f"campaigns/benchmark_diagnoses.yaml: lines ending in a hyphenated word's hyphen {split} "
         "(folded, 'no-control' would read 'no- control')"
