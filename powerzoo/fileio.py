@@ -6,16 +6,24 @@ Files get ordinary permissions (``0o666`` minus the umask), not ``tempfile``'s p
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import pickle
+import re
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+
+try:
+    import fcntl
+except ImportError:  # not on POSIX: exclusive_lock holds nothing
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "atomic_save",
@@ -24,6 +32,11 @@ __all__ = [
     "read_json",
     "CorruptFileError",
     "read_or_corrupt",
+    "DiskFullError",
+    "disk_full_cause",
+    "PLAIN_NAME_RULE",
+    "check_plain_name",
+    "exclusive_lock",
 ]
 
 T = TypeVar("T")
@@ -114,3 +127,99 @@ def read_or_corrupt(path: str | Path, reader: Callable[[Path], T]) -> T:
             raise
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise CorruptFileError(path, reason) from exc
+
+
+@contextlib.contextmanager
+def exclusive_lock(
+    path: str | Path, busy: Callable[[str], Exception], holder: str | None = None
+) -> Iterator[Path]:
+    """Hold an exclusive ``flock`` on the file ``path`` (created if missing) for the ``with`` block.
+
+    Writes ``holder`` (default: this process id) into the file. If another process holds the
+    lock (or another ``with`` block of this process), raises ``busy(recorded)``, where
+    ``recorded`` is what the holder wrote (``"unknown"`` if nothing). The operating system
+    releases the lock when the block ends or its holder dies, killed or not. The file stays in
+    place: deleting it would let two processes lock two different files. Yields ``path``; holds
+    nothing where ``fcntl`` is missing (not POSIX).
+
+    Args:
+        path: The lock file.
+        busy: Builds the exception raised when the lock is held elsewhere.
+        holder: Text recorded in the file for the next comer (default: this process id).
+
+    Yields:
+        The lock file's path.
+    """
+    path = Path(path)
+    if fcntl is None:
+        yield path
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            recorded = os.pread(fd, 256, 0).decode("utf-8", "replace").strip() or "unknown"
+            raise busy(" ".join(recorded.split())) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid() if holder is None else holder}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # releases the lock
+
+
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+"""``errno`` of a write refused for space: no space left, file too large (``ulimit -f``), quota."""
+
+
+def disk_full_cause(exc: BaseException) -> OSError | None:
+    """The :class:`OSError` of :data:`DISK_FULL_ERRNOS` that ``exc`` is or was raised from
+    (its ``__cause__`` / ``__context__`` chain), or ``None``. HDF5's errors (h5py's
+    ``RuntimeError``) carry the ``errno = <n>`` of the failed write in their message."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in DISK_FULL_ERRNOS:
+            return current
+        found = re.search(r"\berrno = (\d+)", str(current))
+        if found and int(found.group(1)) in DISK_FULL_ERRNOS:
+            code = int(found.group(1))
+            return OSError(code, os.strerror(code))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class DiskFullError(OSError):
+    """Writing ``path`` failed for want of space (:func:`disk_full_cause`); the message is one
+    line, ``"cannot write <path>: <reason> (errno <n>); <done>"`` (``done``: what was cleaned
+    up, what to do)."""
+
+    def __init__(self, path: str | Path, cause: OSError, done: str) -> None:
+        self.path = Path(path)
+        reason = os.strerror(cause.errno) if cause.errno else str(cause)
+        super().__init__(
+            cause.errno, f"cannot write {path}: {reason} (errno {cause.errno}); {done}"
+        )
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_MAX_CHARS = 200  # below the 255-byte file-name limit of common filesystems
+PLAIN_NAME_RULE = (
+    "one plain folder name: letters, digits, '.', '_', '-', starting with a letter or digit, "
+    f"at most {_MAX_CHARS} characters (no '/', '..', absolute path, space or newline)"
+)
+
+
+def check_plain_name(value: Any, field: str) -> str:
+    """``value`` if it is one plain path component (letters, digits, ``.``, ``_``, ``-``,
+    starting with a letter or digit: no ``..``, separator, absolute path, hidden name, space or
+    control character), else ``ValueError`` naming ``field``, the value and what is allowed.
+
+    A name that passes lands inside the folder meant for it (:mod:`powerzoo.rl.names`)."""
+    if not isinstance(value, str) or not _PLAIN.fullmatch(value) or len(value) > _MAX_CHARS:
+        raise ValueError(f"{field} {value!r} is not allowed; use {PLAIN_NAME_RULE}")
+    return value

@@ -11,6 +11,7 @@ from powerzoo.cli.common import (
     add_model_argument,
     add_progress_argument,
     add_split_and_episodes,
+    add_trust_pickle_argument,
     print_tables,
 )
 
@@ -21,7 +22,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from powerzoo.benchmarks.campaign import run_campaign
     from powerzoo.cli.runs import run_entry
 
-    runs = (run_entry(run_dir, args.run_model) for run_dir in args.runs)  # loaded after checks
+    runs = (  # loaded after checks
+        run_entry(run_dir, args.run_model, trust_pickle=args.trust_pickle) for run_dir in args.runs
+    )
     result = run_campaign(
         args.tasks,
         args.policies,
@@ -83,6 +86,7 @@ def add_parser(sub: Any) -> None:
         help="trained run folders (powerzoo train) to evaluate on their own task",
     )
     add_model_argument(p, "--run-model", "model of each run folder (default: best, else final)")
+    add_trust_pickle_argument(p)
     p.add_argument("--out", default="results/bench", help="output folder (default: results/bench)")
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
     add_progress_argument(p)

@@ -141,8 +141,9 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help=(
             "the campaign file changed since --out was started (a task or algorithm added, a "
-            "preset edited): keep the finished trials whose config is unchanged, move the others' "
-            "records to DIR/superseded/ and run the changed and new trials"
+            "preset or evaluation.episodes edited): keep the finished trials whose config and "
+            "evaluation protocol are unchanged, move the others' records to DIR/superseded/ and "
+            "run the changed and new trials"
         ),
     )
     add_progress_argument(p, "progress bar / Tune status")

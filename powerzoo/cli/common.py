@@ -12,6 +12,7 @@ __all__ = [
     "add_model_argument",
     "add_progress_argument",
     "add_split_and_episodes",
+    "add_trust_pickle_argument",
     "print_tables",
 ]
 
@@ -40,6 +41,18 @@ def add_model_argument(parser: argparse.ArgumentParser, flag: str, help_text: st
     """``flag``: which model of a run folder to load, one of :data:`RUN_MODELS` (default
     ``best``)."""
     parser.add_argument(flag, choices=RUN_MODELS, default="best", help=help_text)
+
+
+def add_trust_pickle_argument(parser: argparse.ArgumentParser) -> None:
+    """``--trust-pickle``: also read the pickles of run folders an older PowerZoo wrote (they run
+    code when read; default: refused, naming the file)."""
+    parser.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="also read the pickle files of run folders written by an older PowerZoo, and SB3 "
+        "zips with SB3's own loader; unpickling runs code: only for run folders from a trusted "
+        "source",
+    )
 
 
 def print_tables(result: Any, files: Sequence[tuple[str, str]], last_line: str) -> None:

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import shlex
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from powerzoo.cli.common import add_model_argument, add_progress_argument, add_split_and_episodes
+from powerzoo.cli.common import (
+    add_model_argument,
+    add_progress_argument,
+    add_split_and_episodes,
+    add_trust_pickle_argument,
+)
 
 __all__ = ["add_parsers", "evaluate_run", "format_summary"]
 
@@ -22,6 +29,24 @@ def _run_name(value: str) -> str:
         return check_plain_name(value, "the run name")
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+@contextlib.contextmanager
+def _space_errors(run_dir: Callable[[], Any]) -> Iterator[None]:
+    """A write refused for space inside the block (disk full, ``ulimit -f``, quota; atomic writes
+    leave no temporary file) becomes one :class:`~powerzoo.fileio.DiskFullError` naming the run
+    folder ``run_dir()``, which the command line prints as one line."""
+    from powerzoo.fileio import DiskFullError, disk_full_cause
+
+    try:
+        yield
+    except Exception as err:
+        full = disk_full_cause(err)
+        if full is None:
+            raise
+        folder = run_dir()
+        done = f"free space, then `powerzoo resume {folder}` or train again"
+        raise DiskFullError(folder or full.filename or "the run folder", full, done) from err
 
 
 def format_summary(summary: dict[str, Any], title: str, spec: Any = None) -> str:
@@ -109,13 +134,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
     trainer = Trainer(
         args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides
     )
-    if is_native(trainer.algorithm):  # MAPPO / IPPO (-L), PPO-L: the native trainer
-        result = trainer.train()
-    elif trainer.is_multi_agent:
-        result = trainer.train_il() if args.marl == "il" else trainer.train_marl_simultaneous()
-    else:
-        result = trainer.train()
-    trainer.close()
+    with _space_errors(lambda: trainer.run_dir):
+        if is_native(trainer.algorithm):  # MAPPO / IPPO (-L), PPO-L: the native trainer
+            result = trainer.train()
+        elif trainer.is_multi_agent:
+            result = trainer.train_il() if args.marl == "il" else trainer.train_marl_simultaneous()
+        else:
+            result = trainer.train()
+        trainer.close()
     _print_result(result)
     return 0
 
@@ -124,7 +150,8 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     from powerzoo.rl.run_dir import read_run_state
     from powerzoo.rl.trainer import Trainer
 
-    trainer = Trainer.resume(args.run_dir)
+    with _space_errors(lambda: args.run_dir):
+        trainer = Trainer.resume(args.run_dir, trust_pickle=args.trust_pickle)
     if trainer.result is None:  # nothing trained: the run had ended (read-only, nothing written)
         state = read_run_state(args.run_dir) or {}
         steps = int(state.get("num_timesteps") or 0)
@@ -144,6 +171,8 @@ def evaluate_run(
     deterministic: bool = True,
     plot_day: int = 0,
     progress: bool | None = None,
+    *,
+    trust_pickle: bool = False,
 ) -> dict[str, Any]:
     """Evaluate a run folder's model on ``split``; write a per-episode CSV and a plot of one
     episode.
@@ -153,6 +182,9 @@ def evaluate_run(
     Returns the summary (as :meth:`powerzoo.rl.trainer_base.TrainerBase.evaluate`) plus the two
     paths.
     ``progress``: bar over the episodes (``None``: only when stderr is a terminal).
+    ``trust_pickle``: also read the pickles of a run folder an older PowerZoo wrote (they run
+    code); without it such a folder, or missing statistics of a run that normalises, is an error
+    naming the file.
     """
     from powerzoo.benchmarks.baselines import score_or_none, select_days
     from powerzoo.benchmarks.cmdp_score import cmdp_score_or_none
@@ -164,7 +196,7 @@ def evaluate_run(
     from powerzoo.progress import progress_bar
 
     run_dir = Path(run_dir)
-    trainer, model = load_run(run_dir, model)
+    trainer, model = load_run(run_dir, model, trust_pickle=trust_pickle)
     env = trainer.make_eval_env(
         split, objective=True
     )  # the task's objective, not a training penalty
@@ -203,7 +235,13 @@ def evaluate_run(
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     summary = evaluate_run(
-        args.run_dir, args.split, args.episodes, args.model, not args.stochastic, args.plot_day
+        args.run_dir,
+        args.split,
+        args.episodes,
+        args.model,
+        not args.stochastic,
+        args.plot_day,
+        trust_pickle=args.trust_pickle,
     )
     from powerzoo.tasks import task_spec
 
@@ -269,6 +307,7 @@ def add_parsers(sub: Any) -> None:
         "--stochastic", action="store_true", help="sample actions instead of the deterministic ones"
     )
     p.add_argument("--plot-day", type=int, default=0, help="split day to plot (default: 0)")
+    add_trust_pickle_argument(p)
     p.set_defaults(func=_cmd_eval)
     p = sub.add_parser(
         "resume",
@@ -276,4 +315,5 @@ def add_parsers(sub: Any) -> None:
         "skipped with a warning; a run killed before its first checkpoint starts again)",
     )
     p.add_argument("run_dir")
+    add_trust_pickle_argument(p)
     p.set_defaults(func=_cmd_resume)

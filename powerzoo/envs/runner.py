@@ -33,6 +33,8 @@ __all__ = [
     "cost_info",
     "conform_action",
     "squeezed_shape",
+    "short_repr",
+    "non_finite_entry",
     "reset_options",
     "start_day_option",
 ]
@@ -129,8 +131,31 @@ def start_day_option(options: Any, day_id: Any = None) -> Any:
 
 
 def _fields(names: tuple[str, ...]) -> str:
-    """The action's entry names as `` (a, b, c)`` for a message (empty without names)."""
+    """The action's entry names as `` (a, b, c)`` for a message (empty without names; the first
+    eight and a count when there are more)."""
+    if len(names) > 8:
+        return f" ({', '.join(names[:8])}, ... {len(names)} in all)"
     return f" ({', '.join(names)})" if names else ""
+
+
+def short_repr(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters (and its length said) for a one-line
+    message: a batch of actions printed whole runs to megabytes."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def non_finite_entry(what: str, values: np.ndarray, names: tuple[str, ...] = ()) -> str:
+    """One short line on the NaN / inf entries of ``values``: the first one's index, its entry
+    name (``names`` index the last axis) and value, and how many there are; no array dump."""
+    bad = np.argwhere(~np.isfinite(values))
+    first = tuple(int(i) for i in bad[0]) if bad.size else ()
+    name = f" ({names[first[-1]]})" if first and first[-1] < len(names) else ""
+    value = values[first] if first else values
+    return (
+        f"{what}[{', '.join(map(str, first))}]{name} is {value} in physical units "
+        f"({len(bad)} of {values.size} entries are NaN or inf)"
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -168,7 +193,7 @@ def conform_action(
         except (TypeError, ValueError) as err:  # ragged nested lists
             raise ValueError(
                 f"{what} must be an array of numbers of shape {shape}{_fields(names)}, "
-                f"got {action!r}"
+                f"got {short_repr(action)}"
             ) from err
     kind = array.dtype.kind
     if kind not in _NUMBER_KINDS:
@@ -323,7 +348,8 @@ class TaskRunner:
         if not _count_nonzero(changed):  # no reduction machinery for "any"
             return clipped, np.zeros(expected[0], dtype=bool)
         if not np.isfinite(action).all():
-            raise ValueError(f"{self.spec.task_id}: action contains NaN or inf: {action.tolist()}")
+            shown = action[0] if self.num_envs == 1 else action  # a single env's [act_dim]
+            raise ValueError(non_finite_entry(self._what, shown, self.spec.action.names))
         return clipped, _or_reduce(changed, axis=1)
 
     def step(

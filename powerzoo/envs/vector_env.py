@@ -41,7 +41,7 @@ from powerzoo.envs.pipeline import (
     apply_reward,
     compile_reward,
 )
-from powerzoo.envs.runner import RESET_OPTIONS, TaskRunner, reset_options
+from powerzoo.envs.runner import RESET_OPTIONS, TaskRunner, reset_options, short_repr
 from powerzoo.tasks.base import Task, merge_state
 
 __all__ = ["PowerZooVectorEnv", "AUTORESET_MODES"]
@@ -155,7 +155,9 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         else:
             mask = np.asarray(mask)
             if mask.dtype != bool or mask.shape != (self.num_envs,):
-                raise ValueError(f"reset_mask must be {self.num_envs} bools, got {mask!r}")
+                raise ValueError(
+                    f"reset_mask must be {self.num_envs} bools, got {short_repr(mask)}"
+                )
             self.runner.reset_done(mask, day_id)
             self._ended &= ~mask
         info = self.runner.reset_info()
@@ -179,8 +181,9 @@ class PowerZooVectorEnv(TaskMetadata, VectorEnv):
         pending = self._ended
         if pending.any() and self.autoreset_mode is not AutoresetMode.NEXT_STEP:
             raise RuntimeError(
-                f"episode is over in row(s) {np.flatnonzero(pending).tolist()}; call reset() "
-                "for the finished rows: reset(options={'reset_mask': mask}) restarts only them "
+                f"episode is over in row(s) {short_repr(np.flatnonzero(pending).tolist())}; "
+                "call reset() for the finished rows: reset(options={'reset_mask': mask}) "
+                "restarts only them "
                 f"(autoreset_mode={_MODE_NAMES[self.autoreset_mode]!r} does not restart them)"
             )
         actions = self.actions.to_physical(actions)

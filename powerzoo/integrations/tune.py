@@ -86,7 +86,7 @@ def run_rllib_trial(
     Returns:
         The trial's record.
     """
-    folder, record = prepare_folder(out_dir, trial)
+    folder, record = prepare_folder(out_dir, trial, campaign)
     if record is not None:
         return record
     from powerzoo.benchmarks.campaign import PolicyEntry

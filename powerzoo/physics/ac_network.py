@@ -35,7 +35,10 @@ Disk cache
 ----------
 A built network is kept per name in-process (:func:`functools.cache`) and saved as ``.npz``
 next to the case cache (``POWERZOO_CACHE_DIR``, see :mod:`powerzoo.physics.cases`), keyed by
-name, pandapower version and :data:`AC_CACHE_SCHEMA`; later processes never import pandapower.
+name, pandapower version, the SHA-256 of the case's source file and :data:`AC_CACHE_SCHEMA`;
+later processes never import pandapower. Every read checks the file (source digest, bus count,
+array sizes, indices, finite admittances, :mod:`powerzoo.physics.case_cache`); one that fails is
+rebuilt with a one-line warning.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ import numpy as np
 
 __all__ = ["AC_CACHE_SCHEMA", "PANDAPOWER_PF_OPTIONS", "ACNetwork", "ac_network"]
 
-AC_CACHE_SCHEMA = 1
+AC_CACHE_SCHEMA = 2  # 2: source digest
 # The runpp settings whose model ac_power_flow reproduces (also used by the validation tests).
 PANDAPOWER_PF_OPTIONS: dict = {
     "algorithm": "nr",
@@ -239,38 +242,75 @@ def _q_limits(net) -> tuple[np.ndarray, np.ndarray]:
 def _cache_path(name: str) -> Path | None:
     from importlib.metadata import PackageNotFoundError, version
 
+    from powerzoo.physics.case_cache import source_of
     from powerzoo.physics.cases import cache_dir
 
     try:
         pp_version = version("pandapower")
     except PackageNotFoundError:
         return None
+    source = source_of(name)
+    if source is None:
+        return None
     safe = re.sub(r"[^0-9A-Za-z.]+", "_", pp_version)
     safe_name = re.sub(r"[^0-9A-Za-z._-]+", "_", name)
-    return cache_dir() / f"ac-{safe_name}-pandapower{safe}-schema{AC_CACHE_SCHEMA}.npz"
+    return cache_dir() / (
+        f"ac-{safe_name}-pandapower{safe}-src{source.digest}-schema{AC_CACHE_SCHEMA}.npz"
+    )
 
 
 def _write_cache(path: Path, network: ACNetwork) -> None:
-    from powerzoo.physics.case_cache import write_npz_cache
+    from powerzoo.physics.case_cache import SOURCE_KEY, source_of, write_npz_cache
 
     arrays = {f.name: np.asarray(getattr(network, f.name)) for f in dataclasses.fields(network)}
     arrays["__schema__"] = np.asarray(AC_CACHE_SCHEMA)
+    source = source_of(network.name)
+    arrays[SOURCE_KEY] = np.asarray("" if source is None else source.digest)
     write_npz_cache(path, arrays, "AC network")
 
 
 def _read_cache(path: Path, name: str) -> ACNetwork:
     """Read a file written by :func:`_write_cache`; raises on any inconsistency."""
+    from powerzoo.physics.case_cache import (
+        SOURCE_KEY,
+        check_case_arrays,
+        check_source_digest,
+        source_of,
+    )
+
     fields = {f.name for f in dataclasses.fields(ACNetwork)}
     with np.load(path, allow_pickle=False) as data:
         stored = {key: data[key] for key in data.files}
-    if set(stored) != fields | {"__schema__"} or int(stored["__schema__"]) != AC_CACHE_SCHEMA:
+    if (
+        set(stored) != fields | {"__schema__", SOURCE_KEY}
+        or int(stored["__schema__"]) != AC_CACHE_SCHEMA
+    ):
         raise ValueError("fields or schema differ from this version's")
     if str(stored["name"]) != name:
         raise ValueError(f"holds network {str(stored['name'])!r}")
+    source = source_of(name)
+    check_source_digest(stored, source)
     values = {key: stored[key] for key in fields}
     values["name"] = name
     values["base_mva"] = float(stored["base_mva"])
     network = ACNetwork(**values)
-    if network.n_internal != network.v_base.size or network.p_mw.size != network.n_bus:
-        raise ValueError("inconsistent array sizes")
+    n, n_bus, n_line = network.n_internal, network.n_bus, network.branch_from.size
+    check_case_arrays(
+        n_bus,
+        source,
+        sizes={
+            **{k: (values[k], n) for k in ("v_base", "y_shunt")},
+            **{k: (values[k], n_line) for k in ("branch_to", "y_ff", "y_ft", "y_tf", "y_tt")},
+            **{k: (values[k], n_bus) for k in ("vm_pu", "p_mw", "q_mvar", "q_max_mvar")},
+            "q_min_mvar": (values["q_min_mvar"], n_bus),
+            "rate_mva": (values["rate_mva"], network.n_branch),
+        },
+        indices={
+            "bus_internal": (network.bus_internal[network.bus_internal >= 0], n),
+            "branch_internal": (network.branch_internal[network.branch_internal >= 0], n_line),
+            "branch_from": (network.branch_from, n),
+            "branch_to": (network.branch_to, n),
+        },
+        finite={k: values[k] for k in ("y_ff", "y_ft", "y_tf", "y_tt", "y_shunt", "v_base")},
+    )
     return network

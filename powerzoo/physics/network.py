@@ -89,6 +89,12 @@ class NetworkCase:
                 raise ValueError(f"{key} has shape {getattr(self, key).shape}, expected ({n},)")
         if not 0 <= self.slack_bus < n_bus:
             raise ValueError(f"slack_bus {self.slack_bus} out of range")
+        bad = np.flatnonzero(~np.isfinite(self.branch_x_pu))
+        if bad.size:
+            raise ValueError(
+                f"case {self.name!r}: branch_x_pu[{bad[0]}] is {self.branch_x_pu[bad[0]]} "
+                f"({bad.size} of {n_branch} branch reactances are NaN or infinite)"
+            )
 
     @property
     def total_load_mw(self) -> float:

@@ -177,8 +177,15 @@ def _check_inputs(
     if p.shape != q.shape:
         raise ValueError(f"p_mw {p.shape} and q_mvar {q.shape} differ in shape")
     if not math.isfinite(p.sum() + q.sum()):  # one NaN / inf anywhere makes the sum non-finite
-        bad = "p_mw" if not np.isfinite(p).all() else "q_mvar"
-        raise ValueError(f"{bad} contains NaN or inf (or values too large to sum)")
+        for label, array in (("p_mw", p), ("q_mvar", q)):
+            bad = np.argwhere(~np.isfinite(array))
+            if bad.size:
+                row, bus = (int(i) for i in bad[0])
+                raise ValueError(
+                    f"{label}[{row}, {bus}] is {array[row, bus]} "
+                    f"({len(bad)} of {array.size} entries are NaN or inf)"
+                )
+        raise ValueError("p_mw and q_mvar are finite but too large to sum (beyond 1e308 MW)")
     return p, q
 
 

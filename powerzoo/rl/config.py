@@ -18,7 +18,7 @@ Every field, with its default::
                                      # is off: value normalisation is built in)
     policy: MlpPolicy
     total_timesteps: 100000          # env steps over all parallel envs; or `episodes: N`
-    seed: 0
+    seed: 0                          # 0 .. 2**32 - 1
     n_envs: 1                        # parallel training envs (the native batch size)
     vec_env: native                  # native: one batched numpy call steps all n_envs;
                                      # dummy: n_envs single envs in turn; subproc: one process each
@@ -101,11 +101,14 @@ __all__ = [
     "DEFAULT_BUDGET",
     "MAX_TIMESTEPS",
     "MAX_ENVS",
+    "MAX_SEED",
     "MAX_TORCH_THREADS",
 ]
 
 MAX_ENVS = 65_536
 """Most parallel training envs (``n_envs``)."""
+MAX_SEED = 2**32 - 1
+"""Largest ``seed``: numpy's global seed, which SB3 sets from it, takes 0 .. 2**32 - 1."""
 MAX_TORCH_THREADS = 1_024
 """Most torch intra-op threads (``torch_threads``)."""
 
@@ -175,7 +178,7 @@ class TrainConfig(_Section):
     policy: str = "MlpPolicy"
     total_timesteps: int | None = Field(default=None, ge=1, le=MAX_TIMESTEPS)
     episodes: int | None = Field(default=None, ge=1)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     n_envs: int = Field(default=1, ge=1, le=MAX_ENVS)
     vec_env: Literal["native", "dummy", "subproc"] = "native"
     env: EnvConfig = Field(default_factory=EnvConfig)

@@ -8,14 +8,15 @@
         tensorboard/                      TensorBoard event files (one run, continued on resume)
         evaluation/evaluation_metrics.csv one row per evaluation, the last at the final step
         evaluation/best_model.zip         best model on the evaluation split
-        evaluation/best_vecnormalize.pkl  its frozen normalisation statistics (if any)
+        evaluation/best_vecnormalize.npz  its frozen normalisation statistics (if any)
         evaluation/best_model.json        when and how well it scored (multi-agent runs: the
                                           final models, evaluated once at the end)
-        checkpoints/step_<N>/             model.zip, vecnormalize.pkl, replay_buffer.pkl,
-                                          rng.pkl, state.json
+        checkpoints/step_<N>/             model.zip, vecnormalize.npz, replay_buffer.npz,
+                                          rng.npz, state.json
         checkpoints/latest                name of the newest complete checkpoint
-        model.zip, vecnormalize.pkl       final model
+        model.zip, vecnormalize.npz       final model
         agents/                           multi-agent runs instead: shared.zip or <agent>.zip
+    <output_dir>/.<run name>.lock         held by the process writing the run (:func:`lock_run_dir`)
 
 Every file is written to a temporary name in the same folder and renamed into place
 (:mod:`powerzoo.fileio`), and a checkpoint folder is complete before ``checkpoints/latest`` points
@@ -26,17 +27,27 @@ place, then deletes the old one: a kill in between leaves one of the two, which 
 Every file of a run folder is read through :func:`powerzoo.fileio.read_or_corrupt` (the readers
 below): a damaged file raises :class:`~powerzoo.fileio.CorruptFileError` naming it, and
 :meth:`CheckpointStore.restore` skips a damaged checkpoint for the next newest with a warning.
-Pickles (``vecnormalize.pkl``, ``rng.pkl``, ``collector.pkl``, ``replay_buffer.pkl``) and torch
-files run code when read: open run folders from trusted sources only.
+
+Reading a run folder runs no code by default (:mod:`powerzoo.rl.safe_files`): statistics, RNG
+and collector states and replay buffers are plain arrays (``.npz``), torch files are read with
+``weights_only=True``, SB3 models are rebuilt from the run config with only their parameters read
+from the zip (:mod:`powerzoo.rl.sb3.files`). The pickles of older PowerZoo versions
+(``vecnormalize.pkl``, ``rng.pkl``, ``collector.pkl``, ``replay_buffer.pkl``) are read only with
+``trust_pickle=True`` (``--trust-pickle``).
+
+One process writes a run folder at a time: ``train`` and ``resume`` hold
+``<output_dir>/.<run name>.lock`` (:func:`lock_run_dir`), and a second writer gets
+:class:`RunFolderBusyError` naming the holder (pid and host).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import pickle
 import re
 import shutil
+import socket
 import tempfile
 import time
 import warnings
@@ -45,7 +56,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from powerzoo.fileio import CorruptFileError, atomic_write_text, read_or_corrupt
+from powerzoo.fileio import CorruptFileError, atomic_write_text, exclusive_lock, read_or_corrupt
 
 __all__ = [
     "run_name",
@@ -60,9 +71,9 @@ __all__ = [
     "REPLAY_FILE",
     "RNG_FILE",
     "AGENTS_DIR",
-    "read_pickle",
+    "RunFolderBusyError",
+    "lock_run_dir",
     "read_state",
-    "read_torch",
     "check_zip",
     "read_run_state",
 ]
@@ -75,9 +86,9 @@ TENSORBOARD_DIR = "tensorboard"
 EVAL_DIR = "evaluation"
 CHECKPOINT_DIR = "checkpoints"
 MODEL_FILE = "model.zip"
-VECNORM_FILE = "vecnormalize.pkl"
-REPLAY_FILE = "replay_buffer.pkl"
-RNG_FILE = "rng.pkl"
+VECNORM_FILE = "vecnormalize.npz"
+REPLAY_FILE = "replay_buffer.npz"
+RNG_FILE = "rng.npz"
 AGENTS_DIR = "agents"
 """Multi-agent runs: ``agents/shared.zip`` (one shared policy) or ``agents/<agent>.zip`` (one per
 agent)."""
@@ -112,16 +123,35 @@ def free_run_name(
     return name
 
 
-def _loads_pickle(path: Path) -> Any:
-    return pickle.loads(path.read_bytes())
+class RunFolderBusyError(ValueError):
+    """Another process writes the run folder (trains or resumes it)."""
 
 
-def read_pickle(path: str | Path) -> Any:
-    """Unpickle ``path``; :class:`~powerzoo.fileio.CorruptFileError` if it is damaged.
+def lock_run_dir(run_dir: str | Path) -> contextlib.AbstractContextManager[Path]:
+    """Hold the run folder ``run_dir`` for one writer, for the ``with`` block.
 
-    Unpickling runs code: read only run folders from trusted sources.
+    An exclusive lock (:func:`powerzoo.fileio.exclusive_lock`, as the campaign folder's) on
+    ``<parent>/.<name>.lock`` beside the folder, so that it also covers a folder not created yet
+    and one replaced by ``overwrite``. Records ``pid <N> on <host>``; a second writer gets
+    :class:`RunFolderBusyError` naming that holder. The parent folder is created if missing.
+
+    Args:
+        run_dir: The run folder (need not exist yet).
+
+    Returns:
+        A context manager yielding the lock file's path.
     """
-    return read_or_corrupt(path, _loads_pickle)
+    run_dir = Path(run_dir).absolute()
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    path = run_dir.parent / f".{run_dir.name}.lock"
+
+    def busy(holder: str) -> RunFolderBusyError:
+        return RunFolderBusyError(
+            f"run folder {run_dir} is being written by another process ({holder}; lock file "
+            f"{path}); wait for it to end, or train under another --name"
+        )
+
+    return exclusive_lock(path, busy, f"pid {os.getpid()} on {socket.gethostname()}")
 
 
 def read_state(path: str | Path, keys: Sequence[str] = ()) -> dict[str, Any]:
@@ -138,16 +168,6 @@ def read_state(path: str | Path, keys: Sequence[str] = ()) -> dict[str, Any]:
         return data
 
     return read_or_corrupt(path, read)
-
-
-def read_torch(path: str | Path) -> Any:
-    """``torch.load`` a learner state; :class:`~powerzoo.fileio.CorruptFileError` if damaged.
-
-    Loads full pickles (``weights_only=False``): read only run folders from trusted sources.
-    """
-    import torch
-
-    return read_or_corrupt(path, lambda p: torch.load(p, weights_only=False))
 
 
 def check_zip(path: str | Path, members: Sequence[str] = ("data",)) -> Path:
@@ -193,6 +213,27 @@ def _step_of(folder: Path) -> int | None:
     return None if match is None else int(match.group(1))
 
 
+_PARTIAL = re.compile(r"^\.partial-(\d+)-")
+
+
+def _abandoned(partial: Path) -> bool:
+    """Whether a ``.partial-<pid>-*`` folder was left by this process or by one no longer
+    running on this host (a folder of another live writer is never deleted)."""
+    match = _PARTIAL.match(partial.name)
+    if match is None:  # an older PowerZoo's name, without the writer's pid
+        return True
+    pid = int(match.group(1))
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
+
+
 class CheckpointStore:
     """The ``checkpoints/`` folder of a run: write, list, prune and find the latest checkpoint."""
 
@@ -213,7 +254,7 @@ class CheckpointStore:
         """
         self.root.mkdir(parents=True, exist_ok=True)
         final = self.root / self.folder_name(num_timesteps)
-        tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.root))
+        tmp = Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-", dir=self.root))
         aside = self.root / f".old-{final.name}-{os.getpid()}"
         try:
             write_files(tmp)
@@ -295,7 +336,8 @@ class CheckpointStore:
         for old in self.complete()[: -self.keep]:
             shutil.rmtree(old, ignore_errors=True)
         for partial in self.root.glob(".partial-*"):
-            shutil.rmtree(partial, ignore_errors=True)
+            if _abandoned(partial):
+                shutil.rmtree(partial, ignore_errors=True)
         for aside in self.root.glob(".old-step_*"):
             if (self.root / aside.name[len(".old-") :].rsplit("-", 1)[0]).is_dir():
                 shutil.rmtree(aside, ignore_errors=True)

@@ -108,12 +108,15 @@ class TrainerProtocol(Protocol):
         """
         ...
 
-    def load(self, path: str | Path, model: str = "final") -> TrainerProtocol:
+    def load(
+        self, path: str | Path, model: str = "final", *, trust_pickle: bool = False
+    ) -> TrainerProtocol:
         """Load a saved folder or run folder into this trainer.
 
         Args:
             path: Folder written by ``save``, or a run folder.
             model: In a run folder, ``"final"``, ``"best"`` or ``"latest"``.
+            trust_pickle: Also read an older PowerZoo's pickles (they run code).
 
         Returns:
             This trainer.
@@ -121,13 +124,18 @@ class TrainerProtocol(Protocol):
         ...
 
     def resume(
-        self, run_dir: str | Path, stop_conditions: Sequence[Any] | None = None
+        self,
+        run_dir: str | Path,
+        stop_conditions: Sequence[Any] | None = None,
+        *,
+        trust_pickle: bool = False,
     ) -> TrainerProtocol:
         """Continue a run from its newest checkpoint up to its budget.
 
         Args:
             run_dir: The run folder.
             stop_conditions: Conditions that end training early.
+            trust_pickle: Also read an older PowerZoo's pickles (they run code).
 
         Returns:
             This trainer.
@@ -187,16 +195,21 @@ def _run_config(path: Path) -> TrainConfig:
     return TrainConfig.from_file(path / rd.CONFIG_FILE)
 
 
-def load_trainer(path: str | Path, model: str = "final") -> TrainerBase:
+def load_trainer(
+    path: str | Path, model: str = "final", *, trust_pickle: bool = False
+) -> TrainerBase:
     """A new trainer holding the model saved in ``path`` (a saved folder or a run folder).
 
     ``Trainer.load(path)`` is this function; ``trainer.load(path)`` on an existing trainer loads
-    into that trainer instead (:meth:`~powerzoo.rl.trainer_base.TrainerBase.load`).
+    into that trainer instead (:meth:`~powerzoo.rl.trainer_base.TrainerBase.load`). Loading runs
+    no code from the folder unless ``trust_pickle=True`` (:mod:`powerzoo.rl.run_dir`).
 
     Args:
         path: a folder written by ``save`` or a run folder (``config.yaml`` inside).
         model: in a run folder, ``"final"``, ``"best"`` (best evaluated) or ``"latest"``
             (newest checkpoint).
+        trust_pickle: also read the pickles of a folder an older PowerZoo wrote (and SB3 zips
+            with SB3's ``load``): for folders from trusted sources only.
 
     Returns:
         The trainer, ready to evaluate or train further.
@@ -204,29 +217,45 @@ def load_trainer(path: str | Path, model: str = "final") -> TrainerBase:
     path = Path(path)
     if model not in MODEL_CHOICES:
         raise ValueError(f"model must be one of {MODEL_CHOICES}, got {model!r}")
-    return _build(_run_config(path)).load(path, model)
+    return _build(_run_config(path)).load(path, model, trust_pickle=trust_pickle)
 
 
-def trainer_from_checkpoint(run_dir: str | Path) -> TrainerBase:
-    """A trainer positioned at the newest checkpoint of ``run_dir``, ready to ``train`` on."""
+def trainer_from_checkpoint(run_dir: str | Path, *, trust_pickle: bool = False) -> TrainerBase:
+    """A trainer positioned at the newest checkpoint of ``run_dir``, ready to ``train`` on.
+
+    Args:
+        run_dir: The run folder.
+        trust_pickle: also read the pickles of a checkpoint an older PowerZoo wrote.
+
+    Returns:
+        The trainer.
+    """
     run_dir = Path(run_dir)
     if not (run_dir / rd.CONFIG_FILE).is_file():
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {rd.CONFIG_FILE})")
-    return _build(_run_config(run_dir)).restore_checkpoint(run_dir)
+    trainer = _build(_run_config(run_dir))
+    trainer._trust_pickle = trust_pickle
+    return trainer.restore_checkpoint(run_dir)
 
 
 def resume_trainer(
-    run_dir: str | Path, stop_conditions: Sequence[Any] | None = None
+    run_dir: str | Path,
+    stop_conditions: Sequence[Any] | None = None,
+    *,
+    trust_pickle: bool = False,
 ) -> TrainerBase:
     """Continue the run in ``run_dir`` from its newest checkpoint up to its budget.
 
     Model, normalisation statistics, replay buffer, step counter, RNG state, evaluation history
     and the TensorBoard run continue; a run stopped by a stop condition is returned as is. The
-    result is in ``trainer.result``.
+    result is in ``trainer.result``. The run folder is locked meanwhile: a second ``resume`` (or
+    a ``train`` under its name) gets ``RunFolderBusyError`` naming the holder.
 
     Args:
         run_dir: The run folder.
         stop_conditions: Conditions of :mod:`powerzoo.rl.conditions` that end training early.
+        trust_pickle: also read the pickles of a run folder an older PowerZoo wrote (trusted
+            folders only).
 
     Returns:
         The trainer, after training.
@@ -234,7 +263,7 @@ def resume_trainer(
     run_dir = Path(run_dir)
     if not (run_dir / rd.CONFIG_FILE).is_file():
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {rd.CONFIG_FILE})")
-    return _build(_run_config(run_dir)).resume(run_dir, stop_conditions)
+    return _build(_run_config(run_dir)).resume(run_dir, stop_conditions, trust_pickle=trust_pickle)
 
 
 def Trainer(  # noqa: N802 (the documented name of the factory)

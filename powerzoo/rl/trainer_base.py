@@ -10,13 +10,15 @@ trains, saves, loads, resumes and acts; :mod:`powerzoo.rl.trainer` builds the ri
 from __future__ import annotations
 
 import abc
+import contextlib
+import functools
 import os
 import shutil
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from powerzoo.fileio import write_json
 from powerzoo.rl import run_dir as rd
@@ -26,11 +28,30 @@ from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.result import TrainResult
 from powerzoo.tasks.registry import task_spec
 
-__all__ = ["TrainerBase", "MODEL_CHOICES"]
+__all__ = ["TrainerBase", "MODEL_CHOICES", "holds_run_dir"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 MODEL_CHOICES = ("final", "best", "latest")
 """Which model of a run folder ``load`` reads: the final one, the best evaluated one, the newest
 checkpoint."""
+
+
+def holds_run_dir(method: F) -> F:
+    """Release the run-folder lock a trainer method took (:meth:`TrainerBase._ensure_run_dir`,
+    :meth:`TrainerBase.resume`) when it returns or raises; a call inside another such call
+    leaves the outer one's lock alone."""
+
+    @functools.wraps(method)
+    def locked(self: TrainerBase, *args: Any, **kwargs: Any) -> Any:
+        outer = self._run_lock is not None
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if not outer:
+                self._release_run_dir()
+
+    return locked  # type: ignore[return-value]
 
 
 class TrainerBase(abc.ABC):
@@ -48,6 +69,9 @@ class TrainerBase(abc.ABC):
         self.result: TrainResult | None = None
         self._purge_step: int | None = None  # TensorBoard steps hidden after a resume
         self._planned_dir: Path | None = None
+        self._trust_pickle = False  # read the pickles of older run folders (load / resume)
+        self._run_lock: contextlib.ExitStack | None = None
+        self._locked_dir: Path | None = None
 
     # ---- facts -----------------------------------------------------------------------------------
     @property
@@ -82,7 +106,9 @@ class TrainerBase(abc.ABC):
     def save(self, path: str | Path) -> Path:
         """Write the trained model(s) and the resolved config into folder ``path``."""
 
-    def load(self, path: str | Path, model: str = "final") -> TrainerBase:
+    def load(
+        self, path: str | Path, model: str = "final", *, trust_pickle: bool = False
+    ) -> TrainerBase:
         """Load a saved folder or run folder into this trainer and return it.
 
         The saved config, model(s), normalisation statistics and run folder replace the
@@ -90,10 +116,19 @@ class TrainerBase(abc.ABC):
         ``ValueError``: use ``powerzoo.rl.Trainer.load(path)`` for a new trainer). To train a
         saved SB3 model further with new settings, start a trainer with ``init_model=``.
 
+        Loading runs no code from the folder: models are built from its config and only their
+        parameters are read (:mod:`powerzoo.rl.run_dir`). A run that normalises observations must
+        have its statistics file (else ``FileNotFoundError`` naming it).
+
         Args:
             path: a folder written by :meth:`save` or a run folder (``config.yaml`` inside).
             model: in a run folder, ``"final"``, ``"best"`` (best evaluated) or ``"latest"``
                 (newest checkpoint).
+            trust_pickle: also read the pickles an older PowerZoo wrote, and SB3 zips with SB3's
+                own ``load``; both run code: for folders from trusted sources only.
+
+        Returns:
+            This trainer.
         """
         path = Path(path)
         if model not in MODEL_CHOICES:
@@ -118,6 +153,7 @@ class TrainerBase(abc.ABC):
                 f"{type(self).__name__}: use Trainer.load({str(path)!r})"
             )
         fresh = type(self)(config)
+        fresh._trust_pickle = trust_pickle
         fresh._load_files(path, model)
         self.close()  # this trainer drops its own model, envs and run folder for the loaded ones
         vars(self).update(vars(fresh))
@@ -129,10 +165,18 @@ class TrainerBase(abc.ABC):
 
     @abc.abstractmethod
     def restore_checkpoint(self, run_dir: str | Path) -> TrainerBase:
-        """Position this fresh trainer at the newest checkpoint of ``run_dir``; returns it."""
+        """Position this fresh trainer at the newest checkpoint of ``run_dir``; returns it.
 
+        Nothing read runs code unless the trainer trusts pickles (``trust_pickle`` of
+        :func:`powerzoo.rl.trainer.trainer_from_checkpoint`, :meth:`resume`, :meth:`load`)."""
+
+    @holds_run_dir
     def resume(
-        self, run_dir: str | Path, stop_conditions: Sequence[Any] | None = None
+        self,
+        run_dir: str | Path,
+        stop_conditions: Sequence[Any] | None = None,
+        *,
+        trust_pickle: bool = False,
     ) -> TrainerBase:
         """Continue ``run_dir`` from its newest checkpoint up to its budget; returns this trainer.
 
@@ -142,8 +186,24 @@ class TrainerBase(abc.ABC):
         (with a warning). A finished run is loaded (final model) and nothing is written; a run a
         stop condition ended is restored but not trained further. ``result`` stays ``None`` for
         both.
+
+        The run folder is locked for the whole call (:func:`powerzoo.rl.run_dir.lock_run_dir`):
+        a second ``resume`` or ``train`` of it gets ``RunFolderBusyError`` naming the holder.
+        Nothing read runs code unless ``trust_pickle=True``; missing normalisation statistics of
+        a run that normalises are an error naming the file.
+
+        Args:
+            run_dir: The run folder.
+            stop_conditions: Conditions of :mod:`powerzoo.rl.conditions` that end training early.
+            trust_pickle: Read the pickles of a run folder an older PowerZoo wrote (trusted
+                folders only).
+
+        Returns:
+            This trainer.
         """
         run_dir = Path(run_dir)
+        self._trust_pickle = self._trust_pickle or trust_pickle
+        self._hold_run_dir(run_dir)
         state = rd.read_run_state(run_dir) or {}
         check_recorded_config(self.config, run_dir / rd.CONFIG_FILE, state, run_dir / rd.STATE_FILE)
         steps = int(state.get("num_timesteps") or 0)
@@ -184,7 +244,8 @@ class TrainerBase(abc.ABC):
             torch.set_num_threads(self.config.torch_threads)
 
     def _planned_run_dir(self) -> Path:
-        """The folder :meth:`_ensure_run_dir` will use; ``FileExistsError`` if it holds a run.
+        """The folder :meth:`_ensure_run_dir` will use; ``FileExistsError`` if it holds a run,
+        ``RunFolderBusyError`` naming the holder if another process is writing it.
 
         Writes nothing, so a config that fails later leaves no folder behind.
         """
@@ -195,6 +256,9 @@ class TrainerBase(abc.ABC):
             name = cfg.name or rd.free_run_name(cfg.output_dir, cfg.algorithm, cfg.task, cfg.seed)
             self._planned_dir = Path(cfg.output_dir) / name
         if (self._planned_dir / rd.CONFIG_FILE).exists() and not self.config.overwrite:
+            if self._locked_dir != self._planned_dir.absolute():
+                with rd.lock_run_dir(self._planned_dir):  # a writer at work is named first
+                    pass
             raise FileExistsError(
                 f"run folder {self._planned_dir} already holds a run; resume it with "
                 f"`powerzoo resume {self._planned_dir}`, choose another name, or replace it "
@@ -202,11 +266,32 @@ class TrainerBase(abc.ABC):
             )
         return self._planned_dir
 
+    def _hold_run_dir(self, run_dir: Path) -> None:
+        """Lock ``run_dir`` for this trainer (:func:`powerzoo.rl.run_dir.lock_run_dir`) until
+        :meth:`_release_run_dir`; ``RunFolderBusyError`` names another holder."""
+        run_dir = Path(run_dir).absolute()
+        if self._run_lock is not None and self._locked_dir == run_dir:
+            return
+        self._release_run_dir()
+        stack = contextlib.ExitStack()
+        stack.enter_context(rd.lock_run_dir(run_dir))
+        self._run_lock, self._locked_dir = stack, run_dir
+
+    def _release_run_dir(self) -> None:
+        if self._run_lock is not None:
+            self._run_lock.close()
+            self._run_lock = self._locked_dir = None
+
     def _ensure_run_dir(self) -> Path:
         """Create the run folder and its ``config.yaml`` (once everything that can fail was
-        built)."""
-        if self.run_dir is None:
+        built), holding its lock (released when the training call returns: :func:`holds_run_dir`).
+        """
+        if self.run_dir is not None:
+            self._hold_run_dir(self.run_dir)
+        else:
             run_dir = self._planned_run_dir()
+            self._hold_run_dir(run_dir)
+            self._planned_run_dir()  # again, under the lock: another run may have finished there
             if (run_dir / rd.CONFIG_FILE).exists():  # overwrite: the old run goes, as a whole
                 aside = run_dir.with_name(f".{run_dir.name}.replaced-{os.getpid()}")
                 os.replace(run_dir, aside)

@@ -2,9 +2,12 @@
 
 A dataset whose gzip block is damaged or whose data holds a NaN is refused with the file (and the
 dataset) named; a `powerzoo collect` killed by SIGTERM removes its temporary file, and one killed
-by SIGKILL leaves one that the next collection to the same path removes.
+by SIGKILL leaves one that the next collection to the same path removes. A full disk is one
+error naming the file, its temporary file removed; a Minari dataset id cannot name a folder
+outside Minari's dataset root.
 """
 
+import errno
 import os
 import signal
 import subprocess
@@ -17,8 +20,9 @@ import pytest
 from helpers import run_cli
 
 from powerzoo.benchmarks.offline import DatasetGenerator, DatasetLoader
+from powerzoo.benchmarks.offline.writer import write_hdf5_atomically
 from powerzoo.benchmarks.policies import RandomPolicy
-from powerzoo.fileio import CorruptFileError
+from powerzoo.fileio import CorruptFileError, DiskFullError
 from powerzoo.rl import make_env
 
 TASK = "battery_arbitrage"
@@ -147,3 +151,35 @@ def test_the_next_collect_removes_what_a_sigkilled_one_left(tmp_path):
     assert run.returncode == 0, run.stderr
     assert hidden_tmp(tmp_path) == [live.name]
     assert DatasetLoader(path).n_episodes == 2
+
+
+# ---- full disks and dataset ids -----------------------------------------------------------------
+def test_a_full_disk_is_one_error_and_leaves_no_temporary_file(tmp_path):
+    path = tmp_path / "d.h5"
+
+    def fill(h5file):
+        h5file.create_dataset("x", data=np.zeros(10))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(DiskFullError) as err:
+        write_hdf5_atomically(path, fill)
+    assert str(err.value) == (
+        f"cannot write {path}: No space left on device (errno 28); the partial dataset was "
+        f"removed and {path} left as it was"
+    )
+    assert err.value.errno == errno.ENOSPC and isinstance(err.value, OSError)
+    assert hidden_tmp(tmp_path) == [] and not path.exists()
+
+
+def test_a_dataset_id_cannot_leave_the_minari_root(tmp_path, monkeypatch):
+    root = tmp_path / "minari"
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(root))
+    dataset = DatasetLoader(collect(tmp_path / "data" / "d.h5", 2))
+    for bad in ("../../escape-v0", "/abs/x-v0", "ns/../../x-v0", "a//b-v0", "ns/.hidden-v0"):
+        with pytest.raises(ValueError) as err:
+            dataset.to_minari(bad)
+        message = str(err.value)
+        assert message.startswith(f"dataset id {bad!r}: part ") and "\n" not in message
+        assert "is not allowed; use one plain folder name" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # no folder anywhere
+    dataset.close()

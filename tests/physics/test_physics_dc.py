@@ -20,6 +20,7 @@ import pytest
 from helpers import cold_and_warm_runs
 
 from powerzoo.physics import cases as cases_mod
+from powerzoo.physics.case_cache import source_of
 from powerzoo.physics.cases import (
     CACHE_SCHEMA_VERSION,
     CASE_NAMES,
@@ -231,8 +232,9 @@ def test_case_disk_cache_round_trip_is_exact(name, tmp_path, monkeypatch):
     monkeypatch.setenv("POWERZOO_CACHE_DIR", str(tmp_path / "pz"))
     path = cases_mod._cache_path(name)
     assert path.parent == tmp_path / "pz"
+    digest = source_of(name).digest  # SHA-256 of the case's source file
     assert path.name == (
-        f"{name}-pandapower{version('pandapower')}-schema{CACHE_SCHEMA_VERSION}.npz"
+        f"{name}-pandapower{version('pandapower')}-src{digest}-schema{CACHE_SCHEMA_VERSION}.npz"
     )
     assert not path.exists()
     fresh = _load_uncached(name)  # miss: built from pandapower, then written

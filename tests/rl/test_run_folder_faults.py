@@ -87,7 +87,7 @@ def mappo_run(tmp_path_factory) -> Path:
     "file, model",
     [
         ("model.zip", "final"),
-        ("vecnormalize.pkl", "final"),
+        ("vecnormalize.npz", "final"),
         ("evaluation/best_model.zip", "best"),
         ("config.yaml", "final"),
     ],
@@ -105,7 +105,7 @@ def test_a_damaged_file_of_a_run_is_named(sb3_run, tmp_path, file, model):
     assert "\n" not in str(caught.value)
 
 
-@pytest.mark.parametrize("file", ["model.zip", "vecnormalize.pkl", "rng.pkl", "state.json"])
+@pytest.mark.parametrize("file", ["model.zip", "vecnormalize.npz", "rng.npz", "state.json"])
 def test_a_damaged_checkpoint_is_skipped_for_the_next_newest(sb3_run, tmp_path, file):
     run = _copy(sb3_run, tmp_path)
     damaged = run / "checkpoints" / LAST / file
@@ -114,12 +114,12 @@ def test_a_damaged_checkpoint_is_skipped_for_the_next_newest(sb3_run, tmp_path, 
     with pytest.warns(UserWarning, match=expected):
         trainer = Trainer.from_checkpoint(run)
     assert trainer.num_timesteps == 256
-    if file in ("model.zip", "vecnormalize.pkl"):  # what load(model="latest") reads
+    if file in ("model.zip", "vecnormalize.npz"):  # what load(model="latest") reads
         with pytest.warns(UserWarning, match=f"skipping checkpoint {LAST}"):
             assert Trainer.load(run, model="latest").num_timesteps == 256
 
 
-@pytest.mark.parametrize("file", ["learner.pt", "collector.pkl", "rng.pkl", "state.json"])
+@pytest.mark.parametrize("file", ["learner.pt", "collector.npz", "rng.npz", "state.json"])
 def test_a_damaged_mappo_checkpoint_is_skipped_for_the_next_newest(mappo_run, tmp_path, file):
     run = _copy(mappo_run, tmp_path)
     damaged = run / "checkpoints" / "step_000000000048" / file
@@ -139,10 +139,10 @@ def test_a_damaged_mappo_learner_is_named(mappo_run, tmp_path):
 def test_every_checkpoint_damaged_is_an_error_naming_the_newest(sb3_run, tmp_path):
     run = _copy(sb3_run, tmp_path)
     for folder in (run / "checkpoints").glob("step_*"):
-        _truncate(folder / "rng.pkl")
+        _truncate(folder / "rng.npz")
     with pytest.warns(UserWarning), pytest.raises(CorruptFileError) as caught:
         Trainer.from_checkpoint(run)
-    assert caught.value.path == run / "checkpoints" / LAST / "rng.pkl"
+    assert caught.value.path == run / "checkpoints" / LAST / "rng.npz"
 
 
 def test_a_damaged_latest_pointer_is_named_and_the_newest_checkpoint_used(sb3_run, tmp_path):

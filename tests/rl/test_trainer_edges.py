@@ -113,11 +113,9 @@ def test_load_on_an_instance_of_another_task_is_refused_and_changes_nothing(tiny
 
 
 def test_load_documents_both_forms():
-    assert list(inspect.signature(Trainer.load).parameters) == ["path", "model"]
-    assert list(inspect.signature(Trainer("battery_arbitrage").load).parameters) == [
-        "path",
-        "model",
-    ]
+    both = ["path", "model", "trust_pickle"]
+    assert list(inspect.signature(Trainer.load).parameters) == both
+    assert list(inspect.signature(Trainer("battery_arbitrage").load).parameters) == both
     assert (
         "trainer.load(path)" in Trainer.load.__doc__
         and "Trainer.load(path)" in Trainer.load.__doc__

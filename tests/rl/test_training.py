@@ -167,10 +167,10 @@ def test_run_folder_layout(short_run):
         "config.yaml",
         "run_state.json",
         "model.zip",
-        "vecnormalize.pkl",
+        "vecnormalize.npz",
         "evaluation/evaluation_metrics.csv",
         "evaluation/best_model.zip",
-        "evaluation/best_vecnormalize.pkl",
+        "evaluation/best_vecnormalize.npz",
         "checkpoints/latest",
     ):
         assert (run / rel).is_file(), rel

@@ -9,7 +9,20 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["to_minari", "dataset_env_spec"]
+from powerzoo.fileio import check_plain_name
+
+__all__ = ["to_minari", "dataset_env_spec", "check_dataset_id"]
+
+
+def check_dataset_id(dataset_id: Any) -> str:
+    """``dataset_id`` if each of its ``/``-separated parts is a plain folder name
+    (:func:`powerzoo.fileio.check_plain_name`, the rule of run names), else ``ValueError``
+    naming the id and the part."""
+    if not isinstance(dataset_id, str):
+        raise ValueError(f"dataset id must be a string, got {dataset_id!r}")
+    for part in dataset_id.split("/"):
+        check_plain_name(part, f"dataset id {dataset_id!r}: part")
+    return dataset_id
 
 
 def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
@@ -21,8 +34,11 @@ def to_minari(dataset: Any, dataset_id: str, **kwargs: Any) -> Any:
     ``minari.create_dataset_from_buffers`` (``author``, ``description``, ...); ``algorithm_name``
     defaults to the dataset's policy and ``env`` to the task's registered Gymnasium id with the
     dataset's split and normalisation, so ``minari.load_dataset(dataset_id).recover_environment()``
-    rebuilds the env.
+    rebuilds the env. ``dataset_id`` (``[namespace/]name-v<N>``) becomes folders under Minari's
+    dataset root: each ``/``-separated part must be a plain folder name
+    (:func:`check_dataset_id`), so no id writes outside it.
     """
+    check_dataset_id(dataset_id)
     try:
         import minari
         from minari.data_collector import EpisodeBuffer

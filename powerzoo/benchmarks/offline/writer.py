@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.benchmarks.offline.schema import require_h5py, storage_array
-from powerzoo.fileio import atomic_save
+from powerzoo.fileio import DiskFullError, atomic_save, disk_full_cause
 
 __all__ = ["HDF5Appender", "write_hdf5_atomically", "remove_stale_temporary_files"]
 
@@ -45,9 +45,14 @@ class HDF5Appender:
         self.compression_level = compression_level
         self.n_steps = 0
         self.n_episodes = 0
+        # kept open: HDF5 writes a dataset's cached chunks when it is closed, where a failed
+        # write (disk full) could only be ignored; open, they are written by the file's flush
+        self._datasets: dict[str, Any] = {}
 
     def _append(self, name: str, block: np.ndarray) -> None:
-        dataset = self.file.get(name)
+        dataset = self._datasets.get(name)
+        if dataset is None:
+            dataset = self.file.get(name)
         row_shape = block.shape[1:]
         if dataset is None:
             row_bytes = max(1, block.dtype.itemsize * int(np.prod(row_shape, dtype=np.int64)))
@@ -67,6 +72,7 @@ class HDF5Appender:
                 f"{name}: rows changed shape from {dataset.shape[1:]} "
                 f"to {row_shape} during collection"
             )
+        self._datasets[name] = dataset
         n = dataset.shape[0]
         dataset.resize(n + block.shape[0], axis=0)
         dataset[n:] = block
@@ -87,6 +93,21 @@ class HDF5Appender:
         self.n_episodes += int(lengths.size)
         self.file.flush()
         return int(lengths.size)
+
+
+def _discard_writes(h5file: Any) -> None:
+    """Point the open HDF5 file's descriptor at ``/dev/null``: the file is abandoned, and closing
+    it (which writes what HDF5 still caches) must not fail again, since HDF5 cannot recover from a
+    failed close (it crashes the process when it exits)."""
+    try:
+        handle = h5file.id.get_vfd_handle()
+    except Exception:  # noqa: BLE001 - not the POSIX driver: nothing to redirect
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.dup2(null, handle)
+    finally:
+        os.close(null)
 
 
 def _fsync(path: Path) -> None:
@@ -171,7 +192,9 @@ def write_hdf5_atomically(path: str | os.PathLike[str], fill: Callable[[Any], An
 
     The file is written under a temporary name, closed, synced to disk and renamed into place; if
     ``fill`` raises (``KeyboardInterrupt`` included) or the process gets ``SIGTERM``, the
-    temporary file is removed and ``path`` is left as it was. Temporary files of earlier writers
+    temporary file is removed and ``path`` is left as it was. A write refused for space (disk
+    full, ``ulimit -f``, quota) becomes one :class:`~powerzoo.fileio.DiskFullError` naming
+    ``path``. Temporary files of earlier writers
     of ``path`` that were killed are removed first (:func:`remove_stale_temporary_files`).
     Missing parent folders are created.
     """
@@ -181,10 +204,29 @@ def write_hdf5_atomically(path: str | os.PathLike[str], fill: Callable[[Any], An
 
     def write(tmp: Path) -> None:
         written.append(tmp)
-        with h5py.File(tmp, "w", rdcc_nbytes=CHUNK_CACHE_BYTES) as h5file:
+        h5file = h5py.File(tmp, "w", rdcc_nbytes=CHUNK_CACHE_BYTES)
+        try:
             fill(h5file)
+            h5file.flush()  # a write refused for space fails here, not in close()
+        except BaseException as err:
+            if disk_full_cause(err) is None:
+                h5file.close()
+                raise
+            _discard_writes(h5file)
+            with contextlib.suppress(Exception):  # the full disk is the error to report
+                h5file.close()
+            raise
+        h5file.close()
         _fsync(tmp)
 
     remove_stale_temporary_files(path)
-    with _sigterm_removes(written):
-        return atomic_save(path, write, tmp_suffix=f".{_host()}.{os.getpid()}.tmp")
+    try:
+        with _sigterm_removes(written):
+            return atomic_save(path, write, tmp_suffix=f".{_host()}.{os.getpid()}.tmp")
+    except Exception as err:
+        full = disk_full_cause(err)
+        if full is None:
+            raise
+        raise DiskFullError(
+            path, full, f"the partial dataset was removed and {path} left as it was"
+        ) from err

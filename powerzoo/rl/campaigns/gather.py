@@ -46,6 +46,13 @@ from powerzoo.benchmarks.report import (
 )
 from powerzoo.fileio import atomic_write_text
 from powerzoo.rl.campaigns.spec import CampaignSpec
+from powerzoo.rl.campaigns.trial import (
+    TRIAL_FILE,
+    InvalidRecordError,
+    record_problem,
+    trial_dir,
+    warn_left_out,
+)
 
 __all__ = ["gather", "pooled_trial_rows", "CampaignOutcome", "TRIAL_COLUMNS"]
 
@@ -96,6 +103,10 @@ def gather(
 ) -> CampaignOutcome:
     """Evaluate the baselines, add the trials' rows, write every table and plot into ``out_dir``.
 
+    A record that fails :func:`~powerzoo.rl.campaigns.trial.record_problem` (fields missing,
+    episodes not those of the campaign's protocol, a return or cost not finite) is left out with
+    a one-line warning and noted as not finished.
+
     Args:
         campaign: The campaign.
         records: Finished trial records by trial id.
@@ -108,6 +119,17 @@ def gather(
     """
     out = Path(out_dir)
     failed = dict(failed or {})
+    records = dict(records)
+    for trial in campaign.trials:
+        problem = trial.trial_id in records and record_problem(
+            records[trial.trial_id], trial, campaign
+        )
+        if problem:
+            path = trial_dir(out, trial) / TRIAL_FILE
+            del records[trial.trial_id]
+            failed[trial.trial_id] = warn_left_out(
+                InvalidRecordError(path, problem, trial.trial_id)
+            )
     result = run_campaign(
         campaign.tasks,
         policies=campaign.baselines,

@@ -3,7 +3,10 @@
 Finished trials (``trials/<id>/trial.json`` present, same config) are skipped, so running the same
 campaign into the same ``out_dir`` again resumes an interrupted campaign; an interrupted trial is
 run again from scratch. A trial that raises is recorded as failed and the loop goes on; the table
-notes it. Needs no Ray.
+notes it. A record that reads but is damaged (a field missing, episodes other than the protocol's,
+a return or cost that is not finite: :func:`~powerzoo.rl.campaigns.trial.record_problem`) is left
+out with a one-line warning and counts as failed; it is not run again until its folder is
+deleted. Needs no Ray.
 
 One campaign at a time per folder: the local loop and the Ray backend hold an exclusive lock on
 ``<out_dir>/.campaign.lock`` (:func:`lock_out_dir`) for the campaign's whole life; a second
@@ -15,24 +18,24 @@ killed or not.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from powerzoo.fileio import write_json
+from powerzoo.fileio import exclusive_lock, write_json
 from powerzoo.progress import progress_bar
 from powerzoo.rl.campaigns.gather import CampaignOutcome, gather
 from powerzoo.rl.campaigns.parse import load_campaign
-from powerzoo.rl.campaigns.spec import CampaignSpec
-from powerzoo.rl.campaigns.trial import read_json_object, read_record, run_trial
-
-try:
-    import fcntl
-except ImportError:  # not on POSIX: campaigns run without the folder lock
-    fcntl = None  # type: ignore[assignment]
+from powerzoo.rl.campaigns.spec import CampaignSpec, evaluation_protocol
+from powerzoo.rl.campaigns.trial import (
+    InvalidRecordError,
+    read_json_object,
+    read_record,
+    run_trial,
+    warn_left_out,
+)
 
 __all__ = [
     "run_local",
@@ -59,31 +62,22 @@ def lock_out_dir(out_dir: str | Path) -> Iterator[Path]:
     """Hold the campaign folder ``out_dir`` (created if missing) for the ``with`` block.
 
     Takes an exclusive ``flock`` on ``<out_dir>/.campaign.lock`` and writes this process id
-    into it; :class:`OutFolderBusyError` (naming the folder and the holder's pid) if another
-    process holds it. Yields the folder's absolute path. The lock file stays in place (deleting
-    it would let two processes lock two different files).
+    into it (:func:`powerzoo.fileio.exclusive_lock`); :class:`OutFolderBusyError` (naming the
+    folder and the holder's pid) if another process holds it. Yields the folder's absolute path.
+    The lock file stays in place (deleting it would let two processes lock two different files).
     """
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:
-        yield out
-        return
     path = out / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            raise OutFolderBusyError(
-                f"{out} is in use by another campaign (pid {holder}, lock file {path}); wait "
-                "for it to finish or choose another --out folder"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+
+    def busy(holder: str) -> OutFolderBusyError:
+        return OutFolderBusyError(
+            f"{out} is in use by another campaign (pid {holder}, lock file {path}); wait "
+            "for it to finish or choose another --out folder"
+        )
+
+    with exclusive_lock(path, busy):
         yield out
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def as_campaign(campaign: CampaignSpec | str | Path) -> CampaignSpec:
@@ -98,9 +92,9 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path, update: bool = Fa
     same campaign is resumed. With ``update=True`` a campaign file edited since the folder was
     started (a task or an algorithm added, a preset changed) takes the folder over instead:
     :func:`supersede_changed_trials` moves the records of trials it no longer holds, or holds with
-    another config, to ``superseded/``, and the unchanged ones are kept. A damaged
-    ``campaign.json`` is a :class:`~powerzoo.fileio.CorruptFileError`. Call it inside
-    :func:`lock_out_dir`.
+    another config or another evaluation protocol, to ``superseded/``, and the unchanged ones are
+    kept. A damaged ``campaign.json`` is a :class:`~powerzoo.fileio.CorruptFileError`. Call it
+    inside :func:`lock_out_dir`.
     """
     out = Path(out_dir).resolve()
     path = out / CAMPAIGN_FILE
@@ -108,7 +102,8 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path, update: bool = Fa
         remedy = (
             "delete it if this folder holds this campaign's trials, or choose another --out folder"
         )
-        held = read_json_object(path, remedy).get("fingerprint")
+        previous = read_json_object(path, remedy)
+        held = previous.get("fingerprint")
         if held != campaign.fingerprint():
             if not update:
                 raise ValueError(
@@ -117,22 +112,32 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path, update: bool = Fa
                     "choose another --out folder, or pass --update to keep the unchanged trials "
                     "and run the changed and new ones"
                 )
-            supersede_changed_trials(campaign, out)
+            supersede_changed_trials(campaign, out, previous)
     out.mkdir(parents=True, exist_ok=True)
     write_json(path, campaign.to_dict())
     return out
 
 
-def supersede_changed_trials(campaign: CampaignSpec, out_dir: str | Path) -> list[Path]:
+def supersede_changed_trials(
+    campaign: CampaignSpec, out_dir: str | Path, previous: dict[str, Any] | None = None
+) -> list[Path]:
     """Move the finished trials of ``out_dir`` that ``campaign`` no longer holds, or holds with
     another config, to ``<out_dir>/superseded/<trial id>-<old config hash>/``, and a Ray Tune
     experiment (``ray/``, whose trial grid is the old one) to ``superseded/ray-<n>``.
 
-    Returns the new paths. Unfinished trial folders of such trials are removed (they restart
-    from scratch anyway).
+    ``previous``: the folder's old ``campaign.json``; a trial whose task it evaluated under
+    another protocol (split, ``evaluation.episodes`` for the task, model) is changed too, so
+    trained rows and baselines are never evaluated on different days. Returns the new paths.
+    Unfinished trial folders of such trials are removed (they restart from scratch anyway).
     """
     out = Path(out_dir)
-    wanted = {t.trial_id: t.config_hash for t in campaign.trials}
+    now = campaign.to_dict()
+    wanted = {
+        t.trial_id: t.config_hash
+        for t in campaign.trials
+        if previous is None
+        or evaluation_protocol(previous, t.task) == evaluation_protocol(now, t.task)
+    }
     moved: list[Path] = []
     aside = out / SUPERSEDED_DIR
     trials = out / "trials"
@@ -141,9 +146,9 @@ def supersede_changed_trials(campaign: CampaignSpec, out_dir: str | Path) -> lis
         held = None
         if record_path.is_file():
             held = read_json_object(record_path, f"delete {folder}").get("config_hash")
-            if wanted.get(folder.name) == held:
+            if held is not None and wanted.get(folder.name) == held:
                 continue
-        elif folder.name in wanted:
+        elif any(t.trial_id == folder.name for t in campaign.trials):
             continue  # unfinished trial of this campaign: it reruns from scratch
         aside.mkdir(parents=True, exist_ok=True)
         target = aside / f"{folder.name}-{held or 'unfinished'}"
@@ -212,7 +217,11 @@ def _run_locked(
     failed: dict[str, str] = {}
     todo = []
     for trial in campaign.trials:
-        record = read_record(out, trial)
+        try:
+            record = read_record(out, trial, campaign)
+        except InvalidRecordError as err:  # left out, not run again: its folder is evidence
+            failed[trial.trial_id] = warn_left_out(err)
+            continue
         if record is None:
             todo.append(trial)
         else:

@@ -55,7 +55,13 @@ from powerzoo.fileio import CorruptFileError, atomic_write_text, read_json
 from powerzoo.rl.campaigns.gather import pooled_trial_rows
 from powerzoo.rl.campaigns.local import CAMPAIGN_FILE
 from powerzoo.rl.campaigns.spec import CampaignSpec
-from powerzoo.rl.campaigns.trial import read_json_object, read_record, trial_dir
+from powerzoo.rl.campaigns.trial import (
+    InvalidRecordError,
+    read_json_object,
+    read_record,
+    trial_dir,
+    warn_left_out,
+)
 from powerzoo.rl.evaluation_log import EVAL_CSV
 from powerzoo.tasks import task_spec
 
@@ -119,7 +125,8 @@ def read_campaign_folder(out_dir: str | Path) -> CampaignFolder:
 
     ``FileNotFoundError`` without ``campaign.json``; a damaged ``campaign.json`` is a
     :class:`~powerzoo.fileio.CorruptFileError`. A damaged ``trial.json`` does not stop the page:
-    that trial is listed as missing with the reason.
+    that trial is listed as missing with the reason (one that reads but fails
+    :func:`~powerzoo.rl.campaigns.trial.record_problem` also with a one-line warning).
     """
     out = Path(out_dir).resolve()
     path = out / CAMPAIGN_FILE
@@ -133,7 +140,10 @@ def read_campaign_folder(out_dir: str | Path) -> CampaignFolder:
     missing: dict[str, str] = {}
     for trial in campaign.trials:
         try:
-            record = read_record(out, trial)
+            record = read_record(out, trial, campaign)
+        except InvalidRecordError as err:  # left out with a warning, listed as missing
+            missing[trial.trial_id] = warn_left_out(err)
+            continue
         except (CorruptFileError, ValueError) as err:
             missing[trial.trial_id] = f"record not readable: {err}"
             continue

@@ -59,6 +59,7 @@ __all__ = [
     "CampaignError",
     "CampaignSpec",
     "TrialSpec",
+    "evaluation_protocol",
     "RLLIB_PPO",
     "SHARING_MODES",
     "MODEL_CHOICES",
@@ -82,7 +83,9 @@ class TrialSpec:
         config: for Trainer algorithms the resolved run-config dict (without ``output_dir`` /
             ``name``, which the runner sets); for ``rllib_ppo`` the RLlib settings plus the budget.
         config_hash: first 16 hex digits of the SHA-256 of ``config`` (a changed setting under
-            the same id is refused instead of being mixed with old results).
+            the same id is refused instead of being mixed with old results). The evaluation
+            protocol is not part of it (it is the campaign's, :func:`evaluation_protocol`):
+            ``--update`` compares both.
     """
 
     trial_id: str
@@ -205,6 +208,16 @@ class CampaignSpec:
                 values[name] = tuple(values[name])
         values["trials"] = tuple(TrialSpec.from_dict(t) for t in data["trials"])
         return cls(**values)
+
+
+def evaluation_protocol(campaign: Mapping[str, Any], task: str) -> tuple[Any, ...]:
+    """``(split, evaluation.episodes for task, model)`` of a campaign as a dict
+    (:meth:`CampaignSpec.to_dict`, a folder's ``campaign.json``): what a trial of ``task`` was
+    tested with. A trial evaluated under another protocol is out of date, whatever its config."""
+    episodes = campaign.get("episodes")
+    if isinstance(episodes, Mapping):
+        episodes = episodes.get(task)
+    return campaign.get("split"), episodes, campaign.get("model")
 
 
 def config_hash(data: Any) -> str:

@@ -19,14 +19,22 @@ the model evaluated (``best`` or ``final``), the evaluated day ids, the constrai
 row per test episode (the ``episodes.csv`` columns) and the code that ran it (``code``:
 :func:`powerzoo.provenance.code_provenance`). The trial runs with one torch thread and one
 BLAS thread, so the same seed gives the same numbers in any process (local loop or Ray worker).
+
+A record is checked before it is used (:func:`record_problem`): the fields the tables need are
+there, it holds one episode per day of the campaign's evaluation protocol (those days, the
+trial's seed) and every return and cost is a finite number. A record that fails is an
+:class:`InvalidRecordError`; the campaign, its gather step and the results page leave that trial
+out with a one-line warning (:func:`warn_left_out`) instead of averaging it.
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import math
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +46,10 @@ __all__ = [
     "run_trial",
     "trial_dir",
     "read_record",
+    "record_problem",
+    "protocol_days",
+    "InvalidRecordError",
+    "warn_left_out",
     "read_json_object",
     "write_record",
     "prepare_folder",
@@ -51,6 +63,127 @@ __all__ = [
 
 TRIALS_DIR = "trials"
 TRIAL_FILE = "trial.json"
+REQUIRED_FIELDS = (
+    "trial_id",
+    "config_hash",
+    "model",
+    "num_timesteps",
+    "cost_names",
+    "days",
+    "episodes",
+)
+"""Fields of a record the tables read."""
+
+
+class InvalidRecordError(ValueError):
+    """A ``trial.json`` that reads as JSON but is no usable record (:func:`record_problem`).
+
+    The message is one line, ``"<path>: damaged trial record (<reason>)"``; ``path``, ``reason``
+    and ``trial_id`` are kept as attributes.
+    """
+
+    def __init__(self, path: str | Path, reason: str, trial_id: str) -> None:
+        self.path, self.reason, self.trial_id = Path(path), reason, trial_id
+        super().__init__(f"{path}: damaged trial record ({reason})")
+
+
+def warn_left_out(err: InvalidRecordError) -> str:
+    """Warn (one line: the file, the reason, the remedy) that ``err``'s trial is left out of the
+    tables; returns the reason as the trial's note (``damaged record: <reason>``)."""
+    warnings.warn(
+        f"{err}; trial {err.trial_id} is left out (delete {err.path.parent} to run it again)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return f"damaged record: {err.reason}"
+
+
+@functools.cache
+def _split_day_count(task: str, split: str) -> int:
+    """Days of ``split`` an episode of ``task`` can start on (``Task.n_days``), from the task's
+    spec where the split is a calendar split (no data loaded), else from the task itself."""
+    from powerzoo.data import calendar
+    from powerzoo.tasks import make_task, task_spec
+
+    spec = task_spec(task)
+    episode_days = -(-spec.horizon * spec.step_minutes // (24 * 60))  # Task.episode_days
+    try:
+        return int(calendar.split_day_indices(split, episode_days).size)  # Task.n_days
+    except ValueError:  # a split of the task's own (tso's line_tightening, ...)
+        return make_task(task, split).n_days
+
+
+def protocol_days(campaign: CampaignSpec, task: str) -> list[int]:
+    """The split days the campaign's evaluation protocol tests ``task`` on (every day of the
+    split, or ``evaluation.episodes`` of them spread evenly)."""
+    from powerzoo.benchmarks.baselines import select_days
+    from powerzoo.benchmarks.campaign import episodes_of
+
+    return select_days(_split_day_count(task, campaign.split), episodes_of(campaign.episodes, task))
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _short(values: list[Any]) -> str:
+    return str(values) if len(values) <= 6 else f"[{', '.join(map(str, values[:6]))}, ...]"
+
+
+def record_problem(
+    record: dict[str, Any], trial: TrialSpec, campaign: CampaignSpec | None = None
+) -> str | None:
+    """Why ``record`` cannot be used for ``trial``, or ``None`` if it can.
+
+    Checked: the fields of :data:`REQUIRED_FIELDS`, the trial id, one episode row per evaluated
+    day (with ``campaign``: the days of its evaluation protocol, :func:`protocol_days`), each
+    row's seed (the trial's) and its ``return``, ``length``, ``total_cost`` and ``cost_<name>``
+    (finite numbers).
+    """
+    missing = [name for name in REQUIRED_FIELDS if name not in record]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    if record["trial_id"] != trial.trial_id:
+        return f"it holds trial {record['trial_id']!r}"
+    names, days, episodes = record["cost_names"], record["days"], record["episodes"]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return "cost_names is not a list of names"
+    if not isinstance(days, list) or not isinstance(episodes, list):
+        return "days or episodes is not a list"
+    if not all(isinstance(e, dict) for e in episodes):
+        return "an episode row is not an object"
+    if campaign is not None:
+        expected = protocol_days(campaign, trial.task)
+        if len(episodes) != len(expected):
+            return (
+                f"{len(episodes)} test episode(s), the evaluation protocol asks for "
+                f"{len(expected)} ({campaign.split} split, evaluation.episodes: "
+                f"{protocol_episodes(campaign, trial.task)})"
+            )
+        if days != expected:
+            return f"evaluated on days {_short(days)}, the protocol's are {_short(expected)}"
+    elif len(episodes) != len(days):
+        return f"{len(episodes)} test episode(s) for {len(days)} day(s)"
+    numbers = ("return", "length", "total_cost", *(f"cost_{name}" for name in names))
+    for i, row in enumerate(episodes):
+        for key in ("seed", "day_id", *numbers):
+            if key not in row:
+                return f"episode {i} has no {key!r}"
+        if row["seed"] != trial.seed:
+            return f"episode {i} has seed {row['seed']!r}, the trial's is {trial.seed}"
+        for key in numbers:
+            if not _finite(row[key]):
+                return f"episode {i}: {key} is {row[key]!r}, not a finite number"
+    if sorted(row["day_id"] for row in episodes) != sorted(days):
+        return f"its episodes' days {_short([row['day_id'] for row in episodes])} are not its days"
+    return None
+
+
+def protocol_episodes(campaign: CampaignSpec, task: str) -> int | None:
+    """``evaluation.episodes`` for ``task`` (``None``: every day of the split)."""
+    from powerzoo.benchmarks.campaign import episodes_of
+
+    return episodes_of(campaign.episodes, task)
 
 
 def trial_dir(out_dir: str | Path, trial: TrialSpec) -> Path:
@@ -79,15 +212,20 @@ def tested_model_steps(out_dir: str | Path, trial: TrialSpec, record: dict[str, 
     return best[-1] if best else None
 
 
-def read_record(out_dir: str | Path, trial: TrialSpec) -> dict[str, Any] | None:
+def read_record(
+    out_dir: str | Path, trial: TrialSpec, campaign: CampaignSpec | None = None
+) -> dict[str, Any] | None:
     """The finished trial's record, ``None`` if it has not finished.
 
     ``ValueError`` if the folder holds a finished trial with another config under the same id,
-    :class:`~powerzoo.fileio.CorruptFileError` if its ``trial.json`` is damaged.
+    :class:`~powerzoo.fileio.CorruptFileError` if its ``trial.json`` cannot be read,
+    :class:`InvalidRecordError` if it reads but is no usable record (:func:`record_problem`;
+    with ``campaign``, its evaluation protocol is checked too).
 
     Args:
         out_dir: The campaign folder.
         trial: The trial.
+        campaign: The campaign (its evaluation protocol), or ``None``.
 
     Returns:
         The record (config, evaluation, timings), or ``None``.
@@ -96,12 +234,15 @@ def read_record(out_dir: str | Path, trial: TrialSpec) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     record = read_json_object(path, f"delete {path.parent} to run trial {trial.trial_id} again")
-    if record.get("config_hash") != trial.config_hash:
+    if "config_hash" in record and record["config_hash"] != trial.config_hash:
         raise ValueError(
             f"{path} holds trial {trial.trial_id} with another config "
             f"(hash {record.get('config_hash')}, "
             f"now {trial.config_hash}); use another --out folder or delete that trial folder"
         )
+    problem = record_problem(record, trial, campaign)
+    if problem is not None:
+        raise InvalidRecordError(path, problem, trial.trial_id)
     return record
 
 
@@ -138,7 +279,7 @@ def evaluate_policy(
 ) -> dict[str, Any]:
     """Evaluate one policy entry on the campaign's split with the trial's seed; the record's
     evaluation fields."""
-    from powerzoo.benchmarks.campaign import episodes_of, run_campaign
+    from powerzoo.benchmarks.campaign import run_campaign
 
     result = run_campaign(
         [],
@@ -156,12 +297,7 @@ def evaluate_policy(
             f"trial {trial.trial_id}: the policy could not be evaluated ({'; '.join(result.notes)})"
         )
     row = result.rows[0]
-    from powerzoo.benchmarks.baselines import select_days
-    from powerzoo.tasks import make_task
-
-    days = select_days(
-        make_task(trial.task, campaign.split).n_days, episodes_of(campaign.episodes, trial.task)
-    )
+    days = protocol_days(campaign, trial.task)
     return {
         "days": days,
         "cost_names": list(result.cost_names[trial.task]),
@@ -192,10 +328,13 @@ def _trained_entry(trial: TrialSpec, run_dir: Path, model: str) -> tuple[Any, st
     return entry, model
 
 
-def prepare_folder(out_dir: str | Path, trial: TrialSpec) -> tuple[Path, dict[str, Any] | None]:
-    """``(folder, record)``: the finished record if any, else a clean folder (remains of an
-    interrupted run removed)."""
-    record = read_record(out_dir, trial)
+def prepare_folder(
+    out_dir: str | Path, trial: TrialSpec, campaign: CampaignSpec | None = None
+) -> tuple[Path, dict[str, Any] | None]:
+    """``(folder, record)``: the finished record if any (checked against ``campaign``'s
+    protocol, :func:`read_record`), else a clean folder (remains of an interrupted run
+    removed)."""
+    record = read_record(out_dir, trial, campaign)
     folder = trial_dir(out_dir, trial)
     if record is None and folder.exists():
         shutil.rmtree(folder)
@@ -235,7 +374,7 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
         raise ValueError(
             f"trial {trial.trial_id}: rllib_ppo trials run on the Ray backend (--backend ray)"
         )
-    folder, record = prepare_folder(out_dir, trial)
+    folder, record = prepare_folder(out_dir, trial, campaign)
     if record is not None:
         return record
     from powerzoo.rl.trainer import Trainer

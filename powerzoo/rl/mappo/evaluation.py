@@ -1,21 +1,51 @@
 """The evaluations of a ``MAPPOTrainer`` run: one row per evaluation, and the best policy kept.
 
 The row (return, costs, per-agent returns, multipliers of ``-L`` runs) goes to the evaluation CSV
-and TensorBoard; the best evaluated policy is written to ``evaluation/best_policy.npz``.
+and TensorBoard; the best evaluated policy is written to ``evaluation/best_policy.npz``, and read
+back, checked against the training env, by :func:`read_best_policy`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from powerzoo.fileio import write_json
+from powerzoo.envs.introspect import inspect_env
+from powerzoo.fileio import CorruptFileError, read_or_corrupt, write_json
 from powerzoo.rl import run_dir as rd
 
-__all__ = ["BEST_POLICY_FILE", "budget_excess", "evaluate_now", "rank"]
+__all__ = ["BEST_POLICY_FILE", "budget_excess", "evaluate_now", "rank", "read_best_policy"]
 
 BEST_POLICY_FILE = "best_policy.npz"
+
+
+def read_best_policy(file: Path, env: Any) -> Any:
+    """The exported policy in ``file``, refused if it lacks the observation normalisation the
+    training ``env`` applies (the native trainer's statistics: the env's fixed affine map).
+
+    Args:
+        file: ``evaluation/best_policy.npz``.
+        env: The run's training env.
+
+    Returns:
+        The :class:`~powerzoo.rl.mappo.policy.MAPPOPolicy`.
+
+    Raises:
+        CorruptFileError: The file is damaged, or lacks the statistics.
+    """
+    from powerzoo.rl.mappo.policy import MAPPOPolicy
+
+    policy = read_or_corrupt(file, MAPPOPolicy.load)
+    bare = [name for name, g in policy.groups.items() if g.obs_mid is None]
+    if bare and inspect_env(env).obs_scaler is not None:
+        raise CorruptFileError(
+            file,
+            f"no observation statistics for group(s) {', '.join(bare)}, but this run "
+            "normalises observations (env.normalize in its config)",
+        )
+    return policy
 
 
 def evaluate_now(trainer: Any, eval_env: Any, days: list[int]) -> dict[str, Any]:

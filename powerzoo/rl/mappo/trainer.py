@@ -18,8 +18,8 @@ Run folder (as :mod:`powerzoo.rl.run_dir`, with a policy file instead of SB3 zip
                                         multipliers (-L)
     evaluation/best_policy.npz          best evaluated policy (+ best_model.json); -L runs: the best
                                         return among evaluations within every cost budget, if any
-    checkpoints/step_<N>/               learner.pt, collector.pkl, rng.pkl, state.json
-    policy.npz, learner.pt              final policy (torch-free) and learner state
+    checkpoints/step_<N>/               learner.pt, collector.npz, rng.npz, state.json
+    policy.npz, learner.pt              final policy (torch-free) and learner state (tensors only)
 """
 
 from __future__ import annotations
@@ -33,27 +33,29 @@ import numpy as np
 import torch
 
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import atomic_save, read_or_corrupt
+from powerzoo.fileio import atomic_save
 from powerzoo.rl import run_dir as rd
+from powerzoo.rl import safe_files as sf
 from powerzoo.rl.budget import warn_rounded_budget
 from powerzoo.rl.checkpoint import (
     COLLECTOR_FILE,
     LEARNER_FILE,
     read_learner_checkpoint,
     set_rng_state,
+    torch_plain,
     write_learner_checkpoint,
 )
 from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
 from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
-from powerzoo.rl.mappo.evaluation import BEST_POLICY_FILE, evaluate_now, rank
+from powerzoo.rl.mappo.evaluation import BEST_POLICY_FILE, evaluate_now, rank, read_best_policy
 from powerzoo.rl.mappo.hparams import algorithm_flags, check_params
 from powerzoo.rl.mappo.init_action import idle_actions, start_actors_at
 from powerzoo.rl.mappo.one_agent import make_native_env
 from powerzoo.rl.mappo.policy import POLICY_FILE, MAPPOPolicy
 from powerzoo.rl.result import TrainResult
-from powerzoo.rl.trainer_base import TrainerBase
+from powerzoo.rl.trainer_base import TrainerBase, holds_run_dir
 
 __all__ = ["MAPPOTrainer", "LEARNER_FILE", "BEST_POLICY_FILE", "COLLECTOR_FILE"]
 
@@ -213,6 +215,7 @@ class MAPPOTrainer(TrainerBase):
                 self._writer.add_scalar(key, value, self.num_timesteps)
 
     # ---- training --------------------------------------------------------------------------------
+    @holds_run_dir
     def train(
         self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
     ) -> TrainResult:
@@ -423,7 +426,7 @@ class MAPPOTrainer(TrainerBase):
         if self.learner is None:
             raise RuntimeError("nothing to save: call train() first")
         self.policy().save(path / POLICY_FILE)
-        state = self.learner.full_state()
+        state = torch_plain(self.learner.full_state())
         atomic_save(path / LEARNER_FILE, lambda p: torch.save(state, p))
         if not (path / rd.CONFIG_FILE).exists() or path != self.run_dir:
             self.config.to_file(path / rd.CONFIG_FILE)
@@ -438,11 +441,9 @@ class MAPPOTrainer(TrainerBase):
             file = path / rd.EVAL_DIR / BEST_POLICY_FILE
             if not file.is_file():
                 raise FileNotFoundError(f"{file} not found (model='best')")
-            self._loaded_policy = read_or_corrupt(file, MAPPOPolicy.load)
+            self._loaded_policy = read_best_policy(file, self.get_env())
         elif model == "latest":
-            found = rd.CheckpointStore(path).restore(
-                lambda folder: read_learner_checkpoint(self.config, folder)
-            )
+            found = rd.CheckpointStore(path).restore(self._read_checkpoint)
             if found is None:
                 raise FileNotFoundError(f"{path} has no checkpoint")
             self._ensure_learner().load_full_state(found[1][1])
@@ -450,11 +451,15 @@ class MAPPOTrainer(TrainerBase):
         else:
             if not (path / LEARNER_FILE).is_file():
                 raise FileNotFoundError(f"{path} has no {LEARNER_FILE}")
-            self._ensure_learner().load_full_state(rd.read_torch(path / LEARNER_FILE))
+            learner = sf.read_torch(path / LEARNER_FILE, self._trust_pickle)
+            self._ensure_learner().load_full_state(learner)
         if (path / rd.STATE_FILE).is_file():
             self.run_dir = path
             if model == "final":
                 self.num_timesteps = int((run_state or {}).get("num_timesteps", 0))
+
+    def _read_checkpoint(self, folder: Path) -> tuple[Any, Any, Any, Any]:
+        return read_learner_checkpoint(self.config, folder, self.get_env(), self._trust_pickle)
 
     def restore_checkpoint(self, run_dir: str | Path) -> MAPPOTrainer:
         """Position this fresh trainer at the newest readable checkpoint of ``run_dir``: learner,
@@ -468,9 +473,7 @@ class MAPPOTrainer(TrainerBase):
             This trainer.
         """
         run_dir = Path(run_dir)
-        found = rd.CheckpointStore(run_dir).restore(
-            lambda folder: read_learner_checkpoint(self.config, folder)
-        )
+        found = rd.CheckpointStore(run_dir).restore(self._read_checkpoint)
         if found is None:
             raise FileNotFoundError(f"{run_dir} has no checkpoint to resume from")
         state, learner_state, collector_state, rng = found[1]

@@ -100,7 +100,7 @@ class EvaluationCallback(BaseCallback):
     The trainer calls :meth:`evaluate_at_end` after ``learn``, so the last row is at the final step.
 
     Writes ``evaluation/evaluation_metrics.csv`` (rewritten at every evaluation, one row each),
-    ``evaluation/best_model.zip`` + ``best_vecnormalize.pkl`` + ``best_model.json`` when the mean
+    ``evaluation/best_model.zip`` + ``best_vecnormalize.npz`` + ``best_model.json`` when the mean
     return improves, and logs ``eval/*`` scalars (return, costs, violation rate) to TensorBoard.
     """
 
@@ -188,9 +188,9 @@ class EvaluationCallback(BaseCallback):
     def _save_best(self, row: dict[str, Any], vec_normalize: Any) -> None:
         atomic_save(self.eval_dir / "best_model.zip", self.model.save)
         if vec_normalize is not None:
-            atomic_save(
-                self.eval_dir / "best_vecnormalize.pkl", lambda p: vec_normalize.save(str(p))
-            )
+            from powerzoo.rl.sb3.files import write_vecnormalize
+
+            write_vecnormalize(self.eval_dir / "best_vecnormalize.npz", vec_normalize)
         write_json(
             self.eval_dir / "best_model.json",
             {

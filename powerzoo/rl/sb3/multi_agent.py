@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import atomic_save, read_or_corrupt, write_json
+from powerzoo.fileio import atomic_save, write_json
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import algorithm_class
 from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.result import TrainResult
-from powerzoo.rl.trainer_base import TrainerBase
+from powerzoo.rl.sb3 import files
+from powerzoo.rl.trainer_base import TrainerBase, holds_run_dir
 
 __all__ = ["SB3MultiAgentTrainer", "SHARED_MODEL_FILE"]
 
@@ -185,6 +186,7 @@ class SB3MultiAgentTrainer(TrainerBase):
             "tensorboard_log": str(run_dir / rd.TENSORBOARD_DIR) if logging.tensorboard else None,
         }
 
+    @holds_run_dir
     def train_il(
         self, rounds: int | None = None, steps_per_round: int | None = None
     ) -> TrainResult:
@@ -221,6 +223,7 @@ class SB3MultiAgentTrainer(TrainerBase):
             run_dir, rounds * steps_per_round * n_agents, started, eval_env
         )
 
+    @holds_run_dir
     def train_marl_simultaneous(self, total_timesteps: int | None = None) -> TrainResult:
         """All agents learn at once: one shared SB3 policy (one-hot agent id in the observation).
 
@@ -342,17 +345,64 @@ class SB3MultiAgentTrainer(TrainerBase):
             )
 
     def _load_multi_agent(self, path: Path) -> None:
-        """Read what :meth:`_save_multi_agent` wrote into ``shared_model`` or ``models``."""
+        """Read what :meth:`_save_multi_agent` wrote into ``shared_model`` or ``models``.
+
+        Each model is built from the run config on the spaces of the training env (the shared
+        policy's or each agent's view) and only its parameters are read from the zip
+        (:func:`powerzoo.rl.sb3.files.read_model`); with ``trust_pickle``, SB3's ``load``."""
         cls = algorithm_class(self.algorithm)
         folder = path / rd.AGENTS_DIR
+        kwargs = {"seed": self.config.seed, **self.algorithm_kwargs(), "device": "cpu"}
 
-        def read(file: Path) -> Any:  # a damaged zip raises CorruptFileError naming it
-            return read_or_corrupt(rd.check_zip(file), lambda p: cls.load(p, device="cpu"))
+        def read(file: Path, spaces: Any) -> Any:  # a damaged zip raises CorruptFileError
+            return files.read_model(
+                file,
+                lambda: files.new_model(cls, "MlpPolicy", kwargs, spaces=spaces()),
+                lambda p: cls.load(p, device="cpu"),
+                self._trust_pickle,
+            )
 
         if (folder / SHARED_MODEL_FILE).is_file():
-            self.shared_model = read(folder / SHARED_MODEL_FILE)
+            self.shared_model = read(folder / SHARED_MODEL_FILE, self._shared_spaces)
         else:
             missing = [a for a in self.spec.agents if not (folder / f"{a}.zip").is_file()]
             if missing:
                 raise FileNotFoundError(f"{folder} lacks models for agent(s) {missing}")
-            self.models = {a: read(folder / f"{a}.zip") for a in self.spec.agents}
+            spaces: dict[str, Any] = {}  # built once, on first use
+
+            def agent_spaces(agent: str) -> Any:
+                spaces.update(spaces or self._agent_spaces())
+                return spaces[agent]
+
+            self.models = {
+                a: read(folder / f"{a}.zip", lambda a=a: agent_spaces(a)) for a in self.spec.agents
+            }
+
+    def _shared_spaces(self) -> tuple[Any, Any]:
+        """Observation and action spaces of the shared policy (one-hot agent id appended)."""
+        from powerzoo.rl.sb3.marl.adapters import AgentsAsVecEnv
+
+        env = self.config.env
+        native = make_env(
+            self.task,
+            env.split,
+            normalize=env.normalize,
+            obs_mode=env.obs_mode,
+            num_envs=1,
+            **env.task_kwargs,
+        )
+        vec = AgentsAsVecEnv(native)
+        return vec.observation_space, vec.action_space
+
+    def _agent_spaces(self) -> dict[str, tuple[Any, Any]]:
+        """Observation and action spaces of each independent learner."""
+        env = self.config.env
+        pz = make_env(
+            self.task,
+            env.split,
+            framework="pettingzoo",
+            normalize=env.normalize,
+            obs_mode=env.obs_mode,
+            **env.task_kwargs,
+        )
+        return {a: (pz.observation_space(a), pz.action_space(a)) for a in self.spec.agents}

@@ -19,16 +19,23 @@ from typing import Any
 from powerzoo.benchmarks.baselines import select_days
 from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import atomic_save, read_or_corrupt
+from powerzoo.fileio import atomic_save
 from powerzoo.rl import run_dir as rd
+from powerzoo.rl import safe_files as sf
 from powerzoo.rl.algorithms import ON_POLICY, algorithm_class
 from powerzoo.rl.budget import sb3_rollout, warn_rounded_budget
-from powerzoo.rl.checkpoint import read_checkpoint_state, set_rng_state, write_checkpoint
+from powerzoo.rl.checkpoint import (
+    read_checkpoint_state,
+    read_rng,
+    set_rng_state,
+    write_checkpoint,
+)
 from powerzoo.rl.config import EvaluationConfig, TrainConfig
 from powerzoo.rl.result import TrainResult
+from powerzoo.rl.sb3 import files
 from powerzoo.rl.sb3.logger import flush_logger, run_logger
 from powerzoo.rl.sb3.policy import frozen_obs_stats
-from powerzoo.rl.trainer_base import TrainerBase
+from powerzoo.rl.trainer_base import TrainerBase, holds_run_dir
 
 __all__ = ["SB3Trainer"]
 
@@ -58,7 +65,7 @@ class SB3Trainer(TrainerBase):
             )
         self.model: Any = None
         self._train_env: Any = None
-        self._loaded_vecnormalize: Any = None
+        self._loaded_vecnorm: dict[str, Any] | None = None  # statistics read from a run folder
         self._obs_stats: dict[str, Any] | None = None
 
     @property
@@ -96,10 +103,8 @@ class SB3Trainer(TrainerBase):
             )
             vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
             venv = make_vec_env(factory, n_envs=cfg.n_envs, seed=seed, vec_env_cls=vec_cls)
-        if self._loaded_vecnormalize is not None:
-            self._loaded_vecnormalize.set_venv(venv)
-            self._loaded_vecnormalize.training = True
-            return self._loaded_vecnormalize
+        if self._loaded_vecnorm is not None:
+            return files.vecnormalize_from_stats(venv, self._loaded_vecnorm)
         if cfg.vec_normalize is not None:
             v = cfg.vec_normalize
             gamma = self.gamma
@@ -149,12 +154,19 @@ class SB3Trainer(TrainerBase):
         if self.model is None:
             cls = algorithm_class(self.algorithm)
             env = self.get_env()
-            if self.config.init_model:
-                self.model = cls.load(
+            if self.config.init_model:  # its parameters, into the model the config describes
+                self.model = files.read_model(
                     self.config.init_model,
-                    env=env,
-                    seed=self.config.seed,
-                    **self.algorithm_kwargs(),
+                    lambda: files.new_model(
+                        cls,
+                        self.config.policy,
+                        {"seed": self.config.seed, **self.algorithm_kwargs()},
+                        env,
+                    ),
+                    lambda p: cls.load(
+                        p, env=env, seed=self.config.seed, **self.algorithm_kwargs()
+                    ),
+                    self._trust_pickle,
                 )
             else:
                 self.model = cls(
@@ -180,6 +192,7 @@ class SB3Trainer(TrainerBase):
         )
 
     # ---- training -------------------------------------------------------------------------------
+    @holds_run_dir
     def train(
         self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None
     ) -> TrainResult:
@@ -196,7 +209,8 @@ class SB3Trainer(TrainerBase):
         evaluated every ``evaluation.freq`` env steps and once more when training ends (unless the
         last evaluation was at that step). The envs and the model are built before the folder is
         created, so a config that cannot run leaves nothing behind. Calling it again after the
-        budget is reached returns at once.
+        budget is reached returns at once. The run folder is locked while it trains
+        (:func:`powerzoo.rl.run_dir.lock_run_dir`): another writer gets ``RunFolderBusyError``.
 
         Returns:
             The run's result (run folder, steps, evaluations, why it stopped).
@@ -269,10 +283,9 @@ class SB3Trainer(TrainerBase):
         folder = write_checkpoint(
             self.run_dir,
             checkpoint.keep,
-            self.model,
+            lambda folder: files.write_model_files(folder, self.model, keep_replay),
             num_timesteps,
             self.evaluations,
-            keep_replay,
             self._config_record(),
         )
         self._write_state("running")
@@ -323,10 +336,10 @@ class SB3Trainer(TrainerBase):
         vec_normalize = (
             self.model.get_vec_normalize_env()
             if self.model.get_env() is not None
-            else self._loaded_vecnormalize
+            else self._loaded_vecnorm
         )
         if vec_normalize is not None:
-            atomic_save(path / rd.VECNORM_FILE, lambda p: vec_normalize.save(str(p)))
+            files.write_vecnormalize(path / rd.VECNORM_FILE, vec_normalize)
         if not (path / rd.CONFIG_FILE).exists() or path != self.run_dir:
             self.config.to_file(path / rd.CONFIG_FILE)
         return path
@@ -335,60 +348,84 @@ class SB3Trainer(TrainerBase):
         """Read the model and statistics of ``path`` into this fresh trainer (see :meth:`load`):
         ``final`` (``model.zip``), ``best`` (``evaluation/best_model.zip``) or ``latest`` (newest
         readable checkpoint), each with its ``VecNormalize`` statistics. A damaged file raises
-        :class:`~powerzoo.fileio.CorruptFileError` naming it."""
+        :class:`~powerzoo.fileio.CorruptFileError` naming it; missing statistics of a run that
+        normalises raise ``FileNotFoundError`` naming the file."""
         if model == "latest":
             found = rd.CheckpointStore(path).restore(
-                lambda folder: self._read_model(folder / rd.MODEL_FILE, folder / rd.VECNORM_FILE)
+                lambda folder: (
+                    self._read_vecnorm(folder / rd.VECNORM_FILE),
+                    self._read_model(folder / rd.MODEL_FILE),
+                )
             )
             if found is None:
                 raise FileNotFoundError(f"{path} has no checkpoint")
-            self.model, vec_normalize = found[1]
+            vec_normalize, self.model = found[1]
         else:
             folder = path if model == "final" else path / rd.EVAL_DIR
             prefix = "" if model == "final" else "best_"
             model_file = folder / (prefix + rd.MODEL_FILE)
             if not model_file.is_file():
                 raise FileNotFoundError(f"{model_file} not found (model={model!r})")
-            self.model, vec_normalize = self._read_model(
-                model_file, folder / (prefix + rd.VECNORM_FILE)
-            )
+            vec_normalize = self._read_vecnorm(folder / (prefix + rd.VECNORM_FILE))
+            self.model = self._read_model(model_file)
         if vec_normalize is not None:
-            self._loaded_vecnormalize = vec_normalize
-            self._obs_stats = frozen_obs_stats(vec_normalize)
+            self._loaded_vecnorm = vec_normalize
+            self._obs_stats = files.obs_stats(vec_normalize)
         if (path / rd.STATE_FILE).is_file():
             self.run_dir = path
 
-    def _read_model(
-        self, model_file: Path, vecnorm_file: Path | None = None, env: Any = None
-    ) -> tuple[Any, Any]:
-        """``(model, VecNormalize or None)`` read from the two files (the statistics are
-        optional); :class:`~powerzoo.fileio.CorruptFileError` names a damaged one."""
-        vec_normalize = (
-            rd.read_pickle(vecnorm_file)
-            if vecnorm_file is not None and vecnorm_file.is_file()
-            else None
-        )
+    def _read_vecnorm(self, file: Path) -> dict[str, Any] | None:
+        """The ``VecNormalize`` statistics in ``file``: required when the config normalises
+        (``vec_normalize``), else read if there."""
+        try:
+            return files.read_vecnormalize(file, self._trust_pickle)
+        except FileNotFoundError:
+            if self.config.vec_normalize is None:
+                return None
+            raise FileNotFoundError(
+                f"{file} is missing: this run normalises its observations (vec_normalize in its "
+                "config), and its model is meaningless without the statistics it was trained with"
+            ) from None
+
+    def _read_model(self, model_file: Path, env: Any = None) -> Any:
+        """The model in ``model_file``, built from the run config (``env``: the env it trains on,
+        or ``None`` for a model that only acts) with its parameters read from the zip
+        (:func:`powerzoo.rl.sb3.files.read_model`); :class:`~powerzoo.fileio.CorruptFileError`
+        names a damaged file."""
         cls = algorithm_class(self.algorithm)
-        rd.check_zip(model_file)
-        loaded = read_or_corrupt(model_file, lambda p: cls.load(p, env=env, device="cpu"))
-        return loaded, vec_normalize
+        kwargs = {"seed": self.config.seed, **self.algorithm_kwargs(), "device": "cpu"}
+
+        def build() -> Any:
+            if env is not None:
+                return files.new_model(cls, self.config.policy, kwargs, env)
+            probe = self.make_eval_env(self.config.env.split)
+            try:
+                spaces = (probe.observation_space, probe.action_space)
+            finally:
+                probe.close()
+            return files.new_model(cls, self.config.policy, kwargs, spaces=spaces)
+
+        return files.read_model(
+            model_file, build, lambda p: cls.load(p, env=env, device="cpu"), self._trust_pickle
+        )
 
     def _read_checkpoint(self, folder: Path) -> tuple[dict[str, Any], Any, Any, Any]:
         """Read every file of checkpoint ``folder`` before anything of this trainer changes:
         ``(state, model, its fresh training env, RNG state)``."""
         state = read_checkpoint_state(self.config, folder)
-        rng = rd.read_pickle(folder / rd.RNG_FILE)
-        vecnorm_file = folder / rd.VECNORM_FILE
-        self._loaded_vecnormalize = rd.read_pickle(vecnorm_file) if vecnorm_file.is_file() else None
+        rng = read_rng(folder, self._trust_pickle)
+        self._loaded_vecnorm = self._read_vecnorm(folder / rd.VECNORM_FILE)
         # a fresh env stream for the remaining steps (the interrupted episodes are not replayed)
         env = self._build_train_env(self.config.seed + int(state["num_timesteps"]))
         try:
-            model, _ = self._read_model(folder / rd.MODEL_FILE, env=env)
-            if (folder / rd.REPLAY_FILE).is_file():
-                read_or_corrupt(folder / rd.REPLAY_FILE, model.load_replay_buffer)
+            model = self._read_model(folder / rd.MODEL_FILE, env=env)
+            model.num_timesteps = int(state["num_timesteps"])
+            replay = folder / rd.REPLAY_FILE
+            if replay.is_file() or (folder / sf.PICKLE_FORMAT[rd.REPLAY_FILE]).is_file():
+                files.read_replay_buffer(replay, model, self._trust_pickle)
         except BaseException:
             env.close()
-            self._loaded_vecnormalize = None
+            self._loaded_vecnorm = None
             raise
         return state, model, env, rng
 
