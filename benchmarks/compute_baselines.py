@@ -1,5 +1,5 @@
-"""Compute the baseline table ``powerzoo/benchmarks/baselines.json`` (random, rule-based, oracle
-and, where a task defines one, idle).
+"""Compute the baseline table ``powerzoo/benchmarks/baselines.json`` (random, rule-based, oracle,
+naive and, where a task defines one, idle).
 
 Usage::
 
@@ -7,6 +7,7 @@ Usage::
     python benchmarks/compute_baselines.py --tasks opf_118_7d --max-episodes 20
     python benchmarks/compute_baselines.py --max-episodes 77 opf_118_7d=20
     python benchmarks/compute_baselines.py --policies idle      # only the idle rows
+    python benchmarks/compute_baselines.py --policies naive     # only the naive rows
 
 Rows computed replace those with the same (task, split, policy) in the output file, in place;
 other rows are kept as they are (``--fresh`` starts an empty table), and a new row goes after the
@@ -26,8 +27,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from powerzoo.benchmarks.baselines import BASELINES_FILE, PROTOCOL, compute_baselines
-from powerzoo.fileio import write_json
+from powerzoo.benchmarks.baselines import (
+    BASELINES_FILE,
+    compute_baselines,
+    merge_rows,  # noqa: F401  (re-exported: the script's former home of these helpers)
+    table_days,
+    write_table,
+)
 
 
 def parse_max_episodes(values: list[str] | None) -> int | dict[str, int] | None:
@@ -50,42 +56,6 @@ def parse_max_episodes(values: list[str] | None) -> int | dict[str, int] | None:
     return {
         t: per_task.get(t, default) for t in list_tasks() if per_task.get(t, default) is not None
     }
-
-
-def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``old`` with rows of the same (task, split, policy) replaced by ``new``'s in place; each
-    other new row goes after the last row of its task, or, for a task ``old`` lacks, before the
-    first row of a task whose name sorts after it (else at the end)."""
-    key = lambda r: (r["task"], r["split"], r["policy"])  # noqa: E731
-    replaced = {key(r): r for r in new}
-    merged = [replaced.pop(key(r), r) for r in old]
-    for row in replaced.values():
-        same = [i for i, r in enumerate(merged) if r["task"] == row["task"]]
-        later = [i for i, r in enumerate(merged) if r["task"] > row["task"]]
-        at = same[-1] + 1 if same else (later[0] if later else len(merged))
-        merged.insert(at, row)
-    return merged
-
-
-def table_days(
-    rows: list[dict[str, Any]], tasks: list[str] | None, split: str, seed: int
-) -> dict[str, list[int]]:
-    """``{task: day_ids}`` of the tasks (all when ``None``) that have rows on ``split`` in
-    ``rows``; ``ValueError`` when a task's rows used another seed or different days."""
-    days: dict[str, list[int]] = {}
-    for r in rows:
-        if r.get("split") != split or (tasks is not None and r["task"] not in tasks):
-            continue
-        if "day_ids" not in r:
-            continue
-        if int(r.get("seed", seed)) != seed:
-            raise ValueError(
-                f"the table's {r['task']} rows use seed {r['seed']}, not {seed}: pass --seed "
-                f"{r['seed']} so that new rows score against them"
-            )
-        if days.setdefault(r["task"], list(r["day_ids"])) != list(r["day_ids"]):
-            raise ValueError(f"the table's {r['task']} rows on {split} use different days")
-    return days
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -170,13 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/compute_baselines.py " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
-    history = table.get("generated_by")
-    payload = {
-        "generated_by": f"{history}; then {command.strip()}" if history else command.strip(),
-        "protocol": PROTOCOL,
-        "results": merge_rows(old, rows),
-    }
-    write_json(args.output, payload, indent=1)
+    write_table(args.output, rows, command, fresh=args.fresh)
     print(format_table(rows))
     print(f"wrote {args.output} ({len(rows)} rows computed in {seconds:.1f} s)")
     return 0

@@ -12,6 +12,13 @@ policy)::
     (+ oracle_fallback_steps for oracle rows: steps where the oracle's solver failed and the
     action was interpolated from the neighbouring steps, see
     :class:`~powerzoo.benchmarks.policies.OraclePolicy`)
+    (+ storage_throughput_mwh, storage_power_mw, storage_energy_mwh on tasks with storage: per
+    episode the storage throughput of each of its days, MWh, and the stores' power rating and
+    energy capacity, :mod:`powerzoo.benchmarks.storage`)
+
+The policies of a task's rows are ``task.spec.baselines`` plus ``naive``
+(:func:`~powerzoo.benchmarks.naive.table_baselines`, the naive policy of
+:data:`~powerzoo.benchmarks.naive.NAIVE_BASELINES`).
 
 Protocol (the same for every row, so rows of one task are comparable): each policy of
 ``task.spec.baselines`` runs through :func:`~powerzoo.benchmarks.evaluation.evaluate_days` on
@@ -47,12 +54,14 @@ from typing import Any
 import numpy as np
 
 from powerzoo.benchmarks.evaluation import evaluate_days, return_unit
+from powerzoo.benchmarks.naive import NAIVE_BASELINES, table_baselines
 from powerzoo.benchmarks.policies import OraclePolicy, idle_tasks, make_baseline_policy
+from powerzoo.benchmarks.storage import has_storage, storage_energy_mwh, storage_power_mw
 from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import CorruptFileError, read_or_corrupt
+from powerzoo.fileio import CorruptFileError, read_or_corrupt, write_json
 from powerzoo.progress import progress_bar
-from powerzoo.tasks import list_tasks, make_task, task_spec
+from powerzoo.tasks import list_tasks, make_task
 
 __all__ = [
     "BASELINES_FILE",
@@ -69,6 +78,9 @@ __all__ = [
     "normalized_score",
     "score_or_none",
     "evaluation_protocol",
+    "merge_rows",
+    "table_days",
+    "write_table",
 ]
 
 BASELINES_FILE = Path(__file__).resolve().with_name("baselines.json")
@@ -135,7 +147,7 @@ def evaluate_baseline(
     started = time.perf_counter()
     bar = progress_bar(days, progress=progress, desc=f"{task}/{policy}", leave=False)
     agent = make_baseline_policy(policy, env, seed)
-    summary = evaluate_days(agent, env, bar, seed=seed)
+    summary = evaluate_days(agent, env, bar, seed=seed, storage=True)
     unit = return_unit(task_obj.spec)
     row = {
         "task": task,
@@ -164,6 +176,10 @@ def evaluate_baseline(
     }
     if isinstance(agent, OraclePolicy):
         row["oracle_fallback_steps"] = agent.fallback_steps  # steps the oracle's solver failed on
+    if has_storage(task_obj.spec):
+        row["storage_throughput_mwh"] = summary["storage_throughput_mwh"]
+        row["storage_power_mw"] = storage_power_mw(task_obj.spec)
+        row["storage_energy_mwh"] = storage_energy_mwh(task_obj)
     return row
 
 
@@ -184,6 +200,8 @@ def _missing_baseline(task: str, policy: str, defined: Sequence[str]) -> str:
     hint = (
         f"; tasks with an idle (no-control) action: {', '.join(idle_tasks())}"
         if policy == "idle"
+        else f"; tasks with a naive baseline: {', '.join(NAIVE_BASELINES)}"
+        if policy == "naive"
         else ""
     )
     return f"{task} defines no {policy} baseline (its baselines: {', '.join(defined)}){hint}"
@@ -198,7 +216,8 @@ def compute_baselines(
     policies: Iterable[str] | None = None,
     day_ids: Mapping[str, Sequence[int]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Evaluate the baselines of ``task.spec.baselines`` for each task (default: all registered).
+    """Evaluate the baselines of each task (default: all registered): ``task.spec.baselines``
+    and ``naive`` (:func:`~powerzoo.benchmarks.naive.table_baselines`).
 
     Args:
         tasks: task names (``None``: ``list_tasks()``).
@@ -214,13 +233,14 @@ def compute_baselines(
         day_ids: ``{task: split days}`` evaluated instead of ``max_episodes``' choice (e.g. the
             days of the task's rows already in a table, so that new rows match them).
 
-    Returns one row per (task, policy), in task then ``spec.baselines`` order (module docstring).
+    Returns one row per (task, policy), in task then ``table_baselines`` order (module
+    docstring).
     """
     names = list_tasks() if tasks is None else list(tasks)
     wanted = None if policies is None else list(dict.fromkeys(policies))
     jobs = []
     for name in names:
-        defined = task_spec(name).baselines
+        defined = table_baselines(name)
         missing = [p for p in wanted or () if p not in defined]
         if missing and tasks is not None:
             raise ValueError(_missing_baseline(name, missing[0], defined))
@@ -234,7 +254,7 @@ def compute_baselines(
             days = select_days(task_obj.n_days, _episodes_for(name, max_episodes))
         jobs += [(name, p, days) for p in chosen]
     if not jobs:
-        known = sorted({p for n in list_tasks() for p in task_spec(n).baselines})
+        known = sorted({p for n in list_tasks() for p in table_baselines(n)})
         raise ValueError(
             f"no task defines the baseline(s) {', '.join(wanted or [])}; known baselines: "
             f"{', '.join(known)}"
@@ -243,6 +263,88 @@ def compute_baselines(
     for name, policy, days in progress_bar(jobs, progress=progress, desc="baselines"):
         rows.append(evaluate_baseline(name, policy, split, days, seed, progress=progress))
     return rows
+
+
+def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``old`` with rows of the same (task, split, policy) replaced by ``new``'s in place; each
+    other new row goes after the last row of its task, or, for a task ``old`` lacks, before the
+    first row of a task whose name sorts after it (else at the end).
+
+    Args:
+        old: The table's rows.
+        new: Rows just computed.
+
+    Returns:
+        The merged rows.
+    """
+    key = lambda r: (r["task"], r["split"], r["policy"])  # noqa: E731
+    replaced = {key(r): r for r in new}
+    merged = [replaced.pop(key(r), r) for r in old]
+    for row in replaced.values():
+        same = [i for i, r in enumerate(merged) if r["task"] == row["task"]]
+        later = [i for i, r in enumerate(merged) if r["task"] > row["task"]]
+        at = same[-1] + 1 if same else (later[0] if later else len(merged))
+        merged.insert(at, row)
+    return merged
+
+
+def table_days(
+    rows: list[dict[str, Any]], tasks: list[str] | None, split: str, seed: int
+) -> dict[str, list[int]]:
+    """``{task: day_ids}`` of the tasks (all when ``None``) that have rows on ``split`` in
+    ``rows``; ``ValueError`` when a task's rows used another seed or different days.
+
+    Args:
+        rows: The table's rows.
+        tasks: Task names (``None``: every task in ``rows``).
+        split: The split.
+        seed: The seed the new rows use.
+
+    Returns:
+        The days of each task's rows.
+    """
+    days: dict[str, list[int]] = {}
+    for r in rows:
+        if r.get("split") != split or (tasks is not None and r["task"] not in tasks):
+            continue
+        if "day_ids" not in r:
+            continue
+        if int(r.get("seed", seed)) != seed:
+            raise ValueError(
+                f"the table's {r['task']} rows use seed {r['seed']}, not {seed}: pass --seed "
+                f"{r['seed']} so that new rows score against them"
+            )
+        if days.setdefault(r["task"], list(r["day_ids"])) != list(r["day_ids"]):
+            raise ValueError(f"the table's {r['task']} rows on {split} use different days")
+    return days
+
+
+def write_table(
+    path: str | Path, rows: list[dict[str, Any]], command: str, fresh: bool = False
+) -> dict[str, Any]:
+    """Merge ``rows`` into the table at ``path`` (:func:`merge_rows`; a new table if there is
+    none, or with ``fresh``) and write it atomically, ``command`` appended to its
+    ``generated_by``.
+
+    Args:
+        path: The table's JSON file.
+        rows: Rows just computed.
+        command: The command that computed them, for ``generated_by``.
+        fresh: Start from an empty table instead of the file's rows.
+
+    Returns:
+        The table written.
+    """
+    path = Path(path)
+    table = json.loads(path.read_text(encoding="utf-8")) if path.is_file() and not fresh else {}
+    history = table.get("generated_by")
+    payload = {
+        "generated_by": f"{history}; then {command.strip()}" if history else command.strip(),
+        "protocol": PROTOCOL,
+        "results": merge_rows(table.get("results", []), rows),
+    }
+    write_json(path, payload, indent=1)
+    return payload
 
 
 # ---- reading the table ----------------------------------------------------------------------

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.benchmarks.policies import Policy, seed_policy
+from powerzoo.benchmarks.storage import StorageMeter, daily_throughput, has_storage
 from powerzoo.envs.introspect import agents_of, constraint_names_of, env_metadata, task_of
 
 __all__ = [
@@ -80,7 +81,9 @@ class EpisodeRecord(dict):
     """One episode: ``return`` (system return, module docstring), ``team_return`` and
     ``agent_returns`` ([n_agents]) (multi-agent only),
     ``length`` (steps), ``costs`` (sum per constraint, physical units), ``day_id`` and per-step
-    ``trace``."""
+    ``trace``; with ``rollout(..., storage=True)`` on a task with storage, ``storage_mwh``: the
+    storage throughput of each calendar day of the episode (MWh,
+    :mod:`powerzoo.benchmarks.storage`)."""
 
 
 def rollout(
@@ -92,6 +95,7 @@ def rollout(
     seed_policy_too: bool = False,
     trace_keys: Iterable[str] = (),
     on_step: StepCallback | None = None,
+    storage: bool = False,
 ) -> EpisodeRecord:
     """Run one episode of ``policy`` in ``env`` and return its :class:`EpisodeRecord`.
 
@@ -108,6 +112,9 @@ def rollout(
             truncated, info)``; for a multi-agent env ``obs`` / ``action`` / ``next_obs`` are the
             agent dicts, ``reward`` is the per-agent array [n_agents] and ``info`` the first
             agent's info (the shared keys).
+        storage: on a task with storage, record ``storage_mwh``, the storage throughput of each
+            day of the episode from the whole joint ``action_applied``
+            (:class:`~powerzoo.benchmarks.storage.StorageMeter`); ignored on other tasks.
 
     Returns:
         The episode's record: return ($), per-cost totals (each cost's unit), length, traces.
@@ -123,6 +130,7 @@ def rollout(
     costs: np.ndarray | None = None
     shared: dict[str, Any] = info if agents is None else info[agents[0]]
     trace: dict[str, list[Any]] = {k: [] for k in trace_keys}
+    meter = _storage_meter(env) if storage else None
     while not done:
         action = policy.act(obs, info)
         next_obs, reward, terminated, truncated, info = env.step(action)
@@ -138,6 +146,12 @@ def rollout(
         length += 1
         for k in trace:
             trace[k].append(shared[k])
+        if meter is not None:
+            meter.add(
+                shared["action_applied"]
+                if agents is None
+                else np.concatenate([np.ravel(info[a]["action_applied"]) for a in agents])
+            )
         if on_step is not None:
             on_step(obs, action, reward, next_obs, terminated, truncated, shared)
         obs = next_obs
@@ -151,12 +165,20 @@ def rollout(
             "trace": {k: np.asarray(v) for k, v in trace.items()},
         }
     )
+    if meter is not None:
+        record["storage_mwh"] = meter.days
     if agents is not None:
         record["agent_returns"] = total
         record["team_return"] = record["return"]
         if _shared_reward(env):
             record["return"] = float(np.mean(total))
     return record
+
+
+def _storage_meter(env: Any) -> StorageMeter | None:
+    """A storage meter for ``env``'s task, or ``None`` when it has no storage (or no spec)."""
+    spec = getattr(task_of(env), "spec", None)
+    return StorageMeter(spec) if spec is not None and has_storage(spec) else None
 
 
 def _any_agent(flags: dict[str, Any], agents: list[str]) -> bool:
@@ -192,7 +214,9 @@ def summarize_episodes(
     units) and ``episode_costs[name]`` the per-episode sums; ``violation_rate`` is the fraction of
     episodes in which some selected constraint's cost exceeds :data:`COST_TOLERANCE`, and
     ``over_budget_rate`` (``None`` off a PowerZoo env) the fraction in which some selected
-    constraint exceeds its per-episode budget (:func:`budget_flags`).
+    constraint exceeds its per-episode budget (:func:`budget_flags`). Records with
+    ``storage_mwh`` add ``storage_throughput_mwh``: per episode, the storage throughput of each
+    of its days (MWh).
     """
     if not records:
         raise ValueError("no episodes to summarise")
@@ -211,6 +235,9 @@ def summarize_episodes(
         "returns": returns,
     }
     summary.update(budget_flags(costs, names, getattr(task_of(env), "spec", None)))
+    throughput = daily_throughput(records)
+    if throughput is not None:
+        summary["storage_throughput_mwh"] = throughput
     agents = agents_of(env)
     if agents is not None:
         agent_returns = np.stack([r["agent_returns"] for r in records])
@@ -308,7 +335,7 @@ def _is_policy(obj: Any) -> bool:
 
 
 def evaluate_days(
-    policy: Policy, env: Any, day_ids: Iterable[int], seed: int = 0
+    policy: Policy, env: Any, day_ids: Iterable[int], seed: int = 0, storage: bool = False
 ) -> dict[str, Any]:
     """Evaluate ``policy`` on the given split days (episode ``i`` resets with ``seed + i``).
 
@@ -321,6 +348,8 @@ def evaluate_days(
         env: A PowerZoo env.
         day_ids: Split days to start the episodes on, one episode each.
         seed: Seed of episode 0 (episode ``i`` uses ``seed + i``).
+        storage: also record each episode's daily storage throughput
+            (``storage_throughput_mwh``, on tasks with storage; :func:`rollout`).
 
     Returns:
         The summary dict of :func:`evaluate`.
@@ -333,5 +362,8 @@ def evaluate_days(
             stacklevel=2,
         )
         policy, env = env, policy
-    records = [rollout(env, policy, day_id=int(d), seed=seed + i) for i, d in enumerate(day_ids)]
+    records = [
+        rollout(env, policy, day_id=int(d), seed=seed + i, storage=storage)
+        for i, d in enumerate(day_ids)
+    ]
     return summarize_episodes(records, env)

@@ -19,6 +19,8 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from powerzoo.benchmarks.naive import naive_action, table_baselines
+from powerzoo.benchmarks.sb3_policy import SB3Policy
 from powerzoo.envs.introspect import EnvFacts, agent_spaces, inspect_env
 from powerzoo.envs.wrappers import NormalizeWrapper
 
@@ -29,6 +31,8 @@ __all__ = [
     "OraclePolicy",
     "IdlePolicy",
     "idle_tasks",
+    "NaivePolicy",
+    "table_baselines",
     "SB3Policy",
     "seed_policy",
     "find_normalizer",
@@ -39,7 +43,9 @@ __all__ = [
 
 BASELINE_POLICIES = ("random", "rule_based", "oracle", "idle")
 """Names of the baseline policies (a task lists the ones it defines in ``spec.baselines``;
-``idle`` only where doing nothing is a policy, :class:`IdlePolicy`)."""
+``idle`` only where doing nothing is a policy, :class:`IdlePolicy`). The ``naive`` baseline of
+the baselines table and the task card (:class:`NaivePolicy`) is defined per task by
+:data:`~powerzoo.benchmarks.naive.NAIVE_BASELINES` instead."""
 
 
 class Policy(Protocol):
@@ -169,78 +175,6 @@ class RandomPolicy:
         return action
 
 
-class SB3Policy:
-    """A trained Stable-Baselines3 model (or a dict ``{agent: model}``) behind the policy interface.
-
-    ``act`` returns ``model.predict(obs, deterministic=...)``'s action; for a multi-agent dict env
-    pass one model per agent and ``act`` returns ``{agent: action}``. Recurrent models keep their
-    hidden state within an episode (cleared by ``reset``). The observations must be those the
-    model was trained on (build the env with the same ``normalize=`` / wrappers).
-
-    Args:
-        model: A trained SB3 model, or ``{agent: model}`` for a multi-agent dict env.
-        deterministic: Take the mode of the action distribution instead of a sample.
-    """
-
-    def __init__(self, model: Any, deterministic: bool = True) -> None:
-        models = model.values() if isinstance(model, Mapping) else [model]
-        if not all(callable(getattr(m, "predict", None)) for m in models):
-            raise TypeError(
-                "SB3Policy needs a model with .predict(obs, ...) (or a dict of them), "
-                f"got {model!r}"
-            )
-        self.model = model
-        self.deterministic = bool(deterministic)
-        first = next(iter(model.values())) if isinstance(model, Mapping) else model
-        self.name = f"sb3_{type(first).__name__.lower()}"
-        self._states: dict[Any, Any] = {}
-
-    def seed(self, seed: int) -> None:
-        """Seed the models' sampling (only matters with ``deterministic=False``).
-
-        Args:
-            seed: Passed to each model's ``set_random_seed``.
-        """
-        if self.deterministic:
-            return
-        models = self.model.values() if isinstance(self.model, Mapping) else [self.model]
-        for m in models:
-            if callable(getattr(m, "set_random_seed", None)):
-                m.set_random_seed(seed)
-
-    def reset(self) -> None:
-        """Clear the recurrent models' hidden state."""
-        self._states = {}
-
-    def _predict(self, key: Any, model: Any, obs: Any) -> Any:
-        state = self._states.get(key)
-        episode_start = np.asarray([state is None])
-        action, self._states[key] = model.predict(
-            obs, state=state, episode_start=episode_start, deterministic=self.deterministic
-        )
-        return action
-
-    def act(self, obs: Any, info: dict[str, Any]) -> Any:
-        """The model's action for ``obs``.
-
-        Args:
-            obs: The env's observation (a dict per agent with a dict of models).
-            info: Ignored.
-
-        Returns:
-            The action (a dict per agent with a dict of models).
-        """
-        if isinstance(self.model, Mapping):
-            missing = set(obs) - set(self.model)
-            if missing:
-                raise ValueError(
-                    f"SB3Policy has no model for agent(s) {sorted(missing)}; "
-                    f"models: {sorted(self.model)}"
-                )
-            return {agent: self._predict(agent, self.model[agent], o) for agent, o in obs.items()}
-        return self._predict(None, self.model, obs)
-
-
 def find_normalizer(env: gym.Env) -> NormalizeWrapper | None:
     """The :class:`NormalizeWrapper` in ``env``'s wrapper chain, or ``None``."""
     while isinstance(env, gym.Wrapper):
@@ -324,7 +258,7 @@ class _TaskPolicy:
         self._view = _env_view(env, type(self).__name__)
         self.env = env
         self.task = self._view.task
-        baselines = self.task.spec.baselines
+        baselines = table_baselines(self.task.spec.task_id, self.task.spec)
         if self.name not in baselines:
             raise ValueError(
                 f"{self.task.spec.task_id} defines no {self.name} baseline "
@@ -400,6 +334,21 @@ class IdlePolicy(_TaskPolicy):
         """The idle action in the env's units (a dict per agent on a multi-agent env)."""
         physical = self.task.idle_action(self._view.physical_obs(obs))[0]
         return self._view.env_action(physical)
+
+
+class NaivePolicy(_TaskPolicy):
+    """The task's naive baseline (:data:`~powerzoo.benchmarks.naive.NAIVE_BASELINES`): its idle
+    action, its rule, truthful bids or a network-blind dispatch, by task.
+
+    Args:
+        env: The env it acts in (single- or multi-agent; physical or normalised units).
+    """
+
+    name = "naive"
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        """The naive action in the env's units (a dict per agent on a multi-agent env)."""
+        return self._view.env_action(naive_action(self.task, self._view.physical_obs(obs))[0])
 
 
 def fill_plan_gaps(plan: np.ndarray, start: int = 0) -> tuple[np.ndarray, int]:
@@ -480,7 +429,8 @@ def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
     ``seed`` seeds the random policy's action space (``None``: leave it as it is).
 
     Args:
-        name: ``"random"``, ``"rule_based"``, ``"oracle"`` or ``"idle"``.
+        name: ``"random"``, ``"rule_based"``, ``"oracle"``, ``"idle"``, ``"truthful"`` or
+            ``"naive"``.
         env: The env the policy acts in.
         seed: Seed of the random policy's action space.
 
@@ -497,4 +447,6 @@ def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
         return IdlePolicy(env)
     if name == "truthful":  # market tasks only (in their spec.baselines, not BASELINE_POLICIES)
         return TruthfulPolicy(env)
+    if name == "naive":  # per task: naive.NAIVE_BASELINES (the table's and the task card's)
+        return NaivePolicy(env)
     raise ValueError(f"unknown baseline policy {name!r}; valid: {', '.join(BASELINE_POLICIES)}")

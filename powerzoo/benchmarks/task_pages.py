@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from powerzoo.benchmarks.card_text import card_markdown
 from powerzoo.benchmarks.catalog import baseline_numbers
 from powerzoo.benchmarks.evaluation import return_unit
 from powerzoo.benchmarks.task_arguments import arguments_table
@@ -322,6 +323,7 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
             ],
         )
     )
+    out.append(Section("Task card", card_markdown(name)))
     out.append(Section("Arguments", [doc.get("Arguments", ""), arguments_table(name)]))
     if example:
         out.append(Section("Example", [("python", _example(name, spec))]))

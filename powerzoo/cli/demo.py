@@ -1,5 +1,5 @@
 """``powerzoo demo``: train a small PPO agent on ``battery_arbitrage`` and compare it with the
-random, rule-based and oracle baselines on the test split (table + plot of one test day).
+random, idle, rule-based and oracle baselines on the test split (table + plot of one test day).
 
 The agent trains on the task's ``"penalized"`` reward (profit minus 100 $ per MWh of
 ``soc_violation``, :data:`DEMO_REWARD`) so that it learns to keep its requests inside the SOC
@@ -94,7 +94,7 @@ def train_demo_agent(
 def _policies(env: Any) -> dict[str, Any]:
     from powerzoo.benchmarks.policies import make_baseline_policy
 
-    names = ("random", "rule_based", "oracle")
+    names = ("random", "idle", "rule_based", "oracle")
     return {name: make_baseline_policy(name, env, seed=0) for name in names}
 
 
@@ -115,6 +115,31 @@ def comparison_table(results: dict[str, dict[str, Any]]) -> str:
             f"{r['mean_costs']['soc_violation']:>22.3f} {r['violation_rate']:>15.2f}"
         )
     return "\n".join(lines)
+
+
+def verdict(results: dict[str, dict[str, Any]], agent: str) -> str:
+    """One line on ``agent``'s mean return against idle, the rule and the oracle ($/day).
+
+    Args:
+        results: Evaluation summaries by policy name, with ``idle``, ``rule_based`` and
+            ``oracle`` among them.
+        agent: The name of the trained policy's row.
+
+    Returns:
+        The sentence, e.g. ``verdict: ppo_60k beats idle and the rule ...``.
+    """
+    mean = {name: r["mean_return"] for name, r in results.items()}
+    a, idle, rule, oracle = mean[agent], mean["idle"], mean["rule_based"], mean["oracle"]
+
+    def versus(name: str, value: float) -> str:
+        word = "beats" if a > value else "does not beat"
+        return f"{word} {name} ({value:,.0f} $/day)"
+
+    share = (a - idle) / (oracle - idle) if oracle != idle else float("nan")
+    return (
+        f"verdict: {agent} ({a:,.0f} $/day) {versus('idle', idle)}, {versus('the rule', rule)} "
+        f"and takes {share:.0%} of the oracle's gain over idle ({oracle - idle:,.0f} $/day)"
+    )
 
 
 def plot_episode(traces: dict[str, dict[str, np.ndarray]], day_label: str, path: Path) -> Path:
@@ -167,8 +192,9 @@ def run_demo(
     seed: int = 0,
     reward: str | dict[str, float] | None = DEMO_REWARD,
 ) -> dict[str, Any]:
-    """Train PPO (unless ``timesteps`` is 0), evaluate it and the three baselines on the test split,
-    print a table, save a plot; return the summaries by policy name.
+    """Train PPO (unless ``timesteps`` is 0), evaluate it and the baselines (random, idle, rule,
+    oracle) on the test split, print a table and a one-line verdict, save a plot; return the
+    summaries by policy name.
 
     Every row is scored on the task's objective (profit, $/day), also the agent trained on
     ``reward`` (:data:`DEMO_REWARD` by default; see :func:`train_demo_agent`). ``seed`` seeds the
@@ -209,6 +235,8 @@ def run_demo(
         "violation rate: share of days with more than 1 kWh of it"
     )
     print(comparison_table(results))
+    if timesteps > 0:
+        print(verdict(results, name))
     date = task.profiles.dates[task.calendar_day(plot_day)]
     path = plot_episode(traces, f"day {plot_day} ({date})", Path(out_dir) / "demo_episode.png")
     print(f"plot of one test episode: {path}")

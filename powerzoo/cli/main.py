@@ -10,6 +10,7 @@ import warnings
 from typing import Any
 
 from powerzoo.benchmarks.policies import BASELINE_POLICIES
+from powerzoo.fileio import DiskFullError
 
 __all__ = ["main"]
 
@@ -217,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     from powerzoo.cli.campaign import add_parser as add_campaign_parser
 
     add_campaign_parser(sub)
+    from powerzoo.cli.card import add_parser as add_card_parser
+
+    add_card_parser(sub)
     return parser
 
 
@@ -227,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             return args.func(args)
-        except (ValueError, FileNotFoundError, FileExistsError) as err:
+        except (ValueError, FileNotFoundError, FileExistsError, DiskFullError) as err:
             print(f"powerzoo: error: {err}", file=sys.stderr)
             return 2
 

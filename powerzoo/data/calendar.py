@@ -21,7 +21,9 @@ task 7 (35 test starts).
 Stress splits (``low_renewable``, ``load_stress``, ``price_spike``) start on the test days under
 the same rule but read transformed profiles (see :mod:`powerzoo.data.profiles`). ``heatwave``
 starts only on those test starts whose episode lies in May-September, the season of its heat
-events (May, July and late September test days). Workload stress splits (``workload_shock``)
+events (May, July and late September test days); ``cold_snap`` only on those whose episode lies
+in December-March, the season of its cold events (the test days 26 February-11 March and
+3-16 December). Workload stress splits (``workload_shock``)
 also start on the test days; they read the base profiles and a transformed compute workload
 (see :mod:`powerzoo.data.workload`), so only tasks with a job queue list them.
 """
@@ -50,13 +52,16 @@ DATES: np.ndarray = np.arange(f"{YEAR}-01-01", f"{YEAR + 1}-01-01", dtype="datet
 N_DAYS = int(DATES.size)
 
 BASE_SPLITS = ("train", "val", "test")
-STRESS_SPLITS = ("heatwave", "low_renewable", "load_stress", "price_spike")
+STRESS_SPLITS = ("heatwave", "low_renewable", "load_stress", "price_spike", "cold_snap")
 WORKLOAD_STRESS_SPLITS = ("workload_shock",)  # base profiles, transformed compute workload
 
 BLOCK_DAYS = 14  # length of a split block
 N_BLOCKS = N_DAYS // BLOCK_DAYS  # 26; the last block also takes 31 December
 _BLOCK_PATTERN = ("train", "val", "train", "train", "test")  # by block index modulo 5
 HEATWAVE_MONTHS = (5, 6, 7, 8, 9)  # May-September: the months of the heatwave events
+COLD_SNAP_MONTHS = (12, 1, 2, 3)  # December-March: the months of the cold_snap events
+# stress splits whose starts are limited to their event months
+_EVENT_MONTHS = {"heatwave": HEATWAVE_MONTHS, "cold_snap": COLD_SNAP_MONTHS}
 
 # US federal holidays of 2023 (observed dates); treated like Sundays in the load shape
 _HOLIDAYS = np.array(
@@ -122,7 +127,8 @@ def split_day_indices(split: str, episode_days: int = 1) -> np.ndarray:
     An episode of ``episode_days`` days may start on day ``d`` when days ``d .. d + episode_days``
     (the episode plus one buffer day for look-ahead forecasts) all belong to the split's days:
     its own for ``train`` / ``val`` / ``test``, the test days for the stress splits. ``heatwave``
-    keeps only the starts whose episode days lie in May-September. Raises ``ValueError`` for an
+    keeps only the starts whose episode days lie in May-September, ``cold_snap`` those in
+    December-March. Raises ``ValueError`` for an
     unknown split, a bad ``episode_days`` or an episode length no start of the split can hold.
 
     Args:
@@ -144,9 +150,9 @@ def split_day_indices(split: str, episode_days: int = 1) -> np.ndarray:
     else:
         windows = np.lib.stride_tricks.sliding_window_view(member, span)
         starts = np.flatnonzero(windows.all(axis=1))
-    if split == "heatwave":
-        summer = np.isin(_month(), HEATWAVE_MONTHS)
-        keep = [bool(summer[d : d + episode_days].all()) for d in starts]
+    if split in _EVENT_MONTHS:
+        season = np.isin(_month(), _EVENT_MONTHS[split])
+        keep = [bool(season[d : d + episode_days].all()) for d in starts]
         starts = starts[np.asarray(keep, dtype=bool)]
     if starts.size == 0:
         raise ValueError(

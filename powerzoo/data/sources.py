@@ -4,12 +4,17 @@ Provenance
 ----------
 * Weather: the typical-meteorological-year file ``723170TYA.CSV`` bundled with **pvlib**
   (NREL TMY3, station 723170, Greensboro Piedmont Triad International, NC, USA; 36.1 N,
-  79.95 W, UTC-5). Hourly global horizontal irradiance (W/m^2), dry-bulb temperature (deg C)
-  and 10 m wind speed (m/s), 8,760 rows, one typical year.
+  79.95 W, UTC-5). Hourly global horizontal, direct normal and diffuse horizontal irradiance
+  (W/m^2), dry-bulb temperature (deg C) and 10 m wind speed (m/s), 8,760 rows, one typical
+  year.
+* Wind turbine: the power curves and data sheet of windpowerlib's turbine library
+  (``oedb/power_curves.csv``, ``oedb/turbine_data.csv``; **windpowerlib**, MIT licence), read
+  with the csv module by :mod:`powerzoo.data.weather`.
 
 The demand shape is PowerZoo's own model (:mod:`powerzoo.data.profiles`), driven by this
-weather. The file is read with the standard library only (no pandas, no pvlib import), once per
-process. Nothing is downloaded and nothing from pvlib is copied into this repository.
+weather. The files are read with the standard library only (no pandas, no pvlib or windpowerlib
+import), once per process. Nothing is downloaded and nothing from pvlib or windpowerlib is copied
+into this repository.
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ def package_data_file(package: str, *relative: str) -> Path:
 def read_tmy3_weather() -> dict[str, np.ndarray]:
     """Hourly TMY3 weather of Greensboro, NC (8,760 rows, hour-ending local standard time).
 
-    Returns ``ghi_w_per_m2``, ``temp_c`` and ``wind_speed_m_per_s`` as float64 arrays [8760].
+    Returns ``ghi_w_per_m2``, ``dni_w_per_m2``, ``dhi_w_per_m2``, ``temp_c`` and
+    ``wind_speed_m_per_s`` as float64 arrays [8760].
     """
     path = package_data_file("pvlib", "data", TMY3_FILE)
     with path.open(newline="", encoding="latin-1") as fh:
@@ -54,6 +60,8 @@ def read_tmy3_weather() -> dict[str, np.ndarray]:
         columns = {name: i for i, name in enumerate(header)}
         wanted = {
             "ghi_w_per_m2": columns["GHI (W/m^2)"],
+            "dni_w_per_m2": columns["DNI (W/m^2)"],
+            "dhi_w_per_m2": columns["DHI (W/m^2)"],
             "temp_c": columns["Dry-bulb (C)"],
             "wind_speed_m_per_s": columns["Wspd (m/s)"],
         }

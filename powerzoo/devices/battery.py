@@ -7,12 +7,17 @@ A request that would push the state of charge (SOC) past its bounds is cut to th
 power, and the storage-side energy that was asked beyond the bound is reported so a task can
 charge it as a constraint cost.
 
-Wear: every battery of PowerZoo pays ``degradation_cost_per_mwh`` = 15 $ per MWh of grid-side
-throughput (energy charged + energy discharged). A lithium-ion pack costs 120-150 $/kWh to
-replace and lasts 5,000-6,000 full cycles at 80 % depth of discharge; one such cycle moves
-2 x 0.8 = 1.6 kWh of throughput per kWh of capacity, so a pack's life is 8,000-9,600 kWh of
-throughput per kWh and each MWh of throughput uses up 120/9.6 to 150/8.0, i.e. 12.5-19 $, of
-it: 15 $/MWh is the middle of that range.
+Wear: every battery of PowerZoo pays ``degradation_cost_per_mwh`` = 7.5 $ per MWh of grid-side
+throughput on each leg (every MWh charged and every MWh discharged), a knob on every battery
+(:class:`BatteryParams`, :class:`~powerzoo.devices.inverter_battery.InverterBatteryParams`,
+:class:`~powerzoo.devices.ev_fleet.EVFleetParams`) and a task keyword of every task with storage.
+Derivation, for a 2024 lithium-iron-phosphate (LFP) grid pack: replacement at 100-115 $/kWh over
+6,000-10,000 full cycles at 80 % depth of discharge, where one cycle moves 2 x 0.8 = 1.6 kWh of
+throughput per kWh of capacity, so a pack's life is 9,600-16,000 kWh of throughput per kWh and
+each MWh of throughput uses 100/16 to 115/9.6, i.e. 6.3-12 $, of it. In grid use calendar
+ageing (time at state of charge and temperature) takes a large share of the pack's life whatever
+the cycling, so the marginal cost of cycling sits in the lower part of that range: 7.5 $/MWh per
+leg (15 $ per MWh moved through a round trip).
 
 End-of-episode settlement: a task whose episode ends with more or less energy stored than it
 started with settles the difference (:func:`settlement_value`), so selling the energy the
@@ -36,7 +41,7 @@ __all__ = [
     "settlement_value",
 ]
 
-WEAR_COST_PER_MWH = 15.0  # $ per MWh of grid-side throughput (module docstring)
+WEAR_COST_PER_MWH = 7.5  # $ per MWh of grid-side throughput, each leg (module docstring)
 
 _TOLERANCE_MW = (
     1e-5  # requests within 10 W of a limit count as feasible (float32 actions, LP round-off)
@@ -48,8 +53,9 @@ class BatteryParams:
     """Ratings of one battery (scalars, or arrays broadcastable against the batch).
 
     ``degradation_cost_per_mwh`` is the wear cost in $ per MWh of grid-side throughput (charged
-    + discharged), 15 $/MWh by default: pack replacement at 120-150 $/kWh over 5,000-6,000
-    cycles at 80 % depth of discharge gives 12.5-19 $/MWh (module docstring).
+    + discharged), :data:`WEAR_COST_PER_MWH` = 7.5 $/MWh per leg by default: 2024 LFP packs at
+    100-115 $/kWh over 6,000-10,000 cycles at 80 % depth of discharge give 6.3-12 $/MWh, and
+    calendar ageing puts the marginal cost of cycling in the lower part (module docstring).
     """
 
     energy_capacity_mwh: float = 100.0

@@ -25,11 +25,11 @@ Departure target: a car should leave with ``target_soc``; :func:`departure_goal_
 what charging at full power from its arrival could reach, so a shortfall always measures the
 charging that was not done (:func:`departure_shortfall_kwh`).
 
-Wear: V2G is charged the wear cost every battery of PowerZoo pays (15 $ per MWh of grid-side
-throughput, derived in :mod:`powerzoo.devices.battery`) on the throughput it adds: each
+Wear: V2G is charged the wear cost every battery of PowerZoo pays (7.5 $ per MWh of grid-side
+throughput on each leg, derived in :mod:`powerzoo.devices.battery`) on the throughput it adds: each
 discharged kWh and the grid-side energy that puts the same stored energy back, ``1 / (eta_c
-eta_d)`` kWh, so :attr:`EVFleetParams.v2g_wear_per_kwh` = 15 $/MWh x (1 + 1 / (eta_c eta_d))
-per kWh discharged (32.7 $/MWh at the default efficiencies). Charging for the drivers' trips is
+eta_d)`` kWh, so :attr:`EVFleetParams.v2g_wear_per_kwh` = 7.5 $/MWh x (1 + 1 / (eta_c eta_d))
+per kWh discharged (16.4 $/MWh at the default efficiencies). Charging for the drivers' trips is
 their ordinary use of the car and carries no wear in the site's accounts.
 
 Default ratings: a 60 kWh battery (a mid-size battery-electric car), a 7.2 kW bidirectional

@@ -30,7 +30,7 @@ Default ratings (a distribution-connected utility-scale battery on a feeder of a
   lithium-ion systems measured AC to AC (85-90 %).
 * ``soc_min, soc_max = 0.1, 0.9``: the usual manufacturer window that limits cell ageing;
   ``soc_init = 0.5``.
-* ``degradation_cost_per_mwh = 15.0`` $/MWh of grid-side throughput, the wear model of every
+* ``degradation_cost_per_mwh = 7.5`` $/MWh of grid-side throughput, the wear model of every
   battery (derived in :mod:`powerzoo.devices.battery`).
 """
 

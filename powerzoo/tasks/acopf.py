@@ -254,7 +254,7 @@ class Acopf118(Task):
             action=VectorSpec(names=tuple(names), units=tuple(units), low=low, high=high),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
-            splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
+            splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave", "cold_snap"),
             reward_terms=("generation_cost", "imbalance_cost"),
             reward_doc=(
                 "-(generation cost of every unit, the slack's at its output from the AC flow + "

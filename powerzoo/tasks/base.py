@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from powerzoo.data import calendar
+from powerzoo.data.markets import DEFAULT_MARKET
 from powerzoo.data.profiles import Profiles, get_profiles
 from powerzoo.tasks.spec import TaskSpec
 
@@ -157,7 +158,10 @@ class Task(abc.ABC):
     Params: ClassVar[type] = NoParams
     """The task's frozen parameters dataclass; the task keywords of :func:`make_task` and
     :meth:`make_spec` are its fields (or its ``KEYWORDS``), each defaulting to the published
-    setting. Values are checked by the class itself (``__post_init__`` or ``from_keywords``)."""
+    setting. Values are checked by the class itself (``__post_init__`` or ``from_keywords``).
+    A ``market`` field (a task that reads ``price_per_mwh``) picks the price model of
+    :attr:`profiles` (:mod:`powerzoo.data.markets`), when the subclass sets :attr:`params` before
+    calling ``Task.__init__``."""
 
     step_block_rows: int | None = None
     """Rows per ``step`` (and ``reset``) call in the batched runner: larger batches are stepped and
@@ -170,8 +174,9 @@ class Task(abc.ABC):
         self.spec = spec
         calendar.check_split(split, spec.splits)
         self.split = split
+        market = getattr(getattr(self, "params", None), "market", DEFAULT_MARKET)
         self.profiles: Profiles = get_profiles(
-            calendar.scenario_of_split(split), self.spec.step_minutes
+            calendar.scenario_of_split(split), self.spec.step_minutes, market
         )
         try:
             self.split_days: np.ndarray = calendar.split_day_indices(split, self.episode_days)

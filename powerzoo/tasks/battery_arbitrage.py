@@ -3,7 +3,7 @@
 Model
 -----
 * Parameters: a 100 MWh / 25 MW battery (4 h), charge and discharge efficiency 0.95 each,
-  SOC bounds [0.1, 0.9], start SOC 0.5, wear 15 $/MWh of throughput (the shared wear model of
+  SOC bounds [0.1, 0.9], start SOC 0.5, wear 7.5 $/MWh of throughput (the shared wear model of
   :mod:`powerzoo.devices.battery`). Price taker on the day's price profile
   (:mod:`powerzoo.data.profiles`), 48 steps of 30 minutes.
 * Action: power setpoint ``p_mw`` in [-25, 25] MW, + = discharge (sell), - = charge (buy).
@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from powerzoo.data import calendar
+from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.devices.battery import (
     BatteryParams,
     battery_step,
@@ -68,7 +69,8 @@ _BATTERY_FIELDS = tuple(f.name for f in dataclasses.fields(BatteryParams))
 @dataclasses.dataclass(frozen=True)
 class BatteryArbitrageParams:
     """What a ``battery_arbitrage`` episode is built from; task keywords are ``initial_soc``,
-    ``rule_band_fraction`` and the fields of :class:`BatteryParams` (``energy_capacity_mwh``, ...).
+    ``rule_band_fraction``, ``market`` and the fields of :class:`BatteryParams`
+    (``energy_capacity_mwh``, ...).
     """
 
     # a 100 MWh / 25 MW (4 h) grid-scale Li-ion battery: BatteryParams' defaults
@@ -78,10 +80,18 @@ class BatteryArbitrageParams:
     # margin of the rule's thresholds over break-even (fraction of the value of a stored MWh;
     # 0: trade whenever it pays at the trailing 24 h mean, tuned on the train and val splits)
     rule_band_fraction: float = 0.0
+    # the price model (powerzoo.data.markets.MARKETS)
+    market: str = DEFAULT_MARKET
 
-    KEYWORDS: ClassVar[tuple[str, ...]] = ("initial_soc", "rule_band_fraction", *_BATTERY_FIELDS)
+    KEYWORDS: ClassVar[tuple[str, ...]] = (
+        "initial_soc",
+        "rule_band_fraction",
+        "market",
+        *_BATTERY_FIELDS,
+    )
 
     def __post_init__(self) -> None:
+        check_market(self.market)
         if not self.battery.soc_min <= self.initial_soc <= self.battery.soc_max:
             raise ValueError(
                 f"initial_soc must lie in [{self.battery.soc_min}, {self.battery.soc_max}], "
@@ -92,7 +102,11 @@ class BatteryArbitrageParams:
     def from_keywords(cls, **kwargs: Any) -> BatteryArbitrageParams:
         """Defaults with the task keywords in their place (battery ones go to ``battery``)."""
         battery = BatteryParams(**{k: v for k, v in kwargs.items() if k in _BATTERY_FIELDS})
-        rest = {k: float(v) for k, v in kwargs.items() if k not in _BATTERY_FIELDS}
+        rest = {
+            k: v if k == "market" else float(v)
+            for k, v in kwargs.items()
+            if k not in _BATTERY_FIELDS
+        }
         return cls(battery=battery, **rest)
 
 
@@ -126,7 +140,7 @@ class BatteryArbitrage(Task):
     ## Description
     One grid-scale battery, a price taker, buys and sells energy at the market price of the
     calendar day's price profile: 100 MWh / 25 MW (4 h), charge and discharge efficiency 0.95
-    each, SOC in [0.1, 0.9], wear 15 $ per MWh of throughput (the shared wear model of
+    each, SOC in [0.1, 0.9], wear 7.5 $ per MWh of throughput (the shared wear model of
     ``powerzoo.devices.battery``). 48 steps of 30 minutes.
 
     ## Action
@@ -139,7 +153,7 @@ class BatteryArbitrage(Task):
 
     ## Reward
     $ per step, settled at the price of the step the action is taken in (observed before acting):
-    ``price x p_discharge x dt - price x p_charge x dt - 15 $/MWh x |p| x dt`` plus the
+    ``price x p_discharge x dt - price x p_charge x dt - 7.5 $/MWh x |p| x dt`` plus the
     settlement of the stored energy marked to market: the change of stored energy since reset
     (storage side, MWh) is valued at the day's mean price ``m``, a surplus as if sold through the
     battery (``eta_d (m - wear)`` per MWh), a deficit as if bought back (``(m + wear) / eta_c``),
@@ -160,7 +174,8 @@ class BatteryArbitrage(Task):
     Battery parameters as task keywords (``make_env("battery_arbitrage", power_max_mw=50)``):
     ``energy_capacity_mwh``, ``power_max_mw``, ``charge_efficiency``, ``discharge_efficiency``,
     ``soc_min``, ``soc_max``, ``initial_soc``, ``degradation_cost_per_mwh``; ``rule_band_fraction``
-    tunes the rule-based baseline.
+    tunes the rule-based baseline; ``market`` picks the price model (``"high_renewable"``, the
+    default, or ``"pjm_like"``: ``powerzoo.data.markets``).
 
     ## Baselines
     Random; rule-based (stored energy valued at the trailing 24 h mean price: discharge when a
@@ -399,8 +414,10 @@ def _solve_arbitrage_lp(
     e_{t-1} + eta_c c_t dt - d_t dt / eta_d`` from ``e_{-1} = soc0 * capacity``, and the
     surplus ``s`` and deficit ``u`` (MWh, >= 0) of the last ``e`` against the episode's start,
     ``e_T - s + u = soc_start * capacity``, settled at ``m = settlement_price``.
-    Prices are positive in PowerZoo's data, so charging and discharging at once never pays and
-    the net schedule ``d - c`` is what the env can apply.
+    Charging and discharging in one step only burns energy in the losses; it pays only at a price
+    below ``-w (1 + eta_c eta_d) / (1 - eta_c eta_d)`` (-146 $/MWh at the default wear and
+    efficiencies), under the markets' offer floor of -50 $/MWh, so the net schedule ``d - c`` is
+    what the env can apply.
     """
     import highspy
 

@@ -17,8 +17,8 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   same 22 days. (The load scale was 0.7 on the earlier load shape, whose winter peaks stressed
   the feeder on 47 of 77 test days; on the current shape 0.7 left the band on 13 of 65.)
 * Agents ``battery_0..2``: inverter batteries (:mod:`powerzoo.devices.inverter_battery`) of
-  1 MWh / 0.5 MW (0.55 MVA inverters), efficiencies 0.95, SOC in [0.1, 0.9], start SOC 0.5,
-  wear 15 $/MWh of throughput (:mod:`powerzoo.devices.battery`), at 0-based buses
+  2 MWh / 0.5 MW (0.55 MVA inverters), efficiencies 0.95, SOC in [0.1, 0.9], start SOC 0.5,
+  wear 7.5 $/MWh of throughput (:mod:`powerzoo.devices.battery`), at 0-based buses
   ``BATTERY_BUSES = (16, 23, 31)`` (1-based 17, 24, 32: one bus short of the ends of the main
   trunk and of the two long laterals).
 * Action per agent: ``p_mw`` in [-0.5, 0.5] MW (+ = discharge into the feeder); reactive power
@@ -27,7 +27,7 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   and the energy asked beyond the bounds is the ``soc_violation`` cost.
 * Reward, **per agent** (``shared_reward=False``): each battery's own arbitrage profit at the
   data layer's ``price_per_mwh`` in $ per step, ``price x (discharged - charged MWh) -
-  15 $/MWh x throughput``, paid on delivered power, and on the last step the settlement of its
+  7.5 $/MWh x throughput``, paid on delivered power, and on the last step the settlement of its
   stored energy: the change since the start (storage side) at the day's mean price ``m``, a
   surplus as sold through the battery (``eta_d (m - wear)`` per MWh), a deficit as bought back
   (``(m + wear) / eta_c``), so the 0.4 MWh each battery is given above its floor at reset is
@@ -46,7 +46,7 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   ``local``: time, price and the own block; ``local_plus_forecast``: ``local`` + the price of the
   next 4 steps; ``local_plus_voltage``: ``local`` + the voltages of the neighbouring buses
   (``upstream_v_pu`` of the parent bus, ``downstream_v_pu`` the lowest of the child buses).
-* Splits: train / val / test by date; stress splits ``load_stress``, ``heatwave``,
+* Splits: train / val / test by date; stress splits ``load_stress``, ``heatwave``, ``cold_snap``,
   ``low_renewable`` (dearer, more peaked prices) and ``price_spike``.
 * Baselines (65 test days, ``benchmarks/compute_baselines.py``; the sum of the agents'
   returns): random; rule-based =
@@ -58,14 +58,8 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
   a perfect-foresight day plan of all three batteries maximising the team profit with the
   settlement, one LP on HiGHS (:func:`_solve_day`) with the SOC model and the voltage band on
   LinDistFlow linearised around the exact flow of the day's loads (band narrowed by 0.002 p.u.
-  for the linearisation error), then applied under the exact flow. Team return ($/day) and
-  voltage violation (p.u.-steps/day): random -267.7 and 1.11 (plus 3.2 MWh of
-  SOC violation), rule-based 1.3 and 0.093 (over the 0.2 budget on 9 days), oracle -0.6 and
-  0.0007 (within the budget every day: holding the band at the tightest peaks costs the
-  batteries wear, so the voltage-blind rule earns more on the objective alone). Idle
-  (``spec.idle_action``: every battery at 0 MW) 0 and 0.075, over the budget on the same 9 days
-  as the rule: the rule trades on 7 test days, all of them among those 9, and earns 0 $ on the
-  others, so both score 0.852 on the budget-aware reading (:mod:`powerzoo.benchmarks.cmdp_score`).
+  for the linearisation error), then applied under the exact flow. Measured returns, days over
+  budget and the oracle's headroom: the task card (``powerzoo card marl_der_arbitrage``).
 """
 
 from __future__ import annotations
@@ -123,6 +117,11 @@ _N = len(BATTERY_BUSES)
 class DerArbitrageParams(FeederBatteryParams):
     """The numbers of a ``marl_der_arbitrage`` episode; each is a task keyword (the battery
     sizes and ``tou_steps``: :class:`~powerzoo.tasks.feeder.FeederBatteryParams`)."""
+
+    # each battery's energy (MWh): a 4 h system (0.5 MW), the duration of the grid batteries
+    # being built; a 2 h one earns about half as much per kW on the high_renewable market's
+    # evening peaks and scarcity hours
+    energy_mwh: float = 2.0
 
     # at this load the trunk's far end dips below 0.95 p.u. at the daily peak on 22 of the 65
     # test days, and on all of them when the batteries charge at the peak: where they charge
@@ -201,8 +200,8 @@ class MarlDerArbitrage(FeederTask):
     """Three feeder batteries doing price arbitrage under the feeder's voltage and thermal limits.
 
     ## Description
-    Three inverter batteries (1 MWh / 0.5 MW, 0.55 MVA, efficiencies 0.95, SOC in [0.1, 0.9],
-    wear 15 $/MWh) at 0-based buses 16, 23 and 31 of the IEEE 33-bus feeder trade at the market
+    Three inverter batteries (2 MWh / 0.5 MW, 0.55 MVA, efficiencies 0.95, SOC in [0.1, 0.9],
+    wear 7.5 $/MWh) at 0-based buses 16, 23 and 31 of the IEEE 33-bus feeder trade at the market
     price. Bus loads are the base load x 0.75 x the calendar load shape, one exact AC flow per
     30-minute step. Charging all three at the peak takes the far end out of the voltage band.
 
@@ -216,7 +215,7 @@ class MarlDerArbitrage(FeederTask):
     own_bus_load_mw``; also ``local``, ``local_plus_forecast`` and ``local_plus_voltage``.
 
     ## Reward
-    Per agent, $ per step: ``price x (discharged - charged MWh) - 15 $/MWh x throughput``, and on
+    Per agent, $ per step: ``price x (discharged - charged MWh) - 7.5 $/MWh x throughput``, and on
     the last step the settlement of the battery's stored energy at the day's mean price.
 
     ## Costs
@@ -230,8 +229,8 @@ class MarlDerArbitrage(FeederTask):
     Truncated after 48 steps (one day); no early termination.
 
     ## Arguments
-    ``load_scale`` (0.75), ``energy_mwh``, ``power_mw``, ``tou_steps`` (half-hours of the
-    rule's charge and discharge windows), ``oracle_margin_pu``.
+    ``load_scale`` (0.75), ``energy_mwh``, ``power_mw``, ``tou_steps`` (half-hours of the rule's
+    charge and discharge windows), ``oracle_margin_pu``, ``market`` (``powerzoo.data.markets``).
 
     ## Baselines
     Random; rule-based time-of-use schedule blind to the voltage; oracle = a perfect-foresight day
@@ -248,16 +247,14 @@ class MarlDerArbitrage(FeederTask):
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         super().__init__(split, **task_kwargs)
-        p, grid = self.params, self.grid
-        self.battery = InverterBatteryParams(
-            energy_capacity_mwh=p.energy_mwh, power_max_mw=p.power_mw, n_units=_N
-        )
+        p, grid, spd = self.params, self.grid, self.profiles.steps_per_day
+        self.battery = p.inverter_batteries(_N)
         self.buses = np.asarray(BATTERY_BUSES)
         self.locate_neighbours(self.buses)
         self._own_load_mw = grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
-        self._tou = tou_schedule(self.profiles.steps_per_day, p.tou_steps, STEP_MINUTES)
-        self._reference_price = reference_price_per_mwh(self.profiles.steps_per_day, STEP_MINUTES)
+        self._tou = tou_schedule(spd, p.tou_steps, STEP_MINUTES, p.market)
+        self._reference_price = reference_price_per_mwh(spd, STEP_MINUTES, p.market)
         glob = self.spec.observation
         self._rule_t, self._rule_soc = glob.slot("time_remaining"), glob.slot("own_soc")
         self._rule_price = glob.slot("price_per_mwh")
@@ -269,7 +266,8 @@ class MarlDerArbitrage(FeederTask):
         return TaskSpec(
             task_id=cls.task_id,
             description=(
-                "Three 1 MWh / 0.5 MW batteries on the IEEE 33-bus feeder (exact AC power flow) "
+                f"Three {params.energy_mwh:g} MWh / {power_mw:g} MW batteries on the IEEE 33-bus "
+                "feeder (exact AC power flow) "
                 "buy and sell "
                 "energy at the market price; each agent is paid its own arbitrage profit, under "
                 "the feeder's "
@@ -285,10 +283,11 @@ class MarlDerArbitrage(FeederTask):
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS
-            + ("load_stress", "heatwave", "low_renewable", "price_spike"),
+            + ("load_stress", "heatwave", "cold_snap", "low_renewable", "price_spike"),
             reward_terms=("discharge_revenue", "charge_payment", "degradation", "settlement"),
             reward_doc=(
-                "per agent: own price x (discharged - charged MWh) - 15 $/MWh x throughput ($ per "
+                "per agent: own price x (discharged - charged MWh) - "
+                f"{params.degradation_cost_per_mwh:g} $/MWh x throughput ($ per "
                 "step), and on the last step its stored energy's change since the start settled "
                 "at the day's mean price; reward_terms are the team sums"
             ),

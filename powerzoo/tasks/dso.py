@@ -45,7 +45,8 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   the payback it draws this step whatever the action, ``backlog`` all deferred energy not yet
   paid back.
 * Splits: train / val / test by date, stress splits ``load_stress`` (demand x 1.15),
-  ``heatwave`` (May-September heat events, more demand) and ``price_spike`` (evening price spikes).
+  ``heatwave`` (May-September heat events, more demand), ``cold_snap`` (December-March cold
+  events, more heating demand) and ``price_spike`` (evening price spikes).
 * Baselines (65 test days, ``benchmarks/compute_baselines.py``): random (-2,740 $/day,
   0.21 p.u. violation); rule-based = no control (all fractions 0: -54 $/day, 0.60 p.u., over the
   budget on 22 days); oracle =
@@ -66,6 +67,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
+from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.devices.flexible_load import (
     FlexibleLoadParams,
     FlexibleLoadState,
@@ -115,6 +117,11 @@ class DsoParams:
     penalty_per_pu: float = 1000.0
     # "penalized" preset: $ per MVAh of thermal overload (the transmission tasks' overload price)
     penalty_per_mvah: float = OVERLOAD_PRICE_PER_MWH
+    # the price model (powerzoo.data.markets.MARKETS)
+    market: str = DEFAULT_MARKET
+
+    def __post_init__(self) -> None:
+        check_market(self.market)
 
 
 _N = len(FLEX_BUSES)
@@ -186,7 +193,7 @@ class Dso(FeederTask):
     ## Arguments
     ``load_scale``, ``flex_peak_mw``, ``flex_max_fraction``, ``payback_steps``,
     ``flex_power_factor``, ``voll_per_mwh``; ``penalty_per_pu`` and ``penalty_per_mvah`` weight the
-    ``penalized`` preset.
+    ``penalized`` preset; ``market`` picks the price model (``powerzoo.data.markets``).
 
     ## Baselines
     Random; rule-based = no control (all fractions 0); oracle = a perfect-foresight day plan, one
@@ -266,7 +273,7 @@ class Dso(FeederTask):
             ),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
-            splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "price_spike"),
+            splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "cold_snap", "price_spike"),
             reward_terms=("loss_cost", "curtailment_cost"),
             reward_doc=(
                 f"-(price x network losses x dt + {p.voll_per_mwh:g} $/MWh x curtailed energy) "

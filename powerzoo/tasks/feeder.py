@@ -46,7 +46,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.data.profiles import Profiles
+from powerzoo.devices.battery import WEAR_COST_PER_MWH
+from powerzoo.devices.inverter_battery import InverterBatteryParams
 from powerzoo.physics.cases import load_case
 from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
@@ -115,6 +118,28 @@ class FeederBatteryParams:
     power_mw: float = 0.5
     # half-hours of charging and of discharging in the rule-based time-of-use schedule
     tou_steps: int = 8
+    # the price model (powerzoo.data.markets.MARKETS)
+    market: str = DEFAULT_MARKET
+    # each battery's wear ($ per MWh of grid-side throughput, each leg; powerzoo.devices.battery)
+    degradation_cost_per_mwh: float = WEAR_COST_PER_MWH
+
+    def __post_init__(self) -> None:
+        check_market(self.market)
+        if not self.degradation_cost_per_mwh >= 0.0:
+            raise ValueError(
+                f"degradation_cost_per_mwh must be >= 0 $/MWh, got {self.degradation_cost_per_mwh}"
+            )
+
+    def inverter_batteries(self, n_units: int, **ratings: Any) -> InverterBatteryParams:
+        """The task's ``n_units`` batteries: ``energy_mwh`` / ``power_mw`` each, with its wear
+        (``ratings``: further :class:`InverterBatteryParams` fields, e.g. ``s_rating_mva``)."""
+        return InverterBatteryParams(
+            energy_capacity_mwh=self.energy_mwh,
+            power_max_mw=self.power_mw,
+            n_units=n_units,
+            degradation_cost_per_mwh=self.degradation_cost_per_mwh,
+            **ratings,
+        )
 
 
 _add_reduce, _and_reduce = (

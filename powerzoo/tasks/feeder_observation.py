@@ -29,6 +29,8 @@ TIME_PRICE_FIELDS = (  # what every per-agent feeder observation starts with
     ("hour_sin", "-", -1.0, 1.0, -1.0, 1.0),
     ("hour_cos", "-", -1.0, 1.0, -1.0, 1.0),
     ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
+    # nominal 0-150 $/MWh, unclipped: high_renewable's lowest prices scale to -1.2, its scarcity
+    # hours to 25 on the test split and 66 at its 5,000 $/MWh cap (docs/data.md)
     ("price_per_mwh", "$/MWh", PRICE_FLOOR, PRICE_CAP, 0.0, 150.0),
 )
 

@@ -5,7 +5,7 @@ cheapest steps of the average day (charge) and in the dearest ones (discharge), 
 pays after the batteries' wear and losses, and bring every battery back to its start SOC by the
 end of the day, where the tasks settle the stored energy. The plan and the reference price are
 read from the base price profile's train days (the same in every split, so a rule never sees
-the data of the split it is scored on).
+the data of the split it is scored on), of the task's market (:mod:`powerzoo.data.markets`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from powerzoo.data import calendar
+from powerzoo.data.markets import DEFAULT_MARKET
 from powerzoo.data.profiles import get_profiles
 from powerzoo.devices.battery import feasible_power_mw
 from powerzoo.devices.inverter_battery import InverterBatteryParams
@@ -28,10 +29,10 @@ __all__ = [
 TOU_STEPS = 8  # steps of charging and of discharging a day (8 half-hours: 4 h each way)
 
 
-def _mean_train_day(steps_per_day: int, step_minutes: int) -> np.ndarray:
+def _mean_train_day(steps_per_day: int, step_minutes: int, market: str) -> np.ndarray:
     """Price of the average day [steps_per_day] ($/MWh) over the train days of the base
-    profile."""
-    price = get_profiles("base", step_minutes).series["price_per_mwh"][
+    profile of ``market``."""
+    price = get_profiles("base", step_minutes, market).series["price_per_mwh"][
         : calendar.N_DAYS * steps_per_day
     ]
     return price.reshape(calendar.N_DAYS, steps_per_day)[calendar.split_day_indices("train")].mean(
@@ -39,18 +40,24 @@ def _mean_train_day(steps_per_day: int, step_minutes: int) -> np.ndarray:
     )
 
 
-def reference_price_per_mwh(steps_per_day: int, step_minutes: int = 30) -> float:
+def reference_price_per_mwh(
+    steps_per_day: int, step_minutes: int = 30, market: str = DEFAULT_MARKET
+) -> float:
     """The rules' value of a stored MWh ($/MWh): the mean price of the train days of the base
-    profile."""
-    return float(_mean_train_day(steps_per_day, step_minutes).mean())
+    profile of ``market``."""
+    return float(_mean_train_day(steps_per_day, step_minutes, market).mean())
 
 
 def tou_schedule(
-    steps_per_day: int, tou_steps: int = TOU_STEPS, step_minutes: int = 30
+    steps_per_day: int,
+    tou_steps: int = TOU_STEPS,
+    step_minutes: int = 30,
+    market: str = DEFAULT_MARKET,
 ) -> np.ndarray:
     """Time-of-use plan [steps_per_day]: -1 in the ``tou_steps`` cheapest steps of the average
-    day, +1 in the dearest, else 0 (average over the train days of the base price profile)."""
-    mean_day = _mean_train_day(steps_per_day, step_minutes)
+    day, +1 in the dearest, else 0 (average over the train days of the base price profile of
+    ``market``)."""
+    mean_day = _mean_train_day(steps_per_day, step_minutes, market)
     order = np.argsort(mean_day, kind="stable")
     plan = np.zeros(steps_per_day, dtype=np.int64)
     plan[order[:tou_steps]] = -1

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from powerzoo.benchmarks.evaluation import evaluate_days
-from powerzoo.cli.demo import run_demo, train_demo_agent
+from powerzoo.cli.demo import run_demo, train_demo_agent, verdict
 from powerzoo.envs import make_env
 from powerzoo.rl import Trainer
 from powerzoo.tasks import task_spec
 
-BASELINES = ("random", "rule_based", "oracle")
+BASELINES = ("random", "idle", "rule_based", "oracle")
 SOC_THRESHOLD = task_spec("battery_arbitrage").cost_thresholds["soc_violation"]  # 1 MWh per day
 PENALTY = task_spec("battery_arbitrage").reward_presets["penalized"]["soc_violation"]  # $ per MWh
 
@@ -41,6 +41,7 @@ def test_demo_table_shows_return_and_constraint_columns_for_every_baseline(tmp_p
         assert violation == pytest.approx(results[name]["mean_costs"]["soc_violation"], abs=5e-4)
         assert rate == pytest.approx(results[name]["violation_rate"], abs=5e-3)
     assert rows["oracle"][1] >= rows["rule_based"][1] >= rows["random"][1]
+    assert rows["idle"][1:] == [0.0, 0.0, 0.0, 0.0]  # at rest: no trade, no wear, no violation
     assert rows["oracle"][3] == rows["rule_based"][3] == 0.0  # both feasible by construction
     assert (tmp_path / "demo_episode.png").is_file()
 
@@ -82,3 +83,18 @@ def test_penalised_demo_training_keeps_the_soc_bounds_and_is_scored_on_profit(tm
         on_penalty["mean_return"] + PENALTY * on_penalty["mean_costs"]["soc_violation"]
     )
     assert on_profit["mean_return"] >= on_penalty["mean_return"]
+
+
+def test_the_verdict_names_what_the_agent_beats_and_its_share_of_the_oracles_gain():
+    results = {
+        "idle": {"mean_return": 0.0},
+        "rule_based": {"mean_return": 1_000.0},
+        "oracle": {"mean_return": 4_000.0},
+        "ppo_60k": {"mean_return": 2_000.0},
+    }
+    line = verdict(results, "ppo_60k")
+    assert line.startswith("verdict: ppo_60k (2,000 $/day) beats idle (0 $/day), beats the rule")
+    assert "takes 50% of the oracle's gain over idle (4,000 $/day)" in line
+    results["ppo_60k"]["mean_return"] = -10.0
+    line = verdict(results, "ppo_60k")
+    assert "does not beat idle" in line and "does not beat the rule" in line

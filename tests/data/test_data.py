@@ -30,7 +30,9 @@ def test_every_split_spans_all_four_seasons():
 
 def test_stress_splits_start_on_test_days():
     for split in STRESS_SPLITS:
-        if split == "heatwave":  # a subset: the test starts inside the May-September heat events
+        # subsets: the test starts inside the May-September heat events and the December-March
+        # cold events
+        if split in ("heatwave", "cold_snap"):
             assert set(split_day_indices(split)) < set(split_day_indices("test"))
         else:
             np.testing.assert_array_equal(split_day_indices(split), split_day_indices("test"))
@@ -54,7 +56,10 @@ def test_profiles_have_realistic_ranges():
     midnight = p.at("pv_cf", np.arange(N_DAYS), np.zeros(N_DAYS, dtype=int))
     assert noon.mean() > 0.3 and midnight.max() == 0.0
     assert s["demand_pu"].max() <= 1.0 + 1e-12 and s["demand_pu"].min() > 0.2
-    assert s["price_per_mwh"].min() >= 5.0 and 30 < s["price_per_mwh"].mean() < 60
+    # the default market (high_renewable) goes down to its offer floor; pjm_like stays positive
+    assert s["price_per_mwh"].min() >= -50.0 and 30 < s["price_per_mwh"].mean() < 60
+    pjm = get_profiles("base", 30, "pjm_like").series["price_per_mwh"]
+    assert pjm.min() >= 5.0 and 30 < pjm.mean() < 60
     # Greensboro TMY: cold winters, hot summers
     temp_by_day = s["temp_c"][: N_DAYS * 48].reshape(N_DAYS, 48).mean(axis=1)
     assert temp_by_day[:31].mean() < 8 < 22 < temp_by_day[181:212].mean()
@@ -80,8 +85,9 @@ def test_stress_scenarios_shift_inputs_in_the_documented_direction():
     low = get_profiles("low_renewable", 30).series
     np.testing.assert_allclose(low["pv_cf"], 0.4 * base["pv_cf"])
     np.testing.assert_allclose(low["wind_cf"], 0.4 * base["wind_cf"])
-    spike = get_profiles("price_spike", 30).series
-    assert spike["price_per_mwh"].max() > 3 * base["price_per_mwh"].max()
+    # pjm_like multiplies two evening hours a day (high_renewable: tests/data/test_markets.py)
+    spike = get_profiles("price_spike", 30, "pjm_like").series["price_per_mwh"]
+    assert spike.max() > 3 * get_profiles("base", 30, "pjm_like").series["price_per_mwh"].max()
     stress = get_profiles("load_stress", 30).series
     np.testing.assert_allclose(stress["demand_pu"], 1.15 * base["demand_pu"])
 

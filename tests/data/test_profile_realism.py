@@ -74,8 +74,52 @@ def test_heatwave_split_episodes_see_the_heat():
         assert heat[days].mean() > 1.05 * base[days].mean()
 
 
-def test_prices_stay_positive_with_an_evening_peak():
-    price = _hourly("base", "price_per_mwh")[split_day_indices("test")]
+def test_pjm_like_prices_stay_positive_with_an_evening_peak():
+    # the calm market; the default high_renewable one: tests/data/test_markets.py
+    price = get_profiles("base", 60, "pjm_like").series["price_per_mwh"][: N_DAYS * 24]
+    price = price.reshape(N_DAYS, 24)[split_day_indices("test")]
     assert price.min() > 5.0
     assert 35.0 < price.mean() < 45.0
     assert np.isin(price.argmax(axis=1), range(16, 21)).mean() > 0.7
+
+
+def test_winter_peak_comes_within_ten_percent_of_the_summer_peak():
+    # heat pumps with resistance backup: the Southeast's systems peak in winter as often as in
+    # summer (the heating term alone gave January 0.81 against July 0.99)
+    peak = _hourly("base", "demand_pu").max(axis=1)
+    winter, summer = peak[np.isin(MONTH, (12, 1, 2))].max(), peak[np.isin(MONTH, (6, 7, 8))].max()
+    assert 0.9 <= winter / summer < 1.0
+    # the extra heating load is steeper below freezing than above it
+    from powerzoo.data import load
+
+    heating = load.heating_response(np.array([10.0, 5.0, 0.0, -5.0]))
+    assert np.diff(heating)[2] > 2.0 * np.diff(heating)[0] > 0.0
+
+
+def test_cold_snap_events_only_raise_demand_in_december_to_march():
+    base, cold = get_profiles("base", 5).series, get_profiles("cold_snap", 5).series
+    n = N_DAYS * 288
+    assert np.all(cold["demand_pu"] >= base["demand_pu"])
+    assert np.all(cold["temp_c"] <= base["temp_c"])
+    outside = ~np.isin(np.repeat(MONTH, 288), (12, 1, 2, 3))
+    for name in ("demand_pu", "temp_c", "pv_cf", "wind_cf"):
+        np.testing.assert_array_equal(cold[name][:n][outside], base[name][:n][outside])
+    colder = (cold["temp_c"][:n] < base["temp_c"][:n]).reshape(N_DAYS, 288).any(axis=1)
+    # the events tile the test days of 26 February-11 March and 3-16 December
+    assert colder.sum() == 28 and np.isin(MONTH[colder], (2, 3, 12)).all()
+    anomaly = (cold["temp_c"][:n] - base["temp_c"][:n]).reshape(N_DAYS, 288)[colder]
+    assert -10.0 <= anomaly.min() < -6.0 * 0.99
+
+
+def test_cold_snap_split_episodes_see_the_cold():
+    base, cold = _hourly("base", "demand_pu"), _hourly("cold_snap", "demand_pu")
+    temp_base, temp_cold = _hourly("base", "temp_c"), _hourly("cold_snap", "temp_c")
+    for episode_days in (1, 7):
+        starts = split_day_indices("cold_snap", episode_days=episode_days)
+        assert starts.size == (26 if episode_days == 1 else 14)
+        assert set(starts) < set(split_day_indices("test", episode_days=episode_days))
+        days = np.concatenate([np.arange(d, d + episode_days) for d in starts])
+        assert np.isin(MONTH[days], (12, 1, 2, 3)).all()
+        # every episode day lies in an event
+        assert (temp_cold[days] < temp_base[days]).any(axis=1).all()
+        assert cold[days].mean() > 1.05 * base[days].mean()

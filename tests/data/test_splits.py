@@ -60,7 +60,7 @@ def test_seven_day_episodes_no_longer_cross_the_splits():
 
 def test_every_split_holds_the_longest_horizon():
     longest = max(_episode_days(name) for name in list_tasks())
-    for split in ("train", "val", "test", "heatwave", "low_renewable", "load_stress"):
+    for split in ("train", "val", "test", "heatwave", "cold_snap", "low_renewable", "load_stress"):
         assert split_day_indices(split, episode_days=longest).size >= 1
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.devices.battery import BatteryParams
 from powerzoo.devices.cooling import CoolingParams
 from powerzoo.devices.diesel import DieselParams
@@ -38,13 +39,16 @@ class DCMicrogridParams:
     grid: GridTieParams = GridTieParams()
     initial_soc: float = 0.5
     initial_zone_temp_c: float = 24.0
+    # the price model of the grid tie's import price (powerzoo.data.markets.MARKETS)
+    market: str = DEFAULT_MARKET
 
-    # task keyword -> (device, field); the other keywords are the two fields above
+    # task keyword -> (device, field); the other keywords are the three fields above
     DEVICE_KEYWORDS: ClassVar[dict[str, tuple[str, str]]] = {
         "n_gpus": ("cluster", "n_gpus"),
         "pv_capacity_mw": ("pv", "capacity_mw"),
         "battery_energy_mwh": ("battery", "energy_capacity_mwh"),
         "battery_power_mw": ("battery", "power_max_mw"),
+        "degradation_cost_per_mwh": ("battery", "degradation_cost_per_mwh"),
         "diesel_rated_mw": ("diesel", "rated_mw"),
         "grid_import_max_mw": ("grid", "import_max_mw"),
         "cooling_capacity_mw": ("cooling", "q_max_mw"),
@@ -53,6 +57,7 @@ class DCMicrogridParams:
         *DEVICE_KEYWORDS,
         "initial_soc",
         "initial_zone_temp_c",
+        "market",
     )
 
     @classmethod
@@ -63,7 +68,8 @@ class DCMicrogridParams:
                 k: float(v)
                 for k, v in kwargs.items()
                 if k in ("initial_soc", "initial_zone_temp_c")
-            }
+            },
+            market=check_market(kwargs.get("market", DEFAULT_MARKET)),
         )
         for key, (device, field) in cls.DEVICE_KEYWORDS.items():
             if key in kwargs:

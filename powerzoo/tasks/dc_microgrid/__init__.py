@@ -18,7 +18,7 @@ Model (5-minute steps, 288 per episode = one calendar day, single agent)
   recommended upper bound).
 * Supply: PV 2 MW (:mod:`powerzoo.devices.pv`), battery 4 MWh / 2 MW
   (:mod:`powerzoo.devices.battery`, efficiencies 0.95, SOC in [0.1, 0.9], the shared wear cost
-  of 15 $ per MWh of throughput), diesel 2.5 MW with 30 % minimum stable output, 300 $/MWh,
+  of 7.5 $ per MWh of throughput), diesel 2.5 MW with 30 % minimum stable output, 300 $/MWh,
   0.75 tCO2/MWh, 50 $ per start and minimum run and down times of 1 h
   (:mod:`powerzoo.devices.diesel`: a set that has run, or rested, less than that keeps its
   status whatever is asked), grid import capped at 1.5 MW at the market price and the grid's
@@ -94,8 +94,8 @@ allocation meeting every deadline and the end-of-day carry allowance, see
 :func:`~powerzoo.devices.job_queue.queue_outlook`).
 
 Splits: train / val / test by date; stress splits ``heatwave``, ``low_renewable``,
-``load_stress``, ``price_spike`` (transformed weather and prices) and ``workload_shock``
-(doubled job arrivals), all on the test days.
+``load_stress``, ``price_spike``, ``cold_snap`` (transformed weather and prices) and
+``workload_shock`` (doubled job arrivals), all on the test days.
 
 Baselines: random; rule-based (:func:`.rule.rule_based_action`); oracle
 (:meth:`DCMicrogrid.oracle_plan`): a perfect-foresight MILP over the day on HiGHS (job service

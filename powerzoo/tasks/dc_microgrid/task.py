@@ -88,7 +88,8 @@ class DCMicrogrid(Task):
     ## Arguments
     Site ratings: ``n_gpus``, ``pv_capacity_mw``, ``battery_energy_mwh``, ``battery_power_mw``,
     ``diesel_rated_mw``, ``grid_import_max_mw`` (0: islanded), ``cooling_capacity_mw``,
-    ``initial_soc``, ``initial_zone_temp_c``.
+    ``initial_soc``, ``initial_zone_temp_c``; ``market`` picks the price model
+    (``powerzoo.data.markets``).
     """
 
     task_id = "dc_microgrid"

@@ -45,7 +45,7 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   previous step's flow (``v_min_pu``, ``dc_bus_v_pu``, ``max_branch_loading``, ``dc_load_mw``;
   at reset the flow of the first step's loads with every GPU parked) and, per job class,
   ``queued_gpuh``, ``due_1h_gpuh``, ``required_gpus`` (as in ``dc_microgrid``).
-* Splits: train / val / test by date; stress splits ``load_stress``, ``heatwave``,
+* Splits: train / val / test by date; stress splits ``load_stress``, ``heatwave``, ``cold_snap``,
   ``price_spike`` and ``workload_shock`` (doubled job arrivals).
 * Baselines: random; rule-based = the data centre's compute and cooling rule, shared with
   ``dc_microgrid`` (:func:`~powerzoo.tasks.datacentre.rule.rule_compute_and_cooling`: each class

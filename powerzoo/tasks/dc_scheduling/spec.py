@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 
 from powerzoo.data import calendar
+from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.data.workload import JOB_CLASSES
 from powerzoo.devices.cooling import CoolingParams
 from powerzoo.devices.gpu_cluster import GpuClusterParams
@@ -66,8 +67,10 @@ class DCSchedulingParams:
     initial_zone_temp_c: float = DCMicrogridParams.initial_zone_temp_c
     dc_bus: int = DC_BUS
     load_scale: float = LOAD_SCALE
+    market: str = DEFAULT_MARKET  # the price model (powerzoo.data.markets.MARKETS)
 
     def __post_init__(self) -> None:
+        check_market(self.market)
         if (
             isinstance(self.dc_bus, bool)
             or not isinstance(self.dc_bus, (int, np.integer))
@@ -145,7 +148,7 @@ def dc_scheduling_spec(task_id: str, params: DCSchedulingParams) -> TaskSpec:
         horizon=HORIZON,
         step_minutes=STEP_MINUTES,
         splits=calendar.BASE_SPLITS
-        + ("load_stress", "heatwave", "price_spike")
+        + ("load_stress", "heatwave", "cold_snap", "price_spike")
         + calendar.WORKLOAD_STRESS_SPLITS,
         reward_terms=("energy_cost", "sla_penalty"),
         reward_doc=(

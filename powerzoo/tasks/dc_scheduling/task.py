@@ -101,7 +101,7 @@ class DCScheduling(FeederTask):
     ## Arguments
     ``dc_bus`` (0-based feeder bus, default 4), ``load_scale`` (feeder load, default 0.4),
     ``initial_zone_temp_c``; ``cluster``, ``cooling`` and ``zone`` take the data centre's device
-    parameters.
+    parameters; ``market`` picks the price model (``powerzoo.data.markets``).
 
     ## Baselines
     Random; rule-based = the data centre's compute and cooling rule of ``dc_microgrid``, blind to

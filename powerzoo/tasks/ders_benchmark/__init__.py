@@ -10,7 +10,7 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
 
   - ``battery_0..3`` (group ``batteries``): inverter batteries
     (:mod:`powerzoo.devices.inverter_battery`) of 1 MWh / 0.5 MW (0.55 MVA), efficiencies 0.95,
-    SOC in [0.1, 0.9] (start 0.5), wear 15 $/MWh of throughput (:mod:`powerzoo.devices.battery`),
+    SOC in [0.1, 0.9] (start 0.5), wear 7.5 $/MWh of throughput (:mod:`powerzoo.devices.battery`),
     at ``BATTERY_BUSES = (47, 65, 29, 125)``:
     spread over the feeder, two on the long lateral that starts at bus 5 (where voltages sag:
     its mid point 47 and its sub-lateral 53-68) and two on the other branches (the far end of
@@ -42,7 +42,7 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   load_curtailment_cost, battery_cost, battery_settlement]`` (the first four usually <= 0):
   ``-price x losses x dt``; ``-price x curtailed PV MWh`` (the energy the feeder must buy
   instead); ``-VOLL x curtailed load MWh`` with ``VOLL = 1,000 $/MWh`` (unserved energy; so
-  curtailing everything never pays); ``-(price x (charged - discharged MWh) + 15 $/MWh x
+  curtailing everything never pays); ``-(price x (charged - discharged MWh) + 7.5 $/MWh x
   throughput)`` (the batteries' energy bill, so they can earn by arbitrage); on the last step
   the settlement of the batteries' stored energy against the start, at the day's mean price
   ``m`` (a surplus as sold through the battery, ``eta_d (m - wear)`` per MWh, a deficit as

@@ -274,7 +274,11 @@ def add_loss_rows(
             axis=2,
         )
         lp.rows(cols.reshape(-1, 1 + n_der), vals.reshape(-1, 1 + n_der), 0.0, 0.0)
-        z = lp.var((t, lam.size), 0.0, np.inf, -np.broadcast_to(pc, (t, lam.size)))
+        # an epigraph only bounds z from below, so it can price losses, never pay for them: at a
+        # negative price (where more losses would earn) the plan prices them at 0 and forgoes
+        # that small gain
+        loss_price = np.maximum(np.broadcast_to(pc, (t, lam.size)), 0.0)
+        z = lp.var((t, lam.size), 0.0, np.inf, -loss_price)
         for a in tangents:  # z >= lam (2 a y - a^2), a = tangent point
             at = a * span[None, :]
             lp.rows(

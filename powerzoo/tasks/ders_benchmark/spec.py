@@ -129,7 +129,8 @@ def ders_benchmark_spec(task_id: str, params: DersBenchmarkParams) -> TaskSpec:
         reward_doc=(
             f"shared: -(price x losses x dt + price x curtailed PV MWh + {p.voll_per_mwh:g} "
             "$/MWh x curtailed "
-            "load MWh + price x battery net charge MWh + 15 $/MWh x battery throughput) per "
+            "load MWh + price x battery net charge MWh + "
+            f"{p.degradation_cost_per_mwh:g} $/MWh x battery throughput) per "
             "step ($), and on the last step the batteries' stored energy's change since the "
             "start settled at the day's mean price"
         ),

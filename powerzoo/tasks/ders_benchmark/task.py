@@ -18,7 +18,6 @@ from powerzoo.devices.flexible_load import (
     flexible_load_step,
 )
 from powerzoo.devices.inverter_battery import (
-    InverterBatteryParams,
     inverter_battery_reset,
     inverter_battery_settlement,
     inverter_battery_step,
@@ -95,7 +94,7 @@ class MarlDersBenchmark(FeederTask):
 
     ## Reward
     Shared, $ per step: ``-price x losses x dt - price x curtailed PV MWh - 1,000 $/MWh x
-    curtailed load MWh - (price x (charged - discharged MWh) + 15 $/MWh x throughput)``, and on the
+    curtailed load MWh - (price x (charged - discharged MWh) + 7.5 $/MWh x throughput)``, and on the
     last step the batteries' settlement at the day's mean price.
 
     ## Costs
@@ -113,7 +112,7 @@ class MarlDersBenchmark(FeederTask):
     ## Arguments
     ``load_scale``, ``energy_mwh``, ``power_mw``, ``battery_s_mva``, ``tou_steps``, ``pv_mw``,
     ``pv_s_mva``, ``pv_q_at_night``, ``flex_share``, ``flex_max_fraction``, ``payback_steps``,
-    ``voll_per_mwh``.
+    ``voll_per_mwh``; ``market`` picks the price model (``powerzoo.data.markets``).
 
     ## Baselines
     Random; rule-based: time-of-use batteries, IEEE 1547-2018 category B volt-var droop on every
@@ -132,12 +131,7 @@ class MarlDersBenchmark(FeederTask):
         super().__init__(split, **task_kwargs)
         p, grid = self.params, self.grid
         case = grid.case
-        self.battery = InverterBatteryParams(
-            energy_capacity_mwh=p.energy_mwh,
-            power_max_mw=p.power_mw,
-            s_rating_mva=p.battery_s_mva,
-            n_units=_K,
-        )
+        self.battery = p.inverter_batteries(_K, s_rating_mva=p.battery_s_mva)
         self.pv = PVInverterParams(
             capacity_mw=p.pv_mw, s_rating_mva=p.pv_s_mva, n_units=_K, q_at_night=p.pv_q_at_night
         )
@@ -159,8 +153,9 @@ class MarlDersBenchmark(FeederTask):
         self.pv_cf = self.profiles.series["pv_cf"]
         self.locate_neighbours(self.der_buses)
         self._kind = np.repeat(np.eye(3, dtype=np.float32), _K, axis=0)  # [12, 3]
-        self._tou = tou_schedule(self.profiles.steps_per_day, p.tou_steps, STEP_MINUTES)
-        self._reference_price = reference_price_per_mwh(self.profiles.steps_per_day, STEP_MINUTES)
+        spd, market = self.profiles.steps_per_day, self.profiles.market
+        self._tou = tou_schedule(spd, p.tou_steps, STEP_MINUTES, market)
+        self._reference_price = reference_price_per_mwh(spd, STEP_MINUTES, market)
         obs = self.spec.observation
         self._rule_t, self._rule_dev = obs.slot("time_remaining"), obs.slot("own_v_pu")
         self._rule_price = obs.slot("price_per_mwh")

@@ -33,7 +33,7 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   applied).
 * Reward, **per agent**: the site's V2G revenue minus its charging cost at the data layer's
   ``price_per_mwh`` (``price x (discharged - charged kWh) / 1000``, $ per step), minus the wear
-  V2G adds (:attr:`powerzoo.devices.ev_fleet.EVFleetParams.v2g_wear_per_kwh`: 15 $/MWh, the wear
+  V2G adds (:attr:`powerzoo.devices.ev_fleet.EVFleetParams.v2g_wear_per_kwh`: 7.5 $/MWh, the wear
   of every battery, on each discharged kWh and on the ``1 / (eta_c eta_d)`` kWh that put it back,
   32.7 $/MWh of V2G discharge; charging for the trips is the drivers' use and carries none), and
   on the week's last step the settlement of the energy its cars hold: every car is home at the

@@ -51,6 +51,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from powerzoo.data import calendar
+from powerzoo.data.markets import DEFAULT_MARKET
 from powerzoo.data.profiles import get_profiles
 from powerzoo.devices.ev_fleet import EVFleetParams
 from powerzoo.tasks.feeder import (
@@ -78,10 +79,10 @@ SHORTFALL_PENALTY = 1000.0  # $ per kWh below a departure goal: above any voltag
 UNSERVED_PENALTY = 1000.0  # $ per kWh of trip energy the battery could not supply
 
 
-def peak_hours(k: int, step_minutes: int = 60) -> np.ndarray:
+def peak_hours(k: int, step_minutes: int = 60, market: str = DEFAULT_MARKET) -> np.ndarray:
     """Mask [steps per day] of the ``k`` dearest steps of the average day (train days of the base
-    prices)."""
-    profiles = get_profiles("base", step_minutes)
+    prices of ``market``)."""
+    profiles = get_profiles("base", step_minutes, market)
     spd = profiles.steps_per_day
     price = profiles.series["price_per_mwh"][: calendar.N_DAYS * spd]
     mean_day = price.reshape(calendar.N_DAYS, spd)[calendar.split_day_indices("train")].mean(axis=0)

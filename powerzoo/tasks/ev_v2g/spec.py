@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.data import calendar
+from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.devices.ev_fleet import EVFleetParams
 from powerzoo.tasks.ev_v2g.observation import observation_modes
 from powerzoo.tasks.feeder import grid_cost_rows
@@ -64,8 +65,11 @@ class EvV2gParams:
     peak_hours: int = 3
     # the cars: 60 kWh batteries on 7.2 kW bidirectional chargers (EVFleetParams' defaults)
     fleet: EVFleetParams = EVFleetParams()
+    # the price model (powerzoo.data.markets.MARKETS)
+    market: str = DEFAULT_MARKET
 
     def __post_init__(self) -> None:
+        check_market(self.market)
         n = _check_count("n_evs", self.n_evs, MAX_SITES)
         object.__setattr__(self, "n_evs", n)
         per_site = self.vehicles_per_site
@@ -101,7 +105,8 @@ def ev_v2g_spec(task_id: str, params: EvV2gParams) -> TaskSpec:
         ),
         horizon=HORIZON,
         step_minutes=STEP_MINUTES,
-        splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "low_renewable", "price_spike"),
+        splits=calendar.BASE_SPLITS
+        + ("load_stress", "heatwave", "cold_snap", "low_renewable", "price_spike"),
         reward_terms=("v2g_revenue", "charging_cost", "v2g_wear", "settlement"),
         reward_doc=(
             "per agent: own price x (discharged - charged kWh) / 1000 - V2G wear ($ per step), "

@@ -106,7 +106,7 @@ class MarlEvV2g(FeederTask):
 
     ## Reward
     Per agent, $ per step: the site's V2G revenue minus its charging cost at the price, minus V2G
-    wear (15 $/MWh on discharged and recharged energy), and on the week's last step the settlement
+    wear (7.5 $/MWh on discharged and recharged energy), and on the week's last step the settlement
     of the energy its cars hold at the week's mean price.
 
     ## Costs
@@ -123,7 +123,8 @@ class MarlEvV2g(FeederTask):
 
     ## Arguments
     ``n_evs`` (5), ``vehicles_per_site``, ``fleet_vehicles``, ``load_scale`` (0.7),
-    ``initial_soc``, ``peak_hours``, ``fleet`` (the cars' parameters).
+    ``initial_soc``, ``peak_hours``, ``fleet`` (the cars' parameters), ``market`` (the price
+    model, ``powerzoo.data.markets``).
 
     ## Baselines
     Random; rule-based: charge at full power from arrival until the goal, V2G in the 3 dearest hours
@@ -149,8 +150,11 @@ class MarlEvV2g(FeederTask):
         self.locate_neighbours(self.buses)
         self._own_load_mw = self.grid.bus_p_mw[self.buses]
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
-        self._peak = peak_hours(p.peak_hours, STEP_MINUTES)
-        self._reference_price = reference_price_per_mwh(self.profiles.steps_per_day, STEP_MINUTES)
+        market = self.profiles.market
+        self._peak = peak_hours(p.peak_hours, STEP_MINUTES, market)
+        self._reference_price = reference_price_per_mwh(
+            self.profiles.steps_per_day, STEP_MINUTES, market
+        )
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod

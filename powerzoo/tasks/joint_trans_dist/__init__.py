@@ -18,7 +18,7 @@ Model (multi-agent, 30-minute steps, 48 or 336 per episode)
   ``demand_pu``, with an exact AC power flow per step (:class:`powerzoo.tasks.feeder.
   FeederModel`). Agents ``battery_0..2`` (group ``distribution``): 1 MWh / 0.5 MW inverter
   batteries at feeder buses 16, 23, 31 (0-based, as ``marl_der_arbitrage``), efficiencies 0.95,
-  SOC in [0.1, 0.9] from 0.5, wear 15 $/MWh of throughput; action ``p_mw`` in [-0.5, 0.5]
+  SOC in [0.1, 0.9] from 0.5, wear 7.5 $/MWh of throughput; action ``p_mw`` in [-0.5, 0.5]
   (+ discharge), reactive power 0.
 * Coupling, every step: the feeder's head power from its exact AC flow (loads - batteries +
   losses; ``info["feeder_p_mw"]`` [B, n_feeders]) is added to the load of the boundary bus in the

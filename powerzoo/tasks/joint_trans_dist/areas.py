@@ -22,7 +22,7 @@ Model (multi-agent, 30-minute steps, 48 per episode); what differs from ``joint_
   (:attr:`~powerzoo.tasks.joint_trans_dist.task.JointTransDist.net_feeder_load`), so with the
   batteries idle the bus's total is the case's load plus the feeder's losses (case118's
   congestion as in ``opf_118`` but for those few hundred kW). Batteries as
-  ``joint_trans_dist`` (1 MWh / 0.5 MW, wear 15 $/MWh), on case141 at the buses of
+  ``joint_trans_dist`` (1 MWh / 0.5 MW, wear 7.5 $/MWh), on case141 at the buses of
   ``marl_ders_benchmark``, on case33bw at those of ``marl_der_arbitrage``; every feeder's loads
   at ``feeder_load_scale = 0.75``.
 * Agents: ``area_0 .. area_5`` (group ``transmission``): one per control area of case118

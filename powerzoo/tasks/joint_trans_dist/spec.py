@@ -11,6 +11,7 @@ import numpy as np
 
 from powerzoo.data import calendar
 from powerzoo.data.profiles import get_profiles
+from powerzoo.devices.battery import WEAR_COST_PER_MWH
 from powerzoo.physics.cases import NetworkCase
 from powerzoo.tasks.balancing import REGULATION_SHARE, check_regulation_keywords, regulation_price
 from powerzoo.tasks.feeder import FeederModel, grid_cost_rows
@@ -64,6 +65,8 @@ class JointParams:
     # each battery's energy (MWh) and power rating (MW)
     energy_mwh: float = 1.0
     power_mw: float = 0.5
+    # each battery's wear ($ per MWh of grid-side throughput, each leg; powerzoo.devices.battery)
+    degradation_cost_per_mwh: float = WEAR_COST_PER_MWH
     # half-hours of charging and of discharging in the rule-based time-of-use schedule
     tou_steps: int = 8
     # the oracle plans the feeder voltages in [0.95 + m, 1.05 - m] p.u.
@@ -79,7 +82,12 @@ class JointParams:
         for name in ("load_scale", "energy_mwh", "power_mw"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("feeder_load_scale", "imbalance_price_per_mwh", "overload_penalty_per_mwh"):
+        for name in (
+            "feeder_load_scale",
+            "imbalance_price_per_mwh",
+            "overload_penalty_per_mwh",
+            "degradation_cost_per_mwh",
+        ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not 1 <= self.tou_steps <= 24:
@@ -199,7 +207,7 @@ def joint_spec(
         ),
         horizon=horizon,
         step_minutes=STEP_MINUTES,
-        splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave"),
+        splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave", "cold_snap"),
         reward_terms=(
             "generation_cost",
             "imbalance_cost",
@@ -213,7 +221,8 @@ def joint_spec(
             f"({100 * params.regulation_share:g} % of the peak load) x "
             f"{params.imbalance_price_per_mwh:g} $/MWh + |imbalance| within it x "
             f"{params.regulation_price_on(case):g} $/MWh + transmission overload x "
-            f"{params.overload_penalty_per_mwh:g} $/MWh + 15 $/MWh x battery throughput) per "
+            f"{params.overload_penalty_per_mwh:g} $/MWh + "
+            f"{params.degradation_cost_per_mwh:g} $/MWh x battery throughput) per "
             "step ($; the feeders' head power, losses included, is load the generators serve), "
             "and on the last step the batteries' stored energy's change since the start settled "
             "at the episode's mean expected boundary price"

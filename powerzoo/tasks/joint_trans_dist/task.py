@@ -155,7 +155,10 @@ class JointTransDist(Task):
                 )
             self.load_share = self.bus_load_scale / self.bus_load_scale.sum()
         self.battery = InverterBatteryParams(
-            energy_capacity_mwh=p.energy_mwh, power_max_mw=p.power_mw, n_units=self.n_bat
+            energy_capacity_mwh=p.energy_mwh,
+            power_max_mw=p.power_mw,
+            n_units=self.n_bat,
+            degradation_cost_per_mwh=p.degradation_cost_per_mwh,
         )
         # per calendar step: each feeder's head power with its batteries idle, and the expected
         # boundary price (the price rule at the transmission loads plus those head powers)
