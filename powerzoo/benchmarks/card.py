@@ -247,9 +247,14 @@ def _storage_block(
         "rule_leaves_share": None,
     }
     if oracle is not None and ref is not None and power_mw > 0:
-        gain_per_day = (float(oracle["mean"]) - float(ref["mean"])) / _episode_days(spec)
-        block["kw_year"] = gain_per_day * 365.0 / (power_mw * 1000.0)
         gain = float(oracle["mean"]) - float(ref["mean"])
+        if reference == "idle":  # else the gain holds the task's other decisions too
+            block["kw_year"] = gain / _episode_days(spec) * 365.0 / (power_mw * 1000.0)
+        else:
+            notes.append(
+                f"no $/kW-year: without an idle policy the oracle's gain over {reference} holds "
+                "the task's other decisions too, so it is not the storage's"
+            )
         if rule is not None and abs(gain) > 1e-12:
             block["rule_leaves_share"] = (float(oracle["mean"]) - float(rule["mean"])) / gain
     throughput = (oracle or {}).get("storage_throughput_mwh")

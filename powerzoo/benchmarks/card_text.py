@@ -47,7 +47,11 @@ def _detail_lines(card: Mapping[str, Any]) -> list[str]:
     s = card.get("storage")
     if s is not None:
         energy = "" if s["energy_mwh"] is None else f", {s['energy_mwh']:,.4g} MWh"
-        kw_year = "not measured" if s["kw_year"] is None else f"{s['kw_year']:,.2f} $/kW-year"
+        kw_year = (
+            f"{s['kw_year']:,.2f} $/kW-year"
+            if s["kw_year"] is not None
+            else ("not measured" if s["reference"] == "idle" else "n/a (no idle policy)")
+        )
         trading = (
             "not measured"
             if s["trading_day_share"] is None
