@@ -10,9 +10,10 @@ A fence opts out with ``notest`` (an illustrative snippet) and marks itself slow
 ``fixture:slow_example`` (deselected by ``-m "not slow"``): ```python notest in
 README.md, ```{.python notest} on a site page (the form MkDocs' superfences renders as code;
 ``tests/docs/test_examples.py`` checks it). Each example runs in a fresh temporary working
-directory, so the ``results/`` and ``runs/`` folders it writes never land in the repository,
-with matplotlib on its file-only Agg backend. The clone's read-only inputs (``configs/``,
-``campaigns/``) are linked into that directory, so an example reads
+directory, so the ``results/``, ``runs/``, ``models/``, ``logs/``, ``ckpt/`` folders and the
+config files it writes never land in the repository (Minari's ``MINARI_DATASETS_PATH`` points
+there too), with matplotlib on its file-only Agg backend. The clone's read-only inputs
+(``configs/``, ``campaigns/``) are linked into that directory, so an example reads
 ``configs/battery_arbitrage.yaml`` as a user in the clone's root does.
 """
 
@@ -103,6 +104,8 @@ def _example_working_directory(request: pytest.FixtureRequest, tmp_path, monkeyp
             (tmp_path / name).symlink_to(REPO_ROOT / name, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # Minari's datasets (an example may point it elsewhere itself: restored afterwards)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:
         pyplot.switch_backend("Agg")

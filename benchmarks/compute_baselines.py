@@ -27,9 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from powerzoo.benchmarks.baselines import (
-    BASELINES_FILE,
-    compute_baselines,
+from powerzoo.benchmarks.baselines import BASELINES_FILE, compute_baselines
+from powerzoo.benchmarks.table_writing import (
     merge_rows,  # noqa: F401  (re-exported: the script's former home of these helpers)
     table_days,
     write_table,

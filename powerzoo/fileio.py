@@ -37,6 +37,10 @@ __all__ = [
     "PLAIN_NAME_RULE",
     "check_plain_name",
     "exclusive_lock",
+    "OutputPathError",
+    "check_output_folder",
+    "check_output_file",
+    "os_error_line",
 ]
 
 T = TypeVar("T")
@@ -223,3 +227,70 @@ def check_plain_name(value: Any, field: str) -> str:
     if not isinstance(value, str) or not _PLAIN.fullmatch(value) or len(value) > _MAX_CHARS:
         raise ValueError(f"{field} {value!r} is not allowed; use {PLAIN_NAME_RULE}")
     return value
+
+
+class OutputPathError(ValueError):
+    """An output folder or file that cannot be written; the message is one line naming it, why,
+    and what to do (the command line prints it as ``powerzoo: error: ...``)."""
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (``.`` for a relative path none of whose
+    parts exist)."""
+    current = path
+    while not current.exists() and not current.is_symlink():
+        parent = current.parent
+        if parent == current:
+            break
+        current = parent
+    return current
+
+
+def check_output_folder(path: str | Path, what: str = "output folder") -> Path:
+    """``path`` if PowerZoo can create files in it (it need not exist yet), else
+    :class:`OutputPathError` in one line: ``path`` (or one of its parents) is a file, or the
+    nearest existing folder is not writable (permissions, read-only filesystem).
+
+    Nothing is created. ``what`` names the path in the message (``"--output-dir"``).
+    """
+    path = Path(path)
+    existing = _nearest_existing(path)
+    if existing.exists() and not existing.is_dir():
+        where = "is a file" if existing == path else f"is inside {existing}, which is a file"
+        raise OutputPathError(f"{what} {path} {where}, not a folder; give a folder path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == path else f" (its nearest existing folder {existing} is not)"
+        raise OutputPathError(
+            f"{what} {path} is not writable{where}; give a folder you can write to"
+        )
+    return path
+
+
+def check_output_file(path: str | Path, what: str = "output file") -> Path:
+    """``path`` if PowerZoo can write it (atomically, through a temporary file in its folder),
+    else :class:`OutputPathError` in one line: ``path`` is a folder, its folder is a file or is
+    not writable. Nothing is created."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputPathError(f"{what} {path} is a folder; give a file path (e.g. {path}/data.h5)")
+    existing = _nearest_existing(path.parent)
+    if existing.exists() and not existing.is_dir():
+        raise OutputPathError(
+            f"{what} {path} is inside {existing}, which is a file, not a folder; give another path"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputPathError(
+            f"{what} {path} cannot be written: the folder {existing} is not writable; "
+            "give a path in a folder you can write to"
+        )
+    return path
+
+
+def os_error_line(err: OSError) -> str:
+    """One line for an :class:`OSError` of a file operation: ``cannot write <file>: <reason>``
+    (its ``strerror`` and file names), without the ``[Errno n]`` prefix."""
+    reason = err.strerror or str(err)
+    names = [str(n) for n in (err.filename, err.filename2) if n is not None]
+    if not names:
+        return f"{reason}"
+    return f"cannot use {' -> '.join(names)}: {reason}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,36 @@ def step_rule_based(task: Any, state: Any, n_steps: int, rng: Any) -> Any:
     for _ in range(n_steps):
         state, _ = task.step(state, task.rule_based_action(task.observe(state)), rng)
     return state
+
+
+# ---- waiting on events ---------------------------------------------------------------------------
+SAFETY_TIMEOUT_S = 1800.0
+"""Seconds after which a wait gives up: only a guard against a hang (a child that never gets
+there), far beyond any machine's speed. Tests wait on files, output lines and process states,
+never on the clock."""
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    what: str,
+    process: subprocess.Popen | None = None,
+    poll_s: float = 0.02,
+) -> None:
+    """Poll ``ready()`` until it holds.
+
+    Fails at once if ``process`` ends first (its stderr in the message, when it was piped), and
+    after :data:`SAFETY_TIMEOUT_S` (a hang: ``what`` never happened), however slow the machine.
+    """
+    started = time.monotonic()
+    while not ready():
+        if process is not None and process.poll() is not None:
+            stderr = process.stderr.read() if process.stderr is not None else ""
+            if isinstance(stderr, bytes):
+                stderr = stderr.decode(errors="replace")
+            raise AssertionError(f"the process ended before {what}: {stderr[-2000:]}")
+        if time.monotonic() - started > SAFETY_TIMEOUT_S:
+            raise AssertionError(f"{what} did not happen in {SAFETY_TIMEOUT_S:.0f} s (a hang)")
+        time.sleep(poll_s)
 
 
 # ---- fresh interpreters --------------------------------------------------------------------------

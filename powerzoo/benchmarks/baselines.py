@@ -9,6 +9,8 @@ policy)::
     mean, std, iqm, mean_costs, episode_costs, violation_rate, over_budget, over_budget_rate,
     mean_length, return_unit, seconds, date, version
     (+ team_sum_mean for multi-agent tasks: the mean of the returns summed over the agents)
+    (+ episode_cost_steps: per constraint, per episode, the steps whose cost is above
+    :data:`~powerzoo.benchmarks.evaluation.COST_TOLERANCE`)
     (+ oracle_fallback_steps for oracle rows: steps where the oracle's solver failed and the
     action was interpolated from the neighbouring steps, see
     :class:`~powerzoo.benchmarks.policies.OraclePolicy`)
@@ -44,10 +46,12 @@ To score an agent on the table's episodes::
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +63,7 @@ from powerzoo.benchmarks.policies import OraclePolicy, idle_tasks, make_baseline
 from powerzoo.benchmarks.storage import has_storage, storage_energy_mwh, storage_power_mw
 from powerzoo.envs.introspect import task_of
 from powerzoo.envs.make import make_env
-from powerzoo.fileio import CorruptFileError, read_or_corrupt, write_json
+from powerzoo.fileio import CorruptFileError, read_or_corrupt
 from powerzoo.progress import progress_bar
 from powerzoo.tasks import list_tasks, make_task
 
@@ -71,6 +75,7 @@ __all__ = [
     "make_baseline_policy",
     "select_days",
     "load_baselines",
+    "baseline_table",
     "baseline_row",
     "baseline_rows",
     "reference_policy",
@@ -78,9 +83,6 @@ __all__ = [
     "normalized_score",
     "score_or_none",
     "evaluation_protocol",
-    "merge_rows",
-    "table_days",
-    "write_table",
 ]
 
 BASELINES_FILE = Path(__file__).resolve().with_name("baselines.json")
@@ -164,6 +166,7 @@ def evaluate_baseline(
         "iqm": summary["iqm_return"],
         "mean_costs": summary["mean_costs"],
         "episode_costs": summary["episode_costs"],
+        "episode_cost_steps": summary["episode_cost_steps"],
         "violation_rate": summary["violation_rate"],
         "over_budget": summary["over_budget"],
         "over_budget_rate": summary["over_budget_rate"],
@@ -265,103 +268,46 @@ def compute_baselines(
     return rows
 
 
-def merge_rows(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``old`` with rows of the same (task, split, policy) replaced by ``new``'s in place; each
-    other new row goes after the last row of its task, or, for a task ``old`` lacks, before the
-    first row of a task whose name sorts after it (else at the end).
-
-    Args:
-        old: The table's rows.
-        new: Rows just computed.
-
-    Returns:
-        The merged rows.
-    """
-    key = lambda r: (r["task"], r["split"], r["policy"])  # noqa: E731
-    replaced = {key(r): r for r in new}
-    merged = [replaced.pop(key(r), r) for r in old]
-    for row in replaced.values():
-        same = [i for i, r in enumerate(merged) if r["task"] == row["task"]]
-        later = [i for i, r in enumerate(merged) if r["task"] > row["task"]]
-        at = same[-1] + 1 if same else (later[0] if later else len(merged))
-        merged.insert(at, row)
-    return merged
-
-
-def table_days(
-    rows: list[dict[str, Any]], tasks: list[str] | None, split: str, seed: int
-) -> dict[str, list[int]]:
-    """``{task: day_ids}`` of the tasks (all when ``None``) that have rows on ``split`` in
-    ``rows``; ``ValueError`` when a task's rows used another seed or different days.
-
-    Args:
-        rows: The table's rows.
-        tasks: Task names (``None``: every task in ``rows``).
-        split: The split.
-        seed: The seed the new rows use.
-
-    Returns:
-        The days of each task's rows.
-    """
-    days: dict[str, list[int]] = {}
-    for r in rows:
-        if r.get("split") != split or (tasks is not None and r["task"] not in tasks):
-            continue
-        if "day_ids" not in r:
-            continue
-        if int(r.get("seed", seed)) != seed:
-            raise ValueError(
-                f"the table's {r['task']} rows use seed {r['seed']}, not {seed}: pass --seed "
-                f"{r['seed']} so that new rows score against them"
-            )
-        if days.setdefault(r["task"], list(r["day_ids"])) != list(r["day_ids"]):
-            raise ValueError(f"the table's {r['task']} rows on {split} use different days")
-    return days
-
-
-def write_table(
-    path: str | Path, rows: list[dict[str, Any]], command: str, fresh: bool = False
-) -> dict[str, Any]:
-    """Merge ``rows`` into the table at ``path`` (:func:`merge_rows`; a new table if there is
-    none, or with ``fresh``) and write it atomically, ``command`` appended to its
-    ``generated_by``.
-
-    Args:
-        path: The table's JSON file.
-        rows: Rows just computed.
-        command: The command that computed them, for ``generated_by``.
-        fresh: Start from an empty table instead of the file's rows.
-
-    Returns:
-        The table written.
-    """
-    path = Path(path)
-    table = json.loads(path.read_text(encoding="utf-8")) if path.is_file() and not fresh else {}
-    history = table.get("generated_by")
-    payload = {
-        "generated_by": f"{history}; then {command.strip()}" if history else command.strip(),
-        "protocol": PROTOCOL,
-        "results": merge_rows(table.get("results", []), rows),
-    }
-    write_json(path, payload, indent=1)
-    return payload
-
-
 # ---- reading the table ----------------------------------------------------------------------
+_TABLE_IN_USE: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "baseline_table", default=None
+)
+
+
+@contextlib.contextmanager
+def baseline_table(path: str | Path) -> Iterator[Path]:
+    """Within the block, every reader of the baseline table (scores, cards, results pages) reads
+    the table at ``path`` instead of the packaged one: a campaign scored against the table of
+    its day keeps its numbers when the tasks and the packaged table change later.
+
+    Args:
+        path: A baselines JSON file.
+
+    Yields:
+        The path.
+    """
+    token = _TABLE_IN_USE.set(Path(path))
+    try:
+        yield Path(path)
+    finally:
+        _TABLE_IN_USE.reset(token)
+
+
 def load_baselines(path: str | Path | None = None) -> dict[str, Any]:
-    """The baseline table (default: the packaged ``baselines.json``):
+    """The baseline table (default: the one :func:`baseline_table` selects, else the packaged
+    ``baselines.json``):
     ``{"generated_by", "results": [row]}``.
 
     ``FileNotFoundError`` without a table; :class:`~powerzoo.fileio.CorruptFileError` (a
     ``ValueError`` naming the file) for a damaged one.
 
     Args:
-        path: A baselines JSON file (``None``: the packaged one).
+        path: A baselines JSON file (``None``: the one in use).
 
     Returns:
         The table as a dict.
     """
-    path = BASELINES_FILE if path is None else Path(path)
+    path = (_TABLE_IN_USE.get() or BASELINES_FILE) if path is None else Path(path)
     if not path.is_file():
         raise FileNotFoundError(
             f"no baseline table at {path}; generate it with benchmarks/compute_baselines.py"

@@ -59,6 +59,7 @@ __all__ = [
     "CARD_TARGETS",
     "MARKET_PRICE_TASKS",
     "FIGURES",
+    "N1_RESERVE_TASKS",
     "card_targets",
     "task_card",
     "check_card",
@@ -144,16 +145,36 @@ MARKET_PRICE_TASKS = frozenset(
 :mod:`powerzoo.data.profiles`); the others price energy from their own units' costs (dispatch,
 the joint tasks' merit-order boundary price, voltage control's system lambda) or see no price."""
 
+N1_RESERVE_TASKS = frozenset({"tso"})
+"""Tasks whose ``reserve_shortfall`` cost holds the N-1 row (every online unit's output covered
+by the other online units' spinning reserve, :mod:`powerzoo.tasks.unit_commitment`); ``marl_uc``
+carries 10 % of its load alone, no N-1 row."""
+
+
+def _oracle_n1_shortfall_steps(rows: Mapping[str, Mapping[str, Any]]) -> float | None:
+    """Steps of the oracle's table episodes short of reserve (``reserve_shortfall`` above
+    :data:`~powerzoo.benchmarks.evaluation.COST_TOLERANCE` in a step), summed over the
+    episodes; ``None`` off :data:`N1_RESERVE_TASKS` or where the row has no step counts."""
+    oracle = rows.get("oracle")
+    if oracle is None or oracle.get("task") not in N1_RESERVE_TASKS:
+        return None
+    steps = (oracle.get("episode_cost_steps") or {}).get("reserve_shortfall")
+    return None if steps is None else float(sum(steps))
+
+
 FIGURES: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
     "idle_over_budget_share": lambda rows: (
         float(rows["idle"]["over_budget_rate"])
         if "idle" in rows and rows["idle"].get("over_budget_rate") is not None
         else None
     ),
+    "oracle_n1_shortfall_steps": _oracle_n1_shortfall_steps,
 }
 """The task's own figures of a card: name -> function of the task's table rows ``{policy: row}``
 giving the value (``None``: not measured, left out). ``idle_over_budget_share``: the share of
-episodes the idle policy is over budget."""
+episodes the idle policy is over budget. ``oracle_n1_shortfall_steps`` (``tso``,
+:data:`N1_RESERVE_TASKS`): the oracle's steps short of spinning reserve by the N-1 row over the
+table's episodes (row field ``episode_cost_steps``; 0 expected)."""
 
 _NOT_MEASURED = "not measured: run powerzoo card {task} --recompute"
 WITHIN_BUDGET_SHARE = 0.05
@@ -431,7 +452,8 @@ def recompute_card(
     Returns:
         The card of the updated table (:func:`task_card`).
     """
-    from powerzoo.benchmarks.baselines import BASELINES_FILE, compute_baselines, write_table
+    from powerzoo.benchmarks.baselines import BASELINES_FILE, compute_baselines
+    from powerzoo.benchmarks.table_writing import write_table
 
     path = Path(BASELINES_FILE if table is None else table)
     rows = compute_baselines([task], split, seed, max_episodes, progress=progress)

@@ -80,7 +80,8 @@ def return_unit(spec: Any) -> str:
 class EpisodeRecord(dict):
     """One episode: ``return`` (system return, module docstring), ``team_return`` and
     ``agent_returns`` ([n_agents]) (multi-agent only),
-    ``length`` (steps), ``costs`` (sum per constraint, physical units), ``day_id`` and per-step
+    ``length`` (steps), ``costs`` (sum per constraint, physical units), ``cost_steps`` (per
+    constraint, the steps whose cost is above :data:`COST_TOLERANCE`), ``day_id`` and per-step
     ``trace``; with ``rollout(..., storage=True)`` on a task with storage, ``storage_mwh``: the
     storage throughput of each calendar day of the episode (MWh,
     :mod:`powerzoo.benchmarks.storage`)."""
@@ -128,6 +129,7 @@ def rollout(
     total: Any = 0.0 if agents is None else np.zeros(len(agents))
     length, done = 0, False
     costs: np.ndarray | None = None
+    cost_steps: np.ndarray | None = None  # steps with each cost above COST_TOLERANCE
     shared: dict[str, Any] = info if agents is None else info[agents[0]]
     trace: dict[str, list[Any]] = {k: [] for k in trace_keys}
     meter = _storage_meter(env) if storage else None
@@ -142,6 +144,8 @@ def rollout(
             shared = info
         step_costs = np.asarray(shared["constraint_costs"], dtype=np.float64)
         costs = step_costs.copy() if costs is None else costs + step_costs
+        positive = (step_costs > COST_TOLERANCE).astype(np.int64)
+        cost_steps = positive if cost_steps is None else cost_steps + positive
         total += reward
         length += 1
         for k in trace:
@@ -161,6 +165,7 @@ def rollout(
             "return": float(np.sum(total)),
             "length": length,
             "costs": costs,
+            "cost_steps": cost_steps,
             "day_id": shared.get("day_id"),
             "trace": {k: np.asarray(v) for k, v in trace.items()},
         }
@@ -212,7 +217,9 @@ def summarize_episodes(
 
     ``mean_costs[name]`` is the mean over episodes of the cost summed over the episode (physical
     units) and ``episode_costs[name]`` the per-episode sums; ``violation_rate`` is the fraction of
-    episodes in which some selected constraint's cost exceeds :data:`COST_TOLERANCE`, and
+    episodes in which some selected constraint's cost exceeds :data:`COST_TOLERANCE`
+    (records of :func:`rollout` add ``episode_cost_steps[name]``: per episode, the steps whose
+    cost is above :data:`COST_TOLERANCE`), and
     ``over_budget_rate`` (``None`` off a PowerZoo env) the fraction in which some selected
     constraint exceeds its per-episode budget (:func:`budget_flags`). Records with
     ``storage_mwh`` add ``storage_throughput_mwh``: per episode, the storage throughput of each
@@ -234,6 +241,9 @@ def summarize_episodes(
         "episode_costs": {name: costs[:, j].tolist() for j, name in enumerate(names)},
         "returns": returns,
     }
+    if all(r.get("cost_steps") is not None for r in records):
+        steps = np.stack([r["cost_steps"] for r in records])
+        summary["episode_cost_steps"] = {name: steps[:, j].tolist() for j, name in enumerate(names)}
     summary.update(budget_flags(costs, names, getattr(task_of(env), "spec", None)))
     throughput = daily_throughput(records)
     if throughput is not None:

@@ -30,9 +30,14 @@ __all__ = [
     "record_episode",
     "EpisodeTrace",
     "MAX_ACTION_LINES",
+    "PNG_METADATA",
 ]
 
 MAX_ACTION_LINES = 8  # wider action vectors plot their first components only
+PNG_METADATA: dict[str, str | None] = {"Software": None}
+"""``savefig(..., metadata=PNG_METADATA)``: no ``Software`` entry (Matplotlib writes its own
+version there by default), so a figure's bytes depend on what it shows, not on the Matplotlib
+release that drew it: a committed figure redrawn with the same numbers is the same file."""
 
 
 def _pyplot() -> Any:
@@ -47,7 +52,7 @@ def _pyplot() -> Any:
 def _save(fig: Any, path: str | Path) -> Path:
     """Save ``fig`` as a PNG atomically (folders created), close it, return the path."""
     try:
-        return atomic_save(path, lambda p: fig.savefig(p, dpi=110))
+        return atomic_save(path, lambda p: fig.savefig(p, dpi=110, metadata=PNG_METADATA))
     finally:
         _pyplot().close(fig)
 

@@ -9,11 +9,14 @@ prices, loads; grouped by unit), the reward per step and the selected constraint
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from powerzoo.benchmarks.plots import PNG_METADATA
+from powerzoo.fileio import atomic_save
 from powerzoo.tasks import make_task
 
 __all__ = ["KEY_FIELDS", "rule_day", "plot_rule_day"]
@@ -183,6 +186,12 @@ def plot_rule_day(name: str, path: str | Path, day: int | None = None) -> Path:
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80, metadata=PNG_METADATA)
     plt.close(fig)
+    data = buffer.getvalue()
+    # the same figure is not written again: `mkdocs serve` rebuilds on every write, and an
+    # unchanged committed figure keeps its file untouched
+    if not (path.is_file() and path.read_bytes() == data):
+        atomic_save(path, lambda tmp: tmp.write_bytes(data))
     return path

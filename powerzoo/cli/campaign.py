@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from powerzoo.cli.common import add_progress_argument, print_tables
+from powerzoo.fileio import check_output_folder
 
 __all__ = ["add_parser"]
 
@@ -17,6 +18,7 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
 
     campaign = load_campaign(args.campaign)
     out = args.out or f"results/campaign-{campaign.name}"
+    check_output_folder(out, "--out")  # before any trial trains
     if args.backend == "local":
         if args.address is not None:
             raise ValueError("--address is for --backend ray")

@@ -146,6 +146,8 @@ def plot_episode(traces: dict[str, dict[str, np.ndarray]], day_label: str, path:
     """Price, battery power and SOC of one episode for each policy, saved as a PNG."""
     import matplotlib
 
+    from powerzoo.benchmarks.plots import PNG_METADATA
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -165,7 +167,7 @@ def plot_episode(traces: dict[str, dict[str, np.ndarray]], day_label: str, path:
     axes[1].legend(loc="upper left", ncol=3)
     fig.tight_layout()
     try:
-        return atomic_save(path, lambda p: fig.savefig(p, dpi=110))
+        return atomic_save(path, lambda p: fig.savefig(p, dpi=110, metadata=PNG_METADATA))
     finally:
         plt.close(fig)
 

@@ -4,13 +4,14 @@ demo, collect datasets, train / eval / resume agents."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 import warnings
 from typing import Any
 
 from powerzoo.benchmarks.policies import BASELINE_POLICIES
-from powerzoo.fileio import DiskFullError
+from powerzoo.fileio import DiskFullError, check_output_file, os_error_line
 
 __all__ = ["main"]
 
@@ -93,6 +94,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    check_output_file(args.output, "-o/--output")  # before any episode is collected
     single_agent = task_spec(args.task).agent_mode == "single"
     num_envs = args.num_envs
     if num_envs is None:
@@ -234,6 +236,17 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FileNotFoundError, FileExistsError, DiskFullError) as err:
             print(f"powerzoo: error: {err}", file=sys.stderr)
             return 2
+        except (PermissionError, NotADirectoryError, IsADirectoryError) as err:
+            print(f"powerzoo: error: {os_error_line(err)}", file=sys.stderr)
+            return 2
+        except OSError as err:
+            if err.errno != errno.EROFS:
+                raise
+            print(f"powerzoo: error: {os_error_line(err)}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"powerzoo: interrupted ({args.command})", file=sys.stderr)
+            return 130
 
 
 def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:

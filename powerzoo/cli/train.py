@@ -31,6 +31,19 @@ def _run_name(value: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _env_steps(value: str) -> int:
+    """``--timesteps`` / ``--eval-freq``: a whole number, also written ``1e6`` or ``100_000``."""
+    from powerzoo.rl.config import whole_number
+
+    try:
+        number = whole_number(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise argparse.ArgumentTypeError(f"must be a whole number of env steps, got {value!r}")
+    return number
+
+
 @contextlib.contextmanager
 def _space_errors(run_dir: Callable[[], Any]) -> Iterator[None]:
     """A write refused for space inside the block (disk full, ``ulimit -f``, quota; atomic writes
@@ -134,24 +147,71 @@ def _cmd_train(args: argparse.Namespace) -> int:
     trainer = Trainer(
         args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides
     )
-    with _space_errors(lambda: trainer.run_dir):
-        if is_native(trainer.algorithm):  # MAPPO / IPPO (-L), PPO-L: the native trainer
-            result = trainer.train()
-        elif trainer.is_multi_agent:
-            result = trainer.train_il() if args.marl == "il" else trainer.train_marl_simultaneous()
-        else:
-            result = trainer.train()
-        trainer.close()
+    resumable = getattr(trainer, "RESUMABLE", True)
+    trainer.on_start = lambda folder: _announce_start(folder, resumable)
+    try:
+        with _space_errors(lambda: trainer.run_dir):
+            if is_native(trainer.algorithm):  # MAPPO / IPPO (-L), PPO-L: the native trainer
+                result = trainer.train()
+            elif trainer.is_multi_agent:
+                il = args.marl == "il"
+                result = trainer.train_il() if il else trainer.train_marl_simultaneous()
+            else:
+                result = trainer.train()
+            trainer.close()
+    except KeyboardInterrupt:
+        return _interrupted(trainer.run_dir, resumable)
     _print_result(result)
     return 0
+
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT, as a shell reports it)."""
+
+
+def _announce_start(run_dir: Path, resumable: bool = True) -> None:
+    """The line ``powerzoo train`` prints once training has started in ``run_dir``."""
+    folder = shlex.quote(str(run_dir))
+    then = f"`powerzoo resume {folder}` continues it" if resumable else "no checkpoints"
+    print(f"training started: {run_dir} (Ctrl-C stops it; {then})", flush=True)
+
+
+def _interrupted(run_dir: Path | None, resumable: bool = True) -> int:
+    """One line on stderr after Ctrl-C (what was kept, how to go on); returns 130."""
+    import sys
+
+    from powerzoo.rl import run_dir as rd
+
+    if run_dir is not None and (Path(run_dir) / rd.CONFIG_FILE).is_file() and resumable:
+        folder = shlex.quote(str(run_dir))
+        print(
+            f"powerzoo: interrupted: the run in {run_dir} stopped (marked interrupted, kept up to "
+            f"its last checkpoint); continue it with `powerzoo resume {folder}`",
+            file=sys.stderr,
+        )
+    elif run_dir is not None and (Path(run_dir) / rd.CONFIG_FILE).is_file():
+        print(
+            f"powerzoo: interrupted: the run in {run_dir} stopped (marked interrupted); SB3 "
+            "multi-agent runs keep no checkpoints: train it again with --overwrite",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            "powerzoo: interrupted before the run folder was written; nothing to resume",
+            file=sys.stderr,
+        )
+    return INTERRUPTED
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
     from powerzoo.rl.run_dir import read_run_state
     from powerzoo.rl.trainer import Trainer
 
-    with _space_errors(lambda: args.run_dir):
-        trainer = Trainer.resume(args.run_dir, trust_pickle=args.trust_pickle)
+    try:
+        with _space_errors(lambda: args.run_dir):
+            trainer = Trainer.resume(args.run_dir, trust_pickle=args.trust_pickle)
+    except KeyboardInterrupt:
+        return _interrupted(Path(args.run_dir))
     if trainer.result is None:  # nothing trained: the run had ended (read-only, nothing written)
         state = read_run_state(args.run_dir) or {}
         steps = int(state.get("num_timesteps") or 0)
@@ -270,10 +330,14 @@ def add_parsers(sub: Any) -> None:
         default=None,
         help="algorithm (default: PPO; multi-agent tasks also MAPPO, IPPO, MAPPO-L, IPPO-L)",
     )
-    p.add_argument("--timesteps", type=int, default=None, help="training budget in env steps")
+    p.add_argument(
+        "--timesteps", type=_env_steps, default=None, help="training budget in env steps (1e6 ok)"
+    )
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--n-envs", type=int, default=None, help="parallel training envs")
-    p.add_argument("--eval-freq", type=int, default=None, help="env steps between evaluations")
+    p.add_argument(
+        "--eval-freq", type=_env_steps, default=None, help="env steps between evaluations"
+    )
     p.add_argument(
         "--name",
         default=None,

@@ -8,6 +8,7 @@ turn it into the Gymnasium env, the native vector env or one of the multi-agent 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -177,9 +178,44 @@ def make_env(
     return build_env(name, options, {**file_kwargs, **task_kwargs})
 
 
+def unexpected_keyword(entry: str, keys: list[str], task: str, params: tuple[str, ...]) -> str:
+    """The message of keywords ``keys`` of ``entry`` (``make_env``) that are neither options nor
+    parameters of ``task`` (``params``): Python's own wording for the first, the closest valid
+    names (``difflib``), then the task's parameters and the options."""
+    options = EnvOptions.field_names()
+    close = difflib.get_close_matches(keys[0], [*options, *params], n=2, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    listed = ", ".join(params) if params else f"none, {task} takes no task parameters"
+    return (
+        f"{entry}() got an unexpected keyword argument '{keys[0]}'{hint} ({task} got unknown "
+        f"parameter(s) {keys}; valid: {listed}; {entry} options: {', '.join(options)})"
+    )
+
+
+def check_task_keywords(name: str, task_kwargs: Mapping[str, Any], entry: str = "make_env") -> None:
+    """``TypeError`` for keywords that are not parameters of task ``name``, naming the closest
+    option or parameter (``normalise`` -> ``normalize``, ``n_env`` -> ``num_envs``).
+
+    A task class without a ``Params`` class is left to check its keywords itself.
+    """
+    from powerzoo.tasks.base import task_keywords
+
+    params_class = getattr(get_task_class(name), "Params", None)
+    if params_class is None:
+        return
+    try:
+        valid = task_keywords(params_class)
+    except TypeError:  # not a dataclass and no KEYWORDS: the task checks its keywords itself
+        return
+    unknown = [key for key in task_kwargs if key not in valid]
+    if unknown:
+        raise TypeError(unexpected_keyword(entry, unknown, name, valid))
+
+
 def build_env(name: str, options: EnvOptions, task_kwargs: Mapping[str, Any]) -> Any:
     """The env of task ``name`` under ``options`` (what :func:`make_env` returns)."""
     task_kwargs = dict(task_kwargs)
+    check_task_keywords(name, task_kwargs)
     spec = get_task_class(name).make_spec(**task_kwargs)
     if spec.agent_mode == "multi":
         return _make_multi_agent_env(name, options, task_kwargs)

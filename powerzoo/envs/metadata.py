@@ -20,6 +20,17 @@ class TaskMetadata:
         """Order of ``info["reward_terms"]`` columns."""
         return self.task_spec.reward_terms
 
+    def render(self) -> None:
+        """PowerZoo envs have no render modes (``metadata["render_modes"] == []``): raises
+        ``NotImplementedError`` saying so and what to use instead (a plot of an episode)."""
+        raise NotImplementedError(
+            f"{self.task_spec.task_id} has no render modes (metadata['render_modes'] is []): "
+            "PowerZoo envs draw nothing. To look at an episode, plot it: "
+            "powerzoo.benchmarks.plots.record_episode(env, policy) then "
+            "plot_recorded_episode(trace, env.unwrapped.task_spec, 'episode.png'), or "
+            "`powerzoo eval RUN_DIR --plot-day K` for a trained run"
+        )
+
     def selected_constraint_names(self) -> tuple[str, ...]:
         """Order of ``info["selected_constraint_costs"]`` columns (the task's CMDP costs)."""
         return self.task_spec.selected_constraints

@@ -66,6 +66,17 @@ class PowerZooParallelEnv(_TaskMetadata, ParallelEnv):
         n_state = self.core.n_agents * self.core.obs_spec.dim
         self.state_space = gym.spaces.Box(-np.inf, np.inf, shape=(n_state,), dtype=np.float32)
 
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The env's random generator (start days and noise), seeded by ``reset(seed=...)``, as
+        a Gymnasium env's ``np_random``: wrappers that draw from ``env.unwrapped.np_random``
+        (SuperSuit's ``frame_skip_v0``) use it."""
+        return self.core.runner.rng
+
+    @np_random.setter
+    def np_random(self, generator: np.random.Generator) -> None:
+        self.core.runner.rng = generator
+
     def observation_space(self, agent: str) -> gym.Space:
         """Observation space of one agent.
 
@@ -219,6 +230,8 @@ class PowerZooMultiAgentVectorEnv(_TaskMetadata):
         normalize: Scale observations and actions by the nominal ranges.
         reward: Reward preset name, weights or callable (``None``: the task's reward).
     """
+
+    metadata = {"render_modes": []}
 
     def __init__(
         self,

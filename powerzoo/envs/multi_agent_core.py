@@ -21,7 +21,13 @@ from powerzoo.envs.pipeline import (
     apply_reward,
     compile_reward,
 )
-from powerzoo.envs.runner import TaskRunner, conform_action, squeezed_shape
+from powerzoo.envs.runner import (
+    TaskRunner,
+    conform_action,
+    few_names,
+    short_repr,
+    squeezed_shape,
+)
 from powerzoo.tasks.base import Task
 
 __all__ = ["MultiAgentCore"]
@@ -80,10 +86,14 @@ class MultiAgentCore:
                 f"got {type(actions).__name__}"
             )
         if actions.keys() != self._agent_set:
-            missing, unknown = set(self.agents) - set(actions), set(actions) - set(self.agents)
+            missing = [a for a in self.agents if a not in actions]
+            unknown = sorted(map(str, set(actions) - self._agent_set))
             raise ValueError(
-                f"{self.spec.task_id}: actions need exactly the agents {list(self.agents)}; "
-                f"missing {sorted(missing)}, unknown {sorted(unknown)}"
+                f"{self.spec.task_id}: actions need exactly the {self.n_agents} agents "
+                f"({few_names(self.agents)}); missing {len(missing)}"
+                + (f" ({few_names(missing)})" if missing else "")
+                + f", unknown {len(unknown)}"
+                + (f" ({few_names([short_repr(k, 40) for k in unknown])})" if unknown else "")
             )
         joint = self._stacked_action(actions)
         if joint is None:

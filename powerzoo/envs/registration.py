@@ -33,7 +33,8 @@ def _check_keywords(task: str, render_mode: str | None, kwargs: dict[str, Any], 
     neither ``make_env`` nor the task takes."""
     from gymnasium import logger
 
-    from powerzoo.envs.make import EnvOptions
+    from powerzoo.envs.make import EnvOptions, unexpected_keyword
+    from powerzoo.tasks.base import task_keywords
     from powerzoo.tasks.registry import get_task_class
 
     if render_mode is not None:
@@ -50,10 +51,12 @@ def _check_keywords(task: str, render_mode: str | None, kwargs: dict[str, Any], 
         try:
             task_class.make_spec(**{key: value})
         except TypeError:
-            raise TypeError(
-                f"{entry}() got an unexpected keyword argument '{key}': not a make_env option "
-                f"({', '.join(sorted(options))}) nor a parameter of {task}"
-            ) from None
+            params_class = getattr(task_class, "Params", None)
+            try:
+                params = task_keywords(params_class) if params_class is not None else ()
+            except TypeError:
+                params = ()
+            raise TypeError(unexpected_keyword(entry, [key], task, params)) from None
 
 
 def make_registered(task: str, render_mode: str | None = None, **kwargs: Any) -> Any:

@@ -34,6 +34,7 @@ __all__ = [
     "conform_action",
     "squeezed_shape",
     "short_repr",
+    "few_names",
     "non_finite_entry",
     "reset_options",
     "start_day_option",
@@ -130,12 +131,19 @@ def start_day_option(options: Any, day_id: Any = None) -> Any:
     return options.get("day_id")
 
 
+def few_names(names: Any, shown: int = 3) -> str:
+    """``a, b, c`` for a one-line message, cut to the first ``shown`` and a count when there are
+    more (``a, b, c, ... 510 in all``): a large case has thousands of entries or agents."""
+    names = [str(n) for n in names]
+    if len(names) > shown:
+        return f"{', '.join(names[:shown])}, ... {len(names)} in all"
+    return ", ".join(names)
+
+
 def _fields(names: tuple[str, ...]) -> str:
     """The action's entry names as `` (a, b, c)`` for a message (empty without names; the first
-    eight and a count when there are more)."""
-    if len(names) > 8:
-        return f" ({', '.join(names[:8])}, ... {len(names)} in all)"
-    return f" ({', '.join(names)})" if names else ""
+    three and a count when there are more)."""
+    return f" ({few_names(names)})" if names else ""
 
 
 def short_repr(value: Any, limit: int = 200) -> str:

@@ -41,6 +41,7 @@ from scipy.sparse.linalg import splu
 
 from powerzoo.physics.ac_network import PQ, PV, REF, ACNetwork, ac_network
 from powerzoo.physics.batched_lu import BatchedLU
+from powerzoo.physics.blas_threads import one_blas_thread
 
 __all__ = ["ACPFResult", "ac_power_flow"]
 
@@ -404,6 +405,14 @@ def ac_power_flow(
         if vm_set.shape[0] != b and not (single or b == 1):
             raise ValueError(f"vm_pu has {vm_set.shape[0]} rows but the batch has {b}")
         b = max(b, vm_set.shape[0])
+    # one BLAS thread: SuperLU's factorisations and solves call BLAS, whose threaded kernels may
+    # sum in another order; the same bits whatever the thread count (physics.blas_threads)
+    with one_blas_thread():
+        return _solve(net, p, q, vm_set, b, single, tol_pu, max_iter, chord_max_iter)
+
+
+def _solve(net, p, q, vm_set, b, single, tol_pu, max_iter, chord_max_iter) -> ACPFResult:
+    """The two stages of :func:`ac_power_flow` on validated inputs."""
     s = _solver(net)
     pub = np.flatnonzero(net.bus_internal >= 0)
     idx = s.position[net.bus_internal[pub]]

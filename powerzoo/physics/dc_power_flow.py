@@ -22,6 +22,7 @@ import weakref
 
 import numpy as np
 
+from powerzoo.physics.blas_threads import one_blas_thread
 from powerzoo.physics.dc_sparse import dc_factor
 from powerzoo.physics.network import NetworkCase
 
@@ -99,7 +100,9 @@ def ptdf_matrix(case: NetworkCase) -> np.ndarray:
     try:
         # PTDF_red = B_f,red @ inv(B_red) (B_red is indefinite with series capacitors, x < 0).
         # numpy rather than scipy.linalg: importing scipy.linalg costs ~0.2 s of env construction.
-        ptdf_red = np.linalg.solve(b_red, b_f[:, keep].T).T
+        # on one BLAS thread: a parallel LU gives other last bits (physics.blas_threads)
+        with one_blas_thread(b_red.size):
+            ptdf_red = np.linalg.solve(b_red, b_f[:, keep].T).T
     except np.linalg.LinAlgError as err:
         raise ValueError(f"{case.name}: singular B matrix") from err
     ptdf = np.zeros((n_branch, n_bus))

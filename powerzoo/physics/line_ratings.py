@@ -56,7 +56,7 @@ ones at 102-217 MVA, the eight 345 kV lines at 518-1,207 MVA, the eleven 345 kV 
 branches at a 100 MW floor and the 345 kV lines at 101-385 MW).
 Measured on the test split of ``opf_118`` (the DC-OPF with these limits at the tasks' load,
 ``1.1 x`` the case's base load times the daily shape): one branch binds (the 345/138 kV
-transformer 8-5) in 18.7 % of the half-hours, 43.3 % on ``load_stress``; the DC-OPF stays
+transformer 8-5) in 6.2 % of the test half-hours, 20.0 % on ``load_stress``; the DC-OPF stays
 feasible with hard limits.
 """
 

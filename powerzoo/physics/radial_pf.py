@@ -66,7 +66,10 @@ __all__ = [
 
 SWEEP_MIN_WORK = 10_000  # "auto" sweeps level by level from B * (n_bus - 1) >= this on (measured)
 _HUGE = 1e30  # stands in for inf in rows that diverged
-_PIN_MIN_WORK = 65_536  # multiply-adds of one dense product from which BLAS is pinned to one thread
+# multiply-adds of one dense product from which BLAS is pinned to one thread: OpenBLAS may
+# split a matrix-vector product over threads from 2,304 x 4 = 9,216 multiply-adds on (its
+# gemv threshold), and the split changes the last bits of the sums with the thread count
+_PIN_MIN_WORK = 9_216
 _POOL_MIN_SIZE = 16384  # results of at least this many branch values come from the pool
 
 
@@ -265,8 +268,8 @@ def radial_power_flow(
                 f"v_init must be finite with shape {(batch, case.n_bus)}, got {v_init.shape}"
             )
         gather(v_init, plan.order, 1.0, v, rows)
-    # OpenBLAS runs a product on one thread below 4 x 65,536 multiply-adds anyway (its
-    # GEMM_MULTITHREAD_THRESHOLD): small batches skip the pinning and its library calls
+    # OpenBLAS runs a product on one thread below 9,216 multiply-adds anyway (its gemv
+    # threshold): small batches skip the pinning and its library calls
     blas, threads = _pin_blas() if batch * plan.m * plan.m >= _PIN_MIN_WORK else ((), ())
     try:
         with np.errstate(all="ignore"):

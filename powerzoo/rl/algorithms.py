@@ -14,6 +14,7 @@ torch and SB3 are imported only when an algorithm class is asked for, so importi
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import importlib
 import inspect
 import math
@@ -34,6 +35,8 @@ __all__ = [
     "is_native_marl",
     "is_native",
     "algorithms_for",
+    "exact_number",
+    "numbers_in_kwargs",
 ]
 
 
@@ -111,9 +114,67 @@ _INTEGERS = frozenset(
 )  # fmt: skip
 
 
+# keys of _BOUNDS that SB3 also takes as text ("auto" or "auto_0.1" for SAC's ent_coef)
+_TEXT_ALLOWED = frozenset({"ent_coef"})
+# field types of the native trainer's parameters (MAPPOParams) that hold a number
+_NUMERIC_TYPES = frozenset({"int", "float", "float | None", "int | None"})
+
+
+def exact_number(value: Any) -> Any:
+    """``value`` as a number when it is a string that writes one exactly (``"1e6"``,
+    ``"3e-4"``, ``"100_000"``), else unchanged.
+
+    YAML 1.1, which ``yaml.safe_load`` reads, takes ``1e6`` and ``3e-4`` (no dot) for strings. A
+    whole number becomes an ``int``, any other a ``float``.
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip().replace("_", "")
+    try:
+        number = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return value
+    if not text or not number.is_finite():
+        return value
+    if number == number.to_integral_value():
+        return int(number)
+    return float(number)
+
+
+def _numeric_keys(name: str) -> frozenset[str]:
+    """The keyword arguments of algorithm ``name`` that only take numbers."""
+    if is_native(name):
+        params = importlib.import_module("powerzoo.rl.mappo.hparams").MAPPOParams
+        return frozenset(
+            f.name for f in dataclasses.fields(params) if str(f.type) in _NUMERIC_TYPES
+        )
+    return frozenset(_BOUNDS) - _TEXT_ALLOWED
+
+
+def numbers_in_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the exact numeric strings of algorithm ``name``'s numeric arguments as
+    numbers (``learning_rate: 3e-4`` in YAML is the string ``"3e-4"``); other values unchanged.
+
+    Args:
+        name: Algorithm name (any case).
+        kwargs: The ``algorithm_kwargs``.
+
+    Returns:
+        A new dict.
+    """
+    try:
+        numeric = _numeric_keys(name)
+    except (ImportError, ValueError):
+        return dict(kwargs)
+    return {k: exact_number(v) if k in numeric else v for k, v in kwargs.items()}
+
+
 def _bound_problem(key: str, value: Any) -> str | None:
     """Why ``value`` is out of ``key``'s range (``None`` if it is in range or not a number)."""
     low, high, low_in, high_in = _BOUNDS[key]
+    value = exact_number(value)
+    if isinstance(value, str) and key not in _TEXT_ALLOWED:
+        return f"must be a number, got {value!r}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     if not math.isfinite(value):
@@ -191,8 +252,13 @@ def check_algorithm_kwargs(
     be over 1 (SB3 normalises advantages over them).
     """
     if is_native(name):  # MAPPOParams checks them (imported here: it is the mappo wing's)
+        numeric = _numeric_keys(name)
+        for key, value in kwargs.items():
+            value = exact_number(value)
+            if key in numeric and isinstance(value, str):
+                raise ValueError(f"{where}.{key}: must be a number, got {value!r}")
         check_params = importlib.import_module("powerzoo.rl.mappo.hparams").check_params
-        check_params(kwargs, where)
+        check_params(numbers_in_kwargs(name, kwargs), where)
         return
     params = inspect.signature(algorithm_class(name).__init__).parameters
     valid = sorted(

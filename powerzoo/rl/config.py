@@ -58,6 +58,9 @@ Every field, with its default::
     init_model: null                 # start from a saved model (.zip) instead of scratch
     overwrite: false                 # replace a run folder of the same name (else refused)
 
+Numbers may be written ``1e6`` or ``3e-4`` (strings to YAML 1.1): an exact number is taken as
+the number, a fractional one for an integer field is refused naming the field.
+
 Bounds checked before any run folder exists: ``total_timesteps`` (or ``episodes`` × horizon) at
 most 10^12 env steps, ``n_envs`` at most 65,536, ``torch_threads`` at most 1,024, and the common
 SB3 hyperparameters in ``algorithm_kwargs`` within their ranges (``gamma`` in (0, 1],
@@ -73,7 +76,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from powerzoo.fileio import atomic_write_text, read_or_corrupt
 from powerzoo.rl.algorithms import (
@@ -81,10 +92,17 @@ from powerzoo.rl.algorithms import (
     canonical_algorithm,
     check_algorithm_kwargs,
     is_native,
+    numbers_in_kwargs,
     trainer_class,
 )
 from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
-from powerzoo.rl.config_checks import MAX_TIMESTEPS, task_field_problems
+from powerzoo.rl.config_checks import (
+    MAX_TIMESTEPS,
+    format_errors,
+    number_for_field,
+    task_field_problems,
+    whole_number,
+)
 from powerzoo.rl.names import check_plain_name
 
 __all__ = [
@@ -103,6 +121,7 @@ __all__ = [
     "MAX_ENVS",
     "MAX_SEED",
     "MAX_TORCH_THREADS",
+    "whole_number",
 ]
 
 MAX_ENVS = 65_536
@@ -119,6 +138,14 @@ class ConfigError(ValueError):
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_written_as_text(cls, value: Any, info: ValidationInfo) -> Any:
+        """``total_timesteps: 1e6`` (a string to YAML 1.1) and ``1e6`` as a float are the
+        whole number 1,000,000; ``1.5`` for an integer field is refused naming the field."""
+        field = cls.model_fields.get(info.field_name or "")
+        return value if field is None else number_for_field(field.annotation, value)
 
 
 class EnvConfig(_Section):
@@ -221,6 +248,15 @@ class TrainConfig(_Section):
 
     @model_validator(mode="before")
     @classmethod
+    def _numeric_algorithm_kwargs(cls, data: Any) -> Any:
+        # `learning_rate: 3e-4` is the string "3e-4" to YAML 1.1: the number it writes
+        if isinstance(data, Mapping) and isinstance(data.get("algorithm_kwargs"), Mapping):
+            kwargs = numbers_in_kwargs(str(data.get("algorithm", "PPO")), data["algorithm_kwargs"])
+            data = {**data, "algorithm_kwargs": kwargs}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _native_marl_defaults(cls, data: Any) -> Any:
         # the native trainer normalises values itself: SB3's VecNormalize does not apply
         if isinstance(data, Mapping) and is_native(data.get("algorithm", "")):
@@ -264,7 +300,7 @@ class TrainConfig(_Section):
         try:
             config = cls.model_validate(data)
         except ValidationError as err:
-            raise ConfigError(f"{where}: {_format_errors(err)}") from None
+            raise ConfigError(f"{where}: {format_errors(err, TrainConfig)}") from None
         except ValueError as err:  # raised by validators outside pydantic's wrapping
             raise ConfigError(f"{where}: {err}") from None
         problems = task_field_problems(config)
@@ -457,19 +493,3 @@ def override_field(data: dict[str, Any], key: str, value: Any) -> None:
         isinstance(value, Mapping) and isinstance(section, Mapping) and key != "algorithm_kwargs"
     )
     data[key] = {**section, **value} if merge else value
-
-
-def _format_errors(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        field = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            parts.append(f"unknown field {field!r}")
-        elif e["type"] == "missing":
-            parts.append(f"missing required field {field!r}")
-        elif not e["loc"]:  # a check across fields: its message names them
-            parts.append(msg)
-        else:
-            parts.append(f"field {field!r}: {msg}")
-    return "; ".join(parts)

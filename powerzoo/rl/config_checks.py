@@ -6,11 +6,19 @@
 
 from __future__ import annotations
 
+import difflib
+import math
 from typing import Any
 
-from powerzoo.rl.algorithms import is_native, is_native_marl
+from powerzoo.rl.algorithms import exact_number, is_native, is_native_marl
 
-__all__ = ["MAX_TIMESTEPS", "task_field_problems"]
+__all__ = [
+    "MAX_TIMESTEPS",
+    "task_field_problems",
+    "whole_number",
+    "number_for_field",
+    "format_errors",
+]
 
 MAX_TIMESTEPS = 10**12
 """Largest training budget in env steps (years of wall time at any speed PowerZoo reaches)."""
@@ -86,3 +94,66 @@ def task_field_problems(config: Any) -> list[str]:
         except ValueError as err:
             problems.append(f"field '{field}': {err}")
     return problems
+
+
+def _is_integer_field(annotation: Any) -> bool:
+    """Whether a field holds an ``int`` (``int`` or ``int | None``; ``bool`` is not one)."""
+    if annotation is int:
+        return True
+    args = getattr(annotation, "__args__", ())
+    return int in args and all(a in (int, type(None)) for a in args)
+
+
+def whole_number(value: Any) -> Any:
+    """An integer field's value: an exact numeric string or a float without a fractional part
+    as an ``int`` (``1e6``, ``"1e6"``, ``1000000.0``); ``ValueError`` for a fractional one;
+    anything else unchanged (the field's own check refuses it)."""
+    value = exact_number(value)
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        if math.isfinite(value):
+            raise ValueError(f"must be a whole number, got {value!r}")
+    return value
+
+
+def number_for_field(annotation: Any, value: Any) -> Any:
+    """``value`` for a run-config field of type ``annotation``: ``total_timesteps: 1e6`` (a
+    string to YAML 1.1) and ``1e6`` as a float are the whole number 1,000,000 for an integer
+    field (``1.5`` is refused), an exact numeric string is the number for a float field."""
+    if _is_integer_field(annotation):
+        return whole_number(value)
+    if annotation in (float, float | None):
+        return exact_number(value)
+    return value
+
+
+def format_errors(err: Any, model: Any) -> str:
+    """pydantic's ``ValidationError`` of ``model`` (the run config's class) as one line: each
+    field by its dotted name, an unknown one with the closest known name."""
+    parts = []
+    for e in err.errors():
+        field = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            parts.append(f"unknown field {field!r}{_close_field(e['loc'], model)}")
+        elif e["type"] == "missing":
+            parts.append(f"missing required field {field!r}")
+        elif not e["loc"]:  # a check across fields: its message names them
+            parts.append(msg)
+        else:
+            parts.append(f"field {field!r}: {msg}")
+    return "; ".join(parts)
+
+
+def _close_field(loc: tuple[Any, ...], model: Any) -> str:
+    """``"; did you mean 'total_timesteps'?"`` for an unknown field at ``loc`` of ``model`` (a
+    pydantic model class; empty when no field of its section is close)."""
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part)) if isinstance(model, type) else None
+        args = getattr(field.annotation, "__args__", (field.annotation,)) if field else ()
+        model = next((a for a in args if hasattr(a, "model_fields")), None)
+        if model is None:
+            return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from powerzoo.fileio import write_json
+from powerzoo.fileio import check_output_folder, write_json
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl.algorithms import trainer_class
 from powerzoo.rl.checkpoint import check_recorded_config
@@ -47,6 +47,10 @@ def holds_run_dir(method: F) -> F:
         outer = self._run_lock is not None
         try:
             return method(self, *args, **kwargs)
+        except KeyboardInterrupt:
+            if not outer:  # Ctrl-C: the run is no longer running; `powerzoo resume` continues it
+                self._mark_interrupted()
+            raise
         finally:
             if not outer:
                 self._release_run_dir()
@@ -61,6 +65,10 @@ class TrainerBase(abc.ABC):
         config: a validated run config (:class:`~powerzoo.rl.config.TrainConfig`).
     """
 
+    RESUMABLE = True
+    """Whether ``resume`` continues an interrupted run from a checkpoint (not the SB3 multi-agent
+    loops, which keep only their final models)."""
+
     def __init__(self, config: TrainConfig) -> None:
         self.config = config
         self.spec = task_spec(config.task, **config.env.task_kwargs)
@@ -72,6 +80,9 @@ class TrainerBase(abc.ABC):
         self._trust_pickle = False  # read the pickles of older run folders (load / resume)
         self._run_lock: contextlib.ExitStack | None = None
         self._locked_dir: Path | None = None
+        # called with the run folder once training has started (run_state.json says "running")
+        self.on_start: Callable[[Path], None] | None = None
+        self._start_announced = False
 
     # ---- facts -----------------------------------------------------------------------------------
     @property
@@ -253,6 +264,8 @@ class TrainerBase(abc.ABC):
             return self.run_dir
         if self._planned_dir is None:
             cfg = self.config
+            # a file or an unwritable folder fails here, in one line, before anything is built
+            check_output_folder(cfg.output_dir, "output folder (output_dir, --output-dir)")
             name = cfg.name or rd.free_run_name(cfg.output_dir, cfg.algorithm, cfg.task, cfg.seed)
             self._planned_dir = Path(cfg.output_dir) / name
         if (self._planned_dir / rd.CONFIG_FILE).exists() and not self.config.overwrite:
@@ -319,6 +332,22 @@ class TrainerBase(abc.ABC):
                 **self._config_record(),
             },
         )
+        if status == "running" and self.on_start is not None and not self._start_announced:
+            self._start_announced = True
+            self.on_start(self.run_dir)
+
+    def _mark_interrupted(self) -> None:
+        """After Ctrl-C: ``run_state.json`` says ``interrupted`` instead of ``running`` (the
+        newest checkpoint stays what ``resume`` continues from); nothing when the run folder was
+        not written yet or the run had ended."""
+        if self.run_dir is None:
+            return
+        try:
+            state = rd.read_run_state(self.run_dir) or {}
+            if state.get("status") == "running":
+                self._write_state("interrupted")
+        except Exception as err:  # noqa: BLE001 - the interrupt is what the caller must see
+            warnings.warn(f"could not mark {self.run_dir} interrupted: {err}", stacklevel=2)
 
     def _config_record(self) -> dict[str, Any]:
         """``config_fingerprint`` and ``config`` (the resolved config), kept in ``run_state.json``

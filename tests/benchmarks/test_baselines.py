@@ -267,3 +267,34 @@ def test_fill_plan_gaps_interpolates_failed_steps():
     assert fill_plan_gaps(plan[:1])[1] == 0
     with pytest.raises(RuntimeError, match="no finite step"):
         fill_plan_gaps(np.full((3, 1), np.nan))
+
+
+def test_a_campaign_scores_against_the_table_it_selects(tmp_path):
+    """Inside ``baseline_table(path)`` every reader uses that table (a campaign folder's copy), and
+    the packaged one again after the block."""
+    import json
+
+    from powerzoo.benchmarks.baselines import BASELINES_FILE, baseline_table, normalized_score
+
+    table = json.loads(BASELINES_FILE.read_text(encoding="utf-8"))
+    for row in table["results"]:
+        if row["task"] == "battery_arbitrage" and row["policy"] == "oracle":
+            row["mean"] = row["mean"] * 2.0  # an earlier table with another oracle
+    copy = tmp_path / "baseline_table.json"
+    copy.write_text(json.dumps(table), encoding="utf-8")
+    packaged = normalized_score("battery_arbitrage", 0.0)
+    with baseline_table(copy):
+        scored = normalized_score("battery_arbitrage", 0.0)
+    assert scored != packaged
+    assert normalized_score("battery_arbitrage", 0.0) == packaged
+    random = next(
+        r["mean"]
+        for r in table["results"]
+        if r["task"] == "battery_arbitrage" and r["policy"] == "random"
+    )
+    oracle = next(
+        r["mean"]
+        for r in table["results"]
+        if r["task"] == "battery_arbitrage" and r["policy"] == "oracle"
+    )
+    assert scored == pytest.approx(-random / (oracle - random))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from powerzoo.benchmarks.evaluation import (
+    COST_TOLERANCE,
     budget_flags,
     evaluate,
     evaluate_days,
@@ -323,3 +324,10 @@ def test_evaluate_days_keeps_per_episode_costs_and_budget_flags():
         full["mean_costs"]["soc_violation"]
     )
     assert full["over_budget"] == [True, True] and full["over_budget_rate"] == 1.0
+    # per episode, the steps with each cost above COST_TOLERANCE (a step above it puts the
+    # episode's sum above it too)
+    steps = full["episode_cost_steps"]["soc_violation"]
+    costs = full["episode_costs"]["soc_violation"]
+    assert len(steps) == 2 and all(isinstance(k, int) for k in steps)
+    assert all(0 < k <= full["mean_length"] for k in steps)  # over budget on both days
+    assert all(c > COST_TOLERANCE * k for k, c in zip(steps, costs, strict=True))

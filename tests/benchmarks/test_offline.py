@@ -3,11 +3,11 @@
 import signal
 import subprocess
 import sys
-import time
 
 import h5py
 import numpy as np
 import pytest
+from helpers import SAFETY_TIMEOUT_S, wait_until
 from test_evaluate import ConstantPolicy, TwoAgentDictEnv
 
 import powerzoo
@@ -298,7 +298,7 @@ class StallAfter(RandomPolicy):
         StallAfter.calls += 1
         if StallAfter.calls == 150:  # two episodes are already in the temporary file
             pathlib.Path(sys.argv[2]).touch()
-            time.sleep(60)
+            time.sleep(3600)  # stalled until the test's signal (a guard ends it, not a clock)
         return super().act(obs, info)
 
 env = make_env("battery_arbitrage")
@@ -317,14 +317,10 @@ def test_a_killed_collection_leaves_no_file_at_save_path(tmp_path, sig):
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not marker.exists():
-            assert child.poll() is None, child.communicate()[1].decode()
-            assert time.monotonic() < deadline, "collection did not start"
-            time.sleep(0.05)
+        wait_until(marker.exists, "the collection stalled after two episodes", child)
         assert leftovers(tmp_path)  # the data so far lives in a temporary file
         child.send_signal(sig)
-        child.wait(timeout=30)
+        child.wait(timeout=SAFETY_TIMEOUT_S)
     finally:
         if child.poll() is None:
             child.kill()

@@ -12,12 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import h5py
 import numpy as np
 import pytest
-from helpers import run_cli
+from helpers import SAFETY_TIMEOUT_S, run_cli, wait_until
 
 from powerzoo.benchmarks.offline import DatasetGenerator, DatasetLoader
 from powerzoo.benchmarks.offline.writer import write_hdf5_atomically
@@ -111,12 +110,17 @@ def start_long_collect(path):
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 60
-    while not hidden_tmp(path.parent):
-        assert child.poll() is None, child.communicate()[1].decode()
-        assert time.monotonic() < deadline, "the collection did not start"
-        time.sleep(0.05)
-    time.sleep(0.3)  # into the rollout
+
+    def rolling_out() -> bool:  # transitions written: the temporary file grows past its header
+        sizes = []
+        for name in hidden_tmp(path.parent):
+            try:
+                sizes.append((path.parent / name).stat().st_size)
+            except FileNotFoundError:  # renamed or removed meanwhile
+                pass
+        return any(size > 100_000 for size in sizes)
+
+    wait_until(rolling_out, "the collection wrote its first transitions", child)
     return child
 
 
@@ -125,7 +129,7 @@ def test_sigterm_on_collect_removes_its_temporary_file(tmp_path):
     child = start_long_collect(path)
     try:
         os.kill(child.pid, signal.SIGTERM)
-        _, stderr = child.communicate(timeout=30)
+        _, stderr = child.communicate(timeout=SAFETY_TIMEOUT_S)
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)

@@ -38,7 +38,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from urllib.request import urlopen
 
 import pytest
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, SAFETY_TIMEOUT_S
 
 # what Material's default theme asks for from outside the site; blocked here, so their failed loads
 # are the only console errors allowed
@@ -179,6 +179,8 @@ class _Page:
     def __init__(self, browser: Any, site_url: str) -> None:
         self.site_url = site_url
         self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        # every wait of the page is on an event; the limit only guards against a hang
+        self.context.set_default_timeout(SAFETY_TIMEOUT_S * 1000)
         self.context.route("**/*", self._only_local)
         self.page = self.context.new_page()
         self.errors: list[str] = []
@@ -305,7 +307,7 @@ def test_search_box_finds_a_task_by_name(tab: _Page, query: str, task: str) -> N
     target = f"/tasks/{task}/"
     result = page.locator(f'.md-search-result__list a[href*="{target}"]').first
     try:
-        result.wait_for(state="visible", timeout=10_000)
+        result.wait_for(state="visible")  # the context's hang guard, not a clock
     except Exception:
         found = page.eval_on_selector_all(".md-search-result__list a", "a => a.map(e => e.href)")
         pytest.fail(f"searching {query!r} listed no link to {target}; results: {found}")
@@ -339,7 +341,7 @@ class _LinkParser(HTMLParser):
 def _fetch(url: str) -> tuple[int, str, bytes]:
     """HTTP status, content type and body of ``url``."""
     try:
-        with urlopen(url, timeout=10) as resp:
+        with urlopen(url, timeout=SAFETY_TIMEOUT_S) as resp:
             return resp.status, resp.headers.get_content_type(), resp.read()
     except HTTPError as err:
         return err.code, "", b""

@@ -170,13 +170,22 @@ def test_splits_are_honoured_by_the_env():
 
 
 def test_stress_split_reads_transformed_prices():
-    base = make_env(TASK, split="test")
-    spike = make_env(TASK, split="price_spike")
-    prices = []
-    for env in (base, spike):
+    def day_prices(split, market):
+        env = make_env(TASK, split=split, market=market)
         env.reset(seed=0, options={"day_id": 3})
-        prices.append([env.step(np.zeros(1))[4]["price_per_mwh"] for _ in range(48)])
-    assert max(prices[1]) > 2.5 * max(prices[0])
+        return np.array([env.step(np.zeros(1))[4]["price_per_mwh"] for _ in range(48)])
+
+    # pjm_like: two evening hours multiplied by x3 to x6 (day 3: 52 -> 243 $/MWh)
+    base, spike = day_prices("test", "pjm_like"), day_prices("price_spike", "pjm_like")
+    assert spike.max() > 2.5 * base.max()
+    # high_renewable (the default): forced outages doubled and 7.5-15 % of the thermal fleet
+    # tripped in those hours, so every price rises, by 1-2 % in the day and by 11-19 % in the
+    # trip hours of day 3 (46 -> 53 $/MWh), a day with a wide reserve (the scarcity spikes come
+    # on days already short of it)
+    base, spike = day_prices("test", "high_renewable"), day_prices("price_spike", "high_renewable")
+    assert np.all(spike >= base) and spike.max() > 1.1 * base.max()
+    rise = spike / base
+    assert 32 <= np.argmax(rise) < 42 and rise.max() > 1.1  # in the 16:00-21:00 spike window
 
 
 def test_unknown_split_and_task_raise_listing_valid_names():

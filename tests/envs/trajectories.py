@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# one BLAS thread, as the test suite runs (tests/conftest.py): a task whose step runs a batched
-# matrix product (voltage_control_118's given dispatch) differs in the last float32 bit between
-# one and two threads
+# one BLAS thread, as the test suite runs (tests/conftest.py). The physics pins BLAS to one thread
+# where the thread count changed the bits (a PTDF's LU, an AC flow, a feeder's products:
+# powerzoo.physics.blas_threads; tests/envs/test_blas_threads.py), so this is belt and braces
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 

@@ -14,12 +14,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli
+from helpers import run_cli, wait_until
 
 from powerzoo.cli.main import main
 from powerzoo.fileio import CorruptFileError
@@ -119,11 +118,11 @@ def test_a_second_campaign_into_a_busy_folder_stops_naming_the_holder(tmp_path):
     )
     lock = out / LOCK_FILE
     try:
-        deadline = time.monotonic() + 60
-        while not (lock.is_file() and lock.read_text().strip() == str(first.pid)):
-            assert first.poll() is None, first.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the first campaign did not start"
-            time.sleep(0.05)
+        wait_until(
+            lambda: lock.is_file() and lock.read_text().strip() == str(first.pid),
+            "the first campaign took the folder's lock",
+            first,
+        )
         held = (out / CAMPAIGN_FILE).read_bytes()
         second = run_cli("campaign", str(spec), "--out", str(out), "--no-progress")
         assert one_error_line(second) == (

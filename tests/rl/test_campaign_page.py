@@ -201,7 +201,7 @@ def test_the_idle_row_is_shown_beside_the_campaigns_baselines(page):
     idle = _row(page, "idle")
     assert idle["kind"] == "baseline" and idle["mean_return"] == 0.0
     expected = -np.mean(random) / (np.mean(oracle) - np.mean(random))
-    assert idle["cmdp_score"] == pytest.approx(expected) == pytest.approx(0.979, abs=5e-4)
+    assert idle["cmdp_score"] == pytest.approx(expected)
     assert idle["over_budget_rate"] == 0.0
     summary = page.summary.read_text()
     assert "| task | idle | rule-based | oracle | best trained within budget |" in summary

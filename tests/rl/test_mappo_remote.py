@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from helpers import run_python  # noqa: E402
+from helpers import SAFETY_TIMEOUT_S, run_python  # noqa: E402
 
 from powerzoo.fileio import atomic_write_text, write_json  # noqa: E402
 from powerzoo.rl import Trainer  # noqa: E402
@@ -267,7 +267,7 @@ try:
 except ValueError as err:
     print(err)
 """
-    result = run_python(code, timeout=240)
+    result = run_python(code, timeout=SAFETY_TIMEOUT_S)  # a guard against a hang only
     assert result.returncode == 0, result.stderr
     assert "rollout workers" not in result.stdout  # the error, not the old warning
     assert "needs" in result.stdout and "use rollout_workers <=" in result.stdout

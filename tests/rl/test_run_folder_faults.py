@@ -14,12 +14,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli
+from helpers import run_cli, wait_until
 
 from powerzoo.cli.main import main
 from powerzoo.fileio import CorruptFileError
@@ -255,16 +254,14 @@ def _config(tmp_path: Path, name: str, total: int, checkpoint_freq: int) -> Path
     return path
 
 
-def _train_until(config: Path, ready, timeout: float = 120) -> None:
+def _train_until(config: Path, ready) -> None:
     """Start ``powerzoo train -c config``; SIGKILL it as soon as ``ready()`` holds."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "powerzoo.cli.main", "train", "-c", str(config)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None and not ready():
-        time.sleep(0.002)
+    wait_until(ready, "the moment to kill the run", proc, poll_s=0.002)
     assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, SAFETY_TIMEOUT_S
 from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -553,7 +553,7 @@ def test_env_is_closed_once_at_interpreter_exit(tmp_path):
         [sys.executable, str(path)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=SAFETY_TIMEOUT_S,  # a guard against a hang only
         cwd=root,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )

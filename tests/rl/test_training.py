@@ -9,13 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, SAFETY_TIMEOUT_S, wait_until
 
 from powerzoo.rl.conditions import (
     MaxSteps,
@@ -293,12 +292,12 @@ def test_sigkill_then_resume_reaches_the_budget_without_duplicated_steps(tmp_pat
     proc = subprocess.Popen(
         [*cli, "train", "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None:  # wait for the second checkpoint
-        latest = run / "checkpoints" / "latest"
-        if latest.is_file() and int(latest.read_text().split("_")[1]) >= 1024:
-            break
-        time.sleep(0.05)
+    latest = run / "checkpoints" / "latest"
+    wait_until(
+        lambda: latest.is_file() and int(latest.read_text().split("_")[1]) >= 1024,
+        "the second checkpoint",
+        proc,
+    )
     assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -306,7 +305,9 @@ def test_sigkill_then_resume_reaches_the_budget_without_duplicated_steps(tmp_pat
     killed_at = json.loads((run / "run_state.json").read_text())
     assert killed_at["status"] == "running"
 
-    done = subprocess.run([*cli, "resume", str(run)], capture_output=True, text=True, timeout=400)
+    done = subprocess.run(
+        [*cli, "resume", str(run)], capture_output=True, text=True, timeout=SAFETY_TIMEOUT_S
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     state = json.loads((run / "run_state.json").read_text())
     assert state["status"] == "finished" and state["num_timesteps"] == total

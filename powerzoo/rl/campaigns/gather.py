@@ -22,15 +22,25 @@ Two tables, because a benchmark reader and a debugging reader want different thi
 label, their ``seed`` telling the trials apart); ``return_vs_cost_<task>.png`` has a point per
 baseline and per (algorithm, setting); ``episode_<task>_<algorithm>_<setting>.png`` is the episode
 plot of its first seed (each trial's own stays in its ``evaluation/`` folder).
+
+Scores read the baseline table the campaign was first gathered against: a copy of the packaged
+table kept in the folder (:data:`BASELINE_TABLE_FILE`), so a campaign's numbers stay those of the
+tasks it trained on when the package's tasks and table change later (delete the copy to score
+against the current table).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import hashlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+from powerzoo.benchmarks.baselines import BASELINES_FILE as PACKAGED_TABLE
+from powerzoo.benchmarks.baselines import baseline_table
 from powerzoo.benchmarks.campaign import run_campaign
 from powerzoo.benchmarks.plots import plot_return_vs_cost
 from powerzoo.benchmarks.report import (
@@ -44,7 +54,7 @@ from powerzoo.benchmarks.report import (
     write_csv_tables,
     write_results_markdown,
 )
-from powerzoo.fileio import atomic_write_text
+from powerzoo.fileio import atomic_write_text, read_json, write_json
 from powerzoo.rl.campaigns.spec import CampaignSpec
 from powerzoo.rl.campaigns.trial import (
     TRIAL_FILE,
@@ -54,7 +64,14 @@ from powerzoo.rl.campaigns.trial import (
     warn_left_out,
 )
 
-__all__ = ["gather", "pooled_trial_rows", "CampaignOutcome", "TRIAL_COLUMNS"]
+__all__ = [
+    "gather",
+    "evaluate_baselines",
+    "pooled_trial_rows",
+    "CampaignOutcome",
+    "TRIAL_COLUMNS",
+    "BASELINES_FILE",
+]
 
 TRIAL_COLUMNS = (
     "trial_id",
@@ -66,6 +83,119 @@ TRIAL_COLUMNS = (
     "model",
 )
 """Columns of ``trials.csv`` before the ``results.csv`` columns."""
+BASELINE_TABLE_FILE = "baseline_table.json"
+"""The copy of the baseline table a campaign folder is scored against (module docstring)."""
+BASELINES_FILE = "baselines_record.json"
+"""The baselines' evaluation in a campaign folder, reused by the next gathering when nothing it
+depends on changed (:func:`evaluate_baselines`)."""
+
+
+def _baselines_key(campaign: CampaignSpec) -> dict[str, Any]:
+    """What the baselines' numbers depend on: the campaign's tasks, baselines, seeds and
+    protocol, and the code and packaged files that compute them (every file of the package,
+    the baselines table included) with the numeric libraries' versions."""
+    from importlib import metadata
+
+    from powerzoo.provenance import PACKAGE_DIR
+
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(path.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    versions = {}
+    for name in ("numpy", "scipy", "highspy", "pandapower"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "tasks": list(campaign.tasks),
+        "baselines": list(campaign.baselines),
+        "seeds": list(campaign.seeds),
+        "split": campaign.split,
+        "episodes": campaign.episodes,
+        "plots": campaign.plots,
+        "package": digest.hexdigest()[:16],
+        "versions": versions,
+    }
+
+
+def evaluate_baselines(
+    campaign: CampaignSpec, out_dir: str | Path, progress: bool | None = None
+) -> CampaignResult:
+    """The baselines' rows, episodes and plots of ``campaign`` in ``out_dir``: those of the last
+    gathering when nothing they depend on changed (:func:`_baselines_key`: same tasks, baselines,
+    seeds, protocol, package files and numeric libraries; every plot still there), else evaluated
+    by :func:`~powerzoo.benchmarks.campaign.run_campaign` and recorded in
+    :data:`BASELINES_FILE`. Running a finished campaign again thus evaluates nothing.
+
+    Args:
+        campaign: The campaign.
+        out_dir: The campaign folder.
+        progress: Show progress bars (``None``: when the output is a terminal).
+
+    Returns:
+        The baselines' result (the caller adds the trials' rows).
+    """
+    out = Path(out_dir)
+    key = _baselines_key(campaign)
+    path = out / BASELINES_FILE
+    kept = _read_baselines(path, key, out, campaign.split)
+    if kept is not None:
+        return kept
+    result = run_campaign(
+        campaign.tasks,
+        policies=campaign.baselines,
+        seeds=campaign.seeds,
+        split=campaign.split,
+        episodes=campaign.episodes,
+        out_dir=out,
+        progress=progress,
+        plots=campaign.plots,
+    )
+    record = {
+        "key": key,
+        "rows": result.rows,
+        "episodes": result.episodes,
+        "notes": result.notes,
+        "cost_names": result.cost_names,
+        "plots": [p.name for p in result.plots],
+        "wall_seconds": result.wall_seconds,
+    }
+    write_json(path, copy.deepcopy(record), indent=None)
+    return result
+
+
+def _read_baselines(
+    path: Path, key: dict[str, Any], out: Path, split: str
+) -> CampaignResult | None:
+    """The result kept in ``path`` if it was recorded under ``key`` and its plots are in ``out``
+    (``None`` otherwise, also for an unreadable file: the baselines are evaluated again)."""
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("key") != json.loads(json.dumps(key)):
+        return None
+    try:
+        plots = [out / name for name in record["plots"]]
+        if not all(p.is_file() for p in plots):
+            return None
+        return CampaignResult(
+            out,
+            split,
+            tuple(key["seeds"]),
+            list(record["rows"]),
+            list(record["episodes"]),
+            list(record["notes"]),
+            {task: tuple(names) for task, names in record["cost_names"].items()},
+            {},
+            plots,
+            float(record["wall_seconds"]),
+        )
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None
 
 
 @dataclasses.dataclass
@@ -118,6 +248,21 @@ def gather(
         The gathered campaign.
     """
     out = Path(out_dir)
+    table = out / BASELINE_TABLE_FILE
+    if not table.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PACKAGED_TABLE, table)
+    with baseline_table(table):
+        return _gather(campaign, records, out, failed, progress)
+
+
+def _gather(
+    campaign: CampaignSpec,
+    records: dict[str, dict[str, Any]],
+    out: Path,
+    failed: dict[str, str] | None,
+    progress: bool | None,
+) -> CampaignOutcome:
     failed = dict(failed or {})
     records = dict(records)
     for trial in campaign.trials:
@@ -130,16 +275,7 @@ def gather(
             failed[trial.trial_id] = warn_left_out(
                 InvalidRecordError(path, problem, trial.trial_id)
             )
-    result = run_campaign(
-        campaign.tasks,
-        policies=campaign.baselines,
-        seeds=campaign.seeds,
-        split=campaign.split,
-        episodes=campaign.episodes,
-        out_dir=out,
-        progress=progress,
-        plots=campaign.plots,
-    )
+    result = evaluate_baselines(campaign, out, progress)
     result.notes.extend(campaign.notes)
     done = [t for t in campaign.trials if t.trial_id in records]
     trial_rows: list[dict[str, Any]] = []

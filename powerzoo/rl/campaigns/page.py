@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.baselines import baseline_rows
+from powerzoo.benchmarks.baselines import baseline_rows, baseline_table
 from powerzoo.benchmarks.plots import LearningCurve, plot_learning_curves, plot_return_vs_costs
 from powerzoo.benchmarks.report import (
     CampaignResult,
@@ -52,7 +52,7 @@ from powerzoo.benchmarks.report import (
 )
 from powerzoo.benchmarks.stats import bootstrap_ci
 from powerzoo.fileio import CorruptFileError, atomic_write_text, read_json
-from powerzoo.rl.campaigns.gather import pooled_trial_rows
+from powerzoo.rl.campaigns.gather import BASELINE_TABLE_FILE, pooled_trial_rows
 from powerzoo.rl.campaigns.local import CAMPAIGN_FILE
 from powerzoo.rl.campaigns.spec import CampaignSpec
 from powerzoo.rl.campaigns.trial import (
@@ -392,8 +392,22 @@ def write_results_page(
     and learning curves, missing trials), ``summary.md`` (one row per task), ``results.csv`` /
     ``episodes.csv`` (the page's rows and episodes, :mod:`powerzoo.benchmarks.report` columns),
     ``return_vs_cost_<task>.png`` and ``learning_curves_<task>.png`` (with ``plots``).
-    Nothing in ``campaign_dir`` is written.
+    Nothing in ``campaign_dir`` is written. Scores read the folder's copy of the baseline table
+    (``baseline_table.json``, :mod:`powerzoo.rl.campaigns.gather`) where it has one.
     """
+    table = Path(campaign_dir) / BASELINE_TABLE_FILE
+    if not table.is_file():  # a folder from before campaigns kept their table: the packaged one
+        return _write_results_page(campaign_dir, out_dir, plots, diagnoses)
+    with baseline_table(table):
+        return _write_results_page(campaign_dir, out_dir, plots, diagnoses)
+
+
+def _write_results_page(
+    campaign_dir: str | Path,
+    out_dir: str | Path,
+    plots: bool,
+    diagnoses: dict[str, str] | None,
+) -> ResultsPage:
     from powerzoo.rl.campaigns.page_text import index_markdown, summary_markdown
 
     folder = read_campaign_folder(campaign_dir)

@@ -23,7 +23,7 @@ from powerzoo.rl.campaigns.spec import (
     TrialSpec,
     config_hash,
 )
-from powerzoo.rl.config import ConfigError, TrainConfig, override_field
+from powerzoo.rl.config import ConfigError, TrainConfig, override_field, whole_number
 from powerzoo.rl.names import check_plain_name
 
 __all__ = ["load_campaign", "parse_campaign"]
@@ -269,6 +269,10 @@ def _budget(where: str, section: Any, tasks: list[str]) -> dict[str, dict[str, A
             **_check_keys(where, per_task.get(task), _BUDGET_KEYS, f"budget.per_task.{task}"),
         }
         for key, value in merged.items():
+            try:  # total_timesteps: 1e6 (a string to YAML 1.1) is 1,000,000
+                value = merged[key] = whole_number(value)
+            except ValueError:
+                pass
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise _fail(where, f"'budget.{key}' must be a positive integer, got {value!r}")
         if "total_timesteps" in merged and "episodes" in merged:

@@ -7,6 +7,11 @@ Stable-Baselines3 expects a class there. ``import powerzoo.rl`` teaches SB3's ow
 ``make_vec_env`` imported before ``powerzoo.rl`` learns the names too: the import order of a
 user's script does not matter.
 
+The same front gives a PowerZoo Gymnasium id its module, ``"powerzoo/BatteryArbitrage-v0"`` ->
+``"powerzoo:powerzoo/BatteryArbitrage-v0"`` (:func:`importable_id`), so the worker processes of
+``SubprocVecEnv``, which never imported PowerZoo, find it: Gymnasium imports the module named
+before the ``:`` first.
+
 When SB3 is not imported yet, a one-shot finder waits for its ``env_util`` module and removes
 itself once that module has loaded, so ``import powerzoo.rl`` never pays for torch (importing SB3
 costs about a second).
@@ -20,7 +25,7 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["install", "VEC_ENV_NAMES"]
+__all__ = ["install", "importable_id", "VEC_ENV_NAMES"]
 
 _TARGET = "stable_baselines3.common.env_util"
 _MARK = "_powerzoo_vec_env_names"
@@ -39,12 +44,37 @@ def _vec_env_class(name: str) -> type:
     return classes[name]
 
 
+def importable_id(env_id: Any) -> Any:
+    """``"powerzoo:powerzoo/BatteryArbitrage-v0"`` for a PowerZoo Gymnasium id given without
+    its module (anything else unchanged).
+
+    A worker process of ``SubprocVecEnv`` (started with ``forkserver`` or ``spawn``) has not
+    imported PowerZoo, so Gymnasium does not know the bare id there; with the ``module:`` prefix
+    Gymnasium imports ``powerzoo`` (which registers the ids) before it looks the id up.
+    """
+    if not isinstance(env_id, str) or ":" in env_id:
+        return env_id
+    from gymnasium.envs.registration import registry
+
+    from powerzoo.envs.registration import ENTRY_POINT
+
+    spec = registry.get(env_id)
+    if spec is None or spec.entry_point != ENTRY_POINT:
+        return env_id
+    return f"powerzoo:{env_id}"
+
+
 def _names_to_classes(original: types.FunctionType) -> Any:
-    """``original`` (SB3's function, copied) behind a front that maps the names to classes."""
+    """``original`` (SB3's function, copied) behind a front that maps the names to classes and
+    gives PowerZoo's Gymnasium ids their module (:func:`importable_id`)."""
 
     def make_vec_env(*args: Any, vec_env_cls: Any = None, **kwargs: Any) -> Any:
         if isinstance(vec_env_cls, str):
             vec_env_cls = _vec_env_class(vec_env_cls)
+        if args:
+            args = (importable_id(args[0]), *args[1:])
+        elif "env_id" in kwargs:
+            kwargs["env_id"] = importable_id(kwargs["env_id"])
         return original(*args, vec_env_cls=vec_env_cls, **kwargs)
 
     return make_vec_env

@@ -40,6 +40,8 @@ class SB3MultiAgentTrainer(TrainerBase):
         config: a validated run config naming an SB3 algorithm and a multi-agent task.
     """
 
+    RESUMABLE = False  # only the final models are kept: no checkpoint to resume from
+
     def __init__(self, config: TrainConfig) -> None:
         super().__init__(config)
         if not self.is_multi_agent:
@@ -169,7 +171,9 @@ class SB3MultiAgentTrainer(TrainerBase):
         started = time.perf_counter()
         self._planned_run_dir()
         eval_env = self._final_eval_env()
-        return started, eval_env, self._ensure_run_dir()
+        run_dir = self._ensure_run_dir()
+        self._write_state("running")  # until finished (or interrupted: no checkpoint to resume)
+        return started, eval_env, run_dir
 
     def _loop_kwargs(self, run_dir: Path) -> dict[str, Any]:
         """The keywords both training loops take from the config: seed, training env, SB3
