@@ -36,10 +36,14 @@ The reserve of a committed unit is what it can add within 10 minutes: ``r_g = mi
 (spinning) reserve of ISO practice (NERC BAL-002 contingency reserve must be deployed within
 the 15-minute recovery period; PJM's, NYISO's and ISO-NE's synchronized reserve products are
 10-minute products). Capacity that is committed but cannot be reached in 10 minutes does not
-count. The requirement is ``max(margin x load, largest online unit's output)`` with the
-contingency term (the N-1 rule: the reserve covers the loss of the largest single unit, the
-"most severe single contingency" of NERC BAL-002 and the ISOs' reserve requirements), or
-``margin x load`` alone where the contingency term is off.
+count. The requirement is ``margin x load`` on the summed reserve and, with the contingency
+term, the N-1 rule: for every online unit ``k``, ``sum_{g != k} r_g >= p_k``, the spinning
+reserve of the *other* online units covers the loss of unit ``k``'s output (the "most severe
+single contingency" of NERC BAL-002 and the ISOs' reserve requirements; the tripped unit's own
+headroom is lost with it and does not count). On the summed reserve this reads
+``sum_g r_g >= max_k (p_k + r_k)``, so :func:`reserve_requirement_mw` returns
+``max(margin x load, max_k (p_k + r_k))`` and the shortfall is ``max(margin x load - sum_g r_g,
+max_k (p_k - sum_{g != k} r_g), 0)``.
 
 Unit-commitment parameters (:func:`fleet_from_case`)
 --------------------------------------------------
@@ -462,13 +466,33 @@ def merit_order_within(
 
 
 def reserve_requirement_mw(
-    load_mw: np.ndarray, p_mw: np.ndarray, margin: float, contingency: bool
+    load_mw: np.ndarray,
+    p_mw: np.ndarray,
+    margin: float,
+    contingency: bool,
+    unit_reserve_mw: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Spinning reserve requirement [B] in MW (module docstring): ``margin x load_mw`` [B], or
-    with ``contingency`` at least the largest unit output in ``p_mw`` [B, n] (N-1)."""
-    required = margin * load_mw
+    """Total deliverable spinning reserve [B] in MW the committed units must carry (module
+    docstring): ``margin x load_mw``, and with ``contingency`` (N-1) at least ``max_k (p_k +
+    r_k)``: the loss of unit ``k`` takes its reserve with it (the row ``sum_{g != k} r_g >= p_k``).
+
+    Args:
+        load_mw: System load [B], MW.
+        p_mw: Unit outputs [B, n], MW.
+        margin: Requirement as a share of the load.
+        contingency: Add the N-1 term.
+        unit_reserve_mw: Deliverable reserve of each unit [B, n], MW (needed with
+            ``contingency``).
+
+    Returns:
+        The requirement on the summed reserve [B], MW.
+    """
+    required = margin * np.asarray(load_mw, dtype=np.float64)
     if contingency:
-        required = np.maximum(required, p_mw.max(axis=1, initial=0.0))
+        if unit_reserve_mw is None:
+            raise ValueError("the N-1 requirement needs each unit's reserve (unit_reserve_mw)")
+        largest = np.add(p_mw, unit_reserve_mw).max(axis=1, initial=0.0)
+        required = np.maximum(required, largest)
     return required
 
 

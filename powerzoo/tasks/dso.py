@@ -17,7 +17,7 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
 * Sizing (measured on the 65 test days): without control the flexible loads push the far-end
   buses below 0.95 p.u. at the daily peaks on 61 of them (0.60 p.u.-steps of
   ``voltage_violation`` per day on average, above the 0.5 p.u. budget on 22 days; under
-  ``load_stress`` on all 65, 2.15 a day); the oracle's plan brings that to 0.005 (7 days, lowest
+  ``load_stress`` on all 65, 2.16 a day); the oracle's plan brings that to 0.005 (7 days, lowest
   voltage 0.945 p.u., within the budget on every day). So the controls matter, and they cost:
   curtailment is paid at the value of lost load, shifting only moves the peak when it is short.
   The lines keep headroom at these loads (largest loading 0.67 of a rating on the test days, 0.78
@@ -47,14 +47,14 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
 * Splits: train / val / test by date, stress splits ``load_stress`` (demand x 1.15),
   ``heatwave`` (May-September heat events, more demand), ``cold_snap`` (December-March cold
   events, more heating demand) and ``price_spike`` (evening price spikes).
-* Baselines (65 test days, ``benchmarks/compute_baselines.py``): random (-2,740 $/day,
-  0.21 p.u. violation); rule-based = no control (all fractions 0: -54 $/day, 0.60 p.u., over the
+* Baselines (65 test days, ``benchmarks/compute_baselines.py``): random (-2,748 $/day,
+  0.21 p.u. violation); rule-based = no control (all fractions 0: -62 $/day, 0.60 p.u., over the
   budget on 22 days); oracle =
   a perfect-foresight day plan, one LP on HiGHS (:func:`_solve_day`) with voltages on LinDistFlow
   linearised around the exact flow of the day's uncontrolled loads, then applied under the exact
-  flow (-914 $/day, 0.005 p.u., within the budget every day). The oracle pays lost load to keep
+  flow (-919 $/day, 0.005 p.u., within the budget every day). The oracle pays lost load to keep
   the band, so the unconstrained no-control return lies above it (plain normalised score 1.47;
-  on the budget-aware reading of :mod:`powerzoo.benchmarks.cmdp_score`, 0.93): judge a policy
+  on the budget-aware reading of :mod:`powerzoo.benchmarks.cmdp_score`, 0.92): judge a policy
   on its return *and* its costs. Idle (``spec.idle_action``: the operator doing nothing) is the
   same action as the rule, so its row is the rule's.
 """

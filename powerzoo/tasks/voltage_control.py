@@ -33,7 +33,7 @@ Model
   1 p.u. a day), ``reactive_limit`` (1 Mvarh), ``pf_nonconvergence`` (0.5 step: one failed flow
   breaks it), selected; ``thermal_overload`` (MVAh) reported but not budgeted: the active
   dispatch is given, and its MVA overload under the AC flow is the dispatch's more than the
-  set-points' (on 4 test days the rule leaves 407 MVAh/day, 430 with the schedule held as
+  set-points' (on 4 test days the rule leaves 407 MVAh/day, 429 with the schedule held as
   published, the loss-minimising AC-OPF with the same dispatch 56, and with every rating cut to
   fit 1.06 p.u. that OPF has no solution), so no policy could keep a budget on it.
   Non-convergence is flagged (``pf_converged``), never raised.
@@ -47,8 +47,8 @@ Model
   (:meth:`~powerzoo.tasks.ac_transmission.ACGrid.reactive_limited_setpoints`: a few batched AC
   flows of the observed load and dispatch, about two to settle).  On the 4 test days of the
   baselines table it leaves 0 Mvarh/day beyond the limits and no bus outside the band, at a loss
-  cost of -90,394 $/day, where the schedule held as published left 7,550 Mvarh/day (88 % of it
-  units absorbing below ``q_min``; -92,827 $/day); a flat 1.0 p.u. loses 4 % less than the
+  cost of -90,474 $/day, where the schedule held as published left 7,541 Mvarh/day (88 % of it
+  units absorbing below ``q_min``; -92,905 $/day); a flat 1.0 p.u. loses 4 % less than the
   schedule but breaks the reactive limits 1.7 times and the branch ratings 3 times as much on the
   first two test days; oracle = pandapower's AC-OPF per step with every unit's P fixed at
   the dispatch and a cost on the slack's output only, i.e. minimum losses
@@ -237,8 +237,8 @@ class VoltageControl118(Task):
     Random; rule = the case's published voltage schedule, each unit that it drives outside its
     reactive limits moved inside (raised if absorbing below ``q_min``, lowered if above ``q_max``,
     a few batched AC flows), as a regulator at its limit stops holding its voltage: on the 4 test
-    days 0 Mvarh/day beyond the limits, no bus outside the band, -90,394 $/day of losses, where the
-    schedule held as published left 7,550 Mvarh/day (-92,827 $/day); oracle = pandapower's
+    days 0 Mvarh/day beyond the limits, no bus outside the band, -90,474 $/day of losses, where the
+    schedule held as published left 7,541 Mvarh/day (-92,905 $/day); oracle = pandapower's
     AC-OPF per step with every unit's P fixed at the dispatch and a cost on the slack's output only
     (minimum losses), scored under this task's flow.
     """

@@ -113,6 +113,27 @@ def test_headroom_storage_and_trading_days_on_a_hand_made_table(tmp_path):
     assert card["episodes"] == 2 and card["notes"] == []
 
 
+def test_the_oracle_n1_shortfall_steps_figure_counts_the_oracle_rows_short_steps(tmp_path):
+    steps = {"thermal_overload": [0, 1], "reserve_shortfall": [2, 3], "power_imbalance": [0, 0]}
+    rows = [
+        _row(task, "oracle", [-10.0, -12.0], episode_cost_steps=steps)
+        for task in ("tso", "marl_uc", "marl_opf")
+    ]
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"results": rows}))
+    assert task_card("tso", table=table)["figures"]["oracle_n1_shortfall_steps"] == 5.0
+    # only tso's reserve_shortfall holds the N-1 row (marl_uc carries 10 % of its load alone)
+    for task in ("marl_uc", "marl_opf"):
+        assert "oracle_n1_shortfall_steps" not in task_card(task, table=table)["figures"]
+    table.write_text(json.dumps({"results": [_row("tso", "oracle", [-10.0])]}))  # no counts
+    assert "oracle_n1_shortfall_steps" not in task_card("tso", table=table)["figures"]
+
+
+def test_the_tso_table_oracle_is_short_of_reserve_on_no_step():
+    figures = task_card("tso")["figures"]
+    assert figures.get("oracle_n1_shortfall_steps") == 0.0
+
+
 def test_headroom_is_relative_to_the_compared_returns_magnitude():
     assert headroom_pct(-90.0, -100.0) == pytest.approx(10.0)  # costs: 10 % less cost
     assert headroom_pct(110.0, 100.0) == pytest.approx(10.0)

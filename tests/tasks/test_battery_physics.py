@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from powerzoo.devices.battery import BatteryParams, battery_step
+from powerzoo.devices.battery import WEAR_COST_PER_MWH, BatteryParams, battery_step
 from powerzoo.tasks import make_task
 
 PARAMS = BatteryParams()
@@ -71,8 +71,12 @@ def test_task_reward_is_the_sum_of_its_terms_and_matches_price_times_energy():
             state.day_id, soc_before
         )
         settled += out.reward_terms[:, 3]
+        # the shared wear, WEAR_COST_PER_MWH (7.5 $/MWh) on each leg of grid-side throughput
         np.testing.assert_allclose(
-            out.reward, price * net_mwh - 15.0 * throughput + settlement, rtol=1e-5, atol=1e-5
+            out.reward,
+            price * net_mwh - WEAR_COST_PER_MWH * throughput + settlement,
+            rtol=1e-5,
+            atol=1e-5,
         )
         assert np.all(out.constraint_costs >= 0)
     # over the day the settlement terms add up to the settlement of the final SOC

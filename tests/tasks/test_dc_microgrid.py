@@ -13,6 +13,7 @@ import powerzoo  # noqa: F401  (registers the Gymnasium ids)
 from powerzoo.data import split_day_indices
 from powerzoo.data.calendar import DATES, N_DAYS, base_split_of_days, day_types
 from powerzoo.data.workload import JOB_CLASSES, N_BUCKETS, get_workload
+from powerzoo.devices.battery import WEAR_COST_PER_MWH
 from powerzoo.devices.cooling import CoolingParams, cooling_cop
 from powerzoo.devices.diesel import DieselParams, diesel_output_mw
 from powerzoo.devices.job_queue import drop_due, per_bucket, queue_outlook, serve_edf
@@ -54,10 +55,16 @@ def check_step_invariants(info, obs, space):
         rtol=1e-9,
         atol=1e-6,
     )
-    # the cost term may be a credit on the last step only (the battery's energy settled)
     assert np.all(info["constraint_costs"] >= 0)
+    assert np.all(info["reward_vector"][..., [0, 2]] <= 0)
+    # the cost term less the last step's settlement of the battery's energy: the grid energy at
+    # the market price, whose sign follows the price (a payment at a positive price, an income at
+    # a negative one: the grid pays the site to take power), and the diesel fuel, the diesel
+    # starts and the battery wear, which only ever cost (<= 0)
     cost_less_settlement = info["reward_vector"][..., 1] - info["storage_settlement"]
-    assert np.all(info["reward_vector"][..., [0, 2]] <= 0) and np.all(cost_less_settlement <= 1e-9)
+    grid_energy = -info["grid_import_mw"] * info["price_per_mwh"] / 12.0  # 5-min steps
+    assert np.all(cost_less_settlement - grid_energy <= 1e-9)
+    assert np.all(np.where(info["price_per_mwh"] >= 0, cost_less_settlement, 0.0) <= 1e-9)
     assert np.all(np.isfinite(obs)) and space.contains(obs)
 
 
@@ -258,23 +265,24 @@ def run_lengths(on):
 
 
 def step_cost(info, dt_h=1 / 12):
-    """The cost term of a step without the settlement: grid import and diesel fuel, battery
-    wear at 15 $/MWh of throughput, 50 $ per diesel start ($, <= 0)."""
+    """The cost term of a step without the settlement: grid import at the market price (an
+    income at a negative price) and diesel fuel, battery wear at the shared WEAR_COST_PER_MWH
+    (7.5 $/MWh) of throughput, 50 $ per diesel start ($)."""
     throughput = abs(info["battery_p_mw"]) * dt_h
     return (
         -(info["grid_import_mw"] * info["price_per_mwh"] + info["diesel_mw"] * 300.0) * dt_h
-        - 15.0 * throughput
+        - WEAR_COST_PER_MWH * throughput
         - 50.0 * info["diesel_started"]
     )
 
 
-def test_battery_wear_is_the_shared_15_per_mwh_of_throughput():
+def test_battery_wear_is_the_shared_wear_cost_per_mwh_of_throughput():
     from powerzoo.devices.battery import BatteryParams
 
     env = make_env("dc_microgrid_safe", split="test", seed=0)
     env.reset(seed=0, options={"day_id": 3})
-    assert BatteryParams().degradation_cost_per_mwh == 15.0
-    assert env.unwrapped.task.params.battery.degradation_cost_per_mwh == 15.0
+    assert BatteryParams().degradation_cost_per_mwh == WEAR_COST_PER_MWH
+    assert env.unwrapped.task.params.battery.degradation_cost_per_mwh == WEAR_COST_PER_MWH
     _, _, _, _, info = env.step(np.array([0.2, 0.1, 26.0, 1.0, 0.0]))  # discharge 1 MW
     assert info["battery_p_mw"] == pytest.approx(1.0)
     assert info["reward_vector"][1] == pytest.approx(step_cost(info), rel=1e-12)
@@ -294,9 +302,9 @@ def test_last_step_settles_the_battery_energy_at_the_days_mean_price():
         assert truncated and info["soc"] == pytest.approx(soc_end)
         change_mwh, mean_price = (soc_end - 0.5) * 4.0, np.mean(prices)
         want = (
-            change_mwh * 0.95 * (mean_price - 15.0)
+            change_mwh * 0.95 * (mean_price - WEAR_COST_PER_MWH)
             if change_mwh > 0
-            else change_mwh / 0.95 * (mean_price + 15.0)
+            else change_mwh / 0.95 * (mean_price + WEAR_COST_PER_MWH)
         )
         assert info["storage_settlement"] == pytest.approx(want, rel=1e-9)
         assert info["reward_vector"][1] == pytest.approx(step_cost(info) + want, rel=1e-9)

@@ -7,8 +7,14 @@ from helpers import run_python, step_rule_based
 from powerzoo.benchmarks.evaluation import rollout
 from powerzoo.benchmarks.policies import OraclePolicy, RandomPolicy, RuleBasedPolicy
 from powerzoo.rl import make_env
-from powerzoo.tasks.dc_microgrid import HORIZON, DCMicrogrid
-from powerzoo.tasks.dc_microgrid.oracle import ORACLE_SETPOINT_C
+from powerzoo.tasks.dc_microgrid import (
+    HORIZON,
+    PENALTIES,
+    REWARD_WEIGHTS,
+    SETPOINT_MIN_C,
+    DCMicrogrid,
+)
+from powerzoo.tasks.dc_microgrid.oracle import ORACLE_SETPOINT_C, solve_day_plan
 
 
 def play(task, state, actions, rng):
@@ -117,11 +123,30 @@ def test_plan_values_the_battery_energy_left_at_the_end():
     plan = plan_from(task, state)
     ret, _, infos = play(task, state, plan.actions, rng)
     assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
-    settlement = infos[-1]["storage_settlement"][0]
     assert all(i["storage_settlement"][0] == 0.0 for i in infos[:-1])
-    # selling the 1.6 MWh the battery starts with above its floor would be bought back at the
-    # day's mean price: the plan keeps it
-    assert infos[-1]["soc"][0] >= 0.5 - 1e-6 and settlement >= 0.0
+    # With the carbon weight, a MWh discharged also saves the grid's carbon (51 $/t x up to 0.45
+    # t/MWh), which the settlement's buy-back does not charge: at 7.5 $/MWh wear that beats the
+    # buy-back and the plan drains the battery (SOC 0.1 on test day 6). The settlement itself is
+    # shown on cost alone (carbon weight 0): there the best sale of day 6, eta_d (40.4 - 7.5) =
+    # 31.2 $ per MWh stored (its highest price 40.4 $/MWh), is below the buy-back at its mean
+    # price 26.6, (26.6 + 7.5) / eta_c = 35.9 $/MWh: selling the 1.6 MWh the battery starts with
+    # above its floor does not pay, and the plan keeps it.
+    weights = np.array([*REWARD_WEIGHTS[:2], 0.0])
+    state = task.reset(np.random.default_rng(0), np.array([6]))
+    plan = solve_day_plan(
+        task.params,
+        task.day_foresight(state, 0),
+        task.spec.dt_h,
+        weights,
+        PENALTIES,
+        setpoint_min_c=SETPOINT_MIN_C,
+    )
+    _, costs, infos = play(task, state, plan.actions, rng)
+    reward_vector = np.array([i["reward_vector"][0] for i in infos])
+    ret = float((reward_vector @ weights).sum() - costs @ PENALTIES)
+    assert ret == pytest.approx(plan.predicted_return, rel=1e-5)
+    settlement = infos[-1]["storage_settlement"][0]
+    assert infos[-1]["soc"][0] >= 0.5 - 1e-6 and settlement >= -1e-6
 
 
 def test_overloaded_cluster_drops_the_work_the_plan_gives_up():

@@ -264,8 +264,17 @@ def test_der_arbitrage_oracle_beats_rule_based_beats_random_within_the_budget():
     assert gains["oracle"].mean() > gains["rule_based"].mean() > 0.0
 
 
-def test_tou_schedule_charges_at_night_and_discharges_in_the_evening_peak():
+def test_tou_schedule_charges_in_the_cheapest_hours_and_discharges_in_the_evening_peak():
+    # high_renewable (the default market): the average train day is a duck curve, its trough at
+    # midday (19-23 $/MWh from 10:00 to 14:00, against 32 at 03:00), its peak in the evening
+    # (174 $/MWh at 18:30) and a smaller one in the morning (53 at 07:00)
     plan = tou_schedule(48)
+    assert (plan == -1).sum() == (plan == 1).sum() == 8
+    charge, discharge = np.flatnonzero(plan == -1), np.flatnonzero(plan == 1)
+    assert np.all((charge >= 18) & (charge < 32))  # in the midday trough, 09:00-16:00
+    assert np.sum(discharge >= 34) >= 7  # the evening peak, from 17:00 (the 8th: 07:00)
+    # the former calm market, its cheapest hours at night: charge at night, discharge from 10:00
+    plan = tou_schedule(48, market="pjm_like")
     assert (plan == -1).sum() == (plan == 1).sum() == 8
     assert np.all(np.flatnonzero(plan == -1) < 16)  # before 08:00
     assert np.all(np.flatnonzero(plan == 1) >= 20)  # from 10:00

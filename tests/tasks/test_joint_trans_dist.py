@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
-from powerzoo.devices.battery import settlement_value
+from powerzoo.devices.battery import WEAR_COST_PER_MWH, settlement_value
 from powerzoo.devices.inverter_battery import inverter_battery_step
 from powerzoo.physics.redispatch import merit_order_dispatch
 from powerzoo.rl import make_env
@@ -160,7 +160,7 @@ def test_selling_the_initial_energy_is_not_a_free_lunch(task):
     assert dump_terms[settle] < 0.0  # the emptied batteries pay for their deficit
     m = float(task.settlement_price(np.array([0]))[0])
     stored = (0.1 - 0.5) * task.params.energy_mwh  # each battery ends at its floor
-    expected = 3 * settlement_value(np.array([stored]), m, 0.95, 0.95, 15.0)[0]
+    expected = 3 * settlement_value(np.array([stored]), m, 0.95, 0.95, WEAR_COST_PER_MWH)[0]
     assert dump_terms[settle] == pytest.approx(expected)
     assert dump_return < idle_return
 

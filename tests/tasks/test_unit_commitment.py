@@ -154,12 +154,15 @@ def test_schedule_respects_min_times_ramps_balance_and_reserve(task_id):
         reserve = (on * np.maximum(np.minimum(f.pmax_mw - p, ten_min), 0.0)).sum(axis=1)
         np.testing.assert_allclose(info["reserve_mw"], reserve, atol=1e-9)
         required = 0.1 * load
-        if task_id == "tso":  # N-1: the largest unit's output
-            required = np.maximum(required, p.max(axis=1))
+        shortfall = np.maximum(required - reserve, 0.0)
+        if task_id == "tso":  # N-1: the other online units' reserve covers each unit's output
+            unit_r = on * np.maximum(np.minimum(f.pmax_mw - p, ten_min), 0.0)
+            for k in range(f.n_units):
+                others = reserve - unit_r[:, k]
+                shortfall = np.maximum(shortfall, np.where(on[:, k], p[:, k] - others, 0.0))
+            required = np.maximum(required, (p + unit_r).max(axis=1))
         np.testing.assert_allclose(info["reserve_requirement_mw"], required)
-        np.testing.assert_allclose(
-            info["cost_reserve_shortfall"], np.maximum(required - reserve, 0) * dt, atol=1e-9
-        )
+        np.testing.assert_allclose(info["cost_reserve_shortfall"], shortfall * dt, atol=1e-9)
         assert np.all(info["constraint_costs"] >= 0.0)
 
 
@@ -178,14 +181,74 @@ def test_reserve_counts_only_what_units_deliver_in_ten_minutes():
     assert f.reserve_ramp_mw[0] == pytest.approx(40.0)
 
 
-def test_reserve_requirement_is_margin_of_load_or_the_largest_unit():
+def test_reserve_requirement_is_margin_of_load_or_the_n1_row():
     load = np.array([1000.0, 3000.0])
     p = np.array([[500.0, 200.0], [500.0, 200.0]])
+    r = np.array([[60.0, 100.0], [0.0, 100.0]])
     np.testing.assert_allclose(reserve_requirement_mw(load, p, 0.1, False), [100.0, 300.0])
-    np.testing.assert_allclose(reserve_requirement_mw(load, p, 0.1, True), [500.0, 500.0])
+    # N-1 on the summed reserve: max_k (p_k + r_k), the tripped unit's reserve is lost with it
+    np.testing.assert_allclose(reserve_requirement_mw(load, p, 0.1, True, r), [560.0, 500.0])
+    with pytest.raises(ValueError, match="unit_reserve_mw"):
+        reserve_requirement_mw(load, p, 0.1, True)
     np.testing.assert_allclose(
         reserve_shortfall_mw(np.array([450.0, 600.0]), [500.0, 500.0]), [50, 0]
     )
+
+
+def test_n1_row_does_not_count_the_tripped_units_own_headroom():
+    # hand-made batch, 3 units: [500, 200, 100] MW out, [70, 200, 250] MW of deliverable reserve.
+    # The former check (500 <= 70 + 200 + 250 = 520) saw no shortfall; the loss of unit 0 leaves
+    # 200 + 250 = 450 MW of the others' reserve for 500 MW: 50 MW short. Row 1: the same units
+    # with unit 0 off (its p = r = 0) and units 1, 2 covering each other; row 2: a margin case.
+    p = np.array([[500.0, 200.0, 100.0], [0.0, 200.0, 100.0], [100.0, 100.0, 100.0]])
+    r = np.array([[70.0, 200.0, 250.0], [0.0, 200.0, 250.0], [50.0, 50.0, 50.0]])
+    load = np.array([800.0, 300.0, 3000.0])
+    required = reserve_requirement_mw(load, p, 0.1, True, r)
+    shortfall = reserve_shortfall_mw(r.sum(axis=1), required)
+    np.testing.assert_allclose(shortfall, [50.0, 0.0, 150.0])  # row 2: 300 - 150 (margin)
+    # the same by the row itself: max_k (p_k - sum_{g != k} r_g)^+ and the margin
+    others = r.sum(axis=1, keepdims=True) - r
+    by_row = np.maximum((p - others).max(axis=1), 0.1 * load - r.sum(axis=1)).clip(min=0.0)
+    np.testing.assert_allclose(shortfall, by_row)
+    assert r[0].sum() >= p[0].max()  # what the former check compared: no shortfall seen
+
+
+def test_tso_env_charges_the_n1_shortfall_the_largest_units_headroom_hid():
+    """A hand-made tso state: unit 29 (805.2 MW base, 10-minute response 80.52 MW) at 700 MW;
+    units 39 and 36 at Pmax less their response; eight peaking units (their 10-minute response
+    is their whole rating, so each carries Pmax - p) share the rest of the load. The others'
+    reserve falls short of unit 29's 700 MW by ``load - 2238`` MW (55.0 MW on test day 0), which
+    unit 29's own 80.52 MW of reserve used to hide."""
+    task = make_task("tso", "test")
+    f = task.fleet
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([0]))
+    load = float(task.system_load_mw(np.array([0]), np.zeros((1, 1), np.int64))[0, 0])
+    peakers = [21, 45, 50, 19, 13, 38, 14, 0]
+    assert f.pmax_mw[29] == pytest.approx(805.2) and f.reserve_ramp_mw[29] == pytest.approx(80.52)
+    assert f.pmax_mw[peakers].sum() == pytest.approx(954.0)
+    assert all(f.reserve_ramp_mw[g] == f.pmax_mw[g] for g in peakers)
+    p = np.zeros(f.n_units)
+    p[29] = 700.0
+    p[39] = f.pmax_mw[39] - f.reserve_ramp_mw[39]  # 636.3 MW, 70.7 MW of reserve
+    p[36] = f.pmax_mw[36] - f.reserve_ramp_mw[36]  # 519.3 MW, 57.7 MW of reserve
+    rest = load - p.sum()  # the peakers' share, above their Pmin in proportion to their range
+    lo, hi = f.pmin_mw[peakers], f.pmax_mw[peakers]
+    p[peakers] = lo + (rest - lo.sum()) * (hi - lo) / (hi - lo).sum()
+    on = p > 0.0
+    state.on[0] = on  # on before the step (no start-up), free to move on the first step
+    action = np.zeros((1, 2 * f.n_units))
+    action[0, 0::2], action[0, 1::2] = p, on
+    _, out = task.step(state, action, rng)
+    np.testing.assert_allclose(out.action_applied[0, 0::2], p, atol=1e-9)  # applied as set
+    others = 70.7 + 57.7 + (954.0 - rest)  # the reserve of every unit but 29
+    expected_mw = 700.0 - others
+    assert expected_mw == pytest.approx(load - 2238.0)
+    assert expected_mw == pytest.approx(55.03, abs=0.01)
+    assert out.info["reserve_mw"][0] == pytest.approx(others + 80.52)
+    assert out.info["reserve_mw"][0] >= 700.0  # the former check: p_k against the whole sum
+    assert out.constraint_costs[0, 1] == pytest.approx(expected_mw * task.spec.dt_h, abs=1e-9)
+    assert out.info["reserve_requirement_mw"][0] == pytest.approx(700.0 + 80.52)
     # the env: tso carries the N-1 term, marl_uc the margin alone
     assert make_task("tso").contingency_reserve and not make_task("marl_uc").contingency_reserve
     task = make_task("tso", "test")
@@ -196,7 +259,10 @@ def test_reserve_requirement_is_margin_of_load_or_the_largest_unit():
     _, out = task.step(state, action, rng)
     p_now = out.action_applied[0, 0::2]
     load = out.info["total_load_mw"][0]
-    assert out.info["reserve_requirement_mw"][0] == pytest.approx(max(0.1 * load, p_now.max()))
+    r_now = task.fleet.deliverable_reserve_mw(state.on, p_now[None])[0]
+    assert out.info["reserve_requirement_mw"][0] == pytest.approx(
+        max(0.1 * load, (p_now + r_now).max())
+    )
     assert out.info["reserve_mw"][0] < out.info["headroom_mw"][0]
 
 
@@ -394,6 +460,51 @@ def test_tso_oracle_beats_rule_and_random():
         rows["oracle"]["mean_costs"]["thermal_overload"]
         < rows["rule_based"]["mean_costs"]["thermal_overload"]
     )
+
+
+def _n1_shortfall_mw(task, out):
+    """Shortfall [B] in MW by the rows themselves, from the applied outputs: the margin, and for
+    every online unit k, p_k against the other online units' deliverable reserve."""
+    f = task.fleet
+    applied = out.action_applied.reshape(-1, f.n_units, 2)
+    p, on = applied[:, :, 0], applied[:, :, 1] > 0.5
+    r = on * np.maximum(np.minimum(f.pmax_mw - p, f.ramp_up_mw_per_h / 6.0), 0.0)
+    short = 0.1 * out.info["total_load_mw"] - r.sum(axis=1)
+    for k in range(f.n_units):
+        short = np.maximum(short, np.where(on[:, k], p[:, k] - (r.sum(axis=1) - r[:, k]), 0.0))
+    return np.maximum(short, 0.0)
+
+
+def _replay_short_steps(task, days, policy):
+    """Steps short by the N-1 row [B] and the largest shortfall (MW) of ``policy`` (``"rule"``
+    or ``"oracle"``) replayed on ``days`` (float64 actions, no float32 round-off)."""
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.asarray(days))
+    plan = task.oracle_plan(state) if policy == "oracle" else None
+    steps, worst = np.zeros(len(days), np.int64), 0.0
+    for k in range(task.spec.horizon):
+        action = plan[:, k] if plan is not None else task.rule_based_action(task.observe(state))
+        state, out = task.step(state, action, rng)
+        short = _n1_shortfall_mw(task, out)
+        np.testing.assert_allclose(out.constraint_costs[:, 1], short * task.spec.dt_h, atol=1e-9)
+        steps += short > 1e-6
+        worst = max(worst, float(short.max()))
+    return steps, worst
+
+
+def test_tso_rule_keeps_the_n1_row():
+    # measured on the baselines table's 16 test days: 0 of 768 steps short (before the rule
+    # checked the N-1 row, 742 of 768, 46 MW on average)
+    steps, worst = _replay_short_steps(make_task("tso", "test"), [0, 64], "rule")
+    assert steps.tolist() == [0, 0] and worst <= 1e-6
+
+
+@pytest.mark.slow
+def test_tso_oracle_keeps_the_n1_row():
+    # the MILP's row sum_g r_g - r_k + q >= p_k: no step short on test days 0 and 64 (before
+    # the fix, 92 of their 96 steps)
+    steps, worst = _replay_short_steps(make_task("tso", "test"), [0, 64], "oracle")
+    assert steps.tolist() == [0, 0] and worst <= 1e-6
 
 
 def test_case118_oracle_plan_does_not_depend_on_the_clock(monkeypatch):

@@ -104,7 +104,7 @@ output, start cost and minimum times, grid import; cooling setpoint held just un
 limit), see :mod:`.oracle`. Diesel starts a day on the test split: before the start cost and
 minimum times (measured then, on the earlier exogenous data and its 77 test days) rule-based
 13.3 (up to 67), oracle 7.5 (up to 48); with them, on the 65 test days of the current data,
-rule-based 1.51 (up to 5), oracle 0.34 (up to 1).
+rule-based 1.31 (up to 4), oracle 0.18 (up to 1).
 
 Modules: :mod:`.spec` (constants, observation layout, spaces), :mod:`.task` (state, reset /
 observe / step), :mod:`.rule` (rule-based controller), :mod:`.oracle` (the MILP). The data centre

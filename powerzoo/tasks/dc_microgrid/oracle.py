@@ -14,7 +14,10 @@ the violation penalties). Model, per step ``j`` (length ``dt`` h):
 * Supply: ``pv + diesel + discharge - charge + import - spill + deficit = it + cooling``;
   SOC bounds with the battery's efficiencies; diesel ``0`` or in ``[p_min, rated]``; import up
   to the grid cap. (A planned deficit would be throttled work in the env; at 5,000 per MWh
-  no plan makes one where the supply allows.)
+  no plan makes one where the supply allows.) The env never spills power it imports, nor runs
+  the plant harder than its setpoint asks: where an import pays (a negative price), a spill is
+  charged a little more than the import earns (left out of the forecast) and the cooling row
+  holds with equality (a binary where the plant may idle).
 * Diesel status (:func:`add_diesel_commitment`): one binary per block of steps, so that every
   run and rest lasts its minimum time (1 h), a status inherited from before the plan held for
   what is left of its own; 50 $ per start.
@@ -62,6 +65,8 @@ __all__ = [
 SUPPLY_MARGIN_MW = 1e-5
 MIP_TIME_LIMIT_S = 60.0
 MIP_REL_GAP = 1e-5
+# where an import pays (a negative price), a spill is charged (1 + this) x what the import earns
+SPILL_CHARGE_MARGIN = 1e-3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,10 +155,15 @@ def solve_day_plan(
     diesel_on = model.columns(n_steps, 0.0, 1.0)  # one binary per block of steps, see below
     start = model.columns(n_steps, 0.0, 1.0, w_cost * dsl.start_up_cost)
     stop = model.columns(n_steps, 0.0, 1.0)
-    grid_import = model.columns(
-        n_steps, 0.0, grid.import_max_mw, (w_cost * price + w_carbon * co2) * dt_h
-    )
-    spill = model.columns(n_steps, 0.0, np.inf)
+    import_cost = (w_cost * price + w_carbon * co2) * dt_h  # per MW imported for a step
+    grid_import = model.columns(n_steps, 0.0, grid.import_max_mw, import_cost)
+    # the env's grid tie imports the residual or spills it, never both. Where an import pays (a
+    # negative price outweighing the carbon), a spill is charged a little more than the import
+    # earns, so that the plan never buys power only to spill it; the charge is left out of the
+    # forecast (a plan that must spill there, its battery full and its work done, may then not be
+    # quite the best one, but the env pays what it forecasts)
+    spill_charge = np.maximum(-(1.0 + SPILL_CHARGE_MARGIN) * import_cost, 0.0)
+    spill = model.columns(n_steps, 0.0, np.inf, spill_charge)
     deficit = model.columns(n_steps, 0.0, np.inf, pen_deficit * dt_h)
     cooling = model.columns(n_steps, 0.0, np.inf, energy_cost)
 
@@ -169,6 +179,34 @@ def solve_day_plan(
         dt_h,
     )
     add_cooling_rows(model, params, cooling, served_groups, cop, heat_offset, dt_h)
+    # the plant draws what it removes at the setpoint, max(it + offset, 0) / COP, and no more:
+    # where running it harder would pay (an import that earns more than the energy weight costs,
+    # or a spill charged more), the row above becomes an equality, with a binary per step for
+    # the plant idling where, the cluster parked, the envelope alone could take the heat away
+    cheap = np.flatnonzero(energy_cost < spill_charge)
+    if cheap.size:
+        floor = it_base_mw + heat_offset[cheap]  # heat to remove with every GPU parked (MW)
+        sure, clip = cheap[floor >= 0.0], cheap[floor < 0.0]
+        model.rows(
+            [(cooling[sure], cop[sure])],
+            -np.inf,
+            floor[floor >= 0.0],
+            [served_groups[j] for j in sure],
+            -mw_per_gpuh,
+        )
+        if clip.size:
+            running = model.columns(clip.size, 0.0, 1.0, integer=True)
+            # running: cooling * cop <= it + offset; idle: cooling = 0 (and so it + offset <= 0)
+            model.rows(
+                [(cooling[clip], cop[clip]), (running, -floor[floor < 0.0])],
+                -np.inf,
+                0.0,
+                [served_groups[j] for j in clip],
+                -mw_per_gpuh,
+            )
+            model.rows(
+                [(cooling[clip], cop[clip]), (running, -params.cooling.q_max_mw)], -np.inf, 0.0
+            )
     # power balance: diesel + discharge - charge + import - spill + deficit - cooling - it_var =
     # it_base - pv
     balance = [
@@ -222,7 +260,7 @@ def solve_day_plan(
 
     overtemp_kh = np.maximum(zone_temp - params.zone.temp_max_c, 0.0).sum() * dt_h
     it_energy = it_base_mw * dt_h * n_steps * w_energy
-    objective = highs.getInfo().objective_function_value
+    objective = highs.getInfo().objective_function_value - spill_charge @ v[spill]
     predicted = -(float(objective) + it_energy + pen_temp * overtemp_kh)
     return DayPlan(
         actions=actions, predicted_return=predicted, predicted_zone_temp_c=zone_temp, status=status

@@ -18,8 +18,8 @@ __all__ = ["rule_based_action"]
 
 RULE_LOAD_MARGIN = 1.05  # load estimate inflated 5 % (cooling transients, envelope gains)
 # a running diesel stops only once the battery could carry twice the present shortfall through
-# the set's minimum down time (the load can rise while the set may not restart); 1.5 left
-# deficits of up to 0.33 MWh a day on the train split, 2 at most 0.13 (0.04 on val)
+# the set's minimum down time (the load can rise while the set may not restart); on the earlier
+# data 1.5 left deficits of up to 0.33 MWh a day on the train split, 2 at most 0.13 (0.04 on val)
 RULE_STOP_MARGIN = 2.0
 
 

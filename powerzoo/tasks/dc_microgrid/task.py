@@ -340,7 +340,8 @@ class DCMicrogrid(Task):
                 for new, old in zip(cut[2:], (it_mw, zone_temp, cooling_mw), strict=True)
             )
 
-        # objectives (<= 0, but for the end-of-day settlement) and costs (>= 0)
+        # objectives (<= 0, but for the end-of-day settlement and grid energy bought at a negative
+        # price) and costs (>= 0)
         reward_vector = np.empty((n_rows, 3))
         neg_dt = self._neg_dt
         np.multiply(it_mw + cooling_mw, neg_dt, out=reward_vector[:, 0])

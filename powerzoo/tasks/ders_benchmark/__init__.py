@@ -33,9 +33,9 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
 
 * Sizing (measured on the 65 test days): with the DERs uncontrolled (batteries idle, PV
   uncurtailed, Q = 0, loads served as they come) the sagging lateral drops below 0.95 p.u. on 39
-  of them (mean 0.76 p.u.-steps of ``voltage_violation`` a day, above the 1.0 p.u. budget on 16
-  days; no thermal overload; under ``load_stress`` on all 65, 3.3 a day); PV output helps only
-  around midday. The rule-based baseline brings it to 0.18 (29 days; the PV inverters give no Q
+  of them (mean 0.77 p.u.-steps of ``voltage_violation`` a day, above the 1.0 p.u. budget on 15
+  days; no thermal overload; under ``load_stress`` on all 65, 3.2 a day); PV output helps only
+  around midday. The rule-based baseline brings it to 0.21 (29 days; the PV inverters give no Q
   at night, when the evening peak sags the lateral), so where and when the batteries, the
   inverters' Q and the flexible loads act matters (``tests/tasks/test_ders_benchmark.py``).
 * Reward, **shared** (team, $ per step), terms ``[loss_cost, pv_curtailment_cost,
@@ -83,11 +83,11 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   the uncontrolled day, then around its own plan), applied under the exact flow. Test split (65
   days, ``benchmarks/compute_baselines.py``), $ of system cost per day (the shared reward, each
   agent's return; the team sum is 12 x that) and ``voltage_violation`` (p.u.-steps/day): random
-  -2,415 and 1.56 (plus 5.1 MVAh of overload, 4.1 MWh of device violation and 22.9 Mvarh of
-  reactive cut, most of it Q asked of PV inverters at night); rule-based -195 and 0.18 (over
-  budget on 3 days); oracle -150 and 0 (no overload, no device violation, no reactive cut);
-  idle (``spec.idle_action``: the DERs uncontrolled, as in the sizing above) -216 and 0.76
-  (over budget on 16 days).
+  -2,245 and 1.43 (plus 4.5 MVAh of overload, 4.1 MWh of device violation and 24.8 Mvarh of
+  reactive cut, most of it Q asked of PV inverters at night); rule-based -149 and 0.21 (over
+  budget on 5 days); oracle +110 and 0 (a net gain; no overload, no device violation, no
+  reactive cut); idle (``spec.idle_action``: the DERs uncontrolled, as in the sizing above) -258
+  and 0.77 (over budget on 15 days).
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, reset / observe / step, the

@@ -34,8 +34,8 @@ Model
   rated by voltage class from published conductor data (138 kV lines at up to 216.8 MVA, 345 kV
   at up to 1,207 MVA, both derated for length by the St. Clair curve; 345 kV transformers at
   300 MVA; :mod:`powerzoo.physics.line_ratings`). Measured on the ``opf_118`` test split: the
-  oracle's dispatch is congested (one branch binding, the 345/138 kV transformer 8-5) in 18.7 %
-  of the half-hours (43.3 % on ``load_stress``), with no overload left.
+  oracle's dispatch is congested (one branch binding, the 345/138 kV transformer 8-5) in 6.2 %
+  of the half-hours (20.0 % on ``load_stress``), with no overload left.
 * Observation modes (per agent, ``env.observation_fields(agent)``): ``global`` (default: time,
   system load now and next step, own limits, marginal cost and last output, last imbalance),
   ``local`` (time, own bus load, own limits, marginal cost, last output),

@@ -21,7 +21,7 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   raises it by 0.011 to 0.013 p.u. With the fleet idle the lowest voltage falls below 0.95 p.u. on
   12 of the 65 days (in 11 of the 35 weeks; between 13:00 and 20:00, most often 17-19 h, the
   late-afternoon peak), so charging at the evening peak costs voltage: charging on arrival (the
-  rule-based baseline) leaves the band in 22 of the 35 weeks.
+  idle baseline below) leaves the band in 23 of the 35 weeks.
 * Trips (:mod:`powerzoo.data.mobility`): per episode, each car's trips of the week are drawn from
   the env's RNG (weekday commutes, fewer and shorter weekend trips, on the calendar's own
   weekends and holidays); starting SOC uniform in [0.5, 0.8]. Cars are home at midnight. A car
@@ -35,7 +35,7 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   ``price_per_mwh`` (``price x (discharged - charged kWh) / 1000``, $ per step), minus the wear
   V2G adds (:attr:`powerzoo.devices.ev_fleet.EVFleetParams.v2g_wear_per_kwh`: 7.5 $/MWh, the wear
   of every battery, on each discharged kWh and on the ``1 / (eta_c eta_d)`` kWh that put it back,
-  32.7 $/MWh of V2G discharge; charging for the trips is the drivers' use and carries none), and
+  16.4 $/MWh of V2G discharge; charging for the trips is the drivers' use and carries none), and
   on the week's last step the settlement of the energy its cars hold: every car is home at the
   end, and the change of the site's stored energy since reset (after the trips) is valued at the
   week's mean price ``m``, a surplus as sold through the chargers (``eta_d m`` per MWh), a
@@ -59,21 +59,22 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   ``local`` + the price of the next 6 hours; ``local_plus_voltage``: ``local`` + the voltages of
   the neighbouring buses.
 * Baselines: random; rule-based: every car charges at full power from arrival until it reaches
-  its goal, and in the 3 dearest hours of the average day (train days: 17-20 h), when a sale
+  its goal, and in the 3 dearest hours of the average day (train days: 18-21 h), when a sale
   pays after the V2G wear against buying the energy back at the mean train-day price
   (:func:`powerzoo.tasks.ev_v2g.baselines.v2g_pays`), it discharges whatever lies above a reserve
   (50 % SOC, and never more than full-power charging can bring back before departure), charging
   back afterwards (:meth:`MarlEvV2g.rule_based_action`); oracle: one LP on HiGHS for the week
   with the wear and the settlement (:mod:`powerzoo.tasks.ev_v2g.baselines`). Return
   summed over the sites ($/week) on the 35 test weeks (``benchmarks/compute_baselines.py``):
-  random -803.6 with 16,380 kWh of shortfall a week (it sends the cars off empty, and the
-  settlement charges it for the energy it did not put back), rule-based -276.0 with no
+  random -601.1 with 16,380 kWh of shortfall a week (it sends the cars off empty, and the
+  settlement charges it for the energy it did not put back), rule-based +15.9 with no
   shortfall and 0.28 p.u.-steps of voltage violation (within the week's budget of 3.5), oracle
-  -153.9 with no shortfall and 0.001. Idle (``spec.idle_action``): uncontrolled charging, every
+  +306.1 with no shortfall and 0.001. Idle (``spec.idle_action``): uncontrolled charging, every
   plugged-in car at full charging power until its battery is full (90 %), no V2G, which is what
-  chargers do without an operator: -268.7 with no shortfall and 0.17, above the rule (its V2G
-  does not pay back its wear on these weeks). The fleet at 0 kW is no such reference: -161.3 on
-  return alone, but 21,665 kWh of shortfall a week against the budget of 35.
+  chargers do without an operator: -329.5 with no shortfall and 0.17, below the rule, which
+  charges only to the goal and sells by V2G in the dear evening hours. The fleet at 0 kW is no
+  such reference: -154.5 on return alone, but 21,665 kWh of shortfall a week against the budget
+  of 35.
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, trip tables, reset / observe /

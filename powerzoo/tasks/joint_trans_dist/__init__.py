@@ -32,8 +32,9 @@ Model (multi-agent, 30-minute steps, 48 or 336 per episode)
   observed ``price_per_mwh`` is the same rule at this step's loads with the batteries idle (the
   expected price, known before acting); the actual price differs only when the batteries move
   the demand across a unit's capacity. case5's marginal costs are 10, 14, 15, 30 and 40 $/MWh,
-  so the price is 10-30 $/MWh over the year: a round trip (90 % efficient, 30 $/MWh of wear)
-  never pays, and the batteries' work here is the feeder's voltage band.
+  so the price is 10-30 $/MWh over the year: a round trip (90 % efficient, 15 $/MWh of wear)
+  pays only from a 10 $/MWh step to a 30 $/MWh one (about 3 $ per MWh delivered), and the
+  batteries' work here is mostly the feeder's voltage band.
 * Reward (one team reward, the system's cost in $ per step): ``-(generation cost + imbalance
   cost (beyond the band, 1,000 $/MWh) + regulation cost (within it) + transmission overload x
   2,000 $/MWh + battery wear)`` and, on the last step,

@@ -14,26 +14,28 @@ and shut-down ``w`` indicators, output ``p``)::
          sum_g p_t + s+_t - s-_t = load_t                                         (balance)
          0 <= r_gt <= R10_g u_t,   r_gt <= Pmax u_t - p_t          (10-minute spinning reserve)
          sum_g r_t + q_t >= margin load_t                                         (reserve)
-         sum_g r_t + q_t >= p_kt  for every unit k       (largest unit, N-1; tso only)
+         sum_g r_t - r_kt + q_t >= p_kt  for every unit k             (N-1; tso only)
          |PTDF_l (C_g p_t - d_t)| <= F_l + o_tl                                   (lines)
 
-with the first step's ``u_{t-1}``, ``p_{t-1}`` and the minimum times still to serve taken from
-the env's state, exactly the rules the env applies (:mod:`powerzoo.devices.thermal_unit`): ``SD``
-is the shut-down ramp limit ``shutdown_max_mw`` (with ``w_t = 1`` the row reads ``p_{t-1} <=
-SD``; a unit on above it before the first step stays on in the first step), ``R10`` the
-10-minute response ``reserve_ramp_mw`` and ``q`` the reserve shortfall (the env's
-``reserve_shortfall`` cost). The convex quadratic fuel cost ``c2 p^2 + c1 p`` is replaced by its
-secant on ``PWL_SEGMENTS`` equal segments of ``[0, Pmax]`` (an over-estimate, exact at the
-breakpoints; the replay in the env scores the true cost). The constraints the env counts as
-costs are soft, priced far above any fuel cost so that the plan keeps within the tasks' budgets
-(1 MWh a day of each) wherever a commitment can: line overloads at ``LINE_SLACK_FACTOR`` (100)
-x ``OVERLOAD_PENALTY`` (100,000 $/MWh), imbalance and reserve shortfall at ``SLACK_FACTOR``
-(100) x 1,000 $/MWh, last resorts. (On the earlier exogenous data and its 77 test days, at
-1,000 $/MWh for lines and 10,000 $/MWh for imbalance the ``marl_uc`` plan overloaded a line or
-left an imbalance above the budget on 17 days, where a start-up would have cost more than the
-penalty. On the 65 test days of the current data, lines at 10,000 $/MWh left 1.4 and 1.7 MVAh of
-overload on 2 days; at 100,000 $/MWh the plan is within every budget on all 65, for 0.2 % more
-cost.)
+with the first step's ``u_{t-1}``, ``p_{t-1}`` and the minimum times still to serve taken from the
+env's state, exactly the rules the env applies (:mod:`powerzoo.devices.thermal_unit`): ``SD`` is the
+shut-down ramp limit ``shutdown_max_mw`` (with ``w_t = 1`` the row reads ``p_{t-1} <= SD``; a unit
+on above it before the first step stays on in the first step), ``R10`` the 10-minute response
+``reserve_ramp_mw`` and ``q`` the reserve shortfall (the env's ``reserve_shortfall`` cost). The N-1
+row asks the reserve of the units other than ``k`` to cover ``p_k``: the tripped unit's own reserve
+``r_k`` is lost with it (an off unit's row is void, ``p_k = r_k = 0``), exactly the env's row (``r``
+here is at most the env's deliverable reserve, so a plan that holds the row holds it in the env).
+The convex quadratic fuel cost ``c2 p^2 + c1 p`` is replaced by its secant on ``PWL_SEGMENTS`` equal
+segments of ``[0, Pmax]`` (an over-estimate, exact at the breakpoints; the replay in the env scores
+the true cost). The constraints the env counts as costs are soft, priced far above any fuel cost so
+that the plan keeps within the tasks' budgets (1 MWh a day of each) wherever a commitment can: line
+overloads at ``LINE_SLACK_FACTOR`` (100) x ``OVERLOAD_PENALTY`` (100,000 $/MWh), imbalance and
+reserve shortfall at ``SLACK_FACTOR`` (100) x 1,000 $/MWh, last resorts. (On the earlier exogenous
+data and its 77 test days, at 1,000 $/MWh for lines and 10,000 $/MWh for imbalance the ``marl_uc``
+plan overloaded a line or left an imbalance above the budget on 17 days, where a start-up would have
+cost more than the penalty. On the 65 test days of the previous data, before the current load and
+weather models, lines at 10,000 $/MWh left 1.4 and 1.7 MVAh of overload on 2 days; at 100,000 $/MWh
+the plan was within every budget on all 65, for 0.2 % more cost, as it is on the current data.)
 
 :func:`build_model` holds the network either in bus-angle form (nodal balance at every bus, the
 slack bus takes the imbalance) or as one system balance, to which :func:`add_ptdf_limits` adds
@@ -307,16 +309,24 @@ def build_model(
             0.0,
             (t_n - 1, g.size),
         )
-    # spinning reserve: r <= R10 u, r <= Pmax u - p; sum r + q >= margin x load (and >= p_k)
+    # spinning reserve: r <= R10 u, r <= Pmax u - p; sum r + q >= margin x load (and N-1 below)
     m.rows([(r, 1.0), (u, -f.reserve_ramp_mw)], -np.inf, 0.0, shape)
     m.rows([(r, 1.0), (p, 1.0), (u, -f.pmax_mw)], -np.inf, 0.0, shape)
     m.rows([(r, 1.0), (q[:, None], 1.0)], (RESERVE_MARGIN * load)[:, None], np.inf, (t_n, 1))
     if task.contingency_reserve:
-        # only units that can run above the smallest margin x load can set the requirement
+        # N-1: sum_g r_g - r_k + q >= p_k for every unit k (an off unit has p_k = r_k = 0, so the
+        # row is linear in the commitment through r_k <= R10 u_k, r_k <= Pmax u_k - p_k). Only
+        # units with Pmax above the smallest margin x load can bind: p_k + r_k <= Pmax_k <= margin
+        # x load <= sum_g r_g + q by the margin row.
         k = np.flatnonzero(f.pmax_mw > RESERVE_MARGIN * load.min())
         total = np.broadcast_to(r[:, None, :], (t_n, k.size, n))
         short = np.broadcast_to(q[:, None], (t_n, k.size))
-        m.rows([(total, 1.0), (short, 1.0), (p[:, k], -1.0)], 0.0, np.inf, (t_n, k.size))
+        m.rows(
+            [(total, 1.0), (r[:, k], -1.0), (short, 1.0), (p[:, k], -1.0)],
+            0.0,
+            np.inf,
+            (t_n, k.size),
+        )
     if not network:
         m.rows(
             [(p, 1.0), (s_up[:, None], 1.0), (s_dn[:, None], -1.0)],

@@ -34,8 +34,8 @@ __all__ = [
     "uc_fleet",
 ]
 
-# spinning reserve requirement: 10 % of the load (tso: at least the largest unit's output), met
-# by what the committed units can deliver in 10 minutes
+# spinning reserve requirement: 10 % of the load (tso: and N-1, the other online units' reserve
+# covers each online unit's output), met by what the committed units can deliver in 10 minutes
 RESERVE_MARGIN = 0.10
 # $/MWh, settles the slack bus's balancing energy (marl_uc: beyond the regulation band), as in
 # the dispatch tasks
@@ -227,8 +227,8 @@ def tso_spec(
         task_id="tso",
         description=(
             "A transmission operator commits and dispatches the 54 units of the IEEE 118-bus "
-            "system (binding line limits, spinning reserve of max(10 % of load, largest unit)) "
-            "over one day."
+            "system (binding line limits, spinning reserve of 10 % of load and N-1: the other "
+            "units' reserve covers each unit's output) over one day."
         ),
         agents=("operator",),
         observation=_vector(_system_fields(case, load_scale) + units),

@@ -1,7 +1,5 @@
-"""The unit-commitment task model shared by ``marl_uc`` and ``tso``: state, reset / observe /
-step; the two tasks' observation layouts. The model is described in
-:mod:`powerzoo.tasks.unit_commitment`.
-"""
+"""The unit-commitment model shared by ``marl_uc`` and ``tso`` (state, reset / observe / step, the
+observation layouts), described in :mod:`powerzoo.tasks.unit_commitment`."""
 
 from __future__ import annotations
 
@@ -74,8 +72,8 @@ class UnitCommitment(Task):
     to the step's output bounds (Pmin/Pmax, ramps; an off unit gives 0).
 
     ## Observation
-    Time, system load now and next, committed capacity, last imbalance, and per unit its limits,
-    average cost, ramp, status, time in status, whether it may switch and its last output.
+    Time, load now and next, committed capacity, last imbalance; per unit its limits, average
+    cost, ramp, status, time in status, whether it may switch, last output.
 
     ## Reward
     $ per step: ``-(fuel + no-load + start-up + shut-down cost + |imbalance| x 1,000 $/MWh + line
@@ -83,20 +81,19 @@ class UnitCommitment(Task):
     the split year's peak load, 10.9 MW) at 80 $/MWh (2 x the highest marginal cost) apart.
 
     ## Costs
-    ``thermal_overload`` (MVAh above the ratings), ``reserve_shortfall`` (MWh of 10-minute reserve
-    short of 10 % of the load, and on ``tso`` of the largest unit's output), ``power_imbalance``
+    ``thermal_overload`` (MVAh), ``reserve_shortfall`` (MWh short of 10 % of the load; ``tso``
+    also of the N-1 row ``sum_{g != k} r_g >= p_k`` for every online ``k``), ``power_imbalance``
     (MWh; ``marl_uc``: beyond the band, ``info["regulation_mwh"]`` within it).
 
     ## Starting state
-    The units a priority list commits for the first step's load plus reserve are on, free to
-    switch, at the merit-order dispatch of that load; the first step has no ramp limit.
+    The units a priority list commits for the first step's load plus reserve, free to switch, at
+    the merit-order dispatch of that load; no ramp limit on the first step.
 
     ## Episode end
-    Truncated after 48 steps (one day); no early termination.
+    Truncated after 48 steps (one day).
 
     ## Arguments
-    ``load_scale`` (1.1); ``marl_uc`` also ``regulation_share`` (0.01) and
-    ``regulation_price_per_mwh`` (``None``: 2 x the highest marginal cost).
+    ``load_scale`` (1.1); ``marl_uc``: ``regulation_share`` (0.01), ``regulation_price_per_mwh``.
 
     ## Baselines
     Random; rule = priority-list commitment for the load plus reserve within the minimum times,
@@ -107,7 +104,7 @@ class UnitCommitment(Task):
     task_id: str = ""
     case_name: str = ""
     balance: bool = False  # True: setpoints balanced by headroom (tso); False: to the slack
-    # True: the reserve requirement also covers the largest unit's output (N-1; tso)
+    # True: the N-1 row too, sum_{g != k} r_g >= p_k for every online unit k (tso)
     contingency_reserve: bool = False
     Params = UCParams
 
@@ -247,8 +244,9 @@ class UnitCommitment(Task):
             imbalance = p.sum(axis=1) - load
         overload, loading, n_congested = self._branch_terms(p, demand)
         on_f = on_new.astype(np.float64)
-        reserve = f.deliverable_reserve_mw(on_f, p).sum(axis=1)
-        required = reserve_requirement_mw(load, p, RESERVE_MARGIN, self.contingency_reserve)
+        unit_reserve = f.deliverable_reserve_mw(on_f, p)  # [B, n]; N-1: see the requirement
+        reserve, n_1 = unit_reserve.sum(axis=1), self.contingency_reserve
+        required = reserve_requirement_mw(load, p, RESERVE_MARGIN, n_1, unit_reserve)
         shortfall = reserve_shortfall_mw(reserve, required)
         capacity = on_f @ f.pmax_mw
         dt_h = self.spec.dt_h
@@ -294,6 +292,7 @@ class UnitCommitment(Task):
                 "committed_capacity_mw": capacity,
                 "headroom_mw": capacity - load,  # committed capacity - load (not all deliverable)
                 "reserve_mw": reserve,  # deliverable in 10 minutes, summed over the units
+                # on that sum: 10 % of the load (tso: and max_k p_k + r_k, the N-1 row)
                 "reserve_requirement_mw": required,
                 "n_committed": on_new.sum(axis=1),
                 "n_starts": start.sum(axis=1),
@@ -465,8 +464,9 @@ class Tso(UnitCommitment):
     """Preset ``tso``: one operator commits and dispatches the 54 units of the IEEE 118-bus
     case. The clipped setpoints are balanced by the committed units in proportion to their
     headroom, as automatic generation control would; only what their bounds cannot absorb remains as
-    ``power_imbalance`` (reported, not selected). The reserve covers 10 % of the load and at least
-    the largest unit's output (N-1). Stress split ``line_tightening``: every rating x 0.8.
+    ``power_imbalance`` (reported, not selected). The reserve covers 10 % of the load and the N-1
+    row: the loss of any online unit ``k`` is covered by the other online units' reserve,
+    ``sum_{g != k} r_g >= p_k``. Stress split ``line_tightening``: every rating x 0.8.
     """
 
     task_id = "tso"
