@@ -38,6 +38,7 @@ __all__ = [
     "WEAR_COST_PER_MWH",
     "battery_step",
     "feasible_power_mw",
+    "reach_start_soc_mw",
     "settlement_value",
 ]
 
@@ -195,6 +196,43 @@ def _dispatch(params: BatteryParams, dt_h: float) -> BatteryDispatch:
         return _cached_dispatch(params, dt_h)
     except TypeError:  # unhashable: ratings given as arrays (a fleet), built for this call
         return BatteryDispatch(params, dt_h, float64_constants=False)
+
+
+def reach_start_soc_mw(
+    p_mw: np.ndarray,
+    gap_mwh: np.ndarray,
+    later_mwh: np.ndarray,
+    eta_c: np.ndarray | float,
+    eta_d: np.ndarray | float,
+    dt_h: float,
+    p_ch_max: np.ndarray,
+    p_dis_max: np.ndarray,
+) -> np.ndarray:
+    """``p_mw`` (MW, + discharge) moved just enough that the start SOC stays reachable.
+
+    ``gap_mwh`` is the stored energy above the start (storage side, + above) and ``later_mwh``
+    what full power over the steps after this one moves (grid side). Where the later steps could
+    no longer give back the surplus, the battery discharges at least the power that closes the
+    rest now; where they could no longer refill the deficit, it charges at least that much.
+    Elsewhere ``p_mw`` is returned as it is (the rules' own choice, charging included).
+
+    Args:
+        p_mw: Requested powers, MW.
+        gap_mwh: Stored energy above the start SOC, MWh (storage side).
+        later_mwh: Grid-side energy full power moves over the later steps, MWh.
+        eta_c: Charge efficiency.
+        eta_d: Discharge efficiency.
+        dt_h: Step length, hours.
+        p_ch_max: Largest feasible charging power, MW (>= 0).
+        p_dis_max: Largest feasible discharging power, MW (>= 0).
+
+    Returns:
+        The powers, MW.
+    """
+    must_dis = np.clip((gap_mwh - later_mwh / eta_d) * eta_d / dt_h, 0.0, p_dis_max)
+    must_ch = np.clip((-gap_mwh - later_mwh * eta_c) / (eta_c * dt_h), 0.0, p_ch_max)
+    p = np.where(must_dis > 0.0, np.maximum(p_mw, must_dis), p_mw)
+    return np.where(must_ch > 0.0, np.minimum(p, -must_ch), p)
 
 
 def feasible_power_mw(

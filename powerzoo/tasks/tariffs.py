@@ -15,7 +15,7 @@ import numpy as np
 from powerzoo.data import calendar
 from powerzoo.data.markets import DEFAULT_MARKET
 from powerzoo.data.profiles import get_profiles
-from powerzoo.devices.battery import feasible_power_mw
+from powerzoo.devices.battery import feasible_power_mw, reach_start_soc_mw
 from powerzoo.devices.inverter_battery import InverterBatteryParams
 
 __all__ = [
@@ -116,7 +116,4 @@ def tou_battery_power_mw(
         np.where(m < 0, -np.where(buy, charge, refill), 0.0),
     )
     later = np.maximum(steps_left[:, None] - 1.0, 0.0) * battery.power_max_mw * dt_h
-    must_dis = np.clip((gap - later / eta_d) * eta_d / dt_h, 0.0, p_dis_max)
-    must_ch = np.clip((-gap - later * eta_c) / (eta_c * dt_h), 0.0, p_ch_max)
-    p = np.maximum(p, must_dis)
-    return np.where(must_ch > 0.0, np.minimum(p, -must_ch), p)
+    return reach_start_soc_mw(p, gap, later, eta_c, eta_d, dt_h, p_ch_max, p_dis_max)

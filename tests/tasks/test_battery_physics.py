@@ -121,3 +121,36 @@ def test_unknown_task_parameter_raises():
         make_task("battery_arbitrage", "train", capacity=3)
     with pytest.raises(ValueError, match="initial_soc"):
         make_task("battery_arbitrage", "train", initial_soc=0.95)
+
+
+def test_the_rules_charge_when_buying_pays_not_only_to_get_back_to_the_start():
+    """A cheap step with the whole day still ahead: the threshold rule and the time-of-use rule
+    charge at full power (the end-of-day return to the start SOC must not veto a charge)."""
+    from powerzoo.devices.inverter_battery import InverterBatteryParams
+    from powerzoo.tasks.battery_arbitrage import rule_power_mw
+    from powerzoo.tasks.tariffs import tou_battery_power_mw
+
+    battery = BatteryParams()
+    p = rule_power_mw(
+        battery,
+        soc=np.array([0.5]),
+        price=np.array([-10.0]),
+        reference_price=np.array([30.0]),
+        steps_left=np.array([30.0]),
+        dt_h=0.5,
+        soc_start=0.5,
+        band=0.0,
+    )
+    assert p[0] == pytest.approx(-battery.power_max_mw)
+    feeder = InverterBatteryParams(energy_capacity_mwh=2.0, power_max_mw=0.5, n_units=1)
+    p = tou_battery_power_mw(
+        feeder,
+        mode=np.array([-1]),
+        soc=np.array([[0.5]]),
+        dt_h=0.5,
+        tou_steps=8,
+        price_per_mwh=np.array([-10.0]),
+        reference_price=30.0,
+        steps_left=np.array([30.0]),
+    )
+    assert p[0, 0] < 0.0  # charges in its charge window when buying pays

@@ -84,7 +84,7 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   days, ``benchmarks/compute_baselines.py``), $ of system cost per day (the shared reward, each
   agent's return; the team sum is 12 x that) and ``voltage_violation`` (p.u.-steps/day): random
   -2,245 and 1.43 (plus 4.5 MVAh of overload, 4.1 MWh of device violation and 24.8 Mvarh of
-  reactive cut, most of it Q asked of PV inverters at night); rule-based -149 and 0.21 (over
+  reactive cut, most of it Q asked of PV inverters at night); rule-based -120 and 0.19 (over
   budget on 5 days); oracle +110 and 0 (a net gain; no overload, no device violation, no
   reactive cut); idle (``spec.idle_action``: the DERs uncontrolled, as in the sizing above) -258
   and 0.77 (over budget on 15 days).
