@@ -270,6 +270,54 @@ def _tensorboard_steps(folder: Path, tag: str) -> list[int]:
     return [e.step for e in acc.Scalars(tag)]
 
 
+def _all_tensorboard_steps(folder: Path) -> dict[str, list[int]]:
+    return {tag: _tensorboard_steps(folder, tag) for tag in _tensorboard_tags(folder)}
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_a_resumed_run_logs_every_tensorboard_point_of_an_uninterrupted_run(tmp_path):
+    """The ``train/*`` values of the update before a checkpoint are written at the next dump:
+    a resumed run still writes them (none lost, none twice)."""
+    from powerzoo.rl.trainer import resume_trainer
+
+    def config(name: str) -> TrainConfig:
+        cfg = {
+            "task": "battery_arbitrage",
+            "algorithm": "PPO",
+            "total_timesteps": 768,
+            "seed": 0,
+            "n_envs": 2,
+            "algorithm_kwargs": TINY_PPO,
+            "checkpoint": {"freq": 256},
+            "output_dir": str(tmp_path),
+            "name": name,
+            "logging": {"progress_bar": False},
+        }
+        return TrainConfig.from_file(_write(tmp_path / f"{name}.yaml", cfg))
+
+    full = config("full").build()
+    full.train()
+    full.close()
+
+    def interrupt(progress: TrainingProgress) -> bool:
+        if progress.num_timesteps >= 384:  # one rollout past the checkpoint at 256
+            raise _Interrupted
+        return False
+
+    cut = config("cut").build()
+    with pytest.raises(_Interrupted):
+        cut.train(stop_conditions=[interrupt])
+    cut.close()
+    resume_trainer(tmp_path / "cut").close()
+
+    expected = _all_tensorboard_steps(tmp_path / "full" / "tensorboard")
+    assert expected["train/loss"][:3] == [256, 384, 512]
+    assert _all_tensorboard_steps(tmp_path / "cut" / "tensorboard") == expected
+
+
 @pytest.mark.slow
 def test_sigkill_then_resume_reaches_the_budget_without_duplicated_steps(tmp_path):
     total, rollout = 5120, 128

@@ -1,5 +1,4 @@
-"""``MAPPOTrainer``: MAPPO / IPPO (and ``-L``) runs with the run folder of the single-agent
-``Trainer``.
+"""``MAPPOTrainer``: MAPPO / IPPO (and ``-L``) runs with the run folder of the single ``Trainer``.
 
 Built by :class:`powerzoo.rl.Trainer` when ``algorithm`` is one of ``MAPPO``, ``IPPO``,
 ``MAPPO-L``, ``IPPO-L``, or ``PPO-L`` on a single-agent task (trained as one agent,
@@ -393,8 +392,9 @@ class MAPPOTrainer(TrainerBase):
 
     # ---- checkpoints, save, load, resume ---------------------------------------------------------
     def _save_checkpoint(self) -> Path:
-        """``checkpoints/step_<N>/``: learner, collector (env episodes and RNG), global RNG,
-        counters."""
+        """``checkpoints/step_<N>/``: learner, collector (episodes, RNG), global RNG, counters."""
+        if self._writer is not None:  # a killed run keeps what was logged up to this step
+            self._writer.flush()
         learner_state, collector_state = self.learner.full_state(), self.collector.state()
         counters = {
             "num_timesteps": self.num_timesteps,

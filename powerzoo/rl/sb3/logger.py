@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import numbers
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_logger", "tensorboard_format", "flush_logger"]
+__all__ = [
+    "run_logger",
+    "tensorboard_format",
+    "flush_logger",
+    "pending_records",
+    "restore_pending_records",
+]
 
 
 def tensorboard_format(folder: Path, purge_step: int | None) -> Any:
@@ -40,3 +47,38 @@ def flush_logger(model: Any) -> None:
         writer = getattr(fmt, "writer", None)
         if writer is not None and callable(getattr(writer, "flush", None)):
             writer.flush()
+
+
+def pending_records(model: Any) -> dict[str, Any]:
+    """The numeric values recorded on ``model``'s logger since its last dump, as JSON.
+
+    SB3 dumps its logs when a rollout ends, then records the update's ``train/*`` values: they
+    wait for the next dump. A checkpoint taken in between keeps them here so a resumed run
+    writes them at the same step as an uninterrupted run (else that step's ``train/*`` points
+    are lost on each resume).
+    """
+    logger = getattr(model, "_logger", None)
+    values: dict[str, float] = {}
+    excluded: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    for key, value in dict(getattr(logger, "name_to_value", {})).items():
+        if isinstance(value, numbers.Real) or (
+            hasattr(value, "item") and getattr(value, "size", None) == 1
+        ):
+            values[key] = float(value.item() if hasattr(value, "item") else value)
+            excluded[key] = list(logger.name_to_excluded.get(key) or ())
+            if key in logger.name_to_count:
+                counts[key] = int(logger.name_to_count[key])
+    return {"values": values, "excluded": excluded, "counts": counts} if values else {}
+
+
+def restore_pending_records(logger: Any, pending: dict[str, Any] | None) -> None:
+    """Record the values :func:`pending_records` kept on ``logger``, to be written by its next
+    dump."""
+    if not pending:
+        return
+    excluded = pending.get("excluded", {})
+    for key, value in pending.get("values", {}).items():
+        logger.record(key, float(value), tuple(excluded.get(key) or ()) or None)
+    for key, count in pending.get("counts", {}).items():
+        logger.name_to_count[key] = int(count)

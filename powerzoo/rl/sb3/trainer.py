@@ -33,7 +33,12 @@ from powerzoo.rl.checkpoint import (
 from powerzoo.rl.config import EvaluationConfig, TrainConfig
 from powerzoo.rl.result import TrainResult
 from powerzoo.rl.sb3 import files
-from powerzoo.rl.sb3.logger import flush_logger, run_logger
+from powerzoo.rl.sb3.logger import (
+    flush_logger,
+    pending_records,
+    restore_pending_records,
+    run_logger,
+)
 from powerzoo.rl.sb3.policy import frozen_obs_stats
 from powerzoo.rl.trainer_base import TrainerBase, holds_run_dir
 
@@ -66,6 +71,8 @@ class SB3Trainer(TrainerBase):
         self.model: Any = None
         self._train_env: Any = None
         self._loaded_vecnorm: dict[str, Any] | None = None  # statistics read from a run folder
+        # logger values recorded before the restored checkpoint and not yet written
+        self._pending_records: dict[str, Any] | None = None
         self._obs_stats: dict[str, Any] | None = None
 
     @property
@@ -190,6 +197,9 @@ class SB3Trainer(TrainerBase):
                 self._purge_step,
             )
         )
+        # the values the checkpointed run had recorded but not yet dumped (its last update's)
+        restore_pending_records(self.model.logger, self._pending_records)
+        self._pending_records = None
 
     # ---- training -------------------------------------------------------------------------------
     @holds_run_dir
@@ -286,7 +296,7 @@ class SB3Trainer(TrainerBase):
             lambda folder: files.write_model_files(folder, self.model, keep_replay),
             num_timesteps,
             self.evaluations,
-            self._config_record(),
+            {**self._config_record(), "pending_logs": pending_records(self.model)},
         )
         self._write_state("running")
         return folder
@@ -450,6 +460,7 @@ class SB3Trainer(TrainerBase):
         set_rng_state(rng)
         self.evaluations = list(state["evaluations"])
         self._purge_step = int(state["num_timesteps"]) + 1  # hide events after the checkpoint
+        self._pending_records = state.get("pending_logs")
         return self
 
     def close(self) -> None:
