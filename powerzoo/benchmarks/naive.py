@@ -290,19 +290,14 @@ def _economic_dispatch(task: Any, obs: np.ndarray) -> np.ndarray:
 
 def _unit_commitment(task: Any, obs: np.ndarray) -> np.ndarray:
     from powerzoo.devices.thermal_unit import priority_list_commitment
+    from powerzoo.tasks.unit_commitment.rule import unit_step_limits
     from powerzoo.tasks.unit_commitment.spec import RESERVE_MARGIN
 
-    load, load_next, on, time_steps, p_prev, first = task.unit_obs(
-        np.asarray(obs, dtype=np.float64)
+    u = unit_step_limits(task, obs)
+    f, on, peak, reach, response = task.fleet, u["on"], u["peak"], u["reach"], u["response"]
+    load, p_prev, first, must_on, must_off = (
+        u[k] for k in ("load", "p_prev", "first", "must_on", "must_off")
     )
-    f = task.fleet
-    locked_on = on & (time_steps < f.min_up_steps)
-    must_on = locked_on | f.shutdown_blocked(on, p_prev)
-    must_off = ~on & (time_steps < f.min_down_steps)
-    peak = np.maximum(load, load_next)
-    reach = np.where(on, np.minimum(f.pmax_mw, p_prev + f.ramp_up_step_mw), f.startup_max_mw)
-    reach = np.where(first[:, None] & on, f.pmax_mw, reach)
-    response = np.minimum(f.reserve_ramp_mw, reach)
     margin = RESERVE_MARGIN * peak
     want = priority_list_commitment(
         task.priority_order, reach, peak + margin, must_on, must_off, response, margin

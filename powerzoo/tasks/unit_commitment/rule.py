@@ -37,7 +37,14 @@ from powerzoo.physics.dc_power_flow import ptdf_matrix
 from powerzoo.physics.redispatch import redispatch
 from powerzoo.tasks.unit_commitment.spec import RESERVE_MARGIN
 
-__all__ = ["CONTINGENCY_PASSES", "MAX_EXTRA_UNITS", "RELIEF", "RESERVE_PAD", "rule_based_action"]
+__all__ = [
+    "CONTINGENCY_PASSES",
+    "MAX_EXTRA_UNITS",
+    "RELIEF",
+    "RESERVE_PAD",
+    "rule_based_action",
+    "unit_step_limits",
+]
 
 MAX_EXTRA_UNITS = 6  # units committed per step to relieve congestion
 RELIEF = 0.05  # MW of relief per MW injected for a unit to count as relieving a branch
@@ -45,23 +52,34 @@ CONTINGENCY_PASSES = 3  # commitment and dispatch redone at most this often for 
 RESERVE_PAD = 0.05  # a redone pass aims this fraction above the requirement it missed
 
 
+def unit_step_limits(task: Any, obs: np.ndarray) -> dict[str, np.ndarray]:
+    """What binds each unit this step, from ``task``'s observations ``obs``: the fields of
+    ``task.unit_obs`` (``load``, ``load_next`` [B] MW, ``on``, ``time_steps``, ``p_prev``,
+    ``first``) and ``locked_on`` / ``must_on`` / ``must_off`` (minimum times, shut-down ramp),
+    ``peak`` [B] (the larger of this and the next load), ``reach`` [B, n] MW (a starting unit its
+    start-up output, an on unit one ramp above its last output, Pmax on the first step) and
+    ``response`` [B, n] MW (its 10-minute reserve within that reach)."""
+    names = ("load", "load_next", "on", "time_steps", "p_prev", "first")
+    u = dict(zip(names, task.unit_obs(np.asarray(obs, dtype=np.float64)), strict=True))
+    f, on = task.fleet, u["on"]
+    u["locked_on"] = on & (u["time_steps"] < f.min_up_steps)
+    u["must_on"] = u["locked_on"] | f.shutdown_blocked(on, u["p_prev"])
+    u["must_off"] = ~on & (u["time_steps"] < f.min_down_steps)
+    u["peak"] = np.maximum(u["load"], u["load_next"])
+    reach = np.where(on, np.minimum(f.pmax_mw, u["p_prev"] + f.ramp_up_step_mw), f.startup_max_mw)
+    u["reach"] = np.where(u["first"][:, None] & on, f.pmax_mw, reach)
+    u["response"] = np.minimum(f.reserve_ramp_mw, u["reach"])
+    return u
+
+
 def rule_based_action(task: Any, obs: np.ndarray) -> np.ndarray:
     """Actions [B, 2n] (``[p_mw, on]`` per unit) of the rule (module docstring) for ``task`` (a
     :class:`~powerzoo.tasks.unit_commitment.task.UnitCommitment`) from its observations ``obs``."""
-    load, load_next, on, time_steps, p_prev, first = task.unit_obs(
-        np.asarray(obs, dtype=np.float64)
-    )
-    f = task.fleet
-    locked_on = on & (time_steps < f.min_up_steps)
-    must_on = locked_on | f.shutdown_blocked(on, p_prev)
-    must_off = ~on & (time_steps < f.min_down_steps)
-    peak = np.maximum(load, load_next)
-    order = task.priority_order
-    # what each unit can reach this step: a starting unit its start-up output, an on unit one
-    # ramp above its last output (Pmax on the first step, which has no ramp limit)
-    reach = np.where(on, np.minimum(f.pmax_mw, p_prev + f.ramp_up_step_mw), f.startup_max_mw)
-    reach = np.where(first[:, None] & on, f.pmax_mw, reach)
-    response = np.minimum(f.reserve_ramp_mw, reach)
+    u = unit_step_limits(task, obs)
+    load, on, p_prev, first = u["load"], u["on"], u["p_prev"], u["first"]
+    locked_on, must_on, must_off, peak = u["locked_on"], u["must_on"], u["must_off"], u["peak"]
+    reach, response = u["reach"], u["response"]
+    f, order = task.fleet, task.priority_order
     # units on above their shut-down ramp limit that the list would switch off: ramp them down
     margin = RESERVE_MARGIN * peak
     free_list = priority_list_commitment(
