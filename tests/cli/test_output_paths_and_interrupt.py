@@ -123,8 +123,16 @@ def test_ctrl_c_during_train_stops_with_one_line_and_marks_the_run(tmp_path):
         sys.executable, "-m", "powerzoo.cli.main", "train", "battery_arbitrage",
         "--timesteps", "10000000", "--output-dir", str(run.parent), "--name", run.name,
     ]  # fmt: skip
+    # SIGINT back to its default in the child: a pytest-xdist worker (and a background job of a
+    # non-interactive shell) ignores it, and a child inherits an ignored signal, so Python would
+    # never raise KeyboardInterrupt there
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # a safety net against a hang only, far beyond any machine's start-up time
     watchdog = threading.Timer(1800, process.kill)
