@@ -111,7 +111,6 @@ __all__ = [
     "MARKETS",
     "DEFAULT_MARKET",
     "check_market",
-    "renewable_fleet",
     "market_price",
     "price_statistics",
 ]
@@ -121,20 +120,6 @@ DEFAULT_MARKET = "high_renewable"
 
 STEPS_PER_DAY = 24 * 12  # 5-minute steps
 MARKET_SEED = 20230105  # fixed: the outage draws are the same on every machine and run
-
-
-def renewable_fleet(market: str) -> tuple[float, float]:
-    """The market's PV and wind capacity, per unit of peak demand: what sets its net load, and
-    the renewable share of the grid's energy (its carbon intensity).
-
-    Args:
-        market: One of :data:`MARKETS`.
-
-    Returns:
-        ``(pv_share, wind_share)``.
-    """
-    check_market(market)
-    return (HR_PV_SHARE, HR_WIND_SHARE) if market == "high_renewable" else (PV_SHARE, WIND_SHARE)
 
 
 def check_market(market: str) -> str:

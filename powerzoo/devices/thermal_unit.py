@@ -40,10 +40,9 @@ count. The requirement is ``margin x load`` on the summed reserve and, with the 
 term, the N-1 rule: for every online unit ``k``, ``sum_{g != k} r_g >= p_k``, the spinning
 reserve of the *other* online units covers the loss of unit ``k``'s output (the "most severe
 single contingency" of NERC BAL-002 and the ISOs' reserve requirements; the tripped unit's own
-headroom is lost with it and does not count). On the summed reserve this reads
-``sum_g r_g >= max_k (p_k + r_k)``, so :func:`reserve_requirement_mw` returns
-``max(margin x load, max_k (p_k + r_k))`` and the shortfall is ``max(margin x load - sum_g r_g,
-max_k (p_k - sum_{g != k} r_g), 0)``.
+headroom is lost with it and does not count). So :func:`reserve_requirement_mw` returns
+``max(margin x load, max_k (p_k + r_k))`` for the summed reserve, and the shortfall is
+``max(margin x load - sum_g r_g, max_k (p_k - sum_{g != k} r_g), 0)``.
 
 Unit-commitment parameters (:func:`fleet_from_case`)
 --------------------------------------------------

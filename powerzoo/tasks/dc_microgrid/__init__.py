@@ -22,9 +22,7 @@ Model (5-minute steps, 288 per episode = one calendar day, single agent)
   0.75 tCO2/MWh, 50 $ per start and minimum run and down times of 1 h
   (:mod:`powerzoo.devices.diesel`: a set that has run, or rested, less than that keeps its
   status whatever is asked), grid import capped at 1.5 MW at the market price and the grid's
-  carbon intensity (:mod:`powerzoo.devices.grid_tie`: 0.45 tCO2/MWh times the fossil share,
-  the renewable share from the market's own PV and wind fleet,
-  :func:`powerzoo.data.markets.renewable_fleet`; ``grid_import_max_mw=0``: islanded).
+  carbon intensity (:mod:`powerzoo.devices.grid_tie`; ``grid_import_max_mw=0``: islanded).
   Grid import is not an action: it covers the residual load up to the cap; a surplus is
   curtailed (``spill_mw``: PV first). The battery charges only from what is left after the
   facility's demand (a charge request beyond it is cut).

@@ -1,6 +1,9 @@
-"""The ``dc_microgrid`` / ``dc_microgrid_safe`` task: batched state, reset / observe / step (the
-model: :mod:`powerzoo.tasks.dc_microgrid`; spec :mod:`.spec`, site
-:mod:`powerzoo.tasks.datacentre.site`, baselines :mod:`.rule` and :mod:`.oracle`)."""
+"""The ``dc_microgrid`` / ``dc_microgrid_safe`` task: batched state, reset / observe / step.
+
+The model is described in :mod:`powerzoo.tasks.dc_microgrid`; the spec and observation layout
+are in :mod:`.spec`, the site's devices in :mod:`powerzoo.tasks.datacentre.site`, the baselines
+in :mod:`.rule` and :mod:`.oracle`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.data.markets import renewable_fleet
 from powerzoo.data.workload import get_workload, workload_scenario_of_split
 from powerzoo.devices.battery import BatteryDispatch, settlement_value
 from powerzoo.devices.diesel import DieselCommitment
@@ -105,10 +107,8 @@ class DCMicrogrid(Task):
         self._temp = series["temp_c"]
         self._pv_cf = series["pv_cf"]
         self._price = series["price_per_mwh"]
-        pv, wind = renewable_fleet(p.market)  # the market's fleet sets the grid's mix
-        grid = dataclasses.replace(p.grid, pv_share=pv, wind_share=wind)
         self._co2 = grid_carbon_intensity(
-            grid, *(series[k] for k in ("demand_pu", "pv_cf", "wind_cf"))
+            p.grid, series["demand_pu"], series["pv_cf"], series["wind_cf"]
         )
         self._weights = REWARD_WEIGHTS.copy()
         self._penalties = PENALTIES.copy()
