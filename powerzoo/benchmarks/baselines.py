@@ -17,6 +17,8 @@ policy)::
     (+ storage_throughput_mwh, storage_power_mw, storage_energy_mwh on tasks with storage: per
     episode the storage throughput of each of its days, MWh, and the stores' power rating and
     energy capacity, :mod:`powerzoo.benchmarks.storage`)
+    (+ episode_metrics on tasks with ``episode_metrics``: per named step info value, its sum over
+    each episode, :func:`~powerzoo.benchmarks.evaluation.episode_metric_keys`)
 
 The policies of a task's rows are ``task.spec.baselines`` plus ``naive``
 (:func:`~powerzoo.benchmarks.naive.table_baselines`, the naive policy of
@@ -177,6 +179,8 @@ def evaluate_baseline(
         "date": datetime.date.today().isoformat(),
         "version": _version(),
     }
+    if "episode_metrics" in summary:
+        row["episode_metrics"] = summary["episode_metrics"]
     if isinstance(agent, OraclePolicy):
         row["oracle_fallback_steps"] = agent.fallback_steps  # steps the oracle's solver failed on
     if has_storage(task_obj.spec):

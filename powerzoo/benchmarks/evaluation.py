@@ -44,6 +44,7 @@ __all__ = [
     "return_unit",
     "EpisodeRecord",
     "StepCallback",
+    "episode_metric_keys",
     "agents_of",
     "task_of",
     "env_metadata",
@@ -82,9 +83,10 @@ class EpisodeRecord(dict):
     ``agent_returns`` ([n_agents]) (multi-agent only),
     ``length`` (steps), ``costs`` (sum per constraint, physical units), ``cost_steps`` (per
     constraint, the steps whose cost is above :data:`COST_TOLERANCE`), ``day_id`` and per-step
-    ``trace``; with ``rollout(..., storage=True)`` on a task with storage, ``storage_mwh``: the
-    storage throughput of each calendar day of the episode (MWh,
-    :mod:`powerzoo.benchmarks.storage`)."""
+    ``trace``; ``metrics`` (on a task with ``episode_metrics``: each named step info value
+    summed over the episode, :func:`episode_metric_keys`); with ``rollout(..., storage=True)``
+    on a task with storage, ``storage_mwh``: the storage throughput of each calendar day of the
+    episode (MWh, :mod:`powerzoo.benchmarks.storage`)."""
 
 
 def rollout(
@@ -133,6 +135,8 @@ def rollout(
     shared: dict[str, Any] = info if agents is None else info[agents[0]]
     trace: dict[str, list[Any]] = {k: [] for k in trace_keys}
     meter = _storage_meter(env) if storage else None
+    metric_keys = episode_metric_keys(env)
+    metrics = np.zeros(len(metric_keys))
     while not done:
         action = policy.act(obs, info)
         next_obs, reward, terminated, truncated, info = env.step(action)
@@ -150,6 +154,8 @@ def rollout(
         length += 1
         for k in trace:
             trace[k].append(shared[k])
+        for j, k in enumerate(metric_keys):
+            metrics[j] += float(np.sum(shared[k]))
         if meter is not None:
             meter.add(
                 shared["action_applied"]
@@ -172,12 +178,22 @@ def rollout(
     )
     if meter is not None:
         record["storage_mwh"] = meter.days
+    if metric_keys:
+        record["metrics"] = dict(zip(metric_keys, metrics.tolist(), strict=True))
     if agents is not None:
         record["agent_returns"] = total
         record["team_return"] = record["return"]
         if _shared_reward(env):
             record["return"] = float(np.mean(total))
     return record
+
+
+def episode_metric_keys(env: Any) -> tuple[str, ...]:
+    """The step ``info`` keys the task of ``env`` asks to be summed over each episode (its
+    ``episode_metrics`` attribute, e.g. ``("congested",)``: the steps with a binding branch);
+    ``()`` for a task without any or an env without a PowerZoo task."""
+    task = task_of(env)
+    return tuple(getattr(task, "episode_metrics", ()) or ()) if task is not None else ()
 
 
 def _storage_meter(env: Any) -> StorageMeter | None:
@@ -223,7 +239,8 @@ def summarize_episodes(
     ``over_budget_rate`` (``None`` off a PowerZoo env) the fraction in which some selected
     constraint exceeds its per-episode budget (:func:`budget_flags`). Records with
     ``storage_mwh`` add ``storage_throughput_mwh``: per episode, the storage throughput of each
-    of its days (MWh).
+    of its days (MWh); records with ``metrics`` add ``episode_metrics[name]``: per episode, the
+    sum of the step info value ``name`` (:func:`episode_metric_keys`).
     """
     if not records:
         raise ValueError("no episodes to summarise")
@@ -248,6 +265,10 @@ def summarize_episodes(
     throughput = daily_throughput(records)
     if throughput is not None:
         summary["storage_throughput_mwh"] = throughput
+    if records and all("metrics" in r for r in records):
+        summary["episode_metrics"] = {
+            name: [float(r["metrics"][name]) for r in records] for name in records[0]["metrics"]
+        }
     agents = agents_of(env)
     if agents is not None:
         agent_returns = np.stack([r["agent_returns"] for r in records])

@@ -331,3 +331,19 @@ def test_evaluate_days_keeps_per_episode_costs_and_budget_flags():
     assert len(steps) == 2 and all(isinstance(k, int) for k in steps)
     assert all(0 < k <= full["mean_length"] for k in steps)  # over budget on both days
     assert all(c > COST_TOLERANCE * k for k, c in zip(steps, costs, strict=True))
+
+
+def test_episode_metrics_sum_the_named_step_info_over_each_episode() -> None:
+    """A task's ``episode_metrics`` names step info values; rollout sums each over the episode
+    and the summary keeps the per-episode sums (the task card's figures read them)."""
+    env = make_env(TASK, split="test", seed=0)
+    task = task_of(env)
+    task.episode_metrics = ("step",)  # the time index after each step: 1 + 2 + ... + horizon
+    policy = RuleBasedPolicy(env)
+    records = [rollout(env, policy, day_id=d, seed=0) for d in (0, 1)]
+    horizon = records[0]["length"]
+    assert [r["metrics"]["step"] for r in records] == [horizon * (horizon + 1) / 2] * 2
+    summary = evaluate_days(policy, env, [0, 1], seed=0)
+    assert summary["episode_metrics"] == {"step": [horizon * (horizon + 1) / 2] * 2}
+    task.episode_metrics = ()
+    assert "metrics" not in rollout(env, policy, day_id=0, seed=0)
