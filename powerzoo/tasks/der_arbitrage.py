@@ -5,17 +5,19 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
 -----------------------------------------------------------------------
 * Feeder: ``case33bw`` with an exact AC power flow every step (:mod:`powerzoo.tasks.feeder`);
   bus loads = the case's base load x ``load_scale = 0.75`` x the calendar load shape
-  ``demand_pu``. Sizing (measured on the 65 test days): with the batteries idle, the far end of
-  the main trunk dips below 0.95 p.u. at the daily peak on 22 of them (0.075 p.u.-steps a day on
-  average, above the 0.2 budget on 9 days; 50 days and 0.52 under ``load_stress``), and charging
-  all three at full power at the peak takes it below on every test day (lowest voltage
-  0.891 p.u.), so where and when the batteries charge matters for the voltage band, and on the
-  tightest days they must discharge at the peak to hold it. Full charging at the peak overloads
-  a line (``thermal_overload``) on 4 test days (largest loading 1.03 of a rating; 1.05 at
-  ``demand_pu`` 1). The perfect-foresight plan holds the band within the budget on every test
-  day (0.0007 p.u.-steps a day); the time-of-use rule, blind to the voltage, leaves it on the
-  same 22 days. (The load scale was 0.7 on the earlier load shape, whose winter peaks stressed
-  the feeder on 47 of 77 test days; on the current shape 0.7 left the band on 13 of 65.)
+  ``demand_pu``, less ``pv_mw = 6.5`` MW of rooftop PV (1.75 x the published peak load: a
+  high-hosting feeder) spread over the buses in proportion to their published load, unity power
+  factor, output ``pv_mw x pv_cf``. At the head an on-load tap changer under its automatic
+  voltage controller (:mod:`powerzoo.tasks.feeder_ltc`; ``ltc=False``: the head fixed at
+  1.00 p.u.) holds the head at 1.019 p.u., which lifts the evening sag into the band.
+* Sizing (measured on the 65 test days, ``benchmarks/compute_baselines.py``): with the
+  batteries idle, the midday reverse flow of the PV lifts the far ends above 1.05 p.u. (up to
+  1.079): 0.41 p.u.-steps of ``voltage_violation`` a day, above the 0.2 budget on 25 days
+  (38.5 %); a time-of-use rule blind to the voltage is over it on 22 (33.8 %); the
+  perfect-foresight plan, which charges the batteries from the midday surplus, keeps it on every
+  day (0.003 a day). With the head fixed at 1.00 p.u. the idle feeder is over budget on 4 days
+  only: the controller that lifts the evening sag pushes the midday rise out of the band. (On
+  the earlier sizing, no PV, the LTC left no day over budget, against 9 at 1.00 p.u.)
 * Agents ``battery_0..2``: inverter batteries (:mod:`powerzoo.devices.inverter_battery`) of
   2 MWh / 0.5 MW (0.55 MVA inverters), efficiencies 0.95, SOC in [0.1, 0.9], start SOC 0.5,
   wear 7.5 $/MWh of throughput (:mod:`powerzoo.devices.battery`), at 0-based buses
@@ -49,17 +51,23 @@ Model (multi-agent, 30-minute steps, 48 per episode = one calendar day)
 * Splits: train / val / test by date; stress splits ``load_stress``, ``heatwave``, ``cold_snap``,
   ``low_renewable`` (dearer, more peaked prices) and ``price_spike``.
 * Baselines (65 test days, ``benchmarks/compute_baselines.py``; the sum of the agents'
-  returns): random; rule-based =
-  a time-of-use schedule from the price data (:func:`powerzoo.tasks.tariffs.tou_battery_power_mw`):
-  in the 8 half-hours that are cheapest on the average day (train days of the base profiles) a
-  battery may charge, in the 8 dearest it may discharge, a quarter of its usable energy per
-  hour; it trades only when the trade pays after wear and losses against the mean train-day
-  price, else it steps back towards its start SOC, which it reaches by the day's end; oracle =
-  a perfect-foresight day plan of all three batteries maximising the team profit with the
-  settlement, one LP on HiGHS (:func:`_solve_day`) with the SOC model and the voltage band on
+  returns): random; rule-based = "solar soak" (:mod:`powerzoo.tasks.feeder_rules`) on a
+  time-of-use schedule from the price data (:func:`powerzoo.tasks.tariffs.tou_battery_power_mw`:
+  in the 8 cheapest half-hours of the average train day a battery may charge, in the 8 dearest
+  it may discharge, a quarter of its usable energy per hour, when the trade pays after wear and
+  losses against the mean train-day price, else it steps back towards its start SOC; what it
+  lacks at the end the settlement buys back). On top, from its observation: in the 3 h before
+  the sun (the steps where the average day's PV is at least 25 % of its peak) a battery empties
+  to its SOC floor; while the higher of its own bus voltage and ``v_max_pu`` is above
+  1.035 p.u. it takes no schedule charge, and it charges at least an integrating volt-watt
+  control (holding 1.049 p.u., floored by the droop from 0 at 1.03 to the rating at 1.055).
+  Measured: +159 $/day, over the budget on 2 days (3.1 %; the time-of-use rule blind to the
+  voltage: +157, 33.8 %). Oracle = a perfect-foresight day plan of all three batteries
+  maximising the team profit with the settlement, one LP on HiGHS
+  (:mod:`powerzoo.tasks.der_arbitrage_oracle`) with the SOC model and the voltage band on
   LinDistFlow linearised around the exact flow of the day's loads (band narrowed by 0.002 p.u.
-  for the linearisation error), then applied under the exact flow. Measured returns, days over
-  budget and the oracle's headroom: the task card (``powerzoo card marl_der_arbitrage``).
+  for the linearisation error), then applied under the exact flow (+289 $/day, within the
+  budget every day). The task card (``powerzoo card marl_der_arbitrage``) has every row.
 """
 
 from __future__ import annotations
@@ -71,20 +79,17 @@ import numpy as np
 
 from powerzoo.data import calendar
 from powerzoo.devices.inverter_battery import (
-    InverterBatteryParams,
     inverter_battery_reset,
     inverter_battery_settlement,
     inverter_battery_step,
 )
-from powerzoo.physics.highs import new_highs
 from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput
+from powerzoo.tasks.der_arbitrage_oracle import solve_day
 from powerzoo.tasks.feeder import (
     FeederBatteryParams,
     FeederTask,
-    add_voltage_band,
     grid_cost_rows,
-    unit_variables,
     voltage_sq_sensitivity,
 )
 from powerzoo.tasks.feeder_observation import (
@@ -95,6 +100,7 @@ from powerzoo.tasks.feeder_observation import (
     price_forecast_fields,
     write_system_fields,
 )
+from powerzoo.tasks.feeder_rules import solar_soak_power_mw, sun_steps
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, mode_spec_fields
 from powerzoo.tasks.tariffs import (
     reference_price_per_mwh,
@@ -123,10 +129,12 @@ class DerArbitrageParams(FeederBatteryParams):
     # evening peaks and scarcity hours
     energy_mwh: float = 2.0
 
-    # at this load the trunk's far end dips below 0.95 p.u. at the daily peak on 22 of the 65
-    # test days, and on all of them when the batteries charge at the peak: where they charge
-    # matters
+    # bus loads = the case's base load x this x demand_pu
     load_scale: float = 0.75
+    # rooftop PV installed on the feeder (MW AC), spread over the buses in proportion to their
+    # published base load, unity power factor, output = this x the calendar's pv_cf: with the
+    # head at the AVC's 1.019 p.u. its midday rise leaves the band on 38 % of the test days
+    pv_mw: float = 6.5
     # the oracle plans in [0.95 + m, 1.05 - m] p.u.: 1.5 MW swings linearise less well
     oracle_margin_pu: float = 0.002
 
@@ -194,6 +202,9 @@ class DerArbitrageState:
     vm_pu: np.ndarray  # [B, n_bus] last flow's voltage magnitudes
     feeder_p_mw: np.ndarray  # [B] last flow's head power
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
+    ltc_tap: np.ndarray  # [B] the head's tap position (powerzoo.tasks.feeder_ltc)
+    ltc_timer: np.ndarray  # [B] steps the regulated voltage has been outside the AVC band
+    ltc_operations: np.ndarray  # [B] tap operations since reset
 
 
 class MarlDerArbitrage(FeederTask):
@@ -202,8 +213,9 @@ class MarlDerArbitrage(FeederTask):
     ## Description
     Three inverter batteries (2 MWh / 0.5 MW, 0.55 MVA, efficiencies 0.95, SOC in [0.1, 0.9],
     wear 7.5 $/MWh) at 0-based buses 16, 23 and 31 of the IEEE 33-bus feeder trade at the market
-    price. Bus loads are the base load x 0.75 x the calendar load shape, one exact AC flow per
-    30-minute step. Charging all three at the peak takes the far end out of the voltage band.
+    price. Bus loads are the base load x 0.75 x the calendar load shape less 6.5 MW of rooftop PV,
+    one exact AC flow per 30-minute step; the head's tap changer holds it at 1.019 p.u. The PV's
+    midday reverse flow lifts the far ends above 1.05 p.u. unless the batteries absorb it.
 
     ## Action
     Per agent ``p_mw`` in [-0.5, 0.5] MW (+ discharge into the feeder); reactive power 0. A request
@@ -229,13 +241,16 @@ class MarlDerArbitrage(FeederTask):
     Truncated after 48 steps (one day); no early termination.
 
     ## Arguments
-    ``load_scale`` (0.75), ``energy_mwh``, ``power_mw``, ``tou_steps`` (half-hours of the rule's
-    charge and discharge windows), ``oracle_margin_pu``, ``market`` (``powerzoo.data.markets``).
+    ``load_scale`` (0.75), ``pv_mw`` (6.5), ``energy_mwh``, ``power_mw``, ``tou_steps``
+    (half-hours of the rule's charge and discharge windows), ``oracle_margin_pu``, ``market``
+    (``powerzoo.data.markets``); the tap changer's ``ltc``, ``ltc_band_centre_pu``,
+    ``ltc_bandwidth_pu``, ``ltc_ldc_r_pu``, ``ltc_ldc_x_pu`` (:mod:`powerzoo.tasks.feeder_ltc`).
 
     ## Baselines
-    Random; rule-based time-of-use schedule blind to the voltage; oracle = a perfect-foresight day
-    plan of all three batteries (one LP on HiGHS, voltage band on LinDistFlow), applied under the
-    exact flow.
+    Random; rule-based "solar soak" on a time-of-use schedule: empty before the sun, charge from
+    the surplus by a volt-watt control, sell at the evening peak (+159 $/day, over budget on 3 %
+    of the test days); oracle = a perfect-foresight day plan of all three batteries (one LP on
+    HiGHS, voltage band on LinDistFlow), applied under the exact flow (+289 $/day).
     """
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
@@ -252,12 +267,17 @@ class MarlDerArbitrage(FeederTask):
         self.buses = np.asarray(BATTERY_BUSES)
         self.locate_neighbours(self.buses)
         self._own_load_mw = grid.bus_p_mw[self.buses]  # own bus load per unit of demand_pu
+        self.pv_cf = self.profiles.series["pv_cf"]
+        self.pv_bus_mw = p.pv_mw * grid.case.bus_pd_mw / grid.case.bus_pd_mw.sum()
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._tou = tou_schedule(spd, p.tou_steps, STEP_MINUTES, p.market)
         self._reference_price = reference_price_per_mwh(spd, STEP_MINUTES, p.market)
         glob = self.spec.observation
         self._rule_t, self._rule_soc = glob.slot("time_remaining"), glob.slot("own_soc")
         self._rule_price = glob.slot("price_per_mwh")
+        self._rule_v, self._rule_vmax = glob.slot("own_v_pu"), glob.slot("v_max_pu")
+        self._rule_prev = glob.slot("own_prev_p_mw")
+        self._sun = sun_steps(spd, STEP_MINUTES, p.market)
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -309,11 +329,18 @@ class MarlDerArbitrage(FeederTask):
         )
 
     # ---- batched model ----------------------------------------------------------------------
+    def net_loads(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bus net demand ``(p_mw, q_mvar)`` [B, n_bus] at calendar steps ``flat`` [B]: the
+        loads less the rooftop PV, batteries idle."""
+        p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
+        p -= self.pv_cf.take(flat)[:, None] * self.pv_bus_mw
+        return p, q
+
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DerArbitrageState:
         day_id, t, flat = self.first_step(day_id)
         b = day_id.size
-        p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
-        flow = self.grid.solve(p, q)
+        p, q = self.net_loads(flat)
+        flow, ltc = self.grid_reset(p, q)
         soc = inverter_battery_reset(self.battery, b)
         return DerArbitrageState(
             day_id,
@@ -323,6 +350,9 @@ class MarlDerArbitrage(FeederTask):
             flow.vm_pu,
             flow.info["feeder_p_mw"],
             flow.v_complex_pu,
+            ltc.tap,
+            ltc.timer,
+            ltc.operations,
         )
 
     def observe(self, state: DerArbitrageState, obs_mode: str | None = None) -> np.ndarray:
@@ -352,9 +382,9 @@ class MarlDerArbitrage(FeederTask):
         flat = self.grid.flat_index(state.day_id, state.t)
         price = self.grid.price_per_mwh.take(flat)
         result = inverter_battery_step(self.battery, state.soc, action, np.zeros_like(action), dt_h)
-        p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
+        p, q = self.net_loads(flat)
         p[:, self.buses] -= result.p_mw
-        flow = self.grid.solve(p, q, state.v_complex_pu)
+        flow, ltc, _ = self.grid_step(state, p, q)
         revenue = price[:, None] * result.discharge_mwh
         payment = price[:, None] * result.charge_mwh
         wear = self.battery.degradation_cost_per_mwh * (result.charge_mwh + result.discharge_mwh)
@@ -383,6 +413,9 @@ class MarlDerArbitrage(FeederTask):
             flow.vm_pu,
             flow.info["feeder_p_mw"],
             flow.v_complex_pu,
+            ltc.tap,
+            ltc.timer,
+            ltc.operations,
         )
         return new_state, self.feeder_output(
             flow,
@@ -399,39 +432,44 @@ class MarlDerArbitrage(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Time-of-use schedule (module docstring) from ``global`` observations [B, 3, d]: [B, 3]
-        MW."""
-        remaining = obs[:, 0, self._rule_t].astype(np.float64)
-        mode = tou_mode(
-            self._tou, remaining, HORIZON, self.profiles.steps_per_day
-        )  # -1 charge, +1 discharge
-        soc = obs[:, :, self._rule_soc].astype(np.float64)
-        return tou_battery_power_mw(
+        """Solar soak (:func:`~powerzoo.tasks.feeder_rules.solar_soak_power_mw`) on the
+        time-of-use schedule, acting on the higher of the own bus voltage and ``v_max_pu``, from
+        ``global`` observations [B, 3, d]: [B, 3] MW."""
+        obs = obs.astype(np.float64)
+        remaining = obs[:, 0, self._rule_t]
+        spd = self.profiles.steps_per_day
+        soc = obs[:, :, self._rule_soc]
+        tou = tou_battery_power_mw(  # no forced return to the start SOC: the settlement buys back
             self.battery,
-            mode,
+            tou_mode(self._tou, remaining, HORIZON, spd),
             soc,
             self.spec.dt_h,
             self.params.tou_steps,
-            obs[:, 0, self._rule_price].astype(np.float64),
+            obs[:, 0, self._rule_price],
             self._reference_price,
-            np.rint(remaining * HORIZON),
+            np.full(remaining.shape, np.inf),
         )
+        step = np.rint((1.0 - remaining) * HORIZON).astype(np.int64) % spd
+        v = np.maximum(obs[:, :, self._rule_v], obs[:, :, self._rule_vmax])
+        prev = obs[:, :, self._rule_prev]
+        return solar_soak_power_mw(self.battery, tou, soc, v, prev, step, self._sun, self.spec.dt_h)
 
     def oracle_plan(self, state: DerArbitrageState) -> np.ndarray:
         """Team-profit-maximising battery powers [B, H, 3] with perfect foresight of prices and
         loads.
 
-        One LP per episode on HiGHS (:func:`_solve_day`): the SOC model of the batteries and the
-        voltage band on LinDistFlow, linearised around the exact flow of the day's loads with the
-        batteries idle; the plan is then applied (and scored) under the exact power flow.
+        One LP per episode on HiGHS (:func:`~powerzoo.tasks.der_arbitrage_oracle.solve_day`): the
+        SOC model of the batteries and the voltage band on LinDistFlow, linearised around the
+        exact flow of the day's net loads with the batteries idle, at the head of the current
+        tap; the plan is then applied (and scored) under the exact power flow.
         """
         plans = np.zeros((state.t.size, HORIZON, _N))
         sens = voltage_sq_sensitivity(self.grid.case, self.buses)
         for row in range(state.t.size):
             t0, flat = self.rest_of_day(state, row)
-            p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
-            v2_base = self.grid.solve(p, q).vm_pu ** 2
-            plans[row, t0:] = _solve_day(
+            p, q = self.net_loads(flat)
+            v2_base = self.grid.solve(p, q, head_vm_pu=self.head_vm_pu(state, row)).vm_pu ** 2
+            plans[row, t0:] = solve_day(
                 self.battery,
                 self.grid.price_per_mwh.take(flat),
                 state.soc[row],
@@ -442,58 +480,3 @@ class MarlDerArbitrage(FeederTask):
                 float(self.settlement_price(state.day_id[row : row + 1])[0]),
             )
         return plans
-
-
-def _solve_day(
-    battery: InverterBatteryParams,
-    price: np.ndarray,
-    soc0: np.ndarray,
-    v2_base: np.ndarray,
-    sens: np.ndarray,
-    dt_h: float,
-    margin_pu: float,
-    settlement_price: float,
-) -> np.ndarray:
-    """Net battery powers [T, 3] (MW, + discharge) of the day plan (LP on HiGHS via highspy).
-
-    Maximise ``sum price (d - c) dt - deg (c + d) dt + settlement - voltage penalty`` over
-    charge ``c`` and discharge ``d`` in ``[0, P]`` (MW) and stored energy ``e`` within the SOC
-    bounds, with ``e_t = e_{t-1} + eta_c c_t dt - d_t dt / eta_d``; squared voltages
-    ``v2_base + (c - d) @ sens`` kept in the band (:func:`powerzoo.tasks.feeder.add_voltage_band`).
-    The settlement values each battery's surplus ``s`` and deficit ``u`` (MWh) against its start,
-    ``e_T - s + u = soc_init x capacity``, at ``m = settlement_price``: ``eta_d (m - deg) s -
-    (m + deg) / eta_c u`` (:func:`powerzoo.devices.battery.settlement_value`).
-    """
-    import highspy
-
-    t, n = price.size, soc0.size
-    h = new_highs()
-    cap = battery.energy_capacity_mwh
-    charge = unit_variables(h, t, np.zeros(n), battery.power_max_mw)
-    discharge = unit_variables(h, t, np.zeros(n), battery.power_max_mw)
-    stored = unit_variables(h, t, battery.soc_min * cap, battery.soc_max * cap)
-    stored_in = (battery.charge_efficiency * dt_h) * charge - (
-        dt_h / battery.discharge_efficiency
-    ) * discharge
-    h.addConstrs(stored[0] - stored_in[0] == soc0 * cap)
-    if t > 1:
-        h.addConstrs((stored[1:] - stored[:-1] - stored_in[1:]).ravel() == 0.0)
-    bound = np.broadcast_to(np.abs(sens).T @ battery.power_max_mw, v2_base.shape)
-    penalty = add_voltage_band(h, v2_base, (charge - discharge) @ sens, bound, margin_pu)
-    deg = battery.degradation_cost_per_mwh
-    surplus = unit_variables(h, 1, np.zeros(n), np.full(n, np.inf))[0]
-    deficit = unit_variables(h, 1, np.zeros(n), np.full(n, np.inf))[0]
-    h.addConstrs(stored[t - 1] - surplus + deficit == battery.soc_init * cap)
-    m, eta_c, eta_d = settlement_price, battery.charge_efficiency, battery.discharge_efficiency
-    profit = (
-        h.qsum(((price[:, None] - deg) * dt_h * discharge).ravel())
-        - h.qsum(((price[:, None] + deg) * dt_h * charge).ravel())
-        + h.qsum(eta_d * (m - deg) * surplus)
-        - h.qsum((m + deg) / eta_c * deficit)
-    )
-    h.maximize(profit if penalty is None else profit - penalty)
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(
-            f"marl_der_arbitrage oracle LP failed: {h.modelStatusToString(h.getModelStatus())}"
-        )
-    return h.vals(discharge) - h.vals(charge)

@@ -4,27 +4,29 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
 ------------------------------------------------------------------------
 * Feeder: Baran & Wu's 33-bus 12.66 kV feeder (``case33bw``, tie lines open), exact AC power
   flow every step (:mod:`powerzoo.tasks.feeder`). Bus loads: the case's base load x
-  ``load_scale = 0.55`` x the calendar load shape ``demand_pu`` (peak 1.0).
+  ``load_scale = 0.6`` x the calendar load shape ``demand_pu`` (peak 1.0). At the head an
+  on-load tap changer under its automatic voltage controller (:mod:`powerzoo.tasks.feeder_ltc`:
+  +-16 taps of 0.625 %, band 1.025 +- 0.0083 p.u.) holds the head at 1.019 p.u. (tap 3);
+  ``ltc=False`` fixes it at 1.00 p.u., ``ltc_action=True`` makes the tap the 13th action
+  (``ltc.tap``, a position in [-16, 16], rounded) at ``ltc_wear_cost_per_operation = 0.5`` $ per
+  operation (reward term ``ltc_wear``), the AVC bypassed.
 * Six flexible loads (:mod:`powerzoo.devices.flexible_load`) at 0-based buses
   ``FLEX_BUSES = (13, 17, 24, 29, 31, 32)`` (1-based 14, 18, 25, 30, 32, 33: the far ends of the
-  main trunk and of the laterals, where voltage sags first). Each is an aggregate of flexible
-  commercial / residential demand of ``flex_peak_mw = 0.12`` MW at ``demand_pu = 1`` (following
-  the same calendar shape), power factor 0.85, on top of its bus's published load. Per step up
-  to half of it (``flex_max_fraction = 0.5``) can be curtailed (lost, priced at the value of
-  lost load) and up to half shifted, so together they can take the whole unit off for a step:
-  deferred energy is paid back evenly over the next ``payback_steps = 8`` steps (4 h), and
-  always before the day ends.
-* Sizing (measured on the 65 test days): without control the flexible loads push the far-end
-  buses below 0.95 p.u. at the daily peaks on 61 of them (0.60 p.u.-steps of
-  ``voltage_violation`` per day on average, above the 0.5 p.u. budget on 22 days; under
-  ``load_stress`` on all 65, 2.16 a day); the oracle's plan brings that to 0.005 (7 days, lowest
-  voltage 0.945 p.u., within the budget on every day). So the controls matter, and they cost:
-  curtailment is paid at the value of lost load, shifting only moves the peak when it is short.
-  The lines keep headroom at these loads (largest loading 0.67 of a rating on the test days, 0.78
-  under ``load_stress``): the binding limit of this task is the voltage band, and
-  ``thermal_overload`` only fires far beyond the feeder's design load. (The load scale was 0.5 on
-  the earlier load shape, whose winter peaks left the band on 76 of 77 test days; on the current
-  shape 0.5 left it on 47 of 65 and within the budget on average.)
+  main trunk and of the laterals, where voltage sags first). Each is an aggregate of electrified
+  demand (heat pumps and EV chargers of a few dozen homes) of ``flex_peak_mw = 0.22`` MW at
+  ``demand_pu = 1`` (following the same calendar shape), power factor 0.85, on top of its bus's
+  published load. Per step up to half of it (``flex_max_fraction = 0.5``) can be curtailed (lost,
+  priced at the value of lost load) and up to half shifted, so together they can take the whole
+  unit off for a step: deferred energy is paid back evenly over the next ``payback_steps = 8``
+  steps (4 h), and always before the day ends.
+* Sizing (measured on the 65 test days, the LTC in place): without control the flexible loads
+  push the far-end buses below 0.95 p.u. at the daily peaks (0.79 p.u.-steps of
+  ``voltage_violation`` a day on average, above the 0.5 p.u. budget on 24 days, 36.9 %; lowest
+  voltage 0.915 p.u.); the oracle keeps the budget on every day (0.00004 a day). The tap alone
+  does not fix it: the band's lower edge leaves 6.9 % for the feeder's drop, the peak takes
+  10 % (with the head at 1.00 p.u., ``ltc=False``, every day is over budget, 6.4 a day). On the
+  earlier sizing (``load_scale = 0.55``, 0.12 MW units) the LTC left 0 days over budget. The
+  lines keep headroom (largest loading 0.93 of a rating): the binding limit is the voltage band.
 * Action (12, physical fractions of each unit's current demand): ``[load_k.curtail,
   load_k.shift]`` for k = 0..5, each in ``[0, 0.5]``. Shifting on the last step is refused (the
   energy could not come back within the day); ``info["action_applied"]`` shows what was applied.
@@ -37,26 +39,28 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   over branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``); per-episode thresholds 0.5 p.u. and
   0.25 MVAh. Reward presets: ``"objective"`` (the reward) and ``"penalized"`` (minus 1,000 $ per
   p.u. of voltage violation and 2,000 $ per MVAh of overload).
-* Observation (33): ``[hour_sin, hour_cos, time_remaining, demand_pu, price_per_mwh, v_min_pu,
+* Observation (34): ``[hour_sin, hour_cos, time_remaining, demand_pu, price_per_mwh, v_min_pu,
   v_max_pu, p_loss_mw, feeder_p_mw, load_k_v_pu (6), load_k_base_mw (6), load_k_due_next_mwh (6),
-  load_k_backlog_mwh (6)]``. Grid fields (voltages, losses, head power) are from the previous
-  step's power flow (at reset: the flow of the first step's loads without control);
+  load_k_backlog_mwh (6), ltc_tap]``. Grid fields (voltages, losses, head power) are from the
+  previous step's power flow (at reset: the flow of the first step's loads without control);
   ``load_k_base_mw`` is the unit's demand this step (what the fractions apply to), ``due_next``
   the payback it draws this step whatever the action, ``backlog`` all deferred energy not yet
-  paid back.
+  paid back; ``ltc_tap`` the head's tap position.
 * Splits: train / val / test by date, stress splits ``load_stress`` (demand x 1.15),
   ``heatwave`` (May-September heat events, more demand), ``cold_snap`` (December-March cold
   events, more heating demand) and ``price_spike`` (evening price spikes).
-* Baselines (65 test days, ``benchmarks/compute_baselines.py``): random (-2,748 $/day,
-  0.21 p.u. violation); rule-based = no control (all fractions 0: -62 $/day, 0.60 p.u., over the
-  budget on 22 days); oracle =
-  a perfect-foresight day plan, one LP on HiGHS (:func:`_solve_day`) with voltages on LinDistFlow
-  linearised around the exact flow of the day's uncontrolled loads, then applied under the exact
-  flow (-919 $/day, 0.005 p.u., within the budget every day). The oracle pays lost load to keep
-  the band, so the unconstrained no-control return lies above it (plain normalised score 1.47;
-  on the budget-aware reading of :mod:`powerzoo.benchmarks.cmdp_score`, 0.92): judge a policy
-  on its return *and* its costs. Idle (``spec.idle_action``: the operator doing nothing) is the
-  same action as the rule, so its row is the rule's.
+* Baselines (65 test days, ``benchmarks/compute_baselines.py``): random (-5,030 $/day,
+  0.20 p.u. violation); rule-based = a load-forecast demand response
+  (:meth:`Dso.rule_based_action`): every unit whose bus was below 0.955 p.u. curtails a share of
+  its demand rising linearly with ``demand_pu`` from 0 at 0.62 (where the uncontrolled far end
+  reaches 0.95 p.u. at the AVC's tap) to the 0.5 maximum at 0.91, no shifting (-1,198 $/day,
+  0.056 p.u., within the budget every day); oracle = a perfect-foresight day plan, one LP on
+  HiGHS (:func:`_solve_day`) with voltages on LinDistFlow linearised around the exact flow of
+  the day's uncontrolled loads at the head of the AVC's tap, then applied under the exact flow
+  (-1,147 $/day, 0.00004 p.u., within the budget every day). Idle (``spec.idle_action``: no
+  control, all fractions 0) -112 $/day, 0.79 p.u., over the budget on 24 days (36.9 %). Holding
+  the band takes lost load, so the no-control return lies above both: judge a policy on its
+  return *and* its costs.
 """
 
 from __future__ import annotations
@@ -73,38 +77,46 @@ from powerzoo.devices.flexible_load import (
     FlexibleLoadState,
     flexible_load_reset,
     flexible_load_step,
-    payback_matrix,
 )
-from powerzoo.physics.highs import new_highs
+from powerzoo.devices.tap_changer import TapChangerParams, settled_tap
 from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.base import StepOutput
+from powerzoo.tasks.dso_oracle import HORIZON
+from powerzoo.tasks.dso_oracle import solve_day as _solve_day
 from powerzoo.tasks.feeder import (
     FeederTask,
-    add_voltage_band,
     grid_cost_rows,
-    unit_variables,
     voltage_sq_sensitivity,
 )
+from powerzoo.tasks.feeder_ltc import FeederLtcParams
 from powerzoo.tasks.feeder_observation import SYSTEM_FIELDS, TIME_PRICE_FIELDS
+from powerzoo.tasks.feeder_rules import load_relief_fraction
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
 from powerzoo.tasks.transmission import OVERLOAD_PRICE_PER_MWH
 
 __all__ = ["Dso", "DsoParams", "DsoState", "FLEX_BUSES"]
 
-HORIZON = 48
 STEP_MINUTES = 30
 CASE = "case33bw"
 FLEX_BUSES = (13, 17, 24, 29, 31, 32)  # 0-based; the far ends of the trunk and the laterals
+_TAPS = float(TapChangerParams().n_steps)  # the head's tap range, +-16 steps
+# the rule's demand response: relief from demand_pu 0.62, where the uncontrolled far end reaches
+# 0.95 p.u. at the AVC's tap (a planning flow of the default feeder), to full curtailment at
+# 0.91, the slope that holds the far end near the band's edge at the peaks
+RULE_DEMAND_PU = (0.62, 0.91)
+RULE_V_GATE_PU = 0.955  # units whose bus holds this (last step) are served in full
 
 
 @dataclasses.dataclass(frozen=True)
-class DsoParams:
-    """The numbers of a ``dso`` episode; each is a task keyword."""
+class DsoParams(FeederLtcParams):
+    """The numbers of a ``dso`` episode; each is a task keyword (the head's tap changer:
+    :class:`~powerzoo.tasks.feeder_ltc.FeederLtcParams`)."""
 
-    # bus loads = the case's base load x this x demand_pu: the feeder at 55 % of its design load
-    load_scale: float = 0.55
-    # flexible demand of each unit at demand_pu = 1 (MW), on top of its bus's published load
-    flex_peak_mw: float = 0.12
+    # bus loads = the case's base load x this x demand_pu: the feeder at 60 % of its design load
+    load_scale: float = 0.6
+    # flexible demand of each unit at demand_pu = 1 (MW), on top of its bus's published load:
+    # heat pumps and EV chargers of a few dozen homes each
+    flex_peak_mw: float = 0.22
     # curtail_max and shift_max of every unit (fraction of its demand per step)
     flex_max_fraction: float = 0.5
     # steps over which deferred energy is paid back evenly (8 x 30 min = 4 h)
@@ -119,9 +131,14 @@ class DsoParams:
     penalty_per_mvah: float = OVERLOAD_PRICE_PER_MWH
     # the price model (powerzoo.data.markets.MARKETS)
     market: str = DEFAULT_MARKET
+    # the head's tap position an action (the AVC bypassed), each operation charged
+    # ltc_wear_cost_per_operation
+    ltc_action: bool = False
 
     def __post_init__(self) -> None:
         check_market(self.market)
+        if self.ltc_action and not self.ltc:
+            raise ValueError("ltc_action needs the tap changer (ltc=True)")
 
 
 _N = len(FLEX_BUSES)
@@ -150,6 +167,9 @@ class DsoState:
         np.ndarray
     )  # [B, 4 + 6] last flow: v_min, v_max, p_loss, feeder_p, v at the flexible buses
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
+    ltc_tap: np.ndarray  # [B] the head's tap position (int)
+    ltc_timer: np.ndarray  # [B] steps the regulated voltage has been outside the AVC band
+    ltc_operations: np.ndarray  # [B] tap operations since reset
 
 
 class Dso(FeederTask):
@@ -159,33 +179,36 @@ class Dso(FeederTask):
     ## Description
     A distribution system operator steers six flexible loads on Baran & Wu's 33-bus 12.66 kV feeder
     (``case33bw``), with one exact AC power flow per 30-minute step. Bus loads are the case's base
-    load x ``load_scale`` (0.55) x the calendar load shape; each flexible load (0.12 MW at peak,
-    power factor 0.85) sits at a far end of the trunk or a lateral (1-based buses 14, 18, 25, 30,
-    32, 33), where the voltage sags first. Without control the far-end buses leave the band at the
-    daily peaks on most test days.
+    load x ``load_scale`` (0.6) x the calendar load shape; each flexible load (0.22 MW at peak,
+    power factor 0.85: heat pumps and EV chargers) sits at a far end of the trunk or a lateral
+    (1-based buses 14, 18, 25, 30, 32, 33). The head's on-load tap changer, under its automatic
+    voltage controller, holds the head at 1.019 p.u.; still the far ends leave the band at the
+    daily peaks, over the budget on 37 % of the test days.
 
     ## Action
     12 entries, ``[load_k.curtail, load_k.shift]`` for k = 0..5, fractions of each unit's current
     demand in [0, 0.5]. Curtailed energy is lost; shifted energy is paid back evenly over the next 8
-    steps (4 h), always before the day ends (shifting on the last step is refused).
+    steps (4 h), always before the day ends (shifting on the last step is refused). With
+    ``ltc_action=True`` a 13th, ``ltc.tap``: the head's tap position in [-16, 16].
 
     ## Observation
-    33 entries: time, ``demand_pu``, price, the previous step's flow (``v_min_pu``, ``v_max_pu``,
-    ``p_loss_mw``, ``feeder_p_mw``) and per unit its bus voltage, its demand this step, the payback
-    due next step and the backlog of deferred energy.
+    34 entries: time, ``demand_pu``, price, the previous step's flow (``v_min_pu``, ``v_max_pu``,
+    ``p_loss_mw``, ``feeder_p_mw``), per unit its bus voltage, its demand this step, the payback
+    due next step and the backlog of deferred energy, and the head's tap position.
 
     ## Reward
     $ per step: ``-(price x losses x dt + VOLL x curtailed MWh)`` with the value of lost load
     ``VOLL = 1,000 $/MWh``; shifting is free in the reward. Terms ``[loss_cost,
-    curtailment_cost]``. The ``penalized`` preset also charges 1,000 $ per p.u. of voltage
-    violation and 2,000 $ per MVAh of overload.
+    curtailment_cost]`` (and ``ltc_wear``, 0.5 $ per tap operation, with ``ltc_action``). The
+    ``penalized`` preset also charges 1,000 $ per p.u. of voltage violation and 2,000 $ per MVAh.
 
     ## Costs
     ``voltage_violation`` (p.u. outside [0.95, 1.05] summed over buses, per step) and
     ``thermal_overload`` (MVAh above the line ratings, summed over branches).
 
     ## Starting state
-    No backlog; grid fields from the flow of the first step's loads without control.
+    No backlog; the tap where the AVC settles (3); grid fields from the flow of the first step's
+    loads without control.
 
     ## Episode end
     Truncated after 48 steps (one day); no early termination.
@@ -193,13 +216,17 @@ class Dso(FeederTask):
     ## Arguments
     ``load_scale``, ``flex_peak_mw``, ``flex_max_fraction``, ``payback_steps``,
     ``flex_power_factor``, ``voll_per_mwh``; ``penalty_per_pu`` and ``penalty_per_mvah`` weight the
-    ``penalized`` preset; ``market`` picks the price model (``powerzoo.data.markets``).
+    ``penalized`` preset; ``market`` picks the price model (``powerzoo.data.markets``); ``ltc``,
+    ``ltc_action``, ``ltc_band_centre_pu``, ``ltc_bandwidth_pu``, ``ltc_ldc_r_pu``,
+    ``ltc_ldc_x_pu``, ``ltc_wear_cost_per_operation`` (:mod:`powerzoo.tasks.feeder_ltc`).
 
     ## Baselines
-    Random; rule-based = no control (all fractions 0); oracle = a perfect-foresight day plan, one
-    LP on HiGHS with voltages on LinDistFlow around the exact flow, applied under the exact flow.
-    The oracle pays for lost load to hold the band, so the no-control rule earns more on the
-    objective: judge a policy on its return and its costs.
+    Random; rule-based = a load-forecast demand response: units whose bus is below 0.955 p.u.
+    curtail a share rising with ``demand_pu`` from 0.62 to 0.91 (-1,198 $/day, within the budget
+    every test day); oracle = a perfect-foresight day plan, one LP on HiGHS with voltages on
+    LinDistFlow around the exact flow, applied under the exact flow (-1,147 $/day). Both pay for
+    lost load to hold the band, so no control (idle, -112 $/day, over budget on 37 % of the
+    days) earns more on the objective: judge a policy on its return and its costs.
     """
 
     step_block_rows = ROW_BLOCK  # the power flow's [n_bus, rows] work arrays stay in the caches
@@ -231,6 +258,8 @@ class Dso(FeederTask):
         if not (isinstance(self._s_grid, slice) and self._s_grid.step is None):
             raise AssertionError("grid fields must be contiguous in the dso observation")
         self._curtail, self._shift = slice(0, 2 * _N, 2), slice(1, 2 * _N, 2)
+        self._s_tap = obs.slot("ltc_tap")
+        self._s_v = obs.slot(*_unit_names("v_pu"))
 
     # ---- spec -------------------------------------------------------------------------------
     @classmethod
@@ -252,8 +281,19 @@ class Dso(FeederTask):
             *_unit_rows("base_mw", "MW", 0.0, flex_hi, 0.0, p.flex_peak_mw),
             *_unit_rows("due_next_mwh", "MWh", 0.0, backlog_hi, 0.0, due_hi),
             *_unit_rows("backlog_mwh", "MWh", 0.0, backlog_hi, 0.0, due_hi * p.payback_steps),
+            ("ltc_tap", "tap steps of 0.625 %", -_TAPS, _TAPS, -_TAPS, _TAPS),
         )
         actions = tuple(f"load_{k}.{kind}" for k in range(_N) for kind in ("curtail", "shift"))
+        units, low = ("fraction of the unit's demand",) * (2 * _N), (0.0,) * (2 * _N)
+        high = (p.flex_max_fraction,) * (2 * _N)
+        idle = (0.0,) * (2 * _N)
+        terms = ("loss_cost", "curtailment_cost")
+        if p.ltc_action:
+            actions += ("ltc.tap",)
+            units += ("tap position (steps of 0.625 %, rounded)",)
+            low, high = low + (-_TAPS,), high + (_TAPS,)
+            idle += (float(settled_tap(p.tap_changer())),)  # type: ignore[arg-type]
+            terms += ("ltc_wear",)
         return TaskSpec(
             task_id=cls.task_id,
             description=(
@@ -265,28 +305,28 @@ class Dso(FeederTask):
             ),
             agents=("agent",),
             observation=VectorSpec.from_rows(rows),
-            action=VectorSpec(
-                names=actions,
-                units=("fraction of the unit's demand",) * (2 * _N),
-                low=(0.0,) * (2 * _N),
-                high=(p.flex_max_fraction,) * (2 * _N),
-            ),
+            action=VectorSpec(names=actions, units=units, low=low, high=high),
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "cold_snap", "price_spike"),
-            reward_terms=("loss_cost", "curtailment_cost"),
+            reward_terms=terms,
             reward_doc=(
                 f"-(price x network losses x dt + {p.voll_per_mwh:g} $/MWh x curtailed energy) "
                 "per step ($); "
                 f"shifted energy is paid back within {p.payback_steps * STEP_MINUTES / 60:g} h at "
                 "no cost"
+                + (
+                    f"; {p.ltc_wear_cost_per_operation:g} $ per tap operation"
+                    if p.ltc_action
+                    else ""
+                )
             ),
             **cmdp_fields(grid_cost_rows(0.5, 0.25, p.penalty_per_pu, p.penalty_per_mvah)),
             baselines=("random", "rule_based", "oracle", "idle"),
-            idle_action=(0.0,) * (2 * _N),
+            idle_action=idle,
             idle_doc=(
-                "every flexible load served as it comes (all fractions 0), the same "
-                "action as the rule-based baseline"
+                "no control: every flexible load served as it comes (all fractions 0)"
+                + ("; the tap held where the AVC starts it" if p.ltc_action else "")
             ),
             forecast_series=("demand_pu", "price_per_mwh"),
             gym_id="powerzoo/DSO-v0",
@@ -314,9 +354,17 @@ class Dso(FeederTask):
         base = self._flex_base_mw(demand)
         p[:, self.flex_buses] += base
         q[:, self.flex_buses] += base * self.flex.tan_phi
-        flow = self.grid.solve(p, q)
+        flow, ltc = self.grid_reset(p, q)
         return DsoState(
-            day_id, t, flex.due_mwh, flex.backlog_mwh, self._grid_obs(flow), flow.v_complex_pu
+            day_id,
+            t,
+            flex.due_mwh,
+            flex.backlog_mwh,
+            self._grid_obs(flow),
+            flow.v_complex_pu,
+            ltc.tap,
+            ltc.timer,
+            ltc.operations,
         )
 
     def observe(self, state: DsoState) -> np.ndarray:
@@ -330,6 +378,7 @@ class Dso(FeederTask):
         obs[:, self._s_base] = self._flex_base_mw(demand)
         obs[:, self._s_due] = state.due_mwh[:, 0]
         obs[:, self._s_backlog] = state.backlog_mwh
+        obs[:, self._s_tap] = state.ltc_tap
         return obs
 
     def step(
@@ -351,15 +400,19 @@ class Dso(FeederTask):
         p, q = self.grid.bus_loads(demand)
         p[:, self.flex_buses] += flex.p_mw
         q[:, self.flex_buses] += flex.q_mvar
-        flow = self.grid.solve(p, q, state.v_complex_pu)
+        target = action[:, 2 * _N] if self.params.ltc_action else None
+        flow, ltc, ops = self.grid_step(state, p, q, target)
         curtailed = flex.curtailed_mwh.sum(axis=1)
         b = state.t.size
-        terms = np.empty((b, 2))
+        terms = np.empty((b, len(self.spec.reward_terms)))
         terms[:, 0] = -(price * flow.p_loss_mw * dt_h)
         terms[:, 1] = -(self.params.voll_per_mwh * curtailed)
         applied = np.empty_like(action)
         applied[:, self._curtail] = flex.curtail_fraction
         applied[:, self._shift] = flex.shift_fraction
+        if target is not None:
+            terms[:, 2] = -(self.params.ltc_wear_cost_per_operation * ops)
+            applied[:, 2 * _N] = ltc.tap
         new_state = DsoState(
             state.day_id,
             state.t + 1,
@@ -367,6 +420,9 @@ class Dso(FeederTask):
             flex.state.backlog_mwh,
             self._grid_obs(flow),
             flow.v_complex_pu,
+            ltc.tap,
+            ltc.timer,
+            ltc.operations,
         )
         return new_state, self.feeder_output(
             flow,
@@ -387,16 +443,30 @@ class Dso(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """No control: serve every load as it comes (all fractions 0)."""
-        return np.zeros((obs.shape[0], self.spec.action.dim))
+        """Load-forecast demand response
+        (:func:`powerzoo.tasks.feeder_rules.load_relief_fraction`): each unit whose bus was
+        below ``RULE_V_GATE_PU`` (0.955 p.u.) last step curtails ``flex_max_fraction`` x
+        (demand_pu - 0.62) / (0.91 - 0.62) of its demand, clipped to [0,
+        ``flex_max_fraction``]; no shifting (the peaks last longer than the payback); a tap in
+        the action is held where it is."""
+        obs = obs.astype(np.float64)
+        act = np.zeros((obs.shape[0], self.spec.action.dim))
+        relief = load_relief_fraction(
+            obs[:, self._s_demand], obs[:, self._s_v], *RULE_DEMAND_PU, RULE_V_GATE_PU
+        )
+        act[:, self._curtail] = self.params.flex_max_fraction * relief
+        if self.params.ltc_action:
+            act[:, 2 * _N] = obs[:, self._s_tap]
+        return act
 
     def oracle_plan(self, state: DsoState) -> np.ndarray:
         """Perfect-foresight curtail / shift fractions [B, H, 12]: one LP per episode
         (:func:`_solve_day`).
 
         Voltages on LinDistFlow, linearised around the exact flow of the day's loads without
-        control (perfect foresight of the loads); the plan is applied and scored under the exact
-        flow.
+        control (perfect foresight of the loads) at the head voltage of the current tap (the
+        AVC regulating the head holds it; a tap in the action is held there); the plan is applied
+        and scored under the exact flow.
         """
         plans = np.zeros((state.t.size, HORIZON, self.spec.action.dim))
         sens = voltage_sq_sensitivity(self.grid.case, self.flex_buses, self.flex.tan_phi)
@@ -411,46 +481,10 @@ class Dso(FeederTask):
             p, q = self.grid.bus_loads(demand)
             p[:, self.flex_buses] += base + due_mw
             q[:, self.flex_buses] += (base + due_mw) * self.flex.tan_phi
-            v2_base = self.grid.solve(p, q).vm_pu ** 2
+            v2_base = self.grid.solve(p, q, head_vm_pu=self.head_vm_pu(state, row)).vm_pu ** 2
             curtail, shift = _solve_day(self.params, base, v2_base, sens, t0, dt_h)
             plans[row, t0:, self._curtail] = curtail
             plans[row, t0:, self._shift] = shift
+            if self.params.ltc_action:  # the tap held where it is
+                plans[row, t0:, 2 * _N] = state.ltc_tap[row]
         return plans
-
-
-def _solve_day(
-    params: DsoParams, base: np.ndarray, v2_base: np.ndarray, sens: np.ndarray, t0: int, dt_h: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Curtail and shift fractions [T, 6] of the day plan (LP on HiGHS via highspy).
-
-    Minimise ``VOLL x curtailed MWh + 0.01 $/MWh x shifted MWh + voltage penalty`` with fractions
-    in ``[0, flex_max_fraction]`` (0.5 by default, the env's action bound; no shift on the last
-    step). The flexible units' demand changes by
-    ``dp = -base (c + s) + W (base s)`` (payback matrix ``W``), the squared voltages by
-    ``dp @ sens`` (:func:`powerzoo.tasks.feeder.add_voltage_band`). Losses are not in the LP
-    (LinDistFlow is lossless); the plan pays them under the exact flow.
-    """
-    import highspy
-
-    t, n = base.shape
-    h = new_highs()
-    top = np.full(n, params.flex_max_fraction)
-    curtail = unit_variables(h, t, np.zeros(n), top)
-    shift = unit_variables(h, t - 1, np.zeros(n), top) if t > 1 else None
-    dp = -base * curtail
-    if shift is not None:
-        shifted = base[:-1] * shift  # MW deferred at steps 0..T-2
-        dp[:-1] = dp[:-1] - shifted
-        dp = dp + payback_matrix(t0, HORIZON, params.payback_steps)[:, :-1] @ shifted
-    bound = (1.2 * base.max(axis=0) @ np.abs(sens))[None, :] + np.zeros_like(v2_base)
-    penalty = add_voltage_band(h, v2_base, dp @ sens, bound)
-    cost = params.voll_per_mwh * dt_h * h.qsum((base * curtail).ravel())
-    if shift is not None:
-        cost = cost + 0.01 * dt_h * h.qsum((base[:-1] * shift).ravel())
-    h.minimize(cost if penalty is None else cost + penalty)
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"dso oracle LP failed: {h.modelStatusToString(h.getModelStatus())}")
-    shift_plan = np.zeros((t, n))
-    if shift is not None:
-        shift_plan[:-1] = h.vals(shift)
-    return h.vals(curtail), shift_plan

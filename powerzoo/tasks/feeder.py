@@ -17,7 +17,9 @@ stress splits read their own transformed profile (``load_stress``: demand x 1.15
 Power flow and costs
 --------------------
 One exact AC power flow per step (:func:`powerzoo.physics.radial_pf.radial_power_flow`,
-backward/forward sweep over the whole batch, warm-started from the previous step's voltages).
+backward/forward sweep over the whole batch, warm-started from the previous step's voltages),
+the head at the voltage of its on-load tap changer (:mod:`powerzoo.tasks.feeder_ltc`; a task
+without one, or with ``ltc=False``, at the case's 1.00 p.u.).
 Net demand per bus = loads - DER injections (negative = export). Costs, both >= 0 and per step:
 
 * ``voltage_violation`` [p.u.]: ``sum over buses of max(0.95 - v, 0) + max(v - 1.05, 0)``;
@@ -50,11 +52,13 @@ from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.data.profiles import Profiles
 from powerzoo.devices.battery import WEAR_COST_PER_MWH
 from powerzoo.devices.inverter_battery import InverterBatteryParams
+from powerzoo.devices.tap_changer import TapChangerState
 from powerzoo.physics.cases import load_case
 from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
 from powerzoo.scratch import Scratch
 from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.feeder_ltc import FeederLtc, FeederLtcParams
 from powerzoo.tasks.feeder_observation import FeederSlots
 from powerzoo.tasks.transmission import OVERLOAD_PRICE_PER_MWH
 
@@ -107,8 +111,9 @@ def grid_cost_rows(
 
 
 @dataclasses.dataclass(frozen=True)
-class FeederBatteryParams:
-    """The task keywords of a feeder task whose batteries a time-of-use rule can run."""
+class FeederBatteryParams(FeederLtcParams):
+    """The task keywords of a feeder task whose batteries a time-of-use rule can run (and its
+    head's tap changer, :class:`~powerzoo.tasks.feeder_ltc.FeederLtcParams`)."""
 
     # bus loads = the case's base load x this x demand_pu (each task sets its own default)
     load_scale: float = 1.0
@@ -223,12 +228,22 @@ class FeederModel:
         return d * self.bus_p_mw, d * self.bus_q_mvar
 
     def solve(
-        self, p_mw: np.ndarray, q_mvar: np.ndarray, v_init: np.ndarray | None = None
+        self,
+        p_mw: np.ndarray,
+        q_mvar: np.ndarray,
+        v_init: np.ndarray | None = None,
+        head_vm_pu: float | np.ndarray | None = None,
     ) -> GridStep:
         """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative =
-        export)."""
+        export), the head at ``head_vm_pu`` (p.u., scalar or [B]; default the case's 1.00)."""
         result = radial_power_flow(
-            self.case, p_mw, q_mvar, max_iter=PF_MAX_ITER, tol_pu=PF_TOL_PU, v_init=v_init
+            self.case,
+            p_mw,
+            q_mvar,
+            max_iter=PF_MAX_ITER,
+            tol_pu=PF_TOL_PU,
+            v_init=v_init,
+            slack_vm_pu=head_vm_pu,
         )
         vm, loading = result.vm_pu, result.branch_loading
         maximum, zero, work = np.maximum, self._zero, self._scratch
@@ -276,8 +291,9 @@ class FeederTask(Task):
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         """:attr:`params` from the task keywords, the spec and the split (:class:`Task`), then
         :attr:`grid` (:attr:`case_name` with bus loads x ``params.load_scale``), the time
-        features of steps 0..horizon and, given :attr:`ObsSlots`, the slots of every observation
-        mode."""
+        features of steps 0..horizon, given :attr:`ObsSlots`, the slots of every observation
+        mode, and :attr:`ltc`, the head's tap changer (:mod:`powerzoo.tasks.feeder_ltc`; none
+        unless the params have ``tap_changer()``)."""
         self.params = params = self.make_params(**task_kwargs)
         super().__init__(self.spec_for(params), split)
         self.horizon = self.spec.horizon  # steps per episode
@@ -288,6 +304,38 @@ class FeederTask(Task):
         self.time_table = time_features(np.arange(self.horizon + 1), steps, self.horizon)
         if self.ObsSlots is not None:
             self.build_obs_slots(self.ObsSlots.of)
+        make_ltc = getattr(params, "tap_changer", None)
+        self.ltc = FeederLtc(
+            None if make_ltc is None else make_ltc(),
+            60.0 * self.spec.step_minutes,
+            self.grid.case.base_mva,
+        )
+
+    def grid_reset(self, p_mw: np.ndarray, q_mvar: np.ndarray) -> tuple[GridStep, TapChangerState]:
+        """The reset flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar) and the head's
+        LTC state (:meth:`FeederLtc.reset`, the head at its tap)."""
+        ltc = self.ltc.reset(p_mw.shape[0])
+        return self.grid.solve(p_mw, q_mvar, head_vm_pu=self.ltc.head_vm_pu(ltc.tap)), ltc
+
+    def grid_step(
+        self,
+        state: Any,
+        p_mw: np.ndarray,
+        q_mvar: np.ndarray,
+        tap_target: np.ndarray | None = None,
+    ) -> tuple[GridStep, TapChangerState, np.ndarray]:
+        """The step's flow with the LTC in the loop (:meth:`FeederLtc.solve`), warm-started from
+        ``state.v_complex_pu``, the LTC read from ``state.ltc_tap`` / ``ltc_timer`` /
+        ``ltc_operations``; ``tap_target`` [B]: the tap set by the action. Returns the flow, the
+        new LTC state and the step's tap operations [B]."""
+        ltc = TapChangerState(state.ltc_tap, state.ltc_timer, state.ltc_operations)
+        return self.ltc.solve(self.grid, p_mw, q_mvar, state.v_complex_pu, ltc, tap_target)
+
+    def head_vm_pu(self, state: Any, row: int) -> float | None:
+        """Head voltage (p.u.) of batch row ``row`` at its tap (``None`` without an LTC): what an
+        oracle plans the rest of the day at (the AVC holds the tap where the head is regulated)."""
+        head = self.ltc.head_vm_pu(state.ltc_tap[row : row + 1])
+        return None if head is None else float(head[0])
 
     def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Calendar step index [B] of step ``t`` of the episode started on split day ``day_id``."""

@@ -63,8 +63,8 @@ def test_three_agent_groups_with_their_own_action_bounds():
     bat, pv, load = (env.action_space(a) for a in ("battery_0", "pv_2", "load_3"))
     np.testing.assert_allclose(bat.low, [-0.5, -0.55])
     np.testing.assert_allclose(bat.high, [0.5, 0.55])
-    np.testing.assert_allclose(pv.low, [0.0, -1.1])
-    np.testing.assert_allclose(pv.high, [1.0, 1.1])
+    np.testing.assert_allclose(pv.low, [0.0, -1.43])
+    np.testing.assert_allclose(pv.high, [1.0, 1.43])
     np.testing.assert_allclose(load.low, [0.0, 0.0])
     np.testing.assert_allclose(load.high, [0.3, 0.3])
     vec = make_env(TASK, num_envs=3, seed=0)
@@ -122,24 +122,25 @@ def test_invariants_every_step():
     np.testing.assert_allclose(shifted, paid, atol=1e-9)  # shifted energy comes back within the day
 
 
-def test_uncontrolled_feeder_violates_voltages_and_rule_based_beats_random():
+def test_uncontrolled_feeder_overloads_under_midday_pv_and_rule_based_beats_random():
     task = MarlDersBenchmark("test")
     days = np.arange(task.n_days)
     ret_none, costs_none = _rollout(task, days, _uncontrolled)
     budget = task.spec.cost_thresholds
-    # controls must matter: uncontrolled, the lateral sags below 0.95 p.u. on 39 of the 65 test
-    # days and breaks the 1.0 p.u.-step budget on 15 (23 %; mean 0.77 p.u.-steps a day)
-    assert (costs_none[:, 0] > 0).sum() >= task.n_days // 2
-    assert (costs_none[:, 0] > budget["voltage_violation"]).sum() >= 0.2 * task.n_days
-    # a voltage problem, not a thermal one: the only overload is the uncurtailed PV's midday
-    # reverse flow on test day 0 (0.0009 MVAh, two steps), far inside the 0.25 MVAh budget
-    assert costs_none[:, 1].max() < 0.04 * budget["thermal_overload"]
+    # controls must matter: with the LTC holding the head at 1.019 p.u. the voltages stay in
+    # band, but the uncurtailed PV's midday reverse flow overloads the PV lateral beyond the
+    # 0.25 MVAh budget on 24 of the 65 test days (37 %)
+    assert np.all(costs_none[:, 0] == 0.0)
+    assert (costs_none[:, 1] > budget["thermal_overload"]).sum() >= 0.3 * task.n_days
     assert np.all(costs_none[:, 2:] == 0.0)
+    # without the tap changer (the head at 1.00 p.u.) the lateral also sags out of the band
+    _, costs_fixed = _rollout(MarlDersBenchmark("test", ltc=False), days, _uncontrolled)
+    assert (costs_fixed[:, 0] > budget["voltage_violation"]).sum() >= 0.2 * task.n_days
     few = days[:: max(1, task.n_days // 6)]
     ret_rule, costs_rule = _rollout(task, few, _rule)
     ret_rand, _ = _rollout(task, few, _random)
     assert np.all(ret_rule > ret_rand)
-    assert costs_rule[:, 0].sum() < costs_none[few, 0].sum() and np.all(costs_rule[:, 2:] < 1e-9)
+    assert costs_rule[:, 0].sum() <= costs_none[few, 0].sum() and np.all(costs_rule[:, 2:] < 1e-9)
     assert ret_rule.mean() > ret_none[few].mean()  # arbitrage pays, voltages are kept by Q
 
 
@@ -244,15 +245,18 @@ def test_oracle_plan_is_feasible_for_the_devices(oracle_run):
     np.testing.assert_allclose(steps[-1].info["load_backlog_mwh"], 0.0, atol=1e-9)
 
 
-def test_oracle_beats_the_rule_on_return_with_less_voltage_violation(oracle_run):
+def test_oracle_beats_the_rule_on_return_without_overload(oracle_run):
     task, _, steps = oracle_run
     ret = sum(out.reward for out in steps)
     costs = sum(out.constraint_costs for out in steps)
     ret_rule, costs_rule = _rollout(task, ORACLE_DAYS, _rule)
     ret_none, costs_none = _rollout(task, ORACLE_DAYS, _uncontrolled)
     assert np.all(ret > ret_rule) and np.all(ret > ret_none)
-    assert np.all(costs[:, 0] <= costs_rule[:, 0]) and costs[:, 0].sum() < costs_rule[:, 0].sum()
-    assert costs_none[0, 0] > 0.5 and np.all(costs[:, :2] < 1e-9)  # in band, no overload
+    # test day 44: the PV lateral overloads beyond the budget uncontrolled; the rule's export
+    # limit keeps it within
+    over = task.spec.cost_thresholds["thermal_overload"]
+    assert costs_none[2, 1] > over >= costs_rule[2, 1]
+    assert np.all(costs[:, :2] < 1e-9)  # the oracle: in band, no overload
     # the reward is bought where it is cheap: no load curtailed at 1,000 $/MWh on these days
     assert sum(out.info["load_curtailed_mwh"] for out in steps).max() < 1e-6
 
@@ -261,7 +265,7 @@ def test_oracle_plans_voltages_on_lindistflow_close_to_the_exact_flow():
     task = MarlDersBenchmark("test")
     oracle = DersOracle(task, 1000.0)
     state = task.reset(np.random.default_rng(0), np.array([0]))
-    day = oracle.plan_day(0, 0, state.soc[0], state.due_mwh[0])
+    day = oracle.plan_day(0, 0, state.soc[0], state.due_mwh[0], task.head_vm_pu(state, 0))
     cols, rows, nnz = day.lp_size
     assert day.actions.shape == (48, 24) and cols > 10_000 and rows > cols and nnz > rows
     # the LP's linearised voltages and losses against the exact AC flow of the same plan

@@ -4,7 +4,10 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
 -------------------------------------------------------------------------------------
 * Feeder: Khodr's 141-bus 12.47 kV feeder (``case141``, MATPOWER), exact AC power flow every step
   (:mod:`powerzoo.tasks.feeder`); bus loads = the case's base load x ``load_scale = 1.0`` x the
-  calendar load shape ``demand_pu`` (so the published base load is the annual peak).
+  calendar load shape ``demand_pu`` (so the published base load is the annual peak). At the
+  head an on-load tap changer under its automatic voltage controller
+  (:mod:`powerzoo.tasks.feeder_ltc`; ``ltc=False``: the head fixed at 1.00 p.u.) holds the head
+  at 1.019 p.u.
 * Agents, 0-based buses of the case file (chosen once, by hand, from the base-case voltage
   profile and the feeder tree; constants below):
 
@@ -16,28 +19,31 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
     its mid point 47 and its sub-lateral 53-68) and two on the other branches (the far end of
     the main trunk, 29, and of the lateral 117-129). Action ``[p_mw, q_mvar]``: P in
     [-0.5, 0.5] MW (+ discharge), Q in [-0.55, 0.55] Mvar (+ injection).
-  - ``pv_0..3`` (group ``pv``): 1 MW PV plants with 1.1 MVA inverters
+  - ``pv_0..3`` (group ``pv``): 1.3 MW PV plants with 1.43 MVA inverters
     (:mod:`powerzoo.devices.pv_inverter`) at ``PV_BUSES = (86, 51, 79, 67)``, the lowest-voltage
-    ends of the four sagging sub-laterals of that lateral. Available power = 1 MW x the data
+    ends of the four sagging sub-laterals of that lateral. Available power = 1.3 MW x the data
     layer's irradiance-based ``pv_cf``. Action ``[curtail, q_mvar]``: curtailed fraction in
-    [0, 1], Q in [-1.1, 1.1] Mvar. With no sun (available power 0, every night) an inverter
+    [0, 1], Q in [-1.43, 1.43] Mvar. With no sun (available power 0, every night) an inverter
     gives no reactive power, whatever its Q action: IEEE 1547-2018 requires reactive
     capability only while a DER produces active power and leaves "Q at night" optional. The
     task keyword ``pv_q_at_night=True`` keeps the inverters on at night with their whole
-    1.1 MVA as reactive capability.
+    1.43 MVA as reactive capability.
   - ``load_0..3`` (group ``flexible_loads``): the flexible half (``flex_share = 0.5``) of the
     load of the large buses ``FLEX_BUSES = (85, 78, 60, 70)`` on the same sub-laterals
     (:mod:`powerzoo.devices.flexible_load`, each at its bus's own power factor), curtail and
     shift up to 30 % each per step, payback within 4 steps (2 h) and before the day ends.
     Action ``[curtail, shift]``, both fractions in [0, 0.3] of the unit's demand this step.
 
-* Sizing (measured on the 65 test days): with the DERs uncontrolled (batteries idle, PV
-  uncurtailed, Q = 0, loads served as they come) the sagging lateral drops below 0.95 p.u. on 39
-  of them (mean 0.77 p.u.-steps of ``voltage_violation`` a day, above the 1.0 p.u. budget on 15
-  days; no thermal overload; under ``load_stress`` on all 65, 3.2 a day); PV output helps only
-  around midday. The rule-based baseline brings it to 0.21 (29 days; the PV inverters give no Q
-  at night, when the evening peak sags the lateral), so where and when the batteries, the
-  inverters' Q and the flexible loads act matters (``tests/tasks/test_ders_benchmark.py``).
+* Sizing (measured on the 65 test days, ``benchmarks/compute_baselines.py``): with the DERs
+  uncontrolled (batteries idle, PV uncurtailed, Q = 0, loads served as they come) and the head at
+  the AVC's 1.019 p.u., the voltages stay in the band, but the PV's midday reverse flow overloads
+  the lateral's lines (largest loading 1.33 of a rating; 0.58 MVAh of ``thermal_overload`` a day,
+  above the 0.25 MVAh budget on 24 days, 36.9 %); a rule with volt-var Q and no curtailment is
+  over it on 24 days too; the rule-based baseline's export limit and the oracle, which curtails
+  and stores the surplus, keep every budget every day. With the head at 1.00 p.u. (``ltc=False``)
+  the lateral also sags below 0.95 p.u. in the evening (over the 1.0 p.u.-step budget on 15 days;
+  over a budget on 36, 55 %). PV is 1.3 MW a plant: at 1.0 MW (the earlier size) the LTC left no
+  day over budget (15 at 1.00 p.u.), the lines at 0.98 of their rating.
 * Reward, **shared** (team, $ per step), terms ``[loss_cost, pv_curtailment_cost,
   load_curtailment_cost, battery_cost, battery_settlement]`` (the first four usually <= 0):
   ``-price x losses x dt``; ``-price x curtailed PV MWh`` (the energy the feeder must buy
@@ -69,25 +75,31 @@ Model (multi-agent, shared reward, 30-minute steps, 48 per episode = one calenda
   v_max_pu`` + the voltage at every DER bus, every battery's SOC and every load's backlog.
 * Splits: train / val / test by date; stress splits ``load_stress`` (demand x 1.15),
   ``low_renewable`` (PV x 0.4, dearer prices) and ``price_spike`` (evening price spikes).
-* Baselines: random; rule-based: no curtailment or shifting, each battery follows the
+* Baselines: random; rule-based: no load curtailment or shifting, each battery follows the
   time-of-use rule of :func:`powerzoo.tasks.tariffs.tou_battery_power_mw` (it may charge in the 8
   cheapest half-hours of the average day and discharge in the 8 dearest, and does when the trade
   pays after wear and losses against the mean train-day price, else it steps back towards its
   start SOC, which it reaches by the day's end), and every inverter (battery and PV) applies the
   IEEE 1547-2018 category B volt-var droop on its own bus voltage (Q / S = +0.44 at 0.92 p.u., 0
   in [0.98, 1.02], -0.44 at 1.08, linear between), within the reactive capability left at its
-  P (none for a PV inverter without sun, unless ``pv_q_at_night``). Oracle: the whole day
+  P (none for a PV inverter without sun, unless ``pv_q_at_night``), and every PV plant's
+  output is capped at an export limit of 1.0 MW (``RULE_PV_EXPORT_LIMIT_MW``, 77 % of its
+  1.3 MW: the hosting capacity of its sub-lateral, the size at which the uncontrolled feeder
+  keeps the overload budget every day, as a utility writes it into the interconnection
+  agreement of a larger plant; :func:`powerzoo.tasks.feeder_rules.export_limit_curtailment`).
+  Oracle: the whole day
   planned with perfect foresight, one LP on HiGHS per day
   (:mod:`powerzoo.tasks.ders_benchmark.oracle`: every device's limits, the settlement, voltages
   on LinDistFlow and line flows around the exact flow, losses piecewise-quadratic; solved around
   the uncontrolled day, then around its own plan), applied under the exact flow. Test split (65
   days, ``benchmarks/compute_baselines.py``), $ of system cost per day (the shared reward, each
-  agent's return; the team sum is 12 x that) and ``voltage_violation`` (p.u.-steps/day): random
-  -2,245 and 1.43 (plus 4.5 MVAh of overload, 4.1 MWh of device violation and 24.8 Mvarh of
-  reactive cut, most of it Q asked of PV inverters at night); rule-based -120 and 0.19 (over
-  budget on 5 days); oracle +110 and 0 (a net gain; no overload, no device violation, no
-  reactive cut); idle (``spec.idle_action``: the DERs uncontrolled, as in the sizing above) -258
-  and 0.77 (over budget on 15 days).
+  agent's return; the team sum is 12 x that) and ``thermal_overload`` (MVAh/day): random
+  -2,309 and 16.1 (plus 0.04 p.u.-steps of voltage violation, 4.1 MWh of device violation and
+  31.9 Mvarh of reactive cut, most of it Q asked of PV inverters at night); rule-based -124 and
+  0 (every budget kept every day; without the export limit -121 and 0.59, over budget on 24
+  days, 36.9 %); oracle +150 and 0 (a net gain;
+  every budget kept every day); idle (``spec.idle_action``: the DERs uncontrolled, as in the
+  sizing above) -242 and 0.58 (over budget on 24 days, 36.9 %).
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, reset / observe / step, the

@@ -109,13 +109,22 @@ class DersOracle:
             lindistflow(case, unit, np.zeros_like(unit)).branch_p_mw
         )  # [12, n_branch] 1 on the path
         self.r_mw = case.branch_r_pu / case.base_mva  # loss MW = r_pu S_MW^2 / (v^2 base)
+        self.head_vm_pu: float | None = None  # the head of the day planned (plan_day)
 
     # ---- one day ----------------------------------------------------------------------------
-    def plan_day(self, day_id: int, t0: int, soc0: np.ndarray, due_mwh: np.ndarray) -> OracleDay:
+    def plan_day(
+        self,
+        day_id: int,
+        t0: int,
+        soc0: np.ndarray,
+        due_mwh: np.ndarray,
+        head_vm_pu: float | None = None,
+    ) -> OracleDay:
         """The plan of split day ``day_id`` from step ``t0`` with SOC ``soc0`` [4] and payback
-        schedule
-        ``due_mwh`` [payback_steps, 4] (the task state's row)."""
+        schedule ``due_mwh`` [payback_steps, 4] (the task state's row), the head at
+        ``head_vm_pu`` (p.u.; the tap the AVC holds, ``None``: the case's)."""
         start = time.perf_counter()
+        self.head_vm_pu = head_vm_pu
         task = self.task
         horizon, dt = task.spec.horizon, task.spec.dt_h
         t = horizon - t0
@@ -197,7 +206,11 @@ class DersOracle:
         for j, (target, sign) in enumerate(((p, 1.0), (p, -1.0), (q, 1.0), (q, -1.0))):
             target[:, 1 + j * n + steps, self.buses] += sign * FD_STEP
         flow = radial_power_flow(
-            self.case, p.reshape(t * reps, -1), q.reshape(t * reps, -1), max_iter=PF_MAX_ITER
+            self.case,
+            p.reshape(t * reps, -1),
+            q.reshape(t * reps, -1),
+            max_iter=PF_MAX_ITER,
+            slack_vm_pu=self.head_vm_pu,
         )
         if not flow.converged.all():
             raise RuntimeError(

@@ -69,8 +69,8 @@ class DersBenchmarkParams(FeederBatteryParams):
     # each battery's inverter rating (MVA, 10 % above its power rating)
     battery_s_mva: float = 0.55
     # each PV inverter's peak output (MW) and inverter rating (MVA, 10 % above P)
-    pv_mw: float = 1.0
-    pv_s_mva: float = 1.1
+    pv_mw: float = 1.3
+    pv_s_mva: float = 1.43
     # reactive power from the PV inverters when there is no sun ("Q at night"): optional in
     # IEEE 1547-2018, so off by default (:mod:`powerzoo.devices.pv_inverter`)
     pv_q_at_night: bool = False

@@ -40,6 +40,7 @@ from powerzoo.tasks.ders_benchmark.spec import (
     ders_benchmark_spec,
 )
 from powerzoo.tasks.feeder import FeederTask
+from powerzoo.tasks.feeder_rules import export_limit_curtailment
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.tariffs import (
     reference_price_per_mwh,
@@ -53,6 +54,11 @@ __all__ = ["MarlDersBenchmark", "DersState"]
 _K = N_PER_KIND
 _N = 3 * _K
 _BAT, _PV, _FLEX = slice(0, _K), slice(_K, 2 * _K), slice(2 * _K, _N)
+# the rule's export limit of each PV plant (MW): the hosting capacity of its sub-lateral, the
+# size at which the uncontrolled midday reverse flow keeps the lateral's lines within their
+# ratings (1.0 MW a plant: no day over the overload budget), as a utility writes it into the
+# interconnection agreement of a larger plant
+RULE_PV_EXPORT_LIMIT_MW = 1.0
 
 
 @dataclasses.dataclass
@@ -69,6 +75,9 @@ class DersState:
     vm_pu: np.ndarray  # [B, n_bus] last flow's voltage magnitudes
     grid: np.ndarray  # [B, 4] last flow's feeder_p_mw, p_loss_mw, v_min_pu, v_max_pu
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
+    ltc_tap: np.ndarray  # [B] the head's tap position (powerzoo.tasks.feeder_ltc)
+    ltc_timer: np.ndarray  # [B] steps the regulated voltage has been outside the AVC band
+    ltc_operations: np.ndarray  # [B] tap operations since reset
 
 
 class MarlDersBenchmark(FeederTask):
@@ -77,14 +86,15 @@ class MarlDersBenchmark(FeederTask):
     ## Description
     Twelve heterogeneous DERs in three agent groups on Khodr's 141-bus 12.47 kV feeder
     (``case141``), one exact AC power flow per 30-minute step; bus loads are the case's base load x
-    the calendar load shape. Four batteries (1 MWh / 0.5 MW, 0.55 MVA), four 1 MW PV plants with
-    1.1 MVA inverters and four flexible loads sit on the long lateral whose voltage sags at the
-    evening peak.
+    the calendar load shape, the head held at 1.019 p.u. by its tap changer. Four batteries
+    (1 MWh / 0.5 MW, 0.55 MVA), four 1.3 MW PV plants with 1.43 MVA inverters and four flexible
+    loads sit on the long lateral, which sags at the evening peak and which the PV's midday
+    reverse flow overloads.
 
     ## Action
     ``battery_k``: ``[p_mw, q_mvar]``, P in [-0.5, 0.5] MW (+ discharge), Q in [-0.55, 0.55] Mvar
     (+ injection). ``pv_k``: ``[curtail, q_mvar]``, curtailed fraction in [0, 1], Q in
-    [-1.1, 1.1] Mvar (no Q without sun unless ``pv_q_at_night``). ``load_k``: ``[curtail,
+    [-1.43, 1.43] Mvar (no Q without sun unless ``pv_q_at_night``). ``load_k``: ``[curtail,
     shift]``, fractions in [0, 0.3] of the unit's demand, shifted energy paid back within 2 h.
 
     ## Observation
@@ -112,11 +122,14 @@ class MarlDersBenchmark(FeederTask):
     ## Arguments
     ``load_scale``, ``energy_mwh``, ``power_mw``, ``battery_s_mva``, ``tou_steps``, ``pv_mw``,
     ``pv_s_mva``, ``pv_q_at_night``, ``flex_share``, ``flex_max_fraction``, ``payback_steps``,
-    ``voll_per_mwh``; ``market`` picks the price model (``powerzoo.data.markets``).
+    ``voll_per_mwh``; ``market`` picks the price model (``powerzoo.data.markets``); the tap
+    changer's ``ltc``, ``ltc_band_centre_pu``, ``ltc_bandwidth_pu``, ``ltc_ldc_r_pu``,
+    ``ltc_ldc_x_pu`` (:mod:`powerzoo.tasks.feeder_ltc`).
 
     ## Baselines
     Random; rule-based: time-of-use batteries, IEEE 1547-2018 category B volt-var droop on every
-    inverter, no curtailment or shifting; oracle: the whole day planned with perfect foresight, one
+    inverter, every PV plant capped at a 1.0 MW export limit, loads served (-124 $/day, every
+    budget kept every test day); oracle: the whole day planned with perfect foresight, one
     LP on HiGHS with voltages on LinDistFlow, applied under the exact flow.
     """
 
@@ -191,7 +204,7 @@ class MarlDersBenchmark(FeederTask):
         q[:, self.flex_buses] += flex * self.flex.tan_phi
         pv_mw = self.pv_cf.take(flat)[:, None] * self.pv.capacity_mw
         p[:, self.pv_buses] -= pv_mw
-        flow = self.grid.solve(p, q)
+        flow, ltc = self.grid_reset(p, q)
         prev_p = np.zeros((b, _N))
         prev_p[:, _PV] = pv_mw
         prev_p[:, _FLEX] = -flex
@@ -207,6 +220,9 @@ class MarlDersBenchmark(FeederTask):
             flow.vm_pu,
             self._grid(flow),
             flow.v_complex_pu,
+            ltc.tap,
+            ltc.timer,
+            ltc.operations,
         )
 
     def observe(self, state: DersState, obs_mode: str | None = None) -> np.ndarray:
@@ -273,7 +289,7 @@ class MarlDersBenchmark(FeederTask):
         q[:, self.bat_buses] -= bat.q_mvar
         p[:, self.pv_buses] -= pv.p_mw
         q[:, self.pv_buses] -= pv.q_mvar
-        flow = self.grid.solve(p, q, state.v_complex_pu)
+        flow, ltc, _ = self.grid_step(state, p, q)
         terms = np.empty((b, 5))
         terms[:, 0] = -(price * flow.p_loss_mw * dt_h)
         terms[:, 1] = -(price * pv.curtailed_mwh.sum(axis=1))
@@ -310,6 +326,9 @@ class MarlDersBenchmark(FeederTask):
             flow.vm_pu,
             self._grid(flow),
             flow.v_complex_pu,
+            ltc.tap,
+            ltc.timer,
+            ltc.operations,
         )
         return new_state, self.feeder_output(
             flow,
@@ -333,9 +352,9 @@ class MarlDersBenchmark(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """TOU batteries + volt-var inverters, no curtailment (see
-        :mod:`powerzoo.tasks.ders_benchmark`), from ``ders_local`` observations [B, 12, d]: the
-        physical joint action [B, 24]."""
+        """TOU batteries, volt-var inverters, PV capped at its export limit
+        (``RULE_PV_EXPORT_LIMIT_MW``), loads served (see :mod:`powerzoo.tasks.ders_benchmark`),
+        from ``ders_local`` observations [B, 12, d]: the physical joint action [B, 24]."""
         obs = obs.astype(np.float64)
         b = obs.shape[0]
         remaining = obs[:, 0, self._rule_t]
@@ -363,6 +382,7 @@ class MarlDersBenchmark(FeederTask):
         if not self.pv.q_at_night:  # no sun: the inverter gives no reactive power
             q_lim = np.where(pv_mw > 0.0, q_lim, 0.0)
         act[:, _PV, 1] = np.clip(q_share[:, _PV] * self.pv.s_rating_mva, -q_lim, q_lim)
+        act[:, _PV, 0] = export_limit_curtailment(pv_mw, RULE_PV_EXPORT_LIMIT_MW)
         return act.reshape(b, 2 * _N)
 
     def oracle_plan(self, state: DersState) -> np.ndarray:
@@ -378,7 +398,11 @@ class MarlDersBenchmark(FeederTask):
         for row in range(state.t.size):
             t0 = int(state.t[row])
             day = self._oracle.plan_day(
-                int(state.day_id[row]), t0, state.soc[row], state.due_mwh[row]
+                int(state.day_id[row]),
+                t0,
+                state.soc[row],
+                state.due_mwh[row],
+                self.head_vm_pu(state, row),
             )
             plans[row, t0:] = day.actions
         return plans

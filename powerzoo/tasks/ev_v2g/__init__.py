@@ -5,23 +5,25 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
 ---------------------------------------------------------------------------------------------------
 * Feeder: ``case33bw`` with an exact AC power flow every step (:mod:`powerzoo.tasks.feeder`); bus
   loads = the case's base load x ``load_scale = 0.7`` x the calendar load shape ``demand_pu``
-  (as ``marl_der_arbitrage``). A week that runs past 31 December wraps to January.
+  (as ``marl_der_arbitrage``). A week that runs past 31 December wraps to January. At the head an
+  on-load tap changer under its automatic voltage controller (:mod:`powerzoo.tasks.feeder_ltc`;
+  ``ltc=False``: the head fixed at 1.00 p.u.) holds the head at 1.019 p.u.
 * Agents ``site_0 .. site_{n-1}`` (``n_evs`` of them, default 5): charging sites, each with
-  ``vehicles_per_site`` cars (default ``round(100 / n_evs)``, so the fleet stays about 100 cars)
+  ``vehicles_per_site`` cars (default ``round(420 / n_evs)``, so the fleet stays about 420 cars)
   on 7.2 kW bidirectional chargers (:mod:`powerzoo.devices.ev_fleet`: 60 kWh batteries, 92 %
   each way, V2G down to 20 % SOC, charging up to 90 %, departure target 80 %). Site ``i`` sits
   at 0-based bus ``1 + floor((i + 0.5) * 32 / n)``, spread evenly over the 32 load buses in case
   order (n = 5: buses 4, 10, 17, 23, 29: the trunk, its far end and the three laterals); more
   than 32 sites share buses.
-* Sizing (measured on every hour of the 65 days the 35 test weeks cover,
-  ``tests/tasks/test_ev_v2g.py`` checks it): one 7.2 kW car moves the feeder's lowest voltage by
-  at most 0.0006 p.u. and five of them, one per site, by 0.001 p.u.: outside the agents' control.
-  So each site has 20 cars: every car charging at full power (720 kW in all) lowers the lowest
-  voltage by 0.019 to 0.021 p.u. (0.017 to 0.018 with 20 sites of 5 cars), every car discharging
-  raises it by 0.011 to 0.013 p.u. With the fleet idle the lowest voltage falls below 0.95 p.u. on
-  12 of the 65 days (in 11 of the 35 weeks; between 13:00 and 20:00, most often 17-19 h, the
-  late-afternoon peak), so charging at the evening peak costs voltage: charging on arrival (the
-  idle baseline below) leaves the band in 23 of the 35 weeks.
+* Sizing (measured on the 35 test weeks, the LTC in place): a fleet of 420 cars (84 a site,
+  3.0 MW of chargers against the feeder's 2.6 MW peak load at ``load_scale = 0.7``: a suburb where
+  four homes in ten drive electric). Charging every car on arrival (the idle baseline below)
+  meets the evening peak and overloads the trunk (largest loading 1.50 of a rating; 1.9 MVAh of
+  ``thermal_overload`` a week, above the 1.75 MVAh budget in 28 of the 35 weeks, 80 %); the
+  oracle, which spreads the charging over the night and sells V2G at the peak, keeps every
+  budget every week. With the head at 1.00 p.u. (``ltc=False``) the same charging also leaves
+  the voltage band (2.5 p.u.-steps a week). The tap lifts the voltages but cannot relieve a
+  line. (On the earlier fleet of 100 cars no week was over budget, with the LTC or without.)
 * Trips (:mod:`powerzoo.data.mobility`): per episode, each car's trips of the week are drawn from
   the env's RNG (weekday commutes, fewer and shorter weekend trips, on the calendar's own
   weekends and holidays); starting SOC uniform in [0.5, 0.8]. Cars are home at midnight. A car
@@ -58,23 +60,25 @@ Model (multi-agent, per-agent reward, 60-minute steps, 168 per episode = one wee
   v_max_pu`` and every site's plugged share and energy needed; ``local_plus_forecast``:
   ``local`` + the price of the next 6 hours; ``local_plus_voltage``: ``local`` + the voltages of
   the neighbouring buses.
-* Baselines: random; rule-based: every car charges at full power from arrival until it reaches
-  its goal, and in the 3 dearest hours of the average day (train days: 18-21 h), when a sale
+* Baselines: random; rule-based: valley filling
+  (:func:`powerzoo.tasks.ev_v2g.baselines.rule_powers_kw`): every car charges what it needs for
+  its goal evenly over the hours until it leaves (and at least what full power could no longer
+  make up later), and in the 3 dearest hours of the average day (train days: 18-21 h), when a sale
   pays after the V2G wear against buying the energy back at the mean train-day price
   (:func:`powerzoo.tasks.ev_v2g.baselines.v2g_pays`), it discharges whatever lies above a reserve
-  (50 % SOC, and never more than full-power charging can bring back before departure), charging
-  back afterwards (:meth:`MarlEvV2g.rule_based_action`); oracle: one LP on HiGHS for the week
-  with the wear and the settlement (:mod:`powerzoo.tasks.ev_v2g.baselines`). Return
-  summed over the sites ($/week) on the 35 test weeks (``benchmarks/compute_baselines.py``):
-  random -601.1 with 16,380 kWh of shortfall a week (it sends the cars off empty, and the
-  settlement charges it for the energy it did not put back), rule-based +15.9 with no
-  shortfall and 0.28 p.u.-steps of voltage violation (within the week's budget of 3.5), oracle
-  +306.1 with no shortfall and 0.001. Idle (``spec.idle_action``): uncontrolled charging, every
-  plugged-in car at full charging power until its battery is full (90 %), no V2G, which is what
-  chargers do without an operator: -329.5 with no shortfall and 0.17, below the rule, which
-  charges only to the goal and sells by V2G in the dear evening hours. The fleet at 0 kW is no
-  such reference: -154.5 on return alone, but 21,665 kWh of shortfall a week against the budget
-  of 35.
+  (50 % SOC, and never more than charging at 40 % of the charger's rating can bring back before
+  departure) (:meth:`MarlEvV2g.rule_based_action`); oracle: one LP on HiGHS for the week with the
+  wear and the settlement (:mod:`powerzoo.tasks.ev_v2g.baselines`). Return summed over the sites
+  ($/week) on the 35 test weeks (``benchmarks/compute_baselines.py``): random -2,505 with 68,610
+  kWh of shortfall a week (it sends the cars off empty, and the settlement charges it for the
+  energy it did not put back); rule-based -91 with no shortfall, 0.03 MVAh of overload and 0.04
+  p.u.-steps of voltage violation a week (every budget kept every week; charging at full power on
+  arrival and after the V2G hours instead earns +52 but overloads the trunk by 5.1 MVAh a week,
+  over a budget in 17 weeks, 48.6 %); oracle +1,341 with no shortfall, no overload and 0.014
+  p.u.-steps (every budget kept every week). Idle (``spec.idle_action``): uncontrolled charging,
+  every plugged-in car at full charging power until its battery is full (90 %), no V2G, which is
+  what chargers do without an operator: -1,422 with no shortfall, 1.94 MVAh of overload and 0.42
+  p.u.-steps a week, over the overload budget in 28 weeks (80 %).
 
 Modules: :mod:`.spec` (constants, parameters, spaces), :mod:`.observation` (the observation
 fields in every mode and where they sit), :mod:`.task` (state, trip tables, reset / observe /

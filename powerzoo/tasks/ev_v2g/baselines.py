@@ -1,11 +1,14 @@
 """Baselines of ``marl_ev_v2g``: the rule-based charging of each car, and the oracle LP of the week.
 
-Rule (:func:`rule_powers_kw`, per car, from what the observation shows): outside the peak hours a
-plugged-in car charges at full power until it holds its goal (plus ``RULE_MARGIN_KWH``); in the
-peak hours (:func:`peak_hours`: the dearest hours of the average day), when the price pays for
-the V2G wear and the losses (:func:`v2g_pays`), it discharges what lies above
-``RESERVE_SOC`` and above what full-power charging over its remaining hours could bring back, and
-charges only what it must to still reach its goal. So it never misses a goal that could be met.
+Rule (:func:`rule_powers_kw`, per car, from what the observation shows): valley filling: a
+plugged-in car charges what it needs to hold its goal (plus ``RULE_MARGIN_KWH``) evenly over the
+hours until it leaves, and at least what full-power charging over its remaining hours could no
+longer make up; in the peak hours (:func:`peak_hours`: the dearest hours of the average day),
+when the price pays for the V2G wear and the losses (:func:`v2g_pays`), it discharges what lies
+above ``RESERVE_SOC`` and above what charging at ``REFILL_SHARE`` (40 %) of the charger's rating
+over its remaining hours could bring back, and charges only what it must to still reach its
+goal. So it never misses a goal that could be met, and the fleet's charging is spread over the
+night instead of piled on the evening peak.
 
 Oracle: one linear program for the rest of the week, with perfect foresight.
 
@@ -67,6 +70,7 @@ __all__ = [
     "rule_powers_kw",
     "solve_week",
     "v2g_pays",
+    "REFILL_SHARE",
     "RESERVE_SOC",
     "SHORTFALL_PENALTY",
     "UNSERVED_PENALTY",
@@ -74,6 +78,10 @@ __all__ = [
 
 RESERVE_SOC = 0.5  # rule: V2G never below this SOC
 RULE_MARGIN_KWH = 1e-3  # rule: charge this much past the goal (float32 observations)
+# rule: V2G sells only what charging at this share of the charger's rating (2.9 kW of 7.2)
+# over the car's remaining hours brings back, so the refill after the peak stays a valley fill
+# (at the full rating the refill of the last evening of a week overloads the trunk)
+REFILL_SHARE = 0.4
 
 SHORTFALL_PENALTY = 1000.0  # $ per kWh below a departure goal: above any voltage slack it could buy
 UNSERVED_PENALTY = 1000.0  # $ per kWh of trip energy the battery could not supply
@@ -109,17 +117,23 @@ def rule_powers_kw(
     dt_h: float,
 ) -> np.ndarray:
     """The rule's power per car (kW, + discharge; module docstring); arrays broadcast together,
-    ``peak``
-    (bool) marks the peak hours. ``energy_needed_kwh`` is goal - energy (< 0 above the goal)."""
+    ``peak`` (bool) marks the peak hours. ``energy_needed_kwh`` is goal - energy (< 0 above the
+    goal), ``hours_to_departure`` the hours the car stays plugged in.
+
+    Valley filling: a car charges its need evenly over the hours it stays (at least what
+    full-power charging later could no longer make up); in the peak hours it sells what lies
+    above ``RESERVE_SOC`` and above what charging at ``REFILL_SHARE`` of the charger's rating
+    over its remaining hours brings back."""
     need = energy_needed_kwh + RULE_MARGIN_KWH
     per_step = fleet.charge_efficiency * dt_h  # kWh stored per kW over a step
-    later = (
-        per_step * fleet.charge_max_kw * np.maximum(hours_to_departure / dt_h - 1.0, 0.0)
-    )  # full power after now
-    charge = np.clip(need / per_step, 0.0, fleet.charge_max_kw)
+    steps_after = np.maximum(hours_to_departure / dt_h - 1.0, 0.0)
+    later = per_step * fleet.charge_max_kw * steps_after  # full power after now
     must = np.clip((need - later) / per_step, 0.0, fleet.charge_max_kw)
+    even = need / (fleet.charge_efficiency * np.maximum(hours_to_departure, dt_h))
+    charge = np.maximum(np.clip(even, 0.0, fleet.charge_max_kw), must)
+    refill = later * REFILL_SHARE
     floor = (
-        np.maximum(RESERVE_SOC * fleet.battery_kwh, energy_kwh + need - later)
+        np.maximum(RESERVE_SOC * fleet.battery_kwh, energy_kwh + need - refill)
         + 10 * RULE_MARGIN_KWH
     )
     spare = np.clip(
@@ -182,7 +196,8 @@ def solve_week(task: Any, state: Any, row: int) -> np.ndarray:
     flat = task.flat_index(np.full(n_t, state.day_id[row]), steps)
     price = task.grid.price_per_mwh.take(flat)
     p_load, q_load = task.grid.bus_loads(task.grid.demand_pu.take(flat))
-    v2_base = task.grid.solve(p_load, q_load).vm_pu ** 2  # [T, n_bus]
+    head = task.head_vm_pu(state, row)  # the tap the AVC holds
+    v2_base = task.grid.solve(p_load, q_load, head_vm_pu=head).vm_pu ** 2  # [T, n_bus]
 
     car, t_abs = _plugged_steps(task, state, row)
     n_pair = car.size

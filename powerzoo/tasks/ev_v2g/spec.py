@@ -13,6 +13,7 @@ from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.devices.ev_fleet import EVFleetParams
 from powerzoo.tasks.ev_v2g.observation import observation_modes
 from powerzoo.tasks.feeder import grid_cost_rows
+from powerzoo.tasks.feeder_ltc import FeederLtcParams
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, mode_spec_fields
 
 __all__ = [
@@ -48,15 +49,16 @@ def _check_count(name: str, value: Any, high: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class EvV2gParams:
-    """The numbers of a ``marl_ev_v2g`` episode; each is a task keyword."""
+class EvV2gParams(FeederLtcParams):
+    """The numbers of a ``marl_ev_v2g`` episode; each is a task keyword (the head's tap changer:
+    :class:`~powerzoo.tasks.feeder_ltc.FeederLtcParams`)."""
 
     # charging sites (agents), spread evenly over the feeder's load buses
     n_evs: int = 5
     # cars per site; None: the default fleet (``fleet_vehicles``) split over the sites
     vehicles_per_site: int | None = None
     # cars of the default fleet when vehicles_per_site is not given
-    fleet_vehicles: int = 100
+    fleet_vehicles: int = 420
     # bus loads = the case's base load x this x demand_pu
     load_scale: float = 0.7
     # range of the cars' state of charge at reset (fraction), drawn uniformly

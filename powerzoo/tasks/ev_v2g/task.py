@@ -64,6 +64,9 @@ class EvV2gState:
     vm_pu: np.ndarray  # [B, n_bus] last flow's voltage magnitudes
     feeder_p_mw: np.ndarray  # [B] last flow's head power
     v_complex_pu: np.ndarray  # [B, n_bus] last flow's voltages (warm start)
+    ltc_tap: np.ndarray  # [B] the head's tap position (powerzoo.tasks.feeder_ltc)
+    ltc_timer: np.ndarray  # [B] steps the regulated voltage has been outside the AVC band
+    ltc_operations: np.ndarray  # [B] tap operations since reset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,9 +93,11 @@ class MarlEvV2g(FeederTask):
 
     ## Description
     ``n_evs`` charging sites (default 5) spread over the IEEE 33-bus feeder, each with
-    ``vehicles_per_site`` cars (default 20) on 7.2 kW bidirectional chargers (60 kWh, 92 % each
-    way, V2G down to 20 % SOC, target 80 % at departure), over one week of hourly steps. Each car's
-    trips are drawn per episode from the env's RNG (weekday commutes, fewer weekend trips).
+    ``vehicles_per_site`` cars (default 84: a fleet of 420) on 7.2 kW bidirectional chargers
+    (60 kWh, 92 % each way, V2G down to 20 % SOC, target 80 % at departure), over one week of
+    hourly steps; the head's tap changer holds it at 1.019 p.u. Each car's trips are drawn per
+    episode from the env's RNG (weekday commutes, fewer weekend trips). Charging every car on
+    arrival overloads the trunk at the evening peak.
 
     ## Action
     Per agent: one power per car, ``ev_j.p_kw`` in [-7.2, 7.2] kW (+ discharge). Only plugged-in
@@ -124,11 +129,14 @@ class MarlEvV2g(FeederTask):
     ## Arguments
     ``n_evs`` (5), ``vehicles_per_site``, ``fleet_vehicles``, ``load_scale`` (0.7),
     ``initial_soc``, ``peak_hours``, ``fleet`` (the cars' parameters), ``market`` (the price
-    model, ``powerzoo.data.markets``).
+    model, ``powerzoo.data.markets``); the tap changer's ``ltc``, ``ltc_band_centre_pu``,
+    ``ltc_bandwidth_pu``, ``ltc_ldc_r_pu``, ``ltc_ldc_x_pu`` (:mod:`powerzoo.tasks.feeder_ltc`).
 
     ## Baselines
-    Random; rule-based: charge at full power from arrival until the goal, V2G in the 3 dearest hours
-    of the average day when it pays after wear; oracle: one LP on HiGHS for the week.
+    Random; rule-based: valley filling (each car's need spread evenly over its hours plugged in),
+    V2G in the 3 dearest hours of the average day when it pays after wear, never more than 40 %
+    of the charger's rating brings back (-91 $/week, every budget kept every test week); oracle:
+    one LP on HiGHS for the week (+1,341 $/week).
     """
 
     task_id = "marl_ev_v2g"
@@ -179,7 +187,7 @@ class MarlEvV2g(FeederTask):
         departure = np.minimum(leave[:, 0], next_dep[:, 0])  # a car can only leave after midnight
         goal = departure_goal_kwh(self.fleet, energy, departure.astype(CAR_FLOAT), self.spec.dt_h)
         p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
-        flow = self.grid.solve(p, q)
+        flow, ltc = self.grid_reset(p, q)
         return EvV2gState(
             day_id,
             t,
@@ -196,6 +204,9 @@ class MarlEvV2g(FeederTask):
             flow.vm_pu,
             flow.info["feeder_p_mw"],
             flow.v_complex_pu,
+            ltc.tap,
+            ltc.timer,
+            ltc.operations,
         )
 
     def _tables(self, trips: Any) -> tuple[np.ndarray, ...]:
@@ -310,7 +321,7 @@ class MarlEvV2g(FeederTask):
         site_dis_kwh = self._site_sum(ev.discharge_kwh)
         p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
         p -= (site_kw * 1e-3) @ self.incidence
-        flow = self.grid.solve(p, q, state.v_complex_pu)
+        flow, ltc, _ = self.grid_step(state, p, q)
         # cars leaving at the start of the next step are checked against their goal; few cars leave
         # or
         # arrive in a step, so both work on the indices of those cars only
@@ -370,6 +381,9 @@ class MarlEvV2g(FeederTask):
             vm_pu=flow.vm_pu,
             feeder_p_mw=flow.info["feeder_p_mw"],
             v_complex_pu=flow.v_complex_pu,
+            ltc_tap=ltc.tap,
+            ltc_timer=ltc.timer,
+            ltc_operations=ltc.operations,
         )
         return new_state, self.feeder_output(
             flow,
@@ -406,9 +420,9 @@ class MarlEvV2g(FeederTask):
 
     # ---- baselines --------------------------------------------------------------------------
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Charge to the goal from arrival, V2G in the peak hours above a reserve
-        (:mod:`.baselines`), from ``global`` observations [B, S, d]: the physical joint action
-        [B, S * V] (kW)."""
+        """Valley filling to the goal, V2G in the peak hours above a reserve
+        (:func:`~powerzoo.tasks.ev_v2g.baselines.rule_powers_kw`), from ``global`` observations
+        [B, S, d]: the physical joint action [B, S * V] (kW)."""
         obs = obs.astype(np.float64)
         b, v, s = obs.shape[0], self.per_site, self.obs_slots["global"]
         hour = (
