@@ -19,8 +19,13 @@ One batched Newton / chord AC power flow per step
 (:func:`powerzoo.physics.ac_pf.ac_power_flow`, validated against pandapower's ``runpp`` to
 1e-6 p.u.): the units' active set-points and voltage set-points are the PV buses' data; the
 slack unit takes the losses and the mismatch (its output is the flow's balance at the slack
-bus).  Reactive limits are reported, not enforced (no PV -> PQ switching); the rule-based
-baselines move the set-points into them (:meth:`ACGrid.reactive_limited_setpoints`).
+bus).  A grid built with ``enforce_q_lims=True`` (``acopf_118``) enforces the units' reactive
+limits as machines do: a unit whose set-point asks for reactive power beyond its limits is held
+at the limit and stops holding its voltage (PV -> PQ switching, pandapower's
+``runpp(enforce_q_lims=True)``), so only the slack unit can end outside its limits; otherwise
+(``voltage_control_118``, where keeping the units inside their limits is the agents' constraint)
+the limits are reported, not enforced.  The rule-based baselines move the set-points into the
+limits either way (:meth:`ACGrid.reactive_limited_setpoints`, on flows without switching).
 
 Costs (per step, all >= 0)
 --------------------------
@@ -29,7 +34,8 @@ Costs (per step, all >= 0)
   [0.94, 1.06] p.u.);
 * ``thermal_overload`` [MVAh]: ``sum over branches of max(|S| - S_rated, 0) x dt``;
 * ``reactive_limit`` [Mvarh]: reactive output of the voltage-controlling units outside their
-  summed limits at each PV / slack bus, ``sum max(q - q_max, q_min - q, 0) x dt``;
+  summed limits at each PV / slack bus, ``sum max(q - q_max, q_min - q, 0) x dt`` (with the
+  limits enforced: the slack unit's only);
 * ``pf_nonconvergence`` [steps]: 1 for a row whose flow did not converge.
 
 A row whose flow does not converge (only far from any sensible operating point, e.g. voltage
@@ -42,6 +48,9 @@ iterate (finite), not a solution.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -57,6 +66,8 @@ from powerzoo.tasks.transmission import (
 )
 
 __all__ = [
+    "SECURE_LOADING",
+    "ac_secure_rating_share",
     "AC_V_MIN_PU",
     "AC_V_MAX_PU",
     "AC_GRID_COSTS",
@@ -70,6 +81,8 @@ __all__ = [
 AC_V_MIN_PU, AC_V_MAX_PU = 0.94, 1.06  # case118's bus voltage limits (every bus)
 Q_LIMIT_PASSES = 6  # AC flows the rules spend moving set-points into the reactive limits
 Q_LIMIT_MARGIN_MVAR = 1.0  # how far inside a limit such a move aims [Mvar]
+SECURE_LOADING = 0.94  # a secured dispatch loads a branch to at most this share (1 / 1.06 p.u.)
+SECURE_PASSES = 10  # DC dispatches and AC flows ac_secure_rating_share may spend
 AC_GRID_COSTS = ("voltage_violation", "thermal_overload", "reactive_limit", "pf_nonconvergence")
 AC_GRID_COST_UNITS = (
     "p.u. (sum over buses, per step)",
@@ -100,15 +113,16 @@ def ac_grid_costs(
 class ACStep:
     """One batched AC flow and what the tasks take from it (arrays with leading axis ``B``)."""
 
-    __slots__ = ("vm_pu", "gen_q_mvar", "slack_p_mw", "losses_mw", "costs", "info")
+    __slots__ = ("vm_pu", "gen_q_mvar", "slack_p_mw", "losses_mw", "costs", "info", "loading")
 
-    def __init__(self, vm_pu, gen_q_mvar, slack_p_mw, losses_mw, costs, info) -> None:
+    def __init__(self, vm_pu, gen_q_mvar, slack_p_mw, losses_mw, costs, info, loading) -> None:
         self.vm_pu = vm_pu  # [B, n_bus] voltage magnitudes [p.u.]
         self.gen_q_mvar = gen_q_mvar  # [B, n_gen] reactive output of each unit's bus [Mvar]
         self.slack_p_mw = slack_p_mw  # [B] the slack unit's active output [MW]
         self.losses_mw = losses_mw  # [B] generation - load [MW] (0 where the flow failed)
         self.costs = costs  # [B, 4] AC_GRID_COSTS
         self.info = info  # grid info keys, each [B]
+        self.loading = loading  # [B, n_branch] apparent power / rating (0 unrated, NaN failed)
 
 
 class ACGrid:
@@ -116,8 +130,9 @@ class ACGrid:
 
     ``profiles`` / ``split_days``: the split's profiles and calendar days
     (:class:`powerzoo.tasks.base.Task`); ``step_hours``: the step length [h] of the energy
-    costs.  Units are indexed as in the case (:attr:`case`, ``case.gen_bus``); exactly one of
-    them (:attr:`slack_unit`) sits at the slack bus.
+    costs; ``enforce_q_lims``: hold units at their reactive limits in every flow (PV -> PQ
+    switching; module docstring).  Units are indexed as in the case (:attr:`case`,
+    ``case.gen_bus``); exactly one of them (:attr:`slack_unit`) sits at the slack bus.
     """
 
     def __init__(
@@ -127,8 +142,10 @@ class ACGrid:
         split_days: np.ndarray,
         load_scale: float,
         step_hours: float,
+        enforce_q_lims: bool = False,
     ) -> None:
         self.network: ACNetwork = ac_network(case_name)
+        self.enforce_q_lims = bool(enforce_q_lims)
         self.case: NetworkCase = congestion_ready_case(case_name)
         net, case = self.network, self.case
         if net.n_bus != case.n_bus or not np.array_equal(net.branch_from, case.branch_from_bus):
@@ -197,7 +214,7 @@ class ACGrid:
         held = np.zeros(vm.shape, dtype=bool)  # units that met a limit: they hold its reactive
         q_held = np.zeros(vm.shape)
         for _ in range(passes):
-            flow = self.solve(demand_pu, gen_p_mw, vm)
+            flow = self.solve(demand_pu, gen_p_mw, vm, enforce_q_lims=False)
             q = flow.gen_q_mvar
             out = (q < self.q_min_mvar) | (q > self.q_max_mvar)
             out[~flow.info["pf_converged"]] = False
@@ -257,11 +274,17 @@ class ACGrid:
         gen_vm_pu: np.ndarray,
         bus_p_mw: np.ndarray | None = None,
         bus_q_mvar: np.ndarray | None = None,
+        enforce_q_lims: bool | None = None,
     ) -> ACStep:
         """The AC flow at system demand ``demand_pu`` [B] with the units' active set-points
         ``gen_p_mw`` [B, n_gen] (MW; the slack unit's entry is not read) and voltage set-points
         ``gen_vm_pu`` [B, n_gen] (p.u.); ``bus_p_mw`` / ``bus_q_mvar`` [B, n_bus]: further net
-        injections (MW / Mvar, e.g. inverter-based units)."""
+        injections (MW / Mvar, e.g. inverter-based units); ``enforce_q_lims``: hold the units
+        at their reactive limits (default: the grid's :attr:`enforce_q_lims`).  Info keys, each
+        ``[B]``: ``pf_converged``, ``losses_mw``, ``slack_p_mw``, ``v_min_pu``, ``v_max_pu``,
+        ``max_branch_loading``, ``overload_mvah`` and ``reactive_excess_mvarh`` (the step's
+        ``thermal_overload`` and ``reactive_limit`` costs) and ``q_limited_units`` (units held at
+        a reactive limit)."""
         b = demand_pu.shape[0]
         d = demand_pu[:, None]
         p = d * -self.bus_p_mw
@@ -273,7 +296,9 @@ class ACGrid:
             q += bus_q_mvar
         vm = np.broadcast_to(self.network.vm_pu, (b, self.case.n_bus)).copy()
         vm[:, self.gen_bus] = gen_vm_pu
-        flow = ac_power_flow(self.network, p, q, vm)
+        if enforce_q_lims is None:
+            enforce_q_lims = self.enforce_q_lims
+        flow = ac_power_flow(self.network, p, q, vm, enforce_q_lims=enforce_q_lims)
         converged = flow.converged
         v = flow.vm_pu
         dt = self.step_hours
@@ -303,5 +328,42 @@ class ACGrid:
             "v_min_pu": v.min(axis=1),
             "v_max_pu": v.max(axis=1),
             "max_branch_loading": (mva / self.rate_mva).max(axis=1),
+            "overload_mvah": costs[:, 1].copy(),
+            "reactive_excess_mvarh": costs[:, 2].copy(),
+            "q_limited_units": flow.n_q_limited.astype(float),
         }
-        return ACStep(v, gen_q, slack_p, losses, costs, info)
+        loading = mva / self.rate_mva
+        loading[~converged] = np.nan
+        return ACStep(v, gen_q, slack_p, losses, costs, info, loading)
+
+
+def ac_secure_rating_share(
+    grid: ACGrid,
+    demand_pu: np.ndarray,
+    dispatch: Callable[[NetworkCase], np.ndarray],
+    loading: float = SECURE_LOADING,
+    passes: int = SECURE_PASSES,
+) -> np.ndarray:
+    """Per-branch shares ``[n_branch]`` of the ratings that a DC dispatch must respect for its
+    AC flows to load no branch above ``loading`` of its rating (an operator's security margin).
+
+    ``dispatch(case)``: the units' active set-points ``[B, n_gen]`` [MW] at the system demands
+    ``demand_pu`` ``[B]`` (p.u. of the grid's base load) of a DC dispatch on ``case`` (the
+    grid's case with its ratings scaled); each pass dispatches on the ratings scaled so far, runs
+    the AC flow of the grid's rule voltage schedule (the case's set-points moved into the
+    reactive limits, :meth:`ACGrid.reactive_limited_setpoints`) and scales every branch above
+    ``loading`` by ``loading`` / its largest loading over the rows, until none is above (at most
+    ``passes`` passes; the last shares are returned either way)."""
+    case = grid.case
+    share = np.ones(case.n_branch)
+    schedule = np.broadcast_to(grid.vm_set_pu, (demand_pu.size, case.n_gen))
+    for _ in range(passes):
+        scaled = dataclasses.replace(case, branch_rate_a_mw=case.branch_rate_a_mw * share)
+        p = dispatch(scaled)
+        vm = grid.reactive_limited_setpoints(demand_pu, p, schedule)
+        worst = np.nanmax(grid.solve(demand_pu, p, vm).loading, axis=0)
+        over = worst > loading
+        if not over.any():
+            break
+        share[over] *= loading / worst[over]
+    return share

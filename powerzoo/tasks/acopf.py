@@ -10,16 +10,26 @@ Model
   flow there instead (so it may lie outside the action bounds).
 * Load and network: :mod:`powerzoo.tasks.ac_transmission` (each bus's published P and Q demand x
   1.1 x the calendar demand shape, 30-minute steps; pandapower's case118 with the voltage-class
-  branch ratings of the DC tasks), one exact batched AC power flow per step.
-* Reward (shared): ``-(generation cost + imbalance cost)`` in $ per step: the case's polynomial
-  costs of every unit, the slack's at its output from the flow, times ``dt``; the slack's output
-  outside its own ``[Pmin, Pmax]`` is energy no unit can supply, settled at
-  ``imbalance_price_per_mwh`` (1,000 $/MWh, ``opf_118``'s imbalance price).
+  branch ratings of the DC tasks), one exact batched AC power flow per step with the units'
+  reactive limits enforced as machines meet them: a unit whose voltage set-point asks for
+  reactive power beyond its limits is held at the limit and its bus voltage floats (PV -> PQ
+  switching, pandapower's ``runpp(enforce_q_lims=True)``); only the slack unit can end outside
+  its limits (``reactive_limit``).
+* Reward (shared): ``-(generation cost + imbalance cost + overload cost + reactive cost +
+  nonconvergence cost)`` in $ per step: the case's polynomial costs of every unit, the slack's at
+  its output from the flow, times ``dt``; the slack's output outside its own ``[Pmin, Pmax]`` is
+  energy no unit can supply, settled at ``imbalance_price_per_mwh`` (1,000 $/MWh, ``opf_118``'s
+  imbalance price); branch overload (MVAh) and reactive output beyond the limits (Mvarh) at
+  ``overload_price_per_mvah`` (2,000 $/MVAh, the DC tasks' overload price); a flow that does
+  not converge at :data:`NONCONVERGENCE_PENALTY` (100,000 $).
 * Costs (CMDP, per-day budgets): ``voltage_violation`` (1 p.u.), ``thermal_overload``
   (1 MVAh), ``reactive_limit`` (1 Mvarh), ``pf_nonconvergence`` (0.5 step: one failed flow
-  breaks it), ``power_imbalance`` (1 MWh, the slack's energy outside its limits; priced in the
-  reward too).  A non-converged flow is flagged (``pf_converged``), never raised; its charges
-  are those of :mod:`powerzoo.tasks.ac_transmission`.
+  breaks it), ``power_imbalance`` (1 MWh, the slack's energy outside its limits); all priced in
+  the reward too, and kept in their physical units here.  Step info ``overload_mvah``,
+  ``reactive_excess_mvarh`` (summed per episode in the baselines table, :attr:`episode_metrics`)
+  and ``q_limited_units`` (units held at a limit).  A non-converged flow is flagged
+  (``pf_converged``), never raised; its charges are those of
+  :mod:`powerzoo.tasks.ac_transmission`.
 * Observation (``global``, per agent): time, system load now and next step, own limits (P, Q),
   marginal cost, own last P, Q and bus voltage, last losses, slack output and extreme voltages.
 * Baselines: random; rule = what an operator's simple tools do, from the observed load: the
@@ -36,7 +46,12 @@ Model
   MVAh/day, slack energy outside its limits 0.08 MWh/day; return -2,162,363 $/day) where the
   published schedule with the plain merit order broke three (measured on the earlier data:
   7,520 Mvarh/day beyond the reactive limits, 88 % of it units absorbing below ``q_min``;
-  417 MVAh/day of overload; 51 MWh/day of slack energy; -2,241,912 $/day).  Oracle =
+  417 MVAh/day of overload; 51 MWh/day of slack energy; -2,241,912 $/day).  With the limits
+  enforced (measured on the same 4 days) the rule leaves no unit at a limit and its return is
+  unchanged, while the published schedule with its network-blind dispatch (the ``naive`` row)
+  leaves 19 of the 54 units held at a limit every step (their voltages not held), 0 Mvarh of
+  reactive excess and 6.2 MVAh/day of overload (-1,840,299 $/day, over the budget on one day
+  of four).  Oracle =
   pandapower's AC-OPF per step (:mod:`powerzoo.tasks.ac_oracle`, about 1 s a step, a minute a
   day on one core: the published baselines use a subset of the test days), scored under this
   task's flow.
@@ -62,6 +77,7 @@ from powerzoo.tasks.ac_transmission import (
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields
 from powerzoo.tasks.transmission import (
+    OVERLOAD_PRICE_PER_MWH,
     STEP_MINUTES,
     congestion_ready_case,
     marginal_cost_per_mwh,
@@ -71,7 +87,7 @@ __all__ = ["Acopf118", "AcopfParams", "AcopfState"]
 
 CASE = "case118"
 HORIZON = 48
-NONCONVERGENCE_PENALTY = 100_000.0  # $ per failed flow in the "penalized" preset
+NONCONVERGENCE_PENALTY = 100_000.0  # $ per failed flow, in the reward and the "penalized" preset
 RULE_RATING_SHARE = 0.85  # the rule's DC dispatch keeps this share of each branch rating
 RULE_SLACK_MARGIN_MW = 2.0  # the rule leaves the slack this much above its AC-flow losses [MW]
 _FIELDS = (
@@ -103,12 +119,15 @@ class AcopfParams:
     load_scale: float = BASE_LOAD_SCALE
     # $/MWh of the slack's output outside its limits
     imbalance_price_per_mwh: float = 1000.0
+    # $ per MVAh of branch overload and per Mvarh of reactive output beyond the limits
+    overload_price_per_mvah: float = OVERLOAD_PRICE_PER_MWH
 
     def __post_init__(self) -> None:
-        if not self.load_scale > 0.0 or not self.imbalance_price_per_mwh >= 0.0:
+        prices = (self.imbalance_price_per_mwh, self.overload_price_per_mvah)
+        if not self.load_scale > 0.0 or not min(prices) >= 0.0:
             raise ValueError(
-                f"acopf_118: load_scale must be > 0 and imbalance_price_per_mwh >= 0, got "
-                f"{self.load_scale} and {self.imbalance_price_per_mwh}"
+                f"acopf_118: load_scale must be > 0 and imbalance_price_per_mwh, "
+                f"overload_price_per_mvah >= 0, got {self.load_scale} and {prices}"
             )
 
 
@@ -129,7 +148,10 @@ class Acopf118(Task):
     The 54 units of the IEEE 118-bus case (``gen_0`` .. ``gen_53``) set their active output and
     their voltage set-point every 30 minutes; every step is one exact batched AC power flow. Loads
     are each bus's published P and Q x 1.1 x the calendar demand shape; branches carry the
-    voltage-class ratings of ``opf_118`` on their apparent power.
+    voltage-class ratings of ``opf_118`` on their apparent power. The units' reactive limits are
+    enforced as machines meet them: a unit asked for reactive power beyond its limits is held at
+    the limit and its bus voltage floats (PV -> PQ switching, as pandapower's
+    ``runpp(enforce_q_lims=True)``); only the slack unit can end outside its limits.
 
     ## Action
     Per unit ``[p_mw, vm_pu]``: the active set-point in ``[Pmin, Pmax]`` (MW) and the voltage
@@ -142,15 +164,19 @@ class Acopf118(Task):
     cost, own last P, Q and bus voltage, last losses, slack output and extreme voltages.
 
     ## Reward
-    Shared, $ per step: ``-(generation cost + imbalance cost)``: the case's polynomial costs of
-    every unit (the slack's at its output from the flow) x ``dt``; the slack's output outside its
-    own ``[Pmin, Pmax]`` is settled at 1,000 $/MWh.
+    Shared, $ per step: ``-(generation cost + imbalance cost + overload cost + reactive cost +
+    nonconvergence cost)``: the case's polynomial costs of every unit (the slack's at its output
+    from the flow) x ``dt``; the slack's output outside its own ``[Pmin, Pmax]`` at 1,000 $/MWh;
+    branch overload (MVAh) and reactive output beyond the limits (Mvarh) at 2,000 $/MVAh, the DC
+    tasks' overload price; 100,000 $ per flow that does not converge.
 
     ## Costs
     ``voltage_violation`` (p.u. outside [0.94, 1.06] summed over buses), ``thermal_overload``
     (MVAh), ``reactive_limit`` (Mvarh outside the units' limits), ``pf_nonconvergence`` (steps whose
     flow did not converge: flagged in ``info["pf_converged"]``, never raised) and
-    ``power_imbalance`` (MWh of slack output outside its limits).
+    ``power_imbalance`` (MWh of slack output outside its limits), in their physical units. The
+    step info carries ``overload_mvah`` and ``reactive_excess_mvarh`` (summed per episode in the
+    baselines table) and ``q_limited_units`` (units held at a reactive limit).
 
     ## Starting state
     Last P and Q of every unit 0, last bus voltages at the case's set-points, last losses those of
@@ -160,7 +186,8 @@ class Acopf118(Task):
     Truncated after 48 steps (one day); no early termination.
 
     ## Arguments
-    ``load_scale`` (1.1), ``imbalance_price_per_mwh`` (1,000).
+    ``load_scale`` (1.1), ``imbalance_price_per_mwh`` (1,000), ``overload_price_per_mvah``
+    (2,000, also per Mvarh of reactive excess).
 
     ## Baselines
     Random; rule = the congestion-aware DC merit order of ``opf_118`` for the observed load plus the
@@ -171,19 +198,24 @@ class Acopf118(Task):
     at its ``Pmin``, stays inside its limits) and its set-points moved likewise. On the 4 test days
     it keeps every budget (return -2,162,363 $/day), where the schedule held as published broke
     three (on the earlier data): 7,520 Mvarh/day beyond the reactive limits, 417 MVAh/day of
-    overload, 51 MWh/day of slack energy outside its limits (-2,241,912 $/day). Oracle =
+    overload, 51 MWh/day of slack energy outside its limits (-2,241,912 $/day). With the limits
+    enforced the rule holds no unit at a limit and carries 0 Mvarh of reactive excess and 0 MVAh
+    of overload (its return unchanged); the published schedule with a network-blind dispatch
+    leaves 19 units held at a limit every step and 6.2 MVAh/day of overload. Oracle =
     pandapower's AC-OPF per step (about 1 s a step), scored under this task's flow: the published
     row uses a subset of the test days.
     """
 
     task_id = "acopf_118"
     Params = AcopfParams
+    # step info values the baselines table sums per episode (the card's figures read them)
+    episode_metrics = ("reactive_excess_mvarh", "overload_mvah")
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = params = self.make_params(**task_kwargs)
         super().__init__(self.spec_for(params), split)
         self.grid = grid = ACGrid(
-            CASE, self.profiles, self.split_days, params.load_scale, self.spec.dt_h
+            CASE, self.profiles, self.split_days, params.load_scale, self.spec.dt_h, True
         )
         case = self.case = grid.case
         self.n_gen = case.n_gen
@@ -256,11 +288,20 @@ class Acopf118(Task):
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
             splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave", "cold_snap"),
-            reward_terms=("generation_cost", "imbalance_cost"),
+            reward_terms=(
+                "generation_cost",
+                "imbalance_cost",
+                "overload_cost",
+                "reactive_cost",
+                "nonconvergence_cost",
+            ),
             reward_doc=(
                 "-(generation cost of every unit, the slack's at its output from the AC flow + "
                 "the slack's output outside its limits x "
-                f"{params.imbalance_price_per_mwh:g} $/MWh) per step ($), shared by all agents"
+                f"{params.imbalance_price_per_mwh:g} $/MWh + branch overload (MVAh) and "
+                f"reactive output beyond the limits (Mvarh) x {params.overload_price_per_mvah:g} "
+                f"$/MVAh + {NONCONVERGENCE_PENALTY:g} $ per flow that does not converge) per "
+                "step ($), shared by all agents"
             ),
             **cmdp_fields((*grid_costs, ("power_imbalance", "MWh", 1.0 * days, None))),
             baselines=("random", "rule_based", "oracle"),
@@ -315,9 +356,11 @@ class Acopf118(Task):
         imbalance_mwh = outside_mw * dt
         generation = dispatch_cost(self.case, p) * dt
         b = state.t.size
-        terms = np.empty((b, 2))
+        terms = np.empty((b, 5))
         terms[:, 0] = -generation
         terms[:, 1] = -imbalance_mwh * self.params.imbalance_price_per_mwh
+        terms[:, 2:4] = flow.costs[:, 1:3] * -self.params.overload_price_per_mvah
+        terms[:, 4] = flow.costs[:, 3] * -NONCONVERGENCE_PENALTY
         costs = np.empty((b, 5))
         costs[:, :4] = flow.costs
         costs[:, 4] = imbalance_mwh

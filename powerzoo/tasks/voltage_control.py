@@ -10,7 +10,12 @@ Model
   congestion-aware DC merit order of ``opf_118`` / ``acopf_118``'s rule
   (:func:`powerzoo.physics.redispatch.rule_dispatch_from_system_load`) for the system load x
   (1 + :data:`LOSS_ALLOWANCE`), the case's own loss share at its published operating point
-  (133 MW on 4,242 MW, 3.1 %); the slack unit takes the actual losses.  It depends on the
+  (133 MW on 4,242 MW, 3.1 %); the slack unit takes the actual losses.  The dispatch is AC
+  secure: its branch ratings are tightened against the AC flow
+  (:func:`~powerzoo.tasks.ac_transmission.ac_secure_rating_share`, once per process at the 31
+  demands of :data:`SECURE_DEMAND_PU`, which span every split) until, under the rule's
+  set-points, no branch carries more than 94 % of its rating (12 branches tightened, to 60-99 %
+  of their ratings).  It depends on the
   calendar only (one day is computed at once, 49 rows, and cached), so every policy meets the
   same dispatch.
 * Agents: the control areas of :func:`powerzoo.physics.areas.control_areas` (``n_areas``,
@@ -29,14 +34,13 @@ Model
   system lambda; 32-35 $/MWh through a day on case118).  A flow that does not converge is
   charged losses of :data:`NONCONVERGED_LOSS_FRACTION` (20 %) of the system load, about twice
   the worst losses random set-points reach (270 MW), so failing is never cheaper than a solution.
-* Costs, as defined in :mod:`powerzoo.tasks.ac_transmission`: ``voltage_violation`` (budget
-  1 p.u. a day), ``reactive_limit`` (1 Mvarh), ``pf_nonconvergence`` (0.5 step: one failed flow
-  breaks it), selected; ``thermal_overload`` (MVAh) reported but not budgeted: the active
-  dispatch is given, and its MVA overload under the AC flow is the dispatch's more than the
-  set-points' (on 4 test days the rule leaves 407 MVAh/day, 429 with the schedule held as
-  published, the loss-minimising AC-OPF with the same dispatch 56, and with every rating cut to
-  fit 1.06 p.u. that OPF has no solution), so no policy could keep a budget on it.
-  Non-convergence is flagged (``pf_converged``), never raised.
+* Costs, as defined in :mod:`powerzoo.tasks.ac_transmission`, all selected: ``voltage_violation``
+  (budget 1 p.u. a day), ``thermal_overload`` (1 MVAh), ``reactive_limit`` (1 Mvarh),
+  ``pf_nonconvergence`` (0.5 step: one failed flow breaks it).  Before the dispatch was secured
+  its overload (407 MVAh/day under the rule on 4 test days) was reported only.  Reactive limits
+  are reported, not enforced (keeping the units inside them is the agents' constraint).  Step
+  info ``overload_mvah`` and ``reactive_excess_mvarh`` are summed per episode in the baselines
+  table.  Non-convergence is flagged (``pf_converged``), never raised.
 * Observation (``global``, per agent): time, system load now and next step, the step's price,
   last losses and extreme voltages, then per unit slot its scheduled ``p_mw`` this step, its
   reactive limits, its last reactive output and its last bus voltage (0 in unused slots).
@@ -46,17 +50,16 @@ Model
   absorbing below ``q_min`` is raised, one above ``q_max`` lowered
   (:meth:`~powerzoo.tasks.ac_transmission.ACGrid.reactive_limited_setpoints`: a few batched AC
   flows of the observed load and dispatch, about two to settle).  On the 4 test days of the
-  baselines table it leaves 0 Mvarh/day beyond the limits and no bus outside the band, at a loss
-  cost of -90,474 $/day, where the schedule held as published left 7,541 Mvarh/day (88 % of it
-  units absorbing below ``q_min``; -92,905 $/day); a flat 1.0 p.u. loses 4 % less than the
-  schedule but breaks the reactive limits 1.7 times and the branch ratings 3 times as much on the
-  first two test days; oracle = pandapower's AC-OPF per step with every unit's P fixed at
-  the dispatch and a cost on the slack's output only, i.e. minimum losses
-  (:func:`powerzoo.tasks.ac_oracle.run_ac_opf`, 0.7-1.7 s a step, about a minute a day on one
-  core), scored under this task's flow; a step whose OPF fails gets the rule's set-points.
-  pandapower limits branch current (the rating at 1 p.u.), so near 1.06 p.u. its solution
-  exceeds the apparent-power ratings by about 1.5 MVAh a step (dividing the ratings by 1.06
-  makes the fixed dispatch infeasible); the residual is reported, not hidden.
+  baselines table it leaves 0 Mvarh/day beyond the limits, 0 MVAh/day of overload and no bus
+  outside the band, at a loss cost of -86,806 $/day (-90,474 with the dispatch before it was
+  secured), where the schedule held as published leaves 7,551 Mvarh/day (-89,209 $/day);
+  oracle = pandapower's AC-OPF per step with every unit's P fixed at the dispatch and a cost on
+  the slack's output only, i.e. minimum losses (:func:`powerzoo.tasks.ac_oracle.run_ac_opf`,
+  0.7-1.7 s a step, about a minute a day on one core), scored under this task's flow.
+  pandapower limits branch current (the rating at 1 p.u.), so the OPF runs on the ratings over
+  1.06 p.u. (the apparent power inside the ratings at any voltage of the band), or, where that
+  has no solution, on the ratings themselves; a step where both fail gets the rule's
+  set-points.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ from powerzoo.tasks.ac_transmission import (
     BASE_LOAD_SCALE,
     ACGrid,
     ac_grid_costs,
+    ac_secure_rating_share,
 )
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec, VectorSpec, cmdp_fields, padded_action
@@ -97,6 +101,7 @@ __all__ = [
 CASE = "case118"
 HORIZON = 48
 LOSS_ALLOWANCE = 133.17 / 4242.0  # case118's losses / load at its published operating point
+SECURE_DEMAND_PU = np.linspace(0.40, 1.15, 31)  # demands the ratings are secured at (all splits)
 NONCONVERGED_LOSS_FRACTION = 0.20  # losses charged to a failed flow, share of the system load
 _GLOBAL = (
     ("hour_sin", "-", -1.0, 1.0),
@@ -144,14 +149,6 @@ class VoltageControlState:
     prev_grid: np.ndarray  # [B, 3] last losses [MW], min / max bus voltage [p.u.]
 
 
-def _without_budget(fields: dict[str, Any], cost: str) -> dict[str, Any]:
-    """:func:`~powerzoo.tasks.spec.cmdp_fields` with ``cost`` reported but not a selected
-    constraint (no budget)."""
-    fields["selected_constraints"] = tuple(c for c in fields["selected_constraints"] if c != cost)
-    fields["cost_thresholds"] = {k: v for k, v in fields["cost_thresholds"].items() if k != cost}
-    return fields
-
-
 def merit_order_price_per_mwh(
     case: Any, system_load_mw: np.ndarray, marginal_cost: np.ndarray
 ) -> np.ndarray:
@@ -163,15 +160,42 @@ def merit_order_price_per_mwh(
     return np.where(np.isfinite(mc), mc, marginal_cost.min())
 
 
+def _dispatch_load_mw(demand_pu: np.ndarray, load_scale: float) -> np.ndarray:
+    """The load [MW] the given dispatch serves at system demand ``demand_pu``: the grid's
+    load with the case's loss share on top."""
+    return (
+        demand_pu * congestion_ready_case(CASE).bus_pd_mw.sum() * load_scale * (1 + LOSS_ALLOWANCE)
+    )
+
+
+_SECURE_SHARES: dict[float, np.ndarray] = {}
+
+
+def _secure_share(grid: ACGrid) -> np.ndarray:
+    """The rating shares of the AC-secure given dispatch (one per load scale and process)."""
+    key = grid.load_scale
+    if key not in _SECURE_SHARES:
+        load = _dispatch_load_mw(SECURE_DEMAND_PU, key)
+        mc = marginal_cost_per_mwh(grid.case)
+        _SECURE_SHARES[key] = ac_secure_rating_share(
+            grid, SECURE_DEMAND_PU, lambda case: rule_dispatch_from_system_load(case, load, mc)
+        )
+    return _SECURE_SHARES[key]
+
+
 @functools.lru_cache(maxsize=1024)
-def _day_dispatch(demand_key: bytes, load_scale: float) -> tuple[np.ndarray, np.ndarray]:
+def _day_dispatch(
+    demand_key: bytes, load_scale: float, share_key: bytes
+) -> tuple[np.ndarray, np.ndarray]:
     """Given dispatch ``[49, n_gen]`` [MW] and price ``[49]`` [$/MWh] of one day's demand
-    shape (``demand_key``: its 49 float64 values; always one batch of 49, so bit-identical)."""
+    shape (``demand_key``: its 49 float64 values; always one batch of 49, so bit-identical) on
+    the case's ratings scaled by ``share_key`` (float64 per branch)."""
     case = congestion_ready_case(CASE)
     mc = marginal_cost_per_mwh(case)
-    demand = np.frombuffer(demand_key, dtype=np.float64)
-    load = demand * case.bus_pd_mw.sum() * load_scale * (1.0 + LOSS_ALLOWANCE)
-    p = rule_dispatch_from_system_load(case, load, mc)
+    load = _dispatch_load_mw(np.frombuffer(demand_key, dtype=np.float64), load_scale)
+    share = np.frombuffer(share_key, dtype=np.float64)
+    secure = dataclasses.replace(case, branch_rate_a_mw=case.branch_rate_a_mw * share)
+    p = rule_dispatch_from_system_load(secure, load, mc)
     return p, merit_order_price_per_mwh(case, load, mc)
 
 
@@ -199,8 +223,9 @@ class VoltageControl118(Task):
     dispatch: choose the voltage set-points of the units' regulators so that every bus stays in its
     band and every unit inside its reactive limits, at the least active losses. Each step the units'
     active outputs are given (``opf_118``'s congestion-aware DC merit order for the load x 1.031,
-    the case's own loss share; the slack takes the actual losses), the same for every policy; one
-    exact AC power flow per 30-minute step.
+    the case's own loss share, on branch ratings tightened against the AC flow until no branch
+    carries more than 94 % of its rating under the rule; the slack takes the actual losses), the
+    same for every policy; one exact AC power flow per 30-minute step.
 
     ## Action
     An area agent: the voltage set-point ``vm_pu`` in [0.94, 1.06] p.u. of each of its units, in
@@ -218,14 +243,16 @@ class VoltageControl118(Task):
     20 % of the load, so failing is never cheaper than a solution.
 
     ## Costs
-    ``voltage_violation`` (p.u.), ``reactive_limit`` (Mvarh) and ``pf_nonconvergence`` (steps)
-    are selected; ``thermal_overload`` (MVAh) is reported only: the active dispatch is given and its
-    overload under the AC flow is the dispatch's more than the set-points'.
+    ``voltage_violation`` (p.u.), ``thermal_overload`` (MVAh), ``reactive_limit`` (Mvarh, outside
+    the units' limits: reported, not enforced) and ``pf_nonconvergence`` (steps), all budgeted.
+    Step info ``overload_mvah`` and ``reactive_excess_mvarh`` are summed per episode in the
+    baselines table.
 
     ## Starting state
     Last reactive outputs 0, last bus voltages at the case's voltage schedule, at 00:00 of the
-    split day; the first reset computes the given dispatch of every split day (about 0.1 s a day,
-    cached per process).
+    split day; the task secures the dispatch's ratings once per process (a few seconds) and the
+    first reset computes the given dispatch of every split day (about 0.1 s a day, cached per
+    process).
 
     ## Episode end
     Truncated after 48 steps (one day); no early termination.
@@ -237,14 +264,17 @@ class VoltageControl118(Task):
     Random; rule = the case's published voltage schedule, each unit that it drives outside its
     reactive limits moved inside (raised if absorbing below ``q_min``, lowered if above ``q_max``,
     a few batched AC flows), as a regulator at its limit stops holding its voltage: on the 4 test
-    days 0 Mvarh/day beyond the limits, no bus outside the band, -90,474 $/day of losses, where the
-    schedule held as published left 7,541 Mvarh/day (-92,905 $/day); oracle = pandapower's
-    AC-OPF per step with every unit's P fixed at the dispatch and a cost on the slack's output only
-    (minimum losses), scored under this task's flow.
+    days 0 Mvarh/day beyond the limits, 0 MVAh/day of overload (407 before the dispatch was
+    secured), no bus outside the band, -86,806 $/day of losses, where the schedule held as
+    published leaves 7,551 Mvarh/day (-89,209 $/day); oracle = pandapower's AC-OPF per step with
+    every unit's P fixed at the dispatch and a cost on the slack's output only (minimum losses),
+    on the ratings over 1.06 p.u. (pandapower limits current), scored under this task's flow.
     """
 
     task_id = "voltage_control_118"
     Params = VoltageControlParams
+    # step info values the baselines table sums per episode (the card's figures read them)
+    episode_metrics = ("reactive_excess_mvarh", "overload_mvah")
 
     def __init__(self, split: str = "train", **task_kwargs: Any) -> None:
         self.params = params = self.make_params(**task_kwargs)
@@ -270,6 +300,7 @@ class VoltageControl118(Task):
         self._price_table = np.zeros((n_days, HORIZON + 1))
         self._filled = np.zeros(n_days, dtype=bool)
         self._base_grid = grid.base_operating_point()  # losses [MW], min / max voltage [p.u.]
+        self._share_key = _secure_share(grid).tobytes()
         self.obs_slots = {"global": None}
 
     @classmethod
@@ -325,7 +356,7 @@ class VoltageControl118(Task):
                 f"per step ($; a failed flow is charged {NONCONVERGED_LOSS_FRACTION:g} x the "
                 "system load as losses), shared by all agents"
             ),
-            **_without_budget(cmdp_fields(grid_costs), "thermal_overload"),
+            **cmdp_fields(grid_costs),
             baselines=("random", "rule_based", "oracle"),
             obs_modes=("global",),
             obs_mode_specs={"global": observation},
@@ -338,7 +369,7 @@ class VoltageControl118(Task):
         for d in np.unique(day_id[~self._filled[day_id]]):
             flat = grid.flat_index(np.full(HORIZON + 1, d), np.arange(HORIZON + 1))
             demand = np.ascontiguousarray(grid.demand_pu.take(flat), dtype=np.float64)
-            p, price = _day_dispatch(demand.tobytes(), grid.load_scale)
+            p, price = _day_dispatch(demand.tobytes(), grid.load_scale, self._share_key)
             self._p_table[d], self._price_table[d] = p, price
             self._filled[d] = True
 
@@ -436,22 +467,33 @@ class VoltageControl118(Task):
 
     def oracle_plan(self, state: VoltageControlState) -> np.ndarray:
         """pandapower's minimum-loss AC-OPF of every remaining step (units' P fixed at the
-        dispatch), as joint actions ``[B, H, act_dim]``; a failed OPF keeps the rule's step."""
+        dispatch), as joint actions ``[B, H, act_dim]``: on branch current limits of the ratings
+        over 1.06 p.u. (the apparent power inside the ratings at any voltage of the band), or
+        where that has no solution on the ratings themselves; a step where both fail gets the
+        rule's set-points."""
         from powerzoo.tasks.ac_oracle import opf_net, run_ac_opf, unit_results
 
         grid = self.grid
-        net = opf_net(self.case, grid.network.rate_mva, grid.rate_mva, minimise="losses")
+        nets = [
+            opf_net(self.case, grid.network.rate_mva, rate, minimise="losses")
+            for rate in (grid.rate_mva / AC_V_MAX_PU, grid.rate_mva)
+        ]
         b = state.t.size
-        plan = np.broadcast_to(
-            self.joint_action(grid.vm_set_pu), (b, HORIZON, self.spec.action.dim)
-        ).copy()
+        plan = np.zeros((b, HORIZON, self.spec.action.dim))
         for row in range(b):
             day = state.day_id[row : row + 1]
             for t in range(int(state.t[row]), HORIZON):
                 flat = grid.flat_index(day, np.array([t]))
-                factor = float(grid.demand_pu.take(flat)[0]) * grid.load_scale
+                demand = float(grid.demand_pu.take(flat)[0])
                 p = self._p_table[day[0], t]
-                solved = run_ac_opf(net, factor, fixed_p_mw=p, case=self.case)
-                if solved is not None:
-                    plan[row, t] = self.joint_action(unit_results(solved, self.case)[1])
+                for net in nets:
+                    solved = run_ac_opf(net, demand * grid.load_scale, fixed_p_mw=p, case=self.case)
+                    if solved is not None:
+                        plan[row, t] = self.joint_action(unit_results(solved, self.case)[1])
+                        break
+                else:
+                    vm = grid.reactive_limited_setpoints(
+                        np.array([demand]), p[None], grid.vm_set_pu[None]
+                    )
+                    plan[row, t] = self.joint_action(vm[0])
         return plan
