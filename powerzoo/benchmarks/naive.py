@@ -10,7 +10,9 @@ rule-based baselines do:
 * **dispatch tasks** (``marl_opf``, ``opf``, ``opf_118``, ``opf_118_7d``): the network-blind
   equal-incremental-cost economic dispatch of the observed system load
   (:func:`equal_incremental_cost_dispatch`): the cheapest dispatch that meets the total demand
-  within every unit's ``[Pmin, Pmax]``, the line ratings ignored;
+  within every unit's step range (Pmin, Pmax and the ramps from its last output, as the env
+  enforces them; on ``opf_118_7d`` the hydro plant's output at most its energy left, spent
+  first as it costs nothing), the line ratings ignored;
 * **unit commitment** (``marl_uc``, ``tso``): the rule's priority-list commitment for the load
   plus the 10 % reserve margin within the minimum up and down times (no N-1 term on ``tso``, no
   unit added to relieve a line), then the same network-blind dispatch of the committed units
@@ -31,6 +33,8 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+
+from powerzoo.physics.lambda_dispatch import equal_incremental_cost_dispatch
 
 __all__ = [
     "NaiveBaseline",
@@ -62,7 +66,8 @@ _IDLE_STORAGE = NaiveBaseline(
 _NETWORK_BLIND = NaiveBaseline(
     "dispatch",
     "network-blind equal-incremental-cost economic dispatch: the cheapest dispatch of the "
-    "observed system load within every unit's limits, line ratings ignored",
+    "observed system load within every unit's step range (Pmin, Pmax, ramps), line ratings "
+    "ignored",
 )
 _JOINT = NaiveBaseline(
     "dispatch",
@@ -174,94 +179,6 @@ def table_baselines(task: str, spec: Any = None) -> tuple[str, ...]:
     return (*names, "naive") if naive_baseline(task, spec) is not None else names
 
 
-def _unit_supply(
-    lam: np.ndarray, lo: np.ndarray, hi: np.ndarray, c1: np.ndarray, c2: np.ndarray, upper: bool
-) -> np.ndarray:
-    """Each unit's output [B, K, n] at incremental costs ``lam`` [B, K]: quadratic units where
-    their marginal cost ``c1 + 2 c2 p`` meets ``lam`` (within their bounds), linear units at
-    ``hi`` above their ``c1`` and ``lo`` below it; at ``lam == c1`` a linear unit gives ``hi``
-    when ``upper``, else ``lo``."""
-    lam = lam[..., None]
-    quad = c2 > 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p_quad = np.clip((lam - c1) / np.where(quad, 2.0 * c2, 1.0), lo, hi)
-    above = lam >= c1 if upper else lam > c1
-    p_lin = np.where(above, hi, lo)
-    return np.where(quad, p_quad, p_lin)
-
-
-def equal_incremental_cost_dispatch(
-    total_mw: np.ndarray,
-    pmin_mw: np.ndarray,
-    pmax_mw: np.ndarray,
-    c1_per_mwh: np.ndarray,
-    c2_per_mw2h: np.ndarray,
-) -> np.ndarray:
-    """The cheapest dispatch [B, n] (MW) of units with costs ``c2 p^2 + c1 p`` that meets
-    ``total_mw`` [B] within ``[pmin, pmax]``, ignoring the network.
-
-    The optimum runs every unit not at a bound at one incremental cost ``lambda``
-    (``c1 + 2 c2 p = lambda``): the total output is a non-decreasing, piecewise linear function
-    of ``lambda`` whose break points are the incremental costs at the units' bounds (and the
-    ``c1`` of linear-cost units, where it jumps), so ``lambda`` is found exactly between two
-    break points. Units with linear costs at the marginal ``lambda`` share what is left in
-    proportion to their room. The demand is clipped to ``[sum pmin, sum pmax]``.
-
-    Args:
-        total_mw: Demand to meet [B] (or a scalar), MW.
-        pmin_mw: Lower bounds [n] or [B, n], MW.
-        pmax_mw: Upper bounds [n] or [B, n], MW (``>= pmin_mw``).
-        c1_per_mwh: Linear cost coefficients [n], $/MWh.
-        c2_per_mw2h: Quadratic cost coefficients [n] (``>= 0``), $/MW^2h.
-
-    Returns:
-        Outputs [B, n], MW.
-    """
-    demand = np.atleast_1d(np.asarray(total_mw, dtype=np.float64))
-    b = demand.size
-    c1 = np.asarray(c1_per_mwh, dtype=np.float64)
-    c2 = np.asarray(c2_per_mw2h, dtype=np.float64)
-    n = c1.size
-    lo = np.broadcast_to(np.asarray(pmin_mw, dtype=np.float64), (b, n))
-    hi = np.maximum(np.broadcast_to(np.asarray(pmax_mw, dtype=np.float64), (b, n)), lo)
-    if np.any(c2 < 0.0):
-        raise ValueError("equal_incremental_cost_dispatch needs convex costs (c2 >= 0)")
-    demand = np.clip(demand, lo.sum(axis=1), hi.sum(axis=1))
-    quad = c2 > 0.0
-    # break points [B, K]: incremental costs at each quadratic unit's bounds, c1 of linear ones
-    points = np.concatenate(
-        [
-            np.where(quad, c1 + 2.0 * c2 * lo, c1),
-            np.where(quad, c1 + 2.0 * c2 * hi, c1),
-        ],
-        axis=1,
-    )
-    points = np.sort(points, axis=1)
-    s_lo = _unit_supply(points, lo[:, None], hi[:, None], c1, c2, upper=False).sum(axis=2)
-    s_hi = _unit_supply(points, lo[:, None], hi[:, None], c1, c2, upper=True).sum(axis=2)
-    rows = np.arange(b)
-    # the first break point whose upper supply reaches the demand (the last one always does)
-    k = np.argmax(s_hi >= demand[:, None] - 1e-9, axis=1)
-    lam_k = points[rows, k]
-    inside_jump = s_lo[rows, k] <= demand + 1e-9
-    # between break points k-1 and k the supply is linear in lambda: interpolate
-    km1 = np.maximum(k - 1, 0)
-    left, right = s_hi[rows, km1], s_lo[rows, k]
-    span = np.where(right - left > 0.0, right - left, 1.0)
-    lam_between = points[rows, km1] + (demand - left) / span * (lam_k - points[rows, km1])
-    lam = np.where(inside_jump, lam_k, lam_between)
-    p = _unit_supply(lam[:, None], lo[:, None], hi[:, None], c1, c2, upper=False)[:, 0]
-    # linear units at the marginal cost share the remainder in proportion to their room
-    marginal = ~quad & np.isclose(c1, lam[:, None], rtol=0.0, atol=1e-12) & inside_jump[:, None]
-    room = np.where(marginal, hi - lo, 0.0)
-    rest = demand - p.sum(axis=1)
-    total_room = room.sum(axis=1)
-    share = np.where(
-        total_room > 0.0, np.clip(rest / np.where(total_room > 0, total_room, 1.0), 0.0, 1.0), 0.0
-    )
-    return p + room * share[:, None]
-
-
 def _case_dispatch(case: Any, total_mw: np.ndarray, lo: Any = None, hi: Any = None) -> np.ndarray:
     """Network-blind dispatch [B, n_gen] of a transmission case's units for ``total_mw`` [B]."""
     pmin, pmax = case.gen_limits_mw
@@ -275,17 +192,13 @@ def _case_dispatch(case: Any, total_mw: np.ndarray, lo: Any = None, hi: Any = No
 
 
 def _economic_dispatch(task: Any, obs: np.ndarray) -> np.ndarray:
+    from powerzoo.tasks.economic_dispatch import sced
     from powerzoo.tasks.economic_dispatch.opf import Opf
 
     load = obs[:, 0, task._system_load_slot].astype(np.float64)
-    if isinstance(task, Opf):  # only the dispatchable units move; the others sit at Pmin
-        pmin, pmax = task.case.gen_limits_mw
-        movable = np.zeros(task.case.n_gen, dtype=bool)
-        movable[task._dispatchable] = True
-        lo = np.where(movable, pmin, task._fixed_p)
-        hi = np.where(movable, pmax, task._fixed_p)
-        return task.joint_action(_case_dispatch(task.case, load, lo, hi))
-    return _case_dispatch(task.case, load)
+    lo, hi = task.step_range_from_obs(obs)  # Pmin, Pmax, ramps (the others at Pmin on opf)
+    p = sced.lambda_dispatch(task.case, load, lo, hi)
+    return task.joint_action(p) if isinstance(task, Opf) else p
 
 
 def _unit_commitment(task: Any, obs: np.ndarray) -> np.ndarray:

@@ -384,6 +384,7 @@ class OraclePolicy(_TaskPolicy):
     """
 
     name = "oracle"
+    plan_method = "oracle_plan"  # the task's method giving the plan [B, H, act_dim]
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
@@ -411,7 +412,7 @@ class OraclePolicy(_TaskPolicy):
         return self._view.env_action(self._plan[step])
 
     def _make_plan(self, state: Any, step: int) -> np.ndarray:
-        plan, filled = fill_plan_gaps(self.task.oracle_plan(state)[0], step)
+        plan, filled = fill_plan_gaps(getattr(self.task, self.plan_method)(state)[0], step)
         if filled:
             self.fallback_steps += filled
             warnings.warn(
@@ -421,6 +422,41 @@ class OraclePolicy(_TaskPolicy):
                 stacklevel=3,
             )
         return plan
+
+
+class SeparatePolicy(OraclePolicy):
+    """A coupled transmission-distribution task's separately optimised plans, planned at the
+    episode's first step (``task.separate_plan``): transmission first, then the feeders at the
+    resulting prices."""
+
+    name = "separate"
+    plan_method = "separate_plan"
+
+
+class FlexIdlePolicy(OraclePolicy):
+    """A coupled task's transmission optimum with the distribution's flexibility idle
+    (``task.flex_idle_plan``), planned at the episode's first step."""
+
+    name = "flex_idle"
+    plan_method = "flex_idle_plan"
+
+
+class MyopicPolicy(OraclePolicy):
+    """A time-coupled dispatch task's step-by-step optimum without look-ahead
+    (``task.myopic_plan``: each step's DC-OPF within its ramp range, energy spent as it comes),
+    planned at the episode's first step."""
+
+    name = "myopic"
+    plan_method = "myopic_plan"
+
+
+PLAN_POLICIES: dict[str, type[OraclePolicy]] = {
+    "separate": SeparatePolicy,
+    "flex_idle": FlexIdlePolicy,
+    "myopic": MyopicPolicy,
+}
+"""Task-specific plan baselines (in a task's ``spec.baselines``, not :data:`BASELINE_POLICIES`):
+name -> policy acting the task's plan method (``myopic``: ``opf_118_7d``)."""
 
 
 def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
@@ -449,4 +485,6 @@ def make_baseline_policy(name: str, env: Any, seed: int | None = 0) -> Policy:
         return TruthfulPolicy(env)
     if name == "naive":  # per task: naive.NAIVE_BASELINES (the table's and the task card's)
         return NaivePolicy(env)
+    if name in PLAN_POLICIES:  # the joint tasks' separate and flex_idle plans
+        return PLAN_POLICIES[name](env)
     raise ValueError(f"unknown baseline policy {name!r}; valid: {', '.join(BASELINE_POLICIES)}")

@@ -31,6 +31,7 @@ flow to every flow row (:func:`~powerzoo.physics.dc_power_flow.phase_shift_flow_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,10 @@ from powerzoo.physics.dc_sparse import island_reference_buses
 from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.qp_solver import QPModel, SolverChain
 
-__all__ = ["DCOPFResult", "dispatch_cost", "line_overload_mw", "solve_dc_opf"]
+__all__ = ["DCOPFResult", "UnitBounds", "dispatch_cost", "line_overload_mw", "solve_dc_opf"]
+
+UnitBounds = Callable[[int, "np.ndarray | None"], tuple[np.ndarray, np.ndarray]]
+"""Row ``k``'s unit bounds ``(lower, upper)`` [n_gen] MW from the previous row's dispatch."""
 
 _DROP_TOL = 1e-10  # |PTDF * C_g| entries below this are dropped from the constraint matrix
 _LAZY_TOL_MW = 1e-6  # an unmonitored branch this far above its rating joins the monitored set
@@ -104,6 +108,9 @@ def solve_dc_opf(
     load_mw: np.ndarray | None = None,
     line_limit_scale: float = 1.0,
     soft_line_penalty: float | None = None,
+    gen_lower_mw: np.ndarray | None = None,
+    gen_upper_mw: np.ndarray | None = None,
+    bounds_of: UnitBounds | None = None,
 ) -> DCOPFResult:
     """Solve the DC-OPF for bus demand ``load_mw`` ``[n_bus]`` or ``[B, n_bus]`` [MW].
 
@@ -111,7 +118,11 @@ def solve_dc_opf(
     finite branch rating.  ``soft_line_penalty`` [$/MWh] turns the flow limits into soft
     limits whose violation (``line_slack_mw``) is penalised at that price; ``None`` keeps
     them hard.  Batched input solves one problem per row (warm-started), so this is an
-    oracle, not a step-path function.
+    oracle, not a step-path function.  ``gen_lower_mw`` / ``gen_upper_mw`` (``[n_gen]`` or
+    ``[B, n_gen]``, MW) narrow the units' ``[Pmin, Pmax]`` per row, e.g. to a step's ramp range
+    (``None``: the case's limits). ``bounds_of(k, p_prev)`` instead gives row ``k``'s bounds
+    ``(lower, upper)`` [n_gen] from the previous row's dispatch ``p_prev`` (``None`` on the first
+    row): the rows then form a sequence, e.g. steps within their ramp range.
 
     Rows HiGHS proves infeasible are NaN with ``status`` ``"infeasible"``.  Any other solver
     failure is retried (see the module docstring); ``RuntimeError`` is raised if every
@@ -122,6 +133,9 @@ def solve_dc_opf(
         load_mw: Bus demand [n_bus] or [B, n_bus], MW (``None``: the case's).
         line_limit_scale: Factor on every finite branch rating.
         soft_line_penalty: Price of rating violations, $/MWh (``None``: hard limits).
+        gen_lower_mw: Per-row lower bounds of the units [n_gen] or [B, n_gen], MW.
+        gen_upper_mw: Per-row upper bounds of the units [n_gen] or [B, n_gen], MW.
+        bounds_of: Row ``k``'s unit bounds from the previous row's dispatch (a sequence).
 
     Returns:
         Dispatch (MW), cost ($/h), branch flows (MW), LMPs ($/MWh) and solver status
@@ -145,7 +159,16 @@ def solve_dc_opf(
     limited_all = case.limited_branches
     shift = phase_shift_flow_mw(case)
     monitored = np.zeros(0, dtype=np.int64) if lazy else limited_all
-    problem = _FlowRows(case, monitored, line_limit_scale, soft, soft_line_penalty)
+    if bounds_of is None and (gen_lower_mw is not None or gen_upper_mw is not None):
+        pmin, pmax = case.gen_limits_mw
+        unit_lo = np.broadcast_to(pmin if gen_lower_mw is None else gen_lower_mw, (n_batch, n_gen))
+        unit_up = np.broadcast_to(pmax if gen_upper_mw is None else gen_upper_mw, (n_batch, n_gen))
+
+        def bounds_of(k: int, _: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+            return unit_lo[k], unit_up[k]
+
+    bounded = bounds_of is not None
+    problem = _FlowRows(case, monitored, line_limit_scale, soft, soft_line_penalty, bounded)
 
     gen_p = np.full((n_batch, n_gen), np.nan)
     lmp_energy = np.full(n_batch, np.nan)
@@ -153,10 +176,12 @@ def solve_dc_opf(
     slack = np.zeros((n_batch, n_branch))
     congestion = np.zeros((n_batch, n_bus))
     status = np.empty(n_batch, dtype=object)
+    previous: np.ndarray | None = None
     for k in range(n_batch):
         d = load2d[k]
+        units = bounds_of(k, previous) if bounds_of is not None else None
         for _ in range(_LAZY_MAX_ROUNDS):
-            text, x, y = problem.solve(d, shift, label=f"load row {k}")
+            text, x, y = problem.solve(d, shift, label=f"load row {k}", units=units)
             if text != "optimal" or not lazy:
                 break
             flow = dc_power_flow(case, bus_injection_mw(case, x[:n_gen], d))
@@ -170,15 +195,19 @@ def solve_dc_opf(
                 line_limit_scale,
                 soft,
                 soft_line_penalty,
+                bounded,
             )
         status[k] = text
         if text != "optimal":
             continue
         lim, n_lim = problem.monitored, problem.monitored.size
         gen_p[k] = x[:n_gen]
+        if units is not None:  # HiGHS meets the bound rows to its tolerance
+            gen_p[k] = np.clip(gen_p[k], units[0], units[1])
+        previous = gen_p[k]
         lmp_energy[k] = y[0]
         mu_k = np.zeros(n_branch)
-        mu_k[lim] = y[1 : 1 + n_lim] + (y[1 + n_lim :] if soft else 0.0)
+        mu_k[lim] = y[1 : 1 + n_lim] + (y[1 + n_lim : 1 + 2 * n_lim] if soft else 0.0)
         mu[k] = mu_k
         if soft:
             slack[k, lim] = x[n_gen:]
@@ -224,7 +253,8 @@ def solve_dc_opf(
 class _FlowRows:
     """The DC-OPF's HiGHS model with the flow rows of the ``monitored`` branches (columns: unit
     outputs, then with soft limits one slack per monitored branch; rows: the balance, then the
-    flow rows), and its solver chain."""
+    flow rows, then with ``unit_rows`` one row per unit holding its per-solve bounds), and its
+    solver chain."""
 
     def __init__(
         self,
@@ -233,7 +263,9 @@ class _FlowRows:
         line_limit_scale: float,
         soft: bool,
         soft_line_penalty: float | None,
+        unit_rows: bool = False,
     ) -> None:
+        self.unit_rows = unit_rows
         self.monitored = np.asarray(monitored, dtype=np.int64)
         self.case, self.soft, self.scale = case, soft, line_limit_scale
         n_gen, n_lim = case.n_gen, self.monitored.size
@@ -265,6 +297,8 @@ class _FlowRows:
             rows = [balance, np.hstack([a_flow, -eye]), np.hstack([a_flow, eye])]
         else:
             rows = [balance, a_flow]
+        if unit_rows:
+            rows.append(np.eye(n_gen, n_col))
         model = QPModel(
             name=case.name,
             hess=hess,
@@ -279,8 +313,15 @@ class _FlowRows:
         """Flow limits [MW] of ``branches``: their ratings times the limit scale."""
         return self.case.branch_rate_a_mw[branches] * self.scale
 
-    def solve(self, d: np.ndarray, shift: np.ndarray, label: str) -> tuple[str, Any, Any]:
-        """Solve for bus demand ``d`` [n_bus]: ``(status, primal, row duals)``."""
+    def solve(
+        self,
+        d: np.ndarray,
+        shift: np.ndarray,
+        label: str,
+        units: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> tuple[str, Any, Any]:
+        """Solve for bus demand ``d`` [n_bus]: ``(status, primal, row duals)``; ``units``: the
+        units' bounds ``(lower, upper)`` [n_gen] MW of this solve (models with unit rows)."""
         # flow = A p - PTDF d + shift must lie in [-F, F]  <=>  A p in [o - F, o + F]
         offset = self.ptdf_rows @ d - shift[self.monitored]
         total = np.array([d.sum()])
@@ -291,4 +332,6 @@ class _FlowRows:
         else:
             lo = np.concatenate([total, offset - self.f_max])
             up = np.concatenate([total, offset + self.f_max])
+        if self.unit_rows and units is not None:
+            lo, up = np.concatenate([lo, units[0]]), np.concatenate([up, units[1]])
         return self.solvers.solve(lo, up, label=label)

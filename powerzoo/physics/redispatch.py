@@ -97,8 +97,8 @@ class _Grid:
     sens_t: np.ndarray  # [n_gen, n_lim] flow change per MW injected by each unit
     load_flow: np.ndarray  # [B, n_lim] flow caused by the loads (flow = p @ sens_t - load_flow)
     rate: np.ndarray  # [n_lim]
-    pmin: np.ndarray  # [n_gen]
-    pmax: np.ndarray  # [n_gen]
+    pmin: np.ndarray  # [B, n_gen]
+    pmax: np.ndarray  # [B, n_gen]
     tol: float
 
     def flow(self, p: np.ndarray) -> np.ndarray:
@@ -196,7 +196,7 @@ def _pair_phase(
         sign = np.sign(f_a)
         a = sens[target] * sign[rows, target][:, None]  # [b, n_gen] signed target sensitivity
         relief = (a[:, None, :] - a[:, :, None]).reshape(b, n_g * n_g)  # [b, up * n_g + down]
-        room_up, room_dn = grid.pmax - p_a, p_a - grid.pmin
+        room_up, room_dn = grid.pmax[act] - p_a, p_a - grid.pmin[act]
         # directional derivative of the total overload along a pair's shift: linear over the
         # overloaded branches, plus max(., 0) over the branches at their rating (evaluated
         # only for the candidates checked; it can only raise the derivative)
@@ -250,8 +250,8 @@ def _pair_phase(
         )
         keep = shift > 0.0
         env, up, dn, dx = act[moved][keep], up[keep], dn[keep], shift[keep]
-        p[env, up] = np.minimum(p[env, up] + dx, grid.pmax[up])
-        p[env, dn] = np.maximum(p[env, dn] - dx, grid.pmin[dn])
+        p[env, up] = np.minimum(p[env, up] + dx, grid.pmax[env, up])
+        p[env, dn] = np.maximum(p[env, dn] - dx, grid.pmin[env, dn])
         n_shifts[env] += 1
         blocked[env] = False
         stuck = np.setdiff1d(act, env)
@@ -277,13 +277,14 @@ def _volume_phase(
         if act.size == 0:
             break
         f_a, g_a, p_a = flow[act], gap[act], p[act]
+        lo_a, hi_a = grid.pmin[act], grid.pmax[act]
         held = g_a >= -tol  # overloaded or at the rating
         lines = np.flatnonzero(held.any(axis=0))  # union over the batch keeps systems small
         held = held[:, lines]
         rows = (np.sign(f_a[:, lines]) * held)[:, :, None] * sens[lines][None]  # [b, m, n_gen]
         rhs = -np.where(g_a[:, lines] > tol, g_a[:, lines], 0.0)  # overloads to 0, held stay
         eye = np.eye(lines.size)
-        free = ((grid.pmax - p_a) > tol) | ((p_a - grid.pmin) > tol)
+        free = ((hi_a - p_a) > tol) | ((p_a - lo_a) > tol)
         for _pass in range(n_g):
             n_free = np.maximum(free.sum(axis=1), 1)[:, None]
             centred = (
@@ -296,9 +297,7 @@ def _volume_phase(
             lam = np.linalg.solve(gram, rhs[:, :, None])[:, :, 0]
             d = (centred * lam[:, :, None]).sum(axis=1)
             d = (d - d.sum(axis=1, keepdims=True) / n_free) * free  # exact balance
-            bad = free & (
-                ((d > _EPS) & (grid.pmax - p_a <= tol)) | ((d < -_EPS) & (p_a - grid.pmin <= tol))
-            )
+            bad = free & (((d > _EPS) & (hi_a - p_a <= tol)) | ((d < -_EPS) & (p_a - lo_a <= tol)))
             if not bad.any():
                 break
             free &= ~bad
@@ -306,7 +305,7 @@ def _volume_phase(
         x = np.minimum.reduce(
             [
                 np.ones(act.size),
-                _step_cap(p_a, d, grid.pmin, grid.pmax),
+                _step_cap(p_a, d, lo_a, hi_a),
                 _overload_line_search(f_a, q, rate, tol),
             ]
         )
@@ -314,7 +313,7 @@ def _volume_phase(
         if not good.any():
             break
         env = act[good]
-        p[env] = np.clip(p_a[good] + x[good, None] * d[good], grid.pmin, grid.pmax)
+        p[env] = np.clip(p_a[good] + x[good, None] * d[good], lo_a[good], hi_a[good])
         n_steps[env] += 1
         trace.append(grid.overload(grid.flow(p)).sum(axis=1))
     return n_steps
@@ -348,6 +347,9 @@ def redispatch(
     max_pair_shifts: int | None = None,
     max_iterations: int | None = None,
     tolerance_mw: float = 1e-6,
+    start_mw: np.ndarray | None = None,
+    pmin_mw: np.ndarray | None = None,
+    pmax_mw: np.ndarray | None = None,
 ) -> RedispatchResult:
     """Merit order, then pairwise and minimum-volume redispatch (module docstring).
 
@@ -355,7 +357,10 @@ def redispatch(
     $/MWh, for the merit order and to price the shifts; ``ptdf``: ``[n_branch, n_bus]``
     (default: the case's, cached); ``max_pair_shifts`` (default 32) and
     ``max_iterations`` (default ``n_gen + n_branch``) bound the two phases; overloads up to
-    ``tolerance_mw`` per branch are ignored.
+    ``tolerance_mw`` per branch are ignored. ``pmin_mw`` / ``pmax_mw`` (``[n_gen]`` or
+    ``[B, n_gen]``, MW; default the case's limits) bound every unit, e.g. a step's ramp range;
+    ``start_mw`` (``[B, n_gen]``, MW, within those bounds and balanced) replaces the merit order
+    as the starting dispatch (an operator's own economic dispatch, redispatched for congestion).
     """
     load = np.atleast_2d(np.asarray(bus_load_mw, dtype=float))
     if load.ndim != 2 or load.shape[1] != case.n_bus:
@@ -372,6 +377,9 @@ def redispatch(
     max_iterations = case.n_gen + case.n_branch if max_iterations is None else int(max_iterations)
 
     pmin, pmax = case.gen_limits_mw
+    shape = (load.shape[0], case.n_gen)
+    pmin = np.broadcast_to(pmin if pmin_mw is None else np.asarray(pmin_mw, float), shape)
+    pmax = np.broadcast_to(pmax if pmax_mw is None else np.asarray(pmax_mw, float), shape)
     sens = ptdf[:, case.gen_bus] * case.gen_in_service  # [n_branch, n_gen]
     load_flow = load @ ptdf.T  # [B, n_branch]
     rate = case.branch_rate_a_mw
@@ -385,7 +393,10 @@ def redispatch(
         tol=float(tolerance_mw),
     )
 
-    p_merit = merit_order_dispatch(case, load.sum(axis=1), mc)
+    if start_mw is None:
+        p_merit = merit_order_dispatch(case, load.sum(axis=1), mc)
+    else:
+        p_merit = np.array(np.broadcast_to(np.asarray(start_mw, float), shape))
     p = p_merit.copy()
     trace = [grid.overload(grid.flow(p)).sum(axis=1)]
     n_pair = n_volume = np.zeros(load.shape[0], dtype=np.int64)

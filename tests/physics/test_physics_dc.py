@@ -543,12 +543,10 @@ def test_dispatch_cost_and_overload_batched():
 def _opf_118_test_day(day_id: int):
     """(task, oracle plan, bus loads [48, n_bus]) of opf_118's test split day ``day_id``."""
     from powerzoo.tasks import make_task
-    from powerzoo.tasks.economic_dispatch import LOAD_SCALE
 
     task = make_task("opf_118", split="test")
     state = task.reset(np.random.default_rng(0), np.array([day_id]))
-    demand = task._demand_at(state, np.arange(task.spec.horizon))[0]
-    loads = demand[:, None] * (task.case.bus_pd_mw * LOAD_SCALE)
+    loads = task.bus_loads_ahead(state, 0, task.spec.horizon)
     return task, task.oracle_plan(state)[0], loads
 
 
@@ -578,7 +576,9 @@ def test_previously_failing_opf_118_loads_solve_to_optimality(day_id, step):
     case = task.case
     res = solve_dc_opf(case, loads[step], soft_line_penalty=OVERLOAD_PENALTY)
     assert res.status == "optimal"
-    np.testing.assert_allclose(plan[step], res.gen_p_mw, atol=1e-3)
+    # the oracle's step (within its ramp range, which does not bind here) costs the same; its
+    # dispatch may differ by round-off where units tie
+    assert dispatch_cost(case, plan[step]) == pytest.approx(res.cost_per_h, rel=1e-7)
     assert res.gen_p_mw.sum() == pytest.approx(loads[step].sum(), abs=1e-6)
     assert _dc_opf_kkt_violation(case, res, loads[step], OVERLOAD_PENALTY) < 1e-3
     np.testing.assert_allclose(
@@ -588,7 +588,8 @@ def test_previously_failing_opf_118_loads_solve_to_optimality(day_id, step):
     ipm = _solve_with(case, loads[step], ["interior point"], soft_line_penalty=OVERLOAD_PENALTY)
     assert ipm.status == "optimal"
     assert res.objective_per_h == pytest.approx(ipm.objective_per_h, abs=1e-3)
-    np.testing.assert_allclose(res.gen_p_mw, ipm.gen_p_mw, atol=1e-2)
+    # (near-flat units, c2 = 0.01 $/MW^2h, share the margin to a few hundredths of a MW)
+    np.testing.assert_allclose(res.gen_p_mw, ipm.gen_p_mw, atol=5e-2)
     # (LMPs are not compared: a branch sits exactly at its limit, so the duals are not unique)
     # the neighbouring steps as one batch (warm-started solves)
     batch = solve_dc_opf(case, loads[step - 2 : step + 3], soft_line_penalty=OVERLOAD_PENALTY)

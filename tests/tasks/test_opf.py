@@ -43,7 +43,8 @@ def test_unused_entries_are_ignored_and_reported_as_zero() -> None:
 
 def test_unit_agents_on_case118_score_as_opf_118() -> None:
     """One agent per unit on case118 is opf_118's model: the same dispatch, the same reward."""
-    opf, preset = Opf(split="test", agents="unit"), Opf118(split="test")
+    opf = Opf(split="test", agents="unit", load_scale=Opf118.Params.load_scale)
+    preset = Opf118(split="test")
     rng = np.random.default_rng(1)
     day = np.array([0, 3, 7])
     s_opf, s_preset = opf.reset(rng, day), preset.reset(rng, day)

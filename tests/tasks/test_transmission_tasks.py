@@ -60,8 +60,13 @@ def test_power_balance_costs_and_all_units_at_pmax():
     rng = np.random.default_rng(0)
     state = task.reset(rng, np.array([0]))
     load = task.bus_load_mw(state).sum()
+    prev = state.prev_p_mw[0].copy()
     state, out = task.step(state, task.case.gen_pmax_mw[None, :].copy(), rng)
-    surplus = 1530.0 - load  # case5 capacity 40 + 170 + 520 + 200 + 600 MW
+    # Pmax asked of every unit; each rises by at most its ramp per step from its last output
+    applied = np.minimum(task.case.gen_pmax_mw, prev + task.limits.ramp_up_mw)
+    np.testing.assert_allclose(out.action_applied[0], applied)
+    assert out.info["n_limited_units"][0] == np.sum(applied < task.case.gen_pmax_mw)
+    surplus = applied.sum() - load
     assert out.info["imbalance_mw"][0] == pytest.approx(surplus)
     # balance: generation + slack = load
     assert out.info["total_generation_mw"][0] + out.info["slack_p_mw"][0] == pytest.approx(load)
@@ -72,9 +77,9 @@ def test_power_balance_costs_and_all_units_at_pmax():
     assert out.constraint_costs[0, 1] == pytest.approx((surplus - band) * 0.5)
     assert -out.reward_terms[0, 1] == pytest.approx((surplus - band) * 0.5 * 1000.0)
     assert -out.reward_terms[0, 2] == pytest.approx(band * 0.5 * 80.0)
-    # generation cost of all units at Pmax: sum c1 * Pmax (case5 costs are linear) for 30 min
+    # generation cost of the applied outputs: sum c1 * p (case5 costs are linear) for 30 min
     assert -out.reward_terms[0, 0] == pytest.approx(
-        (np.array([14, 15, 30, 40, 10]) * task.case.gen_pmax_mw).sum() * 0.5
+        (np.array([14, 15, 30, 40, 10]) * applied).sum() * 0.5
     )
     assert np.all(out.constraint_costs >= 0)
 
@@ -142,16 +147,19 @@ def test_the_default_reward_prices_line_overloads(task_name):
     assert priced > 0.0
 
 
-def test_case5_merit_order_alone_overloads_lines():
+def test_case5_network_blind_dispatch_overloads_lines():
+    from powerzoo.tasks.economic_dispatch.sced import lambda_dispatch
+
     task = make_task("marl_opf", "test")
-    state = task.reset(np.random.default_rng(0), np.arange(5))
+    state = task.reset(np.random.default_rng(0), np.arange(0, task.n_days, 13))  # 5 days
     overload = 0.0
     for _ in range(task.spec.horizon):
-        state, step = task.step(
-            state, task.merit_order_dispatch(task.bus_load_mw(state).sum(axis=1)), None
-        )
+        lo, hi = task.step_range(state)
+        load = task.bus_load_mw(state).sum(axis=1)
+        state, step = task.step(state, lambda_dispatch(task.case, load, lo, hi), None)
         overload += step.constraint_costs[:, 0].sum()
-    assert overload > 10.0  # the network-blind merit order is why the rule redispatches
+        assert np.all(step.info["n_limited_units"] == 0)  # within the step ranges
+    assert overload > 10.0  # the network-blind dispatch is why the rule redispatches
 
 
 def test_case118_limits_bind_under_the_oracle():
@@ -161,9 +169,10 @@ def test_case118_limits_bind_under_the_oracle():
     congested = []
     for t in range(48):
         state, out = task.step(state, plan[:, t], np.random.default_rng(0))
-        congested.append(out.info["n_congested_branches"])
+        congested.append(out.info["congested"])
         assert out.constraint_costs[:, 0].max() < 1e-3
-    assert np.mean(np.asarray(congested) > 0) > 0.1
+        assert np.all(out.info["n_limited_units"] == 0)  # the plan keeps every step range
+    assert np.mean(congested) > 0.3
 
 
 def test_native_multi_agent_vector_env():

@@ -1,6 +1,8 @@
-"""Multi-agent economic dispatch on DC networks: the presets ``marl_opf`` (case5), ``opf_118`` and
-``opf_118_7d`` (case118), one agent per generator (:mod:`.model`), and ``opf`` on any case of the
-case library with area or unit agents (:mod:`.opf`)."""
+"""Multi-agent economic dispatch on DC networks: the presets ``marl_opf`` (case5) and ``opf_118``
+(case118) of the per-unit model (:mod:`.model`, :mod:`.presets`), ``opf_118_7d`` (a week with a
+hydro plant, :mod:`.week`), and ``opf`` on any case of the case library with area or unit agents
+(:mod:`.opf`); every unit with Pmin by technology and ramps (:mod:`.limits`), the rule an
+operator's SCED (:mod:`.sced`)."""
 
 from powerzoo.tasks.economic_dispatch.model import (
     DENSE_FLOW_MAX_BUSES,
@@ -9,11 +11,10 @@ from powerzoo.tasks.economic_dispatch.model import (
     DispatchParams,
     DispatchState,
     EconomicDispatch,
-    MarlOpf,
-    Opf118,
-    Opf118Week,
 )
 from powerzoo.tasks.economic_dispatch.opf import Opf, OpfParams
+from powerzoo.tasks.economic_dispatch.presets import MarlOpf, Opf118, Opf118Params
+from powerzoo.tasks.economic_dispatch.week import Opf118Week
 
 __all__ = [
     "DENSE_FLOW_MAX_BUSES",
@@ -25,6 +26,7 @@ __all__ = [
     "MarlOpf",
     "Opf",
     "Opf118",
+    "Opf118Params",
     "Opf118Week",
     "OpfParams",
 ]

@@ -94,7 +94,11 @@ def _dispatch_spec(
     description: str,
     gym_id: str | None,
     params: DispatchParams,
+    energy_mwh: float = 0.0,
+    baselines: tuple[str, ...] = ("random", "rule_based", "oracle"),
 ) -> TaskSpec:
+    """The spec of a per-unit dispatch task on ``case``; with ``energy_mwh > 0`` (an
+    energy-limited unit's budget, MWh) every mode ends with ``energy_left_mwh``."""
     n = case.n_gen
     agents = tuple(f"gen_{i}" for i in range(n))
     pmax_total = float(case.gen_pmax_mw.sum())
@@ -127,18 +131,21 @@ def _dispatch_spec(
             names=names, units=units, low=low, high=high, nominal_low=lo, nominal_high=hi
         )
 
-    glob = vec(
+    glob_fields = (
         time_fields
         + (("system_load_mw", "MW", 0.0, load_hi), ("system_load_next_mw", "MW", 0.0, load_hi))
         + own
         + (("prev_imbalance_mw", "MW", -pmax_total, pmax_total),)
     )
-    local = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own)
+    energy = (("energy_left_mwh", "MWh", 0.0, float(energy_mwh)),) if energy_mwh > 0 else ()
+    glob = vec(glob_fields + energy)
+    local = vec(time_fields + (("bus_load_mw", "MW", 0.0, bus_hi),) + own + energy)
     forecast = vec(
         time_fields
         + (("bus_load_mw", "MW", 0.0, bus_hi),)
         + own
         + tuple((name, "MW", 0.0, load_hi) for name in _FORECAST_FIELDS)
+        + energy
     )
     return TaskSpec(
         task_id=task_id,
@@ -151,7 +158,7 @@ def _dispatch_spec(
             low=tuple(case.gen_pmin_mw.tolist()),
             high=tuple(case.gen_pmax_mw.tolist()),
         ),
-        **dispatch_model_fields(params, horizon, case),
+        **{**dispatch_model_fields(params, horizon, case), "baselines": baselines},
         obs_modes=("global", "local", "local_plus_forecast"),
         obs_mode_specs={"global": glob, "local": local, "local_plus_forecast": forecast},
         default_obs_mode="global",
@@ -172,6 +179,7 @@ class _ObsSlots:
     prev_imbalance: int | None  # prev_imbalance_mw
     bus_load: int | None  # bus_load_mw
     forecast: slice | None  # system_load_t1_mw ... system_load_t{FORECAST_STEPS}_mw
+    energy_left: int | None  # energy_left_mwh
 
     @classmethod
     def of(cls, spec: VectorSpec) -> _ObsSlots:
@@ -184,4 +192,5 @@ class _ObsSlots:
             prev_imbalance=spec.optional_slot("prev_imbalance_mw"),
             bus_load=spec.optional_slot("bus_load_mw"),
             forecast=spec.optional_slot(*_FORECAST_FIELDS),
+            energy_left=spec.optional_slot("energy_left_mwh"),
         )

@@ -1,48 +1,14 @@
-"""Multi-agent economic dispatch on DC networks: ``marl_opf`` (case5), ``opf_118``, ``opf_118_7d``
-(case118).
+"""The per-unit dispatch model of ``marl_opf`` (case5), ``opf_118`` and ``opf_118_7d`` (case118,
+:mod:`.presets`, :mod:`.week`): one agent per unit, DC power flow through the case's PTDF, units
+with Pmin by technology and ramps (:mod:`.limits`) clipped into each step's range, the balancing
+settlement of :mod:`powerzoo.tasks.balancing`, line overload priced in the reward. The task
+documentation is :class:`EconomicDispatch`'s docstring.
 
-Model
------
-* Agents: one per generator (5 on case5, 54 on case118). Action: the unit's output ``p_mw`` in
-  ``[Pmin, Pmax]`` (physical MW; with ``normalize=True`` the [-1, 1] action is mapped once to
-  that range).
-* Load: each bus's case demand times the calendar demand shape of the data layer,
-  ``load_mw = bus_pd_mw * demand_pu(t) * 1.1`` (the case's base load at about 91 % of the annual
-  peak), 30-minute steps.
-* Physics: DC power flow through the case's PTDF. The mismatch ``sum(p) - load`` is taken by
-  the slack bus in the flows, whole.
-* Balancing settlement (:mod:`powerzoo.tasks.balancing`): regulation reserve absorbs a mismatch
-  up to the band ``R = regulation_share x peak load`` (1 % of the split year's peak system load:
-  10.9 MW on case5, 46.4 MW on case118, test split), settled at ``regulation_price_per_mwh``
-  (default 2 x the units' highest marginal cost: 80 $/MWh on case5, 560 $/MWh on case118, so
-  lowering any unit's output inside the band never pays); the part beyond ``R`` is the
-  ``power_imbalance`` cost, settled at ``imbalance_price`` (1,000 $/MWh), either sign. Before
-  this band every MW of mismatch was a violation: the 1 MWh/day budget then asked every unit's
-  output to be right to about 0.01 % (``benchmarks/imbalance_precision.py``).
-* Reward (shared by all agents): ``-(generation + imbalance + regulation + overload cost)`` in $
-  per step, with generation cost from the case's polynomial costs times ``dt`` and overload cost
-  = ``thermal_overload`` x ``overload_penalty_per_mwh`` (2,000 $/MWh, PJM's default
-  transmission-constraint penalty factor; ISOs clear their markets with 1,000-3,500 $/MWh), so
-  the reward's optimum is the network-aware DC-OPF, not the network-blind merit order.
-* Costs: ``thermal_overload`` (MVAh: overload energy above the ratings summed over branches,
-  ``sum_k max(|S_k| - S_rated_k, 0) x dt``; under DC power flow ``|S| = |P|``, so MVAh = MWh;
-  kept as a CMDP cost as well as priced in the reward) and ``power_imbalance``
-  (MWh = ``max(|mismatch| - R, 0) x dt``); budgets 1 MVAh and 1 MWh a day, times the episode's
-  days (7 on ``opf_118_7d``). ``info["regulation_mwh"]``: the energy within the band.
-* Line limits: case5 keeps its published ratings (400 MW on 1-2, 240 MW on 4-5). pandapower's
-  case118 rates every branch at 9,900 MW, so congestion could never occur; its branches are
-  rated by voltage class from published conductor data (138 kV lines at up to 216.8 MVA, 345 kV
-  at up to 1,207 MVA, both derated for length by the St. Clair curve; 345 kV transformers at
-  300 MVA; :mod:`powerzoo.physics.line_ratings`). Measured on the ``opf_118`` test split: the
-  oracle's dispatch is congested (one branch binding, the 345/138 kV transformer 8-5) in 6.2 %
-  of the half-hours (20.0 % on ``load_stress``), with no overload left.
-* Observation modes (per agent, ``env.observation_fields(agent)``): ``global`` (default: time,
-  system load now and next step, own limits, marginal cost and last output, last imbalance),
-  ``local`` (time, own bus load, own limits, marginal cost, last output),
-  ``local_plus_forecast`` (``local`` + system load for the next 4 steps).
-* Baselines: random; merit order (units loaded cheapest first to meet the load, network
-  ignored) with congestion relief by PTDF redispatch; oracle (DC-OPF per step on HiGHS with
-  soft line limits at the reward's overload price, so it maximises the reward itself).
+Line limits: case5 keeps its published ratings (400 MW on 1-2, 240 MW on 4-5). pandapower's
+case118 rates every branch at 9,900 MW, so its branches are rated by voltage class from published
+conductor data (:mod:`powerzoo.physics.line_ratings`). At ``opf_118``'s load (1.4 x the case's
+published loads x the daily shape) the 345/138 kV transformer 8-5 binds under the oracle in about
+40 % of the test half-hours (6 % at the unit-commitment tasks' 1.1), with no overload left.
 """
 
 from __future__ import annotations
@@ -54,17 +20,18 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from powerzoo.data import calendar
-from powerzoo.physics.cases import NetworkCase, load_case
-from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw, solve_dc_opf
+from powerzoo.physics.cases import NetworkCase
+from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw
 from powerzoo.physics.dc_power_flow import (
     generation_shift_matrix,
     ptdf_matrix,
 )
 from powerzoo.physics.dc_sparse import dc_factor
-from powerzoo.physics.redispatch import merit_order_dispatch, rule_dispatch_from_system_load
+from powerzoo.physics.redispatch import merit_order_dispatch
 from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.balancing import RegulationBand
 from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.economic_dispatch import sced
 from powerzoo.tasks.economic_dispatch.layout import (
     FORECAST_STEPS,
     DispatchParams,
@@ -72,17 +39,18 @@ from powerzoo.tasks.economic_dispatch.layout import (
     _ObsSlots,
     regulation_price_of,
 )
+from powerzoo.tasks.economic_dispatch.limits import DispatchLimits
 from powerzoo.tasks.spec import TaskSpec
-from powerzoo.tasks.transmission import (
-    congestion_ready_case,
-    marginal_cost_per_mwh,
-)
+from powerzoo.tasks.transmission import marginal_cost_per_mwh
 
-__all__ = ["MarlOpf", "Opf118", "Opf118Week", "DispatchParams", "DispatchState"]
+__all__ = ["EconomicDispatch", "DispatchParams", "DispatchState"]
 
 # cases up to this many buses keep dense shift factors on the step path (one small GEMM per step);
 # larger ones solve the sparse DC power flow
 DENSE_FLOW_MAX_BUSES = 1000
+# a branch within this of its rating is at its limit (info "congested"): agents' float32 actions
+# move a flow at the rating by up to about 1e-4 MW
+CONGESTED_TOL_MW = 0.01
 
 
 LOAD_SCALE = DispatchParams.load_scale
@@ -95,28 +63,40 @@ class DispatchState:
     t: np.ndarray  # [B] steps elapsed
     prev_p_mw: np.ndarray  # [B, n_gen] last dispatch
     prev_imbalance_mw: np.ndarray  # [B] last mismatch (generation - load)
+    energy_left_mwh: np.ndarray  # [B] energy left to the energy-limited unit (0 without one)
 
 
 class EconomicDispatch(Task):
-    """Shared model of the dispatch tasks; subclasses choose the case and horizon.
+    """Shared model of the dispatch tasks; subclasses choose the case, load and horizon.
 
     ## Description
     Multi-agent economic dispatch on a DC network: one agent per generator sets its output every
-    30 minutes to serve the load at the least cost without overloading the lines. Loads are each
-    bus's case demand x the calendar demand shape x 1.1 (the case's base load at about 91 % of the
-    annual peak). case5 keeps its published ratings; case118's branches are rated by voltage class
+    30 minutes to serve the load at the least cost without overloading the lines, as an
+    operator's real-time security-constrained economic dispatch (SCED) does. Every unit is
+    committed (on) all episode, with its Pmin by technology and its ramp rate. Loads are each
+    bus's case demand x the calendar demand shape x the load scale (1.1 on case5, 1.4 on
+    case118). case5 keeps its published ratings; case118's branches are rated by voltage class
     from published conductor data, so its dispatch is congested.
 
     ## Model
-    DC power flow through the case's PTDF; the slack bus takes the whole mismatch ``sum(p) - load``.
-    Regulation reserve absorbs it up to a band of 1 % of the split year's peak load (10.9 MW on
-    case5, 46.4 MW on case118), as automatic generation control does; only the energy beyond the
-    band is a balance violation. Line overload is priced at 2,000 $/MWh (PJM's default
-    transmission-constraint penalty factor), so the reward's optimum is the network-aware DC-OPF,
-    not the network-blind merit order.
+    Units (:mod:`powerzoo.tasks.economic_dispatch.limits`, the size-class rule of the ``tso``
+    unit data): mid (150-400 MW) units run at 35 % of Pmax at least, base (>= 400 MW) units at
+    40 %, fast-start peaking units (< 150 MW) from 0; ramps of 10, 2 and 1 % of Pmax per
+    minute. Where the summed Pmin exceed 90 % of the year's lowest load they are scaled down
+    to it (case5: x 0.72; case118 at 1.4: none). A setpoint outside the step's range ``[max(Pmin,
+    p_prev - ramp), min(Pmax, p_prev + ramp)]`` is clipped onto it (``action_applied``;
+    ``info["n_limited_units"]``, ``info["dispatch_adjusted_mw"]``). DC power flow through the
+    case's PTDF; the slack bus takes the whole mismatch ``sum(p) - load``. Regulation reserve
+    absorbs it up to a band of 1 % of the split year's peak load (10.9 MW on case5, 59.1 MW on
+    case118), as automatic generation control does; only the energy beyond the band is a
+    balance violation. Line overload is priced at 2,000 $/MWh (PJM's default
+    transmission-constraint penalty factor), so the reward's optimum is the network-aware
+    DC-OPF, not the network-blind dispatch. ``info["congested"]``: 1.0 on a step with a branch
+    within 0.01 MW of its rating (summed per episode in the baseline rows).
 
     ## Action
-    Per agent: the unit's output ``p_mw`` in ``[Pmin, Pmax]`` (MW).
+    Per agent: the unit's output ``p_mw`` in ``[Pmin, Pmax]`` (MW), clipped into the step's ramp
+    range.
 
     ## Observation
     Mode ``global`` (default): time, system load now and next step, own limits, marginal cost and
@@ -136,19 +116,24 @@ class EconomicDispatch(Task):
     energy within the band.
 
     ## Starting state
-    Every unit's last output 0 and no imbalance, at 00:00 of the split day.
+    At 00:00 of the split day, no imbalance, every unit at the rule's dispatch (without ramp
+    limits) of the load of the half-hour before (the previous day's 23:30): a feasible dispatch
+    within every unit's ``[Pmin, Pmax]`` that keeps the ratings.
 
     ## Episode end
     Truncated at the horizon (48 steps, or 336 for a week); no early termination.
 
     ## Arguments
-    ``load_scale`` (1.1), ``imbalance_price_per_mwh`` (1,000), ``overload_penalty_per_mwh``
-    (2,000), ``regulation_share`` (0.01), ``regulation_price_per_mwh`` (``None``: 2 x the highest
-    marginal cost).
+    ``load_scale`` (1.1; 1.4 on ``opf_118`` / ``opf_118_7d``), ``imbalance_price_per_mwh``
+    (1,000), ``overload_penalty_per_mwh`` (2,000), ``regulation_share`` (0.01),
+    ``regulation_price_per_mwh`` (``None``: 2 x the highest marginal cost).
 
     ## Baselines
-    Random; merit order (units loaded cheapest first to meet the load) with congestion relief by
-    PTDF redispatch; oracle = a DC-OPF per step on HiGHS with soft line limits at the reward's
+    Random; the rule, an operator's SCED (:mod:`powerzoo.tasks.economic_dispatch.sced`): the
+    equal-incremental-cost dispatch of the observed load within every unit's step range, then
+    redispatch by PTDF sensitivities within the same range until no line is overloaded; naive:
+    the same equal-incremental-cost dispatch, the network ignored; oracle: the DC-OPF of each
+    step on HiGHS within its ramp range from the step before, soft line limits at the reward's
     overload price.
     """
 
@@ -156,6 +141,8 @@ class EconomicDispatch(Task):
     case_name: str = ""
     horizon: int = 48
     description: str = ""
+    # step info summed per episode in the baseline rows: the steps with a branch at its rating
+    episode_metrics: tuple[str, ...] = ("congested",)
 
     Params = DispatchParams
 
@@ -163,7 +150,7 @@ class EconomicDispatch(Task):
         self.params = params = self.make_params(**task_kwargs)
         super().__init__(self.make_spec(**task_kwargs), split)
         load_scale = params.load_scale
-        self.case = self.network()
+        self.case, self.limits = self.limited_network(params)
         self.marginal_cost = marginal_cost_per_mwh(self.case)
         demand = self.profiles.series["demand_pu"]
         self._demand = demand[: calendar.N_DAYS * self.profiles.steps_per_day]  # wrap by modulo
@@ -189,9 +176,8 @@ class EconomicDispatch(Task):
         )  # by step, 0..horizon
         rate = self.case.branch_rate_a_mw
         self._rating = np.where(np.isfinite(rate), rate, np.inf)
-        self._congested_above = (
-            self._rating - 1e-6
-        )  # |flow| from which a branch counts as congested
+        # |flow| from which a branch counts as congested: within CONGESTED_TOL_MW of its rating
+        self._congested_above = self._rating - CONGESTED_TOL_MW
         # large cases: in-service units to their buses (sparse), the system load per unit of
         # demand, and the branch limits as columns for the branch-major reductions
         on = np.flatnonzero(self.case.gen_in_service)
@@ -219,10 +205,20 @@ class EconomicDispatch(Task):
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._build_observation()
         self._system_load_slot = self.spec.observation.slot("system_load_mw")
+        self._prev_p_slot = self.spec.observation.optional_slot("own_prev_p_mw")
+        # each split day's starting dispatch (sced.initial_dispatch)
+        self._initial_p = sced.initial_dispatch(self, self._gsf is not None)
 
-    def network(self) -> NetworkCase:
-        """The task's case, with its line ratings (:func:`congestion_ready_case`)."""
-        return congestion_ready_case(self.case_name)
+    @classmethod
+    def limited_network(cls, params: DispatchParams) -> tuple[NetworkCase, DispatchLimits]:
+        """The task's case with its line ratings and unit limits
+        (:func:`~powerzoo.tasks.economic_dispatch.sced.limited_case`), and those limits."""
+        return sced.limited_case(cls.case_name, float(params.load_scale))
+
+    @property
+    def initial_pmax_mw(self) -> np.ndarray:
+        """Upper bounds [n_gen] MW of the initial dispatch (the units' Pmax)."""
+        return self.case.gen_pmax_mw
 
     def _build_observation(self) -> None:
         """Work out where each field block of every observation mode sits."""
@@ -230,9 +226,8 @@ class EconomicDispatch(Task):
 
     @classmethod
     def spec_for(cls, params: DispatchParams) -> TaskSpec:
-        return _dispatch_spec(
-            cls.task_id, load_case(cls.case_name), cls.horizon, cls.description, None, params
-        )
+        case = cls.limited_network(params)[0]
+        return _dispatch_spec(cls.task_id, case, cls.horizon, cls.description, None, params)
 
     # ---- exogenous load ---------------------------------------------------------------------
     def _demand_index(self, state: DispatchState, offset: int | np.ndarray = 0) -> np.ndarray:
@@ -262,7 +257,11 @@ class EconomicDispatch(Task):
         day_id = self.check_day_id(day_id)
         b = day_id.size
         return DispatchState(
-            day_id, np.zeros(b, np.int64), np.zeros((b, self.case.n_gen)), np.zeros(b)
+            day_id,
+            np.zeros(b, np.int64),
+            self._initial_p[day_id],
+            np.zeros(b),
+            np.full(b, self.energy_budget_mwh),
         )
 
     def observe(self, state: DispatchState, obs_mode: str | None = None) -> np.ndarray:
@@ -288,6 +287,8 @@ class EconomicDispatch(Task):
             row[:, slots.forecast] = self._system_load.take(
                 self._demand_index(state, self._forecast_offsets)
             )
+        if slots.energy_left is not None:
+            row[:, slots.energy_left] = state.energy_left_mwh
         obs = np.empty((b, n, slots.width), dtype=np.float32)
         obs[...] = row[:, None, :]
         obs[:, :, slots.own] = self._own_obs
@@ -300,6 +301,10 @@ class EconomicDispatch(Task):
         self, state: DispatchState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[DispatchState, StepOutput]:
         dt_h = self.spec.dt_h
+        requested = action
+        lo, hi = self.step_range(state)  # ramps, Pmin, energy left (limits.py)
+        action = np.minimum(np.maximum(requested, lo), hi)
+        limited = action != requested
         demand = self._demand_at(state)  # [B, 1]
         total_load, overload_mw, loading, n_congested = self._network_terms(action, demand)
         total_generation = action.sum(axis=1)
@@ -318,7 +323,13 @@ class EconomicDispatch(Task):
         costs = np.empty((state.t.size, 2))
         costs[:, 0] = overload_mvah
         costs[:, 1] = balance.imbalance_mwh  # beyond the regulation band
-        new_state = DispatchState(state.day_id, state.t + 1, action.copy(), imbalance_mw)
+        new_state = DispatchState(
+            state.day_id,
+            state.t + 1,
+            action,
+            imbalance_mw,
+            self.energy_after(state, action),
+        )
         return new_state, StepOutput(
             reward=terms.sum(axis=1),
             reward_terms=terms,
@@ -334,10 +345,46 @@ class EconomicDispatch(Task):
                 "generation_cost": generation,
                 "max_branch_loading": loading,
                 "n_congested_branches": n_congested,
+                "congested": (n_congested > 0).astype(np.float64),  # a branch at its rating
+                "n_limited_units": limited.sum(axis=1),  # setpoints moved into the step range
+                "dispatch_adjusted_mw": np.abs(action - requested).sum(axis=1),
                 "losses_mw": np.zeros(state.t.size),  # DC power flow is lossless
                 "pf_converged": np.ones(state.t.size, dtype=bool),
             },
         )
+
+    # ---- unit limits ------------------------------------------------------------------------
+    energy_budget_mwh = 0.0  # energy of the energy-limited unit per episode (none here)
+
+    def step_range(self, state: DispatchState) -> tuple[np.ndarray, np.ndarray]:
+        """Each unit's feasible output range ``(lo, hi)`` [B, n_gen] MW this step: Pmin, Pmax and
+        the ramps from its last output (:meth:`DispatchLimits.step_range`)."""
+        return self.limits.step_range(state.prev_p_mw)
+
+    def energy_after(self, state: DispatchState, p_mw: np.ndarray) -> np.ndarray:
+        """Energy left [B] MWh to the energy-limited unit after dispatch ``p_mw`` (none: 0)."""
+        return state.energy_left_mwh
+
+    def energy_left_of(self, state: DispatchState, row: int) -> dict[int, float] | None:
+        """``{unit: MWh}`` left to the energy-limited units of episode ``row`` (none here)."""
+        return None
+
+    def step_range_from_obs(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The step range ``(lo, hi)`` [B, n_gen] MW from the default-mode observations (the
+        units' last outputs ``own_prev_p_mw``), as the rule and the naive policy see it."""
+        prev = obs[:, :, self._prev_p_slot].astype(np.float64)
+        return self.limits.step_range(prev)
+
+    def bus_loads_ahead(self, state: DispatchState, row: int, steps: int) -> np.ndarray:
+        """Bus loads [steps, n_bus] MW of episode ``row``'s next ``steps`` steps."""
+        one = DispatchState(
+            state.day_id[row : row + 1],
+            state.t[row : row + 1],
+            state.prev_p_mw[row : row + 1],
+            state.prev_imbalance_mw[row : row + 1],
+            state.energy_left_mwh[row : row + 1],
+        )
+        return self._demand_at(one, np.arange(steps))[0][:, None] * self._bus_load_scale
 
     def _network_terms(
         self, action: np.ndarray, demand: np.ndarray
@@ -403,77 +450,26 @@ class EconomicDispatch(Task):
     def merit_order_dispatch(self, total_load_mw: np.ndarray) -> np.ndarray:
         """Units at Pmin, then loaded cheapest first until ``total_load_mw`` [B] is met: [B, n_gen].
 
-        Network-blind (:func:`powerzoo.physics.redispatch.merit_order_dispatch`); the rule-based
-        baseline adds congestion relief on top of it.
+        Network-blind and without ramps
+        (:func:`powerzoo.physics.redispatch.merit_order_dispatch`).
         """
         return merit_order_dispatch(self.case, total_load_mw, self.marginal_cost)
 
-    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Congestion-aware merit order on the observed system load (``global`` mode,
-        ``system_load_mw``).
+    def rule_range(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The units' ranges ``(lo, hi)`` [B, n_gen] MW the rule dispatches within: the step
+        range seen in the observations."""
+        return self.step_range_from_obs(obs)
 
-        Merit order first, then redispatch by PTDF sensitivities until no line is overloaded
-        (:func:`powerzoo.physics.redispatch.rule_dispatch_from_system_load`): what an operator
-        does without an optimiser. It never overloads a line where the DC-OPF could avoid it.
-        """
+    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
+        """An operator's SCED on the observed system load (``global`` mode): the
+        equal-incremental-cost dispatch within every unit's step range (Pmin, Pmax, ramps from
+        its last output), then redispatch by PTDF sensitivities within the same range until no
+        line is overloaded (:func:`~powerzoo.tasks.economic_dispatch.sced.sced_dispatch`)."""
         system_load = obs[:, 0, self._system_load_slot].astype(np.float64)
-        return rule_dispatch_from_system_load(self.case, system_load, self.marginal_cost)
+        lo, hi = self.rule_range(obs)
+        return sced.sced_dispatch(self.case, system_load, lo, hi, self.marginal_cost)
 
     def oracle_plan(self, state: DispatchState) -> np.ndarray:
-        """DC-OPF dispatch for every remaining step of each episode [B, H, n_gen]."""
-        h = self.spec.horizon
-        plan = np.zeros((state.t.size, h, self.case.n_gen))
-        for row in range(state.t.size):
-            t0 = int(state.t[row])
-            one = DispatchState(
-                state.day_id[row : row + 1],
-                np.array([t0]),
-                state.prev_p_mw[row : row + 1],
-                state.prev_imbalance_mw[row : row + 1],
-            )
-            demand = self._demand_at(one, np.arange(h - t0))[0]
-            loads = demand[:, None] * self._bus_load_scale
-            penalty = self.params.overload_penalty_per_mwh
-            result = solve_dc_opf(self.case, loads, soft_line_penalty=penalty)
-            plan[row, t0:] = result.gen_p_mw
-        return plan
-
-
-class MarlOpf(EconomicDispatch):
-    """Preset ``marl_opf``: the dispatch model on the PJM 5-bus case (case5, published ratings of
-    400 MW on branch 1-2 and 240 MW on 4-5), five generator agents, one day.
-    """
-
-    task_id = "marl_opf"
-    case_name = "case5"
-    horizon = 48
-    description = (
-        "Five generator agents dispatch the PJM 5-bus system (DC power flow) over one day."
-    )
-
-
-class Opf118(EconomicDispatch):
-    """Preset ``opf_118``: the dispatch model on the IEEE 118-bus case, 54 generator agents,
-    one day; branches rated by voltage class (binding: the oracle's dispatch is congested in
-    about a fifth of the test half-hours).
-    """
-
-    task_id = "opf_118"
-    case_name = "case118"
-    horizon = 48
-    description = (
-        "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one "
-        "day."
-    )
-
-
-class Opf118Week(EconomicDispatch):
-    """Preset ``opf_118_7d``: ``opf_118`` over a week (336 half-hours); cost budgets x 7."""
-
-    task_id = "opf_118_7d"
-    case_name = "case118"
-    horizon = 336
-    description = (
-        "54 generator agents dispatch the IEEE 118-bus system with binding line limits over one "
-        "week."
-    )
+        """The DC-OPF of every remaining step within its ramp range from the step before
+        (:func:`~powerzoo.tasks.economic_dispatch.sced.ramped_plan`) [B, H, n_gen]."""
+        return sced.ramped_plan(self, state)

@@ -24,10 +24,14 @@ day). What differs:
   ``time_remaining``), ``system_load_mw`` and ``system_load_next_mw``, ``area_load_mw`` (the load of
   the agent's buses), ``area_pmin_mw`` / ``area_pmax_mw``, ``prev_imbalance_mw``, then per unit slot
   its ``pmax``, marginal cost and last output (0 in unused slots).
-* **Baselines**: random; the merit order with PTDF redispatch (as ``opf_118``) on cases up to
-  1,000 buses, the network-blind merit order on larger ones (the redispatch works on a dense PTDF);
-  the oracle is the DC-OPF per step (:func:`powerzoo.physics.dc_opf.solve_dc_opf`) with soft line
-  limits at the reward's overload price.
+* **Units** with Pmin by technology and ramps (:mod:`.limits`, as ``opf_118``): a setpoint
+  outside the step's range is clipped onto it; where the summed Pmin exceed 90 % of the year's
+  lowest load they are scaled down to it.
+* **Baselines**: random; the SCED of ``opf_118`` (lambda dispatch within the step ranges, then
+  PTDF redispatch) on cases up to 1,000 buses, the lambda dispatch alone on larger ones (the
+  redispatch works on a dense PTDF); the oracle is the DC-OPF per step within its ramp range
+  (:func:`powerzoo.physics.multi_period_opf.solve_ramped_sequence`) with soft line limits at the
+  reward's overload price.
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ import numpy as np
 from powerzoo.physics.areas import ControlAreas, control_areas, dispatchable_units
 from powerzoo.physics.cases import NetworkCase
 from powerzoo.tasks.base import StepOutput
+from powerzoo.tasks.economic_dispatch import sced
 from powerzoo.tasks.economic_dispatch.layout import dispatch_model_fields
+from powerzoo.tasks.economic_dispatch.limits import DispatchLimits
 from powerzoo.tasks.economic_dispatch.model import (
     DENSE_FLOW_MAX_BUSES,
     DispatchParams,
@@ -160,9 +166,10 @@ class Opf(EconomicDispatch):
     of about equal unit counts); ``agents="unit"`` gives one agent per dispatchable unit.
 
     ## Action
-    An area agent: the output ``p_mw`` of each of its units in ``[Pmin, Pmax]``, in ``slots``
-    entries (the largest area); an area with fewer units leaves its last entries unused (bounds
-    [0, 1], ignored). A unit agent has one entry.
+    An area agent: the output ``p_mw`` of each of its units in ``[Pmin, Pmax]`` (Pmin by
+    technology, as ``opf_118``), clipped into the step's ramp range, in ``slots`` entries (the
+    largest area); an area with fewer units leaves its last entries unused (bounds [0, 1],
+    ignored). A unit agent has one entry.
 
     ## Observation
     Every agent the same fields: time, system load now and next, the area's load and limits, the
@@ -180,7 +187,8 @@ class Opf(EconomicDispatch):
     1 MVAh and 1 MWh a day; ``info["regulation_mwh"]``: the energy within the band.
 
     ## Starting state
-    Every unit's last output 0 and no imbalance, at 00:00 of the split day.
+    At 00:00 of the split day, no imbalance, every unit at the rule's dispatch (without ramp
+    limits) of the load of the half-hour before.
 
     ## Episode end
     Truncated after 48 steps (one day); no early termination.
@@ -192,21 +200,24 @@ class Opf(EconomicDispatch):
     ``regulation_price_per_mwh``.
 
     ## Baselines
-    Random; the merit order with PTDF redispatch on cases up to 1,000 buses, the network-blind merit
-    order on larger ones; oracle = the DC-OPF per step with soft line limits at the overload price.
+    Random; the SCED of ``opf_118`` (equal-incremental-cost dispatch within the step ranges, then
+    PTDF redispatch) on cases up to 1,000 buses, the equal-incremental-cost dispatch alone on
+    larger ones; oracle = the DC-OPF of each step within its ramp range, soft line limits at the
+    overload price.
     """
 
     task_id = "opf"
     horizon = 48
     Params = OpfParams
 
-    def network(self) -> NetworkCase:
-        return congestion_ready_case(self.params.case)
+    @classmethod
+    def limited_network(cls, params: OpfParams) -> tuple[NetworkCase, DispatchLimits]:
+        return sced.limited_case(params.case, float(params.load_scale))
 
     @classmethod
     def spec_for(cls, params: OpfParams) -> TaskSpec:
         groups = _groups(params.case, params.agents, int(params.n_areas))
-        return _opf_spec(congestion_ready_case(params.case), groups, params)
+        return _opf_spec(cls.limited_network(params)[0], groups, params)
 
     def _build_observation(self) -> None:
         p = self.params
@@ -221,6 +232,8 @@ class Opf(EconomicDispatch):
         self._dispatchable = members
         pmin, _ = self.case.gen_limits_mw
         self._fixed_p = pmin.copy()  # units that cannot be dispatched sit at Pmin
+        self._movable = np.zeros(self.case.n_gen, dtype=bool)
+        self._movable[members] = True
         self._unused = np.setdiff1d(np.arange(n_agents * slots), self._unit_entry)
         # per-slot constant observation columns [n_agents, slots]: pmax, marginal cost
         self._slot_unit = np.full((n_agents, slots), -1)
@@ -291,18 +304,39 @@ class Opf(EconomicDispatch):
         self, state: DispatchState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[DispatchState, StepOutput]:
         new_state, out = super().step(state, self.unit_dispatch(action), rng)
-        applied = np.array(action, dtype=float)
-        applied[:, self._unused] = 0.0
-        return new_state, dataclasses.replace(out, action_applied=applied)
+        return new_state, dataclasses.replace(
+            out, action_applied=self.joint_action(new_state.prev_p_mw)
+        )
 
     # ---- baselines ------------------------------------------------------------------------------
+    def step_range_from_obs(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every unit's step range ``(lo, hi)`` [B, n_gen] MW from the observed last outputs
+        (``unit_k_prev_p_mw``); the units that are not dispatched sit at their Pmin."""
+        b = obs.shape[0]
+        prev = np.broadcast_to(self._fixed_p, (b, self.case.n_gen)).copy()
+        per_slot = obs[:, :, 9:].reshape(b, len(self.spec.agents), self.n_slots, 3)
+        used = self._slot_used
+        prev[:, self._slot_unit[used]] = per_slot[:, used, 2].astype(np.float64)
+        lo, hi = self.limits.step_range(prev)
+        fixed = ~self._movable
+        lo[:, fixed] = hi[:, fixed] = self._fixed_p[fixed]
+        return lo, hi
+
+    @property
+    def initial_pmax_mw(self) -> np.ndarray:
+        """Upper bounds [n_gen] MW of the initial dispatch: Pmax, Pmin for the units that are
+        not dispatched."""
+        return np.where(self._movable, self.case.gen_pmax_mw, self._fixed_p)
+
     def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Merit order with PTDF redispatch (network-blind merit order above
-        ``DENSE_FLOW_MAX_BUSES`` buses) on the observed system load, as a joint action."""
+        """The SCED of ``opf_118`` (the lambda dispatch within the step ranges, then PTDF
+        redispatch) on cases up to ``DENSE_FLOW_MAX_BUSES`` buses, the lambda dispatch alone on
+        larger ones, on the observed system load, as a joint action."""
         if self.case.n_bus <= DENSE_FLOW_MAX_BUSES:
             return self.joint_action(super().rule_based_action(obs))
         system_load = obs[:, 0, self._system_load_slot].astype(np.float64)
-        return self.joint_action(self.merit_order_dispatch(system_load))
+        lo, hi = self.rule_range(obs)
+        return self.joint_action(sced.lambda_dispatch(self.case, system_load, lo, hi))
 
     def oracle_plan(self, state: DispatchState) -> np.ndarray:
         """DC-OPF dispatch of every remaining step, as joint actions ``[B, H, act_dim]``."""
