@@ -34,7 +34,8 @@ What the card shows
   $/MWh), ``negative_hour_share`` and ``hours_above_1000_per_year`` (hours above 1,000 $/MWh,
   scaled to 365 days).
 * ``figures``: the task's own figures (:data:`FIGURES`).
-* ``targets``: the task's targets (:data:`CARD_TARGETS`), which :func:`check_card` checks.
+* ``targets``: the task's targets (:data:`CARD_TARGETS`, with the bounds on its figures of
+  :mod:`powerzoo.benchmarks.card_figures`), which :func:`check_card` checks.
 
 :mod:`powerzoo.benchmarks.card_text` writes a card as text and as its task page's section.
 """
@@ -43,12 +44,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from powerzoo.benchmarks.card_figures import (
+    FIGURE_MAX,
+    FIGURE_MIN,
+    FIGURES,
+    N1_RESERVE_TASKS,
+    headroom_pct,
+)
 from powerzoo.benchmarks.naive import naive_baseline, table_baselines
 from powerzoo.benchmarks.storage import has_storage, storage_power_mw, trading_day_threshold_mwh
 
@@ -84,6 +92,10 @@ class CardTargets:
         trading_day_share_min: ``storage.trading_day_share`` at least this.
         rule_leaves_share_min: ``storage.rule_leaves_share`` at least this: the rule leaves that
             share of the oracle's gain over idle.
+        figure_min: ``{figure: bound}``: each of the card's ``figures`` at least its bound
+            (:data:`~powerzoo.benchmarks.card_figures.FIGURE_MIN` of the task).
+        figure_max: ``{figure: bound}``: each at most its bound
+            (:data:`~powerzoo.benchmarks.card_figures.FIGURE_MAX`).
     """
 
     ordered: bool = True
@@ -91,6 +103,8 @@ class CardTargets:
     kw_year_min: float | None = None
     trading_day_share_min: float | None = None
     rule_leaves_share_min: float | None = None
+    figure_min: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    figure_max: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
 
 STORAGE_TARGETS = CardTargets(
@@ -145,37 +159,6 @@ MARKET_PRICE_TASKS = frozenset(
 :mod:`powerzoo.data.profiles`); the others price energy from their own units' costs (dispatch,
 the joint tasks' merit-order boundary price, voltage control's system lambda) or see no price."""
 
-N1_RESERVE_TASKS = frozenset({"tso"})
-"""Tasks whose ``reserve_shortfall`` cost holds the N-1 row (every online unit's output covered
-by the other online units' spinning reserve, :mod:`powerzoo.tasks.unit_commitment`); ``marl_uc``
-carries 10 % of its load alone, no N-1 row."""
-
-
-def _oracle_n1_shortfall_steps(rows: Mapping[str, Mapping[str, Any]]) -> float | None:
-    """Steps of the oracle's table episodes short of reserve (``reserve_shortfall`` above
-    :data:`~powerzoo.benchmarks.evaluation.COST_TOLERANCE` in a step), summed over the
-    episodes; ``None`` off :data:`N1_RESERVE_TASKS` or where the row has no step counts."""
-    oracle = rows.get("oracle")
-    if oracle is None or oracle.get("task") not in N1_RESERVE_TASKS:
-        return None
-    steps = (oracle.get("episode_cost_steps") or {}).get("reserve_shortfall")
-    return None if steps is None else float(sum(steps))
-
-
-FIGURES: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
-    "idle_over_budget_share": lambda rows: (
-        float(rows["idle"]["over_budget_rate"])
-        if "idle" in rows and rows["idle"].get("over_budget_rate") is not None
-        else None
-    ),
-    "oracle_n1_shortfall_steps": _oracle_n1_shortfall_steps,
-}
-"""The task's own figures of a card: name -> function of the task's table rows ``{policy: row}``
-giving the value (``None``: not measured, left out). ``idle_over_budget_share``: the share of
-episodes the idle policy is over budget. ``oracle_n1_shortfall_steps`` (``tso``,
-:data:`N1_RESERVE_TASKS`): the oracle's steps short of spinning reserve by the N-1 row over the
-table's episodes (row field ``episode_cost_steps``; 0 expected)."""
-
 _NOT_MEASURED = "not measured: run powerzoo card {task} --recompute"
 WITHIN_BUDGET_SHARE = 0.05
 """A baseline keeps the budgets when it is over one on at most this share of the episodes (one
@@ -200,23 +183,11 @@ def card_targets(task: str) -> CardTargets:
     Returns:
         Its targets.
     """
-    return CARD_TARGETS.get(task, CardTargets())
-
-
-def headroom_pct(oracle: float | None, other: float | None) -> float | None:
-    """The oracle's gain over another policy in % of that policy's return's magnitude:
-    ``100 x (oracle - other) / |other|``; ``None`` where either is ``None`` or ``other`` is 0.
-
-    Args:
-        oracle: The oracle's mean return ($ per episode).
-        other: The compared policy's mean return ($ per episode).
-
-    Returns:
-        The headroom in %, or ``None``.
-    """
-    if oracle is None or other is None or abs(other) < 1e-12:
-        return None
-    return 100.0 * (float(oracle) - float(other)) / abs(float(other))
+    return dataclasses.replace(
+        CARD_TARGETS.get(task, CardTargets()),
+        figure_min=dict(FIGURE_MIN.get(task, {})),
+        figure_max=dict(FIGURE_MAX.get(task, {})),
+    )
 
 
 def _episode_days(spec: Any) -> float:
@@ -424,6 +395,14 @@ def check_card(card: Mapping[str, Any]) -> list[str]:
             out.append(f"{task}: {what} ({key}) not measured, target >= {minimum:g}")
         elif value < minimum:
             out.append(f"{task}: {what} {fmt.format(value)} < {minimum:g} ({key})")
+    figures = card.get("figures", {})
+    for bounds, sign, word in ((t.figure_min, 1.0, ">="), (t.figure_max, -1.0, "<=")):
+        for name, bound in bounds.items():
+            value = figures.get(name)
+            if value is None:
+                out.append(f"{task}: figure {name} not measured, target {word} {bound:g}")
+            elif sign * (value - bound) < 0.0:
+                out.append(f"{task}: figure {name} = {value:.4g}, target {word} {bound:g}")
     return out
 
 

@@ -72,8 +72,17 @@ def _detail_lines(card: Mapping[str, Any]) -> list[str]:
             f"{_share(p['negative_hour_share'])}; hours above 1,000 $/MWh "
             f"{p['hours_above_1000_per_year']:,.1f} a year."
         )
+    targets = card.get("targets") or {}
+    low, high = targets.get("figure_min") or {}, targets.get("figure_max") or {}
     for name, value in card.get("figures", {}).items():
-        lines.append(f"figure {name} = {value:.4g}")
+        bound = (
+            f" (target >= {low[name]:g})"
+            if name in low
+            else f" (target <= {high[name]:g})"
+            if name in high
+            else ""
+        )
+        lines.append(f"figure {name} = {value:.4g}{bound}")
     return lines
 
 

@@ -218,6 +218,26 @@ def test_a_dispatch_card_needs_no_storage_figures_but_the_rule_above_naive():
     ]
 
 
+def test_a_figure_outside_its_bound_or_missing_is_an_unmet_target():
+    """The figure bounds of a task's targets: opf_118 needs congestion on >= 30 % of the oracle's
+    steps and a naive dispatch >= 2 % costlier; tso's oracle no step short of N-1 reserve."""
+    card = _good_storage_card()
+    del card["storage"], card["policies"]["idle"]
+    card["task"], card["naive"] = "opf_118", {"kind": "dispatch", "doc": "network-blind"}
+    card["policies"]["naive"]["mean_return"] = 10.0
+    card["figures"] = {"congestion_step_share": 0.42, "naive_gap_pct": 24.0}
+    assert check_card(card) == []
+    card["figures"] = {"congestion_step_share": 0.25}
+    assert check_card(card) == [
+        "opf_118: figure congestion_step_share = 0.25, target >= 0.3",
+        "opf_118: figure naive_gap_pct not measured, target >= 2",
+    ]
+    card["task"], card["figures"] = "tso", {"oracle_n1_shortfall_steps": 3.0}
+    assert check_card(card) == ["tso: figure oracle_n1_shortfall_steps = 3, target <= 0"]
+    card["figures"] = {"oracle_n1_shortfall_steps": 0.0}
+    assert check_card(card) == []
+
+
 # ---- the command ---------------------------------------------------------------------------------
 def test_the_cli_json_parses_and_matches_the_api():
     run = run_cli("card", "battery_arbitrage", "--json")
@@ -292,8 +312,9 @@ def test_the_equal_incremental_cost_dispatch_is_the_cheapest_that_meets_the_dema
 
 
 def test_the_naive_dispatch_meets_the_load_and_ignores_the_lines():
-    row = evaluate_baseline("marl_opf", "naive", "test", [0])
-    assert row["returns"][0] < baseline_rows("marl_opf", "test")["rule_based"]["returns"][0]
+    # test day 13, on which case5's must-run units (Pmin by technology) do not relieve the lines
+    row = evaluate_baseline("marl_opf", "naive", "test", [13])
+    assert row["returns"][0] < baseline_rows("marl_opf", "test")["rule_based"]["returns"][13]
     assert row["mean_costs"]["power_imbalance"] == pytest.approx(0.0, abs=1e-6)  # balanced
     assert row["mean_costs"]["thermal_overload"] > 1.0  # case5's 1-2 and 4-5 lines overload
 
@@ -309,7 +330,7 @@ def test_rows_of_a_storage_task_record_the_daily_storage_throughput():
         len(oracle["storage_throughput_mwh"]) == 2 and len(week["storage_throughput_mwh"][0]) == 7
     )
     assert all(x >= 0.0 for day in oracle["storage_throughput_mwh"] for x in day)
-    assert week["storage_power_mw"] == pytest.approx(100 * 7.2e-3)
+    assert week["storage_power_mw"] == pytest.approx(420 * 7.2e-3)
 
 
 # ---- every task's stored card ------------------------------------------------------------------
