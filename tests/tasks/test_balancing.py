@@ -34,9 +34,9 @@ def test_default_regulation_price_is_twice_the_highest_marginal_cost_capped():
     ("task_id", "band_mw", "price"),
     [
         ("marl_opf", 10.9477, 80.0),
-        ("opf_118", 46.4403, 560.0),
-        ("joint_trans_dist", 10.9766, 80.0),
-        ("joint_trans_dist_118", 46.4459, 560.0),
+        ("opf_118", 59.1059, 560.0),  # 1 % of the peak at 1.4 x the case load
+        ("joint_trans_dist", 11.0781, 80.0),
+        ("joint_trans_dist_118", 46.5254, 560.0),
         ("marl_uc", 10.9477, 80.0),
         ("tso", 0.0, 0.0),  # balanced by the committed units: no band
     ],
@@ -47,7 +47,7 @@ def test_each_task_has_its_band_and_price(task_id, band_mw, price):
     assert band.regulation_price_per_mwh == price and band.imbalance_price_per_mwh == 1000.0
 
 
-def _marl_opf_step(shift_mw: float, unit: int = 2):
+def _marl_opf_step(shift_mw: float, unit: int = 4):
     """One marl_opf step on test day 0 from the exactly balanced congestion-aware dispatch with
     ``unit``'s output moved by ``shift_mw`` (MW)."""
     task = make_task("marl_opf", "test")
@@ -100,7 +100,7 @@ def test_a_zero_band_restores_every_mwh_as_a_violation():
     state = task.reset(np.random.default_rng(0), np.array([0]))
     load = task.bus_load_mw(state).sum(axis=1)
     dispatch = rule_dispatch_from_system_load(task.case, load, task.marginal_cost)
-    dispatch[0, 2] -= 5.0
+    dispatch[0, 4] -= 5.0  # a unit inside its step range
     out = task.step(state, dispatch, None)[1]
     assert out.constraint_costs[0, 1] == pytest.approx(2.5, abs=1e-6)
     assert -out.reward_terms[0, 1] == pytest.approx(2500.0, abs=1e-3)

@@ -7,6 +7,7 @@ from pettingzoo.test import parallel_api_test
 
 from powerzoo.devices.battery import WEAR_COST_PER_MWH, settlement_value
 from powerzoo.devices.inverter_battery import inverter_battery_step
+from powerzoo.physics.dc_opf import solve_dc_opf
 from powerzoo.physics.redispatch import merit_order_dispatch
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task, task_spec
@@ -56,16 +57,58 @@ def test_spec_groups_and_observation_modes():
 
 
 def test_the_boundary_agrees_on_both_sides_every_step(task):
-    """The head power of the feeder's exact AC flow is the load added at bus 3 in the same
-    step's DC flow; the DC flow's total load includes it and the price rule reads that total."""
-    for out in _random_rollout(task, 50, seed=3):
+    """The head power of the feeders' exact AC flow (x their copies) is the load added at bus 3
+    in the same step's DC flow, and the boundary is settled at bus 3's day-ahead LMP."""
+    rng = np.random.default_rng(3)
+    days = np.arange(6) % task.n_days
+    state = task.reset(rng, days)
+    lo, hi = task.spec.action.bounds()
+    for t in range(12):
+        state, out = task.step(state, rng.uniform(lo, hi, size=(6, lo.size)), rng)
         info = out.info
         np.testing.assert_allclose(info["boundary_load_mw"], info["feeder_p_mw"], atol=1e-9)
-        price = merit_order_price(task.case, task.marginal_cost, info["total_load_mw"], 1000.0)
-        np.testing.assert_array_equal(info["boundary_price_per_mwh"], price)
+        flat = task.flat_index(days, np.full(6, t))
+        lmp = solve_dc_opf(task.case, task.lmp.loads(flat), soft_line_penalty=2000.0)
+        np.testing.assert_allclose(info["boundary_price_per_mwh"][:, 0], lmp.lmp_per_mwh[:, 3])
         np.testing.assert_allclose(
             info["imbalance_mw"], info["total_generation_mw"] - info["total_load_mw"], atol=1e-9
         )
+
+
+def test_the_boundary_lmp_carries_the_congestion(task):
+    """When branch 3-4 (240 MW) binds, bus 3's LMP is above the reference price by the
+    congestion component and above bus 4's; when nothing binds every bus has one price."""
+    steps = np.arange(task.lmp.steps * 6)
+    loads = task.lmp.loads(steps)
+    opf = solve_dc_opf(task.case, loads, soft_line_penalty=2000.0)
+    lmp = task.lmp.at(steps)
+    np.testing.assert_allclose(lmp, opf.lmp_per_mwh)
+    binds = np.abs(opf.branch_mu_per_mwh).max(axis=1) > 1e-6
+    assert binds.any() and (~binds).any()
+    assert np.all(lmp[binds, 3] > lmp[binds, 4] + 1.0)
+    np.testing.assert_allclose(lmp[~binds], lmp[~binds, :1] * np.ones((1, 5)))
+    # more flexibility drawing at bus 3 at a congested step raises its LMP further
+    k = np.flatnonzero(binds)[0]
+    more = loads[k : k + 1].copy()
+    more[0, 3] += 50.0
+    assert task.lmp.solve(more)[0, 3] >= lmp[k, 3]
+
+
+def test_the_head_voltage_moves_with_the_transmission_state(task):
+    """The head voltage falls with the system's load (the Thevenin equivalent at bus 3) and
+    with the feeders' own draw; batteries discharging raise it."""
+    model = task.boundary_model
+    assert model.thevenin.short_circuit_mva[0] > 1000.0  # a strong 230 kV bus
+    draw = np.full((3, 1), 2.0)
+    low, mid, high = model.head_voltage_pu(np.array([0.45, 0.7, 0.95]), draw)[:, 0]
+    assert low > mid + 0.005 and mid > high + 0.005
+    more = model.head_voltage_pu(np.array([0.7]), np.array([[3.0]]))[0, 0]
+    assert more < mid
+    flat = task.flat_index(np.zeros(2, np.int64), np.array([0, 36]))  # night, evening peak
+    heads = task.head_voltage_pu(flat, np.zeros((2, 3)))[:, 0]
+    assert heads[0] > heads[1] + 0.01
+    discharging = task.head_voltage_pu(flat[1:], np.full((1, 3), 0.5))[0, 0]
+    assert discharging > heads[1]
 
 
 def test_head_power_is_the_exact_flow_of_loads_less_batteries(task):
@@ -79,9 +122,13 @@ def test_head_power_is_the_exact_flow_of_loads_less_batteries(task):
     demand = task.demand.take(task.flat_index(state.day_id, state.t))
     p, q = grid.bus_loads(demand)
     p[:, [16, 23, 31]] -= out.info["battery_p_mw"]
-    exact = grid.solve(p, q)
-    np.testing.assert_allclose(out.info["feeder_p_mw"][:, 0], exact.info["feeder_p_mw"], atol=1e-9)
-    assert np.all(out.info["feeder_p_mw"][:, 0] > p.sum(axis=1))  # losses included
+    exact = grid.solve(p, q, head_vm_pu=out.info["head_vm_pu"][:, 0])
+    copies = task.feeders[0].copies
+    np.testing.assert_allclose(
+        out.info["feeder_p_mw"][:, 0], copies * exact.info["feeder_p_mw"], atol=1e-9
+    )
+    assert np.all(out.info["feeder_p_mw"][:, 0] > copies * p.sum(axis=1))  # losses included
+    assert np.all(out.info["head_vm_pu"] != 1.0)
 
 
 def test_merit_order_price_rule():
@@ -130,14 +177,13 @@ def _team_return(task, day, battery_plan):
     state = task.reset(rng, np.array([day]))
     total, terms = 0.0, 0.0
     for t in range(task.horizon):
-        demand = task.demand.take(task.flat_index(state.day_id, state.t))
+        flat = task.flat_index(state.day_id, state.t)
+        demand = task.demand.take(flat)
         bat = battery_plan[t][None, :]
         # what the batteries will deliver, then the exact head power they cause
         applied = inverter_battery_step(task.battery, state.soc, bat, np.zeros((1, 3)), 0.5).p_mw
-        heads = np.stack(
-            [f.info["feeder_p_mw"] for f in task.feeder_flows(demand, applied, state.v_complex_pu)],
-            axis=1,
-        )
+        flows, _ = task.feeder_flows(flat, applied, state.v_complex_pu)
+        heads = np.stack([f.info["feeder_p_mw"] for f in flows], axis=1) * task.copies
         load = task.transmission_loads(demand, heads).sum(axis=1)
         gen = merit_order_dispatch(task.case, load, task.marginal_cost)
         state, out = task.step(state, np.concatenate([gen, bat], axis=1), rng)
@@ -152,15 +198,16 @@ def test_selling_the_initial_energy_is_not_a_free_lunch(task):
     settlement buys the energy back at the day's mean price plus wear and losses."""
     idle = np.zeros((task.horizon, 3))
     dump = idle.copy()
-    dump[:2] = 0.5  # two half-hours at full power: 0.5 MWh delivered of each 0.4 MWh surplus
+    dump[:4] = 0.5  # four half-hours at full power: 1 MWh asked of each 0.8 MWh surplus
     idle_return, idle_terms = _team_return(task, 0, idle)
     dump_return, dump_terms = _team_return(task, 0, dump)
     settle = task.spec.reward_terms.index("battery_settlement")
     assert idle_terms[settle] == 0.0  # idle batteries settle nothing
     assert dump_terms[settle] < 0.0  # the emptied batteries pay for their deficit
-    m = float(task.settlement_price(np.array([0]))[0])
+    m = float(task.settlement_price(np.array([0]))[0, 0])
     stored = (0.1 - 0.5) * task.params.energy_mwh  # each battery ends at its floor
-    expected = 3 * settlement_value(np.array([stored]), m, 0.95, 0.95, WEAR_COST_PER_MWH)[0]
+    one = settlement_value(np.array([stored]), m, 0.95, 0.95, WEAR_COST_PER_MWH)[0]
+    expected = 3 * task.feeders[0].copies * one
     assert dump_terms[settle] == pytest.approx(expected)
     assert dump_return < idle_return
 
@@ -180,3 +227,21 @@ def test_baselines_keep_their_order_on_a_test_day():
     assert returns["oracle"] >= returns["rule_based"] - 20.0
     assert costs["oracle"]["voltage_violation"] <= 0.2
     assert costs["oracle"]["power_imbalance"] < 1e-2
+
+
+def test_the_joint_oracle_beats_the_separate_plans_and_idle_flexibility():
+    """Transmission first then the feeders at its LMPs (price takers moving 180 MW) costs more
+    than the joint plan by over 1 % of the system's cost, and the flexibility's use by the
+    joint plan saves over 0.5 % against leaving it idle."""
+    from powerzoo.benchmarks.evaluation import evaluate_days
+    from powerzoo.benchmarks.policies import make_baseline_policy
+
+    env = make_env("joint_trans_dist", split="test", seed=0)
+    returns = {}
+    for name in ("oracle", "separate", "flex_idle"):
+        result = evaluate_days(make_baseline_policy(name, env), env, day_ids=[8], seed=0)
+        returns[name] = result["mean_return"]
+        assert result["mean_costs"]["voltage_violation"] <= 0.2 or name == "flex_idle"
+    oracle = returns["oracle"]
+    assert oracle - returns["separate"] > 0.01 * abs(returns["separate"])
+    assert oracle - returns["flex_idle"] > 0.005 * abs(returns["flex_idle"])

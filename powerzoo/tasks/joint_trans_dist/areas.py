@@ -11,18 +11,20 @@ Model (multi-agent, 30-minute steps, 48 per episode); what differs from ``joint_
 * Feeders (:attr:`JointTransDist118.feeders`), each at a load bus without a generator, among
   the largest such buses of the case (0-based; MATPOWER numbers one higher):
 
-  - ``case141`` at bus 59 (MATPOWER 60; 85.8 MW of load at x 1.1): base load x 0.75 =
-    8.96 MW (10.4 % of the bus), batteries at its buses 47, 65, 29, 125;
-  - ``case33bw`` at bus 77 (MATPOWER 78; 78.1 MW): 2.79 MW (3.6 %), batteries at 16, 23, 31;
-  - ``case33bw`` at bus 10 (MATPOWER 11; 77.0 MW): 2.79 MW (3.6 %), batteries at 16, 23, 31.
+  - 9 copies of ``case141`` at bus 59 (MATPOWER 60; 85.8 MW of load at x 1.1): base load x
+    0.75 = 8.96 MW a copy (80.6 MW, 94 % of the bus), batteries at its buses 47, 65, 29, 125;
+  - 25 copies of ``case33bw`` at bus 77 (MATPOWER 78; 78.1 MW): 2.79 MW a copy (69.8 MW,
+    89 %), batteries at 16, 23, 31;
+  - 25 copies of ``case33bw`` at bus 10 (MATPOWER 11; 77.0 MW): 69.8 MW (91 %), batteries at
+    16, 23, 31.
 
-  A 12.47 kV feeder of a few MW is a plausible share of a transmission substation's load. The
-  feeder is part of its bus's load, not extra: the bus's own (transmission) load is the case's
-  load less the feeder's base load, both x ``demand_pu``
+  Each copy runs as one (:class:`~powerzoo.tasks.joint_trans_dist.spec.FeederHookup`): 18, 37.5
+  and 37.5 MW of batteries (72, 150 and 150 MWh) behind the three buses. The feeders are part of
+  their bus's load, not extra: the bus's own (transmission) load is the case's load less the
+  feeders' base load, both x ``demand_pu``
   (:attr:`~powerzoo.tasks.joint_trans_dist.task.JointTransDist.net_feeder_load`), so with the
-  batteries idle the bus's total is the case's load plus the feeder's losses (case118's
-  congestion as in ``opf_118`` but for those few hundred kW). Batteries as
-  ``joint_trans_dist`` (1 MWh / 0.5 MW, wear 7.5 $/MWh), on case141 at the buses of
+  batteries idle the bus's total is the case's load plus the feeders' losses. Batteries as
+  ``joint_trans_dist`` (2 MWh / 0.5 MW a copy, wear 7.5 $/MWh), on case141 at the buses of
   ``marl_ders_benchmark``, on case33bw at those of ``marl_der_arbitrage``; every feeder's loads
   at ``feeder_load_scale = 0.75``.
 * Agents: ``area_0 .. area_5`` (group ``transmission``): one per control area of case118
@@ -34,10 +36,13 @@ Model (multi-agent, 30-minute steps, 48 per episode); what differs from ``joint_
   entries unused (bounds ``[0, 1]``, ignored, reported as 0 in ``action_applied``).
 * Coupling, price, reward, costs and ``info``: as ``joint_trans_dist``, with one entry per
   feeder in ``info["feeder_p_mw"]`` and ``info["boundary_load_mw"]`` [B, 3] (each feeder's exact
-  AC head power and the load it adds at its boundary bus in the same step's DC flow). The
-  boundary price is the uniform merit-order price of the whole system
-  (:func:`~powerzoo.tasks.joint_trans_dist.task.merit_order_price`, units at their marginal
-  cost at mid output), the same at every boundary bus: every feeder's batteries are paid it.
+  AC head power x its copies and the load it adds at its boundary bus in the same step's DC
+  flow), ``info["head_vm_pu"]`` and ``info["boundary_price_per_mwh"]`` [B, 3]: each feeder's
+  head voltage (the Thevenin equivalent at its own boundary bus, which every feeder's draw
+  moves) and its own boundary bus's day-ahead LMP (the DC-OPF of case118 at the expected
+  loads, quadratic costs exact), computed a calendar day at a time when an episode first
+  needs it (about 0.4 s a day). Area agents observe the LMP at their largest unit's bus, DSO
+  agents at their boundary bus.
 * Observation modes (every agent the same fields, 0 where they do not apply; one-hot
   ``is_area`` / ``is_feeder``): ``local``: time, kind, expected price, ``own_load_mw`` (an area:
   the transmission load of its buses; a DSO: its feeder's head power with the batteries idle),
@@ -50,9 +55,13 @@ Model (multi-agent, 30-minute steps, 48 per episode); what differs from ``joint_
   expected price of the next 4 steps.
 * Baselines: random; rule-based (time-of-use batteries and the congestion-aware merit order
   against the observed transmission load plus the feeders' expected import,
-  :meth:`~powerzoo.tasks.joint_trans_dist.task.JointTransDist.rule_dispatch`); oracle: one LP
-  per episode with the three feeders joined (:func:`.oracle.plan_episode`; the quadratic costs
-  as secants of 4 segments), then a DC-OPF per step against the exact head powers.
+  :meth:`~powerzoo.tasks.joint_trans_dist.baselines.JointBaselines.rule_dispatch`); oracle: one
+  LP per episode with the three feeders joined (:func:`.oracle.plan_episode`; the quadratic
+  costs as secants of 4 segments), then a DC-OPF per step against the exact head powers;
+  ``separate`` and ``flex_idle`` as ``joint_trans_dist``. Measured on 4 test days, the
+  flexibility here is too small against case118's 4 GW, and its LMPs too flat (29-40 $/MWh,
+  congestion on 6 % of the steps), for the joint figures: the oracle leaves the batteries idle
+  and returns exactly what ``separate`` and ``flex_idle`` do.
 """
 
 from __future__ import annotations
@@ -72,6 +81,7 @@ from powerzoo.tasks.joint_trans_dist.spec import (
     FORECAST_STEPS,
     FeederHookup,
     JointParams,
+    head_power_high_mw,
     joint_spec,
 )
 from powerzoo.tasks.joint_trans_dist.task import JointState, JointTransDist
@@ -105,7 +115,9 @@ def _n_slots(areas: ControlAreas, feeders: tuple[FeederHookup, ...]) -> int:
     return max(areas.max_units, *(len(f.battery_buses) for f in feeders))
 
 
-def _fields(case: NetworkCase, params: JointParams, n_slots: int, n_bat: int) -> dict[str, tuple]:
+def _fields(
+    case: NetworkCase, params: JointParams, n_slots: int, n_bat: int, head_hi: float
+) -> dict[str, tuple]:
     """Per-agent observation rows of each mode (see the module docstring)."""
     pmax = float(case.gen_pmax_mw.max())
     total = float(case.gen_pmax_mw.sum())
@@ -118,11 +130,11 @@ def _fields(case: NetworkCase, params: JointParams, n_slots: int, n_bat: int) ->
         ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
         ("is_area", "one-hot", 0.0, 1.0, 0.0, 1.0),
         ("is_feeder", "one-hot", 0.0, 1.0, 0.0, 1.0),
-        ("price_per_mwh", "$/MWh (expected boundary price)", -_BIG, _BIG, 0.0, mc_hi),
+        ("price_per_mwh", "$/MWh (day-ahead LMP)", -_BIG, _BIG, 0.0, mc_hi),
         ("own_load_mw", "MW (area load or feeder idle head power)", -_BIG, _BIG, 0.0, load_hi),
         ("own_min_mw", "MW", -total, total, -p * n_slots, total),
         ("own_max_mw", "MW", -total, total, 0.0, total),
-        ("own_head_p_mw", "MW (feeder head power, last step)", -_BIG, _BIG, 0.0, 10.0),
+        ("own_head_p_mw", "MW (feeder head power, last step)", -_BIG, _BIG, 0.0, head_hi),
         ("own_v_min_pu", "p.u. (feeder, last step)", 0.0, 1.2, 0.0, 1.0),
         ("own_v_max_pu", "p.u. (feeder, last step)", 0.0, 1.2, 0.0, 1.0),
     )
@@ -139,8 +151,8 @@ def _fields(case: NetworkCase, params: JointParams, n_slots: int, n_bat: int) ->
     system = (
         ("system_load_mw", "MW (transmission buses)", -_BIG, _BIG, 0.0, load_hi),
         ("system_load_next_mw", "MW (transmission buses)", -_BIG, _BIG, 0.0, load_hi),
-        ("feeder_idle_p_mw", "MW (head powers, batteries idle)", -_BIG, _BIG, 0.0, 20.0),
-        ("feeder_p_mw", "MW (head powers, last step)", -_BIG, _BIG, 0.0, 20.0),
+        ("feeder_idle_p_mw", "MW (head powers, batteries idle)", -_BIG, _BIG, 0.0, head_hi),
+        ("feeder_p_mw", "MW (head powers, last step)", -_BIG, _BIG, 0.0, head_hi),
         ("prev_imbalance_mw", "MW", -_BIG, _BIG, -pmax, pmax),
         ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
         ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
@@ -199,7 +211,9 @@ def area_spec(
             AgentGroup("transmission", area_agents, "control areas: [p_mw of each unit]"),
             AgentGroup("distribution", dso_agents, "feeders: [p_mw of each battery]"),
         ),
-        **mode_spec_fields(_fields(case, params, n_slots, bat), "global"),
+        **mode_spec_fields(
+            _fields(case, params, n_slots, bat, head_power_high_mw(feeders)), "global"
+        ),
     )
 
 
@@ -258,9 +272,9 @@ class JointTransDist118(JointTransDist):
     ## Reward
     One team reward, $ per step, as ``joint_trans_dist``: ``-(generation + imbalance + regulation
     cost + overload x 2,000 $/MWh + battery wear)`` plus the batteries' settlement on the last
-    step: the mismatch within the regulation band (1 % of the split year's peak load: 46.4 MW) at
-    2 x the units' highest marginal cost (560 $/MWh), beyond it at 1,000 $/MWh. Every feeder's
-    batteries are paid the system's merit-order price.
+    step: the mismatch within the regulation band (1 % of the split year's peak load: 46.5 MW) at
+    2 x the units' highest marginal cost (560 $/MWh), beyond it at 1,000 $/MWh. Each feeder's
+    batteries are settled at its boundary bus's day-ahead LMP.
 
     ## Costs
     As ``joint_trans_dist``: ``thermal_overload``, ``power_imbalance`` (beyond the regulation
@@ -281,15 +295,16 @@ class JointTransDist118(JointTransDist):
     ## Baselines
     Random; rule-based (time-of-use batteries and the congestion-aware merit order against the
     observed load plus the feeders' expected import); oracle: one LP per episode with the three
-    feeders joined, then a DC-OPF per step against the exact head powers.
+    feeders joined, then a DC-OPF per step against the exact head powers; ``separate``
+    (transmission first, then the feeders at its LMPs); ``flex_idle`` (batteries idle).
     """
 
     task_id: ClassVar[str] = "joint_trans_dist_118"
     case_name: ClassVar[str] = "case118"
     feeders: ClassVar[tuple[FeederHookup, ...]] = (
-        FeederHookup("case141", 59, (47, 65, 29, 125)),
-        FeederHookup("case33bw", 77, (16, 23, 31)),
-        FeederHookup("case33bw", 10, (16, 23, 31)),
+        FeederHookup("case141", 59, (47, 65, 29, 125), copies=9),
+        FeederHookup("case33bw", 77, (16, 23, 31), copies=25),
+        FeederHookup("case33bw", 10, (16, 23, 31), copies=25),
     )
     horizon: ClassVar[int] = 48
     net_feeder_load: ClassVar[bool] = True
@@ -360,6 +375,12 @@ class JointTransDist118(JointTransDist):
         self._col["system"] = glob.slot("system_load_mw")
         self._col["idle"] = glob.slot("feeder_idle_p_mw")
         self._col["socs"] = glob.slot("soc_battery_0")
+        # the bus whose day-ahead LMP each agent sees: an area's largest unit's, a DSO's
+        # boundary bus
+        largest = [u[np.argmax(self.case.gen_pmax_mw[u])] for u in areas.units]
+        self.agent_bus = np.concatenate(
+            [self.case.gen_bus[np.asarray(largest)], self.boundary]
+        ).astype(np.int64)
 
     # ---- joint action <-> outputs ---------------------------------------------------------
     def flat_action(self, action: np.ndarray) -> np.ndarray:
@@ -376,6 +397,10 @@ class JointTransDist118(JointTransDist):
         out = np.zeros(outputs.shape[:-1] + (self.spec.action.dim,))
         out[..., self._entry] = outputs[..., self._column]
         return out
+
+    def plan_actions(self, outputs: np.ndarray) -> np.ndarray:
+        """Planned outputs [..., n_gen + n_bat] (MW) as joint actions (:meth:`joint_action`)."""
+        return self.joint_action(outputs)
 
     def describe_areas(self) -> dict[str, Any]:
         """Each area agent's units and each DSO agent's feeder, boundary bus and battery
@@ -399,7 +424,7 @@ class JointTransDist118(JointTransDist):
         own = slots.own.start
         idle = self.idle_head.take(flat, axis=0)
         obs[:, :a, own] = demand[:, None] * self._area_load_scale
-        obs[:, a:, own] = idle
+        obs[:, a:, own] = idle * self.copies
         obs[:, a:, own + 3] = state.feeder_p_mw
         vm = state.vm_pu
         for i, buses in enumerate(self.bus_slices):
@@ -427,14 +452,9 @@ class JointTransDist118(JointTransDist):
         return self.joint_action(
             self.rule_dispatch(
                 row[:, c["time_remaining"]],
-                row[:, c["price_per_mwh"]],
+                obs[:, self.n_area :, c["price_per_mwh"]].astype(np.float64),
                 row[:, c["socs"] : c["socs"] + n_bat],
                 row[:, c["system"]],
                 row[:, c["idle"]],
             )
         )
-
-    def oracle_plan(self, state: JointState) -> np.ndarray:
-        """Perfect-foresight joint actions [B, H, n_agents x slots]: one LP per episode
-        (:func:`powerzoo.tasks.joint_trans_dist.oracle.plan_episode`)."""
-        return self.joint_action(super().oracle_plan(state))

@@ -24,6 +24,7 @@ from powerzoo.tasks.transmission import (
 )
 
 __all__ = [
+    "head_power_high_mw",
     "merit_order_price",
     "idle_tables",
     "FeederHookup",
@@ -42,12 +43,19 @@ _BIG = 1e6  # space bound of loads and imbalances (their nominal ranges are fini
 @dataclasses.dataclass(frozen=True)
 class FeederHookup:
     """One distribution feeder hung at a transmission bus: its radial case, the 0-based
-    transmission bus whose load its head power adds to, and the 0-based feeder buses of its
-    batteries (one agent each)."""
+    transmission bus whose load its head power adds to, the 0-based feeder buses of its
+    batteries (one agent each) and ``copies``, the number of identical copies of the feeder
+    behind that bus (each with its batteries; all run alike: the bus sees ``copies`` x one
+    copy's head power, and the batteries' actions are one copy's)."""
 
     case_name: str
     boundary_bus: int
     battery_buses: tuple[int, ...]
+    copies: int = 1
+
+    def __post_init__(self) -> None:
+        if int(self.copies) < 1:
+            raise ValueError(f"copies must be >= 1, got {self.copies!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,14 +71,17 @@ class JointParams:
     # $ per MWh (= MVAh) of transmission line overload, in the reward and the oracle
     overload_penalty_per_mwh: float = OVERLOAD_PRICE_PER_MWH
     # each battery's energy (MWh) and power rating (MW)
-    energy_mwh: float = 1.0
+    energy_mwh: float = 2.0
     power_mw: float = 0.5
     # each battery's wear ($ per MWh of grid-side throughput, each leg; powerzoo.devices.battery)
     degradation_cost_per_mwh: float = WEAR_COST_PER_MWH
     # half-hours of charging and of discharging in the rule-based time-of-use schedule
     tou_steps: int = 8
     # the oracle plans the feeder voltages in [0.95 + m, 1.05 - m] p.u.
-    oracle_margin_pu: float = 0.002
+    oracle_margin_pu: float = 0.005
+    # each substation transformer's fixed tap is set so that its feeder's head voltage with the
+    # batteries idle averages this over the data year (powerzoo.tasks.joint_trans_dist.boundary)
+    head_mean_vm_pu: float = 1.02
     # regulation band = this x the peak system load (feeders' head power included) of the
     # split's data year (MW)
     regulation_share: float = REGULATION_SHARE
@@ -79,7 +90,7 @@ class JointParams:
     regulation_price_per_mwh: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("load_scale", "energy_mwh", "power_mw"):
+        for name in ("load_scale", "energy_mwh", "power_mw", "head_mean_vm_pu"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         for name in (
@@ -111,7 +122,13 @@ def agent_names(case: NetworkCase, feeders: tuple[FeederHookup, ...]) -> tuple[t
     return tuple(f"gen_{i}" for i in range(case.n_gen)), tuple(f"battery_{k}" for k in range(n_bat))
 
 
-def _fields(case: NetworkCase, params: JointParams, n_bat: int) -> dict[str, tuple]:
+def head_power_high_mw(feeders: tuple[FeederHookup, ...]) -> float:
+    """Nominal high (MW) of the feeders' total head power: 3 MW per feeder copy (a case33bw's
+    peak draw), 9 MW per case141 copy."""
+    return float(sum((9.0 if f.case_name == "case141" else 3.0) * f.copies for f in feeders))
+
+
+def _fields(case: NetworkCase, params: JointParams, n_bat: int, head_hi: float) -> dict[str, tuple]:
     """Per-agent observation rows of each mode: (name, unit, low, high, nominal_low,
     nominal_high). Every agent has every field; a field that does not apply to its kind is 0."""
     pmax = float(case.gen_pmax_mw.max())
@@ -125,7 +142,7 @@ def _fields(case: NetworkCase, params: JointParams, n_bat: int) -> dict[str, tup
         ("time_remaining", "fraction of horizon", 0.0, 1.0, 0.0, 1.0),
         ("is_generator", "one-hot", 0.0, 1.0, 0.0, 1.0),
         ("is_battery", "one-hot", 0.0, 1.0, 0.0, 1.0),
-        ("price_per_mwh", "$/MWh (expected boundary price)", -_BIG, _BIG, 0.0, mc_hi),
+        ("price_per_mwh", "$/MWh (day-ahead LMP)", -_BIG, _BIG, 0.0, mc_hi),
         ("own_min_mw", "MW", -pmax, pmax, -p, pmax),
         ("own_max_mw", "MW", -pmax, pmax, 0.0, pmax),
         ("own_marginal_cost_per_mwh", "$/MWh", 0.0, _BIG, 0.0, mc_hi),
@@ -137,8 +154,8 @@ def _fields(case: NetworkCase, params: JointParams, n_bat: int) -> dict[str, tup
     system = (
         ("system_load_mw", "MW (transmission buses)", -_BIG, _BIG, 0.0, load_hi),
         ("system_load_next_mw", "MW (transmission buses)", -_BIG, _BIG, 0.0, load_hi),
-        ("feeder_idle_p_mw", "MW (head power, batteries idle)", -_BIG, _BIG, 0.0, 5.0),
-        ("feeder_p_mw", "MW (head power, last step)", -_BIG, _BIG, 0.0, 5.0),
+        ("feeder_idle_p_mw", "MW (head power, batteries idle)", -_BIG, _BIG, 0.0, head_hi),
+        ("feeder_p_mw", "MW (head power, last step)", -_BIG, _BIG, 0.0, head_hi),
         ("prev_imbalance_mw", "MW", -_BIG, _BIG, -pmax, pmax),
         ("v_min_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
         ("v_max_pu", "p.u.", 0.0, 1.2, 0.9, 1.0),
@@ -240,8 +257,8 @@ def joint_spec(
                 ("soc_violation", "MWh (sum over batteries)", 0.5 * days, 100.0),
             )
         ),
-        baselines=("random", "rule_based", "oracle"),
-        **mode_spec_fields(_fields(case, params, len(bats)), "global"),
+        baselines=("random", "rule_based", "oracle", "separate", "flex_idle"),
+        **mode_spec_fields(_fields(case, params, len(bats), head_power_high_mw(feeders)), "global"),
         shared_reward=True,
         agent_groups=(
             AgentGroup("transmission", gens, "generating units: [p_mw]"),

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from powerzoo.data import calendar
-from powerzoo.data.profiles import get_profiles
 from powerzoo.devices.inverter_battery import (
     InverterBatteryParams,
     inverter_battery_reset,
@@ -22,14 +21,14 @@ from powerzoo.physics.dc_power_flow import (
     line_overload_mw,
     ptdf_matrix,
 )
-from powerzoo.physics.redispatch import congestion_aware_dispatch
 from powerzoo.scratch import ROW_BLOCK
 from powerzoo.tasks.balancing import RegulationBand
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.feeder import FeederModel, time_features
+from powerzoo.tasks.joint_trans_dist.baselines import JointBaselines
+from powerzoo.tasks.joint_trans_dist.boundary import Boundary, LmpTable
 from powerzoo.tasks.joint_trans_dist.spec import (
     FORECAST_STEPS,
-    STEP_MINUTES,
     FeederHookup,
     JointParams,
     Slots,
@@ -38,7 +37,6 @@ from powerzoo.tasks.joint_trans_dist.spec import (
     merit_order_price,
 )
 from powerzoo.tasks.spec import TaskSpec
-from powerzoo.tasks.tariffs import tou_battery_power_mw, tou_mode
 from powerzoo.tasks.transmission import congestion_ready_case, marginal_cost_per_mwh
 
 __all__ = ["JointTransDist", "JointTransDistWeek", "JointState", "merit_order_price"]
@@ -58,15 +56,18 @@ class JointState:
     feeder_p_mw: np.ndarray  # [B, n_feeders] last flows' head power
 
 
-class JointTransDist(Task):
+class JointTransDist(JointBaselines, Task):
     """Generators dispatch a transmission case while feeder batteries trade at the boundary bus's
     price; the feeders' head power is load on their boundary buses.
     ## Description
-    The PJM 5-bus case (DC flow, 5 generator agents) with the IEEE 33-bus feeder (exact AC flow,
-    3 battery agents of 1 MWh / 0.5 MW) hung at bus 3; each step the feeder's head power is load on
-    that bus. The batteries are paid the merit-order price of the step's total demand.
+    The PJM 5-bus case (DC flow, 5 generator agents) with 120 copies of the IEEE 33-bus feeder
+    (exact AC flow, 3 battery agents of 2 MWh / 0.5 MW, each copy's batteries doing the same:
+    180 MW / 720 MWh) behind bus 3; each step the feeders' head power is load on that bus, their
+    head voltage follows a Thevenin equivalent of the transmission network at bus 3, and the
+    batteries are settled at bus 3's day-ahead LMP (DC-OPF with congestion).
     ## Action
-    Generators: ``p_mw`` in ``[Pmin, Pmax]``; batteries: ``p_mw`` in [-0.5, 0.5] MW (+ discharge).
+    Generators: ``p_mw`` in ``[Pmin, Pmax]``; batteries: ``p_mw`` in [-0.5, 0.5] MW (+ discharge,
+    one copy's).
     ## Observation
     Every agent every field (0 where it does not apply; one-hot kind): time, expected price, own
     block, the system block and every battery's SOC (mode ``global``); also ``local`` and
@@ -74,7 +75,7 @@ class JointTransDist(Task):
     ## Reward
     One team reward, $ per step: ``-(generation + imbalance + regulation cost + overload x 2,000
     $/MWh + battery wear)`` plus, on the last step, the batteries' settlement. The mismatch within
-    the regulation band (1 % of the split year's peak load: 11.0 MW) is settled at 2 x the units'
+    the regulation band (1 % of the split year's peak load: 11.1 MW) is settled at 2 x the units'
     highest marginal cost (80 $/MWh), beyond it at 1,000 $/MWh.
     ## Costs
     ``thermal_overload``, ``power_imbalance`` (MWh beyond the band; ``info["regulation_mwh"]``
@@ -87,24 +88,30 @@ class JointTransDist(Task):
     ## Arguments
     ``load_scale``, ``feeder_load_scale``, ``imbalance_price_per_mwh``,
     ``overload_penalty_per_mwh``, ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``,
-    ``regulation_share`` (0.01), ``regulation_price_per_mwh`` (``None``: 2 x the highest marginal
-    cost).
+    ``head_mean_vm_pu`` (1.02), ``regulation_share`` (0.01), ``regulation_price_per_mwh``
+    (``None``: 2 x the highest marginal cost).
+    ## Baselines
+    Random; rule-based; oracle (one LP over transmission and distribution); ``separate``
+    (transmission first, then the feeders at its LMPs); ``flex_idle`` (the batteries idle, a
+    DC-OPF per step).
     """
 
     task_id: ClassVar[str] = "joint_trans_dist"
     case_name: ClassVar[str] = "case5"
-    feeders: ClassVar[tuple[FeederHookup, ...]] = (FeederHookup("case33bw", 3, (16, 23, 31)),)
+    feeders: ClassVar[tuple[FeederHookup, ...]] = (
+        FeederHookup("case33bw", 3, (16, 23, 31), copies=120),
+    )
     horizon: ClassVar[int] = 48
     description: ClassVar[str] = (
         "Five generator agents dispatch the PJM 5-bus system (DC power flow) and three battery "
-        "agents on an IEEE 33-bus feeder (exact AC power flow) hung at bus 3 trade at the "
-        "boundary price, over one day: one team reward, the system's cost."
+        "agents run the batteries of 120 IEEE 33-bus feeders (exact AC power flow) behind bus "
+        "3, settled at its LMP, over one day: one team reward, the system's cost."
     )
     Params = JointParams
     step_block_rows = ROW_BLOCK  # the feeder flows' work arrays stay in the caches
     # True: each boundary bus's transmission load is its case load less its feeder's base load
     # (the bus's total unchanged with the batteries idle); False: the feeder's load is added
-    net_feeder_load: ClassVar[bool] = False
+    net_feeder_load: ClassVar[bool] = True
 
     @classmethod
     def spec_for(cls, params: JointParams) -> TaskSpec:
@@ -138,6 +145,10 @@ class JointTransDist(Task):
         ]
         sizes = [len(f.battery_buses) for f in self.feeders]
         self.n_bat = sum(sizes)
+        self.copies = np.asarray([f.copies for f in self.feeders], dtype=np.float64)
+        # each battery's feeder and its feeder's copies
+        self.bat_feeder = np.repeat(np.arange(len(self.feeders)), sizes)
+        self.bat_copies = self.copies.take(self.bat_feeder)
         edges = np.cumsum([0, *sizes])
         self.bat_slices = [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
         bus_edges = np.cumsum([0, *(g.n_bus for g in self.grids)])
@@ -145,9 +156,9 @@ class JointTransDist(Task):
         self.boundary = np.asarray([f.boundary_bus for f in self.feeders])
         # the share of the transmission load at each bus (the rule spreads the system load so)
         self.load_share = case.bus_pd_mw / case.bus_pd_mw.sum()
-        if self.net_feeder_load:  # each boundary bus's own load less its feeder's base load
-            for grid, bus in zip(self.grids, self.boundary, strict=True):
-                self.bus_load_scale[bus] -= grid.bus_p_mw.sum()
+        if self.net_feeder_load:  # each boundary bus's own load less its feeders' base load
+            for grid, bus, n in zip(self.grids, self.boundary, self.copies, strict=True):
+                self.bus_load_scale[bus] -= n * grid.bus_p_mw.sum()
             if np.any(self.bus_load_scale < 0.0):
                 raise ValueError(
                     f"{self.task_id}: a feeder's base load exceeds its boundary bus's load; "
@@ -160,30 +171,23 @@ class JointTransDist(Task):
             n_units=self.n_bat,
             degradation_cost_per_mwh=p.degradation_cost_per_mwh,
         )
-        # per calendar step: each feeder's head power with its batteries idle, and the expected
-        # boundary price (the price rule at the transmission loads plus those head powers)
+        # per calendar step: one copy of each feeder's head power with its batteries idle (MW),
+        # and the day-ahead LMPs (powerzoo.tasks.joint_trans_dist.boundary)
         scenario = calendar.scenario_of_split(split)
         self.idle_head = np.stack(
             [idle_tables(scenario, f.case_name, p.feeder_load_scale)[0] for f in self.feeders],
             axis=1,
         )
-        self.expected_price = self._price_table(scenario)
+        self.lmp = LmpTable(self)
+        self.boundary_model = Boundary(self, p.head_mean_vm_pu)
         # regulation band: a share of the split year's peak load, the feeders' head power included
-        peak = (self.demand * self.bus_load_scale.sum() + self.idle_head.sum(axis=1)).max()
+        peak = (self.demand * self.bus_load_scale.sum() + self.idle_head @ self.copies).max()
         self.regulation = RegulationBand(
             p.regulation_share * float(peak), p.regulation_price_on(case), p.imbalance_price_per_mwh
         )
         self.time_table = time_features(np.arange(self.horizon + 1), steps, self.horizon)
-        self._settle = None
-        # the rule's time-of-use plan and value of a stored MWh, from the base profile's train
-        # days (the same in every split)
-        base_day = self._price_table("base")[: calendar.N_DAYS * steps].reshape(-1, steps)
-        mean_day = base_day[calendar.split_day_indices("train")].mean(axis=0)
-        order = np.argsort(mean_day, kind="stable")
-        self.tou_plan = np.zeros(steps, dtype=np.int64)
-        self.tou_plan[order[: p.tou_steps]] = -1
-        self.tou_plan[order[-p.tou_steps :]] = 1
-        self.reference_price = float(mean_day.mean())
+        self._settle: dict[int, np.ndarray] = {}
+        self._build_tou_plan(steps)
         self._bat_bus_load = np.concatenate(
             [
                 g.bus_p_mw[list(f.battery_buses)]
@@ -209,23 +213,23 @@ class JointTransDist(Task):
         self._col = {n: glob.slot(n) for n in ("time_remaining", "own_soc", "price_per_mwh")}
         self._col["system"] = glob.slot("system_load_mw")
         self._col["idle"] = glob.slot("feeder_idle_p_mw")
-
-    def _price_table(self, scenario: str) -> np.ndarray:
-        """Expected boundary price ($/MWh) at every calendar step of ``scenario``."""
-        demand = get_profiles(scenario, STEP_MINUTES).series["demand_pu"]
-        heads = sum(
-            idle_tables(scenario, f.case_name, self.params.feeder_load_scale)[0]
-            for f in self.feeders
-        )
-        total = demand * self.bus_load_scale.sum() + heads
-        return self.price_of(total)
+        # the bus whose day-ahead LMP each agent sees: a unit's bus, a battery's boundary bus
+        self.agent_bus = np.concatenate(
+            [self.case.gen_bus, self.boundary.take(self.bat_feeder)]
+        ).astype(np.int64)
 
     def price_of(self, total_load_mw: np.ndarray) -> np.ndarray:
-        """The boundary price rule ($/MWh) [B] at system demand ``total_load_mw`` [B] (MW):
-        :func:`merit_order_price` with the imbalance price above the units' capacity."""
+        """The system's network-blind uniform price ($/MWh) [B] at demand ``total_load_mw``
+        [B] (MW): :func:`merit_order_price` with the imbalance price above the units'
+        capacity."""
         return merit_order_price(
             self.case, self.marginal_cost, total_load_mw, self.params.imbalance_price_per_mwh
         )
+
+    def boundary_price(self, flat: np.ndarray) -> np.ndarray:
+        """Day-ahead LMP ($/MWh) [B, n_feeders] at each feeder's boundary bus at calendar
+        steps ``flat`` [B] (:class:`~powerzoo.tasks.joint_trans_dist.boundary.LmpTable`)."""
+        return self.lmp.at(flat)[:, self.boundary]
 
     # ---- calendar -------------------------------------------------------------------------
     def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -233,13 +237,15 @@ class JointTransDist(Task):
         return (self.day_start.take(day_id) + t) % self.demand.size
 
     def settlement_price(self, day_id: np.ndarray) -> np.ndarray:
-        """Price ($/MWh) [B] settling the stored energy: the mean expected boundary price over
-        the episode's steps."""
-        if self._settle is None:
-            days = np.arange(self.n_days)[:, None]
-            flat = self.flat_index(days, np.arange(self.horizon)[None, :])
-            self._settle = self.expected_price.take(flat).mean(axis=1)
-        return self._settle.take(day_id)
+        """Price ($/MWh) [B, n_feeders] settling the stored energy of each feeder's batteries:
+        the mean day-ahead LMP at its boundary bus over the episode's steps."""
+        out = np.empty((np.size(day_id), len(self.feeders)))
+        for row, d in enumerate(np.asarray(day_id, dtype=np.int64).ravel().tolist()):
+            if d not in self._settle:
+                flat = self.flat_index(np.full(self.horizon, d), np.arange(self.horizon))
+                self._settle[d] = self.boundary_price(flat).mean(axis=0)
+            out[row] = self._settle[d]
+        return out
 
     def transmission_loads(self, demand: np.ndarray, heads: np.ndarray) -> np.ndarray:
         """Bus loads [B, n_bus] (MW) of the DC flow: the case's loads at ``demand`` [B] (p.u.)
@@ -249,27 +255,42 @@ class JointTransDist(Task):
             load[:, bus] += heads[:, i]
         return load
 
+    def head_voltage_pu(self, flat: np.ndarray, battery_p_mw: np.ndarray) -> np.ndarray:
+        """Each feeder's head voltage [B, n_feeders] (p.u.) at calendar steps ``flat`` [B] with
+        the batteries delivering ``battery_p_mw`` [B, n_bat] (MW per copy, + discharge):
+        :meth:`~powerzoo.tasks.joint_trans_dist.boundary.Boundary.head_voltage_pu` at each copy's
+        idle head power less its batteries' output."""
+        out = np.add.reduceat(battery_p_mw, [s.start for s in self.bat_slices], axis=1)
+        draw = self.idle_head.take(flat, axis=0) - out
+        return self.boundary_model.head_voltage_pu(self.demand.take(flat), draw)
+
     def feeder_flows(
-        self, demand: np.ndarray, battery_p_mw: np.ndarray, v_init: np.ndarray | None
-    ) -> list[Any]:
-        """Each feeder's exact power flow (:meth:`FeederModel.solve`) at ``demand`` [B] with its
-        batteries delivering ``battery_p_mw`` [B, n_bat] (MW, + discharge)."""
+        self, flat: np.ndarray, battery_p_mw: np.ndarray, v_init: np.ndarray | None
+    ) -> tuple[list[Any], np.ndarray]:
+        """Each feeder's exact power flow (:meth:`FeederModel.solve`, one copy) at calendar
+        steps ``flat`` [B] with its batteries delivering ``battery_p_mw`` [B, n_bat] (MW, +
+        discharge), its head at :meth:`head_voltage_pu`; and those head voltages [B,
+        n_feeders]."""
+        demand = self.demand.take(flat)
+        head = self.head_voltage_pu(flat, battery_p_mw)
         flows = []
-        for grid, f, bats, buses in zip(
-            self.grids, self.feeders, self.bat_slices, self.bus_slices, strict=True
+        for i, (grid, f, bats, buses) in enumerate(
+            zip(self.grids, self.feeders, self.bat_slices, self.bus_slices, strict=True)
         ):
             p, q = grid.bus_loads(demand)
             p[:, list(f.battery_buses)] -= battery_p_mw[:, bats]
-            flows.append(grid.solve(p, q, None if v_init is None else v_init[:, buses]))
-        return flows
+            warm = None if v_init is None else v_init[:, buses]
+            flows.append(grid.solve(p, q, warm, head_vm_pu=head[:, i]))
+        return flows, head
 
     # ---- batched model --------------------------------------------------------------------
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> JointState:
         day_id = self.check_day_id(day_id)
         b = day_id.size
         t = np.zeros(b, np.int64)
-        demand = self.demand.take(self.flat_index(day_id, t))
-        flows = self.feeder_flows(demand, np.zeros((b, self.n_bat)), None)
+        flat = self.flat_index(day_id, t)
+        self.lmp.ensure(self.flat_index(day_id[:, None], np.arange(self.horizon + 1)[None, :]))
+        flows, _ = self.feeder_flows(flat, np.zeros((b, self.n_bat)), None)
         return JointState(
             day_id,
             t,
@@ -278,7 +299,7 @@ class JointTransDist(Task):
             inverter_battery_reset(self.battery, b),
             np.concatenate([f.vm_pu for f in flows], axis=1),
             np.concatenate([f.v_complex_pu for f in flows], axis=1),
-            np.stack([f.info["feeder_p_mw"] for f in flows], axis=1),
+            np.stack([f.info["feeder_p_mw"] for f in flows], axis=1) * self.copies,
         )
 
     def observe(self, state: JointState, obs_mode: str | None = None) -> np.ndarray:
@@ -316,32 +337,35 @@ class JointTransDist(Task):
         except IndexError:  # stepped past the horizon without a reset
             steps = self.profiles.steps_per_day
             obs[:, :, slots.time] = time_features(state.t, steps, self.horizon)[:, None, :]
-        obs[:, :, slots.price] = self.expected_price.take(flat)[:, None]
+        obs[:, :, slots.price] = self.lmp.at(flat)[:, self.agent_bus]
         if slots.system is not None:
             nxt = self.demand.take((flat + 1) % self.demand.size)
             total, vm = self.bus_load_scale.sum(), state.vm_pu
-            idle = self.idle_head.take(flat, axis=0).sum(axis=1)
+            idle = self.idle_head.take(flat, axis=0) @ self.copies
             loads = (demand * total, nxt * total, idle, state.feeder_p_mw.sum(axis=1))
             row = np.stack([*loads, state.prev_imbalance_mw, vm.min(axis=1), vm.max(axis=1)], 1)
             obs[:, :, slots.system] = row[:, None, :]
         if slots.socs is not None:
             obs[:, :, slots.socs] = state.soc[:, None, :]
         if slots.forecast is not None:
-            ahead = self.expected_price.take((flat[:, None] + self._offsets) % self.demand.size)
-            obs[:, :, slots.forecast] = ahead[:, None, :]
+            ahead = self.lmp.at(((flat[:, None] + self._offsets) % self.demand.size).ravel())
+            ahead = ahead.reshape(flat.size, self._offsets.size, -1)[:, :, self.agent_bus]
+            obs[:, :, slots.forecast] = ahead.transpose(0, 2, 1)
 
     def step(
         self, state: JointState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[JointState, StepOutput]:
         dt_h, p = self.spec.dt_h, self.params
         b, g = state.t.size, self.n_gen
-        demand = self.demand.take(self.flat_index(state.day_id, state.t))
+        flat = self.flat_index(state.day_id, state.t)
+        demand = self.demand.take(flat)
         gen = action[:, :g]
         bat = inverter_battery_step(
             self.battery, state.soc, action[:, g:], np.zeros((b, self.n_bat)), dt_h
         )
-        flows = self.feeder_flows(demand, bat.p_mw, state.v_complex_pu)
-        heads = np.stack([f.info["feeder_p_mw"] for f in flows], axis=1)  # AC side
+        flows, head_vm = self.feeder_flows(flat, bat.p_mw, state.v_complex_pu)
+        # AC side: one copy's head power x the copies
+        heads = np.stack([f.info["feeder_p_mw"] for f in flows], axis=1) * self.copies
         load = self.transmission_loads(demand, heads)  # DC side
         flow = gen @ self.gsf - load @ self.ptdf_t
         overload_mw = line_overload_mw(self.case, flow).sum(axis=1)
@@ -350,32 +374,36 @@ class JointTransDist(Task):
         imbalance = total_generation - total_load
         balance = self.regulation.settle(imbalance, dt_h)
         generation = dispatch_cost(self.case, gen) * dt_h
-        price = self.price_of(total_load)
+        price = self.boundary_price(flat)  # [B, n_feeders]
         wear = self.battery.degradation_cost_per_mwh * (bat.charge_mwh + bat.discharge_mwh)
         terms = np.empty((b, 6))
         terms[:, 0] = -generation
         terms[:, 1] = -balance.imbalance_cost
         terms[:, 2] = -balance.regulation_cost
         terms[:, 3] = -overload_mw * dt_h * p.overload_penalty_per_mwh
-        terms[:, 4] = -wear.sum(axis=1)
+        terms[:, 4] = -wear @ self.bat_copies
         terms[:, 5] = 0.0
         end = state.t + 1 == self.horizon
         if end.any():  # the last step: settle each battery's stored energy against its start
-            settled = inverter_battery_settlement(
-                self.battery, bat.soc[end], self.settlement_price(state.day_id[end])
-            )
-            terms[end, 5] = settled.sum(axis=1)
+            settle = self.settlement_price(state.day_id[end])
+            settled = np.empty((int(end.sum()), self.n_bat))
+            for i, bats in enumerate(self.bat_slices):
+                at_i = inverter_battery_settlement(self.battery, bat.soc[end], settle[:, i])
+                settled[:, bats] = at_i[:, bats]
+            terms[end, 5] = settled @ self.bat_copies
         costs = np.empty((b, 5))
         costs[:, 0] = overload_mw * dt_h
         costs[:, 1] = balance.imbalance_mwh  # beyond the regulation band
         costs[:, 2] = sum(f.costs[:, 0] for f in flows)
         costs[:, 3] = sum(f.costs[:, 1] for f in flows)
         costs[:, 4] = bat.soc_violation_mwh.sum(axis=1)
-        losses = sum(f.p_loss_mw for f in flows)
+        loss_mw = np.stack([f.p_loss_mw for f in flows], axis=1) * self.copies  # [B, F]
+        losses = loss_mw.sum(axis=1)
         vm = np.concatenate([f.vm_pu for f in flows], axis=1)
         applied = np.concatenate([gen, bat.p_mw], axis=1)
-        battery_revenue = price * (bat.discharge_mwh - bat.charge_mwh).sum(axis=1)
-        loss_cost = price * losses * dt_h
+        sold = (bat.discharge_mwh - bat.charge_mwh) * self.bat_copies
+        battery_revenue = (price.take(self.bat_feeder, axis=1) * sold).sum(axis=1)
+        loss_cost = (price * loss_mw).sum(axis=1) * dt_h
         transmission_cost = -terms[:, :4].sum(axis=1)
         new_state = JointState(
             state.day_id,
@@ -389,6 +417,7 @@ class JointTransDist(Task):
         )
         info = {
             "boundary_price_per_mwh": price,
+            "head_vm_pu": head_vm,
             "feeder_p_mw": heads,
             "boundary_load_mw": load[:, self.boundary]
             - demand[:, None] * self.bus_load_scale[self.boundary],
@@ -406,7 +435,7 @@ class JointTransDist(Task):
             "soc": bat.soc,
             "battery_p_mw": bat.p_mw,
             "transmission_cost": transmission_cost,
-            "boundary_payment": price * heads.sum(axis=1) * dt_h,
+            "boundary_payment": (price * heads).sum(axis=1) * dt_h,
             "battery_revenue": battery_revenue,
             "loss_cost": loss_cost,
             "distribution_profit": battery_revenue + terms[:, 4] + terms[:, 5] - loss_cost,
@@ -420,70 +449,6 @@ class JointTransDist(Task):
             info=info,
         )
 
-    # ---- baselines ------------------------------------------------------------------------
-    def rule_based_action(self, obs: np.ndarray) -> np.ndarray:
-        """Time-of-use batteries, then a congestion-aware merit order for the generators, from
-        ``global`` observations [B, n_agents, d]: [B, n_agents] MW.
-
-        Batteries: may charge in the ``tou_steps`` half-hours whose expected boundary price is
-        lowest on the average train day and discharge in the dearest, when the trade pays after
-        wear and losses against that day's mean price, and are back at their start SOC by the
-        end (:func:`powerzoo.tasks.tariffs.tou_battery_power_mw`). Generators: the system load
-        plus the feeders' idle head power less the batteries' planned output, spread over the
-        buses by the case's load shares (the feeders' share at their boundary buses), dispatched
-        by merit order with PTDF redispatch until no line is overloaded
-        (:func:`powerzoo.physics.redispatch.congestion_aware_dispatch`).
-        """
-        g, c = self.n_gen, self._col
-        return self.rule_dispatch(
-            obs[:, 0, c["time_remaining"]].astype(np.float64),
-            obs[:, 0, c["price_per_mwh"]].astype(np.float64),
-            obs[:, g:, c["own_soc"]].astype(np.float64),
-            obs[:, 0, c["system"]].astype(np.float64),
-            obs[:, 0, c["idle"]].astype(np.float64),
-        )
-
-    def rule_dispatch(
-        self,
-        remaining: np.ndarray,
-        price: np.ndarray,
-        soc: np.ndarray,
-        system_load_mw: np.ndarray,
-        idle_head_mw: np.ndarray,
-    ) -> np.ndarray:
-        """The rule's outputs [B, n_gen + n_bat] (MW) from the observed fraction of the horizon
-        left ``remaining`` [B], expected price ``price`` [B] ($/MWh), battery SOCs ``soc``
-        [B, n_bat], transmission load ``system_load_mw`` [B] and the feeders' total idle head
-        power ``idle_head_mw`` [B] (MW); see :meth:`rule_based_action`."""
-        mode = tou_mode(self.tou_plan, remaining, self.horizon, self.profiles.steps_per_day)
-        bat = tou_battery_power_mw(
-            self.battery,
-            mode,
-            soc,
-            self.spec.dt_h,
-            self.params.tou_steps,
-            price,
-            self.reference_price,
-            np.rint(remaining * self.horizon),
-        )
-        load = system_load_mw[:, None] * self.load_share
-        weights = self.idle_head.mean(axis=0) / self.idle_head.mean(axis=0).sum()
-        for i, (bus, bats) in enumerate(zip(self.boundary, self.bat_slices, strict=True)):
-            load[:, bus] += idle_head_mw * weights[i] - bat[:, bats].sum(axis=1)
-        gen = congestion_aware_dispatch(self.case, load, self.marginal_cost)
-        return np.concatenate([gen, bat], axis=1)
-
-    def oracle_plan(self, state: JointState) -> np.ndarray:
-        """Perfect-foresight actions [B, H, n_agents]: one LP per episode
-        (:func:`powerzoo.tasks.joint_trans_dist.oracle.plan_episode`)."""
-        from powerzoo.tasks.joint_trans_dist.oracle import plan_episode
-
-        plans = np.zeros((state.t.size, self.horizon, self.n_gen + self.n_bat))
-        for row in range(state.t.size):
-            t0 = int(state.t[row])
-            plans[row, t0:] = plan_episode(self, state, row)
-        return plans
-
 
 class JointTransDistWeek(JointTransDist):
     """Preset ``joint_trans_dist_7d``: ``joint_trans_dist`` over a week (336 half-hours);
@@ -494,6 +459,6 @@ class JointTransDistWeek(JointTransDist):
     horizon = 336
     description = (
         "Five generator agents dispatch the PJM 5-bus system (DC power flow) and three battery "
-        "agents on an IEEE 33-bus feeder (exact AC power flow) hung at bus 3 trade at the "
-        "boundary price, over one week: one team reward, the system's cost."
+        "agents run the batteries of 120 IEEE 33-bus feeders (exact AC power flow) behind bus "
+        "3, settled at its LMP, over one week: one team reward, the system's cost."
     )
