@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import re
 import warnings
 from collections.abc import Callable, Mapping
@@ -24,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "CaseSource",
+    "cache_dir",
     "case_source",
     "source_of",
     "check_case_arrays",
@@ -37,6 +39,20 @@ SOURCE_KEY = "__source__"
 """Cache-file entry holding the source digest (:attr:`CaseSource.digest`)."""
 
 T = TypeVar("T")
+
+
+def cache_dir() -> Path:
+    """Per-user cache directory of PowerZoo (not created here).
+
+    ``$POWERZOO_CACHE_DIR`` if set and non-empty, else ``$XDG_CACHE_HOME/powerzoo``, else
+    ``~/.cache/powerzoo``.
+    """
+    env = os.environ.get("POWERZOO_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "powerzoo"
 
 
 def read_or_build(

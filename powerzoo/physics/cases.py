@@ -28,13 +28,21 @@ with a one-line :class:`RuntimeWarning` and rebuilt; a cache directory that cann
 only costs the speed-up.  pandapower must be installed (it is imported only on a cache miss).
 A case whose source gives a NaN or infinite reactance is refused (``ValueError`` naming the case
 and the field).
+
+Operable ratings
+----------------
+Every transmission case is checked when it is built: where no dispatch keeps its published
+ratings at the dispatch tasks' load (the DC-OPF with hard limits is infeasible somewhere between
+0.45 and 1.1 x its bus loads), the branches that bind are re-rated to 1.15 x their DC-OPF flow
+(:mod:`powerzoo.physics.operable_ratings`). The cache file keeps the case as read and the
+re-rating record; :func:`load_case` returns the re-rated case, and
+:func:`~powerzoo.physics.operable_ratings.rerating_of` (or :func:`case_rerating`) its record.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 from pathlib import Path
 
@@ -42,6 +50,7 @@ import numpy as np
 
 from powerzoo.physics.case_cache import (
     SOURCE_KEY,
+    cache_dir,
     check_case_arrays,
     check_source_digest,
     read_or_build,
@@ -52,6 +61,12 @@ from powerzoo.physics.feeder import RadialFeeder
 from powerzoo.physics.feeder_cases import FEEDER_NAMES
 from powerzoo.physics.matpower_cases import PANDAPOWER_NETWORK_NAMES, matpower_file_names
 from powerzoo.physics.network import NetworkCase
+from powerzoo.physics.operable_ratings import (
+    Rerating,
+    apply_rerating,
+    operable_rerating,
+    rerating_of,
+)
 
 __all__ = [
     "CACHE_SCHEMA_VERSION",
@@ -62,6 +77,7 @@ __all__ = [
     "TRANSMISSION_CASE_NAMES",
     "UNSUPPORTED_CASES",
     "cache_dir",
+    "case_rerating",
     "list_cases",
     "load_case",
 ]
@@ -97,7 +113,8 @@ CASE_NAMES: tuple[str, ...] = tuple(
 _CANONICAL = {n.lower(): n for n in CASE_NAMES}
 
 # Bump whenever the conversion or the NetworkCase fields change: old cache files are ignored.
-CACHE_SCHEMA_VERSION = 4  # 2: bus_vn_kv; 3: branch_shift_deg, impedances, cost rules; 4: source
+# 2: bus_vn_kv; 3: branch_shift_deg, impedances, cost rules; 4: source; 5-6: operable re-rating
+CACHE_SCHEMA_VERSION = 6
 
 
 def list_cases(kind: str | None = None) -> tuple[str, ...]:
@@ -152,15 +169,38 @@ def load_case(name: str) -> NetworkCase | RadialFeeder:
     return _load_case_cached(key)
 
 
+def case_rerating(name: str) -> Rerating:
+    """What the operable-ratings check found and re-rated on transmission case ``name``
+    (:mod:`powerzoo.physics.operable_ratings`).
+
+    Args:
+        name: A transmission case name of :func:`list_cases`.
+
+    Returns:
+        Its :class:`~powerzoo.physics.operable_ratings.Rerating` (no branch when none binds).
+    """
+    case = load_case(name)
+    record = rerating_of(case) if isinstance(case, NetworkCase) else None
+    if record is None:
+        raise ValueError(f"{name!r} is not a transmission case")
+    return record
+
+
 @functools.cache
 def _load_case_cached(name: str) -> NetworkCase:
-    return read_or_build(
+    case, record = read_or_build(
         _cache_path(name),
         lambda path: _read_cache(path, name),
-        lambda: _build_case(name),
+        lambda: _checked(_build_case(name)),
         _write_cache,
         "pandapower",
     )
+    return apply_rerating(case, record)
+
+
+def _checked(case: NetworkCase) -> tuple[NetworkCase, Rerating]:
+    """``case`` as read and its operable-ratings check at its own ratings."""
+    return case, operable_rerating(case, "case")
 
 
 def _build_case(name: str) -> NetworkCase:
@@ -174,20 +214,6 @@ def _build_case(name: str) -> NetworkCase:
 
 
 # --------------------------------------------------------------------------- disk cache
-
-
-def cache_dir() -> Path:
-    """Per-user cache directory of PowerZoo (not created here).
-
-    ``$POWERZOO_CACHE_DIR`` if set and non-empty, else ``$XDG_CACHE_HOME/powerzoo``, else
-    ``~/.cache/powerzoo``.
-    """
-    env = os.environ.get("POWERZOO_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "powerzoo"
 
 
 def _pandapower_version() -> str | None:
@@ -238,9 +264,12 @@ _FIELD_KINDS = {
 }
 
 
-def _write_cache(path: Path, case: NetworkCase) -> None:
-    """Save ``case``'s fields to ``path`` atomically; failures only warn."""
+def _write_cache(path: Path, value: tuple[NetworkCase, Rerating]) -> None:
+    """Save the fields of the case as read and its re-rating record to ``path`` atomically;
+    failures only warn."""
+    case, record = value
     arrays = {f.name: np.asarray(getattr(case, f.name)) for f in dataclasses.fields(case)}
+    arrays.update(record.to_arrays())
     arrays[_META_SCHEMA] = np.asarray(CACHE_SCHEMA_VERSION)
     arrays[_META_PANDAPOWER] = np.asarray(_pandapower_version() or "")
     source = source_of(case.name)
@@ -248,12 +277,13 @@ def _write_cache(path: Path, case: NetworkCase) -> None:
     write_npz_cache(path, arrays, "case")
 
 
-def _read_cache(path: Path, name: str) -> NetworkCase:
+def _read_cache(path: Path, name: str) -> tuple[NetworkCase, Rerating]:
     """Read a cache file written by :func:`_write_cache`; raises on any inconsistency."""
     fields = dataclasses.fields(NetworkCase)
     with np.load(path, allow_pickle=False) as data:
         stored = {key: data[key] for key in data.files}
     expected = {f.name for f in fields} | {_META_SCHEMA, _META_PANDAPOWER, SOURCE_KEY}
+    expected |= set(Rerating.keys())
     if set(stored) != expected:
         raise ValueError(f"fields {sorted(set(stored) ^ expected)} missing or unexpected")
     if int(stored[_META_SCHEMA]) != CACHE_SCHEMA_VERSION:
@@ -297,4 +327,13 @@ def _read_cache(path: Path, name: str) -> NetworkCase:
             for key in ("branch_from_bus", "branch_to_bus", "gen_bus", "load_bus")
         },
     )
-    return case
+    record = Rerating.from_arrays(stored)
+    if record.case != name:
+        raise ValueError(f"holds the re-rating of case {record.case!r}")
+    check_case_arrays(
+        n_bus,
+        None,
+        indices={"re-rated branch": (record.branch, n_branch)},
+        finite={"new rating": record.new_rating_mw},
+    )
+    return case, record
