@@ -25,6 +25,7 @@ from powerzoo.benchmarks.card_text import card_markdown
 from powerzoo.benchmarks.catalog import baseline_numbers
 from powerzoo.benchmarks.evaluation import return_unit
 from powerzoo.benchmarks.task_arguments import arguments_table
+from powerzoo.benchmarks.task_training import training_blocks
 from powerzoo.data import calendar
 from powerzoo.tasks import get_task_class, list_tasks, task_spec
 from powerzoo.tasks.base import Task
@@ -324,6 +325,7 @@ def task_sections(name: str, figure: str | None = None, example: bool = True) ->
         )
     )
     out.append(Section("Task card", card_markdown(name)))
+    out.append(Section("Training and results", training_blocks(name)))
     out.append(Section("Arguments", [doc.get("Arguments", ""), arguments_table(name)]))
     if example:
         out.append(Section("Example", [("python", _example(name, spec))]))

@@ -93,3 +93,36 @@ def test_docs_pages_keep_figures_rewrites_only_the_pages(tmp_path, capsys):
     )
     assert figure.read_bytes() == b"kept"
     assert "](img/marl_opf.png)" in (tmp_path / "marl_opf.md").read_text()
+
+
+def test_every_task_page_names_its_presets_and_links_its_results_section():
+    """Each task has a run preset in configs/ that its page lists with the command that runs
+    it, and its link to the results page lands on a section of that page titled by the task."""
+    from pathlib import Path
+
+    from powerzoo.benchmarks.task_training import CONFIGS_DIR, task_presets
+
+    results = (Path(__file__).resolve().parents[2] / "docs" / "results" / "index.md").read_text()
+    headings = set(re.findall(r"^## +(\S+) *$", results, re.MULTILINE))
+    for task in list_tasks():
+        presets = task_presets(task)
+        assert presets, f"{task} has no preset in {CONFIGS_DIR}"
+        page = render_markdown(task)
+        section = page[page.index("## Training and results") :]
+        for name, config in presets:
+            assert config["task"] == task
+            assert f"`powerzoo train -c configs/{name}`" in section
+        assert f"(../results/index.md#{task})" in section
+        assert task in headings, f"the results page has no section for {task}"
+
+
+def test_a_task_without_presets_says_how_to_train_it(tmp_path):
+    from powerzoo.benchmarks.task_training import training_blocks
+
+    (tmp_path / "other.yaml").write_text("task: dso\nalgorithm: SAC\ntotal_timesteps: 1e5\n")
+    blocks = training_blocks("battery_arbitrage", tmp_path)
+    assert "`powerzoo train battery_arbitrage`" in blocks[0]
+    header, rows = training_blocks("dso", tmp_path)[1]
+    assert rows == [
+        ["`configs/other.yaml`", "SAC", "100,000", "`powerzoo train -c configs/other.yaml`"]
+    ]
