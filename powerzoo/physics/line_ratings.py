@@ -54,10 +54,10 @@ On case118 this rates 101 of the 165 138 kV lines at their thermal 216.8 MVA and
 ones at 102-217 MVA, the eight 345 kV lines at 518-1,207 MVA, the eleven 345 kV transformers at
 300 MVA and the two 161/138 kV ones at 216.8 MVA (the rule it replaces put 152 of the 186
 branches at a 100 MW floor and the 345 kV lines at 101-385 MW).
-Measured on the test split of ``opf_118`` (the DC-OPF with these limits at the tasks' load,
-``1.1 x`` the case's base load times the daily shape): one branch binds (the 345/138 kV
-transformer 8-5) in 6.2 % of the test half-hours, 20.0 % on ``load_stress``; the DC-OPF stays
-feasible with hard limits.
+Measured on the test split (the DC-OPF with these limits, units at their Pmin and ramp limits):
+at ``1.1 x`` the case's base load times the daily shape one branch binds (the 345/138 kV
+transformer 8-5) in 6.2 % of the half-hours; at ``1.4 x``, the load of the case118 dispatch tasks
+(``opf_118``), a branch binds in 42.4 % of them, and the DC-OPF stays feasible with hard limits.
 
 Operable check
 --------------

@@ -8,7 +8,6 @@ from pettingzoo.test import parallel_api_test
 from powerzoo.physics.areas import control_areas
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task, task_spec
-from powerzoo.tasks.joint_trans_dist import merit_order_price
 
 TASK = "joint_trans_dist_118"
 
@@ -74,21 +73,22 @@ def test_unused_entries_are_ignored_and_reported_as_zero(task):
 
 def test_every_feeder_boundary_agrees_on_both_sides_every_step(task):
     """Each feeder's exact AC head power is the load it adds at its boundary bus in the same
-    step's DC flow (to 1e-9 MW), the boundary bus carries its own load less the feeder's base
-    load, and the one price every feeder is paid is the rule at the DC flow's total load."""
+    step's DC flow (to 1e-9 MW), the boundary bus carries its own load less its feeders' base
+    load (x their copies), and each feeder is paid its own boundary bus's day-ahead LMP."""
     base = task.case.bus_pd_mw * task.params.load_scale
-    for demand, out in _random_rollout(task, 20, seed=3):
+    for step, (demand, out) in enumerate(_random_rollout(task, 20, seed=3)):
         info = out.info
         assert info["feeder_p_mw"].shape == info["boundary_load_mw"].shape == (4, 3)
         np.testing.assert_allclose(info["boundary_load_mw"], info["feeder_p_mw"], atol=1e-9)
         own = demand[:, None] * task.bus_load_scale[[59, 77, 10]]
-        grid_base = np.array([g.bus_p_mw.sum() for g in task.grids])
+        grid_base = np.array([g.bus_p_mw.sum() for g in task.grids]) * task.copies
         np.testing.assert_allclose(
             own, demand[:, None] * (base[[59, 77, 10]] - grid_base), rtol=1e-12
         )
         total = demand * task.bus_load_scale.sum() + info["feeder_p_mw"].sum(axis=1)
         np.testing.assert_allclose(info["total_load_mw"], total, rtol=1e-12)
-        price = merit_order_price(task.case, task.marginal_cost, info["total_load_mw"], 1000.0)
+        flat = task.flat_index(np.arange(4) % task.n_days, np.full(4, step))
+        price = task.lmp.at(flat)[:, [59, 77, 10]]
         np.testing.assert_array_equal(info["boundary_price_per_mwh"], price)
         assert info["pf_converged"].all()
 
@@ -106,9 +106,9 @@ def test_each_head_power_is_its_feeders_exact_flow(task):
     ):
         p, q = grid.bus_loads(demand)
         p[:, list(f.battery_buses)] -= delivered[:, bats]
-        exact = grid.solve(p, q)
+        exact = grid.solve(p, q, head_vm_pu=out.info["head_vm_pu"][:, i])
         np.testing.assert_allclose(
-            out.info["feeder_p_mw"][:, i], exact.info["feeder_p_mw"], atol=1e-9
+            out.info["feeder_p_mw"][:, i], f.copies * exact.info["feeder_p_mw"], atol=1e-9
         )
 
 
