@@ -194,7 +194,8 @@ def test_multi_agent_axes_of_length_one_are_accepted_and_nothing_else(task, form
             actions = {}
             for agent in env.possible_agents:
                 space = env.action_space(agent)
-                value = rng.uniform(np.maximum(space.low, -5), np.minimum(space.high, 5))
+                low = np.maximum(space.low, -5)  # finite bounds (a unit's may start above 5)
+                value = rng.uniform(low, np.minimum(space.high, low + 10))
                 actions[agent] = reshape(value)
             obs, *_ = env.step(actions)
             seen.append(obs)

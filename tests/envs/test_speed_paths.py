@@ -251,16 +251,17 @@ def test_single_env_joint_action_matches_the_checked_conversion(form):
 
 
 def test_agent_infos_are_separate_dicts_with_their_own_action():
-    env = make_env("marl_opf", framework="pettingzoo", seed=0)
-    actions = {a: np.array([10.0 * (i + 1)], np.float32) for i, a in enumerate(env.agents)}
+    env = make_env("marl_der_arbitrage", framework="pettingzoo", seed=0)
+    env.reset(seed=0)  # batteries at half charge: a first step of these powers is applied as asked
+    actions = {a: np.array([0.125 * (i + 1)], np.float32) for i, a in enumerate(env.agents)}
     _, _, _, _, infos = env.step(actions)
     dicts = list(infos.values())
     assert len({id(d) for d in dicts}) == len(dicts)
     for i, info in enumerate(dicts):
-        assert info["action_applied"].tolist() == [10.0 * (i + 1)]
+        assert info["action_applied"].tolist() == [0.125 * (i + 1)]
         assert list(info) == list(dicts[0]) and info["cost_sum"] == dicts[0]["cost_sum"]
-    infos["gen_0"]["extra"] = 1
-    assert "extra" not in infos["gen_1"]
+    infos["battery_0"]["extra"] = 1
+    assert "extra" not in infos["battery_1"]
 
 
 def test_episode_buffer_checks_the_number_of_values():
