@@ -50,23 +50,28 @@ def test_single_agent_view_passes_gymnasium_and_sb3_env_checkers():
 
 def test_single_agent_view_others_act_with_model_callable_or_hold_midrange():
     env = _parallel_env()
+    sent = []  # the joint actions the view sends (normalised: -1 Pmin, 0 mid-range, +1 Pmax)
+    parallel_step = env.step
+    env.step = lambda actions: (sent.append(actions), parallel_step(actions))[1]
     model = _ConstantModel(1.0)  # gen_4 at Pmax
     view = SingleAgentView(
         env, "gen_0", {"gen_4": model, "gen_1": lambda obs: np.array([-1.0], np.float32)}
     )
     view.reset(seed=3)
     _, reward, terminated, truncated, info = view.step(np.array([0.0], np.float32))
-    pmin, pmax = env.core.task.case.gen_pmin_mw, env.core.task.case.gen_pmax_mw
-    mid = (pmin + pmax) / 2.0
-    expected = mid[0] + pmin[1] + mid[2] + mid[3] + pmax[4]  # gen_2 and gen_3 hold mid-range
-    assert info["total_generation_mw"] == pytest.approx(expected)
+    asked = {agent: float(np.ravel(a)[0]) for agent, a in sent[-1].items()}
+    # gen_2 and gen_3 hold mid-range
+    assert asked == {"gen_0": 0.0, "gen_1": -1.0, "gen_2": 0.0, "gen_3": 0.0, "gen_4": 1.0}
+    assert info["total_generation_mw"] > 0.0  # applied within each unit's step range
     assert model.calls == [((10,), True)]
     assert isinstance(reward, float) and reward < 0 and not terminated and not truncated
 
     view.set_others(None)  # everyone holds mid-range now
     view.reset(seed=3)
-    info = view.step(np.array([0.0], np.float32))[-1]
-    assert info["total_generation_mw"] == pytest.approx(mid.sum())
+    view.step(np.array([0.0], np.float32))
+    assert {agent: float(np.ravel(a)[0]) for agent, a in sent[-1].items()} == dict.fromkeys(
+        asked, 0.0
+    )
 
 
 def test_single_agent_view_episode_lasts_the_task_horizon():
