@@ -34,7 +34,10 @@ from ``initial_p_mw``), some units with an energy budget over the ``T`` steps:
   so the optimum is the full problem's.
 
 Both keep the balance exact (the reference bus supplies nothing) and return the dispatch
-``[T, n_gen]`` in MW.
+``[T, n_gen]`` in MW. Both run at any network size: flows come from
+:func:`~powerzoo.physics.dc_power_flow.dc_power_flow` (sparse solves above 1,000 buses) and the
+LP's flow rows from :func:`~powerzoo.physics.dc_power_flow.ptdf_rows` of the watched branches
+only.
 """
 
 from __future__ import annotations
@@ -46,7 +49,12 @@ import numpy as np
 from scipy import sparse
 
 from powerzoo.physics.dc_opf import dispatch_cost, solve_dc_opf
-from powerzoo.physics.dc_power_flow import phase_shift_flow_mw, ptdf_matrix
+from powerzoo.physics.dc_power_flow import (
+    bus_injection_mw,
+    dc_power_flow,
+    phase_shift_flow_mw,
+    ptdf_rows,
+)
 from powerzoo.physics.highs import new_highs
 from powerzoo.physics.network import NetworkCase
 
@@ -87,10 +95,10 @@ def _ratings(case: NetworkCase) -> np.ndarray:
 
 
 def _flows(case: NetworkCase, p: np.ndarray, loads: np.ndarray) -> np.ndarray:
-    """Branch flows [T, n_branch] MW of dispatch ``p`` [T, n_gen] under bus loads [T, n_bus]."""
-    injection = -loads.copy()
-    np.add.at(injection.T, case.gen_bus, (np.nan_to_num(p) * case.gen_in_service).T)
-    return injection @ ptdf_matrix(case).T + phase_shift_flow_mw(case)
+    """Branch flows [T, n_branch] MW of dispatch ``p`` [T, n_gen] under bus loads [T, n_bus]
+    (:func:`~powerzoo.physics.dc_power_flow.dc_power_flow`: dense shift factors up to 1,000
+    buses, sparse solves above)."""
+    return dc_power_flow(case, bus_injection_mw(case, np.nan_to_num(p), loads))
 
 
 def _result(
@@ -279,15 +287,16 @@ def _solve_lp(
         lo.append(np.array([-np.inf]))
         up.append(np.array([float(e)]))
     if n_s:  # flow rows of the watched pairs: a_l p_t - s <= F + o,  a_l p_t + s >= -F + o
-        ptdf = ptdf_matrix(case)
-        a = ptdf[:, case.gen_bus] * on  # [n_branch, n_gen]
+        branches, row_of = np.unique(pair_l, return_inverse=True)
+        ptdf = ptdf_rows(case, branches)  # [n_watched_branches, n_bus], at any network size
+        a = ptdf[:, case.gen_bus] * on  # [n_watched_branches, n_gen]
         shift = phase_shift_flow_mw(case)[pair_l]
-        offset = np.einsum("pb,pb->p", ptdf[pair_l], loads[pair_t]) - shift
+        offset = np.einsum("pb,pb->p", ptdf[row_of], loads[pair_t]) - shift
         f = case.branch_rate_a_mw[pair_l]
         r = np.r_[np.repeat(np.arange(n_s), n_g), np.arange(n_s)]
         c = np.r_[col[pair_t].ravel(), n_p + np.arange(n_s)]
         for sign, row_lo, row_up in ((-1.0, -np.inf, offset + f), (1.0, offset - f, np.inf)):
-            block(np.r_[a[pair_l].ravel(), np.full(n_s, sign)], r, c, n_s)
+            block(np.r_[a[row_of].ravel(), np.full(n_s, sign)], r, c, n_s)
             lo.append(np.broadcast_to(row_lo, n_s))
             up.append(np.broadcast_to(row_up, n_s))
     # the cost pieces: p_gt - sum_k x_gtk = Pmin_g

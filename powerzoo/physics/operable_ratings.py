@@ -43,6 +43,12 @@ stores the result in its disk cache; ratings by voltage class
 (:func:`powerzoo.physics.line_ratings.with_voltage_class_ratings`) are checked when they are
 assigned. :func:`rerating_of` gives a loaded case's :class:`Rerating` (the branches, their old
 and new ratings and the flows that set them).
+
+Both check the case with its own unit limits (Pmin mostly 0 in the library cases). A task that
+gives the units other limits checks again with them: the dispatch tasks run
+:func:`with_operable_ratings` on the case with their Pmin by technology at their own lowest and
+peak load (:func:`powerzoo.tasks.economic_dispatch.sced.limited_case`; case300 has 6 more
+branches re-rated there, case118 none).
 """
 
 from __future__ import annotations
@@ -309,9 +315,24 @@ def apply_rerating(case: NetworkCase, record: Rerating) -> NetworkCase:
     return out
 
 
-def with_operable_ratings(case: NetworkCase, basis: str = "case") -> NetworkCase:
-    """``case`` checked and re-rated by :func:`operable_rerating` (:func:`apply_rerating`)."""
-    return apply_rerating(case, operable_rerating(case, basis))
+def with_operable_ratings(
+    case: NetworkCase,
+    basis: str = "case",
+    load_scales: tuple[float, ...] = (TROUGH_LOAD_SCALE, PEAK_LOAD_SCALE),
+) -> NetworkCase:
+    """``case`` checked at ``load_scales`` x its bus loads and re-rated by
+    :func:`operable_rerating` (:func:`apply_rerating`).
+
+    Args:
+        case: The transmission case, with the ratings [MW] and unit limits to check.
+        basis: Where those ratings come from (reported in :class:`Rerating`).
+        load_scales: Load levels, multiples of the case's bus loads.
+
+    Returns:
+        The re-rated case, registered for :func:`rerating_of` (``case`` itself when nothing
+        binds).
+    """
+    return apply_rerating(case, operable_rerating(case, basis, load_scales))
 
 
 def rerating_of(case: NetworkCase) -> Rerating | None:

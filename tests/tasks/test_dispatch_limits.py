@@ -122,12 +122,19 @@ def test_the_week_task_clips_the_hydro_plant_to_its_energy_left():
 
 def test_the_dispatch_figures():
     rows = {
-        "oracle": {"mean": -100.0, "mean_length": 48, "episode_metrics": {"congested": [24, 12]}},
+        "oracle": {
+            "task": "opf_118",
+            "mean": -100.0,
+            "mean_length": 48,
+            "episode_metrics": {"congested": [24, 12]},
+        },
         "naive": {"mean": -110.0},
         "myopic": {"mean": -102.0},
     }
     assert congestion_step_share(rows) == pytest.approx(36 / 96)
     assert naive_gap_pct(rows) == pytest.approx(10.0)
+    feeder = {**rows, "oracle": {**rows["oracle"], "task": "dso"}}
+    assert naive_gap_pct(feeder) is None  # the naive policy of a feeder task is no dispatch
     assert week_vs_myopic_pct(rows) == pytest.approx(100 * 2.0 / 102.0)
     assert week_vs_myopic_pct({"oracle": rows["oracle"]}) is None
     assert congestion_step_share({"oracle": {"mean": -1.0}}) is None
@@ -137,3 +144,31 @@ def test_the_hydro_plant_is_one_more_unit():
     case, lim = with_hydro("case118", 1.4)
     assert case.n_gen == 55 and lim.unit_class[-1] == "hydro"
     assert case.gen_c1_per_mwh[-1] == 0.0 and case.gen_pmax_mw[-1] == HYDRO_PMAX_MW
+
+
+def test_the_multi_period_solvers_run_on_a_case_above_1000_buses():
+    """case1354pegase at its published ratings (congested): both solvers take their flows and
+    the LP its flow rows from the sparse DC power flow (no dense PTDF above 1,000 buses)."""
+    from powerzoo.physics.cases import load_case
+    from powerzoo.physics.dc_opf import solve_dc_opf
+    from powerzoo.physics.operable_ratings import without_rerating
+
+    case = without_rerating(load_case("case1354pegase"))
+    assert case.n_bus > 1000
+    loads = np.array([1.0, 1.05, 1.1])[:, None] * case.bus_pd_mw
+    p0 = solve_dc_opf(case, loads[0], soft_line_penalty=2000.0).gen_p_mw
+    pmin, pmax = case.gen_limits_mw
+    room = np.where(case.gen_in_service, p0 - pmin, 0.0)
+    unit = int(np.argmax(room))
+    energy = {unit: float(pmin[unit] + 0.5 * room[unit]) * 1.5}  # below p0 for 1.5 h
+    ramp = 0.3 * (pmax - pmin)
+    args = (case, loads, p0, ramp, ramp, 0.5, 2000.0)
+    week = solve_multi_period_dc_opf(*args, energy_mwh=energy)
+    myopic = solve_ramped_sequence(*args, energy_mwh=energy)
+    assert week.status == myopic.status == "optimal"
+    assert week.rounds >= 2  # flow rows were added lazily
+    assert week.overload_mw.min() > 100.0  # the published ratings stay congested
+    for r in (week, myopic):
+        np.testing.assert_allclose(r.gen_p_mw.sum(axis=1), loads.sum(axis=1), atol=1e-4)
+        assert r.gen_p_mw[:, unit].sum() * 0.5 <= energy[unit] + 1e-3
+    assert week.cost <= myopic.cost * (1.0 + 1e-6)

@@ -5,6 +5,8 @@ import pytest
 from pettingzoo.test import parallel_api_test
 
 import powerzoo.tasks.economic_dispatch.model as dispatch_model
+from powerzoo.physics.multi_period_opf import solve_ramped_sequence
+from powerzoo.physics.operable_ratings import rerating_of
 from powerzoo.rl import make_env
 from powerzoo.tasks.economic_dispatch import Opf, Opf118
 
@@ -114,6 +116,56 @@ def test_builds_on_a_case_published_without_ratings() -> None:
     rule = task.rule_based_action(task.observe(state))
     _, out = task.step(state, rule, np.random.default_rng(0))
     assert np.all(np.isfinite(out.reward)) and out.constraint_costs.shape == (1, 2)
+
+
+def _oracle_episode(task: Opf, day: int, t0: int) -> tuple[np.ndarray, np.ndarray]:
+    """The oracle's plan from step ``t0`` of test day ``day`` stepped through the task: the
+    overload [MVAh] of every step, and the plan's own overload [MVAh] of those steps."""
+    rng = np.random.default_rng(0)
+    state = task.reset(rng, np.array([day]))
+    for _ in range(t0):  # reach step t0 on the rule's dispatch
+        state, _ = task.step(state, task.rule_based_action(task.observe(state)), rng)
+    plan = task.oracle_plan(state)
+    assert plan.shape == (1, task.spec.horizon, task.spec.action.dim)
+    assert np.all(np.isfinite(plan)) and np.all(plan[0, :t0] == 0.0)
+    own = solve_ramped_sequence(  # the plan and its overload as its solver measures them
+        task.case,
+        task.bus_loads_ahead(state, 0, task.spec.horizon - t0),
+        state.prev_p_mw[0],
+        task.limits.ramp_up_mw,
+        task.limits.ramp_down_mw,
+        task.spec.dt_h,
+        task.params.overload_penalty_per_mwh,
+    )
+    np.testing.assert_allclose(plan[0, t0:], task.joint_action(own.gen_p_mw))
+    overload = []
+    for t in range(t0, task.spec.horizon):
+        state, out = task.step(state, plan[:, t], rng)
+        np.testing.assert_allclose(state.prev_p_mw[0], own.gen_p_mw[t - t0], atol=1e-6)
+        overload.append(out.constraint_costs[0, 0])
+    return np.array(overload), own.overload_mw * task.spec.dt_h
+
+
+def test_the_oracle_keeps_the_overload_budget_on_case300() -> None:
+    """With Pmin by technology, the loader's ratings of case300 (checked with the case's own Pmin
+    of 0) leave 520-580 MW of overload in every DC-OPF; the task checks them again with its
+    units, so its oracle keeps the 1 MVAh/day budget and the env measures the plan's flows."""
+    task = Opf(split="test", case="case300")
+    record = rerating_of(task.case)
+    assert record is not None and record.basis == "dispatch units" and record.n_rerated > 0
+    assert record.overload_before_mw.min() > 100.0 and record.operable
+    overload, own = _oracle_episode(task, day=0, t0=0)
+    assert overload.sum() <= 1.0
+    np.testing.assert_allclose(overload, own, atol=1e-6)
+
+
+def test_the_ramped_oracle_runs_on_a_case_above_1000_buses() -> None:
+    """case1354pegase has no dense shift factors: the oracle's flows are the sparse ones."""
+    task = Opf(split="test", case="case1354pegase")
+    assert task.case.n_bus > 1000 and task._gsf is None
+    overload, own = _oracle_episode(task, day=32, t0=45)
+    assert overload.size == 3 and overload.sum() <= 1.0
+    np.testing.assert_allclose(overload, own, atol=1e-6)
 
 
 def test_padded_action_fills_every_agent_to_the_slot_count() -> None:

@@ -17,7 +17,7 @@ The rule (:func:`dispatch_limits`) is the size-class rule of the unit-commitment
   lowest load it serves: where the summed Pmin is above :data:`MUST_RUN_SHARE` (90 %) of the
   lowest system load of the data year (the calendar demand shape's minimum times the case's
   load), every Pmin is scaled down to that share (``DispatchLimits.pmin_scale``; 1 on case118
-  at the ``opf_118`` load, 0.77 on ``marl_opf``'s case5).
+  at the ``opf_118`` load, 0.72 on ``marl_opf``'s case5).
 * **Ramp rates** by class, per minute of Pmax: peaking 10 %, mid 2 %, base 1 %; per 30-minute
   step a base unit moves by 30 % of its rating, a mid unit by 60 %, a peaking unit across its
   whole range.

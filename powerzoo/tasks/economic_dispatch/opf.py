@@ -11,7 +11,8 @@ day). What differs:
 * **Any case** (``case=``, default ``"case118"``): the names of
   :func:`powerzoo.physics.cases.load_case`. Cases up to 1,000 buses step on dense shift factors,
   larger ones on the sparse DC power flow (one factorisation per case, no dense branch x bus
-  matrix).
+  matrix). The case's ratings are checked again with the task's units and re-rated where no
+  dispatch keeps them (:mod:`.sced`), so the oracle keeps the overload budget.
 * **Agents** (``agents=``): ``"area"`` (default) gives one agent per control area
   (:func:`powerzoo.physics.areas.control_areas`, ``n_areas`` contiguous areas of about equal unit
   counts; one agent per unit stops making sense at thousands of units); ``"unit"`` one agent per

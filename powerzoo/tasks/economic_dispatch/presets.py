@@ -29,7 +29,7 @@ class Opf118Params(DispatchParams):
 class MarlOpf(EconomicDispatch):
     """Preset ``marl_opf``: the dispatch model on the PJM 5-bus case (case5, published ratings of
     400 MW on branch 1-2 and 240 MW on 4-5), five generator agents, one day; the units' Pmin by
-    technology are scaled by 0.77 so that the committed fleet fits under the year's lowest load.
+    technology are scaled by 0.72 so that the committed fleet fits under the year's lowest load.
     """
 
     task_id = "marl_opf"

@@ -1,6 +1,7 @@
 """The dispatch tasks' network with unit limits, their initial dispatch and their baselines.
 
-* :func:`limited_case`: the task's case with Pmin by technology (:mod:`.limits`), cached.
+* :func:`limited_case`: the task's case with Pmin by technology (:mod:`.limits`), its ratings
+  checked with those units (below), cached.
 * The **rule**, an operator's security-constrained economic dispatch (SCED,
   :func:`sced_dispatch`): the equal-incremental-cost ("lambda") dispatch of the observed load
   within every unit's step range (Pmin, Pmax and the ramps from its last output), then
@@ -15,6 +16,17 @@
   dispatch, without ramp limits, of the load of the half-hour before its first step (the
   previous day's 23:30), a dispatch within every unit's ``[Pmin, Pmax]`` that keeps the
   ratings where redispatch can (the network-blind lambda dispatch on cases above 1,000 buses).
+
+Ratings checked with the task's units: the case loader makes every library case operable with
+the case's own unit limits (:mod:`powerzoo.physics.operable_ratings`, Pmin mostly 0). Pmin by
+technology can leave no dispatch within those ratings: on case300 three units' Pmin (184, 235
+and 780 MW) exceed the voltage-class ratings of their step-up transformers (181 and 491 MW) and
+of the lines behind them, so its DC-OPF keeps 520-580 MW of overload with the task's Pmin. So
+:func:`limited_case` runs the same check again on the case with the task's units, at the
+task's lowest and peak load (``load_scale`` x the year's lowest calendar demand and x 1), and
+re-rates what binds to 1.15 x its DC-OPF flow (case300: 6 more branches; case5, case14, case30,
+case118 at 1.1 and 1.4, case1354pegase and case2869pegase: none).
+:func:`~powerzoo.physics.operable_ratings.rerating_of` of the task's case gives that record.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from powerzoo.data.profiles import get_profiles
 from powerzoo.physics.lambda_dispatch import equal_incremental_cost_dispatch
 from powerzoo.physics.multi_period_opf import solve_ramped_sequence
 from powerzoo.physics.network import NetworkCase
+from powerzoo.physics.operable_ratings import with_operable_ratings
 from powerzoo.physics.redispatch import redispatch
 from powerzoo.tasks.economic_dispatch.limits import DispatchLimits, dispatch_limits
 from powerzoo.tasks.transmission import STEP_MINUTES, congestion_ready_case
@@ -59,12 +72,24 @@ def lowest_demand_pu() -> float:
 
 @functools.lru_cache(maxsize=16)
 def limited_case(case_name: str, load_scale: float) -> tuple[NetworkCase, DispatchLimits]:
-    """``case_name``'s network with its line ratings (:func:`congestion_ready_case`) and the
-    dispatch limits of its units at bus loads ``load_scale x`` the case's (:mod:`.limits`)."""
+    """``case_name``'s network with its line ratings (:func:`congestion_ready_case`, checked
+    with the task's units: module docstring) and the dispatch limits of its units at bus loads
+    ``load_scale x`` the case's (:mod:`.limits`).
+
+    Args:
+        case_name: A transmission case name of :func:`powerzoo.physics.cases.load_case`.
+        load_scale: The task's bus loads per unit of calendar demand, x the case's loads.
+
+    Returns:
+        The case with the units' Pmin and operable ratings, and the units' limits.
+    """
     base = congestion_ready_case(case_name)
-    lowest = lowest_demand_pu() * float(base.total_load_mw) * float(load_scale)
-    limits = dispatch_limits(base, lowest, STEP_MINUTES / 60.0)
-    return limits.with_units(base), limits
+    trough = lowest_demand_pu() * float(load_scale)
+    limits = dispatch_limits(base, trough * float(base.total_load_mw), STEP_MINUTES / 60.0)
+    case = with_operable_ratings(
+        limits.with_units(base), "dispatch units", (trough, float(load_scale))
+    )
+    return case, limits
 
 
 def _inside(lo: np.ndarray, hi: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
