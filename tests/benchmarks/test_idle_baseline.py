@@ -83,13 +83,16 @@ def test_idle_ders_leave_every_device_alone():
     assert not terms[:, 1:].any() and terms[:, 0].sum() < 0.0
 
 
-def test_idle_dso_is_the_no_control_rule():
+def test_idle_dso_serves_every_flexible_load_and_breaks_the_voltage_budget():
+    """Idle on dso is no control (every curtailment and shift fraction 0); the rule curtails
+    where voltages sag, so it differs, and only idle is over the voltage budget in the table."""
     env = make_env("dso", split="test", seed=0)
     task = inspect_env(env).task
     obs = np.stack([env.reset(seed=s)[0] for s in range(3)]).astype(np.float64)
-    np.testing.assert_array_equal(task.idle_action(obs), task.rule_based_action(obs))
+    assert not task.idle_action(obs).any()
     rows = {r["policy"]: r for r in load_baselines()["results"] if r["task"] == "dso"}
-    assert rows["idle"]["returns"] == rows["rule_based"]["returns"]
+    assert rows["idle"]["over_budget_rate"] >= 0.3 and rows["rule_based"]["over_budget_rate"] == 0
+    assert rows["idle"]["returns"] != rows["rule_based"]["returns"]
 
 
 def test_idle_chargers_charge_every_car_at_full_power_until_it_is_full():
