@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from powerzoo.benchmarks.budget_snapshot import budgets_of
 from powerzoo.benchmarks.evaluation import return_unit
 from powerzoo.benchmarks.stats import (
     BOOTSTRAP_RESAMPLES,
@@ -262,14 +263,6 @@ def cost_columns(cost_names: dict[str, tuple[str, ...]], suffixes: Sequence[str]
     return [f"cost_{n}{s}" for n in names for s in suffixes]
 
 
-def _spec_or_none(task: str) -> Any:
-    """The registered task's spec, or ``None`` for a name the registry does not know."""
-    try:
-        return task_spec(task)
-    except (KeyError, ValueError):
-        return None
-
-
 def summary_row(
     task: str,
     policy: str,
@@ -281,8 +274,10 @@ def summary_row(
     split: str,
 ) -> dict[str, Any]:
     """The ``results.csv`` row of one task x policy from its episode rows (``episodes.csv``
-    rows of all its seeds, evaluated on ``days`` of ``split``)."""
-    spec = _spec_or_none(task)
+    rows of all its seeds, evaluated on ``days`` of ``split``). Days over budget and the
+    budget-aware score count the budgets :func:`~powerzoo.benchmarks.budget_snapshot.budgets_of`
+    gives: a campaign folder's pinned ones inside ``task_budgets``, else the task spec's."""
+    budgets = budgets_of(task)
     seeds = list(dict.fromkeys(r["seed"] for r in episodes))
     row = {
         "task": task,
@@ -293,10 +288,10 @@ def summary_row(
         "n_seeds": len(seeds),
         "seeds": " ".join(map(str, seeds)),
         "n_days": len(days),
-        **summarize_campaign_episodes(episodes, cost_names, spec=spec),
+        **summarize_campaign_episodes(episodes, cost_names, spec=budgets),
     }
     row.update(score_columns(task, split, days, row))
-    row.update(cmdp_score_columns(task, split, days, episodes, cost_names, spec))
+    row.update(cmdp_score_columns(task, split, days, episodes, cost_names, budgets))
     return row
 
 

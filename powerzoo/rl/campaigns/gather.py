@@ -26,21 +26,27 @@ plot of its first seed (each trial's own stays in its ``evaluation/`` folder).
 Scores read the baseline table the campaign was first gathered against: a copy of the packaged
 table kept in the folder (:data:`BASELINE_TABLE_FILE`), so a campaign's numbers stay those of the
 tasks it trained on when the package's tasks and table change later (delete the copy to score
-against the current table).
+against the current table). The budgets are pinned the same way: the folder keeps the per-episode
+constraint budgets of its tasks as they were at the first gathering (:data:`TASK_BUDGETS_FILE`,
+:mod:`powerzoo.benchmarks.budget_snapshot`), and days over budget and budget-aware scores count
+those, not the tasks' budgets now.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from powerzoo.benchmarks.baselines import BASELINES_FILE as PACKAGED_TABLE
 from powerzoo.benchmarks.baselines import baseline_table
+from powerzoo.benchmarks.budget_snapshot import budgets_of, task_budgets, write_task_budgets
 from powerzoo.benchmarks.campaign import run_campaign
 from powerzoo.benchmarks.plots import plot_return_vs_cost
 from powerzoo.benchmarks.report import (
@@ -71,6 +77,9 @@ __all__ = [
     "CampaignOutcome",
     "TRIAL_COLUMNS",
     "BASELINES_FILE",
+    "BASELINE_TABLE_FILE",
+    "TASK_BUDGETS_FILE",
+    "pinned_campaign_files",
 ]
 
 TRIAL_COLUMNS = (
@@ -85,6 +94,9 @@ TRIAL_COLUMNS = (
 """Columns of ``trials.csv`` before the ``results.csv`` columns."""
 BASELINE_TABLE_FILE = "baseline_table.json"
 """The copy of the baseline table a campaign folder is scored against (module docstring)."""
+TASK_BUDGETS_FILE = "task_budgets.json"
+"""The per-episode constraint budgets of its tasks a campaign folder is scored against
+(``{task: {"selected": [...], "thresholds": {name: budget}}}``, module docstring)."""
 BASELINES_FILE = "baselines_record.json"
 """The baselines' evaluation in a campaign folder, reused by the next gathering when nothing it
 depends on changed (:func:`evaluate_baselines`)."""
@@ -92,8 +104,10 @@ depends on changed (:func:`evaluate_baselines`)."""
 
 def _baselines_key(campaign: CampaignSpec) -> dict[str, Any]:
     """What the baselines' numbers depend on: the campaign's tasks, baselines, seeds and
-    protocol, and the code and packaged files that compute them (every file of the package,
-    the baselines table included) with the numeric libraries' versions."""
+    protocol, the budgets they are counted against (:func:`budgets_of`: the folder's pinned ones
+    inside :func:`pinned_campaign_files`), and the code and packaged files that compute them
+    (every file of the package, the baselines table included) with the numeric libraries'
+    versions."""
     from importlib import metadata
 
     from powerzoo.provenance import PACKAGE_DIR
@@ -109,6 +123,7 @@ def _baselines_key(campaign: CampaignSpec) -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
+    budgets = {t: budgets_of(t) for t in campaign.tasks}
     return {
         "tasks": list(campaign.tasks),
         "baselines": list(campaign.baselines),
@@ -116,6 +131,7 @@ def _baselines_key(campaign: CampaignSpec) -> dict[str, Any]:
         "split": campaign.split,
         "episodes": campaign.episodes,
         "plots": campaign.plots,
+        "budgets": {t: None if b is None else b.to_json() for t, b in budgets.items()},
         "package": digest.hexdigest()[:16],
         "versions": versions,
     }
@@ -248,12 +264,35 @@ def gather(
         The gathered campaign.
     """
     out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     table = out / BASELINE_TABLE_FILE
     if not table.is_file():
-        out.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PACKAGED_TABLE, table)
-    with baseline_table(table):
+    if not (out / TASK_BUDGETS_FILE).is_file():
+        write_task_budgets(out / TASK_BUDGETS_FILE, campaign.tasks)
+    with pinned_campaign_files(out):
         return _gather(campaign, records, out, failed, progress)
+
+
+@contextlib.contextmanager
+def pinned_campaign_files(campaign_dir: str | Path) -> Iterator[None]:
+    """Within the block, scores read the campaign folder's baseline table
+    (:data:`BASELINE_TABLE_FILE`) and budgets (:data:`TASK_BUDGETS_FILE`), each where the folder
+    has it (else the packaged table and the tasks' budgets now).
+
+    Args:
+        campaign_dir: The campaign folder.
+
+    Yields:
+        Nothing.
+    """
+    folder = Path(campaign_dir)
+    with contextlib.ExitStack() as stack:
+        if (folder / BASELINE_TABLE_FILE).is_file():
+            stack.enter_context(baseline_table(folder / BASELINE_TABLE_FILE))
+        if (folder / TASK_BUDGETS_FILE).is_file():
+            stack.enter_context(task_budgets(folder / TASK_BUDGETS_FILE))
+        yield
 
 
 def _gather(

@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.baselines import baseline_rows, baseline_table
+from powerzoo.benchmarks.baselines import baseline_rows
+from powerzoo.benchmarks.budget_snapshot import budgets_of
 from powerzoo.benchmarks.plots import LearningCurve, plot_learning_curves, plot_return_vs_costs
 from powerzoo.benchmarks.report import (
     CampaignResult,
@@ -52,7 +53,7 @@ from powerzoo.benchmarks.report import (
 )
 from powerzoo.benchmarks.stats import bootstrap_ci
 from powerzoo.fileio import CorruptFileError, atomic_write_text, read_json
-from powerzoo.rl.campaigns.gather import BASELINE_TABLE_FILE, pooled_trial_rows
+from powerzoo.rl.campaigns.gather import pinned_campaign_files, pooled_trial_rows
 from powerzoo.rl.campaigns.local import CAMPAIGN_FILE
 from powerzoo.rl.campaigns.spec import CampaignSpec
 from powerzoo.rl.campaigns.trial import (
@@ -393,12 +394,12 @@ def write_results_page(
     ``episodes.csv`` (the page's rows and episodes, :mod:`powerzoo.benchmarks.report` columns),
     ``return_vs_cost_<task>.png`` and ``learning_curves_<task>.png`` (with ``plots``).
     Nothing in ``campaign_dir`` is written. Scores read the folder's copy of the baseline table
-    (``baseline_table.json``, :mod:`powerzoo.rl.campaigns.gather`) where it has one.
+    (``baseline_table.json``, :mod:`powerzoo.rl.campaigns.gather`) and days over budget, scores
+    and budget columns its task budgets (``task_budgets.json``,
+    :mod:`powerzoo.benchmarks.budget_snapshot`) where it has them; a folder from before campaigns
+    kept them is read against the packaged table and the tasks' budgets now.
     """
-    table = Path(campaign_dir) / BASELINE_TABLE_FILE
-    if not table.is_file():  # a folder from before campaigns kept their table: the packaged one
-        return _write_results_page(campaign_dir, out_dir, plots, diagnoses)
-    with baseline_table(table):
+    with pinned_campaign_files(campaign_dir):
         return _write_results_page(campaign_dir, out_dir, plots, diagnoses)
 
 
@@ -426,9 +427,9 @@ def _write_results_page(
         rows += task_rows
         episodes += base_episodes + [e for e in trained_episodes if e["task"] == task]
         if plots and task_rows:
-            spec = task_spec(task)
+            pinned = budgets_of(task)
             budgets = {
-                n: spec.cost_thresholds.get(n, np.inf) if n in spec.selected_constraints else np.inf
+                n: np.inf if pinned is None or pinned.budget(n) is None else pinned.budget(n)
                 for n in cost_names[task]
             }
             images[task] = [

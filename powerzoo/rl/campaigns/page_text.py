@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from powerzoo.benchmarks.baselines import baseline_rows, reference_policy
+from powerzoo.benchmarks.budget_snapshot import budgets_of
 from powerzoo.benchmarks.evaluation import return_unit
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE
 from powerzoo.rl.campaigns.trial import tested_model_steps
@@ -184,8 +185,8 @@ def summary_markdown(
 def _task_table(
     folder: Any, task: str, rows: Sequence[dict[str, Any]], names: Sequence[str]
 ) -> str:
-    spec = task_spec(task)
-    budgets = {n: spec.cost_thresholds.get(n) for n in names if n in spec.selected_constraints}
+    pinned = budgets_of(task)
+    budgets = {n: pinned.budget(n) for n in names} if pinned is not None else {}
     head = [
         "policy",
         "seeds (model tested)",
