@@ -126,7 +126,7 @@ FIGURE_MIN: dict[str, dict[str, float]] = {
     # >= 1 % and the distribution agents move the system cost by >= 1 %
     **{
         task: {"joint_gain_pct": 1.0, "distribution_effect_pct": 1.0}
-        for task in ("joint_trans_dist", "joint_trans_dist_7d")
+        for task in ("joint_trans_dist", "joint_trans_dist_7d", "joint_trans_dist_118")
     },
 }
 """Lower bounds of figures, per task (module docstring)."""

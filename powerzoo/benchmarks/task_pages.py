@@ -83,7 +83,7 @@ PHYSICS = {
     "tso": "DC power flow (118-bus)",
     "joint_trans_dist": "DC (5-bus) + AC radial (33-bus)",
     "joint_trans_dist_7d": "DC (5-bus) + AC radial (33-bus)",
-    "joint_trans_dist_118": "DC (118-bus) + AC radial (141, 33, 33-bus)",
+    "joint_trans_dist_118": "DC (118-bus) + AC radial (33, 33, 33-bus)",
 }
 """The network model each built-in task steps, for the catalogue."""
 

@@ -86,7 +86,11 @@ Model (multi-agent, 30-minute steps, 48 or 336 per episode)
   ``separate`` and ``distribution_effect_pct`` over ``flex_idle`` (% of the system cost).
 
 Several feeders at several buses are a class attribute (:attr:`.task.JointTransDist.feeders`, a
-tuple of :class:`.spec.FeederHookup`); batteries are numbered over the feeders in order.
+tuple of :class:`.spec.FeederHookup`); batteries are numbered over the feeders in order. Two more
+class attributes: ``net_feeder_load`` (``True`` here: the feeders are part of their bus's load;
+``False``: load added to the case's) and ``head_ltc`` (``False`` here: the fixed tap above;
+``True``: an on-load tap changer holds each head near 1.025 p.u., :mod:`.boundary`), both
+``joint_trans_dist_118``'s other way (:mod:`.areas`).
 """
 
 from powerzoo.tasks.joint_trans_dist.areas import JointAreaParams, JointTransDist118

@@ -19,6 +19,13 @@ Thevenin equivalent of the transmission network there, then the substation trans
   (exact flow, table) less its batteries' output; its reactive draw its loads' reactive power.
   The head voltage so falls with the feeder's draw, with the boundary bus's and its neighbours'
   loads, and with the other feeders' draw at that bus (its copies).
+* **On-load tap changer** (a task with ``head_ltc = True``; ``joint_trans_dist_118``): each
+  substation transformer instead has an LTC (:class:`powerzoo.devices.tap_changer.
+  TapChangerParams`: +-16 steps of 0.625 %, band centre 1.025 p.u.) whose controller sets, each
+  half-hour, the tap that puts the head nearest the band centre (:meth:`Boundary.head_tap`; the
+  controller's 45 s delay and 10 s between operations settle well within a step). The head then
+  sits within half a step (0.003 p.u.) of 1.025 p.u. while the tap range lasts; the tap follows
+  the transmission state, and the head leaves the band only where the tap is at its limit.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from powerzoo.devices.tap_changer import TapChangerParams
 from powerzoo.physics.ac_network import ac_network
 from powerzoo.physics.dc_opf import solve_dc_opf
 from powerzoo.physics.thevenin import thevenin_at
@@ -90,7 +98,9 @@ class LmpTable:
 class Boundary:
     """The head voltage of every feeder of a coupled task (module docstring)."""
 
-    def __init__(self, task: Any, head_mean_vm_pu: float) -> None:
+    def __init__(
+        self, task: Any, head_mean_vm_pu: float, ltc: TapChangerParams | None = None
+    ) -> None:
         case = task.case
         self.thevenin = thevenin_at(task.case_name, case, task.boundary)
         q_case = -ac_network(task.case_name).q_mvar.astype(np.float64)  # Mvar drawn
@@ -106,24 +116,54 @@ class Boundary:
         self.r_pu = z / np.hypot(1.0, SUBSTATION_X_OVER_R) / base  # p.u. per MW
         self.x_pu = self.r_pu * SUBSTATION_X_OVER_R  # p.u. per Mvar
         self.task = task
+        self.ltc = ltc
         self.tap = np.ones(self.copies.size)
+        if ltc is not None:  # the tap moves with the step (head_tap)
+            return
         idle = self.head_voltage_pu(task.demand, task.idle_head)  # at tap 1
         drop = self.r_pu * task.idle_head + self.x_pu * task.demand[:, None] * self.feeder_q_scale
         self.tap = (float(head_mean_vm_pu) + drop.mean(axis=0)) / (idle + drop).mean(axis=0)
 
-    def head_voltage_pu(self, demand: np.ndarray, draw_mw: np.ndarray) -> np.ndarray:
-        """Each feeder's head voltage [B, n_feeders] (p.u.) at ``demand`` [B] (``demand_pu``)
-        with each copy of each feeder drawing ``draw_mw`` [B, n_feeders] (MW)."""
+    def _bus_and_drop(self, demand: np.ndarray, draw_mw: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The boundary bus voltage behind each feeder [B, n_feeders] (p.u., the Thevenin
+        equivalent) and the drop across one feeder's transformer [B, n_feeders] (p.u.) at
+        ``demand`` [B] with each copy of each feeder drawing ``draw_mw`` [B, n_feeders] (MW)."""
         q_copy = demand[:, None] * self.feeder_q_scale  # [B, F] Mvar per copy
         p_bus = self.task.transmission_loads(demand, draw_mw * self.copies)
         q_bus = demand[:, None] * self.bus_q_scale
         np.add.at(q_bus, (slice(None), self.task.boundary), q_copy * self.copies)
         v_bus = self.thevenin.voltage_pu(p_bus, q_bus)
-        return self.tap * v_bus - self.r_pu * draw_mw - self.x_pu * q_copy
+        return v_bus, self.r_pu * draw_mw + self.x_pu * q_copy
+
+    def _ltc_tap(self, v_bus: np.ndarray, drop: np.ndarray) -> np.ndarray:
+        """The LTC's tap positions [B, n_feeders] that put each head nearest the band centre at
+        boundary voltages ``v_bus`` and transformer drops ``drop`` [B, n_feeders] (p.u.)."""
+        ltc = self.ltc
+        ideal = ((ltc.band_centre_pu + drop) / v_bus - 1.0) / ltc.step_pu
+        return np.clip(np.rint(ideal), -ltc.n_steps, ltc.n_steps)
+
+    def head_voltage_pu(self, demand: np.ndarray, draw_mw: np.ndarray) -> np.ndarray:
+        """Each feeder's head voltage [B, n_feeders] (p.u.) at ``demand`` [B] (``demand_pu``)
+        with each copy of each feeder drawing ``draw_mw`` [B, n_feeders] (MW)."""
+        v_bus, drop = self._bus_and_drop(demand, draw_mw)
+        if self.ltc is None:
+            return self.tap * v_bus - drop
+        return (1.0 + self.ltc.step_pu * self._ltc_tap(v_bus, drop)) * v_bus - drop
+
+    def head_tap(self, demand: np.ndarray, draw_mw: np.ndarray) -> np.ndarray:
+        """Each feeder's LTC tap position [B, n_feeders] (steps from neutral) at ``demand``
+        [B] with each copy drawing ``draw_mw`` [B, n_feeders] (MW); a task without an LTC has
+        none (``ValueError``)."""
+        if self.ltc is None:
+            raise ValueError(f"{self.task.spec.task_id} has fixed substation taps, no LTC")
+        return self._ltc_tap(*self._bus_and_drop(demand, draw_mw))
 
     def head_sensitivity_pu_per_mw(self) -> np.ndarray:
         """``d V_head / d(draw per copy)`` [n_feeders] (p.u. per MW) of each feeder's head
         voltage to its own copies' draw (the Thevenin's self term x copies, and the
-        transformer)."""
+        transformer); 0 with an LTC, which holds the head within half a step of its band
+        centre."""
+        if self.ltc is not None:
+            return np.zeros(self.copies.size)
         k = self.thevenin.p_sensitivity_pu_per_mw[np.arange(self.copies.size), self.task.boundary]
         return self.tap * k * self.copies - self.r_pu

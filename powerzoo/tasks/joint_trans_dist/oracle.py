@@ -23,7 +23,7 @@ from powerzoo.tasks.feeder import add_voltage_band, unit_variables, voltage_sq_s
 
 __all__ = ["COST_SEGMENTS", "plan_episode", "separate_plan", "flex_idle_plan"]
 
-COST_SEGMENTS = 4  # secant segments of a quadratic cost curve in the episode LP
+COST_SEGMENTS = 16  # secant segments of a quadratic cost curve in the episode LP
 SMALL_MATRIX_VALUE = 1e-9  # HiGHS drops (with a warning) constraint coefficients this small
 
 
@@ -156,7 +156,8 @@ def plan_episode(task: Any, state: Any, row: int) -> np.ndarray:
     the transmission loads plus the head powers, and every rated branch's DC flow stays within
     its rating plus a priced slack. The costs are linear where the case's are (``c1``; case5)
     and quadratic costs are replaced by their secants over :data:`COST_SEGMENTS` equal segments
-    of ``[Pmin, Pmax]`` (case118). Stage 2: :func:`dispatch_against` the planned batteries.
+    of ``[Pmin, Pmax]`` (case118); every rated branch's flow is planned within ``1 -
+    oracle_line_margin`` of its rating. Stage 2: :func:`dispatch_against` the planned batteries.
     """
     p = task.params
     case, dt = task.case, task.spec.dt_h
@@ -179,7 +180,7 @@ def plan_episode(task: Any, state: Any, row: int) -> np.ndarray:
         shift = -ptdf_t[task.boundary.take(task.bat_feeder)]  # [n_bat, n_lim]
         flow = gen @ _drop_tiny(task.gsf[:, limited]) + net @ shift - load @ ptdf_t
         slack = unit_variables(h, n_t, np.zeros(limited.size), np.full(limited.size, np.inf))
-        rate = case.branch_rate_a_mw[limited]
+        rate = case.branch_rate_a_mw[limited] * (1.0 - p.oracle_line_margin)
         h.addConstrs((flow - slack).ravel() <= np.tile(rate, n_t))
         h.addConstrs((flow + slack).ravel() >= -np.tile(rate, n_t))
         objective = objective + h.qsum((dt * p.overload_penalty_per_mwh * slack).ravel())

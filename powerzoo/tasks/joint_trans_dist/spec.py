@@ -79,6 +79,9 @@ class JointParams:
     tou_steps: int = 8
     # the oracle plans the feeder voltages in [0.95 + m, 1.05 - m] p.u.
     oracle_margin_pu: float = 0.005
+    # the oracle plans every rated branch's flow within (1 - this) x its rating (room for the
+    # feeders' losses, which its plan holds at their idle value)
+    oracle_line_margin: float = 0.0
     # each substation transformer's fixed tap is set so that its feeder's head voltage with the
     # batteries idle averages this over the data year (powerzoo.tasks.joint_trans_dist.boundary)
     head_mean_vm_pu: float = 1.02
@@ -101,6 +104,10 @@ class JointParams:
         ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not 0.0 <= self.oracle_line_margin < 1.0:
+            raise ValueError(
+                f"oracle_line_margin must be in [0, 1), got {self.oracle_line_margin!r}"
+            )
         if not 1 <= self.tou_steps <= 24:
             raise ValueError(f"tou_steps must be in 1..24 half-hours, got {self.tou_steps!r}")
         check_regulation_keywords(self.regulation_share, self.regulation_price_per_mwh)

@@ -15,6 +15,7 @@ from powerzoo.devices.inverter_battery import (
     inverter_battery_settlement,
     inverter_battery_step,
 )
+from powerzoo.devices.tap_changer import TapChangerParams
 from powerzoo.physics.dc_opf import dispatch_cost
 from powerzoo.physics.dc_power_flow import (
     generation_shift_matrix,
@@ -88,7 +89,8 @@ class JointTransDist(JointBaselines, Task):
     ## Arguments
     ``load_scale``, ``feeder_load_scale``, ``imbalance_price_per_mwh``,
     ``overload_penalty_per_mwh``, ``energy_mwh``, ``power_mw``, ``tou_steps``, ``oracle_margin_pu``,
-    ``head_mean_vm_pu`` (1.02), ``regulation_share`` (0.01), ``regulation_price_per_mwh``
+    ``oracle_line_margin`` (0), ``head_mean_vm_pu`` (1.02), ``regulation_share`` (0.01),
+    ``regulation_price_per_mwh``
     (``None``: 2 x the highest marginal cost).
     ## Baselines
     Random; rule-based; oracle (one LP over transmission and distribution); ``separate``
@@ -112,6 +114,9 @@ class JointTransDist(JointBaselines, Task):
     # True: each boundary bus's transmission load is its case load less its feeder's base load
     # (the bus's total unchanged with the batteries idle); False: the feeder's load is added
     net_feeder_load: ClassVar[bool] = True
+    # True: an on-load tap changer at each substation holds its feeder's head near 1.025 p.u.
+    # (powerzoo.tasks.joint_trans_dist.boundary); False: a fixed tap (head_mean_vm_pu)
+    head_ltc: ClassVar[bool] = False
 
     @classmethod
     def spec_for(cls, params: JointParams) -> TaskSpec:
@@ -179,7 +184,8 @@ class JointTransDist(JointBaselines, Task):
             axis=1,
         )
         self.lmp = LmpTable(self)
-        self.boundary_model = Boundary(self, p.head_mean_vm_pu)
+        ltc = TapChangerParams() if self.head_ltc else None
+        self.boundary_model = Boundary(self, p.head_mean_vm_pu, ltc)
         # regulation band: a share of the split year's peak load, the feeders' head power included
         peak = (self.demand * self.bus_load_scale.sum() + self.idle_head @ self.copies).max()
         self.regulation = RegulationBand(
