@@ -3,9 +3,9 @@
 * ``congestion_step_share``: the share of the oracle's steps with a branch at its rating (the
   step info ``congested``, 1.0 or 0.0, summed per episode in the row's ``episode_metrics``),
   over the table's episodes.
-* ``naive_gap_pct`` (:data:`NETWORK_DISPATCH_TASKS`): how much more the network-blind naive dispatch costs than the oracle, in %
-  of the oracle's cost, ``100 x (R_oracle - R_naive) / |R_oracle|`` (returns are minus the cost,
-  overload priced in).
+* ``naive_gap_pct`` (:data:`NETWORK_DISPATCH_TASKS`): how much more the network-blind naive
+  dispatch costs than the oracle, in % of the oracle's cost,
+  ``100 x (R_oracle - R_naive) / |R_oracle|`` (returns are minus the cost, overload priced in).
 * ``week_vs_myopic_pct`` (``opf_118_7d``): the week's oracle's gain over the step-by-step myopic
   optimum, in % of the myopic cost, ``100 x (R_oracle - R_myopic) / |R_myopic|``.
 
