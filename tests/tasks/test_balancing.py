@@ -36,7 +36,7 @@ def test_default_regulation_price_is_twice_the_highest_marginal_cost_capped():
         ("marl_opf", 10.9477, 80.0),
         ("opf_118", 59.1059, 560.0),  # 1 % of the peak at 1.4 x the case load
         ("joint_trans_dist", 11.0781, 80.0),
-        ("joint_trans_dist_118", 55.7770, 560.0),
+        ("joint_trans_dist_118", 56.7279, 560.0),  # with the load pockets' feeders
         ("marl_uc", 10.9477, 80.0),
         ("tso", 0.0, 0.0),  # balanced by the committed units: no band
     ],
