@@ -149,17 +149,18 @@ def initial_dispatch(task: Any, dense: bool = True) -> np.ndarray:
     return lambda_dispatch(task.case, load, lo, hi, margin=0.0)
 
 
-def ramped_plan(task: Any, state: Any) -> np.ndarray:
-    """The per-step DC-OPF within the ramp ranges for every remaining step of each episode of
-    dispatch task ``task`` in state ``state`` [B, H, n_gen] MW (steps already taken are 0)."""
+def ramped_plan(task: Any, state: Any, solver: Any = solve_ramped_sequence) -> np.ndarray:
+    """The dispatch of every remaining step of each episode of dispatch task ``task`` in state
+    ``state`` by ``solver`` [B, H, n_gen] MW (steps already taken are 0): by default the per-step
+    DC-OPF within the ramp ranges; ``solve_multi_period_dc_opf`` of
+    :mod:`powerzoo.physics.multi_period_opf` (same arguments) plans the horizon whole."""
     h, limits = task.spec.horizon, task.limits
     plan = np.zeros((state.t.size, h, task.case.n_gen))
     for row in range(state.t.size):
         t0 = int(state.t[row])
-        loads = task.bus_loads_ahead(state, row, h - t0)
-        result = solve_ramped_sequence(
+        result = solver(
             task.case,
-            loads,
+            task.bus_loads_ahead(state, row, h - t0),
             state.prev_p_mw[row],
             limits.ramp_up_mw,
             limits.ramp_down_mw,

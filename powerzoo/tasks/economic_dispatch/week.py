@@ -163,19 +163,4 @@ class Opf118Week(Opf118):
     def oracle_plan(self, state: DispatchState) -> np.ndarray:
         """The week's multi-period dispatch of every remaining step
         (:func:`~powerzoo.physics.multi_period_opf.solve_multi_period_dc_opf`) [B, H, n_gen]."""
-        h, limits = self.spec.horizon, self.limits
-        plan = np.zeros((state.t.size, h, self.case.n_gen))
-        for row in range(state.t.size):
-            t0 = int(state.t[row])
-            result = solve_multi_period_dc_opf(
-                self.case,
-                self.bus_loads_ahead(state, row, h - t0),
-                state.prev_p_mw[row],
-                limits.ramp_up_mw,
-                limits.ramp_down_mw,
-                self.spec.dt_h,
-                self.params.overload_penalty_per_mwh,
-                energy_mwh=self.energy_left_of(state, row),
-            )
-            plan[row, t0:] = result.gen_p_mw
-        return plan
+        return sced.ramped_plan(self, state, solve_multi_period_dc_opf)
