@@ -25,6 +25,7 @@ from powerzoo.benchmarks.evaluation import budget_flags, interquartile_mean
 
 __all__ = [
     "bootstrap_ci",
+    "percentile_interval",
     "summarize_campaign_episodes",
     "episode_seed",
     "score_or_none",
@@ -66,10 +67,15 @@ _STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
-def _interval(stats: np.ndarray, confidence: float) -> tuple[float, float]:
+def percentile_interval(stats: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of bootstrap
+    ``stats`` (a statistic over resamples, in its own unit): the percentile interval."""
     tail = 50.0 * (1.0 - confidence)
     low, high = np.percentile(stats, [tail, 100.0 - tail])
     return float(low), float(high)
+
+
+_interval = percentile_interval
 
 
 def bootstrap_ci(

@@ -223,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     from powerzoo.cli.card import add_parser as add_card_parser
 
     add_card_parser(sub)
+    from powerzoo.cli.score import add_parser as add_score_parser
+
+    add_score_parser(sub)
     return parser
 
 

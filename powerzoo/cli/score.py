@@ -1,0 +1,86 @@
+"""``powerzoo score FOLDER``: check a submission folder, re-derive every number of it and print
+its row (``--table`` adds it to a results table); ``--from-trial`` first writes the folder from
+the trial records of a PowerZoo campaign."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from powerzoo.benchmarks.submission import read_submission, submission_from_trials
+    from powerzoo.benchmarks.submission_score import append_result, result_text, score_submission
+
+    folder = Path(args.folder)
+    if args.resamples < 1:
+        raise ValueError(f"--resamples must be >= 1, got {args.resamples}")
+    if args.from_trial:
+        if folder.exists() and any(folder.iterdir()):
+            raise FileExistsError(f"{folder} is not empty; --from-trial writes a new folder")
+        submission_from_trials(args.from_trial, folder)
+        print(f"wrote the submission folder {folder} from {len(args.from_trial)} trial(s)")
+    with contextlib.ExitStack() as stack:
+        if args.campaign is not None:
+            from powerzoo.rl.campaigns.gather import pinned_campaign_files
+
+            if not Path(args.campaign).is_dir():
+                raise FileNotFoundError(f"--campaign {args.campaign}: no such folder")
+            stack.enter_context(pinned_campaign_files(args.campaign))
+        row = score_submission(read_submission(folder), n_resamples=args.resamples)
+    if args.json:
+        print(json.dumps(row, indent=2))
+    else:
+        print(result_text(row))
+    if args.table is not None:
+        print(f"added the row to {append_result(args.table, row)}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``score`` on the ``powerzoo`` sub-parser object."""
+    from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
+
+    p = sub.add_parser(
+        "score",
+        help="check a submission folder and re-derive its scores (docs/submission.md)",
+        description=(
+            "Check a submission folder (meta.json and one episode file per seed on the "
+            "protocol's days and env seeds), re-derive every number from its episodes "
+            "(feasibility, performance between the best rule that keeps the budgets and the "
+            "oracle, optimality gap, paired differences against the anchor and the rule, seed x "
+            "test block intervals) and print its row."
+        ),
+    )
+    p.add_argument("folder", help="the submission folder (written first with --from-trial)")
+    p.add_argument(
+        "--table", default=None, metavar="CSV", help="add the row to this results table (CSV)"
+    )
+    p.add_argument(
+        "--from-trial",
+        action="append",
+        default=[],
+        metavar="TRIAL_DIR",
+        help="write FOLDER from this campaign trial folder (trial.json) first; repeat it for "
+        "each seed",
+    )
+    p.add_argument(
+        "--campaign",
+        default=None,
+        metavar="DIR",
+        help="score against the baselines table and budgets pinned in this campaign folder "
+        "(default: the packaged table and the tasks' budgets now)",
+    )
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=BOOTSTRAP_RESAMPLES,
+        help=f"bootstrap resamples of every interval (default: {BOOTSTRAP_RESAMPLES})",
+    )
+    p.add_argument("--json", action="store_true", help="print the row as JSON")
+    p.set_defaults(func=_cmd_score)

@@ -1,0 +1,230 @@
+"""Submission folders: the format's checks, ``powerzoo score`` end to end, and a committed row of
+the benchmark reproduced from a hand-made folder."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from powerzoo.benchmarks.aggregates import aggregate_scores
+from powerzoo.benchmarks.score_v2 import score_runs, task_reference
+from powerzoo.benchmarks.submission import SubmissionError, read_submission
+from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, read_run_scores
+from powerzoo.cli.main import main
+from powerzoo.rl.campaigns.gather import pinned_campaign_files
+
+ROOT = Path(__file__).resolve().parents[2]
+CAMPAIGN = ROOT / "results" / "benchmark"
+COMMITTED = ROOT / "docs" / "results" / "results.csv"
+
+
+def _trial_dirs(row):
+    name = row["policy"].replace("/", "-")
+    return [CAMPAIGN / "trials" / f"{row['task']}-{name}-seed{s}" for s in row["seeds"].split()]
+
+
+def _committed_row(task=None):
+    """A trained row of the committed results table whose trial records are all here."""
+    with COMMITTED.open(encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if row["kind"] != "trained" or (task is not None and row["task"] != task):
+                continue
+            if all((d / "trial.json").is_file() for d in _trial_dirs(row)):
+                return row
+    pytest.skip("no committed trained row with its trial records")
+
+
+def _records(row):
+    return [json.loads((d / "trial.json").read_text()) for d in _trial_dirs(row)]
+
+
+def write_by_hand(folder, records, *, env_seeds="campaign", **meta):
+    """A submission folder written field by field from trial records (no PowerZoo writer)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    first = records[0]
+    fields = {
+        "algorithm": first["label"],
+        "task": first["task"],
+        "split": "test",
+        "seeds": [r["seed"] for r in records],
+        "code_hash": "0123abcd",
+        "env_steps": int(first["num_timesteps"]),
+        "wall_time_s": 61.5,
+        "hardware": "1 core, test machine",
+        "tuning_budget": {"configurations": 1, "split": "val"},
+        "env_seeds": env_seeds,
+        **meta,
+    }
+    (folder / "meta.json").write_text(json.dumps(fields))
+    for rec in records:
+        names = rec["cost_names"]
+        lines = [",".join(["episode", "day_id", "env_seed", "return", "length"])]
+        lines[0] += "".join(f",cost_{n}" for n in names)
+        for e in rec["episodes"]:
+            values = [e["episode"], e["day_id"], e["env_seed"], repr(e["return"]), e["length"]]
+            values += [repr(e[f"cost_{n}"]) for n in names]
+            lines.append(",".join(map(str, values)))
+        (folder / f"episodes_seed{rec['seed']}.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_powerzoo_score_reproduces_a_committed_row(tmp_path, capsys):
+    row = _committed_row("battery_arbitrage")
+    records = _records(row)
+    folder = write_by_hand(tmp_path / "sub", records)
+    table = tmp_path / "results.csv"
+    argv = ["score", str(folder), "--campaign", str(CAMPAIGN), "--table", str(table)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert f"{row['task']} / {row['policy']}" in printed and "performance" in printed
+    with table.open() as f:
+        (scored,) = list(csv.DictReader(f))
+    # benchmark v1's columns of the committed table, to the last digit
+    for v1 in ("normalized_score", "cmdp_score", "over_budget_rate"):
+        assert scored[f"v1_{v1}"] == row[v1]
+    assert scored["mean_return"] == row["mean_return"]
+    assert scored["v1_mean_return_ci_low"] == row["mean_return_ci_low"]
+    # the v2 numbers, computed here directly from the trial records
+    names = records[0]["cost_names"]
+    returns = np.array([[e["return"] for e in r["episodes"]] for r in records])
+    costs = np.array([[[e[f"cost_{n}"] for n in names] for e in r["episodes"]] for r in records])
+    with pinned_campaign_files(CAMPAIGN):
+        direct = score_runs(returns, costs, names, task_reference(row["task"]))
+    for key in ("performance", "performance_ci_low", "feasibility", "anchor_diff"):
+        assert scored[key] == repr(direct[key])
+    assert scored["anchor_diff_ci_high"] == repr(direct["anchor_diff_ci_high"])
+    assert json.loads(scored["run_performance"]) == direct["run_performance"]
+    assert scored["paired_on"] == "days"  # the campaign's env seeds are not the baselines'
+    # --from-trial writes the same episodes: the same scores
+    assert (
+        main(
+            ["score", str(tmp_path / "again"), "--campaign", str(CAMPAIGN), "--json"]
+            + [a for d in _trial_dirs(row) for a in ("--from-trial", str(d))]
+        )
+        == 0
+    )
+    again = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    for key in ("performance", "feasibility", "rule_diff_ci_low"):
+        assert again[key] == direct[key]
+    assert repr(again["v1_cmdp_score"]) == row["cmdp_score"]
+    assert main(argv) == 0  # a second row is appended under the same header
+    assert len(table.read_text().splitlines()) == 3
+
+
+def _protocol_folder(tmp_path, n_seeds=2):
+    """A small valid folder on the protocol's env seeds (seed-0 episodes copied per seed)."""
+    record = json.loads(
+        (_trial_dirs(_committed_row("battery_arbitrage"))[0] / "trial.json").read_text()
+    )
+    records = [{**record, "seed": s} for s in range(n_seeds)]
+    return write_by_hand(tmp_path / "sub", records, env_seeds="protocol")
+
+
+def _edit_csv(path, row, column, value):
+    lines = path.read_text().splitlines()
+    header = lines[0].split(",")
+    cells = lines[row + 1].split(",")
+    cells[header.index(column)] = value
+    lines[row + 1] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _drop_meta_field(folder):
+    meta = json.loads((folder / "meta.json").read_text())
+    del meta["tuning_budget"]
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def _drop_column(folder):
+    path = folder / "episodes_seed0.csv"
+    rows = [line.split(",")[:-1] for line in path.read_text().splitlines()]
+    path.write_text("\n".join(",".join(r) for r in rows) + "\n")
+
+
+def _drop_last_row(folder):
+    path = folder / "episodes_seed1.csv"
+    path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")
+
+
+BREAKAGES = {
+    "missing meta": (lambda f: (f / "meta.json").unlink(), r"meta\.json: missing"),
+    "missing field": (_drop_meta_field, r"missing field\(s\) tuning_budget"),
+    "missing seed file": (
+        lambda f: (f / "episodes_seed1.csv").unlink(),
+        r"episodes_seed1\.csv: missing",
+    ),
+    "stray seed": (
+        lambda f: (f / "episodes_seed7.csv").write_text("x\n"),
+        r"episodes_seed7\.csv: not a seed of meta\.json",
+    ),
+    "wrong day": (
+        lambda f: _edit_csv(f / "episodes_seed0.csv", 3, "day_id", "4"),
+        r"row 3: day_id 4, expected 3",
+    ),
+    "wrong env seed": (
+        lambda f: _edit_csv(f / "episodes_seed1.csv", 2, "env_seed", "1000002"),
+        r"row 2: env_seed 1000002, expected 2",
+    ),
+    "nan return": (
+        lambda f: _edit_csv(f / "episodes_seed0.csv", 5, "return", "nan"),
+        r"row 5: return is NaN",
+    ),
+    "text cost": (
+        lambda f: _edit_csv(f / "episodes_seed0.csv", 1, "cost_soc_violation", "low"),
+        r"row 1: cost_soc_violation 'low' is not a number",
+    ),
+    "budgeted cost missing": (_drop_column, r"no column cost_soc_violation"),
+    "too few episodes": (_drop_last_row, r"64 episodes, expected 65"),
+}
+
+
+@pytest.mark.parametrize("breakage", list(BREAKAGES))
+def test_a_broken_folder_is_refused_in_one_line(tmp_path, breakage):
+    folder = _protocol_folder(tmp_path)
+    with pinned_campaign_files(CAMPAIGN):
+        sub = read_submission(folder)  # valid as written
+        assert sub.seeds == (0, 1) and sub.returns.shape == (2, 65)
+        break_it, message = BREAKAGES[breakage]
+        break_it(folder)
+        with pytest.raises(SubmissionError, match=message) as err:
+            read_submission(folder)
+    assert "\n" not in str(err.value)
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    folder = _protocol_folder(tmp_path)
+    _edit_csv(folder / "episodes_seed0.csv", 0, "env_seed", "7")
+    assert main(["score", str(folder), "--campaign", str(CAMPAIGN)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "env_seed 7, expected 0" in err
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    _edit_csv(folder / "episodes_seed0.csv", 0, "env_seed", "0")
+    argv = ["score", str(folder), "--campaign", str(CAMPAIGN), "--resamples", "50"]
+    assert main([*argv, "--table", str(other)]) == 2
+    assert "not those of a results table" in capsys.readouterr().err
+    assert other.read_text() == "a,b\n1,2\n"
+    assert main(["score", str(folder), "--from-trial", "nowhere"]) == 2  # folder not empty
+    assert "not empty" in capsys.readouterr().err
+
+
+def test_protocol_env_seeds_are_paired_on_days_and_env_seeds(tmp_path, capsys):
+    folder = _protocol_folder(tmp_path)
+    table = tmp_path / "t.csv"
+    argv = ["score", str(folder), "--campaign", str(CAMPAIGN), "--resamples", "100"]
+    assert main([*argv, "--table", str(table)]) == 0
+    with table.open() as f:
+        (row,) = list(csv.DictReader(f))
+    assert list(row) == list(RESULT_COLUMNS)
+    assert row["paired_on"] == "days and env seeds" and row["seeds"] == "[0, 1]"
+    assert json.loads(row["tuning_budget"]) == {"configurations": 1, "split": "val"}
+    assert row["anchor"] == "rule_based" and row["scale"] == "oracle"
+    # the table feeds the aggregates across tasks: both seeds ran the same episodes
+    (run,) = set(json.loads(row["run_performance"]))
+    scores = read_run_scores(table)
+    assert scores == {row["algorithm"]: {"battery_arbitrage": [run, run]}}
+    assert aggregate_scores(scores[row["algorithm"]])["iqm"]["value"] == pytest.approx(run)
