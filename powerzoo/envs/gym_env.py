@@ -21,7 +21,7 @@ def scalar_info(info: dict[str, Any], row: int = 0) -> dict[str, Any]:
     """Row ``row`` of a batched info dict: [B] arrays become Python scalars, [B, k] arrays [k]."""
     out: dict[str, Any] = {}
     for key, value in info.items():
-        if isinstance(value, _NDARRAY):
+        if type(value) is _NDARRAY or isinstance(value, _NDARRAY):  # the exact type: cheaper
             if value.ndim != 1:
                 value = value[row]
             elif value.dtype.kind == "M":

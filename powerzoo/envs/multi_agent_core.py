@@ -7,6 +7,7 @@ checked and clipped once by the runner) and the task's per-agent observations
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import gymnasium as gym
@@ -33,6 +34,9 @@ from powerzoo.tasks.base import Task
 __all__ = ["MultiAgentCore"]
 
 _NDARRAY = np.ndarray  # alias: saves an attribute lookup per agent in the action fast path
+_DTYPE_KIND = operator.attrgetter("dtype.kind")  # of a numpy array or scalar
+_ITEM = operator.methodcaller("item")  # a size-1 numpy array or scalar as a Python number
+_NUMBER_KINDS = frozenset("fiu")  # the dtype kinds conform_action accepts
 
 
 class MultiAgentCore:
@@ -113,7 +117,14 @@ class MultiAgentCore:
         """
         if self.runner.num_envs != 1:
             return None
-        values = [actions[agent] for agent in self.agents]
+        values = list(map(actions.__getitem__, self.agents))
+        if self.act_dim == 1:  # one number per agent: read each as a Python number, in C
+            try:
+                if set(map(_DTYPE_KIND, values)) <= _NUMBER_KINDS:
+                    stacked = np.fromiter(map(_ITEM, values), np.float64, self.n_agents)
+                    return stacked.reshape(1, self.n_agents)
+            except (AttributeError, TypeError, ValueError):
+                pass  # a Python number, a list, or an array of another size: the loop below
         for value in values:
             kind = type(value)
             if kind is _NDARRAY:
@@ -168,7 +179,7 @@ class MultiAgentCore:
             reward = np.asarray(
                 apply_reward(self.reward_fn, reward, info), dtype=np.float64
             ).reshape(-1)
-        rewards = reward if reward.ndim == 2 else np.repeat(reward[:, None], self.n_agents, axis=1)
+        rewards = reward if reward.ndim == 2 else reward[:, None].repeat(self.n_agents, axis=1)
         return self.observe(), rewards, terminated, truncated, info
 
     def agent_infos(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -180,12 +191,13 @@ class MultiAgentCore:
         shared = scalar_info(info)
         applied = shared.get("action_applied")
         if applied is None:
-            return {agent: dict(shared) for agent in self.agents}
+            return {agent: shared.copy() for agent in self.agents}
         own = applied.reshape(self.n_agents, self.act_dim)  # row i: agent i's slice, a view
-        return {
-            agent: {**shared, "action_applied": row}
-            for agent, row in zip(self.agents, own, strict=True)
-        }
+        infos = {}
+        for agent, row in zip(self.agents, own, strict=True):
+            infos[agent] = agent_info = shared.copy()  # a dict's copy: one C call, no re-hashing
+            agent_info["action_applied"] = row
+        return infos
 
     def observation_fields(self, agent: str) -> tuple[str, ...]:
         if agent not in self.agents:

@@ -48,7 +48,7 @@ _KIND_NAMES = {"b": "bool", "c": "complex", "U": "str", "S": "bytes", "O": "obje
 
 _add_reduce = np.add.reduce  # ndarray.sum / np.any without their Python-level wrappers
 _or_reduce = np.logical_or.reduce
-_minimum, _maximum, _count_nonzero = np.minimum, np.maximum, np.count_nonzero
+_minimum, _maximum = np.minimum, np.maximum
 _TUNE_ALLOCATOR_FROM = 64  # batch size from which the runner asks glibc to keep freed memory
 _ZERO = np.zeros(())  # 0-d: numpy converts a Python float operand on every call
 
@@ -246,6 +246,8 @@ class TaskRunner:
         self.rng = np.random.default_rng()
         self.state: Any = None
         self.cost_layout = CostLayout(task.spec)
+        self._blocks_for: int | None = None  # the block size self._blocks was worked out for
+        self._blocks: list[slice] | None = None
         self._layout: dict[str, tuple[tuple[int, ...], np.dtype]] | None = None
         self._action_shape = (self.num_envs, self.spec.action.dim)
         self._what = f"{self.spec.task_id}: action"
@@ -284,9 +286,14 @@ class TaskRunner:
         self.state = merge_state(self.state, done, fresh)
 
     def _row_blocks(self) -> list[slice] | None:
-        """The row blocks of ``Task.step_block_rows`` for this batch, or ``None`` for one piece."""
+        """The row blocks of ``Task.step_block_rows`` for this batch, or ``None`` for one piece
+        (kept until the task's block size changes: the batch never does)."""
         block = self.task.step_block_rows
-        return None if block is None or self.num_envs <= block else row_blocks(self.num_envs, block)
+        if block != self._blocks_for:
+            n = self.num_envs
+            self._blocks = None if block is None or n <= block else row_blocks(n, block)
+            self._blocks_for = block
+        return self._blocks
 
     def _task_reset(self, day_ids: np.ndarray) -> Any:
         """``task.reset`` of every row, in row blocks where the task asks for them."""
@@ -353,7 +360,7 @@ class TaskRunner:
             _maximum(action, self._low_row), self._high_row
         )  # np.clip's values, without its wrapper
         changed = clipped != action
-        if not _count_nonzero(changed):  # no reduction machinery for "any"
+        if not _or_reduce(changed, axis=None):  # "any" without ndarray.any's Python wrapper
             return clipped, np.zeros(expected[0], dtype=bool)
         if not np.isfinite(action).all():
             shown = action[0] if self.num_envs == 1 else action  # a single env's [act_dim]
@@ -378,14 +385,21 @@ class TaskRunner:
             ]
             self.state = concat_states([state for state, _ in parts])
             out = concat_outputs([output for _, output in parts])
-        truncated = (self.task.time_index(self.state) >= self._horizon) & ~out.terminated
-        info = self._step_info(out, physical, clipped)
+        step = self.task.time_index(self.state)
+        truncated = (step >= self._horizon) & ~out.terminated
+        info = self._step_info(out, physical, clipped, step)
         obs = self.task.observe(self.state) if observe else None
         return obs, out.reward, out.terminated, truncated, info
 
     def _step_info(
-        self, out: StepOutput, requested: np.ndarray, clipped: np.ndarray
+        self,
+        out: StepOutput,
+        requested: np.ndarray,
+        clipped: np.ndarray,
+        step: np.ndarray | None = None,
     ) -> dict[str, Any]:
+        """The step's info: the task's keys, the CMDP keys, the actions, ``day_id`` and
+        ``step`` (``task.time_index`` of the new state, when the caller has it already)."""
         return {  # one dict display: the keys in this order, a later value replacing an earlier one
             **out.info,
             **self.cost_layout.info(out.constraint_costs),
@@ -394,5 +408,5 @@ class TaskRunner:
             "action_applied": out.action_applied,
             "action_clipped": clipped,
             "day_id": self.task.episode_day(self.state),
-            "step": self.task.time_index(self.state),
+            "step": self.task.time_index(self.state) if step is None else step,
         }

@@ -222,7 +222,9 @@ def test_scalar_info_follows_a_value_that_changes_kind():
     assert list(out) == ["a", "vec", "names"]
 
 
-@pytest.mark.parametrize("form", ["float32", "float", "zero_d", "list", "row", "mixed"])
+@pytest.mark.parametrize(
+    "form", ["float32", "float", "zero_d", "list", "row", "mixed", "int", "scalar", "reversed"]
+)
 def test_single_env_joint_action_matches_the_checked_conversion(form):
     env = make_env("marl_opf", framework="pettingzoo", seed=0)
     core = env.core
@@ -233,6 +235,9 @@ def test_single_env_joint_action_matches_the_checked_conversion(form):
         "zero_d": np.array,
         "list": lambda v: [v],
         "row": lambda v: np.array([[v]]),
+        "int": lambda v: np.array([int(v)], np.uint16),
+        "scalar": np.float32,
+        "reversed": lambda v: np.array([v]),
     }
     if form == "mixed":  # different shapes per agent: the checked path converts
         actions = {
@@ -241,7 +246,18 @@ def test_single_env_joint_action_matches_the_checked_conversion(form):
         }
     else:
         actions = {a: make[form](v) for a, v in zip(core.agents, values, strict=True)}
-    assert _same(core.joint_action(actions), core._joint_action_checked(actions))
+    if form == "reversed":  # a dict in another order: the joint action is still agent-major
+        actions = dict(reversed(actions.items()))
+    joint = core.joint_action(actions)
+    assert _same(joint, core._joint_action_checked(actions))
+    expected = values.astype(np.float32) if form in ("float32", "scalar") else values
+    if form == "int":
+        expected = values.astype(np.uint16)
+    assert joint.tolist() == [expected.astype(np.float64).tolist()]
+    actions[core.agents[1]] = np.array([True])  # a bool among numbers is refused, not read as 1
+    with pytest.raises(ValueError, match="action of gen_1 must be numeric"):
+        core.joint_action(actions)
+    actions[core.agents[1]] = np.array([1.0])
     actions[core.agents[2]] = np.zeros(3)
     with pytest.raises(ValueError, match="action of gen_2 has shape"):
         core.joint_action(actions)

@@ -21,7 +21,6 @@ from scipy.sparse import csr_matrix
 
 from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase
-from powerzoo.physics.dc_opf import dispatch_cost, line_overload_mw
 from powerzoo.physics.dc_power_flow import (
     generation_shift_matrix,
     ptdf_matrix,
@@ -52,6 +51,10 @@ DENSE_FLOW_MAX_BUSES = 1000
 # move a flow at the rating by up to about 1e-4 MW
 CONGESTED_TOL_MW = 0.01
 
+
+# from this many rows a step's [rows, n_branch] temporaries are reused work arrays
+_SCRATCH_FROM_ROWS = 64
+_add_reduce, _max_reduce = np.add.reduce, np.maximum.reduce  # ndarray.sum / max, no wrapper
 
 LOAD_SCALE = DispatchParams.load_scale
 OVERLOAD_PENALTY = DispatchParams.overload_penalty_per_mwh
@@ -171,13 +174,16 @@ class EconomicDispatch(Task):
             params.imbalance_price_per_mwh,
         )
         self._own_obs = self._own.astype(np.float32)
-        self._time_obs = self._time_features(
-            np.arange(self.spec.horizon + 1)
-        )  # by step, 0..horizon
+        self._time_obs = self._time_features(np.arange(self.spec.horizon + 1))  # 0..horizon
         rate = self.case.branch_rate_a_mw
         self._rating = np.where(np.isfinite(rate), rate, np.inf)
         # |flow| from which a branch counts as congested: within CONGESTED_TOL_MW of its rating
         self._congested_above = self._rating - CONGESTED_TOL_MW
+        # the step's constants of dispatch_cost and line_overload_mw, worked out once
+        on_gen = self.case.gen_in_service
+        self._c2 = np.where(on_gen, self.case.gen_c2_per_mw2h, 0.0)
+        self._c1 = np.where(on_gen, self.case.gen_c1_per_mwh, 0.0)
+        self._c0 = float(np.sum(self.case.gen_c0_per_h[on_gen]))
         # large cases: in-service units to their buses (sparse), the system load per unit of
         # demand, and the branch limits as columns for the branch-major reductions
         on = np.flatnonzero(self.case.gen_in_service)
@@ -187,7 +193,8 @@ class EconomicDispatch(Task):
         )
         self._total_load_scale = float(self._bus_load_scale.sum())
         limited = self.case.branch_in_service & np.isfinite(rate)
-        self._limit_col = np.where(limited, rate, np.inf)[:, None]
+        self._limit = np.where(limited, rate, np.inf)  # line_overload_mw's limits
+        self._limit_col = self._limit[:, None]
         self._rating_col, self._congested_col = (
             self._rating[:, None],
             self._congested_above[:, None],
@@ -201,6 +208,7 @@ class EconomicDispatch(Task):
             self._gsf = generation_shift_matrix(self.case)  # [n_gen, n_branch]
             self._load_flow = ptdf_matrix(self.case) @ self._bus_load_scale  # MW per unit demand
         self._scratch = Scratch()  # the step's [B, n_branch] temporaries, reused
+        self._dt_h, self._n_gen = self.spec.dt_h, self.case.n_gen
         self._next_two = np.arange(2)
         self._forecast_offsets = np.arange(1, FORECAST_STEPS + 1)
         self._build_observation()
@@ -232,11 +240,20 @@ class EconomicDispatch(Task):
     # ---- exogenous load ---------------------------------------------------------------------
     def _demand_index(self, state: DispatchState, offset: int | np.ndarray = 0) -> np.ndarray:
         """Calendar step index [B, k] of steps ``t + offset`` (wrapping around the year)."""
-        now = self._day_start.take(state.day_id) + state.t
-        return (now[:, None] + np.atleast_1d(offset)) % self._demand.size
+        now = self._day_start.take(state.day_id)
+        now += state.t
+        offsets = offset if type(offset) is np.ndarray else np.atleast_1d(offset)
+        return (now[:, None] + offsets) % self._demand.size
 
     def _demand_at(self, state: DispatchState, offset: int | np.ndarray = 0) -> np.ndarray:
         return self._demand.take(self._demand_index(state, offset))  # [B, k]
+
+    def _demand_now(self, state: DispatchState) -> np.ndarray:
+        """The current step's demand [B, 1] (per unit): :meth:`_demand_at` at offset 0."""
+        now = self._day_start.take(state.day_id)
+        now += state.t
+        now %= self._demand.size
+        return self._demand.take(now)[:, None]
 
     def bus_load_mw(self, state: DispatchState) -> np.ndarray:
         """Bus demand [B, n_bus] of the current step."""
@@ -268,7 +285,7 @@ class EconomicDispatch(Task):
         """Per-agent observations [B, n_gen, obs_dim] (float32), written field block by field
         block."""
         slots = self.slots_of_mode(obs_mode)
-        b, n = state.t.size, self.case.n_gen
+        b, n = state.t.size, self._n_gen
         try:
             time = self._time_obs.take(state.t, axis=0)  # precomputed for steps 0..horizon
         except IndexError:  # stepped on past the horizon without a reset
@@ -300,27 +317,29 @@ class EconomicDispatch(Task):
     def step(
         self, state: DispatchState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[DispatchState, StepOutput]:
-        dt_h = self.spec.dt_h
+        dt_h = self._dt_h
         requested = action
         lo, hi = self.step_range(state)  # ramps, Pmin, energy left (limits.py)
         action = np.minimum(np.maximum(requested, lo), hi)
         limited = action != requested
-        demand = self._demand_at(state)  # [B, 1]
+        demand = self._demand_now(state)  # [B, 1]
         total_load, overload_mw, loading, n_congested = self._network_terms(action, demand)
-        total_generation = action.sum(axis=1)
+        total_generation = _add_reduce(action, axis=1)
         imbalance_mw = total_generation - total_load
         balance = self.regulation.settle(imbalance_mw, dt_h)
-        generation = (
-            dispatch_cost(self.case, action, work=self._scratch("squares", action.shape)) * dt_h
-        )
+        # dispatch_cost with its constants worked out once
+        b = action.shape[0]
+        work = self._scratch("squares", action.shape) if b >= _SCRATCH_FROM_ROWS else None
+        squares = np.multiply(action, action, out=work)
+        generation = (squares @ self._c2 + action @ self._c1 + self._c0) * dt_h
         overload_mvah = overload_mw * dt_h  # |S| = |P| under DC power flow
         # filled column by column: cheaper than np.stack at small B
-        terms = np.empty((state.t.size, 4))
+        terms = np.empty((b, 4))
         terms[:, 0] = -generation
         terms[:, 1] = -balance.imbalance_cost
         terms[:, 2] = -balance.regulation_cost
         terms[:, 3] = -(overload_mvah * self.params.overload_penalty_per_mwh)
-        costs = np.empty((state.t.size, 2))
+        costs = np.empty((b, 2))
         costs[:, 0] = overload_mvah
         costs[:, 1] = balance.imbalance_mwh  # beyond the regulation band
         new_state = DispatchState(
@@ -331,10 +350,10 @@ class EconomicDispatch(Task):
             self.energy_after(state, action),
         )
         return new_state, StepOutput(
-            reward=terms.sum(axis=1),
+            reward=_add_reduce(terms, axis=1),
             reward_terms=terms,
             constraint_costs=costs,
-            terminated=np.zeros(state.t.size, dtype=bool),
+            terminated=np.zeros(b, dtype=bool),
             action_applied=action,
             info={
                 "total_load_mw": total_load,
@@ -346,10 +365,10 @@ class EconomicDispatch(Task):
                 "max_branch_loading": loading,
                 "n_congested_branches": n_congested,
                 "congested": (n_congested > 0).astype(np.float64),  # a branch at its rating
-                "n_limited_units": limited.sum(axis=1),  # setpoints moved into the step range
-                "dispatch_adjusted_mw": np.abs(action - requested).sum(axis=1),
-                "losses_mw": np.zeros(state.t.size),  # DC power flow is lossless
-                "pf_converged": np.ones(state.t.size, dtype=bool),
+                "n_limited_units": _add_reduce(limited, axis=1),  # setpoints moved into range
+                "dispatch_adjusted_mw": _add_reduce(np.abs(action - requested), axis=1),
+                "losses_mw": np.zeros(b),  # DC power flow is lossless
+                "pf_converged": ~np.zeros(b, dtype=bool),  # np.ones without its wrapper
             },
         )
 
@@ -392,42 +411,46 @@ class EconomicDispatch(Task):
         """``(total load [B] MW, overload [B] MW, max branch loading [B], congested branches [B])``
         of dispatch ``action`` [B, n_gen] MW under ``demand`` [B, 1] (per unit).
 
-        The DC power flow and its [rows, n_branch] temporaries run in
-        :func:`~powerzoo.scratch.row_blocks`
-        through work arrays of one block's size, so they stay in the CPU caches at any batch size.
-        """
-        b, n_bus, n_branch = action.shape[0], self.case.n_bus, self.case.n_branch
-        work, m = self._scratch, min(b, ROW_BLOCK)
-        total_load, overload_mw, loading = np.empty(b), np.empty(b), np.empty(b)
-        n_congested = np.empty(b, dtype=np.int64)
-        for rows in row_blocks(b):
-            k = rows.stop - rows.start
-            d = demand[rows]
-            if self._gsf is None:  # large case: one sparse solve, everything bus/branch-major
-                terms = self._sparse_network_terms(action[rows], d[:, 0])
-                total_load[rows], overload_mw[rows], loading[rows], n_congested[rows] = terms
-                continue
-            total_load[rows] = np.multiply(
-                d, self._bus_load_scale, out=work("load", (m, n_bus))[:k]
-            ).sum(axis=1)
-            flow = np.matmul(action[rows], self._gsf, out=work("flow", (m, n_branch))[:k])
-            np.subtract(
-                flow,
-                np.multiply(d, self._load_flow, out=work("load_flow", (m, n_branch))[:k]),
-                out=flow,
-            )
-            overload_mw[rows] = line_overload_mw(
-                self.case, flow, out=work("overload", (m, n_branch))[:k]
-            ).sum(axis=1)
-            abs_flow = np.abs(flow, out=flow)
-            loading[rows] = np.divide(
-                abs_flow, self._rating, out=work("loading", (m, n_branch))[:k]
-            ).max(axis=1)
-            congested = np.greater_equal(
-                abs_flow, self._congested_above, out=work("congested", (m, n_branch), bool)[:k]
-            )
-            n_congested[rows] = congested.sum(axis=1)
+        Large batches run in :func:`~powerzoo.scratch.row_blocks` of ``ROW_BLOCK`` rows, so the
+        DC flow's [rows, n_branch] temporaries stay in the CPU caches at any batch size."""
+        b = action.shape[0]
+        if b <= ROW_BLOCK:
+            return self._block_terms(action, demand)
+        terms = [self._block_terms(action[rows], demand[rows]) for rows in row_blocks(b)]
+        total_load, overload_mw, loading, n_congested = (
+            np.concatenate(t) for t in zip(*terms, strict=True)
+        )
         return total_load, overload_mw, loading, n_congested
+
+    def _block_terms(
+        self, action: np.ndarray, demand: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_network_terms` of at most ``ROW_BLOCK`` rows; from 64 rows the temporaries are
+        work arrays reused between steps (below, looking them up costs more than a new array)."""
+        if self._gsf is None:  # large case: one sparse solve, everything bus/branch-major
+            return self._sparse_network_terms(action, demand[:, 0])
+        k = action.shape[0]
+        if k < _SCRATCH_FROM_ROWS:
+            load, flow, load_flow, over, loading, congested = (None,) * 6
+        else:
+            n_bus, n_branch = self.case.n_bus, self.case.n_branch
+            work, m = self._scratch, min(ROW_BLOCK, max(k, _SCRATCH_FROM_ROWS))
+            load = work("load", (m, n_bus))[:k]
+            flow, load_flow, over, loading = (
+                work(name, (m, n_branch))[:k] for name in ("flow", "load_flow", "over", "loading")
+            )
+            congested = work("congested", (m, n_branch), bool)[:k]
+        total_load = _add_reduce(np.multiply(demand, self._bus_load_scale, out=load), axis=1)
+        flow = np.matmul(action, self._gsf, out=flow)
+        np.subtract(flow, np.multiply(demand, self._load_flow, out=load_flow), out=flow)
+        # line_overload_mw with its limits worked out once
+        over = np.abs(flow, out=over)
+        np.subtract(over, self._limit, out=over)
+        overload_mw = _add_reduce(np.maximum(over, 0.0, out=over), axis=1)
+        abs_flow = np.abs(flow, out=flow)
+        loading = _max_reduce(np.divide(abs_flow, self._rating, out=loading), axis=1)
+        congested = np.greater_equal(abs_flow, self._congested_above, out=congested)
+        return total_load, overload_mw, loading, _add_reduce(congested, axis=1)
 
     def _sparse_network_terms(
         self, gen_p_mw: np.ndarray, demand: np.ndarray
