@@ -112,8 +112,15 @@ the distribution's flexibility idle (row ``flex_idle``), in %: how much the dist
 agents' decisions move the system cost."""
 
 
-FEEDER_TASKS = ("dso", "marl_der_arbitrage", "marl_ders_benchmark", "marl_ev_v2g")
-"""The feeder tasks whose problem must bind with the tap changer in place."""
+FEEDER_TASKS = (
+    "dso",
+    "marl_der_arbitrage",
+    "marl_ders_benchmark",
+    "marl_ev_v2g",
+    "lv_unbalance",
+    "volt_var_123",
+)
+"""The feeder tasks whose problem must bind with the operator's voltage devices in place."""
 
 FIGURE_MIN: dict[str, dict[str, float]] = {
     # the problem binds without control: idle breaks a budget on >= 30 % of the episodes

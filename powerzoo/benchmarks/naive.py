@@ -90,6 +90,11 @@ NAIVE_BASELINES: dict[str, NaiveBaseline] = {
         "idle", "idle: uncontrolled charging (every plugged car at full power until full)"
     ),
     "dso": NaiveBaseline("idle", "no control: the idle action, every load served as it comes"),
+    "lv_unbalance": NaiveBaseline(
+        "idle",
+        "idle: PV at full output and unity power factor, every car charging at full power on "
+        "arrival until full",
+    ),
     "marl_opf": _NETWORK_BLIND,
     "opf": _NETWORK_BLIND,
     "opf_118": _NETWORK_BLIND,

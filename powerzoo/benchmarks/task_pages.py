@@ -72,6 +72,8 @@ PHYSICS = {
     "marl_der_arbitrage": "AC radial power flow (33-bus)",
     "marl_ders_benchmark": "AC radial power flow (141-bus)",
     "marl_ev_v2g": "AC radial power flow (33-bus)",
+    "lv_unbalance": "three-phase unbalanced power flow (European LV feeder)",
+    "volt_var_123": "three-phase unbalanced power flow (IEEE 123-node feeder)",
     "marl_opf": "DC power flow (5-bus)",
     "opf_118": "DC power flow (118-bus)",
     "opf_118_7d": "DC power flow (118-bus)",
@@ -429,7 +431,8 @@ def write_pages(
 
     Args:
         out_dir: the folder of the pages (``docs/tasks`` for the site).
-        tasks: task names (default: every registered task, and the full index).
+        tasks: task names (default: every registered task). The index lists these and every
+            other registered task whose page is already in ``out_dir``.
         figures: draw the figure of one test day under the rule-based policy.
         reuse_figures: keep a figure that is already there instead of drawing it again.
 
@@ -456,7 +459,9 @@ def write_pages(
             figure = f"img/{name}.png"
         _write_if_changed(out / f"{name}.md", render_markdown(name, figure))
         seconds[name] = time.perf_counter() - started
-    _write_if_changed(out / "index.md", index_page(names if tasks else None))
+    # the index lists every task with a page in the folder: writing some pages keeps the others
+    listed = [name for name in list_tasks() if name in names or (out / f"{name}.md").is_file()]
+    _write_if_changed(out / "index.md", index_page(listed))
     return seconds
 
 

@@ -9,12 +9,13 @@ whose ``task`` is the task: ``powerzoo train -c configs/<file>`` runs it. The re
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["CONFIGS_DIR", "task_presets", "training_blocks"]
+__all__ = ["CONFIGS_DIR", "in_campaign", "task_presets", "training_blocks"]
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The repository's run presets (absent from an installed wheel: the pages then say where they
@@ -22,6 +23,25 @@ are)."""
 
 RESULTS_PAGE = "../results/index.md"
 """The benchmark results page, relative to a task page (``docs/tasks/<task>.md``)."""
+
+CAMPAIGN_FILE = Path(__file__).resolve().parents[2] / "results" / "benchmark" / "campaign.json"
+"""The committed benchmark campaign whose results page the task pages link to (absent from an
+installed wheel: every task then links to the page)."""
+
+
+def in_campaign(task: str) -> bool:
+    """Whether the committed benchmark campaign ran ``task`` (so the results page has its
+    section); ``True`` where the campaign file is missing.
+
+    Args:
+        task: A task name.
+
+    Returns:
+        ``True`` if the results page has a section for the task.
+    """
+    if not CAMPAIGN_FILE.is_file():
+        return True
+    return task in json.loads(CAMPAIGN_FILE.read_text(encoding="utf-8")).get("tasks", [])
 
 
 def task_presets(task: str, configs_dir: Path | None = None) -> list[tuple[str, dict[str, Any]]]:
@@ -63,6 +83,9 @@ def training_blocks(task: str, configs_dir: Path | None = None) -> list[Any]:
     results = (
         f"Benchmark results of trained policies on this task: [{task} on the results page]"
         f"({RESULTS_PAGE}#{task})."
+        if in_campaign(task)
+        else "No trained policies of this task on the results page yet: the committed benchmark "
+        "campaign predates it (its baselines are in the table above)."
     )
     if not presets:
         return [

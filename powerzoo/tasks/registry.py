@@ -439,6 +439,7 @@ _BUILTIN_TASKS: dict[str, tuple[str, str | None]] = {
     "marl_ev_v2g": ("powerzoo.tasks.ev_v2g:MarlEvV2g", None),
     "gencos_bidding": ("powerzoo.tasks.gencos_bidding:GencosBidding", None),
     "marl_uc": ("powerzoo.tasks.unit_commitment:MarlUc", None),
+    "lv_unbalance": ("powerzoo.tasks.lv_unbalance:LvUnbalance", None),
     "tso": ("powerzoo.tasks.unit_commitment:Tso", "powerzoo/TSO-v0"),
 }
 

@@ -103,17 +103,35 @@ def test_absent_phases_are_nan() -> None:
 # --- flow -----------------------------------------------------------------------------------
 
 
-def test_batch_equals_single_rows() -> None:
+def test_a_row_alone_equals_the_same_row_in_any_batch_to_the_last_bit() -> None:
+    """Each row iterates on its own (its own convergence, Anderson step and freezing) and the
+    products are matrix-matrix products however many rows: a row's bits do not depend on the
+    batch it is in, its position, or the BLAS thread count outside the solver."""
+    from threadpoolctl import threadpool_limits
+
     feeder = load_feeder("ieee123")
     rng = np.random.default_rng(3)
-    scale = rng.uniform(0.5, 1.5, size=(4, feeder.n_loads))
-    taps = feeder.taps_from_steps(rng.integers(-8, 9, size=(4, feeder.n_regulators)))
+    n = 300  # more than one block of rows
+    scale = rng.uniform(0.5, 1.5, size=(n, feeder.n_loads))
+    taps = feeder.taps_from_steps(rng.integers(-10, 11, size=(n, feeder.n_regulators)))
+    taps[::3] = feeder.tap_file  # rows at the files' taps mixed in
     p, q = feeder.p_kw * scale, feeder.q_kvar * scale
+    p[7] *= 60.0  # a row that does not converge
+    q[7] *= 60.0
     batch = unbalanced_power_flow(feeder, p, q, taps)
-    for b in range(4):
+    assert not batch.converged[7] and batch.converged[np.arange(n) != 7].all()
+    with threadpool_limits(2):
+        reversed_ = unbalanced_power_flow(feeder, p[::-1], q[::-1], taps[::-1])
+    np.testing.assert_array_equal(reversed_.v_node[::-1], batch.v_node)
+    for b in (0, 1, 7, 255, 256, 299):
         one = unbalanced_power_flow(feeder, p[b], q[b], taps[b])
-        np.testing.assert_allclose(one.vm_pu[0], batch.vm_pu[b], atol=1e-9, equal_nan=True)
-        np.testing.assert_allclose(one.losses_kw[0], batch.losses_kw[b], rtol=1e-7)
+        np.testing.assert_array_equal(one.v_node[0], batch.v_node[b])
+        np.testing.assert_array_equal(one.vm_pu[0], batch.vm_pu[b])
+        np.testing.assert_array_equal(one.v_load_phase[0], batch.v_load_phase[b])
+        assert one.converged[0] == batch.converged[b]
+    pair = unbalanced_power_flow(feeder, p[[5, 6]], q[[5, 6]], taps[[5, 6]])
+    np.testing.assert_array_equal(pair.v_node, batch.v_node[[5, 6]])
+    np.testing.assert_array_equal(pair.losses_kw, batch.losses_kw[[5, 6]])
 
 
 def test_tap_inputs_equal_taps_written_in_the_files(tmp_path) -> None:
