@@ -140,6 +140,8 @@ CARD_TARGETS: dict[str, CardTargets] = {
     "voltage_control_118": CardTargets(),
     "marl_uc": CardTargets(),
     "tso": CardTargets(),
+    "lv_unbalance": CardTargets(),
+    "volt_var_123": CardTargets(),
 }
 """Each built-in task's card targets (a task of your own gets ``CardTargets()``)."""
 

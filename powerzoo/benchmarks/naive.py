@@ -90,6 +90,10 @@ NAIVE_BASELINES: dict[str, NaiveBaseline] = {
         "idle", "idle: uncontrolled charging (every plugged car at full power until full)"
     ),
     "dso": NaiveBaseline("idle", "no control: the idle action, every load served as it comes"),
+    "volt_var_123": NaiveBaseline(
+        "idle",
+        "no control: regulator taps at neutral, capacitors in service, PV at unity power factor",
+    ),
     "lv_unbalance": NaiveBaseline(
         "idle",
         "idle: PV at full output and unity power factor, every car charging at full power on "

@@ -430,6 +430,7 @@ _BUILTIN_TASKS: dict[str, tuple[str, str | None]] = {
     "opf": ("powerzoo.tasks.economic_dispatch:Opf", None),
     "acopf_118": ("powerzoo.tasks.acopf:Acopf118", None),
     "voltage_control_118": ("powerzoo.tasks.voltage_control:VoltageControl118", None),
+    "volt_var_123": ("powerzoo.tasks.volt_var:VoltVar123", "powerzoo/VoltVar123-v0"),
     "dso": ("powerzoo.tasks.dso:Dso", "powerzoo/DSO-v0"),
     "joint_trans_dist": ("powerzoo.tasks.joint_trans_dist:JointTransDist", None),
     "joint_trans_dist_7d": ("powerzoo.tasks.joint_trans_dist:JointTransDistWeek", None),
