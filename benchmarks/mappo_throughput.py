@@ -30,12 +30,13 @@ Env steps: one step of one task copy, all agents acting (agent-steps = env steps
 the run config ``--rule-config`` (default ``configs/<task>_mappo.yaml``: its algorithm, n_envs,
 total_timesteps and algorithm_kwargs, so the learning-rate schedule is the preset's) trains with
 one torch thread for at most STEPS env steps, evaluated every ``--rule-every`` env steps on
-``--rule-days`` test days spread evenly (deterministic policy, seed 0). It stops at the first
-evaluation whose mean return is at least the rule-based policy's on the same days (the stored
-baselines table), less ``--rule-gap`` percent of its magnitude (default 0), and whose mean
-episode cost of every selected constraint is within the task's budget (``cost_thresholds``), and
-prints its env steps and training seconds (evaluations excluded), or that it did not get there
-within STEPS (with the best return reached within the budgets, and the costs of the best return).
+``--rule-days`` validation days spread evenly (deterministic policy, seed 0; the test split is
+held out, :mod:`powerzoo.rl.selection`). It stops at the first evaluation whose mean return is at
+least the rule-based policy's on the same days (run on them first), less ``--rule-gap`` percent
+of its magnitude (default 0), and whose mean episode cost of every selected constraint is within
+the task's budget (``cost_thresholds``), and prints its env steps and training seconds
+(evaluations excluded), or that it did not get there within STEPS (with the best return reached
+within the budgets, and the costs of the best return).
 Where the rule is the optimum (``marl_opf``: its merit order with PTDF redispatch equals the
 DC-OPF oracle to 0.02 $ a day), a continuous policy only comes near it: give ``--rule-gap``.
 """
@@ -189,17 +190,17 @@ def measure_time_to_rule(
     ``max_timesteps`` env steps."""
     import numpy as np
 
-    from powerzoo.benchmarks.baselines import baseline_row, select_days
-    from powerzoo.rl import Trainer
+    from powerzoo.benchmarks.baselines import evaluate_baseline, select_days
+    from powerzoo.envs.introspect import task_of
+    from powerzoo.rl import Trainer, make_env
+    from powerzoo.rl.selection import SELECTION_SPLIT
     from powerzoo.tasks.registry import task_spec
 
     run = yaml.safe_load(config.read_text())
     spec = task_spec(task)
-    rule = baseline_row(task, "rule_based", "test")
-    n_total = len(rule["day_ids"])
-    days = select_days(n_total, n_days)
-    by_day = dict(zip(rule["day_ids"], rule["returns"], strict=True))
-    rule_return = float(np.mean([by_day[d] for d in days]))
+    days = select_days(task_of(make_env(task, split=SELECTION_SPLIT)).n_days, n_days)
+    rule = evaluate_baseline(task, "rule_based", SELECTION_SPLIT, day_ids=days)
+    rule_return = float(np.mean(rule["returns"]))
     target = rule_return - abs(rule_return) * float(gap_percent) / 100.0
     budgets = {name: float(spec.cost_thresholds[name]) for name in spec.selected_constraints}
     trainer = Trainer(
@@ -208,7 +209,7 @@ def measure_time_to_rule(
         total_timesteps=int(run.get("total_timesteps", max_timesteps)),
         n_envs=int(run.get("n_envs", 64)),
         seed=seed,
-        evaluation={"split": "test", "freq": every, "episodes": n_days},
+        evaluation={"split": SELECTION_SPLIT, "freq": every, "episodes": n_days},
         checkpoint=None,
         output_dir=tempfile.mkdtemp(),
         algorithm_kwargs=dict(run.get("algorithm_kwargs") or {}),
@@ -263,7 +264,7 @@ def _print_time_to_rule(out: dict[str, Any]) -> None:
     gap = out.get("gap_percent", 0.0)
     within_gap = f" less {gap:g} % ({out['target_return']:,.0f})" if gap else ""
     print(
-        f"  time to the rule's return ({out['rule_return']:,.0f} on {out['days']} test days)"
+        f"  time to the rule's return ({out['rule_return']:,.0f} on {out['days']} validation days)"
         f"{within_gap} within the budgets ({budgets} per episode), "
         f"{Path(out['config']).name}, one core:"
     )
@@ -307,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rule-config", default=None, help="default: configs/<task>_mappo.yaml")
     parser.add_argument("--rule-every", type=int, default=49_152, help="env steps per evaluation")
-    parser.add_argument("--rule-days", type=int, default=8, help="test days per evaluation")
+    parser.add_argument("--rule-days", type=int, default=8, help="validation days per evaluation")
     parser.add_argument(
         "--rule-gap",
         type=float,

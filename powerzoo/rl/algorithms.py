@@ -5,7 +5,9 @@ and the run config accept every name in :data:`ALL_ALGORITHMS`: the Stable-Basel
 (:data:`ALGORITHMS`; the multi-agent loops of :mod:`powerzoo.rl.sb3.marl` accept the subset
 :data:`MULTI_AGENT_ALGORITHMS`) and the native PPO family of :mod:`powerzoo.rl.mappo`
 (:data:`NATIVE_MARL_ALGORITHMS` on multi-agent tasks, :data:`NATIVE_SINGLE_AGENT_ALGORITHMS` on
-single-agent ones).
+single-agent ones), and the reference baselines of :mod:`powerzoo.rl.reference`
+(:data:`REFERENCE_ALGORITHMS`: one of those learners behind the rule or a safety layer, or
+started from behaviour cloning).
 
 torch and SB3 are imported only when an algorithm class is asked for, so importing
 :mod:`powerzoo.rl` stays cheap.
@@ -37,6 +39,12 @@ __all__ = [
     "algorithms_for",
     "exact_number",
     "numbers_in_kwargs",
+    "REFERENCE_ALGORITHMS",
+    "REFERENCE_KWARGS",
+    "ReferenceAlgorithm",
+    "reference_algorithm",
+    "base_algorithm",
+    "split_reference_kwargs",
 ]
 
 
@@ -63,15 +71,95 @@ local critics (IPPO), ``-L`` with Lagrangian cost budgets."""
 NATIVE_SINGLE_AGENT_ALGORITHMS: tuple[str, ...] = ("PPO-L",)
 """The native trainer on single-agent tasks (the task's one agent): ``PPO-L``, PPO with a cost
 critic and one Lagrange multiplier per selected cost against the task's per-episode budgets."""
-ON_POLICY: frozenset[str] = frozenset(k for k, v in _REGISTRY.items() if v.on_policy)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceAlgorithm:
+    """A reference baseline: the algorithm ``base`` trains a learner that acts through ``layer``
+    (``"residual"``: the rule plus the learner's residual; ``"safe"``: the learner's action
+    projected onto the step's declared bounds; ``None``: the env's own action), first fitted to
+    the oracle's actions when ``behaviour_cloning`` (:mod:`powerzoo.rl.reference`)."""
+
+    base: str
+    layer: str | None
+    behaviour_cloning: bool = False
+
+
+_REFERENCE: dict[str, ReferenceAlgorithm] = {
+    "PPO-RESIDUAL": ReferenceAlgorithm("PPO", "residual"),
+    "SAC-RESIDUAL": ReferenceAlgorithm("SAC", "residual"),
+    "PPO-SAFE": ReferenceAlgorithm("PPO", "safe"),
+    "BC-PPO": ReferenceAlgorithm("PPO", None, behaviour_cloning=True),
+    "MAPPO-RESIDUAL": ReferenceAlgorithm("MAPPO", "residual"),
+    "MAPPO-SAFE": ReferenceAlgorithm("MAPPO", "safe"),
+}
+REFERENCE_ALGORITHMS: tuple[str, ...] = tuple(_REFERENCE)
+"""The reference baselines (:mod:`powerzoo.rl.reference`): ``PPO-RESIDUAL`` / ``SAC-RESIDUAL`` /
+``MAPPO-RESIDUAL`` (a residual on the task's rule), ``PPO-SAFE`` / ``MAPPO-SAFE`` (a safety layer
+onto the step's declared bounds), ``BC-PPO`` (behaviour cloning of the oracle, then PPO)."""
+REFERENCE_KWARGS: dict[str, dict[str, type]] = {
+    "residual": {"residual_scale": float},
+    "behaviour_cloning": {
+        "bc_dataset": str,
+        "bc_episodes": int,
+        "bc_epochs": int,
+        "bc_learning_rate": float,
+    },
+}
+"""The ``algorithm_kwargs`` a reference baseline takes besides its base algorithm's, by kind."""
+
+
+def reference_algorithm(name: str) -> ReferenceAlgorithm | None:
+    """The reference baseline ``name`` (any case) is, or ``None`` for any other name."""
+    return _REFERENCE.get(name.upper()) if isinstance(name, str) else None
+
+
+def base_algorithm(name: str) -> str:
+    """The algorithm that trains ``name``'s learner: the base of a reference baseline, else
+    ``name`` upper-cased."""
+    reference = reference_algorithm(name)
+    return reference.base if reference is not None else str(name).upper()
+
+
+def _reference_keys(reference: ReferenceAlgorithm) -> dict[str, type]:
+    keys: dict[str, type] = {}
+    if reference.layer == "residual":
+        keys.update(REFERENCE_KWARGS["residual"])
+    if reference.behaviour_cloning:
+        keys.update(REFERENCE_KWARGS["behaviour_cloning"])
+    return keys
+
+
+def split_reference_kwargs(
+    name: str, kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(reference keywords, base algorithm keywords)`` of ``kwargs`` for algorithm ``name``
+    (no reference keywords for other names).
+
+    Args:
+        name: Algorithm name (any case).
+        kwargs: The ``algorithm_kwargs``.
+
+    Returns:
+        Two new dicts.
+    """
+    reference = reference_algorithm(name)
+    keys = {} if reference is None else _reference_keys(reference)
+    own = {k: v for k, v in kwargs.items() if k in keys}
+    return own, {k: v for k, v in kwargs.items() if k not in keys}
+
+
+ON_POLICY: frozenset[str] = frozenset(k for k, v in _REGISTRY.items() if v.on_policy) | frozenset(
+    k for k, v in _REFERENCE.items() if v.base in _REGISTRY and _REGISTRY[v.base].on_policy
+)
 MULTI_AGENT_ALGORITHMS: tuple[str, ...] = tuple(k for k, v in _REGISTRY.items() if v.multi_agent)
 """The subset the multi-agent loops accept (``PPO, A2C, SAC, TD3``: DDPG is not offered there)."""
 ALL_ALGORITHMS: tuple[str, ...] = (
-    ALGORITHMS + NATIVE_MARL_ALGORITHMS + NATIVE_SINGLE_AGENT_ALGORITHMS
+    ALGORITHMS + NATIVE_MARL_ALGORITHMS + NATIVE_SINGLE_AGENT_ALGORITHMS + REFERENCE_ALGORITHMS
 )
-"""What ``Trainer`` and the run config accept: the SB3 algorithms and the native PPO family
+"""What ``Trainer`` and the run config accept: the SB3 algorithms, the native PPO family
 (``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L`` on multi-agent tasks, ``PPO-L`` on single-agent
-ones; :mod:`powerzoo.rl.mappo`)."""
+ones; :mod:`powerzoo.rl.mappo`) and the reference baselines (:data:`REFERENCE_ALGORITHMS`)."""
 
 # The trainer class of each family, imported when a trainer is built: the run config builds its
 # trainer through this table, so the config never imports a trainer module.
@@ -79,6 +167,8 @@ _TRAINERS = {
     "sb3": "powerzoo.rl.sb3.trainer:SB3Trainer",
     "sb3_multi_agent": "powerzoo.rl.sb3.multi_agent:SB3MultiAgentTrainer",
     "native": "powerzoo.rl.mappo.trainer:MAPPOTrainer",
+    "reference_sb3": "powerzoo.rl.reference.sb3_trainer:ReferenceSB3Trainer",
+    "reference_native": "powerzoo.rl.reference.mappo_trainer:ReferenceMAPPOTrainer",
 }
 # Arguments the trainer sets itself; a config may not pass them through ``algorithm_kwargs``.
 _RESERVED = frozenset({"env", "policy", "seed", "tensorboard_log", "verbose", "_init_setup_model"})
@@ -143,6 +233,10 @@ def exact_number(value: Any) -> Any:
 
 def _numeric_keys(name: str) -> frozenset[str]:
     """The keyword arguments of algorithm ``name`` that only take numbers."""
+    reference = reference_algorithm(name)
+    if reference is not None:
+        own = {k for k, kind in _reference_keys(reference).items() if kind is not str}
+        return frozenset(own) | _numeric_keys(reference.base)
     if is_native(name):
         params = importlib.import_module("powerzoo.rl.mappo.hparams").MAPPOParams
         return frozenset(
@@ -195,15 +289,16 @@ def _bound_problem(key: str, value: Any) -> str | None:
 
 
 def is_native_marl(name: str) -> bool:
-    """Whether ``name`` (any case) is one of the native multi-agent algorithms (no SB3 class)."""
-    return isinstance(name, str) and name.upper() in NATIVE_MARL_ALGORITHMS
+    """Whether ``name`` (any case) is one of the native multi-agent algorithms (no SB3 class),
+    or a reference baseline trained by one."""
+    return isinstance(name, str) and base_algorithm(name) in NATIVE_MARL_ALGORITHMS
 
 
 def is_native(name: str) -> bool:
     """Whether ``name`` (any case) trains with the native trainer (:mod:`powerzoo.rl.mappo`):
     the multi-agent family or ``PPO-L``."""
     return is_native_marl(name) or (
-        isinstance(name, str) and name.upper() in NATIVE_SINGLE_AGENT_ALGORITHMS
+        isinstance(name, str) and base_algorithm(name) in NATIVE_SINGLE_AGENT_ALGORITHMS
     )
 
 
@@ -211,12 +306,22 @@ def algorithms_for(spec: Any) -> tuple[str, ...]:
     """Algorithms that fit a task spec: for single-agent tasks SB3's and, when the task selects
     costs, ``PPO-L``; for multi-agent tasks the SB3 shared / independent-learner subset and the
     native family (the ``-L`` variants need selected costs)."""
-    if spec.agent_mode != "multi":
-        return ALGORITHMS + (NATIVE_SINGLE_AGENT_ALGORITHMS if spec.selected_constraints else ())
+    single = spec.agent_mode != "multi"
+    needs = {"residual": "rule_based"}  # the residual starts from the rule, BC from the oracle
+    reference = tuple(
+        name
+        for name, r in _REFERENCE.items()
+        if (r.base in ALGORITHMS) == single
+        and needs.get(r.layer or "", "") in (*spec.baselines, "")
+        and (not r.behaviour_cloning or "oracle" in spec.baselines)
+    )
+    if single:
+        lagrangian = NATIVE_SINGLE_AGENT_ALGORITHMS if spec.selected_constraints else ()
+        return ALGORITHMS + lagrangian + reference
     native = tuple(
         a for a in NATIVE_MARL_ALGORITHMS if spec.selected_constraints or not a.endswith("-L")
     )
-    return native + MULTI_AGENT_ALGORITHMS
+    return native + MULTI_AGENT_ALGORITHMS + reference
 
 
 def canonical_algorithm(name: str, valid: Sequence[str] = ALGORITHMS) -> str:
@@ -236,6 +341,8 @@ def algorithm_class(name: str, valid: Sequence[str] = ALGORITHMS) -> type:
         raise ValueError(
             f"{name.upper()} is trained by the native trainer (powerzoo.rl.mappo), not an SB3 class"
         )
+    if reference_algorithm(name) is not None:
+        name = base_algorithm(name)
     entry = _REGISTRY[canonical_algorithm(name, valid)]
     return getattr(importlib.import_module(entry.module), entry.cls)
 
@@ -249,8 +356,14 @@ def check_algorithm_kwargs(
     ``n_steps`` / ``batch_size`` / ``n_epochs`` >= 1, ``learning_rate`` > 0, ...).
 
     With ``n_envs``, PPO's rollout (``n_steps`` × ``n_envs`` env steps) and ``batch_size`` must
-    be over 1 (SB3 normalises advantages over them).
+    be over 1 (SB3 normalises advantages over them). A reference baseline takes its own keys
+    (:data:`REFERENCE_KWARGS`) and its base algorithm's.
     """
+    reference = reference_algorithm(name)
+    if reference is not None:
+        own, kwargs = split_reference_kwargs(name, kwargs)
+        _check_reference_kwargs(own, _reference_keys(reference), where)
+        name = reference.base
     if is_native(name):  # MAPPOParams checks them (imported here: it is the mappo wing's)
         numeric = _numeric_keys(name)
         for key, value in kwargs.items():
@@ -295,14 +408,45 @@ def check_algorithm_kwargs(
             )
 
 
+def _check_reference_kwargs(own: dict[str, Any], keys: dict[str, type], where: str) -> None:
+    """``ValueError`` naming a reference keyword of the wrong kind or out of range."""
+    for key, value in own.items():
+        kind = keys[key]
+        value = exact_number(value) if kind is not str else value
+        if kind is str:
+            ok = isinstance(value, str) and bool(value)
+        else:
+            ok = (
+                not isinstance(value, bool)
+                and isinstance(value, (int, float))
+                and math.isfinite(value)
+                and value > 0
+                and (kind is float or value == int(value))
+            )
+        if not ok:
+            what = "a file path" if kind is str else f"a positive {kind.__name__}"
+            raise ValueError(f"{where}.{key}: must be {what}, got {value!r}")
+
+
 def trainer_class(name: str, multi_agent: bool) -> type:
     """The trainer class for algorithm ``name`` on a single- or multi-agent task.
 
     The native family (``MAPPO``, ``IPPO``, ``-L``, and ``PPO-L`` on single-agent tasks) trains
     with :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer`; the SB3 algorithms with
     :class:`~powerzoo.rl.sb3.trainer.SB3Trainer` on single-agent tasks and
-    :class:`~powerzoo.rl.sb3.multi_agent.SB3MultiAgentTrainer` on multi-agent ones.
+    :class:`~powerzoo.rl.sb3.multi_agent.SB3MultiAgentTrainer` on multi-agent ones; the
+    reference baselines with :class:`~powerzoo.rl.reference.sb3_trainer.ReferenceSB3Trainer`
+    (SB3 bases, single-agent tasks) or
+    :class:`~powerzoo.rl.reference.mappo_trainer.ReferenceMAPPOTrainer` (native bases,
+    multi-agent tasks).
     """
-    family = "native" if is_native(name) else "sb3_multi_agent" if multi_agent else "sb3"
+    reference = reference_algorithm(name)
+    if reference is not None:
+        if (reference.base in ALGORITHMS) == multi_agent:
+            fit = "single-agent" if multi_agent else "multi-agent"
+            raise ValueError(f"{name.upper()} trains {fit} tasks only")
+        family = "reference_native" if multi_agent else "reference_sb3"
+    else:
+        family = "native" if is_native(name) else "sb3_multi_agent" if multi_agent else "sb3"
     module, cls = _TRAINERS[family].split(":")
     return getattr(importlib.import_module(module), cls)

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from powerzoo.rl.algorithms import exact_number, is_native, is_native_marl
+from powerzoo.rl.selection import selection_split_problem
 
 __all__ = [
     "MAX_TIMESTEPS",
@@ -28,7 +29,8 @@ def task_field_problems(config: Any) -> list[str]:
     """What the config's task rejects, checked from its spec (no data loaded, nothing written).
 
     One ``"field 'env.split': ..."`` message per bad field: ``env.task_kwargs`` (unknown names or
-    bad values), ``env.split`` and ``evaluation.split`` (one of the task's splits),
+    bad values), ``env.split`` and ``evaluation.split`` (one of the task's splits, not the
+    held-out test split: :mod:`powerzoo.rl.selection`),
     ``env.obs_mode`` (multi-agent tasks only), ``env.forecast_horizon`` (single-agent tasks with
     forecastable series, at most the horizon) and ``env.reward`` (preset name or term weights).
     ``TrainConfig.from_dict`` / ``from_file`` raise them as one :class:`ConfigError`, so a bad
@@ -48,15 +50,17 @@ def task_field_problems(config: Any) -> list[str]:
             f"field 'episodes': {config.episodes} episodes of {spec.horizon} steps exceed the "
             f"largest budget, {MAX_TIMESTEPS:,} env steps"
         )
-    splits = [("env.split", env.split)]
+    splits = [("env.split", env.split, "training")]
     if config.evaluation is not None:
-        splits.append(("evaluation.split", config.evaluation.split))
-    for field, split in splits:
+        splits.append(("evaluation.split", config.evaluation.split, "model selection"))
+    for field, split, use in splits:
         if split not in spec.splits:
             problems.append(
                 f"field '{field}': unknown split {split!r} for {config.task}; "
                 f"valid: {', '.join(spec.splits)}"
             )
+        elif (held_out := selection_split_problem(split, use)) is not None:
+            problems.append(f"field '{field}': {held_out}")
     multi = spec.agent_mode == "multi"
     if is_native(config.algorithm) and is_native_marl(config.algorithm) != multi:
         kind, use = ("single", "MAPPO-L or IPPO-L") if multi else ("multi", "PPO-L, PPO, SAC, ...")

@@ -19,6 +19,9 @@ algorithm's family (:func:`powerzoo.rl.algorithms.trainer_class`):
   :class:`~powerzoo.rl.sb3.multi_agent.SB3MultiAgentTrainer`;
 - ``MAPPO``, ``IPPO``, ``MAPPO-L``, ``IPPO-L`` (multi-agent tasks) and ``PPO-L`` (single-agent
   tasks): :class:`~powerzoo.rl.mappo.trainer.MAPPOTrainer`.
+- the reference baselines (:mod:`powerzoo.rl.reference`):
+  :class:`~powerzoo.rl.reference.sb3_trainer.ReferenceSB3Trainer` and
+  :class:`~powerzoo.rl.reference.mappo_trainer.ReferenceMAPPOTrainer`.
 
 Each is a :class:`~powerzoo.rl.trainer_base.TrainerBase` and satisfies :class:`TrainerProtocol`.
 ``Trainer.load`` / ``Trainer.resume`` / ``Trainer.from_checkpoint`` read a run folder's config
@@ -172,7 +175,9 @@ def make_trainer(
             fields, or a YAML/JSON run-config path.
         algorithm: ``"PPO"``, ``"A2C"``, ``"SAC"``, ``"TD3"``, ``"DDPG"`` or, on multi-agent
             tasks, ``"MAPPO"``, ``"IPPO"``, ``"MAPPO-L"``, ``"IPPO-L"``, or on single-agent
-            tasks ``"PPO-L"`` (default from the config, else PPO).
+            tasks ``"PPO-L"``, or a reference baseline (``"PPO-residual"``, ``"SAC-residual"``,
+            ``"PPO-safe"``, ``"BC-PPO"``; ``"MAPPO-residual"``, ``"MAPPO-safe"``;
+            :mod:`powerzoo.rl.reference`) (default from the config, else PPO).
         total_timesteps: training budget in env steps (default from the config, else 100,000).
         seed: seeds the model, the training envs and the evaluation (default 0).
         **kwargs: other config fields (``n_envs=8``, ``evaluation={...}``, ``output_dir=...``),

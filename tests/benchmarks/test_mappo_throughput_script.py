@@ -45,14 +45,14 @@ def test_a_short_run_does_not_reach_the_rule_and_says_what_it_reached(script, ti
 def test_the_first_evaluation_past_the_rule_is_reported(script, tiny_config, monkeypatch, capsys):
     from powerzoo.benchmarks import baselines
 
-    real = baselines.baseline_row
+    real = baselines.evaluate_baseline
 
-    def low_rule(task, policy, split="test"):
-        row = dict(real(task, policy, split))
+    def low_rule(task, policy, split="test", day_ids=None, **kwargs):
+        row = dict(real(task, policy, split, day_ids, **kwargs))
         row["returns"] = [-1e12] * len(row["returns"])  # any policy passes this "rule"
         return row
 
-    monkeypatch.setattr(baselines, "baseline_row", low_rule)
+    monkeypatch.setattr(baselines, "evaluate_baseline", low_rule)
     out = script.measure_time_to_rule("marl_opf", tiny_config, 64, 32, 2)
     assert out["rule_return"] == -1e12 and out["past_rule_env_steps"] == 32
     assert out["past_rule_seconds"] > 0

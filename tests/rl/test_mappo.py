@@ -177,7 +177,12 @@ def _layout() -> dict[str, GroupLayout]:
 
 def test_multiplier_rises_while_cost_exceeds_budget_and_never_goes_negative():
     learner = MultiAgentPPO(
-        _layout(), 6, MAPPOParams(lambda_lr=0.1), True, ("c1", "c2"), (1.0, 2.0)
+        _layout(),
+        6,
+        MAPPOParams(lambda_update="sgd", lambda_lr=0.1),
+        True,
+        ("c1", "c2"),
+        (1.0, 2.0),
     )
     history = [learner.update_multipliers(np.array([3.0, 0.5])) for _ in range(5)]
     np.testing.assert_allclose([h[0] for h in history], [0.2, 0.4, 0.6, 0.8, 1.0])
@@ -202,7 +207,10 @@ def test_combined_advantage_with_zero_multipliers_is_plain_mappo():
 def test_lagrangian_with_zero_multiplier_rate_trains_exactly_like_mappo(tmp_path):
     plain = small_trainer(tmp_path / "a", "MAPPO", steps=64)
     safe = small_trainer(
-        tmp_path / "b", "MAPPO-L", steps=64, algorithm_kwargs={**SMALL, "lambda_lr": 0.0}
+        tmp_path / "b",
+        "MAPPO-L",
+        steps=64,
+        algorithm_kwargs={**SMALL, "lambda_update": "sgd", "lambda_lr": 0.0},
     )
     plain.train()
     safe.train()
@@ -356,6 +364,7 @@ def _train_on_effort_env(
         critic_learning_rate=3e-3,
         log_std_init=-0.5,
         gamma=0.9,
+        lambda_update="sgd",
         lambda_lr=lambda_lr,
     )
     learner = MultiAgentPPO({"workers": layout}, 4, params, True, ("overuse",), (budget,))

@@ -103,7 +103,12 @@ def test_multiplier_rises_by_the_hand_computed_step_while_over_a_tiny_budget(tmp
         tmp_path,
         2 * 48 * 4,
         n_envs=4,
-        algorithm_kwargs={"n_steps": 48, "log_std_init": 0.5, "lambda_lr": lr},
+        algorithm_kwargs={
+            "n_steps": 48,
+            "log_std_init": 0.5,
+            "lambda_update": "sgd",
+            "lambda_lr": lr,
+        },
     )
     learner = trainer._ensure_learner()
     learner.thresholds = np.array([budget])

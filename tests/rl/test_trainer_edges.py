@@ -264,12 +264,12 @@ def test_a_model_that_cannot_be_built_leaves_no_folder(tmp_path, fields, error):
 
 
 def test_a_section_given_as_keyword_updates_the_files_section(tmp_path):
-    path = _config_file(tmp_path, evaluation={"split": "test", "episodes": 3, "freq": 1000})
+    path = _config_file(tmp_path, evaluation={"split": "val", "episodes": 3, "freq": 1000})
     trainer = Trainer(
         path, evaluation={"freq": 128}
     )  # what `powerzoo train -c FILE --eval-freq 128` does
     assert trainer.config.evaluation.model_dump() == {
-        "split": "test",
+        "split": "val",
         "freq": 128,
         "episodes": 3,
         "deterministic": True,

@@ -10,8 +10,7 @@ Read top to bottom:
 2. **Acting**: :meth:`MultiAgentPPO.act` samples Gaussian actions for a whole batch of envs
    (:class:`~powerzoo.rl.mappo.exploration.GroupPolicy`), :meth:`MultiAgentPPO.values`
    evaluates the critics (task units, de-normalised).
-3. **Multipliers** (``-L``): :meth:`MultiAgentPPO.update_multipliers`, once per iteration before
-   the policy epochs (:mod:`~powerzoo.rl.mappo.lagrangian`).
+3. **Multipliers** (``-L``): :meth:`MultiAgentPPO.update_multipliers`, each iteration (PID or SGD).
 4. **Update**: :meth:`MultiAgentPPO.update`: per group, :meth:`MultiAgentPPO.training_rows`
    prepares what the PPO epochs train on, every variant in turn, then
    :func:`~powerzoo.rl.mappo.ppo.ppo_epochs` runs the plain PPO step on mini-batches of it:
@@ -44,7 +43,7 @@ from powerzoo.rl.mappo.counterfactual import (
 )
 from powerzoo.rl.mappo.exploration import GroupPolicy, per_env_step_rows
 from powerzoo.rl.mappo.hparams import MAPPOParams
-from powerzoo.rl.mappo.lagrangian import mixed_advantages, step_multipliers
+from powerzoo.rl.mappo.lagrangian import Multipliers, mixed_advantages
 from powerzoo.rl.mappo.networks import Actor, Critic, JointNoise, ValueNorm, with_agent_ids
 from powerzoo.rl.mappo.policy import GroupActor, MAPPOPolicy
 from powerzoo.rl.mappo.ppo import CriticFit, Rows, ppo_epochs
@@ -157,7 +156,12 @@ class MultiAgentPPO(nn.Module):
             )
             for n in self.q_critics
         }
-        self.multipliers = np.full(k, params.lambda_init, np.float64)
+        self.multiplier_control = Multipliers(k, params)
+
+    @property
+    def multipliers(self) -> np.ndarray:
+        """The Lagrange multipliers [k] (the controller's array: edits in place reach it)."""
+        return self.multiplier_control.values
 
     @property
     def lagrangian(self) -> bool:
@@ -280,16 +284,11 @@ class MultiAgentPPO(nn.Module):
 
     # ---- multipliers -----------------------------------------------------------------------------
     def update_multipliers(self, mean_episode_costs: np.ndarray | None) -> np.ndarray:
-        """One projected gradient step per selected cost against its threshold
-        (:func:`~powerzoo.rl.mappo.lagrangian.step_multipliers`); returns the multipliers.
-
-        ``None`` (no cost estimate this iteration) leaves them unchanged.
-        """
+        """Move the multipliers on the mean episode costs [k] against the budgets
+        (:class:`~powerzoo.rl.mappo.lagrangian.Multipliers`); returns a copy. ``None`` (no cost
+        estimate this iteration) leaves them unchanged."""
         if self.lagrangian and mean_episode_costs is not None:
-            p = self.params
-            self.multipliers = step_multipliers(
-                self.multipliers, mean_episode_costs, self.thresholds, p.lambda_lr, p.lambda_max
-            )
+            self.multiplier_control.step(mean_episode_costs, self.thresholds)
         return self.multipliers.copy()
 
     def set_progress(self, done_fraction: float) -> None:
@@ -444,6 +443,7 @@ class MultiAgentPPO(nn.Module):
             "actor_optims": {n: o.state_dict() for n, o in self.actor_optims.items()},
             "critic_optims": {n: o.state_dict() for n, o in self.critic_optims.items()},
             "multipliers": self.multipliers.copy(),
+            "multiplier_state": self.multiplier_control.state_dict(),
         }
         if self.q_optims:
             out["q_optims"] = {n: o.state_dict() for n, o in self.q_optims.items()}
@@ -458,7 +458,7 @@ class MultiAgentPPO(nn.Module):
             o.load_state_dict(state["critic_optims"][n])
         for n, o in self.q_optims.items():
             o.load_state_dict(state["q_optims"][n])
-        self.multipliers = np.asarray(state["multipliers"], np.float64).copy()
+        self.multiplier_control.load_state_dict(state.get("multiplier_state", state))
 
     def export_policy(
         self,

@@ -10,7 +10,8 @@ Names, in a run config (``algorithm: MAPPO`` and ``algorithm_kwargs: {...}``):
   (every agent's observation) plus the agent's one-hot id within its group;
 * ``IPPO``: the same actors, each group's critic on the agent's own observation (plus its id);
 * ``MAPPO-L`` / ``IPPO-L``: the same, plus a cost critic on the task's selected costs and one
-  Lagrange multiplier per selected cost, updated against the task's per-episode thresholds;
+  Lagrange multiplier per selected cost, moved against the task's per-episode budgets (mean
+  episode cost within budget, ``E[C] <= d``);
 * ``PPO-L``: ``IPPO-L`` on a single-agent task, its one agent
   (:mod:`~powerzoo.rl.mappo.one_agent`).
 """
@@ -26,6 +27,7 @@ __all__ = ["NATIVE_MARL_ALGORITHMS", "MAPPOParams", "algorithm_flags", "check_pa
 
 LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
 INIT_ACTIONS: tuple[str, ...] = ("center", "idle")
+MULTIPLIER_UPDATES: tuple[str, ...] = ("pid", "sgd")
 
 
 @dataclasses.dataclass
@@ -73,10 +75,19 @@ class MAPPOParams:
         counterfactual_learning_rate: Adam step size of the Q-critics (constant, no gradient
             clip; their targets are standardised by
             :class:`~powerzoo.rl.mappo.counterfactual.QNorm`).
-        lambda_lr: Lagrangian variants: step size of the multipliers (per unit of episode cost
-            above the threshold); 0 keeps them at ``lambda_init``.
-        lambda_init: initial value of every multiplier (>= 0).
-        lambda_max: optional upper clamp of the multipliers (``None``: none).
+        lambda_update: Lagrangian variants: how the multipliers move once per iteration
+            (:mod:`~powerzoo.rl.mappo.lagrangian`): ``"pid"`` (default), a PID controller on the
+            normalised violation ``J_c / d - 1`` (mean episode cost over budget, in budgets), one
+            setting for every task; or ``"sgd"``, the raw-unit step ``lambda_lr * (J_c - d)``.
+        lambda_kp: ``"pid"``: proportional gain (multiplier per budget of violation).
+        lambda_ki: ``"pid"``: integral gain (multiplier added per iteration per budget of
+            violation, the violation counted up to one budget); 0 with ``lambda_kp = 0`` keeps
+            the multipliers at ``lambda_init``.
+        lambda_kd: ``"pid"``: derivative gain, on the violation's rise since the last iteration.
+        lambda_lr: ``"sgd"``: step size of the multipliers per unit of episode cost (the cost's
+            physical unit) above the budget; 0 keeps them at ``lambda_init``.
+        lambda_init: initial value of every multiplier (>= 0; with ``"pid"`` the integral's).
+        lambda_max: upper bound of the multipliers and of the PID integral (``None``: none).
         cost_gamma: discount of the cost critic (``None``: ``gamma``).
         device: torch device (``"cpu"``; any device torch accepts).
         rollout_workers: 0 collects rollouts in-process; ``K > 0`` collects them on ``K`` Ray
@@ -111,9 +122,13 @@ class MAPPOParams:
     counterfactual_samples: int = 0
     joint_exploration: bool = False
     counterfactual_learning_rate: float = 3e-3
+    lambda_update: str = "pid"
+    lambda_kp: float = 1.0
+    lambda_ki: float = 0.1
+    lambda_kd: float = 0.0
     lambda_lr: float = 0.05
     lambda_init: float = 0.0
-    lambda_max: float | None = None
+    lambda_max: float | None = 100.0
     cost_gamma: float | None = None
     device: str = "cpu"
     rollout_workers: int = 0
@@ -146,8 +161,13 @@ class MAPPOParams:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if not 0.0 <= self.gae_lambda <= 1.0:
             raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda!r}")
-        if self.ent_coef < 0 or self.lambda_lr < 0 or self.lambda_init < 0:
-            raise ValueError("ent_coef, lambda_lr and lambda_init must be >= 0")
+        for name in ("ent_coef", "lambda_lr", "lambda_init", "lambda_kp", "lambda_ki", "lambda_kd"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.lambda_update not in MULTIPLIER_UPDATES:
+            raise ValueError(
+                f"lambda_update must be one of {MULTIPLIER_UPDATES}, got {self.lambda_update!r}"
+            )
         if self.lambda_max is not None and self.lambda_max < self.lambda_init:
             raise ValueError(
                 f"lambda_max ({self.lambda_max}) must be >= lambda_init ({self.lambda_init})"
