@@ -50,7 +50,14 @@ from powerzoo.physics.dc_sparse import island_reference_buses
 from powerzoo.physics.network import NetworkCase
 from powerzoo.physics.qp_solver import QPModel, SolverChain
 
-__all__ = ["DCOPFResult", "UnitBounds", "dispatch_cost", "line_overload_mw", "solve_dc_opf"]
+__all__ = [
+    "DCOPFResult",
+    "UnitBounds",
+    "cost_coefficients",
+    "dispatch_cost",
+    "line_overload_mw",
+    "solve_dc_opf",
+]
 
 UnitBounds = Callable[[int, "np.ndarray | None"], tuple[np.ndarray, np.ndarray]]
 """Row ``k``'s unit bounds ``(lower, upper)`` [n_gen] MW from the previous row's dispatch."""
@@ -96,11 +103,24 @@ def dispatch_cost(
     p = np.asarray(gen_p_mw, dtype=float)
     if p.shape[-1] != case.n_gen:
         raise ValueError(f"gen_p_mw last dim {p.shape[-1]} != n_gen {case.n_gen}")
+    c2, c1, c0 = cost_coefficients(case)
+    return np.multiply(p, p, out=work) @ c2 + p @ c1 + c0
+
+
+def cost_coefficients(case: NetworkCase) -> tuple[np.ndarray, np.ndarray, float]:
+    """The coefficients :func:`dispatch_cost` prices a dispatch with.
+
+    Args:
+        case: The network case.
+
+    Returns:
+        ``(c2 [n_gen] $/MW^2h, c1 [n_gen] $/MWh, c0 $/h)``: each unit's quadratic and linear
+        coefficients (0 for a unit out of service) and the in-service units' summed no-load cost.
+    """
     on = case.gen_in_service
     c2 = np.where(on, case.gen_c2_per_mw2h, 0.0)
     c1 = np.where(on, case.gen_c1_per_mwh, 0.0)
-    c0 = float(np.sum(case.gen_c0_per_h[on]))
-    return np.multiply(p, p, out=work) @ c2 + p @ c1 + c0
+    return c2, c1, float(np.sum(case.gen_c0_per_h[on]))
 
 
 def solve_dc_opf(

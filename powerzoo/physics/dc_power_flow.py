@@ -34,6 +34,7 @@ __all__ = [
     "gen_bus_matrix",
     "generation_shift_matrix",
     "line_overload_mw",
+    "overload_limits_mw",
     "phase_shift_flow_mw",
     "ptdf_matrix",
     "ptdf_rows",
@@ -258,8 +259,21 @@ def line_overload_mw(
     ``out``: an optional float64 array of the flow's shape to write the result into.
     """
     flow = np.abs(np.asarray(branch_flow_mw, dtype=float), out=out)
+    np.subtract(flow, overload_limits_mw(case, line_limit_scale), out=flow)
+    return np.maximum(flow, 0.0, out=flow)
+
+
+def overload_limits_mw(case: NetworkCase, line_limit_scale: float = 1.0) -> np.ndarray:
+    """The limit above which :func:`line_overload_mw` counts overload.
+
+    Args:
+        case: The network case.
+        line_limit_scale: Factor on the ratings.
+
+    Returns:
+        ``line_limit_scale x rate_a`` [n_branch] MW; ``inf`` for an unlimited or out-of-service
+        branch.
+    """
     rate = case.branch_rate_a_mw
     limited = case.branch_in_service & np.isfinite(rate)
-    limit = np.where(limited, rate * line_limit_scale, np.inf)
-    np.subtract(flow, limit, out=flow)
-    return np.maximum(flow, 0.0, out=flow)
+    return np.where(limited, rate * line_limit_scale, np.inf)

@@ -27,9 +27,11 @@ from powerzoo.tasks import list_tasks, task_spec
 IDLE_TASKS = [
     "battery_arbitrage",
     "dso",
+    "lv_unbalance",
     "marl_der_arbitrage",
     "marl_ders_benchmark",
     "marl_ev_v2g",
+    "volt_var_123",
 ]
 SCRIPT = REPO_ROOT / "benchmarks" / "compute_baselines.py"
 

@@ -21,8 +21,10 @@ from scipy.sparse import csr_matrix
 
 from powerzoo.data import calendar
 from powerzoo.physics.cases import NetworkCase
+from powerzoo.physics.dc_opf import cost_coefficients
 from powerzoo.physics.dc_power_flow import (
     generation_shift_matrix,
+    overload_limits_mw,
     ptdf_matrix,
 )
 from powerzoo.physics.dc_sparse import dc_factor
@@ -179,11 +181,7 @@ class EconomicDispatch(Task):
         self._rating = np.where(np.isfinite(rate), rate, np.inf)
         # |flow| from which a branch counts as congested: within CONGESTED_TOL_MW of its rating
         self._congested_above = self._rating - CONGESTED_TOL_MW
-        # the step's constants of dispatch_cost and line_overload_mw, worked out once
-        on_gen = self.case.gen_in_service
-        self._c2 = np.where(on_gen, self.case.gen_c2_per_mw2h, 0.0)
-        self._c1 = np.where(on_gen, self.case.gen_c1_per_mwh, 0.0)
-        self._c0 = float(np.sum(self.case.gen_c0_per_h[on_gen]))
+        self._case_constants()  # the step's constants of dispatch_cost and line_overload_mw
         # large cases: in-service units to their buses (sparse), the system load per unit of
         # demand, and the branch limits as columns for the branch-major reductions
         on = np.flatnonzero(self.case.gen_in_service)
@@ -192,13 +190,8 @@ class EconomicDispatch(Task):
             shape=(self.case.n_bus, self.case.n_gen),
         )
         self._total_load_scale = float(self._bus_load_scale.sum())
-        limited = self.case.branch_in_service & np.isfinite(rate)
-        self._limit = np.where(limited, rate, np.inf)  # line_overload_mw's limits
-        self._limit_col = self._limit[:, None]
-        self._rating_col, self._congested_col = (
-            self._rating[:, None],
-            self._congested_above[:, None],
-        )
+        self._limit_col, self._rating_col = self._limit[:, None], self._rating[:, None]
+        self._congested_col = self._congested_above[:, None]
         # the DC power flow in two parts, flow = p @ gsf - demand * load_flow (bus loads are one
         # demand series times fixed shares, so their flow is one vector per unit of demand);
         # above DENSE_FLOW_MAX_BUSES buses the sparse solve of dc_power_flow instead
@@ -216,6 +209,13 @@ class EconomicDispatch(Task):
         self._prev_p_slot = self.spec.observation.optional_slot("own_prev_p_mw")
         # each split day's starting dispatch (sced.initial_dispatch)
         self._initial_p = sced.initial_dispatch(self, self._gsf is not None)
+
+    def _case_constants(self) -> None:
+        """The case's cost coefficients and overload limits (``dispatch_cost``,
+        ``line_overload_mw``), worked out again only when ``self.case`` has been replaced."""
+        if getattr(self, "_constants_of", None) is not self.case:
+            self._c2, self._c1, self._c0 = cost_coefficients(self.case)
+            self._limit, self._constants_of = overload_limits_mw(self.case), self.case
 
     @classmethod
     def limited_network(cls, params: DispatchParams) -> tuple[NetworkCase, DispatchLimits]:
@@ -318,6 +318,7 @@ class EconomicDispatch(Task):
         self, state: DispatchState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[DispatchState, StepOutput]:
         dt_h = self._dt_h
+        self._case_constants()
         requested = action
         lo, hi = self.step_range(state)  # ramps, Pmin, energy left (limits.py)
         action = np.minimum(np.maximum(requested, lo), hi)
