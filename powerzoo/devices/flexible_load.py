@@ -204,7 +204,12 @@ def flexible_load_step(
                 f"B={due.shape[0]}"
             )
         window = window[:, None]  # [B, 1], against [B, n_units]
-    shift_applied = np.where(window > 0, shift, 0.0)
+    if window.size == 1:  # the smallest window (read directly for a scalar or one row)
+        shortest = window.item()
+    else:
+        shortest = int(window.min()) if window.size else params.payback_steps
+    # (where every window is open the masks below are all True: their products are skipped)
+    shift_applied = shift if shortest > 0 else np.where(window > 0, shift, 0.0)
 
     base_mwh = p_base_mw * dt_h
     curtailed_mwh = curtail * base_mwh
@@ -212,15 +217,21 @@ def flexible_load_step(
     payback_mwh = due[:, 0]
     # the schedule moves one step forward, and the energy shifted now adds an equal share to
     # each of the first m slots (mask [B, k, 1] or [k, 1] against the share [B, 1, n_units])
-    share_mwh = shifted_mwh / np.maximum(window, 1)
-    new_due = np.empty_like(due)
+    share_mwh = shifted_mwh / (window if shortest >= 1 else np.maximum(window, 1))
+    new_due = np.empty(due.shape)  # C order: the slot sum below adds the slots in order
     new_due[:, :-1] = due[:, 1:]
     new_due[:, -1] = 0.0
-    in_window = params.slot_column < (window[:, None] if window.ndim else window)
-    new_due += share_mwh[:, None, :] * in_window
-    backlog_mwh = new_due[:, 0].copy()
-    for slot in range(1, params.payback_steps):
-        backlog_mwh += new_due[:, slot]
+    if shortest >= params.payback_steps:  # every slot of every row in the window
+        new_due += share_mwh[:, None, :]
+    else:
+        in_window = params.slot_column < (window[:, None] if window.ndim else window)
+        new_due += share_mwh[:, None, :] * in_window
+    if params.n_units > 1:  # one reduction adds the slots in order, as the loop does
+        backlog_mwh = np.add.reduce(new_due, axis=1)
+    else:  # (a last axis of 1 would make the slots the reduction's inner loop: pairwise sums)
+        backlog_mwh = new_due[:, 0].copy()
+        for slot in range(1, params.payback_steps):
+            backlog_mwh += new_due[:, slot]
 
     p_mw = p_base_mw * (1.0 - curtail - shift_applied) + payback_mwh / dt_h
     return FlexibleLoadStep(

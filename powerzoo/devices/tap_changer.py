@@ -71,6 +71,7 @@ __all__ = [
 ]
 
 WEAR_COST_PER_OPERATION = 0.5  # $ per tap operation (module docstring)
+_min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,6 +205,17 @@ def avc_step(
     the moves [B] (int64, signed)."""
     lo, hi = params.band_pu
     v = np.asarray(v_reg_pu, dtype=np.float64)
+    if v.size == 1:  # one row: its value (the reductions' result, without their calls)
+        lowest = highest = v.reshape(1)[0]
+    elif v.size:
+        lowest, highest = _min_reduce(v), _max_reduce(v)
+    else:
+        lowest, highest = np.nan, np.nan
+    if lowest >= lo and highest <= hi:  # every row inside the band (a NaN is not)
+        held = np.zeros(v.shape, dtype=np.int64)  # no timer runs, no tap moves
+        return TapChangerState(
+            state.tap.astype(np.int64), held, state.operations.astype(np.int64)
+        ), held.copy()
     outside = (v < lo) | (v > hi)
     timer = np.where(outside, state.timer + 1, 0)
     moves = avc_moves(params, state.tap, v, params.max_operations(step_s))

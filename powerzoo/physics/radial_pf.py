@@ -25,7 +25,9 @@ Both start from the base-case voltage drop scaled by each scenario's total deman
 sweeps fewer than a flat start), keep their work arrays between calls, and run with BLAS pinned
 to one thread (threadpoolctl; measured: the small products gain nothing from a second thread
 and stall when its core is busy). A ``scipy.sparse`` BIBC/BCBV form was measured too and is
-slower than both (table in ``benchmarks/radial_pf_speed.py``'s output).
+slower than both (table in ``benchmarks/radial_pf_speed.py``'s output). :func:`solve_flow` is
+the same solve without the input checks, for a caller whose inputs are right by construction (a
+feeder task's step, where at one scenario the checks cost as much as a sweep).
 
 Non-convergence is reported in ``converged``, never raised: a scenario whose iterates stall
 (loading near the voltage-collapse point) or blow up (no solution) keeps the last finite
@@ -62,6 +64,7 @@ __all__ = [
     "RadialPFResult",
     "lindistflow",
     "radial_power_flow",
+    "solve_flow",
 ]
 
 SWEEP_MIN_WORK = 10_000  # "auto" sweeps level by level from B * (n_bus - 1) >= this on (measured)
@@ -71,6 +74,8 @@ _HUGE = 1e30  # stands in for inf in rows that diverged
 # gemv threshold), and the split changes the last bits of the sums with the thread count
 _PIN_MIN_WORK = 9_216
 _POOL_MIN_SIZE = 16384  # results of at least this many branch values come from the pool
+_add_reduce, _and_reduce = np.add.reduce, np.logical_and.reduce  # without the methods' wrappers
+_dot = np.dot  # matmul's BLAS calls (the same sums), with less dispatch at small sizes
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,7 +85,8 @@ class RadialPFResult:
     Branch quantities are at the sending (upstream, ``branch_from_bus``) end. ``iterations`` is
     the number of sweeps run (the slowest scenario's). Rows with ``converged == False`` hold the
     last finite iterate, not a solution. The branch-flow and angle properties are computed on
-    first access (the rest is computed by the solve); arrays may be Fortran-ordered views.
+    first access (the rest, ``branch_loading`` included, by the solve); arrays may be
+    Fortran-ordered views.
     """
 
     vm_pu: np.ndarray  # [B, n_bus] voltage magnitude
@@ -92,8 +98,19 @@ class RadialPFResult:
     feeder_q_mvar: np.ndarray  # [B] reactive power drawn at the head
     converged: np.ndarray  # [B] bool
     iterations: int
+    # [B, n_branch] current over the thermal rating (1.0 = at the limit; pandapower's
+    # ``loading_percent / 100``)
+    branch_loading: np.ndarray
     case: RadialFeeder = field(repr=False)
     _current_abs_pu: np.ndarray = field(repr=False)  # [B, n_branch] |branch current|
+    _all_converged: bool | None = field(default=None, repr=False)  # None: read ``converged``
+
+    @property
+    def all_converged(self) -> bool:
+        """Whether every row converged."""
+        if self._all_converged is None:
+            return bool(_and_reduce(self.converged))
+        return self._all_converged
 
     @functools.cached_property
     def va_degree(self) -> np.ndarray:
@@ -128,19 +145,9 @@ class RadialPFResult:
         """[B, n_branch] current magnitude [kA]."""
         return self._finite(self._current_abs_pu * self.case.branch_i_base_ka)
 
-    @functools.cached_property
-    def branch_loading(self) -> np.ndarray:
-        """[B, n_branch] current over the thermal rating (1.0 = at the limit; pandapower's
-        ``loading_percent / 100``)."""
-        return self._finite(
-            self._current_abs_pu * (self.case.branch_i_base_ka / self.case.branch_rating_ka)
-        )
-
     def _finite(self, value: np.ndarray) -> np.ndarray:
         """``value`` with NaN / inf (possible only in non-converged rows) made finite."""
-        if self.converged.all():
-            return value
-        return np.nan_to_num(value, copy=False, nan=0.0, posinf=_HUGE, neginf=-_HUGE)
+        return value if self.all_converged else _make_finite(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -246,20 +253,9 @@ def radial_power_flow(
         raise ValueError(f"max_iter must be >= 1 and tol_pu > 0, got {max_iter!r}, {tol_pu!r}")
     if method not in ("auto", "dense", "sweep"):
         raise ValueError(f"method must be 'auto', 'dense' or 'sweep', got {method!r}")
-    plan = feeder_plan(case)
     batch = p.shape[0]
     v0 = _slack_voltage(case, slack_vm_pu, batch)
-    if method == "auto":
-        rows = batch * plan.m >= SWEEP_MIN_WORK
-    else:
-        rows = method == "sweep"
-    # working layout: [m, B] for the level sweep (rows of B scenarios), [B, m] for dense
-    cs, v, new, work, scratch = plan.buffers((plan.m, batch) if rows else (batch, plan.m))
-    gather(p, plan.order, 1.0 / case.base_mva, cs.real, rows, scratch)  # conj(S) [p.u.]
-    gather(q, plan.order, -1.0 / case.base_mva, cs.imag, rows, scratch)
-    if v_init is None:
-        cold_start(plan, cs, v0, v, rows)
-    else:
+    if v_init is not None:
         v_init = np.asarray(v_init, dtype=np.complex128)
         if v_init.ndim == 1:
             v_init = v_init[None, :]
@@ -267,16 +263,55 @@ def radial_power_flow(
             raise ValueError(
                 f"v_init must be finite with shape {(batch, case.n_bus)}, got {v_init.shape}"
             )
-        gather(v_init, plan.order, 1.0, v, rows)
+    return solve_flow(
+        case, p, q, v0, v_init, max_iter=int(max_iter), tol_pu=float(tol_pu), method=method
+    )
+
+
+def solve_flow(
+    case: RadialFeeder,
+    p: np.ndarray,
+    q: np.ndarray,
+    v0: np.ndarray,
+    v_init: np.ndarray | None = None,
+    *,
+    max_iter: int = 50,
+    tol_pu: float = 1e-8,
+    method: str = "auto",
+) -> RadialPFResult:
+    """:func:`radial_power_flow` without its input checks, for callers whose inputs are
+    well-formed by construction (a task's step): ``p`` / ``q`` float64 [B, n_bus] (MW, Mvar),
+    ``v0`` the complex head voltage [B] (p.u.), ``v_init`` finite complex [B, n_bus] or
+    ``None``, ``max_iter`` >= 1, ``tol_pu`` > 0 (p.u.), ``method`` as there. Non-finite loads
+    raise the same ``ValueError`` (checked only when a row did not converge)."""
+    plan = feeder_plan(case)
+    batch = p.shape[0]
+    if method == "auto":
+        rows = batch * plan.m >= SWEEP_MIN_WORK
+    else:
+        rows = method == "sweep"
+    # working layout: [m, B] for the level sweep (rows of B scenarios), [B, m] for dense
+    cs, v, new, work, scratch = plan.buffers((plan.m, batch) if rows else (batch, plan.m))
+    gather(p, plan.order, plan.inv_base_mva, cs.real, rows, scratch)  # conj(S) [p.u.]
+    gather(q, plan.order, -plan.inv_base_mva, cs.imag, rows, scratch)
     # OpenBLAS runs a product on one thread below 9,216 multiply-adds anyway (its gemv
     # threshold): small batches skip the pinning and its library calls
     blas, threads = _pin_blas() if batch * plan.m * plan.m >= _PIN_MIN_WORK else ((), ())
     try:
         with np.errstate(all="ignore"):
-            v, converged, iterations = iterate(
-                plan, cs, v0, v, new, work, scratch, int(max_iter), float(tol_pu), rows
+            if v_init is None:
+                cold_start(plan, cs, v0, v, rows)
+            elif rows:
+                v_init.T.take(plan.order, axis=0, out=v)
+            else:
+                v_init.take(plan.order, axis=1, out=v)
+            v, converged, iterations, all_converged = iterate(
+                plan, cs, v0, v, new, work, scratch, max_iter, tol_pu, rows
             )
-            return _outputs(case, plan, p, q, cs, v0, v, work, scratch, converged, iterations, rows)
+            if not all_converged:  # a NaN or inf load never converges: named as the checks do
+                _check_inputs(case, p, q)
+            done = (converged, iterations, all_converged)
+            return _outputs(case, plan, p, q, cs, v0, v, work, scratch, *done, rows=rows)
     finally:
         for lib, n in zip(blas, threads, strict=True):
             lib.set_num_threads(n)
@@ -322,6 +357,7 @@ def _outputs(
     scratch: np.ndarray,
     converged: np.ndarray,
     iterations: int,
+    all_converged: bool,
     rows: bool,
 ) -> RadialPFResult:
     """Currents, losses and head power from the final voltages ``v`` (working layout). In the
@@ -352,35 +388,54 @@ def _outputs(
         np.take(current, plan.branch_row, axis=0, out=j)  # [n_branch, B]
         v_bus[plan.order] = v
         v_bus[slack] = v0
-        j_head = j[plan.root_branches].sum(axis=0)
+        j_head = (
+            j[plan.root_branch]
+            if plan.root_branch >= 0
+            else _add_reduce(j[plan.root_branches], axis=0)
+        )
     else:
-        np.matmul(current, plan.subtree_branch_c, out=j)  # [B, n_branch]
+        _dot(current, plan.subtree_branch_c, out=j)  # [B, n_branch]
         v_bus[:, plan.order] = v
         v_bus[:, slack] = v0
-        j_head = j[:, plan.root_branches].sum(axis=1)
+        j_head = (
+            j[:, plan.root_branch]  # one branch leaves the head: its current, no sum
+            if plan.root_branch >= 0
+            else _add_reduce(j[:, plan.root_branches], axis=1)
+        )
     np.abs(v_bus, out=vm)
     np.abs(j, out=j_abs)
     np.multiply(j_abs, j_abs, out=j2)
     s_head = v0 * np.conjugate(j_head) * case.base_mva
-    flip = (lambda a: a.T) if rows else (lambda a: a)  # noqa: E731 - [n, B] -> [B, n] view
-    result = RadialPFResult(
-        vm_pu=flip(vm),
-        v_complex_pu=flip(v_bus),
-        branch_current_pu=flip(j),
-        p_loss_mw=plan.r_mva @ j2 if rows else j2 @ plan.r_mva,
-        q_loss_mvar=plan.x_mva @ j2 if rows else j2 @ plan.x_mva,
-        feeder_p_mw=s_head.real + p[:, slack],
-        feeder_q_mvar=s_head.imag + q[:, slack],
+    if rows:  # [n, B] -> [B, n] views
+        vm, v_bus, j, j_abs = vm.T, v_bus.T, j.T, j_abs.T
+        p_loss, q_loss = plan.r_mva @ j2, plan.x_mva @ j2
+    else:
+        p_loss, q_loss = _dot(j2, plan.r_mva), _dot(j2, plan.x_mva)
+    feeder_p, feeder_q = s_head.real + p[:, slack], s_head.imag + q[:, slack]
+    if not all_converged:  # NaN / inf, possible only in the rows that failed, made finite
+        for value in (vm, v_bus, j, p_loss, q_loss, feeder_p, feeder_q, j_abs):
+            _make_finite(value)
+    loading = j_abs * plan.loading_per_pu
+    return RadialPFResult(
+        vm_pu=vm,
+        v_complex_pu=v_bus,
+        branch_current_pu=j,
+        p_loss_mw=p_loss,
+        q_loss_mvar=q_loss,
+        feeder_p_mw=feeder_p,
+        feeder_q_mvar=feeder_q,
         converged=converged,
         iterations=iterations,
+        branch_loading=loading if all_converged else _make_finite(loading),
         case=case,
-        _current_abs_pu=flip(j_abs),
+        _current_abs_pu=j_abs,
+        _all_converged=all_converged,
     )
-    if not converged.all():
-        for value in result.__dict__.values():
-            if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
-                result._finite(value)
-    return result
+
+
+def _make_finite(value: np.ndarray) -> np.ndarray:
+    """``value`` with NaN / inf made finite, in place (NaN: 0, +-inf: +-1e30)."""
+    return np.nan_to_num(value, copy=False, nan=0.0, posinf=_HUGE, neginf=-_HUGE)
 
 
 def lindistflow(

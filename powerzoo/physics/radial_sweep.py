@@ -29,6 +29,9 @@ __all__ = [
 RETIRE_FROM = 12  # from this iteration on, converged rows leave the working batch
 DIVERGED_STEP_PU = 2.0  # a voltage change larger than this in one iteration is divergence
 _OUTPUT_POOL = 4  # result blocks kept for reuse per feeder and thread
+_SCRATCH_MIN_SIZE = 4096  # gather() writes through the scratch buffer from this size on
+# ufuncs called directly: no Python wrapper (ndarray.max's) between the loop and the kernel
+_max_reduce, _subtract, _absolute, _dot = np.maximum.reduce, np.subtract, np.absolute, np.dot
 
 
 def _as_slice(index: np.ndarray) -> slice | np.ndarray:
@@ -58,7 +61,12 @@ class FeederPlan:
         row_branch = case.bus_parent_branch[self.order]  # branch feeding each row
         self.branch_row = row_of[case.branch_to_bus]  # row of each branch's to-bus
         self.root_branches = np.flatnonzero(case.branch_from_bus == case.slack_bus)
+        # the branch leaving the head when it is the only one (-1: several, their currents summed)
+        self.root_branch = int(self.root_branches[0]) if self.root_branches.size == 1 else -1
         self.r_mva = case.branch_r_pu * case.base_mva  # losses [MW] = |J|^2 . r_mva
+        self.inv_base_mva = 1.0 / case.base_mva  # MW -> p.u.
+        # branch loading (current over the rating) per p.u. of branch current
+        self.loading_per_pu = case.branch_i_base_ka / case.branch_rating_ka
         self.x_mva = case.branch_x_pu * case.base_mva
         z = (case.branch_r_pu + 1j * case.branch_x_pu)[row_branch]
         self.z_col = z[:, None]  # [m, 1] for the [m, B] sweep layout
@@ -102,7 +110,7 @@ class FeederPlan:
             v0 = np.full(1, case.slack_vm_pu, dtype=np.complex128)
             flat = np.full((1, m), case.slack_vm_pu, dtype=np.complex128)
             with np.errstate(all="ignore"):
-                v, ok, _ = iterate(
+                v, _, _, all_ok = iterate(
                     self,
                     base_cs[None, :].copy(),
                     v0,
@@ -114,7 +122,7 @@ class FeederPlan:
                     1e-12,
                     False,
                 )
-            if ok.all():
+            if all_ok:
                 self.base_drop = v0[0] - v[0]
 
     def buffers(self, shape: tuple[int, int]) -> tuple[np.ndarray, ...]:
@@ -179,10 +187,10 @@ def gather(
 ) -> None:
     """``out = scale * x[:, columns]`` ([B, m]), or its transpose ([m, B]) when ``rows``;
     ``scratch`` (a flat array of ``x``'s dtype and size B * m) spares the temporary."""
-    out_shape = (x.shape[0], columns.size)
-    picked = np.take(
-        x, columns, axis=1, out=None if scratch is None else scratch.reshape(out_shape)
-    )
+    if scratch is None or x.shape[0] * columns.size < _SCRATCH_MIN_SIZE:
+        picked = x.take(columns, axis=1)  # small: a fresh temporary is the cheaper one
+    else:
+        picked = x.take(columns, axis=1, out=scratch.reshape(x.shape[0], columns.size))
     np.multiply(picked.T if rows else picked, scale, out=out)
 
 
@@ -196,13 +204,13 @@ def voltage_step(
     rows: bool,
 ) -> None:
     """One fixed-point iteration ``out = V0 - Z conj(S / V)``: the bus currents, then in the
-    [B, m] layout (``v0``: [B, 1]) one product with the path impedances, or in the [m, B] layout
-    (``rows``; ``v0``: [B]) a backward sweep of the branch currents and a forward sweep of the
-    voltages, level by level over the tree depth."""
+    [B, m] layout (``v0``: [B, 1] or [B, m]) one product with the path impedances, or in the
+    [m, B] layout (``rows``; ``v0``: [B]) a backward sweep of the branch currents and a forward
+    sweep of the voltages, level by level over the tree depth."""
     np.conjugate(v, out=work)
     np.divide(cs, work, out=work)  # bus currents
     if not rows:
-        np.matmul(work, plan.z_path, out=out)
+        _dot(work, plan.z_path, out=out)  # np.dot: matmul's BLAS call, less dispatch
         np.subtract(v0, out, out=out)
         return
     backward(plan, work)  # branch currents
@@ -233,26 +241,33 @@ def iterate(
     max_iter: int,
     tol: float,
     rows: bool,
-) -> tuple[np.ndarray, np.ndarray, int]:
+) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """Fixed-point iteration from ``v`` in either layout (``scratch``: flat real buffer of
-    ``v.size``); returns the final iterate (same layout, full batch), ``converged [B]`` and the
-    number of iterations run."""
+    ``v.size``); returns the final iterate (same layout, full batch), ``converged [B]``, the
+    number of iterations run and whether every row converged."""
     axis = 1 if rows else 0  # batch axis
     batch = v.shape[axis]
-    converged = np.zeros(batch, dtype=bool)
+    converged: np.ndarray | None = None  # [B], once rows have retired
     result: np.ndarray | None = None  # rows retired early are filled in as they leave
-    active = np.arange(batch)
-    v0_b = v0 if rows else v0[:, None]
+    active: np.ndarray | None = None  # the rows still iterating (None: all of them)
+    # the head voltage against the rows: [B] (sweep), [B, m] (dense: a same-shape subtract)
+    v0_b = v0 if rows else v0[:, None].repeat(v.shape[1], axis=1)
     change = scratch[: v.size].reshape(v.shape)  # |voltage change| of the iteration
     iterations = 0
     for iterations in range(1, max_iter + 1):
         voltage_step(plan, cs, v0_b, v, new, work, rows)
-        np.abs(np.subtract(new, v, out=work), out=change)
-        delta = change.max()
+        delta = _max_reduce(_absolute(_subtract(new, v, out=work), out=change), axis=None)
         if delta < tol:  # every active row converged (NaN compares False)
-            converged[active] = True
-            return _merge(result, active, new, axis), converged, iterations
+            if active is None:
+                converged = np.empty(batch, dtype=bool)
+                converged.fill(True)  # (np.ones' Python wrapper costs more at small batches)
+                return new, converged, iterations, True
+            converged[active] = True  # type: ignore[index]
+            merged = _merge(result, active, new, axis)
+            return merged, converged, iterations, bool(converged.all())  # type: ignore[union-attr]
         if iterations >= RETIRE_FROM or not delta <= DIVERGED_STEP_PU:
+            if active is None:
+                active, converged = np.arange(batch), np.zeros(batch, dtype=bool)
             row_change = change.max(axis=1 - axis)
             done = row_change < tol
             bad = ~(row_change <= DIVERGED_STEP_PU)  # NaN / inf / huge: keep the last iterate
@@ -264,14 +279,16 @@ def iterate(
                 _put(result, active[bad], np.compress(bad, v, axis=axis), axis)
                 converged[active[done]] = True
                 if not keep.any():
-                    return result, converged, iterations
+                    return result, converged, iterations, bool(converged.all())
                 active = active[keep]
                 cs, v0 = np.compress(keep, cs, axis=axis), v0[keep]
-                v0_b = v0 if rows else v0[:, None]
+                v0_b = v0 if rows else v0[:, None].repeat(v.shape[1], axis=1)
                 new = np.compress(keep, new, axis=axis)
                 v, work, change = np.empty_like(new), np.empty_like(new), np.empty(new.shape)
         v, new = new, v
-    return _merge(result, active, v, axis), converged, iterations
+    if active is None:
+        return v, np.zeros(batch, dtype=bool), iterations, False
+    return _merge(result, active, v, axis), converged, iterations, False  # type: ignore[return-value]
 
 
 def _merge(

@@ -92,6 +92,9 @@ from powerzoo.tasks.feeder import (
     grid_cost_rows,
     voltage_sq_sensitivity,
 )
+from powerzoo.tasks.feeder import (
+    row_sum as _row_sum,
+)
 from powerzoo.tasks.feeder_observation import (
     SYSTEM_FIELDS,
     TIME_PRICE_FIELDS,
@@ -117,6 +120,7 @@ CASE = "case33bw"
 BATTERY_BUSES = (16, 23, 31)  # 0-based; one bus short of the ends of the trunk and the laterals
 FORECAST_STEPS = 4  # price look-ahead of the local_plus_forecast observation
 _N = len(BATTERY_BUSES)
+_count_nonzero = np.count_nonzero
 
 
 @dataclasses.dataclass(frozen=True)
@@ -391,20 +395,20 @@ class MarlDerArbitrage(FeederTask):
         profit = revenue - payment - wear  # [B, 3] each agent's own reward
         b = state.t.size
         terms = np.empty((b, 4))
-        terms[:, 0] = revenue.sum(axis=1)
-        terms[:, 1] = -payment.sum(axis=1)
-        terms[:, 2] = -wear.sum(axis=1)
+        terms[:, 0] = _row_sum(revenue)
+        terms[:, 1] = -_row_sum(payment)
+        terms[:, 2] = -_row_sum(wear)
         terms[:, 3] = 0.0
         end = state.t + 1 == HORIZON
-        if end.any():  # the last step: settle each battery's stored energy against its start
+        if _count_nonzero(end):  # the last step: settle each battery's stored energy
             settled = inverter_battery_settlement(
                 self.battery, result.soc[end], self.settlement_price(state.day_id[end])
             )
             profit[end] += settled
-            terms[end, 3] = settled.sum(axis=1)
+            terms[end, 3] = _row_sum(settled)
         costs = np.empty((b, 3))
         costs[:, :2] = flow.costs
-        costs[:, 2] = result.soc_violation_mwh.sum(axis=1)
+        costs[:, 2] = _row_sum(result.soc_violation_mwh)
         new_state = DerArbitrageState(
             state.day_id,
             state.t + 1,
@@ -424,7 +428,7 @@ class MarlDerArbitrage(FeederTask):
             costs,
             result.p_mw,
             price_per_mwh=price,
-            net_load_mw=p.sum(axis=1),
+            net_load_mw=_row_sum(p),
             soc=result.soc,
             battery_p_mw=result.p_mw,
             agent_profit=profit,

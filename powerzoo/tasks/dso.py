@@ -86,6 +86,7 @@ from powerzoo.tasks.dso_oracle import solve_day as _solve_day
 from powerzoo.tasks.feeder import (
     FeederTask,
     grid_cost_rows,
+    row_sum,
     voltage_sq_sensitivity,
 )
 from powerzoo.tasks.feeder_ltc import FeederLtcParams
@@ -402,7 +403,7 @@ class Dso(FeederTask):
         q[:, self.flex_buses] += flex.q_mvar
         target = action[:, 2 * _N] if self.params.ltc_action else None
         flow, ltc, ops = self.grid_step(state, p, q, target)
-        curtailed = flex.curtailed_mwh.sum(axis=1)
+        curtailed = row_sum(flex.curtailed_mwh)
         b = state.t.size
         terms = np.empty((b, len(self.spec.reward_terms)))
         terms[:, 0] = -(price * flow.p_loss_mw * dt_h)
@@ -426,13 +427,13 @@ class Dso(FeederTask):
         )
         return new_state, self.feeder_output(
             flow,
-            terms.sum(axis=1),
+            row_sum(terms),
             terms,
             flow.costs,
             applied,
             price_per_mwh=price,
             demand_pu=demand,
-            net_load_mw=p.sum(axis=1),
+            net_load_mw=row_sum(p),
             curtailed_mwh=curtailed,
             flex_p_mw=flex.p_mw,
             flex_curtailed_mwh=flex.curtailed_mwh,

@@ -49,15 +49,20 @@ from typing import Any, ClassVar
 import numpy as np
 
 from powerzoo.data.markets import DEFAULT_MARKET, check_market
-from powerzoo.data.profiles import Profiles
 from powerzoo.devices.battery import WEAR_COST_PER_MWH
 from powerzoo.devices.inverter_battery import InverterBatteryParams
 from powerzoo.devices.tap_changer import TapChangerState
-from powerzoo.physics.cases import load_case
 from powerzoo.physics.feeder import RadialFeeder
-from powerzoo.physics.radial_pf import lindistflow, radial_power_flow
-from powerzoo.scratch import Scratch
+from powerzoo.physics.radial_pf import lindistflow
 from powerzoo.tasks.base import StepOutput, Task
+from powerzoo.tasks.feeder_grid import (
+    NONCONVERGED_VOLTAGE_PU_PER_BUS,
+    V_MAX_PU,
+    V_MIN_PU,
+    FeederModel,
+    GridStep,
+    row_sum,
+)
 from powerzoo.tasks.feeder_ltc import FeederLtc, FeederLtcParams
 from powerzoo.tasks.feeder_observation import FeederSlots
 from powerzoo.tasks.transmission import OVERLOAD_PRICE_PER_MWH
@@ -73,6 +78,7 @@ __all__ = [
     "FeederTask",
     "FeederBatteryParams",
     "grid_cost_rows",
+    "row_sum",
     "time_features",
     "child_buses",
     "voltage_sq_sensitivity",
@@ -81,12 +87,8 @@ __all__ = [
     "ORACLE_VOLTAGE_PENALTY",
 ]
 
-V_MIN_PU, V_MAX_PU = 0.95, 1.05  # voltage band (ANSI C84.1 range A, EN 50160 +-5 %)
-NONCONVERGED_VOLTAGE_PU_PER_BUS = 0.1  # voltage_violation charged per bus when the flow fails
 GRID_COSTS = ("voltage_violation", "thermal_overload")
 GRID_COST_UNITS = ("p.u. (sum over buses, per step)", "MVAh (sum over branches)")
-PF_MAX_ITER = 30  # sweeps per step; a 33-bus flow converges in under 10 (1 to 4 warm-started)
-PF_TOL_PU = 1e-8
 # oracles: $ per unit of squared-voltage slack outside the band (about 10,000 $ per p.u. of voltage,
 # so a plan gives up any amount of profit or lost-load value before it lets a voltage leave the
 # band)
@@ -147,13 +149,6 @@ class FeederBatteryParams(FeederLtcParams):
         )
 
 
-_add_reduce, _and_reduce = (
-    np.add.reduce,
-    np.logical_and.reduce,
-)  # without ndarray.sum's Python wrapper
-_min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
-
-
 def time_features(t: np.ndarray, steps_per_day: int, horizon: int) -> np.ndarray:
     """``[hour_sin, hour_cos, time_remaining]`` [B, 3] (float32) at episode steps ``t`` [B]."""
     phase = 2.0 * np.pi * (t % steps_per_day) / steps_per_day
@@ -162,117 +157,6 @@ def time_features(t: np.ndarray, steps_per_day: int, horizon: int) -> np.ndarray
     out[:, 1] = np.cos(phase)
     out[:, 2] = 1.0 - t / horizon
     return out
-
-
-@dataclasses.dataclass(frozen=True)
-class GridStep:
-    """One power flow of a batch and what the tasks take from it (arrays with leading axis
-    ``B``)."""
-
-    vm_pu: np.ndarray  # [B, n_bus] voltage magnitudes
-    v_complex_pu: np.ndarray  # [B, n_bus] complex voltages (warm start of the next flow)
-    p_loss_mw: np.ndarray  # [B] active losses (0 where the flow failed)
-    costs: np.ndarray  # [B, 2] GRID_COSTS: voltage_violation [p.u.], thermal_overload [MVAh]
-    info: dict[str, np.ndarray]  # the grid info keys (module docstring), each [B]
-
-
-class FeederModel:
-    """A radial feeder with its calendar loads: per-bus demand of any step, and the step's power
-    flow.
-
-    ``profiles`` is the split's profiles (:attr:`powerzoo.tasks.base.Task.profiles`),
-    ``split_days`` its calendar days; loads are ``bus_pd_mw * load_scale * demand_pu``;
-    ``step_hours`` the step's length [h], the ``dt`` of ``thermal_overload`` [MVAh].
-    """
-
-    def __init__(
-        self,
-        case_name: str,
-        profiles: Profiles,
-        split_days: np.ndarray,
-        load_scale: float,
-        step_hours: float,
-    ) -> None:
-        case = load_case(case_name)
-        if not isinstance(case, RadialFeeder):
-            raise ValueError(f"{case_name} is not a radial feeder case")
-        self.case = case
-        self.load_scale = float(load_scale)
-        self.steps_per_day = profiles.steps_per_day
-        self.demand_pu = profiles.series["demand_pu"]
-        self.price_per_mwh = profiles.series["price_per_mwh"]
-        self.day_start = (
-            split_days * profiles.steps_per_day
-        )  # first calendar step of each split day
-        self.bus_p_mw = case.bus_pd_mw * self.load_scale  # bus demand per unit of demand_pu
-        self.bus_q_mvar = case.bus_qd_mvar * self.load_scale
-        self.rating_mva = case.branch_rating_mva
-        # MVAh of overload per unit of (I / I_rated - 1) over one step
-        self._overload_mvah_per_unit = self.rating_mva * float(step_hours)
-        self.nonconverged_voltage_pu = NONCONVERGED_VOLTAGE_PU_PER_BUS * (case.n_bus - 1)
-        self._v_lo, self._v_hi = np.float64(V_MIN_PU), np.float64(V_MAX_PU)
-        self._zero, self._one = np.float64(0.0), np.float64(1.0)
-        self._scratch = Scratch()  # the cost terms' [B, n] temporaries, reused
-
-    @property
-    def n_bus(self) -> int:
-        return self.case.n_bus
-
-    def flat_index(self, day_id: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Calendar step index [B] of step ``t`` of split day ``day_id``."""
-        return self.day_start.take(day_id) + t
-
-    def bus_loads(self, demand_pu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Bus demand ``(p_mw, q_mvar)`` [B, n_bus] at system demand ``demand_pu`` [B]."""
-        d = demand_pu[:, None]
-        return d * self.bus_p_mw, d * self.bus_q_mvar
-
-    def solve(
-        self,
-        p_mw: np.ndarray,
-        q_mvar: np.ndarray,
-        v_init: np.ndarray | None = None,
-        head_vm_pu: float | np.ndarray | None = None,
-    ) -> GridStep:
-        """Power flow of net demand ``p_mw`` / ``q_mvar`` [B, n_bus] (MW, Mvar; negative =
-        export), the head at ``head_vm_pu`` (p.u., scalar or [B]; default the case's 1.00)."""
-        result = radial_power_flow(
-            self.case,
-            p_mw,
-            q_mvar,
-            max_iter=PF_MAX_ITER,
-            tol_pu=PF_TOL_PU,
-            v_init=v_init,
-            slack_vm_pu=head_vm_pu,
-        )
-        vm, loading = result.vm_pu, result.branch_loading
-        maximum, zero, work = np.maximum, self._zero, self._scratch
-        costs = np.empty((vm.shape[0], 2))
-        # max(lo - v, v - hi) is > 0 exactly when v is outside the band (both cannot be)
-        below = np.subtract(self._v_lo, vm, out=work("below", vm.shape))
-        above = np.subtract(vm, self._v_hi, out=work("above", vm.shape))
-        _add_reduce(
-            maximum(maximum(below, above, out=below), zero, out=below), axis=1, out=costs[:, 0]
-        )
-        over = np.subtract(loading, self._one, out=work("over", loading.shape))
-        np.matmul(maximum(over, zero, out=over), self._overload_mvah_per_unit, out=costs[:, 1])
-        converged = result.converged
-        p_loss = result.p_loss_mw
-        if not _and_reduce(converged):
-            failed = ~converged
-            costs[failed, 0] = self.nonconverged_voltage_pu
-            costs[failed, 1] = 0.0
-            p_loss = np.where(failed, 0.0, p_loss)
-        info = {
-            "pf_converged": converged,
-            "p_loss_mw": p_loss,
-            "feeder_p_mw": result.feeder_p_mw,
-            "feeder_q_mvar": result.feeder_q_mvar,
-            "v_min_pu": _min_reduce(vm, axis=1),
-            "v_max_pu": _max_reduce(vm, axis=1),
-            "max_branch_loading": _max_reduce(loading, axis=1),
-        }
-        return GridStep(vm, result.v_complex_pu, p_loss, costs, info)
 
 
 class FeederTask(Task):
@@ -373,6 +257,15 @@ class FeederTask(Task):
         read by :meth:`write_neighbour_voltages`."""
         self.upstream_bus = self.grid.case.bus_parent[buses]
         self._children = child_buses(self.grid.case, buses)
+        # [n_units, most children]: each unit's children, the row padded with its first child
+        # (a repeated bus leaves a minimum unchanged): one gather and one reduction per write
+        widest = max(kids.size for kids in self._children)
+        self._child_table = np.stack(
+            [
+                np.concatenate([kids, np.full(widest - kids.size, kids[0])])
+                for kids in self._children
+            ]
+        )
 
     def write_neighbour_voltages(
         self, obs: np.ndarray, vm: np.ndarray, upstream: int, downstream: int
@@ -381,8 +274,7 @@ class FeederTask(Task):
         every unit into ``obs`` [B, n_units, width] at columns ``upstream`` and ``downstream``,
         from voltages ``vm`` [B, n_bus] (p.u.)."""
         obs[:, :, upstream] = vm[:, self.upstream_bus]
-        for i, kids in enumerate(self._children):
-            obs[:, i, downstream] = _min_reduce(vm[:, kids], axis=1)
+        obs[:, :, downstream] = np.minimum.reduce(vm[:, self._child_table], axis=2)
 
     def settlement_price(self, day_id: np.ndarray) -> np.ndarray:
         """Price ($/MWh) [B] at which stored energy is settled at the end of the episodes

@@ -47,6 +47,7 @@ __all__ = ["AVC_ROUNDS", "FeederLtcParams", "FeederLtc", "LTC_INFO_KEYS"]
 AVC_ROUNDS = 3  # measurements per step while the controller settles (flows: at most one more)
 LTC_INFO_KEYS = ("ltc_tap", "ltc_operations", "head_vm_pu")
 _DEFAULT = TapChangerParams()
+_count_nonzero = np.count_nonzero
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +95,11 @@ class FeederLtc:
         self.step_s = float(step_s)
         self.base_mva = float(base_mva)
         self.start_tap = 0 if params is None else settled_tap(params)
+        # head voltage of every tap position -n..n (p.u.), looked up by tap + n
+        self._n_taps = 0 if params is None else params.n_steps
+        self._heads = None
+        if params is not None:
+            self._heads = head_vm_pu(params, np.arange(-params.n_steps, params.n_steps + 1))
 
     @property
     def on(self) -> bool:
@@ -110,7 +116,9 @@ class FeederLtc:
 
     def head_vm_pu(self, tap: np.ndarray) -> np.ndarray | None:
         """Head voltage [B] at taps ``tap`` [B] (p.u.; ``None`` without an LTC: the case's)."""
-        return None if self.params is None else head_vm_pu(self.params, tap)
+        if self._heads is None:
+            return None
+        return self._heads.take(tap + self._n_taps)  # taps stay in range: clipped when moved
 
     def _regulated(self, flow: Any, head: np.ndarray) -> np.ndarray:
         vm = flow.vm_pu[:, 0]
@@ -141,20 +149,22 @@ class FeederLtc:
         params = self.params
         if target is not None:
             state, moves = tap_changer_set(params, state, target)
-            head = head_vm_pu(params, state.tap)
+            head = self.head_vm_pu(state.tap)
             flow = grid.solve(p_mw, q_mvar, v_init, head_vm_pu=head)
             ops = np.abs(moves)
             return self._with_info(flow, state.tap, ops, head), state, ops
         start_ops = state.operations
-        head = head_vm_pu(params, state.tap)
+        head = self.head_vm_pu(state.tap)
         flow = grid.solve(p_mw, q_mvar, v_init, head_vm_pu=head)
         state, moves = avc_step(params, state, self._regulated(flow, head), self.step_s)
+        if not _count_nonzero(moves):  # the tap held: the flow is the step's
+            return self._with_info(flow, state.tap, moves, head), state, moves
         budget = params.max_operations(self.step_s) - np.abs(moves)
         for _ in range(AVC_ROUNDS - 1):
             rows = np.flatnonzero(moves)
             if not rows.size:
                 break
-            head = head_vm_pu(params, state.tap)
+            head = self.head_vm_pu(state.tap)
             flow, sub = _resolve(grid, p_mw, q_mvar, flow, rows, head)
             follow = np.zeros(b, dtype=np.int64)
             follow[rows] = avc_moves(
@@ -167,19 +177,23 @@ class FeederLtc:
             )
             moves = follow
         if np.any(moves):  # the last round moved: its flow is at the tap it left
-            head = head_vm_pu(params, state.tap)
+            head = self.head_vm_pu(state.tap)
             flow, _ = _resolve(grid, p_mw, q_mvar, flow, np.flatnonzero(moves), head)
         ops = state.operations - start_ops
-        return self._with_info(flow, state.tap, ops, head_vm_pu(params, state.tap)), state, ops
+        return self._with_info(flow, state.tap, ops, self.head_vm_pu(state.tap)), state, ops
 
     @staticmethod
     def _with_info(flow: Any, tap: np.ndarray, ops: np.ndarray, head: Any) -> Any:
-        info = dict(flow.info)
+        """``flow`` (fresh from the step's solve: its info is the step's own) with
+        :data:`LTC_INFO_KEYS` added to its info."""
+        info = flow.info
         b = tap.shape[0]
         info["ltc_tap"] = tap.astype(np.float64)
         info["ltc_operations"] = ops.astype(np.float64)
-        info["head_vm_pu"] = np.broadcast_to(np.asarray(head, dtype=np.float64), (b,)).copy()
-        return dataclasses.replace(flow, info=info)
+        if not (isinstance(head, np.ndarray) and head.shape == (b,)):
+            head = np.broadcast_to(np.asarray(head, dtype=np.float64), (b,)).copy()
+        info["head_vm_pu"] = head
+        return flow
 
 
 def _resolve(

@@ -40,6 +40,7 @@ from powerzoo.tasks.ders_benchmark.spec import (
     ders_benchmark_spec,
 )
 from powerzoo.tasks.feeder import FeederTask
+from powerzoo.tasks.feeder import row_sum as _row_sum
 from powerzoo.tasks.feeder_rules import export_limit_curtailment
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.tariffs import (
@@ -54,6 +55,8 @@ __all__ = ["MarlDersBenchmark", "DersState"]
 _K = N_PER_KIND
 _N = 3 * _K
 _BAT, _PV, _FLEX = slice(0, _K), slice(_K, 2 * _K), slice(2 * _K, _N)
+_GRID_KEYS = ("feeder_p_mw", "p_loss_mw", "v_min_pu", "v_max_pu")  # DersState.grid's columns
+_count_nonzero = np.count_nonzero
 # the rule's export limit of each PV plant (MW): the hosting capacity of its sub-lateral, the
 # size at which the uncontrolled midday reverse flow keeps the lateral's lines within their
 # ratings (1.0 MW a plant: no day over the overload budget), as a utility writes it into the
@@ -191,9 +194,10 @@ class MarlDersBenchmark(FeederTask):
     @staticmethod
     def _grid(flow: Any) -> np.ndarray:
         info = flow.info
-        return np.stack(
-            [info["feeder_p_mw"], info["p_loss_mw"], info["v_min_pu"], info["v_max_pu"]], axis=1
-        )
+        out = np.empty((flow.vm_pu.shape[0], len(_GRID_KEYS)))
+        for i, key in enumerate(_GRID_KEYS):
+            out[:, i] = info[key]
+        return out
 
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> DersState:
         day_id, t, flat = self.first_step(day_id)
@@ -272,7 +276,8 @@ class MarlDersBenchmark(FeederTask):
         pv = pv_inverter_step(
             self.pv, self.pv_cf.take(flat)[:, None], act[:, _PV, 0], act[:, _PV, 1], dt_h
         )
-        p, q, flex_base = self.loads(demand)
+        p, q = self.grid.bus_loads(demand)
+        flex_base = demand[:, None] * self.flex_mw
         fl = flexible_load_step(
             self.flex,
             FlexibleLoadState(state.due_mwh, state.backlog_mwh),
@@ -282,39 +287,55 @@ class MarlDersBenchmark(FeederTask):
             dt_h,
             HORIZON - 1 - state.t,
         )
-        p[:, self.flex_buses] += fl.p_mw
-        q[:, self.flex_buses] += fl.q_mvar
-        served_mw = p.sum(axis=1)
+        # each flexible bus: its load less the flexible share (loads()), plus what the unit draws
+        fb = self.flex_buses
+        flex_p = p.take(fb, axis=1)
+        flex_p -= flex_base
+        flex_p += fl.p_mw
+        p[:, fb] = flex_p
+        flex_q = q.take(fb, axis=1)
+        flex_q -= flex_base * self.flex.tan_phi
+        flex_q += fl.q_mvar
+        q[:, fb] = flex_q
+        served_mw = _row_sum(p)
         p[:, self.bat_buses] -= bat.p_mw
         q[:, self.bat_buses] -= bat.q_mvar
         p[:, self.pv_buses] -= pv.p_mw
         q[:, self.pv_buses] -= pv.q_mvar
         flow, ltc, _ = self.grid_step(state, p, q)
+        pv_curtailed = _row_sum(pv.curtailed_mwh)
+        load_curtailed = _row_sum(fl.curtailed_mwh)
         terms = np.empty((b, 5))
         terms[:, 0] = -(price * flow.p_loss_mw * dt_h)
-        terms[:, 1] = -(price * pv.curtailed_mwh.sum(axis=1))
-        terms[:, 2] = -(self.params.voll_per_mwh * fl.curtailed_mwh.sum(axis=1))
+        terms[:, 1] = -(price * pv_curtailed)
+        terms[:, 2] = -(self.params.voll_per_mwh * load_curtailed)
         throughput = bat.charge_mwh + bat.discharge_mwh
         terms[:, 3] = -(
-            price * (bat.charge_mwh - bat.discharge_mwh).sum(axis=1)
-            + (self.battery.degradation_cost_per_mwh * throughput).sum(axis=1)
+            price * _row_sum(bat.charge_mwh - bat.discharge_mwh)
+            + _row_sum(self.battery.degradation_cost_per_mwh * throughput)
         )
         terms[:, 4] = 0.0
         end = state.t + 1 == HORIZON
-        if end.any():  # the last step: settle the batteries' stored energy against the start
-            terms[end, 4] = inverter_battery_settlement(
-                self.battery, bat.soc[end], self.settlement_price(state.day_id[end])
-            ).sum(axis=1)
+        if _count_nonzero(end):  # the last step: settle the batteries' stored energy
+            terms[end, 4] = _row_sum(
+                inverter_battery_settlement(
+                    self.battery, bat.soc[end], self.settlement_price(state.day_id[end])
+                )
+            )
         costs = np.empty((b, 4))
         costs[:, :2] = flow.costs
-        costs[:, 2] = bat.soc_violation_mwh.sum(axis=1) + fl.shift_refused_mwh.sum(axis=1)  # MWh
-        costs[:, 3] = (bat.q_cut_mvar.sum(axis=1) + pv.q_cut_mvar.sum(axis=1)) * dt_h  # Mvarh
+        costs[:, 2] = _row_sum(bat.soc_violation_mwh) + _row_sum(fl.shift_refused_mwh)  # MWh
+        costs[:, 3] = (_row_sum(bat.q_cut_mvar) + _row_sum(pv.q_cut_mvar)) * dt_h  # Mvarh
         applied = np.empty((b, _N, 2))
         applied[:, _BAT, 0], applied[:, _BAT, 1] = bat.p_mw, bat.q_mvar
         applied[:, _PV, 0], applied[:, _PV, 1] = pv.curtail_fraction, pv.q_mvar
         applied[:, _FLEX, 0], applied[:, _FLEX, 1] = fl.curtail_fraction, fl.shift_fraction
-        prev_p = np.concatenate([bat.p_mw, pv.p_mw, -fl.p_mw], axis=1)
-        prev_q = np.concatenate([bat.q_mvar, pv.q_mvar, -fl.q_mvar], axis=1)
+        prev_p = np.empty((b, _N))
+        prev_p[:, _BAT], prev_p[:, _PV] = bat.p_mw, pv.p_mw
+        np.negative(fl.p_mw, out=prev_p[:, _FLEX])
+        prev_q = np.empty((b, _N))
+        prev_q[:, _BAT], prev_q[:, _PV] = bat.q_mvar, pv.q_mvar
+        np.negative(fl.q_mvar, out=prev_q[:, _FLEX])
         new_state = DersState(
             state.day_id,
             state.t + 1,
@@ -332,21 +353,21 @@ class MarlDersBenchmark(FeederTask):
         )
         return new_state, self.feeder_output(
             flow,
-            terms.sum(axis=1),
+            _row_sum(terms),
             terms,
             costs,
             applied.reshape(b, 2 * _N),
             price_per_mwh=price,
             demand_pu=demand,
-            net_load_mw=p.sum(axis=1),
+            net_load_mw=_row_sum(p),
             served_load_mw=served_mw,
-            der_injection_mw=bat.p_mw.sum(axis=1) + pv.p_mw.sum(axis=1),
+            der_injection_mw=_row_sum(bat.p_mw) + _row_sum(pv.p_mw),
             soc=bat.soc,
             pv_available_mw=pv.available_mw,
-            pv_curtailed_mwh=pv.curtailed_mwh.sum(axis=1),
-            load_curtailed_mwh=fl.curtailed_mwh.sum(axis=1),
-            load_shifted_mwh=fl.shifted_mwh.sum(axis=1),
-            load_payback_mwh=fl.payback_mwh.sum(axis=1),
+            pv_curtailed_mwh=pv_curtailed,
+            load_curtailed_mwh=load_curtailed,
+            load_shifted_mwh=_row_sum(fl.shifted_mwh),
+            load_payback_mwh=_row_sum(fl.payback_mwh),
             load_backlog_mwh=fl.state.backlog_mwh,
         )
 

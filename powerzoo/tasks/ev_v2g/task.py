@@ -29,6 +29,7 @@ from powerzoo.tasks.ev_v2g.spec import (
     site_buses,
 )
 from powerzoo.tasks.feeder import FeederTask
+from powerzoo.tasks.feeder import row_sum as _row_sum
 from powerzoo.tasks.feeder_observation import write_system_fields
 from powerzoo.tasks.spec import TaskSpec
 from powerzoo.tasks.tariffs import reference_price_per_mwh
@@ -39,6 +40,7 @@ _NEVER = np.iinfo(np.int16).max  # a trip that never happens (int16 step tables)
 # per-car energies and powers (4 mWh resolution at 60 kWh; halves the step's memory traffic)
 CAR_FLOAT = np.float32
 _min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
+_count_nonzero, _dot = np.count_nonzero, np.dot
 
 
 @dataclasses.dataclass
@@ -238,8 +240,11 @@ class MarlEvV2g(FeederTask):
         one step)."""
         t = state.t
         spd = self.profiles.steps_per_day
-        lo = int(_min_reduce(t))
-        if lo == int(_max_reduce(t)):
+        if t.size == 1:  # one row (its step, without the reductions)
+            lo = hi = int(t[0])
+        else:
+            lo, hi = int(_min_reduce(t)), int(_max_reduce(t))
+        if lo == hi:
             at = lo + offset
             d = min(at // spd, EPISODE_DAYS)
             return _Day(
@@ -319,8 +324,9 @@ class MarlEvV2g(FeederTask):
         )
         site_kw = self._site_sum(ev.p_kw)  # [B, S] + into the feeder
         site_dis_kwh = self._site_sum(ev.discharge_kwh)
+        site_mw = site_kw * 1e-3
         p, q = self.grid.bus_loads(self.grid.demand_pu.take(flat))
-        p -= (site_kw * 1e-3) @ self.incidence
+        p -= _dot(site_mw, self.incidence)  # np.dot: matmul's BLAS call
         flow, ltc, _ = self.grid_step(state, p, q)
         # cars leaving at the start of the next step are checked against their goal; few cars leave
         # or
@@ -332,7 +338,7 @@ class MarlEvV2g(FeederTask):
         costs = np.empty((b, 3))
         shortfall = np.zeros_like(ev.energy_kwh)
         departure, goal = state.departure, state.goal_kwh
-        if leaving.any():
+        if _count_nonzero(leaving):
             idx = np.flatnonzero(leaving)
             short = departure_shortfall_kwh(
                 state.goal_kwh.ravel().take(idx), ev.energy_kwh.ravel().take(idx), True
@@ -346,7 +352,7 @@ class MarlEvV2g(FeederTask):
             costs[:, 0] = 0.0
         costs[:, 1:] = flow.costs
         arriving = plugged_next & ~plugged
-        if arriving.any():  # the goal for the departure after the car's return
+        if _count_nonzero(arriving):  # the goal for the departure after the car's return
             row, car = np.divmod(np.flatnonzero(arriving), self.n_vehicles)
             steps = departure[row, car] - t_next[row]
             goal = goal.copy()
@@ -358,32 +364,36 @@ class MarlEvV2g(FeederTask):
         wear = self.fleet.v2g_wear_per_kwh * site_dis_kwh
         profit = revenue - payment - wear
         terms = np.empty((b, 4))
-        terms[:, 0] = revenue.sum(axis=1)
-        terms[:, 1] = -payment.sum(axis=1)
-        terms[:, 2] = -wear.sum(axis=1)
+        terms[:, 0] = _row_sum(revenue)
+        terms[:, 1] = -_row_sum(payment)
+        terms[:, 2] = -_row_sum(wear)
         terms[:, 3] = 0.0
         end = t_next == HORIZON
-        if end.any():  # the week's last step: settle each site's stored energy
+        if _count_nonzero(end):  # the week's last step: settle each site's stored energy
             settled = self.settlement(
                 state.day_id[end], self._site_sum(ev.energy_kwh[end]), state.start_kwh[end]
             )
             profit[end] += settled
-            terms[end, 3] = settled.sum(axis=1)
-        site_mw = site_kw * 1e-3
-        new_state = dataclasses.replace(
-            state,
-            t=t_next,
-            energy_kwh=ev.energy_kwh,
-            goal_kwh=goal,
-            plugged=plugged_next,
-            departure=departure,
-            prev_p_mw=site_mw,
-            vm_pu=flow.vm_pu,
-            feeder_p_mw=flow.info["feeder_p_mw"],
-            v_complex_pu=flow.v_complex_pu,
-            ltc_tap=ltc.tap,
-            ltc_timer=ltc.timer,
-            ltc_operations=ltc.operations,
+            terms[end, 3] = _row_sum(settled)
+        new_state = EvV2gState(
+            state.day_id,
+            t_next,
+            ev.energy_kwh,
+            goal,
+            plugged_next,
+            departure,
+            state.leave,
+            state.back,
+            state.next_dep,
+            state.drive_kwh,
+            state.start_kwh,
+            site_mw,
+            flow.vm_pu,
+            flow.info["feeder_p_mw"],
+            flow.v_complex_pu,
+            ltc.tap,
+            ltc.timer,
+            ltc.operations,
         )
         return new_state, self.feeder_output(
             flow,
@@ -392,7 +402,7 @@ class MarlEvV2g(FeederTask):
             costs,
             ev.p_kw,
             price_per_mwh=price,
-            net_load_mw=p.sum(axis=1),
+            net_load_mw=_row_sum(p),
             site_p_mw=site_mw,
             agent_profit=profit,
             ev_p_kw=ev.p_kw,
