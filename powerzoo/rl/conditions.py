@@ -9,6 +9,8 @@ condition is met; the condition's ``describe()`` (or its repr) becomes the run's
 from __future__ import annotations
 
 import dataclasses
+import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,6 +23,7 @@ __all__ = [
     "RewardThreshold",
     "NoImprovement",
     "Plateau",
+    "WallClock",
     "condition_from_dict",
     "describe_condition",
     "CONDITION_TYPES",
@@ -147,11 +150,58 @@ class Plateau:
         return f"plateau: last {self.window} evaluations within {self.tolerance:g} ({kind})"
 
 
+@dataclasses.dataclass
+class WallClock:
+    """Stop once ``seconds`` of wall-clock time have passed since the condition was made.
+
+    A trainer makes the conditions of its config when ``train`` starts, after its envs and model
+    are built, so the allowance counts training (rollouts, updates and the periodic evaluations),
+    not the set-up; a resumed run gets a fresh allowance. ``clock`` returns seconds (default
+    :func:`time.perf_counter`); a test passes a fake one.
+    """
+
+    seconds: float
+    clock: Callable[[], float] = dataclasses.field(
+        default=time.perf_counter, repr=False, compare=False
+    )
+    started: float = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        value = self.seconds
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float, np.integer, np.floating))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            raise ValueError(f"WallClock.seconds must be a positive number, got {value!r}")
+        if not callable(self.clock):
+            raise ValueError(f"WallClock.clock must be callable, got {self.clock!r}")
+        self.seconds = float(value)
+        self.started = float(self.clock())
+
+    def elapsed(self) -> float:
+        """Seconds of the clock since the condition was made."""
+        return float(self.clock()) - self.started
+
+    def __call__(self, progress: TrainingProgress) -> bool:
+        return self.elapsed() >= self.seconds
+
+    def describe(self) -> str:
+        """The stop reason recorded when this condition ends a run.
+
+        Returns:
+            One line of text.
+        """
+        return f"wall_clock: spent the allowance of {self.seconds:g} s"
+
+
 CONDITION_TYPES: dict[str, type] = {
     "max_steps": MaxSteps,
     "reward_threshold": RewardThreshold,
     "no_improvement": NoImprovement,
     "plateau": Plateau,
+    "wall_clock": WallClock,
 }
 
 
@@ -164,7 +214,7 @@ def condition_from_dict(spec: dict[str, Any]) -> Any:
             f"stop condition type {kind!r} unknown; valid: {', '.join(CONDITION_TYPES)}"
         )
     cls = CONDITION_TYPES[kind]
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = {f.name for f in dataclasses.fields(cls) if f.init and f.name != "clock"}
     unknown = set(params) - names
     if unknown:
         raise ValueError(

@@ -1,8 +1,7 @@
 """Read and validate a campaign file and expand it into :class:`~.spec.TrialSpec` trials.
 
 The file format is documented in :mod:`powerzoo.rl.campaigns.spec`. Every trial's run config is
-validated here (:class:`~powerzoo.rl.config.TrainConfig`), so a bad key fails before anything
-trains.
+validated here (:class:`~powerzoo.rl.config.TrainConfig`): a bad key fails before training.
 """
 
 from __future__ import annotations
@@ -25,14 +24,15 @@ from powerzoo.rl.campaigns.spec import (
 )
 from powerzoo.rl.config import ConfigError, TrainConfig, override_field, whole_number
 from powerzoo.rl.names import check_plain_name
+from powerzoo.rl.tracks import apply_track, resolve_track
 
 __all__ = ["load_campaign", "parse_campaign"]
 
-_TOP_KEYS = {"name", "tasks", "seeds", "budget", "evaluation", "algorithms", "ray"}
+_TOP_KEYS = {"name", "tasks", "seeds", "budget", "evaluation", "algorithms", "ray", "track"}
 _BUDGET_KEYS = {"total_timesteps", "episodes", "n_envs"}
 _EVAL_KEYS = {"split", "episodes", "baselines", "model", "plots"}
 _ALGO_KEYS = {"tasks", "settings"}
-_SETTING_KEYS = {"tasks", "config", "algorithm_kwargs", "overrides"}
+_SETTING_KEYS = {"tasks", "config", "algorithm_kwargs", "overrides", "track"}
 _RLLIB_KEYS = {"tasks", "sharing", "training", "num_env_runners", "num_envs_per_env_runner", "env"}
 _RAY_KEYS = {"cpus_per_trial", "max_concurrent_trials"}
 _CAMPAIGN_OWNED = {"task", "algorithm", "seed", "output_dir", "name"}
@@ -204,6 +204,7 @@ def parse_campaign(
                 raise _fail(where, f"{field}: a setting name takes letters, digits, '.', '_', '-'")
             allowed = _RLLIB_KEYS if algo == RLLIB_PPO else _SETTING_KEYS
             setting = _check_keys(where, setting, allowed, field)
+            wanted = setting.get("track", data.get("track"))
             for task in _setting_tasks(where, field, setting.get("tasks"), algo_tasks):
                 config = (
                     _rllib_config(where, field, task, setting, budget[task])
@@ -212,6 +213,7 @@ def parse_campaign(
                         where, field, task, algo, setting, budget[task], Path(base_dir)
                     )
                 )
+                config, track = _with_track(where, field, wanted, algo, config)
                 for seed in seeds:
                     cfg = {**config, "seed": int(seed)}
                     trials.append(
@@ -223,6 +225,7 @@ def parse_campaign(
                             int(seed),
                             cfg,
                             config_hash(cfg),
+                            None if track is None else track.to_dict(),
                         )
                     )
     if not trials:
@@ -279,6 +282,17 @@ def _budget(where: str, section: Any, tasks: list[str]) -> dict[str, dict[str, A
             raise _fail(where, f"budget of {task}: give total_timesteps or episodes, not both")
         out[task] = merged
     return out
+
+
+def _with_track(where: str, field: str, value: Any, algo: str, config: dict) -> tuple[dict, Any]:
+    """``(config, track)``: ``config`` on the setting's compute track (``value``), if any."""
+    try:
+        if value is not None and algo == RLLIB_PPO:
+            raise ValueError("rllib_ppo trials take no track (give budget steps)")
+        track = resolve_track(value)
+        return (config, None) if track is None else (apply_track(config, track), track)
+    except ValueError as err:
+        raise _fail(where, f"{field}: {err}") from None
 
 
 def _algorithm_name(where: str, name: Any) -> str:

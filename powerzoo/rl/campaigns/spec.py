@@ -5,6 +5,10 @@ A campaign file (YAML, read with ``yaml.safe_load``; nothing in it runs as code)
     name: smoke                          # default: the file's stem
     tasks: [battery_arbitrage, marl_opf]
     seeds: [0, 1]                        # one trial per seed; also the evaluation seeds
+    track: S                             # optional compute track (powerzoo.rl.tracks): S = 5
+                                         # minutes of wall clock on one core, L = 10M env steps
+                                         # or one hour; it replaces the budget's steps. A
+                                         # setting's own `track:` overrides it.
     budget:                              # training budget of every trial
       total_timesteps: 8192              # env steps (or `episodes: N`)
       n_envs: 8
@@ -86,6 +90,9 @@ class TrialSpec:
             the same id is refused instead of being mixed with old results). The evaluation
             protocol is not part of it (it is the campaign's, :func:`evaluation_protocol`):
             ``--update`` compares both.
+        track: the compute track trained on (:meth:`powerzoo.rl.tracks.Track.to_dict`; its
+            allowance is in ``config`` as ``total_timesteps`` and a ``wall_clock`` stop
+            condition), or ``None`` for the budget's steps.
     """
 
     trial_id: str
@@ -95,6 +102,7 @@ class TrialSpec:
     seed: int
     config: dict[str, Any]
     config_hash: str
+    track: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -129,7 +137,13 @@ class TrialSpec:
         Returns:
             The trial.
         """
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        return cls(
+            **{
+                f.name: data[f.name]
+                for f in dataclasses.fields(cls)
+                if f.name in data or f.default is dataclasses.MISSING
+            }
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,9 +16,12 @@ A trial's folder is ``<out>/trials/<trial_id>/``:
 The record holds the trial's spec, its config hash, the training and evaluation times (s), its
 start and end (``started_at`` / ``finished_at``, seconds since the epoch), the env steps trained,
 the model evaluated (``best`` or ``final``), the evaluated day ids, the constraint names, one
-row per test episode (the ``episodes.csv`` columns) and the code that ran it (``code``:
-:func:`powerzoo.provenance.code_provenance`). The trial runs with one torch thread and one
-BLAS thread, so the same seed gives the same numbers in any process (local loop or Ray worker).
+row per test episode (the ``episodes.csv`` columns), the code that ran it (``code``:
+:func:`powerzoo.provenance.code_provenance`) and its compute
+(:func:`powerzoo.rl.tracks.compute_record`: ``track`` and ``track_budget``, ``env_steps``,
+``wall_seconds`` and ``cpu_seconds`` of training, ``stop_reason``, ``hardware``). The trial runs
+with one torch thread and one BLAS thread, so the same seed gives the same numbers in any
+process (local loop or Ray worker).
 
 A record is checked before it is used (:func:`record_problem`): the fields the tables need are
 there, it holds one episode per day of the campaign's evaluation protocol (those days, the
@@ -41,6 +44,7 @@ from typing import Any
 from powerzoo.fileio import CorruptFileError, read_json, read_or_corrupt, write_json
 from powerzoo.provenance import code_provenance
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
+from powerzoo.rl.tracks import Stopwatch, Track, compute_record
 
 __all__ = [
     "run_trial",
@@ -381,10 +385,18 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
 
     with one_thread():
         started_at = time.time()
-        started = time.perf_counter()
+        watch = Stopwatch()
         trainer = Trainer({**trial.config, "output_dir": str(folder), "name": "run"})
         result = trainer.train()
-        train_seconds = time.perf_counter() - started
+        train_seconds = watch.wall_s()
+        track = None if trial.track is None else Track(**trial.track)
+        compute = compute_record(
+            track,
+            result.num_timesteps,
+            watch,
+            trial.config.get("algorithm_kwargs"),
+            result.stop_reason,
+        )
         trainer.close()
         entry, model = _trained_entry(trial, folder / "run", campaign.model)
         started = time.perf_counter()
@@ -399,6 +411,7 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
             "finished_at": time.time(),
             "model": model,
             "run_dir": str(folder / "run"),
+            **compute,
             **evaluation,
         }
     write_json(folder / TRIAL_FILE, record)

@@ -1,0 +1,83 @@
+"""``powerzoo families TASK``: the rule's and the oracle's return on the test split and on each
+held-out scenario family, and their drop; ``--episode-counts`` lists the tasks whose baselines
+hold too few test episodes."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _counts(minimum: int) -> int:
+    from powerzoo.benchmarks.families import count_test_episodes
+
+    rows = count_test_episodes(minimum)
+    print(f"{'task':<22} {'episodes':>8} {'test days':>9} {'s / episode (all baselines)':>28}")
+    for r in rows:
+        flag = f"  short: {minimum} episodes ~ {r['seconds_for_min']:,.0f} s" if r["short"] else ""
+        print(
+            f"{r['task']:<22} {r['episodes']:>8} {r['test_days']:>9} "
+            f"{sum(r['per_episode_s'].values()):>28.2f}{flag}"
+        )
+    short = [r["task"] for r in rows if r["short"]]
+    print(f"{len(short)} task(s) below {minimum} test episodes: {', '.join(short) or 'none'}")
+    return 0
+
+
+def _cmd_families(args: argparse.Namespace) -> int:
+    from powerzoo.benchmarks.families import evaluate_families, write_families
+
+    if args.episode_counts:
+        return _counts(args.min_episodes)
+    if args.task is None:
+        raise ValueError("give a TASK (or --episode-counts)")
+    result = evaluate_families(
+        args.task,
+        args.policies,
+        args.families or None,
+        args.episodes,
+        args.seed,
+        progress=None,
+    )
+    files = write_families(result, args.out or f"results/families/{args.task}")
+    print(files["md"].read_text(encoding="utf-8"), end="")
+    print(f"wrote {', '.join(str(p) for p in files.values())}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``families`` on the ``powerzoo`` sub-parser object."""
+    from powerzoo.benchmarks.families import FAMILY_POLICIES, MIN_TEST_EPISODES
+
+    p = sub.add_parser(
+        "families",
+        help="baselines on the test split and on each held-out scenario family, with their drop",
+        description=(
+            "Run the rule and the oracle (or --policies) on the test split and on each of the "
+            "task's scenario families (its stress splits), paired by calendar day and env seed, "
+            "and write families.csv, families.md and family_episodes.csv."
+        ),
+    )
+    p.add_argument("task", nargs="?", default=None, help="registered task name")
+    p.add_argument("--policies", nargs="+", default=list(FAMILY_POLICIES), help="baselines")
+    p.add_argument("--families", nargs="+", default=None, help="families (default: every one)")
+    p.add_argument("--episodes", type=_positive, default=None, help="days per split, evenly spread")
+    p.add_argument("--seed", type=int, default=0, help="env seed of test day 0")
+    p.add_argument("--out", default=None, help="output folder (default results/families/TASK)")
+    p.add_argument(
+        "--episode-counts",
+        action="store_true",
+        help="list each task's test episodes in the baselines table and the ones short of "
+        f"--min-episodes (default {MIN_TEST_EPISODES})",
+    )
+    p.add_argument("--min-episodes", type=_positive, default=MIN_TEST_EPISODES)
+    p.set_defaults(func=_cmd_families)

@@ -1,0 +1,106 @@
+"""``powerzoo tune TASK --algorithm A``: sample N settings from the published search space, train
+each on the same budget, choose on the validation split (never test)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _episodes(text: str) -> int | None:
+    return None if text == "all" else _positive(text)
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from powerzoo.rl.campaigns.tuning import BEST_CONFIG, TUNING_CSV, tune
+    from powerzoo.rl.selection import require_selection_split
+
+    require_selection_split(args.split, "tuning")  # before anything is read or trained
+    record = tune(
+        args.task,
+        args.algorithm,
+        args.configs,
+        args.split,
+        args.out,
+        track=args.track,
+        steps=args.steps,
+        episodes=args.episodes,
+        seed=args.seed,
+        sampler_seed=args.sampler_seed,
+        n_envs=args.n_envs,
+        config=args.config,
+        space_file=args.space,
+        progress=not args.json,
+    )
+    if args.json:
+        print(json.dumps(record, indent=2, default=str))
+        return 0
+    best = record["best"]
+    budget = (
+        f"track {record['track']['name']} ({record['track']['wall_clock_s']:g} s)"
+        if record["track"]
+        else f"{record['steps_per_configuration']:,} env steps"
+    )
+    out = args.out or f"tuning/{args.task}-{record['algorithm']}"
+    print(
+        f"best of {record['configurations']} configurations ({budget} each): config "
+        f"{record['best_index']}, {args.split} return {best['val_return']:,.2f}"
+        f"{'' if best['within_budget'] else ' (no configuration kept the budgets)'}"
+    )
+    print(f"wrote {out}/{TUNING_CSV} and {out}/{BEST_CONFIG}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``tune`` on the ``powerzoo`` sub-parser object."""
+    from powerzoo.rl.campaigns.tuning import DEFAULT_CONFIGURATIONS
+
+    p = sub.add_parser(
+        "tune",
+        help="tune an algorithm on the validation split with an equal budget (docs/training.md)",
+        description=(
+            "Sample N settings of ALGORITHM from the published search space "
+            "(configs/tuning/search_spaces.yaml), train each on the same compute budget (track S: "
+            "5 minutes on one core; or --steps), evaluate each on the validation split and write "
+            "tuning.csv, best_config.yaml and tuning.json. The test split is refused."
+        ),
+    )
+    p.add_argument("task", help="registered task name")
+    p.add_argument("--algorithm", "-a", required=True, help="algorithm name (powerzoo describe)")
+    p.add_argument(
+        "--configs",
+        type=_positive,
+        default=DEFAULT_CONFIGURATIONS,
+        help=f"configurations sampled (default {DEFAULT_CONFIGURATIONS}, as for every algorithm)",
+    )
+    p.add_argument("--split", default="val", help="selection split (default val; test refused)")
+    p.add_argument(
+        "--track", default="S", choices=["S", "L"], help="compute track of each configuration"
+    )
+    p.add_argument(
+        "--steps", type=_positive, default=None, help="env steps per configuration (not a track)"
+    )
+    p.add_argument(
+        "--episodes",
+        type=_episodes,
+        default=16,
+        help="validation days per configuration, evenly spread ('all': every day; default 16)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="training seed of every configuration")
+    p.add_argument("--sampler-seed", type=int, default=0, help="seed of the sampler")
+    p.add_argument("--n-envs", type=_positive, default=8, help="parallel training envs")
+    p.add_argument("--config", default=None, help="run config to start from (its task's)")
+    p.add_argument("--space", default=None, help="search-space file (default: the published one)")
+    p.add_argument("--out", default=None, help="output folder (default tuning/TASK-ALGORITHM)")
+    p.add_argument("--json", action="store_true", help="print tuning.json instead of a summary")
+    p.set_defaults(func=_cmd_tune)

@@ -1,0 +1,268 @@
+"""Compute tracks: the same training allowance for every algorithm, and the record of what ran.
+
+Two tracks, so that algorithms are compared at equal compute rather than at equal env steps (an
+off-policy learner spends far more time per env step than PPO; a fast learner can take many more
+steps in the same time):
+
+* ``S``: a wall-clock allowance of :data:`S_WALL_CLOCK_S` seconds (5 minutes) on one reference
+  core. The campaign trial runs with one torch and one BLAS thread; training stops when the
+  allowance is spent (the :class:`~powerzoo.rl.conditions.WallClock` stop condition, honoured
+  by the SB3 trainer after every env step and the native MAPPO / IPPO / PPO-L trainer after every
+  rollout). ``total_timesteps`` is set to :data:`L_ENV_STEPS` as a cap that a 5-minute run does
+  not reach, so a learning-rate schedule that decays over ``total_timesteps`` barely decays:
+  tune the schedule on the track (:mod:`powerzoo.rl.tuning`).
+* ``L``: :data:`L_ENV_STEPS` env steps (10 million), or :data:`L_WALL_CLOCK_S` seconds (one
+  hour, e.g. one GPU-hour) of wall clock, whichever comes first.
+
+A track is named in a campaign file (``track: S`` at the top, or in one setting) or given as a
+mapping with another allowance for a smoke run (``track: {name: S, wall_clock_s: 2}``); the
+trial records mark such an allowance as not the standard one. Every trial records its track, env
+steps, wall and CPU time and the hardware it ran on (:func:`compute_record`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import time
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "Track",
+    "TRACKS",
+    "S_WALL_CLOCK_S",
+    "L_ENV_STEPS",
+    "L_WALL_CLOCK_S",
+    "resolve_track",
+    "apply_track",
+    "track_problem",
+    "hardware_info",
+    "compute_record",
+    "Stopwatch",
+]
+
+S_WALL_CLOCK_S = 300.0
+"""Track S: seconds of wall clock on one reference core (5 minutes)."""
+L_ENV_STEPS = 10_000_000
+"""Track L: env steps (summed over parallel envs); also track S's step cap."""
+L_WALL_CLOCK_S = 3600.0
+"""Track L: seconds of wall clock (one hour, e.g. one GPU-hour), if reached before the steps."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Track:
+    """One compute track: its name and allowance.
+
+    Attributes:
+        name: ``"S"`` or ``"L"``.
+        wall_clock_s: Seconds of wall clock training may take.
+        max_env_steps: Env steps training may take (the run's ``total_timesteps``).
+        standard: Whether the allowance is the track's published one (a smoke run's shorter
+            allowance is not).
+    """
+
+    name: str
+    wall_clock_s: float
+    max_env_steps: int
+    standard: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The track as a plain dict (the trial record's ``track_budget``)."""
+        return dataclasses.asdict(self)
+
+
+TRACKS: dict[str, Track] = {
+    "S": Track("S", S_WALL_CLOCK_S, L_ENV_STEPS),
+    "L": Track("L", L_WALL_CLOCK_S, L_ENV_STEPS),
+}
+"""The published tracks by name."""
+
+
+def resolve_track(value: Any) -> Track | None:
+    """The track a campaign or tuner names: ``None``, a name (``"S"``, ``"L"``, any case) or a
+    mapping ``{name, wall_clock_s, max_env_steps}`` with a smaller allowance (a smoke run);
+    ``ValueError`` (one line) for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        track = TRACKS.get(value.upper())
+        if track is None:
+            raise ValueError(f"unknown track {value!r}; valid: {', '.join(TRACKS)}")
+        return track
+    if not isinstance(value, Mapping):
+        raise ValueError(f"a track is a name ({', '.join(TRACKS)}) or a mapping, got {value!r}")
+    unknown = sorted(set(value) - {"name", "wall_clock_s", "max_env_steps"})
+    if unknown:
+        raise ValueError(
+            f"track: unknown key(s) {', '.join(unknown)}; valid: name, wall_clock_s, max_env_steps"
+        )
+    base = resolve_track(value.get("name"))
+    if base is None:
+        raise ValueError("track: a mapping needs 'name' (S or L)")
+    seconds = value.get("wall_clock_s", base.wall_clock_s)
+    steps = value.get("max_env_steps", base.max_env_steps)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ValueError(f"track: wall_clock_s must be a positive number, got {seconds!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"track: max_env_steps must be a positive integer, got {steps!r}")
+    if seconds > base.wall_clock_s or steps > base.max_env_steps:
+        raise ValueError(
+            f"track {base.name}: an allowance above the track's ({base.wall_clock_s:g} s, "
+            f"{base.max_env_steps:,} env steps) is another track"
+        )
+    standard = (float(seconds), int(steps)) == (base.wall_clock_s, base.max_env_steps)
+    return Track(base.name, float(seconds), int(steps), standard)
+
+
+def track_problem(task: str, algorithm: str) -> str | None:
+    """Why ``algorithm`` cannot train ``task`` on a track (one line), or ``None`` if it can: the
+    SB3 multi-agent loops (an SB3 algorithm on a multi-agent task) take no stop condition, so
+    the track's wall clock would not stop them."""
+    from powerzoo.rl.algorithms import is_native, reference_algorithm
+    from powerzoo.tasks import task_spec
+
+    multi = task_spec(task).agent_mode == "multi"
+    if not multi or is_native(algorithm) or reference_algorithm(algorithm) is not None:
+        return None
+    return (
+        f"{algorithm} on the multi-agent task {task} trains in the SB3 multi-agent loops, which "
+        "take no stop condition: a track's wall clock would not stop it (use MAPPO or IPPO, or "
+        "a budget of env steps)"
+    )
+
+
+def apply_track(config: dict[str, Any], track: Track) -> dict[str, Any]:
+    """A run-config dict trained on ``track``: ``total_timesteps`` = the track's env steps (no
+    ``episodes``) and a ``wall_clock`` stop condition of its seconds, replacing any the config
+    had; the other stop conditions stay. ``ValueError`` where the config's trainer would not
+    honour the wall clock (:func:`track_problem`).
+
+    Args:
+        config: A run-config dict (:class:`~powerzoo.rl.config.TrainConfig` fields).
+        track: The track.
+
+    Returns:
+        A new dict.
+    """
+    problem = track_problem(config["task"], config.get("algorithm", "PPO"))
+    if problem is not None:
+        raise ValueError(problem)
+    kept = [c for c in config.get("stop_conditions") or [] if c.get("type") != "wall_clock"]
+    return {
+        **config,
+        "total_timesteps": int(track.max_env_steps),
+        "episodes": None,
+        "stop_conditions": [*kept, {"type": "wall_clock", "seconds": float(track.wall_clock_s)}],
+    }
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :mod:`platform`)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _blas_threads() -> dict[str, int]:
+    """Threads of each BLAS / OpenMP library loaded now (``threadpoolctl``)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - installed with numpy's stack here
+        return {}
+    return {
+        f"{info.get('internal_api', '?')}:{os.path.basename(str(info.get('filepath', '?')))}": int(
+            info.get("num_threads", 0)
+        )
+        for info in threadpool_info()
+    }
+
+
+def hardware_info(torch_device: str = "cpu") -> dict[str, Any]:
+    """What a run ran on: CPU model, logical cores of the machine and cores this process may use,
+    the torch device and threads, the BLAS threads, the GPU (if torch sees one), the platform.
+
+    Args:
+        torch_device: The device the run's networks were on (``"cpu"`` for the SB3 trainers; the
+            native trainers' ``device`` setting).
+
+    Returns:
+        A JSON-ready dict.
+    """
+    import torch
+
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        usable = os.cpu_count() or 1
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "torch_device": str(torch_device),
+        "torch_threads": int(torch.get_num_threads()),
+        "blas_threads": _blas_threads(),
+        "gpu": gpu,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
+
+
+class Stopwatch:
+    """Wall and CPU seconds of this process since it was made (``time.perf_counter`` and
+    ``time.process_time``)."""
+
+    def __init__(self) -> None:
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+
+    def wall_s(self) -> float:
+        """Wall-clock seconds since the stopwatch was made."""
+        return time.perf_counter() - self.wall0
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system, every thread of the process) since it was made."""
+        return time.process_time() - self.cpu0
+
+
+def compute_record(
+    track: Track | None,
+    env_steps: int,
+    watch: Stopwatch,
+    algorithm_kwargs: Mapping[str, Any] | None = None,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
+    """The compute fields of a trial or tuning record: the track (name, allowance; ``None``:
+    a plain step budget), env steps trained, wall and CPU seconds of training, why it stopped,
+    and :func:`hardware_info`.
+
+    Args:
+        track: The track trained on, or ``None``.
+        env_steps: Env steps trained (summed over parallel envs).
+        watch: The stopwatch started when training started.
+        algorithm_kwargs: The run's ``algorithm_kwargs`` (its ``device`` names the torch device
+            of the native trainers).
+        stop_reason: The trainer's stop reason (``None``: the step budget was reached).
+
+    Returns:
+        A JSON-ready dict.
+    """
+    wall, cpu = watch.wall_s(), watch.cpu_s()
+    device = str((algorithm_kwargs or {}).get("device", "cpu"))
+    return {
+        "track": None if track is None else track.name,
+        "track_budget": None if track is None else track.to_dict(),
+        "env_steps": int(env_steps),
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "env_steps_per_s": env_steps / wall if wall > 0 else None,
+        "stop_reason": stop_reason,
+        "hardware": hardware_info(device),
+    }

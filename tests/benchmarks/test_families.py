@@ -1,0 +1,127 @@
+"""Scenario families: the rule's and the oracle's drop from the test split to each held-out
+family, paired by calendar day and env seed; the tasks short of test episodes."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from powerzoo.benchmarks.families import (
+    count_test_episodes,
+    evaluate_families,
+    paired_days,
+    scenario_families,
+    write_families,
+)
+from powerzoo.cli.main import main
+from powerzoo.data.calendar import STRESS_SPLITS
+from powerzoo.tasks import make_task
+
+TASK = "battery_arbitrage"
+
+
+def _csv(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_families_are_the_splits_beyond_train_val_test():
+    assert scenario_families(TASK) == STRESS_SPLITS
+    assert "line_tightening" in scenario_families("tso")
+    assert scenario_families("lv_unbalance") == ()
+
+
+def test_family_days_pair_with_test_days_of_the_same_calendar_day():
+    test_calendar = make_task(TASK, "test").split_days
+    heat = make_task(TASK, "heatwave")
+    pairs = paired_days(TASK, "heatwave")
+    assert len(pairs) == heat.n_days > 0
+    for family_day, test_day in pairs:
+        assert heat.split_days[family_day] == test_calendar[test_day]
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    result = evaluate_families(TASK, max_episodes=4)
+    return result, write_families(result, tmp_path_factory.mktemp("families"))
+
+
+def test_families_table_has_test_and_stress_rows_with_the_drop_from_its_rows(table):
+    result, files = table
+    rows = _csv(files["csv"])
+    assert [(r["policy"], r["split"]) for r in rows] == [
+        (p, s) for p in ("rule_based", "oracle") for s in ("test", *STRESS_SPLITS)
+    ]
+    episodes = _csv(files["episodes"])
+    for row in rows:
+        mine = [e for e in episodes if (e["policy"], e["split"]) == (row["policy"], row["split"])]
+        assert len(mine) == int(row["episodes"]) > 0
+        family = np.mean([float(e["return"]) for e in mine])
+        test = np.mean([float(e["test_return"]) for e in mine])
+        assert float(row["mean_return"]) == pytest.approx(family, rel=1e-12)
+        assert float(row["test_mean_return"]) == pytest.approx(test, rel=1e-12)
+        assert float(row["drop"]) == pytest.approx(test - family, rel=1e-9, abs=1e-9)
+        assert float(row["drop_pct"]) == pytest.approx(100 * (test - family) / abs(test))
+        if row["split"] == "test":
+            assert float(row["drop"]) == 0.0
+    # each family episode's test twin is the test episode of that day, run with the same env seed
+    test_eps = {(e["policy"], int(e["day_id"])): e for e in episodes if e["split"] == "test"}
+    test_calendar = make_task(TASK, "test").split_days
+    for e in episodes:
+        assert int(e["calendar_day"]) == test_calendar[int(e["test_day_id"])]
+        assert int(e["env_seed"]) == int(e["test_day_id"])  # seed 0 + test day
+        twin = test_eps.get((e["policy"], int(e["test_day_id"])))
+        if twin is not None:
+            assert e["test_return"] == twin["return"]
+    # a stress family changes the episodes: not every family return equals its test twin
+    stressed = [e for e in episodes if e["split"] != "test"]
+    assert any(e["return"] != e["test_return"] for e in stressed)
+    text = files["md"].read_text()
+    assert "| heatwave |" in text and "rule below oracle %" in text
+    assert result.cost_names == ("soc_violation",)
+
+
+def test_families_refuse_an_unknown_family_and_note_a_missing_baseline():
+    with pytest.raises(ValueError, match="has no family line_tightening"):
+        evaluate_families(TASK, families=["line_tightening"])
+    result = evaluate_families(
+        TASK, policies=["rule_based", "truthful"], families=["cold_snap"], max_episodes=2
+    )
+    assert [r["split"] for r in result.rows] == ["test", "cold_snap"]
+    assert any("no truthful baseline" in n for n in result.notes)
+
+
+def test_count_test_episodes_flags_short_tasks_with_an_estimate(tmp_path):
+    def row(task, policy, episodes, seconds):
+        return {
+            "task": task,
+            "split": "test",
+            "policy": policy,
+            "episodes": episodes,
+            "seconds": seconds,
+        }
+
+    path = tmp_path / "baselines.json"
+    rows = [row("opf", "rule_based", 4, 2.0), row("opf", "oracle", 4, 10.0)]
+    rows += [row(TASK, "rule_based", 65, 0.65)]
+    path.write_text(json.dumps({"generated_by": "test", "results": rows}))
+    counts = {c["task"]: c for c in count_test_episodes(16, path)}
+    assert counts["opf"]["short"] and not counts[TASK]["short"]
+    assert counts["opf"]["per_episode_s"] == {"rule_based": 0.5, "oracle": 2.5}
+    assert counts["opf"]["seconds_for_min"] == pytest.approx(16 * 3.0)
+    assert counts[TASK]["test_days"] == 65
+
+
+def test_families_command_writes_its_table(tmp_path, capsys):
+    out = tmp_path / "fam"
+    args = ["families", TASK, "--families", "price_spike", "--episodes", "2", "--out", str(out)]
+    assert main(args) == 0
+    assert {p.name for p in out.iterdir()} == {
+        "families.csv",
+        "families.md",
+        "family_episodes.csv",
+    }
+    assert "| price_spike | 2 |" in capsys.readouterr().out

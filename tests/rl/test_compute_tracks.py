@@ -1,0 +1,178 @@
+"""Compute tracks: the wall-clock stop condition in both trainer families, the track in a
+campaign file, and the compute fields of a trial record."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import small_native_trainer
+
+from powerzoo.rl import Trainer
+from powerzoo.rl.campaigns import CampaignError, parse_campaign, run_local
+from powerzoo.rl.campaigns.spec import CampaignSpec
+from powerzoo.rl.conditions import TrainingProgress, WallClock, condition_from_dict
+from powerzoo.rl.tracks import L_ENV_STEPS, S_WALL_CLOCK_S, TRACKS, apply_track, resolve_track
+
+
+class TickingClock:
+    """A fake clock: every reading is ``tick`` seconds after the last one."""
+
+    def __init__(self, tick: float) -> None:
+        self.now, self.tick, self.readings = 0.0, tick, 0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        self.readings += 1
+        return self.now
+
+
+def test_wall_clock_counts_from_its_creation_on_its_own_clock():
+    clock = TickingClock(1.0)
+    condition = WallClock(3.0, clock=clock)  # started at 1
+    progress = TrainingProgress(0)
+    assert [condition(progress) for _ in range(4)] == [False, False, True, True]  # 2, 3, 4, 5 s
+    assert condition.describe() == "wall_clock: spent the allowance of 3 s"
+    assert condition_from_dict({"type": "wall_clock", "seconds": 300}).seconds == 300.0
+    with pytest.raises(ValueError, match="positive number"):
+        WallClock(0.0)
+    with pytest.raises(ValueError, match="unknown field"):
+        condition_from_dict({"type": "wall_clock", "seconds": 1, "clock": "time.time"})
+
+
+@pytest.mark.parametrize("kind", ["sb3", "native"])
+def test_wall_clock_stops_a_tiny_training_in_both_trainer_families(tmp_path, kind):
+    # one clock second per reading: the allowance of 5 s is spent after a few checks, whatever
+    # the machine's speed; the budget of 4,096 env steps is far from reached
+    clock = TickingClock(1.0)
+    stop = WallClock(5.0, clock=clock)
+    if kind == "sb3":
+        trainer = Trainer(
+            "battery_arbitrage",
+            algorithm="PPO",
+            total_timesteps=4096,
+            n_envs=2,
+            evaluation=None,
+            checkpoint=None,
+            output_dir=str(tmp_path),
+            logging={"tensorboard": False, "progress_bar": False},
+            algorithm_kwargs={"n_steps": 16, "batch_size": 32},
+        )
+        per_check = 2  # SB3 asks after every env step of its 2 envs
+    else:
+        trainer = small_native_trainer(tmp_path, steps=4096)
+        per_check = 8 * 4  # the native trainer asks after every rollout (n_steps x n_envs)
+    result = trainer.train(stop_conditions=[stop])
+    trainer.close()
+    assert result.status == "stopped"
+    assert result.stop_reason == "wall_clock: spent the allowance of 5 s"
+    assert result.num_timesteps == 5 * per_check  # checked at readings 2..6 of the clock
+    assert clock.readings == 6
+
+
+def test_tracks_resolve_and_replace_the_step_budget():
+    assert resolve_track("s") is TRACKS["S"]
+    assert (TRACKS["S"].wall_clock_s, TRACKS["S"].max_env_steps) == (S_WALL_CLOCK_S, L_ENV_STEPS)
+    smoke = resolve_track({"name": "S", "wall_clock_s": 2})
+    assert (smoke.wall_clock_s, smoke.standard) == (2.0, False)
+    with pytest.raises(ValueError, match="another track"):
+        resolve_track({"name": "S", "wall_clock_s": 600})
+    with pytest.raises(ValueError, match="unknown track"):
+        resolve_track("M")
+    config = {
+        "task": "battery_arbitrage",
+        "algorithm": "PPO",
+        "total_timesteps": None,
+        "episodes": 20,
+        "stop_conditions": [
+            {"type": "no_improvement", "evaluations": 3},
+            {"type": "wall_clock", "seconds": 9.0},
+        ],
+    }
+    out = apply_track(config, TRACKS["S"])
+    assert (out["total_timesteps"], out["episodes"]) == (L_ENV_STEPS, None)
+    assert out["stop_conditions"] == [
+        {"type": "no_improvement", "evaluations": 3},
+        {"type": "wall_clock", "seconds": 300.0},
+    ]
+
+
+def _campaign(**extra):
+    return {
+        "name": "tracks",
+        "tasks": ["battery_arbitrage"],
+        "seeds": [0],
+        "budget": {"total_timesteps": 256, "n_envs": 2},
+        "evaluation": {
+            "split": "test",
+            "episodes": 2,
+            "baselines": [],
+            "model": "final",
+            "plots": False,
+        },
+        "algorithms": {
+            "PPO": {
+                "settings": {
+                    "steps": {
+                        "algorithm_kwargs": {"n_steps": 64, "batch_size": 64},
+                        "overrides": {"evaluation": None},
+                        "track": None,
+                    },
+                    "smoke": {
+                        "algorithm_kwargs": {"n_steps": 64, "batch_size": 64},
+                        "overrides": {"evaluation": None},
+                    },
+                }
+            }
+        },
+        **extra,
+    }
+
+
+def test_campaign_track_field_and_per_setting_override():
+    campaign = parse_campaign(_campaign(track={"name": "S", "wall_clock_s": 1}))
+    by_setting = {t.setting: t for t in campaign.trials}
+    assert by_setting["steps"].track is None
+    assert by_setting["steps"].config["total_timesteps"] == 256
+    smoke = by_setting["smoke"]
+    assert smoke.track == {
+        "name": "S",
+        "wall_clock_s": 1.0,
+        "max_env_steps": L_ENV_STEPS,
+        "standard": False,
+    }
+    assert smoke.config["total_timesteps"] == L_ENV_STEPS
+    assert {"type": "wall_clock", "seconds": 1.0} in smoke.config["stop_conditions"]
+    assert CampaignSpec.from_dict(campaign.to_dict()) == campaign
+    old = campaign.to_dict()
+    for trial in old["trials"]:
+        del trial["track"]  # a campaign.json written before tracks existed still reads
+    assert CampaignSpec.from_dict(old).trials[0].track is None
+    with pytest.raises(CampaignError, match="unknown track"):
+        parse_campaign(_campaign(track="XL"))
+
+
+def test_trial_record_logs_track_steps_times_and_hardware(tmp_path):
+    # a 1-second allowance (real clock) against a 10M-step cap: the wall clock ends training
+    campaign = parse_campaign(_campaign(track={"name": "S", "wall_clock_s": 1}))
+    out = run_local(campaign, tmp_path / "out", progress=False, gather_results=False)
+    records = {r["setting"]: r for r in out.values()}
+    smoke, steps = records["smoke"], records["steps"]
+    assert smoke["track"] == "S" and smoke["track_budget"]["wall_clock_s"] == 1.0
+    assert smoke["stop_reason"] == "wall_clock: spent the allowance of 1 s"
+    assert 0 < smoke["env_steps"] == smoke["num_timesteps"] < L_ENV_STEPS
+    assert smoke["wall_seconds"] >= 1.0 and smoke["cpu_seconds"] > 0
+    assert steps["track"] is None and steps["track_budget"] is None
+    assert steps["env_steps"] == 256 and steps["stop_reason"] is None
+    hardware = smoke["hardware"]
+    assert hardware["cpu_model"] and hardware["cpu_count"] >= 1
+    assert hardware["torch_device"] == "cpu" and hardware["torch_threads"] == 1
+    assert all(n == 1 for n in hardware["blas_threads"].values())  # one_thread() in the trial
+
+
+def test_a_track_is_refused_where_the_trainer_takes_no_stop_condition():
+    data = _campaign(track="S")
+    data["tasks"] = ["marl_opf"]
+    with pytest.raises(CampaignError, match="SB3 multi-agent loops, which take no stop condition"):
+        parse_campaign(data)  # PPO on a multi-agent task: the shared-policy SB3 loops
+    data["algorithms"] = {"MAPPO": {"settings": {"default": {"overrides": {"evaluation": None}}}}}
+    (trial,) = parse_campaign(data).trials
+    assert trial.track["name"] == "S"

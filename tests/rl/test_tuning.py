@@ -1,0 +1,126 @@
+"""``powerzoo tune``: the published search spaces, the sampler, the refusal of the test split and
+a tiny tuning run that picks the best configuration by validation return within the budgets."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+import yaml
+
+from powerzoo.cli.main import main
+from powerzoo.rl.algorithms import ALL_ALGORITHMS
+from powerzoo.rl.campaigns import tuning
+from powerzoo.rl.campaigns.tuning import (
+    BEST_CONFIG,
+    TUNING_CSV,
+    TUNING_JSON,
+    load_search_space,
+    sample_configurations,
+    tune,
+)
+from powerzoo.rl.config import TrainConfig
+
+REFUSAL = "tuning on the 'test' split is refused: it is held out for the final evaluation"
+
+
+def test_tuner_refuses_the_test_split_in_one_line(tmp_path, capsys):
+    with pytest.raises(ValueError, match=REFUSAL) as err:
+        tune("battery_arbitrage", "PPO", 2, "test", tmp_path / "t", steps=64)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "t").exists()  # refused before anything is written
+    code = main(["tune", "battery_arbitrage", "-a", "PPO", "--split", "test", "--steps", "64"])
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"powerzoo: error: {REFUSAL}")
+
+
+@pytest.mark.parametrize("algorithm", ALL_ALGORITHMS)
+def test_every_algorithm_has_a_search_space_whose_samples_are_valid_configs(algorithm):
+    space = load_search_space(algorithm)
+    assert space, algorithm
+    task = "marl_opf" if "MAPPO" in algorithm or "IPPO" in algorithm else "battery_arbitrage"
+    for values in sample_configurations(space, 3, seed=1):
+        kwargs = tuning._nested(values, {})
+        TrainConfig.from_dict(
+            {
+                "task": task,
+                "algorithm": algorithm,
+                "n_envs": 4,
+                "total_timesteps": 1024,
+                "algorithm_kwargs": kwargs,
+            },
+            source=None,
+        )
+
+
+def test_sampler_is_seeded_and_stays_in_its_ranges(tmp_path):
+    space = {
+        "lr": {"log_uniform": [1e-5, 1e-2]},
+        "x": {"uniform": [-3.0, 0.0]},
+        "n": {"choice": [8, 16]},
+        "policy_kwargs.log_std_init": {"uniform": [-1.0, 0.0]},
+    }
+    a, b = sample_configurations(space, 50, seed=7), sample_configurations(space, 50, seed=7)
+    assert a == b and a != sample_configurations(space, 50, seed=8)
+    assert all(1e-5 <= v["lr"] <= 1e-2 and -3 <= v["x"] <= 0 and v["n"] in (8, 16) for v in a)
+    logs = [math.log10(v["lr"]) for v in a]
+    assert min(logs) < -4 and max(logs) > -3  # spread over the decades, not the linear range
+    assert tuning._nested(a[0], {"policy_kwargs": {"net_arch": [8]}})["policy_kwargs"] == {
+        "net_arch": [8],
+        "log_std_init": a[0]["policy_kwargs.log_std_init"],
+    }
+    path = tmp_path / "space.yaml"
+    path.write_text(yaml.safe_dump({"PPO": {"lr": {"normal": [0, 1]}}}))
+    with pytest.raises(ValueError, match="give one of log_uniform, uniform, choice"):
+        load_search_space("PPO", path)
+    path.write_text(yaml.safe_dump({"PPO": {"same_as": "A2C"}, "A2C": {"same_as": "PPO"}}))
+    with pytest.raises(ValueError, match="loops"):
+        load_search_space("PPO", path)
+
+
+def test_best_is_the_highest_return_within_the_budgets_else_the_nearest_them():
+    rows = [
+        {"val_return": 9.0, "within_budget": False, "max_budget_ratio": 1.5},
+        {"val_return": 5.0, "within_budget": True, "max_budget_ratio": 0.9},
+        {"val_return": 7.0, "within_budget": True, "max_budget_ratio": 1.0},
+    ]
+    assert tuning._best(rows) == 2
+    over = [dict(r, within_budget=False) for r in rows]
+    over[2]["max_budget_ratio"] = 1.2
+    assert tuning._best(over) == 1  # nearest its budgets: ratio 0.9
+
+
+def test_tiny_tuning_run_writes_its_table_and_the_best_config(tmp_path, monkeypatch):
+    out = tmp_path / "tuning"
+    kwargs = dict(steps=256, episodes=2, n_envs=2)
+    record = tune("battery_arbitrage", "PPO", 2, "val", out, **kwargs)
+    with open(out / TUNING_CSV, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["config"] for r in rows] == ["0", "1"]
+    returns = [float(r["val_return"]) for r in rows]
+    within = [r["within_budget"] == "True" for r in rows]
+    candidates = [i for i in range(2) if within[i]] or [0, 1]
+    best = max(candidates, key=lambda i: returns[i])
+    assert record["best_index"] == best and [r["best"] for r in rows].count("True") == 1
+    assert rows[best]["best"] == "True"
+    assert all(int(r["env_steps"]) >= 256 and int(r["val_episodes"]) == 2 for r in rows)
+    best_config = TrainConfig.from_file(out / BEST_CONFIG)
+    sampled = record["best"]["values"]
+    assert best_config.algorithm_kwargs["learning_rate"] == sampled["learning_rate"]
+    assert best_config.algorithm_kwargs["policy_kwargs"]["log_std_init"] == pytest.approx(
+        sampled["policy_kwargs.log_std_init"]
+    )
+    assert best_config.total_timesteps == 256 and best_config.seed == 0
+    budget = yaml.safe_load((out / TUNING_JSON).read_text())
+    assert (budget["split"], budget["configurations"], budget["steps_per_configuration"]) == (
+        "val",
+        2,
+        256,
+    )
+    assert budget["hardware"]["cpu_model"] and budget["best"]["hardware"]["torch_threads"] == 1
+    # a second call finds both configurations finished and trains nothing
+    monkeypatch.setattr(tuning, "_train_and_score", lambda *a, **k: pytest.fail("retrained"))
+    again = tune("battery_arbitrage", "PPO", 2, "val", out, **kwargs)
+    assert again["best"]["val_return"] == record["best"]["val_return"]
