@@ -95,6 +95,30 @@ def test_vuf_and_ratings():
     assert cable_rating_a(0.642) == pytest.approx(142.0, rel=0.04)  # NAYY 4x50
     assert cable_rating_a(0.225) == pytest.approx(242.0, rel=0.07)  # NAYY 4x120
     assert net.rating_a[-1] == pytest.approx(800.0 / (np.sqrt(3.0) * 11.0))
+    # the apparent-power ratings per phase: rated current x nominal phase voltage
+    assert net.rating_kva[-1] == pytest.approx(800.0 / 3.0)
+    trunk = net.branch_codes.index("4c_70")
+    assert net.rating_kva[trunk] == pytest.approx(net.rating_a[trunk] * 0.416 / np.sqrt(3.0))
+
+
+def test_thermal_overload_is_the_apparent_power_above_the_ratings_in_mvah():
+    """Every home drawing 3 kW: with only the transformer rated (40 kVA a phase), the overload is
+    the power through it less 3 x 40 kVA, times the step, in MVAh."""
+    net = lv_network()
+    p = np.full((1, net.n_homes), 3.0)
+    result = net.solve(p, 0.3 * p)
+    through_kva = abs(result.source_kw[0] + 1j * result.source_kvar[0])
+    assert through_kva > p.sum()  # the loads and the losses
+    rating = np.full(net.rating_kva.shape, np.inf)
+    rating[-1] = 40.0
+    tight = dataclasses.replace(net, rating_kva=rating)
+    assert np.all(tight.phase_kva(result)[0, -1] > 40.0)  # every phase above the rating
+    cost = tight.costs(result, 0.5).costs[0, 2]
+    assert cost == pytest.approx((through_kva - 3 * 40.0) / 1000.0 * 0.5, rel=0.02)
+    # with the real ratings: nothing charged at 1 kW a home, the trunk over at 3 kW a home
+    light = net.costs(net.solve(p / 3.0, 0.1 * p), 0.5)
+    assert light.costs[0, 2] == 0.0 and light.loading[0] < 1.0
+    assert net.costs(result, 0.5).costs[0, 2] > 0.0
 
 
 def test_step_bills_each_home_and_settles_departures(task):
@@ -155,8 +179,12 @@ def test_idle_overloads_the_trunk_and_the_oracle_keeps_every_limit(task):
     rule_return, _, rule_costs = _run(task, state, "rule")
     plan = task.oracle_plan(state)
     oracle_return, terms, oracle_costs = _run(task, state, plan)
-    assert np.all(idle_costs[:, 2] > 0.2)  # evening charging on arrival overloads the trunk
-    assert np.all(rule_costs[:, 2] > 0.2)  # the inverters' curves do not touch the charging
+    budget = task.spec.cost_thresholds["thermal_overload"]
+    assert budget == 0.5
+    # evening charging on arrival overloads the trunk, past the budget on the second day
+    assert np.all(idle_costs[:, 2] > 0.2) and idle_costs[1, 2] > budget
+    # the inverters' curves do not touch the charging
+    assert np.all(rule_costs[:, 2] > 0.2) and rule_costs[1, 2] > budget
     assert np.all(oracle_costs <= 1e-6)
     assert np.all(terms[:, 2] == 0.0)  # every car leaves with its goal
     assert np.all(oracle_return > idle_return + 50.0)  # charging moved to the cheap night

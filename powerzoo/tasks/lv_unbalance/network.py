@@ -19,9 +19,12 @@ from one batched three-phase flow, and the ratings they are judged against.
   carried over by conductor resistance, ``I = 270 A x (0.208 / R1)^0.6`` with ``R1`` the line
   code's positive-sequence resistance [ohm/km] (within 4 % of the 4x50 and 4x120 ratings): 171 A
   for the 70 mm2 trunk, 309 A for 185 mm2, 97 A for the 16 mm2 services. The transformer's rating
-  is its 800 kVA, 42 A on the 11 kV side. ``thermal_overload`` is the largest per-phase current
-  above its rating over the cables and the transformer, in p.u. of the rating, times the step
-  length (p.u.-h).
+  is its 800 kVA, 42 A on the 11 kV side. Each branch phase's apparent power is
+  ``|S| = |V| x |I|`` at the branch's first terminal (phase-to-ground voltage, the flow's branch
+  current), its rating ``S_rated = I_rated x V_nominal`` with the bus's nominal phase voltage
+  (41 kVA for the 70 mm2 trunk at 240 V; 800 / 3 kVA per phase for the transformer);
+  ``thermal_overload`` is ``sum max(|S| - S_rated, 0) x dt`` over the phases of every cable and
+  of the transformer, in MVAh.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ class FlowCosts:
     v_pu: np.ndarray  # [B, n_homes] voltage of each customer's own phase
     vuf_pct: np.ndarray  # [B, n_homes] unbalance factor at each customer's bus
     loading: np.ndarray  # [B] largest current / rating over branches and phases
-    costs: np.ndarray  # [B, 3] voltage_violation, voltage_unbalance, thermal_overload (per h)
+    costs: np.ndarray  # [B, 3] voltage_violation, voltage_unbalance (per step), thermal_overload
     converged: np.ndarray  # [B]
     head_kw: np.ndarray  # [B] active power through the transformer
 
@@ -82,6 +85,8 @@ class LvNetwork:
     home_phase: np.ndarray  # [n_homes] 0, 1, 2
     bus_nodes: np.ndarray  # [n_homes, 3] nodes of the three phases of each customer's bus
     rating_a: np.ndarray  # [n_branch] per-phase current rating
+    rating_kva: np.ndarray  # [n_branch] per-phase apparent power rating (rating_a x V_nominal)
+    side1_node: np.ndarray  # [n_branch, 3] node of each phase at the first terminal
     branch_codes: tuple[str, ...]  # line code of each branch ("transformer" for TR1)
 
     @property
@@ -101,18 +106,40 @@ class LvNetwork:
         v2 = v[..., 0] + _A * _A * v[..., 1] + _A * v[..., 2]
         return 100.0 * np.abs(v2) / np.abs(v1)
 
-    def costs(self, result: UnbalancedPFResult) -> FlowCosts:
-        """Customer voltages, unbalance, loading and the per-hour cost rates of a flow."""
+    def home_v_pu(self, result: UnbalancedPFResult) -> np.ndarray:
+        """[B, n_homes] voltage [p.u.] of each customer's own phase."""
         base = self.feeder.bus_kv_base[self.feeder.node_bus[self.home_node]] * 1000.0
-        v = np.abs(result.v_node[:, self.home_node]) / base
+        return np.abs(result.v_node[:, self.home_node]) / base
+
+    def phase_kva(self, result: UnbalancedPFResult) -> np.ndarray:
+        """[B, n_branch, 3] apparent power ``|V| x |I|`` [kVA] of each branch phase at its first
+        terminal (phase-to-ground voltage, the flow's branch current)."""
+        return np.abs(result.v_node[:, self.side1_node]) * result.branch_current_a / 1000.0
+
+    def overload_mva(self, result: UnbalancedPFResult) -> np.ndarray:
+        """[B] apparent power above the ratings [MVA], ``sum max(|S| - S_rated, 0)`` over the
+        phases of every cable and of the transformer."""
+        above = np.maximum(self.phase_kva(result) - self.rating_kva[None, :, None], 0.0)
+        return np.sum(above, axis=(1, 2)) / 1000.0
+
+    def costs(self, result: UnbalancedPFResult, dt_h: float) -> FlowCosts:
+        """Customer voltages, unbalance, loading and the costs of a flow held for a step of
+        ``dt_h`` hours (``thermal_overload`` in MVAh)."""
+        v = self.home_v_pu(result)
         vuf = self.vuf_pct(result.v_node)
         with np.errstate(invalid="ignore"):
             loading = np.nanmax(result.branch_current_a / self.rating_a[None, :, None], axis=(1, 2))
-        ok = result.converged & np.isfinite(loading) & np.all(np.isfinite(v), axis=1)
+            overload = self.overload_mva(result)
+        ok = (
+            result.converged
+            & np.isfinite(loading)
+            & np.isfinite(overload)
+            & np.all(np.isfinite(v), axis=1)
+        )
         rates = np.empty((v.shape[0], 3))
         rates[:, 0] = np.sum(np.maximum(V_LOW_PU - v, 0.0) + np.maximum(v - V_HIGH_PU, 0.0), axis=1)
         rates[:, 1] = np.sum(np.maximum(vuf - VUF_LIMIT_PCT, 0.0), axis=1)
-        rates[:, 2] = np.maximum(loading - 1.0, 0.0)
+        rates[:, 2] = overload * dt_h
         if not ok.all():
             bad = ~ok
             rates[bad] = np.nan_to_num(rates[bad], nan=0.0, posinf=0.0)
@@ -147,11 +174,29 @@ def lv_network() -> LvNetwork:
             winding = circuit.transformers[element].windings[0]
             ratings.append(winding["kva"] / (math.sqrt(3.0) * winding["kv"]))
             codes.append("transformer")
+    side1 = _side1_nodes(feeder)
+    rating_a = np.asarray(ratings)
     return LvNetwork(
         feeder=feeder,
         home_node=first,
         home_phase=feeder.node_phase[first] - 1,
         bus_nodes=bus_nodes,
-        rating_a=np.asarray(ratings),
+        rating_a=rating_a,
+        rating_kva=rating_a * feeder.bus_kv_base[feeder.node_bus[side1[:, 0]]],
+        side1_node=side1,
         branch_codes=tuple(codes),
     )
+
+
+def _side1_nodes(feeder: Feeder) -> np.ndarray:
+    """[n_branch, 3] node of phases 1, 2, 3 at each branch's first terminal (every branch of the
+    feeder has all three)."""
+    out = np.full((len(feeder.branch_names), 3), -1, dtype=np.int64)
+    first = (feeder.terminal_side == 1) & (feeder.terminal_node >= 0)
+    node = feeder.terminal_node[first]
+    phase = feeder.node_phase[node]
+    keep = (phase >= 1) & (phase <= 3)
+    out[feeder.terminal_branch[first][keep], phase[keep] - 1] = node[keep]
+    if np.any(out < 0):
+        raise ValueError(f"{FEEDER}: a branch lacks a phase at its first terminal")
+    return out

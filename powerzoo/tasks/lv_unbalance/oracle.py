@@ -6,23 +6,29 @@ HiGHS, each over a linearisation of the exact three-phase flow, and checked with
 at the feeder's no-load point (:func:`voltage_sensitivities`); a plan's voltages are those of
 the exact flow at a reference operating point plus the sensitivities times the change from it.
 Branch currents are bounded through the complex power carried by each branch phase (the net
-demand of the homes downstream on that phase): ``|S| <= I_rated / alpha`` with ``alpha`` the
+demand of the homes downstream on that phase): ``|S| <= I_max / alpha`` with ``alpha`` the
 ratio of the exact current to that power at the reference point (``1 / V`` for a lossless
-branch), the reactive part held at the reference point's. Branches with the same downstream
-homes are one constraint (the lowest rating); a branch whose downstream homes cannot load it to
-90 % of its rating is left out.
+branch), the reactive part held at the reference point's. The current limit
+``I_max = I_rated / max(|V| / V_nominal, 1)``, with the branch's phase voltage ``|V|`` at the
+reference point, keeps both the current within its rating and the phase's ``|V| x |I|``
+within ``I_rated x V_nominal``, the rating ``thermal_overload`` is charged against. Branches
+with the same downstream homes are one constraint (the lowest ``I_max`` among them); a branch
+whose downstream homes cannot load it to 90 % of its rating at the band's top voltage
+(1.1 p.u.) is left out.
 
 **LP** (one episode, the steps left): PV output, inverter reactive power and charging power per
 step; per home, import and export (``import - export = net demand``) priced at the tariff and
 the export rate; per car, the energy short of its goal at departure at 0.60 $/kWh and the
 battery's ceiling; voltages within ``[0.9 + m, 1.1 - m]`` (``m = oracle_margin_pu``) and branch
-powers within their ratings less 2 %, each with a slack priced far above any bill (so the LP
+powers within their limits less 3 %, each with a slack priced far above any bill (so the LP
 is always feasible and a violation is reported, not hidden).
 
 **Passes.** The first reference point is PV at full output with no charging; each further pass
-re-linearises at the exact flow of the previous plan. The first plan whose exact flow keeps
-every customer voltage in the band and every branch within its rating is returned, else the
-one of the last pass (at most :data:`MAX_PASSES`). The unbalance limit is not in the LP: it is
+re-linearises at the exact flow of the previous plan, keeping the lowest ``I_max`` of the passes
+so far (the voltages move with the plan; the limits only tighten, so the passes do not cycle).
+The first plan whose exact flow keeps every customer voltage in the band and charges no
+``thermal_overload`` is returned, else the best of the passes (at most :data:`MAX_PASSES`). The
+unbalance limit is not in the LP: it is
 checked with the exact flow like the rest (the plans keep it; the task card reports it).
 """
 
@@ -41,7 +47,7 @@ from powerzoo.tasks.lv_unbalance.network import V_HIGH_PU, V_LOW_PU, LvNetwork
 __all__ = ["MAX_PASSES", "voltage_sensitivities", "branch_groups", "plan_day"]
 
 MAX_PASSES = 4
-THERMAL_MARGIN = 0.02  # branch powers planned within 98 % of the rating
+THERMAL_MARGIN = 0.03  # branch currents planned within 97 % of their limit
 VOLTAGE_PENALTY = 1e4  # $ per p.u. outside the planned band, per customer and step
 THERMAL_PENALTY = 10.0  # $ per kVA above the planned branch limit, per step
 Q_COST = 1e-4  # $ per kvar and step: keeps the reactive power at 0 where it does not matter
@@ -55,7 +61,7 @@ def _sensitivities(net: LvNetwork) -> tuple[np.ndarray, np.ndarray]:
     q = np.zeros((1 + 2 * n, n))
     p[1 + np.arange(n), np.arange(n)] = 1.0
     q[1 + n + np.arange(n), np.arange(n)] = 1.0
-    v = net.costs(net.solve(p, q)).v_pu
+    v = net.home_v_pu(net.solve(p, q))
     return (v[1 : 1 + n] - v[0]).T.copy(), (v[1 + n :] - v[0]).T.copy()
 
 
@@ -83,10 +89,10 @@ def _tree(net: LvNetwork) -> tuple[list[int], list[int]]:
 @functools.lru_cache(maxsize=2)
 def branch_groups(
     net: LvNetwork, max_home_kw: float
-) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
-    """``(homes, rating_a, branch)``: per constrained branch phase, the homes downstream on that
-    phase, the lowest rating among the branches carrying exactly them, and that branch; only
-    those that homes drawing or exporting ``max_home_kw`` each could load to 90 %."""
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """``(homes, branches)``: per constrained branch phase, the homes downstream on that phase
+    and the branches carrying exactly them; only those that homes drawing or exporting
+    ``max_home_kw`` each could load to 90 % of their ``|V| x |I|`` rating at 1.1 p.u."""
     f = net.feeder
     b1, b2 = _tree(net)
     lines = [k for k, name in enumerate(f.branch_names) if name.startswith("line.")]
@@ -99,21 +105,31 @@ def branch_groups(
             k = parent_line[bus]
             below[k].add(home)
             bus = b1[k]
-    best: dict[tuple[int, ...], tuple[float, int]] = {}
+    members: dict[tuple[int, ...], list[int]] = {}
     for k in lines:
         for phase in range(3):
             key = tuple(sorted(h for h in below[k] if net.home_phase[h] == phase))
             rating = float(net.rating_a[k])
-            if not key or len(key) * max_home_kw / NOMINAL_KV < 0.9 * rating:
+            if not key or len(key) * max_home_kw / NOMINAL_KV < 0.9 * rating / V_HIGH_PU:
                 continue
-            if key not in best or rating < best[key][0]:
-                best[key] = (rating, k)
-    keys = list(best)
+            members.setdefault(key, []).append(k)
     return (
-        tuple(np.asarray(key) for key in keys),
-        np.array([best[key][0] for key in keys]),
-        np.array([best[key][1] for key in keys], dtype=np.int64),
+        tuple(np.asarray(key) for key in members),
+        tuple(np.asarray(branches, dtype=np.int64) for branches in members.values()),
     )
+
+
+def _current_limit_a(
+    net: LvNetwork, result: Any, branches: tuple[np.ndarray, ...], phase: np.ndarray
+) -> np.ndarray:
+    """[T, n_groups] the current [A] each group's phase may carry at the flow ``result``'s
+    voltages: the lowest ``I_rated / max(|V| / V_nominal, 1)`` over the group's branches."""
+    v_nominal = 1000.0 * net.rating_kva / net.rating_a  # [V] phase to ground, per branch
+    out = np.empty((result.v_node.shape[0], len(branches)))
+    for g, (members, ph) in enumerate(zip(branches, phase, strict=True)):
+        v_pu = np.abs(result.v_node[:, net.side1_node[members, ph]]) / v_nominal[members]
+        out[:, g] = np.min(net.rating_a[members] / np.maximum(v_pu, 1.0), axis=1)
+    return out
 
 
 class _Layout:
@@ -161,10 +177,9 @@ def _step_block(
 
 
 def _violation(fc: Any) -> float:
-    """Exact-flow voltage excursion (p.u.) plus overload (p.u.) of a plan's steps."""
-    v = fc.v_pu
-    band = np.maximum(V_LOW_PU - v, 0.0) + np.maximum(v - V_HIGH_PU, 0.0)
-    return float(band.sum() + np.maximum(fc.loading - 1.0, 0.0).sum())
+    """Exact-flow ``voltage_violation`` (p.u.) plus ``thermal_overload`` (MVAh) of a plan's
+    steps."""
+    return float(fc.costs[:, 0].sum() + fc.costs[:, 2].sum())
 
 
 def plan_day(task: Any, state: Any, row: int) -> np.ndarray:
@@ -179,8 +194,9 @@ def plan_day(task: Any, state: Any, row: int) -> np.ndarray:
     plugged = (steps[:, None] >= arrive) & (steps[:, None] < depart)
     fleet, dt = task.fleet, task.spec.dt_h
     dev = np.union1d(homes.pv_homes, homes.ev_homes)
-    groups, rating, branch = branch_groups(net, p.charger_kw + 5.0)
+    groups, branches = branch_groups(net, p.charger_kw + 5.0)
     phase = np.array([net.home_phase[g[0]] for g in groups])
+    branch = np.array([members[0] for members in branches])  # carries the group's current
     sp_, sq_ = voltage_sensitivities(net)
     lay = _Layout(homes.n_pv, homes.n_ev, dev.size, net.n_homes, len(groups))
     a_blk, eq_blk, v_coef = _step_block(task, lay, dev, groups, sp_, sq_)
@@ -235,12 +251,12 @@ def plan_day(task: Any, state: Any, row: int) -> np.ndarray:
     )
     v_lo, v_hi = V_LOW_PU + p.oracle_margin_pu, V_HIGH_PU - p.oracle_margin_pu
     x_pv, x_q, x_ch = avail.copy(), np.zeros_like(avail), np.zeros((n_t, homes.n_ev))
-    plan = best = None
+    plan = best = i_max = None
     best_score = np.inf
     for _ in range(MAX_PASSES + 1):
         pn, qn = task.net_demand(load, x_pv, x_q, x_ch)
         result = net.solve(pn, qn)
-        fc = net.costs(result)
+        fc = net.costs(result, dt)
         if plan is not None:
             score = _violation(fc)
             if score < best_score:
@@ -254,7 +270,9 @@ def plan_day(task: Any, state: Any, row: int) -> np.ndarray:
         alpha = np.where(
             np.abs(s_ref) > 1.0, i_ref / np.maximum(np.abs(s_ref), 1.0), 1.0 / NOMINAL_KV
         )
-        s_max = rating * (1.0 - THERMAL_MARGIN) / alpha
+        limit = _current_limit_a(net, result, branches, phase)
+        i_max = limit if i_max is None else np.minimum(i_max, limit)  # only ever tightens
+        s_max = i_max * (1.0 - THERMAL_MARGIN) / alpha
         p_max = np.sqrt(np.maximum(s_max**2 - s_ref.imag**2, 0.0))
         p_fixed = np.stack([load[:, g].sum(axis=1) for g in groups], axis=1)
         b_blk = np.concatenate([v_hi - v0, v0 - v_lo, p_max - p_fixed, p_max + p_fixed], axis=1)

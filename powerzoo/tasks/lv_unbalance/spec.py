@@ -32,12 +32,7 @@ AGENTS = tuple(f"group_{g}" for g in range(N_GROUPS))
 COST_ROWS = (
     ("voltage_violation", "p.u. outside [0.9, 1.1] (sum over customers, per step)", 0.1, 200.0),
     ("voltage_unbalance", "% VUF above 2 % (sum over customer buses, per step)", 0.5, 20.0),
-    (
-        "thermal_overload",
-        "p.u. of rating (largest over cables and transformer, per step)",
-        1.0,
-        50.0,
-    ),
+    ("thermal_overload", "MVAh (sum over cables, transformer and phases)", 0.5, 50.0),
 )
 
 _TIME = (
