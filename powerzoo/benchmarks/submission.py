@@ -369,7 +369,9 @@ def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path)
     """Write a submission folder from the trial records (``trial.json``) of a PowerZoo campaign:
     one trial per seed of the same task, algorithm and setting. The episodes keep the env seeds
     the campaign ran (``env_seeds = "campaign"``, module docstring); ``code_hash`` is the
-    trial's ``config_hash``, ``hardware`` and ``tuning_budget`` say they are not recorded.
+    trial's ``config_hash``, ``hardware`` the trial's record of its machine (trials of a
+    campaign run before compute tracks say it is not recorded), and ``tuning_budget`` says it is
+    not recorded.
 
     Args:
         trial_dirs: Trial folders (each with ``trial.json``).
@@ -400,7 +402,8 @@ def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path)
         "code_hash": f"config {first['config_hash']}",
         "env_steps": max(int(r["num_timesteps"]) for r in records),
         "wall_time_s": max(float(r["train_seconds"]) for r in records),
-        "hardware": "not recorded (a PowerZoo campaign trial)",
+        # trials run since compute tracks exist record their machine; older ones do not
+        "hardware": _hardware_text(first.get("hardware")),
         "tuning_budget": "not recorded (a PowerZoo campaign preset)",
         "env_seeds": "campaign",
         "notes": "written from the trial records " + ", ".join(r["trial_id"] for r in records),
@@ -417,3 +420,16 @@ def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path)
         for r in records
     }
     return write_submission(folder, meta, episodes)
+
+
+def _hardware_text(record: Any) -> str:
+    """A trial record's ``hardware`` (:func:`powerzoo.rl.tracks.hardware_info`) as the one line
+    a submission's ``hardware`` holds."""
+    if not isinstance(record, dict):
+        return "not recorded (a PowerZoo campaign trial)"
+    gpu = f", GPU {record['gpu']}" if record.get("gpu") else ""
+    return (
+        f"{record.get('cpu_model', 'unknown CPU')}, {record.get('cpus_usable', '?')} of "
+        f"{record.get('cpu_count', '?')} cores usable, torch on {record.get('torch_device', '?')} "
+        f"with {record.get('torch_threads', '?')} thread(s){gpu}"
+    )

@@ -32,6 +32,7 @@ _LAZY = {
     "RewardThreshold": "powerzoo.rl.conditions",
     "NoImprovement": "powerzoo.rl.conditions",
     "Plateau": "powerzoo.rl.conditions",
+    "WallClock": "powerzoo.rl.conditions",
     "MAPPOTrainer": "powerzoo.rl.mappo.trainer",
     "MAPPOPolicy": "powerzoo.rl.mappo.policy",
 }

@@ -228,3 +228,21 @@ def test_protocol_env_seeds_are_paired_on_days_and_env_seeds(tmp_path, capsys):
     scores = read_run_scores(table)
     assert scores == {row["algorithm"]: {"battery_arbitrage": [run, run]}}
     assert aggregate_scores(scores[row["algorithm"]])["iqm"]["value"] == pytest.approx(run)
+
+
+def test_a_trial_that_recorded_its_machine_gives_the_submission_its_hardware(tmp_path):
+    from powerzoo.benchmarks.submission import submission_from_trials
+    from powerzoo.rl.tracks import hardware_info
+
+    source = CAMPAIGN / "trials" / "marl_opf-MAPPO-default-seed0" / "trial.json"
+    record = json.loads(source.read_text())
+    record["hardware"] = {**hardware_info(), "cpu_model": "Test CPU 9000"}
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    (trial / "trial.json").write_text(json.dumps(record))
+    meta = read_submission(submission_from_trials([trial], tmp_path / "sub")).meta
+    assert meta["hardware"].startswith("Test CPU 9000, ") and "torch on cpu" in meta["hardware"]
+    del record["hardware"]  # a trial from before compute tracks
+    (trial / "trial.json").write_text(json.dumps(record))
+    meta = read_submission(submission_from_trials([trial], tmp_path / "old")).meta
+    assert meta["hardware"] == "not recorded (a PowerZoo campaign trial)"
