@@ -83,9 +83,10 @@ class BatteryParams:
             raise ValueError("degradation_cost_per_mwh must be non-negative")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class BatteryStep:
-    """Result of one battery step; every field is an array [B]."""
+    """Result of one battery step; every field is an array [B] (a slotted record: built every
+    step, and a frozen dataclass's ``__init__`` costs several times as much on small batches)."""
 
     soc: np.ndarray  # SOC after the step (fraction of capacity)
     p_mw: np.ndarray  # power actually exchanged with the grid (+ discharge)
@@ -100,7 +101,8 @@ class BatteryDispatch:
 
     Calling an instance steps a batch whose requests are within ``[-power_max_mw,
     power_max_mw]`` (a task's action space) without the SOC-violation term, for a task that
-    steps the battery every step and does not charge requests beyond the SOC bounds. Its
+    steps the battery every step and does not charge requests beyond the SOC bounds;
+    :meth:`step` is the full step with that term (what :func:`battery_step` runs). Its
     constants are folded once and exactly:
 
     * requests are within the rating, so cutting them to the SOC-feasible power needs no
@@ -135,6 +137,10 @@ class BatteryDispatch:
         )  # MWh stored per MW charged over the step
         self.neg_charge_divisor = const(-(params.charge_efficiency * dt_h))
         self.dt_h, self.neg_dt_h, self.zero = const(dt_h), const(-dt_h), const(0.0)
+        # storage-side MWh per MW asked beyond a bound over the step: discharging, charging
+        self.discharge_mwh_per_mw = const(dt_h / params.discharge_efficiency)
+        self.charge_mwh_per_mw = const(dt_h * params.charge_efficiency)
+        self.tolerance_mw = const(_TOLERANCE_MW)
 
     def _soc_limits(self, soc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(storage room below ``soc_max`` in MWh, discharge power in MW the energy above
@@ -171,6 +177,27 @@ class BatteryDispatch:
             charge_mwh,
             discharge_mwh,
         )  # the clip: round-off only
+
+    def step(self, soc: np.ndarray, p_request_mw: np.ndarray) -> BatteryStep:
+        """The step of requests ``p_request_mw`` [B] (MW, + discharge) from SOC ``soc`` [B]: the
+        request cut to the feasible power, and the storage-side energy (MWh) asked beyond the SOC
+        bounds, none for an excess within 10 W (see :func:`battery_step`)."""
+        p_ch_max, p_dis_max = self.feasible_power_mw(soc)
+        p_request_mw = np.asarray(p_request_mw)
+        new_soc, p_mw, charge_mwh, discharge_mwh = self.apply_power(
+            soc, p_request_mw.clip(-p_ch_max, p_dis_max)
+        )
+        excess_mw = p_request_mw - p_mw  # > 0: asked too much discharge, < 0: too much charge
+        excess_abs = np.abs(excess_mw)
+        within = excess_abs < self.tolerance_mw
+        if np.count_nonzero(within) == within.size:  # every request feasible (a NaN is not)
+            soc_violation_mwh = np.zeros(within.shape)
+        else:
+            storage_mwh_per_mw = np.where(
+                excess_mw > self.zero, self.discharge_mwh_per_mw, self.charge_mwh_per_mw
+            )
+            soc_violation_mwh = np.where(within, 0.0, excess_abs * storage_mwh_per_mw)
+        return BatteryStep(new_soc, p_mw, charge_mwh, discharge_mwh, soc_violation_mwh)
 
     def __call__(
         self, soc: np.ndarray, p_request_mw: np.ndarray
@@ -259,21 +286,7 @@ def battery_step(
     Returns:
         New SOC, power delivered (MW), energy charged and discharged (MWh), SOC violation (MWh).
     """
-    battery = _dispatch(params, dt_h)
-    p_ch_max, p_dis_max = battery.feasible_power_mw(soc)
-    p_request_mw = np.asarray(p_request_mw)
-    new_soc, p_mw, charge_mwh, discharge_mwh = battery.apply_power(
-        soc, p_request_mw.clip(-p_ch_max, p_dis_max)
-    )
-
-    excess_mw = p_request_mw - p_mw  # > 0: asked too much discharge, < 0: too much charge
-    # storage-side energy asked beyond the bounds; an excess within the tolerance counts as none
-    excess_abs = np.abs(excess_mw)
-    storage_mwh_per_mw = np.where(
-        excess_mw > 0.0, dt_h / params.discharge_efficiency, dt_h * params.charge_efficiency
-    )
-    soc_violation_mwh = np.where(excess_abs < _TOLERANCE_MW, 0.0, excess_abs * storage_mwh_per_mw)
-    return BatteryStep(new_soc, p_mw, charge_mwh, discharge_mwh, soc_violation_mwh)
+    return _dispatch(params, dt_h).step(soc, p_request_mw)
 
 
 def settlement_value(

@@ -160,18 +160,27 @@ class DieselCommitment:
         self._min_down = np.array(self.min_down_steps, np.int64)
         self._one, self._zero = np.array(1, np.int64), np.array(0, np.int64)
         self._dt_h = np.array(self.dt_h, np.float64)
+        # equal minimum times (the default): one bound for either status, without a ``where``
+        self._same_min_steps = self.min_up_steps == self.min_down_steps
 
     def initial_state(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
         """``(on, steps_in_state)`` [B] of a set that is off and may start at once."""
         return np.zeros(n_rows, dtype=bool), np.full(n_rows, self.min_down_steps, np.int64)
 
+    def _min_steps(self, on: np.ndarray) -> np.ndarray:
+        """Least steps [B] (or 0-d, when the minimum run and down times are equal) in the status
+        ``on`` [B] before it may change."""
+        if self._same_min_steps:
+            return self._min_up
+        return np.where(on, self._min_up, self._min_down)
+
     def locked(self, on: np.ndarray, steps_in_state: np.ndarray) -> np.ndarray:
         """[B] bool: the set must keep its status this step (minimum run or down time)."""
-        return steps_in_state < np.where(on, self._min_up, self._min_down)
+        return steps_in_state < self._min_steps(on)
 
     def hold_h(self, on: np.ndarray, steps_in_state: np.ndarray) -> np.ndarray:
         """Hours [B] until the set may change status (0: free now)."""
-        left = np.where(on, self._min_up, self._min_down) - steps_in_state
+        left = self._min_steps(on) - steps_in_state
         return np.maximum(left, self._zero) * self._dt_h
 
     def step(
@@ -180,11 +189,13 @@ class DieselCommitment:
         """The step of requests ``request_mw`` [B] (MW, within ``[0, rated]``) from the state
         ``(on, steps_in_state)``: output, new state and the starts (see the class docstring)."""
         wants_on = request_mw >= self.half_p_min_mw
-        on_next = np.where(self.locked(on, steps_in_state), on, wants_on)
+        locked = self.locked(on, steps_in_state)
+        # no row held by its minimum times (the usual step): the request decides alone
+        on_next = np.where(locked, on, wants_on) if np.count_nonzero(locked) else wants_on
         output = np.maximum(request_mw, self.p_min_mw) * on_next
-        same = on_next == on
-        steps_next = np.where(same, steps_in_state + self._one, self._one)
-        return DieselStep(output, on_next, steps_next, on_next & ~on)
+        # one more step in an unchanged status, else the first (steps x False + 1 = 1)
+        steps_next = steps_in_state * (on_next == on) + self._one
+        return DieselStep(output, on_next, steps_next, on_next > on)  # started: off -> on
 
 
 @functools.lru_cache(maxsize=16, typed=True)

@@ -13,9 +13,8 @@ Arrays lead with the batch axis ``B`` and then the unit axis ``n``; the fleet's 
    max(Pmin, ramp-up per step)]`` (start-up ramp). Staying on: ``[max(Pmin, p - ramp-down),
    min(Pmax, p + ramp-up)]``. Shutting down: from ``p <= SD_g`` to 0.
 3. :func:`balance_dispatch` (optional): setpoints clipped into the bounds, then the remaining
-   mismatch with the load shared by the committed units in proportion to their headroom
-   (up or down), as automatic generation control would; what the bounds cannot absorb is
-   returned as the imbalance.
+   mismatch shared by the committed units in proportion to their headroom (up or down), as
+   automatic generation control would; what the bounds cannot absorb is the imbalance.
 
 Costs of a step ($): fuel ``(c2 p^2 + c1 p) dt`` from the case's cost curve, no-load cost
 ``no_load_cost_per_h x on x dt``, start-up and shut-down costs per switch.
@@ -192,26 +191,28 @@ class ThermalFleet:
 
     # ---- 1. commitment --------------------------------------------------------------------
     def commit(
-        self, on: np.ndarray, time_in_state: np.ndarray, want_on: np.ndarray, p_mw: np.ndarray
+        self,
+        on: np.ndarray,
+        time_in_state: np.ndarray,
+        want_on: np.ndarray,
+        p_mw: np.ndarray,
+        blocked: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Status after the minimum up/down rules and the shut-down ramp: ``(on_new, start, stop,
         overridden)``, each [B, n] bool.
-
-        ``on``: current status; ``time_in_state``: steps in it; ``want_on``: requested status;
-        ``p_mw``: last output (MW), a stop is refused above ``shutdown_max_mw``
-        (:meth:`shutdown_blocked`).
 
         Args:
             on: Current status [B, n].
             time_in_state: Steps in the current status [B, n].
             want_on: Requested status [B, n].
-            p_mw: Last output [B, n], MW.
+            p_mw: Last output [B, n], MW; a stop is refused above ``shutdown_max_mw``.
+            blocked: :meth:`shutdown_blocked` of ``on`` and ``p_mw``, if the caller has it.
 
         Returns:
             ``on_new``, ``start``, ``stop`` and ``overridden``, each [B, n] bool.
         """
-        locked = time_in_state < np.where(on, self.min_up_steps, self.min_down_steps)
-        locked |= self.shutdown_blocked(on, p_mw)
+        blocked = self.shutdown_blocked(on, p_mw) if blocked is None else blocked
+        locked = (time_in_state < np.where(on, self.min_up_steps, self.min_down_steps)) | blocked
         switch = want_on != on
         overridden = switch & locked
         change = switch ^ overridden
@@ -219,15 +220,14 @@ class ThermalFleet:
         return on_new, change & on_new, change & on, overridden
 
     def shutdown_blocked(self, on: np.ndarray, p_mw: np.ndarray) -> np.ndarray:
-        """[B, n] bool: on units whose output ``p_mw`` (MW) is above their shut-down ramp limit
-        ``shutdown_max_mw`` (+ ``SHUTDOWN_TOL_MW``), which may not stop this step.
+        """On units above their shut-down ramp limit (``shutdown_max_mw`` + tolerance).
 
         Args:
             on: Current status [B, n].
             p_mw: Last output [B, n], MW.
 
         Returns:
-            Bool [B, n].
+            [B, n] bool: the units that may not stop this step.
         """
         return on & (p_mw > self.shutdown_max_mw + SHUTDOWN_TOL_MW)
 

@@ -133,33 +133,38 @@ class ZoneStepper:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(new zone temperature deg C, heat removed MW), each [B], under IT heat ``heat_mw``
         [B]."""
-        gains = heat_mw + self.ua_mw_per_k * (temp_out_c - temp_c)
-        target = setpoint_c + (temp_c - setpoint_c) * self.decay  # where the controller aims
-        q_cool = np.minimum(
-            np.maximum(gains + (temp_c - target) * self.c_over_dt, self.zero), self.q_max_mw
-        )
-        return temp_c + (gains - q_cool) * self.dt_over_c, q_cool
+        return self.step_parts(temp_c, temp_out_c, setpoint_c, heat_mw)[:2]
 
-    def removal_offset_mw(
-        self, temp_c: np.ndarray, temp_out_c: np.ndarray, setpoint_c: np.ndarray
-    ) -> np.ndarray:
-        """Heat [B] (MW) the controller asks the plant to remove besides the IT heat: under IT
-        heat ``h`` the plant removes ``clip(h + offset, 0, q_max)`` (see :meth:`__call__`)."""
-        target = setpoint_c + (temp_c - setpoint_c) * self.decay
-        return self.ua_mw_per_k * (temp_out_c - temp_c) + (temp_c - target) * self.c_over_dt
+    def step_parts(
+        self,
+        temp_c: np.ndarray,
+        temp_out_c: np.ndarray,
+        setpoint_c: np.ndarray,
+        heat_mw: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`__call__`'s (new temperature deg C, heat removed MW) and the two terms of the
+        controller's ask, each [B] (MW): the envelope's gain ``UA (T_out - T)`` and the tracking
+        heat ``(T - T_target) C / dt``. Under IT heat ``h`` the plant removes
+        ``clip(h + envelope + tracking, 0, q_max)``, so a step that re-runs on less heat or a
+        smaller removal (:meth:`step_removing`) reuses them."""
+        envelope = self.ua_mw_per_k * (temp_out_c - temp_c)
+        gains = heat_mw + envelope
+        target = setpoint_c + (temp_c - setpoint_c) * self.decay  # where the controller aims
+        tracking = (temp_c - target) * self.c_over_dt
+        q_cool = np.minimum(np.maximum(gains + tracking, self.zero), self.q_max_mw)
+        return temp_c + (gains - q_cool) * self.dt_over_c, q_cool, envelope, tracking
 
     def step_removing(
         self,
         temp_c: np.ndarray,
-        temp_out_c: np.ndarray,
+        envelope_mw: np.ndarray,
         heat_mw: np.ndarray,
         q_cool_mw: np.ndarray,
     ) -> np.ndarray:
         """Zone temperature [B] (deg C) after a step in which the plant removes ``q_cool_mw`` [B]
         (MW, e.g. less than its controller asks for when its power is short) under IT heat
-        ``heat_mw`` [B] (MW)."""
-        gains = heat_mw + self.ua_mw_per_k * (temp_out_c - temp_c)
-        return temp_c + (gains - q_cool_mw) * self.dt_over_c
+        ``heat_mw`` [B] (MW); ``envelope_mw`` [B] is the envelope's gain of :meth:`step_parts`."""
+        return temp_c + ((heat_mw + envelope_mw) - q_cool_mw) * self.dt_over_c
 
 
 @functools.lru_cache(maxsize=16, typed=True)

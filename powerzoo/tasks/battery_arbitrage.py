@@ -7,7 +7,8 @@ Model
   :mod:`powerzoo.devices.battery`). Price taker on the day's price profile
   (:mod:`powerzoo.data.profiles`), 48 steps of 30 minutes.
 * Action: power setpoint ``p_mw`` in [-25, 25] MW, + = discharge (sell), - = charge (buy).
-  A request the SOC cannot serve is cut to the feasible power (:func:`battery_step`).
+  A request the SOC cannot serve is cut to the feasible power
+  (:func:`~powerzoo.devices.battery.battery_step`).
 * Reward, settled at the price of the step the action is taken in (observed before acting):
   ``price * p_discharge * dt - price * p_charge * dt - degradation_cost * |p| * dt`` ($), and
   the settlement of the stored energy marked to market: each step pays the change of its value,
@@ -51,8 +52,8 @@ import numpy as np
 from powerzoo.data import calendar
 from powerzoo.data.markets import DEFAULT_MARKET, check_market
 from powerzoo.devices.battery import (
+    BatteryDispatch,
     BatteryParams,
-    battery_step,
     feasible_power_mw,
     reach_start_soc_mw,
     settlement_value,
@@ -65,6 +66,7 @@ __all__ = ["BatteryArbitrage", "BatteryArbitrageParams", "BatteryArbitrageState"
 
 HORIZON = 48
 STEP_MINUTES = 30
+_add_reduce = np.add.reduce  # ndarray.sum without its Python-level wrapper (the same values)
 _BATTERY_FIELDS = tuple(f.name for f in dataclasses.fields(BatteryParams))
 
 
@@ -134,6 +136,7 @@ class BatteryArbitrageState:
     day_id: np.ndarray  # split day index the episode started on (int64)
     t: np.ndarray  # steps elapsed (int64)
     soc: np.ndarray  # state of charge (fraction of capacity)
+    settlement: np.ndarray  # derived: end-of-day settlement ($) of ``soc`` (one per step)
 
 
 class BatteryArbitrage(Task):
@@ -209,6 +212,9 @@ class BatteryArbitrage(Task):
         day_steps = self._day_start[:, None] + np.arange(steps)[None, :]
         self._settlement_price = price[day_steps].mean(axis=1)
         self._exogenous_obs = self._exogenous_table()
+        # the step's battery: its constants as 0-d float64 arrays (the values of battery_step)
+        self._dispatch = BatteryDispatch(p.battery, self.spec.dt_h)
+        self._neg_wear = np.array(-p.battery.degradation_cost_per_mwh)
         obs = self.spec.observation
         self._obs_dim = obs.dim
         self._slots = ObservationSlots(
@@ -272,10 +278,12 @@ class BatteryArbitrage(Task):
     # ---- batched model ----------------------------------------------------------------------
     def reset(self, rng: np.random.Generator, day_id: np.ndarray) -> BatteryArbitrageState:
         day_id = self.check_day_id(day_id)
+        soc = np.full(day_id.shape, self.initial_soc)
         return BatteryArbitrageState(
             day_id=day_id,
             t=np.zeros_like(day_id),
-            soc=np.full(day_id.shape, self.initial_soc),
+            soc=soc,
+            settlement=self.settlement(day_id, soc),
         )
 
     def _exogenous_table(self) -> np.ndarray:
@@ -314,26 +322,24 @@ class BatteryArbitrage(Task):
     def step(
         self, state: BatteryArbitrageState, action: np.ndarray, rng: np.random.Generator
     ) -> tuple[BatteryArbitrageState, StepOutput]:
-        dt_h = self.spec.dt_h
         price = self._price.take(self._flat_index(state))
-        result = battery_step(self.battery, state.soc, action[:, 0], dt_h)
+        result = self._dispatch.step(state.soc, action[:, 0])
         terms = np.empty(
             (price.size, 4)
         )  # filled column by column: cheaper than np.stack at small B
         terms[:, 0] = price * result.discharge_mwh
         terms[:, 1] = -price * result.charge_mwh
-        terms[:, 2] = -self.battery.degradation_cost_per_mwh * (
-            result.charge_mwh + result.discharge_mwh
-        )
-        t_next = state.t + 1
+        terms[:, 2] = self._neg_wear * (result.charge_mwh + result.discharge_mwh)
         # the settlement marked to market: each step pays the change of the end-of-day
-        # settlement value, so the day's terms sum to the settlement of the final SOC
-        terms[:, 3] = self.settlement(state.day_id, result.soc) - self.settlement(
-            state.day_id, state.soc
+        # settlement value, so the day's terms sum to the settlement of the final SOC (the value
+        # at the step's start is the state's, worked out by the step before or the reset)
+        settlement = self.settlement(state.day_id, result.soc)
+        terms[:, 3] = settlement - state.settlement
+        new_state = BatteryArbitrageState(
+            day_id=state.day_id, t=state.t + 1, soc=result.soc, settlement=settlement
         )
-        new_state = BatteryArbitrageState(day_id=state.day_id, t=t_next, soc=result.soc)
         out = StepOutput(
-            reward=terms.sum(axis=1),
+            reward=_add_reduce(terms, axis=1),
             reward_terms=terms,
             constraint_costs=result.soc_violation_mwh[:, None],
             terminated=np.zeros(price.size, dtype=bool),

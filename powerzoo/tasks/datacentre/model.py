@@ -194,8 +194,27 @@ class DataCentre:
         """(zone temperature after the step [B] deg C, cooling plant power [B] MW) under IT heat
         ``it_mw``;
         ``condenser_c`` is :meth:`CoolingPlant.condenser_temp_c` of ``temp_out_c``."""
-        zone_temp, q_cool = self.zone(zone_temp_c, temp_out_c, setpoint_c, it_mw)
-        return zone_temp, q_cool / self.plant.cop_at(condenser_c, setpoint_c)
+        zone_temp, cooling_mw, _ = self.cool_parts(
+            zone_temp_c, temp_out_c, condenser_c, setpoint_c, it_mw
+        )
+        return zone_temp, cooling_mw
+
+    def cool_parts(
+        self,
+        zone_temp_c: np.ndarray,
+        temp_out_c: np.ndarray,
+        condenser_c: np.ndarray,
+        setpoint_c: np.ndarray,
+        it_mw: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """:meth:`cool`'s (zone temperature deg C, cooling power MW) and the plant's operating
+        point of the step, ``(COP, envelope gain MW, tracking heat MW)`` [B] each
+        (:meth:`ZoneStepper.step_parts`), which :meth:`within_supply` reuses."""
+        zone_temp, q_cool, envelope, tracking = self.zone.step_parts(
+            zone_temp_c, temp_out_c, setpoint_c, it_mw
+        )
+        cop = self.plant.cop_at(condenser_c, setpoint_c)
+        return zone_temp, q_cool / cop, (cop, envelope, tracking)
 
     def within_supply(
         self,
@@ -204,29 +223,28 @@ class DataCentre:
         served: np.ndarray,
         it_mw: np.ndarray,
         zone_temp_c: np.ndarray,
-        temp_out_c: np.ndarray,
-        condenser_c: np.ndarray,
-        setpoint_c: np.ndarray,
+        plant: tuple[np.ndarray, np.ndarray, np.ndarray],
         supply_mw: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The step of :meth:`compute` and :meth:`cool` re-run on ``supply_mw`` [B] (MW), less
         than the facility asks for: the GPUs are throttled.
 
         ``cum`` [B, C, K] is the queue before service; ``gpus``, ``served`` and ``it_mw`` are
-        :meth:`compute`'s allocation, service and IT power at full supply. The cooling plant
-        keeps tracking its setpoint for the IT heat that is delivered, and the IT load gets the
-        rest: IT power ``x`` and removed heat ``q`` solve ``x + q / COP = supply`` with
-        ``q = clip(x + offset, 0, q_max)`` (the plant's controller,
-        :meth:`ZoneStepper.removal_offset_mw`). The busy GPUs' work is cut in proportion to the
-        IT power above that of the same allocation with nothing busy; below that the nodes
+        :meth:`compute`'s allocation, service and IT power at full supply, ``plant`` the plant's
+        operating point of :meth:`cool_parts`. The cooling plant keeps tracking its setpoint for
+        the IT heat that is delivered, and the IT load gets the rest: IT power ``x`` and removed
+        heat ``q`` solve ``x + q / COP = supply`` with ``q = clip(x + offset, 0, q_max)`` (the
+        plant's controller; ``offset`` = envelope gain + tracking heat,
+        :meth:`ZoneStepper.step_parts`). The busy GPUs' work is cut in proportion to the IT power
+        above that of the same allocation with nothing busy; below that the nodes
         themselves are shed (no work). If the supply cannot run even the plant with the cluster
         off, the plant gets all of it and the zone warms. Returns (queue after service, GPU-h
         served [B, C], IT power [B] MW, zone temperature after the step [B] deg C, cooling
         power [B] MW).
         """
-        cop = self.plant.cop_at(condenser_c, setpoint_c)
+        cop, envelope, tracking = plant
         zero, one = self.zero, self.one
-        offset = self.zone.removal_offset_mw(zone_temp_c, temp_out_c, setpoint_c)
+        offset = envelope + tracking
         q_cool = np.minimum(
             np.minimum(
                 np.maximum((supply_mw + offset) * cop / (cop + one), zero), self.zone.q_max_mw
@@ -241,7 +259,7 @@ class DataCentre:
             has_work, np.minimum(np.maximum(it_delivered - floor_mw, zero), span), zero
         ) / np.where(has_work, span, one)
         cum, served = serve_edf(cum, served * share[:, None])
-        zone_temp = self.zone.step_removing(zone_temp_c, temp_out_c, it_delivered, q_cool)
+        zone_temp = self.zone.step_removing(zone_temp_c, envelope, it_delivered, q_cool)
         return cum, served, it_delivered, zone_temp, q_cool / cop
 
     def overtemperature_kh(self, zone_temp_c: np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -303,9 +303,11 @@ class DCMicrogrid(Task):
         # temperature
         gpus, cum, served, it_mw = dc.compute(state.queue_cum_gpuh, action[:, :2])
         setpoint = action[:, 2]
-        zone_temp, cooling_mw = dc.cool(state.zone_temp_c, temp_out, condenser_c, setpoint, it_mw)
+        zone_temp, cooling_mw, plant = dc.cool_parts(
+            state.zone_temp_c, temp_out, condenser_c, setpoint, it_mw
+        )
 
-        facility_mw = it_mw + cooling_mw  # what the facility asks for
+        facility_mw = energy_mw = it_mw + cooling_mw  # what the facility asks for (and uses)
 
         # supply: the diesel (on/off under its minimum times), the battery (charging only from
         # what the site has left after its load), then the grid tie settles the residual
@@ -322,33 +324,31 @@ class DCMicrogrid(Task):
         if np.count_nonzero(deficit_mw):  # supply short of the demand: the GPUs are throttled
             short = deficit_mw > dc.zero
             supply_mw = pv_mw + diesel_mw + battery_mw + grid_mw
-            cut = dc.within_supply(
-                state.queue_cum_gpuh,
-                gpus,
-                served,
-                it_mw,
-                state.zone_temp_c,
-                temp_out,
-                condenser_c,
-                setpoint,
-                supply_mw,
+            cut = dc.within_supply(  # on the plant's point of this step (COP, zone terms)
+                state.queue_cum_gpuh, gpus, served, it_mw, state.zone_temp_c, plant, supply_mw
             )
-            cum = np.where(short[:, None, None], cut[0], cum)
-            served = np.where(short[:, None], cut[1], served)
-            it_mw, zone_temp, cooling_mw = (
-                np.where(short, new, old)
-                for new, old in zip(cut[2:], (it_mw, zone_temp, cooling_mw), strict=True)
-            )
+            if np.count_nonzero(short) == n_rows:  # all short (a single env): the cut step as is
+                cum, served, it_mw, zone_temp, cooling_mw = cut
+            else:
+                cum = np.where(short[:, None, None], cut[0], cum)
+                served = np.where(short[:, None], cut[1], served)
+                it_mw, zone_temp, cooling_mw = (
+                    np.where(short, new, old)
+                    for new, old in zip(cut[2:], (it_mw, zone_temp, cooling_mw), strict=True)
+                )
+            energy_mw = it_mw + cooling_mw  # what the throttled facility uses
 
         # objectives (<= 0, but for the end-of-day settlement and grid energy bought at a negative
         # price) and costs (>= 0)
         reward_vector = np.empty((n_rows, 3))
         neg_dt = self._neg_dt
-        np.multiply(it_mw + cooling_mw, neg_dt, out=reward_vector[:, 0])
+        np.multiply(energy_mw, neg_dt, out=reward_vector[:, 0])
+        wear_starts = self._degradation_cost * (charge_mwh + discharge_mwh)  # >= +0: x + 0.0 is x
+        if np.count_nonzero(diesel.started):  # start-up costs only where the diesel starts
+            wear_starts = wear_starts + self._start_up_cost * diesel.started
         np.subtract(
             (grid_mw * price + diesel_mw * self._fuel_cost) * neg_dt,
-            self._degradation_cost * (charge_mwh + discharge_mwh)
-            + self._start_up_cost * diesel.started,
+            wear_starts,
             out=reward_vector[:, 1],
         )
         settlement = np.zeros(n_rows)

@@ -17,7 +17,6 @@ from powerzoo.devices.thermal_unit import (
     reserve_shortfall_mw,
 )
 from powerzoo.physics.dc_power_flow import gen_bus_matrix, ptdf_matrix
-from powerzoo.scratch import ROW_BLOCK, Scratch, row_blocks
 from powerzoo.tasks.balancing import RegulationBand
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.spec import TaskSpec
@@ -27,6 +26,7 @@ from powerzoo.tasks.transmission import (
     congestion_ready_case,
     marginal_cost_per_mwh,
 )
+from powerzoo.tasks.unit_commitment.branches import BranchTerms
 from powerzoo.tasks.unit_commitment.rule import rule_based_action
 from powerzoo.tasks.unit_commitment.spec import (
     IMBALANCE_PRICE,
@@ -44,6 +44,8 @@ __all__ = ["UCState", "UnitCommitment", "MarlUc", "Tso"]
 
 HORIZON = 48
 _FREE_STEPS = 10_000  # time in state at the episode start: every minimum time has passed
+_add_reduce = np.add.reduce  # ndarray.sum without its Python-level wrapper (the same values)
+_NOW_AND_NEXT = np.arange(2)  # the steps whose load is observed
 
 
 @dataclasses.dataclass
@@ -132,9 +134,7 @@ class UnitCommitment(Task):
         self.gen_flow = np.ascontiguousarray((gen_bus_matrix(self.case) @ ptdf.T)[:, limited])
         self.load_flow_pu = self.bus_load_scale @ ptdf.T[:, limited]  # [n_lim] per unit of demand
         self.rating = self.case.branch_rate_a_mw[limited]
-        self._inv_rating = 1.0 / self.rating
-        self._congested_above = self.rating - 1e-6  # |flow| from which a branch counts as congested
-        self._scratch = Scratch()  # the step's [B, n_lim] temporaries, reused
+        self._branch_terms = BranchTerms(self.gen_flow, self.load_flow_pu, self.rating)
         self.marginal_cost = marginal_cost_per_mwh(self.case)
         self.merit_order = np.argsort(self.marginal_cost, kind="stable")
         self.priority_order = np.argsort(self.fleet.average_cost_per_mwh(), kind="stable")
@@ -144,7 +144,8 @@ class UnitCommitment(Task):
             kind="stable",
         )
         self._time_obs = self._time_features(np.arange(HORIZON + 1))
-        self._steps_per_h = 1.0 / self.spec.dt_h
+        self._dt_h = self.spec.dt_h  # h per step, read once (the spec's is a property)
+        self._steps_per_h = 1.0 / self._dt_h
         self._time_cap_steps = TIME_IN_STATE_CAP_H * self._steps_per_h
         self._n = n
         obs = self.spec.observation
@@ -207,19 +208,20 @@ class UnitCommitment(Task):
             np.zeros(b),
         )
 
-    def _system_obs(self, state: UCState) -> tuple[np.ndarray, np.ndarray]:
-        """Time features [B, 3] and ``[load, load next, committed capacity, prev imbalance]`` [B,
-        4]."""
-        b = state.t.size
+    def _time_at(self, t: np.ndarray) -> np.ndarray:
+        """Time features [B, 3] at steps ``t`` [B] (from the table of steps 0..horizon)."""
         try:
-            time = self._time_obs.take(state.t, axis=0)
+            return self._time_obs.take(t, axis=0)
         except IndexError:  # stepped on past the horizon without a reset
-            time = self._time_features(state.t)
-        sys = np.empty((b, 4))
-        sys[:, :2] = self.system_load_mw(state.day_id, state.t[:, None] + np.arange(2))
+            return self._time_features(t)
+
+    def _system_obs(self, state: UCState) -> np.ndarray:
+        """``[load, load next, committed capacity, prev imbalance]`` [B, 4] (MW)."""
+        sys = np.empty((state.t.size, 4))
+        sys[:, :2] = self.system_load_mw(state.day_id, state.t[:, None] + _NOW_AND_NEXT)
         sys[:, 2] = state.on @ self.fleet.pmax_mw
         sys[:, 3] = state.prev_imbalance_mw
-        return time, sys
+        return sys
 
     def step(
         self, state: UCState, action: np.ndarray, rng: np.random.Generator
@@ -228,10 +230,11 @@ class UnitCommitment(Task):
         act = action.reshape(b, n, 2)
         setpoint = act[:, :, 0]
         want_on = act[:, :, 1] > 0.5
+        blocked = f.shutdown_blocked(state.on, state.p_mw)  # once: the commitment's and the info's
         on_new, start, stop, overridden = f.commit(
-            state.on, state.time_in_state, want_on, state.p_mw
+            state.on, state.time_in_state, want_on, state.p_mw, blocked
         )
-        stop_refused = ~want_on & f.shutdown_blocked(state.on, state.p_mw)
+        stop_refused = ~want_on & blocked
         lo, hi = f.dispatch_range(state.on, state.p_mw, on_new, start, state.t == 0)
         demand = self._demand.take(
             (self._day_start.take(state.day_id) + state.t) % self._demand.size
@@ -241,15 +244,15 @@ class UnitCommitment(Task):
             p, imbalance = balance_dispatch(setpoint, lo, hi, load)
         else:
             p = np.minimum(np.maximum(setpoint, lo), hi)
-            imbalance = p.sum(axis=1) - load
+            imbalance = _add_reduce(p, axis=1) - load
         overload, loading, n_congested = self._branch_terms(p, demand)
         on_f = on_new.astype(np.float64)
         unit_reserve = f.deliverable_reserve_mw(on_f, p)  # [B, n]; N-1: see the requirement
-        reserve, n_1 = unit_reserve.sum(axis=1), self.contingency_reserve
+        reserve, n_1 = _add_reduce(unit_reserve, axis=1), self.contingency_reserve
         required = reserve_requirement_mw(load, p, RESERVE_MARGIN, n_1, unit_reserve)
         shortfall = reserve_shortfall_mw(reserve, required)
         capacity = on_f @ f.pmax_mw
-        dt_h = self.spec.dt_h
+        dt_h = self._dt_h
         balance = self.regulation.settle(imbalance, dt_h)
         # costs first, negated at once below; marl_uc has regulation_cost after imbalance_cost
         terms = np.empty((b, len(self.spec.reward_terms)))
@@ -278,7 +281,7 @@ class UnitCommitment(Task):
             imbalance,
         )
         return new_state, StepOutput(
-            reward=terms.sum(axis=1),
+            reward=_add_reduce(terms, axis=1),
             reward_terms=terms,
             constraint_costs=costs,
             terminated=np.zeros(b, dtype=bool),
@@ -294,48 +297,21 @@ class UnitCommitment(Task):
                 "reserve_mw": reserve,  # deliverable in 10 minutes, summed over the units
                 # on that sum: 10 % of the load (tso: and max_k p_k + r_k, the N-1 row)
                 "reserve_requirement_mw": required,
-                "n_committed": on_new.sum(axis=1),
-                "n_starts": start.sum(axis=1),
-                "n_stops": stop.sum(axis=1),
+                "n_committed": _add_reduce(on_new, axis=1),
+                "n_starts": _add_reduce(start, axis=1),
+                "n_stops": _add_reduce(stop, axis=1),
                 "commitment_overridden": overridden,
-                "n_commitment_overridden": overridden.sum(axis=1),
+                "n_commitment_overridden": _add_reduce(overridden, axis=1),
                 "shutdown_refused": stop_refused,  # stop requested above the shut-down ramp
-                "n_shutdown_refused": stop_refused.sum(axis=1),
+                "n_shutdown_refused": _add_reduce(stop_refused, axis=1),
                 # setpoints -> applied outputs
-                "dispatch_adjusted_mw": np.abs(p - setpoint).sum(axis=1),
+                "dispatch_adjusted_mw": _add_reduce(np.abs(p - setpoint), axis=1),
                 "max_branch_loading": loading,
                 "n_congested_branches": n_congested,
                 "losses_mw": np.zeros(b),  # DC power flow is lossless
                 "pf_converged": np.ones(b, dtype=bool),
             },
         )
-
-    def _branch_terms(
-        self, p: np.ndarray, demand: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(overload [B] MW summed over limited branches, max loading [B], congested branches
-        [B])`` of outputs ``p`` [B, n] MW under ``demand`` [B] (per unit); the DC flow's
-        [rows, n_lim] temporaries run in :func:`~powerzoo.scratch.row_blocks` through one block's
-        work arrays."""
-        b, work = p.shape[0], self._scratch
-        lim = (min(b, ROW_BLOCK), self.rating.size)
-        overload, loading, n_congested = np.empty(b), np.empty(b), np.empty(b, dtype=np.int64)
-        for rows in row_blocks(b):
-            k = rows.stop - rows.start
-            abs_flow = np.matmul(p[rows], self.gen_flow, out=work("abs_flow", lim)[:k])
-            tmp = np.multiply(demand[rows, None], self.load_flow_pu, out=work("tmp", lim)[:k])
-            np.subtract(abs_flow, tmp, out=abs_flow)
-            np.abs(abs_flow, out=abs_flow)
-            np.subtract(abs_flow, self.rating, out=tmp)
-            overload[rows] = np.maximum(tmp, 0.0, out=tmp).sum(axis=1)
-            loading[rows] = np.multiply(abs_flow, self._inv_rating, out=tmp).max(
-                axis=1, initial=0.0
-            )
-            congested = np.greater_equal(
-                abs_flow, self._congested_above, out=work("congested", lim, bool)[:k]
-            )
-            n_congested[rows] = congested.sum(axis=1)
-        return overload, loading, n_congested
 
     # ---- rule-based baseline ----------------------------------------------------------------
     def unit_obs(self, obs: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -417,6 +393,10 @@ class MarlUc(UnitCommitment):
             [f.pmin_mw, f.pmax_mw, f.average_cost_per_mwh(), f.ramp_up_step_mw], axis=1
         )
         self._static_obs = static.astype(np.float32)
+        # every unit's minimum up and down times agree (as in each size class): one [n] row of
+        # least steps in either status, without a ``where`` per observation
+        same = np.array_equal(f.min_up_steps, f.min_down_steps)
+        self._min_steps = f.min_up_steps if same else None
 
     def observe(self, state: UCState, obs_mode: str | None = None) -> np.ndarray:
         """Per-agent observations [B, n, obs_dim] (float32) of mode ``global`` (default) or
@@ -425,14 +405,15 @@ class MarlUc(UnitCommitment):
             raise ValueError(f"unknown obs_mode {obs_mode!r} for marl_uc; valid: global, local")
         f = self.fleet
         b, n = state.t.size, self._n
-        try:
-            time = self._time_obs.take(state.t, axis=0)
-        except IndexError:  # stepped on past the horizon without a reset
-            time = self._time_features(state.t)
+        time = self._time_at(state.t)
         dyn = np.empty((b, n, 4))
         dyn[:, :, 0] = state.on
-        dyn[:, :, 1] = np.minimum(state.time_in_state, self._time_cap_steps) * self.spec.dt_h
-        min_steps = np.where(state.on, f.min_up_steps, f.min_down_steps)
+        dyn[:, :, 1] = np.minimum(state.time_in_state, self._time_cap_steps) * self._dt_h
+        min_steps = (  # least steps in the current status before a switch
+            self._min_steps
+            if self._min_steps is not None
+            else np.where(state.on, f.min_up_steps, f.min_down_steps)
+        )
         dyn[:, :, 2] = state.time_in_state >= min_steps
         dyn[:, :, 3] = state.p_mw
         if obs_mode == "local":
@@ -444,10 +425,9 @@ class MarlUc(UnitCommitment):
             obs[:, :, slots["static"]] = self._static_obs
             obs[:, :, slots["dyn"]] = dyn
             return obs
-        _, sys = self._system_obs(state)
         obs = np.empty((b, n, self.spec.observation.dim), dtype=np.float32)
         obs[:, :, self._time] = time[:, None, :]
-        obs[:, :, self._sys] = sys[:, None, :]
+        obs[:, :, self._sys] = self._system_obs(state)[:, None, :]
         obs[:, :, self._own_static] = self._static_obs
         obs[:, :, self._own_dyn] = dyn
         return obs
@@ -483,12 +463,11 @@ class Tso(UnitCommitment):
     def observe(self, state: UCState) -> np.ndarray:
         """Observation [B, obs_dim] (float32): time, system block, then on / time in state / last
         output per unit."""
-        time, sys = self._system_obs(state)
         obs = np.empty((state.t.size, self.spec.observation.dim), dtype=np.float32)
-        obs[:, self._time] = time
-        obs[:, self._sys] = sys
+        obs[:, self._time] = self._time_at(state.t)
+        obs[:, self._sys] = self._system_obs(state)
         obs[:, self._on] = state.on
-        obs[:, self._tis] = np.minimum(state.time_in_state, self._time_cap_steps) * self.spec.dt_h
+        obs[:, self._tis] = np.minimum(state.time_in_state, self._time_cap_steps) * self._dt_h
         obs[:, self._prev_p] = state.p_mw
         return obs
 
