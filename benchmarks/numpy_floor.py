@@ -7,8 +7,9 @@ machinery. It is what a hand-written single-purpose loop would cost, so ``env.st
 the price of the library's layers. Each floor is checked against the task model on one episode
 (:func:`check_floor`: rewards, costs and observations equal to 1e-9 relative) before it is timed.
 
-Floors exist for the tasks whose step the speed targets name: ``battery_arbitrage`` and the
-dispatch family (``marl_opf``, ``opf_118``, ``opf_118_7d``, ``opf``).
+Floors exist for the tasks whose step the speed targets name: ``battery_arbitrage``,
+``marl_opf`` and ``opf_118`` (``opf_118_7d``'s hydro energy and ``opf``'s area agents are not in
+the dispatch floor).
 """
 
 from __future__ import annotations
@@ -157,8 +158,6 @@ FLOORS: dict[str, Callable[[Any, int], FloorStep]] = {
     "battery_arbitrage": battery_floor,
     "marl_opf": dispatch_floor,
     "opf_118": dispatch_floor,
-    "opf_118_7d": dispatch_floor,
-    "opf": dispatch_floor,
 }
 """The tasks with a numpy floor, and the function that builds each."""
 

@@ -222,7 +222,11 @@ def main(argv: list[str] | None = None) -> None:
     tasks = args.tasks or list(list_tasks())
     results = []
     for task in tasks:
-        results.append(measure(task, args.steps, args.rounds))
+        try:
+            results.append(measure(task, args.steps, args.rounds))
+        except RuntimeError as err:  # one task's failure is reported, the others still run
+            print(f"{task:<24} failed: {str(err).splitlines()[-1]}", flush=True)
+            continue
         row = table_rows(results[-1:])[0]
         print(
             f"{task:<24} env {row['env_us']:8.1f} µs  task {row['task_us']:7.1f} µs  "
