@@ -41,9 +41,10 @@ Model
   its voltage (:meth:`~powerzoo.tasks.ac_transmission.ACGrid.reactive_limited_setpoints`, a few
   batched AC flows); then the merit order again for the load plus the losses of that AC flow
   less :data:`RULE_SLACK_MARGIN_MW` (2 MW, so the slack, dispatched at its ``Pmin`` of 0, is not
-  pushed below it by a loss estimate a step old), its set-points moved likewise.  On the first 4
-  test days of the baselines table (then 4 days long) this keeps every budget (reactive excess 0 Mvarh/day, overload 0
-  MVAh/day, slack energy outside its limits 0.08 MWh/day; return -2,162,363 $/day) where the
+  pushed below it by a loss estimate a step old), its set-points moved likewise.  On the first
+  4 test days of the baselines table (then 4 days long) this keeps every budget (reactive excess
+  0 Mvarh/day, overload 0 MVAh/day, slack energy outside its limits 0.08 MWh/day; return
+  -2,162,363 $/day) where the
   published schedule with the plain merit order broke three (measured on the earlier data:
   7,520 Mvarh/day beyond the reactive limits, 88 % of it units absorbing below ``q_min``;
   417 MVAh/day of overload; 51 MWh/day of slack energy; -2,241,912 $/day).  With the limits
