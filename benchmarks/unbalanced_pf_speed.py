@@ -21,6 +21,7 @@ compared with OpenDSS's solve measured in the same process.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -49,7 +50,9 @@ def _opendss(feeder, p, q, n: int) -> tuple[float, float] | None:
         import opendssdirect as dss
     except ImportError:
         return None
+    here = os.getcwd()
     dss.Text.Command(f'compile "{feeder.master_file}"')
+    os.chdir(here)  # OpenDSS's compile moves the process into the master file's folder
     for command in ("set controlmode=off", "set tolerance=1e-10", "set maxiterations=1000"):
         dss.Text.Command(command)
     dss.Text.Command("batchedit load..* vminpu=0.5 vmaxpu=10")

@@ -181,7 +181,11 @@ class WallClock:
         self.started = float(self.clock())
 
     def elapsed(self) -> float:
-        """Seconds of the clock since the condition was made."""
+        """Seconds of the clock since the condition was made.
+
+        Returns:
+            The seconds elapsed.
+        """
         return float(self.clock()) - self.started
 
     def __call__(self, progress: TrainingProgress) -> bool:

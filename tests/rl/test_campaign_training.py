@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_python, wait_until
+from helpers import REPO_ROOT, run_python, wait_until
 
 from powerzoo.rl.campaigns import CampaignError, load_campaign, parse_campaign, run_local
 from powerzoo.rl.campaigns.trial import TRIAL_FILE, read_record
@@ -110,7 +110,7 @@ def test_spec_takes_a_config_file_and_restricts_algorithms_to_tasks_they_fit(tmp
             "mappo": {
                 "settings": {
                     "base": {
-                        "config": str(Path("configs/marl_opf_mappo.yaml").resolve()),
+                        "config": str(REPO_ROOT / "configs" / "marl_opf_mappo.yaml"),
                         "algorithm_kwargs": {"n_epochs": 2},
                     }
                 }

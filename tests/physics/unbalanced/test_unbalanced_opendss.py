@@ -9,6 +9,8 @@ scenarios drawn here (each load x U[0.5, 1.5], regulator taps moved up to +-10 s
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,13 @@ dss = pytest.importorskip("opendssdirect")
 FEEDERS = ["ieee13", "ieee34", "ieee37", "ieee123", "european_lv"]
 V_TOL_PU = 1e-5
 ANGLE_TOL_DEG = 1e-3
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_working_directory(monkeypatch):
+    """OpenDSS's ``compile`` moves the process into the master file's folder; the folder the
+    test started in is restored after it (other tests resolve paths against it)."""
+    monkeypatch.chdir(os.getcwd())
 
 
 def _compile(feeder) -> None:
