@@ -515,7 +515,8 @@ def test_case118_oracle_plan_does_not_depend_on_the_clock(monkeypatch):
     from powerzoo.tasks.unit_commitment import oracle
 
     task = make_task("tso", "test")
-    demand = task.demand_pu(np.array([0]), np.arange(17, 23)[None])[0]  # six evening steps
+    # four evening steps: a real case118 MILP of about 2 s (six steps take minutes)
+    demand = task.demand_pu(np.array([0]), np.arange(17, 21)[None])[0]
     state = task.reset(np.random.default_rng(0), np.array([0]))
     args = (task, demand, state.on[0], state.time_in_state[0], state.p_mw[0])
     first = oracle.solve_uc_day(*args)
