@@ -12,6 +12,7 @@ formulas are OpenDSS's published element models (OpenDSS reference guide, "Line"
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +136,34 @@ def _sequence_matrices(
     return z, yc
 
 
-class LineCode(DSSElement):
+class _SequenceProperties:
+    """The OpenDSS sequence-impedance properties (``r1 x1 r0 x0`` in ohms per unit length,
+    ``c1 c0`` in nF) that a line code and a line both take; each class says in ``_set_sequence``
+    what setting one implies."""
+
+    _number: Any
+    _set_sequence: Any
+
+    def set_r1(self, value: str, where: str) -> None:
+        self._set_sequence("r1", self._number(value, where))
+
+    def set_x1(self, value: str, where: str) -> None:
+        self._set_sequence("x1", self._number(value, where))
+
+    def set_r0(self, value: str, where: str) -> None:
+        self._set_sequence("r0", self._number(value, where))
+
+    def set_x0(self, value: str, where: str) -> None:
+        self._set_sequence("x0", self._number(value, where))
+
+    def set_c1(self, value: str, where: str) -> None:
+        self._set_sequence("c1", self._number(value, where) * 1e-9)
+
+    def set_c0(self, value: str, where: str) -> None:
+        self._set_sequence("c0", self._number(value, where) * 1e-9)
+
+
+class LineCode(_SequenceProperties, DSSElement):
     """Impedances per unit length, from sequence values or phase matrices (``rmatrix``...)."""
 
     dss_class = "linecode"
@@ -168,24 +196,6 @@ class LineCode(DSSElement):
         if attr != "c0":
             self.symmetrical = True
 
-    def set_r1(self, value: str, where: str) -> None:
-        self._set_sequence("r1", self._number(value, where))
-
-    def set_x1(self, value: str, where: str) -> None:
-        self._set_sequence("x1", self._number(value, where))
-
-    def set_r0(self, value: str, where: str) -> None:
-        self._set_sequence("r0", self._number(value, where))
-
-    def set_x0(self, value: str, where: str) -> None:
-        self._set_sequence("x0", self._number(value, where))
-
-    def set_c1(self, value: str, where: str) -> None:
-        self._set_sequence("c1", self._number(value, where) * 1e-9)
-
-    def set_c0(self, value: str, where: str) -> None:
-        self._set_sequence("c0", self._number(value, where) * 1e-9)
-
     def set_units(self, value: str, where: str) -> None:
         self.units = _units(value, where)
 
@@ -212,7 +222,7 @@ class LineCode(DSSElement):
             self._from_sequence()
 
 
-class Line(DSSElement):
+class Line(_SequenceProperties, DSSElement):
     """A line section (pi model): series impedance matrix, half its shunt capacitance at each
     end; a switch is a short line (``Switch=y``: 1 ohm per unit length, 0.001 units long)."""
 
@@ -304,24 +314,6 @@ class Line(DSSElement):
         self.symmetrical = True
         if attr in ("c1", "c0"):
             self.cap_specified = True
-
-    def set_r1(self, value: str, where: str) -> None:
-        self._set_sequence("r1", self._number(value, where))
-
-    def set_x1(self, value: str, where: str) -> None:
-        self._set_sequence("x1", self._number(value, where))
-
-    def set_r0(self, value: str, where: str) -> None:
-        self._set_sequence("r0", self._number(value, where))
-
-    def set_x0(self, value: str, where: str) -> None:
-        self._set_sequence("x0", self._number(value, where))
-
-    def set_c1(self, value: str, where: str) -> None:
-        self._set_sequence("c1", self._number(value, where) * 1e-9)
-
-    def set_c0(self, value: str, where: str) -> None:
-        self._set_sequence("c0", self._number(value, where) * 1e-9)
 
     def _set_matrix(self, value: str, where: str, part: str) -> None:
         m = np.array(parse_matrix(value, self.phases, where))
