@@ -368,7 +368,8 @@ def write_submission(
 def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path) -> Path:
     """Write a submission folder from the trial records (``trial.json``) of a PowerZoo campaign:
     one trial per seed of the same task, algorithm and setting. The episodes keep the env seeds
-    the campaign ran (``env_seeds = "campaign"``, module docstring); ``code_hash`` is the
+    the campaign ran (``env_seeds = "campaign"``, module docstring, or ``"protocol"`` for a
+    campaign that tested every trial on the baselines' env seeds); ``code_hash`` is the
     trial's ``config_hash``, ``hardware`` the trial's record of its machine (trials of a
     campaign run before compute tracks say it is not recorded), and ``tuning_budget`` says it is
     not recorded.
@@ -394,6 +395,11 @@ def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path)
     seeds = [int(r["seed"]) for r in records]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"two trials share a seed: {seeds}")
+    # a campaign with env_seeds: protocol tests every trial on the baselines' env seeds
+    schemes = {"protocol" if r.get("env_seeds") == "protocol" else "campaign" for r in records}
+    if len(schemes) != 1:
+        raise ValueError("the trials were tested on different env seed schemes")
+    scheme = schemes.pop()
     meta = {
         "algorithm": first["label"],
         "task": first["task"],
@@ -405,7 +411,7 @@ def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path)
         # trials run since compute tracks exist record their machine; older ones do not
         "hardware": _hardware_text(first.get("hardware")),
         "tuning_budget": "not recorded (a PowerZoo campaign preset)",
-        "env_seeds": "campaign",
+        "env_seeds": scheme,
         "notes": "written from the trial records " + ", ".join(r["trial_id"] for r in records),
     }
     keep = ("episode", "day_id", "env_seed", "return", "length")

@@ -33,6 +33,7 @@ _LAZY = {
     "NoImprovement": "powerzoo.rl.conditions",
     "Plateau": "powerzoo.rl.conditions",
     "WallClock": "powerzoo.rl.conditions",
+    "CpuTime": "powerzoo.rl.conditions",
     "MAPPOTrainer": "powerzoo.rl.mappo.trainer",
     "MAPPOPolicy": "powerzoo.rl.mappo.policy",
 }

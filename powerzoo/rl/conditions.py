@@ -24,6 +24,7 @@ __all__ = [
     "NoImprovement",
     "Plateau",
     "WallClock",
+    "CpuTime",
     "condition_from_dict",
     "describe_condition",
     "CONDITION_TYPES",
@@ -174,9 +175,11 @@ class WallClock:
             or not math.isfinite(value)
             or value <= 0
         ):
-            raise ValueError(f"WallClock.seconds must be a positive number, got {value!r}")
+            raise ValueError(
+                f"{type(self).__name__}.seconds must be a positive number, got {value!r}"
+            )
         if not callable(self.clock):
-            raise ValueError(f"WallClock.clock must be callable, got {self.clock!r}")
+            raise ValueError(f"{type(self).__name__}.clock must be callable, got {self.clock!r}")
         self.seconds = float(value)
         self.started = float(self.clock())
 
@@ -200,12 +203,36 @@ class WallClock:
         return f"wall_clock: spent the allowance of {self.seconds:g} s"
 
 
+@dataclasses.dataclass
+class CpuTime(WallClock):
+    """Stop once this process has used ``seconds`` of CPU time since the condition was made.
+
+    The allowance of a compute track on a shared machine: a one-thread run on a dedicated core
+    uses one CPU second per wall-clock second, and on a machine that other work also loads it
+    still gets the same compute (the wall clock would give it less). ``clock`` returns seconds
+    (default :func:`time.process_time`: every thread of the process); a test passes a fake one.
+    """
+
+    clock: Callable[[], float] = dataclasses.field(
+        default=time.process_time, repr=False, compare=False
+    )
+
+    def describe(self) -> str:
+        """The stop reason recorded when this condition ends a run.
+
+        Returns:
+            One line of text.
+        """
+        return f"cpu_time: spent the allowance of {self.seconds:g} CPU s"
+
+
 CONDITION_TYPES: dict[str, type] = {
     "max_steps": MaxSteps,
     "reward_threshold": RewardThreshold,
     "no_improvement": NoImprovement,
     "plateau": Plateau,
     "wall_clock": WallClock,
+    "cpu_time": CpuTime,
 }
 
 

@@ -10,13 +10,18 @@ steps in the same time):
   by the SB3 trainer after every env step and the native MAPPO / IPPO / PPO-L trainer after every
   rollout). ``total_timesteps`` is set to :data:`L_ENV_STEPS` as a cap that a 5-minute run does
   not reach, so a learning-rate schedule that decays over ``total_timesteps`` barely decays:
-  tune the schedule on the track (:mod:`powerzoo.rl.tuning`).
+  tune the schedule on the track (:mod:`powerzoo.rl.campaigns.tuning`).
 * ``L``: :data:`L_ENV_STEPS` env steps (10 million), or :data:`L_WALL_CLOCK_S` seconds (one
   hour, e.g. one GPU-hour) of wall clock, whichever comes first.
 
 A track is named in a campaign file (``track: S`` at the top, or in one setting) or given as a
 mapping with another allowance for a smoke run (``track: {name: S, wall_clock_s: 2}``); the
-trial records mark such an allowance as not the standard one. Every trial records its track, env
+trial records mark such an allowance as not the standard one. ``clock: cpu`` in the mapping
+counts the seconds in the trial process's CPU time instead (the
+:class:`~powerzoo.rl.conditions.CpuTime` condition): on a dedicated core the two are the same
+allowance, and on a machine that other work also loads (a 2-core workstation running the
+campaign beside the developer's tests) each trial still gets its full five minutes of one core;
+it is still the standard track. Every trial records its track, env
 steps, wall and CPU time and the hardware it ran on (:func:`compute_record`).
 """
 
@@ -35,6 +40,7 @@ __all__ = [
     "S_WALL_CLOCK_S",
     "L_ENV_STEPS",
     "L_WALL_CLOCK_S",
+    "CLOCKS",
     "resolve_track",
     "apply_track",
     "track_problem",
@@ -61,12 +67,17 @@ class Track:
         max_env_steps: Env steps training may take (the run's ``total_timesteps``).
         standard: Whether the allowance is the track's published one (a smoke run's shorter
             allowance is not).
+        clock: What the seconds count: ``"wall"`` (wall clock, the
+            :class:`~powerzoo.rl.conditions.WallClock` condition) or ``"cpu"`` (the trial
+            process's CPU time, :class:`~powerzoo.rl.conditions.CpuTime`: the same allowance on
+            a dedicated core, and the same compute on a machine other work also loads).
     """
 
     name: str
     wall_clock_s: float
     max_env_steps: int
     standard: bool = True
+    clock: str = "wall"
 
     def to_dict(self) -> dict[str, Any]:
         """The track as a plain dict (the trial record's ``track_budget``)."""
@@ -80,10 +91,15 @@ TRACKS: dict[str, Track] = {
 """The published tracks by name."""
 
 
+CLOCKS: dict[str, str] = {"wall": "wall_clock", "cpu": "cpu_time"}
+"""What a track's seconds may count, and the stop condition type that counts them."""
+
+
 def resolve_track(value: Any) -> Track | None:
     """The track a campaign or tuner names: ``None``, a name (``"S"``, ``"L"``, any case) or a
-    mapping ``{name, wall_clock_s, max_env_steps}`` with a smaller allowance (a smoke run);
-    ``ValueError`` (one line) for anything else."""
+    mapping ``{name, wall_clock_s, max_env_steps, clock}`` with a smaller allowance (a smoke
+    run) or its seconds counted in CPU time (``clock: cpu``); ``ValueError`` (one line) for
+    anything else."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -93,10 +109,11 @@ def resolve_track(value: Any) -> Track | None:
         return track
     if not isinstance(value, Mapping):
         raise ValueError(f"a track is a name ({', '.join(TRACKS)}) or a mapping, got {value!r}")
-    unknown = sorted(set(value) - {"name", "wall_clock_s", "max_env_steps"})
+    unknown = sorted(set(value) - {"name", "wall_clock_s", "max_env_steps", "clock"})
     if unknown:
         raise ValueError(
-            f"track: unknown key(s) {', '.join(unknown)}; valid: name, wall_clock_s, max_env_steps"
+            f"track: unknown key(s) {', '.join(unknown)}; "
+            "valid: name, wall_clock_s, max_env_steps, clock"
         )
     base = resolve_track(value.get("name"))
     if base is None:
@@ -112,8 +129,11 @@ def resolve_track(value: Any) -> Track | None:
             f"track {base.name}: an allowance above the track's ({base.wall_clock_s:g} s, "
             f"{base.max_env_steps:,} env steps) is another track"
         )
+    clock = value.get("clock", base.clock)
+    if clock not in CLOCKS:
+        raise ValueError(f"track: clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
     standard = (float(seconds), int(steps)) == (base.wall_clock_s, base.max_env_steps)
-    return Track(base.name, float(seconds), int(steps), standard)
+    return Track(base.name, float(seconds), int(steps), standard, clock)
 
 
 def track_problem(task: str, algorithm: str) -> str | None:
@@ -135,9 +155,9 @@ def track_problem(task: str, algorithm: str) -> str | None:
 
 def apply_track(config: dict[str, Any], track: Track) -> dict[str, Any]:
     """A run-config dict trained on ``track``: ``total_timesteps`` = the track's env steps (no
-    ``episodes``) and a ``wall_clock`` stop condition of its seconds, replacing any the config
-    had; the other stop conditions stay. ``ValueError`` where the config's trainer would not
-    honour the wall clock (:func:`track_problem`).
+    ``episodes``) and a ``wall_clock`` (or, with ``clock: cpu``, ``cpu_time``) stop condition of
+    its seconds, replacing any timer the config had; the other stop conditions stay.
+    ``ValueError`` where the config's trainer would not honour the timer (:func:`track_problem`).
 
     Args:
         config: A run-config dict (:class:`~powerzoo.rl.config.TrainConfig` fields).
@@ -149,12 +169,14 @@ def apply_track(config: dict[str, Any], track: Track) -> dict[str, Any]:
     problem = track_problem(config["task"], config.get("algorithm", "PPO"))
     if problem is not None:
         raise ValueError(problem)
-    kept = [c for c in config.get("stop_conditions") or [] if c.get("type") != "wall_clock"]
+    timers = set(CLOCKS.values())
+    kept = [c for c in config.get("stop_conditions") or [] if c.get("type") not in timers]
+    timer = {"type": CLOCKS[track.clock], "seconds": float(track.wall_clock_s)}
     return {
         **config,
         "total_timesteps": int(track.max_env_steps),
         "episodes": None,
-        "stop_conditions": [*kept, {"type": "wall_clock", "seconds": float(track.wall_clock_s)}],
+        "stop_conditions": [*kept, timer],
     }
 
 

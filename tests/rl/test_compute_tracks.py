@@ -9,7 +9,7 @@ from helpers import small_native_trainer
 from powerzoo.rl import Trainer
 from powerzoo.rl.campaigns import CampaignError, parse_campaign, run_local
 from powerzoo.rl.campaigns.spec import CampaignSpec
-from powerzoo.rl.conditions import TrainingProgress, WallClock, condition_from_dict
+from powerzoo.rl.conditions import CpuTime, TrainingProgress, WallClock, condition_from_dict
 from powerzoo.rl.tracks import L_ENV_STEPS, S_WALL_CLOCK_S, TRACKS, apply_track, resolve_track
 
 
@@ -36,6 +36,24 @@ def test_wall_clock_counts_from_its_creation_on_its_own_clock():
         WallClock(0.0)
     with pytest.raises(ValueError, match="unknown field"):
         condition_from_dict({"type": "wall_clock", "seconds": 1, "clock": "time.time"})
+
+
+def test_cpu_time_counts_this_process_cpu_not_the_wall_clock():
+    import time
+
+    clock = TickingClock(2.0)
+    condition = CpuTime(5.0, clock=clock)  # started at 2
+    progress = TrainingProgress(0)
+    assert [condition(progress) for _ in range(3)] == [False, False, True]  # 4, 6, 8 s
+    assert condition.describe() == "cpu_time: spent the allowance of 5 CPU s"
+    built = condition_from_dict({"type": "cpu_time", "seconds": 300})
+    assert isinstance(built, CpuTime) and built.clock is time.process_time
+    # sleeping costs wall time, not CPU time: a 0.05 s CPU allowance survives a 0.2 s sleep
+    sleeper = CpuTime(0.05)
+    time.sleep(0.2)
+    assert not sleeper(progress)
+    with pytest.raises(ValueError, match="CpuTime.seconds must be a positive number"):
+        CpuTime(-1.0)
 
 
 @pytest.mark.parametrize("kind", ["sb3", "native"])
@@ -77,6 +95,10 @@ def test_tracks_resolve_and_replace_the_step_budget():
         resolve_track({"name": "S", "wall_clock_s": 600})
     with pytest.raises(ValueError, match="unknown track"):
         resolve_track("M")
+    cpu = resolve_track({"name": "S", "clock": "cpu"})
+    assert (cpu.wall_clock_s, cpu.standard, cpu.clock) == (S_WALL_CLOCK_S, True, "cpu")
+    with pytest.raises(ValueError, match="clock must be one of wall, cpu"):
+        resolve_track({"name": "S", "clock": "gpu"})
     config = {
         "task": "battery_arbitrage",
         "algorithm": "PPO",
@@ -92,6 +114,12 @@ def test_tracks_resolve_and_replace_the_step_budget():
     assert out["stop_conditions"] == [
         {"type": "no_improvement", "evaluations": 3},
         {"type": "wall_clock", "seconds": 300.0},
+    ]
+    # counted in CPU time: the timer is replaced, not doubled
+    on_cpu = apply_track(out, cpu)["stop_conditions"]
+    assert on_cpu == [
+        {"type": "no_improvement", "evaluations": 3},
+        {"type": "cpu_time", "seconds": 300.0},
     ]
 
 
@@ -138,6 +166,7 @@ def test_campaign_track_field_and_per_setting_override():
         "wall_clock_s": 1.0,
         "max_env_steps": L_ENV_STEPS,
         "standard": False,
+        "clock": "wall",
     }
     assert smoke.config["total_timesteps"] == L_ENV_STEPS
     assert {"type": "wall_clock", "seconds": 1.0} in smoke.config["stop_conditions"]
@@ -176,3 +205,56 @@ def test_a_track_is_refused_where_the_trainer_takes_no_stop_condition():
     data["algorithms"] = {"MAPPO": {"settings": {"default": {"overrides": {"evaluation": None}}}}}
     (trial,) = parse_campaign(data).trials
     assert trial.track["name"] == "S"
+
+
+def test_protocol_env_seeds_test_every_trial_on_the_baselines_episodes(tmp_path):
+    """``env_seeds: protocol``: whatever its training seed, a trial is tested on the baselines
+    table's days and env seeds, so its submission is paired with the baselines on both."""
+    from powerzoo.benchmarks.baselines import evaluation_protocol
+    from powerzoo.benchmarks.submission import read_submission, submission_from_trials
+    from powerzoo.benchmarks.submission_score import score_submission
+    from powerzoo.rl.campaigns.trial import record_problem
+
+    data = _campaign(seeds=[3], track={"name": "S", "wall_clock_s": 1, "clock": "cpu"})
+    data["evaluation"] = {"split": "test", "env_seeds": "protocol", "baselines": [], "plots": False}
+    del data["algorithms"]["PPO"]["settings"]["steps"]
+    campaign = parse_campaign(data)
+    assert campaign.env_seeds == "protocol" and campaign.episodes == {"battery_arbitrage": None}
+    (trial,) = campaign.trials
+    assert trial.track["clock"] == "cpu"
+    assert {"type": "cpu_time", "seconds": 1.0} in trial.config["stop_conditions"]
+    # the trial-seed campaign of the same trials has another fingerprint (no silent mixing)
+    trial_seeded = {**data, "evaluation": {**data["evaluation"], "env_seeds": "trial"}}
+    assert parse_campaign(trial_seeded).fingerprint() != campaign.fingerprint()
+    assert CampaignSpec.from_dict(campaign.to_dict()) == campaign
+
+    out = run_local(campaign, tmp_path / "out", progress=False, gather_results=False)
+    (record,) = out.values()
+    protocol = evaluation_protocol("battery_arbitrage", "test")
+    assert record["env_seeds"] == "protocol"
+    assert record["stop_reason"] == "cpu_time: spent the allowance of 1 CPU s"
+    assert [e["day_id"] for e in record["episodes"]] == protocol["day_ids"]
+    assert [e["env_seed"] for e in record["episodes"]] == [
+        protocol["seed"] + i for i in range(len(protocol["day_ids"]))
+    ]
+    assert {e["seed"] for e in record["episodes"]} == {3}  # the rows still name the trial
+    assert record_problem(record, trial, campaign) is None
+    shifted = {
+        **record,
+        "episodes": [{**e, "env_seed": e["env_seed"] + 1} for e in record["episodes"]],
+    }
+    assert "env seed" in record_problem(shifted, trial, campaign)
+
+    folder = submission_from_trials([tmp_path / "out" / "trials" / trial.trial_id], tmp_path / "s")
+    row = score_submission(read_submission(folder))
+    assert row["env_seeds"] == "protocol" and row["paired_on"] == "days and env seeds"
+
+
+def test_protocol_env_seeds_refuse_their_own_episodes_and_unknown_schemes():
+    data = _campaign()
+    data["evaluation"] = {**data["evaluation"], "env_seeds": "protocol"}  # episodes: 2 as well
+    with pytest.raises(CampaignError, match="leave episodes out"):
+        parse_campaign(data)
+    data["evaluation"] = {"split": "test", "env_seeds": "seed0"}
+    with pytest.raises(CampaignError, match="env_seeds' must be one of trial, protocol"):
+        parse_campaign(data)

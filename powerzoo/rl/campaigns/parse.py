@@ -30,7 +30,8 @@ __all__ = ["load_campaign", "parse_campaign"]
 
 _TOP_KEYS = {"name", "tasks", "seeds", "budget", "evaluation", "algorithms", "ray", "track"}
 _BUDGET_KEYS = {"total_timesteps", "episodes", "n_envs"}
-_EVAL_KEYS = {"split", "episodes", "baselines", "model", "plots"}
+_EVAL_KEYS = {"split", "episodes", "baselines", "model", "plots", "env_seeds"}
+ENV_SEED_CHOICES = ("trial", "protocol")
 _ALGO_KEYS = {"tasks", "settings"}
 _SETTING_KEYS = {"tasks", "config", "algorithm_kwargs", "overrides", "track"}
 _RLLIB_KEYS = {"tasks", "sharing", "training", "num_env_runners", "num_envs_per_env_runner", "env"}
@@ -153,7 +154,23 @@ def parse_campaign(
                 f"'evaluation.split': unknown split {split!r} for {t}; "
                 f"valid: {', '.join(task_spec(t).splits)}",
             )
-    episodes = _episodes(where, ev.get("episodes"), tasks)
+    env_seeds = ev.get("env_seeds", "trial")
+    if env_seeds not in ENV_SEED_CHOICES:
+        raise _fail(
+            where,
+            f"'evaluation.env_seeds' must be one of {', '.join(ENV_SEED_CHOICES)}, "
+            f"got {env_seeds!r}",
+        )
+    if env_seeds == "protocol":
+        if "episodes" in ev:
+            raise _fail(
+                where,
+                "'evaluation.episodes' with env_seeds: protocol: the days are the baselines "
+                "table's; leave episodes out",
+            )
+        episodes = _table_episodes(where, split, tasks)
+    else:
+        episodes = _episodes(where, ev.get("episodes"), tasks)
     baselines = ev.get("baselines", list(BASELINE_POLICIES)) or []
     _reject_outside(
         where,
@@ -255,7 +272,35 @@ def parse_campaign(
         concurrent,
         tuple(notes),
         source,
+        env_seeds,
     )
+
+
+def _table_episodes(where: str, split: str, tasks: list[str]) -> dict[str, int | None]:
+    """``{task: days}`` of the baselines table's protocol on ``split`` (``env_seeds:
+    protocol``): its day count, checked to be the days a campaign spreads evenly."""
+    from powerzoo.benchmarks.baselines import evaluation_protocol, select_days
+    from powerzoo.rl.campaigns.trial import _split_day_count
+
+    out: dict[str, int | None] = {}
+    for task in tasks:
+        try:
+            days = evaluation_protocol(task, split)["day_ids"]
+        except (KeyError, ValueError) as err:
+            raise _fail(
+                where,
+                f"'evaluation.env_seeds: protocol': no baselines protocol for {task} on {split} "
+                f"({err})",
+            ) from None
+        n_days = _split_day_count(task, split)
+        if select_days(n_days, len(days)) != list(days):
+            raise _fail(
+                where,
+                f"'evaluation.env_seeds: protocol': the baselines table tests {task} on days a "
+                "campaign cannot select (not spread evenly over the split)",
+            )
+        out[task] = None if len(days) == n_days else len(days)
+    return out
 
 
 def _budget(where: str, section: Any, tasks: list[str]) -> dict[str, dict[str, Any]]:

@@ -21,6 +21,9 @@ A campaign file (YAML, read with ``yaml.safe_load``; nothing in it runs as code)
       baselines: [random, rule_based, oracle]
       model: best                        # best (val-selected; final when none) | final
       plots: true
+      env_seeds: trial                   # trial: trial seed s tests on env seeds s*stride + i;
+                                         # protocol: every trial on the baselines table's days
+                                         # and env seeds (episodes then come from the table)
     algorithms:                          # name: one of Trainer's algorithms, or rllib_ppo
       PPO:
         tasks: [battery_arbitrage]       # default: every campaign task the algorithm can train
@@ -163,6 +166,18 @@ class CampaignSpec:
     max_concurrent_trials: int | None = None
     notes: tuple[str, ...] = ()
     source: str | None = None
+    env_seeds: str = "trial"
+
+    def eval_seed(self, trial: TrialSpec) -> int:
+        """The campaign seed ``trial`` is tested with (:func:`~powerzoo.benchmarks.campaign.
+        run_campaign`'s, its env seeds ``seed * stride + i``): the trial's own seed, or with
+        ``env_seeds: protocol`` the baselines table's (the same env seeds for every trial, so
+        every claim against a baseline is paired on days and env seeds)."""
+        if self.env_seeds != "protocol":
+            return trial.seed
+        from powerzoo.benchmarks.baselines import evaluation_protocol as table_protocol
+
+        return int(table_protocol(trial.task, self.split)["seed"])
 
     def trial(self, trial_id: str) -> TrialSpec:
         """The trial of id ``trial_id``; ``KeyError`` if there is none.
@@ -194,6 +209,8 @@ class CampaignSpec:
             "model": self.model,
             "trials": [(t.trial_id, t.config_hash) for t in self.trials],
         }
+        if self.env_seeds != "trial":  # campaigns written before the key keep their hash
+            data["env_seeds"] = self.env_seeds
         return config_hash(data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -225,13 +242,15 @@ class CampaignSpec:
 
 
 def evaluation_protocol(campaign: Mapping[str, Any], task: str) -> tuple[Any, ...]:
-    """``(split, evaluation.episodes for task, model)`` of a campaign as a dict
+    """``(split, evaluation.episodes for task, model[, env_seeds])`` of a campaign as a dict
     (:meth:`CampaignSpec.to_dict`, a folder's ``campaign.json``): what a trial of ``task`` was
     tested with. A trial evaluated under another protocol is out of date, whatever its config."""
     episodes = campaign.get("episodes")
     if isinstance(episodes, Mapping):
         episodes = episodes.get(task)
-    return campaign.get("split"), episodes, campaign.get("model")
+    protocol = (campaign.get("split"), episodes, campaign.get("model"))
+    env_seeds = campaign.get("env_seeds", "trial")
+    return protocol if env_seeds == "trial" else (*protocol, env_seeds)
 
 
 def config_hash(data: Any) -> str:

@@ -140,8 +140,9 @@ def record_problem(
     """Why ``record`` cannot be used for ``trial``, or ``None`` if it can.
 
     Checked: the fields of :data:`REQUIRED_FIELDS`, the trial id, one episode row per evaluated
-    day (with ``campaign``: the days of its evaluation protocol, :func:`protocol_days`), each
-    row's seed (the trial's) and its ``return``, ``length``, ``total_cost`` and ``cost_<name>``
+    day (with ``campaign``: the days of its evaluation protocol, :func:`protocol_days`, and with
+    ``env_seeds: protocol`` the protocol's env seeds), each row's seed (the trial's) and its
+    ``return``, ``length``, ``total_cost`` and ``cost_<name>``
     (finite numbers).
     """
     missing = [name for name in REQUIRED_FIELDS if name not in record]
@@ -175,6 +176,12 @@ def record_problem(
                 return f"episode {i} has no {key!r}"
         if row["seed"] != trial.seed:
             return f"episode {i} has seed {row['seed']!r}, the trial's is {trial.seed}"
+        if campaign is not None and campaign.env_seeds == "protocol":
+            from powerzoo.benchmarks.stats import episode_seed
+
+            want = episode_seed(campaign.eval_seed(trial), i)
+            if row.get("env_seed") != want:
+                return f"episode {i} has env seed {row.get('env_seed')!r}, the protocol's is {want}"
         for key in numbers:
             if not _finite(row[key]):
                 return f"episode {i}: {key} is {row[key]!r}, not a finite number"
@@ -281,14 +288,15 @@ def one_thread() -> Any:
 def evaluate_policy(
     campaign: CampaignSpec, trial: TrialSpec, entry: Any, folder: Path
 ) -> dict[str, Any]:
-    """Evaluate one policy entry on the campaign's split with the trial's seed; the record's
-    evaluation fields."""
+    """Evaluate one policy entry on the campaign's split with the trial's evaluation seed
+    (:meth:`CampaignSpec.eval_seed`); the record's evaluation fields."""
     from powerzoo.benchmarks.campaign import run_campaign
 
+    eval_seed = campaign.eval_seed(trial)
     result = run_campaign(
         [],
         policies=[],
-        seeds=[trial.seed],
+        seeds=[eval_seed],
         split=campaign.split,
         episodes=campaign.episodes,
         extra_policies=[entry],
@@ -302,10 +310,13 @@ def evaluate_policy(
         )
     row = result.rows[0]
     days = protocol_days(campaign, trial.task)
+    # the rows name the trial's seed; env_seed keeps the env seeds they were tested on
+    episodes = [{**e, "seed": trial.seed} for e in result.episodes]
     return {
         "days": days,
+        "env_seeds": campaign.env_seeds,
         "cost_names": list(result.cost_names[trial.task]),
-        "episodes": result.episodes,
+        "episodes": episodes,
         "mean_return": row["mean_return"],
         "normalized_score": row["normalized_score"],
         "plots": [str(p) for p in result.plots],

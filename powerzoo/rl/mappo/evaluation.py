@@ -12,11 +12,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from powerzoo.envs.introspect import inspect_env
 from powerzoo.fileio import CorruptFileError, read_or_corrupt, write_json
 from powerzoo.rl import run_dir as rd
 
-__all__ = ["BEST_POLICY_FILE", "budget_excess", "evaluate_now", "rank", "read_best_policy"]
+__all__ = [
+    "BEST_POLICY_FILE",
+    "budget_excess",
+    "evaluate_now",
+    "mean_costs_within",
+    "rank",
+    "read_best_policy",
+]
 
 BEST_POLICY_FILE = "best_policy.npz"
 
@@ -66,10 +75,12 @@ def evaluate_now(trainer: Any, eval_env: Any, days: list[int]) -> dict[str, Any]
             for n, v in zip(trainer.cost_names, trainer.learner.multipliers, strict=True)
         }
     )
-    if trainer.lagrangian:  # -L: fewer days over a budget first (as the budget-aware score)
-        row["days_over_budget"] = float(summary["over_budget_rate"])  # per-day budgets
-        row["feasible"] = row["days_over_budget"] == 0.0
+    if trainer.lagrangian:  # -L: within the budgets by the learners' own (mean-cost) check first
+        row["days_over_budget"] = float(summary["over_budget_rate"])  # reported, not ranked
         row["budget_excess"] = budget_excess(
+            summary["mean_costs"], trainer.cost_names, trainer.spec.cost_thresholds
+        )
+        row["feasible"] = mean_costs_within(
             summary["mean_costs"], trainer.cost_names, trainer.spec.cost_thresholds
         )
     best = max((rank(r) for r in trainer.evaluations), default=None)
@@ -114,10 +125,30 @@ def budget_excess(
     return total
 
 
+def mean_costs_within(
+    mean_costs: dict[str, float], names: Sequence[str], thresholds: dict[str, float | None]
+) -> bool:
+    """Whether the mean episode costs of ``names`` keep their budgets by the check the -L
+    learners train under and the score reads (:func:`~powerzoo.rl.mappo.lagrangian.within_budgets`,
+    ``E[C_j] <= d_j`` with the cost tolerance); costs without a budget left out."""
+    from powerzoo.rl.mappo.lagrangian import within_budgets
+
+    budgeted = [n for n in names if thresholds.get(n) is not None]
+    if not budgeted:
+        return True
+    return within_budgets(
+        np.array([[float(mean_costs[n]) for n in budgeted]]),
+        np.array([float(thresholds[n]) for n in budgeted]),
+    )
+
+
 def rank(row: dict[str, Any]) -> tuple[float, float, float]:
-    """Order of evaluations for the best policy (``-L``): the smaller share of evaluated days
-    over a budget first (a mean cost within budget can hide such days), then the smaller
-    :func:`budget_excess` (among evaluations over budget on as many days, the one nearer its
+    """Order of evaluations for the best policy (``-L``): within the budgets by the mean-cost
+    check first (``feasible``: the constraint the learner trains under and the score's verdict),
+    then the smaller :func:`budget_excess` (among evaluations over budget, the one nearer its
     budgets: otherwise an early, unconstrained model wins on return), then return."""
-    over = row.get("days_over_budget", 0.0 if row.get("feasible", True) else 1.0)
-    return -float(over), -float(row.get("budget_excess", 0.0)), float(row["mean_return"])
+    return (
+        float(bool(row.get("feasible", True))),
+        -float(row.get("budget_excess", 0.0)),
+        float(row["mean_return"]),
+    )
