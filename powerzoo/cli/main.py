@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     from powerzoo.cli.score import add_parser as add_score_parser
 
     add_score_parser(sub)
+    from powerzoo.cli.campaign_score import add_parser as add_campaign_score_parser
+
+    add_campaign_score_parser(sub)
     from powerzoo.cli.families import add_parser as add_families_parser
     from powerzoo.cli.tune import add_parser as add_tune_parser
 

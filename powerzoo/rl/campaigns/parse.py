@@ -7,14 +7,17 @@ validated here (:class:`~powerzoo.rl.config.TrainConfig`): a bad key fails befor
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from powerzoo.rl.campaigns.parse_checks import check_keys as _check_keys
+from powerzoo.rl.campaigns.parse_checks import fail as _fail
+from powerzoo.rl.campaigns.parse_checks import reject_outside as _reject_outside
+from powerzoo.rl.campaigns.parse_evaluation import parse_evaluation
 from powerzoo.rl.campaigns.spec import (
-    MODEL_CHOICES,
     RLLIB_PPO,
     SHARING_MODES,
     CampaignError,
@@ -30,8 +33,6 @@ __all__ = ["load_campaign", "parse_campaign"]
 
 _TOP_KEYS = {"name", "tasks", "seeds", "budget", "evaluation", "algorithms", "ray", "track"}
 _BUDGET_KEYS = {"total_timesteps", "episodes", "n_envs"}
-_EVAL_KEYS = {"split", "episodes", "baselines", "model", "plots", "env_seeds"}
-ENV_SEED_CHOICES = ("trial", "protocol")
 _ALGO_KEYS = {"tasks", "settings"}
 _SETTING_KEYS = {"tasks", "config", "algorithm_kwargs", "overrides", "track"}
 _RLLIB_KEYS = {"tasks", "sharing", "training", "num_env_runners", "num_envs_per_env_runner", "env"}
@@ -59,41 +60,12 @@ def load_campaign(path: str | Path) -> CampaignSpec:
     return parse_campaign(data, base_dir=path.parent, source=str(path), default_name=path.stem)
 
 
-def _fail(where: str, message: str) -> CampaignError:
-    return CampaignError(f"{where}: {message}")
-
-
-def _reject_outside(
-    where: str, values: Iterable[Any], allowed: Collection[Any], before: str, after: str = ""
-) -> None:
-    """``CampaignError`` ``before`` + the values outside ``allowed`` (their reprs, in order) +
-    ``after``, if there are any."""
-    outside = [v for v in values if v not in allowed]
-    if outside:
-        raise _fail(where, f"{before}{', '.join(map(repr, outside))}{after}")
-
-
 def _plain(where: str, value: Any, field: str) -> None:
     """``CampaignError`` unless ``value`` is one plain folder name (it names a folder)."""
     try:
         check_plain_name(value, field)
     except ValueError as err:
         raise _fail(where, f"{err}; it names the output or a trial folder") from None
-
-
-def _check_keys(where: str, section: Any, allowed: set[str], field: str) -> dict[str, Any]:
-    if section is None:
-        return {}
-    if not isinstance(section, Mapping):
-        raise _fail(where, f"'{field}' must be a mapping, got {type(section).__name__}")
-    unknown = sorted(set(section) - allowed)
-    if unknown:
-        raise _fail(
-            where,
-            f"unknown key(s) {', '.join(repr(f'{field}.{k}') for k in unknown)}; "
-            f"valid: {', '.join(sorted(allowed))}",
-        )
-    return dict(section)
 
 
 def parse_campaign(
@@ -111,8 +83,7 @@ def parse_campaign(
     Returns:
         The validated campaign.
     """
-    from powerzoo.benchmarks.policies import BASELINE_POLICIES
-    from powerzoo.tasks import list_tasks, task_spec
+    from powerzoo.tasks import list_tasks
 
     where = f"campaign {source}" if source else "campaign"
     if not isinstance(data, Mapping):
@@ -145,45 +116,8 @@ def parse_campaign(
     ) != len(seeds):
         raise _fail(where, f"'seeds' must be distinct integers >= 0, got {seeds}")
 
-    ev = _check_keys(where, data.get("evaluation"), _EVAL_KEYS, "evaluation")
-    split = str(ev.get("split", "test"))
-    for t in tasks:
-        if split not in task_spec(t).splits:
-            raise _fail(
-                where,
-                f"'evaluation.split': unknown split {split!r} for {t}; "
-                f"valid: {', '.join(task_spec(t).splits)}",
-            )
-    env_seeds = ev.get("env_seeds", "trial")
-    if env_seeds not in ENV_SEED_CHOICES:
-        raise _fail(
-            where,
-            f"'evaluation.env_seeds' must be one of {', '.join(ENV_SEED_CHOICES)}, "
-            f"got {env_seeds!r}",
-        )
-    if env_seeds == "protocol":
-        if "episodes" in ev:
-            raise _fail(
-                where,
-                "'evaluation.episodes' with env_seeds: protocol: the days are the baselines "
-                "table's; leave episodes out",
-            )
-        episodes = _table_episodes(where, split, tasks)
-    else:
-        episodes = _episodes(where, ev.get("episodes"), tasks)
-    baselines = ev.get("baselines", list(BASELINE_POLICIES)) or []
-    _reject_outside(
-        where,
-        baselines,
-        BASELINE_POLICIES,
-        "'evaluation.baselines': unknown baseline(s) ",
-        f"; valid: {', '.join(BASELINE_POLICIES)}",
-    )
-    model = ev.get("model", "best")
-    if model not in MODEL_CHOICES:
-        raise _fail(
-            where, f"'evaluation.model' must be one of {', '.join(MODEL_CHOICES)}, got {model!r}"
-        )
+    ev = parse_evaluation(where, data.get("evaluation"), tasks)
+    split, episodes, baselines, model = ev.split, ev.episodes, ev.baselines, ev.model
 
     ray = _check_keys(where, data.get("ray"), _RAY_KEYS, "ray")
     cpus = ray.get("cpus_per_trial", 1)
@@ -266,41 +200,15 @@ def parse_campaign(
         episodes,
         tuple(baselines),
         model,
-        bool(ev.get("plots", True)),
+        ev.plots,
         tuple(trials),
         float(cpus),
         concurrent,
         tuple(notes),
         source,
-        env_seeds,
+        ev.env_seeds,
+        ev.families,
     )
-
-
-def _table_episodes(where: str, split: str, tasks: list[str]) -> dict[str, int | None]:
-    """``{task: days}`` of the baselines table's protocol on ``split`` (``env_seeds:
-    protocol``): its day count, checked to be the days a campaign spreads evenly."""
-    from powerzoo.benchmarks.baselines import evaluation_protocol, select_days
-    from powerzoo.rl.campaigns.trial import _split_day_count
-
-    out: dict[str, int | None] = {}
-    for task in tasks:
-        try:
-            days = evaluation_protocol(task, split)["day_ids"]
-        except (KeyError, ValueError) as err:
-            raise _fail(
-                where,
-                f"'evaluation.env_seeds: protocol': no baselines protocol for {task} on {split} "
-                f"({err})",
-            ) from None
-        n_days = _split_day_count(task, split)
-        if select_days(n_days, len(days)) != list(days):
-            raise _fail(
-                where,
-                f"'evaluation.env_seeds: protocol': the baselines table tests {task} on days a "
-                "campaign cannot select (not spread evenly over the split)",
-            )
-        out[task] = None if len(days) == n_days else len(days)
-    return out
 
 
 def _budget(where: str, section: Any, tasks: list[str]) -> dict[str, dict[str, Any]]:
@@ -425,31 +333,6 @@ def _base_config(where: str, field: str, task: str, config: Any, base_dir: Path)
             "per task)",
         )
     return data
-
-
-def _episodes(where: str, value: Any, tasks: list[str]) -> int | None | dict[str, int | None]:
-    """``evaluation.episodes``: a positive integer, null (or "all": every day) or a mapping
-    ``{task: integer | null}`` of the campaign's tasks (tasks it leaves out: every day)."""
-
-    def one(v: Any, field: str) -> int | None:
-        if v in (None, "all"):
-            return None
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise _fail(
-                where, f"'{field}' must be a positive integer or null (every day), got {v!r}"
-            )
-        return v
-
-    if not isinstance(value, Mapping):
-        return one(value, "evaluation.episodes")
-    unknown = sorted(set(value) - set(tasks))
-    if unknown:
-        raise _fail(
-            where,
-            f"'evaluation.episodes': {', '.join(map(str, unknown))} not among the campaign's "
-            f"tasks ({', '.join(tasks)})",
-        )
-    return {str(t): one(v, f"evaluation.episodes.{t}") for t, v in value.items()}
 
 
 def _train_config(

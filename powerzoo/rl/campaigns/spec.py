@@ -24,6 +24,8 @@ A campaign file (YAML, read with ``yaml.safe_load``; nothing in it runs as code)
       env_seeds: trial                   # trial: trial seed s tests on env seeds s*stride + i;
                                          # protocol: every trial on the baselines table's days
                                          # and env seeds (episodes then come from the table)
+      families: 2                        # also test each trial on the first k of its task's
+                                         # held-out families (or a list of family names)
     algorithms:                          # name: one of Trainer's algorithms, or rllib_ppo
       PPO:
         tasks: [battery_arbitrage]       # default: every campaign task the algorithm can train
@@ -167,12 +169,34 @@ class CampaignSpec:
     notes: tuple[str, ...] = ()
     source: str | None = None
     env_seeds: str = "trial"
+    families: int | tuple[str, ...] | None = None
+
+    def families_of(self, task: str) -> tuple[str, ...]:
+        """The held-out families each trial of ``task`` is also tested on
+        (:func:`~powerzoo.rl.campaigns.family_episodes.resolve_families`).
+
+        Args:
+            task: A campaign task.
+
+        Returns:
+            Family (split) names, none when the campaign asks for none.
+        """
+        from powerzoo.rl.campaigns.family_episodes import resolve_families
+
+        return resolve_families(task, self.families)
 
     def eval_seed(self, trial: TrialSpec) -> int:
         """The campaign seed ``trial`` is tested with (:func:`~powerzoo.benchmarks.campaign.
         run_campaign`'s, its env seeds ``seed * stride + i``): the trial's own seed, or with
         ``env_seeds: protocol`` the baselines table's (the same env seeds for every trial, so
-        every claim against a baseline is paired on days and env seeds)."""
+        every claim against a baseline is paired on days and env seeds).
+
+        Args:
+            trial: A trial of the campaign.
+
+        Returns:
+            The campaign seed of its test episodes.
+        """
         if self.env_seeds != "protocol":
             return trial.seed
         from powerzoo.benchmarks.baselines import evaluation_protocol as table_protocol
@@ -211,6 +235,8 @@ class CampaignSpec:
         }
         if self.env_seeds != "trial":  # campaigns written before the key keep their hash
             data["env_seeds"] = self.env_seeds
+        if self.families:
+            data["families"] = self.families
         return config_hash(data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -237,12 +263,15 @@ class CampaignSpec:
         for name in ("tasks", "seeds", "baselines", "notes"):
             if name in values:
                 values[name] = tuple(values[name])
+        if isinstance(values.get("families"), list):
+            values["families"] = tuple(values["families"])
         values["trials"] = tuple(TrialSpec.from_dict(t) for t in data["trials"])
         return cls(**values)
 
 
 def evaluation_protocol(campaign: Mapping[str, Any], task: str) -> tuple[Any, ...]:
-    """``(split, evaluation.episodes for task, model[, env_seeds])`` of a campaign as a dict
+    """``(split, evaluation.episodes for task, model[, env_seeds][, families])`` of a campaign as
+    a dict
     (:meth:`CampaignSpec.to_dict`, a folder's ``campaign.json``): what a trial of ``task`` was
     tested with. A trial evaluated under another protocol is out of date, whatever its config."""
     episodes = campaign.get("episodes")
@@ -250,7 +279,10 @@ def evaluation_protocol(campaign: Mapping[str, Any], task: str) -> tuple[Any, ..
         episodes = episodes.get(task)
     protocol = (campaign.get("split"), episodes, campaign.get("model"))
     env_seeds = campaign.get("env_seeds", "trial")
-    return protocol if env_seeds == "trial" else (*protocol, env_seeds)
+    if env_seeds != "trial":
+        protocol = (*protocol, env_seeds)
+    families = campaign.get("families")
+    return protocol if not families else (*protocol, json.dumps(families))
 
 
 def config_hash(data: Any) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 
 from powerzoo.fileio import CorruptFileError, read_json, read_or_corrupt, write_json
 from powerzoo.provenance import code_provenance
+from powerzoo.rl.campaigns.family_episodes import family_problem, run_family_episodes
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 from powerzoo.rl.tracks import Stopwatch, Track, compute_record
 
@@ -170,16 +171,19 @@ def record_problem(
     elif len(episodes) != len(days):
         return f"{len(episodes)} test episode(s) for {len(days)} day(s)"
     numbers = ("return", "length", "total_cost", *(f"cost_{name}" for name in names))
+    protocol_seed = None
+    if campaign is not None and campaign.env_seeds == "protocol":
+        from powerzoo.benchmarks.stats import episode_seed
+
+        protocol_seed = episode_seed(campaign.eval_seed(trial), 0)
     for i, row in enumerate(episodes):
         for key in ("seed", "day_id", *numbers):
             if key not in row:
                 return f"episode {i} has no {key!r}"
         if row["seed"] != trial.seed:
             return f"episode {i} has seed {row['seed']!r}, the trial's is {trial.seed}"
-        if campaign is not None and campaign.env_seeds == "protocol":
-            from powerzoo.benchmarks.stats import episode_seed
-
-            want = episode_seed(campaign.eval_seed(trial), i)
+        if protocol_seed is not None:
+            want = protocol_seed + i
             if row.get("env_seed") != want:
                 return f"episode {i} has env seed {row.get('env_seed')!r}, the protocol's is {want}"
         for key in numbers:
@@ -187,6 +191,8 @@ def record_problem(
                 return f"episode {i}: {key} is {row[key]!r}, not a finite number"
     if sorted(row["day_id"] for row in episodes) != sorted(days):
         return f"its episodes' days {_short([row['day_id'] for row in episodes])} are not its days"
+    if campaign is not None:
+        return family_problem(record, campaign.families_of(trial.task), names)
     return None
 
 
@@ -412,6 +418,19 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
         entry, model = _trained_entry(trial, folder / "run", campaign.model)
         started = time.perf_counter()
         evaluation = evaluate_policy(campaign, trial, entry, folder / "evaluation")
+        families = campaign.families_of(trial.task)
+        if families:
+            from powerzoo.benchmarks.stats import episode_seed
+
+            evaluation["families"] = run_family_episodes(
+                trial.task,
+                families,
+                entry.make_env,
+                lambda env: entry.make_policy(env, 0),
+                evaluation["days"],
+                episode_seed(campaign.eval_seed(trial), 0),
+                evaluation["cost_names"],
+            )
         record = {
             **base_record(trial),
             "status": result.status,

@@ -1,0 +1,455 @@
+"""The benchmark v2 results of a campaign folder: every (task, algorithm/setting) scored as a
+submission, the aggregates across tasks per family of learners, and the page.
+
+::
+
+    from powerzoo.rl.campaigns.score_page import write_campaign_scores
+
+    scored = write_campaign_scores("results/benchmark_v2", "docs/results_v2")
+    scored.files["page"]              # docs/results_v2/results_v2.md
+
+or ``powerzoo campaign-score results/benchmark_v2 --out docs/results_v2``. Nothing in the
+campaign folder is written and nothing is trained or evaluated again; it works while the campaign
+runs (a trial counts once its ``trial.json`` exists and passes
+:func:`~powerzoo.rl.campaigns.trial.record_problem`; a damaged record is left out with a note).
+
+Where the numbers come from:
+
+* each row: the finished trials of one (task, label) are written as a submission folder
+  (:func:`~powerzoo.benchmarks.submission.submission_from_trials`) under
+  ``<out>/submissions/<task>__<label>/`` and scored by
+  :func:`~powerzoo.benchmarks.submission_score.score_submission`, so
+  ``powerzoo score <that folder> --campaign <campaign folder>`` prints the same row; the row adds
+  ``label``, ``family`` (:func:`algorithm_family`), ``n_trials_planned``, ``median_env_steps``
+  and ``cpu_core_hours`` (training CPU plus test evaluation seconds of its trials / 3600);
+* the aggregates: per family, across the tasks with learnable headroom
+  (:attr:`~powerzoo.benchmarks.score_v2.TaskReference.learnable_headroom`), the per-run
+  performances through :mod:`powerzoo.benchmarks.aggregates` (IQM, mean, median, optimality gap,
+  probability of improvement, performance profiles); the mean optimality gap in % of the
+  oracle's cost over the cost tasks among them;
+* the coverage: trials finished and planned, core-hours spent (each record's ``cpu_seconds``
+  plus ``eval_seconds``) and projected (their mean per finished trial times the trials planned).
+
+Scores read the campaign folder's pinned baselines table and budgets where it has them
+(:func:`~powerzoo.rl.campaigns.gather.pinned_campaign_files`). The Markdown is written by
+:mod:`powerzoo.rl.campaigns.score_page_text`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from powerzoo.benchmarks.aggregates import (
+    aggregate_scores,
+    performance_profile,
+    plot_performance_profiles,
+    probability_of_improvement,
+)
+from powerzoo.benchmarks.report import csv_text, file_label
+from powerzoo.benchmarks.score_v2 import TaskReference, task_reference
+from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
+from powerzoo.benchmarks.submission import META_FILE, read_submission, submission_from_trials
+from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submission
+from powerzoo.fileio import atomic_write_text
+from powerzoo.progress import progress_bar
+from powerzoo.rl.algorithms import reference_algorithm
+from powerzoo.rl.campaigns.gather import pinned_campaign_files
+from powerzoo.rl.campaigns.page import CampaignFolder, read_campaign_folder
+from powerzoo.rl.campaigns.score_page_text import results_markdown
+from powerzoo.rl.campaigns.spec import TrialSpec
+from powerzoo.rl.campaigns.trial import trial_dir
+
+__all__ = [
+    "FAMILIES",
+    "ROW_COLUMNS",
+    "AGGREGATE_COLUMNS",
+    "CLUSTER_WORKERS",
+    "ScoredCampaign",
+    "algorithm_family",
+    "finished_groups",
+    "coverage",
+    "family_aggregates",
+    "write_campaign_scores",
+]
+
+FAMILIES = ("learner", "lagrangian", "residual", "safe", "bc")
+"""Families of learners the aggregates compare (:func:`algorithm_family`), in page order."""
+ROW_COLUMNS = (
+    *RESULT_COLUMNS,
+    "label",
+    "family",
+    "n_trials_planned",
+    "median_env_steps",
+    "cpu_core_hours",
+)
+"""Columns of ``results_v2.csv``: a results table's and the campaign's own."""
+AGGREGATE_COLUMNS = (
+    "family",
+    "versus",
+    "statistic",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n_tasks",
+    "n_runs",
+    "tasks",
+)
+"""Columns of ``aggregates_v2.csv``: one row per family and statistic (``versus`` empty), and one
+per pair of families for the probability of improvement (``statistic`` ``P(X > Y)``)."""
+CLUSTER_WORKERS = 16
+"""Workers of the Ray cluster the page projects the campaign's wall time on (one core each)."""
+SUBMISSIONS_DIR = "submissions"
+PROFILE_FILE = "performance_profiles.png"
+
+
+def algorithm_family(algorithm: str) -> str:
+    """The family of a campaign algorithm name: ``residual`` / ``safe`` for a learner behind the
+    rule or a safety layer, ``bc`` for behaviour cloning then fine-tuning, ``lagrangian`` for the
+    ``-L`` learners, ``learner`` for the plain ones (PPO, MAPPO, IPPO, SAC, ...)."""
+    reference = reference_algorithm(algorithm)
+    if reference is not None:
+        if reference.layer is not None:
+            return reference.layer
+        return "bc" if reference.behaviour_cloning else "learner"
+    return "lagrangian" if algorithm.upper().endswith("-L") else "learner"
+
+
+def finished_groups(folder: CampaignFolder) -> dict[tuple[str, str], list[TrialSpec]]:
+    """``{(task, label): finished trials}`` of the campaign, in campaign order; groups without a
+    finished trial are absent."""
+    groups: dict[tuple[str, str], list[TrialSpec]] = {}
+    for trial in folder.campaign.trials:
+        if trial.trial_id in folder.records:
+            groups.setdefault((trial.task, trial.label), []).append(trial)
+    return groups
+
+
+def _trial_core_seconds(record: dict[str, Any]) -> float:
+    """Training CPU seconds (wall seconds for a record without them) plus test evaluation
+    seconds of one trial record."""
+    train = record.get("cpu_seconds")
+    if train is None:
+        train = record.get("train_seconds") or 0.0
+    return float(train) + float(record.get("eval_seconds") or 0.0)
+
+
+def _env_steps(record: dict[str, Any]) -> int:
+    return int(record.get("env_steps", record["num_timesteps"]))
+
+
+def _machine(record: dict[str, Any]) -> str:
+    hw = record.get("hardware")
+    if not isinstance(hw, dict):
+        return "not recorded"
+    gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ""
+    return (
+        f"{hw.get('cpu_model', 'unknown CPU')} ({hw.get('cpus_usable', '?')} of "
+        f"{hw.get('cpu_count', '?')} cores usable, torch on {hw.get('torch_device', '?')}{gpu})"
+    )
+
+
+def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str, Any]:
+    """How much of the campaign has finished and what it cost.
+
+    Args:
+        folder: The campaign folder as read.
+        workers: Workers (one core each) of the cluster the projection is divided over.
+
+    Returns:
+        ``planned`` / ``finished`` (trials), ``per_seed`` (``{seed: (finished, planned)}``),
+        ``core_hours`` (finished trials' training CPU plus test evaluation hours),
+        ``without_cpu_seconds`` (records counted at wall seconds instead), ``projected_core_hours``
+        (mean per finished trial x planned; ``None`` before one finished), ``cluster_hours``
+        (``projected / workers``), ``workers``, ``machines`` (``{machine: trials}``) and
+        ``left_out`` (``{trial_id: why}`` of trials that failed or whose record is damaged).
+    """
+    campaign = folder.campaign
+    per_seed = {
+        seed: (
+            sum(1 for t in campaign.trials if t.seed == seed and t.trial_id in folder.records),
+            sum(1 for t in campaign.trials if t.seed == seed),
+        )
+        for seed in campaign.seeds
+    }
+    seconds = [_trial_core_seconds(r) for r in folder.records.values()]
+    projected = None if not seconds else float(np.mean(seconds)) * len(campaign.trials) / 3600
+    machines: dict[str, int] = {}
+    for record in folder.records.values():
+        machines[_machine(record)] = machines.get(_machine(record), 0) + 1
+    idle = ("not started", "in progress or interrupted")
+    return {
+        "planned": len(campaign.trials),
+        "finished": len(folder.records),
+        "per_seed": per_seed,
+        "core_hours": sum(seconds) / 3600,
+        "without_cpu_seconds": sum(1 for r in folder.records.values() if "cpu_seconds" not in r),
+        "projected_core_hours": projected,
+        "cluster_hours": None if projected is None else projected / workers,
+        "workers": workers,
+        "machines": machines,
+        "left_out": {t: why for t, why in folder.missing.items() if why not in idle},
+    }
+
+
+def _clear_submission(folder: Path) -> None:
+    """Remove the files an earlier run wrote into a submission folder (a seed whose record is
+    gone must not linger)."""
+    for path in [folder / META_FILE, *folder.glob("episodes_seed*.csv")]:
+        path.unlink(missing_ok=True)
+
+
+def _score_group(
+    folder: CampaignFolder, trials: Sequence[TrialSpec], where: Path, n_resamples: int
+) -> dict[str, Any]:
+    """The ``results_v2.csv`` row of one (task, label): its finished trials written as the
+    submission folder ``where`` and scored."""
+    _clear_submission(where)
+    submission_from_trials([trial_dir(folder.out_dir, t) for t in trials], where)
+    row = score_submission(read_submission(where), n_resamples=n_resamples)
+    records = [folder.records[t.trial_id] for t in trials]
+    first = trials[0]
+    planned = [t for t in folder.campaign.trials if (t.task, t.label) == (first.task, first.label)]
+    return {
+        **row,
+        "label": first.label,
+        "family": algorithm_family(first.algorithm),
+        "n_trials_planned": len(planned),
+        "median_env_steps": float(np.median([_env_steps(r) for r in records])),
+        "cpu_core_hours": sum(_trial_core_seconds(r) for r in records) / 3600,
+    }
+
+
+def _family_runs(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, list[float]]]:
+    """``{family: {task: runs}}`` of the rows of tasks with learnable headroom whose per-run
+    column ``key`` is defined (two labels of one family on one task pool their runs)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        if not row["learnable_headroom"] or row["scale"] != "oracle":
+            continue
+        runs = [x for x in row[key] if x is not None]
+        if runs:
+            out.setdefault(row["family"], {}).setdefault(row["task"], []).extend(runs)
+    return out
+
+
+def _profile_taus(scores: dict[str, dict[str, list[float]]]) -> np.ndarray:
+    """Thresholds of the profiles: from the lowest run (at least -2, at most -0.25) to the
+    highest (at least 1.25, at most 3), in score units."""
+    runs = [x for tasks in scores.values() for values in tasks.values() for x in values]
+    low = max(min(min(runs), -0.25), -2.0)
+    high = min(max(max(runs), 1.25), 3.0)
+    return np.linspace(low, high, 201)
+
+
+def _aggregate_row(
+    family: str, statistic: str, result: dict[str, float], tasks: dict[str, list[float]]
+) -> dict[str, Any]:
+    return {
+        "family": family,
+        "versus": None,
+        "statistic": statistic,
+        **result,
+        "n_tasks": len(tasks),
+        "n_runs": sum(len(v) for v in tasks.values()),
+        "tasks": sorted(tasks),
+    }
+
+
+def family_aggregates(
+    rows: Sequence[dict[str, Any]],
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    profile_path: str | Path | None = None,
+) -> tuple[list[dict[str, Any]], Path | None]:
+    """The aggregates of each family across the tasks with learnable headroom
+    (:data:`AGGREGATE_COLUMNS`): ``iqm``, ``mean``, ``median`` and ``optimality_gap`` of the
+    per-run performances (score units) and ``oracle_gap_pct_mean`` (the mean over its cost tasks
+    of the runs' extra cost in % of the oracle's), each with its stratified bootstrap interval;
+    then ``P(X > Y)`` for each pair of families, on the tasks both have.
+
+    Args:
+        rows: Rows of ``results_v2.csv`` (lists for the per-run columns).
+        n_resamples: Bootstrap resamples of every interval.
+        profile_path: Where to draw the families' performance profiles (PNG); ``None``: not
+            drawn.
+
+    Returns:
+        ``(aggregate rows, the PNG written or None)``; no rows when no family has a run on a task
+        with learnable headroom.
+    """
+    scores = _family_runs(rows, "run_performance")
+    gaps = _family_runs(rows, "run_oracle_gap_pct")
+    families = [f for f in FAMILIES if f in scores] + sorted(set(scores) - set(FAMILIES))
+    out = []
+    for family in families:
+        for name, result in aggregate_scores(scores[family], n_resamples=n_resamples).items():
+            out.append(_aggregate_row(family, name, result, scores[family]))
+        if family in gaps:
+            mean_gap = aggregate_scores(gaps[family], n_resamples=n_resamples)["mean"]
+            out.append(_aggregate_row(family, "oracle_gap_pct_mean", mean_gap, gaps[family]))
+    for x, y in combinations(families, 2):
+        shared = sorted(set(scores[x]) & set(scores[y]))
+        if not shared:
+            continue
+        p = probability_of_improvement(
+            {t: scores[x][t] for t in shared},
+            {t: scores[y][t] for t in shared},
+            n_resamples=n_resamples,
+        )
+        row = _aggregate_row(x, f"P({x} > {y})", p, {t: scores[x][t] for t in shared})
+        row["n_runs"] += sum(len(scores[y][t]) for t in shared)
+        out.append({**row, "versus": y})
+    png = None
+    if profile_path is not None and scores:
+        taus = _profile_taus(scores)
+        profiles = {
+            f: performance_profile(scores[f], taus, n_resamples=n_resamples) for f in families
+        }
+        png = plot_performance_profiles(
+            profiles, profile_path, title="per-run performance, tasks with learnable headroom"
+        )
+    return out, png
+
+
+@dataclasses.dataclass
+class ScoredCampaign:
+    """What :func:`write_campaign_scores` wrote.
+
+    Attributes:
+        folder: The campaign folder as read.
+        rows: One row per (task, label) with a finished trial (:data:`ROW_COLUMNS`).
+        references: Each campaign task's reference (``None`` where the baselines table cannot
+            score it), by task.
+        aggregates: The family aggregates (:func:`family_aggregates`).
+        coverage: :func:`coverage` of the folder.
+        files: ``results_csv``, ``aggregates_csv``, ``page``, ``profiles`` (``None`` when no
+            family has a run on a task with learnable headroom) and ``submissions`` (the folder
+            of the submission folders).
+    """
+
+    folder: CampaignFolder
+    rows: list[dict[str, Any]]
+    references: dict[str, TaskReference | None]
+    aggregates: list[dict[str, Any]]
+    coverage: dict[str, Any]
+    files: dict[str, Path | None]
+
+
+def _references(folder: CampaignFolder) -> dict[str, TaskReference | None]:
+    out: dict[str, TaskReference | None] = {}
+    for task in folder.campaign.tasks:
+        try:
+            out[task] = task_reference(task, folder.campaign.split)
+        except (ValueError, FileNotFoundError, KeyError):
+            out[task] = None
+    return out
+
+
+def _csv_cells(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its lists and dicts as JSON text (as a results table keeps them)."""
+    return {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()}
+
+
+def _remove_stale(submissions: Path, keep: set[str]) -> None:
+    """Clear the submission folders of groups no longer scored (their trials' records gone)."""
+    if not submissions.is_dir():
+        return
+    for stale in submissions.iterdir():
+        if stale.is_dir() and stale.name not in keep and (stale / META_FILE).is_file():
+            _clear_submission(stale)
+            if not any(stale.iterdir()):
+                stale.rmdir()
+
+
+def write_campaign_scores(
+    campaign_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    diagnoses: dict[str, str] | None = None,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    progress: bool | None = None,
+    command: str | None = None,
+) -> ScoredCampaign:
+    """Score every (task, label) of a campaign folder with a finished trial and write the
+    benchmark v2 results into ``out_dir`` (module docstring).
+
+    Files: ``submissions/<task>__<label>/`` (one submission folder per row), ``results_v2.csv``
+    (:data:`ROW_COLUMNS`), ``aggregates_v2.csv`` (:data:`AGGREGATE_COLUMNS`),
+    ``performance_profiles.png`` and ``results_v2.md`` (the page).
+
+    Args:
+        campaign_dir: A ``powerzoo campaign`` output folder (read only).
+        out_dir: Folder to write (created).
+        diagnoses: ``{task: text}``: why no row of a task is above its anchor yet, as measured
+            (:func:`~powerzoo.rl.campaigns.page.read_diagnoses`).
+        n_resamples: Bootstrap resamples of every interval.
+        progress: Progress bar over the (task, label) groups (``None``: on a terminal).
+        command: The command line the page says made it (default: ``powerzoo campaign-score
+            <campaign_dir> --out <out_dir>``).
+
+    Returns:
+        The :class:`ScoredCampaign`.
+
+    Raises:
+        FileNotFoundError: No ``campaign.json`` in ``campaign_dir``.
+        ValueError: No finished trial, ``n_resamples < 1``, or diagnoses of a task the campaign
+            does not hold.
+    """
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    with pinned_campaign_files(campaign_dir):
+        folder = read_campaign_folder(campaign_dir)
+        campaign = folder.campaign
+        unknown = sorted(set(diagnoses or {}) - set(campaign.tasks))
+        if unknown:
+            raise ValueError(
+                f"diagnoses for tasks the campaign does not hold: {', '.join(unknown)}"
+            )
+        groups = finished_groups(folder)
+        if not groups:
+            raise ValueError(
+                f"{folder.out_dir}: no finished trial yet (0 of {len(campaign.trials)}); "
+                "nothing to score"
+            )
+        out = Path(out_dir).resolve()
+        submissions = out / SUBMISSIONS_DIR
+        names = {key: f"{key[0]}__{file_label(key[1])}" for key in groups}
+        _remove_stale(submissions, set(names.values()))
+        rows = []
+        bar = progress_bar(groups.items(), progress=progress, desc="scoring", unit="row")
+        for key, trials in bar:
+            bar.set_postfix_str(f"{key[0]} {key[1]}", refresh=False)
+            rows.append(_score_group(folder, trials, submissions / names[key], n_resamples))
+        references = _references(folder)
+    aggregates, png = family_aggregates(rows, n_resamples, out / PROFILE_FILE)
+    if png is None:
+        (out / PROFILE_FILE).unlink(missing_ok=True)
+    scored = ScoredCampaign(
+        folder,
+        rows,
+        references,
+        aggregates,
+        coverage(folder),
+        {
+            "results_csv": atomic_write_text(
+                out / "results_v2.csv", csv_text(ROW_COLUMNS, [_csv_cells(r) for r in rows])
+            ),
+            "aggregates_csv": atomic_write_text(
+                out / "aggregates_v2.csv",
+                csv_text(AGGREGATE_COLUMNS, [_csv_cells(r) for r in aggregates]),
+            ),
+            "profiles": png,
+            "submissions": submissions,
+        },
+    )
+    if command is None:
+        command = f"powerzoo campaign-score {campaign_dir} --out {out_dir}"
+    text = results_markdown(scored, n_resamples, command, diagnoses or {})
+    scored.files["page"] = atomic_write_text(out / "results_v2.md", text)
+    return scored

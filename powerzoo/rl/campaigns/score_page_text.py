@@ -1,0 +1,377 @@
+"""The Markdown of a campaign's benchmark v2 page (:mod:`powerzoo.rl.campaigns.score_page`):
+coverage, the headline aggregates, the claims, one table per task, the trials left out.
+
+Which row a claim names: on a task with learnable headroom, among the rows within budget (pooled
+mean cost within every budget) whose paired difference against the anchor has a confidence
+interval above 0, the one with the highest performance; without one, the task's diagnosis, or
+"no row yet above its anchor".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from powerzoo.benchmarks.evaluation import return_unit
+from powerzoo.benchmarks.score_v2 import (
+    MIN_HEADROOM_PCT,
+    ORACLE_POLICY,
+    RULE_POLICY,
+    TaskReference,
+)
+from powerzoo.benchmarks.stats import CONFIDENCE
+from powerzoo.rl.campaigns.page_text import _hours, _num, _share
+from powerzoo.tasks import task_spec
+
+__all__ = [
+    "TIE_TOLERANCE",
+    "MIN_SENSITIVITY",
+    "claim_row",
+    "largest_tie",
+    "score_sensitivity",
+    "results_markdown",
+]
+
+TIE_TOLERANCE = 1e-9
+"""Two runs whose performances differ by at most this (score units) are tied."""
+MIN_SENSITIVITY = 0.01
+"""The score change a 1 % change of the anchor's cost should at least make (score units)."""
+_STATISTICS = ("iqm", "mean", "median", "optimality_gap", "oracle_gap_pct_mean")
+
+
+def _score(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(row: Mapping[str, Any], key: str, digits: int = 3) -> str:
+    """``0.412 [0.301, 0.522]`` of column ``key`` and its ``_ci_low`` / ``_ci_high``."""
+    if row.get(key) is None:
+        return "n/a"
+    low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+    bounds = "" if low is None else f" [{_score(low, digits)}, {_score(high, digits)}]"
+    return _score(row[key], digits) + bounds
+
+
+def _estimate(row: Mapping[str, Any], digits: int = 3) -> str:
+    """``0.412 [0.301, 0.522]`` of an aggregate row (``value``, ``ci_low``, ``ci_high``)."""
+    renamed = {"x": row["value"], "x_ci_low": row["ci_low"], "x_ci_high": row["ci_high"]}
+    return _interval(renamed, "x", digits)
+
+
+def _signed(value: float) -> str:
+    return ("+" if value > 0 else "") + _num(value)
+
+
+def _paired(row: Mapping[str, Any], prefix: str) -> str:
+    """``+120 [+35, +210] (+1.2 %), 4/5 better`` of the paired difference ``prefix_*``."""
+    diff = row.get(f"{prefix}_diff")
+    if diff is None:
+        return "n/a"
+    pct = row[f"{prefix}_diff_pct"]
+    return (
+        f"{_signed(diff)} [{_signed(row[f'{prefix}_diff_ci_low'])}, "
+        f"{_signed(row[f'{prefix}_diff_ci_high'])}]"
+        + ("" if pct is None else f" ({pct:+.2f} %)")
+        + f", {row[f'{prefix}_seeds_better']}/{row['n_seeds']} better"
+    )
+
+
+def _share_interval(row: Mapping[str, Any], key: str) -> str:
+    return f"{_share(row[key])} [{_share(row[f'{key}_ci_low'])}, {_share(row[f'{key}_ci_high'])}]"
+
+
+def claim_row(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """Among ``rows`` (one task's), the row within budget whose paired difference against the
+    anchor has its interval above 0 with the highest performance (then the highest difference);
+    ``None`` if none has."""
+    above = [r for r in rows if r["within_budget"] and (r["anchor_diff_ci_low"] or 0.0) > 0]
+
+    def rank(r: Mapping[str, Any]) -> tuple[float, float]:
+        perf = r["performance"]
+        return (float("-inf") if perf is None else perf, r["anchor_diff"])
+
+    return max(above, key=rank) if above else None
+
+
+def largest_tie(values: Sequence[float], tolerance: float = TIE_TOLERANCE) -> tuple[int, float]:
+    """``(runs, value)``: the most runs of ``values`` (performances, score units) at one value,
+    within ``tolerance`` of the smallest of them, and that value; ``(0, nan)`` for no runs."""
+    ordered = sorted(values)
+    best, at, start = 0, float("nan"), 0
+    for end, value in enumerate(ordered):
+        while value - ordered[start] > tolerance:
+            start += 1
+        if end - start + 1 > best:
+            best, at = end - start + 1, ordered[start]
+    return best, at
+
+
+def _coverage_text(scored: Any) -> str:
+    cov = scored.coverage
+    per_seed = ", ".join(f"seed {s}: {done}/{n}" for s, (done, n) in cov["per_seed"].items())
+    lines = [
+        f"- Trials finished: {cov['finished']} of {cov['planned']} "
+        f"({_share(cov['finished'] / cov['planned'])}); per seed: {per_seed}.",
+        f"- Core-hours spent: {cov['core_hours']:.2f} (training CPU seconds plus test evaluation "
+        "seconds of the finished trials, one core each)"
+        + (
+            f"; {cov['without_cpu_seconds']} record(s) without CPU seconds counted at their "
+            "training wall seconds."
+            if cov["without_cpu_seconds"]
+            else "."
+        ),
+    ]
+    if cov["projected_core_hours"] is not None:
+        per_trial = cov["core_hours"] * 3600 / cov["finished"]
+        lines.append(
+            f"- Whole campaign (projected): {cov['projected_core_hours']:.1f} core-hours "
+            f"({_hours(per_trial)} per finished trial on average x {cov['planned']} trials); on "
+            f"a {cov['workers']}-worker Ray cluster (one core per trial) about "
+            f"{cov['cluster_hours']:.2f} h of wall time (projected / {cov['workers']}). Trials "
+            "of other tasks and algorithms can take longer than the finished ones."
+        )
+    machines = "; ".join(f"{m}: {n} trial(s)" for m, n in cov["machines"].items())
+    lines.append(f"- Machine (the records' `hardware`): {machines}.")
+    if cov["left_out"]:
+        lines.append(
+            f"- Left out ({len(cov['left_out'])}): "
+            + "; ".join(f"`{t}`: {why}" for t, why in cov["left_out"].items())
+            + "."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _aggregate_cell(aggregates: Sequence[Mapping[str, Any]], family: str, stat: str) -> str:
+    row = next((a for a in aggregates if a["family"] == family and a["statistic"] == stat), None)
+    if row is None:
+        return "n/a"
+    digits = 2 if stat == "oracle_gap_pct_mean" else 3
+    return _estimate(row, digits)
+
+
+def _task_lists(scored: Any) -> str:
+    scored_tasks = {r["task"] for r in scored.rows}
+    groups: dict[str, list[str]] = {"headline": [], "no learnable headroom": []}
+    groups["no oracle scale"] = []
+    for task, ref in scored.references.items():
+        if ref is None or ref.scale != "oracle":
+            groups["no oracle scale"].append(task)
+        elif not ref.learnable_headroom:
+            groups["no learnable headroom"].append(f"{task} ({_score(ref.headroom_pct, 2)} %)")
+        elif task in scored_tasks:
+            groups["headline"].append(task)
+    waiting = [
+        t for t, ref in scored.references.items() if t not in scored_tasks and _learnable(ref)
+    ]
+    return (
+        f"Tasks in the headline (headroom of at least {MIN_HEADROOM_PCT:g} % and a finished "
+        f"row): {', '.join(groups['headline']) or 'none yet'}. No learnable headroom (rule-to-"
+        f"oracle headroom under {MIN_HEADROOM_PCT:g} %; left out of the headline): "
+        f"{', '.join(groups['no learnable headroom']) or 'none'}. No oracle scale (no oracle, "
+        f"or none above the anchor; read on the gain): "
+        f"{', '.join(groups['no oracle scale']) or 'none'}. With headroom but no finished row "
+        f"yet: {', '.join(waiting) or 'none'}.\n"
+    )
+
+
+def _learnable(ref: TaskReference | None) -> bool:
+    return ref is not None and ref.learnable_headroom
+
+
+def _headline_text(scored: Any) -> str:
+    aggregates = scored.aggregates
+    families = list(dict.fromkeys(a["family"] for a in aggregates))
+    if not families:
+        return "No finished row on a task with learnable headroom yet.\n\n" + _task_lists(scored)
+    lines = [
+        "| family | tasks | runs | IQM [95% CI] | mean [95% CI] | median [95% CI] | "
+        "optimality gap [95% CI] | cost above the oracle, % [95% CI] | runs within budget |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for family in families:
+        iqm = next(a for a in aggregates if a["family"] == family and a["statistic"] == "iqm")
+        cells = [_aggregate_cell(aggregates, family, s) for s in _STATISTICS]
+        within = [
+            w
+            for r in scored.rows
+            if r["family"] == family and r["task"] in iqm["tasks"]
+            for w in r["run_within_budget"]
+        ]
+        cells.append(f"{sum(within)}/{len(within)}")
+        lines.append(
+            f"| {family} | {iqm['n_tasks']} | {iqm['n_runs']} | " + " | ".join(cells) + " |"
+        )
+    text = "\n".join(lines) + "\n\n"
+    text += (
+        "Per-run performance (0 = anchor, 1 = oracle) pooled over the tasks with learnable "
+        "headroom: IQM of all runs, mean and median of the tasks' means, optimality gap "
+        "1 - mean(min(score, 1)); cost above the oracle: the mean over the family's cost tasks "
+        "of the runs' extra cost in % of the oracle's; runs within budget: the runs whose mean "
+        "cost keeps every budget (the aggregates count every run). Intervals: stratified "
+        "bootstrap, runs drawn "
+        "within each task.\n\n" + _task_lists(scored)
+    )
+    pairs = [a for a in aggregates if a["versus"]]
+    if pairs:
+        text += (
+            "\nProbability of improvement (a run of X above a run of Y on the same task, "
+            "averaged over the tasks both have):\n\n| X | Y | tasks | P(X > Y) [95% CI] |\n"
+            "|---|---|---:|---:|\n"
+            + "".join(
+                f"| {a['family']} | {a['versus']} | {a['n_tasks']} | {_estimate(a)} |\n"
+                for a in pairs
+            )
+        )
+    if scored.files.get("profiles") is not None:
+        text += f"\n![performance profiles]({scored.files['profiles'].name})\n"
+    return text
+
+
+def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
+    lines = []
+    for task, ref in scored.references.items():
+        if not _learnable(ref):
+            continue
+        mine = [r for r in scored.rows if r["task"] == task]
+        best = claim_row(mine)
+        if best is not None:
+            lines.append(
+                f"- **{task}**: {best['label']} within budget, performance "
+                f"{_interval(best, 'performance')}, {_paired(best, 'anchor')} against "
+                f"{best['anchor']} ($ per episode)."
+            )
+        elif task in diagnoses:
+            lines.append(f"- **{task}**: no row above its anchor yet. {diagnoses[task]}")
+        else:
+            lines.append(f"- **{task}**: no row yet above its anchor.")
+    runs = [x for r in scored.rows if r["scale"] == "oracle" for x in r["run_performance"]]
+    if runs:
+        tied, value = largest_tie(runs)
+        lines.append(
+            f"- Ties (performances within {TIE_TOLERANCE:g}): "
+            + (
+                f"no two of the {len(runs)} runs tie."
+                if tied == 1
+                else f"the most runs at one performance value are {tied} of {len(runs)} "
+                f"({_share(tied / len(runs))}), at {value:.3f}."
+            )
+        )
+    dull = {
+        t: s
+        for t, ref in scored.references.items()
+        if ref is not None and (s := score_sensitivity(ref)) is not None and s < MIN_SENSITIVITY
+    }
+    lines.append(
+        f"- Score sensitivity (score change for a 1 % change of the anchor's cost) under "
+        f"{MIN_SENSITIVITY:g}: "
+        + (", ".join(f"{t} ({s:.4f})" for t, s in dull.items()) if dull else "no cost task")
+        + "."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def score_sensitivity(ref: TaskReference) -> float | None:
+    """The score change for a 1 % change of the anchor's cost, ``0.01 |R_anchor| / (R_oracle -
+    R_anchor)`` (score units), on a cost task with an oracle scale; ``None`` elsewhere."""
+    if not ref.cost_task or ref.scale != "oracle":
+        return None
+    return 0.01 * abs(ref.mean_return(ref.anchor)) / ref.headroom
+
+
+def _reference_text(task: str, ref: Any) -> str:
+    if ref is None:
+        return "The baselines table cannot score this task (no anchor or no rows)."
+    anchor = f"anchor {ref.anchor} {_num(ref.mean_return(ref.anchor))}" + (
+        "" if ref.anchor_within_budget else " (over budget: no baseline keeps the budgets)"
+    )
+    oracle = f"oracle {_num(ref.mean_return(ORACLE_POLICY))}" if ref.has_oracle else "no oracle"
+    headroom = "n/a" if ref.headroom_pct is None else f"{ref.headroom_pct:.2f} %"
+    sens = score_sensitivity(ref)
+    return (
+        f"Returns in {return_unit(task_spec(task))}; {len(ref.day_ids)} test episodes. "
+        f"{anchor}; {oracle}; headroom {headroom}"
+        + ("" if ref.learnable_headroom else " (no learnable headroom)")
+        + ("" if sens is None else f"; score sensitivity {sens:.4f} per 1 % of the anchor's cost")
+        + "."
+    )
+
+
+def _task_table(task: str, rows: Sequence[Mapping[str, Any]], anchor: str) -> str:
+    head = [
+        "label",
+        "seeds",
+        "within budget",
+        "episodes within budget [95% CI]",
+        "performance [95% CI]",
+        "optimality gap % [95% CI]",
+        f"vs anchor ({anchor}) [95% CI]",
+        f"vs {RULE_POLICY} [95% CI]",
+        "median env steps",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for r in rows:
+        within = "yes" if r["within_budget"] else "NO"
+        cells = [
+            r["label"],
+            f"{r['n_seeds']}/{r['n_trials_planned']}",
+            f"{within}, {r['seeds_within_budget']}/{r['n_seeds']}",
+            _share_interval(r, "feasibility"),
+            _interval(r, "performance"),
+            _interval(r, "oracle_gap_pct", 2),
+            _paired(r, "anchor"),
+            "anchor" if r["anchor"] == RULE_POLICY else _paired(r, "rule"),
+            f"{r['median_env_steps']:,.0f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _tasks_text(scored: Any, diagnoses: Mapping[str, str]) -> list[str]:
+    parts = []
+    for task in scored.folder.campaign.tasks:
+        ref = scored.references.get(task)
+        mine = [r for r in scored.rows if r["task"] == task]
+        text = f"### {task}\n\n{_reference_text(task, ref)}\n\n"
+        if mine:
+            text += _task_table(task, mine, mine[0]["anchor"])
+        else:
+            text += "No finished trial yet.\n"
+        if task in diagnoses:
+            text += f"\n**Diagnosis (measured).** {diagnoses[task]}\n"
+        parts.append(text)
+    return parts
+
+
+def results_markdown(
+    scored: Any, n_resamples: int, command: str, diagnoses: Mapping[str, str]
+) -> str:
+    """``results_v2.md``: how it was made, coverage, headline aggregates, claims, one table per
+    task (``scored``: a :class:`~powerzoo.rl.campaigns.score_page.ScoredCampaign`)."""
+    campaign = scored.folder.campaign
+    cov = scored.coverage
+    paired = "days and env seeds" if campaign.env_seeds == "protocol" else "days"
+    parts = [
+        f"# PowerZoo benchmark v2 results: campaign `{campaign.name}`\n\n"
+        f"Generated by `{command}` from the campaign folder's trial records: nothing was "
+        "trained or evaluated again; regenerate it rather than editing it. "
+        f"{cov['finished']} of {cov['planned']} trials finished"
+        + (" (every trial)." if cov["finished"] == cov["planned"] else " (a partial campaign).")
+        + "\n\n"
+        f"Each row is one algorithm/setting on one task, its finished seeds written as a "
+        f"submission folder (`{scored.files['submissions'].name}/<task>__<label>/`) and scored "
+        "as `powerzoo score <folder> --campaign <campaign folder>` scores it (docs/submission.md): "
+        f"test split `{campaign.split}`, paired with the baselines table on {paired}. Within "
+        "budget: the pooled mean cost keeps every budget (seeds within / seeds); episodes within "
+        "budget: the share of test episodes within every budget. Performance: (R - R_anchor) / "
+        "(R_oracle - R_anchor), the anchor being the best idle, naive or rule-based baseline "
+        "that keeps the budgets; no floor. Optimality gap: extra cost in % of the oracle's (cost "
+        "tasks). Paired differences: mean per-episode return difference ($ per episode), "
+        f"seeds with a positive mean difference. Intervals: {CONFIDENCE:.0%} percentile, "
+        f"{n_resamples:,} seed x test block bootstrap resamples.\n",
+        "## Coverage\n\n" + _coverage_text(scored),
+        "## Headline: families across tasks\n\n" + _headline_text(scored),
+        "## Claims\n\n" + _claims_text(scored, diagnoses),
+        "## Per task\n",
+        *_tasks_text(scored, diagnoses),
+    ]
+    return "\n".join(parts)

@@ -1,0 +1,384 @@
+"""The benchmark v2 results of a campaign folder (``powerzoo campaign-score``), checked on a
+hand-built partial campaign.
+
+The folder is written by hand in the schema ``powerzoo campaign`` writes with ``env_seeds:
+protocol`` (``campaign.json``, ``trials/<id>/trial.json``): each trial's test episodes are the
+packaged baselines table's days and env seeds, its returns the rule's plus a chosen share of the
+oracle's lead on each day, so the scores are known: on ``battery_arbitrage`` (learnable
+headroom) PPO and PPO-L keep the budget and PPO-RESIDUAL breaks it; ``dc_microgrid`` (a cost
+task with headroom) has one PPO seed below its anchor; ``dso`` has no learnable headroom.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from powerzoo.benchmarks.aggregates import aggregate_scores, probability_of_improvement
+from powerzoo.benchmarks.baselines import baseline_rows, evaluation_protocol
+from powerzoo.benchmarks.score_v2 import task_reference
+from powerzoo.benchmarks.submission import read_submission
+from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submission
+from powerzoo.cli.main import main
+from powerzoo.rl.campaigns.score_page import (
+    AGGREGATE_COLUMNS,
+    ROW_COLUMNS,
+    algorithm_family,
+    write_campaign_scores,
+)
+from powerzoo.rl.campaigns.score_page_text import claim_row, largest_tie, score_sensitivity
+from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
+from powerzoo.rl.campaigns.trial import base_record
+
+RESAMPLES = 200  # enough for the checks; every number is compared at the same resamples
+SEEDS = (0, 1, 2)
+# (task, algorithm, setting) -> {seed: share of the oracle's lead over the rule on each day}
+SHARES = {
+    ("battery_arbitrage", "PPO", "objective"): {0: 0.3, 1: 0.5, 2: 0.4},
+    ("battery_arbitrage", "PPO-L", "default"): {0: -0.2, 1: 0.1},
+    ("battery_arbitrage", "PPO-RESIDUAL", "objective"): {0: 0.6},  # seed 1 damaged, 2 failed
+    ("dc_microgrid", "PPO", "objective"): {0: -0.1},
+    ("dso", "PPO", "objective"): {0: 0.2, 1: 0.3},
+}
+OVER_BUDGET = {("battery_arbitrage", "PPO-RESIDUAL", "objective")}  # 3 x the budget every day
+DAMAGED = "battery_arbitrage-PPO-RESIDUAL-objective-seed1"
+FAILED = "battery_arbitrage-PPO-RESIDUAL-objective-seed2"
+CPU_S, EVAL_S, STEPS = 300.0, 40.0, 120_000  # per finished trial (steps: + 1000 x seed)
+HARDWARE = {"cpu_model": "Test CPU 9000", "cpu_count": 2, "cpus_usable": 1, "torch_device": "cpu"}
+DIAGNOSIS = "measured: the learner stays below the rule within its 300 s"
+
+
+def _trial(task: str, algorithm: str, setting: str, seed: int) -> TrialSpec:
+    config = {"task": task, "algorithm": algorithm, "seed": seed}
+    trial_id = f"{task}-{algorithm}-{setting}-seed{seed}"
+    return TrialSpec(trial_id, task, algorithm, setting, seed, config, f"hash-{trial_id}")
+
+
+def _record(trial: TrialSpec, share: float, over_budget: bool) -> dict:
+    rows = baseline_rows(trial.task, "test")
+    rule, oracle = rows["rule_based"], rows["oracle"]
+    protocol = evaluation_protocol(trial.task)
+    budgets = task_reference(trial.task).budgets
+    names = list(rule["episode_costs"])
+    episodes = []
+    for i, day in enumerate(protocol["day_ids"]):
+        costs = {n: float(rule["episode_costs"][n][i]) for n in names}
+        if over_budget:
+            costs = {n: 3.0 * (budgets.budget(n) or 0.0) + 1.0 for n in names}
+        ret = rule["returns"][i] + share * (oracle["returns"][i] - rule["returns"][i])
+        episodes.append(
+            {
+                "seed": trial.seed,
+                "episode": i,
+                "day_id": day,
+                "env_seed": protocol["seed"] + i,
+                "return": float(ret),
+                "length": 48,
+                "total_cost": sum(costs.values()),
+                **{f"cost_{n}": c for n, c in costs.items()},
+            }
+        )
+    return {
+        **base_record(trial),
+        "status": "finished",
+        "num_timesteps": STEPS + 1000 * trial.seed,
+        "env_steps": STEPS + 1000 * trial.seed,
+        "train_seconds": CPU_S + 5.0,
+        "cpu_seconds": CPU_S,
+        "eval_seconds": EVAL_S,
+        "model": "best",
+        "env_seeds": "protocol",
+        "hardware": HARDWARE,
+        "days": list(protocol["day_ids"]),
+        "cost_names": names,
+        "episodes": episodes,
+    }
+
+
+def _campaign(trials: list[TrialSpec]) -> CampaignSpec:
+    tasks = tuple(dict.fromkeys(t.task for t in trials))
+    return CampaignSpec(
+        "handmade_v2", tasks, SEEDS, "test", None, (), "best", False, tuple(trials),
+        env_seeds="protocol",
+    )  # fmt: skip
+
+
+def _write_folder(out: Path, finished: bool = True) -> CampaignSpec:
+    trials = [_trial(*key, s) for key in SHARES for s in SEEDS]
+    campaign = _campaign(trials)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "campaign.json").write_text(json.dumps(campaign.to_dict()))
+    if not finished:
+        return campaign
+    for trial in trials:
+        key = (trial.task, trial.algorithm, trial.setting)
+        folder = out / "trials" / trial.trial_id
+        if trial.trial_id == FAILED:
+            folder.mkdir(parents=True)
+            (folder / "error.txt").write_text("Traceback ...\nRuntimeError: boom\n")
+        elif trial.trial_id == DAMAGED:
+            folder.mkdir(parents=True)
+            record = _record(trial, 0.6, over_budget=False)
+            record["episodes"][3]["env_seed"] += 1  # not the protocol's env seed
+            (folder / "trial.json").write_text(json.dumps(record))
+        elif trial.seed in SHARES[key]:
+            folder.mkdir(parents=True)
+            record = _record(trial, SHARES[key][trial.seed], key in OVER_BUDGET)
+            (folder / "trial.json").write_text(json.dumps(record))
+    return campaign
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _table_read_once():
+    """The baselines table parsed once per file rather than at each look-up: reading a folder
+    checks every episode's env seed against the table's protocol, which parses the table again
+    for each episode (about 15 ms each). Same table, same numbers."""
+    from powerzoo.benchmarks import baselines
+
+    parsed: dict[Path, dict] = {}
+    read = baselines.load_baselines
+
+    def load(path=None):
+        key = Path(path) if path is not None else baselines._TABLE_IN_USE.get()
+        key = key or baselines.BASELINES_FILE
+        if key not in parsed:
+            parsed[key] = read(path)
+        return parsed[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(baselines, "load_baselines", load)
+        yield
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("campaign_score")
+    _write_folder(root / "campaign")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = write_campaign_scores(
+            root / "campaign",
+            root / "v2",
+            diagnoses={"dc_microgrid": DIAGNOSIS},
+            n_resamples=RESAMPLES,
+            progress=False,
+        )
+    result.warnings = [str(w.message) for w in caught]
+    return result
+
+
+def _row(scored, task: str, label: str) -> dict:
+    return next(r for r in scored.rows if r["task"] == task and r["label"] == label)
+
+
+def test_every_row_is_what_powerzoo_score_gives_its_submission_folder(scored):
+    assert [(r["task"], r["label"]) for r in scored.rows] == [
+        ("battery_arbitrage", "PPO/objective"),
+        ("battery_arbitrage", "PPO-L/default"),
+        ("battery_arbitrage", "PPO-RESIDUAL/objective"),
+        ("dc_microgrid", "PPO/objective"),
+        ("dso", "PPO/objective"),
+    ]
+    for row in scored.rows:
+        folder = scored.files["submissions"] / f"{row['task']}__{row['label'].replace('/', '_')}"
+        again = score_submission(read_submission(folder), n_resamples=RESAMPLES)
+        assert {k: row[k] for k in RESULT_COLUMNS} == again
+    ppo = _row(scored, "battery_arbitrage", "PPO/objective")
+    assert ppo["seeds"] == [0, 1, 2] and ppo["paired_on"] == "days and env seeds"
+    assert ppo["run_performance"] == pytest.approx([0.3, 0.5, 0.4], abs=1e-9)
+    assert ppo["median_env_steps"] == STEPS + 1000
+    assert ppo["cpu_core_hours"] == pytest.approx(3 * (CPU_S + EVAL_S) / 3600)
+    assert ppo["n_trials_planned"] == 3
+    # the CSV holds every row under the results table's columns and the campaign's
+    with scored.files["results_csv"].open(newline="") as f:
+        reader = csv.DictReader(f)
+        table = list(reader)
+    assert tuple(reader.fieldnames) == ROW_COLUMNS and len(table) == len(scored.rows)
+    assert json.loads(table[0]["run_performance"]) == ppo["run_performance"]
+    assert float(table[0]["performance"]) == ppo["performance"]
+
+
+def test_families_and_the_headline_leave_out_tasks_without_learnable_headroom(scored):
+    assert {r["label"]: r["family"] for r in scored.rows} == {
+        "PPO/objective": "learner",
+        "PPO-L/default": "lagrangian",
+        "PPO-RESIDUAL/objective": "residual",
+    }
+    assert [algorithm_family(a) for a in ("MAPPO", "IPPO-L", "SAC", "MAPPO-SAFE", "BC-PPO")] == [
+        "learner",
+        "lagrangian",
+        "learner",
+        "safe",
+        "bc",
+    ]
+    assert not _row(scored, "dso", "PPO/objective")["learnable_headroom"]
+    by = {(a["family"], a["statistic"]): a for a in scored.aggregates}
+    learner = {
+        "battery_arbitrage": _row(scored, "battery_arbitrage", "PPO/objective")["run_performance"],
+        "dc_microgrid": _row(scored, "dc_microgrid", "PPO/objective")["run_performance"],
+    }
+    expected = aggregate_scores(learner, n_resamples=RESAMPLES)
+    for stat in ("iqm", "mean", "median", "optimality_gap"):
+        got = by[("learner", stat)]
+        assert got["tasks"] == ["battery_arbitrage", "dc_microgrid"]  # not dso
+        assert {k: got[k] for k in ("value", "ci_low", "ci_high")} == expected[stat]
+    assert by[("learner", "iqm")]["n_runs"] == 4
+    gap = by[("learner", "oracle_gap_pct_mean")]  # the cost tasks only
+    assert gap["tasks"] == ["dc_microgrid"]
+    assert gap["value"] == pytest.approx(
+        _row(scored, "dc_microgrid", "PPO/objective")["oracle_gap_pct"]
+    )
+    assert ("lagrangian", "iqm") in by and ("residual", "iqm") in by
+    pairs = {(a["family"], a["versus"]): a for a in scored.aggregates if a["versus"]}
+    assert set(pairs) == {
+        ("learner", "lagrangian"),
+        ("learner", "residual"),
+        ("lagrangian", "residual"),
+    }
+    p = probability_of_improvement(
+        {"battery_arbitrage": learner["battery_arbitrage"]},
+        {
+            "battery_arbitrage": _row(scored, "battery_arbitrage", "PPO-L/default")[
+                "run_performance"
+            ]
+        },
+        n_resamples=RESAMPLES,
+    )
+    assert pairs[("learner", "lagrangian")]["value"] == p["value"] == 1.0  # every run above
+    assert pairs[("learner", "lagrangian")]["tasks"] == ["battery_arbitrage"]
+    with scored.files["aggregates_csv"].open(newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == AGGREGATE_COLUMNS
+        assert len(list(reader)) == len(scored.aggregates)
+    assert scored.files["profiles"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = scored.files["page"].read_text()
+    assert "No learnable headroom" in page and "dso (4.49 %)" in page
+    assert "![performance profiles](performance_profiles.png)" in page
+    iqm = by[("learner", "iqm")]
+    cell = f"{iqm['value']:.3f} [{iqm['ci_low']:.3f}, {iqm['ci_high']:.3f}]"
+    assert f"| learner | 2 | 4 | {cell} |" in page
+    assert page.split("| residual | 1 | 1 |")[1].split("\n")[0].endswith("| 0/1 |")  # over budget
+
+
+def test_coverage_counts_finished_trials_and_core_hours(scored):
+    cov = scored.coverage
+    finished = sum(len(v) for v in SHARES.values())  # 9
+    assert (cov["finished"], cov["planned"]) == (finished, 15)
+    assert cov["per_seed"] == {0: (5, 5), 1: (3, 5), 2: (1, 5)}
+    assert cov["core_hours"] == pytest.approx(finished * (CPU_S + EVAL_S) / 3600)
+    assert cov["projected_core_hours"] == pytest.approx(15 * (CPU_S + EVAL_S) / 3600)
+    assert cov["cluster_hours"] == pytest.approx(cov["projected_core_hours"] / 16)
+    page = scored.files["page"].read_text()
+    assert "Trials finished: 9 of 15 (60%); per seed: seed 0: 5/5, seed 1: 3/5, seed 2: 1/5" in page
+    assert f"Core-hours spent: {cov['core_hours']:.2f}" in page
+    assert f"{cov['projected_core_hours']:.1f} core-hours" in page
+    assert f"about {cov['cluster_hours']:.2f} h of wall time (projected / 16)" in page
+    assert "Test CPU 9000 (1 of 2 cores usable, torch on cpu): 9 trial(s)" in page
+    assert "Generated by `powerzoo campaign-score" in page
+
+
+def test_a_damaged_record_is_left_out_with_a_note(scored):
+    residual = _row(scored, "battery_arbitrage", "PPO-RESIDUAL/objective")
+    assert residual["seeds"] == [0]
+    assert "env seed" in scored.coverage["left_out"][DAMAGED]
+    assert scored.coverage["left_out"][FAILED].startswith("failed: RuntimeError: boom")
+    assert any(DAMAGED in w and "left out" in w for w in scored.warnings)
+    page = scored.files["page"].read_text()
+    assert f"`{DAMAGED}`: damaged record" in page and f"`{FAILED}`: failed" in page
+
+
+def test_claims_name_the_best_row_within_budget_above_its_anchor(scored):
+    page = scored.files["page"].read_text()
+    claims = page.split("## Claims")[1].split("## Per task")[0]
+    # the residual scores higher but breaks the budget: the claim is PPO's
+    assert not _row(scored, "battery_arbitrage", "PPO-RESIDUAL/objective")["within_budget"]
+    assert "**battery_arbitrage**: PPO/objective within budget" in claims
+    assert f"**dc_microgrid**: no row above its anchor yet. {DIAGNOSIS}" in claims
+    assert "dso" not in claims  # no learnable headroom: no claim asked
+    assert (
+        "Ties (performances within 1e-09): the most runs at one performance value are 2 of 9"
+        in claims
+    )
+    assert "under 0.01: no cost task" in claims
+    ref = task_reference("dc_microgrid")
+    anchor = ref.mean_return(ref.anchor)
+    assert score_sensitivity(ref) == pytest.approx(
+        0.01 * abs(anchor) / (ref.mean_return("oracle") - anchor)
+    )
+    assert score_sensitivity(task_reference("battery_arbitrage")) is None  # not a cost task
+    assert f"**Diagnosis (measured).** {DIAGNOSIS}" in page.split("### dc_microgrid")[1]
+
+
+def test_claim_row_and_ties_on_chosen_rows():
+    def row(label, within, low, perf):
+        return {
+            "label": label,
+            "within_budget": within,
+            "anchor_diff_ci_low": low,
+            "anchor_diff": 1.0,
+            "performance": perf,
+        }
+
+    rows = [row("a", True, 0.5, 0.2), row("b", False, 2.0, 0.9), row("c", True, -0.1, 0.5)]
+    assert claim_row(rows)["label"] == "a"
+    assert claim_row([row("b", False, 2.0, 0.9), row("c", True, 0.0, 0.5)]) is None
+    assert largest_tie([0.0, 0.5, 1e-12, 0.0, 0.3]) == (3, 0.0)
+    assert largest_tie([0.1, 0.2]) == (1, 0.1)
+    assert largest_tie([])[0] == 0
+
+
+def test_cli_writes_the_page_and_rescoring_drops_a_gone_seed(tmp_path, capsys):
+    campaign = tmp_path / "campaign"
+    _write_folder(campaign)
+    assert main(["campaign-score", str(campaign), "--resamples", "50", "--no-progress"]) == 0
+    out = campaign / "v2"  # the default
+    printed = capsys.readouterr().out
+    assert f"results page: {out / 'results_v2.md'}" in printed
+    assert f"plot: {out / 'performance_profiles.png'}" in printed
+    assert "5 row(s) from 9 of 15 trial(s) finished" in printed
+    assert (out / "performance_profiles.png").is_file()
+    sub = out / "submissions" / "battery_arbitrage__PPO-L_default"
+    assert sorted(p.name for p in sub.iterdir()) == [
+        "episodes_seed0.csv",
+        "episodes_seed1.csv",
+        "meta.json",
+    ]
+    # a record withdrawn since: its seed leaves the submission folder, its group the table
+    (campaign / "trials" / "battery_arbitrage-PPO-L-default-seed1" / "trial.json").unlink()
+    (campaign / "trials" / "dso-PPO-objective-seed0" / "trial.json").unlink()
+    (campaign / "trials" / "dso-PPO-objective-seed1" / "trial.json").unlink()
+    assert main(["campaign-score", str(campaign), "--resamples", "50"]) == 0
+    assert sorted(p.name for p in sub.iterdir()) == ["episodes_seed0.csv", "meta.json"]
+    assert not (out / "submissions" / "dso__PPO_objective").exists()
+    assert read_submission(sub).seeds == (0,)
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    def error(*args: str) -> str:
+        assert main(["campaign-score", *args]) == 2
+        return capsys.readouterr().err.strip()
+
+    assert error(str(tmp_path / "nowhere")) == (
+        f"powerzoo: error: {tmp_path / 'nowhere'}: no such folder (pass a `powerzoo campaign` "
+        "--out)"
+    )
+    assert "no campaign.json" in error(str(tmp_path))
+    empty = tmp_path / "empty"
+    _write_folder(empty, finished=False)
+    message = error(str(empty))
+    assert "no finished trial yet (0 of 15); nothing to score" in message
+    assert not (empty / "v2").exists()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    message = error(str(empty), "--out", str(blocker / "v2"))
+    assert "--out" in message and "which is a file" in message
+    assert "--resamples must be >= 1" in error(str(empty), "--resamples", "0")
+    bad = tmp_path / "diagnoses.yaml"
+    bad.write_text("- a list\n")
+    assert "a diagnoses file maps task names to text" in error(str(empty), "--diagnoses", str(bad))
+    for message in (error(str(empty)),):
+        assert "\n" not in message
