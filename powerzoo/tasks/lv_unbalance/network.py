@@ -98,12 +98,18 @@ class LvNetwork:
         """The exact flow of net home demands ``p_kw``, ``q_kvar`` [B, n_homes]."""
         return unbalanced_power_flow(self.feeder, p_kw, q_kvar)
 
+    def sequence_voltages(self, v_node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(V1, V2)``, each [..., n_homes] complex [V]: positive- and negative-sequence
+        voltages at each customer's bus from node voltages ``v_node`` [..., n_node]."""
+        v = v_node[..., self.bus_nodes]
+        v1 = (v[..., 0] + _A * v[..., 1] + _A * _A * v[..., 2]) / 3.0
+        v2 = (v[..., 0] + _A * _A * v[..., 1] + _A * v[..., 2]) / 3.0
+        return v1, v2
+
     def vuf_pct(self, v_node: np.ndarray) -> np.ndarray:
         """[B, n_homes] voltage unbalance factor [%] at each customer's bus from node voltages
         ``v_node`` [B, n_node]."""
-        v = v_node[:, self.bus_nodes]
-        v1 = v[..., 0] + _A * v[..., 1] + _A * _A * v[..., 2]
-        v2 = v[..., 0] + _A * _A * v[..., 1] + _A * v[..., 2]
+        v1, v2 = self.sequence_voltages(v_node)
         return 100.0 * np.abs(v2) / np.abs(v1)
 
     def home_v_pu(self, result: UnbalancedPFResult) -> np.ndarray:

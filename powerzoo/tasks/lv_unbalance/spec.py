@@ -63,6 +63,8 @@ class LvUnbalanceParams:
 
     pv_share: float = 0.6  # share of the 55 homes with rooftop PV
     ev_share: float = 0.4  # share with a home charger
+    # share of the PV systems and of the chargers on phases A, B, C (adoption clusters by phase)
+    phase_shares: tuple[float, float, float] = (0.6, 0.25, 0.15)
     pv_kw_low: float = 3.5  # PV AC ratings are drawn uniform in [low, high] kW
     pv_kw_high: float = 6.5
     charger_kw: float = 7.4  # single-phase 32 A at 230 V
@@ -75,6 +77,13 @@ class LvUnbalanceParams:
             value = getattr(self, name)
             if not 0.0 < value <= 1.0 or round(value * N_HOMES) < 1:
                 raise ValueError(f"lv_unbalance: {name} must give at least one home, got {value}")
+        shares = tuple(float(x) for x in self.phase_shares)
+        if len(shares) != 3 or min(shares) < 0.0 or abs(sum(shares) - 1.0) > 1e-9:
+            raise ValueError(
+                "lv_unbalance: phase_shares must be three non-negative shares summing to 1, "
+                f"got {self.phase_shares}"
+            )
+        object.__setattr__(self, "phase_shares", shares)
         if not 0.0 < self.pv_kw_low <= self.pv_kw_high <= 20.0:
             raise ValueError("lv_unbalance: need 0 < pv_kw_low <= pv_kw_high <= 20")
         if not 0.0 < self.charger_kw <= 22.0:
@@ -126,10 +135,11 @@ def lv_unbalance_spec(task_id: str, params: LvUnbalanceParams, homes: Homes) -> 
         task_id=task_id,
         description=(
             f"The IEEE European LV feeder's {N_HOMES} single-phase homes with rooftop PV "
-            f"({homes.n_pv}) and home chargers ({homes.n_ev}) on their own phases, exact "
-            "three-phase flow: five agents (groups of 11 homes) curtail PV, set inverter "
-            "reactive power and schedule charging at a time-of-use tariff, under EN 50160's "
-            "voltage band, the 2 % unbalance limit and the cable and transformer ratings."
+            f"({homes.n_pv}) and home chargers ({homes.n_ev}) on their own phases, clustered "
+            "by phase, exact three-phase flow: five agents (groups of 11 homes) curtail PV, set "
+            "inverter reactive power and schedule charging at a time-of-use tariff, under "
+            "EN 50160's voltage band, the 2 % unbalance limit and the cable and transformer "
+            "ratings."
         ),
         agents=AGENTS,
         action=action,
