@@ -26,13 +26,21 @@ def _cmd_campaign_score(args: argparse.Namespace) -> int:
     out = args.out or str(folder / "v2")
     check_output_folder(out, "--out")  # before anything is scored
     diagnoses = read_diagnoses(args.diagnoses) if args.diagnoses else None
+    if args.families_dir is not None and not Path(args.families_dir).is_dir():
+        raise FileNotFoundError(
+            f"{args.families_dir}: no such folder (--families-dir: a folder of `powerzoo "
+            "families` outputs)"
+        )
     command = f"powerzoo campaign-score {args.folder} --out {out}"
     if args.diagnoses:
         command += f" --diagnoses {args.diagnoses}"
+    if args.families_dir:
+        command += f" --families-dir {args.families_dir}"
     scored = write_campaign_scores(
         folder,
         out,
         diagnoses=diagnoses,
+        families_dir=args.families_dir,
         n_resamples=args.resamples,
         progress=args.progress,
         command=command,
@@ -42,6 +50,13 @@ def _cmd_campaign_score(args: argparse.Namespace) -> int:
     print(f"results page: {files['page']}")
     print(f"one row per task and algorithm/setting (CSV): {files['results_csv']}")
     print(f"family aggregates (CSV): {files['aggregates_csv']}")
+    trained = sum(1 for r in scored.family_rows if r["source"] == "trained")
+    print(
+        f"held-out families (CSV): {files['families_csv']} ({trained} trained row(s), "
+        f"{len(scored.family_rows) - trained} baseline row(s)"
+        + ("" if args.families_dir else "; no --families-dir: no baseline rows")
+        + ")"
+    )
     if files["profiles"] is not None:
         print(f"plot: {files['profiles']}")
     print(f"submission folders (powerzoo score each): {files['submissions']}")
@@ -70,8 +85,10 @@ def add_parser(sub: Any) -> None:
             "finished trial as a submission (written under OUT/submissions/, so `powerzoo score` "
             "reproduces each row), aggregate the families of learners across the tasks with "
             "learnable headroom (IQM, mean, median, optimality gap, probability of "
-            "improvement, performance profiles) and write results_v2.csv, aggregates_v2.csv, "
-            "performance_profiles.png and the page results_v2.md. Reads the finished trials' "
+            "improvement, performance profiles), measure each row's drop on the held-out "
+            "scenario families its trials were tested on, and write results_v2.csv, "
+            "aggregates_v2.csv, families_v2.csv, performance_profiles.png and the page "
+            "results_v2.md. Reads the finished trials' "
             "records; trains and evaluates nothing, so it works while the campaign still runs."
         ),
     )
@@ -85,6 +102,14 @@ def add_parser(sub: Any) -> None:
         metavar="FILE.yaml",
         help="task: text mapping of measured reasons why no row of a task is above its anchor "
         "(printed in the claims and in the task's section)",
+    )
+    p.add_argument(
+        "--families-dir",
+        default=None,
+        metavar="DIR",
+        help="folder of `powerzoo families` outputs, one per task (DIR/<task>/ as written by "
+        "`powerzoo families TASK --out DIR/TASK`, or DIR itself for one task): the rule's and "
+        "oracle's drop on each family beside the trained rows",
     )
     p.add_argument(
         "--resamples",

@@ -7,23 +7,34 @@ packaged baselines table's days and env seeds, its returns the rule's plus a cho
 oracle's lead on each day, so the scores are known: on ``battery_arbitrage`` (learnable
 headroom) PPO and PPO-L keep the budget and PPO-RESIDUAL breaks it; ``dc_microgrid`` (a cost
 task with headroom) has one PPO seed below its anchor; ``dso`` has no learnable headroom.
+
+The ``battery_arbitrage`` records also hold held-out family episodes (``heatwave`` within the
+budget, ``low_renewable`` far over it), each the twin test episode's return less a chosen drop per
+seed and a day term, except one older PPO-L record that holds none; a hand-written ``powerzoo
+families`` output gives the rule's and the oracle's drops.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from powerzoo.benchmarks.aggregates import aggregate_scores, probability_of_improvement
 from powerzoo.benchmarks.baselines import baseline_rows, evaluation_protocol
+from powerzoo.benchmarks.families import FamilyResult, write_families
+from powerzoo.benchmarks.resampling import SeedBlockResamples, episode_blocks
 from powerzoo.benchmarks.score_v2 import task_reference
 from powerzoo.benchmarks.submission import read_submission
 from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submission
 from powerzoo.cli.main import main
+from powerzoo.rl.campaigns.family_episodes import family_plan
+from powerzoo.rl.campaigns.score_families import FAMILY_COLUMNS, trained_family_rows
 from powerzoo.rl.campaigns.score_page import (
     AGGREGATE_COLUMNS,
     ROW_COLUMNS,
@@ -50,6 +61,47 @@ FAILED = "battery_arbitrage-PPO-RESIDUAL-objective-seed2"
 CPU_S, EVAL_S, STEPS = 300.0, 40.0, 120_000  # per finished trial (steps: + 1000 x seed)
 HARDWARE = {"cpu_model": "Test CPU 9000", "cpu_count": 2, "cpus_usable": 1, "torch_device": "cpu"}
 DIAGNOSIS = "measured: the learner stays below the rule within its 300 s"
+FAMILY_TASK = "battery_arbitrage"
+FAMILY_DROPS = {0: 40.0, 1: -10.0, 2: 25.0}  # $ per episode, by seed (plus day_id % 3)
+OVER_BUDGET_FAMILY = "low_renewable"  # family costs 3 x the budget every day
+NO_FAMILIES = "battery_arbitrage-PPO-L-default-seed1"  # an older record: no family episodes
+BASELINE_DROPS = {"rule_based": 100.0, "oracle": 50.0}  # $ per episode (plus day_id % 3)
+BASELINE_OWN_DAYS = 5  # the baselines' low_renewable table holds only its first 5 days
+
+
+@functools.cache
+def _plan(task: str, family: str) -> tuple[tuple[int, int, int], ...]:
+    """(family day, test day, env seed) of every family episode of the protocol."""
+    protocol = evaluation_protocol(task)
+    return tuple(family_plan(task, family, protocol["day_ids"], protocol["seed"]))
+
+
+def _family_rows(trial: TrialSpec, episodes: list[dict], budget: float) -> dict:
+    """``record["families"]``: each family day's return is its twin test episode's less the
+    seed's drop and ``day_id % 3``."""
+    by_day = {e["day_id"]: e for e in episodes}
+    out = {}
+    for family in ("heatwave", OVER_BUDGET_FAMILY):
+        rows = []
+        for day, test_day, env_seed in _plan(trial.task, family):
+            twin = by_day[test_day]
+            cost = (
+                3.0 * budget + 1.0 if family == OVER_BUDGET_FAMILY else twin["cost_soc_violation"]
+            )
+            drop = FAMILY_DROPS[trial.seed] + day % 3
+            rows.append(
+                {
+                    "day_id": day,
+                    "test_day_id": test_day,
+                    "env_seed": env_seed,
+                    "return": twin["return"] - drop,
+                    "length": 48,
+                    "total_cost": cost,
+                    "cost_soc_violation": cost,
+                }
+            )
+        out[family] = rows
+    return out
 
 
 def _trial(task: str, algorithm: str, setting: str, seed: int) -> TrialSpec:
@@ -82,7 +134,11 @@ def _record(trial: TrialSpec, share: float, over_budget: bool) -> dict:
                 **{f"cost_{n}": c for n, c in costs.items()},
             }
         )
+    families = {}
+    if trial.task == FAMILY_TASK and trial.trial_id != NO_FAMILIES:
+        families = {"families": _family_rows(trial, episodes, budgets.budget("soc_violation"))}
     return {
+        **families,
         **base_record(trial),
         "status": "finished",
         "num_timesteps": STEPS + 1000 * trial.seed,
@@ -132,6 +188,39 @@ def _write_folder(out: Path, finished: bool = True) -> CampaignSpec:
     return campaign
 
 
+def _write_baseline_families(out: Path) -> Path:
+    """A ``powerzoo families`` output of ``FAMILY_TASK`` (``out/<task>/``, by
+    :func:`write_families`): each baseline's family return is its test return on the twin day
+    less its drop and ``day_id % 3``; ``heatwave`` on every family day, ``low_renewable`` on its
+    first :data:`BASELINE_OWN_DAYS` days only."""
+    table = baseline_rows(FAMILY_TASK, "test")
+    rows, episodes = [], []
+    for policy, shift in BASELINE_DROPS.items():
+        test = table[policy]["returns"]
+        for family in ("heatwave", "low_renewable"):
+            plan = _plan(FAMILY_TASK, family)
+            plan = plan if family == "heatwave" else plan[:BASELINE_OWN_DAYS]
+            returns = [test[t] - shift - d % 3 for d, t, _ in plan]
+            twins = [test[t] for _, t, _ in plan]
+            episodes += [
+                {"task": FAMILY_TASK, "policy": policy, "split": family, "day_id": d,
+                 "calendar_day": 0, "test_day_id": t, "env_seed": seed, "return": r,
+                 "test_return": test[t], "total_cost": 0.0}
+                for (d, t, seed), r in zip(plan, returns, strict=True)
+            ]  # fmt: skip
+            drop = float(np.mean(twins) - np.mean(returns))
+            rows.append(
+                {"task": FAMILY_TASK, "policy": policy, "split": family, "episodes": len(plan),
+                 "mean_return": float(np.mean(returns)), "std_return": 0.0,
+                 "test_mean_return": float(np.mean(twins)), "drop": drop, "drop_pct": None,
+                 "over_budget_rate": 0.25, "violation_rate": 0.25, "seconds": 0.0,
+                 "mean_costs": {"soc_violation": 0.0}}
+            )  # fmt: skip
+    result = FamilyResult(FAMILY_TASK, rows, episodes, ("soc_violation",), [])
+    write_families(result, out / FAMILY_TASK)
+    return out
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _table_read_once():
     """The baselines table parsed once per file rather than at each look-up: reading a folder
@@ -158,12 +247,14 @@ def _table_read_once():
 def scored(tmp_path_factory):
     root = tmp_path_factory.mktemp("campaign_score")
     _write_folder(root / "campaign")
+    _write_baseline_families(root / "families")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = write_campaign_scores(
             root / "campaign",
             root / "v2",
             diagnoses={"dc_microgrid": DIAGNOSIS},
+            families_dir=root / "families",
             n_resamples=RESAMPLES,
             progress=False,
         )
@@ -340,6 +431,9 @@ def test_cli_writes_the_page_and_rescoring_drops_a_gone_seed(tmp_path, capsys):
     assert f"results page: {out / 'results_v2.md'}" in printed
     assert f"plot: {out / 'performance_profiles.png'}" in printed
     assert "5 row(s) from 9 of 15 trial(s) finished" in printed
+    assert "(6 trained row(s), 0 baseline row(s); no --families-dir: no baseline rows)" in printed
+    page = (out / "results_v2.md").read_text()
+    assert "`powerzoo families TASK --out DIR/TASK` for each task" in page
     assert (out / "performance_profiles.png").is_file()
     sub = out / "submissions" / "battery_arbitrage__PPO-L_default"
     assert sorted(p.name for p in sub.iterdir()) == [
@@ -351,7 +445,10 @@ def test_cli_writes_the_page_and_rescoring_drops_a_gone_seed(tmp_path, capsys):
     (campaign / "trials" / "battery_arbitrage-PPO-L-default-seed1" / "trial.json").unlink()
     (campaign / "trials" / "dso-PPO-objective-seed0" / "trial.json").unlink()
     (campaign / "trials" / "dso-PPO-objective-seed1" / "trial.json").unlink()
-    assert main(["campaign-score", str(campaign), "--resamples", "50"]) == 0
+    families = _write_baseline_families(tmp_path / "families")
+    argv = ["campaign-score", str(campaign), "--resamples", "50", "--families-dir", str(families)]
+    assert main(argv) == 0
+    assert "(6 trained row(s), 4 baseline row(s))" in capsys.readouterr().out
     assert sorted(p.name for p in sub.iterdir()) == ["episodes_seed0.csv", "meta.json"]
     assert not (out / "submissions" / "dso__PPO_objective").exists()
     assert read_submission(sub).seeds == (0,)
@@ -377,8 +474,110 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     message = error(str(empty), "--out", str(blocker / "v2"))
     assert "--out" in message and "which is a file" in message
     assert "--resamples must be >= 1" in error(str(empty), "--resamples", "0")
+    message = error(str(empty), "--families-dir", str(tmp_path / "nope"))
+    assert "nope: no such folder (--families-dir" in message
+    message = error(str(empty), "--families-dir", str(tmp_path))
+    assert "no family_episodes.csv in it or in its sub-folders" in message
     bad = tmp_path / "diagnoses.yaml"
     bad.write_text("- a list\n")
     assert "a diagnoses file maps task names to text" in error(str(empty), "--diagnoses", str(bad))
     for message in (error(str(empty)),):
         assert "\n" not in message
+
+
+def _family_row(scored, label: str, family: str, source: str = "trained") -> dict:
+    return next(
+        r
+        for r in scored.family_rows
+        if (r["label"], r["split"], r["source"]) == (label, family, source)
+    )
+
+
+def _day_term(family: str, days: int | None = None) -> float:
+    """Mean of ``day_id % 3`` over a family's (first ``days``) episodes."""
+    return float(np.mean([d % 3 for d, _, _ in _plan(FAMILY_TASK, family)[:days]]))
+
+
+def test_family_drop_is_the_paired_mean_on_the_twin_days(scored):
+    row = _family_row(scored, "PPO/objective", "heatwave")
+    diffs, twins = [], None
+    for seed in SEEDS:  # by hand from the records: twin test return - family return
+        path = scored.folder.out_dir / "trials" / f"{FAMILY_TASK}-PPO-objective-seed{seed}"
+        record = json.loads((path / "trial.json").read_text())
+        test = {e["day_id"]: e["return"] for e in record["episodes"]}
+        fam = record["families"]["heatwave"]
+        diffs.append([test[r["test_day_id"]] - r["return"] for r in fam])
+        twins = [r["test_day_id"] for r in fam]
+    diffs = np.asarray(diffs)
+    assert row["drop"] == pytest.approx(diffs.mean(), abs=1e-9)
+    assert row["drop"] == pytest.approx(
+        np.mean(list(FAMILY_DROPS.values())) + _day_term("heatwave")
+    )
+    resamples = SeedBlockResamples.draw(3, episode_blocks(FAMILY_TASK, "test", twins), RESAMPLES)
+    low, high = np.percentile(resamples.mean(diffs), [2.5, 97.5])
+    assert (row["drop_ci_low"], row["drop_ci_high"]) == pytest.approx((low, high))
+    assert row["drop_ci_low"] < row["drop"] < row["drop_ci_high"]
+    assert row["drop_pct"] == pytest.approx(100 * row["drop"] / abs(row["test_mean_return"]))
+    assert row["mean_return"] == pytest.approx(row["test_mean_return"] - row["drop"])
+    assert (row["n_seeds"], row["episodes"]) == (3, 3 * len(_plan(FAMILY_TASK, "heatwave")))
+    assert row["seeds_dropping"] == 2  # seed 1 gains on the family
+    assert row["env_seeds_paired"] and row["within_budget"] and row["feasibility"] == 1.0
+    over = _family_row(scored, "PPO/objective", OVER_BUDGET_FAMILY)
+    assert not over["within_budget"] and over["feasibility"] == 0.0
+    page = scored.files["page"].read_text()
+    section = page.split("## Held-out families")[1].split("## Per task")[0]
+    assert "on the same env seeds" in section
+    line = next(x for x in section.splitlines() if x.startswith("| heatwave | PPO/objective |"))
+    assert f"| {row['drop_pct']:+.2f} % | 2/3 | yes (100%) |" in line
+    with scored.files["families_csv"].open(newline="") as f:
+        reader = csv.DictReader(f)
+        table = list(reader)
+    assert tuple(reader.fieldnames) == FAMILY_COLUMNS and len(table) == len(scored.family_rows)
+    assert float(table[0]["drop"]) == row["drop"] and table[0]["split"] == "heatwave"
+
+
+def test_records_without_family_episodes_are_not_counted(scored):
+    lagrangian = _family_row(scored, "PPO-L/default", "heatwave")
+    assert _row(scored, FAMILY_TASK, "PPO-L/default")["n_seeds"] == 2
+    assert lagrangian["n_seeds"] == 1  # seed 1's record holds no family episodes
+    assert lagrangian["drop"] == pytest.approx(FAMILY_DROPS[0] + _day_term("heatwave"))
+    assert {r["task"] for r in scored.family_rows} == {FAMILY_TASK}  # no other task has any
+    record = _record(_trial("dso", "PPO", "objective", 0), 0.2, over_budget=False)
+    assert trained_family_rows("dso", "PPO/objective", [record]) == []
+
+
+def test_baselines_drops_come_from_a_families_dir(scored):
+    for policy, shift in BASELINE_DROPS.items():
+        heat = _family_row(scored, policy, "heatwave", "baseline")
+        assert heat["days"] == "trained"  # the table holds every family day the trials have
+        assert heat["episodes"] == len(_plan(FAMILY_TASK, "heatwave"))
+        assert heat["drop"] == pytest.approx(shift + _day_term("heatwave"))
+        assert heat["drop_ci_low"] <= heat["drop"] <= heat["drop_ci_high"]
+        assert heat["feasibility"] == 0.75 and heat["within_budget"]
+        own = _family_row(scored, policy, "low_renewable", "baseline")
+        assert (own["days"], own["episodes"]) == ("own", BASELINE_OWN_DAYS)
+        assert own["drop"] == pytest.approx(shift + _day_term("low_renewable", BASELINE_OWN_DAYS))
+    section = scored.files["page"].read_text().split("## Held-out families")[1]
+    assert "| heatwave | rule_based (baseline) | - | 33 |" in section
+    assert "| low_renewable | oracle (baseline, on its own days) | - | 5 |" in section
+    assert "powerzoo families TASK --out DIR/TASK" not in section
+
+
+def test_trained_family_rows_pair_only_the_days_every_record_holds():
+    def record(seed: int, drops: list[float], env_shift: int) -> dict:
+        episodes = [
+            {"day_id": d, "env_seed": d, "return": 100.0 * (d + 1) * (seed + 1)} for d in range(4)
+        ]
+        rows = [
+            {"day_id": d, "test_day_id": d, "env_seed": d + env_shift,
+             "return": episodes[d]["return"] - drop, "cost_soc_violation": 0.0}
+            for d, drop in enumerate(drops)
+        ]  # fmt: skip
+        return {"episodes": episodes, "cost_names": ["soc_violation"], "families": {"x": rows}}
+
+    records = [record(0, [10.0, 20.0, 30.0, 40.0], 0), record(1, [-5.0, 5.0, 15.0], 1)]
+    (row,) = trained_family_rows(FAMILY_TASK, "PPO/objective", records, n_resamples=50)
+    assert (row["split"], row["n_seeds"], row["episodes"]) == ("x", 2, 6)  # day 3: one record
+    assert row["drop"] == pytest.approx(np.mean([10, 20, 30, -5, 5, 15]))
+    assert row["test_mean_return"] == pytest.approx(np.mean([100, 200, 300, 200, 400, 600]))
+    assert row["seeds_dropping"] == 2 and not row["env_seeds_paired"]

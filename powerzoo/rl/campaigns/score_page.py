@@ -27,6 +27,9 @@ Where the numbers come from:
   performances through :mod:`powerzoo.benchmarks.aggregates` (IQM, mean, median, optimality gap,
   probability of improvement, performance profiles); the mean optimality gap in % of the
   oracle's cost over the cost tasks among them;
+* the held-out families (:mod:`powerzoo.rl.campaigns.score_families`): per (task, label) and
+  family, the drop against the same trials' twin test days, and the rule's and oracle's drops
+  from ``powerzoo families`` outputs (``families_dir``);
 * the coverage: trials finished and planned, core-hours spent (each record's ``cpu_seconds``
   plus ``eval_seconds``) and projected (their mean per finished trial times the trials planned).
 
@@ -62,6 +65,11 @@ from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import reference_algorithm
 from powerzoo.rl.campaigns.gather import pinned_campaign_files
 from powerzoo.rl.campaigns.page import CampaignFolder, read_campaign_folder
+from powerzoo.rl.campaigns.score_families import (
+    FAMILY_COLUMNS,
+    campaign_family_rows,
+    read_family_tables,
+)
 from powerzoo.rl.campaigns.score_page_text import results_markdown
 from powerzoo.rl.campaigns.spec import TrialSpec
 from powerzoo.rl.campaigns.trial import trial_dir
@@ -328,9 +336,12 @@ class ScoredCampaign:
             score it), by task.
         aggregates: The family aggregates (:func:`family_aggregates`).
         coverage: :func:`coverage` of the folder.
-        files: ``results_csv``, ``aggregates_csv``, ``page``, ``profiles`` (``None`` when no
-            family has a run on a task with learnable headroom) and ``submissions`` (the folder
-            of the submission folders).
+        files: ``results_csv``, ``aggregates_csv``, ``families_csv``, ``page``, ``profiles``
+            (``None`` when no family has a run on a task with learnable headroom) and
+            ``submissions`` (the folder of the submission folders).
+        family_rows: The held-out family rows (:data:`~powerzoo.rl.campaigns.score_families.
+            FAMILY_COLUMNS`).
+        families_dir: The baselines' ``powerzoo families`` outputs read (``None``: not given).
     """
 
     folder: CampaignFolder
@@ -339,6 +350,8 @@ class ScoredCampaign:
     aggregates: list[dict[str, Any]]
     coverage: dict[str, Any]
     files: dict[str, Path | None]
+    family_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    families_dir: Path | None = None
 
 
 def _references(folder: CampaignFolder) -> dict[str, TaskReference | None]:
@@ -372,6 +385,7 @@ def write_campaign_scores(
     out_dir: str | Path,
     *,
     diagnoses: dict[str, str] | None = None,
+    families_dir: str | Path | None = None,
     n_resamples: int = BOOTSTRAP_RESAMPLES,
     progress: bool | None = None,
     command: str | None = None,
@@ -380,14 +394,17 @@ def write_campaign_scores(
     benchmark v2 results into ``out_dir`` (module docstring).
 
     Files: ``submissions/<task>__<label>/`` (one submission folder per row), ``results_v2.csv``
-    (:data:`ROW_COLUMNS`), ``aggregates_v2.csv`` (:data:`AGGREGATE_COLUMNS`),
-    ``performance_profiles.png`` and ``results_v2.md`` (the page).
+    (:data:`ROW_COLUMNS`), ``aggregates_v2.csv`` (:data:`AGGREGATE_COLUMNS`), ``families_v2.csv``
+    (:data:`~powerzoo.rl.campaigns.score_families.FAMILY_COLUMNS`), ``performance_profiles.png``
+    and ``results_v2.md`` (the page).
 
     Args:
         campaign_dir: A ``powerzoo campaign`` output folder (read only).
         out_dir: Folder to write (created).
         diagnoses: ``{task: text}``: why no row of a task is above its anchor yet, as measured
             (:func:`~powerzoo.rl.campaigns.page.read_diagnoses`).
+        families_dir: A folder of ``powerzoo families`` outputs (:func:`~powerzoo.rl.campaigns.
+            score_families.read_family_tables`): the rule's and oracle's drops on each family.
         n_resamples: Bootstrap resamples of every interval.
         progress: Progress bar over the (task, label) groups (``None``: on a terminal).
         command: The command line the page says made it (default: ``powerzoo campaign-score
@@ -397,12 +414,14 @@ def write_campaign_scores(
         The :class:`ScoredCampaign`.
 
     Raises:
-        FileNotFoundError: No ``campaign.json`` in ``campaign_dir``.
+        FileNotFoundError: No ``campaign.json`` in ``campaign_dir``, or no ``powerzoo families``
+            output in ``families_dir``.
         ValueError: No finished trial, ``n_resamples < 1``, or diagnoses of a task the campaign
             does not hold.
     """
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    tables = None if families_dir is None else read_family_tables(families_dir)
     with pinned_campaign_files(campaign_dir):
         folder = read_campaign_folder(campaign_dir)
         campaign = folder.campaign
@@ -427,6 +446,8 @@ def write_campaign_scores(
             bar.set_postfix_str(f"{key[0]} {key[1]}", refresh=False)
             rows.append(_score_group(folder, trials, submissions / names[key], n_resamples))
         references = _references(folder)
+        records = {k: [folder.records[t.trial_id] for t in v] for k, v in groups.items()}
+        family_rows = campaign_family_rows(campaign.tasks, records, tables, n_resamples)
     aggregates, png = family_aggregates(rows, n_resamples, out / PROFILE_FILE)
     if png is None:
         (out / PROFILE_FILE).unlink(missing_ok=True)
@@ -444,9 +465,15 @@ def write_campaign_scores(
                 out / "aggregates_v2.csv",
                 csv_text(AGGREGATE_COLUMNS, [_csv_cells(r) for r in aggregates]),
             ),
+            "families_csv": atomic_write_text(
+                out / "families_v2.csv",
+                csv_text(FAMILY_COLUMNS, [_csv_cells(r) for r in family_rows]),
+            ),
             "profiles": png,
             "submissions": submissions,
         },
+        family_rows,
+        None if families_dir is None else Path(families_dir),
     )
     if command is None:
         command = f"powerzoo campaign-score {campaign_dir} --out {out_dir}"

@@ -21,6 +21,7 @@ from powerzoo.benchmarks.score_v2 import (
 )
 from powerzoo.benchmarks.stats import CONFIDENCE
 from powerzoo.rl.campaigns.page_text import _hours, _num, _share
+from powerzoo.rl.campaigns.score_families import FAMILIES_COMMAND
 from powerzoo.tasks import task_spec
 
 __all__ = [
@@ -342,6 +343,87 @@ def _tasks_text(scored: Any, diagnoses: Mapping[str, str]) -> list[str]:
     return parts
 
 
+def _family_line(r: Mapping[str, Any]) -> str:
+    """One table line of a ``families_v2.csv`` row."""
+    trained = r["source"] == "trained"
+    label = r["label"] if trained else f"{r['label']} (baseline)"
+    if not trained and r["days"] == "own":
+        label = f"{r['label']} (baseline, on its own days)"
+    within = "n/a" if r["within_budget"] is None else ("yes" if r["within_budget"] else "NO")
+    pct = "n/a" if r["drop_pct"] is None else f"{r['drop_pct']:+.2f} %"
+    drop = f"{_signed(r['drop'])} [{_signed(r['drop_ci_low'])}, {_signed(r['drop_ci_high'])}]"
+    cells = [
+        r["split"],
+        label,
+        str(r["n_seeds"]) if trained else "-",
+        str(r["episodes"]),
+        f"{_num(r['mean_return'])} [{_num(r['mean_return_ci_low'])}, "
+        f"{_num(r['mean_return_ci_high'])}]",
+        drop,
+        pct,
+        f"{r['seeds_dropping']}/{r['n_seeds']}" if trained else "-",
+        f"{within} ({_share(r['feasibility'])})",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _families_text(scored: Any) -> str:
+    """The held-out families section: per task, its rows (trained, then the baselines')."""
+    rows, given = scored.family_rows, scored.families_dir
+    trained = [r for r in rows if r["source"] == "trained"]
+    seeds = (
+        "the same env seeds"
+        if all(r["env_seeds_paired"] for r in trained)
+        else ("the same days (env seeds differ where the protocol tests a subset of the days)")
+    )
+    text = (
+        "Each trained row on the held-out scenario families its trials were also tested on "
+        "(the campaign's `evaluation.families`): the family days whose calendar day is a test "
+        f"day, each paired with the same trial's episode on that test day, on {seeds}. Drop = "
+        "mean test return on the twin days - mean family return ($ per episode; > 0: the "
+        f"family costs the row return) [{CONFIDENCE:.0%} seed x test block bootstrap "
+        "interval]; drop %: in % of |mean test return|; seeds dropping: seeds whose own mean "
+        "drop is > 0; within budget: the pooled mean cost on the family keeps every budget "
+        "(the share of family episodes within every budget). Trials whose record holds no "
+        "family episodes are not counted.\n\n"
+    )
+    if not trained:
+        text += "No finished trial holds family episodes yet.\n\n"
+    if given is None:
+        text += (
+            "The rule's and the oracle's drops are not on this page: write them with "
+            f"`{FAMILIES_COMMAND}` for each task, then pass `--families-dir DIR`.\n\n"
+        )
+    else:
+        text += (
+            f"Baselines: the `powerzoo families` outputs in `{given}`, on the trained rows' "
+            "family days where they hold them all (else on their own days, as marked); their "
+            "budget columns over all their family episodes.\n\n"
+        )
+    head = [
+        "family",
+        "label",
+        "seeds",
+        "episodes",
+        "mean return [95% CI]",
+        "drop [95% CI]",
+        "drop %",
+        "seeds dropping",
+        "within budget (episodes within)",
+    ]
+    for task in scored.folder.campaign.tasks:
+        mine = [r for r in rows if r["task"] == task]
+        if not mine:
+            continue
+        lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+        order = list(dict.fromkeys(r["split"] for r in mine))
+        lines += [_family_line(r) for f in order for r in mine if r["split"] == f]
+        text += f"**{task}**\n\n" + "\n".join(lines) + "\n\n"
+        if given is not None and not any(r["source"] == "baseline" for r in mine):
+            text += f"No `powerzoo families` output of {task} in `{given}`.\n\n"
+    return text
+
+
 def results_markdown(
     scored: Any, n_resamples: int, command: str, diagnoses: Mapping[str, str]
 ) -> str:
@@ -371,6 +453,7 @@ def results_markdown(
         "## Coverage\n\n" + _coverage_text(scored),
         "## Headline: families across tasks\n\n" + _headline_text(scored),
         "## Claims\n\n" + _claims_text(scored, diagnoses),
+        "## Held-out families\n\n" + _families_text(scored),
         "## Per task\n",
         *_tasks_text(scored, diagnoses),
     ]
