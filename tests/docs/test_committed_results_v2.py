@@ -1,0 +1,78 @@
+"""The committed benchmark v2 page agrees with the campaign's trial records.
+
+``docs/results_v2/`` is written by ``powerzoo campaign-score`` from ``results/benchmark_v2/``
+while the campaign runs (records are committed as trials finish). A record committed without
+regenerating the page, or a hand edit of its table, fails here; two rows are re-scored from the
+records (every row would take minutes once the campaign is complete).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+from helpers import REPO_ROOT
+
+from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
+from powerzoo.benchmarks.submission import read_submission, submission_from_trials
+from powerzoo.benchmarks.submission_score import score_submission
+from powerzoo.rl.campaigns.gather import pinned_campaign_files
+from powerzoo.rl.campaigns.page import read_campaign_folder
+from powerzoo.rl.campaigns.score_page import finished_groups
+from powerzoo.rl.campaigns.trial import trial_dir
+
+RECORDS = REPO_ROOT / "results" / "benchmark_v2"
+PAGE = REPO_ROOT / "docs" / "results_v2"
+REGENERATE = (
+    "regenerate with `powerzoo campaign-score results/benchmark_v2 --out docs/results_v2 "
+    "--families-dir results/families` and update README's benchmark v2 coverage line"
+)
+COMPARED = ("n_seeds", "episodes", "mean_return", "feasibility", "within_budget", "performance")
+
+
+@pytest.fixture(scope="module")
+def folder():
+    if not (RECORDS / "campaign.json").is_file():
+        pytest.skip("no benchmark v2 campaign records")
+    return read_campaign_folder(RECORDS)
+
+
+@pytest.fixture(scope="module")
+def committed_rows() -> list[dict[str, str]]:
+    with open(PAGE / "results_v2.csv", encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_the_page_covers_exactly_the_finished_records(folder, committed_rows):
+    page = (PAGE / "results_v2.md").read_text(encoding="utf-8")
+    finished, planned = len(folder.records), len(folder.campaign.trials)
+    assert f"{finished} of {planned} trials finished" in page, f"the page is stale; {REGENERATE}"
+    groups = finished_groups(folder)
+    rows = {(r["task"], r["algorithm"]): int(r["n_seeds"]) for r in committed_rows}
+    assert rows == {key: len(trials) for key, trials in groups.items()}, REGENERATE
+
+
+def test_two_committed_rows_are_what_their_records_score(folder, committed_rows, tmp_path):
+    groups = finished_groups(folder)
+    chosen = [committed_rows[0], committed_rows[-1]]
+    for row in chosen:
+        trials = groups[(row["task"], row["algorithm"])]
+        where = tmp_path / f"{row['task']}_{len(trials)}_{chosen.index(row)}"
+        submission_from_trials([trial_dir(folder.out_dir, t) for t in trials], where)
+        with pinned_campaign_files(RECORDS):
+            fresh = score_submission(read_submission(where), n_resamples=BOOTSTRAP_RESAMPLES)
+        for column in COMPARED:
+            value = fresh[column]
+            text = (
+                "" if value is None else (repr(value) if isinstance(value, float) else str(value))
+            )
+            assert row[column] == text, f"{row['task']} {row['algorithm']} {column}; {REGENERATE}"
+
+
+def test_the_readme_states_the_v2_coverage(folder):
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Benchmark v2") : readme.index("## Benchmark results")]
+    finished, planned = len(folder.records), len(folder.campaign.trials)
+    assert re.search(rf"\b{finished} of its {planned} trials\b", section), REGENERATE
+    assert "docs/results_v2/results_v2.md" in section
