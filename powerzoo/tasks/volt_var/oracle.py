@@ -1,10 +1,21 @@
-"""``volt_var_123``'s oracle: a perfect-foresight plan, step by step, on a mixed-integer model
-linearised around the exact three-phase flow and checked with it.
+"""``volt_var_123``'s oracle: a perfect-foresight plan on mixed-integer models linearised around
+the exact three-phase flow and checked with it, in two stages (:func:`plan_day`):
 
-Each step of the day is planned in time order, knowing that step's loads, PV output and price
-exactly; the wear of a move is charged against the setting the plan left at the previous step,
-which is the only coupling between steps (the plan does not look further ahead, so it may move a
-tap that a later step moves back: a step-by-step plan, not a whole-day optimum). One step:
+* the step-by-step plan of this module (:func:`plan_steps`), the reference;
+* whole-day MILPs, re-linearised around the best plan so far (:mod:`.oracle_day`), which
+  weigh a move now against the moves it saves later and the losses of the whole day. The
+  oracle returns the best plan under the exact flow (least violation, then least cost), the
+  reference included: never worse than the step-by-step plan.
+
+On the 65 test days: the step-by-step plan returns -52.44 $ a day (3.06 tap operations, no
+capacitor switching, no violation), the oracle -50.62 $ (the same operations, no violation;
+1.82 $ a day better, 0.18-20.3 $ a day), in 5.8 s of one core a day (3.6 s the step-by-step
+plan, 2.2 s the day stage; 10.1 s at most).
+
+Step by step, each step of the day is planned in time order, knowing that step's loads, PV
+output and price exactly; the wear of a move is charged against the setting the plan left at
+the previous step, which is the only coupling between steps (the plan does not look further
+ahead, so it may move a tap that a later step moves back). One step:
 
 1. Around the current candidate ``x = (taps, capacitors, PV reactive power)`` (at first: the
    previous step's taps and capacitors, PV at unity) one batched call of the exact flow solves
@@ -26,9 +37,8 @@ tap that a later step moves back: a step-by-step plan, not a whole-day optimum).
    (losses and wear under the exact flow). Holding the previous settings is the first
    candidate, so a move is made only when the exact flow shows it pays.
 
-It is not the whole-day mixed-integer optimum of a linearised three-phase model: a day-long MILP
-would weigh a move now against the moves it saves later; this plan does not, so its wear is an
-upper bound of the optimum's.
+Alone, this plan is not a whole-day optimum: it does not weigh a move now against the moves it
+saves later, and it leaves the PV's effect on the losses out; the second stage does both.
 """
 
 from __future__ import annotations
@@ -40,16 +50,22 @@ import scipy.sparse as sp
 
 from powerzoo.physics.highs import new_highs
 from powerzoo.tasks.volt_var.grid import V_HIGH_PU, V_LOW_PU, VoltVarFeeder
+from powerzoo.tasks.volt_var.oracle_day import improve_day
+from powerzoo.tasks.volt_var.oracle_linear import (
+    MARGIN_PU,
+    Q_PRICE,
+    SLACK_PRICE,
+    TAP_REACH,
+    DayInputs,
+    outranks,
+    sensitivity_rows,
+)
 from powerzoo.tasks.volt_var.spec import TAP_STEPS
 
-__all__ = ["DayInputs", "StepCosts", "plan_day", "plan_step"]
+__all__ = ["DayInputs", "StepCosts", "plan_day", "plan_step", "plan_steps"]
 
-MARGIN_PU = 0.002  # planned band [0.952, 1.048]
-SLACK_PRICE = 1e5  # $ per p.u. of planned violation
-Q_PRICE = 1e-4  # $ per kvar of PV reactive power per step
 ROUNDS = 4
 ROW_REACH_PU = 0.05  # voltage rows where a band edge is this near (module docstring)
-TAP_REACH = 4  # tap steps a round may move each regulator (trust region of the linearisation)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,38 +75,6 @@ class StepCosts:
     loss_per_kw: float  # $ per kW of losses over the step (price x dt / 1000, price >= 0)
     tap_per_operation: float  # $
     capacitor_per_operation: float  # $
-
-
-@dataclasses.dataclass(frozen=True)
-class DayInputs:
-    """Known in advance (perfect foresight) for steps ``t0..H-1`` of one episode."""
-
-    p_load_kw: np.ndarray  # [T, n_loads]
-    q_load_kvar: np.ndarray  # [T, n_loads]
-    pv_kw: np.ndarray  # [T, n_pv]
-    loss_per_kw: np.ndarray  # [T] $ per kW of losses over each step
-    q_limit_kvar: np.ndarray  # [T, n_pv] each inverter's reactive limit (0: asleep)
-
-
-def _candidates(
-    taps: np.ndarray, caps: np.ndarray, q: np.ndarray, q_limit: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows of the sensitivity flows: ``x`` then each device moved; and the move of each."""
-    n_r, n_c, n_q = taps.size, caps.size, q.size
-    rows = 1 + n_r + n_c + n_q
-    t = np.repeat(taps[None], rows, axis=0)
-    c = np.repeat(caps[None], rows, axis=0)
-    r = np.repeat(q[None], rows, axis=0)
-    d_tap = np.where(taps < TAP_STEPS, 1.0, -1.0)
-    d_cap = 1.0 - 2.0 * caps
-    d_q = np.where(q_limit > 0.0, np.where(q <= 0.0, q_limit, -q_limit), 1.0)  # 1 kvar: asleep
-    i = np.arange(n_r)
-    t[1 + i, i] += d_tap
-    j = np.arange(n_c)
-    c[1 + n_r + j, j] += d_cap
-    k = np.arange(n_q)
-    r[1 + n_r + n_c + k, k] += d_q
-    return t, c, r, np.concatenate([d_tap, d_cap, d_q])
 
 
 def _exact_cost(costs: StepCosts, losses_kw: float, moves: tuple) -> float:
@@ -207,7 +191,7 @@ def plan_step(
     seen: list[np.ndarray] = []
     for round_ in range(ROUNDS + 1):
         last = round_ == ROUNDS
-        t, c, r, dx = _candidates(x[:n_r], x[n_r : n_r + n_c], x[n_r + n_c :], q_limit_kvar)
+        t, c, r, dx = sensitivity_rows(x[:n_r], x[n_r : n_r + n_c], x[n_r + n_c :], q_limit_kvar)
         if last:
             t, c, r = t[:1], c[:1], r[:1]
         rows = t.shape[0]
@@ -221,7 +205,7 @@ def plan_step(
         )
         violation = float(reading.violation_pu[0]) if reading.converged[0] else np.inf
         cost = _exact_cost(costs, float(reading.losses_kw[0]), (t[0], c[0], prev_taps, prev_caps))
-        if best is None or (violation, cost) < (best[0] - 1e-9, best[1]):
+        if outranks((violation, cost), None if best is None else best[:2]):
             best = (violation, cost, x.copy())
         seen.append(x.copy())
         if last:
@@ -243,14 +227,15 @@ def plan_step(
     return x[:n_r], x[n_r : n_r + n_c], x[n_r + n_c :]
 
 
-def plan_day(
+def plan_steps(
     model: VoltVarFeeder,
     day: DayInputs,
     taps: np.ndarray,
     caps: np.ndarray,
     wear: tuple[float, float],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Settings of every step of ``day`` in time order (:func:`plan_step`).
+    """The step-by-step plan: settings of every step of ``day`` in time order
+    (:func:`plan_step`).
 
     Args:
         model: The task's feeder.
@@ -280,3 +265,29 @@ def plan_day(
         )
         out_t[s], out_c[s], out_q[s] = taps, caps, q
     return out_t, out_c, out_q
+
+
+def plan_day(
+    model: VoltVarFeeder,
+    day: DayInputs,
+    taps: np.ndarray,
+    caps: np.ndarray,
+    wear: tuple[float, float],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The oracle's plan of ``day``: the step-by-step plan (:func:`plan_steps`) improved by
+    whole-day MILPs (:func:`.oracle_day.improve_day`); never worse than the former under the
+    exact flow.
+
+    Args:
+        model: The task's feeder.
+        day: The steps' loads, PV, loss prices and reactive limits.
+        taps: [n_reg] tap positions before the first planned step.
+        caps: [n_cap] capacitor states before it.
+        wear: ($ per tap operation, $ per capacitor switching).
+
+    Returns:
+        Taps [T, n_reg], capacitor states [T, n_cap], PV reactive power [T, n_pv] (kvar).
+    """
+    reference = plan_steps(model, day, taps, caps, wear)
+    best, _ = improve_day(model, day, (taps, caps), wear, reference)
+    return best.taps, best.caps, best.q_kvar
