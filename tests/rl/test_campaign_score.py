@@ -6,7 +6,7 @@ protocol`` (``campaign.json``, ``trials/<id>/trial.json``): each trial's test ep
 packaged baselines table's days and env seeds, its returns the rule's plus a chosen share of the
 oracle's lead on each day, so the scores are known: on ``battery_arbitrage`` (learnable
 headroom) PPO and PPO-L keep the budget and PPO-RESIDUAL breaks it; ``dc_microgrid`` (a cost
-task with headroom) has one PPO seed below its anchor; ``dso`` has no learnable headroom.
+task with headroom) has one PPO seed below its anchor; ``marl_opf`` has no learnable headroom.
 
 The ``battery_arbitrage`` records also hold held-out family episodes (``heatwave`` within the
 budget, ``low_renewable`` far over it), each the twin test episode's return less a chosen drop per
@@ -53,7 +53,7 @@ SHARES = {
     ("battery_arbitrage", "PPO-L", "default"): {0: -0.2, 1: 0.1},
     ("battery_arbitrage", "PPO-RESIDUAL", "objective"): {0: 0.6},  # seed 1 damaged, 2 failed
     ("dc_microgrid", "PPO", "objective"): {0: -0.1},
-    ("dso", "PPO", "objective"): {0: 0.2, 1: 0.3},
+    ("marl_opf", "PPO", "objective"): {0: 0.2, 1: 0.3},
 }
 OVER_BUDGET = {("battery_arbitrage", "PPO-RESIDUAL", "objective")}  # 3 x the budget every day
 DAMAGED = "battery_arbitrage-PPO-RESIDUAL-objective-seed1"
@@ -272,7 +272,7 @@ def test_every_row_is_what_powerzoo_score_gives_its_submission_folder(scored):
         ("battery_arbitrage", "PPO-L/default"),
         ("battery_arbitrage", "PPO-RESIDUAL/objective"),
         ("dc_microgrid", "PPO/objective"),
-        ("dso", "PPO/objective"),
+        ("marl_opf", "PPO/objective"),
     ]
     for row in scored.rows:
         folder = scored.files["submissions"] / f"{row['task']}__{row['label'].replace('/', '_')}"
@@ -306,7 +306,7 @@ def test_families_and_the_headline_leave_out_tasks_without_learnable_headroom(sc
         "safe",
         "bc",
     ]
-    assert not _row(scored, "dso", "PPO/objective")["learnable_headroom"]
+    assert not _row(scored, "marl_opf", "PPO/objective")["learnable_headroom"]
     by = {(a["family"], a["statistic"]): a for a in scored.aggregates}
     learner = {
         "battery_arbitrage": _row(scored, "battery_arbitrage", "PPO/objective")["run_performance"],
@@ -315,7 +315,7 @@ def test_families_and_the_headline_leave_out_tasks_without_learnable_headroom(sc
     expected = aggregate_scores(learner, n_resamples=RESAMPLES)
     for stat in ("iqm", "mean", "median", "optimality_gap"):
         got = by[("learner", stat)]
-        assert got["tasks"] == ["battery_arbitrage", "dc_microgrid"]  # not dso
+        assert got["tasks"] == ["battery_arbitrage", "dc_microgrid"]  # not marl_opf
         assert {k: got[k] for k in ("value", "ci_low", "ci_high")} == expected[stat]
     assert by[("learner", "iqm")]["n_runs"] == 4
     gap = by[("learner", "oracle_gap_pct_mean")]  # the cost tasks only
@@ -347,7 +347,7 @@ def test_families_and_the_headline_leave_out_tasks_without_learnable_headroom(sc
         assert len(list(reader)) == len(scored.aggregates)
     assert scored.files["profiles"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = scored.files["page"].read_text()
-    assert "No learnable headroom" in page and "dso (4.49 %)" in page
+    assert "No learnable headroom" in page and "marl_opf (0.00 %)" in page
     assert "![performance profiles](performance_profiles.png)" in page
     iqm = by[("learner", "iqm")]
     cell = f"{iqm['value']:.3f} [{iqm['ci_low']:.3f}, {iqm['ci_high']:.3f}]"
@@ -389,7 +389,7 @@ def test_claims_name_the_best_row_within_budget_above_its_anchor(scored):
     assert not _row(scored, "battery_arbitrage", "PPO-RESIDUAL/objective")["within_budget"]
     assert "**battery_arbitrage**: PPO/objective within budget" in claims
     assert f"**dc_microgrid**: no row above its anchor yet. {DIAGNOSIS}" in claims
-    assert "dso" not in claims  # no learnable headroom: no claim asked
+    assert "marl_opf" not in claims  # no learnable headroom: no claim asked
     assert (
         "Ties (performances within 1e-09): the most runs at one performance value are 2 of 9"
         in claims
@@ -443,14 +443,14 @@ def test_cli_writes_the_page_and_rescoring_drops_a_gone_seed(tmp_path, capsys):
     ]
     # a record withdrawn since: its seed leaves the submission folder, its group the table
     (campaign / "trials" / "battery_arbitrage-PPO-L-default-seed1" / "trial.json").unlink()
-    (campaign / "trials" / "dso-PPO-objective-seed0" / "trial.json").unlink()
-    (campaign / "trials" / "dso-PPO-objective-seed1" / "trial.json").unlink()
+    (campaign / "trials" / "marl_opf-PPO-objective-seed0" / "trial.json").unlink()
+    (campaign / "trials" / "marl_opf-PPO-objective-seed1" / "trial.json").unlink()
     families = _write_baseline_families(tmp_path / "families")
     argv = ["campaign-score", str(campaign), "--resamples", "50", "--families-dir", str(families)]
     assert main(argv) == 0
     assert "(6 trained row(s), 4 baseline row(s))" in capsys.readouterr().out
     assert sorted(p.name for p in sub.iterdir()) == ["episodes_seed0.csv", "meta.json"]
-    assert not (out / "submissions" / "dso__PPO_objective").exists()
+    assert not (out / "submissions" / "marl_opf__PPO_objective").exists()
     assert read_submission(sub).seeds == (0,)
 
 
@@ -542,8 +542,8 @@ def test_records_without_family_episodes_are_not_counted(scored):
     assert lagrangian["n_seeds"] == 1  # seed 1's record holds no family episodes
     assert lagrangian["drop"] == pytest.approx(FAMILY_DROPS[0] + _day_term("heatwave"))
     assert {r["task"] for r in scored.family_rows} == {FAMILY_TASK}  # no other task has any
-    record = _record(_trial("dso", "PPO", "objective", 0), 0.2, over_budget=False)
-    assert trained_family_rows("dso", "PPO/objective", [record]) == []
+    record = _record(_trial("marl_opf", "PPO", "objective", 0), 0.2, over_budget=False)
+    assert trained_family_rows("marl_opf", "PPO/objective", [record]) == []
 
 
 def test_baselines_drops_come_from_a_families_dir(scored):

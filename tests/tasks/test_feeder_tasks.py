@@ -222,7 +222,7 @@ def test_uncontrolled_dso_violates_voltage_and_the_oracle_has_less():
 
 
 def test_dso_oracle_plans_fractions_up_to_the_action_bound_its_docstring_states():
-    from powerzoo.tasks.dso import _solve_day
+    from powerzoo.tasks.dso_oracle import solve_day as _solve_day
 
     assert "flex_max_fraction" in _solve_day.__doc__ and "0.4" not in _solve_day.__doc__
     for fraction in (FLEX_MAX_FRACTION, 0.2):
