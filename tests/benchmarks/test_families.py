@@ -31,7 +31,28 @@ def _csv(path):
 def test_families_are_the_splits_beyond_train_val_test():
     assert scenario_families(TASK) == STRESS_SPLITS
     assert "line_tightening" in scenario_families("tso")
-    assert scenario_families("lv_unbalance") == ()
+    assert scenario_families("lv_unbalance") == ("load_stress", "heatwave")
+
+
+def test_every_task_has_at_least_two_held_out_families():
+    from powerzoo.tasks import list_tasks
+
+    short = {t: scenario_families(t) for t in list_tasks() if len(scenario_families(t)) < 2}
+    assert short == {}
+
+
+def test_a_family_reaches_the_lv_homes_load_and_pv():
+    test, stress, heat = (make_task("lv_unbalance", s) for s in ("test", "load_stress", "heatwave"))
+    day = test.calendar_day(np.arange(test.n_days))
+    assert np.array_equal(stress.calendar_day(np.arange(stress.n_days)), day)
+    t = np.arange(48)
+    load_test = test.exogenous(np.zeros(48, np.int64), t)[0]
+    load_stress = stress.exogenous(np.zeros(48, np.int64), t)[0]
+    assert np.allclose(load_stress, 1.15 * load_test, rtol=0.02)  # demand x 1.15
+    hot = heat.exogenous(np.zeros(48, np.int64), t)
+    same_day = int(np.flatnonzero(day == heat.calendar_day(np.zeros(1, np.int64))[0])[0])
+    cool = test.exogenous(np.full(48, same_day), t)
+    assert hot[0].sum() > cool[0].sum()  # the heat event's cooling load
 
 
 def test_family_days_pair_with_test_days_of_the_same_calendar_day():

@@ -185,9 +185,13 @@ def build_homes(
     phase_shares: tuple[float, float, float],
     pv_kw_low: float,
     pv_kw_high: float,
+    scenario: str = "base",
 ) -> Homes:
     """The homes of the feeder (module docstring) for the phase (0, 1, 2) of each home in the
-    load file, the penetrations, their split over the phases and the PV sizes."""
+    load file, the penetrations, their split over the phases and the PV sizes, with the household
+    load and PV output of profile scenario ``scenario`` (:mod:`powerzoo.data.profiles`: a stress
+    family's demand and PV; the load is scaled against the base scenario's annual mean, so a
+    family's extra demand reaches the homes)."""
     phases = np.asarray(home_phase, dtype=np.int64)
     n_homes = phases.size
     rng = np.random.default_rng(LAYOUT_SEED)
@@ -195,9 +199,11 @@ def build_homes(
     pv_homes = _draw_by_phase(rng, phases, n_pv, phase_shares)
     ev_homes = _draw_by_phase(rng, phases, n_ev, phase_shares)
     pv_kw = np.round(rng.uniform(pv_kw_low, pv_kw_high, n_pv), 1)
-    base = get_profiles("base", STEP_MINUTES)
-    daily = base.series["demand_pu"].reshape(-1, STEPS_PER_DAY).mean(axis=1)
-    scale = daily / daily[: calendar.N_DAYS].mean()  # [N_DAYS + 1]
+    profiles = get_profiles(scenario, STEP_MINUTES)
+    daily = profiles.series["demand_pu"].reshape(-1, STEPS_PER_DAY).mean(axis=1)
+    base = get_profiles("base", STEP_MINUTES).series["demand_pu"]
+    base_mean = base.reshape(-1, STEPS_PER_DAY).mean(axis=1)[: calendar.N_DAYS].mean()
+    scale = daily / base_mean  # [N_DAYS + 1]
     pick = np.random.default_rng(PROFILE_SEED)
     shapes = _half_hour_profiles()
     days = scale.size
@@ -210,7 +216,7 @@ def build_homes(
         pv_kw=pv_kw,
         ev_homes=ev_homes,
         load_kw=np.ascontiguousarray(load.transpose(0, 2, 1).reshape(-1, n_homes)),
-        pv_cf=np.asarray(base.series["pv_cf"], dtype=np.float64),
+        pv_cf=np.asarray(profiles.series["pv_cf"], dtype=np.float64),
         tariff=tariff_per_kwh(hours),
     )
 

@@ -145,7 +145,7 @@ def lv_unbalance_spec(task_id: str, params: LvUnbalanceParams, homes: Homes) -> 
         action=action,
         horizon=HORIZON,
         step_minutes=STEP_MINUTES,
-        splits=calendar.BASE_SPLITS,
+        splits=calendar.BASE_SPLITS + ("load_stress", "heatwave"),
         reward_terms=("import_payment", "export_revenue", "unmet_charging"),
         reward_doc=(
             "team, $ per step: minus every home's import at the time-of-use tariff, plus its "

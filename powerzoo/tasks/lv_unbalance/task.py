@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from powerzoo.data import calendar
 from powerzoo.devices.ev_fleet import departure_shortfall_kwh, ev_fleet_step
 from powerzoo.tasks.base import StepOutput, Task
 from powerzoo.tasks.lv_unbalance.homes import (
@@ -150,7 +151,7 @@ class LvUnbalance(Task):
         self.params = self.make_params(**task_kwargs)
         super().__init__(self.spec_for(self.params), split)
         p = self.params
-        self.homes = _homes(p)
+        self.homes = _homes(p, calendar.scenario_of_split(split))
         self.net = lv_network()
         self.fleet = p.fleet
         names = self.spec.action.names
@@ -326,7 +327,7 @@ class LvUnbalance(Task):
         return plans
 
 
-def _homes(params: LvUnbalanceParams):
+def _homes(params: LvUnbalanceParams, scenario: str = "base"):
     return build_homes(
         tuple(int(x) for x in lv_network().home_phase),
         params.pv_share,
@@ -334,4 +335,5 @@ def _homes(params: LvUnbalanceParams):
         params.phase_shares,
         params.pv_kw_low,
         params.pv_kw_high,
+        scenario,
     )

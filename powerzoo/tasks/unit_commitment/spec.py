@@ -185,7 +185,7 @@ def marl_uc_spec(
         agents=agents,
         observation=glob,
         action=_action(case, agents),
-        splits=calendar.BASE_SPLITS + ("load_stress",),
+        splits=calendar.BASE_SPLITS + ("load_stress", "heatwave"),
         reward_doc=_REWARD_DOC.format(
             band=(
                 f" within the regulation band ({100 * params.regulation_share:g} % of the peak "
