@@ -61,6 +61,8 @@ FAILED = "battery_arbitrage-PPO-RESIDUAL-objective-seed2"
 CPU_S, EVAL_S, STEPS = 300.0, 40.0, 120_000  # per finished trial (steps: + 1000 x seed)
 HARDWARE = {"cpu_model": "Test CPU 9000", "cpu_count": 2, "cpus_usable": 1, "torch_device": "cpu"}
 DIAGNOSIS = "measured: the learner stays below the rule within its 300 s"
+CURVE_TRIAL = "dc_microgrid-PPO-objective-seed0"  # its validation curve peaks at its last point
+CURVE = "timestep,mean_return,new_best\n10000,-900.0,True\n20000,-950.0,False\n30000,-700.0,True\n"
 FAMILY_TASK = "battery_arbitrage"
 FAMILY_DROPS = {0: 40.0, 1: -10.0, 2: 25.0}  # $ per episode, by seed (plus day_id % 3)
 OVER_BUDGET_FAMILY = "low_renewable"  # family costs 3 x the budget every day
@@ -185,6 +187,9 @@ def _write_folder(out: Path, finished: bool = True) -> CampaignSpec:
             folder.mkdir(parents=True)
             record = _record(trial, SHARES[key][trial.seed], key in OVER_BUDGET)
             (folder / "trial.json").write_text(json.dumps(record))
+            if trial.trial_id == CURVE_TRIAL:
+                (folder / "run" / "evaluation").mkdir(parents=True)
+                (folder / "run" / "evaluation" / "evaluation_metrics.csv").write_text(CURVE)
     return campaign
 
 
@@ -388,7 +393,13 @@ def test_claims_name_the_best_row_within_budget_above_its_anchor(scored):
     # the residual scores higher but breaks the budget: the claim is PPO's
     assert not _row(scored, "battery_arbitrage", "PPO-RESIDUAL/objective")["within_budget"]
     assert "**battery_arbitrage**: PPO/objective within budget" in claims
-    assert f"**dc_microgrid**: no row above its anchor yet. {DIAGNOSIS}" in claims
+    # the records' diagnosis first (the curve peaks at its last point), then the written one
+    dc = claims.split("**dc_microgrid**: no row above its anchor yet. Measured: ")[1].split("\n")[0]
+    assert dc.startswith("Compute-bound: most rows were still improving")
+    assert "PPO/objective (1 seed) -" in dc and "against rule_based, within budget" in dc
+    assert "best validation model at 100% of" in dc and dc.endswith(f". {DIAGNOSIS}")
+    # battery_arbitrage has a claim: no diagnosis
+    assert "**battery_arbitrage**: PPO/objective within budget" in claims
     assert "marl_opf" not in claims  # no learnable headroom: no claim asked
     assert (
         "Ties (performances within 1e-09): the most runs at one performance value are 2 of 9"
@@ -401,7 +412,9 @@ def test_claims_name_the_best_row_within_budget_above_its_anchor(scored):
         0.01 * abs(anchor) / (ref.mean_return("oracle") - anchor)
     )
     assert score_sensitivity(task_reference("battery_arbitrage")) is None  # not a cost task
-    assert f"**Diagnosis (measured).** {DIAGNOSIS}" in page.split("### dc_microgrid")[1]
+    section = page.split("### dc_microgrid")[1]
+    assert "**Diagnosis (measured).** Measured: Compute-bound" in section
+    assert f"{DIAGNOSIS}\n" in section
 
 
 def test_claim_row_and_ties_on_chosen_rows():

@@ -65,6 +65,7 @@ from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import reference_algorithm
 from powerzoo.rl.campaigns.gather import pinned_campaign_files
 from powerzoo.rl.campaigns.page import CampaignFolder, read_campaign_folder
+from powerzoo.rl.campaigns.score_diagnosis import campaign_diagnoses, merged_diagnoses
 from powerzoo.rl.campaigns.score_families import (
     FAMILY_COLUMNS,
     campaign_family_rows,
@@ -402,7 +403,8 @@ def write_campaign_scores(
         campaign_dir: A ``powerzoo campaign`` output folder (read only).
         out_dir: Folder to write (created).
         diagnoses: ``{task: text}``: why no row of a task is above its anchor yet, as measured
-            (:func:`~powerzoo.rl.campaigns.page.read_diagnoses`).
+            (:func:`~powerzoo.rl.campaigns.page.read_diagnoses`); added after the diagnosis
+            the records give (:mod:`~powerzoo.rl.campaigns.score_diagnosis`).
         families_dir: A folder of ``powerzoo families`` outputs (:func:`~powerzoo.rl.campaigns.
             score_families.read_family_tables`): the rule's and oracle's drops on each family.
         n_resamples: Bootstrap resamples of every interval.
@@ -446,6 +448,10 @@ def write_campaign_scores(
             bar.set_postfix_str(f"{key[0]} {key[1]}", refresh=False)
             rows.append(_score_group(folder, trials, submissions / names[key], n_resamples))
         references = _references(folder)
+        learnable = {t: ref is not None and ref.learnable_headroom for t, ref in references.items()}
+        diagnoses = merged_diagnoses(
+            campaign_diagnoses(folder.out_dir, groups, rows, learnable), diagnoses or {}
+        )
         records = {k: [folder.records[t.trial_id] for t in v] for k, v in groups.items()}
         family_rows = campaign_family_rows(campaign.tasks, records, tables, n_resamples)
     aggregates, png = family_aggregates(rows, n_resamples, out / PROFILE_FILE)

@@ -1,0 +1,221 @@
+"""Measured diagnoses of the tasks where no trained row is above its anchor within the budgets.
+
+For every task with learnable headroom and no claim (:func:`~powerzoo.rl.campaigns.
+score_page_text.claim_row` finds none), the page says what the records measured, row by row:
+
+* the paired difference against the anchor on the test days, with its interval, and whether the
+  row keeps the budgets (else its largest mean cost over its budget);
+* the row's validation curves (``run/evaluation/evaluation_metrics.csv`` of each trial, the
+  evaluations the best model was chosen from): where in training the chosen model was found, as
+  a share of the env steps the allowance gave. Found in the last fifth on most seeds: the
+  learner was still improving when the allowance ran out (compute-bound). Found in the first
+  fifth on most seeds: training did not improve on its first evaluations (a residual learner's
+  first policy is the rule itself).
+
+and a verdict over the rows: above the anchor within budget but not significantly, above it
+only over budget; else compute-bound, no improvement from training, or below the anchor.
+Nothing is trained or evaluated again; the text is regenerated with the page.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from powerzoo.rl.campaigns.score_page_text import claim_row
+
+__all__ = [
+    "CURVE_FILE",
+    "Curve",
+    "campaign_diagnoses",
+    "merged_diagnoses",
+    "read_curve",
+    "row_diagnosis",
+    "task_diagnosis",
+]
+
+CURVE_FILE = Path("run") / "evaluation" / "evaluation_metrics.csv"
+"""A trial's validation curve, relative to its folder ``trials/<trial id>/``."""
+LATE_SHARE = 0.8
+"""A best model found at or after this share of training counts as found late."""
+EARLY_SHARE = 0.2
+"""A best model found at or before this share of training counts as found early."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Curve:
+    """One trial's validation curve, reduced to what the diagnosis reads.
+
+    Attributes:
+        first_return: Mean validation return of the first evaluation ($ per episode).
+        best_return: That of the evaluation the best model was kept from.
+        best_step: Env steps at that evaluation.
+        last_step: Env steps at the last evaluation.
+    """
+
+    first_return: float
+    best_return: float
+    best_step: int
+    last_step: int
+
+    @property
+    def best_share(self) -> float:
+        """Where in training the best model was found (0: first evaluation's steps, 1: last)."""
+        return self.best_step / self.last_step if self.last_step > 0 else 1.0
+
+
+def read_curve(path: str | Path) -> Curve | None:
+    """The :class:`Curve` of an ``evaluation_metrics.csv`` (columns ``timestep``,
+    ``mean_return`` and ``new_best``), or ``None`` when the file is missing or has no row. The
+    best model is the last evaluation marked ``new_best`` (the highest mean return when none is).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows:
+        return None
+    steps = [int(float(r["timestep"])) for r in rows]
+    returns = [float(r["mean_return"]) for r in rows]
+    marked = [i for i, r in enumerate(rows) if str(r.get("new_best", "")).strip() == "True"]
+    best = marked[-1] if marked else int(np.argmax(returns))
+    return Curve(returns[0], returns[best], steps[best], steps[-1])
+
+
+def _money(value: float) -> str:
+    return f"{value:+,.2f}"
+
+
+def _curve_text(curves: Sequence[Curve], median_steps: float | None) -> tuple[str, str | None]:
+    """The curve part of a row's sentence and its kind (``"late"``, ``"early"`` or None)."""
+    if not curves:
+        return "", None
+    n = len(curves)
+    shares = [c.best_share for c in curves]
+    late = sum(s >= LATE_SHARE for s in shares)
+    early = sum(s <= EARLY_SHARE for s in shares)
+    steps = f" of {median_steps / 1e6:.3g}M env steps" if median_steps else ""
+    text = f"; best validation model at {np.median(shares):.0%}{steps}"
+    if 2 * late > n:
+        return text + f" (still improving when the allowance ran out on {late} of {n})", "late"
+    if 2 * early > n:
+        gain = np.median([c.best_return - c.first_return for c in curves])
+        return (
+            text + f" (found in the first fifth of training on {early} of {n}: later training "
+            f"did not beat it; median gain over the first evaluation {_money(gain)})",
+            "early",
+        )
+    return text, None
+
+
+def row_diagnosis(row: Mapping[str, Any], curves: Sequence[Curve]) -> tuple[str, str | None]:
+    """One row's measured sentence and the kind of its curves (``"late"``, ``"early"`` or None).
+
+    Args:
+        row: A scored row (:data:`~powerzoo.rl.campaigns.score_page.ROW_COLUMNS`).
+        curves: The validation curves of its trials (:func:`read_curve`).
+    """
+    n = int(row.get("n_seeds") or len(curves))
+    text = f"{row['label']} ({n} seed{'s' if n != 1 else ''})"
+    if row.get("anchor_diff") is not None:
+        text += (
+            f" {_money(row['anchor_diff'])} [{_money(row['anchor_diff_ci_low'])}, "
+            f"{_money(row['anchor_diff_ci_high'])}] against {row['anchor']}"
+        )
+    if row["within_budget"]:
+        text += ", within budget"
+    else:
+        ratio = row.get("max_cost_ratio")
+        text += ", over budget" + (
+            f" (largest mean cost {ratio:.3g} x its budget)" if ratio is not None else ""
+        )
+    curve, kind = _curve_text(curves, row.get("median_env_steps"))
+    return text + curve, kind
+
+
+def task_diagnosis(rows: Sequence[Mapping[str, Any]], curves: Mapping[str, Sequence[Curve]]) -> str:
+    """The measured diagnosis of one task without a claim: a verdict, then every row's sentence.
+
+    Args:
+        rows: The task's scored rows.
+        curves: Validation curves by row label.
+    """
+    sentences, kinds = [], []
+    for row in rows:
+        sentence, kind = row_diagnosis(row, curves.get(row["label"], ()))
+        sentences.append(sentence)
+        kinds.append(kind)
+
+    def above(r: Mapping[str, Any]) -> bool:
+        return r.get("anchor_diff") is not None and r["anchor_diff"] > 0
+
+    unsure = [r["label"] for r in rows if r["within_budget"] and above(r)]
+    over = [r["label"] for r in rows if not r["within_budget"] and above(r)]
+    headroom = rows[0].get("headroom") if rows else None
+    verdicts = []
+    if unsure:
+        verdicts.append(
+            "Above the anchor within budget, but with an interval reaching 0 "
+            f"({', '.join(unsure)})."
+        )
+    if over:
+        verdicts.append(f"Above the anchor only over budget ({', '.join(over)}).")
+    if not verdicts:
+        if 2 * kinds.count("late") > len(kinds):
+            verdicts.append(
+                "Compute-bound: most rows were still improving when the allowance ran out."
+            )
+        elif 2 * kinds.count("early") > len(kinds):
+            verdicts.append("Training did not beat the first policies of most rows.")
+        else:
+            verdicts.append("Every row stays below the anchor.")
+    verdict = " ".join(verdicts)
+    if headroom is not None:
+        verdict += f" The oracle is {_money(headroom)} $ per episode above the anchor."
+    return f"Measured: {verdict} " + "; ".join(sentences) + "."
+
+
+def campaign_diagnoses(
+    campaign_dir: str | Path,
+    groups: Mapping[tuple[str, str], Sequence[Any]],
+    rows: Sequence[Mapping[str, Any]],
+    learnable: Mapping[str, bool],
+) -> dict[str, str]:
+    """``{task: measured diagnosis}`` of every task with learnable headroom, finished rows and
+    no claim.
+
+    Args:
+        campaign_dir: The campaign folder (its ``trials/<id>/`` hold the curves).
+        groups: ``{(task, label): finished trials}`` (objects with ``trial_id``).
+        rows: Every scored row.
+        learnable: Whether each task has learnable headroom.
+    """
+    trials_dir = Path(campaign_dir) / "trials"
+    out = {}
+    for task in dict.fromkeys(r["task"] for r in rows):
+        mine = [r for r in rows if r["task"] == task]
+        if not learnable.get(task) or claim_row(mine) is not None:
+            continue
+        curves = {}
+        for row in mine:
+            found = (
+                read_curve(trials_dir / t.trial_id / CURVE_FILE) for t in groups[task, row["label"]]
+            )
+            curves[row["label"]] = [c for c in found if c is not None]
+        out[task] = task_diagnosis(mine, curves)
+    return out
+
+
+def merged_diagnoses(measured: Mapping[str, str], written: Mapping[str, str]) -> dict[str, str]:
+    """Each task's diagnosis from the records, followed by the one written in a diagnoses file
+    (``--diagnoses``) where both exist."""
+    out = dict(written)
+    for task, text in measured.items():
+        out[task] = f"{text} {written[task]}" if task in written else text
+    return out
