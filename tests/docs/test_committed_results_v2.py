@@ -26,7 +26,8 @@ RECORDS = REPO_ROOT / "results" / "benchmark_v2"
 PAGE = REPO_ROOT / "docs" / "results_v2"
 REGENERATE = (
     "regenerate with `powerzoo campaign-score results/benchmark_v2 --out docs/results_v2 "
-    "--families-dir results/families` and update README's benchmark v2 coverage line"
+    "--families-dir results/families`, update README's benchmark v2 coverage line and copy "
+    "summary_v2.md into its table"
 )
 COMPARED = ("n_seeds", "episodes", "mean_return", "feasibility", "within_budget", "performance")
 
@@ -76,3 +77,13 @@ def test_the_readme_states_the_v2_coverage(folder):
     finished, planned = len(folder.records), len(folder.campaign.trials)
     assert re.search(rf"\b{finished} of its {planned} trials\b", section), REGENERATE
     assert "docs/results_v2/results_v2.md" in section
+
+
+def test_the_readme_shows_the_committed_summary_table(folder):
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- benchmark-v2-summary:start -->\n", "<!-- benchmark-v2-summary:end -->"
+    block = readme[readme.index(start) + len(start) : readme.index(end)]
+    summary = (PAGE / "summary_v2.md").read_text(encoding="utf-8")
+    assert block == summary, f"README's benchmark v2 table differs from summary_v2.md; {REGENERATE}"
+    finished = sum(int(line.rsplit("|", 2)[1].split("/")[0]) for line in summary.splitlines()[2:])
+    assert finished == len(folder.records), REGENERATE

@@ -7,6 +7,7 @@ import pytest
 
 from powerzoo.rl.campaigns.score_diagnosis import (
     Curve,
+    TaskDiagnosis,
     merged_diagnoses,
     read_curve,
     row_diagnosis,
@@ -64,20 +65,28 @@ def test_curves_found_late_or_early_name_the_reason():
 def test_the_verdict_puts_budget_and_significance_before_the_curves():
     curves = {"A": [_curve(1.0)] * 3, "B": [_curve(0.95)] * 3}
     rows = [_row("A", -20.0, True), _row("B", -30.0, True)]
-    text = task_diagnosis(rows, curves)
+    found = task_diagnosis(rows, curves)
+    text = found.text
+    assert found.kinds == ("late",)
     assert text.startswith("Measured: Compute-bound: most rows were still improving")
     assert "The oracle is +500.00 $ per episode above the anchor." in text
     assert text.endswith("(still improving when the allowance ran out on 3 of 3).")
-    over = task_diagnosis([_row("A", 40.0, False, ratio=2.0), _row("B", -30.0, True)], curves)
+    over = task_diagnosis([_row("A", 40.0, False, ratio=2.0), _row("B", -30.0, True)], curves).text
     assert over.startswith("Measured: Above the anchor only over budget (A).")
-    unsure = task_diagnosis([_row("A", 40.0, True, low=-5.0), _row("B", -30.0, True)], curves)
+    both = task_diagnosis([_row("A", 40.0, True, low=-5.0), _row("B", 30.0, False)], curves)
+    assert both.kinds == ("unsure", "over")
+    unsure = both.text
     assert unsure.startswith("Measured: Above the anchor within budget, but with an interval")
-    early = task_diagnosis(rows, {"A": [_curve(0.0)] * 3, "B": [_curve(0.1)] * 3})
+    early = task_diagnosis(rows, {"A": [_curve(0.0)] * 3, "B": [_curve(0.1)] * 3}).text
     assert early.startswith("Measured: Training did not beat the first policies of most rows.")
-    below = task_diagnosis(rows, {})
+    below = task_diagnosis(rows, {}).text
     assert below.startswith("Measured: Every row stays below the anchor.")
 
 
 def test_a_written_diagnosis_follows_the_measured_one():
-    merged = merged_diagnoses({"a": "Measured: x.", "b": "Measured: y."}, {"b": "z", "c": "w"})
+    measured = {
+        "a": TaskDiagnosis(("below",), "Measured: x."),
+        "b": TaskDiagnosis((), "Measured: y."),
+    }
+    merged = merged_diagnoses(measured, {"b": "z", "c": "w"})
     assert merged == {"a": "Measured: x.", "b": "Measured: y. z", "c": "w"}

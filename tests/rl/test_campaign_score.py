@@ -594,3 +594,17 @@ def test_trained_family_rows_pair_only_the_days_every_record_holds():
     assert row["drop"] == pytest.approx(np.mean([10, 20, 30, -5, 5, 15]))
     assert row["test_mean_return"] == pytest.approx(np.mean([100, 200, 300, 200, 400, 600]))
     assert row["seeds_dropping"] == 2 and not row["env_seeds_paired"]
+
+
+def test_the_summary_table_has_one_row_per_task_with_its_verdict(scored):
+    lines = scored.files["summary"].read_text().splitlines()
+    assert lines[0].startswith("| task | anchor | headroom")
+    cells = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in lines[2:]}
+    assert set(cells) == set(scored.folder.campaign.tasks)
+    battery = cells["battery_arbitrage"]
+    claim = _row(scored, "battery_arbitrage", "PPO/objective")
+    assert battery[3] == "PPO/objective" and battery[5] == "**claim**"
+    assert battery[4].startswith(f"{claim['anchor_diff']:+,.2f} [")
+    assert battery[6] == "6/9 |"  # 3 + 2 + 1 records of the 9 planned (not the damaged one)
+    assert cells["dc_microgrid"][5] == "below the anchor, compute-bound"
+    assert cells["marl_opf"][5] == "no learnable headroom"

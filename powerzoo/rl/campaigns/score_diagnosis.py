@@ -32,6 +32,8 @@ from powerzoo.rl.campaigns.score_page_text import claim_row
 __all__ = [
     "CURVE_FILE",
     "Curve",
+    "TaskDiagnosis",
+    "VERDICTS",
     "campaign_diagnoses",
     "merged_diagnoses",
     "read_curve",
@@ -139,7 +141,33 @@ def row_diagnosis(row: Mapping[str, Any], curves: Sequence[Curve]) -> tuple[str,
     return text + curve, kind
 
 
-def task_diagnosis(rows: Sequence[Mapping[str, Any]], curves: Mapping[str, Sequence[Curve]]) -> str:
+VERDICTS = {
+    "unsure": "Above the anchor within budget, but with an interval reaching 0",
+    "over": "Above the anchor only over budget",
+    "late": "Compute-bound: most rows were still improving when the allowance ran out.",
+    "early": "Training did not beat the first policies of most rows.",
+    "below": "Every row stays below the anchor.",
+}
+"""The verdicts of :func:`task_diagnosis`, by kind, in the order they are tried."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskDiagnosis:
+    """A task's measured diagnosis.
+
+    Attributes:
+        kinds: Its verdicts' kinds (keys of :data:`VERDICTS`): ``unsure`` and / or ``over``,
+            else one of ``late``, ``early``, ``below``.
+        text: The page's text.
+    """
+
+    kinds: tuple[str, ...]
+    text: str
+
+
+def task_diagnosis(
+    rows: Sequence[Mapping[str, Any]], curves: Mapping[str, Sequence[Curve]]
+) -> TaskDiagnosis:
     """The measured diagnosis of one task without a claim: a verdict, then every row's sentence.
 
     Args:
@@ -155,30 +183,25 @@ def task_diagnosis(rows: Sequence[Mapping[str, Any]], curves: Mapping[str, Seque
     def above(r: Mapping[str, Any]) -> bool:
         return r.get("anchor_diff") is not None and r["anchor_diff"] > 0
 
-    unsure = [r["label"] for r in rows if r["within_budget"] and above(r)]
-    over = [r["label"] for r in rows if not r["within_budget"] and above(r)]
-    headroom = rows[0].get("headroom") if rows else None
-    verdicts = []
-    if unsure:
-        verdicts.append(
-            "Above the anchor within budget, but with an interval reaching 0 "
-            f"({', '.join(unsure)})."
-        )
-    if over:
-        verdicts.append(f"Above the anchor only over budget ({', '.join(over)}).")
+    named = {
+        "unsure": [r["label"] for r in rows if r["within_budget"] and above(r)],
+        "over": [r["label"] for r in rows if not r["within_budget"] and above(r)],
+    }
+    verdicts = tuple(k for k, labels in named.items() if labels)
     if not verdicts:
         if 2 * kinds.count("late") > len(kinds):
-            verdicts.append(
-                "Compute-bound: most rows were still improving when the allowance ran out."
-            )
+            verdicts = ("late",)
         elif 2 * kinds.count("early") > len(kinds):
-            verdicts.append("Training did not beat the first policies of most rows.")
+            verdicts = ("early",)
         else:
-            verdicts.append("Every row stays below the anchor.")
-    verdict = " ".join(verdicts)
+            verdicts = ("below",)
+    verdict = " ".join(
+        f"{VERDICTS[k]} ({', '.join(named[k])})." if k in named else VERDICTS[k] for k in verdicts
+    )
+    headroom = rows[0].get("headroom") if rows else None
     if headroom is not None:
         verdict += f" The oracle is {_money(headroom)} $ per episode above the anchor."
-    return f"Measured: {verdict} " + "; ".join(sentences) + "."
+    return TaskDiagnosis(verdicts, f"Measured: {verdict} " + "; ".join(sentences) + ".")
 
 
 def campaign_diagnoses(
@@ -186,7 +209,7 @@ def campaign_diagnoses(
     groups: Mapping[tuple[str, str], Sequence[Any]],
     rows: Sequence[Mapping[str, Any]],
     learnable: Mapping[str, bool],
-) -> dict[str, str]:
+) -> dict[str, TaskDiagnosis]:
     """``{task: measured diagnosis}`` of every task with learnable headroom, finished rows and
     no claim.
 
@@ -212,10 +235,12 @@ def campaign_diagnoses(
     return out
 
 
-def merged_diagnoses(measured: Mapping[str, str], written: Mapping[str, str]) -> dict[str, str]:
+def merged_diagnoses(
+    measured: Mapping[str, TaskDiagnosis], written: Mapping[str, str]
+) -> dict[str, str]:
     """Each task's diagnosis from the records, followed by the one written in a diagnoses file
     (``--diagnoses``) where both exist."""
     out = dict(written)
-    for task, text in measured.items():
-        out[task] = f"{text} {written[task]}" if task in written else text
+    for task, found in measured.items():
+        out[task] = f"{found.text} {written[task]}" if task in written else found.text
     return out

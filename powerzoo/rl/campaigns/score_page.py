@@ -72,6 +72,7 @@ from powerzoo.rl.campaigns.score_families import (
     read_family_tables,
 )
 from powerzoo.rl.campaigns.score_page_text import results_markdown
+from powerzoo.rl.campaigns.score_summary import summary_markdown
 from powerzoo.rl.campaigns.spec import TrialSpec
 from powerzoo.rl.campaigns.trial import trial_dir
 
@@ -337,7 +338,8 @@ class ScoredCampaign:
             score it), by task.
         aggregates: The family aggregates (:func:`family_aggregates`).
         coverage: :func:`coverage` of the folder.
-        files: ``results_csv``, ``aggregates_csv``, ``families_csv``, ``page``, ``profiles``
+        files: ``results_csv``, ``aggregates_csv``, ``families_csv``, ``page``, ``summary``
+            (``summary_v2.md``, :mod:`~powerzoo.rl.campaigns.score_summary`), ``profiles``
             (``None`` when no family has a run on a task with learnable headroom) and
             ``submissions`` (the folder of the submission folders).
         family_rows: The held-out family rows (:data:`~powerzoo.rl.campaigns.score_families.
@@ -396,8 +398,8 @@ def write_campaign_scores(
 
     Files: ``submissions/<task>__<label>/`` (one submission folder per row), ``results_v2.csv``
     (:data:`ROW_COLUMNS`), ``aggregates_v2.csv`` (:data:`AGGREGATE_COLUMNS`), ``families_v2.csv``
-    (:data:`~powerzoo.rl.campaigns.score_families.FAMILY_COLUMNS`), ``performance_profiles.png``
-    and ``results_v2.md`` (the page).
+    (:data:`~powerzoo.rl.campaigns.score_families.FAMILY_COLUMNS`), ``performance_profiles.png``,
+    ``results_v2.md`` (the page) and ``summary_v2.md`` (one row per task, README's table).
 
     Args:
         campaign_dir: A ``powerzoo campaign`` output folder (read only).
@@ -449,9 +451,8 @@ def write_campaign_scores(
             rows.append(_score_group(folder, trials, submissions / names[key], n_resamples))
         references = _references(folder)
         learnable = {t: ref is not None and ref.learnable_headroom for t, ref in references.items()}
-        diagnoses = merged_diagnoses(
-            campaign_diagnoses(folder.out_dir, groups, rows, learnable), diagnoses or {}
-        )
+        measured = campaign_diagnoses(folder.out_dir, groups, rows, learnable)
+        diagnoses = merged_diagnoses(measured, diagnoses or {})
         records = {k: [folder.records[t.trial_id] for t in v] for k, v in groups.items()}
         family_rows = campaign_family_rows(campaign.tasks, records, tables, n_resamples)
     aggregates, png = family_aggregates(rows, n_resamples, out / PROFILE_FILE)
@@ -485,4 +486,6 @@ def write_campaign_scores(
         command = f"powerzoo campaign-score {campaign_dir} --out {out_dir}"
     text = results_markdown(scored, n_resamples, command, diagnoses or {})
     scored.files["page"] = atomic_write_text(out / "results_v2.md", text)
+    summary = summary_markdown(scored, measured)
+    scored.files["summary"] = atomic_write_text(out / "summary_v2.md", summary)
     return scored

@@ -1,0 +1,88 @@
+"""The one-table summary of a scored campaign (``summary_v2.md``), the table README.md shows.
+
+One row per campaign task: its anchor and headroom (``R_oracle - R_anchor`` on the test days, in
+$ per episode and in % of the oracle's mean |return|), the best row within the budgets (the
+claim where there is one, else the within-budget row closest to the anchor), its paired
+difference against the anchor with the 95 % interval, a verdict and the trials finished of those
+planned. Verdicts: ``claim`` (the row's interval is above 0), ``no learnable headroom``, or the
+measured diagnosis's kind (:mod:`~powerzoo.rl.campaigns.score_diagnosis`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from powerzoo.rl.campaigns.score_diagnosis import TaskDiagnosis
+from powerzoo.rl.campaigns.score_page_text import claim_row
+
+__all__ = ["SHORT_VERDICTS", "best_within_budget", "summary_markdown"]
+
+SHORT_VERDICTS = {
+    "unsure": "above the anchor, interval reaching 0",
+    "over": "above the anchor only over budget",
+    "late": "below the anchor, compute-bound",
+    "early": "below the anchor, training did not beat its start",
+    "below": "below the anchor",
+}
+"""The table's words for each measured verdict kind."""
+
+
+def best_within_budget(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The claim row of a task's ``rows``, else its within-budget row with the highest paired
+    difference against the anchor (``None`` when no row keeps the budgets)."""
+    claim = claim_row(rows)
+    if claim is not None:
+        return claim
+    within = [r for r in rows if r["within_budget"] and r.get("anchor_diff") is not None]
+    return max(within, key=lambda r: r["anchor_diff"]) if within else None
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:+,.2f}"
+
+
+def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str:
+    """The summary table (Markdown) of a :class:`~powerzoo.rl.campaigns.score_page.
+    ScoredCampaign` with its measured ``diagnoses`` (module docstring)."""
+    folder = scored.folder
+    finished = Counter(record["task"] for record in folder.records.values())
+    planned = Counter(trial.task for trial in folder.campaign.trials)
+    lines = [
+        "| task | anchor | headroom, $ per episode (% of the oracle) | best row within budget "
+        "| against the anchor, $ per episode [95% CI] | verdict | trials finished |",
+        "|---|---|---:|---|---:|---|---:|",
+    ]
+    for task in folder.campaign.tasks:
+        ref = scored.references.get(task)
+        rows = [r for r in scored.rows if r["task"] == task]
+        best = best_within_budget(rows)
+        if ref is None:
+            anchor, headroom = "-", "-"
+        else:
+            pct = "" if ref.headroom_pct is None else f" ({ref.headroom_pct:.1f} %)"
+            anchor, headroom = ref.anchor, f"{_money(ref.headroom)}{pct}"
+        if not rows:
+            verdict = "no finished trial yet"
+        elif ref is None or not ref.learnable_headroom:
+            verdict = "no learnable headroom"
+        elif claim_row(rows) is not None:
+            verdict = "**claim**"
+        elif task in diagnoses:
+            verdict = "; ".join(SHORT_VERDICTS[k] for k in diagnoses[task].kinds)
+        else:
+            verdict = "-"
+        if best is None:
+            label, diff = "none" if rows else "-", "-"
+        else:
+            label = best["label"]
+            diff = (
+                f"{_money(best['anchor_diff'])} [{_money(best['anchor_diff_ci_low'])}, "
+                f"{_money(best['anchor_diff_ci_high'])}]"
+            )
+        lines.append(
+            f"| {task} | {anchor} | {headroom} | {label} | {diff} | {verdict} | "
+            f"{finished[task]}/{planned[task]} |"
+        )
+    return "\n".join(lines) + "\n"
