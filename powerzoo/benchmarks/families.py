@@ -161,6 +161,7 @@ def evaluate_families(
     max_episodes: int | None = None,
     seed: int = 0,
     progress: bool | None = False,
+    protocol_days: bool = False,
 ) -> FamilyResult:
     """Each policy on the test split and on each family, paired by calendar day and env seed
     (module docstring).
@@ -173,10 +174,16 @@ def evaluate_families(
         max_episodes: Days per split, evenly spread (``None``: every day).
         seed: Env seed of test day 0 (test day ``d``: ``seed + d``).
         progress: tqdm bars (``None``: when stderr is a terminal).
+        protocol_days: Only the baselines table's test days
+            (:func:`~powerzoo.benchmarks.baselines.evaluation_protocol`) and the family days
+            whose calendar day is one of them: the days a campaign with ``env_seeds: protocol``
+            tests every trial on (``max_episodes`` must then be ``None``).
 
     Returns:
         The rows and episodes.
     """
+    if protocol_days and max_episodes is not None:
+        raise ValueError("protocol_days already chooses the days: leave max_episodes unset")
     known = scenario_families(task)
     families = list(known if families is None else families)
     unknown = [f for f in families if f not in known]
@@ -194,9 +201,15 @@ def evaluate_families(
     ]
     if not chosen:
         raise ValueError("; ".join(notes))
-    test_n = make_task(task, "test").n_days
-    test_days = select_days(test_n, max_episodes)
-    pairs = {f: paired_days(task, f, max_episodes) for f in families}
+    if protocol_days:
+        from powerzoo.benchmarks.baselines import evaluation_protocol
+
+        test_days = [int(d) for d in evaluation_protocol(task)["day_ids"]]
+        chosen_days = set(test_days)
+        pairs = {f: [p for p in paired_days(task, f) if p[1] in chosen_days] for f in families}
+    else:
+        test_days = select_days(make_task(task, "test").n_days, max_episodes)
+        pairs = {f: paired_days(task, f, max_episodes) for f in families}
     for f in families:
         if not pairs[f]:
             notes.append(f"{f}: none of its days is a test day; left out")

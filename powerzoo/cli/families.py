@@ -47,6 +47,7 @@ def _cmd_families(args: argparse.Namespace) -> int:
         args.episodes,
         args.seed,
         progress=None,
+        protocol_days=args.protocol_days,
     )
     files = write_families(result, args.out or f"results/families/{args.task}")
     print(files["md"].read_text(encoding="utf-8"), end="")
@@ -72,6 +73,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--families", nargs="+", default=None, help="families (default: every one)")
     p.add_argument("--episodes", type=_positive, default=None, help="days per split, evenly spread")
     p.add_argument("--seed", type=int, default=0, help="env seed of test day 0")
+    p.add_argument(
+        "--protocol-days",
+        action="store_true",
+        help="only the baselines table's test days and the family days on them (the days a "
+        "campaign with env_seeds: protocol tests its trials on)",
+    )
     p.add_argument("--out", default=None, help="output folder (default results/families/TASK)")
     p.add_argument(
         "--episode-counts",

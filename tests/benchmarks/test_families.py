@@ -146,3 +146,30 @@ def test_families_command_writes_its_table(tmp_path, capsys):
         "family_episodes.csv",
     }
     assert "| price_spike | 2 |" in capsys.readouterr().out
+
+
+def test_protocol_days_are_the_baselines_table_days_and_their_family_twins(
+    monkeypatch, tmp_path, capsys
+):
+    from powerzoo.benchmarks import baselines
+
+    protocol = {"day_ids": [3, 40, 61], "seed": 0}
+    monkeypatch.setattr(baselines, "evaluation_protocol", lambda task: protocol)
+    result = evaluate_families(
+        TASK, policies=["rule_based"], families=["heatwave"], protocol_days=True
+    )
+    by_split = {}
+    for e in result.episodes:
+        by_split.setdefault(e["split"], []).append(e)
+    assert [e["day_id"] for e in by_split["test"]] == protocol["day_ids"]
+    twins = [t for _, t in paired_days(TASK, "heatwave") if t in protocol["day_ids"]]
+    assert twins and [e["test_day_id"] for e in by_split["heatwave"]] == twins
+    assert all(e["env_seed"] == e["test_day_id"] for e in result.episodes)
+    with pytest.raises(ValueError, match="leave max_episodes unset"):
+        evaluate_families(TASK, max_episodes=4, protocol_days=True)
+    out = tmp_path / "fam"
+    args = ["families", TASK, "--policies", "rule_based", "--families", "heatwave"]
+    assert main([*args, "--protocol-days", "--out", str(out)]) == 0
+    assert f"| test | {len(protocol['day_ids'])} |" in capsys.readouterr().out
+    assert main([*args, "--protocol-days", "--episodes", "2", "--out", str(out)]) == 2
+    assert "leave max_episodes unset" in capsys.readouterr().err
