@@ -608,3 +608,11 @@ def test_the_summary_table_has_one_row_per_task_with_its_verdict(scored):
     assert battery[6] == "6/9 |"  # 3 + 2 + 1 records of the 9 planned (not the damaged one)
     assert cells["dc_microgrid"][5] == "below the anchor, compute-bound"
     assert cells["marl_opf"][5] == "no learnable headroom"
+
+
+def test_a_task_with_validation_logs_gets_its_learning_curves_on_the_page(scored):
+    curves = scored.files["curves"]
+    assert set(curves) == {"dc_microgrid"}  # the only trial with a validation log
+    assert curves["dc_microgrid"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    section = scored.files["page"].read_text().split("### dc_microgrid")[1].split("### ")[0]
+    assert "![dc_microgrid learning curves](curves/learning_curves_dc_microgrid.png)" in section

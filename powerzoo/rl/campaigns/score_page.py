@@ -71,6 +71,7 @@ from powerzoo.rl.campaigns.score_families import (
     campaign_family_rows,
     read_family_tables,
 )
+from powerzoo.rl.campaigns.score_figures import learning_curve_figures
 from powerzoo.rl.campaigns.score_page_text import results_markdown
 from powerzoo.rl.campaigns.score_summary import summary_markdown
 from powerzoo.rl.campaigns.spec import TrialSpec
@@ -339,7 +340,9 @@ class ScoredCampaign:
         aggregates: The family aggregates (:func:`family_aggregates`).
         coverage: :func:`coverage` of the folder.
         files: ``results_csv``, ``aggregates_csv``, ``families_csv``, ``page``, ``summary``
-            (``summary_v2.md``, :mod:`~powerzoo.rl.campaigns.score_summary`), ``profiles``
+            (``summary_v2.md``, :mod:`~powerzoo.rl.campaigns.score_summary`), ``curves``
+            (``{task: learning-curve PNG}``, :mod:`~powerzoo.rl.campaigns.score_figures`),
+            ``profiles``
             (``None`` when no family has a run on a task with learnable headroom) and
             ``submissions`` (the folder of the submission folders).
         family_rows: The held-out family rows (:data:`~powerzoo.rl.campaigns.score_families.
@@ -484,6 +487,7 @@ def write_campaign_scores(
     )
     if command is None:
         command = f"powerzoo campaign-score {campaign_dir} --out {out_dir}"
+    scored.files["curves"] = learning_curve_figures(folder, out)  # type: ignore[assignment]
     text = results_markdown(scored, n_resamples, command, diagnoses or {})
     scored.files["page"] = atomic_write_text(out / "results_v2.md", text)
     summary = summary_markdown(scored, measured)

@@ -339,6 +339,9 @@ def _tasks_text(scored: Any, diagnoses: Mapping[str, str]) -> list[str]:
             text += "No finished trial yet.\n"
         if task in diagnoses:
             text += f"\n**Diagnosis (measured).** {diagnoses[task]}\n"
+        figure = (scored.files.get("curves") or {}).get(task)
+        if figure is not None:
+            text += f"\n![{task} learning curves]({figure.parent.name}/{figure.name})\n"
         parts.append(text)
     return parts
 
