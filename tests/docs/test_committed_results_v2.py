@@ -87,3 +87,11 @@ def test_the_readme_shows_the_committed_summary_table(folder):
     assert block == summary, f"README's benchmark v2 table differs from summary_v2.md; {REGENERATE}"
     finished = sum(int(line.rsplit("|", 2)[1].split("/")[0]) for line in summary.splitlines()[2:])
     assert finished == len(folder.records), REGENERATE
+
+
+def test_every_figure_the_page_shows_is_committed():
+    page = (PAGE / "results_v2.md").read_text(encoding="utf-8")
+    figures = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page)
+    assert any(f.startswith("curves/") for f in figures)
+    missing = [f for f in figures if not (PAGE / f).is_file()]
+    assert missing == [], REGENERATE
