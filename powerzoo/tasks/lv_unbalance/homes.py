@@ -27,6 +27,10 @@ from the episode's generator at reset. Steps are half-hours counted from noon of
   (:mod:`powerzoo.data.profiles`) over its annual mean (the season's heating and cooling);
   power factor 0.95 lagging as in the feeder's load file.
 * **PV output**: AC rating x the calendar's ``pv_cf`` (:mod:`powerzoo.data.weather`).
+* **Held-out families**: on ``load_stress`` and ``heatwave`` (the test days, transformed) the
+  homes read that scenario's ``demand_pu`` and ``pv_cf``, the load still scaled against the base
+  year's mean: ``load_stress`` adds 15 % to every home's load, ``heatwave`` the cooling load of
+  its heat events and the warmer cells' lower PV output.
 * **Tariff** (US $, a time-of-use retail tariff with an export rate, in the range of UK and US
   residential offers): 0.15 $/kWh off-peak 00:00-07:00, 0.40 $/kWh on-peak 16:00-20:00,
   0.25 $/kWh otherwise; exported energy earns 0.05 $/kWh. Energy a car lacks of its goal when
