@@ -4,8 +4,10 @@ One row per campaign task: its anchor and headroom (``R_oracle - R_anchor`` on t
 $ per episode and in % of the oracle's mean |return|), the best row within the budgets (the
 claim where there is one, else the within-budget row closest to the anchor), its paired
 difference against the anchor with the 95 % interval, a verdict and the trials finished of those
-planned. Verdicts: ``claim`` (the row's interval is above 0), ``no learnable headroom``, or the
-measured diagnosis's kind (:mod:`~powerzoo.rl.campaigns.score_diagnosis`).
+planned. Verdicts: ``claim`` (the row's interval is above 0), ``no learnable headroom``, ``no
+oracle scale`` (no oracle above the anchor, e.g. a market task without one; a row whose interval
+is above 0 there is marked ``above the anchor``), or the measured diagnosis's kind
+(:mod:`~powerzoo.rl.campaigns.score_diagnosis`).
 """
 
 from __future__ import annotations
@@ -65,7 +67,11 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
             anchor, headroom = ref.anchor, f"{_money(ref.headroom)}{pct}"
         if not rows:
             verdict = "no finished trial yet"
-        elif ref is None or not ref.learnable_headroom:
+        elif ref is None or ref.scale != "oracle":  # no oracle above the anchor: the gain only
+            verdict = (
+                "**above the anchor** (no oracle scale)" if claim_row(rows) else "no oracle scale"
+            )
+        elif not ref.learnable_headroom:
             verdict = "no learnable headroom"
         elif claim_row(rows) is not None:
             verdict = "**claim**"

@@ -1,0 +1,61 @@
+"""The one-table summary of a scored campaign (``summary_v2.md``): verdicts by task kind."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from powerzoo.benchmarks.score_v2 import task_reference
+from powerzoo.rl.campaigns.score_diagnosis import TaskDiagnosis
+from powerzoo.rl.campaigns.score_summary import best_within_budget, summary_markdown
+
+
+def _row(task, label, diff, low, within=True):
+    return {
+        "task": task,
+        "label": label,
+        "within_budget": within,
+        "anchor_diff": diff,
+        "anchor_diff_ci_low": low,
+        "anchor_diff_ci_high": diff + 5.0,
+        "performance": None,
+    }
+
+
+def _scored(rows, tasks):
+    trials = [SimpleNamespace(task=t) for t in tasks for _ in range(5)]
+    records = {f"{r['task']}-{i}": {"task": r["task"]} for i, r in enumerate(rows)}
+    folder = SimpleNamespace(records=records, campaign=SimpleNamespace(tasks=tasks, trials=trials))
+    return SimpleNamespace(
+        folder=folder, rows=rows, references={t: task_reference(t) for t in tasks}
+    )
+
+
+def _cells(text):
+    return {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in text.splitlines()[2:]}
+
+
+def test_a_task_without_an_oracle_scale_is_read_on_the_gain():
+    assert task_reference("gencos_bidding").scale != "oracle"
+    tasks = ["gencos_bidding", "dc_microgrid", "battery_arbitrage"]
+    rows = [
+        _row("gencos_bidding", "MAPPO/default", 100.0, 20.0),
+        _row("dc_microgrid", "PPO/objective", -10.0, -20.0),
+        _row("dc_microgrid", "PPO-L/default", -5.0, -9.0),
+        _row("dc_microgrid", "PPO-RESIDUAL/objective", 50.0, 10.0, within=False),
+    ]
+    measured = {"dc_microgrid": TaskDiagnosis(("late",), "Measured: ...")}
+    cells = _cells(summary_markdown(_scored(rows, tasks), measured))
+    assert cells["gencos_bidding"][5] == "**above the anchor** (no oracle scale)"
+    assert cells["gencos_bidding"][2] == "-"  # no headroom without an oracle
+    # no claim: the within-budget row closest to the anchor, and the measured verdict
+    assert cells["dc_microgrid"][3] == "PPO-L/default"
+    assert cells["dc_microgrid"][5] == "below the anchor, compute-bound"
+    assert cells["dc_microgrid"][6] == "3/5 |"
+    assert cells["battery_arbitrage"][3:6] == ["-", "-", "no finished trial yet"]
+
+
+def test_best_within_budget_prefers_the_claim():
+    rows = [_row("t", "a", 30.0, -1.0), _row("t", "b", 10.0, 2.0), _row("t", "c", 90.0, 5.0, False)]
+    assert best_within_budget(rows)["label"] == "b"
+    assert best_within_budget(rows[:1])["label"] == "a"
+    assert best_within_budget(rows[2:]) is None
