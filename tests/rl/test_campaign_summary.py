@@ -59,3 +59,21 @@ def test_best_within_budget_prefers_the_claim():
     assert best_within_budget(rows)["label"] == "b"
     assert best_within_budget(rows[:1])["label"] == "a"
     assert best_within_budget(rows[2:]) is None
+
+
+def test_the_claims_name_an_above_anchor_row_of_a_task_without_an_oracle_scale():
+    from powerzoo.rl.campaigns.score_page_text import _claims_text
+
+    row = {
+        **_row("gencos_bidding", "MAPPO/default", 100.0, 20.0),
+        "anchor": "rule_based",
+        "anchor_diff_pct": 1.5,
+        "anchor_seeds_better": 5,
+        "n_seeds": 5,
+        "scale": "gain",
+        "run_performance": [],
+    }
+    scored = _scored([row], ["gencos_bidding"])
+    text = _claims_text(scored, {})
+    assert "- **gencos_bidding** (no oracle scale, read on the gain): MAPPO/default within" in text
+    assert "+100.00 [+20.00, +105.00] (+1.50 %), 5/5 better against rule_based ($ per" in text

@@ -231,10 +231,15 @@ def _headline_text(scored: Any) -> str:
 def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
     lines = []
     for task, ref in scored.references.items():
-        if not _learnable(ref):
-            continue
         mine = [r for r in scored.rows if r["task"] == task]
         best = claim_row(mine)
+        if ref is not None and ref.scale != "oracle" and best is not None:
+            lines.append(
+                f"- **{task}** (no oracle scale, read on the gain): {best['label']} within "
+                f"budget, {_paired(best, 'anchor')} against {best['anchor']} ($ per episode)."
+            )
+        if not _learnable(ref):
+            continue
         if best is not None:
             lines.append(
                 f"- **{task}**: {best['label']} within budget, performance "
