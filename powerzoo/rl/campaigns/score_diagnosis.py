@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from powerzoo.rl.campaigns.score_page_text import claim_row
+from powerzoo.rl.campaigns.trial import trial_dir
+from powerzoo.rl.evaluation_log import EVAL_CSV
 
 __all__ = [
     "CURVE_FILE",
@@ -41,7 +43,7 @@ __all__ = [
     "task_diagnosis",
 ]
 
-CURVE_FILE = Path("run") / "evaluation" / "evaluation_metrics.csv"
+CURVE_FILE = Path("run") / "evaluation" / EVAL_CSV
 """A trial's validation curve, relative to its folder ``trials/<trial id>/``."""
 LATE_SHARE = 0.8
 """A best model found at or after this share of training counts as found late."""
@@ -219,7 +221,6 @@ def campaign_diagnoses(
         rows: Every scored row.
         learnable: Whether each task has learnable headroom.
     """
-    trials_dir = Path(campaign_dir) / "trials"
     out = {}
     for task in dict.fromkeys(r["task"] for r in rows):
         mine = [r for r in rows if r["task"] == task]
@@ -228,7 +229,8 @@ def campaign_diagnoses(
         curves = {}
         for row in mine:
             found = (
-                read_curve(trials_dir / t.trial_id / CURVE_FILE) for t in groups[task, row["label"]]
+                read_curve(trial_dir(campaign_dir, t) / CURVE_FILE)
+                for t in groups[task, row["label"]]
             )
             curves[row["label"]] = [c for c in found if c is not None]
         out[task] = task_diagnosis(mine, curves)
