@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from powerzoo.rl.campaigns.family_top_up import top_up_and_report
 from powerzoo.rl.campaigns.gather import CampaignOutcome, gather
 from powerzoo.rl.campaigns.local import as_campaign, check_out_dir, lock_out_dir
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
@@ -235,6 +236,7 @@ def _run_ray_locked(
     update: bool = False,
 ) -> CampaignOutcome:
     out = check_out_dir(campaign, out_dir, update=update)
+    top_up_and_report(campaign, out, progress)
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=bool(progress))
@@ -278,10 +280,11 @@ def _run_ray_locked(
                 )
                 continue
             record = json.loads(record_json)
-            if (
-                read_record(out, campaign.trial(trial_id)) is None
-            ):  # the worker wrote it elsewhere (another node)
+            on_disk = read_record(out, campaign.trial(trial_id))
+            if on_disk is None:  # the worker wrote it elsewhere (another node)
                 write_record(out, record)
+            else:  # the folder's record is the truth (a restored experiment reports the old
+                record = on_disk  # record of a trial topped up since)
             records[trial_id] = record
     finally:
         if started_here:

@@ -173,3 +173,27 @@ def test_protocol_days_are_the_baselines_table_days_and_their_family_twins(
     assert f"| test | {len(protocol['day_ids'])} |" in capsys.readouterr().out
     assert main([*args, "--protocol-days", "--episodes", "2", "--out", str(out)]) == 2
     assert "leave max_episodes unset" in capsys.readouterr().err
+
+
+def _family_pairs():
+    from powerzoo.tasks import list_tasks
+
+    return [(t, f) for t in list_tasks() for f in scenario_families(t)]
+
+
+@pytest.mark.parametrize(("task", "family"), _family_pairs())
+def test_every_family_changes_what_the_rule_meets(task, family):
+    """A held-out family must not be a copy of the test split: the rule's return on the first
+    family day differs from its return on the same calendar day of the test split, with the
+    same env seed (a stress split whose inputs the task never reads would score as test)."""
+    from powerzoo.benchmarks.evaluation import rollout
+    from powerzoo.benchmarks.policies import make_baseline_policy
+    from powerzoo.envs.make import make_env
+
+    family_day, test_day = paired_days(task, family)[0]
+    returns = []
+    for split, day in ((family, family_day), ("test", test_day)):
+        env = make_env(task, split=split, seed=0)
+        policy = make_baseline_policy("rule_based", env, 0)
+        returns.append(rollout(env, policy, day_id=day, seed=test_day)["return"])
+    assert returns[0] != returns[1], f"{task}/{family} day {family_day} equals test day {test_day}"

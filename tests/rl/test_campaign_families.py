@@ -89,3 +89,56 @@ def test_a_trial_runs_its_families_and_its_record_is_checked_for_them(tmp_path):
     assert "no family episodes" in record_problem(missing, trial, campaign)
     broken = {**record, "families": {"price_spike": [{**rows[0], "return": float("nan")}]}}
     assert "not a finite number" in record_problem(broken, trial, campaign)
+
+
+def _rename_family(path, old, new, **episode0):
+    import json
+
+    record = json.loads(path.read_text())
+    record["families"] = {new: record["families"].pop(old)}
+    record["episodes"][0].update(episode0)
+    path.write_text(json.dumps(record))
+    return record
+
+
+def test_a_finished_trial_gets_the_families_its_task_now_names_without_training_again(tmp_path):
+    """A task whose family list changed after its trials finished: the campaign runs the new
+    family on each saved model (the same rows as a fresh trial), drops the old one, logs it,
+    and neither trains again nor touches a record whose model no longer replays its test."""
+    import json
+
+    from powerzoo.rl.campaigns.family_top_up import family_only_problem, top_up_families
+    from powerzoo.rl.campaigns.trial import TRIAL_FILE, trial_dir
+
+    campaign = parse_campaign(_campaign(1))  # battery_arbitrage's first family
+    (trial,) = campaign.trials
+    (family,) = campaign.families_of("battery_arbitrage")
+    out = tmp_path / "out"
+    (fresh,) = run_local(campaign, out, progress=False, gather_results=False).values()
+    path = trial_dir(out, trial) / TRIAL_FILE
+    # as if the task had named another family when the trial ran
+    stale = _rename_family(path, family, "retired_family")
+    assert "no episodes on the famil" in family_only_problem(stale, trial, campaign)
+
+    report = top_up_families(campaign, out)
+    assert report.topped_up == [trial.trial_id] and report.refused == {}
+    topped = json.loads(path.read_text())
+    assert topped["families"] == fresh["families"]  # bit-identical to the fresh trial's rows
+    (log,) = topped["families_topped_up"]
+    assert log["added"] == [family] and log["dropped"] == ["retired_family"]
+    assert record_problem(topped, trial, campaign) is None
+    # the campaign run again keeps it: no second training
+    (again,) = run_local(campaign, out, progress=False, gather_results=False).values()
+    assert again["finished_at"] == fresh["finished_at"]
+    assert top_up_families(campaign, out).topped_up == []
+
+    # a record its saved model no longer replays is left as it is, with the reason
+    _rename_family(path, family, "retired_family", **{"return": fresh["episodes"][0]["return"] + 1})
+    before = path.read_text()
+    report = top_up_families(campaign, out)
+    assert report.topped_up == [] and "not the tested model" in report.refused[trial.trial_id]
+    assert path.read_text() == before
+    with pytest.warns(RuntimeWarning, match="could not be topped up"):
+        left = run_local(campaign, out, progress=False, gather_results=False)
+    assert left == {}  # left out of the tables, its folder kept as evidence
+    assert path.read_text() == before

@@ -26,6 +26,7 @@ from typing import Any
 
 from powerzoo.fileio import exclusive_lock, write_json
 from powerzoo.progress import progress_bar
+from powerzoo.rl.campaigns.family_top_up import top_up_and_report
 from powerzoo.rl.campaigns.gather import CampaignOutcome, gather
 from powerzoo.rl.campaigns.parse import load_campaign
 from powerzoo.rl.campaigns.spec import CampaignSpec, evaluation_protocol
@@ -213,6 +214,7 @@ def _run_locked(
     update: bool = False,
 ) -> CampaignOutcome | dict[str, Any]:
     out = check_out_dir(campaign, out_dir, update=update)
+    top_up_and_report(campaign, out, progress)
     records: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
     todo = []

@@ -62,6 +62,7 @@ __all__ = [
     "base_record",
     "evaluate_policy",
     "one_thread",
+    "trained_entry",
     "TRIAL_FILE",
     "TRIALS_DIR",
 ]
@@ -329,7 +330,10 @@ def evaluate_policy(
     }
 
 
-def _trained_entry(trial: TrialSpec, run_dir: Path, model: str) -> tuple[Any, str]:
+def trained_entry(trial: TrialSpec, run_dir: Path, model: str) -> tuple[Any, str]:
+    """The trial's saved model as a policy entry (objective-reward eval env, deterministic
+    policy) and the model it loaded: ``"best"`` (the best validation model; ``"final"`` when
+    the run kept none) or ``"final"``."""
     from powerzoo.benchmarks.campaign import PolicyEntry
     from powerzoo.rl.run_dir import EVAL_DIR
     from powerzoo.rl.trainer import Trainer
@@ -415,7 +419,7 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
             result.stop_reason,
         )
         trainer.close()
-        entry, model = _trained_entry(trial, folder / "run", campaign.model)
+        entry, model = trained_entry(trial, folder / "run", campaign.model)
         started = time.perf_counter()
         evaluation = evaluate_policy(campaign, trial, entry, folder / "evaluation")
         families = campaign.families_of(trial.task)

@@ -231,7 +231,8 @@ def joint_spec(
         ),
         horizon=horizon,
         step_minutes=STEP_MINUTES,
-        splits=calendar.BASE_SPLITS + ("load_stress", "low_renewable", "heatwave", "cold_snap"),
+        # no low_renewable: neither side reads PV or wind, so it would be the test split
+        splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "cold_snap"),
         reward_terms=(
             "generation_cost",
             "imbalance_cost",
