@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import json
 import os
 import shutil
 import signal
@@ -371,6 +372,14 @@ def test_ray_campaign_gives_the_local_numbers(ray_cluster, local_run, tiny_file,
     assert not outcome.failed and [r["trial_id"] for r in outcome.trials] == RUN_ORDER
     assert _numbers(tmp_path / "ray") == _numbers(out)
     assert (tmp_path / "ray" / "ray" / "campaign" / TRIAL_IDS[0]).is_dir()  # one Tune trial each
+    # run again, the restored experiment reports its old results: the folder's record wins (a
+    # record topped up since, e.g. with a new held-out family, is not overwritten)
+    path = tmp_path / "ray" / "trials" / TRIAL_IDS[0] / TRIAL_FILE
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "edited_since": True}))
+    again = run_ray(tiny_file, tmp_path / "ray", progress=False)
+    assert again.records[TRIAL_IDS[0]].get("edited_since") is True
+    assert json.loads(path.read_text())["edited_since"] is True
 
 
 @pytest.mark.slow
