@@ -44,8 +44,9 @@ def _best(call, rounds: int) -> tuple[float, float]:
     return wall, cpu
 
 
-def _opendss(feeder, p, q, n: int) -> tuple[float, float] | None:
-    """Median seconds per OpenDSS solve and per full scenario, or None without OpenDSS."""
+def _opendss(feeder, p, q, n: int) -> tuple[float, float, float] | None:
+    """Median seconds per OpenDSS solve and per full scenario, and its mean iterations per
+    solve (each starts from the previous scenario's voltages), or None without OpenDSS."""
     try:
         import opendssdirect as dss
     except ImportError:
@@ -56,7 +57,7 @@ def _opendss(feeder, p, q, n: int) -> tuple[float, float] | None:
     for command in ("set controlmode=off", "set tolerance=1e-10", "set maxiterations=1000"):
         dss.Text.Command(command)
     dss.Text.Command("batchedit load..* vminpu=0.5 vmaxpu=10")
-    solve, scenario = [], []
+    solve, scenario, iterations = [], [], []
     for b in range(n):
         t0 = time.perf_counter()
         for k, name in enumerate(feeder.load_names):
@@ -66,11 +67,12 @@ def _opendss(feeder, p, q, n: int) -> tuple[float, float] | None:
         t1 = time.perf_counter()
         dss.Solution.Solve()
         t2 = time.perf_counter()
+        iterations.append(dss.Solution.Iterations())
         dss.Circuit.AllBusMagPu()
         t3 = time.perf_counter()
         solve.append(t2 - t1)
         scenario.append(t3 - t0)
-    return float(np.median(solve)), float(np.median(scenario))
+    return float(np.median(solve)), float(np.median(scenario)), float(np.mean(iterations))
 
 
 def main() -> None:
@@ -101,7 +103,8 @@ def main() -> None:
     else:
         print(
             f"OpenDSS ({args.opendss_solves} scenarios, median): solve {ref[0] * 1e6:.1f} us, "
-            f"scenario (set loads + solve + read voltages) {ref[1] * 1e6:.1f} us"
+            f"scenario (set loads + solve + read voltages) {ref[1] * 1e6:.1f} us, "
+            f"{ref[2]:.1f} iterations per solve (warm: from the previous scenario)"
         )
     per_flow = {}
     for n in args.batches:
