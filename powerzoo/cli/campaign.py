@@ -110,7 +110,8 @@ def add_parser(sub: Any) -> None:
             "on the test split with the baselines, and write the tables and plots of "
             "`powerzoo bench` (results.csv: one row per algorithm/setting, trials.csv: one per "
             "trial). Running it again into the same --out folder resumes: finished trials are "
-            "skipped."
+            "skipped; a finished trial whose task now names other held-out families is given "
+            "them from its saved model, not trained again."
         ),
     )
     p.add_argument(
