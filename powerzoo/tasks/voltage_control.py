@@ -350,8 +350,7 @@ class VoltageControl118(Task):
             action=action,
             horizon=HORIZON,
             step_minutes=STEP_MINUTES,
-            # no low_renewable: the task reads no PV or wind, so it would be the test split
-            splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "cold_snap"),
+            splits=calendar.BASE_SPLITS + ("load_stress", "heatwave", "cold_snap"),  # no PV/wind
             reward_terms=("loss_cost",),
             reward_doc=(
                 "-(active losses from the AC flow x dt x the step's merit-order marginal cost) "
