@@ -142,3 +142,25 @@ def test_a_finished_trial_gets_the_families_its_task_now_names_without_training_
         left = run_local(campaign, out, progress=False, gather_results=False)
     assert left == {}  # left out of the tables, its folder kept as evidence
     assert path.read_text() == before
+
+
+def test_a_family_held_with_a_broken_row_is_run_again_from_the_saved_model(tmp_path):
+    import json
+
+    from powerzoo.rl.campaigns.family_top_up import top_up_families
+    from powerzoo.rl.campaigns.trial import TRIAL_FILE, trial_dir
+
+    campaign = parse_campaign(_campaign(1))
+    (trial,) = campaign.trials
+    (family,) = campaign.families_of("battery_arbitrage")
+    out = tmp_path / "out"
+    (fresh,) = run_local(campaign, out, progress=False, gather_results=False).values()
+    path = trial_dir(out, trial) / TRIAL_FILE
+    broken = json.loads(path.read_text())
+    broken["families"][family][0]["return"] = None
+    path.write_text(json.dumps(broken))
+    assert top_up_families(campaign, out).topped_up == [trial.trial_id]
+    topped = json.loads(path.read_text())
+    assert topped["families"] == fresh["families"]
+    assert topped["families_topped_up"][0]["added"] == [family]
+    assert record_problem(topped, trial, campaign) is None

@@ -4,15 +4,15 @@ A task's families can change after some of its trials have finished (a family fo
 the test split is removed, so ``evaluation.families: k`` now names another one). Those records
 are complete except for their family rows, and training them again would cost the whole compute
 allowance for a few test-day episodes. :func:`top_up_families` instead loads each such trial's
-tested model from its run folder, checks that it still plays the recorded first test episode to
-the same return (else the saved model is not the one that was tested, and the record is left as
-it is), runs the families the record lacks (:func:`~powerzoo.rl.campaigns.family_episodes.
-run_family_episodes`, the same days and env seeds as a fresh trial) and drops the families the
-campaign no longer names. The record keeps a ``families_topped_up`` entry: which families were
-added and dropped, when, and the code that ran them.
+tested model from its run folder and checks that it still plays the recorded first test episode
+to the same return (else the saved model is not the one that was tested, and the record is left
+as it is). It then runs the families the record lacks or holds with a broken row
+(:func:`~powerzoo.rl.campaigns.family_episodes.run_family_episodes`, the same days and env seeds
+as a fresh trial) and drops the families the campaign no longer names. The record keeps a
+``families_topped_up`` entry: the families added and dropped, when, and the code that ran them.
 
-The campaign runners call it on a folder before they schedule anything, so ``powerzoo campaign
-... --update`` tops such records up instead of leaving them out.
+The campaign runners (local and Ray) call it on a folder before they schedule anything, so
+running ``powerzoo campaign`` again tops such records up instead of leaving them out.
 """
 
 from __future__ import annotations
@@ -130,7 +130,12 @@ def top_up_families(
                 if why is not None:
                     report.refused[trial.trial_id] = why
                     continue
-                added = [f for f in wanted if f not in held]
+                names = record["cost_names"]
+                added = [  # missing, or held with a row that fails the record check: run again
+                    f
+                    for f in wanted
+                    if f not in held or family_problem({"families": held}, (f,), names)
+                ]
                 rows = run_family_episodes(
                     trial.task,
                     added,
@@ -138,13 +143,13 @@ def top_up_families(
                     functools.partial(entry.make_policy, seed=0),
                     record["days"],
                     episode_seed(campaign.eval_seed(trial), 0),
-                    record["cost_names"],
+                    names,
                 )
         except (OSError, ValueError, KeyError) as err:
             report.refused[trial.trial_id] = f"its saved model could not be run: {err}"
             continue
         dropped = [f for f in held if f not in wanted]
-        record["families"] = {f: held[f] if f in held else rows[f] for f in wanted}
+        record["families"] = {f: rows[f] if f in added else held[f] for f in wanted}
         log = list(record.get("families_topped_up", []))
         log.append(
             {"added": added, "dropped": dropped, "at": time.time(), "code": code_provenance()}
