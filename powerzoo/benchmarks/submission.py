@@ -369,10 +369,10 @@ def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path)
     """Write a submission folder from the trial records (``trial.json``) of a PowerZoo campaign:
     one trial per seed of the same task, algorithm and setting. The episodes keep the env seeds
     the campaign ran (``env_seeds = "campaign"``, module docstring, or ``"protocol"`` for a
-    campaign that tested every trial on the baselines' env seeds); ``code_hash`` is the
-    trial's ``config_hash``, ``hardware`` the trial's record of its machine (trials of a
-    campaign run before compute tracks say it is not recorded), and ``tuning_budget`` says it is
-    not recorded.
+    campaign that tested every trial on the baselines' env seeds); ``code_hash`` names the
+    code each seed ran (:func:`_code_hash_text`), ``hardware`` the trial's record of its machine
+    (trials of a campaign run before compute tracks say it is not recorded), and
+    ``tuning_budget`` says it is not recorded.
 
     Args:
         trial_dirs: Trial folders (each with ``trial.json``).
@@ -405,14 +405,15 @@ def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path)
         "task": first["task"],
         "split": first.get("split", "test"),
         "seeds": seeds,
-        "code_hash": f"config {first['config_hash']}",
+        "code_hash": _code_hash_text(records),
         "env_steps": max(int(r["num_timesteps"]) for r in records),
         "wall_time_s": max(float(r["train_seconds"]) for r in records),
         # trials run since compute tracks exist record their machine; older ones do not
         "hardware": _hardware_text(first.get("hardware")),
         "tuning_budget": "not recorded (a PowerZoo campaign preset)",
         "env_seeds": scheme,
-        "notes": "written from the trial records " + ", ".join(r["trial_id"] for r in records),
+        "notes": "written from the trial records "
+        + ", ".join(f"{r['trial_id']} (config {r['config_hash']})" for r in records),
     }
     keep = ("episode", "day_id", "env_seed", "return", "length")
     episodes = {
@@ -438,4 +439,29 @@ def _hardware_text(record: Any) -> str:
         f"{record.get('cpu_model', 'unknown CPU')}, {record.get('cpus_usable', '?')} of "
         f"{record.get('cpu_count', '?')} cores usable, torch on {record.get('torch_device', '?')} "
         f"with {record.get('torch_threads', '?')} thread(s){gpu}"
+    )
+
+
+def _code_hash_text(records: Sequence[dict[str, Any]]) -> str:
+    """The code a submission's seeds were trained and tested with, from the trial records'
+    ``code`` (:func:`powerzoo.provenance.code_provenance`): ``sources <hash> (commit <id>)``,
+    followed by the seeds of each version when they differ. A trial recorded before trials kept
+    their code is named by its configuration hash (``config <hash>``)."""
+    seeds_of: dict[str, list[int]] = {}
+    for record in records:
+        code = record.get("code")
+        if isinstance(code, dict) and code.get("source_hash"):
+            commit = str(code.get("commit") or "")
+            modified = "+modified" if commit.endswith("+modified") else ""
+            name = f"sources {code['source_hash']}" + (
+                f" (commit {commit[:10]}{modified})" if commit else ""
+            )
+        else:
+            name = f"config {record['config_hash']}"
+        seeds_of.setdefault(name, []).append(int(record["seed"]))
+    if len(seeds_of) == 1:
+        return next(iter(seeds_of))
+    return "; ".join(
+        f"{name}: seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))}"
+        for name, seeds in seeds_of.items()
     )

@@ -246,3 +246,31 @@ def test_a_trial_that_recorded_its_machine_gives_the_submission_its_hardware(tmp
     (trial / "trial.json").write_text(json.dumps(record))
     meta = read_submission(submission_from_trials([trial], tmp_path / "old")).meta
     assert meta["hardware"] == "not recorded (a PowerZoo campaign trial)"
+
+
+def test_a_submission_from_trials_names_the_code_each_seed_ran(tmp_path):
+    from powerzoo.benchmarks.submission import submission_from_trials
+
+    source = CAMPAIGN / "trials" / "marl_opf-MAPPO-default-seed0" / "trial.json"
+    record = json.loads(source.read_text())
+    trials = []
+    for seed, commit, sources in ((0, "a" * 40, "1111"), (1, "b" * 40 + "+modified", "2222")):
+        trial = tmp_path / f"trial{seed}"
+        trial.mkdir()
+        code = {"commit": commit, "source_hash": sources, "version": "0.1.0"}
+        # tested on the protocol's env seeds whatever the seed, as a v2 campaign's trials are
+        copy = {**record, "seed": seed, "code": code, "env_seeds": "protocol"}
+        (trial / "trial.json").write_text(json.dumps(copy))
+        trials.append(trial)
+    meta = read_submission(submission_from_trials(trials, tmp_path / "two")).meta
+    assert meta["code_hash"] == (
+        "sources 1111 (commit aaaaaaaaaa): seed 0; "
+        "sources 2222 (commit bbbbbbbbbb+modified): seed 1"
+    )
+    assert f"(config {record['config_hash']})" in meta["notes"]
+    meta = read_submission(submission_from_trials(trials[:1], tmp_path / "one")).meta
+    assert meta["code_hash"] == "sources 1111 (commit aaaaaaaaaa)"
+    old = {k: v for k, v in copy.items() if k != "code"}  # a record from before code was kept
+    (trials[0] / "trial.json").write_text(json.dumps(old))
+    meta = read_submission(submission_from_trials(trials[:1], tmp_path / "old")).meta
+    assert meta["code_hash"] == f"config {record['config_hash']}"

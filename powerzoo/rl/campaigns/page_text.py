@@ -262,12 +262,12 @@ def _timing_text(folder: Any, timing: dict[str, Any]) -> str:
         f"`{trial_id}`).",
         "- Not counted: the gather step of `powerzoo campaign` (it evaluates the baselines again "
         "over every seed; the tso oracle takes about a minute a day).",
-        _code_text(timing["code"]),
+        code_versions_text(timing["code"]),
     ]
     return "\n".join(lines) + "\n"
 
 
-def _code_text(versions: list[dict[str, Any]]) -> str:
+def code_versions_text(versions: list[dict[str, Any]]) -> str:
     """One line on the code that produced the records (package source hashes and commits)."""
     parts = []
     for v in versions:

@@ -64,7 +64,7 @@ from powerzoo.fileio import atomic_write_text
 from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import reference_algorithm
 from powerzoo.rl.campaigns.gather import pinned_campaign_files
-from powerzoo.rl.campaigns.page import CampaignFolder, read_campaign_folder
+from powerzoo.rl.campaigns.page import CampaignFolder, code_versions, read_campaign_folder
 from powerzoo.rl.campaigns.score_diagnosis import campaign_diagnoses, merged_diagnoses
 from powerzoo.rl.campaigns.score_families import (
     FAMILY_COLUMNS,
@@ -178,7 +178,8 @@ def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str
         ``core_hours`` (finished trials' training CPU plus test evaluation hours),
         ``without_cpu_seconds`` (records counted at wall seconds instead), ``projected_core_hours``
         (mean per finished trial x planned; ``None`` before one finished), ``cluster_hours``
-        (``projected / workers``), ``workers``, ``machines`` (``{machine: trials}``) and
+        (``projected / workers``), ``workers``, ``machines`` (``{machine: trials}``), ``code``
+        (:func:`~powerzoo.rl.campaigns.page.code_versions`) and
         ``left_out`` (``{trial_id: why}`` of trials that failed or whose record is damaged).
     """
     campaign = folder.campaign
@@ -205,6 +206,7 @@ def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str
         "cluster_hours": None if projected is None else projected / workers,
         "workers": workers,
         "machines": machines,
+        "code": code_versions(folder),
         "left_out": {t: why for t, why in folder.missing.items() if why not in idle},
     }
 

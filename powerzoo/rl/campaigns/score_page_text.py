@@ -20,7 +20,7 @@ from powerzoo.benchmarks.score_v2 import (
     TaskReference,
 )
 from powerzoo.benchmarks.stats import CONFIDENCE
-from powerzoo.rl.campaigns.page_text import _hours, _num, _share
+from powerzoo.rl.campaigns.page_text import _hours, _num, _share, code_versions_text
 from powerzoo.rl.campaigns.score_families import FAMILIES_COMMAND
 from powerzoo.tasks import task_spec
 
@@ -133,6 +133,8 @@ def _coverage_text(scored: Any) -> str:
         )
     machines = "; ".join(f"{m}: {n} trial(s)" for m, n in cov["machines"].items())
     lines.append(f"- Machine (the records' `hardware`): {machines}.")
+    if "code" in cov:
+        lines.append(code_versions_text(cov["code"]))
     if cov["left_out"]:
         lines.append(
             f"- Left out ({len(cov['left_out'])}): "
@@ -244,7 +246,7 @@ def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
             lines.append(
                 f"- **{task}**: {best['label']} within budget, performance "
                 f"{_interval(best, 'performance')}, {_paired(best, 'anchor')} against "
-                f"{best['anchor']} ($ per episode)."
+                f"{best['anchor']} ($ per episode)." + _above_oracle_text(best)
             )
         elif task in diagnoses:
             lines.append(f"- **{task}**: no row above its anchor yet. {diagnoses[task]}")
@@ -274,6 +276,18 @@ def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
         + "."
     )
     return "\n".join(lines) + "\n"
+
+
+def _above_oracle_text(row: Mapping[str, Any]) -> str:
+    """A caveat for a row whose performance is above 1: a return above the oracle's, bought
+    with the budget (the learners constrain the mean cost, not each episode's)."""
+    if not row["performance"] > 1.0 or row.get("max_cost_ratio") is None:
+        return ""
+    return (
+        f" Performance above 1 is a return above the oracle's, within the mean-cost budget the "
+        f"learners train under: its largest mean cost is {_share(row['max_cost_ratio'])} of its "
+        f"budget and {_share(1.0 - row['feasibility'])} of its test episodes are over a budget."
+    )
 
 
 def score_sensitivity(ref: TaskReference) -> float | None:
