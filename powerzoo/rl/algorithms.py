@@ -114,6 +114,17 @@ def reference_algorithm(name: str) -> ReferenceAlgorithm | None:
     return _REFERENCE.get(name.upper()) if isinstance(name, str) else None
 
 
+def evaluates_at_start(name: str, at_start: bool | None = None) -> bool:
+    """Whether a run of algorithm ``name`` evaluates its untrained model too (a row at step 0 of
+    the evaluation log, a candidate for the best model): ``at_start`` (``evaluation.at_start``)
+    when set, else only where the untrained model is a controller, so that model selection can
+    fall back on it: the residual baselines (the rule) and behaviour cloning (the clone)."""
+    if at_start is not None:
+        return bool(at_start)
+    reference = reference_algorithm(name)
+    return reference is not None and (reference.layer == "residual" or reference.behaviour_cloning)
+
+
 def base_algorithm(name: str) -> str:
     """The algorithm that trains ``name``'s learner: the base of a reference baseline, else
     ``name`` upper-cased."""

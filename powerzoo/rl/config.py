@@ -42,6 +42,8 @@ Every field, with its default::
                                      # more at the end; multi-agent runs: only at the end)
       episodes: 8                    # val days, evenly spread over the split
       deterministic: true
+      at_start: null                 # also evaluate the untrained model (step 0); null: only
+                                     # where it is a controller (residual, behaviour cloning)
     checkpoint:                      # null or false: no checkpoints
       freq: 20000                    # env steps
       keep: 3                        # most recent checkpoints kept
@@ -77,11 +79,8 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -99,9 +98,16 @@ from powerzoo.rl.conditions import CONDITION_TYPES, condition_from_dict
 from powerzoo.rl.config_checks import (
     MAX_TIMESTEPS,
     format_errors,
-    number_for_field,
     task_field_problems,
     whole_number,
+)
+from powerzoo.rl.config_sections import (
+    CheckpointConfig,
+    EnvConfig,
+    EvaluationConfig,
+    LoggingConfig,
+    VecNormalizeConfig,
+    _Section,
 )
 from powerzoo.rl.names import check_plain_name
 
@@ -134,63 +140,6 @@ MAX_TORCH_THREADS = 1_024
 
 class ConfigError(ValueError):
     """A run config that cannot be used; the message names the file (if any) and the field."""
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _numbers_written_as_text(cls, value: Any, info: ValidationInfo) -> Any:
-        """``total_timesteps: 1e6`` (a string to YAML 1.1) and ``1e6`` as a float are the
-        whole number 1,000,000; ``1.5`` for an integer field is refused naming the field."""
-        field = cls.model_fields.get(info.field_name or "")
-        return value if field is None else number_for_field(field.annotation, value)
-
-
-class EnvConfig(_Section):
-    """``make_env`` options of the training env (the evaluation env copies them)."""
-
-    split: str = "train"
-    normalize: bool = True
-    obs_mode: str | None = None
-    forecast_horizon: int | None = Field(default=None, ge=1)
-    reward: str | dict[str, float] | None = None
-    task_kwargs: dict[str, Any] = Field(default_factory=dict)
-
-
-class VecNormalizeConfig(_Section):
-    """SB3 ``VecNormalize``: running observation / return statistics of the training envs."""
-
-    norm_obs: bool = True
-    norm_reward: bool = True
-    clip_obs: float = Field(default=10.0, gt=0)
-    clip_reward: float = Field(default=10.0, gt=0)
-
-
-class EvaluationConfig(_Section):
-    """Periodic evaluation on a separate env (val split by default)."""
-
-    split: str = "val"
-    freq: int = Field(default=10_000, ge=1)
-    episodes: int = Field(default=8, ge=1)
-    deterministic: bool = True
-
-
-class CheckpointConfig(_Section):
-    """Periodic atomic checkpoints (model, normalisation statistics, RNG, counters)."""
-
-    freq: int = Field(default=20_000, ge=1)
-    keep: int = Field(default=3, ge=1)
-    replay_buffer: bool = True
-
-
-class LoggingConfig(_Section):
-    """TensorBoard, progress bar and SB3 verbosity."""
-
-    tensorboard: bool = True
-    progress_bar: bool | None = None
-    verbose: int = Field(default=0, ge=0, le=2)
 
 
 def _false_to_none(value: Any) -> Any:

@@ -226,21 +226,30 @@ TINY = {
 }
 
 
-@pytest.mark.parametrize("algorithm", list(TINY))
-def test_tiny_training_run_of_each_reference_algorithm(algorithm, tmp_path):
-    task, kwargs = TINY[algorithm]
-    trainer = Trainer(
+def _evaluation_rows(run_dir):
+    with (run_dir / "evaluation" / "evaluation_metrics.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def _tiny_trainer(task, algorithm, tmp_path, evaluation, **kwargs):
+    return Trainer(
         task,
         algorithm=algorithm,
         total_timesteps=128,
         seed=0,
         n_envs=4,
         output_dir=str(tmp_path),
-        evaluation={"freq": 10**9, "episodes": 1},
+        evaluation={"freq": 10**9, "episodes": 2, **evaluation},
         checkpoint=None,
         logging={"tensorboard": False, "progress_bar": False},
         **kwargs,
     )
+
+
+@pytest.mark.parametrize("algorithm", list(TINY))
+def test_tiny_training_run_of_each_reference_algorithm(algorithm, tmp_path):
+    task, kwargs = TINY[algorithm]
+    trainer = _tiny_trainer(task, algorithm, tmp_path, {"episodes": 1}, **kwargs)
     result = trainer.train()
     assert result.status == "finished" and result.num_timesteps >= 128
     assert trainer.algorithm == algorithm.upper()
@@ -310,3 +319,61 @@ def test_a_campaign_trains_and_scores_the_reference_baselines(tmp_path):
     assert [r["trial_id"] for r in trials] == ids
     returns = [float(r["mean_return"]) for r in trials]
     assert all(np.isfinite(returns)) and returns[0] != returns[1]
+
+
+@pytest.mark.parametrize("algorithm", ["PPO-residual", "MAPPO-residual"])
+def test_a_residual_run_first_evaluates_its_untrained_policy_the_rule(algorithm, tmp_path):
+    """Model selection can fall back on the rule: the untrained residual is evaluated before
+    the first update (row 0 of the log, the rule's return on the same val days); with
+    ``at_start: false`` it is not."""
+    from powerzoo.benchmarks.baselines import select_days
+
+    task, kwargs = TINY[algorithm]
+    trainer = _tiny_trainer(task, algorithm, tmp_path / "on", {}, **kwargs)
+    result = trainer.train()
+    trainer.close()
+    rows = _evaluation_rows(result.run_dir)
+    assert [int(r["timestep"]) for r in rows] == [0, result.num_timesteps]
+    assert rows[0]["new_best"] == "True"
+    multi = algorithm.startswith("MAPPO")
+    # the rule on the env the run evaluates on (a normalised one for PPO), as above
+    env = (
+        make_env(task, "val", framework="auto") if multi else make_env(task, "val", normalize=True)
+    )
+    days = select_days(inspect_env(env).task.n_days, 2)
+    rule = evaluate_days(RuleBasedPolicy(env), env, days, seed=0)
+    assert float(rows[0]["mean_return"]) == pytest.approx(rule["mean_return"], rel=1e-12)
+    trainer = _tiny_trainer(task, algorithm, tmp_path / "off", {"at_start": False}, **kwargs)
+    result = trainer.train()
+    trainer.close()
+    assert [int(r["timestep"]) for r in _evaluation_rows(result.run_dir)] == [result.num_timesteps]
+
+
+def test_plain_learners_evaluate_at_start_only_when_asked(tmp_path):
+    tiny = {"n_steps": 32, "batch_size": 64}
+    default = _tiny_trainer("battery_arbitrage", "PPO", tmp_path / "a", {}, **tiny).train()
+    assert [int(r["timestep"]) for r in _evaluation_rows(default.run_dir)] == [128]
+    asked = _tiny_trainer("battery_arbitrage", "PPO", tmp_path / "b", {"at_start": True}, **tiny)
+    result = asked.train()
+    assert [int(r["timestep"]) for r in _evaluation_rows(result.run_dir)] == [0, 128]
+    # SB3 on a multi-agent task evaluates once, at the end: asking for more is refused up front
+    shared = _tiny_trainer("marl_opf", "PPO", tmp_path / "c", {"at_start": True}, **tiny)
+    with pytest.raises(ValueError, match="evaluates once, at the end"):
+        shared.train()
+    assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
+
+
+def test_an_unset_at_start_is_not_written_so_config_hashes_stay_as_they_were(tmp_path):
+    from powerzoo.rl.config import EvaluationConfig, TrainConfig
+
+    plain = {"split": "val", "freq": 10_000, "episodes": 8, "deterministic": True}
+    assert EvaluationConfig().model_dump() == plain  # the dict (and hash) from before the field
+    assert EvaluationConfig(at_start=False).model_dump() == {**plain, "at_start": False}
+    unset = TrainConfig(task="battery_arbitrage", total_timesteps=1000)
+    assert "at_start" not in unset.to_dict()["evaluation"]
+    asked = TrainConfig(
+        task="battery_arbitrage", total_timesteps=1000, evaluation={"at_start": True}
+    )
+    assert asked.fingerprint() != unset.fingerprint()
+    back = TrainConfig.from_file(asked.to_file(tmp_path / "run.yaml"))
+    assert back.evaluation.at_start is True and back.fingerprint() == asked.fingerprint()

@@ -112,6 +112,18 @@ def evaluate_now(trainer: Any, eval_env: Any, days: list[int]) -> dict[str, Any]
     return row
 
 
+def evaluate_at_start(trainer: Any, eval_env: Any, days: list[int]) -> dict[str, Any] | None:
+    """Before the first iteration of a fresh run: evaluate the untrained policy (row 0, a
+    candidate for the best policy) where :func:`~powerzoo.rl.algorithms.evaluates_at_start`
+    says so for the run's algorithm and ``evaluation.at_start``. Returns the row, or ``None``."""
+    from powerzoo.rl.algorithms import evaluates_at_start
+
+    ev = trainer.config.evaluation
+    if not evaluates_at_start(trainer.config.algorithm, None if ev is None else ev.at_start):
+        return None
+    return evaluate_now(trainer, eval_env, days)
+
+
 def budget_excess(
     mean_costs: dict[str, float], names: Sequence[str], thresholds: dict[str, float | None]
 ) -> float:

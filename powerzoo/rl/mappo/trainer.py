@@ -46,9 +46,10 @@ from powerzoo.rl.checkpoint import (
 )
 from powerzoo.rl.conditions import TrainingProgress, describe_condition, first_met
 from powerzoo.rl.config import TrainConfig
+from powerzoo.rl.mappo import evaluation as mappo_evaluation
 from powerzoo.rl.mappo.algorithm import GroupLayout, MultiAgentPPO
 from powerzoo.rl.mappo.collector import Collector, EpisodeBatch
-from powerzoo.rl.mappo.evaluation import BEST_POLICY_FILE, evaluate_now, rank, read_best_policy
+from powerzoo.rl.mappo.evaluation import BEST_POLICY_FILE, rank, read_best_policy
 from powerzoo.rl.mappo.hparams import algorithm_flags, check_params
 from powerzoo.rl.mappo.init_action import idle_actions, start_actors_at
 from powerzoo.rl.mappo.one_agent import make_native_env
@@ -259,6 +260,8 @@ class MAPPOTrainer(TrainerBase):
             )
         if eval_freq is not None and self._next_eval is None:
             self._next_eval = (self.num_timesteps // eval_freq + 1) * eval_freq
+        if eval_env is not None and not (self.num_timesteps or self.evaluations):
+            mappo_evaluation.evaluate_at_start(self, eval_env, eval_days)
         conditions = cfg.stop_condition_objects() + list(stop_conditions or [])
         budget, stop_reason = cfg.budget_timesteps(), None
         bar = progress_bar(
@@ -288,7 +291,7 @@ class MAPPOTrainer(TrainerBase):
                 if eval_freq is not None and self.num_timesteps >= self._next_eval:
                     while self._next_eval <= self.num_timesteps:
                         self._next_eval += eval_freq
-                    self._evaluate_now(eval_env, eval_days)
+                    mappo_evaluation.evaluate_now(self, eval_env, eval_days)
                 met = first_met(
                     conditions,
                     TrainingProgress(
@@ -303,7 +306,7 @@ class MAPPOTrainer(TrainerBase):
         if eval_env is not None and (
             not self.evaluations or self.evaluations[-1]["timestep"] != self.num_timesteps
         ):
-            self._evaluate_now(eval_env, eval_days)
+            mappo_evaluation.evaluate_now(self, eval_env, eval_days)
         status = "stopped" if stop_reason else "finished"
         if cfg.checkpoint is not None:
             self._save_checkpoint()
@@ -384,9 +387,6 @@ class MAPPOTrainer(TrainerBase):
             "num_timesteps": self.num_timesteps,
         }
         return self.learner.export_policy(deterministic, meta, *self._affine_maps())
-
-    def _evaluate_now(self, eval_env: Any, days: list[int]) -> dict[str, Any]:
-        return evaluate_now(self, eval_env, days)
 
     _rank = staticmethod(rank)  # the order of evaluations for the best policy
 

@@ -97,7 +97,8 @@ class EvaluationCallback(BaseCallback):
     env is never touched. Each evaluation runs the same ``day_ids`` of the evaluation split with
     the same seeds, so evaluations are comparable and a reloaded best model reproduces its score.
 
-    The trainer calls :meth:`evaluate_at_end` after ``learn``, so the last row is at the final step.
+    The trainer calls :meth:`evaluate_at_end` after ``learn``, so the last row is at the final step;
+    with ``at_start`` the untrained model is evaluated too, before the first step (row 0).
 
     Writes ``evaluation/evaluation_metrics.csv`` (rewritten at every evaluation, one row each),
     ``evaluation/best_model.zip`` + ``best_vecnormalize.npz`` + ``best_model.json`` when the mean
@@ -115,8 +116,10 @@ class EvaluationCallback(BaseCallback):
         seed: int = 0,
         history: list[dict[str, Any]] | None = None,
         on_evaluation: Callable[[dict[str, Any]], None] | None = None,
+        at_start: bool = False,
     ) -> None:
         super().__init__()
+        self.at_start = at_start
         self.eval_env = eval_env
         self.eval_dir = Path(eval_dir)
         self.eval_freq = int(eval_freq)
@@ -136,6 +139,9 @@ class EvaluationCallback(BaseCallback):
     def _init_callback(self) -> None:
         self.eval_dir.mkdir(parents=True, exist_ok=True)
         self.next_eval = (self.model.num_timesteps // self.eval_freq + 1) * self.eval_freq
+        if self.at_start and self.model.num_timesteps == 0 and not self.history:
+            self.num_timesteps = 0
+            self.evaluate_now()  # the untrained model: a candidate for the best model
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self.next_eval:

@@ -256,12 +256,15 @@ class SB3MultiAgentTrainer(TrainerBase):
 
     def _final_eval_env(self) -> Any:
         """The evaluation env of :meth:`_evaluate_at_end` (``None`` without evaluation), built
-        before the run folder."""
-        return (
-            None
-            if self.config.evaluation is None
-            else self._multi_agent_eval_env(self.config.evaluation.split)
-        )
+        before the run folder; ``evaluation.at_start: true`` is refused (one evaluation only)."""
+        ev = self.config.evaluation
+        if ev is not None and ev.at_start:
+            raise ValueError(
+                f"evaluation.at_start: {self.algorithm} on a multi-agent task evaluates once, at "
+                "the end (its best model is the final one); use MAPPO or IPPO to evaluate during "
+                "training"
+            )
+        return None if ev is None else self._multi_agent_eval_env(ev.split)
 
     def _evaluate_at_end(self, run_dir: Path, steps: int, eval_env: Any) -> list[dict[str, Any]]:
         """Evaluate the trained agents once (``evaluation.episodes`` days of ``evaluation.split``).

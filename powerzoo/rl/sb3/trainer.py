@@ -22,7 +22,7 @@ from powerzoo.envs.make import make_env
 from powerzoo.fileio import atomic_save
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl import safe_files as sf
-from powerzoo.rl.algorithms import ON_POLICY, algorithm_class
+from powerzoo.rl.algorithms import ON_POLICY, algorithm_class, evaluates_at_start
 from powerzoo.rl.budget import sb3_rollout, warn_rounded_budget
 from powerzoo.rl.checkpoint import (
     read_checkpoint_state,
@@ -253,6 +253,7 @@ class SB3Trainer(TrainerBase):
                 seed=cfg.seed,
                 history=self.evaluations,
                 on_evaluation=lambda row: self._write_state("running"),
+                at_start=evaluates_at_start(cfg.algorithm, ev.at_start),
             )
             callbacks.append(eval_cb)
         run_dir = self._ensure_run_dir()
