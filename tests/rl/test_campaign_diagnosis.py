@@ -57,6 +57,8 @@ def test_curves_found_late_or_early_name_the_reason():
     )
     assert kind == "early" and "first fifth of training on 2 of 3" in early
     assert "median gain over the first evaluation +2.00" in early  # gains 0, 2, 10
+    # the first curve's best model is its step-0 evaluation: the untrained policy
+    assert early.endswith("; the untrained policy (a residual's: the rule) kept on 1 of 3)")
     mixed, kind = row_diagnosis(_row("M/x", -5.0, False, ratio=3.0), [_curve(0.5)])
     assert kind is None and "over budget (largest mean cost 3 x its budget)" in mixed
     assert row_diagnosis(_row("N/x", -5.0, True), [])[0].endswith("within budget")

@@ -110,9 +110,15 @@ def _curve_text(curves: Sequence[Curve], median_steps: float | None) -> tuple[st
         return text + f" (still improving when the allowance ran out on {late} of {n})", "late"
     if 2 * early > n:
         gain = np.median([c.best_return - c.first_return for c in curves])
+        untrained = sum(c.best_step == 0 for c in curves)  # evaluated before the first update
+        kept = (
+            f"; the untrained policy (a residual's: the rule) kept on {untrained} of {n}"
+            if untrained
+            else ""
+        )
         return (
             text + f" (found in the first fifth of training on {early} of {n}: later training "
-            f"did not beat it; median gain over the first evaluation {_money(gain)})",
+            f"did not beat it; median gain over the first evaluation {_money(gain)}{kept})",
             "early",
         )
     return text, None
