@@ -471,7 +471,10 @@ def results_markdown(
         "that keeps the budgets; no floor. Optimality gap: extra cost in % of the oracle's (cost "
         "tasks). Paired differences: mean per-episode return difference ($ per episode), "
         f"seeds with a positive mean difference. Intervals: {CONFIDENCE:.0%} percentile, "
-        f"{n_resamples:,} seed x test block bootstrap resamples.\n",
+        f"{n_resamples:,} seed x test block bootstrap resamples; with few seeds (each row "
+        "gives its count) and the test split's few blocks, such a bootstrap has few distinct "
+        "draws and its intervals tend to be too narrow, so a claim on one or two seeds is "
+        "provisional.\n",
         "## Coverage\n\n" + _coverage_text(scored),
         "## Headline: families across tasks\n\n" + _headline_text(scored),
         "## Claims\n\n" + _claims_text(scored, diagnoses),
