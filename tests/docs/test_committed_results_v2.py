@@ -95,3 +95,18 @@ def test_every_figure_the_page_shows_is_committed():
     assert any(f.startswith("curves/") for f in figures)
     missing = [f for f in figures if not (PAGE / f).is_file()]
     assert missing == [], REGENERATE
+
+
+def test_every_residual_trial_could_keep_its_untrained_policy_the_rule(folder):
+    """The residual learners' model selection includes their untrained policy (the rule): the
+    campaign asks it of every residual trial, and every finished residual record's validation
+    log starts at step 0."""
+    residual = [t for t in folder.campaign.trials if t.algorithm.endswith("-RESIDUAL")]
+    assert residual and all(t.config["evaluation"].get("at_start") is True for t in residual)
+    for trial in residual:
+        if trial.trial_id not in folder.records:
+            continue
+        log = trial_dir(folder.out_dir, trial) / "run" / "evaluation" / "evaluation_metrics.csv"
+        with open(log, encoding="utf-8", newline="") as handle:
+            first = next(csv.DictReader(handle))
+        assert int(first["timestep"]) == 0, f"{trial.trial_id}: no evaluation before training"
