@@ -13,6 +13,7 @@ from powerzoo.rl.campaigns.score_diagnosis import (
     row_diagnosis,
     task_diagnosis,
 )
+from powerzoo.rl.campaigns.score_page_text import claim_row
 
 
 def _row(label, diff, within, low=None, ratio=None, steps=2_000_000, n=3):
@@ -92,3 +93,15 @@ def test_a_written_diagnosis_follows_the_measured_one():
     }
     merged = merged_diagnoses(measured, {"b": "z", "c": "w"})
     assert merged == {"a": "Measured: x.", "b": "Measured: y. z", "c": "w"}
+
+
+def test_a_row_at_the_anchor_to_float_noise_is_neither_above_it_nor_a_claim():
+    # a residual that kept its untrained policy (the rule): its return differs from the rule's
+    # by float noise only, here 1.7e-6 $ on a 1,932 $ return, an interval of noise above 0 too
+    at = {**_row("R/x", 1.7e-6, True, low=1e-7), "anchor_return": 1932.4, "performance": 1e-9}
+    over = _row("P/x", 800.0, False, ratio=3.0)
+    found = task_diagnosis([at, over], {"R/x": [_curve(0.0)], "P/x": [_curve(0.5)]})
+    assert found.kinds == ("over",)  # not "above the anchor within budget" for R/x
+    assert claim_row([at]) is None
+    real = {**at, "anchor_diff": 5.0, "anchor_diff_ci_low": 1.0}
+    assert claim_row([real]) is real

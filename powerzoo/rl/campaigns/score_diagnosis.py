@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.rl.campaigns.score_page_text import claim_row
+from powerzoo.rl.campaigns.score_page_text import above_anchor, claim_row
 from powerzoo.rl.campaigns.trial import trial_dir
 from powerzoo.rl.evaluation_log import EVAL_CSV
 
@@ -189,7 +189,7 @@ def task_diagnosis(
         kinds.append(kind)
 
     def above(r: Mapping[str, Any]) -> bool:
-        return r.get("anchor_diff") is not None and r["anchor_diff"] > 0
+        return above_anchor(r.get("anchor_diff"), r)
 
     named = {
         "unsure": [r["label"] for r in rows if r["within_budget"] and above(r)],

@@ -35,6 +35,10 @@ __all__ = [
 
 TIE_TOLERANCE = 1e-9
 """Two runs whose performances differ by at most this (score units) are tied."""
+AT_ANCHOR = 1e-8
+"""A paired difference within this share of the anchor's mean |return| (and 1e-8 $) is the
+anchor's own return: float noise of the same actions (a residual that kept its untrained policy,
+the rule), neither above nor below it."""
 MIN_SENSITIVITY = 0.01
 """The score change a 1 % change of the anchor's cost should at least make (score units)."""
 _STATISTICS = ("iqm", "mean", "median", "optimality_gap", "oracle_gap_pct_mean")
@@ -85,13 +89,20 @@ def claim_row(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """Among ``rows`` (one task's), the row within budget whose paired difference against the
     anchor has its interval above 0 with the highest performance (then the highest difference);
     ``None`` if none has."""
-    above = [r for r in rows if r["within_budget"] and (r["anchor_diff_ci_low"] or 0.0) > 0]
+    above = [r for r in rows if r["within_budget"] and above_anchor(r["anchor_diff_ci_low"], r)]
 
     def rank(r: Mapping[str, Any]) -> tuple[float, float]:
         perf = r["performance"]
         return (float("-inf") if perf is None else perf, r["anchor_diff"])
 
     return max(above, key=rank) if above else None
+
+
+def above_anchor(value: float | None, row: Mapping[str, Any]) -> bool:
+    """Whether ``value`` ($ per episode: ``row``'s paired difference against its anchor, or a
+    bound of its interval) is above the anchor by more than :data:`AT_ANCHOR`."""
+    scale = max(abs(row.get("anchor_return") or 0.0), 1.0)
+    return value is not None and value > AT_ANCHOR * scale
 
 
 def largest_tie(values: Sequence[float], tolerance: float = TIE_TOLERANCE) -> tuple[int, float]:
