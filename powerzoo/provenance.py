@@ -56,6 +56,11 @@ def git_commit() -> str | None:
     return commit + ("+modified" if changed else "")
 
 
+def short_commit(commit: str) -> str:
+    """A :func:`git_commit` id shortened to 10 hex digits, keeping its ``+modified`` mark."""
+    return commit[:10] + ("+modified" if commit.endswith("+modified") else "")
+
+
 def package_version() -> str | None:
     """The installed distribution's version (``None`` when it is not installed)."""
     try:

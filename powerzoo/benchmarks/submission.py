@@ -48,6 +48,7 @@ from powerzoo.benchmarks.baselines import evaluation_protocol
 from powerzoo.benchmarks.budget_snapshot import budgets_of
 from powerzoo.benchmarks.stats import episode_seed
 from powerzoo.fileio import atomic_write_text, write_json
+from powerzoo.provenance import short_commit
 
 __all__ = [
     "SUBMISSION_FORMAT",
@@ -451,10 +452,9 @@ def _code_hash_text(records: Sequence[dict[str, Any]]) -> str:
     for record in records:
         code = record.get("code")
         if isinstance(code, dict) and code.get("source_hash"):
-            commit = str(code.get("commit") or "")
-            modified = "+modified" if commit.endswith("+modified") else ""
+            commit = code.get("commit")
             name = f"sources {code['source_hash']}" + (
-                f" (commit {commit[:10]}{modified})" if commit else ""
+                f" (commit {short_commit(str(commit))})" if commit else ""
             )
         else:
             name = f"config {record['config_hash']}"

@@ -103,11 +103,11 @@ from powerzoo.rl.config_checks import (
 )
 from powerzoo.rl.config_sections import (
     CheckpointConfig,
+    ConfigSection,
     EnvConfig,
     EvaluationConfig,
     LoggingConfig,
     VecNormalizeConfig,
-    _Section,
 )
 from powerzoo.rl.names import check_plain_name
 
@@ -146,7 +146,7 @@ def _false_to_none(value: Any) -> Any:
     return None if value is False else value
 
 
-class TrainConfig(_Section):
+class TrainConfig(ConfigSection):
     """A whole training run; see the module docstring for the file format."""
 
     task: str

@@ -18,6 +18,7 @@ from pydantic import (
 from powerzoo.rl.config_checks import number_for_field
 
 __all__ = [
+    "ConfigSection",
     "EnvConfig",
     "VecNormalizeConfig",
     "EvaluationConfig",
@@ -26,7 +27,9 @@ __all__ = [
 ]
 
 
-class _Section(BaseModel):
+class ConfigSection(BaseModel):
+    """A config section: unknown fields refused, numbers written as text (``1e6``) read."""
+
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     @field_validator("*", mode="before")
@@ -38,7 +41,7 @@ class _Section(BaseModel):
         return value if field is None else number_for_field(field.annotation, value)
 
 
-class EnvConfig(_Section):
+class EnvConfig(ConfigSection):
     """``make_env`` options of the training env (the evaluation env copies them)."""
 
     split: str = "train"
@@ -49,7 +52,7 @@ class EnvConfig(_Section):
     task_kwargs: dict[str, Any] = Field(default_factory=dict)
 
 
-class VecNormalizeConfig(_Section):
+class VecNormalizeConfig(ConfigSection):
     """SB3 ``VecNormalize``: running observation / return statistics of the training envs."""
 
     norm_obs: bool = True
@@ -58,7 +61,7 @@ class VecNormalizeConfig(_Section):
     clip_reward: float = Field(default=10.0, gt=0)
 
 
-class EvaluationConfig(_Section):
+class EvaluationConfig(ConfigSection):
     """Periodic evaluation on a separate env (val split by default)."""
 
     split: str = "val"
@@ -74,7 +77,7 @@ class EvaluationConfig(_Section):
         return {k: v for k, v in handler(self).items() if k != "at_start" or v is not None}
 
 
-class CheckpointConfig(_Section):
+class CheckpointConfig(ConfigSection):
     """Periodic atomic checkpoints (model, normalisation statistics, RNG, counters)."""
 
     freq: int = Field(default=20_000, ge=1)
@@ -82,7 +85,7 @@ class CheckpointConfig(_Section):
     replay_buffer: bool = True
 
 
-class LoggingConfig(_Section):
+class LoggingConfig(ConfigSection):
     """TensorBoard, progress bar and SB3 verbosity."""
 
     tensorboard: bool = True

@@ -17,6 +17,7 @@ from powerzoo.benchmarks.baselines import baseline_rows, reference_policy
 from powerzoo.benchmarks.budget_snapshot import budgets_of
 from powerzoo.benchmarks.evaluation import return_unit
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE
+from powerzoo.provenance import short_commit
 from powerzoo.rl.campaigns.trial import tested_model_steps
 from powerzoo.tasks import task_spec
 
@@ -274,9 +275,7 @@ def code_versions_text(versions: list[dict[str, Any]]) -> str:
         if v["source_hash"] is None:
             parts.append(f"{v['trials']} recorded before trials kept their code")
         else:
-            commits = ", ".join(
-                f"`{c[:10]}{'+modified' if c.endswith('+modified') else ''}`" for c in v["commits"]
-            )
+            commits = ", ".join(f"`{short_commit(c)}`" for c in v["commits"])
             parts.append(
                 f"{v['trials']} by sources `{v['source_hash']}`"
                 + (f" (commit {commits})" if commits else "")

@@ -144,8 +144,7 @@ def _coverage_text(scored: Any) -> str:
         )
     machines = "; ".join(f"{m}: {n} trial(s)" for m, n in cov["machines"].items())
     lines.append(f"- Machine (the records' `hardware`): {machines}.")
-    if "code" in cov:
-        lines.append(code_versions_text(cov["code"]))
+    lines.append(code_versions_text(cov["code"]))
     if cov["left_out"]:
         lines.append(
             f"- Left out ({len(cov['left_out'])}): "
