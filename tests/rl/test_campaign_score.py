@@ -45,9 +45,9 @@ from powerzoo.rl.campaigns.score_page import (
 from powerzoo.rl.campaigns.score_page_text import (
     _above_oracle_text,
     claim_row,
-    largest_tie,
     score_sensitivity,
 )
+from powerzoo.rl.campaigns.score_ties import largest_tie, ties_text
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 from powerzoo.rl.campaigns.trial import base_record
 
@@ -446,6 +446,36 @@ def test_claim_row_and_ties_on_chosen_rows():
     assert largest_tie([0.0, 0.5, 1e-12, 0.0, 0.3]) == (3, 0.0)
     assert largest_tie([0.1, 0.2]) == (1, 0.1)
     assert largest_tie([])[0] == 0
+
+
+def test_ties_count_a_residual_that_kept_the_rule_apart():
+    def row(family, anchor, runs, returns):
+        return {
+            "scale": "oracle",
+            "family": family,
+            "anchor": anchor,
+            "anchor_return": -1000.0,
+            "run_performance": runs,
+            "run_mean_return": returns,
+        }
+
+    rows = [  # two residual runs kept the rule, the anchor (the second to float noise)
+        row("residual", "rule_based", [0.0, -4e-9, 0.3], [-1000.0, -1000.000002, -900.0]),
+        row("learner", "rule_based", [-4e-9, -4e-9, 0.1], [-1000.000002] * 2 + [-990.0]),
+        row("residual", "idle", [-4e-9, None], [-1000.000002, None]),  # the rule is no anchor
+    ]
+    text = ties_text(rows)
+    assert "the most runs at one performance value are 4 of 7 (57.1%), at -0.000." not in text
+    assert "the most runs at one performance value are 4 of 7 (57.1%), at 0.000." in text
+    assert "2 runs are residual learners that kept their untrained policy" in text
+    assert "Without them the most runs at one value are 3 of 5 (60.0%), at 0.000." in text
+    assert ties_text([row("learner", "rule_based", [0.1, 0.2], [0.0, 1.0])]) == (
+        "- Ties (performances within 1e-09): no two of the 2 runs tie."
+    )
+    assert "residual learners" not in ties_text(
+        [row("learner", "rule_based", [0.0, 0.0], [-1000.0, -1000.0])]
+    )
+    assert ties_text([row("learner", "rule_based", [None], [None])]) == ""
 
 
 def test_a_claim_above_the_oracle_says_what_budget_it_spent():

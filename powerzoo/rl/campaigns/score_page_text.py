@@ -22,23 +22,16 @@ from powerzoo.benchmarks.score_v2 import (
 from powerzoo.benchmarks.stats import CONFIDENCE
 from powerzoo.rl.campaigns.page_text import _hours, _num, _share, code_versions_text
 from powerzoo.rl.campaigns.score_families import FAMILIES_COMMAND
+from powerzoo.rl.campaigns.score_ties import AT_ANCHOR, ties_text
 from powerzoo.tasks import task_spec
 
 __all__ = [
-    "TIE_TOLERANCE",
     "MIN_SENSITIVITY",
     "claim_row",
-    "largest_tie",
     "score_sensitivity",
     "results_markdown",
 ]
 
-TIE_TOLERANCE = 1e-9
-"""Two runs whose performances differ by at most this (score units) are tied."""
-AT_ANCHOR = 1e-8
-"""A paired difference within this share of the anchor's mean |return| (and 1e-8 $) is the
-anchor's own return: float noise of the same actions (a residual that kept its untrained policy,
-the rule), neither above nor below it."""
 MIN_SENSITIVITY = 0.01
 """The score change a 1 % change of the anchor's cost should at least make (score units)."""
 _STATISTICS = ("iqm", "mean", "median", "optimality_gap", "oracle_gap_pct_mean")
@@ -103,19 +96,6 @@ def above_anchor(value: float | None, row: Mapping[str, Any]) -> bool:
     bound of its interval) is above the anchor by more than :data:`AT_ANCHOR`."""
     scale = max(abs(row.get("anchor_return") or 0.0), 1.0)
     return value is not None and value > AT_ANCHOR * scale
-
-
-def largest_tie(values: Sequence[float], tolerance: float = TIE_TOLERANCE) -> tuple[int, float]:
-    """``(runs, value)``: the most runs of ``values`` (performances, score units) at one value,
-    within ``tolerance`` of the smallest of them, and that value; ``(0, nan)`` for no runs."""
-    ordered = sorted(values)
-    best, at, start = 0, float("nan"), 0
-    for end, value in enumerate(ordered):
-        while value - ordered[start] > tolerance:
-            start += 1
-        if end - start + 1 > best:
-            best, at = end - start + 1, ordered[start]
-    return best, at
 
 
 def _coverage_text(scored: Any) -> str:
@@ -262,18 +242,8 @@ def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
             lines.append(f"- **{task}**: no row above its anchor yet. {diagnoses[task]}")
         else:
             lines.append(f"- **{task}**: no row yet above its anchor.")
-    runs = [x for r in scored.rows if r["scale"] == "oracle" for x in r["run_performance"]]
-    if runs:
-        tied, value = largest_tie(runs)
-        lines.append(
-            f"- Ties (performances within {TIE_TOLERANCE:g}): "
-            + (
-                f"no two of the {len(runs)} runs tie."
-                if tied == 1
-                else f"the most runs at one performance value are {tied} of {len(runs)} "
-                f"({_share(tied / len(runs))}), at {value:.3f}."
-            )
-        )
+    if ties := ties_text(scored.rows):
+        lines.append(ties)
     dull = {
         t: s
         for t, ref in scored.references.items()
