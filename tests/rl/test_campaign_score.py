@@ -35,6 +35,7 @@ from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submissio
 from powerzoo.cli.main import main
 from powerzoo.provenance import code_provenance
 from powerzoo.rl.campaigns.family_episodes import family_plan
+from powerzoo.rl.campaigns.score_aggregates import BUDGETS_FIRST, budgets_first_scores
 from powerzoo.rl.campaigns.score_families import FAMILY_COLUMNS, trained_family_rows
 from powerzoo.rl.campaigns.score_page import (
     AGGREGATE_COLUMNS,
@@ -335,7 +336,26 @@ def test_families_and_the_headline_leave_out_tasks_without_learnable_headroom(sc
         _row(scored, "dc_microgrid", "PPO/objective")["oracle_gap_pct"]
     )
     assert ("lagrangian", "iqm") in by and ("residual", "iqm") in by
-    pairs = {(a["family"], a["versus"]): a for a in scored.aggregates if a["versus"]}
+    pairs = {
+        (a["family"], a["versus"]): a
+        for a in scored.aggregates
+        if a["versus"] and not a["statistic"].endswith(BUDGETS_FIRST)
+    }
+    first = {
+        (a["family"], a["versus"]): a
+        for a in scored.aggregates
+        if a["statistic"].endswith(BUDGETS_FIRST)
+    }
+    assert set(first) == set(pairs)
+    assert first[("learner", "residual")]["statistic"] == "P(learner > residual), budgets first"
+    ranked = budgets_first_scores(scored.rows)
+    shared = first[("learner", "residual")]["tasks"]
+    expected = probability_of_improvement(
+        {t: ranked["learner"][t] for t in shared},
+        {t: ranked["residual"][t] for t in shared},
+        n_resamples=RESAMPLES,
+    )
+    assert {k: first[("learner", "residual")][k] for k in expected} == expected
     assert set(pairs) == {
         ("learner", "lagrangian"),
         ("learner", "residual"),
@@ -363,6 +383,9 @@ def test_families_and_the_headline_leave_out_tasks_without_learnable_headroom(sc
     iqm = by[("learner", "iqm")]
     cell = f"{iqm['value']:.3f} [{iqm['ci_low']:.3f}, {iqm['ci_high']:.3f}]"
     assert f"| learner | 2 | 4 | {cell} |" in page
+    assert (
+        "| X | Y | tasks | P(X > Y), budgets first [95% CI] | P(X > Y), performance alone" in page
+    )
     assert page.split("| residual | 1 | 1 |")[1].split("\n")[0].endswith("| 0/1 |")  # over budget
 
 
@@ -446,6 +469,35 @@ def test_claim_row_and_ties_on_chosen_rows():
     assert largest_tie([0.0, 0.5, 1e-12, 0.0, 0.3]) == (3, 0.0)
     assert largest_tie([0.1, 0.2]) == (1, 0.1)
     assert largest_tie([])[0] == 0
+
+
+def test_budgets_first_ranks_every_run_within_budget_above_every_run_over():
+    def row(family, task, runs, within, learnable=True):
+        return {
+            "family": family,
+            "task": task,
+            "scale": "oracle",
+            "learnable_headroom": learnable,
+            "run_performance": runs,
+            "run_within_budget": within,
+        }
+
+    rows = [
+        row("learner", "a", [2.0, -0.5, None], [False, True, False]),
+        row("lagrangian", "a", [-3.0, 0.1], [True, True]),
+        row("learner", "b", [0.2], [False], learnable=False),  # left out of the headline
+    ]
+    ranked = budgets_first_scores(rows)
+    assert set(ranked) == {"learner", "lagrangian"} and set(ranked["learner"]) == {"a"}
+    learner, lagrangian = ranked["learner"]["a"], ranked["lagrangian"]["a"]
+    assert learner[0] == 2.0  # over budget: its performance as it is
+    assert min(learner[1], *lagrangian) > learner[0]  # every run within budget above it
+    assert lagrangian[0] < learner[1] < lagrangian[1]  # order of performance kept among them
+    # performance alone, the learner wins half its pairs and ties none; budgets first, fewer
+    perf = probability_of_improvement({"a": [2.0, -0.5]}, {"a": [-3.0, 0.1]}, n_resamples=10)
+    first = probability_of_improvement({"a": learner}, {"a": lagrangian}, n_resamples=10)
+    assert (perf["value"], first["value"]) == (0.75, 0.25)
+    assert budgets_first_scores([]) == {}
 
 
 def test_ties_count_a_residual_that_kept_the_rule_apart():

@@ -43,18 +43,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from powerzoo.benchmarks.aggregates import (
-    aggregate_scores,
-    performance_profile,
-    plot_performance_profiles,
-    probability_of_improvement,
-)
 from powerzoo.benchmarks.report import csv_text, file_label
 from powerzoo.benchmarks.score_v2 import TaskReference, task_reference
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
@@ -65,6 +58,11 @@ from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import reference_algorithm
 from powerzoo.rl.campaigns.gather import pinned_campaign_files
 from powerzoo.rl.campaigns.page import CampaignFolder, code_versions, read_campaign_folder
+from powerzoo.rl.campaigns.score_aggregates import (
+    AGGREGATE_COLUMNS,
+    FAMILIES,
+    family_aggregates,
+)
 from powerzoo.rl.campaigns.score_diagnosis import campaign_diagnoses, merged_diagnoses
 from powerzoo.rl.campaigns.score_families import (
     FAMILY_COLUMNS,
@@ -90,8 +88,6 @@ __all__ = [
     "write_campaign_scores",
 ]
 
-FAMILIES = ("learner", "lagrangian", "residual", "safe", "bc")
-"""Families of learners the aggregates compare (:func:`algorithm_family`), in page order."""
 ROW_COLUMNS = (
     *RESULT_COLUMNS,
     "label",
@@ -101,19 +97,6 @@ ROW_COLUMNS = (
     "cpu_core_hours",
 )
 """Columns of ``results_v2.csv``: a results table's and the campaign's own."""
-AGGREGATE_COLUMNS = (
-    "family",
-    "versus",
-    "statistic",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n_tasks",
-    "n_runs",
-    "tasks",
-)
-"""Columns of ``aggregates_v2.csv``: one row per family and statistic (``versus`` empty), and one
-per pair of families for the probability of improvement (``statistic`` ``P(X > Y)``)."""
 CLUSTER_WORKERS = 16
 """Workers of the Ray cluster the page projects the campaign's wall time on (one core each)."""
 SUBMISSIONS_DIR = "submissions"
@@ -237,97 +220,6 @@ def _score_group(
         "median_env_steps": float(np.median([_env_steps(r) for r in records])),
         "cpu_core_hours": sum(_trial_core_seconds(r) for r in records) / 3600,
     }
-
-
-def _family_runs(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, list[float]]]:
-    """``{family: {task: runs}}`` of the rows of tasks with learnable headroom whose per-run
-    column ``key`` is defined (two labels of one family on one task pool their runs)."""
-    out: dict[str, dict[str, list[float]]] = {}
-    for row in rows:
-        if not row["learnable_headroom"] or row["scale"] != "oracle":
-            continue
-        runs = [x for x in row[key] if x is not None]
-        if runs:
-            out.setdefault(row["family"], {}).setdefault(row["task"], []).extend(runs)
-    return out
-
-
-def _profile_taus(scores: dict[str, dict[str, list[float]]]) -> np.ndarray:
-    """Thresholds of the profiles: from the lowest run (at least -2, at most -0.25) to the
-    highest (at least 1.25, at most 3), in score units."""
-    runs = [x for tasks in scores.values() for values in tasks.values() for x in values]
-    low = max(min(min(runs), -0.25), -2.0)
-    high = min(max(max(runs), 1.25), 3.0)
-    return np.linspace(low, high, 201)
-
-
-def _aggregate_row(
-    family: str, statistic: str, result: dict[str, float], tasks: dict[str, list[float]]
-) -> dict[str, Any]:
-    return {
-        "family": family,
-        "versus": None,
-        "statistic": statistic,
-        **result,
-        "n_tasks": len(tasks),
-        "n_runs": sum(len(v) for v in tasks.values()),
-        "tasks": sorted(tasks),
-    }
-
-
-def family_aggregates(
-    rows: Sequence[dict[str, Any]],
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    profile_path: str | Path | None = None,
-) -> tuple[list[dict[str, Any]], Path | None]:
-    """The aggregates of each family across the tasks with learnable headroom
-    (:data:`AGGREGATE_COLUMNS`): ``iqm``, ``mean``, ``median`` and ``optimality_gap`` of the
-    per-run performances (score units) and ``oracle_gap_pct_mean`` (the mean over its cost tasks
-    of the runs' extra cost in % of the oracle's), each with its stratified bootstrap interval;
-    then ``P(X > Y)`` for each pair of families, on the tasks both have.
-
-    Args:
-        rows: Rows of ``results_v2.csv`` (lists for the per-run columns).
-        n_resamples: Bootstrap resamples of every interval.
-        profile_path: Where to draw the families' performance profiles (PNG); ``None``: not
-            drawn.
-
-    Returns:
-        ``(aggregate rows, the PNG written or None)``; no rows when no family has a run on a task
-        with learnable headroom.
-    """
-    scores = _family_runs(rows, "run_performance")
-    gaps = _family_runs(rows, "run_oracle_gap_pct")
-    families = [f for f in FAMILIES if f in scores] + sorted(set(scores) - set(FAMILIES))
-    out = []
-    for family in families:
-        for name, result in aggregate_scores(scores[family], n_resamples=n_resamples).items():
-            out.append(_aggregate_row(family, name, result, scores[family]))
-        if family in gaps:
-            mean_gap = aggregate_scores(gaps[family], n_resamples=n_resamples)["mean"]
-            out.append(_aggregate_row(family, "oracle_gap_pct_mean", mean_gap, gaps[family]))
-    for x, y in combinations(families, 2):
-        shared = sorted(set(scores[x]) & set(scores[y]))
-        if not shared:
-            continue
-        p = probability_of_improvement(
-            {t: scores[x][t] for t in shared},
-            {t: scores[y][t] for t in shared},
-            n_resamples=n_resamples,
-        )
-        row = _aggregate_row(x, f"P({x} > {y})", p, {t: scores[x][t] for t in shared})
-        row["n_runs"] += sum(len(scores[y][t]) for t in shared)
-        out.append({**row, "versus": y})
-    png = None
-    if profile_path is not None and scores:
-        taus = _profile_taus(scores)
-        profiles = {
-            f: performance_profile(scores[f], taus, n_resamples=n_resamples) for f in families
-        }
-        png = plot_performance_profiles(
-            profiles, profile_path, title="per-run performance, tasks with learnable headroom"
-        )
-    return out, png
 
 
 @dataclasses.dataclass

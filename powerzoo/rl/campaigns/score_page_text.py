@@ -21,6 +21,7 @@ from powerzoo.benchmarks.score_v2 import (
 )
 from powerzoo.benchmarks.stats import CONFIDENCE
 from powerzoo.rl.campaigns.page_text import _hours, _num, _share, code_versions_text
+from powerzoo.rl.campaigns.score_aggregates import BUDGETS_FIRST
 from powerzoo.rl.campaigns.score_families import FAMILIES_COMMAND
 from powerzoo.rl.campaigns.score_ties import AT_ANCHOR, ties_text
 from powerzoo.tasks import task_spec
@@ -200,18 +201,26 @@ def _headline_text(scored: Any) -> str:
         "headroom: IQM of all runs, mean and median of the tasks' means, optimality gap "
         "1 - mean(min(score, 1)); cost above the oracle: the mean over the family's cost tasks "
         "of the runs' extra cost in % of the oracle's; runs within budget: the runs whose mean "
-        "cost keeps every budget (the aggregates count every run). Intervals: stratified "
-        "bootstrap, runs drawn "
-        "within each task.\n\n" + _task_lists(scored)
+        "cost keeps every budget (these aggregates read performance alone and count every run; "
+        "the probability of improvement below also ranks the budgets first). Intervals: "
+        "stratified bootstrap, runs drawn within each task.\n\n" + _task_lists(scored)
     )
-    pairs = [a for a in aggregates if a["versus"]]
+    pairs = [a for a in aggregates if a["versus"] and not a["statistic"].endswith(BUDGETS_FIRST)]
     if pairs:
+        first = {
+            (a["family"], a["versus"]): a
+            for a in aggregates
+            if a["statistic"].endswith(BUDGETS_FIRST)
+        }
         text += (
             "\nProbability of improvement (a run of X above a run of Y on the same task, "
-            "averaged over the tasks both have):\n\n| X | Y | tasks | P(X > Y) [95% CI] |\n"
-            "|---|---|---:|---:|\n"
+            "averaged over the tasks both have): budgets first (a run whose mean cost keeps every "
+            "budget above every run that does not, then performance), and on performance alone:"
+            "\n\n| X | Y | tasks | P(X > Y), budgets first [95% CI] | P(X > Y), performance "
+            "alone [95% CI] |\n|---|---|---:|---:|---:|\n"
             + "".join(
-                f"| {a['family']} | {a['versus']} | {a['n_tasks']} | {_estimate(a)} |\n"
+                f"| {a['family']} | {a['versus']} | {a['n_tasks']} | "
+                f"{_estimate(first[(a['family'], a['versus'])])} | {_estimate(a)} |\n"
                 for a in pairs
             )
         )
