@@ -142,6 +142,12 @@ class SeedBlockResamples:
         return self.day_weights @ x / self.day_weights.sum(axis=1)
 
 
+SAME_RETURN = 1e-8
+"""A mean return difference within this share of the baseline's mean |return| (and of 1 $) is
+float noise of the same actions, e.g. a residual learner that kept its untrained policy, the
+rule, against the rule: such a seed is not counted better."""
+
+
 def paired_difference(
     returns: np.ndarray,
     baseline_returns: np.ndarray,
@@ -161,7 +167,8 @@ def paired_difference(
         ``diff`` (mean of ``returns - baseline``, $ per episode; > 0: the run earns more),
         ``ci_low`` / ``ci_high`` (its interval), ``pct`` (``diff`` in % of the baseline's mean
         |return|; ``None`` when that is 0), ``seeds_better`` (seeds whose mean difference is
-        > 0) and ``n_seeds``.
+        above :data:`SAME_RETURN` of the baseline's mean |return|, at least 1e-8 $) and
+        ``n_seeds``.
     """
     r = np.asarray(returns, dtype=np.float64)
     base = np.asarray(baseline_returns, dtype=np.float64)
@@ -174,6 +181,6 @@ def paired_difference(
         "ci_low": low,
         "ci_high": high,
         "pct": 100.0 * diff / scale if scale > 0.0 else None,
-        "seeds_better": int(np.sum(diffs.mean(axis=1) > 0.0)),
+        "seeds_better": int(np.sum(diffs.mean(axis=1) > SAME_RETURN * max(scale, 1.0))),
         "n_seeds": int(r.shape[0]),
     }

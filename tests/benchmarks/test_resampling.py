@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from powerzoo.benchmarks.resampling import SeedBlockResamples, episode_blocks, paired_difference
+from powerzoo.benchmarks.resampling import (
+    SAME_RETURN,
+    SeedBlockResamples,
+    episode_blocks,
+    paired_difference,
+)
 from powerzoo.benchmarks.stats import bootstrap_ci, percentile_interval
 
 TEST_BLOCKS = [4, 9, 14, 19, 24]
@@ -67,6 +72,19 @@ def test_paired_difference_of_a_constant_gain():
     assert -5.0 - 1e-9 <= out["ci_low"] <= 5.0 <= out["ci_high"] <= 10.0 + 1e-9
     same = paired_difference(np.stack([base + 3.0]), base, SeedBlockResamples.draw(1, BLOCKS))
     assert same["ci_low"] == pytest.approx(3.0) and same["ci_high"] == pytest.approx(3.0)
+
+
+def test_a_float_noise_difference_is_no_seed_better():
+    """A run that took the baseline's actions (a residual that kept the rule) differs from it by
+    rounding only: no seed counts as better; a real gain of 1e-6 of the return still does."""
+    base = np.linspace(-2000.0, -1000.0, 65)
+    noise = base + np.abs(base) * 1e-12  # the same returns to the last digits, slightly higher
+    gain = base + 1e-6 * 1500.0 * 10  # above SAME_RETURN of the mean |return|
+    rs = SeedBlockResamples.draw(2, BLOCKS, n_resamples=50)
+    assert (noise > base).all()
+    assert paired_difference(np.stack([noise, noise]), base, rs)["seeds_better"] == 0
+    assert paired_difference(np.stack([noise, gain]), base, rs)["seeds_better"] == 1
+    assert SAME_RETURN == 1e-8
 
 
 def test_pairing_removes_what_the_days_share():

@@ -83,7 +83,7 @@ def test_the_verdict_puts_budget_and_significance_before_the_curves():
     early = task_diagnosis(rows, {"A": [_curve(0.0)] * 3, "B": [_curve(0.1)] * 3}).text
     assert early.startswith("Measured: Training did not beat the first policies of most rows.")
     below = task_diagnosis(rows, {}).text
-    assert below.startswith("Measured: Every row stays below the anchor.")
+    assert below.startswith("Measured: No row is above the anchor.")
 
 
 def test_a_written_diagnosis_follows_the_measured_one():

@@ -34,6 +34,7 @@ from powerzoo.benchmarks.submission import read_submission
 from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submission
 from powerzoo.cli.main import main
 from powerzoo.provenance import code_provenance
+from powerzoo.rl.campaigns import score_summary
 from powerzoo.rl.campaigns.family_episodes import family_plan
 from powerzoo.rl.campaigns.score_aggregates import BUDGETS_FIRST, budgets_first_scores
 from powerzoo.rl.campaigns.score_families import FAMILY_COLUMNS, trained_family_rows
@@ -397,11 +398,17 @@ def test_coverage_counts_finished_trials_and_core_hours(scored):
     assert cov["core_hours"] == pytest.approx(finished * (CPU_S + EVAL_S) / 3600)
     assert cov["projected_core_hours"] == pytest.approx(15 * (CPU_S + EVAL_S) / 3600)
     assert cov["cluster_hours"] == pytest.approx(cov["projected_core_hours"] / 16)
+    # no wall_seconds in these records: their training wall time is train_seconds
+    assert cov["wall_hours"] == pytest.approx(finished * (CPU_S + 5.0 + EVAL_S) / 3600)
     page = scored.files["page"].read_text()
     assert "Trials finished: 9 of 15 (60%); per seed: seed 0: 5/5, seed 1: 3/5, seed 2: 1/5" in page
     assert f"Core-hours spent: {cov['core_hours']:.2f}" in page
     assert f"{cov['projected_core_hours']:.1f} core-hours" in page
     assert f"about {cov['cluster_hours']:.2f} h of wall time (projected / 16)" in page
+    ratio = (CPU_S + 5.0 + EVAL_S) / (CPU_S + EVAL_S)
+    assert (
+        f"Wall time of the finished trials: {cov['wall_hours']:.2f} h in all, {ratio:.2f} x" in page
+    )
     assert "Test CPU 9000 (1 of 2 cores usable, torch on cpu): 9 trial(s)" in page
     # the code each record names (all from this checkout here), one line on the page
     (version,) = cov["code"]
@@ -707,11 +714,18 @@ def test_the_summary_table_has_one_row_per_task_with_its_verdict(scored):
     assert set(cells) == set(scored.folder.campaign.tasks)
     battery = cells["battery_arbitrage"]
     claim = _row(scored, "battery_arbitrage", "PPO/objective")
-    assert battery[3] == "PPO/objective" and battery[5] == "**claim**"
+    assert battery[3] == "PPO/objective" and battery[5] == "**claim** (3 seeds)"
     assert battery[4].startswith(f"{claim['anchor_diff']:+,.2f} [")
     assert battery[6] == "6/9 |"  # 3 + 2 + 1 records of the 9 planned (not the damaged one)
     assert cells["dc_microgrid"][5] == "below the anchor, compute-bound"
     assert cells["marl_opf"][5] == "no learnable headroom"
+    assert all(line.count("|") == 8 for line in lines)  # 7 columns, no "|" inside a cell
+
+
+def test_a_claim_on_few_seeds_is_marked_provisional(scored, monkeypatch):
+    monkeypatch.setattr(score_summary, "FIRM_CLAIM_SEEDS", 4)
+    table = score_summary.summary_markdown(scored, {})
+    assert "| **claim** (3 seeds, provisional) |" in table
 
 
 def test_a_task_with_validation_logs_gets_its_learning_curves_on_the_page(scored):

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.rl.campaigns.score_page_text import above_anchor, claim_row
+from powerzoo.rl.campaigns.score_ties import unsigned_zero
 from powerzoo.rl.campaigns.trial import trial_dir
 from powerzoo.rl.evaluation_log import EVAL_CSV
 
@@ -93,7 +94,7 @@ def read_curve(path: str | Path) -> Curve | None:
 
 
 def _money(value: float) -> str:
-    return f"{value:+,.2f}"
+    return unsigned_zero(f"{value:+,.2f}")
 
 
 def _curve_text(curves: Sequence[Curve], median_steps: float | None) -> tuple[str, str | None]:
@@ -154,7 +155,7 @@ VERDICTS = {
     "over": "Above the anchor only over budget",
     "late": "Compute-bound: most rows were still improving when the allowance ran out.",
     "early": "Training did not beat the first policies of most rows.",
-    "below": "Every row stays below the anchor.",
+    "below": "No row is above the anchor.",
 }
 """The verdicts of :func:`task_diagnosis`, by kind, in the order they are tried."""
 

@@ -159,7 +159,8 @@ def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str
     Returns:
         ``planned`` / ``finished`` (trials), ``per_seed`` (``{seed: (finished, planned)}``),
         ``core_hours`` (finished trials' training CPU plus test evaluation hours),
-        ``without_cpu_seconds`` (records counted at wall seconds instead), ``projected_core_hours``
+        ``without_cpu_seconds`` (records counted at wall seconds instead), ``wall_hours`` (their
+        training wall plus test evaluation hours, as the machine ran them), ``projected_core_hours``
         (mean per finished trial x planned; ``None`` before one finished), ``cluster_hours``
         (``projected / workers``), ``workers``, ``machines`` (``{machine: trials}``), ``code``
         (:func:`~powerzoo.rl.campaigns.page.code_versions`) and
@@ -184,6 +185,12 @@ def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str
         "finished": len(folder.records),
         "per_seed": per_seed,
         "core_hours": sum(seconds) / 3600,
+        "wall_hours": sum(
+            float(r.get("wall_seconds") or r.get("train_seconds") or 0.0)
+            + float(r.get("eval_seconds") or 0.0)
+            for r in folder.records.values()
+        )
+        / 3600,
         "without_cpu_seconds": sum(1 for r in folder.records.values() if "cpu_seconds" not in r),
         "projected_core_hours": projected,
         "cluster_hours": None if projected is None else projected / workers,

@@ -23,7 +23,7 @@ from powerzoo.benchmarks.stats import CONFIDENCE
 from powerzoo.rl.campaigns.page_text import _hours, _num, _share, code_versions_text
 from powerzoo.rl.campaigns.score_aggregates import BUDGETS_FIRST
 from powerzoo.rl.campaigns.score_families import FAMILIES_COMMAND
-from powerzoo.rl.campaigns.score_ties import AT_ANCHOR, ties_text
+from powerzoo.rl.campaigns.score_ties import AT_ANCHOR, ties_text, unsigned_zero
 from powerzoo.tasks import task_spec
 
 __all__ = [
@@ -39,7 +39,7 @@ _STATISTICS = ("iqm", "mean", "median", "optimality_gap", "oracle_gap_pct_mean")
 
 
 def _score(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
+    return "n/a" if value is None else unsigned_zero(f"{value:.{digits}f}")
 
 
 def _interval(row: Mapping[str, Any], key: str, digits: int = 3) -> str:
@@ -58,7 +58,7 @@ def _estimate(row: Mapping[str, Any], digits: int = 3) -> str:
 
 
 def _signed(value: float) -> str:
-    return ("+" if value > 0 else "") + _num(value)
+    return unsigned_zero(("+" if value > 0 else "") + _num(value))
 
 
 def _paired(row: Mapping[str, Any], prefix: str) -> str:
@@ -120,8 +120,15 @@ def _coverage_text(scored: Any) -> str:
             f"- Whole campaign (projected): {cov['projected_core_hours']:.1f} core-hours "
             f"({_hours(per_trial)} per finished trial on average x {cov['planned']} trials); on "
             f"a {cov['workers']}-worker Ray cluster (one core per trial) about "
-            f"{cov['cluster_hours']:.2f} h of wall time (projected / {cov['workers']}). Trials "
-            "of other tasks and algorithms can take longer than the finished ones."
+            f"{cov['cluster_hours']:.2f} h of wall time (projected / {cov['workers']}), on "
+            "cores that run nothing else. Trials of other tasks and algorithms can take longer "
+            "than the finished ones."
+        )
+        lines.append(
+            f"- Wall time of the finished trials: {cov['wall_hours']:.2f} h in all, "
+            f"{cov['wall_hours'] / max(cov['core_hours'], 1e-12):.2f} x their core-hours (cores "
+            "shared with other work run a trial's CPU allowance over a longer wall time; the "
+            "allowance is CPU time, so what a trial learns does not depend on it)."
         )
     machines = "; ".join(f"{m}: {n} trial(s)" for m, n in cov["machines"].items())
     lines.append(f"- Machine (the records' `hardware`): {machines}.")

@@ -1,10 +1,12 @@
 """The one-table summary of a scored campaign (``summary_v2.md``), the table README.md shows.
 
-One row per campaign task: its anchor and headroom (``R_oracle - R_anchor`` on the test days, in
-$ per episode and in % of the oracle's mean |return|), the best row within the budgets (the
+One row per campaign task: its anchor (marked where no baseline keeps the budgets) and headroom
+(``R_oracle - R_anchor`` on the test days, in $ per episode and in % of the oracle's mean
+|return|), the row reported: the best row within the budgets (the
 claim where there is one, else the within-budget row closest to the anchor), its paired
 difference against the anchor with the 95 % interval, a verdict and the trials finished of those
-planned. Verdicts: ``claim`` (the row's interval is above 0), ``no learnable headroom``, ``no
+planned. Verdicts: ``claim`` (the row's interval is above 0; with its seeds, provisional under
+:data:`FIRM_CLAIM_SEEDS`), ``no learnable headroom``, ``no
 oracle scale`` (no oracle above the anchor, e.g. a market task without one; a row whose interval
 is above 0 there is marked ``above the anchor``), or the measured diagnosis's kind
 (:mod:`~powerzoo.rl.campaigns.score_diagnosis`).
@@ -18,8 +20,13 @@ from typing import Any
 
 from powerzoo.rl.campaigns.score_diagnosis import TaskDiagnosis
 from powerzoo.rl.campaigns.score_page_text import claim_row
+from powerzoo.rl.campaigns.score_ties import unsigned_zero
 
-__all__ = ["SHORT_VERDICTS", "best_within_budget", "summary_markdown"]
+__all__ = ["FIRM_CLAIM_SEEDS", "SHORT_VERDICTS", "best_within_budget", "summary_markdown"]
+
+FIRM_CLAIM_SEEDS = 3
+"""Seeds a claim needs not to be marked provisional: with one or two, the seed x block bootstrap
+has few distinct draws and its intervals tend to be too narrow."""
 
 SHORT_VERDICTS = {
     "unsure": "above the anchor, interval reaching 0",
@@ -42,7 +49,7 @@ def best_within_budget(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] |
 
 
 def _money(value: float | None) -> str:
-    return "-" if value is None else f"{value:+,.2f}"
+    return "-" if value is None else unsigned_zero(f"{value:+,.2f}")
 
 
 def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str:
@@ -52,8 +59,9 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
     finished = Counter(record["task"] for record in folder.records.values())
     planned = Counter(trial.task for trial in folder.campaign.trials)
     lines = [
-        "| task | anchor | headroom, $ per episode (% of the oracle) | best row within budget "
-        "| against the anchor, $ per episode [95% CI] | verdict | trials finished |",
+        "| task | anchor | headroom, $ per episode (% of the oracle's mean absolute return) | row "
+        "reported (the claim, else the within-budget row closest to the anchor) | against the "
+        "anchor, $ per episode [95% CI] | verdict | trials finished |",
         "|---|---|---:|---|---:|---|---:|",
     ]
     for task in folder.campaign.tasks:
@@ -65,6 +73,8 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
         else:
             pct = "" if ref.headroom_pct is None else f" ({ref.headroom_pct:.1f} %)"
             anchor, headroom = ref.anchor, f"{_money(ref.headroom)}{pct}"
+            if not ref.anchor_within_budget:
+                anchor += " (over budget: no baseline keeps the budgets)"
         if not rows:
             verdict = "no finished trial yet"
         elif ref is None or ref.scale != "oracle":  # no oracle above the anchor: the gain only
@@ -73,8 +83,11 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
             )
         elif not ref.learnable_headroom:
             verdict = "no learnable headroom"
-        elif claim_row(rows) is not None:
-            verdict = "**claim**"
+        elif (claim := claim_row(rows)) is not None:
+            n = int(claim["n_seeds"])
+            verdict = f"**claim** ({n} seed{'s' if n != 1 else ''}" + (
+                ", provisional)" if n < FIRM_CLAIM_SEEDS else ")"
+            )
         elif task in diagnoses:
             verdict = "; ".join(SHORT_VERDICTS[k] for k in diagnoses[task].kinds)
         else:

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from powerzoo.benchmarks.resampling import SAME_RETURN
 from powerzoo.benchmarks.score_v2 import RULE_POLICY
 
-__all__ = ["AT_ANCHOR", "TIE_TOLERANCE", "largest_tie", "ties_text"]
+__all__ = ["AT_ANCHOR", "TIE_TOLERANCE", "largest_tie", "ties_text", "unsigned_zero"]
 
 TIE_TOLERANCE = 1e-9
 """Two runs whose performances differ by at most this (score units) are tied."""
-AT_ANCHOR = 1e-8
+AT_ANCHOR = SAME_RETURN
 """A return within this share of the anchor's mean |return| (and 1e-8 $) is the anchor's own
 return: float noise of the same actions (a residual that kept its untrained policy, the rule),
 neither above nor below it."""
@@ -49,10 +50,15 @@ def _is_anchor_policy(row: Mapping[str, Any], mean_return: float | None) -> bool
     )
 
 
+def unsigned_zero(text: str) -> str:
+    """``text`` (a number as written) without the sign of a value that rounds to 0 (``-0.000``
+    -> ``0.000``, ``+0.00`` -> ``0.00``): a signed zero would read as below or above a bound
+    printed ``0.000``."""
+    return text[1:] if text[:1] in ("-", "+") and not text.strip("+-0.,") else text
+
+
 def _value(performance: float) -> str:
-    """A performance to 3 decimals, without the sign of a value that rounds to 0."""
-    text = f"{performance:.3f}"
-    return "0.000" if text == "-0.000" else text
+    return unsigned_zero(f"{performance:.3f}")
 
 
 def _share(part: int, whole: int) -> str:
