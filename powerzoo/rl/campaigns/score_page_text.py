@@ -9,6 +9,7 @@ interval above 0, the one with the highest performance; without one, the task's 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -130,6 +131,14 @@ def _coverage_text(scored: Any) -> str:
             "shared with other work run a trial's CPU allowance over a longer wall time; the "
             "allowance is CPU time, so what a trial learns does not depend on it)."
         )
+    tuning = Counter(str(r.get("tuning_budget")) for r in scored.rows)
+    lines.append(
+        "- Tuning (the rows' `tuning_budget`): "
+        + "; ".join(f"{n} row(s): {text}" for text, n in tuning.items())
+        + ". A row without a recorded search runs the hyper-parameters its campaign file names "
+        "(a run config, or one setting for every task): the effort behind them is not known to "
+        "be equal across algorithms."
+    )
     machines = "; ".join(f"{m}: {n} trial(s)" for m, n in cov["machines"].items())
     lines.append(f"- Machine (the records' `hardware`): {machines}.")
     lines.append(code_versions_text(cov["code"]))
@@ -185,9 +194,10 @@ def _headline_text(scored: Any) -> str:
     if not families:
         return "No finished row on a task with learnable headroom yet.\n\n" + _task_lists(scored)
     lines = [
-        "| family | tasks | runs | IQM [95% CI] | mean [95% CI] | median [95% CI] | "
-        "optimality gap [95% CI] | cost above the oracle, % [95% CI] | runs within budget |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| family | tasks | runs | runs per task | IQM [95% CI] | mean [95% CI] | median "
+        "[95% CI] | optimality gap [95% CI] | cost above the oracle, % [95% CI] | runs within "
+        "budget |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for family in families:
         iqm = next(a for a in aggregates if a["family"] == family and a["statistic"] == "iqm")
@@ -199,9 +209,13 @@ def _headline_text(scored: Any) -> str:
             for w in r["run_within_budget"]
         ]
         cells.append(f"{sum(within)}/{len(within)}")
-        lines.append(
-            f"| {family} | {iqm['n_tasks']} | {iqm['n_runs']} | " + " | ".join(cells) + " |"
-        )
+        per_task = [
+            sum(len(r["run_performance"]) for r in scored.rows if (r["family"], r["task"]) == key)
+            for key in ((family, t) for t in iqm["tasks"])
+        ]
+        spread = f"{min(per_task)}-{max(per_task)}".replace(f"{max(per_task)}-", "", 1)
+        row = f"| {family} | {iqm['n_tasks']} | {iqm['n_runs']} | {spread} | "
+        lines.append(row + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n\n"
     text += (
         "Per-run performance (0 = anchor, 1 = oracle) pooled over the tasks with learnable "
@@ -210,7 +224,9 @@ def _headline_text(scored: Any) -> str:
         "of the runs' extra cost in % of the oracle's; runs within budget: the runs whose mean "
         "cost keeps every budget (these aggregates read performance alone and count every run; "
         "the probability of improvement below also ranks the budgets first). Intervals: "
-        "stratified bootstrap, runs drawn within each task.\n\n" + _task_lists(scored)
+        "stratified bootstrap, runs drawn within each task: a task with one run adds no spread, "
+        "so until every task has several runs the intervals are too narrow.\n\n"
+        + _task_lists(scored)
     )
     pairs = [a for a in aggregates if a["versus"] and not a["statistic"].endswith(BUDGETS_FIRST)]
     if pairs:
@@ -470,7 +486,8 @@ def results_markdown(
         f"{n_resamples:,} seed x test block bootstrap resamples; with few seeds (each row "
         "gives its count) and the test split's few blocks, such a bootstrap has few distinct "
         "draws and its intervals tend to be too narrow, so a claim on one or two seeds is "
-        "provisional.\n",
+        "provisional. A task's claim is the best of its rows whose interval is above 0 (up to "
+        "three per task here), with no correction for that choice.\n",
         "## Coverage\n\n" + _coverage_text(scored),
         "## Headline: families across tasks\n\n" + _headline_text(scored),
         "## Claims\n\n" + _claims_text(scored, diagnoses),
