@@ -71,6 +71,7 @@ from powerzoo.tasks import list_tasks, make_task
 
 __all__ = [
     "BASELINES_FILE",
+    "baselines_in_use",
     "PROTOCOL",
     "compute_baselines",
     "evaluate_baseline",
@@ -297,6 +298,12 @@ def baseline_table(path: str | Path) -> Iterator[Path]:
         _TABLE_IN_USE.reset(token)
 
 
+def baselines_in_use() -> Path:
+    """The baselines JSON file scores read now: the one :func:`baseline_table` pins, else the
+    packaged ``baselines.json``."""
+    return _TABLE_IN_USE.get() or BASELINES_FILE
+
+
 def load_baselines(path: str | Path | None = None) -> dict[str, Any]:
     """The baseline table (default: the one :func:`baseline_table` selects, else the packaged
     ``baselines.json``):
@@ -311,7 +318,7 @@ def load_baselines(path: str | Path | None = None) -> dict[str, Any]:
     Returns:
         The table as a dict.
     """
-    path = (_TABLE_IN_USE.get() or BASELINES_FILE) if path is None else Path(path)
+    path = baselines_in_use() if path is None else Path(path)
     if not path.is_file():
         raise FileNotFoundError(
             f"no baseline table at {path}; generate it with benchmarks/compute_baselines.py"

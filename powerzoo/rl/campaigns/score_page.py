@@ -41,6 +41,7 @@ Scores read the campaign folder's pinned baselines table and budgets where it ha
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from powerzoo.benchmarks.baselines import BASELINES_FILE, baselines_in_use
 from powerzoo.benchmarks.report import csv_text, file_label
 from powerzoo.benchmarks.score_v2 import TaskReference, task_reference
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
@@ -359,6 +361,12 @@ def write_campaign_scores(
         diagnoses = merged_diagnoses(measured, diagnoses or {})
         records = {k: [folder.records[t.trial_id] for t in v] for k, v in groups.items()}
         family_rows = campaign_family_rows(campaign.tasks, records, tables, n_resamples)
+        table = baselines_in_use()
+        baselines = {
+            "file": table.name,
+            "pinned": table != BASELINES_FILE,
+            "sha256": hashlib.sha256(table.read_bytes()).hexdigest()[:16],
+        }
     aggregates, png = family_aggregates(rows, n_resamples, out / PROFILE_FILE)
     if png is None:
         (out / PROFILE_FILE).unlink(missing_ok=True)
@@ -367,7 +375,7 @@ def write_campaign_scores(
         rows,
         references,
         aggregates,
-        coverage(folder),
+        {**coverage(folder), "baselines": baselines},
         {
             "results_csv": atomic_write_text(
                 out / "results_v2.csv", csv_text(ROW_COLUMNS, [_csv_cells(r) for r in rows])

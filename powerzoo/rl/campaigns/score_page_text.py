@@ -9,7 +9,6 @@ interval above 0, the one with the highest performance; without one, the task's 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,8 +20,9 @@ from powerzoo.benchmarks.score_v2 import (
     TaskReference,
 )
 from powerzoo.benchmarks.stats import CONFIDENCE
-from powerzoo.rl.campaigns.page_text import _hours, _num, _share, code_versions_text
+from powerzoo.rl.campaigns.page_text import _num, _share
 from powerzoo.rl.campaigns.score_aggregates import BUDGETS_FIRST
+from powerzoo.rl.campaigns.score_coverage import coverage_text
 from powerzoo.rl.campaigns.score_families import FAMILIES_COMMAND
 from powerzoo.rl.campaigns.score_ties import AT_ANCHOR, ties_text, unsigned_zero
 from powerzoo.tasks import task_spec
@@ -98,57 +98,6 @@ def above_anchor(value: float | None, row: Mapping[str, Any]) -> bool:
     bound of its interval) is above the anchor by more than :data:`AT_ANCHOR`."""
     scale = max(abs(row.get("anchor_return") or 0.0), 1.0)
     return value is not None and value > AT_ANCHOR * scale
-
-
-def _coverage_text(scored: Any) -> str:
-    cov = scored.coverage
-    per_seed = ", ".join(f"seed {s}: {done}/{n}" for s, (done, n) in cov["per_seed"].items())
-    lines = [
-        f"- Trials finished: {cov['finished']} of {cov['planned']} "
-        f"({_share(cov['finished'] / cov['planned'])}); per seed: {per_seed}.",
-        f"- Core-hours spent: {cov['core_hours']:.2f} (training CPU seconds plus test evaluation "
-        "seconds of the finished trials, one core each)"
-        + (
-            f"; {cov['without_cpu_seconds']} record(s) without CPU seconds counted at their "
-            "training wall seconds."
-            if cov["without_cpu_seconds"]
-            else "."
-        ),
-    ]
-    if cov["projected_core_hours"] is not None:
-        per_trial = cov["core_hours"] * 3600 / cov["finished"]
-        lines.append(
-            f"- Whole campaign (projected): {cov['projected_core_hours']:.1f} core-hours "
-            f"({_hours(per_trial)} per finished trial on average x {cov['planned']} trials); on "
-            f"a {cov['workers']}-worker Ray cluster (one core per trial) about "
-            f"{cov['cluster_hours']:.2f} h of wall time (projected / {cov['workers']}), on "
-            "cores that run nothing else. Trials of other tasks and algorithms can take longer "
-            "than the finished ones."
-        )
-        lines.append(
-            f"- Wall time of the finished trials: {cov['wall_hours']:.2f} h in all, "
-            f"{cov['wall_hours'] / max(cov['core_hours'], 1e-12):.2f} x their core-hours (cores "
-            "shared with other work run a trial's CPU allowance over a longer wall time; the "
-            "allowance is CPU time, so what a trial learns does not depend on it)."
-        )
-    tuning = Counter(str(r.get("tuning_budget")) for r in scored.rows)
-    lines.append(
-        "- Tuning (the rows' `tuning_budget`): "
-        + "; ".join(f"{n} row(s): {text}" for text, n in tuning.items())
-        + ". A row without a recorded search runs the hyper-parameters its campaign file names "
-        "(a run config, or one setting for every task): the effort behind them is not known to "
-        "be equal across algorithms."
-    )
-    machines = "; ".join(f"{m}: {n} trial(s)" for m, n in cov["machines"].items())
-    lines.append(f"- Machine (the records' `hardware`): {machines}.")
-    lines.append(code_versions_text(cov["code"]))
-    if cov["left_out"]:
-        lines.append(
-            f"- Left out ({len(cov['left_out'])}): "
-            + "; ".join(f"`{t}`: {why}" for t, why in cov["left_out"].items())
-            + "."
-        )
-    return "\n".join(lines) + "\n"
 
 
 def _aggregate_cell(aggregates: Sequence[Mapping[str, Any]], family: str, stat: str) -> str:
@@ -488,7 +437,7 @@ def results_markdown(
         "draws and its intervals tend to be too narrow, so a claim on one or two seeds is "
         "provisional. A task's claim is the best of its rows whose interval is above 0 (up to "
         "three per task here), with no correction for that choice.\n",
-        "## Coverage\n\n" + _coverage_text(scored),
+        "## Coverage\n\n" + coverage_text(scored),
         "## Headline: families across tasks\n\n" + _headline_text(scored),
         "## Claims\n\n" + _claims_text(scored, diagnoses),
         "## Held-out families\n\n" + _families_text(scored),
