@@ -24,7 +24,9 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
             raise ValueError("--address is for --backend ray")
         from powerzoo.rl.campaigns import run_local
 
-        outcome = run_local(campaign, out, progress=args.progress, update=args.update)
+        outcome = run_local(
+            campaign, out, progress=args.progress, update=args.update, rerun=args.rerun
+        )
     else:
         try:
             from powerzoo.integrations.tune import require_tune, run_ray
@@ -34,7 +36,12 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
             print(f"powerzoo: error: {err}", file=sys.stderr)
             return 2
         outcome = run_ray(
-            campaign, out, address=args.address, progress=args.progress, update=args.update
+            campaign,
+            out,
+            address=args.address,
+            progress=args.progress,
+            update=args.update,
+            rerun=args.rerun,
         )
     result = outcome.result
     print_tables(
@@ -147,6 +154,17 @@ def add_parser(sub: Any) -> None:
             "preset or evaluation.episodes edited): keep the finished trials whose config and "
             "evaluation protocol are unchanged, move the others' records to DIR/superseded/ and "
             "run the changed and new trials"
+        ),
+    )
+    p.add_argument(
+        "--rerun",
+        nargs="+",
+        default=(),
+        metavar="TRIAL_ID",
+        help=(
+            "run these trials again from scratch (e.g. battery_arbitrage-PPO-objective-seed0): "
+            "their earlier records move to DIR/superseded/<id>-<config hash>-rerun/ and the Ray "
+            "experiment to DIR/superseded/ray-<n>; the other finished trials are kept"
         ),
     )
     add_progress_argument(p, "progress bar / Tune status")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,7 @@ def run_ray(
     address: str | None = None,
     progress: bool | None = None,
     update: bool = False,
+    rerun: Sequence[str] = (),
 ) -> CampaignOutcome:
     """Run a campaign's trials as Ray Tune trials, then gather them into the tables of the local
     backend.
@@ -211,6 +213,8 @@ def run_ray(
         update: take over a folder started by an earlier version of the campaign file (changed
             and new trials run, unchanged ones are kept; see
             :func:`~powerzoo.rl.campaigns.local.check_out_dir`).
+        rerun: Trial ids to run again from scratch, their earlier records and the Tune
+            experiment set aside (:func:`~powerzoo.rl.campaigns.local.supersede_trials`).
 
     Restores the Tune experiment found in ``out_dir`` (a killed driver); ``ValueError`` if
     ``out_dir`` holds another campaign. The driver holds ``out_dir``'s lock
@@ -223,7 +227,7 @@ def run_ray(
     ray, tune = require_tune()
     campaign = as_campaign(campaign)
     with lock_out_dir(out_dir) as out:
-        return _run_ray_locked(ray, tune, campaign, out, address, progress, update)
+        return _run_ray_locked(ray, tune, campaign, out, address, progress, update, rerun)
 
 
 def _run_ray_locked(
@@ -234,8 +238,9 @@ def _run_ray_locked(
     address: str | None,
     progress: bool | None,
     update: bool = False,
+    rerun: Sequence[str] = (),
 ) -> CampaignOutcome:
-    out = check_out_dir(campaign, out_dir, update=update)
+    out = check_out_dir(campaign, out_dir, update=update, rerun=rerun)
     top_up_and_report(campaign, out, progress)
     started_here = not ray.is_initialized()
     if started_here:

@@ -227,3 +227,33 @@ def test_update_keeps_the_trials_of_tasks_whose_protocol_did_not_change(tmp_path
     check_out_dir(after, out, update=True)
     assert read_record(out, trials[0], after) is not None  # battery_arbitrage: still 4 days
     assert read_record(out, trials[1], after) is None  # opf: 4 days -> 2, superseded
+
+
+def test_rerun_sets_a_trial_aside_and_runs_it_again(folder, tmp_path, capsys):
+    spec_file, campaign = folder
+    out = tmp_path / "out"  # every trial finished (the fixture's records)
+    first, second = campaign.trials
+    (out / "ray" / "campaign").mkdir(parents=True)  # a Tune experiment that holds both as done
+    capsys.readouterr()
+    args = ["campaign", str(spec_file), "--out", str(out), "--no-progress"]
+    assert main([*args, "--rerun", first.trial_id]) == 0
+    aside = out / SUPERSEDED_DIR / f"{first.trial_id}-{first.config_hash}-rerun"
+    assert json.loads((aside / TRIAL_FILE).read_text())["started_at"] == 1000.0  # the old one
+    assert (out / SUPERSEDED_DIR / "ray-0" / "campaign").is_dir()
+    rerun = read_record(out, first, campaign)
+    assert rerun["started_at"] > 1000.0 and rerun["num_timesteps"] >= 64  # trained again
+    assert read_record(out, second, campaign)["started_at"] == 1000.0  # kept as it was
+
+
+def test_rerun_of_a_trial_the_campaign_does_not_hold_is_one_line(folder, tmp_path, capsys):
+    spec_file, campaign = folder
+    out = tmp_path / "out"
+    wrong = campaign.trials[0].trial_id.replace("seed0", "seed7")
+    capsys.readouterr()
+    args = ["campaign", str(spec_file), "--out", str(out), "--no-progress", "--rerun", wrong]
+    assert main(args) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"powerzoo: error: campaign records holds no trial '{wrong}'")
+    assert "(closest: " in line and campaign.trials[0].trial_id in line
+    assert not (out / SUPERSEDED_DIR).exists()  # nothing was set aside
+    assert all(read_record(out, t, campaign)["started_at"] == 1000.0 for t in campaign.trials)

@@ -18,9 +18,10 @@ killed or not.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import shutil
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,12 @@ def as_campaign(campaign: CampaignSpec | str | Path) -> CampaignSpec:
     return campaign if isinstance(campaign, CampaignSpec) else load_campaign(campaign)
 
 
-def check_out_dir(campaign: CampaignSpec, out_dir: str | Path, update: bool = False) -> Path:
+def check_out_dir(
+    campaign: CampaignSpec,
+    out_dir: str | Path,
+    update: bool = False,
+    rerun: Sequence[str] = (),
+) -> Path:
     """Create ``out_dir`` and its ``campaign.json``; ``ValueError`` if it holds another campaign.
 
     Another campaign means another evaluation protocol or other trial configs; a folder of the
@@ -94,9 +100,11 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path, update: bool = Fa
     started (a task or an algorithm added, a preset changed) takes the folder over instead:
     :func:`supersede_changed_trials` moves the records of trials it no longer holds, or holds with
     another config or another evaluation protocol, to ``superseded/``, and the unchanged ones are
-    kept. A damaged ``campaign.json`` is a :class:`~powerzoo.fileio.CorruptFileError`. Call it
-    inside :func:`lock_out_dir`.
+    kept. ``rerun``: trial ids whose records (finished or not) :func:`supersede_trials` sets
+    aside, so that they run again. A damaged ``campaign.json`` is a
+    :class:`~powerzoo.fileio.CorruptFileError`. Call it inside :func:`lock_out_dir`.
     """
+    unknown_trials(campaign, rerun)
     out = Path(out_dir).resolve()
     path = out / CAMPAIGN_FILE
     if path.is_file():
@@ -116,7 +124,63 @@ def check_out_dir(campaign: CampaignSpec, out_dir: str | Path, update: bool = Fa
             supersede_changed_trials(campaign, out, previous)
     out.mkdir(parents=True, exist_ok=True)
     write_json(path, campaign.to_dict())
+    if rerun:
+        supersede_trials(out, rerun)
     return out
+
+
+def unknown_trials(campaign: CampaignSpec, trial_ids: Sequence[str]) -> None:
+    """``ValueError`` naming the ids of ``trial_ids`` that ``campaign`` does not hold, each with
+    the closest ids it does hold."""
+    known = [t.trial_id for t in campaign.trials]
+    unknown = [t for t in trial_ids if t not in known]
+    if unknown:
+        hints = [
+            f"{t!r} (closest: {', '.join(difflib.get_close_matches(t, known, n=2)) or 'none'})"
+            for t in unknown
+        ]
+        raise ValueError(f"campaign {campaign.name} holds no trial {'; '.join(hints)}")
+
+
+def supersede_trials(out_dir: str | Path, trial_ids: Sequence[str]) -> list[Path]:
+    """Set the folders of ``trial_ids`` aside in ``<out_dir>/superseded/<trial id>-<config hash
+    or "unfinished">-rerun/`` so that the campaign runs them again from scratch, and the Ray Tune
+    experiment (which holds them as done) in ``superseded/ray-<n>``. Trials without a folder
+    are left alone (they run anyway). Returns the new paths."""
+    out = Path(out_dir)
+    moved = []
+    for trial_id in trial_ids:
+        folder = out / "trials" / trial_id
+        if not folder.is_dir():
+            continue
+        record_path = folder / "trial.json"
+        held = None
+        if record_path.is_file():
+            held = read_json_object(record_path, f"delete {folder}").get("config_hash")
+        moved.append(_set_aside(out, folder, f"{trial_id}-{held or 'unfinished'}-rerun"))
+    if moved:
+        moved.extend(_set_ray_aside(out))
+    return moved
+
+
+def _set_aside(out: Path, folder: Path, name: str) -> Path:
+    """Move ``folder`` to ``<out>/superseded/<name>`` (replacing an earlier one of that name)."""
+    target = out / SUPERSEDED_DIR / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.move(str(folder), str(target))
+    return target
+
+
+def _set_ray_aside(out: Path) -> list[Path]:
+    """Move the Ray Tune experiment ``<out>/ray`` (its trial grid and states) to
+    ``superseded/ray-<n>``, so that the next Ray run starts a new grid; ``[]`` without one."""
+    ray_dir = out / "ray"
+    if not ray_dir.is_dir():
+        return []
+    aside = out / SUPERSEDED_DIR
+    return [_set_aside(out, ray_dir, f"ray-{len(list(aside.glob('ray-*')))}")]
 
 
 def supersede_changed_trials(
@@ -140,7 +204,6 @@ def supersede_changed_trials(
         or evaluation_protocol(previous, t.task) == evaluation_protocol(now, t.task)
     }
     moved: list[Path] = []
-    aside = out / SUPERSEDED_DIR
     trials = out / "trials"
     for folder in sorted(trials.iterdir()) if trials.is_dir() else []:
         record_path = folder / "trial.json"
@@ -151,20 +214,8 @@ def supersede_changed_trials(
                 continue
         elif any(t.trial_id == folder.name for t in campaign.trials):
             continue  # unfinished trial of this campaign: it reruns from scratch
-        aside.mkdir(parents=True, exist_ok=True)
-        target = aside / f"{folder.name}-{held or 'unfinished'}"
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.move(str(folder), str(target))
-        moved.append(target)
-    ray_dir = out / "ray"
-    if ray_dir.is_dir():
-        aside.mkdir(parents=True, exist_ok=True)
-        n = len(list(aside.glob("ray-*")))
-        target = aside / f"ray-{n}"
-        shutil.move(str(ray_dir), str(target))
-        moved.append(target)
-    return moved
+        moved.append(_set_aside(out, folder, f"{folder.name}-{held or 'unfinished'}"))
+    return moved + _set_ray_aside(out)
 
 
 def run_local(
@@ -174,6 +225,7 @@ def run_local(
     *,
     gather_results: bool = True,
     update: bool = False,
+    rerun: Sequence[str] = (),
 ) -> CampaignOutcome | dict[str, Any]:
     """Run every unfinished trial in turn, then gather
     (:func:`~powerzoo.rl.campaigns.gather.gather`).
@@ -190,6 +242,8 @@ def run_local(
         progress: Show progress bars (``None``: when the output is a terminal).
         gather_results: Gather the tables and plots once the trials have run.
         update: Take over a folder started by an earlier version of the campaign file.
+        rerun: Trial ids to run again from scratch, their earlier records set aside
+            (:func:`supersede_trials`).
 
     Returns:
         The gathered campaign, or the records by trial id.
@@ -203,7 +257,7 @@ def run_local(
             "Ray backend: use --backend ray"
         )
     with lock_out_dir(out_dir) as out:
-        return _run_locked(campaign, out, progress, gather_results, update)
+        return _run_locked(campaign, out, progress, gather_results, update, rerun)
 
 
 def _run_locked(
@@ -212,8 +266,9 @@ def _run_locked(
     progress: bool | None,
     gather_results: bool,
     update: bool = False,
+    rerun: Sequence[str] = (),
 ) -> CampaignOutcome | dict[str, Any]:
-    out = check_out_dir(campaign, out_dir, update=update)
+    out = check_out_dir(campaign, out_dir, update=update, rerun=rerun)
     top_up_and_report(campaign, out, progress)
     records: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
