@@ -5,6 +5,7 @@ tasks and the page, without training or evaluating anything."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ __all__ = ["add_parser"]
 def _cmd_campaign_score(args: argparse.Namespace) -> int:
     from powerzoo.rl.campaigns.page import read_diagnoses
     from powerzoo.rl.campaigns.score_page import write_campaign_scores
+    from powerzoo.rl.campaigns.score_readme import check_readme, update_readme
 
     folder = Path(args.folder)
     if not folder.is_dir():
@@ -25,6 +27,9 @@ def _cmd_campaign_score(args: argparse.Namespace) -> int:
         raise ValueError(f"--resamples must be >= 1, got {args.resamples}")
     out = args.out or str(folder / "v2")
     check_output_folder(out, "--out")  # before anything is scored
+    spec = folder / "campaign.json"
+    if args.readme is not None and spec.is_file():  # checked before anything is scored
+        check_readme(args.readme, str(json.loads(spec.read_text(encoding="utf-8")).get("name")))
     diagnoses = read_diagnoses(args.diagnoses) if args.diagnoses else None
     if args.families_dir is not None and not Path(args.families_dir).is_dir():
         raise FileNotFoundError(
@@ -59,6 +64,10 @@ def _cmd_campaign_score(args: argparse.Namespace) -> int:
     )
     if files["profiles"] is not None:
         print(f"plot: {files['profiles']}")
+    if args.readme is not None:
+        summary = files["summary"].read_text(encoding="utf-8")
+        path = update_readme(args.readme, scored.folder.campaign.name, cov, summary)
+        print(f"coverage and summary blocks rewritten: {path}")
     print(f"submission folders (powerzoo score each): {files['submissions']}")
     print(
         f"{len(scored.rows)} row(s) from {cov['finished']} of {cov['planned']} trial(s) "
@@ -117,6 +126,14 @@ def add_parser(sub: Any) -> None:
         default=BOOTSTRAP_RESAMPLES,
         metavar="N",
         help=f"bootstrap resamples of every interval (default: {BOOTSTRAP_RESAMPLES})",
+    )
+    p.add_argument(
+        "--readme",
+        default=None,
+        metavar="FILE.md",
+        help="also rewrite the campaign's coverage sentence and summary table in this Markdown "
+        "file, between its marker lines (<!-- campaign-score NAME coverage:start --> ... :end "
+        "-->, and the same for summary); a file without them is refused",
     )
     add_progress_argument(p, "progress bar over the (task, algorithm/setting) rows")
     p.set_defaults(func=_cmd_campaign_score)

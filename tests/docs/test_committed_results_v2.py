@@ -19,15 +19,15 @@ from powerzoo.benchmarks.submission import read_submission, submission_from_tria
 from powerzoo.benchmarks.submission_score import score_submission
 from powerzoo.rl.campaigns.gather import pinned_campaign_files
 from powerzoo.rl.campaigns.page import read_campaign_folder
-from powerzoo.rl.campaigns.score_page import finished_groups
+from powerzoo.rl.campaigns.score_page import coverage, finished_groups
+from powerzoo.rl.campaigns.score_readme import coverage_sentence, markers
 from powerzoo.rl.campaigns.trial import trial_dir
 
 RECORDS = REPO_ROOT / "results" / "benchmark_v2"
 PAGE = REPO_ROOT / "docs" / "results_v2"
 REGENERATE = (
     "regenerate with `powerzoo campaign-score results/benchmark_v2 --out docs/results_v2 "
-    "--families-dir results/families`, update README's benchmark v2 coverage line and copy "
-    "summary_v2.md into its table"
+    "--families-dir results/families --readme README.md`"
 )
 COMPARED = ("n_seeds", "episodes", "mean_return", "feasibility", "within_budget", "performance")
 
@@ -71,18 +71,24 @@ def test_two_committed_rows_are_what_their_records_score(folder, committed_rows,
             assert row[column] == text, f"{row['task']} {row['algorithm']} {column}; {REGENERATE}"
 
 
+def _readme_block(block: str) -> str:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = markers("benchmark_v2", block)
+    return readme[readme.index(start) + len(start) + 1 : readme.index(end)]
+
+
 def test_the_readme_states_the_v2_coverage(folder):
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Benchmark v2") : readme.index("## Benchmark results")]
     finished, planned = len(folder.records), len(folder.campaign.trials)
-    assert re.search(rf"\b{finished} of its {planned} trials\b", section), REGENERATE
-    assert "docs/results_v2/results_v2.md" in section
+    sentence = _readme_block("coverage")
+    assert sentence == coverage_sentence(coverage(folder)) + "\n", REGENERATE
+    assert f"**Coverage:** {finished} of its {planned} trials have finished" in sentence
+    assert "docs/results_v2/results_v2.md" in section and sentence in section
 
 
 def test_the_readme_shows_the_committed_summary_table(folder):
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    start, end = "<!-- benchmark-v2-summary:start -->\n", "<!-- benchmark-v2-summary:end -->"
-    block = readme[readme.index(start) + len(start) : readme.index(end)]
+    block = _readme_block("summary")
     summary = (PAGE / "summary_v2.md").read_text(encoding="utf-8")
     assert block == summary, f"README's benchmark v2 table differs from summary_v2.md; {REGENERATE}"
     finished = sum(int(line.rsplit("|", 2)[1].split("/")[0]) for line in summary.splitlines()[2:])

@@ -50,6 +50,7 @@ from powerzoo.rl.campaigns.score_page_text import (
     claim_row,
     score_sensitivity,
 )
+from powerzoo.rl.campaigns.score_readme import BLOCKS, coverage_sentence, markers, replace_block
 from powerzoo.rl.campaigns.score_ties import largest_tie, ties_text
 from powerzoo.rl.campaigns.spec import CampaignSpec, TrialSpec
 from powerzoo.rl.campaigns.trial import base_record
@@ -747,3 +748,51 @@ def test_a_task_with_validation_logs_gets_its_learning_curves_on_the_page(scored
     assert curves["dc_microgrid"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     section = scored.files["page"].read_text().split("### dc_microgrid")[1].split("### ")[0]
     assert "![dc_microgrid learning curves](curves/learning_curves_dc_microgrid.png)" in section
+
+
+def test_readme_blocks_are_replaced_and_nothing_else(tmp_path):
+    start, end = markers("camp", "summary")
+    text = f"# Title\n\nbefore\n{start}\nold table\n{end}\nafter\n"
+    assert replace_block(text, "camp", "summary", "| new |") == (
+        f"# Title\n\nbefore\n{start}\n| new |\n{end}\nafter\n"
+    )
+    with pytest.raises(ValueError, match="no coverage block: add the lines"):
+        replace_block(text, "camp", "coverage", "x")
+    with pytest.raises(ValueError, match="no summary block"):  # another campaign's markers
+        replace_block(text, "other", "summary", "x")
+    with pytest.raises(ValueError, match="block must be one of coverage, summary"):
+        markers("camp", "table")
+    cov = {"finished": 9, "planned": 15, "projected_core_hours": 30.4, "cluster_hours": 1.9}
+    cov["workers"] = 16
+    assert coverage_sentence(cov) == (
+        "**Coverage:** 9 of its 15 trials have finished (about 30 core-hours in all, projected "
+        "from the finished trials: about 15 h on a 2-core machine running 2 trials at a time, "
+        "about 1.9 h on a 16-worker Ray cluster, on cores that run nothing else; the results "
+        "page gives the wall time they took)."
+    )
+    assert coverage_sentence({**cov, "projected_core_hours": None}) == (
+        "**Coverage:** 9 of its 15 trials have finished."
+    )
+
+
+def test_cli_rewrites_the_readme_blocks_and_refuses_a_file_without_them(tmp_path, capsys):
+    campaign = tmp_path / "campaign"
+    spec = _write_folder(campaign)
+    readme = tmp_path / "README.md"
+    blocks = "".join(f"{a}\nold\n{b}\n" for a, b in (markers(spec.name, k) for k in BLOCKS))
+    readme.write_text(f"# Project\n\n{blocks}\nkept\n")
+    argv = ["campaign-score", str(campaign), "--resamples", "50", "--no-progress"]
+    assert main([*argv, "--readme", str(readme)]) == 0
+    assert f"coverage and summary blocks rewritten: {readme}" in capsys.readouterr().out
+    text = readme.read_text()
+    summary = (campaign / "v2" / "summary_v2.md").read_text()
+    assert "old" not in text and text.startswith("# Project\n") and text.endswith("\nkept\n")
+    assert summary in text and "**Coverage:** 9 of its 15 trials have finished (about" in text
+    bare = tmp_path / "BARE.md"
+    bare.write_text("# nothing to replace\n")
+    capsys.readouterr()
+    assert main([*argv, "--out", str(tmp_path / "page2"), "--readme", str(bare)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"powerzoo: error: {bare}: no coverage block: add the lines")
+    assert not (tmp_path / "page2").exists()  # refused before anything was scored
+    assert bare.read_text() == "# nothing to replace\n"
