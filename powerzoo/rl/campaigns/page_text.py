@@ -33,6 +33,19 @@ FEASIBLE_OVER_BUDGET_RATE = 0.05
 day in twenty)."""
 
 
+def unsigned_zero(text: str) -> str:
+    """``text`` (a number as written) without the sign of a value that rounds to 0 (``-0.000``
+    -> ``0.000``, ``+0.00`` -> ``0.00``): a signed zero would read as below or above a bound
+    printed ``0.000``."""
+    return text[1:] if text[:1] in ("-", "+") and not text.strip("+-0.,") else text
+
+
+def signed_money(value: float) -> str:
+    """``+1,234.50`` / ``-0.75`` ($, two decimals, always signed but for a value that rounds to
+    0)."""
+    return unsigned_zero(f"{value:+,.2f}")
+
+
 def _num(value: float | None) -> str:
     if value is None:
         return "n/a"

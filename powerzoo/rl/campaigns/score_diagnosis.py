@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from powerzoo.rl.campaigns.page_text import signed_money
 from powerzoo.rl.campaigns.score_page_text import above_anchor, claim_row
-from powerzoo.rl.campaigns.score_ties import unsigned_zero
 from powerzoo.rl.campaigns.trial import trial_dir
 from powerzoo.rl.evaluation_log import EVAL_CSV
 
@@ -93,10 +93,6 @@ def read_curve(path: str | Path) -> Curve | None:
     return Curve(returns[0], returns[best], steps[best], steps[-1])
 
 
-def _money(value: float) -> str:
-    return unsigned_zero(f"{value:+,.2f}")
-
-
 def _curve_text(curves: Sequence[Curve], median_steps: float | None) -> tuple[str, str | None]:
     """The curve part of a row's sentence and its kind (``"late"``, ``"early"`` or None)."""
     if not curves:
@@ -119,7 +115,7 @@ def _curve_text(curves: Sequence[Curve], median_steps: float | None) -> tuple[st
         )
         return (
             text + f" (found in the first fifth of training on {early} of {n}: later training "
-            f"did not beat it; median gain over the first evaluation {_money(gain)}{kept})",
+            f"did not beat it; median gain over the first evaluation {signed_money(gain)}{kept})",
             "early",
         )
     return text, None
@@ -136,8 +132,8 @@ def row_diagnosis(row: Mapping[str, Any], curves: Sequence[Curve]) -> tuple[str,
     text = f"{row['label']} ({n} seed{'s' if n != 1 else ''})"
     if row.get("anchor_diff") is not None:
         text += (
-            f" {_money(row['anchor_diff'])} [{_money(row['anchor_diff_ci_low'])}, "
-            f"{_money(row['anchor_diff_ci_high'])}] against {row['anchor']}"
+            f" {signed_money(row['anchor_diff'])} [{signed_money(row['anchor_diff_ci_low'])}, "
+            f"{signed_money(row['anchor_diff_ci_high'])}] against {row['anchor']}"
         )
     if row["within_budget"]:
         text += ", within budget"
@@ -209,7 +205,7 @@ def task_diagnosis(
     )
     headroom = rows[0].get("headroom") if rows else None
     if headroom is not None:
-        verdict += f" The oracle is {_money(headroom)} $ per episode above the anchor."
+        verdict += f" The oracle is {signed_money(headroom)} $ per episode above the anchor."
     return TaskDiagnosis(verdicts, f"Measured: {verdict} " + "; ".join(sentences) + ".")
 
 

@@ -20,11 +20,11 @@ from powerzoo.benchmarks.score_v2 import (
     TaskReference,
 )
 from powerzoo.benchmarks.stats import CONFIDENCE
-from powerzoo.rl.campaigns.page_text import _num, _share
+from powerzoo.rl.campaigns.page_text import _num, _share, unsigned_zero
 from powerzoo.rl.campaigns.score_aggregates import BUDGETS_FIRST
 from powerzoo.rl.campaigns.score_coverage import coverage_text
 from powerzoo.rl.campaigns.score_families import FAMILIES_COMMAND
-from powerzoo.rl.campaigns.score_ties import AT_ANCHOR, ties_text, unsigned_zero
+from powerzoo.rl.campaigns.score_ties import AT_ANCHOR, ties_text
 from powerzoo.tasks import task_spec
 
 __all__ = [
@@ -162,7 +162,8 @@ def _headline_text(scored: Any) -> str:
             sum(len(r["run_performance"]) for r in scored.rows if (r["family"], r["task"]) == key)
             for key in ((family, t) for t in iqm["tasks"])
         ]
-        spread = f"{min(per_task)}-{max(per_task)}".replace(f"{max(per_task)}-", "", 1)
+        low, high = min(per_task), max(per_task)
+        spread = f"{low}-{high}" if low < high else str(low)
         row = f"| {family} | {iqm['n_tasks']} | {iqm['n_runs']} | {spread} | "
         lines.append(row + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n\n"

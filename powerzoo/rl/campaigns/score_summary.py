@@ -18,9 +18,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from powerzoo.rl.campaigns.page_text import signed_money
 from powerzoo.rl.campaigns.score_diagnosis import TaskDiagnosis
 from powerzoo.rl.campaigns.score_page_text import claim_row
-from powerzoo.rl.campaigns.score_ties import unsigned_zero
 
 __all__ = ["FIRM_CLAIM_SEEDS", "SHORT_VERDICTS", "best_within_budget", "summary_markdown"]
 
@@ -49,7 +49,7 @@ def best_within_budget(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] |
 
 
 def _money(value: float | None) -> str:
-    return "-" if value is None else unsigned_zero(f"{value:+,.2f}")
+    return "-" if value is None else signed_money(value)
 
 
 def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str:

@@ -14,8 +14,9 @@ from typing import Any
 
 from powerzoo.benchmarks.resampling import SAME_RETURN
 from powerzoo.benchmarks.score_v2 import RULE_POLICY
+from powerzoo.rl.campaigns.page_text import unsigned_zero
 
-__all__ = ["AT_ANCHOR", "TIE_TOLERANCE", "largest_tie", "ties_text", "unsigned_zero"]
+__all__ = ["AT_ANCHOR", "TIE_TOLERANCE", "largest_tie", "ties_text"]
 
 TIE_TOLERANCE = 1e-9
 """Two runs whose performances differ by at most this (score units) are tied."""
@@ -48,13 +49,6 @@ def _is_anchor_policy(row: Mapping[str, Any], mean_return: float | None) -> bool
     return mean_return is not None and abs(mean_return - anchor) <= AT_ANCHOR * max(
         abs(anchor), 1.0
     )
-
-
-def unsigned_zero(text: str) -> str:
-    """``text`` (a number as written) without the sign of a value that rounds to 0 (``-0.000``
-    -> ``0.000``, ``+0.00`` -> ``0.00``): a signed zero would read as below or above a bound
-    printed ``0.000``."""
-    return text[1:] if text[:1] in ("-", "+") and not text.strip("+-0.,") else text
 
 
 def _value(performance: float) -> str:
