@@ -2,7 +2,7 @@
 with the voltage band on LinDistFlow (:mod:`powerzoo.tasks.dso`), the part of the per-episode
 voltage budget the plan may spend given as an allowance (:func:`solve_day`); the passes that
 linearise it around the exact flow and the tap the AVC settles on, and the measured figures, are
-in :mod:`powerzoo.tasks.dso_plan` (65 test days: -645 $/day within the budget every day, the
+in :mod:`powerzoo.tasks.dso_plan` (65 test days: -532 $/day within the budget every day, the
 rule -1,198; one LP that held the band, around the day without control: -1,147)."""
 
 from __future__ import annotations

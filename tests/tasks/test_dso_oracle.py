@@ -90,3 +90,23 @@ def test_the_kept_plan_is_within_budget_then_earns_most_else_goes_least_past_it(
     new = day([-800.0, -100.0, -5000.0, -100.0], [0.4, 0.7, 1.2, 9.0])
     np.testing.assert_array_equal(better(task, new, old), [True, False, True, False])
     np.testing.assert_allclose(budget_excess(task, new.costs), [0.0, 0.4, 1.4, 17.0])
+
+
+def test_rescaled_allowances_spend_the_budget_the_linearisation_leaves_unused(monkeypatch):
+    # LinDistFlow overstates the exact flow's violation, so the first passes leave part of the
+    # budget unspent; the rescaled passes aim the exact day at TARGET_SHARE of it
+    import powerzoo.tasks.dso_plan as dso_plan
+
+    task = Dso("test")
+    state = _midday(task)
+    unc = _uncontrolled_mw(task, state)
+    budget = task.spec.cost_thresholds["voltage_violation"]
+    played = {}
+    for passes in (0, dso_plan.RESCALE_PASSES):
+        monkeypatch.setattr(dso_plan, "RESCALE_PASSES", passes)
+        plan = task.oracle_plan(state)
+        played[passes] = play(task, state, lambda s, t, p=plan: p[:, t], unc)
+    before, after = played[0], played[dso_plan.RESCALE_PASSES]
+    assert budgets_kept(task, after.costs).all()
+    assert before.costs[0, 0] < 0.7 * budget < after.costs[0, 0]  # more of the budget spent
+    assert after.ret[0] > before.ret[0] + 200.0  # $ over the rest of the day (less lost load)
