@@ -28,7 +28,7 @@ demo: $(STAMP)
 	$(BIN)/powerzoo demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check powerzoo tests benchmarks
+	$(BIN)/ruff check powerzoo tests benchmarks tools
 
 # the documentation site, built into site/ with every warning an error; the task pages and
 # their figures (docs/tasks/, committed: commit them again when they change) are generated
