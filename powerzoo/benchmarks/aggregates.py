@@ -44,6 +44,7 @@ __all__ = [
     "probability_of_improvement",
     "performance_profile",
     "plot_performance_profiles",
+    "plot_profile_panels",
 ]
 
 OPTIMALITY_GAMMA = 1.0
@@ -231,30 +232,54 @@ def plot_performance_profiles(
     Returns:
         The path written.
     """
+    return plot_profile_panels({title: profiles}, path)
+
+
+def plot_profile_panels(
+    panels: Mapping[str, Mapping[str, Mapping[str, np.ndarray]]], path: str | Path
+) -> Path:
+    """Draw several sets of performance profiles side by side in one PNG at ``path``, one panel
+    per ``{panel title: {algorithm:`` :func:`performance_profile` ``result}}`` entry, sharing
+    the share axis (an algorithm keeps its colour across panels).
+
+    Args:
+        panels: Each panel's title and profiles (an empty title: none drawn).
+        path: PNG file to write (folders created, written atomically).
+
+    Returns:
+        The path written.
+    """
     from matplotlib.figure import Figure
 
     from powerzoo.benchmarks.plots import PNG_METADATA
 
-    fig = Figure(figsize=(6.4, 4.2))
-    ax = fig.subplots()
-    for name, profile in profiles.items():
-        (line,) = ax.plot(profile["taus"], profile["fraction"], label=name)
-        ax.fill_between(
-            profile["taus"],
-            profile["ci_low"],
-            profile["ci_high"],
-            color=line.get_color(),
-            alpha=0.2,
-        )
-    ax.axvline(0.0, color="0.6", lw=0.8, ls=":")
-    ax.axvline(1.0, color="0.6", lw=0.8, ls=":")
-    ax.set_xlabel(r"score $\tau$ (0 = anchor, 1 = oracle)")
-    ax.set_ylabel(r"share of runs with score > $\tau$")
-    ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
-    if title:
-        ax.set_title(title)
+    if not panels:
+        raise ValueError("no panel to draw")
+    fig = Figure(figsize=(6.4 * len(panels), 4.2))
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
+    colours: dict[str, str] = {}
+    for ax, (title, profiles) in zip(axes, panels.items(), strict=True):
+        for name, profile in profiles.items():
+            (line,) = ax.plot(
+                profile["taus"], profile["fraction"], label=name, color=colours.get(name)
+            )
+            colours.setdefault(name, line.get_color())
+            ax.fill_between(
+                profile["taus"],
+                profile["ci_low"],
+                profile["ci_high"],
+                color=colours[name],
+                alpha=0.2,
+            )
+        ax.axvline(0.0, color="0.6", lw=0.8, ls=":")
+        ax.axvline(1.0, color="0.6", lw=0.8, ls=":")
+        ax.set_xlabel(r"score $\tau$ (0 = anchor, 1 = oracle)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
+        if title:
+            ax.set_title(title)
+    axes[0].set_ylabel(r"share of runs with score > $\tau$")
     fig.tight_layout()
     return atomic_save(
         path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, metadata=PNG_METADATA)

@@ -10,6 +10,7 @@ from powerzoo.benchmarks.aggregates import (
     aggregate_scores,
     performance_profile,
     plot_performance_profiles,
+    plot_profile_panels,
     probability_of_improvement,
 )
 
@@ -60,6 +61,14 @@ def test_performance_profile_and_its_plot(tmp_path):
     other = performance_profile({"a": [0.1] * 4, "b": [0.2] * 2}, profile["taus"], n_resamples=50)
     path = plot_performance_profiles({"X": profile, "Y": other}, tmp_path / "p" / "profile.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+    # two panels side by side: one figure twice as wide, the same height
+    from matplotlib.image import imread
+
+    both = plot_profile_panels({"all": {"X": profile}, "kept": {"X": other}}, tmp_path / "two.png")
+    one, two = imread(path).shape, imread(both).shape
+    assert two[0] == one[0] and two[1] == 2 * one[1]
+    with pytest.raises(ValueError, match="no panel"):
+        plot_profile_panels({}, tmp_path / "none.png")
 
 
 def test_bad_scores_are_refused():

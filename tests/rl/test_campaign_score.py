@@ -26,7 +26,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from powerzoo.benchmarks.aggregates import aggregate_scores, probability_of_improvement
+from powerzoo.benchmarks.aggregates import (
+    aggregate_scores,
+    performance_profile,
+    probability_of_improvement,
+)
 from powerzoo.benchmarks.baselines import BASELINES_FILE, baseline_rows, evaluation_protocol
 from powerzoo.benchmarks.families import FamilyResult, write_families
 from powerzoo.benchmarks.resampling import SeedBlockResamples, episode_blocks
@@ -37,7 +41,11 @@ from powerzoo.cli.main import main
 from powerzoo.provenance import code_provenance
 from powerzoo.rl.campaigns import score_summary
 from powerzoo.rl.campaigns.family_episodes import family_plan
-from powerzoo.rl.campaigns.score_aggregates import BUDGETS_FIRST, budgets_first_scores
+from powerzoo.rl.campaigns.score_aggregates import (
+    BUDGETS_FIRST,
+    budgets_first_scores,
+    within_budget_runs,
+)
 from powerzoo.rl.campaigns.score_families import FAMILY_COLUMNS, trained_family_rows
 from powerzoo.rl.campaigns.score_page import (
     AGGREGATE_COLUMNS,
@@ -383,6 +391,7 @@ def test_families_and_the_headline_leave_out_tasks_without_learnable_headroom(sc
     page = scored.files["page"].read_text()
     assert "No learnable headroom" in page and "marl_opf (0.00 %)" in page
     assert "![performance profiles](performance_profiles.png)" in page
+    assert "a run over any budget counts as scoring above no threshold" in page
     iqm = by[("learner", "iqm")]
     cell = f"{iqm['value']:.3f} [{iqm['ci_low']:.3f}, {iqm['ci_high']:.3f}]"
     assert f"| learner | 2 | 4 | 1-3 | {cell} |" in page  # runs per task: 1 to 3
@@ -519,6 +528,11 @@ def test_budgets_first_ranks_every_run_within_budget_above_every_run_over():
     first = probability_of_improvement({"a": learner}, {"a": lagrangian}, n_resamples=10)
     assert (perf["value"], first["value"]) == (0.75, 0.25)
     assert budgets_first_scores([]) == {}
+    # the within-budget profile: a run over budget sits below every threshold it reads
+    within = within_budget_runs(rows, below=-9.0)
+    assert within["learner"]["a"] == [-9.0, -0.5] and within["lagrangian"]["a"] == [-3.0, 0.1]
+    profile = performance_profile(within["learner"], [-5.0, -1.0, 0.0], n_resamples=10)
+    assert list(profile["fraction"]) == [0.5, 0.5, 0.0]  # starts at its share within budget
 
 
 def test_ties_count_a_residual_that_kept_the_rule_apart():

@@ -10,7 +10,10 @@ probability of improvement ranks every run that keeps them (its mean cost within
 ``run_within_budget``) above every run that does not, and two runs alike in that on their
 performance: the order of the pairs ``(within budget, performance)``
 (:func:`budgets_first_scores`). The IQM, mean, median and optimality gap read performance alone,
-no floor, with the share of runs within budget beside them.
+no floor, with the share of runs within budget beside them. The performance profiles are drawn
+twice, side by side: every run on performance alone, and within budget (a run over any budget
+counts as scoring above no threshold: :func:`within_budget_runs`), where a family's curve starts
+at its share of runs within budget.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 from powerzoo.benchmarks.aggregates import (
     aggregate_scores,
     performance_profile,
-    plot_performance_profiles,
+    plot_profile_panels,
     probability_of_improvement,
 )
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
@@ -34,13 +37,20 @@ __all__ = [
     "AGGREGATE_COLUMNS",
     "BUDGETS_FIRST",
     "FAMILIES",
+    "PROFILE_PANELS",
     "budgets_first_scores",
     "family_aggregates",
+    "within_budget_runs",
 ]
 
 FAMILIES = ("learner", "lagrangian", "residual", "safe", "bc")
 """Families of learners the aggregates compare, in page order
 (:func:`~powerzoo.rl.campaigns.score_page.algorithm_family`)."""
+PROFILE_PANELS = (
+    "every run, performance alone",
+    "runs within every budget (a run over one counts below every score)",
+)
+"""Titles of the two panels of the performance profiles figure."""
 BUDGETS_FIRST = ", budgets first"
 """Suffix of the ``statistic`` of a probability of improvement ranked budgets first
 (``P(X > Y), budgets first``)."""
@@ -73,14 +83,10 @@ def _family_runs(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str
     return out
 
 
-def budgets_first_scores(
-    rows: Sequence[dict[str, Any]],
-) -> dict[str, dict[str, list[float]]]:
-    """``{family: {task: runs}}`` as :func:`_family_runs` gives the per-run performances, each
-    moved up by one shift common to all rows where the run keeps every budget: the shift (the
-    span of all the performances, plus 1) puts every run within budget above every run over it,
-    and keeps the order of performance among runs alike in that (score units plus the shift)."""
-    pairs = [
+def _runs_and_budgets(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float, bool]]:
+    """``(row, performance, within every budget)`` of each run of the rows :func:`_family_runs`
+    reads."""
+    return [
         (row, performance, within)
         for row in rows
         if row["learnable_headroom"] and row["scale"] == "oracle"
@@ -89,6 +95,29 @@ def budgets_first_scores(
         )
         if performance is not None
     ]
+
+
+def within_budget_runs(
+    rows: Sequence[dict[str, Any]], below: float
+) -> dict[str, dict[str, list[float]]]:
+    """``{family: {task: runs}}`` as :func:`_family_runs` gives the per-run performances, a run
+    over any budget moved to ``below`` (a score under every threshold a profile reads): the
+    within-budget performance profile counts such a run as scoring above no threshold."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for row, performance, within in _runs_and_budgets(rows):
+        runs = out.setdefault(row["family"], {}).setdefault(row["task"], [])
+        runs.append(performance if within else below)
+    return out
+
+
+def budgets_first_scores(
+    rows: Sequence[dict[str, Any]],
+) -> dict[str, dict[str, list[float]]]:
+    """``{family: {task: runs}}`` as :func:`_family_runs` gives the per-run performances, each
+    moved up by one shift common to all rows where the run keeps every budget: the shift (the
+    span of all the performances, plus 1) puts every run within budget above every run over it,
+    and keeps the order of performance among runs alike in that (score units plus the shift)."""
+    pairs = _runs_and_budgets(rows)
     out: dict[str, dict[str, list[float]]] = {}
     if not pairs:
         return out
@@ -175,7 +204,10 @@ def family_aggregates(
         profiles = {
             f: performance_profile(scores[f], taus, n_resamples=n_resamples) for f in families
         }
-        png = plot_performance_profiles(
-            profiles, profile_path, title="per-run performance, tasks with learnable headroom"
+        below = float(taus[0]) - 1.0
+        within = within_budget_runs(rows, below)
+        kept = {f: performance_profile(within[f], taus, n_resamples=n_resamples) for f in families}
+        png = plot_profile_panels(
+            {PROFILE_PANELS[0]: profiles, PROFILE_PANELS[1]: kept}, profile_path
         )
     return out, png

@@ -198,7 +198,13 @@ def _headline_text(scored: Any) -> str:
             )
         )
     if scored.files.get("profiles") is not None:
-        text += f"\n![performance profiles]({scored.files['profiles'].name})\n"
+        text += (
+            "\nPerformance profiles (the share of runs scoring above each threshold, averaged "
+            "over the tasks, with a stratified bootstrap band): left, every run on performance "
+            "alone; right, a run over any budget counts as scoring above no threshold, so a "
+            "family's curve starts at its share of runs within budget.\n"
+            f"\n![performance profiles]({scored.files['profiles'].name})\n"
+        )
     return text
 
 
