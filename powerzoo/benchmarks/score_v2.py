@@ -12,7 +12,9 @@ selected constraints, each in its physical unit per episode), both through
 * ``within_budget``: the run's **mean cost** of every budgeted constraint is within its budget,
   ``E[C_j] <= d_j`` (the constraint the -L learners train under). This is the run's verdict;
 * ``feasibility``: the share of its test episodes within every budget (the chance reading,
-  reported beside it), and ``max_cost_ratio``, the largest ``E[C_j] / d_j``.
+  reported beside it), and ``max_cost_ratio``, the largest ``E[C_j] / d_j``, with its seed x
+  block interval: a run within budget whose interval reaches past 1 keeps the budget on the
+  mean, but not robustly.
 
 **Performance.** ``(R - R_anchor) / (R_oracle - R_anchor)``, with ``R`` the run's mean return
 ($ per episode) and the baselines' means on the same days. The **anchor** is the non-learning
@@ -108,6 +110,33 @@ def budget_ratios(
         mean = float(c[:, j].mean())
         out[name] = mean / budget if budget > 0 else (0.0 if mean <= 0 else float("inf"))
     return out
+
+
+_HUGE_RATIO = 1e300  # stands for inf in a percentile, which cannot interpolate between infs
+
+
+def _cost_ratio_interval(
+    costs: np.ndarray,
+    cost_names: Sequence[str],
+    budgets: TaskBudgets | None,
+    resamples: SeedBlockResamples,
+    confidence: float,
+) -> tuple[float | None, float | None]:
+    """The percentile interval of the largest ``E[C_j] / d_j`` (as :func:`budget_ratios`) over
+    the seed x block ``resamples`` of a run's ``costs`` [seeds, days, n_costs]; ``(None,
+    None)`` without a budget. A positive mean against a zero budget is ``inf``."""
+    ratios = []
+    for j, name in enumerate(cost_names):
+        budget = _budgets_or_empty(budgets).budget(name)
+        if budget is None:
+            continue
+        mean = resamples.mean(costs[:, :, j])
+        ratios.append(mean / budget if budget > 0 else np.where(mean > 0, np.inf, 0.0))
+    if not ratios:
+        return None, None
+    largest = np.minimum(np.max(ratios, axis=0), _HUGE_RATIO)
+    low, high = percentile_interval(largest, confidence)
+    return (np.inf if low >= _HUGE_RATIO else low), (np.inf if high >= _HUGE_RATIO else high)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,8 +317,9 @@ def score_runs(
         ``anchor_within_budget``, ``oracle_return``, ``headroom``, ``headroom_pct``,
         ``learnable_headroom``, ``scale``,
         ``cost_task``); pooled over the runs with ``_ci_low`` / ``_ci_high``: ``mean_return``,
-        ``feasibility``, ``performance``, ``oracle_gap_pct``; ``within_budget`` (pooled mean
-        cost), ``seeds_within_budget``, ``max_cost_ratio``, ``mean_costs`` and ``cost_ratios``
+        ``feasibility``, ``performance``, ``oracle_gap_pct``, ``max_cost_ratio``;
+        ``within_budget`` (pooled mean cost), ``seeds_within_budget``, ``mean_costs`` and
+        ``cost_ratios``
         (dicts); ``anchor_diff*`` / ``rule_diff*`` (:func:`~powerzoo.benchmarks.resampling.
         paired_difference`); per run (lists in seed order): ``run_mean_return``,
         ``run_feasibility``, ``run_within_budget``, ``run_performance``, ``run_oracle_gap_pct``.
@@ -333,6 +363,9 @@ def score_runs(
     out["seeds_within_budget"] = int(sum(runs_within))
     ratios = budget_ratios(pooled, names, ref.budgets)
     out["max_cost_ratio"] = max(ratios.values()) if ratios else None
+    out["max_cost_ratio_ci_low"], out["max_cost_ratio_ci_high"] = _cost_ratio_interval(
+        c, names, ref.budgets, resamples, confidence
+    )
     out["mean_costs"] = {n: float(pooled[:, j].mean()) for j, n in enumerate(names)}
     out["cost_ratios"] = ratios
     to_anchor = paired_difference(r, anchor, resamples, confidence)

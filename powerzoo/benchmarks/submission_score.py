@@ -57,6 +57,8 @@ RESULT_COLUMNS = (
     "feasibility_ci_low",
     "feasibility_ci_high",
     "max_cost_ratio",
+    "max_cost_ratio_ci_low",
+    "max_cost_ratio_ci_high",
     "mean_return",
     "mean_return_ci_low",
     "mean_return_ci_high",
@@ -253,11 +255,11 @@ def result_text(row: Mapping[str, Any]) -> str:
         f"{row['episodes']} episodes; env seeds {row['env_seeds']}: paired on {row['paired_on']})"
     )
     within = "yes" if row["within_budget"] else "NO"
-    ratio = row["max_cost_ratio"]
     lines = [
         head,
         f"  within budget (mean cost E[C] <= d): {within}, {row['seeds_within_budget']} of "
-        f"{row['n_seeds']} seeds; max E[C]/d {_num(ratio)}; share of episodes within every "
+        f"{row['n_seeds']} seeds; max E[C]/d {_interval(row, 'max_cost_ratio')}; share of "
+        "episodes within every "
         f"budget {_interval(row, 'feasibility')}",
         f"  mean return {_interval(row, 'mean_return', 2)} $/episode",
     ]

@@ -22,7 +22,7 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
 * Sizing (measured on the 65 test days, the LTC in place): without control the flexible loads
   push the far-end buses below 0.95 p.u. at the daily peaks (0.79 p.u.-steps of
   ``voltage_violation`` a day on average, above the 0.5 p.u. budget on 24 days, 36.9 %; lowest
-  voltage 0.915 p.u.); the oracle keeps the budget on every day (0.11 a day). The tap alone
+  voltage 0.915 p.u.); the oracle keeps the budget on every day (0.18 a day). The tap alone
   does not fix it: the band's lower edge leaves 6.9 % for the feeder's drop, the peak takes
   10 % (with the head at 1.00 p.u., ``ltc=False``, every day is over budget, 6.4 a day). On the
   earlier sizing (``load_scale = 0.55``, 0.12 MW units) the LTC left 0 days over budget. The

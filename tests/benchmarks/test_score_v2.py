@@ -131,6 +131,11 @@ def test_score_runs_feasibility_and_paired_columns(tmp_path):
     assert out["seeds_within_budget"] == 1
     assert out["within_budget"] is False  # pooled mean cost 1.25 > 1
     assert out["max_cost_ratio"] == pytest.approx(1.25)
+    # its seed x block interval: a resample of seed 0 alone keeps the budget (mean cost at most
+    # 3 / 6 x its days' weight), one of seed 1 alone does not (2.0 on every day)
+    low, high = out["max_cost_ratio_ci_low"], out["max_cost_ratio_ci_high"]
+    assert 0.0 <= low < 1.0 < high == pytest.approx(2.0)
+    assert low <= out["max_cost_ratio"] <= high
     assert out["run_performance"] == pytest.approx([0.5, 0.75])
     assert out["performance"] == pytest.approx(0.625)
     assert out["anchor_diff"] == pytest.approx(12.5)
@@ -183,3 +188,23 @@ def test_score_runs_reproduces_the_direct_formula_on_real_rows():
     assert out["performance"] == pytest.approx((runs.mean() - anchor) / (best - anchor))
     assert out["oracle_gap_pct"] == pytest.approx(1.5)
     assert out["run_oracle_gap_pct"] == pytest.approx([1.0, 2.0])
+
+
+def test_the_cost_ratio_interval_against_a_zero_budget_is_infinite_where_the_cost_is_positive():
+    from powerzoo.benchmarks.budget_snapshot import TaskBudgets
+    from powerzoo.benchmarks.resampling import SeedBlockResamples
+    from powerzoo.benchmarks.score_v2 import _cost_ratio_interval
+
+    budgets = TaskBudgets(("shed", "overload"), {"shed": 0.0, "overload": 2.0})
+    resamples = SeedBlockResamples.draw(2, BLOCKS, n_resamples=200, seed=0)
+    costs = np.zeros((2, len(BLOCKS), 2))
+    costs[:, :, 1] = 1.0  # overload at half its budget every day
+    assert _cost_ratio_interval(costs, ["shed", "overload"], budgets, resamples, 0.95) == (
+        pytest.approx(0.5),
+        pytest.approx(0.5),
+    )
+    costs[1, :, 0] = 0.1  # seed 1 sheds load: inf whenever it is drawn, 0.5 when it is not
+    low, high = _cost_ratio_interval(costs, ["shed", "overload"], budgets, resamples, 0.95)
+    assert low == pytest.approx(0.5) and high == np.inf
+    none = TaskBudgets((), {})
+    assert _cost_ratio_interval(costs, ["shed", "overload"], none, resamples, 0.95) == (None, None)

@@ -70,7 +70,7 @@ def test_the_verdict_puts_budget_and_significance_before_the_curves():
     rows = [_row("A", -20.0, True), _row("B", -30.0, True)]
     found = task_diagnosis(rows, curves)
     text = found.text
-    assert found.kinds == ("late",)
+    assert found.kinds == ("late",) and found.labels == {"late": ("A", "B")}
     assert text.startswith("Measured: Compute-bound: most rows were still improving")
     assert "The oracle is +500.00 $ per episode above the anchor." in text
     assert text.endswith("(still improving when the allowance ran out on 3 of 3).")
@@ -78,12 +78,14 @@ def test_the_verdict_puts_budget_and_significance_before_the_curves():
     assert over.startswith("Measured: Above the anchor only over budget (A).")
     both = task_diagnosis([_row("A", 40.0, True, low=-5.0), _row("B", 30.0, False)], curves)
     assert both.kinds == ("unsure", "over")
+    assert both.labels == {"unsure": ("A",), "over": ("B",)}  # the rows each verdict is about
     unsure = both.text
     assert unsure.startswith("Measured: Above the anchor within budget, but with an interval")
     early = task_diagnosis(rows, {"A": [_curve(0.0)] * 3, "B": [_curve(0.1)] * 3}).text
     assert early.startswith("Measured: Training did not beat the first policies of most rows.")
-    below = task_diagnosis(rows, {}).text
-    assert below.startswith("Measured: No row is above the anchor.")
+    below = task_diagnosis(rows, {})
+    assert below.text.startswith("Measured: No row is above the anchor.")
+    assert below.labels == {}  # every row: none named
 
 
 def test_a_written_diagnosis_follows_the_measured_one():

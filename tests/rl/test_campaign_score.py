@@ -55,6 +55,7 @@ from powerzoo.rl.campaigns.score_page import (
 )
 from powerzoo.rl.campaigns.score_page_text import (
     _above_oracle_text,
+    budget_not_robust,
     claim_row,
     score_sensitivity,
 )
@@ -532,7 +533,7 @@ def test_budgets_first_ranks_every_run_within_budget_above_every_run_over():
     within = within_budget_runs(rows, below=-9.0)
     assert within["learner"]["a"] == [-9.0, -0.5] and within["lagrangian"]["a"] == [-3.0, 0.1]
     profile = performance_profile(within["learner"], [-5.0, -1.0, 0.0], n_resamples=10)
-    assert list(profile["fraction"]) == [0.5, 0.5, 0.0]  # starts at its share within budget
+    assert list(profile["fraction"]) == [0.5, 0.5, 0.0]  # at most its share within budget
 
 
 def test_ties_count_a_residual_that_kept_the_rule_apart():
@@ -552,9 +553,13 @@ def test_ties_count_a_residual_that_kept_the_rule_apart():
         row("residual", "idle", [-4e-9, None], [-1000.000002, None]),  # the rule is no anchor
     ]
     text = ties_text(rows)
-    assert "the most runs at one performance value are 4 of 7 (57.1%), at -0.000." not in text
-    assert "the most runs at one performance value are 4 of 7 (57.1%), at 0.000." in text
-    assert "2 runs are residual learners that kept their untrained policy" in text
+    assert "at -0.000." not in text
+    assert "the most runs at one performance value are 4 of 7 (57.1%; every task's runs" in text
+    assert (
+        "2 runs are residual learners that kept their untrained policy, the rule, which is" in text
+    )
+    # one of the two is in the tie at -4e-9; the other, at 0.0, is 4e-9 away from it
+    assert "anchor (1 of them in that tie, the others float noise away from it): one policy" in text
     assert "Without them the most runs at one value are 3 of 5 (60.0%), at 0.000." in text
     assert ties_text([row("learner", "rule_based", [0.1, 0.2], [0.0, 1.0])]) == (
         "- Ties (performances within 1e-09): no two of the 2 runs tie."
@@ -572,6 +577,51 @@ def test_a_claim_above_the_oracle_says_what_budget_it_spent():
     assert "largest mean cost is 87.3% of its budget and 32% of its test episodes" in text
     assert _above_oracle_text({**row, "performance": 0.99}) == ""
     assert _above_oracle_text({**row, "max_cost_ratio": None}) == ""  # a task without budgets
+
+
+def test_a_claim_whose_mean_cost_interval_reaches_past_the_budget_says_so():
+    row = {
+        "performance": 0.87,
+        "within_budget": True,
+        "max_cost_ratio": 0.873,
+        "max_cost_ratio_ci_low": 0.2,
+        "max_cost_ratio_ci_high": 1.94,
+        "feasibility": 0.68,
+    }
+    assert budget_not_robust(row)
+    text = _above_oracle_text(row)
+    assert text == (
+        " Within budget on the mean only: the interval of its mean cost reaches past the budget "
+        "(its largest mean cost is 87.3% of its budget [20%, 194%] and 32% of its test "
+        "episodes are over a budget)."
+    )
+    robust = {**row, "max_cost_ratio_ci_high": 0.95}
+    assert not budget_not_robust(robust) and _above_oracle_text(robust) == ""
+    assert not budget_not_robust({**row, "within_budget": False})  # over budget: not a claim
+    # the summary's verdict carries it
+    from types import SimpleNamespace
+
+    from powerzoo.rl.campaigns.score_summary import summary_markdown
+
+    claim = {
+        **row,
+        "task": "dso",
+        "label": "PPO-L/default",
+        "n_seeds": 2,
+        "anchor": "rule_based",
+        "anchor_diff": 582.0,
+        "anchor_diff_ci_low": 137.0,
+        "anchor_diff_ci_high": 1134.0,
+        "anchor_seeds_better": 2,
+        "anchor_return": -1198.0,
+    }
+    folder = SimpleNamespace(
+        records={"x": {"task": "dso"}},
+        campaign=SimpleNamespace(tasks=["dso"], trials=[SimpleNamespace(task="dso")] * 5),
+    )
+    scored = SimpleNamespace(folder=folder, rows=[claim], references={"dso": task_reference("dso")})
+    table = summary_markdown(scored, {})
+    assert "| **claim** (2 seeds, provisional; within budget on the mean only) |" in table
 
 
 def test_cli_writes_the_page_and_rescoring_drops_a_gone_seed(tmp_path, capsys):
@@ -745,7 +795,7 @@ def test_the_summary_table_has_one_row_per_task_with_its_verdict(scored):
     assert battery[3] == "PPO/objective" and battery[5] == "**claim** (3 seeds)"
     assert battery[4].startswith(f"{claim['anchor_diff']:+,.2f} [")
     assert battery[6] == "6/9 |"  # 3 + 2 + 1 records of the 9 planned (not the damaged one)
-    assert cells["dc_microgrid"][5] == "below the anchor, compute-bound"
+    assert cells["dc_microgrid"][5] == "below the anchor, compute-bound (PPO/objective)"
     assert cells["marl_opf"][5] == "no learnable headroom"
     assert all(line.count("|") == 8 for line in lines)  # 7 columns, no "|" inside a cell
 

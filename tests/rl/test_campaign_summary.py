@@ -38,18 +38,29 @@ def test_a_task_without_an_oracle_scale_is_read_on_the_gain():
     assert task_reference("gencos_bidding").scale != "oracle"
     tasks = ["gencos_bidding", "dc_microgrid", "battery_arbitrage"]
     rows = [
-        _row("gencos_bidding", "MAPPO/default", 100.0, 20.0),
+        {**_row("gencos_bidding", "MAPPO/default", 100.0, 20.0), "n_seeds": 2},
         _row("dc_microgrid", "PPO/objective", -10.0, -20.0),
         _row("dc_microgrid", "PPO-L/default", -5.0, -9.0),
         _row("dc_microgrid", "PPO-RESIDUAL/objective", 50.0, 10.0, within=False),
     ]
-    measured = {"dc_microgrid": TaskDiagnosis(("late",), "Measured: ...")}
+    late = {"late": ("PPO/objective", "PPO-L/default")}
+    measured = {"dc_microgrid": TaskDiagnosis(("late",), "Measured: ...", late)}
     cells = _cells(summary_markdown(_scored(rows, tasks), measured))
-    assert cells["gencos_bidding"][5] == "**above the anchor** (no oracle scale)"
+    # read on the gain, with its seeds as a claim is
+    assert (
+        cells["gencos_bidding"][5] == "**above the anchor** (2 seeds, provisional; no oracle scale)"
+    )
     assert cells["gencos_bidding"][2] == "-"  # no headroom without an oracle
-    # no claim: the within-budget row closest to the anchor, and the measured verdict
+    # no claim: the within-budget row with the largest paired difference, and the measured
+    # verdict naming the rows it is about
     assert cells["dc_microgrid"][3] == "PPO-L/default"
-    assert cells["dc_microgrid"][5] == "below the anchor, compute-bound"
+    assert cells["dc_microgrid"][5] == (
+        "below the anchor, compute-bound (PPO/objective, PPO-L/default)"
+    )
+    bare = _cells(
+        summary_markdown(_scored(rows, tasks), {"dc_microgrid": TaskDiagnosis(("late",), "")})
+    )
+    assert bare["dc_microgrid"][5] == "below the anchor, compute-bound"
     assert cells["dc_microgrid"][6] == "3/5 |"
     assert cells["battery_arbitrage"][3:6] == ["-", "-", "no finished trial yet"]
 

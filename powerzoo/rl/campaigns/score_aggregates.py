@@ -12,8 +12,8 @@ performance: the order of the pairs ``(within budget, performance)``
 (:func:`budgets_first_scores`). The IQM, mean, median and optimality gap read performance alone,
 no floor, with the share of runs within budget beside them. The performance profiles are drawn
 twice, side by side: every run on performance alone, and within budget (a run over any budget
-counts as scoring above no threshold: :func:`within_budget_runs`), where a family's curve starts
-at its share of runs within budget.
+counts as scoring above no threshold: :func:`within_budget_runs`), where a family's curve never
+rises above its share of runs within budget.
 """
 
 from __future__ import annotations

@@ -164,10 +164,12 @@ class TaskDiagnosis:
         kinds: Its verdicts' kinds (keys of :data:`VERDICTS`): ``unsure`` and / or ``over``,
             else one of ``late``, ``early``, ``below``.
         text: The page's text.
+        labels: For each kind but ``below``, the labels of the rows it is about.
     """
 
     kinds: tuple[str, ...]
     text: str
+    labels: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
 def task_diagnosis(
@@ -184,6 +186,10 @@ def task_diagnosis(
         sentence, kind = row_diagnosis(row, curves.get(row["label"], ()))
         sentences.append(sentence)
         kinds.append(kind)
+    by_curve = {
+        k: tuple(r["label"] for r, kind in zip(rows, kinds, strict=True) if kind == k)
+        for k in ("late", "early")
+    }
 
     def above(r: Mapping[str, Any]) -> bool:
         return above_anchor(r.get("anchor_diff"), r)
@@ -206,7 +212,8 @@ def task_diagnosis(
     headroom = rows[0].get("headroom") if rows else None
     if headroom is not None:
         verdict += f" The oracle is {signed_money(headroom)} $ per episode above the anchor."
-    return TaskDiagnosis(verdicts, f"Measured: {verdict} " + "; ".join(sentences) + ".")
+    labels = {k: tuple(named.get(k, ())) or by_curve.get(k, ()) for k in verdicts if k != "below"}
+    return TaskDiagnosis(verdicts, f"Measured: {verdict} " + "; ".join(sentences) + ".", labels)
 
 
 def campaign_diagnoses(

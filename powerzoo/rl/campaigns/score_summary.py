@@ -3,13 +3,16 @@
 One row per campaign task: its anchor (marked where no baseline keeps the budgets) and headroom
 (``R_oracle - R_anchor`` on the test days, in $ per episode and in % of the oracle's mean
 |return|), the row reported: the best row within the budgets (the
-claim where there is one, else the within-budget row closest to the anchor), its paired
+claim where there is one, else the within-budget row with the largest paired difference against
+the anchor), its paired
 difference against the anchor with the 95 % interval, a verdict and the trials finished of those
 planned. Verdicts: ``claim`` (the row's interval is above 0; with its seeds, provisional under
-:data:`FIRM_CLAIM_SEEDS`), ``no learnable headroom``, ``no
+:data:`FIRM_CLAIM_SEEDS`, and "within budget on the mean only" where the interval of its mean
+cost reaches past a budget), ``no learnable headroom``, ``no
 oracle scale`` (no oracle above the anchor, e.g. a market task without one; a row whose interval
-is above 0 there is marked ``above the anchor``), or the measured diagnosis's kind
-(:mod:`~powerzoo.rl.campaigns.score_diagnosis`).
+is above 0 there is marked ``above the anchor``, with its seeds as a claim), or the measured
+diagnosis's kinds (:mod:`~powerzoo.rl.campaigns.score_diagnosis`), each naming the rows it is
+about: the row reported need not be one of them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from powerzoo.rl.campaigns.page_text import signed_money
 from powerzoo.rl.campaigns.score_diagnosis import TaskDiagnosis
-from powerzoo.rl.campaigns.score_page_text import claim_row
+from powerzoo.rl.campaigns.score_page_text import budget_not_robust, claim_row
 
 __all__ = ["FIRM_CLAIM_SEEDS", "SHORT_VERDICTS", "best_within_budget", "summary_markdown"]
 
@@ -52,6 +55,18 @@ def _money(value: float | None) -> str:
     return "-" if value is None else signed_money(value)
 
 
+def _seeds(claim: Mapping[str, Any]) -> str:
+    """``"n seeds"``, with ``", provisional"`` under :data:`FIRM_CLAIM_SEEDS`."""
+    n = int(claim["n_seeds"])
+    return f"{n} seed{'s' if n != 1 else ''}" + (", provisional" if n < FIRM_CLAIM_SEEDS else "")
+
+
+def _short_verdict(diagnosis: TaskDiagnosis, kind: str) -> str:
+    """The table's words for one verdict kind, with the rows it is about."""
+    labels = diagnosis.labels.get(kind, ())
+    return SHORT_VERDICTS[kind] + (f" ({', '.join(labels)})" if labels else "")
+
+
 def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str:
     """The summary table (Markdown) of a :class:`~powerzoo.rl.campaigns.score_page.
     ScoredCampaign` with its measured ``diagnoses`` (module docstring)."""
@@ -60,7 +75,8 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
     planned = Counter(trial.task for trial in folder.campaign.trials)
     lines = [
         "| task | anchor | headroom, $ per episode (% of the oracle's mean absolute return) | row "
-        "reported (the claim, else the within-budget row closest to the anchor) | against the "
+        "reported (the claim, else the within-budget row with the largest paired difference) | "
+        "against the "
         "anchor, $ per episode [95% CI] | verdict | trials finished |",
         "|---|---|---:|---|---:|---|---:|",
     ]
@@ -75,21 +91,22 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
             anchor, headroom = ref.anchor, f"{_money(ref.headroom)}{pct}"
             if not ref.anchor_within_budget:
                 anchor += " (over budget: no baseline keeps the budgets)"
+        claim = claim_row(rows)
         if not rows:
             verdict = "no finished trial yet"
         elif ref is None or ref.scale != "oracle":  # no oracle above the anchor: the gain only
             verdict = (
-                "**above the anchor** (no oracle scale)" if claim_row(rows) else "no oracle scale"
+                f"**above the anchor** ({_seeds(claim)}; no oracle scale)"
+                if claim
+                else "no oracle scale"
             )
         elif not ref.learnable_headroom:
             verdict = "no learnable headroom"
-        elif (claim := claim_row(rows)) is not None:
-            n = int(claim["n_seeds"])
-            verdict = f"**claim** ({n} seed{'s' if n != 1 else ''}" + (
-                ", provisional)" if n < FIRM_CLAIM_SEEDS else ")"
-            )
+        elif claim is not None:
+            robust = "" if not budget_not_robust(claim) else "; within budget on the mean only"
+            verdict = f"**claim** ({_seeds(claim)}{robust})"
         elif task in diagnoses:
-            verdict = "; ".join(SHORT_VERDICTS[k] for k in diagnoses[task].kinds)
+            verdict = "; ".join(_short_verdict(diagnoses[task], k) for k in diagnoses[task].kinds)
         else:
             verdict = "-"
         if best is None:

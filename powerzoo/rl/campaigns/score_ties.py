@@ -78,15 +78,23 @@ def ties_text(rows: Sequence[Mapping[str, Any]]) -> str:
         return head + f"no two of the {len(runs)} runs tie."
     text = (
         head + f"the most runs at one performance value are {tied} of {len(runs)} "
-        f"({_share(tied, len(runs))}), at {_value(value)}."
+        f"({_share(tied, len(runs))}; every task's runs, those without learnable headroom "
+        f"included), at {_value(value)}."
     )
     own = [x for x, _, anchor_policy in runs if anchor_policy]
     if own:
         others = [x for x, _, anchor_policy in runs if not anchor_policy]
         rest, rest_value = largest_tie(others)
+        at_value = sum(abs(x - value) <= TIE_TOLERANCE for x in own)
+        noise = (
+            f" ({at_value} of them in that tie, the others float noise away from it)"
+            if 0 < at_value < len(own)
+            else ""
+        )
         text += (
             f" {len(own)} runs are residual learners that kept their untrained policy, the rule, "
-            "which is their task's anchor: one policy, not a floor of the score. Without them "
+            f"which is their task's anchor{noise}: one policy, not a floor of the score. "
+            "Without them "
             + (
                 f"the most runs at one value are {rest} of {len(others)} "
                 f"({_share(rest, len(others))}), at {_value(rest_value)}."
