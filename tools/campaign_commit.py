@@ -159,9 +159,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--every takes a positive number of minutes")
     while True:
         print(f"== {time.strftime('%H:%M:%S')}", flush=True)
-        one_pass(args)
+        guarded_pass(args)
         sys.stdout.flush()
         time.sleep(60.0 * args.every)
+
+
+def guarded_pass(args: argparse.Namespace) -> int:
+    """:func:`one_pass`, its failure (a git or scoring error) printed rather than raised, so
+    that a loop beside a campaign goes on to its next pass; the exit status (1: failed)."""
+    try:
+        return one_pass(args)
+    except (subprocess.CalledProcessError, OSError, ValueError, RuntimeError) as exc:
+        detail = getattr(exc, "stderr", None) or ""
+        print(f"the pass failed: {exc} {detail}".strip(), file=sys.stderr, flush=True)
+        return 1
 
 
 if __name__ == "__main__":

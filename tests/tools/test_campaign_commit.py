@@ -89,3 +89,16 @@ def test_a_missing_campaign_folder_is_refused_in_one_line(tmp_path, monkeypatch)
     with pytest.raises(SystemExit) as stop:
         _tool().main(["--folder", "nowhere"])
     assert stop.value.code == 2
+
+
+def test_a_failing_pass_in_the_loop_is_reported_and_does_not_stop_it(monkeypatch, capsys):
+    tool = _tool()
+
+    def broken(args):
+        raise subprocess.CalledProcessError(128, ["git", "add"], stderr="index.lock exists")
+
+    monkeypatch.setattr(tool, "one_pass", broken)
+    assert tool.guarded_pass(None) == 1
+    assert "index.lock exists" in capsys.readouterr().err
+    monkeypatch.setattr(tool, "one_pass", lambda args: 0)
+    assert tool.guarded_pass(None) == 0
