@@ -17,6 +17,7 @@ per-cost dicts are JSON.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -177,6 +178,8 @@ def _csv_ready(row: Mapping[str, Any]) -> dict[str, Any]:
 def append_result(table: str | Path, row: Mapping[str, Any]) -> Path:
     """Add ``row`` to the results table at ``table`` (created with its header when absent).
 
+    A table written before the results table gained columns (its columns are those of today's
+    table in the same order, some missing) is rewritten with today's, its rows' new cells empty.
     Raises ``ValueError`` when the file exists with other columns.
 
     Args:
@@ -192,10 +195,12 @@ def append_result(table: str | Path, row: Mapping[str, Any]) -> Path:
         old = path.read_text(encoding="utf-8")
         header = next(csv.reader([old.splitlines()[0]])) if old.strip() else []
         if header and header != list(RESULT_COLUMNS):
-            raise ValueError(
-                f"{path}: its columns are not those of a results table of powerzoo score; "
-                "write to a new file"
-            )
+            if header != [c for c in RESULT_COLUMNS if c in header]:
+                raise ValueError(
+                    f"{path}: its columns are not those of a results table of powerzoo score; "
+                    "write to a new file"
+                )
+            old = csv_text(RESULT_COLUMNS, csv.DictReader(io.StringIO(old)))  # an older table
         if header:
             text = old + ("" if old.endswith("\n") else "\n") + text.split("\n", 1)[1]
     return atomic_write_text(path, text)
