@@ -16,7 +16,8 @@ part of the ``voltage_violation`` budget (:data:`ALLOWANCE_SHARE` of it at first
 perfect-foresight optimum of the CMDP, not a plan that holds the band at any cost); a pass whose
 day breaks the budget gives the next pass an allowance shrunk by the measured overshoot. Passes
 stop after :data:`PASSES` or when no episode improved. LinDistFlow overstates the exact flow's
-violation (the kept plan spent a fifth of the budget), so :data:`RESCALE_PASSES` more LPs follow,
+violation (after those passes alone, the kept plans spent about a fifth of the budget on the test
+days), so :data:`RESCALE_PASSES` more LPs follow,
 linearised around the plan kept so far, each with its allowance rescaled by the violation the
 last one measured so that the exact day spends about :data:`TARGET_SHARE` of the budget; they are
 candidates like the others, so they can only improve the kept plan.
