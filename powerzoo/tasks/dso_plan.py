@@ -9,18 +9,18 @@ the flexible demand on LinDistFlow, so that the next plan's change is measured f
 last one left the feeder. The first pass is around the day without control.
 
 The plan kept for each episode is the best candidate under the exact env by (every per-episode
-budget kept, then return; on a day no candidate keeps them, the least overshoot): no control,
-the rule (:meth:`~powerzoo.tasks.dso.Dso.rule_based_action`, played closed-loop and replayed
-open-loop, which is exact: the step is deterministic) and the LP of every pass. The LP may spend
-part of the ``voltage_violation`` budget (:data:`ALLOWANCE_SHARE` of it at first: the
-perfect-foresight optimum of the CMDP, not a plan that holds the band at any cost); a pass whose
-day breaks the budget gives the next pass an allowance shrunk by the measured overshoot. Passes
-stop after :data:`PASSES` or when no episode improved. LinDistFlow overstates the exact flow's
-violation (after those passes alone, the kept plans spent about a fifth of the budget on the test
-days), so :data:`RESCALE_PASSES` more LPs follow,
-linearised around the plan kept so far, each with its allowance rescaled by the violation the
-last one measured so that the exact day spends about :data:`TARGET_SHARE` of the budget; they are
-candidates like the others, so they can only improve the kept plan.
+budget kept, then return; on a day no candidate keeps them, the least overshoot): no control, the
+rule (:meth:`~powerzoo.tasks.dso.Dso.rule_based_action`, played closed-loop and replayed open-loop,
+which is exact: the step is deterministic) and the LP of every pass. The LP may spend part of the
+``voltage_violation`` budget (:data:`ALLOWANCE_SHARE` of it at first: the perfect-foresight optimum
+of the CMDP, not a plan that holds the band at any cost); a pass whose day breaks the budget gives
+the next pass an allowance shrunk by the measured overshoot. Passes stop after :data:`PASSES` or
+when no episode improved. LinDistFlow overstates the exact flow's violation (after those passes
+alone, the kept plans spent about a fifth of the budget on the test days), so
+:data:`RESCALE_PASSES` more LPs follow, linearised around the plan kept so far, each with its
+allowance rescaled by the violation the last one measured so that the exact day spends about
+:data:`TARGET_SHARE` of the budget; they are candidates like the others, so they can only improve
+the kept plan.
 
 Measured (``benchmarks/compute_baselines.py`` and ``powerzoo families``): on the 65 test days
 -532 $/day, 0.18 p.u. of voltage violation a day (35 % of the budget), within the budget every
