@@ -91,16 +91,24 @@ def one_pass(args: argparse.Namespace) -> int:
     gone = vanished_trials([t for t in tracked if t.endswith("/" + RECORD)], root)
     committed = {str(Path(t).parent) for t in tracked if t.endswith("/" + RECORD)}
     new = [p for p in finished if str(p) not in committed]
+    changed = sorted(  # a committed record written again: re-run, or topped up elsewhere
+        str(Path(f).parent)
+        for f in _git("diff", "--name-only", "HEAD", "--", str(folder / "trials")).split()
+        if f.endswith("/" + RECORD) and (root / f).is_file()
+    )
     print(
-        f"{len(finished)} finished, {len(new)} new, {len(gone)} set aside, {len(topped)} topped up"
+        f"{len(finished)} finished, {len(new)} new, {len(changed)} changed, {len(gone)} set "
+        f"aside, {len(topped)} topped up"
     )
     if args.dry_run:
         for p in new:
             print(f"  would add {p}")
+        for c in changed:
+            print(f"  would update {c}")
         for g in gone:
             print(f"  would unstage {g}")
         return 0
-    if not (new or gone or topped or args.force):
+    if not (new or changed or gone or topped or args.force):
         print("nothing new")
         return 0
     paths = [str(folder / "campaign.json"), *map(str, finished)]

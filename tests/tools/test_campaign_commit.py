@@ -67,6 +67,7 @@ def test_a_dry_run_lists_new_and_set_aside_trials_and_writes_nothing(tmp_path, m
     git("add", ".")
     git("commit", "-q", "-m", "records")
     (set_aside / "trial.json").unlink()  # moved away by a re-run
+    (folder / "trials" / "old" / "trial.json").write_text('{"rerun": true}\n')  # written again
     _trial(folder, "new", finished=True)
     _trial(folder, "running", finished=False)
     monkeypatch.chdir(tmp_path)
@@ -75,8 +76,9 @@ def test_a_dry_run_lists_new_and_set_aside_trials_and_writes_nothing(tmp_path, m
          "--dry-run"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert "2 finished, 1 new, 1 set aside" in out.stdout
+    assert "2 finished, 1 new, 1 changed, 1 set aside" in out.stdout
     assert "would add results/camp/trials/new" in out.stdout
+    assert "would update results/camp/trials/old" in out.stdout
     assert "would unstage results/camp/trials/set_aside" in out.stdout
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True
