@@ -18,6 +18,11 @@ What the card shows
 * ``headroom``: the oracle's gain over each of idle, naive and rule, in % of the compared
   return's magnitude: ``over_X_pct = 100 x (R_oracle - R_X) / |R_X|`` (``null`` where either
   return is missing or ``R_X`` is 0, e.g. a battery at rest earns exactly 0 $).
+* ``benchmark`` (the packaged table only): the scale benchmark v2 scores the task on
+  (:mod:`powerzoo.benchmarks.score_v2`): its ``anchor`` (the best non-learning baseline that
+  keeps the budgets), ``headroom = R_oracle - R_anchor`` and ``headroom_pct`` (in % of the
+  oracle's mean |return|), and ``learnable`` (``headroom_pct`` at least ``min_headroom_pct``;
+  a task without it is left out of the benchmark's headline).
 * ``storage`` (tasks with storage, :mod:`powerzoo.benchmarks.storage`):
   ``kw_year = (R_oracle - R_ref) / episode_days x 365 / (1000 x storage_power_mw)``, the
   oracle's gain per day over the storage-idle reference (``idle``; on a task without an idle
@@ -278,7 +283,8 @@ def task_card(task: str, split: str = "test", table: str | Path | None = None) -
         The card: ``task``, ``split``, ``return_unit``, ``episodes``, ``naive`` (``{"kind",
         "doc"}``), ``policies`` (``{name: {"mean_return", "over_budget_share"}}``, values ``None``
         where not measured), ``headroom`` (``over_idle_pct``, ``over_naive_pct``,
-        ``over_rule_pct``), ``storage`` (tasks with storage only), ``prices`` (tasks that see
+        ``over_rule_pct``), ``benchmark`` (with the packaged table), ``storage`` (tasks with
+        storage only), ``prices`` (tasks that see
         the market price only), ``figures``, ``targets`` (the :class:`CardTargets` as a dict)
         and ``notes`` (what is missing, in words).
     """
@@ -321,6 +327,8 @@ def task_card(task: str, split: str = "test", table: str | Path | None = None) -
             "over_rule_pct": headroom_pct(mean("oracle"), mean("rule_based")),
         },
     }
+    if table is None:
+        card["benchmark"] = _benchmark_headroom(task, split)
     if has_storage(spec):
         card["storage"] = _storage_block(task, spec, rows, notes)
     if task in MARKET_PRICE_TASKS:
@@ -330,6 +338,27 @@ def task_card(task: str, split: str = "test", table: str | Path | None = None) -
     card["targets"] = dataclasses.asdict(card_targets(task))
     card["notes"] = notes
     return card
+
+
+def _benchmark_headroom(task: str, split: str) -> dict[str, Any] | None:
+    """The benchmark v2 score's scale of ``task`` (:func:`~powerzoo.benchmarks.score_v2.
+    task_reference`): its anchor, the oracle's lead over it ($ per episode and in % of the
+    oracle's mean |return|) and whether that is learnable headroom; ``None`` when the table
+    cannot anchor the task."""
+    from powerzoo.benchmarks.score_v2 import MIN_HEADROOM_PCT, task_reference
+
+    try:
+        ref = task_reference(task, split)
+    except ValueError:
+        return None
+    return {
+        "anchor": ref.anchor,
+        "anchor_within_budget": ref.anchor_within_budget,
+        "headroom": ref.headroom,
+        "headroom_pct": ref.headroom_pct,
+        "learnable": ref.learnable_headroom,
+        "min_headroom_pct": MIN_HEADROOM_PCT,
+    }
 
 
 def _below(a: float, b: float) -> bool:

@@ -44,6 +44,28 @@ def _detail_lines(card: Mapping[str, Any]) -> list[str]:
         f"over idle {_pct(h['over_idle_pct'])}, over naive {_pct(h['over_naive_pct'])}, "
         f"over rule {_pct(h['over_rule_pct'])}."
     )
+    b = card.get("benchmark")
+    if b is not None and (b["headroom"] is None or b["headroom"] <= 0):
+        lines.append(
+            f"benchmark v2 scale: no oracle above the anchor ({b['anchor']}): runs are read on "
+            "their gain over it."
+        )
+    elif b is not None:
+        anchor = b["anchor"] + ("" if b["anchor_within_budget"] else ", over budget: none keeps it")
+        pct = (
+            ""
+            if b["headroom_pct"] is None
+            else f", {b['headroom_pct']:.1f} % of the oracle's mean |return|"
+        )
+        verdict = (
+            "learnable headroom"
+            if b["learnable"]
+            else f"under {b['min_headroom_pct']:g} %: no learnable headroom, out of the headline"
+        )
+        lines.append(
+            f"benchmark v2 scale: the oracle is {b['headroom']:+,.2f} above the anchor "
+            f"({anchor}){pct}: {verdict}."
+        )
     s = card.get("storage")
     if s is not None:
         energy = "" if s["energy_mwh"] is None else f", {s['energy_mwh']:,.4g} MWh"

@@ -19,11 +19,13 @@ from powerzoo.benchmarks.card import (
     headroom_pct,
     task_card,
 )
+from powerzoo.benchmarks.card_text import render_card
 from powerzoo.benchmarks.naive import (
     NAIVE_BASELINES,
     equal_incremental_cost_dispatch,
     table_baselines,
 )
+from powerzoo.benchmarks.score_v2 import task_reference
 from powerzoo.benchmarks.storage import storage_power_mw, trading_day_threshold_mwh
 from powerzoo.tasks import list_tasks, task_spec
 
@@ -43,6 +45,15 @@ def test_the_card_has_the_schema_keys(task):
         assert set(numbers) == {"mean_return", "over_budget_share"}
     assert isinstance(card["figures"], dict)
     json.dumps(card)  # JSON-ready
+    # the benchmark's own scale: the score's anchor and headroom, and whether it is learnable
+    ref = task_reference(task)
+    bench = card["benchmark"]
+    assert bench["anchor"] == ref.anchor and bench["headroom"] == ref.headroom
+    assert bench["learnable"] == ref.learnable_headroom
+    assert bench["learnable"] == (task == "battery_arbitrage")  # marl_opf: the rule is optimal
+    line = "benchmark v2 scale: the oracle is"
+    text = render_card(card)
+    assert line in text and ("no learnable headroom" in text) == (task == "marl_opf")
     storage = task == "battery_arbitrage"  # a battery; marl_opf dispatches generators only
     assert ("storage" in card) == storage and ("prices" in card) == storage
     if storage:
