@@ -107,9 +107,15 @@ def budget_ratios(
         budget = _budgets_or_empty(budgets).budget(name)
         if budget is None:
             continue
-        mean = float(c[:, j].mean())
-        out[name] = mean / budget if budget > 0 else (0.0 if mean <= 0 else float("inf"))
+        out[name] = float(_cost_ratio(c[:, j].mean(), budget))
     return out
+
+
+def _cost_ratio(mean: float | np.ndarray, budget: float) -> np.ndarray:
+    """``E[C] / d`` of mean cost(s) ``mean`` against ``budget``; against a zero budget ``inf``
+    for a positive mean, 0 for a zero one."""
+    mean = np.asarray(mean, dtype=np.float64)
+    return mean / budget if budget > 0 else np.where(mean > 0, np.inf, 0.0)
 
 
 _HUGE_RATIO = 1e300  # stands for inf in a percentile, which cannot interpolate between infs
@@ -130,8 +136,7 @@ def _cost_ratio_interval(
         budget = _budgets_or_empty(budgets).budget(name)
         if budget is None:
             continue
-        mean = resamples.mean(costs[:, :, j])
-        ratios.append(mean / budget if budget > 0 else np.where(mean > 0, np.inf, 0.0))
+        ratios.append(_cost_ratio(resamples.mean(costs[:, :, j]), budget))
     if not ratios:
         return None, None
     largest = np.minimum(np.max(ratios, axis=0), _HUGE_RATIO)

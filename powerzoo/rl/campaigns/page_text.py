@@ -22,6 +22,7 @@ from powerzoo.rl.campaigns.trial import tested_model_steps
 from powerzoo.tasks import task_spec
 
 __all__ = [
+    "seeds_text",
     "FEASIBLE_OVER_BUDGET_RATE",
     "best_within_budget",
     "summary_markdown",
@@ -38,6 +39,11 @@ def unsigned_zero(text: str) -> str:
     -> ``0.000``, ``+0.00`` -> ``0.00``): a signed zero would read as below or above a bound
     printed ``0.000``."""
     return text[1:] if text[:1] in ("-", "+") and not text.strip("+-0.,") else text
+
+
+def seeds_text(n: int) -> str:
+    """``"1 seed"`` / ``"n seeds"``."""
+    return f"{n} seed{'s' if n != 1 else ''}"
 
 
 def signed_money(value: float) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from powerzoo.rl.campaigns.page_text import signed_money
+from powerzoo.rl.campaigns.page_text import seeds_text, signed_money
 from powerzoo.rl.campaigns.score_page_text import above_anchor, claim_row
 from powerzoo.rl.campaigns.trial import trial_dir
 from powerzoo.rl.evaluation_log import EVAL_CSV
@@ -129,7 +129,7 @@ def row_diagnosis(row: Mapping[str, Any], curves: Sequence[Curve]) -> tuple[str,
         curves: The validation curves of its trials (:func:`read_curve`).
     """
     n = int(row.get("n_seeds") or len(curves))
-    text = f"{row['label']} ({n} seed{'s' if n != 1 else ''})"
+    text = f"{row['label']} ({seeds_text(n)})"
     if row.get("anchor_diff") is not None:
         text += (
             f" {signed_money(row['anchor_diff'])} [{signed_money(row['anchor_diff_ci_low'])}, "

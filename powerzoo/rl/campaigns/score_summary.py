@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from powerzoo.rl.campaigns.page_text import signed_money
+from powerzoo.rl.campaigns.page_text import seeds_text, signed_money
 from powerzoo.rl.campaigns.score_diagnosis import TaskDiagnosis
 from powerzoo.rl.campaigns.score_page_text import budget_not_robust, claim_row
 
@@ -58,7 +58,7 @@ def _money(value: float | None) -> str:
 def _seeds(claim: Mapping[str, Any]) -> str:
     """``"n seeds"``, with ``", provisional"`` under :data:`FIRM_CLAIM_SEEDS`."""
     n = int(claim["n_seeds"])
-    return f"{n} seed{'s' if n != 1 else ''}" + (", provisional" if n < FIRM_CLAIM_SEEDS else "")
+    return seeds_text(n) + (", provisional" if n < FIRM_CLAIM_SEEDS else "")
 
 
 def _short_verdict(diagnosis: TaskDiagnosis, kind: str) -> str:
