@@ -32,7 +32,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         args.configs,
         args.split,
         args.out,
-        track=args.track,
+        track=args.track if args.clock == "wall" else {"name": args.track, "clock": args.clock},
         steps=args.steps,
         episodes=args.episodes,
         seed=args.seed,
@@ -40,6 +40,9 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         n_envs=args.n_envs,
         config=args.config,
         space_file=args.space,
+        campaign=args.campaign,
+        setting=args.setting,
+        preset=args.preset,
         progress=not args.json,
     )
     if args.json:
@@ -57,6 +60,12 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         f"{record['best_index']}, {args.split} return {best['val_return']:,.2f}"
         f"{'' if best['within_budget'] else ' (no configuration kept the budgets)'}"
     )
+    if record["preset"] is not None:
+        print(
+            f"the untuned preset: {args.split} return {record['preset']['val_return']:,.2f}"
+            f"{'' if record['preset']['within_budget'] else ' (over budget)'}; "
+            f"the best configuration is {record['gain_over_preset']:+,.2f} from it"
+        )
     print(f"wrote {out}/{TUNING_CSV} and {out}/{BEST_CONFIG}")
     return 0
 
@@ -88,6 +97,13 @@ def add_parser(sub: Any) -> None:
         "--track", default="S", choices=["S", "L"], help="compute track of each configuration"
     )
     p.add_argument(
+        "--clock",
+        default="wall",
+        choices=["wall", "cpu"],
+        help="count the track's seconds in wall clock or in the process's CPU time (cpu: the "
+        "same allowance on a machine other work also loads)",
+    )
+    p.add_argument(
         "--steps", type=_positive, default=None, help="env steps per configuration (not a track)"
     )
     p.add_argument(
@@ -101,6 +117,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--n-envs", type=_positive, default=8, help="parallel training envs")
     p.add_argument("--config", default=None, help="run config to start from (its task's)")
     p.add_argument("--space", default=None, help="search-space file (default: the published one)")
+    p.add_argument(
+        "--campaign",
+        default=None,
+        help="campaign file: train and score each configuration as it trains ALGORITHM on TASK "
+        "(its track, envs and validation evaluations, its model selection)",
+    )
+    p.add_argument("--setting", default=None, help="the campaign's setting (when it has several)")
+    p.add_argument(
+        "--preset",
+        action="store_true",
+        help="also train the untuned base configuration, reported beside (never chosen)",
+    )
     p.add_argument("--out", default=None, help="output folder (default tuning/TASK-ALGORITHM)")
     p.add_argument("--json", action="store_true", help="print tuning.json instead of a summary")
     p.set_defaults(func=_cmd_tune)

@@ -15,7 +15,13 @@ from typing import Any
 
 from powerzoo.fileio import atomic_write_text
 
-__all__ = ["EVAL_CSV", "evaluation_row", "write_evaluation_csv"]
+__all__ = [
+    "EVAL_CSV",
+    "evaluation_row",
+    "write_evaluation_csv",
+    "read_evaluation_csv",
+    "selected_row",
+]
 
 
 EVAL_CSV = "evaluation_metrics.csv"
@@ -51,3 +57,24 @@ def write_evaluation_csv(eval_dir: str | Path, history: Sequence[dict[str, Any]]
     writer.writeheader()
     writer.writerows(history)
     return atomic_write_text(Path(eval_dir) / EVAL_CSV, buffer.getvalue())
+
+
+def read_evaluation_csv(path: str | Path) -> list[dict[str, str]]:
+    """The rows of an ``evaluation_metrics.csv`` as written (text values); none when the file is
+    missing."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def selected_row(rows: Sequence[dict[str, Any]]) -> int | None:
+    """Index of the evaluation whose model best-model selection keeps: the last row marked
+    ``new_best``, the highest ``mean_return`` when none is marked; ``None`` for no rows."""
+    if not rows:
+        return None
+    marked = [i for i, r in enumerate(rows) if str(r.get("new_best", "")).strip() == "True"]
+    if marked:
+        return marked[-1]
+    return max(range(len(rows)), key=lambda i: float(rows[i]["mean_return"]))

@@ -124,3 +124,84 @@ def test_tiny_tuning_run_writes_its_table_and_the_best_config(tmp_path, monkeypa
     monkeypatch.setattr(tuning, "_train_and_score", lambda *a, **k: pytest.fail("retrained"))
     again = tune("battery_arbitrage", "PPO", 2, "val", out, **kwargs)
     assert again["best"]["val_return"] == record["best"]["val_return"]
+
+
+def _campaign_file(tmp_path, evaluation_split="val"):
+    """A one-task campaign whose PPO setting trains 2 CPU seconds and evaluates on val every 64
+    steps, testing its best model (the v2 campaign's protocol, shrunk)."""
+    path = tmp_path / "campaign.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "tiny",
+                "tasks": ["battery_arbitrage"],
+                "seeds": [0],
+                "track": {"name": "S", "wall_clock_s": 2, "clock": "cpu"},
+                "budget": {"total_timesteps": 10_000_000, "n_envs": 2},
+                "evaluation": {"split": "test", "episodes": 2, "model": "best"},
+                "algorithms": {
+                    "PPO": {
+                        "settings": {
+                            "small": {
+                                "algorithm_kwargs": {"n_steps": 32, "batch_size": 32},
+                                "overrides": {
+                                    "evaluation": {
+                                        "split": evaluation_split,
+                                        "freq": 64,
+                                        "episodes": 2,
+                                    }
+                                },
+                            }
+                        }
+                    }
+                },
+            }
+        )
+    )
+    return path
+
+
+def test_campaign_protocol_scores_each_configuration_by_its_selected_model(tmp_path):
+    campaign = _campaign_file(tmp_path)
+    out = tmp_path / "tuned"
+    record = tune("battery_arbitrage", "PPO", 2, "val", out, campaign=campaign, preset=True)
+    assert record["model"] == "best" and record["campaign"]["setting"] == "small"
+    assert record["track"]["clock"] == "cpu" and record["track"]["wall_clock_s"] == 2
+    with open(out / TUNING_CSV, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["config"] for r in rows] == ["0", "1", "preset"]
+    assert rows[2]["best"] == "False"  # the preset is reported, never chosen
+    for name, row in zip(("config0", "config1", "preset"), rows, strict=True):
+        log = out / "runs" / name / "evaluation" / "evaluation_metrics.csv"
+        with open(log, newline="") as handle:
+            evaluations = list(csv.DictReader(handle))
+        assert len(evaluations) >= 2  # periodic evaluations on val, as the campaign trains
+        kept = [e for e in evaluations if e["new_best"] == "True"][-1]
+        assert float(row["val_return"]) == float(kept["mean_return"])
+        assert int(row["selected_step"]) == int(kept["timestep"])
+        assert int(row["val_episodes"]) == 2
+    preset_config = yaml.safe_load((out / "runs" / "preset" / "config.yaml").read_text())
+    assert preset_config["algorithm_kwargs"]["n_steps"] == 32  # the setting's own values
+    assert record["gain_over_preset"] == pytest.approx(
+        record["best"]["val_return"] - record["preset"]["val_return"]
+    )
+    tuned = TrainConfig.from_file(out / BEST_CONFIG)
+    assert tuned.evaluation.split == "val" and tuned.n_envs == 2
+    assert tuned.algorithm_kwargs["learning_rate"] == record["best"]["values"]["learning_rate"]
+
+
+def test_campaign_protocol_refuses_what_it_cannot_tune(tmp_path):
+    campaign = _campaign_file(tmp_path)
+    with pytest.raises(ValueError, match="has no SAC trial on battery_arbitrage; it runs PPO"):
+        tune("battery_arbitrage", "SAC", 1, "val", tmp_path / "a", campaign=campaign)
+    with pytest.raises(ValueError, match="no setting 'big'"):
+        tune("battery_arbitrage", "PPO", 1, "val", tmp_path / "b", campaign=campaign, setting="big")
+    with pytest.raises(ValueError, match="steps come from the campaign file"):
+        tune("battery_arbitrage", "PPO", 1, "val", tmp_path / "c", campaign=campaign, steps=64)
+    with pytest.raises(ValueError, match="give the campaign too"):
+        tune("battery_arbitrage", "PPO", 1, "val", tmp_path / "d", steps=64, setting="small")
+    (tmp_path / "t").mkdir()
+    selecting_on_test = _campaign_file(tmp_path / "t", "test")
+    with pytest.raises(ValueError, match="selection on the 'test' split is refused"):
+        tune("battery_arbitrage", "PPO", 1, "val", tmp_path / "e", campaign=selecting_on_test)
+    assert not any((tmp_path / n).exists() for n in "abcde")

@@ -19,7 +19,6 @@ Nothing is trained or evaluated again; the text is regenerated with the page.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -79,17 +78,14 @@ def read_curve(path: str | Path) -> Curve | None:
     ``mean_return`` and ``new_best``), or ``None`` when the file is missing or has no row. The
     best model is the last evaluation marked ``new_best`` (the highest mean return when none is).
     """
-    path = Path(path)
-    if not path.is_file():
-        return None
-    with path.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    if not rows:
+    from powerzoo.rl.evaluation_log import read_evaluation_csv, selected_row
+
+    rows = read_evaluation_csv(path)
+    best = selected_row(rows)
+    if best is None:
         return None
     steps = [int(float(r["timestep"])) for r in rows]
     returns = [float(r["mean_return"]) for r in rows]
-    marked = [i for i, r in enumerate(rows) if str(r.get("new_best", "")).strip() == "True"]
-    best = marked[-1] if marked else int(np.argmax(returns))
     return Curve(returns[0], returns[best], steps[best], steps[-1])
 
 

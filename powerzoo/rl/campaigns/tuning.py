@@ -16,15 +16,19 @@ algorithm gets the same tuning budget.
 Sampling is seeded (``sampler_seed``) and the loop is sequential, so a tuning run is
 reproducible up to the wall-clock stop of track S. Training runs with one torch and one BLAS
 thread (:func:`~powerzoo.rl.campaigns.trial.one_thread`) and without periodic evaluations (the
-whole budget trains). The output folder holds::
+whole budget trains). With ``campaign=`` each configuration is trained and scored as that
+campaign trains its trials instead (its track, envs and periodic validation evaluations; the
+best of them is the configuration's score, :mod:`~powerzoo.rl.campaigns.tuning_campaign`), and
+``preset=True`` trains the untuned setting beside them, so the table shows what tuning gains over
+it. The output folder holds::
 
     tuning.csv          one row per configuration: its sampled values, the validation return
                         and mean costs, within the budgets, env steps, wall and CPU seconds
     best_config.yaml    the best configuration as a run config (`powerzoo train -c`)
     tuning.json         the tuning budget (configurations, split, track or steps, seeds,
                         search-space file and hash, seconds, hardware) and the best row
-    runs/config<i>/     each configuration's run folder; its result.json marks it finished, so
-                        an interrupted tuning run resumes where it stopped
+    runs/config<i>/     each configuration's run folder (runs/preset/ for the preset); its
+                        result.json marks it finished, so an interrupted run resumes there
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ import csv
 import hashlib
 import io
 import json
-import math
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,6 +46,11 @@ import numpy as np
 import yaml
 
 from powerzoo.fileio import atomic_write_text, read_json, write_json
+from powerzoo.rl.campaigns.tuning_space import (
+    SEARCH_SPACES_FILE,
+    load_search_space,
+    sample_configurations,
+)
 from powerzoo.rl.selection import require_selection_split
 from powerzoo.rl.tracks import Stopwatch, Track, compute_record, hardware_info, resolve_track
 
@@ -57,10 +65,6 @@ __all__ = [
     "TUNING_JSON",
 ]
 
-SEARCH_SPACES_FILE = (
-    Path(__file__).resolve().parents[3] / "configs" / "tuning" / "search_spaces.yaml"
-)
-"""The published search spaces (the repository's ``configs/tuning/search_spaces.yaml``)."""
 DEFAULT_CONFIGURATIONS = 8
 """Configurations sampled per algorithm unless told otherwise: the same for every algorithm."""
 TUNING_CSV, BEST_CONFIG, TUNING_JSON, RESULT_FILE = (
@@ -69,92 +73,8 @@ TUNING_CSV, BEST_CONFIG, TUNING_JSON, RESULT_FILE = (
     "tuning.json",
     "result.json",
 )
-_KINDS = ("log_uniform", "uniform", "choice")
-
-
-def _check_parameter(algorithm: str, name: str, spec: Any) -> dict[str, Any]:
-    where = f"search space of {algorithm}, {name}"
-    if not isinstance(spec, Mapping) or len(spec) != 1 or next(iter(spec)) not in _KINDS:
-        raise ValueError(f"{where}: give one of {', '.join(_KINDS)}, got {spec!r}")
-    kind, values = next(iter(spec.items()))
-    if not isinstance(values, list) or not values:
-        raise ValueError(f"{where}: {kind} takes a non-empty list, got {values!r}")
-    if kind != "choice":
-        if len(values) != 2 or not all(isinstance(v, (int, float)) for v in values):
-            raise ValueError(f"{where}: {kind} takes [low, high], got {values!r}")
-        low, high = (float(v) for v in values)
-        if not low < high or (kind == "log_uniform" and low <= 0):
-            raise ValueError(f"{where}: {kind} needs 0 < low < high (log) or low < high")
-    return {kind: list(values)}
-
-
-def load_search_space(algorithm: str, path: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """The search space of ``algorithm``: ``{parameter: {kind: values}}`` in file order, with
-    ``same_as`` resolved and a reference baseline falling back to its base algorithm's entry.
-
-    Args:
-        algorithm: An algorithm name (any case).
-        path: The search-space YAML file (default :data:`SEARCH_SPACES_FILE`).
-
-    Returns:
-        The parameters and their distributions; ``ValueError`` for an algorithm the file lacks
-        or a malformed entry, ``FileNotFoundError`` without the file.
-    """
-    from powerzoo.rl.algorithms import base_algorithm
-
-    path = Path(SEARCH_SPACES_FILE if path is None else path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no search-space file at {path} (pass one with --space)")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    name = str(algorithm).upper()
-    if name not in data:
-        name = base_algorithm(name)
-    if name not in data:
-        raise ValueError(f"{path}: no search space for {algorithm}; it has {', '.join(data)}")
-    seen: list[str] = []
-    space: dict[str, dict[str, Any]] = {}
-    while name is not None:
-        if name in seen or name not in data or not isinstance(data[name], Mapping):
-            raise ValueError(f"{path}: search space {name!r} is missing or loops ({seen})")
-        seen.append(name)
-        entry = dict(data[name])
-        parent = entry.pop("same_as", None)
-        space = {**{k: _check_parameter(name, k, v) for k, v in entry.items()}, **space}
-        name = None if parent is None else str(parent).upper()
-    return space
-
-
-def _draw(rng: np.random.Generator, spec: Mapping[str, Any]) -> Any:
-    kind, values = next(iter(spec.items()))
-    if kind == "choice":
-        return values[int(rng.integers(len(values)))]
-    low, high = float(values[0]), float(values[1])
-    value = (
-        math.exp(rng.uniform(math.log(low), math.log(high)))
-        if kind == "log_uniform"
-        else (rng.uniform(low, high))
-    )
-    return float(f"{value:.4g}")  # four significant digits: readable, and exact in YAML
-
-
-def sample_configurations(
-    space: Mapping[str, Mapping[str, Any]], n: int, seed: int = 0
-) -> list[dict[str, Any]]:
-    """``n`` settings drawn independently from ``space`` (floats kept to 4 significant digits);
-    the same ``seed`` draws the same settings.
-
-    Args:
-        space: ``{parameter: {kind: values}}`` (:func:`load_search_space`).
-        n: Number of settings.
-        seed: Seed of the sampler.
-
-    Returns:
-        One ``{parameter: value}`` per setting (dotted names not yet nested).
-    """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"the number of configurations must be a positive integer, got {n!r}")
-    rng = np.random.default_rng(seed)
-    return [{name: _draw(rng, spec) for name, spec in space.items()} for _ in range(n)]
+PRESET = "preset"
+"""The name of the base configuration's line (``tune(preset=True)``) and its run folder."""
 
 
 def _nested(flat: Mapping[str, Any], into: Mapping[str, Any]) -> dict[str, Any]:
@@ -172,28 +92,32 @@ def _nested(flat: Mapping[str, Any], into: Mapping[str, Any]) -> dict[str, Any]:
 def _run_config(
     base: Mapping[str, Any],
     values: Mapping[str, Any],
-    track: Track | None,
-    steps: int | None,
+    budget: Track | int | None,
     seed: int,
     folder: Path,
     name: str,
 ) -> dict[str, Any]:
+    """One configuration's run config: ``values`` over the base's ``algorithm_kwargs``, trained
+    on ``budget`` (a track, a number of env steps, or ``None``: the base's own budget and
+    periodic evaluation, as a campaign trains it)."""
     from powerzoo.rl.tracks import apply_track
 
     config = {
         **base,
         "algorithm_kwargs": _nested(values, base.get("algorithm_kwargs") or {}),
         "seed": int(seed),
-        "evaluation": None,
         "checkpoint": None,
         "logging": {"tensorboard": False, "progress_bar": False, "verbose": 0},
         "torch_threads": 1,
         "output_dir": str(folder),
         "name": name,
     }
-    if track is not None:
-        return apply_track(config, track)
-    return {**config, "total_timesteps": int(steps), "episodes": None}
+    if budget is None:
+        return config
+    config["evaluation"] = None
+    if isinstance(budget, Track):
+        return apply_track(config, budget)
+    return {**config, "total_timesteps": int(budget), "episodes": None}
 
 
 def _base_config(task: str, algorithm: str, config: str | Path | None, n_envs: int) -> dict:
@@ -210,12 +134,19 @@ def _base_config(task: str, algorithm: str, config: str | Path | None, n_envs: i
 
 
 def _train_and_score(
-    config: dict[str, Any], split: str, episodes: int | None, track: Track | None
+    config: dict[str, Any],
+    split: str,
+    episodes: int | None,
+    track: Track | None,
+    model: str = "final",
 ) -> dict[str, Any]:
-    """Train one configuration, evaluate its final model on ``split``; the row's numbers."""
+    """Train one configuration and score it on ``split``: its final model evaluated there, or
+    with ``model="best"`` the best of its periodic evaluations (the model a campaign keeps,
+    :func:`~powerzoo.rl.campaigns.tuning_campaign.selected_evaluation`); the row's numbers."""
     from powerzoo.benchmarks.budget_snapshot import budgets_of
     from powerzoo.benchmarks.score_v2 import budget_ratios, mean_within_budget
     from powerzoo.rl.campaigns.trial import one_thread
+    from powerzoo.rl.campaigns.tuning_campaign import selected_evaluation
     from powerzoo.rl.trainer import Trainer
 
     with one_thread():
@@ -229,18 +160,26 @@ def _train_and_score(
             config.get("algorithm_kwargs"),
             result.stop_reason,
         )
-        summary = trainer.evaluate(split=split, n_episodes=episodes, seed=0)
+        if model == "best":
+            chosen = selected_evaluation(Path(config["output_dir"]) / config["name"])
+        else:
+            summary = trainer.evaluate(split=split, n_episodes=episodes, seed=0)
+            chosen = {
+                "val_return": float(summary["mean_return"]),
+                "val_episodes": int(summary["episodes"]),
+                "mean_costs": summary["mean_costs"],
+            }
         trainer.close()
-    names = list(summary["mean_costs"])
-    means = np.asarray([[summary["mean_costs"][n] for n in names]])
+    costs = chosen.pop("mean_costs")
+    names = list(costs)
+    means = np.asarray([[costs[n] for n in names]])
     budgets = budgets_of(config["task"])
     ratios = budget_ratios(means, names, budgets)
     return {
-        "val_return": float(summary["mean_return"]),
-        "val_episodes": int(summary["episodes"]),
+        **chosen,
         "within_budget": bool(mean_within_budget(means, names, budgets)),
         "max_budget_ratio": max(ratios.values()) if ratios else None,
-        **{f"cost_{n}": float(summary["mean_costs"][n]) for n in names},
+        **{f"cost_{n}": float(costs[n]) for n in names},
         **compute,
     }
 
@@ -261,14 +200,24 @@ def _best(rows: Sequence[Mapping[str, Any]]) -> int:
     )
 
 
-def _table(rows: Sequence[Mapping[str, Any]], params: Sequence[str], best: int) -> str:
-    costs = sorted({k for r in rows for k in r if k.startswith("cost_")})
+def _table(
+    rows: Sequence[Mapping[str, Any]],
+    params: Sequence[str],
+    best: int,
+    preset: Mapping[str, Any] | None = None,
+) -> str:
+    """``tuning.csv``: one line per sampled configuration, then the preset's (``config`` =
+    ``preset``, never the best) when it was trained too."""
+    every = [*rows, *([preset] if preset is not None else [])]
+    costs = sorted({k for r in every for k in r if k.startswith("cost_")})
+    selected = ["selected_step"] if any("selected_step" in r for r in every) else []
     columns = [
         "config",
         "best",
         *params,
         "val_return",
         "val_episodes",
+        *selected,
         "within_budget",
         "max_budget_ratio",
         *costs,
@@ -282,7 +231,39 @@ def _table(rows: Sequence[Mapping[str, Any]], params: Sequence[str], best: int) 
     writer.writeheader()
     for i, row in enumerate(rows):
         writer.writerow({**row["values"], **row, "config": i, "best": i == best})
+    if preset is not None:
+        writer.writerow({**preset, "config": PRESET, "best": False})
     return buffer.getvalue()
+
+
+def _trained_row(
+    folder: Path,
+    values: Mapping[str, Any],
+    config: dict[str, Any],
+    score: Any,
+) -> dict[str, Any]:
+    """The row of the configuration trained in ``folder``: read from its ``result.json`` when a
+    run of the same values and config finished there, else trained (what was there removed)."""
+    done = folder / RESULT_FILE
+    row = read_json(done) if done.is_file() else None
+    if (
+        row is None
+        or _plain(row.get("values")) != _plain(values)
+        or _plain(row.get("config")) != _plain(config)
+    ):
+        if folder.exists():  # remains of an interrupted or other run
+            shutil.rmtree(folder)
+        row = {"values": dict(values), "config": config, **score(config)}
+        write_json(done, row)
+    return row
+
+
+def _progress_line(name: str, row: Mapping[str, Any]) -> str:
+    return (
+        f"{name}: val return {row['val_return']:,.2f}"
+        f"{'' if row['within_budget'] else ' (over budget)'}, "
+        f"{row['env_steps']:,} env steps in {row['wall_seconds']:.1f} s"
+    )
 
 
 def tune(
@@ -300,6 +281,9 @@ def tune(
     n_envs: int = 8,
     config: str | Path | None = None,
     space_file: str | Path | None = None,
+    campaign: str | Path | None = None,
+    setting: str | None = None,
+    preset: bool = False,
     progress: bool = False,
 ) -> dict[str, Any]:
     """Sample ``configurations`` settings of ``algorithm`` for ``task``, train each on the same
@@ -312,8 +296,9 @@ def tune(
         configurations: Settings sampled (the same for every algorithm by default).
         split: The selection split (``val``); ``"test"`` is refused (``ValueError``, one line).
         out_dir: The output folder (default ``tuning/<task>-<algorithm>``).
-        track: Compute track of each configuration (``"S"``, ``"L"`` or a smoke mapping of
-            :func:`~powerzoo.rl.tracks.resolve_track`); ignored when ``steps`` is given.
+        track: Compute track of each configuration (``"S"``, ``"L"`` or a mapping of
+            :func:`~powerzoo.rl.tracks.resolve_track`, e.g. ``{"name": "S", "clock": "cpu"}``);
+            ignored when ``steps`` is given.
         steps: A fixed budget of env steps per configuration instead of a track.
         episodes: Validation days per evaluation, evenly spread (``None``: every day).
         seed: Training seed of every configuration.
@@ -321,63 +306,77 @@ def tune(
         n_envs: Parallel training envs (without ``config``).
         config: A run config to start from (its ``algorithm_kwargs`` under the sampled ones).
         space_file: The search-space file (default :data:`SEARCH_SPACES_FILE`).
+        campaign: A campaign file: start from the run config it trains ``algorithm`` on
+            ``task`` with (its track, envs and periodic validation evaluation) and score each
+            configuration as it selects its model (:mod:`~powerzoo.rl.campaigns.
+            tuning_campaign`); ``track``, ``steps``, ``config``, ``n_envs`` and ``episodes``
+            then come from the campaign.
+        setting: The campaign's setting of ``algorithm`` on ``task`` (when it has several).
+        preset: Also train the base configuration itself (no sampled values) under the same
+            budget and protocol, reported as the ``preset`` line and ``gain_over_preset``, never
+            chosen (the tuning budget stays ``configurations``).
         progress: Print one line per finished configuration.
 
     Returns:
         The ``tuning.json`` record (``best`` holds the best row).
     """
     from powerzoo.rl.config import TrainConfig
+    from powerzoo.rl.tracks import Track
 
     split = require_selection_split(split, "tuning")
-    budget_track = None if steps is not None else resolve_track(track)
-    if budget_track is None and steps is None:
-        raise ValueError("give a compute track (S or L) or a number of env steps per config")
-    if steps is not None and (isinstance(steps, bool) or int(steps) < 1):
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    start = None
+    if campaign is not None:
+        given = [n for n, v in (("steps", steps), ("config", config)) if v is not None]
+        if given:
+            raise ValueError(f"{' and '.join(given)} come from the campaign file; leave them out")
+        from powerzoo.rl.campaigns.tuning_campaign import campaign_base
+
+        start = campaign_base(campaign, task, algorithm, setting)
+        split = str((start.config.get("evaluation") or {}).get("split", split))
+        budget_track = None if start.track is None else Track(**start.track)
+    elif setting is not None:
+        raise ValueError("a setting names one of a campaign's settings: give the campaign too")
+    else:
+        budget_track = None if steps is not None else resolve_track(track)
+        if budget_track is None and steps is None:
+            raise ValueError("give a compute track (S or L) or a number of env steps per config")
+        if steps is not None and (isinstance(steps, bool) or int(steps) < 1):
+            raise ValueError(f"steps must be a positive integer, got {steps!r}")
     space_path = Path(SEARCH_SPACES_FILE if space_file is None else space_file)
     space = load_search_space(algorithm, space_path)
     values = sample_configurations(space, configurations, sampler_seed)
     out = Path(out_dir or Path("tuning") / f"{task}-{str(algorithm).upper()}").resolve()
     runs = out / "runs"
-    base = _base_config(task, str(algorithm).upper(), config, n_envs)
+    if start is not None:
+        base, budget, model = start.config, None, start.model
+    else:
+        base = _base_config(task, str(algorithm).upper(), config, n_envs)
+        budget, model = (budget_track if steps is None else int(steps)), "final"
+    names = [f"config{i}" for i in range(len(values))] + ([PRESET] if preset else [])
+    values = values + ([{}] if preset else [])
     configs = [
-        _run_config(base, v, budget_track, steps, seed, runs, f"config{i}")
-        for i, v in enumerate(values)
-    ]
-    resolved = [TrainConfig.from_dict(c, source=None).to_dict() for c in configs]  # fail early
+        TrainConfig.from_dict(_run_config(base, v, budget, seed, runs, n), source=None).to_dict()
+        for v, n in zip(values, names, strict=True)
+    ]  # every configuration resolved before any trains: a bad one fails early
+
+    def score(cfg: dict[str, Any]) -> dict[str, Any]:
+        return _train_and_score(cfg, split, episodes, budget_track, model)
+
     watch, rows = Stopwatch(), []
-    for i, (v, cfg) in enumerate(zip(values, resolved, strict=True)):
-        done = runs / f"config{i}" / RESULT_FILE
-        row = read_json(done) if done.is_file() else None
-        if (
-            row is None
-            or _plain(row.get("values")) != _plain(v)
-            or _plain(row.get("config")) != _plain(cfg)
-        ):
-            if (runs / f"config{i}").exists():  # remains of an interrupted or other run
-                shutil.rmtree(runs / f"config{i}")
-            row = {
-                "values": v,
-                "config": cfg,
-                **_train_and_score(cfg, split, episodes, budget_track),
-            }
-            write_json(done, row)
-        rows.append(row)
+    for v, cfg, name in zip(values, configs, names, strict=True):
+        rows.append(_trained_row(runs / name, v, cfg, score))
         if progress:
-            print(
-                f"config {i}: val return {row['val_return']:,.2f}"
-                f"{'' if row['within_budget'] else ' (over budget)'}, "
-                f"{row['env_steps']:,} env steps in {row['wall_seconds']:.1f} s",
-                flush=True,
-            )
+            print(_progress_line(name, rows[-1]), flush=True)
+    preset_row = rows.pop() if preset else None
     best = _best(rows)
-    atomic_write_text(out / TUNING_CSV, _table(rows, list(space), best))
+    atomic_write_text(out / TUNING_CSV, _table(rows, list(space), best, preset_row))
     best_config = {k: v for k, v in rows[best]["config"].items() if k not in ("output_dir", "name")}
     header = (
         f"# the best of {len(rows)} configurations of {best_config['algorithm']} on {task}, "
         f"chosen on the {split} split by powerzoo tune (tuning.json)\n"
     )
     atomic_write_text(out / BEST_CONFIG, header + yaml.safe_dump(best_config, sort_keys=False))
+    every = rows + ([preset_row] if preset_row is not None else [])
     record = {
         "task": task,
         "algorithm": best_config["algorithm"],
@@ -385,19 +384,29 @@ def tune(
         "configurations": len(rows),
         "track": None if budget_track is None else budget_track.to_dict(),
         "steps_per_configuration": None if steps is None else int(steps),
-        "validation_episodes": episodes,
+        "validation_episodes": (episodes if model == "final" else int(rows[best]["val_episodes"])),
+        "model": model,
+        "campaign": None
+        if start is None
+        else {"file": start.source, "setting": start.setting, "model": start.model},
         "seed": int(seed),
         "sampler_seed": int(sampler_seed),
         "search_space_file": str(space_path),
         "search_space_sha256": hashlib.sha256(space_path.read_bytes()).hexdigest(),
         "search_space": space,
-        "total_env_steps": int(sum(r["env_steps"] for r in rows)),
-        "total_wall_seconds": float(sum(r["wall_seconds"] for r in rows)),
-        "total_cpu_seconds": float(sum(r["cpu_seconds"] for r in rows)),
+        "total_env_steps": int(sum(r["env_steps"] for r in every)),
+        "total_wall_seconds": float(sum(r["wall_seconds"] for r in every)),
+        "total_cpu_seconds": float(sum(r["cpu_seconds"] for r in every)),
         "this_call_wall_seconds": watch.wall_s(),
         "hardware": hardware_info(str(base.get("algorithm_kwargs", {}).get("device", "cpu"))),
         "best_index": best,
         "best": {k: v for k, v in rows[best].items() if k != "config"},
+        "preset": None
+        if preset_row is None
+        else {k: v for k, v in preset_row.items() if k != "config"},
+        "gain_over_preset": None
+        if preset_row is None
+        else float(rows[best]["val_return"] - preset_row["val_return"]),
     }
     write_json(out / TUNING_JSON, record)
     return record
