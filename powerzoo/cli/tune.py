@@ -70,8 +70,25 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tune_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from powerzoo.rl.campaigns.tuning_report import plot_tuning, read_tuning, tuning_table
+
+    outcomes = [read_tuning(folder) for folder in args.folders]
+    table = tuning_table(outcomes)
+    print(table, end="")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "tuning_report.md").write_text(table, encoding="utf-8")
+        plot_tuning(outcomes, out / "tuning_report.png")
+        print(f"wrote {out / 'tuning_report.md'} and {out / 'tuning_report.png'}")
+    return 0
+
+
 def add_parser(sub: Any) -> None:
-    """Register ``tune`` on the ``powerzoo`` sub-parser object."""
+    """Register ``tune`` and ``tune-report`` on the ``powerzoo`` sub-parser object."""
     from powerzoo.rl.campaigns.tuning import DEFAULT_CONFIGURATIONS
 
     p = sub.add_parser(
@@ -132,3 +149,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", default=None, help="output folder (default tuning/TASK-ALGORITHM)")
     p.add_argument("--json", action="store_true", help="print tuning.json instead of a summary")
     p.set_defaults(func=_cmd_tune)
+
+    r = sub.add_parser(
+        "tune-report",
+        help="one table (and figure) of what tuning runs gained over their presets",
+        description=(
+            "Read the folders `powerzoo tune` wrote and print one markdown line each: the "
+            "untuned preset's validation return, the best configuration's, the gain, how many "
+            "configurations kept the budgets and the CPU hours; --out also writes the table and "
+            "a figure of every configuration's validation return."
+        ),
+    )
+    r.add_argument("folders", nargs="+", help="tuning folders (tuning.json inside)")
+    r.add_argument("--out", default=None, help="folder for tuning_report.md and .png")
+    r.set_defaults(func=_cmd_tune_report)

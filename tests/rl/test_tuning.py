@@ -20,6 +20,7 @@ from powerzoo.rl.campaigns.tuning import (
     sample_configurations,
     tune,
 )
+from powerzoo.rl.campaigns.tuning_report import read_tuning
 from powerzoo.rl.config import TrainConfig
 
 REFUSAL = "tuning on the 'test' split is refused: it is held out for the final evaluation"
@@ -188,6 +189,22 @@ def test_campaign_protocol_scores_each_configuration_by_its_selected_model(tmp_p
     tuned = TrainConfig.from_file(out / BEST_CONFIG)
     assert tuned.evaluation.split == "val" and tuned.n_envs == 2
     assert tuned.algorithm_kwargs["learning_rate"] == record["best"]["values"]["learning_rate"]
+
+    # the report: one line per tuning folder, its numbers from tuning.json and tuning.csv
+    report = tmp_path / "report"
+    assert main(["tune-report", str(out), "--out", str(report)]) == 0
+    line = (report / "tuning_report.md").read_text().splitlines()[2]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[:3] == ["battery_arbitrage", "PPO/small", "2"]
+    assert cells[3].startswith(f"{record['preset']['val_return']:,.2f}")
+    assert cells[4].startswith(f"{record['best']['val_return']:,.2f}")
+    assert cells[4].endswith(f"(config {record['best_index']})")
+    assert cells[5] == f"{record['gain_over_preset']:+,.2f}"
+    within = sum(r["within_budget"] == "True" for r in rows[:2])
+    assert cells[6] == f"{within} of 2"
+    assert (report / "tuning_report.png").stat().st_size > 10_000
+    with pytest.raises(FileNotFoundError, match="has the tuning run finished"):
+        read_tuning(tmp_path / "report")
 
 
 def test_campaign_protocol_refuses_what_it_cannot_tune(tmp_path):
