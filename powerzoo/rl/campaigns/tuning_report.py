@@ -120,7 +120,7 @@ def tuning_table(outcomes: Sequence[TuningOutcome]) -> str:
 def plot_tuning(outcomes: Sequence[TuningOutcome], path: str | Path) -> Path:
     """Each configuration's validation return, one column per tuning run: dots for the sampled
     configurations (hollow when over budget), a ring around the chosen one, a red line at the
-    preset.
+    preset (dashed when over budget); one panel per task.
 
     Args:
         outcomes: From :func:`read_tuning`.
@@ -148,10 +148,11 @@ def plot_tuning(outcomes: Sequence[TuningOutcome], path: str | Path) -> Path:
         for x, o in enumerate(runs):
             for r in o.rows:
                 value = float(r["val_return"])
-                if r["config"] == "preset":
-                    ax.hlines(value, x - 0.3, x + 0.3, color="tab:red", lw=2)
-                    continue
                 within = r["within_budget"] == "True"
+                if r["config"] == "preset":
+                    style = "-" if within else "--"
+                    ax.hlines(value, x - 0.3, x + 0.3, color="tab:red", lw=2, linestyles=style)
+                    continue
                 face = "tab:blue" if within else "none"
                 ax.scatter(x, value, s=28, facecolors=face, edgecolors="tab:blue")
                 if int(r["config"]) == o.best_index:
@@ -163,7 +164,8 @@ def plot_tuning(outcomes: Sequence[TuningOutcome], path: str | Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("validation return ($ per episode)")
     fig.suptitle(
-        "tuned configurations (filled: within budget; ringed: chosen); red line: untuned preset",
+        "tuned configurations (filled: within budget; ringed: chosen)\n"
+        "red line: the untuned preset (dashed: over budget)",
         fontsize=8,
     )
     fig.tight_layout()
