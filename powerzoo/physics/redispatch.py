@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from powerzoo.physics.blas_threads import one_blas_thread
 from powerzoo.physics.dc_power_flow import line_overload_mw, ptdf_matrix
 from powerzoo.physics.network import NetworkCase
 
@@ -338,6 +339,7 @@ def merit_order_dispatch(
     return p + pmin
 
 
+@one_blas_thread()  # OpenBLAS splits larger products over its threads, changing their last bits
 def redispatch(
     case: NetworkCase,
     bus_load_mw: np.ndarray,

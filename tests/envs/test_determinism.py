@@ -4,7 +4,16 @@ The reference (``tests/fixtures/trajectories.npz``, written by ``tests/envs/traj
 pins each task's observations, rewards, done flags, costs, reward terms and applied actions
 through every adapter (Gymnasium env raw and normalised, native vector env, PettingZoo, dict env,
 multi-agent vector env), so a refactor that changes any number of any task fails here.
+
+On the machine kind that wrote the file (``trajectories_machine.json``: numpy, scipy, SIMD
+dispatch, BLAS kernels) the replay equals it to 1e-12. Another kind rounds ``exp`` or a matrix
+product differently in the last bit; an AC flow or a feeder's fixed point may then take another
+iteration, and a float32 observation round to its neighbour: measured between an AVX-512 and an
+AVX2 machine, up to 1.2e-5 relative (voltage_control_118), so there the tolerance is 1e-4
+relative. Any change of a task's model moves numbers far more than that.
 """
+
+import json
 
 import numpy as np
 import pytest
@@ -32,12 +41,20 @@ def test_reference_covers_every_task_and_adapter(reference):
 
 def test_trajectories_match_the_reference(reference, replayed):
     assert replayed.keys() == reference.keys()
+    same_kind = json.loads(trajectories.MACHINE_FILE.read_text()) == trajectories.machine_kind()
+    # the same machine kind: equal up to 1e-12 (exact where nothing is summed differently);
+    # another kind: the last-bit differences its rounding grows into (module docstring)
+    rtol, atol = (1e-12, 1e-12) if same_kind else (1e-4, 1e-6)
     for key, expected in reference.items():
         got = replayed[key]
         assert got.shape == expected.shape, key
-        # exact on the machine that wrote the file; the tolerance only absorbs last-bit
-        # differences of another CPU's SIMD summation order
-        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=key)
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=key)
+
+
+def test_the_reference_names_the_machine_kind_that_wrote_it():
+    recorded = json.loads(trajectories.MACHINE_FILE.read_text())
+    assert recorded.keys() == trajectories.machine_kind().keys()
+    assert recorded["blas"] and recorded["numpy"]
 
 
 @pytest.mark.parametrize("task", ["battery_arbitrage", "marl_opf", "dc_microgrid"])

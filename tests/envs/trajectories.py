@@ -1,12 +1,14 @@
 """Reference trajectories of every task through every adapter (the determinism guard).
 
-``python tests/envs/trajectories.py`` rewrites ``tests/fixtures/trajectories.npz``; the test in
+``python tests/envs/trajectories.py`` rewrites ``tests/fixtures/trajectories.npz`` and records
+the machine kind that wrote it (:func:`machine_kind`) beside it; the test in
 ``test_determinism.py`` replays the same rollouts and compares them with the file. Rewrite the
 file only when a change is meant to alter trajectories, and say so in the commit message.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import numpy as np  # noqa: E402  (after the thread settings)
 
 REFERENCE_FILE = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories.npz"
+MACHINE_FILE = REFERENCE_FILE.with_name("trajectories_machine.json")
 STEPS = 60  # past the 48-step horizon of most tasks, so autoreset and a second episode are covered
 N_VEC = 3
 
@@ -156,6 +159,27 @@ def multi_agent_vector(task: str) -> np.ndarray:
     return np.stack(rows)
 
 
+def machine_kind() -> dict[str, Any]:
+    """What fixes a rollout's last bits besides the code: numpy's and scipy's versions, the
+    vector instructions numpy dispatches to (its AVX-512 and AVX2 loops round ``exp`` or ``sin``
+    differently) and the BLAS kernels threadpoolctl reports (OpenBLAS's Haswell and SkylakeX
+    kernels sum a product in another order)."""
+    import scipy
+    import scipy.linalg  # noqa: F401  (loads scipy's own BLAS, so that it is listed)
+    from threadpoolctl import threadpool_info
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__
+    simd = sorted(k for k, on in __cpu_features__.items() if on and k.startswith(("AVX", "FMA")))
+    blas = sorted(
+        {f"{lib['internal_api']}:{lib.get('architecture')}" for lib in threadpool_info()}
+        - {"openmp:None"}
+    )
+    return {"numpy": np.__version__, "scipy": scipy.__version__, "simd": simd, "blas": blas}
+
+
 def all_trajectories(tasks: list[str] | None = None) -> dict[str, np.ndarray]:
     """Every reference rollout of ``tasks`` (default:
     all registered), keyed ``<task>/<adapter>``."""
@@ -180,11 +204,19 @@ if __name__ == "__main__":
     REFERENCE_FILE.parent.mkdir(parents=True, exist_ok=True)
     chosen = sys.argv[1:] or None
     trajectories: dict[str, np.ndarray] = {}
+    if chosen and MACHINE_FILE.is_file():
+        recorded = json.loads(MACHINE_FILE.read_text())
+        if recorded != machine_kind():
+            sys.exit(
+                f"the reference was written on another machine kind ({recorded}); rewrite it "
+                "whole (no task names) so that every rollout comes from this one"
+            )
     if chosen and REFERENCE_FILE.is_file():
         with np.load(REFERENCE_FILE) as old:
             trajectories = {k: old[k] for k in old.files if k.split("/")[0] not in chosen}
     trajectories.update(all_trajectories(chosen))
     np.savez_compressed(REFERENCE_FILE, **trajectories)
+    MACHINE_FILE.write_text(json.dumps(machine_kind(), indent=1) + "\n")
     size = REFERENCE_FILE.stat().st_size
     print(
         f"wrote {len(trajectories)} trajectories to {REFERENCE_FILE} ({size / 1e3:.0f} kB)",

@@ -118,9 +118,14 @@ def test_a_second_campaign_into_a_busy_folder_stops_naming_the_holder(tmp_path):
     )
     lock = out / LOCK_FILE
     try:
+        # the lock is taken first, campaign.json written just after: wait for both
         wait_until(
-            lambda: lock.is_file() and lock.read_text().strip() == str(first.pid),
-            "the first campaign took the folder's lock",
+            lambda: (
+                lock.is_file()
+                and lock.read_text().strip() == str(first.pid)
+                and (out / CAMPAIGN_FILE).is_file()
+            ),
+            "the first campaign took the folder's lock and wrote its campaign file",
             first,
         )
         held = (out / CAMPAIGN_FILE).read_bytes()

@@ -9,8 +9,9 @@ exponent ``e`` contributes ``I |u|^(e - 2)``: ``c = I_nom - I_2 - I_0 / |u|^2 - 
 Every row iterates on its own: its iterate, its Anderson step (a secant on its last two
 residuals) and its convergence test use nothing of the other rows, and a row that has
 converged (or failed) leaves the batch, so its bits do not depend on what else is in the batch.
-The matrix products see at least two rows (a one-row product takes BLAS's matrix-vector path,
-whose sums are ordered differently).
+The matrix products run on whole blocks of rows (:func:`rows_matmul`): a one-row product would
+take BLAS's matrix-vector path, and a row in a partial block another kernel, both summing in
+another order.
 """
 
 from __future__ import annotations
@@ -26,11 +27,28 @@ __all__ = ["LoadCurrents", "RowState", "iterate", "rows_matmul", "unit_currents"
 CONVERGED, RUNNING, FAILED = 0, 1, 2
 
 
+ROW_TILE = 12
+"""Rows per block of :func:`rows_matmul`'s product. OpenBLAS's complex matrix-matrix kernels
+work on blocks of rows and sum the rows of a last, partial block in another order: on its AVX2
+(Haswell) kernels a row's last bits then depend on the batch's size and the row's position
+(measured: blocks of 12 rows; padding to 2, 4, 8 or 16 rows still left rows that differ, 12,
+24 and 48 none). With the batch padded to whole blocks every row is summed alike."""
+
+
 def rows_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` computed as a matrix-matrix product even for one row of ``a``."""
-    if a.shape[0] == 1:
-        return (np.concatenate([a, a]) @ b)[:1]
-    return a @ b
+    """``a @ b`` [rows of a, columns of b] with each row's bits independent of the other rows.
+
+    The product runs on ``a`` padded with zero rows to a multiple of :data:`ROW_TILE` (so one
+    row is a matrix-matrix product too, not BLAS's matrix-vector path), on one BLAS thread when
+    the caller pins it (:func:`powerzoo.physics.blas_threads.one_blas_thread`).
+    """
+    rows = a.shape[0]
+    short = -rows % ROW_TILE
+    if short == 0:
+        return a @ b
+    padded = np.zeros((rows + short, a.shape[1]), dtype=a.dtype)
+    padded[:rows] = a
+    return (padded @ b)[:rows]
 
 
 @dataclass
