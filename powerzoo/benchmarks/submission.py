@@ -59,6 +59,7 @@ __all__ = [
     "SubmissionError",
     "Submission",
     "episodes_file",
+    "kernels_text",
     "expected_env_seeds",
     "read_submission",
     "write_submission",
@@ -430,6 +431,15 @@ def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path)
     return write_submission(folder, meta, episodes)
 
 
+def kernels_text(hardware: dict[str, Any]) -> str:
+    """``", AVX2, openblas:Haswell"``: the widest SIMD numpy used and the BLAS kernels of a
+    :func:`powerzoo.rl.tracks.hardware_info` dict, for a one-line hardware description (empty
+    when not recorded, as in records written before they were)."""
+    simd = hardware.get("simd") or []
+    wide = [f for f in ("AVX512F", "AVX2", "AVX") if f in simd][:1]
+    return "".join(f", {item}" for item in [*wide, *(hardware.get("blas_kernels") or [])])
+
+
 def _hardware_text(record: Any) -> str:
     """A trial record's ``hardware`` (:func:`powerzoo.rl.tracks.hardware_info`) as the one line
     a submission's ``hardware`` holds."""
@@ -439,7 +449,7 @@ def _hardware_text(record: Any) -> str:
     return (
         f"{record.get('cpu_model', 'unknown CPU')}, {record.get('cpus_usable', '?')} of "
         f"{record.get('cpu_count', '?')} cores usable, torch on {record.get('torch_device', '?')} "
-        f"with {record.get('torch_threads', '?')} thread(s){gpu}"
+        f"with {record.get('torch_threads', '?')} thread(s){gpu}{kernels_text(record)}"
     )
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "apply_track",
     "track_problem",
     "hardware_info",
+    "numeric_kernels",
     "compute_record",
     "Stopwatch",
 ]
@@ -206,9 +207,43 @@ def _blas_threads() -> dict[str, int]:
     }
 
 
+def numeric_kernels() -> dict[str, Any]:
+    """What fixes a computation's last bits and much of its speed besides the code: numpy's and
+    scipy's versions, the vector instructions numpy dispatches to (``simd``: its AVX-512 and
+    AVX2 loops round ``exp`` or ``sin`` differently) and the kernels of every loaded BLAS
+    (``blas_kernels``, as threadpoolctl reports them: OpenBLAS's ``Haswell`` and ``SkylakeX``
+    kernels sum a product in another order)."""
+    import numpy as np
+    import scipy
+    import scipy.linalg  # noqa: F401  (loads scipy's own BLAS, so that it is listed)
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__
+    try:
+        from threadpoolctl import threadpool_info
+
+        libs = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    except ImportError:  # pragma: no cover - installed with numpy's stack here
+        libs = []
+    return {
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "simd": sorted(
+            k for k, on in __cpu_features__.items() if on and k.startswith(("AVX", "FMA"))
+        ),
+        "blas_kernels": sorted(
+            {f"{lib['internal_api']}:{lib.get('architecture')}" for lib in libs}
+        ),
+    }
+
+
 def hardware_info(torch_device: str = "cpu") -> dict[str, Any]:
     """What a run ran on: CPU model, logical cores of the machine and cores this process may use,
-    the torch device and threads, the BLAS threads, the GPU (if torch sees one), the platform.
+    the torch device and threads, the BLAS threads, the GPU (if torch sees one), the platform,
+    and the numeric kernels (:func:`numeric_kernels`: machines of one CPU name may differ in
+    them, and in speed).
 
     Args:
         torch_device: The device the run's networks were on (``"cpu"`` for the SB3 trainers; the
@@ -235,6 +270,7 @@ def hardware_info(torch_device: str = "cpu") -> dict[str, Any]:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "torch": torch.__version__,
+        **numeric_kernels(),
     }
 
 

@@ -160,24 +160,11 @@ def multi_agent_vector(task: str) -> np.ndarray:
 
 
 def machine_kind() -> dict[str, Any]:
-    """What fixes a rollout's last bits besides the code: numpy's and scipy's versions, the
-    vector instructions numpy dispatches to (its AVX-512 and AVX2 loops round ``exp`` or ``sin``
-    differently) and the BLAS kernels threadpoolctl reports (OpenBLAS's Haswell and SkylakeX
-    kernels sum a product in another order)."""
-    import scipy
-    import scipy.linalg  # noqa: F401  (loads scipy's own BLAS, so that it is listed)
-    from threadpoolctl import threadpool_info
+    """What fixes a rollout's last bits besides the code (numpy, scipy, SIMD dispatch, BLAS
+    kernels: :func:`powerzoo.rl.tracks.numeric_kernels`)."""
+    from powerzoo.rl.tracks import numeric_kernels
 
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__
-    except ImportError:  # numpy 1.x
-        from numpy.core._multiarray_umath import __cpu_features__
-    simd = sorted(k for k, on in __cpu_features__.items() if on and k.startswith(("AVX", "FMA")))
-    blas = sorted(
-        {f"{lib['internal_api']}:{lib.get('architecture')}" for lib in threadpool_info()}
-        - {"openmp:None"}
-    )
-    return {"numpy": np.__version__, "scipy": scipy.__version__, "simd": simd, "blas": blas}
+    return numeric_kernels()
 
 
 def all_trajectories(tasks: list[str] | None = None) -> dict[str, np.ndarray]:

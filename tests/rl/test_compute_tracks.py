@@ -3,6 +3,7 @@ campaign file, and the compute fields of a trial record."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from helpers import small_native_trainer
 
@@ -258,3 +259,17 @@ def test_protocol_env_seeds_refuse_their_own_episodes_and_unknown_schemes():
     data["evaluation"] = {"split": "test", "env_seeds": "seed0"}
     with pytest.raises(CampaignError, match="env_seeds' must be one of trial, protocol"):
         parse_campaign(data)
+
+
+def test_hardware_names_the_numeric_kernels_that_fix_speed_and_last_bits():
+    from powerzoo.benchmarks.submission import kernels_text
+    from powerzoo.rl.tracks import hardware_info, numeric_kernels
+
+    kernels = numeric_kernels()
+    assert kernels["numpy"] == np.__version__
+    assert kernels["blas_kernels"] and all(":" in k for k in kernels["blas_kernels"])
+    assert hardware_info().items() >= kernels.items()
+    skylake = {"simd": ["AVX", "AVX2", "AVX512F", "FMA3"], "blas_kernels": ["openblas:SkylakeX"]}
+    assert kernels_text(skylake) == ", AVX512F, openblas:SkylakeX"
+    assert kernels_text({"simd": ["AVX", "AVX2"], "blas_kernels": []}) == ", AVX2"
+    assert kernels_text({"cpu_model": "a record written before kernels were"}) == ""

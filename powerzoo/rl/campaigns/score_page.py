@@ -53,7 +53,12 @@ from powerzoo.benchmarks.baselines import BASELINES_FILE, baselines_in_use
 from powerzoo.benchmarks.report import csv_text, file_label
 from powerzoo.benchmarks.score_v2 import TaskReference, task_reference
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
-from powerzoo.benchmarks.submission import META_FILE, read_submission, submission_from_trials
+from powerzoo.benchmarks.submission import (
+    META_FILE,
+    kernels_text,
+    read_submission,
+    submission_from_trials,
+)
 from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submission
 from powerzoo.fileio import atomic_write_text
 from powerzoo.progress import progress_bar
@@ -147,7 +152,8 @@ def _machine(record: dict[str, Any]) -> str:
     gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ""
     return (
         f"{hw.get('cpu_model', 'unknown CPU')} ({hw.get('cpus_usable', '?')} of "
-        f"{hw.get('cpu_count', '?')} cores usable, torch on {hw.get('torch_device', '?')}{gpu})"
+        f"{hw.get('cpu_count', '?')} cores usable, torch on {hw.get('torch_device', '?')}{gpu}"
+        f"{kernels_text(hw)})"
     )
 
 
