@@ -306,6 +306,7 @@ def test_every_row_is_what_powerzoo_score_gives_its_submission_folder(scored):
     assert ppo["seeds"] == [0, 1, 2] and ppo["paired_on"] == "days and env seeds"
     assert ppo["run_performance"] == pytest.approx([0.3, 0.5, 0.4], abs=1e-9)
     assert ppo["median_env_steps"] == STEPS + 1000
+    assert (ppo["min_env_steps"], ppo["max_env_steps"]) == (STEPS, STEPS + 2000)
     assert ppo["cpu_core_hours"] == pytest.approx(3 * (CPU_S + EVAL_S) / 3600)
     assert ppo["n_trials_planned"] == 3
     # the CSV holds every row under the results table's columns and the campaign's
@@ -393,6 +394,8 @@ def test_families_and_the_headline_leave_out_tasks_without_learnable_headroom(sc
     assert "No learnable headroom" in page and "marl_opf (0.00 %)" in page
     assert "![performance profiles](performance_profiles.png)" in page
     assert "a run over any budget counts as scoring above no threshold" in page
+    assert "| env steps: median (seeds' range) |" in page
+    assert " | 121k (120k-122k) |" in page  # battery_arbitrage PPO's three seeds
     iqm = by[("learner", "iqm")]
     cell = f"{iqm['value']:.3f} [{iqm['ci_low']:.3f}, {iqm['ci_high']:.3f}]"
     assert f"| learner | 2 | 4 | 1-3 | {cell} |" in page  # runs per task: 1 to 3

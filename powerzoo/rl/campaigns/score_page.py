@@ -101,6 +101,8 @@ ROW_COLUMNS = (
     "family",
     "n_trials_planned",
     "median_env_steps",
+    "min_env_steps",
+    "max_env_steps",
     "cpu_core_hours",
 )
 """Columns of ``results_v2.csv``: a results table's and the campaign's own."""
@@ -225,6 +227,7 @@ def _score_group(
     submission_from_trials([trial_dir(folder.out_dir, t) for t in trials], where)
     row = score_submission(read_submission(where), n_resamples=n_resamples)
     records = [folder.records[t.trial_id] for t in trials]
+    steps = [_env_steps(r) for r in records]
     first = trials[0]
     planned = [t for t in folder.campaign.trials if (t.task, t.label) == (first.task, first.label)]
     return {
@@ -232,7 +235,9 @@ def _score_group(
         "label": first.label,
         "family": algorithm_family(first.algorithm),
         "n_trials_planned": len(planned),
-        "median_env_steps": float(np.median([_env_steps(r) for r in records])),
+        "median_env_steps": float(np.median(steps)),
+        "min_env_steps": min(steps),
+        "max_env_steps": max(steps),
         "cpu_core_hours": sum(_trial_core_seconds(r) for r in records) / 3600,
     }
 

@@ -310,6 +310,20 @@ def _reference_text(task: str, ref: Any) -> str:
     )
 
 
+def _millions(steps: float) -> str:
+    return f"{steps / 1e6:.3g}M" if steps >= 1e6 else f"{steps / 1e3:.3g}k"
+
+
+def _steps_text(row: Mapping[str, Any]) -> str:
+    """``1.71M (1.3M-2.72M)``: the row's median env steps and, over several seeds, their range
+    (track S gives CPU seconds, and machines differ in the steps a CPU-second buys)."""
+    median = _millions(row["median_env_steps"])
+    low, high = row.get("min_env_steps"), row.get("max_env_steps")
+    if low is None or high is None or low == high or row.get("n_seeds", 1) < 2:
+        return median
+    return f"{median} ({_millions(low)}-{_millions(high)})"
+
+
 def _task_table(task: str, rows: Sequence[Mapping[str, Any]], anchor: str) -> str:
     head = [
         "label",
@@ -320,7 +334,7 @@ def _task_table(task: str, rows: Sequence[Mapping[str, Any]], anchor: str) -> st
         "optimality gap % [95% CI]",
         f"vs anchor ({anchor}) [95% CI]",
         f"vs {RULE_POLICY} [95% CI]",
-        "median env steps",
+        "env steps: median (seeds' range)",
     ]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for r in rows:
@@ -334,7 +348,7 @@ def _task_table(task: str, rows: Sequence[Mapping[str, Any]], anchor: str) -> st
             _interval(r, "oracle_gap_pct", 2),
             _paired(r, "anchor"),
             "anchor" if r["anchor"] == RULE_POLICY else _paired(r, "rule"),
-            f"{r['median_env_steps']:,.0f}",
+            _steps_text(r),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
