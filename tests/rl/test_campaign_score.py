@@ -863,3 +863,39 @@ def test_cli_rewrites_the_readme_blocks_and_refuses_a_file_without_them(tmp_path
     assert line.startswith(f"powerzoo: error: {bare}: no coverage block: add the lines")
     assert not (tmp_path / "page2").exists()  # refused before anything was scored
     assert bare.read_text() == "# nothing to replace\n"
+
+
+def test_the_machines_log_is_read_line_by_line_and_put_on_the_page(scored, tmp_path):
+    import dataclasses
+
+    from powerzoo.fileio import CorruptFileError
+    from powerzoo.rl.campaigns.score_coverage import coverage_text
+    from powerzoo.rl.campaigns.score_page import MACHINES_FILE, read_machine_speeds
+
+    assert read_machine_speeds(tmp_path) == [] and scored.coverage["machine_speeds"] == []
+    line = {
+        "measured_at": "2026-11-30T04:49:40+00:00",
+        "env_steps_per_cpu_s": {"battery_arbitrage": 9838.6, "acopf_118": 73.4},
+        "torch_updates_per_cpu_s": 208.4,
+        "hardware": {
+            "cpu_model": "AMD EPYC",
+            "simd": ["AVX2"],
+            "blas_kernels": ["openblas:Haswell"],
+        },
+    }
+    (tmp_path / MACHINES_FILE).write_text(json.dumps(line) + "\n\n" + json.dumps(line) + "\n")
+    speeds = read_machine_speeds(tmp_path)
+    assert speeds == [line, line]
+    page = coverage_text(
+        dataclasses.replace(scored, coverage={**scored.coverage, "machine_speeds": speeds[:1]})
+    )
+    assert (
+        "2026-11-30 04:49 UTC, AMD EPYC, AVX2, openblas:Haswell: battery_arbitrage 9,839, "
+        "acopf_118 73 env steps per CPU-second, 208 MLP updates per CPU-second." in page
+    )
+    (tmp_path / MACHINES_FILE).write_text(json.dumps(line) + "\n[1, 2]\n")
+    with pytest.raises(CorruptFileError, match=r"machines.jsonl: corrupt or unreadable \(line 2: not a JSON object\)"):
+        read_machine_speeds(tmp_path)
+    (tmp_path / MACHINES_FILE).write_text("{oops\n")
+    with pytest.raises(CorruptFileError, match=r"line 1: not JSON"):
+        read_machine_speeds(tmp_path)

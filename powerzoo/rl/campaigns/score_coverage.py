@@ -7,9 +7,23 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from powerzoo.benchmarks.submission import kernels_text
 from powerzoo.rl.campaigns.page_text import _hours, _share, code_versions_text
 
 __all__ = ["coverage_text"]
+
+
+def _speed_text(item: dict[str, Any]) -> str:
+    """One ``machines.jsonl`` line: when, which machine, env steps per CPU-second per task."""
+    hw = item.get("hardware") or {}
+    steps = ", ".join(
+        f"{task} {value:,.0f}" for task, value in (item.get("env_steps_per_cpu_s") or {}).items()
+    )
+    return (
+        f"{str(item.get('measured_at', '?'))[:16].replace('T', ' ')} UTC, "
+        f"{hw.get('cpu_model', 'unknown CPU')}{kernels_text(hw)}: {steps} env steps per "
+        f"CPU-second, {item.get('torch_updates_per_cpu_s', 0):,.0f} MLP updates per CPU-second"
+    )
 
 
 def coverage_text(scored: Any) -> str:
@@ -61,6 +75,13 @@ def coverage_text(scored: Any) -> str:
     )
     machines = "; ".join(f"{m}: {n} trial(s)" for m, n in cov["machines"].items())
     lines.append(f"- Machine (the records' `hardware`): {machines}.")
+    if cov.get("machine_speeds"):
+        lines.append(
+            "- Machine speeds (the folder's `machines.jsonl`, measured on one core when the "
+            "campaign started on a machine; trials that finished after a line ran on its machine "
+            "until the next line; track S gives CPU seconds, so a slower machine trains a seed on "
+            "fewer steps): " + "; ".join(_speed_text(item) for item in cov["machine_speeds"]) + "."
+        )
     lines.append(code_versions_text(cov["code"]))
     if cov["left_out"]:
         lines.append(

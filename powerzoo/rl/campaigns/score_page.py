@@ -60,7 +60,7 @@ from powerzoo.benchmarks.submission import (
     submission_from_trials,
 )
 from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submission
-from powerzoo.fileio import atomic_write_text
+from powerzoo.fileio import CorruptFileError, atomic_write_text
 from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import reference_algorithm
 from powerzoo.rl.campaigns.gather import pinned_campaign_files
@@ -93,6 +93,8 @@ __all__ = [
     "coverage",
     "family_aggregates",
     "write_campaign_scores",
+    "read_machine_speeds",
+    "MACHINES_FILE",
 ]
 
 ROW_COLUMNS = (
@@ -110,6 +112,8 @@ CLUSTER_WORKERS = 16
 """Workers of the Ray cluster the page projects the campaign's wall time on (one core each)."""
 SUBMISSIONS_DIR = "submissions"
 PROFILE_FILE = "performance_profiles.png"
+MACHINES_FILE = "machines.jsonl"
+"""A campaign folder's log of machine speeds (``benchmarks/machine_speed.py --append``)."""
 
 
 def algorithm_family(algorithm: str) -> str:
@@ -159,6 +163,26 @@ def _machine(record: dict[str, Any]) -> str:
     )
 
 
+def read_machine_speeds(out_dir: Path) -> list[dict[str, Any]]:
+    """The JSON lines of ``out_dir/MACHINES_FILE`` (``[]`` without one); a line that is not a
+    JSON object is a :class:`~powerzoo.fileio.CorruptFileError` naming it."""
+    path = Path(out_dir) / MACHINES_FILE
+    if not path.is_file():
+        return []
+    lines = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorruptFileError(path, f"line {number}: not JSON, {exc.msg}") from None
+        if not isinstance(item, dict):
+            raise CorruptFileError(path, f"line {number}: not a JSON object")
+        lines.append(item)
+    return lines
+
+
 def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str, Any]:
     """How much of the campaign has finished and what it cost.
 
@@ -172,7 +196,10 @@ def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str
         ``without_cpu_seconds`` (records counted at wall seconds instead), ``wall_hours`` (their
         training wall plus test evaluation hours, as the machine ran them), ``projected_core_hours``
         (mean per finished trial x planned; ``None`` before one finished), ``cluster_hours``
-        (``projected / workers``), ``workers``, ``machines`` (``{machine: trials}``), ``code``
+        (``projected / workers``), ``workers``, ``machines`` (``{machine: trials}``),
+        ``machine_speeds`` (the lines of the folder's ``machines.jsonl``, oldest first: each
+        machine's speed measured by ``benchmarks/machine_speed.py`` when the campaign started on
+        it; empty without the file), ``code``
         (:func:`~powerzoo.rl.campaigns.page.code_versions`) and
         ``left_out`` (``{trial_id: why}`` of trials that failed or whose record is damaged).
     """
@@ -206,6 +233,7 @@ def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str
         "cluster_hours": None if projected is None else projected / workers,
         "workers": workers,
         "machines": machines,
+        "machine_speeds": read_machine_speeds(folder.out_dir),
         "code": code_versions(folder),
         "left_out": {t: why for t, why in folder.missing.items() if why not in idle},
     }
