@@ -894,7 +894,8 @@ def test_the_machines_log_is_read_line_by_line_and_put_on_the_page(scored, tmp_p
         "acopf_118 73 env steps per CPU-second, 208 MLP updates per CPU-second." in page
     )
     (tmp_path / MACHINES_FILE).write_text(json.dumps(line) + "\n[1, 2]\n")
-    with pytest.raises(CorruptFileError, match=r"machines.jsonl: corrupt or unreadable \(line 2: not a JSON object\)"):
+    damaged = r"machines.jsonl: corrupt or unreadable \(line 2: not a JSON object\)"
+    with pytest.raises(CorruptFileError, match=damaged):
         read_machine_speeds(tmp_path)
     (tmp_path / MACHINES_FILE).write_text("{oops\n")
     with pytest.raises(CorruptFileError, match=r"line 1: not JSON"):

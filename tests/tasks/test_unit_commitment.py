@@ -493,12 +493,13 @@ def test_tso_rule_keeps_the_n1_row():
 
 @pytest.mark.slow
 def test_tso_oracle_keeps_the_n1_row_and_beats_rule_and_random():
-    # one oracle solve per day serves both checks (each day's MILP takes about a minute)
-    task, days = make_task("tso", "test"), [3, 40]
+    # one oracle solve serves both checks (a day's MILP takes most of a minute: one day, 40,
+    # measured: oracle -2.503M $, rule -2.722M, random -7.225M; day 3 orders them alike)
+    task, days = make_task("tso", "test"), [40]
     oracle, rule = _replay(task, days, "oracle"), _replay(task, days, "rule")
     # the MILP's row sum_g r_g - r_k + q >= p_k: no step short (before it, 92 of 96 steps on
     # test days 0 and 64)
-    assert oracle["steps_short"].tolist() == [0, 0] and oracle["worst_mw"] <= 1e-6
+    assert oracle["steps_short"].tolist() == [0] and oracle["worst_mw"] <= 1e-6
     random = evaluate_baseline("tso", "random", day_ids=days)
     assert oracle["returns"].mean() > rule["returns"].mean() > random["mean"]
     assert oracle["overload"].sum() < rule["overload"].sum()
