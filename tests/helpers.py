@@ -37,6 +37,17 @@ class ParallelRollout:
     infos: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def load_script(path: Path) -> Any:
+    """The module of a script outside the package (``benchmarks/``, ``tools/``), imported from
+    its file under its stem's name."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def random_parallel_rollout(env: Any, seed: int | None = 0) -> ParallelRollout:
     """Step a PettingZoo parallel env with random actions until no agent is left.
 

@@ -1,20 +1,16 @@
 """benchmarks/machine_speed.py: real figures on one thread, appended as a JSON line per call."""
 
-import importlib.util
 import json
 
 import pytest
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, load_script
 
 SCRIPT = REPO_ROOT / "benchmarks" / "machine_speed.py"
 
 
 @pytest.fixture(scope="module")
 def machine_speed():
-    spec = importlib.util.spec_from_file_location("machine_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_figures_and_hardware_appended_as_one_json_line_per_call(

@@ -1,21 +1,16 @@
 """benchmarks/mappo_throughput.py --time-to-rule: env steps and training seconds until a preset
 reaches the rule's return within the task's budgets."""
 
-import importlib.util
-
 import pytest
 import yaml
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, load_script
 
 SCRIPT = REPO_ROOT / "benchmarks" / "mappo_throughput.py"
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("mappo_throughput", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 @pytest.fixture

@@ -1,20 +1,16 @@
 """benchmarks/throughput.py: the sweep measures real steps and writes its table, data and plot."""
 
-import importlib.util
 import json
 
 import pytest
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, load_script
 
 SCRIPT = REPO_ROOT / "benchmarks" / "throughput.py"
 
 
 @pytest.fixture(scope="module")
 def throughput():
-    spec = importlib.util.spec_from_file_location("throughput", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_measure_steps_single_and_batched_envs(throughput):
