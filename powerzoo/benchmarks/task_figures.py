@@ -19,7 +19,7 @@ from powerzoo.benchmarks.plots import PNG_METADATA
 from powerzoo.fileio import atomic_save
 from powerzoo.tasks import make_task
 
-__all__ = ["KEY_FIELDS", "rule_day", "plot_rule_day"]
+__all__ = ["KEY_FIELDS", "rule_day", "plot_rule_day", "significant"]
 
 KEY_FIELDS: dict[str, tuple[str, ...]] = {
     "battery_arbitrage": ("soc", "price_per_mwh"),
@@ -49,6 +49,20 @@ fields)."""
 _TIME = ("hour_sin", "hour_cos", "time_remaining")
 MAX_LINES = 6  # action entries drawn one by one up to this many, else summarised by kind
 CANDIDATE_DAYS = 8  # test days, spread over the split, that the figure chooses from
+SUM_DIGITS = 4
+"""Significant digits of the episode sum in the figure's title: the last bits of an AC rollout
+differ between CPU kinds (SIMD and BLAS kernels), and a title printed to 0.1 $ would redraw the
+committed figure on another machine (the task card has the exact returns)."""
+
+
+def significant(value: float, digits: int) -> str:
+    """``value`` rounded to ``digits`` significant digits, with thousands separators
+    (``-2775552.1`` -> ``"-2,776,000"``, ``12.3456`` -> ``"12.35"``)."""
+    rounded = float(f"{value:.{digits}g}")
+    if rounded == int(rounded):
+        return f"{int(rounded):,}"
+    decimals = max(0, digits - 1 - int(np.floor(np.log10(abs(rounded)))))
+    return f"{rounded:,.{decimals}f}".rstrip("0").rstrip(".")
 
 
 def rule_day(name: str, day: int | None = None, split: str = "test") -> dict[str, Any]:
@@ -171,8 +185,8 @@ def plot_rule_day(name: str, path: str | Path, day: int | None = None) -> Path:
         ax.legend(fontsize=7, loc="upper left")
     ax = axes[-2]
     ax.step(hours, run["rewards"], where="post", color="k")
-    total = run["rewards"].sum()
-    ax.set_title(f"reward per step (episode sum {total:,.1f})", fontsize=9)
+    total = significant(float(run["rewards"].sum()), SUM_DIGITS)
+    ax.set_title(f"reward per step (episode sum {total})", fontsize=9)
     ax = axes[-1]
     selected = spec.selected_constraints or spec.constraint_names
     for c in selected:

@@ -7,6 +7,9 @@ site write nothing into the clone.
   physics pins them: :mod:`powerzoo.physics.blas_threads`), and a figure whose bytes did not
   change is not written again. Two builds, in fresh processes on one and two BLAS threads, are
   byte-identical.
+* A figure's title quotes the episode's return to four significant digits: an AC rollout's last
+  bits differ between CPU kinds (acopf_118's rule day sums to -2,775,552.1 $ on AVX-512 kernels
+  and -2,775,553.2 $ on AVX2 ones), which redrew a title printed to 0.1 $.
 * The site's examples run in a temporary folder (the root ``conftest.py``): an example that
   trains with SB3's checkpoint and TensorBoard callbacks leaves no ``logs/`` or ``ckpt/`` behind.
 """
@@ -62,6 +65,20 @@ def test_an_unchanged_figure_is_not_written_again(tmp_path):
     before = path.stat().st_mtime_ns, path.stat().st_ino
     plot_rule_day("battery_arbitrage", path)
     assert (path.stat().st_mtime_ns, path.stat().st_ino) == before
+
+
+def test_the_title_sum_is_the_same_on_both_cpu_kinds():
+    from powerzoo.benchmarks.task_figures import SUM_DIGITS, significant
+
+    assert significant(-2_775_552.1, SUM_DIGITS) == significant(-2_775_553.2, SUM_DIGITS)
+    assert significant(-2_775_552.1, SUM_DIGITS) == "-2,776,000"
+    assert [significant(v, 4) for v in (12.3456, 0.001234, 0.0, -0.5, 99_999.0)] == [
+        "12.35",
+        "0.001234",
+        "0",
+        "-0.5",
+        "100,000",
+    ]
 
 
 def _fence_node(page: Path, needle: str) -> str:
