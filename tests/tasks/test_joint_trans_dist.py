@@ -94,6 +94,30 @@ def test_the_boundary_lmp_carries_the_congestion(task):
     assert task.lmp.solve(more)[0, 3] >= lmp[k, 3]
 
 
+def test_a_second_task_gets_the_kept_lmps_of_the_same_loads_and_other_loads_are_solved(task):
+    """A second task of the same configuration gets the first one's day-ahead LMPs without a
+    DC-OPF (an SB3 vector env's sub-envs, a second env on the same days), equal to a fresh
+    solve to the last bit; another penalty, case or load vector is solved, not looked up."""
+    from powerzoo.tasks.joint_trans_dist import boundary
+
+    other = make_task("joint_trans_dist", "test")
+    np.testing.assert_array_equal(other.tou_plan, task.tou_plan)
+    steps = np.arange(task.lmp.steps) + 3 * task.lmp.steps
+    loads = task.lmp.loads(steps)
+    penalty = task.params.overload_penalty_per_mwh
+    kept = boundary.day_ahead_lmp(task.case, loads, penalty)
+    assert boundary.day_ahead_lmp(other.case, loads.copy(), penalty) is kept
+    assert not kept.flags.writeable
+    fresh = solve_dc_opf(task.case, loads, soft_line_penalty=penalty).lmp_per_mwh
+    assert fresh.tobytes() == kept.tobytes()
+    assert boundary.day_ahead_lmp(task.case, loads, penalty + 1.0) is not kept
+    nudged = loads.copy()
+    nudged[0, 3] = np.nextafter(nudged[0, 3], np.inf)
+    assert boundary.day_ahead_lmp(task.case, nudged, penalty) is not kept
+    case_118 = make_task("joint_trans_dist_118", "test").case
+    assert boundary._case_digest(case_118) != boundary._case_digest(task.case)
+
+
 def test_the_head_voltage_moves_with_the_transmission_state(task):
     """The head voltage falls with the system's load (the Thevenin equivalent at bus 3) and
     with the feeders' own draw; batteries discharging raise it."""

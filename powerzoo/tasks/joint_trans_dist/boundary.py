@@ -6,6 +6,10 @@ Thevenin equivalent of the transmission network there, then the substation trans
   limits soft at the overload price) of the step's transmission loads plus every feeder's idle
   head power x its copies; its locational marginal prices ``lambda + congestion`` at every bus
   (:class:`LmpTable`), computed a calendar day at a time when first asked for and kept.
+  The DC-OPFs of one call are also kept for the process (:func:`day_ahead_lmp`): another env
+  of the same task asking for the same loads (an SB3 vector env's sub-envs building their
+  time-of-use plan, a second env reset on the same days) gets the same LMPs to the last bit
+  without solving them again.
 * **Head voltage** (:meth:`Boundary.head_voltage_pu`): the boundary bus's voltage magnitude
   from :class:`powerzoo.physics.thevenin.Thevenin` (the case's impedances, units behind their
   subtransient reactance, linearised about the case's AC solution) at the step's bus loads
@@ -30,6 +34,9 @@ Thevenin equivalent of the transmission network there, then the substation trans
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -45,11 +52,50 @@ __all__ = [
     "SUBSTATION_X_OVER_R",
     "Boundary",
     "LmpTable",
+    "day_ahead_lmp",
 ]
 
 SUBSTATION_MVA = 10.0  # each feeder's substation transformer rating (MVA; a 12.47 kV feeder)
 SUBSTATION_Z_PU = 0.08  # its short-circuit impedance on its own rating (p.u.)
 SUBSTATION_X_OVER_R = 10.0  # its X/R ratio
+LMP_MEMO_CALLS = 64  # DC-OPF calls kept by :func:`day_ahead_lmp` (least recently used go)
+
+_lmp_memo: OrderedDict[tuple, np.ndarray] = OrderedDict()
+
+
+def _case_digest(case: Any) -> str:
+    """A digest of every field of a network case (its arrays' bytes, shapes and dtypes)."""
+    digest = hashlib.sha256()
+    for f in dataclasses.fields(case):
+        value = getattr(case, f.name)
+        digest.update(f.name.encode())
+        if isinstance(value, np.ndarray):
+            digest.update(f"{value.dtype}{value.shape}".encode())
+            digest.update(np.ascontiguousarray(value).tobytes())
+        else:
+            digest.update(repr(value).encode())
+    return digest.hexdigest()
+
+
+def day_ahead_lmp(case: Any, loads: np.ndarray, penalty: float) -> np.ndarray:
+    """LMPs [B, n_bus] ($/MWh, read-only) of the DC-OPF of bus loads ``loads`` [B, n_bus] (MW),
+    line limits soft at ``penalty`` $/MWh.
+
+    One call's rows are solved together (each warm-starts from the previous row), so the result
+    is kept for exactly this input: the same case, penalty and loads to the last bit give the
+    kept array; any other input is solved. The last :data:`LMP_MEMO_CALLS` calls are kept.
+    """
+    loads = np.ascontiguousarray(loads, dtype=np.float64)
+    key = (_case_digest(case), float(penalty), loads.shape, hashlib.sha256(loads).hexdigest())
+    if key in _lmp_memo:
+        _lmp_memo.move_to_end(key)
+        return _lmp_memo[key]
+    lmp = solve_dc_opf(case, loads, soft_line_penalty=penalty).lmp_per_mwh
+    lmp.setflags(write=False)
+    _lmp_memo[key] = lmp
+    while len(_lmp_memo) > LMP_MEMO_CALLS:
+        _lmp_memo.popitem(last=False)
+    return lmp
 
 
 class LmpTable:
@@ -72,8 +118,7 @@ class LmpTable:
 
     def solve(self, loads: np.ndarray) -> np.ndarray:
         """LMPs [B, n_bus] ($/MWh) of the DC-OPF of bus loads ``loads`` [B, n_bus] (MW)."""
-        penalty = self.task.params.overload_penalty_per_mwh
-        return solve_dc_opf(self.task.case, loads, soft_line_penalty=penalty).lmp_per_mwh
+        return day_ahead_lmp(self.task.case, loads, self.task.params.overload_penalty_per_mwh)
 
     def ensure(self, flat: np.ndarray) -> None:
         """Compute the days of calendar steps ``flat`` not yet in the table."""
