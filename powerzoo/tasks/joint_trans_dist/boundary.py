@@ -5,11 +5,11 @@ Thevenin equivalent of the transmission network there, then the substation trans
 * **Price**: per calendar step, the DC-OPF (:func:`powerzoo.physics.dc_opf.solve_dc_opf`, line
   limits soft at the overload price) of the step's transmission loads plus every feeder's idle
   head power x its copies; its locational marginal prices ``lambda + congestion`` at every bus
-  (:class:`LmpTable`), computed a calendar day at a time when first asked for and kept.
-  The DC-OPFs of one call are also kept for the process (:func:`day_ahead_lmp`): another env
-  of the same task asking for the same loads (an SB3 vector env's sub-envs building their
-  time-of-use plan, a second env reset on the same days) gets the same LMPs to the last bit
-  without solving them again.
+  (:class:`LmpTable`), computed a calendar day at a time (one DC-OPF call per day, so a day's
+  prices do not depend on which days were asked for with it) when first asked for and kept.
+  Each call is also kept for the process (:func:`day_ahead_lmp`): another env of the same task
+  on the same day (an SB3 vector env's sub-envs, a second env, an evaluation env beside the
+  training one) gets the same LMPs to the last bit without solving them again.
 * **Head voltage** (:meth:`Boundary.head_voltage_pu`): the boundary bus's voltage magnitude
   from :class:`powerzoo.physics.thevenin.Thevenin` (the case's impedances, units behind their
   subtransient reactance, linearised about the case's AC solution) at the step's bus loads
@@ -58,7 +58,7 @@ __all__ = [
 SUBSTATION_MVA = 10.0  # each feeder's substation transformer rating (MVA; a 12.47 kV feeder)
 SUBSTATION_Z_PU = 0.08  # its short-circuit impedance on its own rating (p.u.)
 SUBSTATION_X_OVER_R = 10.0  # its X/R ratio
-LMP_MEMO_CALLS = 64  # DC-OPF calls kept by :func:`day_ahead_lmp` (least recently used go)
+LMP_MEMO_CALLS = 512  # DC-OPF calls (days) kept by :func:`day_ahead_lmp` (least recently used go)
 
 _lmp_memo: OrderedDict[tuple, np.ndarray] = OrderedDict()
 
@@ -126,11 +126,8 @@ class LmpTable:
         missing = [int(d) for d in days if int(d) not in self._days]
         if not missing:
             return
-        steps = (np.asarray(missing)[:, None] * self.steps + np.arange(self.steps)).ravel()
-        lmp = self.solve(self.loads(steps)).reshape(len(missing), self.steps, -1)
-        for d, day in zip(missing, lmp, strict=True):
-            day.setflags(write=False)
-            self._days[d] = day
+        for d in missing:  # one DC-OPF call per day: a day's LMPs do not depend on the others
+            self._days[d] = self.solve(self.loads(d * self.steps + np.arange(self.steps)))
 
     def at(self, flat: np.ndarray) -> np.ndarray:
         """LMPs [B, n_bus] ($/MWh) at calendar steps ``flat`` [B]."""
