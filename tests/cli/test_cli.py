@@ -149,7 +149,7 @@ def test_eval_of_a_multi_agent_run_with_the_printed_command(tmp_path, capsys, ma
         "--marl",
         marl,
         "--timesteps",
-        "2000",
+        "500",
         "--output-dir",
         str(tmp_path / "runs"),
         "--no-progress",
@@ -167,7 +167,7 @@ def test_eval_of_a_multi_agent_run_with_the_printed_command(tmp_path, capsys, ma
     with (
         run / "evaluation" / "evaluation_metrics.csv"
     ).open() as handle:  # evaluated once, at the end
-        assert [row["timestep"] for row in csv.DictReader(handle)] == ["2000"]
+        assert [row["timestep"] for row in csv.DictReader(handle)] == ["500"]
 
     evaluated = run_cli(*command[1:], "--episodes", "2")
     assert evaluated.returncode == 0, evaluated.stderr
