@@ -1,4 +1,4 @@
-"""benchmarks/grid_scale.py: the sweep runs on small cases and writes its table, data and plot."""
+"""benchmarks/grid_scale.py: the sweep runs on a small case and writes its table, data and plot."""
 
 import importlib.util
 import json
@@ -12,22 +12,21 @@ HEADER = (
 )
 
 
-def test_sweep_on_small_cases_writes_positive_figures(tmp_path):
+def test_sweep_on_a_small_case_writes_positive_figures(tmp_path):
     out = tmp_path / "grid"
     spec = importlib.util.spec_from_file_location("grid_scale", SCRIPT)
     grid_scale = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(grid_scale)
-    grid_scale.main(["--cases", "case5", "case14", "--seconds", "0.01", "--out", str(out)])
+    grid_scale.main(["--cases", "case5", "--seconds", "0.01", "--out", str(out)])
     table = (out / "grid_scale.md").read_text().splitlines()
     assert table[0] == HEADER
     rows = [line.strip("| ").split(" | ") for line in table[2:]]
-    assert [r[0] for r in rows] == ["`case5`", "`case14`"]
-    assert rows[0][1] == "5" and rows[1][1] == "14"
+    assert [r[0] for r in rows] == ["`case5`"] and rows[0][1] == "5"
     assert "–" not in rows[0]  # case5 builds every part
     for row in rows:
         numbers = [float(cell.replace(",", "")) for cell in row[1:] if cell != "–"]
         assert len(numbers) >= 7 and all(x > 0 for x in numbers)  # AC and pandapower at least
     data = json.loads((out / "grid_scale.json").read_text())
-    assert [r["case"] for r in data] == ["case5", "case14"]
+    assert [r["case"] for r in data] == ["case5"]
     assert (out / "grid_scale.csv").read_text().startswith("case,n_bus,dc_us_n1,")
     assert (out / "grid_scale.png").stat().st_size > 0
