@@ -238,7 +238,9 @@ def test_observation_shows_time_to_departure_and_energy_needed():
 # ---- baselines --------------------------------------------------------------------------------
 def test_rule_meets_every_goal_the_oracle_earns_more_and_random_falls_short():
     env = make_env("marl_ev_v2g", split="test")
-    days = [14, 20]  # July test weeks (16 and 22 July): the feeder is loaded
+    # a July test week (22 July): the feeder is loaded (measured: oracle 19,539 $, rule 9,595,
+    # random -5,653 with 71,729 kWh short; the week of 16 July orders them alike, its LP is slower)
+    days = [20]
     res = {
         p: evaluate_days(make_baseline_policy(p, env, seed=0), env, days, seed=0)
         for p in ("random", "rule_based", "oracle")
