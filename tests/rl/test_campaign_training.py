@@ -364,26 +364,12 @@ def ray_cluster():
 
 
 @pytest.mark.slow
-def test_ray_campaign_gives_the_local_numbers(ray_cluster, local_run, tiny_file, tmp_path):
-    from powerzoo.integrations.tune import run_ray
-
-    out, _ = local_run
-    outcome = run_ray(tiny_file, tmp_path / "ray", progress=False)
-    assert not outcome.failed and [r["trial_id"] for r in outcome.trials] == RUN_ORDER
-    assert _numbers(tmp_path / "ray") == _numbers(out)
-    assert (tmp_path / "ray" / "ray" / "campaign" / TRIAL_IDS[0]).is_dir()  # one Tune trial each
-    # run again, the restored experiment reports its old results: the folder's record wins (a
-    # record topped up since, e.g. with a new held-out family, is not overwritten)
-    path = tmp_path / "ray" / "trials" / TRIAL_IDS[0] / TRIAL_FILE
-    record = json.loads(path.read_text())
-    path.write_text(json.dumps({**record, "edited_since": True}))
-    again = run_ray(tiny_file, tmp_path / "ray", progress=False)
-    assert again.records[TRIAL_IDS[0]].get("edited_since") is True
-    assert json.loads(path.read_text())["edited_since"] is True
-
-
-@pytest.mark.slow
-def test_ray_campaign_survives_a_killed_driver(ray_cluster, local_run, tmp_path):
+def test_ray_campaign_survives_a_killed_driver_and_gives_the_local_numbers(
+    ray_cluster, local_run, tmp_path
+):
+    """A driver killed after its first trial; the campaign run again restores the Tune experiment,
+    runs the rest, and gives the local backend's numbers; a third run keeps the folder's records
+    (a record topped up since, e.g. with a new held-out family, is not overwritten)."""
     from powerzoo.integrations.tune import run_ray
 
     out, _ = local_run
@@ -429,6 +415,13 @@ def test_ray_campaign_survives_a_killed_driver(ray_cluster, local_run, tmp_path)
     outcome = run_ray(spec_file, ray_out, progress=False)  # restores the Tune experiment
     assert not outcome.failed and [r["trial_id"] for r in outcome.trials] == RUN_ORDER
     assert _numbers(ray_out) == _numbers(out)
+    assert (ray_out / "ray" / "campaign" / TRIAL_IDS[0]).is_dir()  # one Tune trial each
+    path = ray_out / "trials" / TRIAL_IDS[0] / TRIAL_FILE
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "edited_since": True}))
+    again = run_ray(spec_file, ray_out, progress=False)
+    assert again.records[TRIAL_IDS[0]].get("edited_since") is True
+    assert json.loads(path.read_text())["edited_since"] is True
 
 
 @pytest.mark.slow
