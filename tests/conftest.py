@@ -10,6 +10,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the files that hold a ``slow`` test first, each file's tests kept together and in
+    their order (module fixtures are set up once). pytest-xdist hands tests to its workers in
+    this order, so the long trainings start early and the run does not end on one of them
+    while the other worker idles."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
     """Tiny MLPs run fastest on one thread and do not fight the other pytest worker for cores."""
