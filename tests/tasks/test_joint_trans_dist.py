@@ -118,6 +118,22 @@ def test_a_second_task_gets_the_kept_lmps_of_the_same_loads_and_other_loads_are_
     assert boundary._case_digest(case_118) != boundary._case_digest(task.case)
 
 
+def test_a_days_lmps_do_not_depend_on_the_days_asked_for_with_it(monkeypatch):
+    """Each calendar day is one DC-OPF call (its rows warm-start from each other, never from
+    another day's), so a day asked for with others equals the day asked for alone, to the bit."""
+    from powerzoo.tasks.joint_trans_dist import boundary
+
+    monkeypatch.setattr(boundary, "_lmp_memo", type(boundary._lmp_memo)())
+    together = make_task("joint_trans_dist", "test").lmp
+    steps = together.steps
+    together.ensure(np.array([5 * steps, 6 * steps + 7]))
+    boundary._lmp_memo.clear()  # nothing kept: the day is solved again, alone
+    alone = make_task("joint_trans_dist", "test").lmp
+    alone.ensure(np.array([6 * steps]))
+    assert sorted(together._days) == [5, 6] and sorted(alone._days) == [6]
+    assert alone._days[6].tobytes() == together._days[6].tobytes()
+
+
 def test_the_head_voltage_moves_with_the_transmission_state(task):
     """The head voltage falls with the system's load (the Thevenin equivalent at bus 3) and
     with the feeders' own draw; batteries discharging raise it."""
