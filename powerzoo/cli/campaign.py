@@ -65,7 +65,10 @@ def _cmd_campaign_report(args: argparse.Namespace) -> int:
     from powerzoo.rl.campaigns.page import read_diagnoses
 
     diagnoses = read_diagnoses(args.diagnoses) if args.diagnoses else None
-    page = write_results_page(args.folder, out, plots=args.plots, diagnoses=diagnoses)
+    preface = _read_preface(args.preface) if args.preface else None
+    page = write_results_page(
+        args.folder, out, plots=args.plots, diagnoses=diagnoses, preface=preface
+    )
     folder = page.folder
     print(f"results page: {page.index}")
     print(f"summary (Markdown, one row per task): {page.summary}")
@@ -76,6 +79,16 @@ def _cmd_campaign_report(args: argparse.Namespace) -> int:
         + (f"; {len(folder.missing)} missing, listed on the page" if folder.missing else "")
     )
     return 0
+
+
+def _read_preface(path: str) -> str:
+    """The text of the ``--preface`` Markdown file (an unreadable one is the CLI's one-line
+    error; an empty one is refused)."""
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    if not text.strip():
+        raise ValueError(f"--preface {path} is empty")
+    return text
 
 
 def add_parser(sub: Any) -> None:
@@ -101,6 +114,12 @@ def add_parser(sub: Any) -> None:
             "task: text mapping of measured reasons why no trained row reaches the rule within "
             "the budgets (printed under the summary and in each task's section)"
         ),
+    )
+    p.add_argument(
+        "--preface",
+        default=None,
+        metavar="FILE.md",
+        help="Markdown printed under the page's title (e.g. that the tasks changed since)",
     )
     p.add_argument(
         "--plots",

@@ -23,7 +23,8 @@ RECORDS = REPO_ROOT / "results" / "benchmark"
 PAGE = REPO_ROOT / "docs" / "results"
 REGENERATE = (
     "regenerate with `powerzoo campaign-report results/benchmark --out docs/results "
-    "--diagnoses campaigns/benchmark_diagnoses.yaml` and copy summary.md's table into README.md"
+    "--diagnoses campaigns/benchmark_diagnoses.yaml --preface campaigns/benchmark_preface.md` "
+    "and copy summary.md's table into README.md"
 )
 
 
@@ -62,6 +63,16 @@ def test_the_readme_shows_the_summary_table_and_the_trial_count(summary_now):
         assert re.search(rf"\b{finished} trials have\s+finished", section), (
             f"README should say {finished} of the {total} trials have finished"
         )
+
+
+def test_the_page_opens_with_its_preface():
+    """The v1 page says first that its tasks have changed since (a regeneration without
+    ``--preface`` would drop that)."""
+    page = (PAGE / "index.md").read_text(encoding="utf-8")
+    preface = (REPO_ROOT / "campaigns" / "benchmark_preface.md").read_text(encoding="utf-8")
+    title, body = page.split("\n\n", 1)
+    assert title == "# PowerZoo benchmark results: campaign `benchmark`"
+    assert body.startswith(preface.strip() + "\n\n"), f"docs/results/index.md: {REGENERATE}"
 
 
 def test_every_diagnosis_names_a_campaign_task_and_files_that_exist():

@@ -324,6 +324,26 @@ def test_diagnoses_are_printed_under_the_summary_and_in_the_task_section(campaig
         read_diagnoses(path)
 
 
+def test_a_preface_is_printed_under_the_title_and_an_empty_one_is_refused(
+    campaign_dir, tmp_path, capsys
+):
+    preface = tmp_path / "preface.md"
+    preface.write_text("!!! warning\n    These tasks have changed since.\n")
+    out = tmp_path / "page"
+    args = ["campaign-report", str(campaign_dir), "--out", str(out), "--no-plots"]
+    assert main([*args, "--preface", str(preface)]) == 0
+    lines = (out / "index.md").read_text().splitlines()
+    assert lines[0].startswith("# PowerZoo benchmark results")
+    assert lines[2:4] == ["!!! warning", "    These tasks have changed since."]
+    assert lines[5].startswith("3 of 6 trials finished")
+    capsys.readouterr()
+    preface.write_text("\n  \n")
+    assert main([*args, "--preface", str(preface)]) == 2
+    assert capsys.readouterr().err.strip() == f"powerzoo: error: --preface {preface} is empty"
+    assert main([*args, "--preface", str(tmp_path / "missing.md")]) == 2
+    assert "missing.md" in capsys.readouterr().err
+
+
 def test_a_rewritten_page_drops_the_figures_of_tasks_it_no_longer_shows(campaign_dir, tmp_path):
     stale = tmp_path / "learning_curves_withdrawn_task.png"
     stale.write_bytes(b"an earlier report's figure")

@@ -383,11 +383,14 @@ def write_results_page(
     *,
     plots: bool = True,
     diagnoses: dict[str, str] | None = None,
+    preface: str | None = None,
 ) -> ResultsPage:
     """Write the results page of the campaign folder ``campaign_dir`` into ``out_dir``.
 
     ``diagnoses``: per task, the measured reason no trained row reaches the rule within the
     budgets (:func:`read_diagnoses`), printed under the summary and in the task's section.
+    ``preface``: Markdown printed under the page's title, before anything generated (what a
+    reader must know first, e.g. that the tasks have changed since the campaign ran).
 
     Files: ``index.md`` (summary, compute time, per task its table, return-against-cost plot
     and learning curves, missing trials), ``summary.md`` (one row per task), ``results.csv`` /
@@ -400,7 +403,7 @@ def write_results_page(
     kept them is read against the packaged table and the tasks' budgets now.
     """
     with pinned_campaign_files(campaign_dir):
-        return _write_results_page(campaign_dir, out_dir, plots, diagnoses)
+        return _write_results_page(campaign_dir, out_dir, plots, diagnoses, preface)
 
 
 def _write_results_page(
@@ -408,6 +411,7 @@ def _write_results_page(
     out_dir: str | Path,
     plots: bool,
     diagnoses: dict[str, str] | None,
+    preface: str | None,
 ) -> ResultsPage:
     from powerzoo.rl.campaigns.page_text import index_markdown, summary_markdown
 
@@ -456,7 +460,8 @@ def _write_results_page(
         raise ValueError(f"diagnoses for tasks the campaign does not hold: {', '.join(unknown)}")
     summary = atomic_write_text(out / "summary.md", summary_markdown(folder, rows, diagnoses))
     index = atomic_write_text(
-        out / "index.md", index_markdown(folder, rows, cost_names, timing, images, diagnoses)
+        out / "index.md",
+        index_markdown(folder, rows, cost_names, timing, images, diagnoses, preface),
     )
     return ResultsPage(
         index, summary, rows, [p for paths in images.values() for p in paths], folder

@@ -329,9 +329,11 @@ def index_markdown(
     timing: dict[str, Any],
     images: dict[str, list[Any]],
     diagnoses: dict[str, str] | None = None,
+    preface: str | None = None,
 ) -> str:
-    """``index.md``: status and protocol, the summary (:func:`summary_markdown`), the compute
-    time, per task its table and plots, the missing trials."""
+    """``index.md``: ``preface`` (Markdown, under the title), status and protocol, the summary
+    (:func:`summary_markdown`), the compute time, per task its table and plots, the missing
+    trials."""
     campaign = folder.campaign
     n_done, n_all = len(folder.records), len(campaign.trials)
     status = (
@@ -341,7 +343,8 @@ def index_markdown(
     )
     parts = [
         f"# PowerZoo benchmark results: campaign `{campaign.name}`\n\n"
-        f"{n_done} of {n_all} trials finished ({status}). Made by `powerzoo campaign-report` "
+        + (f"{preface.strip()}\n\n" if preface and preface.strip() else "")
+        + f"{n_done} of {n_all} trials finished ({status}). Made by `powerzoo campaign-report` "
         "from the trial records; nothing was trained or evaluated again.\n\n"
         f"Split `{campaign.split}`. Baselines (random, rule-based, oracle and, where doing "
         "nothing is a policy, idle) are the packaged "
