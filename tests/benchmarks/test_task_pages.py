@@ -100,15 +100,27 @@ def test_docs_pages_keep_figures_rewrites_only_the_pages(tmp_path, capsys):
     assert "](img/marl_opf.png)" in (tmp_path / "marl_opf.md").read_text()
 
 
-def test_every_task_page_names_its_presets_and_links_its_results_section():
+def test_every_task_page_names_its_presets_and_links_its_results_sections():
     """Each task has a run preset in configs/ that its page lists with the command that runs
-    it, and its link to the results page lands on a section of that page titled by the task."""
+    it, and its links to the results pages land on sections of those pages titled by the task:
+    benchmark v2's for every task, v1's (marked as run before the task's revision) for the tasks
+    v1 ran."""
     from pathlib import Path
 
-    from powerzoo.benchmarks.task_training import CONFIGS_DIR, in_campaign, task_presets
+    from powerzoo.benchmarks.task_training import (
+        CAMPAIGN_FILE_V2,
+        CONFIGS_DIR,
+        in_campaign,
+        task_presets,
+    )
 
-    results = (Path(__file__).resolve().parents[2] / "docs" / "results" / "index.md").read_text()
-    headings = set(re.findall(r"^## +(\S+) *$", results, re.MULTILINE))
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    v1_headings = set(
+        re.findall(r"^## +(\S+) *$", (docs / "results" / "index.md").read_text(), re.M)
+    )
+    v2_page = (docs / "results_v2" / "results_v2.md").read_text()
+    v2_headings = set(re.findall(r"^### +(\S+) *$", v2_page, re.M))
+    assert CAMPAIGN_FILE_V2.is_file()
     for task in list_tasks():
         presets = task_presets(task)
         assert presets, f"{task} has no preset in {CONFIGS_DIR}"
@@ -117,12 +129,16 @@ def test_every_task_page_names_its_presets_and_links_its_results_section():
         for name, config in presets:
             assert config["task"] == task
             assert f"`powerzoo train -c configs/{name}`" in section
-        if not in_campaign(task):  # a task newer than the committed campaign says so
-            assert "No trained policies of this task on the results page yet" in section
-            assert task not in headings
-            continue
-        assert f"(../results/index.md#{task})" in section
-        assert task in headings, f"the results page has no section for {task}"
+        assert in_campaign(task, CAMPAIGN_FILE_V2), f"{task} is not in benchmark v2"
+        assert f"(../results_v2/results_v2.md#{task})" in section
+        assert task in v2_headings, f"the v2 results page has no section for {task}"
+        if in_campaign(task):
+            assert f"before its revision: [{task} on the benchmark v1 page]" in section
+            assert f"(../results/index.md#{task})" in section
+            assert task in v1_headings, f"the v1 results page has no section for {task}"
+        else:  # a task newer than v1
+            assert "../results/index.md" not in section
+            assert task not in v1_headings
 
 
 def test_a_task_without_presets_says_how_to_train_it(tmp_path):
