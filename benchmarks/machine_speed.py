@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    from powerzoo.benchmarks.submission import kernels_text
+    from powerzoo.benchmarks.trial_submission import kernels_text
 
     figures = measure(args.rounds)
     hw = figures["hardware"]

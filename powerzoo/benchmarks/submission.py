@@ -28,13 +28,15 @@ task needs its column.
 
 :func:`read_submission` checks all of it and raises :class:`SubmissionError`, one line naming
 the file, the row and what was expected; :func:`write_submission` writes a folder, and
-:func:`submission_from_trials` one from the trial records of a PowerZoo campaign.
+:func:`~powerzoo.benchmarks.trial_submission.submission_from_trials` one from the trial
+records of a PowerZoo campaign.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import difflib
 import io
 import json
 import math
@@ -48,22 +50,20 @@ from powerzoo.benchmarks.baselines import evaluation_protocol
 from powerzoo.benchmarks.budget_snapshot import budgets_of
 from powerzoo.benchmarks.stats import episode_seed
 from powerzoo.fileio import atomic_write_text, write_json
-from powerzoo.provenance import short_commit
 
 __all__ = [
     "SUBMISSION_FORMAT",
     "META_FILE",
     "META_FIELDS",
+    "META_OPTIONAL",
     "ENV_SEED_SCHEMES",
     "EPISODE_FIELDS",
     "SubmissionError",
     "Submission",
     "episodes_file",
-    "kernels_text",
     "expected_env_seeds",
     "read_submission",
     "write_submission",
-    "submission_from_trials",
 ]
 
 SUBMISSION_FORMAT = "powerzoo-submission/1"
@@ -80,6 +80,9 @@ META_FIELDS = (
 )
 """Fields ``meta.json`` must have (``format``, ``split``, ``env_seeds`` and ``notes`` are
 optional)."""
+META_OPTIONAL = ("format", "split", "env_seeds", "notes")
+"""Fields ``meta.json`` may have besides :data:`META_FIELDS`; any other is refused (a misspelt
+optional field would otherwise fall back to its default unseen)."""
 ENV_SEED_SCHEMES = ("protocol", "campaign")
 EPISODE_FIELDS = ("episode", "day_id", "env_seed", "return")
 """Columns every episode file has, before its ``cost_<name>`` columns (``length`` optional)."""
@@ -177,6 +180,15 @@ def _read_meta(folder: Path) -> dict[str, Any]:
     missing = [k for k in META_FIELDS if k not in meta]
     if missing:
         raise _fail(path, f"missing field(s) {', '.join(missing)}")
+    unknown = [k for k in meta if k not in META_FIELDS + META_OPTIONAL]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], META_FIELDS + META_OPTIONAL, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise _fail(
+            path,
+            f"unknown field(s) {', '.join(unknown)}{hint}; fields: "
+            f"{', '.join(META_FIELDS + META_OPTIONAL)}",
+        )
     if meta.get("format", SUBMISSION_FORMAT) != SUBMISSION_FORMAT:
         raise _fail(path, f"format {meta['format']!r}, expected {SUBMISSION_FORMAT!r}")
     for key in ("algorithm", "task", "code_hash", "hardware"):
@@ -198,8 +210,15 @@ def _read_meta(folder: Path) -> dict[str, Any]:
         raise _fail(path, f"wall_time_s must be a finite number of seconds, got {wall!r}")
     if wall < 0:
         raise _fail(path, f"wall_time_s must be >= 0, got {wall!r}")
-    if not isinstance(meta["tuning_budget"], (str, dict)) or not meta["tuning_budget"]:
+    tuning = meta["tuning_budget"]
+    if not isinstance(tuning, (str, dict)) or not tuning:
         raise _fail(path, "tuning_budget must be a non-empty string or JSON object")
+    if isinstance(tuning, dict) and str(tuning.get("split", "")).strip().lower() == "test":
+        raise _fail(
+            path,
+            "tuning_budget: settings chosen on the test split are refused (the test split "
+            "scores; tune on val)",
+        )
     scheme = meta.get("env_seeds", "protocol")
     if scheme not in ENV_SEED_SCHEMES:
         raise _fail(path, f"env_seeds {scheme!r}, expected one of {', '.join(ENV_SEED_SCHEMES)}")
@@ -221,6 +240,34 @@ def _number(path: Path, row: int, column: str, text: str, integer: bool = False)
     if integer and value != int(value):
         raise _fail(path, f"row {row}: {column} {text!r} is not an integer")
     return value
+
+
+def _cost(path: Path, row: int, name: str, text: str) -> float:
+    """One episode's cost: a finite number >= 0 (a constraint cost measures a violation)."""
+    value = _number(path, row, f"cost_{name}", text)
+    if value < 0:
+        raise _fail(
+            path, f"row {row}: cost_{name} {text} is negative (a cost is a violation, >= 0)"
+        )
+    return value
+
+
+def _protocol_problem(task: str, split: str, err: Exception) -> str:
+    """Why ``task`` on ``split`` has no evaluation protocol, in one line."""
+    try:
+        from powerzoo.tasks import list_tasks, task_spec
+
+        if task not in list_tasks():
+            return f"task {task!r} is not a registered task"
+        splits = list(getattr(task_spec(task), "splits", None) or ())
+    except (ImportError, KeyError, ValueError):
+        splits = []
+    if splits and split not in splits:
+        return f"split {split!r} is not a split of {task} ({', '.join(splits)})"
+    return (
+        f"task {task!r} on {split!r}: {err} (a submission is scored on a split the baselines "
+        "were measured on: test)"
+    )
 
 
 def _read_episodes(path: Path) -> tuple[list[str], list[dict[str, str]]]:
@@ -263,7 +310,7 @@ def read_submission(folder: str | Path) -> Submission:
     try:
         protocol = evaluation_protocol(task, split)
     except (ValueError, KeyError) as err:
-        raise _fail(root / META_FILE, f"task {task!r} on {split!r}: {err}") from None
+        raise _fail(root / META_FILE, _protocol_problem(task, split, err)) from None
     days = [int(d) for d in protocol["day_ids"]]
     seeds = tuple(int(s) for s in meta["seeds"])
     scheme = meta.get("env_seeds", "protocol")
@@ -307,10 +354,7 @@ def read_submission(folder: str | Path) -> Submission:
                     )
         returns.append([_number(path, i, "return", r["return"]) for i, r in enumerate(rows)])
         costs.append(
-            [
-                [_number(path, i, f"cost_{n}", r[f"cost_{n}"]) for n in names]
-                for i, r in enumerate(rows)
-            ]
+            [[_cost(path, i, n, r[f"cost_{n}"]) for n in names] for i, r in enumerate(rows)]
         )
         if "length" in header:
             lengths.append(
@@ -365,113 +409,3 @@ def write_submission(
         lines += [",".join(_cell(row[c]) for c in columns) for row in rows]
         atomic_write_text(root / episodes_file(seed), "\n".join(lines) + "\n")
     return root
-
-
-def submission_from_trials(trial_dirs: Sequence[str | Path], folder: str | Path) -> Path:
-    """Write a submission folder from the trial records (``trial.json``) of a PowerZoo campaign:
-    one trial per seed of the same task, algorithm and setting. The episodes keep the env seeds
-    the campaign ran (``env_seeds = "campaign"``, module docstring, or ``"protocol"`` for a
-    campaign that tested every trial on the baselines' env seeds); ``code_hash`` names the
-    code each seed ran (:func:`_code_hash_text`), ``hardware`` the trial's record of its machine
-    (trials of a campaign run before compute tracks say it is not recorded), and
-    ``tuning_budget`` says it is not recorded.
-
-    Args:
-        trial_dirs: Trial folders (each with ``trial.json``).
-        folder: The submission folder to write.
-
-    Returns:
-        The folder.
-    """
-    records = []
-    for trial in trial_dirs:
-        path = Path(trial) / "trial.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"no trial record at {path}")
-        records.append(json.loads(path.read_text(encoding="utf-8")))
-    if not records:
-        raise ValueError("no trial folders given")
-    first = records[0]
-    if any((r["task"], r["label"]) != (first["task"], first["label"]) for r in records):
-        raise ValueError("the trials must be of one task and one algorithm/setting label")
-    seeds = [int(r["seed"]) for r in records]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"two trials share a seed: {seeds}")
-    # a campaign with env_seeds: protocol tests every trial on the baselines' env seeds
-    schemes = {"protocol" if r.get("env_seeds") == "protocol" else "campaign" for r in records}
-    if len(schemes) != 1:
-        raise ValueError("the trials were tested on different env seed schemes")
-    scheme = schemes.pop()
-    meta = {
-        "algorithm": first["label"],
-        "task": first["task"],
-        "split": first.get("split", "test"),
-        "seeds": seeds,
-        "code_hash": _code_hash_text(records),
-        "env_steps": max(int(r["num_timesteps"]) for r in records),
-        "wall_time_s": max(float(r["train_seconds"]) for r in records),
-        # trials run since compute tracks exist record their machine; older ones do not
-        "hardware": _hardware_text(first.get("hardware")),
-        "tuning_budget": "not recorded (a PowerZoo campaign preset)",
-        "env_seeds": scheme,
-        "notes": "written from the trial records "
-        + ", ".join(f"{r['trial_id']} (config {r['config_hash']})" for r in records),
-    }
-    keep = ("episode", "day_id", "env_seed", "return", "length")
-    episodes = {
-        int(r["seed"]): [
-            {
-                **{k: e[k] for k in keep},
-                **{f"cost_{n}": e[f"cost_{n}"] for n in r["cost_names"]},
-            }
-            for e in r["episodes"]
-        ]
-        for r in records
-    }
-    return write_submission(folder, meta, episodes)
-
-
-def kernels_text(hardware: dict[str, Any]) -> str:
-    """``", AVX2, openblas:Haswell"``: the widest SIMD numpy used and the BLAS kernels of a
-    :func:`powerzoo.rl.tracks.hardware_info` dict, for a one-line hardware description (empty
-    when not recorded, as in records written before they were)."""
-    simd = hardware.get("simd") or []
-    wide = [f for f in ("AVX512F", "AVX2", "AVX") if f in simd][:1]
-    return "".join(f", {item}" for item in [*wide, *(hardware.get("blas_kernels") or [])])
-
-
-def _hardware_text(record: Any) -> str:
-    """A trial record's ``hardware`` (:func:`powerzoo.rl.tracks.hardware_info`) as the one line
-    a submission's ``hardware`` holds."""
-    if not isinstance(record, dict):
-        return "not recorded (a PowerZoo campaign trial)"
-    gpu = f", GPU {record['gpu']}" if record.get("gpu") else ""
-    return (
-        f"{record.get('cpu_model', 'unknown CPU')}, {record.get('cpus_usable', '?')} of "
-        f"{record.get('cpu_count', '?')} cores usable, torch on {record.get('torch_device', '?')} "
-        f"with {record.get('torch_threads', '?')} thread(s){gpu}{kernels_text(record)}"
-    )
-
-
-def _code_hash_text(records: Sequence[dict[str, Any]]) -> str:
-    """The code a submission's seeds were trained and tested with, from the trial records'
-    ``code`` (:func:`powerzoo.provenance.code_provenance`): ``sources <hash> (commit <id>)``,
-    followed by the seeds of each version when they differ. A trial recorded before trials kept
-    their code is named by its configuration hash (``config <hash>``)."""
-    seeds_of: dict[str, list[int]] = {}
-    for record in records:
-        code = record.get("code")
-        if isinstance(code, dict) and code.get("source_hash"):
-            commit = code.get("commit")
-            name = f"sources {code['source_hash']}" + (
-                f" (commit {short_commit(str(commit))})" if commit else ""
-            )
-        else:
-            name = f"config {record['config_hash']}"
-        seeds_of.setdefault(name, []).append(int(record["seed"]))
-    if len(seeds_of) == 1:
-        return next(iter(seeds_of))
-    return "; ".join(
-        f"{name}: seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))}"
-        for name, seeds in seeds_of.items()
-    )

@@ -33,6 +33,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "score_submission",
     "append_result",
+    "has_result",
     "result_text",
     "read_run_scores",
 ]
@@ -175,12 +176,48 @@ def _csv_ready(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()}
 
 
+_SUBMISSION_KEY = ("task", "split", "algorithm", "seeds")
+"""The columns that name one submission in a results table: its row is replaced, not added
+again, when the submission is scored a second time."""
+
+
+def _key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(row.get(c, "")) for c in _SUBMISSION_KEY)
+
+
+def _table_rows(path: Path) -> list[dict[str, str]] | None:
+    """The rows of the results table at ``path`` with today's columns (``None`` where the file
+    is absent or empty); ``ValueError`` for a file with other columns."""
+    if not path.is_file():
+        return None
+    old = path.read_text(encoding="utf-8")
+    header = next(csv.reader([old.splitlines()[0]])) if old.strip() else []
+    if not header:
+        return None
+    if header != list(RESULT_COLUMNS) and header != [c for c in RESULT_COLUMNS if c in header]:
+        raise ValueError(
+            f"{path}: its columns are not those of a results table of powerzoo score; "
+            "write to a new file"
+        )
+    return list(csv.DictReader(io.StringIO(old)))
+
+
+def has_result(table: str | Path, row: Mapping[str, Any]) -> bool:
+    """Whether the results table at ``table`` holds a row of the same submission as ``row``
+    (same task, split, algorithm and seeds)."""
+    rows = _table_rows(Path(table)) or []
+    key = _key(_csv_ready(row))
+    return any(_key(old) == key for old in rows)
+
+
 def append_result(table: str | Path, row: Mapping[str, Any]) -> Path:
     """Add ``row`` to the results table at ``table`` (created with its header when absent).
 
-    A table written before the results table gained columns (its columns are those of today's
-    table in the same order, some missing) is rewritten with today's, its rows' new cells empty.
-    Raises ``ValueError`` when the file exists with other columns.
+    A row of the same submission (same task, split, algorithm and seeds) is replaced rather than
+    added again, so scoring a folder twice does not count its runs twice. A table written before
+    the results table gained columns (its columns are those of today's table in the same order,
+    some missing) is rewritten with today's, its rows' new cells empty. Raises ``ValueError``
+    when the file exists with other columns.
 
     Args:
         table: A results table CSV file.
@@ -190,20 +227,9 @@ def append_result(table: str | Path, row: Mapping[str, Any]) -> Path:
         The table's path.
     """
     path = Path(table)
-    text = csv_text(RESULT_COLUMNS, [_csv_ready(row)])
-    if path.is_file():
-        old = path.read_text(encoding="utf-8")
-        header = next(csv.reader([old.splitlines()[0]])) if old.strip() else []
-        if header and header != list(RESULT_COLUMNS):
-            if header != [c for c in RESULT_COLUMNS if c in header]:
-                raise ValueError(
-                    f"{path}: its columns are not those of a results table of powerzoo score; "
-                    "write to a new file"
-                )
-            old = csv_text(RESULT_COLUMNS, csv.DictReader(io.StringIO(old)))  # an older table
-        if header:
-            text = old + ("" if old.endswith("\n") else "\n") + text.split("\n", 1)[1]
-    return atomic_write_text(path, text)
+    new = _csv_ready(row)
+    rows = [old for old in (_table_rows(path) or []) if _key(old) != _key(new)]
+    return atomic_write_text(path, csv_text(RESULT_COLUMNS, [*rows, new]))
 
 
 def read_run_scores(

@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     from powerzoo.cli.score import add_parser as add_score_parser
 
     add_score_parser(sub)
+    from powerzoo.cli.submit import add_parser as add_submit_parser
+
+    add_submit_parser(sub)
     from powerzoo.cli.campaign_score import add_parser as add_campaign_score_parser
 
     add_campaign_score_parser(sub)

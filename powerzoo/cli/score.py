@@ -14,8 +14,9 @@ __all__ = ["add_parser"]
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from powerzoo.benchmarks.submission import read_submission, submission_from_trials
-    from powerzoo.benchmarks.submission_score import append_result, result_text, score_submission
+    from powerzoo.benchmarks.submission import read_submission
+    from powerzoo.benchmarks.submission_score import result_text, score_submission
+    from powerzoo.benchmarks.trial_submission import submission_from_trials
 
     folder = Path(args.folder)
     if args.resamples < 1:
@@ -38,13 +39,24 @@ def _cmd_score(args: argparse.Namespace) -> int:
     else:
         print(result_text(row))
     if args.table is not None:
-        print(f"added the row to {append_result(args.table, row)}")
+        print(table_line(args.table, row))
     return 0
+
+
+def table_line(table: str, row: dict[str, Any]) -> str:
+    """Add ``row`` to the results table ``table`` and say so (replacing its earlier row when
+    the same submission was scored into it before)."""
+    from powerzoo.benchmarks.submission_score import append_result, has_result
+
+    again = has_result(table, row)
+    path = append_result(table, row)
+    if again:
+        return f"replaced the earlier row of this submission in {path}"
+    return f"added the row to {path}"
 
 
 def add_parser(sub: Any) -> None:
     """Register ``score`` on the ``powerzoo`` sub-parser object."""
-    from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
 
     p = sub.add_parser(
         "score",
@@ -76,11 +88,19 @@ def add_parser(sub: Any) -> None:
         help="score against the baselines table and budgets pinned in this campaign folder "
         "(default: the packaged table and the tasks' budgets now)",
     )
-    p.add_argument(
+    add_row_arguments(p)
+    p.set_defaults(func=_cmd_score)
+
+
+def add_row_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--resamples`` and ``--json``: how a command that scores a submission computes and
+    prints its row."""
+    from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
+
+    parser.add_argument(
         "--resamples",
         type=int,
         default=BOOTSTRAP_RESAMPLES,
         help=f"bootstrap resamples of every interval (default: {BOOTSTRAP_RESAMPLES})",
     )
-    p.add_argument("--json", action="store_true", help="print the row as JSON")
-    p.set_defaults(func=_cmd_score)
+    parser.add_argument("--json", action="store_true", help="print the row as JSON")

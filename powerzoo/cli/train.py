@@ -21,6 +21,16 @@ from powerzoo.cli.common import (
 __all__ = ["add_parsers", "evaluate_run", "format_summary"]
 
 
+def _algorithm_name(value: str) -> str:
+    """``--algo``: a registered name (any case) or an entry point ``package.module:Class``."""
+    from powerzoo.rl.algorithms import ALL_ALGORITHMS, canonical_algorithm
+
+    try:
+        return canonical_algorithm(value, ALL_ALGORITHMS)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _run_name(value: str) -> str:
     """``--name``: one plain folder name (``argparse`` prints the reason and exits 2)."""
     from powerzoo.rl.names import check_plain_name
@@ -325,10 +335,15 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-c", "--config", help="YAML or JSON run config (see powerzoo.rl.config)")
     p.add_argument(
         "--algo",
-        type=str.upper,
-        choices=ALL_ALGORITHMS,
+        "--algorithm",
+        type=_algorithm_name,
         default=None,
-        help="algorithm (default: PPO; multi-agent tasks also MAPPO, IPPO, MAPPO-L, IPPO-L)",
+        metavar="ALGO",
+        help=(
+            f"algorithm: {', '.join(ALL_ALGORITHMS)} (default PPO; the native -L family and "
+            "MAPPO / IPPO by task kind), or an SB3 algorithm class from outside as "
+            "package.module:Class"
+        ),
     )
     p.add_argument(
         "--timesteps", type=_env_steps, default=None, help="training budget in env steps (1e6 ok)"

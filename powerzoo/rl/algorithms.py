@@ -9,6 +9,9 @@ single-agent ones), and the reference baselines of :mod:`powerzoo.rl.reference`
 (:data:`REFERENCE_ALGORITHMS`: one of those learners behind the rule or a safety layer, or
 started from behaviour cloning).
 
+An SB3 algorithm class from outside PowerZoo is named by its entry point,
+``"package.module:Class"`` (:mod:`powerzoo.rl.entry_points`), and trained as SB3's own are.
+
 torch and SB3 are imported only when an algorithm class is asked for, so importing
 :mod:`powerzoo.rl` stays cheap.
 """
@@ -18,14 +21,24 @@ from __future__ import annotations
 import dataclasses
 import decimal
 import importlib
-import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
 
+from powerzoo.rl.entry_points import (
+    algorithm_label,
+    entry_point_class,
+    init_parameters,
+    is_entry_point,
+)
+
 __all__ = [
     "ALGORITHMS",
     "ON_POLICY",
+    "algorithm_label",
+    "entry_point_class",
+    "is_entry_point",
+    "is_on_policy",
     "MULTI_AGENT_ALGORITHMS",
     "algorithm_class",
     "canonical_algorithm",
@@ -335,19 +348,37 @@ def algorithms_for(spec: Any) -> tuple[str, ...]:
     return native + MULTI_AGENT_ALGORITHMS + reference
 
 
+def is_on_policy(name: str) -> bool:
+    """Whether algorithm ``name`` learns on-policy (PPO, A2C and the reference baselines on
+    them; an entry point's class if it subclasses SB3's ``OnPolicyAlgorithm``)."""
+    if is_entry_point(name):
+        from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+        return issubclass(entry_point_class(name), OnPolicyAlgorithm)
+    return str(name).upper() in ON_POLICY
+
+
 def canonical_algorithm(name: str, valid: Sequence[str] = ALGORITHMS) -> str:
-    """Upper-case registered name of ``name`` (case-insensitive).
+    """Upper-case registered name of ``name`` (case-insensitive); an entry point
+    (:func:`is_entry_point`) is returned as written (its class is checked when it is built).
 
     Names outside ``valid`` (default: every registered algorithm) raise ``ValueError`` listing them.
     """
+    if is_entry_point(name):
+        return name
     if isinstance(name, str) and name.upper() in valid:
         return name.upper()
-    raise ValueError(f"unknown algorithm {name!r}; valid: {', '.join(valid)}")
+    raise ValueError(
+        f"unknown algorithm {name!r}; valid: {', '.join(valid)}, or an SB3 algorithm class from "
+        "outside as 'package.module:Class'"
+    )
 
 
 def algorithm_class(name: str, valid: Sequence[str] = ALGORITHMS) -> type:
     """The SB3 class of algorithm ``name`` (imports SB3 and torch on first use); ``valid`` as in
-    :func:`canonical_algorithm`."""
+    :func:`canonical_algorithm`; an entry point's class (:func:`entry_point_class`)."""
+    if is_entry_point(name):
+        return entry_point_class(name)
     if is_native(name):
         raise ValueError(
             f"{name.upper()} is trained by the native trainer (powerzoo.rl.mappo), not an SB3 class"
@@ -384,14 +415,8 @@ def check_algorithm_kwargs(
         check_params = importlib.import_module("powerzoo.rl.mappo.hparams").check_params
         check_params(numbers_in_kwargs(name, kwargs), where)
         return
-    params = inspect.signature(algorithm_class(name).__init__).parameters
-    valid = sorted(
-        p
-        for p in params
-        if p not in _RESERVED
-        and p != "self"
-        and params[p].kind is not inspect.Parameter.VAR_KEYWORD
-    )
+    params = init_parameters(algorithm_class(name))
+    valid = sorted(p for p in params if p not in _RESERVED and p != "self")
     for key in kwargs:
         if key in _RESERVED:
             raise ValueError(

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from powerzoo.fileio import check_output_folder, write_json
 from powerzoo.rl import run_dir as rd
-from powerzoo.rl.algorithms import trainer_class
+from powerzoo.rl.algorithms import algorithm_label, trainer_class
 from powerzoo.rl.checkpoint import check_recorded_config
 from powerzoo.rl.config import TrainConfig
 from powerzoo.rl.result import TrainResult
@@ -266,7 +266,9 @@ class TrainerBase(abc.ABC):
             cfg = self.config
             # a file or an unwritable folder fails here, in one line, before anything is built
             check_output_folder(cfg.output_dir, "output folder (output_dir, --output-dir)")
-            name = cfg.name or rd.free_run_name(cfg.output_dir, cfg.algorithm, cfg.task, cfg.seed)
+            name = cfg.name or rd.free_run_name(
+                cfg.output_dir, algorithm_label(cfg.algorithm), cfg.task, cfg.seed
+            )
             self._planned_dir = Path(cfg.output_dir) / name
         if (self._planned_dir / rd.CONFIG_FILE).exists() and not self.config.overwrite:
             if self._locked_dir != self._planned_dir.absolute():

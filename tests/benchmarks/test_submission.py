@@ -111,8 +111,8 @@ def test_powerzoo_score_reproduces_a_committed_row(tmp_path, capsys):
     for key in ("performance", "feasibility", "rule_diff_ci_low"):
         assert again[key] == direct[key]
     assert repr(again["v1_cmdp_score"]) == row["cmdp_score"]
-    assert main(argv) == 0  # a second row is appended under the same header
-    assert len(table.read_text().splitlines()) == 3
+    assert main(argv) == 0  # the same submission again: its row is replaced, not added
+    assert len(table.read_text().splitlines()) == 2
 
 
 def _protocol_folder(tmp_path, n_seeds=2):
@@ -179,7 +179,33 @@ BREAKAGES = {
     ),
     "budgeted cost missing": (_drop_column, r"no column cost_soc_violation"),
     "too few episodes": (_drop_last_row, r"64 episodes, expected 65"),
+    "negative cost": (
+        lambda f: _edit_csv(f / "episodes_seed0.csv", 2, "cost_soc_violation", "-50.0"),
+        r"row 2: cost_soc_violation -50\.0 is negative \(a cost is a violation, >= 0\)",
+    ),
+    "misspelt optional field": (
+        lambda f: _edit_meta(f, env_seed="protocol"),
+        r"unknown field\(s\) env_seed \(did you mean 'env_seeds'\?\)",
+    ),
+    "tuned on test": (
+        lambda f: _edit_meta(f, tuning_budget={"configurations": 8, "split": "test"}),
+        r"settings chosen on the test split are refused",
+    ),
+    "not a split": (
+        lambda f: _edit_meta(f, split="tset"),
+        r"split 'tset' is not a split of battery_arbitrage \(train, val, test, ",
+    ),
+    "a split without baselines": (
+        lambda f: _edit_meta(f, split="val"),
+        r"on 'val': no baseline numbers .* \(a submission is scored on a split the baselines "
+        r"were measured on: test\)",
+    ),
 }
+
+
+def _edit_meta(folder, **fields):
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, **fields}))
 
 
 @pytest.mark.parametrize("breakage", list(BREAKAGES))
@@ -212,6 +238,26 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "not empty" in capsys.readouterr().err
 
 
+def test_scoring_a_folder_twice_into_a_table_replaces_its_row(tmp_path, capsys):
+    """The aggregates add the runs of two rows of one algorithm and task together, so a folder
+    scored twice must not count its runs twice; another seed set is another submission."""
+    folder = _protocol_folder(tmp_path)
+    table = tmp_path / "t.csv"
+    argv = ["score", str(folder), "--campaign", str(CAMPAIGN), "--resamples", "50"]
+    argv += ["--table", str(table)]
+    assert main(argv) == 0
+    assert f"added the row to {table}" in capsys.readouterr().out
+    first = table.read_text()
+    assert main(argv) == 0
+    assert "replaced the earlier row of this submission" in capsys.readouterr().out
+    assert table.read_text() == first
+    _edit_meta(folder, seeds=[0])
+    (folder / "episodes_seed1.csv").unlink()
+    assert main(argv) == 0
+    with table.open() as f:
+        assert [row["seeds"] for row in csv.DictReader(f)] == ["[0, 1]", "[0]"]
+
+
 def test_protocol_env_seeds_are_paired_on_days_and_env_seeds(tmp_path, capsys):
     folder = _protocol_folder(tmp_path)
     table = tmp_path / "t.csv"
@@ -231,7 +277,7 @@ def test_protocol_env_seeds_are_paired_on_days_and_env_seeds(tmp_path, capsys):
 
 
 def test_a_trial_that_recorded_its_machine_gives_the_submission_its_hardware(tmp_path):
-    from powerzoo.benchmarks.submission import submission_from_trials
+    from powerzoo.benchmarks.trial_submission import submission_from_trials
     from powerzoo.rl.tracks import hardware_info
 
     source = CAMPAIGN / "trials" / "marl_opf-MAPPO-default-seed0" / "trial.json"
@@ -249,7 +295,7 @@ def test_a_trial_that_recorded_its_machine_gives_the_submission_its_hardware(tmp
 
 
 def test_a_submission_from_trials_names_the_code_each_seed_ran(tmp_path):
-    from powerzoo.benchmarks.submission import submission_from_trials
+    from powerzoo.benchmarks.trial_submission import submission_from_trials
 
     source = CAMPAIGN / "trials" / "marl_opf-MAPPO-default-seed0" / "trial.json"
     record = json.loads(source.read_text())

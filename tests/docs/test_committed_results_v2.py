@@ -15,8 +15,9 @@ import pytest
 from helpers import REPO_ROOT
 
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
-from powerzoo.benchmarks.submission import read_submission, submission_from_trials
+from powerzoo.benchmarks.submission import read_submission
 from powerzoo.benchmarks.submission_score import score_submission
+from powerzoo.benchmarks.trial_submission import submission_from_trials
 from powerzoo.rl.campaigns.gather import pinned_campaign_files
 from powerzoo.rl.campaigns.page import read_campaign_folder
 from powerzoo.rl.campaigns.score_page import coverage, finished_groups

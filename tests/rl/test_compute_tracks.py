@@ -212,8 +212,9 @@ def test_protocol_env_seeds_test_every_trial_on_the_baselines_episodes(tmp_path)
     """``env_seeds: protocol``: whatever its training seed, a trial is tested on the baselines
     table's days and env seeds, so its submission is paired with the baselines on both."""
     from powerzoo.benchmarks.baselines import evaluation_protocol
-    from powerzoo.benchmarks.submission import read_submission, submission_from_trials
+    from powerzoo.benchmarks.submission import read_submission
     from powerzoo.benchmarks.submission_score import score_submission
+    from powerzoo.benchmarks.trial_submission import submission_from_trials
     from powerzoo.rl.campaigns.trial import record_problem
 
     data = _campaign(seeds=[3], track={"name": "S", "wall_clock_s": 1, "clock": "cpu"})
@@ -262,7 +263,7 @@ def test_protocol_env_seeds_refuse_their_own_episodes_and_unknown_schemes():
 
 
 def test_hardware_names_the_numeric_kernels_that_fix_speed_and_last_bits():
-    from powerzoo.benchmarks.submission import kernels_text
+    from powerzoo.benchmarks.trial_submission import kernels_text
     from powerzoo.rl.tracks import hardware_info, numeric_kernels
 
     kernels = numeric_kernels()

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from powerzoo.rl.algorithms import algorithm_label
 from powerzoo.rl.campaigns.parse_checks import check_keys as _check_keys
 from powerzoo.rl.campaigns.parse_checks import fail as _fail
 from powerzoo.rl.campaigns.parse_checks import reject_outside as _reject_outside
@@ -169,7 +170,7 @@ def parse_campaign(
                     cfg = {**config, "seed": int(seed)}
                     trials.append(
                         TrialSpec(
-                            f"{task}-{algo}-{setting_name}-seed{seed}",
+                            f"{task}-{algorithm_label(algo)}-{setting_name}-seed{seed}",
                             task,
                             algo,
                             setting_name,
@@ -249,25 +250,33 @@ def _with_track(where: str, field: str, value: Any, algo: str, config: dict) -> 
 
 
 def _algorithm_name(where: str, name: Any) -> str:
-    from powerzoo.rl.algorithms import ALL_ALGORITHMS
+    from powerzoo.rl.algorithms import ALL_ALGORITHMS, entry_point_class, is_entry_point
 
     if isinstance(name, str) and name.lower() == RLLIB_PPO:
         return RLLIB_PPO
+    if is_entry_point(name):  # an SB3 algorithm class from outside: checked before any trial
+        try:
+            entry_point_class(name)
+        except ValueError as err:
+            raise _fail(where, str(err)) from None
+        return name
     if isinstance(name, str) and name.upper() in ALL_ALGORITHMS:
         return name.upper()
     raise _fail(
-        where, f"unknown algorithm {name!r}; valid: {', '.join(ALL_ALGORITHMS)}, {RLLIB_PPO}"
+        where,
+        f"unknown algorithm {name!r}; valid: {', '.join(ALL_ALGORITHMS)}, {RLLIB_PPO}, or an "
+        "SB3 algorithm class from outside as 'package.module:Class'",
     )
 
 
 def _can_train(algo: str, task: str) -> bool:
-    from powerzoo.rl.algorithms import algorithms_for
+    from powerzoo.rl.algorithms import algorithms_for, is_entry_point
     from powerzoo.tasks import task_spec
 
     spec = task_spec(task)
     if algo == RLLIB_PPO:
         return spec.agent_mode == "multi"
-    return algo in algorithms_for(spec)
+    return is_entry_point(algo) or algo in algorithms_for(spec)
 
 
 def _algorithm_tasks(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from powerzoo.benchmarks.submission import kernels_text
+from powerzoo.benchmarks.trial_submission import kernels_text
 from powerzoo.rl.campaigns.page_text import _hours, _share, code_versions_text
 
 __all__ = ["coverage_text"]

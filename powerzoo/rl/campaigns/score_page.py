@@ -53,13 +53,9 @@ from powerzoo.benchmarks.baselines import BASELINES_FILE, baselines_in_use
 from powerzoo.benchmarks.report import csv_text, file_label
 from powerzoo.benchmarks.score_v2 import TaskReference, task_reference
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
-from powerzoo.benchmarks.submission import (
-    META_FILE,
-    kernels_text,
-    read_submission,
-    submission_from_trials,
-)
+from powerzoo.benchmarks.submission import META_FILE, read_submission
 from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submission
+from powerzoo.benchmarks.trial_submission import kernels_text, submission_from_trials
 from powerzoo.fileio import CorruptFileError, atomic_write_text
 from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import reference_algorithm

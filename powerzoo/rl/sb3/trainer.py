@@ -22,7 +22,7 @@ from powerzoo.envs.make import make_env
 from powerzoo.fileio import atomic_save
 from powerzoo.rl import run_dir as rd
 from powerzoo.rl import safe_files as sf
-from powerzoo.rl.algorithms import ON_POLICY, algorithm_class, evaluates_at_start
+from powerzoo.rl.algorithms import algorithm_class, evaluates_at_start, is_on_policy
 from powerzoo.rl.budget import sb3_rollout, warn_rounded_budget
 from powerzoo.rl.checkpoint import (
     read_checkpoint_state,
@@ -290,7 +290,7 @@ class SB3Trainer(TrainerBase):
         checkpoint = self.config.checkpoint
         if checkpoint is None:
             return None
-        keep_replay = checkpoint.replay_buffer and self.algorithm not in ON_POLICY
+        keep_replay = checkpoint.replay_buffer and not is_on_policy(self.algorithm)
         folder = write_checkpoint(
             self.run_dir,
             checkpoint.keep,

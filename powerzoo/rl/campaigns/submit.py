@@ -1,0 +1,234 @@
+"""One algorithm on one task under a campaign's protocol, as a scored submission.
+
+:func:`submission_campaign` takes a campaign file (benchmark v2's, ``campaigns/benchmark_v2.yaml``,
+by default in the command line) and keeps its protocol for one task: the compute track, the
+task's training budget and parallel envs, the evaluation (split, env seeds, held-out families,
+the model kept: the best validation evaluation). It replaces the campaign's algorithms with the
+one given: a registered name or an SB3 algorithm class from outside PowerZoo
+(``"package.module:Class"``, :func:`powerzoo.rl.algorithms.is_entry_point`), with a run config
+of its own or the defaults. :func:`run_submission` runs its trials (resumable: finished trials
+are kept), writes the submission folder from their records
+(:func:`powerzoo.benchmarks.submission.submission_from_trials`) and scores it against the
+baselines table and budgets the campaign folder pinned
+(:mod:`powerzoo.benchmarks.submission_score`), so the row is scored exactly as
+``powerzoo score FOLDER --campaign DIR`` scores it again. An algorithm from outside is named in
+the folder's notes with the SHA-256 of its module's source file, read when the folder is
+written.
+
+Folders under ``out``: ``campaign/`` (the campaign folder: trial records, Ray-free, resumable)
+and ``submission/`` (written again from the records on every call).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from powerzoo.benchmarks.submission import META_FILE
+from powerzoo.fileio import write_json
+from powerzoo.rl.algorithms import algorithm_label, is_entry_point
+from powerzoo.rl.campaigns.parse import parse_campaign
+from powerzoo.rl.campaigns.parse_checks import fail
+from powerzoo.rl.campaigns.spec import CampaignError, CampaignSpec
+
+__all__ = [
+    "CAMPAIGN_DIR",
+    "NOT_GIVEN_TUNING",
+    "SUBMISSION_DIR",
+    "SubmissionRun",
+    "run_submission",
+    "submission_campaign",
+]
+
+CAMPAIGN_DIR = "campaign"
+"""The campaign folder under the output folder."""
+SUBMISSION_DIR = "submission"
+"""The submission folder under the output folder."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SubmissionRun:
+    """What :func:`run_submission` made.
+
+    Attributes:
+        campaign_dir: The campaign folder (trial records).
+        submission_dir: The submission folder.
+        row: The scored row (:func:`powerzoo.benchmarks.submission_score.score_submission`).
+        trials: Trials finished / trials of the submission.
+    """
+
+    campaign_dir: Path
+    submission_dir: Path
+    row: dict[str, Any]
+    trials: tuple[int, int]
+
+
+NOT_GIVEN_TUNING = "not recorded (none given to powerzoo submit)"
+"""The submission's ``tuning_budget`` when none is given."""
+
+
+def _module_note(entry_point: str) -> str:
+    """``"algorithm module pkg.mod: /path/mod.py, sha256 <hex>"`` (the source file of an
+    entry point's module, as it is now)."""
+    import importlib
+
+    module_name = entry_point.partition(":")[0]
+    module = importlib.import_module(module_name)
+    source = getattr(module, "__file__", None)
+    if not source or not Path(source).is_file():
+        return f"algorithm module {module_name}: no source file"
+    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    return f"algorithm module {module_name}: {source}, sha256 {digest}"
+
+
+def _add_note(folder: Path, note: str) -> None:
+    """Append ``note`` to the submission folder's ``meta.json`` notes."""
+    path = folder / META_FILE
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta["notes"] = f"{meta['notes']}; {note}" if meta.get("notes") else note
+    write_json(path, meta)
+
+
+def _read_base(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise FileNotFoundError(f"campaign file {path} not found (--campaign)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise CampaignError(f"campaign {path}: not valid YAML: {err}") from None
+    if not isinstance(data, Mapping):
+        raise CampaignError(f"campaign {path}: expected a mapping of keys")
+    return dict(data)
+
+
+def _task_budget(where: str, budget: Any, task: str) -> dict[str, Any]:
+    """The base campaign's budget section for ``task`` alone (its ``per_task`` entry merged)."""
+    if budget is None:
+        return {}
+    if not isinstance(budget, Mapping):
+        raise fail(where, "'budget' must be a mapping")
+    per_task = budget.get("per_task") or {}
+    if not isinstance(per_task, Mapping):
+        raise fail(where, "'budget.per_task' must be a mapping")
+    own = {k: v for k, v in budget.items() if k != "per_task"}
+    return {**own, **dict(per_task.get(task) or {})}
+
+
+def submission_campaign(
+    task: str,
+    algorithm: str,
+    *,
+    campaign_file: str | Path,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    config: str | Path | None = None,
+    cpu_seconds: float | None = None,
+) -> CampaignSpec:
+    """The campaign that trains ``algorithm`` on ``task`` under ``campaign_file``'s protocol.
+
+    Args:
+        task: A task of the campaign file.
+        algorithm: A registered algorithm name or an entry point ``"package.module:Class"``.
+        campaign_file: The campaign YAML whose track, budget and evaluation are kept.
+        seeds: Training seeds (one trial each).
+        config: A run config (YAML/JSON) for the algorithm's settings; default: the run
+            config defaults (the campaign's budget and track still apply).
+        cpu_seconds: A smaller allowance than the track's, in seconds (a smoke run: its records
+            are marked as not the standard track); counted in CPU time.
+
+    Returns:
+        The validated campaign (``CampaignError`` on bad input, before anything runs).
+    """
+    path = Path(campaign_file)
+    base = _read_base(path)
+    where = f"campaign {path}"
+    tasks = base.get("tasks") or []
+    if task not in tasks:
+        raise fail(where, f"has no task {task!r}; its tasks: {', '.join(map(str, tasks))}")
+    track = base.get("track")
+    if cpu_seconds is not None:
+        if track is None:
+            raise fail(where, "has no compute track, so --cpu-seconds has nothing to shorten")
+        named = {"name": track} if isinstance(track, str) else dict(track)
+        track = {**named, "clock": "cpu", "wall_clock_s": float(cpu_seconds)}
+    setting: dict[str, Any] = {}
+    setting_name = "default"
+    if config is not None:
+        config_path = Path(config).resolve()
+        if not config_path.is_file():
+            raise FileNotFoundError(f"run config {config} not found (--config)")
+        setting = {"config": str(config_path)}
+        setting_name = "config"
+    data = {
+        "name": f"submit-{algorithm_label(algorithm)}-{task}",
+        "tasks": [task],
+        "seeds": [int(s) for s in seeds],
+        "track": track,
+        "budget": _task_budget(where, base.get("budget"), task),
+        "evaluation": base.get("evaluation"),
+        "algorithms": {algorithm: {"tasks": [task], "settings": {setting_name: setting}}},
+        "ray": {"cpus_per_trial": 1, "max_concurrent_trials": 1},
+    }
+    return parse_campaign(
+        data,
+        base_dir=path.parent,
+        source=f"{path} for {algorithm} on {task}",
+        default_name="submit",
+    )
+
+
+def run_submission(
+    campaign: CampaignSpec,
+    out: str | Path,
+    *,
+    tuning_budget: Any = None,
+    progress: bool | None = None,
+    n_resamples: int | None = None,
+) -> SubmissionRun:
+    """Run ``campaign``'s unfinished trials locally, write the submission folder from their
+    records and score it against the baselines table and budgets the campaign folder pinned.
+
+    Args:
+        campaign: From :func:`submission_campaign` (one task, one algorithm/setting).
+        out: The output folder (``campaign/`` and ``submission/`` inside).
+        tuning_budget: The submission's ``tuning_budget`` (default: :data:`NOT_GIVEN_TUNING`).
+        progress: Progress bars (``None``: when stderr is a terminal).
+        n_resamples: Bootstrap resamples of the score's intervals (default: the page's).
+
+    Returns:
+        The folders and the scored row.
+    """
+    from powerzoo.benchmarks.submission import read_submission
+    from powerzoo.benchmarks.submission_score import score_submission
+    from powerzoo.benchmarks.trial_submission import submission_from_trials
+    from powerzoo.rl.campaigns.gather import pinned_campaign_files
+    from powerzoo.rl.campaigns.local import run_local
+    from powerzoo.rl.campaigns.trial import read_record, trial_dir
+
+    root = Path(out)
+    campaign_dir = root / CAMPAIGN_DIR
+    run_local(campaign, campaign_dir, progress=progress, update=True)
+    finished = [t for t in campaign.trials if read_record(campaign_dir, t, campaign) is not None]
+    if not finished:
+        raise RuntimeError(f"no trial of {campaign.name} finished; see {campaign_dir}")
+    submission_dir = root / SUBMISSION_DIR
+    if submission_dir.exists():
+        shutil.rmtree(submission_dir)  # written from the records every time
+    submission_from_trials(
+        [trial_dir(campaign_dir, t) for t in finished],
+        submission_dir,
+        tuning_budget=tuning_budget or NOT_GIVEN_TUNING,
+    )
+    algorithm = finished[0].algorithm
+    if is_entry_point(algorithm):
+        _add_note(submission_dir, _module_note(algorithm))
+    scoring = {} if n_resamples is None else {"n_resamples": n_resamples}
+    with pinned_campaign_files(campaign_dir):
+        row = score_submission(read_submission(submission_dir), **scoring)
+    return SubmissionRun(campaign_dir, submission_dir, row, (len(finished), len(campaign.trials)))

@@ -1,0 +1,188 @@
+"""An algorithm PowerZoo does not ship, named by its entry point ``package.module:Class``.
+
+The user's module is written into a temporary folder and put on ``PYTHONPATH``, as a researcher's
+own package would be: ``Trainer`` and ``powerzoo train`` train it as they train SB3's own, a
+campaign file takes it, and ``powerzoo submit`` takes it from nothing to a scored row in one
+command, a row that ``powerzoo score`` re-derives to the last bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import REPO_ROOT, run_cli
+
+from powerzoo.cli.main import main
+from powerzoo.rl import Trainer
+from powerzoo.rl.algorithms import (
+    algorithm_label,
+    canonical_algorithm,
+    entry_point_class,
+    is_entry_point,
+    is_on_policy,
+)
+from powerzoo.rl.campaigns import CampaignError, parse_campaign
+
+MODULE = "my_lab_algos"
+ENTRY = f"{MODULE}:NarrowPPO"
+SOURCE = textwrap.dedent(
+    '''
+    """A researcher's own algorithm: PPO whose Gaussian policy starts narrow."""
+    from stable_baselines3 import PPO
+
+
+    class NarrowPPO(PPO):
+        built = 0  # how many models this class made
+
+        def __init__(self, policy, env, **kwargs):
+            kwargs.setdefault("policy_kwargs", {"log_std_init": -1.5})
+            NarrowPPO.built += 1
+            super().__init__(policy, env, **kwargs)
+
+
+    class NotAnAlgorithm:
+        pass
+    '''
+)
+
+
+@pytest.fixture()
+def user_module(tmp_path, monkeypatch) -> Path:
+    """The user's module on ``sys.path`` (this process) and ``PYTHONPATH`` (children)."""
+    folder = tmp_path / "user_code"
+    folder.mkdir()
+    (folder / f"{MODULE}.py").write_text(SOURCE)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), str(REPO_ROOT)])))
+    sys.modules.pop(MODULE, None)
+    yield folder
+    sys.modules.pop(MODULE, None)
+
+
+def test_entry_point_names_are_told_from_registered_ones():
+    assert is_entry_point("pkg.mod:Class") and is_entry_point("m:Outer.Inner")
+    for name in ("PPO", "pkg.mod", "pkg.mod:", ":Class", "a:b:c", "pkg mod:C", "../x:C", 3):
+        assert not is_entry_point(name), name
+    assert algorithm_label("pkg.mod:Class") == "pkg.mod.Class"
+    assert algorithm_label("PPO") == "PPO"
+    assert canonical_algorithm("pkg.mod:Class") == "pkg.mod:Class"  # case kept: it is code
+    with pytest.raises(ValueError, match="or an SB3 algorithm class from outside"):
+        canonical_algorithm("PPOO")
+
+
+def test_a_bad_entry_point_is_one_line_naming_it(user_module):
+    with pytest.raises(ValueError, match="cannot import module 'no_such_lab'"):
+        entry_point_class("no_such_lab:Algo")
+    with pytest.raises(ValueError, match=f"module '{MODULE}' has no 'Missing'"):
+        entry_point_class(f"{MODULE}:Missing")
+    with pytest.raises(ValueError, match="is not a Stable-Baselines3 algorithm class"):
+        entry_point_class(f"{MODULE}:NotAnAlgorithm")
+    assert is_on_policy(ENTRY) and not is_on_policy("SAC") and is_on_policy("PPO")
+
+
+def test_trainer_trains_and_reloads_an_outside_class(user_module, tmp_path):
+    import my_lab_algos
+
+    trainer = Trainer(
+        "battery_arbitrage",
+        algorithm=ENTRY,
+        total_timesteps=256,
+        output_dir=str(tmp_path / "runs"),
+        evaluation=None,
+        checkpoint=None,
+        algorithm_kwargs={"n_steps": 128, "batch_size": 64},  # PPO's own, through **kwargs
+        logging={"tensorboard": False},
+    )
+    result = trainer.train()
+    assert result.num_timesteps == 256
+    assert Path(result.run_dir).name.startswith(f"{MODULE}.NarrowPPO-battery_arbitrage-seed0-")
+    assert isinstance(trainer.model, my_lab_algos.NarrowPPO)
+    assert trainer.model.n_steps == 128
+    log_std = trainer.model.policy.log_std.detach().numpy()
+    assert abs(float(log_std.mean()) + 1.5) < 0.1  # the class's own default took effect
+    loaded = Trainer.load(result.run_dir)
+    assert loaded.algorithm == ENTRY
+    assert type(loaded.model).__name__ == "NarrowPPO"
+    with pytest.raises(Exception, match="n_stepz"):
+        Trainer("battery_arbitrage", algorithm=ENTRY, algorithm_kwargs={"n_stepz": 8})
+
+
+def test_the_command_line_and_a_campaign_file_take_an_entry_point(user_module, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    args = ["train", "battery_arbitrage", "--algorithm", ENTRY, "--timesteps", "128"]
+    args += ["--output-dir", str(runs)]
+    code = main(args)
+    assert code == 0, capsys.readouterr().err
+    assert [p.name.split("-seed")[0] for p in runs.iterdir() if p.is_dir()] == [
+        f"{MODULE}.NarrowPPO-battery_arbitrage"
+    ]
+    capsys.readouterr()
+    elsewhere = tmp_path / "not_written"
+    bad = ["train", "battery_arbitrage", "--algo", "no_such_lab:Algo", "--output-dir"]
+    assert main([*bad, str(elsewhere)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("powerzoo: error: ") and "cannot import module 'no_such_lab'" in err
+    assert len(err.splitlines()) == 1 and not elsewhere.exists()
+    campaign = parse_campaign(
+        {
+            "tasks": ["battery_arbitrage"],
+            "seeds": [0],
+            "budget": {"total_timesteps": 128},
+            "algorithms": {ENTRY: {}},
+        }
+    )
+    assert [t.trial_id for t in campaign.trials] == [
+        f"battery_arbitrage-{MODULE}.NarrowPPO-default-seed0"
+    ]
+    assert campaign.trials[0].config["algorithm"] == ENTRY
+    with pytest.raises(CampaignError, match="is not a Stable-Baselines3 algorithm class"):
+        parse_campaign(
+            {
+                "tasks": ["battery_arbitrage"],
+                "seeds": [0],
+                "budget": {"total_timesteps": 128},
+                "algorithms": {f"{MODULE}:NotAnAlgorithm": {}},
+            }
+        )
+
+
+@pytest.mark.slow
+def test_an_outside_algorithm_goes_from_clone_to_a_scored_row_in_one_command(user_module, tmp_path):
+    """``powerzoo submit`` on the benchmark v2 protocol (its track shortened to 2 CPU-seconds):
+    train, select on val, test on the baselines' days and env seeds, write the submission folder,
+    score it; ``powerzoo score`` on the folder gives the same row to the last bit."""
+    out, table = tmp_path / "submission_run", tmp_path / "results.csv"
+    command = ["submit", "battery_arbitrage", "--algo", ENTRY, "--out", str(out)]
+    command += ["--seeds", "0", "--cpu-seconds", "2", "--no-progress", "--table", str(table)]
+    command += ["--tuning-budget", '{"configurations": 1, "split": "val"}']
+    run = run_cli(*command, cwd=REPO_ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"battery_arbitrage / {ENTRY}/default (test; 1 seed(s) x 65 episodes" in run.stdout
+    assert "paired on days and env seeds" in run.stdout
+    assert f"added the row to {table}" in run.stdout
+    folder = out / "submission"
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["algorithm"] == f"{ENTRY}/default"
+    assert meta["tuning_budget"] == {"configurations": 1, "split": "val"}
+    assert meta["env_seeds"] == "protocol"
+    assert "track S: 2 CPU-s of one core, NOT the standard allowance" in meta["notes"]
+    assert f"algorithm module {MODULE}: " in meta["notes"] and "sha256 " in meta["notes"]
+    record = next((out / "campaign" / "trials").glob("*/trial.json"))
+    assert json.loads(record.read_text())["algorithm"] == ENTRY
+
+    again = run_cli("score", str(folder), "--campaign", str(out / "campaign"), "--json")
+    assert again.returncode == 0, again.stderr
+    rescored = json.loads(again.stdout)
+    submitted = run_cli(*command, "--json", cwd=REPO_ROOT)  # resumes: nothing trains again
+    assert submitted.returncode == 0, submitted.stderr[-3000:]
+    row = json.loads(
+        submitted.stdout[submitted.stdout.index("{") : submitted.stdout.rindex("}") + 1]
+    )
+    assert row == rescored
+    assert "replaced the earlier row of this submission" in submitted.stdout
+    assert len(table.read_text().splitlines()) == 2  # header and one row
