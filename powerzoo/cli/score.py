@@ -34,13 +34,36 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 raise FileNotFoundError(f"--campaign {args.campaign}: no such folder")
             stack.enter_context(pinned_campaign_files(args.campaign))
         row = score_submission(read_submission(folder), n_resamples=args.resamples)
+        table = baselines_line()
     if args.json:
         print(json.dumps(row, indent=2))
     else:
         print(result_text(row))
+        print(table)
     if args.table is not None:
         print(table_line(args.table, row))
     return 0
+
+
+def baselines_line() -> str:
+    """Which baselines table the scores read (call it where they are read): the packaged one,
+    or a campaign folder's pinned copy, said to differ from the packaged one when it does (its
+    rule and oracle returns are then those of the day the campaign ran, not today's)."""
+    import hashlib
+
+    from powerzoo.benchmarks.baselines import BASELINES_FILE, baselines_in_use
+
+    used = baselines_in_use()
+    if used == BASELINES_FILE:
+        return "baselines: the packaged table (today's tasks)"
+    digest = hashlib.sha256(used.read_bytes()).hexdigest()[:16]
+    same = digest == hashlib.sha256(BASELINES_FILE.read_bytes()).hexdigest()[:16]
+    return f"baselines: {used} (sha256 {digest}), " + (
+        "the same as the packaged table"
+        if same
+        else "NOT the packaged table: the anchor and oracle are those of the day the campaign "
+        "ran, not today's tasks"
+    )
 
 
 def table_line(table: str, row: dict[str, Any]) -> str:

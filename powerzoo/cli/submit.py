@@ -35,8 +35,9 @@ def _tuning_budget(text: str | None) -> Any:
 
 def _cmd_submit(args: argparse.Namespace) -> int:
     from powerzoo.benchmarks.submission_score import result_text
-    from powerzoo.cli.score import table_line
+    from powerzoo.cli.score import baselines_line, table_line
     from powerzoo.fileio import check_output_folder
+    from powerzoo.rl.campaigns.gather import pinned_campaign_files
     from powerzoo.rl.campaigns.submit import run_submission, submission_campaign
 
     if args.cpu_seconds is not None and not args.cpu_seconds > 0:
@@ -68,6 +69,8 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         print(json.dumps(run.row, indent=2))
     else:
         print(result_text(run.row))
+        with pinned_campaign_files(run.campaign_dir):
+            print(baselines_line())
     print(f"{done} of {total} trial(s) finished; submission folder: {run.submission_dir}")
     print(f"score it again: powerzoo score {run.submission_dir} --campaign {run.campaign_dir}")
     if args.table is not None:

@@ -238,6 +238,22 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "not empty" in capsys.readouterr().err
 
 
+def test_the_printed_row_says_which_baselines_table_it_was_scored_against(tmp_path, capsys):
+    """Benchmark v1's folder pins the table of the tasks before their revision: a row scored
+    against it must say so, since its anchor and oracle are not today's."""
+    folder = _protocol_folder(tmp_path)
+    argv = ["score", str(folder), "--resamples", "50"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.endswith("baselines: the packaged table (today's tasks)\n")
+    assert main([*argv, "--campaign", str(CAMPAIGN)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"baselines: {CAMPAIGN / 'baseline_table.json'} (sha256 ")
+    assert last.endswith(
+        "NOT the packaged table: the anchor and oracle are those of the day the "
+        "campaign ran, not today's tasks"
+    )
+
+
 def test_scoring_a_folder_twice_into_a_table_replaces_its_row(tmp_path, capsys):
     """The aggregates add the runs of two rows of one algorithm and task together, so a folder
     scored twice must not count its runs twice; another seed set is another submission."""
