@@ -132,7 +132,8 @@ def _code_hash_text(records: Sequence[dict[str, Any]]) -> str:
     """The code a submission's seeds were trained and tested with, from the trial records'
     ``code`` (:func:`powerzoo.provenance.code_provenance`): ``sources <hash> (commit <id>)``,
     followed by the seeds of each version when they differ. A trial recorded before trials kept
-    their code is named by its configuration hash (``config <hash>``)."""
+    their code is named by its configuration hash (``config <hash>``). An algorithm from outside
+    adds its module's SHA-256 as the trial recorded it (``+ module <name> sha256 <16 hex>``)."""
     seeds_of: dict[str, list[int]] = {}
     for record in records:
         code = record.get("code")
@@ -143,6 +144,9 @@ def _code_hash_text(records: Sequence[dict[str, Any]]) -> str:
             )
         else:
             name = f"config {record['config_hash']}"
+        outside = record.get("algorithm_code")
+        if isinstance(outside, dict):
+            name += f" + module {outside.get('module')} sha256 {outside.get('sha256', '')[:16]}"
         seeds_of.setdefault(name, []).append(int(record["seed"]))
     if len(seeds_of) == 1:
         return next(iter(seeds_of))

@@ -7,12 +7,20 @@ trains SB3's own algorithms (:mod:`powerzoo.rl.algorithms`).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
+import os
 import re
 from typing import Any
 
-__all__ = ["algorithm_label", "entry_point_class", "init_parameters", "is_entry_point"]
+__all__ = [
+    "algorithm_label",
+    "entry_point_class",
+    "init_parameters",
+    "is_entry_point",
+    "module_digest",
+]
 
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 _ENTRY_POINT = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
@@ -76,3 +84,17 @@ def init_parameters(cls: type) -> dict[str, inspect.Parameter]:
         if not forwards:
             break
     return params
+
+
+def module_digest(name: str) -> dict[str, str]:
+    """The code behind entry point ``name`` as it is now: ``{"module", "file", "sha256"}`` (the
+    SHA-256 of the module's source file; ``file`` and ``sha256`` empty for a module without
+    one). A campaign trial records it, so a submission names the code each seed trained with."""
+    module_name = name.partition(":")[0]
+    module = importlib.import_module(module_name)
+    source = getattr(module, "__file__", None) or ""
+    if not source or not os.path.isfile(source):
+        return {"module": module_name, "file": "", "sha256": ""}
+    with open(source, "rb") as file:
+        digest = hashlib.sha256(file.read()).hexdigest()
+    return {"module": module_name, "file": os.path.abspath(source), "sha256": digest}

@@ -8,6 +8,7 @@ command, a row that ``powerzoo score`` re-derives to the last bit.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -171,9 +172,11 @@ def test_an_outside_algorithm_goes_from_clone_to_a_scored_row_in_one_command(use
     assert meta["tuning_budget"] == {"configurations": 1, "split": "val"}
     assert meta["env_seeds"] == "protocol"
     assert "track S: 2 CPU-s of one core, NOT the standard allowance" in meta["notes"]
-    assert f"algorithm module {MODULE}: " in meta["notes"] and "sha256 " in meta["notes"]
-    record = next((out / "campaign" / "trials").glob("*/trial.json"))
-    assert json.loads(record.read_text())["algorithm"] == ENTRY
+    record = json.loads(next((out / "campaign" / "trials").glob("*/trial.json")).read_text())
+    assert record["algorithm"] == ENTRY
+    digest = hashlib.sha256((user_module / f"{MODULE}.py").read_bytes()).hexdigest()
+    assert record["algorithm_code"]["sha256"] == digest
+    assert meta["code_hash"].endswith(f" + module {MODULE} sha256 {digest[:16]}")
 
     again = run_cli("score", str(folder), "--campaign", str(out / "campaign"), "--json")
     assert again.returncode == 0, again.stderr
@@ -186,3 +189,25 @@ def test_an_outside_algorithm_goes_from_clone_to_a_scored_row_in_one_command(use
     assert row == rescored
     assert "replaced the earlier row of this submission" in submitted.stdout
     assert len(table.read_text().splitlines()) == 2  # header and one row
+
+
+def test_a_trial_whose_module_changed_since_it_trained_trains_again(user_module, tmp_path):
+    """``powerzoo submit`` keeps finished trials, except those of an outside algorithm whose
+    module's source is no longer the one they recorded."""
+    from powerzoo.rl.campaigns.submit import _changed_code, submission_campaign
+    from powerzoo.rl.campaigns.trial import trial_dir
+
+    campaign = submission_campaign(
+        "battery_arbitrage",
+        ENTRY,
+        campaign_file=REPO_ROOT / "campaigns" / "benchmark_v2.yaml",
+        seeds=[0, 1],
+    )
+    digest = hashlib.sha256((user_module / f"{MODULE}.py").read_bytes()).hexdigest()
+    for trial, sha in zip(campaign.trials, (digest, "0" * 64), strict=True):
+        folder = trial_dir(tmp_path, trial)
+        folder.mkdir(parents=True)
+        (folder / "trial.json").write_text(json.dumps({"algorithm_code": {"sha256": sha}}))
+    assert _changed_code(campaign, tmp_path) == [campaign.trials[1].trial_id]
+    (user_module / f"{MODULE}.py").write_text(SOURCE + "\n# edited\n")
+    assert _changed_code(campaign, tmp_path) == [t.trial_id for t in campaign.trials]

@@ -11,9 +11,9 @@ are kept), writes the submission folder from their records
 (:func:`powerzoo.benchmarks.submission.submission_from_trials`) and scores it against the
 baselines table and budgets the campaign folder pinned
 (:mod:`powerzoo.benchmarks.submission_score`), so the row is scored exactly as
-``powerzoo score FOLDER --campaign DIR`` scores it again. An algorithm from outside is named in
-the folder's notes with the SHA-256 of its module's source file, read when the folder is
-written.
+``powerzoo score FOLDER --campaign DIR`` scores it again. The trials of an algorithm from
+outside record the SHA-256 of its module's source file (the folder's ``code_hash`` names it); a
+finished trial whose module has changed since trains again.
 
 Folders under ``out``: ``campaign/`` (the campaign folder: trial records, Ray-free, resumable)
 and ``submission/`` (written again from the records on every call).
@@ -22,7 +22,6 @@ and ``submission/`` (written again from the records on every call).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -31,12 +30,12 @@ from typing import Any
 
 import yaml
 
-from powerzoo.benchmarks.submission import META_FILE
-from powerzoo.fileio import write_json
-from powerzoo.rl.algorithms import algorithm_label, is_entry_point
+from powerzoo.rl.algorithms import algorithm_label
 from powerzoo.rl.campaigns.parse import parse_campaign
 from powerzoo.rl.campaigns.parse_checks import fail
 from powerzoo.rl.campaigns.spec import CampaignError, CampaignSpec
+from powerzoo.rl.campaigns.trial import TRIAL_FILE, trial_dir
+from powerzoo.rl.entry_points import is_entry_point, module_digest
 
 __all__ = [
     "CAMPAIGN_DIR",
@@ -74,26 +73,21 @@ NOT_GIVEN_TUNING = "not recorded (none given to powerzoo submit)"
 """The submission's ``tuning_budget`` when none is given."""
 
 
-def _module_note(entry_point: str) -> str:
-    """``"algorithm module pkg.mod: /path/mod.py, sha256 <hex>"`` (the source file of an
-    entry point's module, as it is now)."""
-    import importlib
-
-    module_name = entry_point.partition(":")[0]
-    module = importlib.import_module(module_name)
-    source = getattr(module, "__file__", None)
-    if not source or not Path(source).is_file():
-        return f"algorithm module {module_name}: no source file"
-    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
-    return f"algorithm module {module_name}: {source}, sha256 {digest}"
-
-
-def _add_note(folder: Path, note: str) -> None:
-    """Append ``note`` to the submission folder's ``meta.json`` notes."""
-    path = folder / META_FILE
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    meta["notes"] = f"{meta['notes']}; {note}" if meta.get("notes") else note
-    write_json(path, meta)
+def _changed_code(campaign: CampaignSpec, campaign_dir: Path) -> list[str]:
+    """The finished trials of an algorithm from outside whose module has changed since they
+    trained (another SHA-256 of its source file than their record's): they train again."""
+    changed = []
+    for trial in campaign.trials:
+        path = trial_dir(campaign_dir, trial) / TRIAL_FILE
+        if not (is_entry_point(trial.algorithm) and path.is_file()):
+            continue
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8")).get("algorithm_code") or {}
+        except (OSError, ValueError):
+            continue  # the campaign's own checks name a damaged record
+        if recorded.get("sha256") != module_digest(trial.algorithm)["sha256"]:
+            changed.append(trial.trial_id)
+    return changed
 
 
 def _read_base(path: Path) -> dict[str, Any]:
@@ -209,11 +203,12 @@ def run_submission(
     from powerzoo.benchmarks.trial_submission import submission_from_trials
     from powerzoo.rl.campaigns.gather import pinned_campaign_files
     from powerzoo.rl.campaigns.local import run_local
-    from powerzoo.rl.campaigns.trial import read_record, trial_dir
+    from powerzoo.rl.campaigns.trial import read_record
 
     root = Path(out)
     campaign_dir = root / CAMPAIGN_DIR
-    run_local(campaign, campaign_dir, progress=progress, update=True)
+    changed = _changed_code(campaign, campaign_dir)
+    run_local(campaign, campaign_dir, progress=progress, update=True, rerun=changed)
     finished = [t for t in campaign.trials if read_record(campaign_dir, t, campaign) is not None]
     if not finished:
         raise RuntimeError(f"no trial of {campaign.name} finished; see {campaign_dir}")
@@ -225,9 +220,7 @@ def run_submission(
         submission_dir,
         tuning_budget=tuning_budget or NOT_GIVEN_TUNING,
     )
-    algorithm = finished[0].algorithm
-    if is_entry_point(algorithm):
-        _add_note(submission_dir, _module_note(algorithm))
+
     scoring = {} if n_resamples is None else {"n_resamples": n_resamples}
     with pinned_campaign_files(campaign_dir):
         row = score_submission(read_submission(submission_dir), **scoring)

@@ -367,6 +367,16 @@ def prepare_folder(
 
 
 def base_record(trial: TrialSpec) -> dict[str, Any]:
+    """The fields every record of ``trial`` starts with: its spec, the code that ran it and, for
+    an algorithm from outside (``package.module:Class``), its module's file and SHA-256
+    (``algorithm_code``)."""
+    from powerzoo.rl.entry_points import is_entry_point, module_digest
+
+    outside = (
+        {"algorithm_code": module_digest(trial.algorithm)}
+        if is_entry_point(trial.algorithm)
+        else {}
+    )
     return {
         "trial_id": trial.trial_id,
         "task": trial.task,
@@ -377,6 +387,7 @@ def base_record(trial: TrialSpec) -> dict[str, Any]:
         "label": trial.label,
         "trial_label": trial.trial_label,
         "code": code_provenance(),
+        **outside,
     }
 
 
