@@ -38,11 +38,17 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     from powerzoo.cli.score import baselines_line, table_line
     from powerzoo.fileio import check_output_folder
     from powerzoo.rl.campaigns.gather import pinned_campaign_files
-    from powerzoo.rl.campaigns.submit import run_submission, submission_campaign
+    from powerzoo.rl.campaigns.submit import (
+        run_submission,
+        submission_campaign,
+        tuning_budget_of,
+    )
 
     if args.cpu_seconds is not None and not args.cpu_seconds > 0:
         raise ValueError(f"--cpu-seconds must be > 0, got {args.cpu_seconds}")
     tuning = _tuning_budget(args.tuning_budget)
+    if args.tuning is not None and tuning is not None:
+        raise ValueError("give --tuning or --tuning-budget, not both (--tuning states it)")
     campaign = submission_campaign(
         args.task,
         args.algo,
@@ -50,7 +56,10 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         config=args.config,
         cpu_seconds=args.cpu_seconds,
+        tuning_dir=args.tuning,
     )
+    if args.tuning is not None:
+        tuning = tuning_budget_of(args.tuning)
     check_output_folder(args.out, "--out")  # before any trial trains
     print(
         f"{len(campaign.trials)} trial(s) of {args.algo} on {args.task} under {args.campaign}'s "
@@ -121,6 +130,13 @@ def add_parser(sub: Any) -> None:
         metavar="RUN.yaml",
         help="run config for the algorithm's settings (algorithm_kwargs, n_envs, evaluation); "
         "the campaign's track still bounds the training",
+    )
+    p.add_argument(
+        "--tuning",
+        default=None,
+        metavar="DIR",
+        help="a powerzoo tune --out folder of this task and algorithm: train its chosen "
+        "algorithm_kwargs and state its tuning budget (tuning.json) in the submission",
     )
     p.add_argument(
         "--campaign",

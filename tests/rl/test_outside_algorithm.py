@@ -211,3 +211,49 @@ def test_a_trial_whose_module_changed_since_it_trained_trains_again(user_module,
     assert _changed_code(campaign, tmp_path) == [campaign.trials[1].trial_id]
     (user_module / f"{MODULE}.py").write_text(SOURCE + "\n# edited\n")
     assert _changed_code(campaign, tmp_path) == [t.trial_id for t in campaign.trials]
+
+
+def test_a_tuning_of_the_outside_algorithm_sets_the_submissions_settings(user_module, tmp_path):
+    """``powerzoo tune -a package.module:Class --space FILE`` tunes it (its entry kept as
+    written, ``same_as`` a registered space); ``powerzoo submit --tuning DIR`` trains the
+    chosen ``algorithm_kwargs`` under the campaign's protocol and states the tuning."""
+    from powerzoo.rl.campaigns.submit import submission_campaign, tuning_budget_of
+    from powerzoo.rl.campaigns.tuning_space import load_search_space
+
+    space = tmp_path / "space.yaml"
+    space.write_text(
+        f'"{ENTRY}":\n  same_as: ppo\n  n_steps: {{choice: [64, 128]}}\n'
+        "PPO:\n  learning_rate: {log_uniform: [1.0e-5, 3.0e-3]}\n"
+    )
+    assert sorted(load_search_space(ENTRY, space)) == ["learning_rate", "n_steps"]
+    tuned = tmp_path / "tuning"
+    tuned.mkdir()
+    summary = {"task": "battery_arbitrage", "algorithm": ENTRY, "configurations": 8}
+    summary |= {"split": "val", "track": "S", "search_space_sha256": "ab" * 32}
+    (tuned / "tuning.json").write_text(json.dumps(summary))
+    (tuned / "best_config.yaml").write_text(
+        f"task: battery_arbitrage\nalgorithm: {ENTRY}\ntotal_timesteps: 128\nevaluation: null\n"
+        "algorithm_kwargs: {learning_rate: 0.0002, n_steps: 64}\n"
+    )
+    campaign = submission_campaign(
+        "battery_arbitrage",
+        ENTRY,
+        campaign_file=REPO_ROOT / "campaigns" / "benchmark_v2.yaml",
+        seeds=[0],
+        tuning_dir=tuned,
+    )
+    (trial,) = campaign.trials
+    assert trial.setting == "tuned"
+    assert trial.config["algorithm_kwargs"] == {"learning_rate": 0.0002, "n_steps": 64}
+    assert trial.config["evaluation"]["split"] == "val"  # the protocol's selection, not tune's
+    assert trial.track["name"] == "S" and trial.track["standard"]
+    budget = tuning_budget_of(tuned)
+    assert budget["tool"] == "powerzoo tune" and budget["configurations"] == 8
+    assert budget["split"] == "val"
+    with pytest.raises(ValueError, match="tuned my_lab_algos:NarrowPPO on battery_arbitrage, not"):
+        submission_campaign(
+            "dso",
+            ENTRY,
+            campaign_file=REPO_ROOT / "campaigns" / "benchmark_v2.yaml",
+            tuning_dir=tuned,
+        )

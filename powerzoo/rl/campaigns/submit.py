@@ -44,6 +44,8 @@ __all__ = [
     "SubmissionRun",
     "run_submission",
     "submission_campaign",
+    "tuned_kwargs",
+    "tuning_budget_of",
 ]
 
 CAMPAIGN_DIR = "campaign"
@@ -71,6 +73,36 @@ class SubmissionRun:
 
 NOT_GIVEN_TUNING = "not recorded (none given to powerzoo submit)"
 """The submission's ``tuning_budget`` when none is given."""
+
+
+def tuned_kwargs(tuning_dir: str | Path, task: str, algorithm: str) -> dict[str, Any]:
+    """The ``algorithm_kwargs`` a ``powerzoo tune`` folder chose (``best_config.yaml``), checked
+    to be of ``task`` and ``algorithm`` (``tuning.json``)."""
+    folder = Path(tuning_dir)
+    summary, best = folder / "tuning.json", folder / "best_config.yaml"
+    for path in (summary, best):
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} not found: --tuning takes a powerzoo tune --out folder"
+            )
+    tuning = json.loads(summary.read_text(encoding="utf-8"))
+    if (tuning.get("task"), tuning.get("algorithm")) != (task, algorithm):
+        raise ValueError(
+            f"{summary} tuned {tuning.get('algorithm')} on {tuning.get('task')}, not {algorithm} "
+            f"on {task}"
+        )
+    chosen = yaml.safe_load(best.read_text(encoding="utf-8")) or {}
+    return dict(chosen.get("algorithm_kwargs") or {})
+
+
+def tuning_budget_of(tuning_dir: str | Path) -> dict[str, Any]:
+    """A submission's ``tuning_budget`` from a ``powerzoo tune`` folder's ``tuning.json``: the
+    configurations tried, the split chosen on, the budget of each, the search space's SHA-256 and
+    the tuning's total CPU time."""
+    tuning = json.loads((Path(tuning_dir) / "tuning.json").read_text(encoding="utf-8"))
+    keys = ("configurations", "split", "track", "steps_per_configuration", "validation_episodes")
+    keys += ("search_space_sha256", "total_cpu_seconds")
+    return {"tool": "powerzoo tune", **{k: tuning.get(k) for k in keys}}
 
 
 def _changed_code(campaign: CampaignSpec, campaign_dir: Path) -> list[str]:
@@ -123,6 +155,7 @@ def submission_campaign(
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     config: str | Path | None = None,
     cpu_seconds: float | None = None,
+    tuning_dir: str | Path | None = None,
 ) -> CampaignSpec:
     """The campaign that trains ``algorithm`` on ``task`` under ``campaign_file``'s protocol.
 
@@ -135,6 +168,9 @@ def submission_campaign(
             config defaults (the campaign's budget and track still apply).
         cpu_seconds: A smaller allowance than the track's, in seconds (a smoke run: its records
             are marked as not the standard track); counted in CPU time.
+        tuning_dir: A ``powerzoo tune`` output folder of this task and algorithm: its chosen
+            ``algorithm_kwargs`` (``best_config.yaml``) are the setting's (named ``tuned``);
+            the campaign's protocol (evaluation, envs, track) stays.
 
     Returns:
         The validated campaign (``CampaignError`` on bad input, before anything runs).
@@ -153,6 +189,11 @@ def submission_campaign(
         track = {**named, "clock": "cpu", "wall_clock_s": float(cpu_seconds)}
     setting: dict[str, Any] = {}
     setting_name = "default"
+    if config is not None and tuning_dir is not None:
+        raise ValueError("give --config or --tuning, not both (a tuning's choice is its config)")
+    if tuning_dir is not None:
+        setting = {"algorithm_kwargs": tuned_kwargs(tuning_dir, task, algorithm)}
+        setting_name = "tuned"
     if config is not None:
         config_path = Path(config).resolve()
         if not config_path.is_file():

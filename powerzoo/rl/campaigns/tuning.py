@@ -46,6 +46,7 @@ import numpy as np
 import yaml
 
 from powerzoo.fileio import atomic_write_text, read_json, write_json
+from powerzoo.rl.algorithms import ALL_ALGORITHMS, algorithm_label, canonical_algorithm
 from powerzoo.rl.campaigns.tuning_space import (
     SEARCH_SPACES_FILE,
     load_search_space,
@@ -345,12 +346,13 @@ def tune(
     space_path = Path(SEARCH_SPACES_FILE if space_file is None else space_file)
     space = load_search_space(algorithm, space_path)
     values = sample_configurations(space, configurations, sampler_seed)
-    out = Path(out_dir or Path("tuning") / f"{task}-{str(algorithm).upper()}").resolve()
+    algorithm = canonical_algorithm(algorithm, ALL_ALGORITHMS)  # an entry point as written
+    out = Path(out_dir or Path("tuning") / f"{task}-{algorithm_label(algorithm)}").resolve()
     runs = out / "runs"
     if start is not None:
         base, budget, model = start.config, None, start.model
     else:
-        base = _base_config(task, str(algorithm).upper(), config, n_envs)
+        base = _base_config(task, algorithm, config, n_envs)
         budget, model = (budget_track if steps is None else int(steps)), "final"
     names = [f"config{i}" for i in range(len(values))] + ([PRESET] if preset else [])
     values = values + ([{}] if preset else [])

@@ -59,9 +59,10 @@ def campaign_base(
         split; ``FileNotFoundError`` without the file.
     """
     from powerzoo.rl.campaigns.parse import load_campaign
+    from powerzoo.rl.entry_points import is_entry_point
 
     campaign = load_campaign(path)
-    name = str(algorithm).upper()
+    name = algorithm if is_entry_point(algorithm) else str(algorithm).upper()
     trials = [t for t in campaign.trials if t.task == task and t.algorithm == name]
     if not trials:
         runs = sorted({t.algorithm for t in campaign.trials if t.task == task})

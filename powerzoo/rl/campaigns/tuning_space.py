@@ -43,7 +43,8 @@ def load_search_space(algorithm: str, path: str | Path | None = None) -> dict[st
     ``same_as`` resolved and a reference baseline falling back to its base algorithm's entry.
 
     Args:
-        algorithm: An algorithm name (any case).
+        algorithm: An algorithm name (any case), or an entry point ``package.module:Class`` (as
+            written; its entry may say ``same_as: PPO``).
         path: The search-space YAML file (default :data:`SEARCH_SPACES_FILE`).
 
     Returns:
@@ -51,12 +52,16 @@ def load_search_space(algorithm: str, path: str | Path | None = None) -> dict[st
         or a malformed entry, ``FileNotFoundError`` without the file.
     """
     from powerzoo.rl.algorithms import base_algorithm
+    from powerzoo.rl.entry_points import is_entry_point
+
+    def key(name: Any) -> str:  # an entry point is code, kept as written; names are any case
+        return name if is_entry_point(name) else str(name).upper()
 
     path = Path(SEARCH_SPACES_FILE if path is None else path)
     if not path.is_file():
         raise FileNotFoundError(f"no search-space file at {path} (pass one with --space)")
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    name = str(algorithm).upper()
+    name = key(algorithm)
     if name not in data:
         name = base_algorithm(name)
     if name not in data:
@@ -70,7 +75,7 @@ def load_search_space(algorithm: str, path: str | Path | None = None) -> dict[st
         entry = dict(data[name])
         parent = entry.pop("same_as", None)
         space = {**{k: _check_parameter(name, k, v) for k, v in entry.items()}, **space}
-        name = None if parent is None else str(parent).upper()
+        name = None if parent is None else key(parent)
     return space
 
 
