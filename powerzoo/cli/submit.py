@@ -74,6 +74,8 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         n_resamples=args.resamples,
     )
     done, total = run.trials
+    for trial_id in run.set_aside:
+        print(f"set aside (now in {run.campaign_dir / 'superseded'}): {trial_id}")
     if args.json:
         print(json.dumps(run.row, indent=2))
     else:
@@ -82,6 +84,11 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             print(baselines_line())
     print(f"{done} of {total} trial(s) finished; submission folder: {run.submission_dir}")
     print(f"score it again: powerzoo score {run.submission_dir} --campaign {run.campaign_dir}")
+    if args.cpu_seconds is not None:
+        print(
+            f"a smoke run ({args.cpu_seconds:g} CPU-s per seed, not the track's allowance): its "
+            "row is not comparable with the benchmark's (the submission's notes say so)"
+        )
     if args.table is not None:
         print(table_line(args.table, run.row))
     return 0 if done == total else 1
@@ -128,8 +135,8 @@ def add_parser(sub: Any) -> None:
         "--config",
         default=None,
         metavar="RUN.yaml",
-        help="run config for the algorithm's settings (algorithm_kwargs, n_envs, evaluation); "
-        "the campaign's track still bounds the training",
+        help="run-config fields for the algorithm's settings, any subset (algorithm_kwargs, "
+        "n_envs, evaluation, ...); the campaign's track sets the budget",
     )
     p.add_argument(
         "--tuning",
@@ -149,8 +156,8 @@ def add_parser(sub: Any) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="a smaller CPU-time allowance than the track's, for a smoke run (the records and "
-        "the row say it is not the standard track)",
+        help="a smaller CPU-time allowance than the track's, for a smoke run (the trial records "
+        "and the submission's notes say it is not the standard track)",
     )
     p.add_argument(
         "--tuning-budget",

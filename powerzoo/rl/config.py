@@ -268,18 +268,7 @@ class TrainConfig(ConfigSection):
         Returns:
             The validated config.
         """
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"config file {path} not found")
-        text = read_or_corrupt(path, lambda p: p.read_text(encoding="utf-8"))
-        try:
-            data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as err:
-            kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
-            raise ConfigError(
-                f"config {path}: not valid {kind}: {' '.join(str(err).split())}"
-            ) from None
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_config_file(path), source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every field (the resolved config saved in a run folder).
@@ -388,6 +377,22 @@ DEFAULT_BUDGET = 100_000
 """Env steps trained when neither ``total_timesteps`` nor ``episodes`` is given to a ``Trainer``."""
 
 
+def read_config_file(path: str | Path) -> Any:
+    """The parsed content of a YAML or JSON run-config file, not yet validated;
+    ``FileNotFoundError`` without the file, :class:`ConfigError` naming it when it does not
+    parse."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} not found")
+    text = read_or_corrupt(path, lambda p: p.read_text(encoding="utf-8"))
+    try:
+        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
+        problem = " ".join(str(err).split())
+        raise ConfigError(f"config {path}: not valid {kind}: {problem}") from None
+
+
 def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfig:
     """A validated :class:`TrainConfig` from a task name / dict / file / config plus keyword
     overrides.
@@ -408,7 +413,11 @@ def resolve_config(task_or_config: Any, overrides: dict[str, Any]) -> TrainConfi
         ".yml",
         ".json",
     ):
-        data, source = TrainConfig.from_file(task_or_config).to_dict(), str(task_or_config)
+        raw, source = read_config_file(task_or_config), str(task_or_config)
+        if overrides.get("algorithm") is not None and isinstance(raw, Mapping):
+            # the file's algorithm_kwargs are checked against the algorithm that will train them
+            raw = {**raw, "algorithm": overrides["algorithm"]}
+        data = TrainConfig.from_dict(raw, source=source).to_dict()
     elif isinstance(task_or_config, str):
         data, source = {"task": task_or_config}, None
     else:

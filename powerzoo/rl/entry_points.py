@@ -87,14 +87,24 @@ def init_parameters(cls: type) -> dict[str, inspect.Parameter]:
 
 
 def module_digest(name: str) -> dict[str, str]:
-    """The code behind entry point ``name`` as it is now: ``{"module", "file", "sha256"}`` (the
-    SHA-256 of the module's source file; ``file`` and ``sha256`` empty for a module without
-    one). A campaign trial records it, so a submission names the code each seed trained with."""
+    """The code behind entry point ``name`` as it is now: ``{"module", "file", "sha256"}``, the
+    SHA-256 over the entry's module file and the file that defines its class (a package's
+    ``__init__`` may re-export a class written elsewhere); ``file`` names the class's file, and
+    both are empty where there is no source file. A campaign trial records it, so a submission
+    names the code each seed trained with."""
     module_name = name.partition(":")[0]
     module = importlib.import_module(module_name)
-    source = getattr(module, "__file__", None) or ""
-    if not source or not os.path.isfile(source):
+    try:
+        class_file = inspect.getsourcefile(entry_point_class(name)) or ""
+    except TypeError:  # a class without a source file
+        class_file = ""
+    named = {os.path.abspath(f) for f in (getattr(module, "__file__", None), class_file) if f}
+    files = sorted(f for f in named if os.path.isfile(f))
+    if not files:
         return {"module": module_name, "file": "", "sha256": ""}
-    with open(source, "rb") as file:
-        digest = hashlib.sha256(file.read()).hexdigest()
-    return {"module": module_name, "file": os.path.abspath(source), "sha256": digest}
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as file:
+            digest.update(path.encode() + b"\0" + file.read())
+    shown = os.path.abspath(class_file) if class_file else files[0]
+    return {"module": module_name, "file": shown, "sha256": digest.hexdigest()}

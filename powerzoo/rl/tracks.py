@@ -43,7 +43,7 @@ __all__ = [
     "CLOCKS",
     "resolve_track",
     "apply_track",
-    "track_problem",
+    "on_a_clock",
     "hardware_info",
     "numeric_kernels",
     "compute_record",
@@ -137,28 +137,20 @@ def resolve_track(value: Any) -> Track | None:
     return Track(base.name, float(seconds), int(steps), standard, clock)
 
 
-def track_problem(task: str, algorithm: str) -> str | None:
-    """Why ``algorithm`` cannot train ``task`` on a track (one line), or ``None`` if it can: the
-    SB3 multi-agent loops (an SB3 algorithm on a multi-agent task) take no stop condition, so
-    the track's wall clock would not stop them."""
-    from powerzoo.rl.algorithms import is_native, reference_algorithm
-    from powerzoo.tasks import task_spec
-
-    multi = task_spec(task).agent_mode == "multi"
-    if not multi or is_native(algorithm) or reference_algorithm(algorithm) is not None:
-        return None
-    return (
-        f"{algorithm} on the multi-agent task {task} trains in the SB3 multi-agent loops, which "
-        "take no stop condition: a track's wall clock would not stop it (use MAPPO or IPPO, or "
-        "a budget of env steps)"
-    )
+def on_a_clock(stop_conditions: Any) -> bool:
+    """Whether a run config's ``stop_conditions`` hold a timer (a track's ``wall_clock`` or
+    ``cpu_time``): its ``total_timesteps`` is then a cap the timer ends training before, not a
+    budget to round to whole rollouts."""
+    timers = set(CLOCKS.values())
+    return any(getattr(c, "get", lambda _: None)("type") in timers for c in stop_conditions or [])
 
 
 def apply_track(config: dict[str, Any], track: Track) -> dict[str, Any]:
     """A run-config dict trained on ``track``: ``total_timesteps`` = the track's env steps (no
     ``episodes``) and a ``wall_clock`` (or, with ``clock: cpu``, ``cpu_time``) stop condition of
-    its seconds, replacing any timer the config had; the other stop conditions stay.
-    ``ValueError`` where the config's trainer would not honour the timer (:func:`track_problem`).
+    its seconds, replacing any timer the config had; the other stop conditions stay. Every
+    trainer honours the timer (the SB3 multi-agent one in its shared-policy loop, which is what
+    ``train()`` runs).
 
     Args:
         config: A run-config dict (:class:`~powerzoo.rl.config.TrainConfig` fields).
@@ -167,9 +159,6 @@ def apply_track(config: dict[str, Any], track: Track) -> dict[str, Any]:
     Returns:
         A new dict.
     """
-    problem = track_problem(config["task"], config.get("algorithm", "PPO"))
-    if problem is not None:
-        raise ValueError(problem)
     timers = set(CLOCKS.values())
     kept = [c for c in config.get("stop_conditions") or [] if c.get("type") not in timers]
     timer = {"type": CLOCKS[track.clock], "seconds": float(track.wall_clock_s)}

@@ -198,14 +198,18 @@ def test_trial_record_logs_track_steps_times_and_hardware(tmp_path):
     assert all(n == 1 for n in hardware["blas_threads"].values())  # one_thread() in the trial
 
 
-def test_a_track_is_refused_where_the_trainer_takes_no_stop_condition():
-    data = _campaign(track="S")
+def test_an_sb3_algorithm_on_a_multi_agent_task_stops_on_the_tracks_clock(tmp_path):
+    """The SB3 multi-agent trainer's shared-policy loop honours the stop conditions, so a track
+    bounds an SB3 algorithm (PowerZoo's or one from outside) on a multi-agent task too."""
+    data = _campaign(track={"name": "S", "wall_clock_s": 1, "clock": "cpu"})
     data["tasks"] = ["marl_opf"]
-    with pytest.raises(CampaignError, match="SB3 multi-agent loops, which take no stop condition"):
-        parse_campaign(data)  # PPO on a multi-agent task: the shared-policy SB3 loops
-    data["algorithms"] = {"MAPPO": {"settings": {"default": {"overrides": {"evaluation": None}}}}}
-    (trial,) = parse_campaign(data).trials
-    assert trial.track["name"] == "S"
+    trial = next(t for t in parse_campaign(data).trials if t.setting == "smoke")
+    assert trial.track["name"] == "S" and trial.config["algorithm"] == "PPO"
+    config = {**trial.config, "output_dir": str(tmp_path), "evaluation": None}
+    result = Trainer(config).train()
+    assert result.status == "stopped"
+    assert result.stop_reason == "cpu_time: spent the allowance of 1 CPU s"
+    assert 0 < result.num_timesteps < L_ENV_STEPS
 
 
 def test_protocol_env_seeds_test_every_trial_on_the_baselines_episodes(tmp_path):

@@ -8,7 +8,6 @@ command, a row that ``powerzoo score`` re-derives to the last bit.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -28,6 +27,7 @@ from powerzoo.rl.algorithms import (
     is_on_policy,
 )
 from powerzoo.rl.campaigns import CampaignError, parse_campaign
+from powerzoo.rl.entry_points import module_digest
 
 MODULE = "my_lab_algos"
 ENTRY = f"{MODULE}:NarrowPPO"
@@ -174,9 +174,10 @@ def test_an_outside_algorithm_goes_from_clone_to_a_scored_row_in_one_command(use
     assert "track S: 2 CPU-s of one core, NOT the standard allowance" in meta["notes"]
     record = json.loads(next((out / "campaign" / "trials").glob("*/trial.json")).read_text())
     assert record["algorithm"] == ENTRY
-    digest = hashlib.sha256((user_module / f"{MODULE}.py").read_bytes()).hexdigest()
-    assert record["algorithm_code"]["sha256"] == digest
-    assert meta["code_hash"].endswith(f" + module {MODULE} sha256 {digest[:16]}")
+    digest = module_digest(ENTRY)
+    assert record["algorithm_code"] == digest
+    assert digest["file"] == str((user_module / f"{MODULE}.py").resolve())
+    assert meta["code_hash"].endswith(f" + module {MODULE} sha256 {digest['sha256'][:16]}")
 
     again = run_cli("score", str(folder), "--campaign", str(out / "campaign"), "--json")
     assert again.returncode == 0, again.stderr
@@ -203,7 +204,7 @@ def test_a_trial_whose_module_changed_since_it_trained_trains_again(user_module,
         campaign_file=REPO_ROOT / "campaigns" / "benchmark_v2.yaml",
         seeds=[0, 1],
     )
-    digest = hashlib.sha256((user_module / f"{MODULE}.py").read_bytes()).hexdigest()
+    digest = module_digest(ENTRY)["sha256"]
     for trial, sha in zip(campaign.trials, (digest, "0" * 64), strict=True):
         folder = trial_dir(tmp_path, trial)
         folder.mkdir(parents=True)
@@ -257,3 +258,59 @@ def test_a_tuning_of_the_outside_algorithm_sets_the_submissions_settings(user_mo
             campaign_file=REPO_ROOT / "campaigns" / "benchmark_v2.yaml",
             tuning_dir=tuned,
         )
+
+
+def test_a_config_for_submit_is_any_subset_of_run_config_fields(user_module, tmp_path):
+    """``powerzoo submit --config``: the file's algorithm_kwargs are the outside class's (checked
+    against it, not PPO), its n_envs is kept; a file naming another task or algorithm, or the
+    fields submit sets itself, is refused in one line."""
+    from powerzoo.rl.campaigns.submit import submission_campaign
+
+    v2 = REPO_ROOT / "campaigns" / "benchmark_v2.yaml"
+    config = tmp_path / "mine.yaml"
+    config.write_text("n_envs: 4\nalgorithm_kwargs: {n_steps: 64, batch_size: 64}\n")
+    (trial,) = submission_campaign(
+        "battery_arbitrage", ENTRY, campaign_file=v2, seeds=[0], config=config
+    ).trials
+    assert trial.setting == "config" and trial.config["n_envs"] == 4
+    assert trial.config["algorithm_kwargs"] == {"n_steps": 64, "batch_size": 64}
+    assert trial.track["standard"]  # the track still sets the budget
+    for text, message in (
+        ("algorithm: SAC\n", "names algorithm SAC, --algo my_lab_algos:NarrowPPO"),
+        ("task: dso\n", "is a dso config, not battery_arbitrage"),
+        ("seed: 3\n", "seed set by powerzoo submit"),
+        ("algorithm_kwargs: {n_stepz: 3}\n", "n_stepz: not an argument of my_lab_algos"),
+    ):
+        config.write_text(text)
+        with pytest.raises(Exception, match=message):
+            submission_campaign("battery_arbitrage", ENTRY, campaign_file=v2, config=config)
+
+
+def test_a_run_config_is_checked_against_the_algorithm_given_beside_it(tmp_path):
+    """``powerzoo train -c FILE --algo SAC``: the file's SAC arguments are SAC's, not those of
+    the file's default algorithm (PPO)."""
+    from powerzoo.rl.config import resolve_config
+
+    path = tmp_path / "sac.yaml"
+    path.write_text(
+        "task: battery_arbitrage\ntotal_timesteps: 64\nalgorithm_kwargs: {buffer_size: 1000}\n"
+    )
+    assert resolve_config(path, {"algorithm": "SAC"}).algorithm_kwargs == {"buffer_size": 1000}
+    with pytest.raises(Exception, match="buffer_size: not an argument of PPO"):
+        resolve_config(path, {})
+
+
+def test_finished_trials_of_other_seeds_or_settings_are_reported_as_set_aside(tmp_path):
+    from powerzoo.rl.campaigns.submit import _set_aside, submission_campaign
+    from powerzoo.rl.campaigns.trial import trial_dir
+
+    v2 = REPO_ROOT / "campaigns" / "benchmark_v2.yaml"
+    before = submission_campaign("battery_arbitrage", "PPO", campaign_file=v2, seeds=[0, 1])
+    for trial in before.trials:
+        trial_dir(tmp_path, trial).mkdir(parents=True)
+        record = {"config_hash": trial.config_hash}
+        (trial_dir(tmp_path, trial) / "trial.json").write_text(json.dumps(record))
+    now = submission_campaign("battery_arbitrage", "PPO", campaign_file=v2, seeds=[0])
+    assert _set_aside(now, tmp_path) == [before.trials[1].trial_id]
+    other = submission_campaign("battery_arbitrage", "SAC", campaign_file=v2, seeds=[0, 1])
+    assert _set_aside(other, tmp_path) == sorted(t.trial_id for t in before.trials)

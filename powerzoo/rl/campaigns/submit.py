@@ -63,16 +63,55 @@ class SubmissionRun:
         submission_dir: The submission folder.
         row: The scored row (:func:`powerzoo.benchmarks.submission_score.score_submission`).
         trials: Trials finished / trials of the submission.
+        set_aside: Finished trials of the folder set aside (moved to ``campaign/superseded/``)
+            and trained again or dropped: another seed list, algorithm or setting than this
+            call's, or a module changed since they trained.
     """
 
     campaign_dir: Path
     submission_dir: Path
     row: dict[str, Any]
     trials: tuple[int, int]
+    set_aside: tuple[str, ...] = ()
 
 
 NOT_GIVEN_TUNING = "not recorded (none given to powerzoo submit)"
 """The submission's ``tuning_budget`` when none is given."""
+
+
+_SET_BY_SUBMIT = ("seed", "output_dir", "name")
+_SET_BY_TRACK = ("total_timesteps", "episodes")
+
+
+def _config_setting(config: str | Path, task: str, algorithm: str) -> dict[str, Any]:
+    """The campaign setting of a ``--config`` file: any run-config fields (its ``task`` and
+    ``algorithm``, when given, must be the submission's; the track sets the budget, so
+    ``total_timesteps`` / ``episodes`` are dropped); ``algorithm_kwargs`` are checked against
+    ``algorithm`` with the rest when the campaign is parsed."""
+    from powerzoo.rl.algorithms import ALL_ALGORITHMS, canonical_algorithm
+    from powerzoo.rl.config import read_config_file
+
+    raw = read_config_file(config)
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"--config {config}: expected a mapping of run-config fields")
+    fields = dict(raw)
+    if fields.get("task", task) != task:
+        raise ValueError(f"--config {config} is a {fields['task']} config, not {task}")
+    named = fields.get("algorithm")
+    if named is not None and canonical_algorithm(named, ALL_ALGORITHMS) != algorithm:
+        raise ValueError(
+            f"--config {config} names algorithm {named}, --algo {algorithm}: drop its "
+            "`algorithm:` or make them the same"
+        )
+    owned = [k for k in _SET_BY_SUBMIT if k in fields]
+    if owned:
+        raise ValueError(
+            f"--config {config}: {', '.join(owned)} set by powerzoo submit (--seeds, --out)"
+        )
+    for key in ("task", "algorithm", *_SET_BY_TRACK):
+        fields.pop(key, None)
+    kwargs = fields.pop("algorithm_kwargs", None) or {}
+    return {"algorithm_kwargs": dict(kwargs), "overrides": fields}
 
 
 def tuned_kwargs(tuning_dir: str | Path, task: str, algorithm: str) -> dict[str, Any]:
@@ -105,6 +144,21 @@ def tuning_budget_of(tuning_dir: str | Path) -> dict[str, Any]:
     return {"tool": "powerzoo tune", **{k: tuning.get(k) for k in keys}}
 
 
+def _set_aside(campaign: CampaignSpec, campaign_dir: Path) -> list[str]:
+    """The finished trials in ``campaign_dir`` this campaign does not hold with the same config
+    (another seed, algorithm or setting): taking the folder over sets them aside."""
+    wanted = {t.trial_id: t.config_hash for t in campaign.trials}
+    out = []
+    for path in sorted((campaign_dir / "trials").glob(f"*/{TRIAL_FILE}")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if wanted.get(path.parent.name) != record.get("config_hash"):
+            out.append(path.parent.name)
+    return out
+
+
 def _changed_code(campaign: CampaignSpec, campaign_dir: Path) -> list[str]:
     """The finished trials of an algorithm from outside whose module has changed since they
     trained (another SHA-256 of its source file than their record's): they train again."""
@@ -124,7 +178,10 @@ def _changed_code(campaign: CampaignSpec, campaign_dir: Path) -> list[str]:
 
 def _read_base(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise FileNotFoundError(f"campaign file {path} not found (--campaign)")
+        raise FileNotFoundError(
+            f"campaign file {path} not found (--campaign; a relative path is read from the "
+            "working folder: run from the clone's root, or give the file's path)"
+        )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
@@ -195,10 +252,7 @@ def submission_campaign(
         setting = {"algorithm_kwargs": tuned_kwargs(tuning_dir, task, algorithm)}
         setting_name = "tuned"
     if config is not None:
-        config_path = Path(config).resolve()
-        if not config_path.is_file():
-            raise FileNotFoundError(f"run config {config} not found (--config)")
-        setting = {"config": str(config_path)}
+        setting = _config_setting(config, task, algorithm)
         setting_name = "config"
     data = {
         "name": f"submit-{algorithm_label(algorithm)}-{task}",
@@ -249,6 +303,7 @@ def run_submission(
     root = Path(out)
     campaign_dir = root / CAMPAIGN_DIR
     changed = _changed_code(campaign, campaign_dir)
+    set_aside = _set_aside(campaign, campaign_dir)
     run_local(campaign, campaign_dir, progress=progress, update=True, rerun=changed)
     finished = [t for t in campaign.trials if read_record(campaign_dir, t, campaign) is not None]
     if not finished:
@@ -265,4 +320,10 @@ def run_submission(
     scoring = {} if n_resamples is None else {"n_resamples": n_resamples}
     with pinned_campaign_files(campaign_dir):
         row = score_submission(read_submission(submission_dir), **scoring)
-    return SubmissionRun(campaign_dir, submission_dir, row, (len(finished), len(campaign.trials)))
+    return SubmissionRun(
+        campaign_dir,
+        submission_dir,
+        row,
+        (len(finished), len(campaign.trials)),
+        tuple(sorted({*set_aside, *changed})),
+    )

@@ -55,6 +55,7 @@ from powerzoo.rl.mappo.init_action import idle_actions, start_actors_at
 from powerzoo.rl.mappo.one_agent import make_native_env
 from powerzoo.rl.mappo.policy import POLICY_FILE, MAPPOPolicy
 from powerzoo.rl.result import TrainResult
+from powerzoo.rl.tracks import on_a_clock
 from powerzoo.rl.trainer_base import TrainerBase, holds_run_dir
 
 __all__ = ["MAPPOTrainer", "LEARNER_FILE", "BEST_POLICY_FILE", "COLLECTOR_FILE"]
@@ -273,10 +274,9 @@ class MAPPOTrainer(TrainerBase):
             dynamic_ncols=True,
         )
         n_steps, n_envs = self.params.n_steps, self.collector.n_envs
-        rollout_words = f"n_steps x n_envs = {n_steps} x {n_envs}"
-        warn_rounded_budget(
-            self.algorithm, budget, self.num_timesteps, n_steps * n_envs, rollout_words
-        )
+        words = f"n_steps x n_envs = {n_steps} x {n_envs}"
+        if not on_a_clock(cfg.stop_conditions):  # a track's cap is not a budget
+            warn_rounded_budget(self.algorithm, budget, self.num_timesteps, n_steps * n_envs, words)
         if self.num_timesteps < budget:
             self._write_state("running")
         try:

@@ -240,19 +240,25 @@ class SB3MultiAgentTrainer(TrainerBase):
         Returns:
             The run's result.
         """
+        from powerzoo.rl.sb3.callbacks import StopConditionCallback
         from powerzoo.rl.sb3.marl.loops import train_shared_policy
 
         started, eval_env, run_dir = self._start_multi_agent_run("train_marl_simultaneous")
         budget = total_timesteps or self.config.budget_timesteps()
+        # the config's stop conditions (a track's clock among them) end learn early; there are
+        # no evaluations during training, so a condition on evaluation returns never fires
+        stop_cb = StopConditionCallback(self.config.stop_condition_objects(), lambda: [])
         self.shared_model = train_shared_policy(
             self.task,
             self.algorithm,
             total_timesteps=budget,
             n_envs=self.config.n_envs,
+            callback=stop_cb,
             **self._loop_kwargs(run_dir),
         )
         self.models = None
-        return self._finish_multi_agent(run_dir, budget, started, eval_env)
+        steps = int(self.shared_model.num_timesteps) if stop_cb.stop_reason else budget
+        return self._finish_multi_agent(run_dir, steps, started, eval_env, stop_cb.stop_reason)
 
     def _final_eval_env(self) -> Any:
         """The evaluation env of :meth:`_evaluate_at_end` (``None`` without evaluation), built
@@ -300,15 +306,21 @@ class SB3MultiAgentTrainer(TrainerBase):
         return [row]
 
     def _finish_multi_agent(
-        self, run_dir: Path, steps: int, started: float, eval_env: Any
+        self,
+        run_dir: Path,
+        steps: int,
+        started: float,
+        eval_env: Any,
+        stop_reason: str | None = None,
     ) -> TrainResult:
         self._trained_steps = steps
         self.save(run_dir)
         self.evaluations = (
             [] if eval_env is None else self._evaluate_at_end(run_dir, steps, eval_env)
         )
-        self._write_state("finished")
-        return self._result("finished", None, started)
+        status = "stopped" if stop_reason else "finished"
+        self._write_state(status, stop_reason)
+        return self._result(status, stop_reason, started)
 
     def _multi_agent_eval_env(self, split: str) -> Any:
         """The dict env (``framework="auto"``) on ``split`` with the training env's normalize /

@@ -40,6 +40,7 @@ from powerzoo.rl.sb3.logger import (
     run_logger,
 )
 from powerzoo.rl.sb3.policy import frozen_obs_stats
+from powerzoo.rl.tracks import on_a_clock
 from powerzoo.rl.trainer_base import TrainerBase, holds_run_dir
 
 __all__ = ["SB3Trainer"]
@@ -268,7 +269,7 @@ class SB3Trainer(TrainerBase):
         callbacks += [stop_cb, cb.TqdmProgressCallback(budget, cfg.logging.progress_bar)]
         remaining = budget - model.num_timesteps
         rollout = sb3_rollout(model)
-        if rollout is not None:
+        if rollout is not None and not on_a_clock(cfg.stop_conditions):
             warn_rounded_budget(self.algorithm, budget, model.num_timesteps, *rollout)
         if remaining > 0:
             self._write_state("running")
