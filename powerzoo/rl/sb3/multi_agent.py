@@ -71,11 +71,12 @@ class SB3MultiAgentTrainer(TrainerBase):
     ) -> TrainResult:
         """Train one shared policy (:meth:`train_marl_simultaneous`) for the config's budget.
 
-        The multi-agent loops run to their budget and evaluate once at the end, so
-        ``stop_conditions`` and ``steps_per_eval`` are not used.
+        The loop runs to its budget or until a stop condition of the config (a step limit or a
+        track's clock: there are no evaluations before the end) is met, and evaluates once at
+        the end; ``stop_conditions`` given here and ``steps_per_eval`` are not used.
 
         Args:
-            stop_conditions: Not used.
+            stop_conditions: Not used (the config's are).
             steps_per_eval: Not used.
 
         Returns:
