@@ -16,7 +16,7 @@ runs (a trial counts once its ``trial.json`` exists and passes
 Where the numbers come from:
 
 * each row: the finished trials of one (task, label) are written as a submission folder
-  (:func:`~powerzoo.benchmarks.submission.submission_from_trials`) under
+  (:func:`~powerzoo.benchmarks.trial_submission.submission_from_trials`) under
   ``<out>/submissions/<task>__<label>/`` and scored by
   :func:`~powerzoo.benchmarks.submission_score.score_submission`, so
   ``powerzoo score <that folder> --campaign <campaign folder>`` prints the same row; the row adds

@@ -5,10 +5,11 @@ by default in the command line) and keeps its protocol for one task: the compute
 task's training budget and parallel envs, the evaluation (split, env seeds, held-out families,
 the model kept: the best validation evaluation). It replaces the campaign's algorithms with the
 one given: a registered name or an SB3 algorithm class from outside PowerZoo
-(``"package.module:Class"``, :func:`powerzoo.rl.algorithms.is_entry_point`), with a run config
-of its own or the defaults. :func:`run_submission` runs its trials (resumable: finished trials
-are kept), writes the submission folder from their records
-(:func:`powerzoo.benchmarks.submission.submission_from_trials`) and scores it against the
+(``"package.module:Class"``, :func:`powerzoo.rl.entry_points.is_entry_point`), with settings
+from run-config fields of its own, a ``powerzoo tune`` folder, or the defaults.
+:func:`run_submission` runs its trials (resumable: finished trials are kept), writes the
+submission folder from their records
+(:func:`powerzoo.benchmarks.trial_submission.submission_from_trials`) and scores it against the
 baselines table and budgets the campaign folder pinned
 (:mod:`powerzoo.benchmarks.submission_score`), so the row is scored exactly as
 ``powerzoo score FOLDER --campaign DIR`` scores it again. The trials of an algorithm from
