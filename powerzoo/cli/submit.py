@@ -61,10 +61,17 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     if args.tuning is not None:
         tuning = tuning_budget_of(args.tuning)
     check_output_folder(args.out, "--out")  # before any trial trains
+    track = campaign.trials[0].track
+    allowance = (
+        ""
+        if track is None
+        else f", {track['wall_clock_s']:g} {'CPU-' if track.get('clock') == 'cpu' else ''}s of "
+        "training each plus their tests, one after another"
+    )
     print(
         f"{len(campaign.trials)} trial(s) of {args.algo} on {args.task} under {args.campaign}'s "
-        f"protocol into {Path(args.out) / 'campaign'} (finished trials are kept: run the same "
-        "command again to resume)"
+        f"protocol{allowance}, into {Path(args.out) / 'campaign'} (finished trials are kept: "
+        "run the same command again to resume)"
     )
     run = run_submission(
         campaign,
