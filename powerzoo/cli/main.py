@@ -39,7 +39,10 @@ def _cmd_describe(args: argparse.Namespace) -> int:
         print(json.dumps({**info(args.task), "algorithms": algorithms}, indent=2))
     else:
         print(render_text(args.task))
-        print(f"algorithms: {', '.join(algorithms)} (powerzoo train {args.task} --algo NAME)")
+        print(
+            f"algorithms: {', '.join(algorithms)} (powerzoo train {args.task} --algo NAME), or "
+            "your own SB3 algorithm class as package.module:Class (powerzoo submit scores it)"
+        )
     return 0
 
 
