@@ -210,6 +210,11 @@ def test_an_sb3_algorithm_on_a_multi_agent_task_stops_on_the_tracks_clock(tmp_pa
     assert result.status == "stopped"
     assert result.stop_reason == "cpu_time: spent the allowance of 1 CPU s"
     assert 0 < result.num_timesteps < L_ENV_STEPS
+    # independent learners train their rounds to the budget: a stop condition is refused, not
+    # ignored, before any folder is written
+    with pytest.raises(ValueError, match="independent learners train their rounds"):
+        Trainer({**config, "output_dir": str(tmp_path / "il")}).train_il()
+    assert not (tmp_path / "il").exists()
 
 
 def test_protocol_env_seeds_test_every_trial_on_the_baselines_episodes(tmp_path):

@@ -198,7 +198,8 @@ class SB3MultiAgentTrainer(TrainerBase):
         """Independent learners: one SB3 model per agent, trained round-robin, the others frozen.
 
         The budget ``total_timesteps`` is split into ``rounds`` rounds (default 4) of
-        ``steps_per_round`` steps per agent. Models are saved in the run folder.
+        ``steps_per_round`` steps per agent. Models are saved in the run folder. A config with
+        ``stop_conditions`` is refused (``ValueError``): the rounds run to the budget.
 
         Args:
             rounds: Round-robin rounds (default 4).
@@ -210,6 +211,11 @@ class SB3MultiAgentTrainer(TrainerBase):
         """
         from powerzoo.rl.sb3.marl.loops import train_independent_learners
 
+        if self.config.stop_conditions:  # refused rather than ignored
+            raise ValueError(
+                "stop_conditions: independent learners train their rounds to the budget and "
+                "take none; train the shared policy (train()) or MAPPO / IPPO to stop early"
+            )
         started, eval_env, run_dir = self._start_multi_agent_run("train_il")
         n_agents = len(self.spec.agents)
         rounds = rounds or IL_ROUNDS
