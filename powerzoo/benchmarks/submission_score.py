@@ -176,9 +176,9 @@ def _csv_ready(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()}
 
 
-_SUBMISSION_KEY = ("task", "split", "algorithm", "seeds")
+_SUBMISSION_KEY = ("task", "split", "algorithm", "seeds", "code_hash", "env_steps")
 """The columns that name one submission in a results table: its row is replaced, not added
-again, when the submission is scored a second time."""
+again, when the submission is scored a second time (the same code, steps and seeds)."""
 
 
 def _key(row: Mapping[str, Any]) -> tuple[str, ...]:
@@ -204,7 +204,7 @@ def _table_rows(path: Path) -> list[dict[str, str]] | None:
 
 def has_result(table: str | Path, row: Mapping[str, Any]) -> bool:
     """Whether the results table at ``table`` holds a row of the same submission as ``row``
-    (same task, split, algorithm and seeds)."""
+    (same task, split, algorithm, seeds, code and env steps)."""
     rows = _table_rows(Path(table)) or []
     key = _key(_csv_ready(row))
     return any(_key(old) == key for old in rows)
@@ -213,10 +213,11 @@ def has_result(table: str | Path, row: Mapping[str, Any]) -> bool:
 def append_result(table: str | Path, row: Mapping[str, Any]) -> Path:
     """Add ``row`` to the results table at ``table`` (created with its header when absent).
 
-    A row of the same submission (same task, split, algorithm and seeds) is replaced rather than
-    added again, so scoring a folder twice does not count its runs twice. A table written before
-    the results table gained columns (its columns are those of today's table in the same order,
-    some missing) is rewritten with today's, its rows' new cells empty. Raises ``ValueError``
+    A row of the same submission (same task, split, algorithm, seeds, code hash and env steps)
+    is replaced rather than added again, so scoring a folder twice does not count its runs
+    twice. A table written before the results table gained columns (its columns are those of
+    today's table in the same order, some missing) is rewritten with today's, its rows' new
+    cells empty. Raises ``ValueError``
     when the file exists with other columns.
 
     Args:

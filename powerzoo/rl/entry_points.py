@@ -87,9 +87,11 @@ def init_parameters(cls: type) -> dict[str, inspect.Parameter]:
 
 
 def module_digest(name: str) -> dict[str, str]:
-    """The code behind entry point ``name`` as it is now: ``{"module", "file", "sha256"}``, the
-    SHA-256 over the entry's module file and the file that defines its class (a package's
-    ``__init__`` may re-export a class written elsewhere); ``file`` names the class's file, and
+    """The code behind entry point ``name`` as it is now: ``{"module", "file", "sha256"}``.
+    ``sha256`` is the file's SHA-256 (what ``sha256sum`` prints) where the class is defined in
+    the entry's module; where a package re-exports a class written in another file, the SHA-256
+    of the two files' SHA-256 digests (module's first). Only the bytes count, so the same code in
+    another folder or on another machine has the same digest. ``file`` names the class's file;
     both are empty where there is no source file. A campaign trial records it, so a submission
     names the code each seed trained with."""
     module_name = name.partition(":")[0]
@@ -98,13 +100,19 @@ def module_digest(name: str) -> dict[str, str]:
         class_file = inspect.getsourcefile(entry_point_class(name)) or ""
     except TypeError:  # a class without a source file
         class_file = ""
-    named = {os.path.abspath(f) for f in (getattr(module, "__file__", None), class_file) if f}
-    files = sorted(f for f in named if os.path.isfile(f))
+    files = []
+    for path in (getattr(module, "__file__", None), class_file):
+        if path and os.path.isfile(path) and os.path.abspath(path) not in files:
+            files.append(os.path.abspath(path))
     if not files:
         return {"module": module_name, "file": "", "sha256": ""}
-    digest = hashlib.sha256()
+    digests = []
     for path in files:
         with open(path, "rb") as file:
-            digest.update(path.encode() + b"\0" + file.read())
-    shown = os.path.abspath(class_file) if class_file else files[0]
-    return {"module": module_name, "file": shown, "sha256": digest.hexdigest()}
+            digests.append(hashlib.sha256(file.read()).hexdigest())
+    digest = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode())
+    return {
+        "module": module_name,
+        "file": files[-1],
+        "sha256": digest if isinstance(digest, str) else digest.hexdigest(),
+    }

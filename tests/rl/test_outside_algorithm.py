@@ -272,13 +272,15 @@ def test_a_config_for_submit_is_any_subset_of_run_config_fields(user_module, tmp
     (trial,) = submission_campaign(
         "battery_arbitrage", ENTRY, campaign_file=v2, seeds=[0], config=config
     ).trials
-    assert trial.setting == "config" and trial.config["n_envs"] == 4
+    assert trial.setting.startswith("config-") and trial.config["n_envs"] == 4
     assert trial.config["algorithm_kwargs"] == {"n_steps": 64, "batch_size": 64}
     assert trial.track["standard"]  # the track still sets the budget
     for text, message in (
         ("algorithm: SAC\n", "names algorithm SAC, --algo my_lab_algos:NarrowPPO"),
         ("task: dso\n", "is a dso config, not battery_arbitrage"),
-        ("seed: 3\n", "seed set by powerzoo submit"),
+        ("seed: 3\n", "seed not for a submission"),
+        ("init_model: x.zip\n", "init_model not for a submission"),
+        ("algorithm_kwargs: {device: cuda}\n", "device is compute beyond the track's one core"),
         ("algorithm_kwargs: {n_stepz: 3}\n", "n_stepz: not an argument of my_lab_algos"),
     ):
         config.write_text(text)
@@ -314,3 +316,47 @@ def test_finished_trials_of_other_seeds_or_settings_are_reported_as_set_aside(tm
     assert _set_aside(now, tmp_path) == [before.trials[1].trial_id]
     other = submission_campaign("battery_arbitrage", "SAC", campaign_file=v2, seeds=[0, 1])
     assert _set_aside(other, tmp_path) == sorted(t.trial_id for t in before.trials)
+
+
+def test_a_module_digest_is_its_files_sha256_wherever_it_lies(user_module, tmp_path):
+    """The same code in another folder has the same digest (a moved clone does not retrain
+    every seed), and it is what ``sha256sum`` prints for the module's file."""
+    import hashlib
+    import importlib
+
+    here = module_digest(ENTRY)
+    assert here["sha256"] == hashlib.sha256((user_module / f"{MODULE}.py").read_bytes()).hexdigest()
+    elsewhere = tmp_path / "moved"
+    elsewhere.mkdir()
+    (elsewhere / f"{MODULE}.py").write_text(SOURCE)
+    sys.modules.pop(MODULE, None)
+    sys.path.insert(0, str(elsewhere))
+    try:
+        importlib.invalidate_caches()
+        moved = module_digest(ENTRY)
+    finally:
+        sys.path.remove(str(elsewhere))
+    assert moved["file"] == str((elsewhere / f"{MODULE}.py").resolve()) != here["file"]
+    assert moved["sha256"] == here["sha256"]
+
+
+def test_names_in_any_case_and_ppo_subclasses_get_the_multi_agent_defaults(user_module, tmp_path):
+    """``--algo ppo`` with a config or tuning naming PPO is the same algorithm; an outside PPO
+    subclass on a multi-agent task gets the rollout sizing PowerZoo gives PPO there."""
+    import my_lab_algos
+
+    from powerzoo.rl.campaigns.submit import submission_campaign
+    from powerzoo.rl.sb3.marl.loops import _default_algo_kwargs
+
+    config = tmp_path / "ppo.yaml"
+    config.write_text("algorithm: PPO\nalgorithm_kwargs: {n_steps: 64}\n")
+    v2 = REPO_ROOT / "campaigns" / "benchmark_v2.yaml"
+    (trial,) = submission_campaign(
+        "battery_arbitrage", "ppo", campaign_file=v2, seeds=[0], config=config
+    ).trials
+    assert trial.algorithm == "PPO"
+    from stable_baselines3 import PPO
+
+    sized = _default_algo_kwargs(my_lab_algos.NarrowPPO, None, 0.99, 64, None, -1.0)
+    assert sized == _default_algo_kwargs(PPO, None, 0.99, 64, None, -1.0)
+    assert sized["n_steps"] == 32 and sized["policy_kwargs"] == {"log_std_init": -1.0}

@@ -23,6 +23,7 @@ and ``submission/`` (written again from the records on every call).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -80,7 +81,9 @@ NOT_GIVEN_TUNING = "not recorded (none given to powerzoo submit)"
 """The submission's ``tuning_budget`` when none is given."""
 
 
-_SET_BY_SUBMIT = ("seed", "output_dir", "name")
+_SET_BY_SUBMIT = ("seed", "output_dir", "name", "init_model")
+# compute beyond the track's one core (workers whose CPU time the clock does not see, a GPU)
+_OUTSIDE_THE_TRACK = ("rollout_workers", "rollout_address", "device")
 _SET_BY_TRACK = ("total_timesteps", "episodes")
 
 
@@ -107,7 +110,17 @@ def _config_setting(config: str | Path, task: str, algorithm: str) -> dict[str, 
     owned = [k for k in _SET_BY_SUBMIT if k in fields]
     if owned:
         raise ValueError(
-            f"--config {config}: {', '.join(owned)} set by powerzoo submit (--seeds, --out)"
+            f"--config {config}: {', '.join(owned)} not for a submission (set by powerzoo "
+            "submit: --seeds, --out; every seed trains from scratch)"
+        )
+    kwargs_given = fields.get("algorithm_kwargs") or {}
+    extra = [
+        k for k in _OUTSIDE_THE_TRACK if isinstance(kwargs_given, Mapping) and k in kwargs_given
+    ]
+    if extra:
+        raise ValueError(
+            f"--config {config}: algorithm_kwargs.{extra[0]} is compute beyond the track's one "
+            "core; a submission trains on the track's allowance alone"
         )
     for key in ("task", "algorithm", *_SET_BY_TRACK):
         fields.pop(key, None)
@@ -233,6 +246,9 @@ def submission_campaign(
     Returns:
         The validated campaign (``CampaignError`` on bad input, before anything runs).
     """
+    from powerzoo.rl.algorithms import ALL_ALGORITHMS, canonical_algorithm
+
+    algorithm = canonical_algorithm(algorithm, ALL_ALGORITHMS)  # any case; an entry point as is
     path = Path(campaign_file)
     base = _read_base(path)
     where = f"campaign {path}"
@@ -254,7 +270,9 @@ def submission_campaign(
         setting_name = "tuned"
     if config is not None:
         setting = _config_setting(config, task, algorithm)
-        setting_name = "config"
+        # two config files are two settings (their rows are two rows of a results table)
+        content = json.dumps(setting, sort_keys=True, default=str).encode()
+        setting_name = f"config-{hashlib.sha256(content).hexdigest()[:8]}"
     data = {
         "name": f"submit-{algorithm_label(algorithm)}-{task}",
         "tasks": [task],

@@ -249,6 +249,7 @@ class SB3MultiAgentTrainer(TrainerBase):
         """
         from powerzoo.rl.sb3.callbacks import StopConditionCallback
         from powerzoo.rl.sb3.marl.loops import train_shared_policy
+        from powerzoo.rl.tracks import on_a_clock
 
         started, eval_env, run_dir = self._start_multi_agent_run("train_marl_simultaneous")
         budget = total_timesteps or self.config.budget_timesteps()
@@ -261,6 +262,7 @@ class SB3MultiAgentTrainer(TrainerBase):
             total_timesteps=budget,
             n_envs=self.config.n_envs,
             callback=stop_cb,
+            budget_is_cap=on_a_clock(self.config.stop_conditions),
             **self._loop_kwargs(run_dir),
         )
         self.models = None

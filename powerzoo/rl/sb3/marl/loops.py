@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
@@ -107,7 +108,7 @@ def _default_algo_kwargs(
             f"algo_kwargs may not set {sorted(reserved)}; the trainer sets them itself"
         )
     kwargs.setdefault("gamma", gamma)
-    if algo_cls.__name__ == "PPO" and "n_steps" not in kwargs:
+    if issubclass(algo_cls, PPO) and "n_steps" not in kwargs:  # a subclass from outside too
         multiple = 64 // math.gcd(
             64, int(n_envs)
         )  # rollout a multiple of SB3's default batch of 64
@@ -116,7 +117,7 @@ def _default_algo_kwargs(
             n_steps = max(2, min(n_steps, max_steps))
         kwargs["n_steps"] = n_steps
         kwargs.setdefault("batch_size", min(64, n_steps * n_envs))
-    if log_std_init is not None and algo_cls.__name__ in ("PPO", "A2C"):
+    if log_std_init is not None and issubclass(algo_cls, (PPO, A2C)):
         policy_kwargs = dict(kwargs.get("policy_kwargs") or {})
         policy_kwargs.setdefault("log_std_init", log_std_init)
         kwargs["policy_kwargs"] = policy_kwargs
@@ -253,6 +254,7 @@ def train_shared_policy(
     callback: Any = None,
     progress: bool | None = None,
     reward_scale: float | str = "auto",
+    budget_is_cap: bool = False,
 ) -> BaseAlgorithm:
     """Train one policy shared by all agents, all agents learning at once (parameter sharing).
 
@@ -277,6 +279,8 @@ def train_shared_policy(
         progress: tqdm bar over agent-steps (``None``: only on a terminal).
         reward_scale: ``"auto"`` (running return normalisation) or a fixed factor; learning only
             (:mod:`powerzoo.rl.sb3.marl.reward_scale`).
+        budget_is_cap: ``total_timesteps`` is a cap a stop condition in ``callback`` ends
+            training before (a compute track's), so it is not rounded to whole rollouts aloud.
 
     Returns:
         The model; evaluate it with ``SharedPolicy(model, env.possible_agents)``.
@@ -316,7 +320,7 @@ def train_shared_policy(
         TqdmProgressCallback(int(total_timesteps), progress, desc=f"shared {algo_cls.__name__}")
     )
     rollout = sb3_rollout(model)
-    if rollout is not None:  # SB3 sees n_envs * n_agents envs: the rollout counts agent-steps
+    if rollout is not None and not budget_is_cap:  # the rollout counts agent-steps
         warn_rounded_budget(
             f"shared {algo_cls.__name__}", int(total_timesteps), 0, *rollout, unit="agent-steps"
         )
