@@ -275,10 +275,18 @@ def test_a_config_for_submit_is_any_subset_of_run_config_fields(user_module, tmp
     assert trial.setting.startswith("config-") and trial.config["n_envs"] == 4
     assert trial.config["algorithm_kwargs"] == {"n_steps": 64, "batch_size": 64}
     assert trial.track["standard"]  # the track still sets the budget
+    # a repository preset (seed, output_dir, name and a budget in it) trains as the campaign's
+    (preset,) = submission_campaign(
+        "battery_arbitrage",
+        "PPO",
+        campaign_file=v2,
+        seeds=[3],
+        config=REPO_ROOT / "configs" / "battery_arbitrage.yaml",
+    ).trials
+    assert preset.seed == 3 and preset.config["seed"] == 3
     for text, message in (
         ("algorithm: SAC\n", "names algorithm SAC, --algo my_lab_algos:NarrowPPO"),
         ("task: dso\n", "is a dso config, not battery_arbitrage"),
-        ("seed: 3\n", "seed not for a submission"),
         ("init_model: x.zip\n", "init_model not for a submission"),
         ("algorithm_kwargs: {device: cuda}\n", "device is compute beyond the track's one core"),
         ("algorithm_kwargs: {n_stepz: 3}\n", "n_stepz: not an argument of my_lab_algos"),

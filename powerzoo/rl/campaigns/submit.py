@@ -81,7 +81,7 @@ NOT_GIVEN_TUNING = "not recorded (none given to powerzoo submit)"
 """The submission's ``tuning_budget`` when none is given."""
 
 
-_SET_BY_SUBMIT = ("seed", "output_dir", "name", "init_model")
+_SET_BY_SUBMIT = ("seed", "output_dir", "name")  # a preset's are replaced, as a campaign does
 # compute beyond the track's one core (workers whose CPU time the clock does not see, a GPU)
 _OUTSIDE_THE_TRACK = ("rollout_workers", "rollout_address", "device")
 _SET_BY_TRACK = ("total_timesteps", "episodes")
@@ -89,8 +89,10 @@ _SET_BY_TRACK = ("total_timesteps", "episodes")
 
 def _config_setting(config: str | Path, task: str, algorithm: str) -> dict[str, Any]:
     """The campaign setting of a ``--config`` file: any run-config fields (its ``task`` and
-    ``algorithm``, when given, must be the submission's; the track sets the budget, so
-    ``total_timesteps`` / ``episodes`` are dropped); ``algorithm_kwargs`` are checked against
+    ``algorithm``, when given, must be the submission's; the track sets the budget and the
+    command the seeds and folders, so a preset's ``total_timesteps`` / ``episodes``, ``seed``,
+    ``output_dir`` and ``name`` are dropped; ``init_model`` is refused); ``algorithm_kwargs`` are
+    checked against
     ``algorithm`` with the rest when the campaign is parsed."""
     from powerzoo.rl.algorithms import ALL_ALGORITHMS, canonical_algorithm
     from powerzoo.rl.config import read_config_file
@@ -107,11 +109,9 @@ def _config_setting(config: str | Path, task: str, algorithm: str) -> dict[str, 
             f"--config {config} names algorithm {named}, --algo {algorithm}: drop its "
             "`algorithm:` or make them the same"
         )
-    owned = [k for k in _SET_BY_SUBMIT if k in fields]
-    if owned:
+    if fields.get("init_model"):
         raise ValueError(
-            f"--config {config}: {', '.join(owned)} not for a submission (set by powerzoo "
-            "submit: --seeds, --out; every seed trains from scratch)"
+            f"--config {config}: init_model not for a submission (every seed trains from scratch)"
         )
     kwargs_given = fields.get("algorithm_kwargs") or {}
     extra = [
@@ -122,7 +122,7 @@ def _config_setting(config: str | Path, task: str, algorithm: str) -> dict[str, 
             f"--config {config}: algorithm_kwargs.{extra[0]} is compute beyond the track's one "
             "core; a submission trains on the track's allowance alone"
         )
-    for key in ("task", "algorithm", *_SET_BY_TRACK):
+    for key in ("task", "algorithm", "init_model", *_SET_BY_SUBMIT, *_SET_BY_TRACK):
         fields.pop(key, None)
     kwargs = fields.pop("algorithm_kwargs", None) or {}
     return {"algorithm_kwargs": dict(kwargs), "overrides": fields}
