@@ -110,9 +110,6 @@ def module_digest(name: str) -> dict[str, str]:
     for path in files:
         with open(path, "rb") as file:
             digests.append(hashlib.sha256(file.read()).hexdigest())
-    digest = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode())
-    return {
-        "module": module_name,
-        "file": files[-1],
-        "sha256": digest if isinstance(digest, str) else digest.hexdigest(),
-    }
+    if len(digests) > 1:
+        digests = [hashlib.sha256("".join(digests).encode()).hexdigest()]
+    return {"module": module_name, "file": files[-1], "sha256": digests[0]}
