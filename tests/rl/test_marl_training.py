@@ -1,6 +1,8 @@
 """Multi-agent training on SB3: the single-agent view,
 the agents-as-envs VecEnv, and both trainers."""
 
+import tempfile
+
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -197,7 +199,14 @@ def test_trainers_reject_single_agent_tasks_and_unknown_algorithms():
         train_shared_policy(TASK, total_timesteps=8, reward_scale=-1.0)
 
 
-def test_independent_learners_round_robin_counts_steps_and_calls_callbacks():
+@pytest.fixture
+def temp_folder(monkeypatch, tmp_path):
+    """The system's temporary directory, emptied for one test: what SB3 leaves there shows."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def test_independent_learners_round_robin_counts_steps_and_calls_callbacks(temp_folder):
     calls = []
     models = train_independent_learners(
         TASK,
@@ -213,9 +222,10 @@ def test_independent_learners_round_robin_counts_steps_and_calls_callbacks():
     assert calls == [(a, r) for r in range(2) for a in AGENTS]
     seeds = {m.seed for m in models.values()}
     assert len(seeds) == 5  # one derived seed per agent
+    assert list(temp_folder.iterdir()) == []  # no empty SB3-<date> log folder per learn
 
 
-def test_shared_policy_trains_with_off_policy_algorithm_and_fixed_reward_scale():
+def test_shared_policy_trains_with_off_policy_algorithm_and_fixed_reward_scale(temp_folder):
     model = train_shared_policy(
         TASK,
         "SAC",
@@ -226,6 +236,7 @@ def test_shared_policy_trains_with_off_policy_algorithm_and_fixed_reward_scale()
         algo_kwargs={"learning_starts": 100, "batch_size": 32},
     )
     assert isinstance(model, SAC) and model.num_timesteps == 400
+    assert list(temp_folder.iterdir()) == []
     env = make_env(TASK, split="test", framework="auto", normalize=True)
     summary = evaluate_days(SharedPolicy(model, env.possible_agents), env, [0], seed=0)
     assert summary["mean_length"] == 48

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import warnings
 
@@ -117,7 +118,8 @@ def test_trainer_rejects_bad_config_before_touching_the_agent():
 # -------------------------------------------------------------------------------------- the snippet
 
 
-def test_snippet_sac_learns_after_learning_starts_and_eval_is_pure():
+def test_snippet_sac_learns_after_learning_starts_and_eval_is_pure(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what SB3 leaves there shows
     env = battery()
     model = SAC("MlpPolicy", env, learning_starts=20, batch_size=32, seed=0)
     cfg = {"timesteps": 60, **QUIET}
@@ -147,6 +149,7 @@ def test_snippet_sac_learns_after_learning_starts_and_eval_is_pure():
     assert len(trainer.eval_episodes) == 1 and trainer.eval_episodes[0]["length"] == 48
     assert trainer.train_calls == 60 and trainer.eval_calls == 60
     trainer.close()
+    assert list(tmp_path.iterdir()) == []  # no empty SB3-<date> log folder
 
 
 def test_snippet_ppo_updates_when_the_rollout_is_full():

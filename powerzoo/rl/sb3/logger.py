@@ -9,6 +9,7 @@ from typing import Any
 
 __all__ = [
     "run_logger",
+    "console_logger",
     "tensorboard_format",
     "flush_logger",
     "pending_records",
@@ -39,6 +40,23 @@ def run_logger(folder: Path, verbose: int, tensorboard: bool, purge_step: int | 
     if tensorboard:
         formats.append(tensorboard_format(folder, purge_step))
     return Logger(folder=str(folder), output_formats=formats)
+
+
+def console_logger(model: Any) -> None:
+    """Give ``model`` a logger without a folder unless it logs to TensorBoard or has its own.
+
+    Left alone, SB3 makes an empty ``SB3-<date>`` folder in the system's temporary directory at
+    every ``learn`` of a model without ``tensorboard_log``; this logger writes the same console
+    output (``verbose >= 1``) and makes no folder.
+    """
+    from stable_baselines3.common.logger import HumanOutputFormat, Logger
+
+    if getattr(model, "tensorboard_log", None) is not None or getattr(
+        model, "_custom_logger", False
+    ):
+        return
+    formats = [HumanOutputFormat(sys.stdout)] if getattr(model, "verbose", 0) >= 1 else []
+    model.set_logger(Logger(folder=None, output_formats=formats))
 
 
 def flush_logger(model: Any) -> None:

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from powerzoo.rl.sb3.logger import console_logger
+
 __all__ = ["SB3Collection", "is_on_policy"]
 
 OFF_POLICY_LOG_INTERVAL = 4
@@ -116,6 +118,7 @@ class SB3Collection:
         ``venv``."""
         agent = self.agent
         continuing = agent._last_obs is not None  # the agent already holds an observation of venv
+        console_logger(agent)
         agent._setup_learn(
             calls * self.n_envs,
             callback=None,

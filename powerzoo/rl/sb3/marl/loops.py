@@ -35,6 +35,7 @@ from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import MULTI_AGENT_ALGORITHMS, algorithm_class
 from powerzoo.rl.budget import sb3_rollout, warn_rounded_budget
 from powerzoo.rl.sb3.callbacks import TqdmProgressCallback
+from powerzoo.rl.sb3.logger import console_logger
 from powerzoo.rl.sb3.marl.adapters import AgentsAsVecEnv, SingleAgentView
 from powerzoo.rl.sb3.marl.reward_scale import scale_rewards
 
@@ -203,6 +204,7 @@ def train_independent_learners(
             tensorboard_log=None if tensorboard_log is None else str(tensorboard_log),
             **kwargs,
         )
+        console_logger(models[agent])
     for agent, view in views.items():
         view.set_others({a: m for a, m in models.items() if a != agent})
     rollout = sb3_rollout(next(iter(models.values())))
@@ -313,6 +315,7 @@ def train_shared_policy(
         tensorboard_log=None if tensorboard_log is None else str(tensorboard_log),
         **kwargs,
     )
+    console_logger(model)
     callbacks = (
         [] if callback is None else (list(callback) if isinstance(callback, list) else [callback])
     )
