@@ -20,6 +20,13 @@ class TrainResult:
     stop_reason: str | None
     evaluations: list[dict[str, Any]]
     wall_seconds: float
+    agents_per_step: int = 1  # samples per env step: the agents of a shared multi-agent policy
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps trained (summed over parallel envs): ``num_timesteps`` counts agent-steps
+        where one policy acts for every agent of a multi-agent env."""
+        return int(self.num_timesteps) // max(1, int(self.agents_per_step))
 
     @property
     def best_mean_return(self) -> float | None:

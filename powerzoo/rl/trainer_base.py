@@ -69,6 +69,10 @@ class TrainerBase(abc.ABC):
     """Whether ``resume`` continues an interrupted run from a checkpoint (not the SB3 multi-agent
     loops, which keep only their final models)."""
 
+    agents_per_step = 1
+    """Samples in ``num_timesteps`` per env step: the agent count where one SB3 policy acts for
+    every agent of a multi-agent env (:attr:`TrainResult.env_steps` divides by it)."""
+
     def __init__(self, config: TrainConfig) -> None:
         self.config = config
         self.spec = task_spec(config.task, **config.env.task_kwargs)
@@ -365,6 +369,7 @@ class TrainerBase(abc.ABC):
             stop_reason,
             list(self.evaluations),
             time.perf_counter() - started,
+            self.agents_per_step,
         )
         return self.result
 

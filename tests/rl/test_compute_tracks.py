@@ -210,6 +210,8 @@ def test_an_sb3_algorithm_on_a_multi_agent_task_stops_on_the_tracks_clock(tmp_pa
     assert result.status == "stopped"
     assert result.stop_reason == "cpu_time: spent the allowance of 1 CPU s"
     assert 0 < result.num_timesteps < L_ENV_STEPS
+    # num_timesteps counts a sample per agent; a record's env steps are the env's
+    assert result.agents_per_step == 5 and result.env_steps == result.num_timesteps // 5
     # independent learners train their rounds to the budget: a stop condition is refused, not
     # ignored, before any folder is written
     with pytest.raises(ValueError, match="independent learners train their rounds"):

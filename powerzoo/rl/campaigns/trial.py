@@ -424,7 +424,7 @@ def run_trial(campaign: CampaignSpec, trial: TrialSpec, out_dir: str | Path) -> 
         track = None if trial.track is None else Track(**trial.track)
         compute = compute_record(
             track,
-            result.num_timesteps,
+            result.env_steps,
             watch,
             trial.config.get("algorithm_kwargs"),
             result.stop_reason,

@@ -156,7 +156,7 @@ def _train_and_score(
         result = trainer.train()
         compute = compute_record(
             track,
-            result.num_timesteps,
+            result.env_steps,
             watch,
             config.get("algorithm_kwargs"),
             result.stop_reason,

@@ -230,6 +230,7 @@ class SB3MultiAgentTrainer(TrainerBase):
             **self._loop_kwargs(run_dir),
         )
         self.shared_model = None
+        self.agents_per_step = 1  # each agent's view steps an env of its own
         return self._finish_multi_agent(
             run_dir, rounds * steps_per_round * n_agents, started, eval_env
         )
@@ -266,6 +267,7 @@ class SB3MultiAgentTrainer(TrainerBase):
             **self._loop_kwargs(run_dir),
         )
         self.models = None
+        self.agents_per_step = len(self.spec.agents)  # one sample per agent and env step
         steps = int(self.shared_model.num_timesteps) if stop_cb.stop_reason else budget
         return self._finish_multi_agent(run_dir, steps, started, eval_env, stop_cb.stop_reason)
 
