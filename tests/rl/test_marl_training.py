@@ -266,14 +266,15 @@ def _random_and_hold_returns() -> tuple[float, float]:
 
 @pytest.mark.slow
 def test_independent_learners_beat_random_dispatch_on_test_days():
-    # About 17 s on one core: 5 agents x 4 rounds x 512 steps. Measured before line overloads
-    # were priced (team return, $/day): trained about -7.7M, hold-mid-range -24.0M, random -35.3M.
-    models = train_independent_learners(TASK, "PPO", rounds=4, steps_per_round=512, seed=0)
+    # 5 agents x 4 rounds x 256 steps. Measured (team return, $/day, the 8 test days): trained
+    # -3.39M, hold-mid-range -7.13M, random -8.07M; after 2 rounds of 256 or 512 steps it is
+    # still about -5.7M (each agent learns against the others' changing policies).
+    models = train_independent_learners(TASK, "PPO", rounds=4, steps_per_round=256, seed=0)
     assert list(models) == AGENTS and all(isinstance(m, PPO) for m in models.values())
     trained = _test_returns(SB3Policy(models))
     random, hold = _random_and_hold_returns()
     assert trained > 0.5 * random  # at most half of random's loss
-    assert trained > 0.75 * hold  # and clearly better than the untrained (mid-range) policy
+    assert trained > 0.6 * hold  # and clearly better than the untrained (mid-range) policy
 
 
 @pytest.mark.slow
