@@ -279,9 +279,9 @@ def test_independent_learners_beat_random_dispatch_on_test_days():
 
 @pytest.mark.slow
 def test_shared_policy_beats_random_dispatch_on_test_days():
-    # About 13 s on one core: 40k agent-steps = 2,000 steps of 4 copies x 5 agents. Measured
-    # ($/day of the system, line overloads priced): trained about -0.86M, hold-mid-range -3.30M,
-    # random -6.40M.
+    # 40k agent-steps = 2,000 steps of 4 copies x 5 agents, about 40 CPU-s. Measured ($/day of
+    # the system, the 8 test days): trained about -1.29M, hold-mid-range -7.13M, random -8.07M;
+    # at 20k agent-steps still about -3.8M.
     model = train_shared_policy(TASK, "PPO", total_timesteps=40_000, n_envs=4, seed=0)
     assert isinstance(model, PPO) and model.num_timesteps >= 40_000
     trained = _test_returns(SharedPolicy(model, AGENTS))
