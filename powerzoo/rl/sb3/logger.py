@@ -29,17 +29,19 @@ def tensorboard_format(folder: Path, purge_step: int | None) -> Any:
     return fmt
 
 
-def run_logger(folder: Path, verbose: int, tensorboard: bool, purge_step: int | None = None) -> Any:
+def run_logger(
+    folder: Path | None, verbose: int, tensorboard: bool, purge_step: int | None = None
+) -> Any:
     """An SB3 ``Logger`` writing to stdout (``verbose >= 1``) and to TensorBoard files in
-    ``folder``."""
+    ``folder`` (``None``: no folder, no TensorBoard)."""
     from stable_baselines3.common.logger import HumanOutputFormat, Logger
 
     formats: list[Any] = []
     if verbose >= 1:
         formats.append(HumanOutputFormat(sys.stdout))
-    if tensorboard:
+    if tensorboard and folder is not None:
         formats.append(tensorboard_format(folder, purge_step))
-    return Logger(folder=str(folder), output_formats=formats)
+    return Logger(folder=None if folder is None else str(folder), output_formats=formats)
 
 
 def console_logger(model: Any) -> None:
@@ -49,14 +51,11 @@ def console_logger(model: Any) -> None:
     every ``learn`` of a model without ``tensorboard_log``; this logger writes the same console
     output (``verbose >= 1``) and makes no folder.
     """
-    from stable_baselines3.common.logger import HumanOutputFormat, Logger
-
     if getattr(model, "tensorboard_log", None) is not None or getattr(
         model, "_custom_logger", False
     ):
         return
-    formats = [HumanOutputFormat(sys.stdout)] if getattr(model, "verbose", 0) >= 1 else []
-    model.set_logger(Logger(folder=None, output_formats=formats))
+    model.set_logger(run_logger(None, getattr(model, "verbose", 0), tensorboard=False))
 
 
 def flush_logger(model: Any) -> None:
