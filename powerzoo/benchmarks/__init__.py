@@ -19,6 +19,7 @@ _EXPORTS = {
     "RuleBasedPolicy": "powerzoo.benchmarks.policies",
     "OraclePolicy": "powerzoo.benchmarks.policies",
     "SB3Policy": "powerzoo.benchmarks.policies",
+    "predict_action": "powerzoo.benchmarks.sb3_policy",
     "BASELINE_POLICIES": "powerzoo.benchmarks.policies",
     "make_baseline_policy": "powerzoo.benchmarks.policies",
     "normalized_score": "powerzoo.benchmarks.baselines",

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from powerzoo.benchmarks.policies import SB3Policy
+from powerzoo.benchmarks.sb3_policy import predict_action
 
 __all__ = ["ModelPolicy", "SharedPolicy", "frozen_obs_stats"]
 
@@ -100,7 +101,7 @@ class SharedPolicy:
             )
         rows = np.stack([np.asarray(obs[a], dtype=np.float32).reshape(-1) for a in present])
         ids = self._ids[[self._index[a] for a in present]]
-        actions, _ = self.model.predict(
-            np.concatenate([rows, ids], axis=1), deterministic=self.deterministic
+        actions = predict_action(
+            self.model, np.concatenate([rows, ids], axis=1), deterministic=self.deterministic
         )
         return {a: actions[i] for i, a in enumerate(present)}

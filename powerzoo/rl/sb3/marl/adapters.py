@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
+from powerzoo.benchmarks.sb3_policy import predict_action
 from powerzoo.rl.sb3.native_vec_env import BatchedVecEnv
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class SingleAgentView(gym.Env):
         if policy is None:
             return self._defaults[agent]
         if callable(getattr(policy, "predict", None)):
-            action, _ = policy.predict(obs, deterministic=True)
+            action = predict_action(policy, obs, deterministic=True)
         else:
             action = policy(obs)
         return action
