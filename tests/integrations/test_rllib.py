@@ -212,33 +212,30 @@ def test_one_torch_and_blas_thread_by_default_and_the_override(ray_session, driv
             prl.ppo_config("marl_opf", reward_scale=1.0, torch_threads=bad)
 
 
-def test_train_one_env_runner(ray_session, driver_threads):
-    config = prl.ppo_config("marl_opf", "per_agent", num_env_runners=1, torch_threads=2)
-    algo = config.training(**TINY).build_algo()
-    try:
-        result = algo.train()
-        # the remote runner (an actor, whose torch Ray starts with one thread) follows the override
-        assert _threads(algo, local_env_runner=False) == ([(2, 2)], [(2, 2)])
-    finally:
-        algo.stop()
-    agents = make_env("marl_opf", framework="rllib").possible_agents
-    _every_agent_reported(result, agents)
-    assert set(result["learners"]) - {"__all_modules__"} == set(agents)
-
-
 @pytest.mark.slow  # two remote runners each import RLlib (about 20 s on 2 cores)
-def test_seeds_distinct_across_runners_and_sub_envs(ray_session):
+def test_remote_runners_train_follow_the_thread_override_and_never_share_a_seed(
+    ray_session, driver_threads
+):
+    """Two remote env runners of 3 sub-envs each, one policy per agent, 2 torch threads."""
     seed = 11
     config = (
         prl.ppo_config(
-            "marl_opf", num_env_runners=2, num_envs_per_env_runner=3, seed=seed, reward_scale=1.0
+            "marl_opf",
+            "per_agent",
+            num_env_runners=2,
+            num_envs_per_env_runner=3,
+            seed=seed,
+            reward_scale=1.0,
+            torch_threads=2,
         )
         .env_runners(num_cpus_per_env_runner=0.5)
         .training(**TINY)
     )
     algo = config.build_algo()
     try:
-        algo.train()
+        result = algo.train()
+        # the remote runners (actors, whose torch Ray starts with one thread) follow the override
+        assert _threads(algo, local_env_runner=False) == ([(2, 2), (2, 2)], [(2, 2)])
         seen = algo.env_runner_group.foreach_env_runner(
             lambda r: [
                 (e.unwrapped.sub_env_id, list(e.unwrapped.seed_history)) for e in r.env.envs
@@ -247,6 +244,9 @@ def test_seeds_distinct_across_runners_and_sub_envs(ray_session):
         )
     finally:
         algo.stop()
+    agents = make_env("marl_opf", framework="rllib").possible_agents
+    _every_agent_reported(result, agents)
+    assert set(result["learners"]) - {"__all_modules__"} == set(agents)
     envs = [entry for runner in seen for entry in runner]
     ids = [i for i, _ in envs]
     assert sorted(ids) == [(w, k) for w in (1, 2) for k in range(3)]
