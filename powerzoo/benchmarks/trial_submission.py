@@ -14,7 +14,7 @@ from typing import Any
 from powerzoo.benchmarks.submission import write_submission
 from powerzoo.provenance import short_commit
 
-__all__ = ["NOT_RECORDED_TUNING", "kernels_text", "submission_from_trials"]
+__all__ = ["NOT_RECORDED_TUNING", "hardware_text", "kernels_text", "submission_from_trials"]
 
 NOT_RECORDED_TUNING = "not recorded (a PowerZoo campaign preset)"
 """The ``tuning_budget`` of a folder written from campaign trials when none is given."""
@@ -69,7 +69,11 @@ def submission_from_trials(
         "env_steps": max(int(r["num_timesteps"]) for r in records),
         "wall_time_s": max(float(r["train_seconds"]) for r in records),
         # trials run since compute tracks exist record their machine; older ones do not
-        "hardware": _hardware_text(first.get("hardware")),
+        "hardware": (
+            hardware_text(first["hardware"], threads=True)
+            if isinstance(first.get("hardware"), dict)
+            else "not recorded (a PowerZoo campaign trial)"
+        ),
         "tuning_budget": tuning_budget,
         "env_seeds": scheme,
         "notes": "written from the trial records "
@@ -115,16 +119,24 @@ def kernels_text(hardware: dict[str, Any]) -> str:
     return "".join(f", {item}" for item in [*wide, *(hardware.get("blas_kernels") or [])])
 
 
-def _hardware_text(record: Any) -> str:
-    """A trial record's ``hardware`` (:func:`powerzoo.rl.tracks.hardware_info`) as the one line
-    a submission's ``hardware`` holds."""
-    if not isinstance(record, dict):
-        return "not recorded (a PowerZoo campaign trial)"
-    gpu = f", GPU {record['gpu']}" if record.get("gpu") else ""
+def hardware_text(hardware: Any, threads: bool = False) -> str:
+    """A :func:`powerzoo.rl.tracks.hardware_info` dict as one line: ``"AMD EPYC, 2 of 2 cores
+    usable, torch on cpu, AVX2"`` (with ``threads``, ``"torch on cpu with 1 thread(s)"``);
+    ``"not recorded"`` when ``hardware`` is not a dict.
+
+    Args:
+        hardware: A trial record's ``hardware``.
+        threads: Name the torch thread count too.
+    """
+    if not isinstance(hardware, dict):
+        return "not recorded"
+    torch = f"torch on {hardware.get('torch_device', '?')}"
+    if threads:
+        torch += f" with {hardware.get('torch_threads', '?')} thread(s)"
+    gpu = f", GPU {hardware['gpu']}" if hardware.get("gpu") else ""
     return (
-        f"{record.get('cpu_model', 'unknown CPU')}, {record.get('cpus_usable', '?')} of "
-        f"{record.get('cpu_count', '?')} cores usable, torch on {record.get('torch_device', '?')} "
-        f"with {record.get('torch_threads', '?')} thread(s){gpu}{kernels_text(record)}"
+        f"{hardware.get('cpu_model', 'unknown CPU')}, {hardware.get('cpus_usable', '?')} of "
+        f"{hardware.get('cpu_count', '?')} cores usable, {torch}{gpu}{kernels_text(hardware)}"
     )
 
 

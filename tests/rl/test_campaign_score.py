@@ -424,7 +424,7 @@ def test_coverage_counts_finished_trials_and_core_hours(scored):
     assert (
         f"Wall time of the finished trials: {cov['wall_hours']:.2f} h in all, {ratio:.2f} x" in page
     )
-    assert "Test CPU 9000 (1 of 2 cores usable, torch on cpu): 9 trial(s)" in page
+    assert "Test CPU 9000, 1 of 2 cores usable, torch on cpu: 9 trial(s)" in page
     # the code each record names (all from this checkout here), one line on the page
     (version,) = cov["code"]
     assert (

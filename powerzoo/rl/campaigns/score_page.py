@@ -55,7 +55,7 @@ from powerzoo.benchmarks.score_v2 import TaskReference, task_reference
 from powerzoo.benchmarks.stats import BOOTSTRAP_RESAMPLES
 from powerzoo.benchmarks.submission import META_FILE, read_submission
 from powerzoo.benchmarks.submission_score import RESULT_COLUMNS, score_submission
-from powerzoo.benchmarks.trial_submission import kernels_text, submission_from_trials
+from powerzoo.benchmarks.trial_submission import hardware_text, submission_from_trials
 from powerzoo.fileio import CorruptFileError, atomic_write_text
 from powerzoo.progress import progress_bar
 from powerzoo.rl.algorithms import reference_algorithm
@@ -147,18 +147,6 @@ def _env_steps(record: dict[str, Any]) -> int:
     return int(record.get("env_steps", record["num_timesteps"]))
 
 
-def _machine(record: dict[str, Any]) -> str:
-    hw = record.get("hardware")
-    if not isinstance(hw, dict):
-        return "not recorded"
-    gpu = f", GPU {hw['gpu']}" if hw.get("gpu") else ""
-    return (
-        f"{hw.get('cpu_model', 'unknown CPU')} ({hw.get('cpus_usable', '?')} of "
-        f"{hw.get('cpu_count', '?')} cores usable, torch on {hw.get('torch_device', '?')}{gpu}"
-        f"{kernels_text(hw)})"
-    )
-
-
 def read_machine_speeds(out_dir: Path) -> list[dict[str, Any]]:
     """The JSON lines of ``out_dir/MACHINES_FILE`` (``[]`` without one); a line that is not a
     JSON object is a :class:`~powerzoo.fileio.CorruptFileError` naming it."""
@@ -211,7 +199,8 @@ def coverage(folder: CampaignFolder, workers: int = CLUSTER_WORKERS) -> dict[str
     projected = None if not seconds else float(np.mean(seconds)) * len(campaign.trials) / 3600
     machines: dict[str, int] = {}
     for record in folder.records.values():
-        machines[_machine(record)] = machines.get(_machine(record), 0) + 1
+        machine = hardware_text(record.get("hardware"))
+        machines[machine] = machines.get(machine, 0) + 1
     idle = ("not started", "in progress or interrupted")
     return {
         "planned": len(campaign.trials),
