@@ -21,7 +21,7 @@ What the card shows
 * ``benchmark`` (the packaged table only): the scale benchmark v2 scores the task on
   (:mod:`powerzoo.benchmarks.score_v2`): its ``anchor`` (the best non-learning baseline that
   keeps the budgets), ``headroom = R_oracle - R_anchor`` and ``headroom_pct`` (in % of the
-  oracle's mean |return|), and ``learnable`` (``headroom_pct`` at least ``min_headroom_pct``;
+  oracle's |mean return|), and ``learnable`` (``headroom_pct`` at least ``min_headroom_pct``;
   a task without it is left out of the benchmark's headline).
 * ``storage`` (tasks with storage, :mod:`powerzoo.benchmarks.storage`):
   ``kw_year = (R_oracle - R_ref) / episode_days x 365 / (1000 x storage_power_mw)``, the
@@ -343,7 +343,7 @@ def task_card(task: str, split: str = "test", table: str | Path | None = None) -
 def _benchmark_headroom(task: str, split: str) -> dict[str, Any] | None:
     """The benchmark v2 score's scale of ``task`` (:func:`~powerzoo.benchmarks.score_v2.
     task_reference`): its anchor, the oracle's lead over it ($ per episode and in % of the
-    oracle's mean |return|) and whether that is learnable headroom; ``None`` when the table
+    oracle's |mean return|) and whether that is learnable headroom; ``None`` when the table
     cannot anchor the task."""
     from powerzoo.benchmarks.score_v2 import MIN_HEADROOM_PCT, task_reference
 

@@ -55,7 +55,7 @@ def _detail_lines(card: Mapping[str, Any]) -> list[str]:
         pct = (
             ""
             if b["headroom_pct"] is None
-            else f", {b['headroom_pct']:.1f} % of the oracle's mean |return|"
+            else f", {b['headroom_pct']:.1f} % of the oracle's |mean return|"
         )
         verdict = (
             "learnable headroom"

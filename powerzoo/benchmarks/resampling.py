@@ -143,7 +143,7 @@ class SeedBlockResamples:
 
 
 SAME_RETURN = 1e-8
-"""A mean return difference within this share of the baseline's mean |return| (and of 1 $) is
+"""A mean return difference within this share of the baseline's |mean return| (and of 1 $) is
 float noise of the same actions, e.g. a residual learner that kept its untrained policy, the
 rule, against the rule: such a seed is not counted better."""
 
@@ -167,7 +167,7 @@ def paired_difference(
         ``diff`` (mean of ``returns - baseline``, $ per episode; > 0: the run earns more),
         ``ci_low`` / ``ci_high`` (its interval), ``pct`` (``diff`` in % of the baseline's mean
         |return|; ``None`` when that is 0), ``seeds_better`` (seeds whose mean difference is
-        above :data:`SAME_RETURN` of the baseline's mean |return|, at least 1e-8 $) and
+        above :data:`SAME_RETURN` of the baseline's |mean return|, at least 1e-8 $) and
         ``n_seeds``.
     """
     r = np.asarray(returns, dtype=np.float64)

@@ -26,8 +26,8 @@ floor and no clip: 0 is the anchor, 1 the oracle, below 0 worse than the anchor.
 A task without an oracle row, or whose oracle does not beat the anchor (``R_oracle <= R_anchor``:
 no headroom), has no performance scale (``scale = "gain"``, ``performance = None``): its runs are
 read on the **gain** over the anchor, ``R - R_anchor`` in $ per episode, and that gain in % of the
-anchor's mean |return|. The **headroom** ``R_oracle - R_anchor`` is also given in % of the
-oracle's mean |return|; under :data:`MIN_HEADROOM_PCT` the task has no learnable headroom
+anchor's |mean return|. The **headroom** ``R_oracle - R_anchor`` is also given in % of the
+oracle's |mean return|; under :data:`MIN_HEADROOM_PCT` the task has no learnable headroom
 (``learnable_headroom = False``): a performance on it measures noise in a tiny denominator and
 belongs out of headline aggregates.
 
@@ -74,7 +74,7 @@ ANCHOR_POLICIES = ("idle", "naive", "rule_based")
 ORACLE_POLICY = "oracle"
 RULE_POLICY = "rule_based"
 MIN_HEADROOM_PCT = 5.0
-"""A task whose oracle beats its anchor by less than this (% of the oracle's mean |return|) has
+"""A task whose oracle beats its anchor by less than this (% of the oracle's |mean return|) has
 no learnable headroom: its performance is defined but not worth aggregating."""
 
 
@@ -194,7 +194,7 @@ class TaskReference:
 
     @property
     def headroom_pct(self) -> float | None:
-        """:attr:`headroom` in % of the oracle's mean |return| (``None`` without an oracle or
+        """:attr:`headroom` in % of the oracle's |mean return| (``None`` without an oracle or
         when that is 0)."""
         scale = abs(self.mean_return(ORACLE_POLICY)) if self.has_oracle else 0.0
         return None if self.headroom is None or scale == 0 else 100.0 * self.headroom / scale

@@ -34,6 +34,7 @@ records of a PowerZoo campaign.
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import difflib
@@ -50,6 +51,7 @@ from powerzoo.benchmarks.baselines import evaluation_protocol
 from powerzoo.benchmarks.budget_snapshot import budgets_of
 from powerzoo.benchmarks.stats import episode_seed
 from powerzoo.fileio import atomic_write_text, write_json
+from powerzoo.tasks import task_spec
 
 __all__ = [
     "SUBMISSION_FORMAT",
@@ -270,18 +272,63 @@ def _protocol_problem(task: str, split: str, err: Exception) -> str:
     )
 
 
-def _read_episodes(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+def _column_problem(header: Sequence[str], task: str, constraints: Sequence[str]) -> str | None:
+    """What is wrong with an episode file's columns, if anything: a required column missing, or
+    one the format does not have (a typo, a pandas index, a cost the task does not have)."""
+    missing = [c for c in EPISODE_FIELDS if c not in header]
+    if missing:
+        return f"no column(s) {', '.join(missing)} (header: {','.join(header)})"
+    known = [*EPISODE_FIELDS, "length"]
+    for column in header:
+        if column in known:
+            continue
+        if column.startswith("cost_"):
+            if column[len("cost_") :] not in constraints:
+                return (
+                    f"column {column}: {task} has no constraint {column[len('cost_') :]!r} "
+                    f"(its constraints, in env.unwrapped.constraint_names() order: "
+                    f"{', '.join(constraints)})"
+                )
+            continue
+        if not column.strip() or column.startswith("Unnamed"):
+            return f"an unnamed column {column!r} (a pandas index? write with index=False)"
+        close = difflib.get_close_matches(column, [*known, *(f"cost_{c}" for c in constraints)], 1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return (
+            f"unknown column {column!r}{hint}; the columns are {', '.join(EPISODE_FIELDS)}, "
+            "length (optional) and cost_<constraint>"
+        )
+    return None
+
+
+def _constraint_names(task: str, budgets: Any) -> list[str]:
+    """The constraints a cost column may name: the task's, in the order of its costs, and those
+    of the budgets scored against (a pinned campaign's task may have had others)."""
+    try:
+        names = list(task_spec(task).constraint_names)
+    except (KeyError, ValueError):
+        names = []
+    if budgets is not None:
+        names += [
+            n for n in (*budgets.selected_constraints, *budgets.cost_thresholds) if n not in names
+        ]
+    return names
+
+
+def _read_episodes(
+    path: Path, task: str, constraints: Sequence[str]
+) -> tuple[list[str], list[dict[str, str]]]:
     if not path.is_file():
         raise _fail(path, "missing (meta.json lists its seed)")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not a column name
     except UnicodeDecodeError:
         raise _fail(path, "not UTF-8 text") from None
     reader = csv.DictReader(io.StringIO(text))
     header = list(reader.fieldnames or [])
-    missing = [c for c in EPISODE_FIELDS if c not in header]
-    if missing:
-        raise _fail(path, f"no column(s) {', '.join(missing)} (header: {','.join(header)})")
+    problem = _column_problem(header, task, constraints)
+    if problem is not None:
+        raise _fail(path, problem)
     rows = list(reader)
     for i, row in enumerate(rows):
         if None in row or any(v is None for v in row.values()):
@@ -301,8 +348,10 @@ def read_submission(folder: str | Path) -> Submission:
 
     Raises:
         SubmissionError: One line naming the file (and row) and the problem: missing file,
-            missing field or column, episodes not on the protocol's days or env seeds, a value
-            that is not a finite number.
+            missing field or column, a column the format does not have (a misspelling, a
+            pandas index, a cost of no constraint of the task), seeds with different cost
+            columns (the odd file out named), episodes not on the protocol's days or env
+            seeds, a value that is not a finite number.
     """
     root = Path(folder)
     meta = _read_meta(root)
@@ -323,19 +372,33 @@ def read_submission(folder: str | Path) -> Submission:
         raise _fail(root / stray[0], f"not a seed of meta.json (seeds {list(seeds)})")
     budgets = budgets_of(task)
     budgeted = [] if budgets is None else list(budgets.selected_constraints)
-    cost_names: list[str] | None = None
+    constraints = _constraint_names(task, budgets)
+    files = {seed: _read_episodes(root / episodes_file(seed), task, constraints) for seed in seeds}
+    columns_of = {
+        seed: [c[len("cost_") :] for c in header if c.startswith("cost_")]
+        for seed, (header, _) in files.items()
+    }
+    for seed, names in columns_of.items():
+        absent = [n for n in budgeted if n not in names]
+        if absent:
+            raise _fail(
+                root / episodes_file(seed),
+                f"no column cost_{absent[0]} (a budgeted constraint of {task})",
+            )
+    # the cost columns most seeds have are the reference: the odd file out is the one named
+    counts = collections.Counter(tuple(names) for names in columns_of.values())
+    cost_names = list(counts.most_common(1)[0][0]) if counts else []
+    for seed, names in columns_of.items():
+        if names != cost_names:
+            raise _fail(
+                root / episodes_file(seed),
+                f"cost columns {names}, the other seeds have {cost_names}",
+            )
     returns, costs, lengths = [], [], []
     for seed in seeds:
         path = root / episodes_file(seed)
-        header, rows = _read_episodes(path)
-        names = [c[len("cost_") :] for c in header if c.startswith("cost_")]
-        absent = [n for n in budgeted if n not in names]
-        if absent:
-            raise _fail(path, f"no column cost_{absent[0]} (a budgeted constraint of {task})")
-        if cost_names is None:
-            cost_names = names
-        elif names != cost_names:
-            raise _fail(path, f"cost columns {names}, the other seeds have {cost_names}")
+        header, rows = files[seed]
+        names = cost_names
         if len(rows) != len(days):
             raise _fail(
                 path,
@@ -360,7 +423,7 @@ def read_submission(folder: str | Path) -> Submission:
             lengths.append(
                 [_number(path, i, "length", r["length"], True) for i, r in enumerate(rows)]
             )
-    names = tuple(cost_names or ())
+    names = tuple(cost_names)
     return Submission(
         folder=root,
         meta=meta,

@@ -26,15 +26,24 @@ def _cmd_score(args: argparse.Namespace) -> int:
             raise FileExistsError(f"{folder} is not empty; --from-trial writes a new folder")
         submission_from_trials(args.from_trial, folder)
         print(f"wrote the submission folder {folder} from {len(args.from_trial)} trial(s)")
+    unpinned = ""
     with contextlib.ExitStack() as stack:
         if args.campaign is not None:
-            from powerzoo.rl.campaigns.gather import pinned_campaign_files
+            from powerzoo.rl.campaigns.gather import BASELINE_TABLE_FILE, pinned_campaign_files
+            from powerzoo.rl.campaigns.local import CAMPAIGN_FILE
 
-            if not Path(args.campaign).is_dir():
+            campaign = Path(args.campaign)
+            if not campaign.is_dir():
                 raise FileNotFoundError(f"--campaign {args.campaign}: no such folder")
-            stack.enter_context(pinned_campaign_files(args.campaign))
+            if not (campaign / CAMPAIGN_FILE).is_file():
+                raise FileNotFoundError(
+                    f"--campaign {args.campaign}: not a campaign folder (no {CAMPAIGN_FILE})"
+                )
+            if not (campaign / BASELINE_TABLE_FILE).is_file():
+                unpinned = f"; {args.campaign} has pinned no table yet (it pins one when gathered)"
+            stack.enter_context(pinned_campaign_files(campaign))
         row = score_submission(read_submission(folder), n_resamples=args.resamples)
-        table = baselines_line()
+        table = baselines_line() + unpinned
     if args.json:
         print(json.dumps(row, indent=2))
     else:

@@ -79,7 +79,7 @@ def test_a_float_noise_difference_is_no_seed_better():
     rounding only: no seed counts as better; a real gain of 1e-6 of the return still does."""
     base = np.linspace(-2000.0, -1000.0, 65)
     noise = base + np.abs(base) * 1e-12  # the same returns to the last digits, slightly higher
-    gain = base + 1e-6 * 1500.0 * 10  # above SAME_RETURN of the mean |return|
+    gain = base + 1e-6 * 1500.0 * 10  # above SAME_RETURN of the |mean return|
     rs = SeedBlockResamples.draw(2, BLOCKS, n_resamples=50)
     assert (noise > base).all()
     assert paired_difference(np.stack([noise, noise]), base, rs)["seeds_better"] == 0

@@ -145,6 +145,15 @@ def _drop_column(folder):
     path.write_text("\n".join(",".join(r) for r in rows) + "\n")
 
 
+def _add_column(folder, name, seeds=(0, 1), at_front=False):
+    for seed in seeds:
+        path = folder / f"episodes_seed{seed}.csv"
+        rows = path.read_text().splitlines()
+        cells = [name] + [str(i) for i in range(len(rows) - 1)]
+        rows = [f"{c},{r}" if at_front else f"{r},{c}" for c, r in zip(cells, rows, strict=True)]
+        path.write_text("\n".join(rows) + "\n")
+
+
 def _drop_last_row(folder):
     path = folder / "episodes_seed1.csv"
     path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")
@@ -179,6 +188,19 @@ BREAKAGES = {
     ),
     "budgeted cost missing": (_drop_column, r"no column cost_soc_violation"),
     "too few episodes": (_drop_last_row, r"64 episodes, expected 65"),
+    "misspelt column": (
+        lambda f: _add_column(f, "retrun"),
+        r"unknown column 'retrun' \(did you mean 'return'\?\); the columns are episode, ",
+    ),
+    "pandas index": (
+        lambda f: _add_column(f, "", at_front=True),
+        r"an unnamed column '' \(a pandas index\? write with index=False\)",
+    ),
+    "cost of no constraint": (
+        lambda f: _add_column(f, "cost_foo"),
+        r"column cost_foo: battery_arbitrage has no constraint 'foo' \(its constraints, in "
+        r"env\.unwrapped\.constraint_names\(\) order: soc_violation\)",
+    ),
     "negative cost": (
         lambda f: _edit_csv(f / "episodes_seed0.csv", 2, "cost_soc_violation", "-50.0"),
         r"row 2: cost_soc_violation -50\.0 is negative \(a cost is a violation, >= 0\)",
@@ -219,6 +241,27 @@ def test_a_broken_folder_is_refused_in_one_line(tmp_path, breakage):
         with pytest.raises(SubmissionError, match=message) as err:
             read_submission(folder)
     assert "\n" not in str(err.value)
+
+
+def test_the_odd_file_out_is_the_one_named(tmp_path, monkeypatch):
+    """Seeds whose cost columns differ (a constraint without a budget is optional): the file
+    unlike the others is named, even when it is the first seed's."""
+    from powerzoo.benchmarks import submission
+    from powerzoo.benchmarks.budget_snapshot import TaskBudgets
+
+    monkeypatch.setattr(submission, "budgets_of", lambda task: TaskBudgets((), {}))
+    folder = _protocol_folder(tmp_path, n_seeds=3)
+    _drop_column(folder)  # seed 0 only
+    with pytest.raises(SubmissionError, match=r"episodes_seed0\.csv: cost columns \[\], the other"):
+        read_submission(folder)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
+    folder = _protocol_folder(tmp_path)
+    path = folder / "episodes_seed0.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # as Excel writes UTF-8 CSV
+    with pinned_campaign_files(CAMPAIGN):
+        assert read_submission(folder).returns.shape == (2, 65)
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):

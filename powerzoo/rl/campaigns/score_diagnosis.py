@@ -69,7 +69,8 @@ class Curve:
 
     @property
     def best_share(self) -> float:
-        """Where in training the best model was found (0: first evaluation's steps, 1: last)."""
+        """Where in training the best model was found: its step over the last evaluation's (0: at
+        step 0, 1: the last evaluation)."""
         return self.best_step / self.last_step if self.last_step > 0 else 1.0
 
 

@@ -296,7 +296,7 @@ def _reference_text(task: str, ref: Any) -> str:
     if ref is None:
         return "The baselines table cannot score this task (no anchor or no rows)."
     anchor = f"anchor {ref.anchor} {_num(ref.mean_return(ref.anchor))}" + (
-        "" if ref.anchor_within_budget else " (over budget: no baseline keeps the budgets)"
+        "" if ref.anchor_within_budget else " (over budget: no anchor candidate keeps the budgets)"
     )
     oracle = f"oracle {_num(ref.mean_return(ORACLE_POLICY))}" if ref.has_oracle else "no oracle"
     headroom = "n/a" if ref.headroom_pct is None else f"{ref.headroom_pct:.2f} %"
@@ -481,7 +481,8 @@ def results_markdown(
         "budget on every test day, a stricter constraint than the mean cost a row is held to, "
         "so a row within budget can score above 1. Optimality gap: extra cost in % of the "
         "oracle's (cost tasks). Paired differences: mean per-episode return difference "
-        "($ per episode), seeds with a positive mean difference. Intervals: "
+        "($ per episode), seeds whose mean difference is above float noise (1e-8 of the "
+        "baseline's |mean return|). Intervals: "
         f"{CONFIDENCE:.0%} percentile, {n_resamples:,} seed x test block bootstrap resamples; "
         "with few seeds (each row gives its count) and the test split's few blocks, such a "
         "bootstrap has few distinct "

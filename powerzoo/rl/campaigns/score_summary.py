@@ -1,8 +1,8 @@
 """The one-table summary of a scored campaign (``summary_v2.md``), the table README.md shows.
 
-One row per campaign task: its anchor (marked where no baseline keeps the budgets) and headroom
-(``R_oracle - R_anchor`` on the test days, in $ per episode and in % of the oracle's mean
-|return|), the row reported: the best row within the budgets (the
+One row per campaign task: its anchor (marked where none of idle, naive and rule-based keeps
+the budgets) and headroom (``R_oracle - R_anchor`` on the test days, in $ per episode and in %
+of the oracle's |mean return|), the row reported: the best row within the budgets (the
 claim where there is one, else the within-budget row with the largest paired difference against
 the anchor), its paired
 difference against the anchor with the 95 % interval, a verdict and the trials finished of those
@@ -74,7 +74,8 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
     finished = Counter(record["task"] for record in folder.records.values())
     planned = Counter(trial.task for trial in folder.campaign.trials)
     lines = [
-        "| task | anchor | headroom, $ per episode (% of the oracle's mean absolute return) | row "
+        "| task | anchor | headroom, $ per episode (% of the absolute value of the oracle's mean "
+        "return) | row "
         "reported (the claim, else the within-budget row with the largest paired difference) | "
         "against the "
         "anchor, $ per episode [95% CI] | verdict | trials finished |",
@@ -90,7 +91,7 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
             pct = "" if ref.headroom_pct is None else f" ({ref.headroom_pct:.1f} %)"
             anchor, headroom = ref.anchor, f"{_money(ref.headroom)}{pct}"
             if not ref.anchor_within_budget:
-                anchor += " (over budget: no baseline keeps the budgets)"
+                anchor += " (over budget: no anchor candidate keeps the budgets)"
         claim = claim_row(rows)
         if not rows:
             verdict = "no finished trial yet"

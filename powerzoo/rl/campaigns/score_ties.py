@@ -21,7 +21,7 @@ __all__ = ["AT_ANCHOR", "TIE_TOLERANCE", "largest_tie", "ties_text"]
 TIE_TOLERANCE = 1e-9
 """Two runs whose performances differ by at most this (score units) are tied."""
 AT_ANCHOR = SAME_RETURN
-"""A return within this share of the anchor's mean |return| (and 1e-8 $) is the anchor's own
+"""A return within this share of the anchor's |mean return| (and 1e-8 $) is the anchor's own
 return: float noise of the same actions (a residual that kept its untrained policy, the rule),
 neither above nor below it."""
 
