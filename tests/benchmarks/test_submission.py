@@ -297,6 +297,23 @@ def test_the_printed_row_says_which_baselines_table_it_was_scored_against(tmp_pa
     )
 
 
+def test_campaign_must_be_a_campaign_folder_and_an_unpinned_one_is_said(tmp_path, capsys):
+    folder = _protocol_folder(tmp_path)
+    argv = ["score", str(folder), "--resamples", "50", "--campaign"]
+    assert main([*argv, str(tmp_path)]) == 2
+    assert f"--campaign {tmp_path}: not a campaign folder (no campaign.json)" in (
+        capsys.readouterr().err
+    )
+    running = tmp_path / "running"  # a campaign that has not gathered yet: nothing pinned
+    running.mkdir()
+    (running / "campaign.json").write_text((CAMPAIGN / "campaign.json").read_text())
+    assert main([*argv, str(running)]) == 0
+    assert capsys.readouterr().out.endswith(
+        "baselines: the packaged table (today's tasks); "
+        f"{running} has pinned no table yet (it pins one when gathered)\n"
+    )
+
+
 def test_scoring_a_folder_twice_into_a_table_replaces_its_row(tmp_path, capsys):
     """The aggregates add the runs of two rows of one algorithm and task together, so a folder
     scored twice must not count its runs twice; another seed set is another submission."""
