@@ -315,6 +315,22 @@ def _constraint_names(task: str, budgets: Any) -> list[str]:
     return names
 
 
+def _check_lengths(path: Path, task: str, lengths: Sequence[float]) -> None:
+    """Every episode of a PowerZoo task runs its whole horizon (no task ends an episode early):
+    a ``length`` other than the horizon is an episode cut short or a miscount."""
+    try:
+        horizon = int(task_spec(task).horizon)
+    except (KeyError, ValueError):
+        return
+    for i, length in enumerate(lengths):
+        if int(length) != horizon:
+            raise _fail(
+                path,
+                f"row {i}: length {int(length)}, expected {horizon} (every episode of {task} "
+                "runs its whole horizon)",
+            )
+
+
 def _read_episodes(
     path: Path, task: str, constraints: Sequence[str]
 ) -> tuple[list[str], list[dict[str, str]]]:
@@ -423,6 +439,7 @@ def read_submission(folder: str | Path) -> Submission:
             lengths.append(
                 [_number(path, i, "length", r["length"], True) for i, r in enumerate(rows)]
             )
+            _check_lengths(path, task, lengths[-1])
     names = tuple(cost_names)
     return Submission(
         folder=root,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
             stack.enter_context(pinned_campaign_files(campaign))
         row = score_submission(read_submission(folder), n_resamples=args.resamples)
         table = baselines_line() + unpinned
+    note = system_return_note(row)
+    if note:
+        print(note, file=sys.stderr)
     if args.json:
         print(json.dumps(row, indent=2))
     else:
@@ -52,6 +57,37 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if args.table is not None:
         print(table_line(args.table, row))
     return 0
+
+
+IMPLAUSIBLE_PERFORMANCE = 10.0
+"""A performance this many anchor-to-oracle distances from the anchor prompts the note of
+:func:`system_return_note`."""
+
+
+def system_return_note(row: dict[str, Any]) -> str:
+    """A note for a shared-reward multi-agent task whose performance lies more than
+    :data:`IMPLAUSIBLE_PERFORMANCE` anchor-to-oracle distances away (``""`` otherwise): summing
+    the shared reward over the agents, a likely slip of a loop of one's own, multiplies the
+    return by the number of agents, which the folder's format cannot tell from a real return."""
+    from powerzoo.tasks import task_spec
+
+    performance = row.get("performance")
+    if row.get("scale") != "oracle" or performance is None or not math.isfinite(performance):
+        return ""
+    if abs(performance) <= IMPLAUSIBLE_PERFORMANCE:
+        return ""
+    try:
+        spec = task_spec(row["task"])
+    except (KeyError, ValueError):
+        return ""
+    if len(spec.agents) < 2 or not spec.shared_reward:
+        return ""
+    return (
+        f"powerzoo: note: performance {performance:.4g} is over {IMPLAUSIBLE_PERFORMANCE:g} "
+        f"anchor-to-oracle distances from the anchor; {row['task']}'s {len(spec.agents)} agents "
+        "share one reward, so its system return is one agent's return, not their sum "
+        "(docs/submission.md)"
+    )
 
 
 def baselines_line() -> str:

@@ -188,6 +188,11 @@ BREAKAGES = {
     ),
     "budgeted cost missing": (_drop_column, r"no column cost_soc_violation"),
     "too few episodes": (_drop_last_row, r"64 episodes, expected 65"),
+    "short episode": (
+        lambda f: _edit_csv(f / "episodes_seed1.csv", 4, "length", "7"),
+        r"episodes_seed1\.csv: row 4: length 7, expected 48 \(every episode of battery_arbitrage "
+        r"runs its whole horizon\)",
+    ),
     "misspelt column": (
         lambda f: _add_column(f, "retrun"),
         r"unknown column 'retrun' \(did you mean 'return'\?\); the columns are episode, ",
@@ -397,3 +402,26 @@ def test_a_submission_from_trials_names_the_code_each_seed_ran(tmp_path):
     (trials[0] / "trial.json").write_text(json.dumps(old))
     meta = read_submission(submission_from_trials(trials[:1], tmp_path / "old")).meta
     assert meta["code_hash"] == f"config {record['config_hash']}"
+
+
+@pytest.mark.parametrize(
+    ("task", "performance", "noted"),
+    [
+        ("marl_opf", -849486.42, True),  # the shared reward summed over 5 agents
+        ("marl_opf", 0.5, False),
+        ("marl_opf", None, False),
+        ("gencos_bidding", -849486.42, False),  # per-agent rewards: their sum is right
+        ("battery_arbitrage", -849486.42, False),  # one agent
+    ],
+)
+def test_a_far_off_shared_reward_score_gets_the_system_return_note(task, performance, noted):
+    from powerzoo.cli.score import system_return_note
+
+    note = system_return_note({"task": task, "scale": "oracle", "performance": performance})
+    assert bool(note) is noted
+    if noted:
+        assert note == (
+            "powerzoo: note: performance -8.495e+05 is over 10 anchor-to-oracle distances from "
+            "the anchor; marl_opf's 5 agents share one reward, so its system return is one "
+            "agent's return, not their sum (docs/submission.md)"
+        )
