@@ -231,9 +231,9 @@ class SB3MultiAgentTrainer(TrainerBase):
         )
         self.shared_model = None
         self.agents_per_step = 1  # each agent's view steps an env of its own
-        return self._finish_multi_agent(
-            run_dir, rounds * steps_per_round * n_agents, started, eval_env
-        )
+        # what the agents learnt (a learn call runs whole rollouts), not what was asked
+        steps = sum(int(model.num_timesteps) for model in self.models.values())
+        return self._finish_multi_agent(run_dir, steps, started, eval_env)
 
     @holds_run_dir
     def train_marl_simultaneous(self, total_timesteps: int | None = None) -> TrainResult:
@@ -268,7 +268,8 @@ class SB3MultiAgentTrainer(TrainerBase):
         )
         self.models = None
         self.agents_per_step = len(self.spec.agents)  # one sample per agent and env step
-        steps = int(self.shared_model.num_timesteps) if stop_cb.stop_reason else budget
+        # what the policy learnt: SB3 runs whole rollouts, past an unstopped budget
+        steps = int(self.shared_model.num_timesteps)
         return self._finish_multi_agent(run_dir, steps, started, eval_env, stop_cb.stop_reason)
 
     def _final_eval_env(self) -> Any:
