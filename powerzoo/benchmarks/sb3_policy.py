@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SB3Policy", "predict_action"]
+__all__ = ["SB3Policy", "predict_action", "predicts_directly"]
 
 # policy -> how :func:`predict_action` acts for it (types and spaces do not change over a
 # policy's life): ``predict`` itself, the policy's ``_predict``, or its Gaussian mean directly
@@ -68,8 +68,13 @@ def _route(model: Any) -> int:
     return route
 
 
-def _predicts_directly(model: Any) -> bool:
-    """Whether :func:`predict_action` skips ``predict``'s wrapping for ``model``."""
+def predicts_directly(model: Any) -> bool:
+    """Whether :func:`predict_action` skips ``predict``'s wrapping for ``model`` (then the
+    model keeps no recurrent state, so a caller holding one can drop it).
+
+    Args:
+        model: An SB3 algorithm (anything is accepted: ``False`` for what is not one).
+    """
     return _route(model) != _PREDICT
 
 
@@ -176,7 +181,7 @@ class SB3Policy:
         self._states = {}
 
     def _predict(self, key: Any, model: Any, obs: Any) -> Any:
-        if _predicts_directly(model):  # no recurrent state to carry
+        if predicts_directly(model):  # no recurrent state to carry
             return predict_action(model, obs, deterministic=self.deterministic)
         state = self._states.get(key)
         episode_start = np.asarray([state is None])

@@ -12,9 +12,9 @@ from powerzoo.benchmarks.sb3_policy import (
     _GAUSSIAN_MEAN,
     _POLICY_PREDICT,
     SB3Policy,
-    _predicts_directly,
     _route,
     predict_action,
+    predicts_directly,
 )
 from powerzoo.rl import make_env
 
@@ -109,11 +109,11 @@ def test_discrete_and_clipped_actions_and_evaluation_mode(env_class):
 
 def test_models_with_their_own_predict_or_dict_observations_go_through_predict():
     dqn = DQN("MlpPolicy", _DiscreteEnv(), seed=0, device="cpu", learning_starts=0)
-    assert not _predicts_directly(dqn)  # its predict explores when not deterministic
+    assert not predicts_directly(dqn)  # its predict explores when not deterministic
     obs = _observations(_DiscreteEnv.observation_space, 4)
     _assert_same(predict_action(dqn, obs[0]), dqn.predict(obs[0], deterministic=True)[0])
     dict_model = PPO("MultiInputPolicy", _DictEnv(), seed=0, device="cpu", n_steps=8, batch_size=8)
-    assert not _predicts_directly(dict_model)
+    assert not predicts_directly(dict_model)
     o = {"x": np.array([0.5, -0.25], dtype=np.float32)}
     _assert_same(predict_action(dict_model, o), dict_model.predict(o, deterministic=True)[0])
 

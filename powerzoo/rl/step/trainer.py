@@ -78,6 +78,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from powerzoo.benchmarks.sb3_policy import predict_action, predicts_directly
 from powerzoo.rl.step.config import StepTrainerConfig, coerce_step_trainer_config, is_count
 from powerzoo.rl.step.envs import attach_train_env, cost_names, wrap_eval_env
 from powerzoo.rl.step.episode_stats import EpisodeStats
@@ -255,12 +256,16 @@ class StepTrainer:
         self._check_open()
         step = self._begin("eval", timestep, timesteps)
         self._enter("eval")
-        actions, self._eval_state = self.agent.predict(
-            self._eval_obs,
-            state=self._eval_state,
-            episode_start=self._eval_episode_starts,
-            deterministic=not self.cfg.stochastic_evaluation,
-        )
+        deterministic = not self.cfg.stochastic_evaluation
+        if predicts_directly(self.agent):  # no recurrent state: predict's action, leaner
+            actions = predict_action(self.agent, self._eval_obs, deterministic=deterministic)
+        else:
+            actions, self._eval_state = self.agent.predict(
+                self._eval_obs,
+                state=self._eval_state,
+                episode_start=self._eval_episode_starts,
+                deterministic=deterministic,
+            )
         new_obs, rewards, dones, infos = self.eval_venv.step(actions)
         self._eval_obs = new_obs
         self._eval_episode_starts = np.asarray(dones, dtype=bool)
