@@ -219,6 +219,36 @@ def test_an_sb3_algorithm_on_a_multi_agent_task_stops_on_the_tracks_clock(tmp_pa
     assert not (tmp_path / "il").exists()
 
 
+def test_the_shared_policy_takes_train_stop_conditions_counted_in_env_steps(tmp_path):
+    """``train(stop_conditions=...)`` is honoured, not dropped, and a step limit counts env
+    steps (SB3 counts a sample per agent); ``steps_per_eval`` is refused: no periodic
+    evaluation in this loop."""
+    from powerzoo.rl.conditions import MaxSteps
+
+    def trainer(name):
+        return Trainer(
+            "marl_opf",
+            algorithm="PPO",
+            total_timesteps=20 * 48 * 10,
+            n_envs=4,
+            n_steps=8,
+            batch_size=160,
+            n_epochs=1,
+            output_dir=str(tmp_path),
+            name=name,
+            evaluation=None,
+            logging={"tensorboard": False, "progress_bar": False},
+        )
+
+    result = trainer("limit").train(stop_conditions=[MaxSteps(96)])
+    assert result.status == "stopped"
+    assert result.stop_reason == "max_steps: reached 96 env steps"
+    # one rollout is 8 steps of 4 envs of 5 agents: 32 env steps, 160 agent-steps
+    assert result.env_steps == 96 and result.num_timesteps == 96 * 5
+    with pytest.raises(ValueError, match="steps_per_eval: PPO on a multi-agent task evaluates"):
+        trainer("eval").train(steps_per_eval=100)
+
+
 def test_protocol_env_seeds_test_every_trial_on_the_baselines_episodes(tmp_path):
     """``env_seeds: protocol``: whatever its training seed, a trial is tested on the baselines
     table's days and env seeds, so its submission is paired with the baselines on both."""

@@ -241,22 +241,29 @@ class RunCheckpointCallback(BaseCallback):
 class StopConditionCallback(BaseCallback):
     """Stop ``learn`` when one of ``conditions`` (see :mod:`powerzoo.rl.conditions`) is met.
 
-    ``eval_returns`` is a callable giving the evaluation returns so far. The met condition's
-    description is kept in :attr:`stop_reason`.
+    ``eval_returns`` is a callable giving the evaluation returns so far. Step limits count env
+    steps: ``num_timesteps`` divided by ``agents_per_step`` (the agent count where one SB3
+    sample is one agent's step, as under a policy shared across a multi-agent task). The met
+    condition's description is kept in :attr:`stop_reason`.
     """
 
-    def __init__(self, conditions: Sequence[Any], eval_returns: Callable[[], list[float]]) -> None:
+    def __init__(
+        self,
+        conditions: Sequence[Any],
+        eval_returns: Callable[[], list[float]],
+        agents_per_step: int = 1,
+    ) -> None:
         super().__init__()
         self.conditions = list(conditions)
         self.eval_returns = eval_returns
+        self.agents_per_step = int(agents_per_step)
         self.stop_reason: str | None = None
 
     def _on_step(self) -> bool:
         if not self.conditions:
             return True
-        met = first_met(
-            self.conditions, TrainingProgress(int(self.num_timesteps), self.eval_returns())
-        )
+        env_steps = int(self.num_timesteps) // self.agents_per_step
+        met = first_met(self.conditions, TrainingProgress(env_steps, self.eval_returns()))
         if met is not None:
             self.stop_reason = describe_condition(met)
             return False

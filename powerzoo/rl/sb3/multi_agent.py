@@ -71,18 +71,26 @@ class SB3MultiAgentTrainer(TrainerBase):
     ) -> TrainResult:
         """Train one shared policy (:meth:`train_marl_simultaneous`) for the config's budget.
 
-        The loop runs to its budget or until a stop condition of the config (a step limit or a
-        track's clock: there are no evaluations before the end) is met, and evaluates once at
-        the end; ``stop_conditions`` given here and ``steps_per_eval`` are not used.
+        The loop runs to its budget or until a stop condition is met (the config's and
+        ``stop_conditions``: a step limit, counted in env steps, or a track's clock; there are no
+        evaluations before the end, so a condition on evaluation returns never fires), and
+        evaluates once at the end.
 
         Args:
-            stop_conditions: Not used (the config's are).
-            steps_per_eval: Not used.
+            stop_conditions: Conditions besides the config's
+                (:mod:`powerzoo.rl.conditions` objects or their dicts).
+            steps_per_eval: Refused (``ValueError``) unless ``None``: this loop evaluates only
+                at the end.
 
         Returns:
             The run's result.
         """
-        return self.train_marl_simultaneous()
+        if steps_per_eval is not None:
+            raise ValueError(
+                f"steps_per_eval: {self.algorithm} on a multi-agent task evaluates once, at the "
+                "end; use MAPPO or IPPO to evaluate during training"
+            )
+        return self.train_marl_simultaneous(stop_conditions=stop_conditions)
 
     def restore_checkpoint(self, run_dir: str | Path) -> SB3MultiAgentTrainer:
         """Refused: SB3 multi-agent runs keep only their final models, no checkpoints.
@@ -236,7 +244,9 @@ class SB3MultiAgentTrainer(TrainerBase):
         return self._finish_multi_agent(run_dir, steps, started, eval_env)
 
     @holds_run_dir
-    def train_marl_simultaneous(self, total_timesteps: int | None = None) -> TrainResult:
+    def train_marl_simultaneous(
+        self, total_timesteps: int | None = None, stop_conditions: Sequence[Any] | None = None
+    ) -> TrainResult:
         """All agents learn at once: one shared SB3 policy (one-hot agent id in the observation).
 
         ``total_timesteps`` counts agent-steps (default: the config's budget); ``n_envs`` copies of
@@ -244,19 +254,28 @@ class SB3MultiAgentTrainer(TrainerBase):
 
         Args:
             total_timesteps: Budget in agent-steps (default: the config's).
+            stop_conditions: Conditions besides the config's (a step limit counts env steps).
 
         Returns:
             The run's result.
         """
+        from powerzoo.rl.conditions import condition_from_dict
         from powerzoo.rl.sb3.callbacks import StopConditionCallback
         from powerzoo.rl.sb3.marl.loops import train_shared_policy
         from powerzoo.rl.tracks import on_a_clock
 
+        extra = [
+            condition_from_dict(c) if isinstance(c, dict) else c for c in stop_conditions or []
+        ]
         started, eval_env, run_dir = self._start_multi_agent_run("train_marl_simultaneous")
         budget = total_timesteps or self.config.budget_timesteps()
-        # the config's stop conditions (a track's clock among them) end learn early; there are
-        # no evaluations during training, so a condition on evaluation returns never fires
-        stop_cb = StopConditionCallback(self.config.stop_condition_objects(), lambda: [])
+        # the stop conditions (a track's clock among them) end learn early; there are no
+        # evaluations during training, so a condition on evaluation returns never fires
+        stop_cb = StopConditionCallback(
+            self.config.stop_condition_objects() + extra,
+            lambda: [],
+            agents_per_step=len(self.spec.agents),
+        )
         self.shared_model = train_shared_policy(
             self.task,
             self.algorithm,
