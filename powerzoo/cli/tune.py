@@ -98,7 +98,8 @@ def add_parser(sub: Any) -> None:
             "Sample N settings of ALGORITHM from the published search space "
             "(configs/tuning/search_spaces.yaml), train each on the same compute budget (track S: "
             "5 minutes on one core; or --steps), evaluate each on the validation split and write "
-            "tuning.csv, best_config.yaml and tuning.json. The test split is refused."
+            "tuning.csv, best_config.yaml and tuning.json. Only val (or train) may be chosen "
+            "on: test and the stress splits on its days are refused."
         ),
     )
     p.add_argument("task", help="registered task name")

@@ -1,5 +1,5 @@
-"""The test split is held out: no training, model selection or tuning on it; final evaluation on
-it stays allowed."""
+"""Only train and val are learnt and chosen on: the test split and the stress splits on its days
+are held out; final evaluation on them stays allowed."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from powerzoo.rl.campaigns import load_campaign
 from powerzoo.rl.config import ConfigError, TrainConfig
 from powerzoo.rl.selection import (
     HELD_OUT_SPLITS,
+    LEARNING_SPLITS,
     SELECTION_SPLIT,
     require_selection_split,
     selection_split_problem,
@@ -20,9 +21,29 @@ def test_a_tuner_refuses_the_test_split_in_one_line():
         require_selection_split("test")
     assert "\n" not in str(caught.value) and "'val'" in str(caught.value)
     assert require_selection_split(SELECTION_SPLIT) == "val"
-    assert require_selection_split("heatwave") == "heatwave"  # a stress split is not the test split
     assert selection_split_problem("train", "training") is None
-    assert HELD_OUT_SPLITS == ("test",)
+    assert HELD_OUT_SPLITS == ("test",) and LEARNING_SPLITS == ("train", "val")
+
+
+@pytest.mark.parametrize("split", ["heatwave", "price_spike", "workload_shock", "line_tightening"])
+def test_the_stress_splits_start_on_test_days_and_are_refused_too(split):
+    """A stress split is the test days with transformed inputs: tuning on it chooses on test
+    days, so it is refused like test itself (and a misspelt name the same way)."""
+    from powerzoo.data.calendar import split_day_indices
+
+    if split in ("heatwave", "price_spike"):
+        test_days = set(split_day_indices("test").tolist())
+        assert set(split_day_indices(split).tolist()) <= test_days
+    with pytest.raises(ValueError, match=rf"tuning on the '{split}' split is refused: only train"):
+        require_selection_split(split)
+    assert selection_split_problem("TEST", "tuning").startswith("tuning on the 'TEST' split")
+
+
+def test_a_run_config_refuses_training_on_a_stress_split():
+    with pytest.raises(ConfigError, match=r"field 'env\.split': training on the 'heatwave'"):
+        TrainConfig.from_dict(
+            {"task": "battery_arbitrage", "total_timesteps": 1000, "env": {"split": "heatwave"}}
+        )
 
 
 @pytest.mark.parametrize(

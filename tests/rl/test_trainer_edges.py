@@ -15,6 +15,8 @@ import yaml
 from helpers import run_cli
 
 from powerzoo.rl import ConfigError, SB3Trainer, Trainer, TrainerProtocol
+from powerzoo.rl.config import TrainConfig
+from powerzoo.rl.run_dir import CONFIG_FILE
 
 TINY_PPO = {
     "n_steps": 64,
@@ -317,3 +319,26 @@ def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path):
     a._ensure_run_dir()
     b = Trainer("battery_arbitrage", algorithm="PPO", total_timesteps=64, seed=0, **options)
     assert b._planned_run_dir() != a.run_dir
+
+
+def test_a2c_with_policy_kwargs_trains_and_saves_the_config_as_written(tmp_path):
+    """SB3's A2C writes its optimizer class into the policy_kwargs it is given: the config's own
+    dict must not receive it (a class cannot be saved in the run folder's config)."""
+    kwargs = {"n_steps": 8, "policy_kwargs": {"log_std_init": -1.0}}
+    trainer = Trainer(
+        "battery_arbitrage",
+        algorithm="A2C",
+        total_timesteps=16,
+        n_envs=2,
+        algorithm_kwargs=kwargs,
+        evaluation=None,
+        checkpoint=None,
+        output_dir=str(tmp_path),
+        logging={"tensorboard": False, "progress_bar": False},
+    )
+    result = trainer.train()
+    assert result.status == "finished" and result.num_timesteps == 16
+    assert trainer.config.algorithm_kwargs["policy_kwargs"] == {"log_std_init": -1.0}
+    saved = TrainConfig.from_file(result.run_dir / CONFIG_FILE).algorithm_kwargs
+    assert saved["policy_kwargs"] == {"log_std_init": -1.0}
+    assert kwargs == {"n_steps": 8, "policy_kwargs": {"log_std_init": -1.0}}

@@ -23,7 +23,7 @@ from powerzoo.rl.campaigns.tuning import (
 from powerzoo.rl.campaigns.tuning_report import read_tuning
 from powerzoo.rl.config import TrainConfig
 
-REFUSAL = "tuning on the 'test' split is refused: it is held out for the final evaluation"
+REFUSAL = "tuning on the 'test' split is refused: only train and val may be learnt or chosen on"
 
 
 def test_tuner_refuses_the_test_split_in_one_line(tmp_path, capsys):

@@ -12,6 +12,7 @@ evaluated once at the end (``evaluation/evaluation_metrics.csv``). The loops the
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,7 +65,9 @@ class SB3MultiAgentTrainer(TrainerBase):
         Returns:
             Keyword arguments by name.
         """
-        return {**self.config.algorithm_kwargs, "gamma": self.gamma}
+        # a deep copy: SB3 writes into the dicts it is given (A2C puts its optimizer class into
+        # policy_kwargs), and the config's must stay as written
+        return {**copy.deepcopy(self.config.algorithm_kwargs), "gamma": self.gamma}
 
     def train(
         self, stop_conditions: Sequence[Any] | None = None, steps_per_eval: int | None = None

@@ -10,6 +10,7 @@ folder layout is documented in :mod:`powerzoo.rl.run_dir`, checkpoints in
 
 from __future__ import annotations
 
+import copy
 import functools
 import time
 from collections.abc import Sequence
@@ -87,7 +88,9 @@ class SB3Trainer(TrainerBase):
         Returns:
             Keyword arguments by name.
         """
-        return {**self.config.algorithm_kwargs, "gamma": self.gamma}
+        # a deep copy: SB3 writes into the dicts it is given (A2C puts its optimizer class into
+        # policy_kwargs), and the config's must stay as written
+        return {**copy.deepcopy(self.config.algorithm_kwargs), "gamma": self.gamma}
 
     def _env_options(self, split: str | None = None) -> dict[str, Any]:
         options = self.config.env.model_dump()
