@@ -262,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"powerzoo: error: {os_error_line(err)}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
-            print(f"powerzoo: interrupted ({args.command})", file=sys.stderr)
+            hint = getattr(args, "interrupt_hint", None)
+            print(
+                f"powerzoo: interrupted ({args.command}){f'; {hint}' if hint else ''}",
+                file=sys.stderr,
+            )
             return 130
 
 

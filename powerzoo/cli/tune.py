@@ -49,11 +49,16 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         print(json.dumps(record, indent=2, default=str))
         return 0
     best = record["best"]
-    budget = (
-        f"track {record['track']['name']} ({record['track']['wall_clock_s']:g} s)"
-        if record["track"]
-        else f"{record['steps_per_configuration']:,} env steps"
-    )
+    low, high = record["env_steps_range"]
+    asked = record["steps_per_configuration"]
+    if record["track"]:
+        budget = f"track {record['track']['name']} ({record['track']['wall_clock_s']:g} s)"
+    elif asked is None:
+        budget = "the campaign's budget"
+    elif low == high == asked:
+        budget = f"{asked:,} env steps"
+    else:  # rounded up to whole rollouts, differently for each configuration
+        budget = f"{asked:,} env steps asked, {low:,} to {high:,} trained"
     out = args.out or f"tuning/{args.task}-{record['algorithm']}"
     print(
         f"best of {record['configurations']} configurations ({budget} each): config "
@@ -149,7 +154,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--out", default=None, help="output folder (default tuning/TASK-ALGORITHM)")
     p.add_argument("--json", action="store_true", help="print tuning.json instead of a summary")
-    p.set_defaults(func=_cmd_tune)
+    p.set_defaults(
+        func=_cmd_tune,
+        interrupt_hint="run the same command again to go on: finished configurations are kept",
+    )
 
     r = sub.add_parser(
         "tune-report",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import shutil
 
 import pytest
 import yaml
@@ -79,6 +80,21 @@ def test_sampler_is_seeded_and_stays_in_its_ranges(tmp_path):
     path.write_text(yaml.safe_dump({"PPO": {"same_as": "A2C"}, "A2C": {"same_as": "PPO"}}))
     with pytest.raises(ValueError, match="loops"):
         load_search_space("PPO", path)
+    path.write_text("PPO:\n  lr: {log_uniform: [1e-5, 1e-2]\n  n: 3\n")  # an unclosed brace
+    with pytest.raises(ValueError, match=r"space\.yaml: not valid YAML at line \d+, column \d+: "):
+        load_search_space("PPO", path)
+
+
+def test_an_interrupted_tuning_says_how_to_go_on(monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tuning, "tune", interrupted)
+    assert main(["tune", "battery_arbitrage", "-a", "PPO", "--steps", "64"]) == 130
+    assert capsys.readouterr().err == (
+        "powerzoo: interrupted (tune); run the same command again to go on: finished "
+        "configurations are kept\n"
+    )
 
 
 def test_best_is_the_highest_return_within_the_budgets_else_the_nearest_them():
@@ -93,7 +109,7 @@ def test_best_is_the_highest_return_within_the_budgets_else_the_nearest_them():
     assert tuning._best(over) == 1  # nearest its budgets: ratio 0.9
 
 
-def test_tiny_tuning_run_writes_its_table_and_the_best_config(tmp_path, monkeypatch):
+def test_tiny_tuning_run_writes_its_table_and_the_best_config(tmp_path, monkeypatch, capsys):
     out = tmp_path / "tuning"
     kwargs = dict(steps=256, episodes=2, n_envs=2)
     record = tune("battery_arbitrage", "PPO", 2, "val", out, **kwargs)
@@ -121,10 +137,33 @@ def test_tiny_tuning_run_writes_its_table_and_the_best_config(tmp_path, monkeypa
         256,
     )
     assert budget["hardware"]["cpu_model"] and budget["best"]["hardware"]["torch_threads"] == 1
-    # a second call finds both configurations finished and trains nothing
+    low, high = budget["env_steps_range"]
+    assert low == min(int(r["env_steps"]) for r in rows) and high >= low >= 256
+    # a second call finds both configurations finished and trains nothing, also in a copy of
+    # the folder elsewhere, and says so
     monkeypatch.setattr(tuning, "_train_and_score", lambda *a, **k: pytest.fail("retrained"))
     again = tune("battery_arbitrage", "PPO", 2, "val", out, **kwargs)
     assert again["best"]["val_return"] == record["best"]["val_return"]
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    capsys.readouterr()
+    tune("battery_arbitrage", "PPO", 2, "val", moved, progress=True, **kwargs)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "tuning PPO on battery_arbitrage: 2 configuration(s), 256 env steps each, chosen on "
+        f"val; writing {moved}"
+    )
+    assert (
+        all(
+            line.startswith(f"config{i}: val return ") and line.endswith("kept from an earlier run")
+            for i, line in enumerate(lines[1:])
+        )
+        and len(lines) == 3
+    )
+    # another tuning into the same folder is refused, not trained over it
+    with pytest.raises(ValueError, match=r"holds another tuning \(config0 was trained with other"):
+        tune("battery_arbitrage", "PPO", 2, "val", moved, sampler_seed=1, **kwargs)
+    assert (moved / "runs" / "config0" / "result.json").is_file()
 
 
 def _campaign_file(tmp_path, evaluation_split="val"):

@@ -237,33 +237,55 @@ def _table(
     return buffer.getvalue()
 
 
+def _without_place(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A run config without where its run folder goes (a tuning folder may move)."""
+    return {k: v for k, v in config.items() if k not in ("output_dir", "name")}
+
+
 def _trained_row(
     folder: Path,
     values: Mapping[str, Any],
     config: dict[str, Any],
     score: Any,
-) -> dict[str, Any]:
-    """The row of the configuration trained in ``folder``: read from its ``result.json`` when a
-    run of the same values and config finished there, else trained (what was there removed)."""
+) -> tuple[dict[str, Any], bool]:
+    """The row of the configuration trained in ``folder`` and whether it was kept: read from its
+    ``result.json`` when a run of the same values and config finished there (wherever the
+    tuning folder was then), else trained (the remains of an interrupted run removed).
+    ``ValueError`` when ``folder`` holds a finished run of other settings: another tuning's."""
     done = folder / RESULT_FILE
     row = read_json(done) if done.is_file() else None
-    if (
-        row is None
-        or _plain(row.get("values")) != _plain(values)
-        or _plain(row.get("config")) != _plain(config)
-    ):
-        if folder.exists():  # remains of an interrupted or other run
-            shutil.rmtree(folder)
-        row = {"values": dict(values), "config": config, **score(config)}
-        write_json(done, row)
-    return row
+    if row is not None:
+        same = _plain(row.get("values")) == _plain(values) and _plain(
+            _without_place(row.get("config") or {})
+        ) == _plain(_without_place(config))
+        if same:
+            return {**row, "config": config}, True
+        raise ValueError(
+            f"{folder.parent.parent} holds another tuning ({folder.name} was trained with other "
+            "settings); give another --out, or remove that folder to start over"
+        )
+    if folder.exists():  # remains of an interrupted run
+        shutil.rmtree(folder)
+    row = {"values": dict(values), "config": config, **score(config)}
+    write_json(done, row)
+    return row, False
 
 
-def _progress_line(name: str, row: Mapping[str, Any]) -> str:
+def _progress_line(
+    name: str, row: Mapping[str, Any], split: str, kept: bool, steps: int | None
+) -> str:
+    """One configuration's line: its return on ``split``, its env steps (against the ``steps``
+    asked when it trained more: whole rollouts), and whether an earlier run gave it."""
+    asked = (
+        f" ({steps:,} asked: it trains whole rollouts)"
+        if steps is not None and row["env_steps"] != steps
+        else ""
+    )
     return (
-        f"{name}: val return {row['val_return']:,.2f}"
+        f"{name}: {split} return {row['val_return']:,.2f}"
         f"{'' if row['within_budget'] else ' (over budget)'}, "
-        f"{row['env_steps']:,} env steps in {row['wall_seconds']:.1f} s"
+        f"{row['env_steps']:,} env steps{asked} in {row['wall_seconds']:.1f} s"
+        f"{', kept from an earlier run' if kept else ''}"
     )
 
 
@@ -364,11 +386,26 @@ def tune(
     def score(cfg: dict[str, Any]) -> dict[str, Any]:
         return _train_and_score(cfg, split, episodes, budget_track, model)
 
+    if progress:
+        allowance = (
+            f"{int(steps):,} env steps"
+            if steps is not None
+            else "the campaign's allowance"
+            if budget_track is None
+            else f"track {budget_track.name} ({budget_track.wall_clock_s:g} s)"
+        )
+        print(
+            f"tuning {algorithm} on {task}: {len(names) - int(preset)} configuration(s)"
+            f"{' and the preset' if preset else ''}, {allowance} each, chosen on {split}; "
+            f"writing {out}",
+            flush=True,
+        )
     watch, rows = Stopwatch(), []
     for v, cfg, name in zip(values, configs, names, strict=True):
-        rows.append(_trained_row(runs / name, v, cfg, score))
+        row, kept = _trained_row(runs / name, v, cfg, score)
+        rows.append(row)
         if progress:
-            print(_progress_line(name, rows[-1]), flush=True)
+            print(_progress_line(name, row, split, kept, steps), flush=True)
     preset_row = rows.pop() if preset else None
     best = _best(rows)
     atomic_write_text(out / TUNING_CSV, _table(rows, list(space), best, preset_row))
@@ -397,6 +434,12 @@ def tune(
         "search_space_sha256": hashlib.sha256(space_path.read_bytes()).hexdigest(),
         "search_space": space,
         "total_env_steps": int(sum(r["env_steps"] for r in every)),
+        # what each configuration (and the preset) trained: a fixed budget of env steps is
+        # rounded up to whole rollouts, which differ between configurations
+        "env_steps_range": [
+            int(min(r["env_steps"] for r in every)),
+            int(max(r["env_steps"] for r in every)),
+        ],
         "total_wall_seconds": float(sum(r["wall_seconds"] for r in every)),
         "total_cpu_seconds": float(sum(r["cpu_seconds"] for r in every)),
         "this_call_wall_seconds": watch.wall_s(),

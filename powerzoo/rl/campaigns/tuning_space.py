@@ -60,7 +60,15 @@ def load_search_space(algorithm: str, path: str | Path | None = None) -> dict[st
     path = Path(SEARCH_SPACES_FILE if path is None else path)
     if not path.is_file():
         raise FileNotFoundError(f"no search-space file at {path} (pass one with --space)")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ValueError(f"{path}: not valid YAML{where}: {problem}") from None
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: a search-space file maps algorithm names to their spaces")
     name = key(algorithm)
     if name not in data:
         name = base_algorithm(name)
