@@ -316,18 +316,18 @@ def _constraint_names(task: str, budgets: Any) -> list[str]:
 
 
 def _check_lengths(path: Path, task: str, lengths: Sequence[float]) -> None:
-    """Every episode of a PowerZoo task runs its whole horizon (no task ends an episode early):
-    a ``length`` other than the horizon is an episode cut short or a miscount."""
+    """A ``length`` is informative (the score does not read it) but must be possible: from 1 to
+    the task's horizon (an episode of a task run with other options may be shorter)."""
     try:
         horizon = int(task_spec(task).horizon)
     except (KeyError, ValueError):
         return
     for i, length in enumerate(lengths):
-        if int(length) != horizon:
+        if not 1 <= int(length) <= horizon:
             raise _fail(
                 path,
-                f"row {i}: length {int(length)}, expected {horizon} (every episode of {task} "
-                "runs its whole horizon)",
+                f"row {i}: length {int(length)}, not between 1 and {horizon} (the horizon of "
+                f"{task} in steps)",
             )
 
 

@@ -188,10 +188,10 @@ BREAKAGES = {
     ),
     "budgeted cost missing": (_drop_column, r"no column cost_soc_violation"),
     "too few episodes": (_drop_last_row, r"64 episodes, expected 65"),
-    "short episode": (
-        lambda f: _edit_csv(f / "episodes_seed1.csv", 4, "length", "7"),
-        r"episodes_seed1\.csv: row 4: length 7, expected 48 \(every episode of battery_arbitrage "
-        r"runs its whole horizon\)",
+    "impossible length": (
+        lambda f: _edit_csv(f / "episodes_seed1.csv", 4, "length", "49"),
+        r"episodes_seed1\.csv: row 4: length 49, not between 1 and 48 \(the horizon of "
+        r"battery_arbitrage in steps\)",
     ),
     "misspelt column": (
         lambda f: _add_column(f, "retrun"),
