@@ -138,6 +138,15 @@ def render_card(card: Mapping[str, Any], unmet: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
+def _episode_word(task: str) -> str:
+    """What the task's episodes are, for "... over budget": days, or weeks on week-long tasks."""
+    from powerzoo.tasks import task_spec
+
+    spec = task_spec(task)
+    days = spec.horizon * spec.step_minutes / (24 * 60)
+    return {1.0: "days", 7.0: "weeks"}.get(days, "episodes")
+
+
 def card_markdown(task: str, split: str = "test") -> list[Any]:
     """The blocks of a task page's "Task card" section: paragraphs (str) and one
     ``(header, rows)`` table, from the packaged table (:func:`task_card`).
@@ -155,7 +164,7 @@ def card_markdown(task: str, split: str = "test") -> list[Any]:
         f"Measured on the `{split}` split ({card['episodes']} episodes of the packaged baselines "
         f"table; returns in {card['return_unit']}). `powerzoo card {task}` prints it, "
         f"`--json` as JSON; the formulas are in [Concepts](../concepts.md#task-cards).",
-        (["policy", "mean return", "days over budget"], _policy_rows(card)),
+        (["policy", "mean return", f"{_episode_word(task)} over budget"], _policy_rows(card)),
         "\n".join(f"- {line}" for line in [*_detail_lines(card), *card.get("notes", [])]),
     ]
     if unmet:

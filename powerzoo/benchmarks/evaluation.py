@@ -32,6 +32,7 @@ import numpy as np
 from powerzoo.benchmarks.policies import Policy, seed_policy
 from powerzoo.benchmarks.storage import StorageMeter, daily_throughput, has_storage
 from powerzoo.envs.introspect import agents_of, constraint_names_of, env_metadata, task_of
+from powerzoo.tasks import task_spec
 
 __all__ = [
     "rollout",
@@ -42,6 +43,7 @@ __all__ = [
     "budget_flags",
     "COST_TOLERANCE",
     "return_unit",
+    "per_episode_units",
     "EpisodeRecord",
     "StepCallback",
     "episode_metric_keys",
@@ -66,16 +68,31 @@ def _shared_reward(env: Any) -> bool:
 
 
 def return_unit(spec: Any) -> str:
-    """What a task's headline return measures (``spec``: its :class:`TaskSpec`), for tables."""
-    n = len(spec.agents)
+    """What a task's headline return measures (``spec``: its :class:`TaskSpec`), for tables:
+    its reward's unit (``spec.reward_unit``: ``$`` on most tasks) per episode, and on a
+    multi-agent task whose return that is."""
+    n, unit = len(spec.agents), getattr(spec, "reward_unit", "$")
     if n == 1:
-        return "$ per episode"
+        return f"{unit} per episode"
     if spec.shared_reward:
         return (
-            "$ of system cost per episode (the shared reward, each agent's return; "
+            f"{unit} of system cost per episode (the shared reward, each agent's return; "
             f"team sum = {n} agents x this)"
         )
-    return f"$ per episode (system: sum of the {n} agents' own returns)"
+    return f"{unit} per episode (system: sum of the {n} agents' own returns)"
+
+
+def per_episode_units(tasks: Sequence[str]) -> str:
+    """The unit of the returns of ``tasks`` side by side, for a table across them: ``$ per
+    episode``, naming the tasks whose reward has another unit (``TaskSpec.reward_unit``)."""
+    others: dict[str, list[str]] = {}
+    for task in tasks:
+        unit = task_spec(task).reward_unit
+        if unit != "$":
+            others.setdefault(unit, []).append(task)
+    return "$ per episode" + "".join(
+        f"; {unit} on {', '.join(names)}" for unit, names in others.items()
+    )
 
 
 class EpisodeRecord(dict):

@@ -193,8 +193,8 @@ def plot_recorded_episode(
     """:func:`plot_episode_trace` of a recorded episode of a task with spec ``spec`` (a
     ``TaskSpec``).
 
-    Actions are labelled with the spec's action names when their number matches; rewards are in $
-    (the team's $ in a multi-agent env).
+    Actions are labelled with the spec's action names when their number matches; rewards are in
+    the spec's ``reward_unit`` ($ on most tasks; the team's in a multi-agent env).
     """
     names = tuple(spec.action.names) if len(spec.action.names) == trace.actions.shape[1] else ()
     return plot_episode_trace(
@@ -206,7 +206,7 @@ def plot_recorded_episode(
         step_hours=spec.step_minutes / 60.0,
         action_names=names,
         cost_names=spec.constraint_names,
-        reward_unit="$, team" if trace.agents else "$",
+        reward_unit=f"{spec.reward_unit}, team" if trace.agents else spec.reward_unit,
     )
 
 

@@ -22,10 +22,15 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
 * Sizing (measured on the 65 test days, the LTC in place): without control the flexible loads
   push the far-end buses below 0.95 p.u. at the daily peaks (0.79 p.u.-steps of
   ``voltage_violation`` a day on average, above the 0.5 p.u. budget on 24 days, 36.9 %; lowest
-  voltage 0.915 p.u.); the oracle keeps the budget on every day (0.18 a day). The tap alone
-  does not fix it: the band's lower edge leaves 6.9 % for the feeder's drop, the peak takes
-  10 % (with the head at 1.00 p.u., ``ltc=False``, every day is over budget, 6.4 a day). On the
-  earlier sizing (``load_scale = 0.55``, 0.12 MW units) the LTC left 0 days over budget. The
+  voltage 0.915 p.u.); the oracle keeps the budget on every day (0.18 a day). The tap under
+  its AVC does not fix it: the band's lower edge leaves 6.9 % for the feeder's drop, the peak
+  takes 10 % (with the head at 1.00 p.u., ``ltc=False``, every day is over budget, 6.4 a day).
+  A higher set point does: with ``ltc_action=True`` and the tap held at 8 (head 1.05 p.u.; the
+  feeder has no generation, so nothing rises above the head) no test day is over budget, at
+  -107 $/day against the oracle's -532. The default task withholds the tap from the operator:
+  its decision is load control under a set point the operator does not own, not the feeder's
+  cheapest remedy. On the earlier sizing (``load_scale = 0.55``, 0.12 MW units) the LTC left 0
+  days over budget. The
   lines keep headroom (largest loading 0.93 of a rating): the binding limit is the voltage band.
 * Action (12, physical fractions of each unit's current demand): ``[load_k.curtail,
   load_k.shift]`` for k = 0..5, each in ``[0, 0.5]``. Shifting on the last step is refused (the
@@ -189,6 +194,12 @@ class Dso(FeederTask):
     (1-based buses 14, 18, 25, 30, 32, 33). The head's on-load tap changer, under its automatic
     voltage controller, holds the head at 1.019 p.u.; still the far ends leave the band at the
     daily peaks, over the budget on 37 % of the test days.
+
+    The set point binds the problem, not the feeder: an operator who may move the tap
+    (``ltc_action=True``) and holds it at 8 (head 1.05 p.u.; the feeder has no generation to
+    push a bus above the head) keeps every test day within the budget at about the cost of no
+    control (-107 $/day, the oracle -532). The default task withholds the tap: it poses load
+    control under an AVC set point the operator does not own.
 
     ## Action
     12 entries, ``[load_k.curtail, load_k.shift]`` for k = 0..5, fractions of each unit's current

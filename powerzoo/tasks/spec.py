@@ -223,6 +223,9 @@ class TaskSpec:
     # its generators; there is no "nothing" to do).
     idle_action: tuple[float, ...] | None = None
     idle_doc: str = ""
+    # what one unit of the reward is: "$" where the reward is money; a reward that weighs other
+    # quantities (energy, carbon) names its own unit, explained in ``reward_doc``
+    reward_unit: str = "$"
 
     def __post_init__(self) -> None:
         if self.gamma is None:

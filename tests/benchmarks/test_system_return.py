@@ -34,6 +34,15 @@ def test_return_unit_labels_the_team_sum():
     assert return_unit(task_spec("opf_118")).startswith("$ of system cost per episode")
     assert "sum of the 5 agents' own returns" in return_unit(task_spec("gencos_bidding"))
     assert return_unit(task_spec("battery_arbitrage")) == "$ per episode"
+    # dc_microgrid's reward weighs MWh, $ and tCO2: its return is not in dollars
+    assert return_unit(task_spec("dc_microgrid_safe")) == "weighted units per episode"
+
+
+def test_the_packaged_table_labels_each_row_with_its_task_return_unit():
+    from powerzoo.benchmarks.baselines import load_baselines
+
+    for row in load_baselines()["results"]:
+        assert row["return_unit"] == return_unit(task_spec(row["task"])), row["task"]
 
 
 def test_baseline_row_reports_the_system_return_and_the_team_sum():

@@ -316,3 +316,12 @@ def test_bad_input_gives_clear_errors():
         )
     with pytest.raises(ValueError, match="soc_min <= target_soc"):
         EVFleetParams(target_soc=0.95)
+
+
+def test_the_test_weeks_are_seven_overlapping_starts_in_each_of_five_blocks():
+    # what the task page says of its 35 test episodes: neighbouring weeks share 6 days
+    starts = calendar.split_day_indices("test", 7)
+    blocks = np.split(starts, np.flatnonzero(np.diff(starts) > 1) + 1)
+    assert len(starts) == 35 and [len(b) for b in blocks] == [7] * 5
+    assert all(np.all(np.diff(b) == 1) for b in blocks)
+    assert make_task("marl_ev_v2g", "test").n_days == 35

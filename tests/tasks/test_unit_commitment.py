@@ -6,7 +6,7 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from pettingzoo.test import parallel_api_test
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from powerzoo.benchmarks.baselines import evaluate_baseline
+from powerzoo.benchmarks.baselines import baseline_row, evaluate_baseline
 from powerzoo.devices.thermal_unit import (
     ThermalFleet,
     UnitClass,
@@ -18,6 +18,7 @@ from powerzoo.devices.thermal_unit import (
 from powerzoo.envs.introspect import inspect_env
 from powerzoo.rl import make_env
 from powerzoo.tasks import make_task
+from powerzoo.tasks.unit_commitment import MarlUc
 
 
 # ---- thermal-unit physics ------------------------------------------------------------------
@@ -524,3 +525,13 @@ def test_case118_oracle_plan_does_not_depend_on_the_clock(monkeypatch):
     assert first.status != "Time limit reached"
     np.testing.assert_array_equal(first.on, second.on)
     np.testing.assert_allclose(first.p_mw, second.p_mw, rtol=0, atol=1e-9)
+
+
+def test_marl_uc_rule_breaks_the_budgets_its_page_says_it_breaks():
+    row = baseline_row("marl_uc", "rule_based")
+    costs = row["mean_costs"]
+    assert round(costs["thermal_overload"], 2) == 3.80
+    assert round(costs["reserve_shortfall"], 2) == 1.10
+    assert round(costs["power_imbalance"], 2) == 0.78
+    assert row["over_budget_rate"] == 0.8
+    assert "3.80 MVAh" in MarlUc.__doc__ and "80 %" in MarlUc.__doc__

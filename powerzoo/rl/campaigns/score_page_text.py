@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from powerzoo.benchmarks.evaluation import return_unit
+from powerzoo.benchmarks.evaluation import per_episode_units, return_unit
 from powerzoo.benchmarks.score_v2 import (
     MIN_HEADROOM_PCT,
     ORACLE_POLICY,
@@ -95,7 +95,7 @@ def claim_row(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
 
 
 def above_anchor(value: float | None, row: Mapping[str, Any]) -> bool:
-    """Whether ``value`` ($ per episode: ``row``'s paired difference against its anchor, or a
+    """Whether ``value`` (per episode: ``row``'s paired difference against its anchor, or a
     bound of its interval) is above the anchor by more than :data:`AT_ANCHOR`."""
     scale = max(abs(row.get("anchor_return") or 0.0), 1.0)
     return value is not None and value > AT_ANCHOR * scale
@@ -218,7 +218,8 @@ def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
         if ref is not None and ref.scale != "oracle" and best is not None:
             lines.append(
                 f"- **{task}** (no oracle scale, read on the gain): {best['label']} within "
-                f"budget, {_paired(best, 'anchor')} against {best['anchor']} ($ per episode)."
+                f"budget, {_paired(best, 'anchor')} against {best['anchor']} "
+                f"({per_episode_units([task])})."
             )
         if not _learnable(ref):
             continue
@@ -226,7 +227,7 @@ def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
             lines.append(
                 f"- **{task}**: {best['label']} within budget, performance "
                 f"{_interval(best, 'performance')}, {_paired(best, 'anchor')} against "
-                f"{best['anchor']} ($ per episode)." + _above_oracle_text(best)
+                f"{best['anchor']} ({per_episode_units([task])})." + _above_oracle_text(best)
             )
         elif task in diagnoses:
             lines.append(f"- **{task}**: no row above its anchor yet. {diagnoses[task]}")
@@ -410,7 +411,8 @@ def _families_text(scored: Any) -> str:
         "Each trained row on the held-out scenario families its trials were also tested on "
         "(the campaign's `evaluation.families`): the family days whose calendar day is a test "
         f"day, each paired with the same trial's episode on that test day, on {seeds}. Drop = "
-        "mean test return on the twin days - mean family return ($ per episode; > 0: the "
+        "mean test return on the twin days - mean family return (per episode, in the task's "
+        "return unit; > 0: the "
         f"family costs the row return) [{CONFIDENCE:.0%} seed x test block bootstrap "
         "interval]; drop %: in % of |mean test return|; seeds dropping: seeds whose own mean "
         "drop is > 0; within budget: the pooled mean cost on the family keeps every budget "
@@ -481,7 +483,8 @@ def results_markdown(
         "budget on every test day, a stricter constraint than the mean cost a row is held to, "
         "so a row within budget can score above 1. Optimality gap: extra cost in % of the "
         "oracle's (cost tasks). Paired differences: mean per-episode return difference "
-        "($ per episode), seeds whose mean difference is above float noise (1e-8 of the "
+        "(per episode, in the task's return unit), seeds whose mean difference is above float "
+        "noise (1e-8 of the "
         "baseline's |mean return|). Intervals: "
         f"{CONFIDENCE:.0%} percentile, {n_resamples:,} seed x test block bootstrap resamples; "
         "with few seeds (each row gives its count) and the test split's few blocks, such a "

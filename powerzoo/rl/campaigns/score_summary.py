@@ -1,7 +1,8 @@
 """The one-table summary of a scored campaign (``summary_v2.md``), the table README.md shows.
 
 One row per campaign task: its anchor (marked where none of idle, naive and rule-based keeps
-the budgets) and headroom (``R_oracle - R_anchor`` on the test days, in $ per episode and in %
+the budgets) and headroom (``R_oracle - R_anchor`` on the test days, per episode in the tasks'
+return units and in %
 of the oracle's |mean return|), the row reported: the best row within the budgets (the
 claim where there is one, else the within-budget row with the largest paired difference against
 the anchor), its paired
@@ -21,6 +22,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from powerzoo.benchmarks.evaluation import per_episode_units
 from powerzoo.rl.campaigns.page_text import seeds_text, signed_money
 from powerzoo.rl.campaigns.score_diagnosis import TaskDiagnosis
 from powerzoo.rl.campaigns.score_page_text import budget_not_robust, claim_row
@@ -73,12 +75,13 @@ def summary_markdown(scored: Any, diagnoses: Mapping[str, TaskDiagnosis]) -> str
     folder = scored.folder
     finished = Counter(record["task"] for record in folder.records.values())
     planned = Counter(trial.task for trial in folder.campaign.trials)
+    units = per_episode_units(folder.campaign.tasks)
     lines = [
-        "| task | anchor | headroom, $ per episode (% of the absolute value of the oracle's mean "
+        f"| task | anchor | headroom, {units} (% of the absolute value of the oracle's mean "
         "return) | row "
         "reported (the claim, else the within-budget row with the largest paired difference) | "
         "against the "
-        "anchor, $ per episode [95% CI] | verdict | trials finished |",
+        f"anchor, {units} [95% CI] | verdict | trials finished |",
         "|---|---|---:|---|---:|---|---:|",
     ]
     for task in folder.campaign.tasks:

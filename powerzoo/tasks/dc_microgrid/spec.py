@@ -175,6 +175,7 @@ def dc_microgrid_spec(
             f"reward = reward_vector @ (1, 0.5, {REWARD_WEIGHTS[2]:g}) (carbon at "
             f"{CARBON_PRICE_PER_T:g} $/tCO2)" + penalty_doc
         ),
+        reward_unit="weighted units",
         constraint_names=CONSTRAINTS,
         constraint_units=("GPU-h", "K h", "MWh"),
         selected_constraints=CONSTRAINTS,

@@ -108,7 +108,9 @@ class MarlDersBenchmark(FeederTask):
     ## Reward
     Shared, $ per step: ``-price x losses x dt - price x curtailed PV MWh - 1,000 $/MWh x
     curtailed load MWh - (price x (charged - discharged MWh) + 7.5 $/MWh x throughput)``, and on the
-    last step the batteries' settlement at the day's mean price.
+    last step the batteries' settlement at the day's mean price. The curtailed PV is valued at
+    the price, so at a negative price curtailing earns (the PV's output is worth less than
+    nothing then), which the oracle uses in the hours of negative prices.
 
     ## Costs
     ``voltage_violation`` (p.u.), ``thermal_overload`` (MVAh), ``device_violation`` (MWh asked

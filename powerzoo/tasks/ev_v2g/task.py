@@ -138,7 +138,9 @@ class MarlEvV2g(FeederTask):
     Random; rule-based: valley filling (each car's need spread evenly over its hours plugged in),
     V2G in the 3 dearest hours of the average day when it pays after wear, never more than 40 %
     of the charger's rating brings back (-91 $/week, every budget kept every test week); oracle:
-    one LP on HiGHS for the week (+1,341 $/week).
+    one LP on HiGHS for the week (+1,341 $/week). The 35 test weeks start on 7 consecutive days
+    of each of the 5 test blocks, so neighbouring weeks share 6 of their 7 days: they are about 5
+    independent samples, not 35 (benchmark v2's intervals resample whole test blocks).
     """
 
     task_id = "marl_ev_v2g"

@@ -53,10 +53,11 @@ class VoltVarParams:
     # customers' arrays (about 7.5 kW on homes of about 2 kW average demand); 4.65 MW in all,
     # 1.1 x the feeder's annual peak load
     pv_kw_per_load_kw: float = 3.75
-    # reactive power limit of each inverter, +- this x the array's AC rating (IEEE 1547-2018
-    # category B: 44 % of the inverter's kVA; the inverters are rated 1.1 x the array, so the
-    # limit fits at full output too), while the array gives at least 5 % of its rating (below,
-    # at dawn, dusk and night, the inverters sleep: no reactive power)
+    # reactive power limit of each inverter, +- this x the array's AC rating, while the array
+    # gives at least 5 % of its rating (below, at dawn, dusk and night, the inverters sleep: no
+    # reactive power). The inverters are rated 1.1 x the array, so this is 40 % of their kVA,
+    # a little under IEEE 1547-2018 category B's 44 % of the rating, and it fits beside full
+    # active output (0.44^2 + 1 < 1.1^2)
     pv_reactive_fraction: float = 0.44
     # $ per tap operation (powerzoo.devices.tap_changer: overhaul every 50,000-100,000)
     tap_wear_cost_per_operation: float = WEAR_COST_PER_OPERATION

@@ -101,7 +101,7 @@ class VoltVar123(Task):
     tap position in [-16, 16] of 0.625 % each (rounded); ``<cap>.on`` for the four capacitors
     (C83 600 kvar three-phase, C88a, C90b, C92c 50 kvar), in service at >= 0.5;
     ``pv_<load>.q`` for the 32 PV inverters, reactive power in [-1, 1] of the inverter's
-    limit (0.44 x the array's AC rating, IEEE 1547-2018 category B; > 0 injects) while the
+    limit (0.44 x the array's AC rating, 40 % of the inverter's kVA; > 0 injects) while the
     array gives at least 5 % of its rating (asleep below that: the entry is ignored).
 
     ## Observation
