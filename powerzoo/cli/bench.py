@@ -12,8 +12,10 @@ from powerzoo.cli.common import (
     add_progress_argument,
     add_split_and_episodes,
     add_trust_pickle_argument,
+    nonnegative_int,
     print_tables,
 )
+from powerzoo.fileio import check_output_folder
 
 __all__ = ["add_parser"]
 
@@ -22,6 +24,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from powerzoo.benchmarks.campaign import run_campaign
     from powerzoo.cli.runs import run_entry
 
+    check_output_folder(args.out, "--out")  # before anything is evaluated
+    if not args.policies and not args.runs:
+        raise ValueError(
+            "--policies names no policy and --runs no run folder: name at least one, or leave "
+            "--policies out for every baseline"
+        )
     runs = (  # loaded after checks
         run_entry(run_dir, args.run_model, trust_pickle=args.trust_pickle) for run_dir in args.runs
     )
@@ -57,7 +65,7 @@ def add_parser(sub: Any) -> None:
         ),
         description=(
             "Evaluate baseline policies (and trained run folders) on tasks x seeds, with bootstrap "
-            "95%% confidence intervals; writes results.csv, results.md, episodes.csv and plots."
+            "95% confidence intervals; writes results.csv, results.md, episodes.csv and plots."
         ),
     )
     p.add_argument("tasks", nargs="+", metavar="TASK", help="registered task names, or 'all'")
@@ -72,7 +80,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--seeds",
         nargs="+",
-        type=int,
+        type=nonnegative_int,
         default=[0],
         metavar="SEED",
         help="campaign seeds (default: 0)",

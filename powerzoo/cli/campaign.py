@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from powerzoo.cli.common import add_progress_argument, print_tables
@@ -62,6 +63,7 @@ def _cmd_campaign_report(args: argparse.Namespace) -> int:
     from powerzoo.rl.campaigns.page import write_results_page
 
     out = args.out or f"{args.folder.rstrip('/')}/report"
+    check_output_folder(out, "--out")  # before the campaign folder is read
     from powerzoo.rl.campaigns.page import read_diagnoses
 
     diagnoses = read_diagnoses(args.diagnoses) if args.diagnoses else None
@@ -84,6 +86,8 @@ def _cmd_campaign_report(args: argparse.Namespace) -> int:
 def _read_preface(path: str) -> str:
     """The text of the ``--preface`` Markdown file (an unreadable one is the CLI's one-line
     error; an empty one is refused)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--preface: no such Markdown file: {path}")
     with open(path, encoding="utf-8") as file:
         text = file.read()
     if not text.strip():

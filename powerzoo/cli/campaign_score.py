@@ -71,11 +71,11 @@ def _cmd_campaign_score(args: argparse.Namespace) -> int:
     print(f"submission folders (powerzoo score each): {files['submissions']}")
     print(
         f"{len(scored.rows)} row(s) from {cov['finished']} of {cov['planned']} trial(s) "
-        f"finished; {cov['core_hours']:.2f} core-hours spent"
+        f"finished; {cov['core_hours']:.3g} core-hours spent"
         + (
             ""
             if cov["projected_core_hours"] is None
-            else f", {cov['projected_core_hours']:.1f} projected for the whole campaign"
+            else f", {cov['projected_core_hours']:.3g} projected for the whole campaign"
         )
         + (f"; {len(cov['left_out'])} left out, listed on the page" if cov["left_out"] else "")
     )

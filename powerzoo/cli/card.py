@@ -8,17 +8,22 @@ import argparse
 import json
 from typing import Any
 
-from powerzoo.cli.common import add_progress_argument
+from powerzoo.cli.common import add_progress_argument, check_task_split
 
 __all__ = ["add_parser"]
 
 
 def _cmd_card(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from powerzoo.benchmarks.card import check_card, recompute_card, task_card
     from powerzoo.benchmarks.card_text import render_card
     from powerzoo.tasks import get_task_class
 
     get_task_class(args.task)  # ValueError naming the registered tasks for an unknown name
+    check_task_split(args.task, args.split)
+    if args.table is not None and not args.recompute and not Path(args.table).is_file():
+        raise FileNotFoundError(f"--table: no such baselines file: {args.table}")
     if args.max_episodes is not None and not args.recompute:
         raise ValueError("--max-episodes needs --recompute (the stored card reads every row)")
     if args.max_episodes is not None and args.max_episodes < 1:

@@ -13,8 +13,43 @@ __all__ = [
     "add_progress_argument",
     "add_split_and_episodes",
     "add_trust_pickle_argument",
+    "check_task_split",
+    "nonnegative_int",
+    "positive_int",
     "print_tables",
 ]
+
+
+def _integer(text: str, minimum: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1 (argparse names the option in its error)."""
+    return _integer(text, 1, "a positive integer")
+
+
+def nonnegative_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 0, such as a seed."""
+    return _integer(text, 0, "an integer >= 0")
+
+
+def check_task_split(task: str, split: str) -> str:
+    """``split`` when ``task`` has it; ``ValueError`` naming the task's splits (or, for an unknown
+    task, the registered tasks)."""
+    from powerzoo.tasks import task_spec
+
+    splits = task_spec(task).splits
+    if split not in splits:
+        raise ValueError(f"unknown split {split!r} of {task}; its splits: {', '.join(splits)}")
+    return split
+
 
 RUN_MODELS = ("best", "final", "latest")
 """Models of a run folder a command can load (``best`` falls back to ``final``)."""
@@ -34,7 +69,7 @@ def add_progress_argument(parser: argparse.ArgumentParser, what: str = "progress
 def add_split_and_episodes(parser: argparse.ArgumentParser, episodes_help: str) -> None:
     """``--split`` (default ``test``) and ``--episodes`` (days; default ``None``: every day)."""
     parser.add_argument("--split", default="test", help="data split (default: test)")
-    parser.add_argument("--episodes", type=int, default=None, help=episodes_help)
+    parser.add_argument("--episodes", type=positive_int, default=None, help=episodes_help)
 
 
 def add_model_argument(parser: argparse.ArgumentParser, flag: str, help_text: str) -> None:

@@ -202,6 +202,7 @@ def run_demo(
     ``reward`` (:data:`DEMO_REWARD` by default; see :func:`train_demo_agent`). ``seed`` seeds the
     training; ``progress``: progress bars (``None``: only when stderr is a terminal).
     """
+    from powerzoo.benchmarks.baselines import select_days
     from powerzoo.benchmarks.evaluation import evaluate_days, rollout
     from powerzoo.envs.introspect import task_of
     from powerzoo.envs.make import make_env
@@ -209,7 +210,7 @@ def run_demo(
 
     env = make_env(TASK, split="test", seed=0)
     task = task_of(env)
-    days = range(task.n_days if episodes is None else min(episodes, task.n_days))
+    days = select_days(task.n_days, episodes)  # spread over the split, as bench and eval pick
     results, traces = {}, {}
     for name, policy in progress_bar(_policies(env).items(), progress=progress, desc="policies"):
         results[name] = evaluate_days(policy, env, days, seed=0)

@@ -7,14 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from powerzoo.cli.common import nonnegative_int, positive_int
+from powerzoo.fileio import check_output_folder
+
 __all__ = ["add_parser"]
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
 
 
 def _counts(minimum: int) -> int:
@@ -40,6 +36,8 @@ def _cmd_families(args: argparse.Namespace) -> int:
         return _counts(args.min_episodes)
     if args.task is None:
         raise ValueError("give a TASK (or --episode-counts)")
+    out = args.out or f"results/families/{args.task}"
+    check_output_folder(out, "--out")  # before anything is evaluated
     result = evaluate_families(
         args.task,
         args.policies,
@@ -49,7 +47,7 @@ def _cmd_families(args: argparse.Namespace) -> int:
         progress=None,
         protocol_days=args.protocol_days,
     )
-    files = write_families(result, args.out or f"results/families/{args.task}")
+    files = write_families(result, out)
     print(files["md"].read_text(encoding="utf-8"), end="")
     print(f"wrote {', '.join(str(p) for p in files.values())}")
     return 0
@@ -71,8 +69,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("task", nargs="?", default=None, help="registered task name")
     p.add_argument("--policies", nargs="+", default=list(FAMILY_POLICIES), help="baselines")
     p.add_argument("--families", nargs="+", default=None, help="families (default: every one)")
-    p.add_argument("--episodes", type=_positive, default=None, help="days per split, evenly spread")
-    p.add_argument("--seed", type=int, default=0, help="env seed of test day 0")
+    p.add_argument(
+        "--episodes", type=positive_int, default=None, help="days per split, evenly spread"
+    )
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="env seed of test day 0")
     p.add_argument(
         "--protocol-days",
         action="store_true",
@@ -86,5 +86,5 @@ def add_parser(sub: Any) -> None:
         help="list each task's test episodes in the baselines table and the ones short of "
         f"--min-episodes (default {MIN_TEST_EPISODES})",
     )
-    p.add_argument("--min-episodes", type=_positive, default=MIN_TEST_EPISODES)
+    p.add_argument("--min-episodes", type=positive_int, default=MIN_TEST_EPISODES)
     p.set_defaults(func=_cmd_families)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import os
 import sys
 import warnings
 from typing import Any
 
 from powerzoo.benchmarks.policies import BASELINE_POLICIES
+from powerzoo.cli.common import add_progress_argument, nonnegative_int, positive_int
 from powerzoo.fileio import DiskFullError, check_output_file, os_error_line
 
 __all__ = ["main"]
@@ -120,7 +122,9 @@ def _cmd_collect(args: argparse.Namespace) -> int:
         env, **({} if args.info_keys is None else {"info_keys": args.info_keys})
     )
     started = time.perf_counter()
-    dataset = generator.collect(policy, args.episodes, args.output, seed=args.seed)
+    dataset = generator.collect(
+        policy, args.episodes, args.output, seed=args.seed, progress=args.progress
+    )
     seconds = time.perf_counter() - started
     size_mb = os.path.getsize(args.output) / 1e6
     print(
@@ -155,8 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default="docs/tasks", help="output folder (default: docs/tasks)")
     p.add_argument("--tasks", nargs="*", help="tasks to write (default: every registered task)")
-    p.add_argument("--no-figures", action="store_true", help="skip the figures (faster)")
-    p.add_argument(
+    figures = p.add_mutually_exclusive_group()
+    figures.add_argument("--no-figures", action="store_true", help="skip the figures (faster)")
+    figures.add_argument(
         "--keep-figures",
         action="store_true",
         help="keep the figures already in the folder and draw only missing ones (fast; the "
@@ -171,15 +176,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", default="results/demo", help="output folder for the plot (default: results/demo)"
     )
-    p.add_argument("--episodes", type=int, default=None, help="number of test days (default: all)")
-    p.add_argument("--day", type=int, default=0, help="test day to plot (default: 0)")
+    p.add_argument(
+        "--episodes",
+        type=positive_int,
+        default=None,
+        help="number of test days, spread over the split as bench and eval pick them "
+        "(default: all)",
+    )
+    p.add_argument("--day", type=nonnegative_int, default=0, help="test day to plot (default: 0)")
     p.add_argument(
         "--timesteps",
         type=int,
         default=DEMO_TIMESTEPS,
         help=f"PPO training budget in env steps, 0 to skip training (default: {DEMO_TIMESTEPS})",
     )
-    p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="training seed (default: 0)")
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser(
         "collect", help="collect an offline RL dataset (HDF5) with a baseline policy"
@@ -191,12 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="random",
         help="policy to roll out (default: random)",
     )
-    p.add_argument("--episodes", type=int, default=100, help="number of episodes (default: 100)")
+    p.add_argument(
+        "--episodes", type=positive_int, default=100, help="number of episodes (default: 100)"
+    )
     p.add_argument(
         "-o", "--output", required=True, help="HDF5 file to write (replaced atomically when done)"
     )
     p.add_argument("--split", default="train", help="data split (default: train)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the collection (default: 0)")
+    p.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="seed of the collection (default: 0)"
+    )
     p.add_argument(
         "--num-envs",
         type=int,
@@ -213,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="step-info keys stored under infos/ (default: constraint_costs cost_sum is_safe)",
     )
+    add_progress_argument(p, "progress bar over the episodes")
     p.set_defaults(func=_cmd_collect)
     from powerzoo.cli.train import add_parsers
 
@@ -249,10 +265,16 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
-            return args.func(args)
+            code = args.func(args)
+            sys.stdout.flush()  # inside the handlers: a closed pipe is caught here, not at exit
+            return code
         except (ValueError, FileNotFoundError, FileExistsError, DiskFullError) as err:
             print(f"powerzoo: error: {err}", file=sys.stderr)
             return 2
+        except BrokenPipeError:  # the reader went away (`powerzoo describe TASK | head`)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+            return 1
         except (PermissionError, NotADirectoryError, IsADirectoryError) as err:
             print(f"powerzoo: error: {os_error_line(err)}", file=sys.stderr)
             return 2

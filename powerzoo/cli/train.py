@@ -16,6 +16,8 @@ from powerzoo.cli.common import (
     add_progress_argument,
     add_split_and_episodes,
     add_trust_pickle_argument,
+    nonnegative_int,
+    positive_int,
 )
 
 __all__ = ["add_parsers", "evaluate_run", "format_summary"]
@@ -51,6 +53,8 @@ def _env_steps(value: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
     if isinstance(number, bool) or not isinstance(number, int):
         raise argparse.ArgumentTypeError(f"must be a whole number of env steps, got {value!r}")
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 env step, got {value!r}")
     return number
 
 
@@ -143,6 +147,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             "give either a task (powerzoo train TASK --algo PPO) "
             "or a config (powerzoo train -c FILE)"
         )
+    if args.config is not None:
+        _check_config_file(args.config)
     overrides: dict[str, Any] = {}
     for key in ("seed", "n_envs", "name", "output_dir"):
         value = getattr(args, key)
@@ -157,6 +163,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
     trainer = Trainer(
         args.config or args.task, algorithm=args.algo, total_timesteps=args.timesteps, **overrides
     )
+    if args.marl is not None and (is_native(trainer.algorithm) or not trainer.is_multi_agent):
+        raise ValueError(
+            f"--marl chooses how an SB3 algorithm trains on a multi-agent task; "
+            f"{trainer.algorithm} on {trainer.config.task} "
+            + (
+                "trains its own way (leave --marl out)"
+                if trainer.is_multi_agent
+                else "has one agent"
+            )
+        )
     resumable = getattr(trainer, "RESUMABLE", True)
     trainer.on_start = lambda folder: _announce_start(folder, resumable)
     try:
@@ -173,6 +189,23 @@ def _cmd_train(args: argparse.Namespace) -> int:
         return _interrupted(trainer.run_dir, resumable)
     _print_result(result)
     return 0
+
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _check_config_file(path: str) -> None:
+    """``-c``: a YAML or JSON file that exists (``ValueError`` naming what it got instead)."""
+    config = Path(path)
+    if config.is_dir():
+        raise ValueError(f"-c/--config takes a YAML or JSON run config file, got the folder {path}")
+    if config.suffix.lower() not in CONFIG_SUFFIXES:
+        raise ValueError(
+            f"-c/--config takes a YAML or JSON run config file ({', '.join(CONFIG_SUFFIXES)}), "
+            f"got {path}"
+        )
+    if not config.is_file():
+        raise FileNotFoundError(f"-c/--config: no such file: {path}")
 
 
 INTERRUPTED = 130
@@ -248,7 +281,8 @@ def evaluate_run(
     episode.
 
     Files (in ``<run_dir>/evaluation/``): ``eval_<split>_<model>.csv`` (one row per episode: day,
-    return, length, cost per constraint) and ``eval_<split>_<model>_day<plot_day>.png``.
+    return, length, cost per constraint) and ``eval_<split>_<model>_day<plot_day>.png``;
+    ``eval_<split>_<model>_stochastic...`` when the actions are sampled (``deterministic=False``).
     Returns the summary (as :meth:`powerzoo.rl.trainer_base.TrainerBase.evaluate`) plus the two
     paths.
     ``progress``: bar over the episodes (``None``: only when stderr is a terminal).
@@ -291,13 +325,15 @@ def evaluate_run(
     writer.writerow(["day_id", "return", "length", *[f"cost_{n}" for n in names]])
     for d, r in zip(days, records, strict=True):
         writer.writerow([d, f"{r['return']:.6f}", r["length"], *[f"{c:.6f}" for c in r["costs"]]])
-    csv_path = atomic_write_text(out_dir / f"eval_{split}_{model}.csv", buffer.getvalue())
+    stem = f"eval_{split}_{model}" + ("" if deterministic else "_stochastic")
+    csv_path = atomic_write_text(out_dir / f"{stem}.csv", buffer.getvalue())
     trace = record_episode(env, policy, day_id=plot_day, seed=0)
     plot_path = plot_recorded_episode(
         trace,
         trainer.spec,
-        out_dir / f"eval_{split}_{model}_day{plot_day}.png",
-        title=f"{trainer.task} ({trainer.algorithm}, {model} model), {split} day {plot_day}",
+        out_dir / f"{stem}_day{plot_day}.png",
+        title=f"{trainer.task} ({trainer.algorithm}, {model} model"
+        f"{'' if deterministic else ', sampled actions'}), {split} day {plot_day}",
     )
     summary.update(csv=csv_path, plot=plot_path, model=model)
     return summary
@@ -315,7 +351,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     )
     from powerzoo.tasks import task_spec
 
-    title = f"{summary['task']} — {summary['model']} model on the {args.split} split"
+    sampled = ", sampled actions" if args.stochastic else ""
+    title = f"{summary['task']} — {summary['model']} model{sampled} on the {args.split} split"
     print(format_summary(summary, title, task_spec(summary["task"])))
     print(f"per-episode results: {summary['csv']}")
     print(f"plot of one episode: {summary['plot']}")
@@ -348,8 +385,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--timesteps", type=_env_steps, default=None, help="training budget in env steps (1e6 ok)"
     )
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--n-envs", type=int, default=None, help="parallel training envs")
+    p.add_argument("--seed", type=nonnegative_int, default=None)
+    p.add_argument("--n-envs", type=positive_int, default=None, help="parallel training envs")
     p.add_argument(
         "--eval-freq", type=_env_steps, default=None, help="env steps between evaluations"
     )
@@ -371,8 +408,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--marl",
         choices=("shared", "il"),
-        default="shared",
-        help="multi-agent tasks: one shared policy (default) or independent learners",
+        default=None,
+        help="SB3 algorithms on multi-agent tasks: one shared policy (default) or independent "
+        "learners",
     )
     add_progress_argument(p)
     p.set_defaults(func=_cmd_train)

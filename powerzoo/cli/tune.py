@@ -7,32 +7,42 @@ import argparse
 import json
 from typing import Any
 
+from powerzoo.cli.common import check_task_split, nonnegative_int, positive_int
+
 __all__ = ["add_parser"]
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _episodes(text: str) -> int | None:
-    return None if text == "all" else _positive(text)
+    if text == "all":
+        return None
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer or 'all', got {text!r}"
+        ) from None
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
     from powerzoo.rl.campaigns.tuning import BEST_CONFIG, TUNING_CSV, tune
     from powerzoo.rl.selection import require_selection_split
 
+    check_task_split(args.task, args.split)
     require_selection_split(args.split, "tuning")  # before anything is read or trained
+    if args.track is not None and args.steps is not None:
+        raise ValueError("give --track or --steps, not both: a track is its own budget")
+    if args.track is not None and args.campaign is not None:
+        raise ValueError("--track comes from the campaign file; leave it out")
+    track = args.track if args.track is not None else ("S" if args.steps is None else None)
     record = tune(
         args.task,
         args.algorithm,
         args.configs,
         args.split,
         args.out,
-        track=args.track if args.clock == "wall" else {"name": args.track, "clock": args.clock},
+        track=track
+        if args.clock == "wall" or track is None
+        else {"name": track, "clock": args.clock},
         steps=args.steps,
         episodes=args.episodes,
         seed=args.seed,
@@ -63,7 +73,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     print(
         f"best of {record['configurations']} configurations ({budget} each): config "
         f"{record['best_index']}, {args.split} return {best['val_return']:,.2f}"
-        f"{'' if best['within_budget'] else ' (no configuration kept the budgets)'}"
+        + (
+            ""
+            if best["within_budget"]
+            else " (no configuration kept the budgets: the one nearest them, not the best return)"
+        )
     )
     if record["preset"] is not None:
         print(
@@ -111,13 +125,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--algorithm", "-a", required=True, help="algorithm name (powerzoo describe)")
     p.add_argument(
         "--configs",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_CONFIGURATIONS,
         help=f"configurations sampled (default {DEFAULT_CONFIGURATIONS}, as for every algorithm)",
     )
     p.add_argument("--split", default="val", help="selection split (default val; test refused)")
     p.add_argument(
-        "--track", default="S", choices=["S", "L"], help="compute track of each configuration"
+        "--track",
+        default=None,
+        choices=["S", "L"],
+        help="compute track of each configuration (default: S, unless --steps gives a budget)",
     )
     p.add_argument(
         "--clock",
@@ -127,7 +144,7 @@ def add_parser(sub: Any) -> None:
         "same allowance on a machine other work also loads)",
     )
     p.add_argument(
-        "--steps", type=_positive, default=None, help="env steps per configuration (not a track)"
+        "--steps", type=positive_int, default=None, help="env steps per configuration (not a track)"
     )
     p.add_argument(
         "--episodes",
@@ -135,9 +152,11 @@ def add_parser(sub: Any) -> None:
         default=16,
         help="validation days per configuration, evenly spread ('all': every day; default 16)",
     )
-    p.add_argument("--seed", type=int, default=0, help="training seed of every configuration")
-    p.add_argument("--sampler-seed", type=int, default=0, help="seed of the sampler")
-    p.add_argument("--n-envs", type=_positive, default=8, help="parallel training envs")
+    p.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="training seed of every configuration"
+    )
+    p.add_argument("--sampler-seed", type=nonnegative_int, default=0, help="seed of the sampler")
+    p.add_argument("--n-envs", type=positive_int, default=8, help="parallel training envs")
     p.add_argument("--config", default=None, help="run config to start from (its task's)")
     p.add_argument("--space", default=None, help="search-space file (default: the published one)")
     p.add_argument(

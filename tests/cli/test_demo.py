@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from powerzoo.benchmarks.baselines import select_days
 from powerzoo.benchmarks.evaluation import evaluate_days
 from powerzoo.benchmarks.policies import make_baseline_policy
 from powerzoo.cli.demo import run_demo, verdict
 from powerzoo.envs import make_env
 from powerzoo.rl import Trainer
-from powerzoo.tasks import task_spec
+from powerzoo.tasks import make_task, task_spec
 
 BASELINES = ("random", "idle", "rule_based", "oracle")
 SOC_THRESHOLD = task_spec("battery_arbitrage").cost_thresholds["soc_violation"]  # 1 MWh per day
@@ -49,7 +50,7 @@ def test_demo_table_shows_return_and_constraint_columns_for_every_baseline(tmp_p
 
 @pytest.mark.slow
 def test_penalised_demo_training_keeps_the_soc_bounds_and_is_scored_on_profit(tmp_path, capsys):
-    budget, days = 8192, range(11)
+    budget, days = 8192, select_days(make_task("battery_arbitrage", "test").n_days, 11)
     profit_env = make_env("battery_arbitrage", "test", normalize=True)
     # the demo itself, on a short budget: trained on the penalty, reported on profit
     results = run_demo(tmp_path / "penalised", episodes=len(days), timesteps=budget, progress=False)

@@ -24,3 +24,12 @@ def test_the_family_table_links_every_task_and_its_agent_range_holds():
             assert bounds[0] <= n <= bounds[1], (task, agents, n)
         else:
             assert n in bounds, (task, agents, n)
+
+
+def test_the_site_navigation_lists_every_task_page():
+    import yaml
+
+    nav = yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    tasks = next(item["Tasks"] for item in nav if isinstance(item, dict) and "Tasks" in item)
+    pages = {p for p in tasks if isinstance(p, str) and re.fullmatch(r"tasks/\w+\.md", p)}
+    assert pages == {"tasks/index.md"} | {f"tasks/{t}.md" for t in list_tasks()}

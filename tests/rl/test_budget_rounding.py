@@ -68,6 +68,21 @@ def test_sb3_ppo_warns_once_with_the_requested_and_the_actual_steps(tmp_path: Pa
     assert _train_ppo(128, tmp_path)[1] == []
 
 
+def test_the_progress_bar_counts_to_the_rounded_budget(tmp_path: Path, monkeypatch):
+    import powerzoo.rl.sb3.callbacks as callbacks
+    from powerzoo.progress import progress_bar
+
+    totals: list[int] = []
+
+    def recording_bar(*args: Any, **kwargs: Any) -> Any:
+        totals.append(kwargs["total"])
+        return progress_bar(*args, **{**kwargs, "progress": False})
+
+    monkeypatch.setattr(callbacks, "progress_bar", recording_bar)
+    result, _ = _train_ppo(200, tmp_path)
+    assert totals == [256] and result.num_timesteps == 256
+
+
 @pytest.mark.parametrize(
     ("task", "algorithm"), [("marl_der_arbitrage", "MAPPO"), ("battery_arbitrage", "PPO-L")]
 )

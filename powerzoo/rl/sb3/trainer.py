@@ -269,11 +269,12 @@ class SB3Trainer(TrainerBase):
             conditions,
             lambda: [] if eval_cb is None else [r["mean_return"] for r in eval_cb.history],
         )
-        callbacks += [stop_cb, cb.TqdmProgressCallback(budget, cfg.logging.progress_bar)]
         remaining = budget - model.num_timesteps
         rollout = sb3_rollout(model)
+        trained = budget  # what the bar counts to: the budget rounded up to whole rollouts
         if rollout is not None and not on_a_clock(cfg.stop_conditions):
-            warn_rounded_budget(self.algorithm, budget, model.num_timesteps, *rollout)
+            trained = warn_rounded_budget(self.algorithm, budget, model.num_timesteps, *rollout)
+        callbacks += [stop_cb, cb.TqdmProgressCallback(trained, cfg.logging.progress_bar)]
         if remaining > 0:
             self._write_state("running")
             model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=False)
