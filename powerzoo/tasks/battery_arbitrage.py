@@ -32,14 +32,10 @@ Model
   24 h mean price, discharge when a sale beats buying it back there after wear and losses,
   charge in the mirror case, else head back to the start SOC, which it reaches by the day's
   end); oracle (perfect-foresight LP over the day with the settlement, HiGHS via highspy).
-  Test split (65 days, ``benchmarks/compute_baselines.py``, the ``high_renewable`` market),
-  $/day: random -2,450, idle 0, rule-based 1,932, oracle 4,895 (71.5 $/kW-year of the 25 MW
-  rating; it trades on 83 % of the days; the rule leaves 61 % of its gain). The test days'
-  top-4-hours minus bottom-4-hours spread is 70 $/MWh on average (median 39), with negative
-  prices in 6.3 % of hours and scarcity hours above 1,000 $/MWh; a round trip costs 15 $/MWh of
-  wear and 10 % of the energy. Under ``market="pjm_like"`` (the former calm price, spread about
-  22 $/MWh) the oracle earns about 5 $/kW-year and idle is nearly as good (the task card:
-  ``powerzoo card battery_arbitrage``).
+  Test split (65 days, ``high_renewable`` market), $/day: random -2,450, idle 0, rule 1,932,
+  oracle 4,895 (71.5 $/kW-year; two scarcity days carry most of both: :class:`BatteryArbitrage`'s
+  baselines). Under ``market="pjm_like"`` (the former calm price) the oracle earns about
+  5 $/kW-year and idle is nearly as good (``powerzoo card battery_arbitrage``).
 """
 
 from __future__ import annotations
@@ -190,13 +186,11 @@ class BatteryArbitrage(Task):
     70 $/MWh on average and the oracle earns 71.5 $/kW-year over idle; a round trip costs
     15 $/MWh of wear.
 
-    Two scarcity test days carry most of the means: days 36 and 37 (day-mean prices 248 and
-    168 $/MWh, medians near 38) hold 60 % of the oracle's test return and 78 % of the rule's;
-    on the other 63 days the oracle earns 2,006 $/day and the rule 449 (medians over all 65
-    days: 1,942 and 411). On such a day the settlement at the day's mean price values energy
-    held at the end above what the day's remaining hours pay: the oracle ends day 37 at SOC 0.9,
-    its settlement crediting 6,096 $. Read a policy's mean with its median and its per-day
-    returns.
+    Two scarcity test days (36 and 37, day-mean prices 248 and 168 $/MWh) hold 60 % of the
+    oracle's test return and 78 % of the rule's: on the other 63 the oracle earns 2,006 $/day and
+    the rule 449 (medians 1,942 and 411). There the settlement at the day's mean price values
+    energy kept to the end above what the remaining hours pay (the oracle ends day 37 at SOC 0.9,
+    credited 6,096 $): read a mean with its median and per-day returns.
     """
 
     task_id = "battery_arbitrage"

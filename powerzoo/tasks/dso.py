@@ -23,14 +23,9 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   push the far-end buses below 0.95 p.u. at the daily peaks (0.79 p.u.-steps of
   ``voltage_violation`` a day on average, above the 0.5 p.u. budget on 24 days, 36.9 %; lowest
   voltage 0.915 p.u.); the oracle keeps the budget on every day (0.18 a day). The tap under
-  its AVC does not fix it: the band's lower edge leaves 6.9 % for the feeder's drop, the peak
-  takes 10 % (with the head at 1.00 p.u., ``ltc=False``, every day is over budget, 6.4 a day).
-  A higher set point does: with ``ltc_action=True`` and the tap held at 8 (head 1.05 p.u.; the
-  feeder has no generation, so nothing rises above the head) no test day is over budget, at
-  -107 $/day against the oracle's -532. The default task withholds the tap from the operator:
-  its decision is load control under a set point the operator does not own, not the feeder's
-  cheapest remedy. On the earlier sizing (``load_scale = 0.55``, 0.12 MW units) the LTC left 0
-  days over budget. The
+  its AVC does not fix it (its band's lower edge leaves 6.9 % for the drop, the peak takes 10 %;
+  with the head at 1.00 p.u., ``ltc=False``, every day is over budget); a higher set point does
+  (:class:`Dso`'s description), which the default task withholds from the operator. The
   lines keep headroom (largest loading 0.93 of a rating): the binding limit is the voltage band.
 * Action (12, physical fractions of each unit's current demand): ``[load_k.curtail,
   load_k.shift]`` for k = 0..5, each in ``[0, 0.5]``. Shifting on the last step is refused (the
@@ -44,16 +39,12 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   over branches, ``sum_k max(|S_k| - S_rated_k, 0) x dt``); per-episode thresholds 0.5 p.u. and
   0.25 MVAh. Reward presets: ``"objective"`` (the reward) and ``"penalized"`` (minus 1,000 $ per
   p.u. of voltage violation and 2,000 $ per MVAh of overload).
-* Observation (34): ``[hour_sin, hour_cos, time_remaining, demand_pu, price_per_mwh, v_min_pu,
-  v_max_pu, p_loss_mw, feeder_p_mw, load_k_v_pu (6), load_k_base_mw (6), load_k_due_next_mwh (6),
-  load_k_backlog_mwh (6), ltc_tap]``. Grid fields (voltages, losses, head power) are from the
-  previous step's power flow (at reset: the flow of the first step's loads without control);
-  ``load_k_base_mw`` is the unit's demand this step (what the fractions apply to), ``due_next``
-  the payback it draws this step whatever the action, ``backlog`` all deferred energy not yet
-  paid back; ``ltc_tap`` the head's tap position.
-* Splits: train / val / test by date, stress splits ``load_stress`` (demand x 1.15),
-  ``heatwave`` (May-September heat events, more demand), ``cold_snap`` (December-March cold
-  events, more heating demand) and ``price_spike`` (evening price spikes).
+* Observation (34): time, ``demand_pu``, price, the previous step's flow (at reset: the flow
+  of the first step's loads without control), per unit its bus voltage, its demand this step
+  (what the fractions apply to), the payback due this step whatever the action and the backlog
+  not yet paid back, and ``ltc_tap`` (:class:`Dso`'s observation table).
+* Splits: train / val / test by date; stress splits ``load_stress`` (demand x 1.15),
+  ``heatwave``, ``cold_snap`` (more demand) and ``price_spike`` (evening price spikes).
 * Baselines (65 test days, ``benchmarks/compute_baselines.py``): random (-5,030 $/day,
   0.20 p.u. violation); rule-based = a load-forecast demand response
   (:meth:`Dso.rule_based_action`): every unit whose bus was below 0.955 p.u. curtails a share of
@@ -67,9 +58,7 @@ Model (single agent, 30-minute steps, 48 per episode = one calendar day)
   up to 80 % of the voltage budget, then three LPs whose allowance is rescaled by the violation
   the exact flow measured (-532 $/day, 0.18 p.u., within the budget every day; about 2 s a day;
   holding the band instead it took -1,147 $/day, -1,057 once linearised around its own flow).
-  Idle (``spec.idle_action``: no control, all fractions 0) -112 $/day, 0.79 p.u., over the budget
-  on 24 days (36.9 %). Holding the band takes lost load, so the no-control return lies above
-  both: judge a policy on its return *and* its costs.
+  Idle (no control): -112 $/day, 0.79 p.u., 36.9 % of days over budget; judge return and costs.
 """
 
 from __future__ import annotations

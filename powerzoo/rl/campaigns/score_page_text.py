@@ -214,12 +214,11 @@ def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
     lines = []
     for task, ref in scored.references.items():
         mine = [r for r in scored.rows if r["task"] == task]
-        best = claim_row(mine)
+        best, units = claim_row(mine), per_episode_units([task])
         if ref is not None and ref.scale != "oracle" and best is not None:
             lines.append(
                 f"- **{task}** (no oracle scale, read on the gain): {best['label']} within "
-                f"budget, {_paired(best, 'anchor')} against {best['anchor']} "
-                f"({per_episode_units([task])})."
+                f"budget, {_paired(best, 'anchor')} against {best['anchor']} ({units})."
             )
         if not _learnable(ref):
             continue
@@ -227,7 +226,7 @@ def _claims_text(scored: Any, diagnoses: Mapping[str, str]) -> str:
             lines.append(
                 f"- **{task}**: {best['label']} within budget, performance "
                 f"{_interval(best, 'performance')}, {_paired(best, 'anchor')} against "
-                f"{best['anchor']} ({per_episode_units([task])})." + _above_oracle_text(best)
+                f"{best['anchor']} ({units})." + _above_oracle_text(best)
             )
         elif task in diagnoses:
             lines.append(f"- **{task}**: no row above its anchor yet. {diagnoses[task]}")
@@ -412,8 +411,8 @@ def _families_text(scored: Any) -> str:
         "(the campaign's `evaluation.families`): the family days whose calendar day is a test "
         f"day, each paired with the same trial's episode on that test day, on {seeds}. Drop = "
         "mean test return on the twin days - mean family return (per episode, in the task's "
-        "return unit; > 0: the "
-        f"family costs the row return) [{CONFIDENCE:.0%} seed x test block bootstrap "
+        f"return unit; > 0: the family costs the row return) [{CONFIDENCE:.0%} seed x test block "
+        "bootstrap "
         "interval]; drop %: in % of |mean test return|; seeds dropping: seeds whose own mean "
         "drop is > 0; within budget: the pooled mean cost on the family keeps every budget "
         "(the share of family episodes within every budget). Trials whose record holds no "
@@ -484,8 +483,7 @@ def results_markdown(
         "so a row within budget can score above 1. Optimality gap: extra cost in % of the "
         "oracle's (cost tasks). Paired differences: mean per-episode return difference "
         "(per episode, in the task's return unit), seeds whose mean difference is above float "
-        "noise (1e-8 of the "
-        "baseline's |mean return|). Intervals: "
+        "noise (1e-8 of the baseline's |mean return|). Intervals: "
         f"{CONFIDENCE:.0%} percentile, {n_resamples:,} seed x test block bootstrap resamples; "
         "with few seeds (each row gives its count) and the test split's few blocks, such a "
         "bootstrap has few distinct "
