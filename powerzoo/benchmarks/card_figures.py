@@ -23,6 +23,7 @@ from powerzoo.benchmarks.dispatch_figures import DISPATCH_FIGURES
 
 __all__ = [
     "FIGURES",
+    "FIGURE_LABELS",
     "FIGURE_MAX",
     "FIGURE_MIN",
     "N1_RESERVE_TASKS",
@@ -110,6 +111,19 @@ expected boundary injections, then the feeders at the resulting LMPs), in % of t
 system cost; ``distribution_effect_pct``: the oracle's gain over the transmission optimum with
 the distribution's flexibility idle (row ``flex_idle``), in %: how much the distribution
 agents' decisions move the system cost."""
+
+
+FIGURE_LABELS: dict[str, str] = {
+    "idle_over_budget_share": "share of test episodes over a budget without control",
+    "oracle_n1_shortfall_steps": "oracle steps short of the N-1 reserve",
+    "rule_reactive_excess_mvarh": "rule's reactive output beyond the units' limits, Mvarh",
+    "joint_gain_pct": "joint oracle's gain over separate plans, %",
+    "distribution_effect_pct": "oracle's gain over idle distribution flexibility, %",
+    "congestion_step_share": "share of the oracle's steps with a branch at its rating",
+    "naive_gap_pct": "extra cost of the network-blind dispatch over the oracle, %",
+    "week_vs_myopic_pct": "week oracle's gain over the step-by-step optimum, %",
+}
+"""What each of :data:`FIGURES` measures, in words, for the card's text (its name follows)."""
 
 
 FEEDER_TASKS = (

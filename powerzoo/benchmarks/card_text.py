@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from powerzoo.benchmarks.card import check_card, task_card
+from powerzoo.benchmarks.card_figures import FIGURE_LABELS
 from powerzoo.benchmarks.storage import TRADING_DAY_CYCLE_SHARE
 
 __all__ = ["render_card", "card_markdown"]
@@ -104,7 +105,8 @@ def _detail_lines(card: Mapping[str, Any]) -> list[str]:
             if name in high
             else ""
         )
-        lines.append(f"figure {name} = {value:.4g}{bound}")
+        label = FIGURE_LABELS.get(name, name)
+        lines.append(f"{label} ({name}): {value:.4g}{bound}")
     return lines
 
 

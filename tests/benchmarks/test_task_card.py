@@ -352,3 +352,12 @@ def test_every_tasks_stored_card_meets_its_targets(task):
     task's oracle earns its storage and trades on most days (:data:`CARD_TARGETS`)."""
     unmet = check_card(task_card(task))
     assert unmet == [], "\n".join(unmet)
+
+
+def test_every_card_figure_prints_with_words_beside_its_name():
+    from powerzoo.benchmarks.card_figures import FIGURE_LABELS, FIGURES
+
+    assert set(FIGURE_LABELS) == set(FIGURES)
+    text = render_card(task_card("marl_uc"))
+    assert "extra cost of the network-blind dispatch over the oracle, % (naive_gap_pct): " in text
+    assert "figure naive_gap_pct" not in text
