@@ -187,10 +187,10 @@ class BatteryArbitrage(Task):
     15 $/MWh of wear.
 
     Two scarcity test days (36 and 37, day-mean prices 248 and 168 $/MWh) hold 60 % of the
-    oracle's test return and 78 % of the rule's: on the other 63 the oracle earns 2,006 $/day and
-    the rule 449 (medians 1,942 and 411). There the settlement at the day's mean price values
-    energy kept to the end above what the remaining hours pay (the oracle ends day 37 at SOC 0.9,
-    credited 6,096 $): read a mean with its median and per-day returns.
+    oracle's test return and 78 % of the rule's: on the other 63 the oracle earns 2,006 $/day,
+    the rule 449 (medians of all 65 days: 1,942 and 411). There the settlement at the day's mean
+    price values energy kept to the end above what the remaining hours pay (the oracle ends day
+    37 at SOC 0.9, credited 6,096 $): read a mean with its median and per-day returns.
     """
 
     task_id = "battery_arbitrage"
