@@ -74,6 +74,7 @@ __all__ = [
     "FIGURES",
     "N1_RESERVE_TASKS",
     "card_targets",
+    "episode_days",
     "task_card",
     "check_card",
     "recompute_card",
@@ -197,7 +198,8 @@ def card_targets(task: str) -> CardTargets:
     )
 
 
-def _episode_days(spec: Any) -> float:
+def episode_days(spec: Any) -> float:
+    """Calendar days one episode of the task ``spec`` spans."""
     return spec.horizon * spec.step_minutes / (24 * 60)
 
 
@@ -248,7 +250,7 @@ def _storage_block(
     if oracle is not None and ref is not None and power_mw > 0:
         gain = float(oracle["mean"]) - float(ref["mean"])
         if reference == "idle":  # else the gain holds the task's other decisions too
-            block["kw_year"] = gain / _episode_days(spec) * 365.0 / (power_mw * 1000.0)
+            block["kw_year"] = gain / episode_days(spec) * 365.0 / (power_mw * 1000.0)
         else:
             notes.append(
                 f"no $/kW-year: without an idle policy the oracle's gain over {reference} holds "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from powerzoo.benchmarks.card import check_card, task_card
+from powerzoo.benchmarks.card import check_card, episode_days, task_card
 from powerzoo.benchmarks.card_figures import FIGURE_LABELS
 from powerzoo.benchmarks.storage import TRADING_DAY_CYCLE_SHARE
 
@@ -144,9 +144,7 @@ def _episode_word(task: str) -> str:
     """What the task's episodes are, for "... over budget": days, or weeks on week-long tasks."""
     from powerzoo.tasks import task_spec
 
-    spec = task_spec(task)
-    days = spec.horizon * spec.step_minutes / (24 * 60)
-    return {1.0: "days", 7.0: "weeks"}.get(days, "episodes")
+    return {1.0: "days", 7.0: "weeks"}.get(episode_days(task_spec(task)), "episodes")
 
 
 def card_markdown(task: str, split: str = "test") -> list[Any]:

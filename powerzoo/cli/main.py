@@ -97,8 +97,6 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     from powerzoo.envs.make import make_env
     from powerzoo.tasks import task_spec
 
-    if args.episodes < 1:
-        raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
     check_output_file(args.output, "-o/--output")  # before any episode is collected
     single_agent = task_spec(args.task).agent_mode == "single"
     num_envs = args.num_envs
