@@ -13,10 +13,14 @@ from powerzoo.fileio import check_output_folder
 __all__ = ["add_parser"]
 
 
-def _counts(minimum: int) -> int:
+def _counts(minimum: int, task: str | None) -> int:
     from powerzoo.benchmarks.families import count_test_episodes
 
     rows = count_test_episodes(minimum)
+    if task is not None:
+        rows = [r for r in rows if r["task"] == task]
+        if not rows:
+            raise ValueError(f"{task}: no test rows in the baselines table")
     print(f"{'task':<22} {'episodes':>8} {'test days':>9} {'s / episode (all baselines)':>28}")
     for r in rows:
         flag = f"  short: {minimum} episodes ~ {r['seconds_for_min']:,.0f} s" if r["short"] else ""
@@ -33,7 +37,7 @@ def _cmd_families(args: argparse.Namespace) -> int:
     from powerzoo.benchmarks.families import evaluate_families, write_families
 
     if args.episode_counts:
-        return _counts(args.min_episodes)
+        return _counts(args.min_episodes, args.task)
     if args.task is None:
         raise ValueError("give a TASK (or --episode-counts)")
     out = args.out or f"results/families/{args.task}"
@@ -83,8 +87,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--episode-counts",
         action="store_true",
-        help="list each task's test episodes in the baselines table and the ones short of "
-        f"--min-episodes (default {MIN_TEST_EPISODES})",
+        help="list each task's (or TASK's) test episodes in the baselines table and the ones "
+        f"short of --min-episodes (default {MIN_TEST_EPISODES})",
     )
     p.add_argument("--min-episodes", type=positive_int, default=MIN_TEST_EPISODES)
     p.set_defaults(func=_cmd_families)

@@ -399,7 +399,13 @@ def add_parsers(sub: Any) -> None:
             "(default <ALGO>-<task>-seed<S>-<time>)"
         ),
     )
-    p.add_argument("--output-dir", default=None, help="where run folders go (default: runs)")
+    p.add_argument(
+        "--output-dir",
+        "--out",
+        dest="output_dir",
+        default=None,
+        help="where run folders go (default: runs; --out as in the other commands)",
+    )
     p.add_argument(
         "--overwrite",
         action="store_true",

@@ -136,6 +136,17 @@ def test_count_test_episodes_flags_short_tasks_with_an_estimate(tmp_path):
     assert counts[TASK]["test_days"] == 65
 
 
+def test_episode_counts_of_one_task_or_every_task(capsys):
+    assert main(["families", "--episode-counts"]) == 0
+    every = capsys.readouterr().out.splitlines()
+    assert main(["families", TASK, "--episode-counts"]) == 0
+    one = capsys.readouterr().out.splitlines()
+    assert len(one) == 3 and one[1].split()[0] == TASK and len(every) > len(one)
+    assert one[1] in every
+    assert main(["families", "nosuch", "--episode-counts"]) == 2
+    assert "nosuch: no test rows in the baselines table" in capsys.readouterr().err
+
+
 def test_families_command_writes_its_table(tmp_path, capsys):
     out = tmp_path / "fam"
     args = ["families", TASK, "--families", "price_spike", "--episodes", "2", "--out", str(out)]

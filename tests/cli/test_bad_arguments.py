@@ -111,3 +111,23 @@ def test_a_closed_pipe_ends_the_command_quietly(capsys, monkeypatch):
     finally:
         os.close(spare)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_every_folder_writing_command_takes_out():
+    import argparse
+
+    from powerzoo.cli.main import build_parser
+
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    writers = [
+        "bench", "campaign", "campaign-report", "campaign-score", "demo", "docs-pages",
+        "families", "submit", "train", "tune",
+    ]  # fmt: skip
+    for name in writers:
+        options = {o for a in action.choices[name]._actions for o in a.option_strings}
+        assert "--out" in options, name
+    args = parser.parse_args(["train", "battery_arbitrage", "--out", "elsewhere"])
+    assert args.output_dir == "elsewhere"
+    args = parser.parse_args(["train", "battery_arbitrage", "--output-dir", "elsewhere"])
+    assert args.output_dir == "elsewhere"

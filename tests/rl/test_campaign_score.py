@@ -17,6 +17,7 @@ families`` output gives the rule's and the oracle's drops.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import hashlib
 import json
@@ -686,7 +687,18 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     bad = tmp_path / "diagnoses.yaml"
     bad.write_text("- a list\n")
     assert "a diagnoses file maps task names to text" in error(str(empty), "--diagnoses", str(bad))
-    for message in (error(str(empty)),):
+    own_seeds = tmp_path / "own_seeds"
+    own_seeds.mkdir()
+    spec = dataclasses.replace(_campaign([_trial(*next(iter(SHARES)), 0)]), env_seeds="trial")
+    (own_seeds / "campaign.json").write_text(json.dumps(spec.to_dict()))
+    message = error(str(own_seeds))
+    assert "tests each trial on its own env seeds" in message
+    assert "evaluation.env_seeds: protocol" in message and "campaign-report" in message
+    spec = dataclasses.replace(spec, episodes=3)
+    (own_seeds / "campaign.json").write_text(json.dumps(spec.to_dict()))
+    assert "(on evaluation.episodes days)" in error(str(own_seeds))
+    assert not (own_seeds / "v2").exists()
+    for message in (error(str(empty)), error(str(own_seeds))):
         assert "\n" not in message
 
 

@@ -350,8 +350,8 @@ def write_campaign_scores(
     Raises:
         FileNotFoundError: No ``campaign.json`` in ``campaign_dir``, or no ``powerzoo families``
             output in ``families_dir``.
-        ValueError: No finished trial, ``n_resamples < 1``, or diagnoses of a task the campaign
-            does not hold.
+        ValueError: No finished trial, ``n_resamples < 1``, a campaign not tested on the
+            protocol's env seeds, or diagnoses of a task the campaign does not hold.
     """
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
@@ -359,6 +359,14 @@ def write_campaign_scores(
     with pinned_campaign_files(campaign_dir):
         folder = read_campaign_folder(campaign_dir)
         campaign = folder.campaign
+        if campaign.env_seeds != "protocol":
+            days = "" if campaign.episodes is None else " (on evaluation.episodes days)"
+            raise ValueError(
+                f"{folder.out_dir}: campaign {campaign.name} tests each trial on its own env "
+                f"seeds{days}, not the baselines table's days and env seeds; campaign-score "
+                "scores a campaign run with evaluation.env_seeds: protocol (and no "
+                "evaluation.episodes); `powerzoo campaign-report` summarises this one"
+            )
         unknown = sorted(set(diagnoses or {}) - set(campaign.tasks))
         if unknown:
             raise ValueError(
