@@ -347,3 +347,19 @@ def test_voltage_control_dispatch_is_ac_secure_and_overload_budgeted():
     )
     vm = grid.reactive_limited_setpoints(demand, p, np.broadcast_to(grid.vm_set_pu, p.shape))
     assert np.any(grid.solve(demand, p, vm).info["overload_mvah"] > 0.0)
+
+
+def test_acopf_118_rule_pays_over_the_naive_dispatch_for_its_budgets():
+    # what the task page says of the naive row against the rule, read from the baselines table
+    from powerzoo.benchmarks.baselines import baseline_rows
+    from powerzoo.tasks.acopf import Acopf118
+
+    rows = baseline_rows("acopf_118", "test")
+    naive, rule = rows["naive"], rows["rule_based"]
+    assert naive["day_ids"] == rule["day_ids"] and len(naive["day_ids"]) == 16
+    assert round(naive["mean"] - rule["mean"]) == 160_109
+    assert round(naive["mean_costs"]["thermal_overload"]) == 87
+    assert sum(naive["over_budget"]) == 8 and sum(rule["over_budget"]) == 1
+    text = " ".join(Acopf118.__doc__.split())
+    assert "costs 160,109 $/day less than the rule but carries 87 MVAh/day of overload" in text
+    assert "breaks the budget on 8 of them" in text
