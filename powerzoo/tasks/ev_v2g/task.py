@@ -114,7 +114,9 @@ class MarlEvV2g(FeederTask):
     ## Reward
     Per agent, $ per step: the site's V2G revenue minus its charging cost at the price, minus V2G
     wear (7.5 $/MWh on discharged and recharged energy), and on the week's last step the settlement
-    of the energy its cars hold at the week's mean price.
+    of the energy its cars hold at the week's mean price. A car pack may wear dearer: at 4 x that
+    price the oracle discharges 3.2 MWh a week instead of 20.8 and leads the rule by 1,130 $/week
+    instead of 1,432 (``benchmarks/v2g_wear_sensitivity.py``): most of its lead is when cars charge.
 
     ## Costs
     ``departure_shortfall`` (kWh the leaving cars lack of their goal; the episode's end counts as a
