@@ -572,6 +572,17 @@ def test_ties_count_a_residual_that_kept_the_rule_apart():
         [row("learner", "rule_based", [0.0, 0.0], [-1000.0, -1000.0])]
     )
     assert ties_text([row("learner", "rule_based", [None], [None])]) == ""
+    # the headline leaves out the tasks without learnable headroom: their ties are counted apart
+    flat = {**row("residual", "rule_based", [0.0, 0.0, 0.0], [-1000.0] * 3)}
+    flat["learnable_headroom"] = False
+    steep = {**row("learner", "rule_based", [0.1, 0.2, 0.2], [-990.0, -980.0, -980.0])}
+    steep["learnable_headroom"] = True
+    text = ties_text([flat, steep])
+    assert "the most runs at one performance value are 3 of 6 (50.0%" in text
+    assert "learnable headroom (the headline's) the most are 2 of 3 (66.7%)" in text
+    steep["run_performance"] = [0.1, 0.2, 0.3]
+    assert "(the headline's) no two of the 3 runs tie." in ties_text([flat, steep])
+    assert "headline" not in ties_text([steep])
 
 
 def test_a_claim_above_the_oracle_says_what_budget_it_spent():

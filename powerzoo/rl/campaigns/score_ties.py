@@ -62,7 +62,8 @@ def _share(part: int, whole: int) -> str:
 def ties_text(rows: Sequence[Mapping[str, Any]]) -> str:
     """The page's line on ties among the per-run performances of ``rows`` (results rows on the
     oracle scale, with ``run_performance``, ``run_mean_return``, ``family``, ``anchor`` and
-    ``anchor_return``); empty without runs."""
+    ``anchor_return``; ``learnable_headroom`` where some tasks have none, whose runs the headline
+    leaves out: their largest tie is then given apart); empty without runs."""
     runs = [
         (x, row, _is_anchor_policy(row, r))
         for row in rows
@@ -81,6 +82,18 @@ def ties_text(rows: Sequence[Mapping[str, Any]]) -> str:
         f"({_share(tied, len(runs))}; every task's runs, those without learnable headroom "
         f"included), at {_value(value)}."
     )
+    headline = [x for x, row, _ in runs if row.get("learnable_headroom", True)]
+    if 1 < len(headline) < len(runs):
+        most, most_value = largest_tie(headline)
+        text += (
+            " On the tasks with learnable headroom (the headline's) "
+            + (
+                f"the most are {most} of {len(headline)} ({_share(most, len(headline))}), "
+                f"at {_value(most_value)}."
+                if most > 1
+                else f"no two of the {len(headline)} runs tie."
+            )
+        )
     own = [x for x, _, anchor_policy in runs if anchor_policy]
     if own:
         others = [x for x, _, anchor_policy in runs if not anchor_policy]
