@@ -85,14 +85,11 @@ def ties_text(rows: Sequence[Mapping[str, Any]]) -> str:
     headline = [x for x, row, _ in runs if row.get("learnable_headroom", True)]
     if 1 < len(headline) < len(runs):
         most, most_value = largest_tie(headline)
-        text += (
-            " On the tasks with learnable headroom (the headline's) "
-            + (
-                f"the most are {most} of {len(headline)} ({_share(most, len(headline))}), "
-                f"at {_value(most_value)}."
-                if most > 1
-                else f"no two of the {len(headline)} runs tie."
-            )
+        text += " On the tasks with learnable headroom (the headline's) " + (
+            f"the most are {most} of {len(headline)} ({_share(most, len(headline))}), "
+            f"at {_value(most_value)}."
+            if most > 1
+            else f"no two of the {len(headline)} runs tie."
         )
     own = [x for x, _, anchor_policy in runs if anchor_policy]
     if own:
