@@ -44,11 +44,16 @@ def test_every_configuration_was_trained_and_scored_as_the_campaign_does():
             assert int(row["selected_step"]) <= int(row["env_steps"])
 
 
+def _tasks() -> list[str]:
+    return sorted({read_tuning(p.parent).task for p in PILOT.glob(f"*/{TUNING_JSON}")})
+
+
+@pytest.mark.parametrize("task", _tasks())
 @pytest.mark.parametrize("policy", ["rule_based", "oracle"])
-def test_the_baselines_returns_quoted_are_on_the_same_validation_days(policy, tmp_path):
+def test_the_baselines_returns_quoted_are_on_the_same_validation_days(task, policy, tmp_path):
     from powerzoo.benchmarks.campaign import run_campaign
 
-    outcome = read_tuning(_folders()[0])
+    outcome = next(read_tuning(f) for f in _folders() if read_tuning(f).task == task)
     result = run_campaign(
         [outcome.task],
         [policy],
@@ -59,7 +64,7 @@ def test_the_baselines_returns_quoted_are_on_the_same_validation_days(policy, tm
         plots=False,
     )
     mean = float(next(r for r in result.rows if r["policy"] == policy)["mean_return"])
-    assert f"| {policy} | {mean:,.2f} |" in PAGE.read_text(encoding="utf-8")
+    assert f"| {task} | {policy} | {mean:,.2f} |" in PAGE.read_text(encoding="utf-8")
     residual = PILOT / f"{outcome.task}-PPO-RESIDUAL" / "runs" / "preset"
     if policy == "rule_based" and residual.is_dir():
         # the untrained residual is the rule: its first validation evaluation (before any update)
