@@ -84,7 +84,12 @@ def test_the_readme_states_the_v2_coverage(folder):
     finished, planned = len(folder.records), len(folder.campaign.trials)
     sentence = _readme_block("coverage")
     assert sentence == coverage_sentence(coverage(folder)) + "\n", REGENERATE
-    assert f"**Coverage:** {finished} of its {planned} trials have finished" in sentence
+    stated = (
+        f"all {planned} trials have finished"
+        if finished == planned
+        else f"{finished} of its {planned} trials have finished"
+    )
+    assert f"**Coverage:** {stated}" in sentence
     assert "docs/results_v2/results_v2.md" in section and sentence in section
 
 

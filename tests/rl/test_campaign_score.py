@@ -863,6 +863,12 @@ def test_readme_blocks_are_replaced_and_nothing_else(tmp_path):
     assert coverage_sentence({**cov, "projected_core_hours": None}) == (
         "**Coverage:** 9 of its 15 trials have finished."
     )
+    done = {**cov, "finished": 15, "core_hours": 30.37}
+    assert coverage_sentence(done) == (
+        "**Coverage:** all 15 trials have finished (30.4 core-hours in all: about 15 h on a "
+        "2-core machine running 2 trials at a time, about 1.9 h on a 16-worker Ray cluster, on "
+        "cores that run nothing else; the results page gives the wall time they took)."
+    )
 
 
 def test_cli_rewrites_the_readme_blocks_and_refuses_a_file_without_them(tmp_path, capsys):

@@ -49,19 +49,31 @@ def markers(campaign: str, block: str) -> tuple[str, str]:
 def coverage_sentence(coverage: Mapping[str, Any]) -> str:
     """The README's sentence on how far a campaign has come, from
     :func:`~powerzoo.rl.campaigns.score_page.coverage`: trials finished of those planned, the
-    projected core-hours and what they mean in wall time on a 2-core machine and on a Ray
-    cluster of dedicated cores."""
-    text = f"**Coverage:** {coverage['finished']} of its {coverage['planned']} trials have finished"
+    projected core-hours (the spent ones once every trial has finished) and what they mean in
+    wall time on a 2-core machine and on a Ray cluster of dedicated cores."""
+    finished, planned = coverage["finished"], coverage["planned"]
+    done = finished == planned
+    text = "**Coverage:** " + (
+        f"all {planned} trials have finished"
+        if done
+        else f"{finished} of its {planned} trials have finished"
+    )
     projected = coverage.get("projected_core_hours")
     if projected is None:
         return text + "."
-    return text + (
-        f" (about {projected:.0f} core-hours in all, projected from the finished trials: about "
-        f"{projected / MACHINE_CORES:.0f} h on a {MACHINE_CORES}-core machine running "
-        f"{MACHINE_CORES} trials at a time, about {coverage['cluster_hours']:.1f} h on a "
-        f"{coverage['workers']}-worker Ray cluster, on cores that run nothing else; the results "
-        "page gives the wall time they took)."
+    spent = coverage.get("core_hours") if done else None
+    hours = (
+        f" ({spent:.1f} core-hours in all:"
+        if spent is not None
+        else f" (about {projected:.0f} core-hours in all, projected from the finished trials:"
     )
+    wall = (
+        f" about {projected / MACHINE_CORES:.0f} h on a {MACHINE_CORES}-core machine running "
+        f"{MACHINE_CORES} trials at a time, about {coverage['cluster_hours']:.1f} h on a "
+        f"{coverage['workers']}-worker Ray cluster, on cores that run nothing else; the "
+        "results page gives the wall time they took)."
+    )
+    return text + hours + wall
 
 
 def replace_block(text: str, campaign: str, block: str, content: str) -> str:
