@@ -45,7 +45,7 @@ def test_every_configuration_was_trained_and_scored_as_the_campaign_does():
 
 
 def _tasks() -> list[str]:
-    return sorted({read_tuning(p.parent).task for p in PILOT.glob(f"*/{TUNING_JSON}")})
+    return sorted({read_tuning(f).task for f in _folders()})
 
 
 @pytest.mark.parametrize("task", _tasks())
@@ -53,7 +53,7 @@ def _tasks() -> list[str]:
 def test_the_baselines_returns_quoted_are_on_the_same_validation_days(task, policy, tmp_path):
     from powerzoo.benchmarks.campaign import run_campaign
 
-    outcome = next(read_tuning(f) for f in _folders() if read_tuning(f).task == task)
+    outcome = next(o for o in map(read_tuning, _folders()) if o.task == task)
     result = run_campaign(
         [outcome.task],
         [policy],
